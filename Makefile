@@ -1,0 +1,149 @@
+# qvet: one static library, one `qvet` binary, Check suites, libFuzzer targets.
+#
+#   make              build everything (CUDA kernels included; no GPU needed)
+#   make check        install missing Debian packages, build, run every Check suite
+#   make run          the main job: qvet check, a bounded qvet fuzz, qvet report
+#   make fuzz         a longer CPU-model fuzz campaign (10^4 cases per variant class)
+#   make fuzz-parsers libFuzzer + ASan + UBSan on every input parser, bounded time
+#   make report       render reports/out/index.md from results in $(BUILD)/results
+#   make ppl          fetch the model and text, run qvet ppl (GPU when present)
+#   make bench        kernel speed against cuBLAS (GPU only)
+#   make mutants      mutation testing on the GPU; make mutants-cpu on the CPU models
+#
+# BUILD selects the output folder, so several builds can live side by side.
+
+BUILD    ?= build
+CC       := gcc
+CLANG    := clang
+NVCC     ?= /usr/local/cuda/bin/nvcc
+CUDA_HOME ?= /usr/local/cuda
+
+# -std=c11 with _GNU_SOURCE for clock_gettime/strdup/etc.; -ffp-contract=off so the
+# C compiler never fuses a*b+c behind the reference's back (the CPU models state
+# exactly where they use fma()); -fno-math-errno keeps sqrt inlinable without
+# changing any result.
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
+            -ffp-contract=off -fno-math-errno -Iinclude -I$(CUDA_HOME)/include -MMD -MP
+# Kernels: Hopper machine code plus compute_90 PTX so newer drivers can JIT.
+# -fmad=true is stated on purpose: each kernel's declared arithmetic model says
+# where FMA contraction happens. Never --use_fast_math: it flushes subnormals and
+# approximates division, which would break the declared models.
+NVFLAGS  ?= -O3 -lineinfo
+NVFLAGS  += -std=c++17 -fmad=true -Iinclude \
+            -gencode=arch=compute_90,code=sm_90 \
+            -gencode=arch=compute_90,code=compute_90 \
+            -Xcompiler -Wall -MMD -MP $(MUTANT_FLAGS)
+# A mutant build passes e.g. MUTANT=scale_perm_single_missing (see mutants/).
+ifneq ($(MUTANT),)
+MUTANT_FLAGS := -DQV_MUTANT_$(MUTANT)=1 -DQV_MUTANT_NAME=\"$(MUTANT)\"
+CFLAGS += $(MUTANT_FLAGS)
+endif
+
+# Check and subunit are linked statically (by path) so the binaries also run on
+# the lent GPU machine, which has neither; MPFR, GMP, OpenBLAS and cuBLAS exist
+# there as shared libraries. cudart is static for the same reason.
+LIBDIR    := /usr/lib/x86_64-linux-gnu
+CHECK_LIBS := $(LIBDIR)/libcheck.a $(LIBDIR)/libsubunit.a
+LDLIBS    := -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart_static \
+             -Wl,-rpath,$(CUDA_HOME)/lib64 \
+             -lmpfr -lgmp -lopenblas -lstdc++ -lm -lpthread -ldl -lrt
+
+LIB_C   := $(filter-out src/qvet.c,$(wildcard src/*.c)) \
+           $(wildcard reference/*.c) $(wildcard kernels/*.c) \
+           $(filter-out fuzz/lf_%.c,$(wildcard fuzz/*.c)) \
+           $(wildcard reports/*.c) $(wildcard eval/*.c) $(wildcard bench/*.c)
+LIB_CU  := $(wildcard kernels/*.cu) $(wildcard bench/*.cu) $(wildcard eval/*.cu)
+LIB_OBJ := $(LIB_C:%.c=$(BUILD)/obj/%.o) $(LIB_CU:%.cu=$(BUILD)/obj/%.cu.o)
+LIB     := $(BUILD)/libqvet.a
+QVET    := $(BUILD)/qvet
+
+TEST_SRC := $(wildcard tests/t_*.c)
+TESTS    := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+FUZZ_SRC := $(wildcard fuzz/lf_*.c)
+
+.PHONY: all check deps run fuzz fuzz-parsers report ppl bench mutants mutants-cpu clean
+all: $(QVET) $(TESTS) $(BUILD)/plugins/libqvet_example_plugin.so
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.cu.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(QVET): $(BUILD)/obj/src/qvet.o $(LIB)
+	$(CC) -rdynamic $^ $(LDLIBS) -o $@
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $^ $(CHECK_LIBS) $(LDLIBS) -o $@
+
+# The example plugin: a shared library implementing one variant through the
+# plugin ABI (include/qvet/plugin.h); CI loads it with --plugin.
+$(BUILD)/plugins/libqvet_example_plugin.so: $(wildcard plugins/example/*.c) include/qvet/plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -shared $(filter %.c,$^) -o $@
+
+deps:
+	@bash tools/deps.sh
+
+# make check: packages first (tools/deps.sh only calls apt-get when one is
+# missing), then a normal build, then every Check suite through the runner,
+# which prints the closing "N passed, N failed" line and fails on any crash.
+check: deps
+	@$(MAKE) --no-print-directory all
+	@bash tools/run-tests.sh $(BUILD)
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	@bash tools/run-main.sh $(BUILD)
+
+fuzz: deps
+	@$(MAKE) --no-print-directory all
+	$(QVET) fuzz --cpu --cases 20000 --seed $${SEED:-1} --out $(BUILD)/results/fuzz.jsonl
+
+report: $(QVET)
+	$(QVET) report $(wildcard $(BUILD)/results/*.jsonl) -o reports/out
+
+# libFuzzer targets: the library's C sources rebuilt by clang with ASan+UBSan.
+FZ_FLAGS := -O1 -g -std=c11 -D_GNU_SOURCE -Iinclude -I$(CUDA_HOME)/include \
+            -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FZ_OBJ   := $(LIB_C:%.c=$(BUILD)/fz/%.o)
+FZ_LIB   := $(BUILD)/fz/libqvet_fz.a
+FUZZERS  := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fz/%)
+$(BUILD)/fz/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CLANG) $(FZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+$(FZ_LIB): $(FZ_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+$(BUILD)/fz/lf_%: fuzz/lf_%.c $(FZ_LIB)
+	$(CLANG) $(FZ_FLAGS) -fsanitize=fuzzer $^ -L$(CUDA_HOME)/lib64 -lcudart_static \
+	    -lmpfr -lgmp -lopenblas -lstdc++ -lm -lpthread -ldl -lrt -o $@
+fuzz-parsers: deps
+	@$(MAKE) --no-print-directory $(FUZZERS)
+	@bash tools/fuzz-parsers.sh $(BUILD) $${FUZZ_SECONDS:-60}
+
+ppl: deps
+	@$(MAKE) --no-print-directory all
+	@bash tools/run-ppl.sh $(BUILD)
+
+bench: $(QVET)
+	$(QVET) bench --out bench/out.jsonl
+
+mutants: deps
+	@bash tools/mutants.sh --gpu
+
+mutants-cpu: deps
+	@bash tools/mutants.sh --cpu
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj $(BUILD)/fz -name '*.d' 2>/dev/null)

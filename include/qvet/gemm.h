@@ -1,0 +1,55 @@
+/* gemm.h: the GPU launch ABI shared by qvet's kernels, the plugin ABI and the
+ * GPU runner. Included by kernels/*.cu, src/gpu_run.c and plugins. Rule: every
+ * pointer is a device pointer to the *packed* buffers of the variant's layout
+ * (layout.h); the launch checks the shape and returns a status, never aborts. */
+#ifndef QVET_GEMM_H
+#define QVET_GEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qvet/status.h"
+#include "qvet/variant.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct qv_gemm_args {
+    int m, n, k, g;
+    const void *a;           /* (m, k) activations, row-major, v->afmt codes */
+    const float *a_scale;    /* per v->act_scale, or NULL */
+    const int32_t *azp;      /* per v->azp, or NULL */
+    const void *b;           /* packed weights (layout.h: qv_packed.b) */
+    const void *scales;      /* packed scales (qv_packed.scales) */
+    const void *scales2;     /* packed second-level scales (qv_packed.scales2) or NULL */
+    const void *zeros;       /* packed zero points (qv_packed.zeros) or NULL */
+    const int32_t *perm;     /* act_order: (k) A column permutation (qv_packed.perm) or NULL */
+    void *c;                 /* (m, n) output, row-major, v->ofmt codes */
+    void *workspace;         /* v->workspace(v, m, n, k) bytes, zeroed by the caller once */
+    size_t workspace_bytes;
+    void *stream;            /* cudaStream_t, or NULL for the default stream */
+} qv_gemm_args;
+
+/* Kernel launchers, one per family (kernels/). Each reads the row's fields. */
+qv_status qv_launch_cublas(const qv_variant *v, const qv_gemm_args *a);
+qv_status qv_launch_wonly(const qv_variant *v, const qv_gemm_args *a);   /* W4A16, W8A16, FP8A16 */
+size_t    qv_workspace_wonly(const qv_variant *v, int m, int n, int k);
+qv_status qv_launch_qqq(const qv_variant *v, const qv_gemm_args *a);     /* W4A8 */
+size_t    qv_workspace_qqq(const qv_variant *v, int m, int n, int k);
+qv_status qv_launch_w8a8(const qv_variant *v, const qv_gemm_args *a);    /* W8A8 int8 and fp8 */
+size_t    qv_workspace_w8a8(const qv_variant *v, int m, int n, int k);
+
+/* Per-token activation quantization kernels (kernels/act_quant.cu):
+ * x (m, k) fp16/bf16 -> q (m, k) int8 with s[m] = absmax/127 (RNE), or e4m3
+ * with s[m] = absmax/448. */
+qv_status qv_act_quant(qv_fmt xfmt, qv_fmt qfmt, int m, int k, const void *x, void *q,
+                       float *s, void *stream);
+
+/* 1 when a CUDA device is usable; fills name/driver/runtime strings when not NULL. */
+int qv_cuda_available(char *name, size_t name_len, int *driver, int *runtime);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,45 @@
+/* result.h: the one comparison result (STYLE.md rule 7) and its JSON form.
+ * Included by the reference, the campaign, `qvet verify` and reports. Rule: a
+ * numerical mismatch is a result, never an error; a vacuous comparison (zero
+ * reference norm, too few normal values) is refused, not passed. */
+#ifndef QVET_RESULT_H
+#define QVET_RESULT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum qv_grade { QV_PASS = 0, QV_MARGINAL, QV_FAIL } qv_grade;
+const char *qv_grade_name(qv_grade g); /* "PASS", "MARGINAL", "FAIL" */
+
+typedef struct qv_result {
+    qv_grade grade;
+    char reason[192];          /* why FAIL/MARGINAL, e.g. "out of bound at (3, 17): ..." */
+    const char *ref_path;      /* "int64", "fixed128", "mpfr", "dgemm+cert" */
+    const char *ref_why;       /* why that path is certified for this case */
+    int64_t n_elements;
+    int64_t n_fail;            /* elements outside the rounded bound interval */
+    int64_t n_nan, n_inf;      /* NaN / Inf in the output that the model does not have */
+    int64_t n_unwritten;       /* elements still holding the poison pattern */
+    double max_err_over_bound; /* max |out - y| / E */
+    double p99_err_over_bound;
+    double max_abs_err;
+    double max_ulp, p99_ulp;   /* distance in output ulps to the correctly rounded y */
+    double nmse;               /* sum (out-y)^2 / sum y^2 (llama.cpp's definition) */
+    double norm_rel;           /* ||out - y||_2 / ||y||_2 */
+    double bias_z;             /* signed-bias z-score of (out - y)/E */
+    int64_t worst_m, worst_n;  /* element with the largest |err|/E */
+    double worst_out, worst_y, worst_bound;
+} qv_result;
+
+/* Writes the result's fields as JSON members (no braces), for embedding in a
+ * JSONL line: "verdict":"PASS","max_err_over_bound":0.1,... */
+void qv_result_json_fields(FILE *f, const qv_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,163 @@
+/* variant.h: a GEMM variant is a row of data (DESIGN.md §2) and its declared
+ * arithmetic (DESIGN.md §3). Included by the registry, the reference, the
+ * kernels' launchers, the campaign and the CLI. Rule: nothing switches on a
+ * variant's name; every behaviour follows from the fields of its row. */
+#ifndef QVET_VARIANT_H
+#define QVET_VARIANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qvet/formats.h"
+#include "qvet/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How the weight scales are laid out over the logical (k, n) weight matrix. */
+typedef enum qv_scale_layout {
+    QV_SCALE_NONE = 0,      /* no weight scale (fp16 baseline) */
+    QV_SCALE_TENSOR,        /* scales: (1, 1) */
+    QV_SCALE_CHANNEL,       /* scales: (1, n) */
+    QV_SCALE_GROUP,         /* scales: (k/g, n); row k uses group k/g, or g_idx[k] */
+    QV_SCALE_GROUP_CHANNEL, /* scales: (k/g, n) group scale and scales2: (1, n) f32 channel scale */
+    QV_SCALE_BLOCK          /* scales: (ceil(k/128), ceil(n/128)) f32, one per 128x128 block */
+} qv_scale_layout;
+
+/* How the activations are scaled (activation-quantized variants only). */
+typedef enum qv_act_scale {
+    QV_ASCALE_NONE = 0,     /* fp16/bf16 activations */
+    QV_ASCALE_TENSOR,       /* a_scale: (1) f32 */
+    QV_ASCALE_TOKEN,        /* a_scale: (m) f32 */
+    QV_ASCALE_TOKEN_BLOCK   /* a_scale: (m, ceil(k/128)) f32, per token and 128-wide K group */
+} qv_act_scale;
+
+/* Activation zero point (W8A8 int8 asymmetric): out = s_a*s_w*(A_q.B_q - azp*colsum(B_q)). */
+typedef enum qv_azp {
+    QV_AZP_NONE = 0,
+    QV_AZP_TENSOR,          /* azp: (1) int32 */
+    QV_AZP_TOKEN            /* azp: (m) int32 */
+} qv_azp;
+
+/* Packed weight layouts (layout.h has the packers, reference/ the decoder). */
+typedef enum qv_layout {
+    QV_LAYOUT_PLAIN_NK = 0, /* (n, k) row-major weight codes, like torch.nn.Linear */
+    QV_LAYOUT_MARLIN_W4,    /* IST-DASLab Marlin 4-bit */
+    QV_LAYOUT_MARLIN_W4_ZP, /* Marlin 4-bit with zero points as vLLM awq_marlin packs them */
+    QV_LAYOUT_MARLIN_W8,    /* vLLM Marlin 8-bit (u8 = q+128), interleave [0,2,1,3] */
+    QV_LAYOUT_MARLIN_FP8,   /* vLLM fp8 Marlin (e4m3 codes), 8-bit interleave */
+    QV_LAYOUT_QQQ_W4_CHANNEL, /* QQQ channelwise, signed int4, interleave [4,0,5,1,6,2,7,3] */
+    QV_LAYOUT_QQQ_W4_GROUP,   /* QQQ per-group, u4 = q+8, interleave [0,2,4,6,1,3,5,7] */
+    QV_LAYOUT_COUNT
+} qv_layout;
+
+/* Dequantization of one weight w[k][n] from its stored code. */
+typedef enum qv_dequant {
+    QV_DQ_NONE = 0,     /* weights are used as stored (fp16 baseline; W8A8: q as an integer or e4m3 value) */
+    QV_DQ_EXACT,        /* w = value(q) exactly; scales applied later (epilogue or per block) */
+    QV_DQ_MUL_RN,       /* w = round_out((value(q) - z) * s) in the activation format
+                           (fp16 or bf16): one rounding, as a half-precision multiply */
+    QV_DQ_INT8_RNE      /* QQQ per-group: w8 = rne((q - 8) * s_group) as one fp16 FMA,
+                           then int8; s_group is fp16 */
+} qv_dequant;
+
+/* How products are summed along K. */
+typedef enum qv_accum {
+    QV_ACC_INT32 = 0,   /* exact int32; registry and generator prove K*max|p| < 2^31 */
+    QV_ACC_TC_F32,      /* fp16/bf16 tensor core into fp32, alignment block width `block_b` */
+    QV_ACC_TC_FP8,      /* fp8 tensor core (~14-bit accumulator), promoted to fp32 every `promote_nc` */
+    QV_ACC_FMA_F32      /* fp32 FMA loop, round to nearest */
+} qv_accum;
+
+/* Split-K / global reduction precision. */
+typedef enum qv_reduce {
+    QV_RED_NONE = 0,    /* each output is finished by one thread */
+    QV_RED_F32          /* partial sums of K slices are added in fp32 */
+} qv_reduce;
+
+/* One step of the epilogue, executed in order, each in fp32 with RN, after
+ * accumulation and before the output cast. QV_EP_END terminates the list. */
+typedef enum qv_ep_step {
+    QV_EP_END = 0,
+    QV_EP_SUB_AZP,      /* int32: acc -= azp * colsum(B_q) (exact in int32) */
+    QV_EP_TO_F32,       /* int32 -> fp32, RN (exact when |acc| <= 2^24) */
+    QV_EP_MUL_WSCALE,   /* *= weight scale: tensor, or channel s[n] (f16/bf16/f32 per sfmt) */
+    QV_EP_MUL_WSCALE2,  /* *= second-level channel scale scales2[n] (f32) */
+    QV_EP_MUL_ASCALE    /* *= activation scale: tensor or token s_a[m] (f32) */
+} qv_ep_step;
+#define QV_EP_MAX 6
+
+typedef struct qv_arith {
+    qv_dequant dequant;
+    int w_mul;          /* integer paths: the kernel multiplies each weight code by this
+                           (QQQ channelwise sees a nibble q as 16*q in an int8); 0 means 1 */
+    qv_accum accum;
+    int block_b;        /* QV_ACC_TC_F32: alignment block width b (e.g. 16) */
+    int promote_nc;     /* QV_ACC_TC_FP8: promotion interval N_C (<= 128) */
+    int acc_bits;       /* QV_ACC_TC_FP8: accumulator mantissa bits kept (about 14) */
+    qv_reduce reduce;
+    qv_ep_step epilogue[QV_EP_MAX];
+    qv_sat out_sat;     /* output cast: RNE then this saturation rule */
+} qv_arith;
+
+struct qv_variant;
+struct qv_gemm_args;
+
+/* Launches the variant's kernel on device buffers (gemm.h); returns a status,
+ * never aborts on a bad shape. */
+typedef qv_status (*qv_launch_fn)(const struct qv_variant *v, const struct qv_gemm_args *args);
+/* Bytes of device workspace the launch needs for this shape (0 if none). */
+typedef size_t (*qv_workspace_fn)(const struct qv_variant *v, int m, int n, int k);
+
+typedef struct qv_variant {
+    const char *name;       /* systematic, see README "Variant names" */
+    const char *summary;    /* one line for `qvet list` */
+    const char *family;     /* "cublas", "marlin", "qqq", "w8a8" (for reports) */
+
+    qv_fmt wfmt;            /* stored weight code: U4, I4, U8, I8, E4M3, F16, BF16 */
+    qv_fmt afmt;            /* activation code: F16, BF16, I8, E4M3 */
+    qv_fmt ofmt;            /* output: F16, BF16, F32 */
+    qv_fmt sfmt;            /* weight scale storage: F16, BF16, F32 (NONE if no scale) */
+
+    qv_scale_layout scale_layout;
+    int g;                  /* group size along K for GROUP / GROUP_CHANNEL, else 0 */
+    int zero_point;         /* zeros: (k/g, n) u4 codes; w = (q - z) * s */
+    int act_order;          /* g_idx: (k) group of each row; kernel sorts rows */
+    qv_act_scale act_scale;
+    qv_azp azp;
+
+    qv_layout layout;
+    int n_tile;             /* N must be a multiple of this */
+    int k_tile;             /* K must be a multiple of this */
+
+    qv_arith arith;
+
+    qv_launch_fn launch;        /* NULL: no GPU kernel for this row */
+    qv_workspace_fn workspace;  /* NULL: no workspace */
+    int cpu_model;              /* 1: reference/ has a CPU model of this row */
+} qv_variant;
+
+/* The registry (src/registry.c). */
+int qv_registry_count(void);
+const qv_variant *qv_registry_get(int i);
+const qv_variant *qv_variant_find(const char *name);
+/* fnmatch-style glob over names ("marlin-*", "*-bf16"); NULL or "" matches all. */
+int qv_variant_match(const qv_variant *v, const char *glob);
+
+/* Refuses an illegal (m, n, k) for this row with a clear message: tile
+ * multiples, g | k, overflow of the exact int32 accumulator, index ranges. */
+qv_status qv_variant_check_shape(const qv_variant *v, int64_t m, int64_t n, int64_t k);
+
+/* Names used in qvet list and JSON. */
+const char *qv_scale_layout_name(qv_scale_layout s); /* "tensor", "channel", "group", "group+channel", "block", "none" */
+const char *qv_layout_name(qv_layout l);             /* "plain-nk", "marlin-w4", ... (qvet pack names) */
+qv_layout   qv_layout_from_name(const char *name);   /* QV_LAYOUT_COUNT if unknown */
+const char *qv_accum_name(qv_accum a);               /* "int32", "tc-f32", "tc-fp8", "fma-f32" */
+const char *qv_dequant_name(qv_dequant d);
+const char *qv_act_scale_name(qv_act_scale s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

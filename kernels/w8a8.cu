@@ -1,0 +1,6 @@
+/* PLACEHOLDER: replaced by the kernel work. */
+#include "qvet/gemm.h"
+extern "C" qv_status qv_launch_w8a8(const qv_variant *v, const qv_gemm_args *a)
+{
+    return qv_fail(QV_ERR_UNSUPPORTED, "%s: kernel not built yet", v->name);
+}extern "C" size_t qv_workspace_w8a8(const qv_variant *v, int m, int n, int k) { return 0; }

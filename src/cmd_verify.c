@@ -1,0 +1,8 @@
+/* PLACEHOLDER: replaced by the work on this subcommand. */
+#include <stdio.h>
+#include "qvet/cli.h"
+int qv_cmd_verify(int argc, char **argv)
+{
+    fprintf(stderr, "qvet verify: not built yet\n");
+    return 2;
+}
