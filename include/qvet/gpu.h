@@ -1,0 +1,72 @@
+/* gpu.h: running one GEMM problem on the GPU, the way qvet's rules demand.
+ * Included by the campaign, the GPU Check suites, bench and eval. Rule: every
+ * launch gets a freshly poisoned output, every CUDA call and launch is checked,
+ * and a determinism check repeats the launch and compares every bit. */
+#ifndef QVET_GPU_H
+#define QVET_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qvet/gemm.h"
+#include "qvet/layout.h"
+#include "qvet/problem.h"
+#include "qvet/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Device information, filled by qv_gpu_info (all zero / "" without a device). */
+typedef struct qv_gpu_info {
+    int present;
+    char name[128];
+    int driver;     /* cudaDriverGetVersion, e.g. 13000 */
+    int runtime;    /* cudaRuntimeGetVersion */
+    int sm;         /* compute capability major*10 + minor */
+} qv_gpu_info;
+
+/* 1 when a CUDA device is usable. Never aborts; safe on machines without a GPU. */
+int qv_gpu_info_get(qv_gpu_info *info);
+
+/* What a run observed besides the output. */
+typedef struct qv_gpu_stats {
+    int launches;          /* launches performed */
+    int nondeterministic;  /* 1 if two identical launches differed in any bit */
+    int64_t first_diff;    /* first differing element (row-major index), -1 if none */
+    double ms;             /* time of the last launch (events), for information only */
+} qv_gpu_stats;
+
+/* Packs p (qv_pack), uploads it, poisons the output with ref_poison_code,
+ * launches `launch` (NULL: p->v->launch), downloads the (m, n) output codes into
+ * `out` (p->v->ofmt, row-major). With `repeat` >= 2, relaunches with a fresh
+ * poison each time and compares every bit with the first output. */
+qv_status qv_gpu_run(const qv_problem *p, qv_launch_fn launch, int repeat, void *out,
+                     qv_gpu_stats *st);
+
+/* Device copies of a packed problem, for repeated launches (bench, eval). */
+typedef struct qv_gpu_problem {
+    qv_gemm_args args;     /* device pointers ready to launch */
+    size_t out_bytes;
+    void *dev_allocs[12];  /* owned allocations */
+    int n_allocs;
+} qv_gpu_problem;
+
+qv_status qv_gpu_problem_upload(const qv_problem *p, const qv_packed *pk, qv_gpu_problem *gp);
+void      qv_gpu_problem_free(qv_gpu_problem *gp);
+/* Fills the device output with the poison code of ofmt. */
+qv_status qv_gpu_poison(void *dev_out, qv_fmt ofmt, int64_t count, void *stream);
+
+/* Checks a CUDA runtime result; on error records "what: cuda message" via
+ * qv_fail and returns QV_ERR_CUDA. */
+#define QV_CUDA_TRY(call, what)                                                \
+    do {                                                                       \
+        int qv_cuda_rc_ = (int)(call);                                         \
+        if (qv_cuda_rc_ != 0) return qv_cuda_fail(qv_cuda_rc_, (what), __FILE__, __LINE__); \
+    } while (0)
+qv_status qv_cuda_fail(int rc, const char *what, const char *file, int line);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
