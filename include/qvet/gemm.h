@@ -1,5 +1,5 @@
 /* gemm.h: the GPU launch ABI shared by qvet's kernels, the plugin ABI and the
- * GPU runner. Included by kernels/*.cu, src/gpu_run.c and plugins. Rule: every
+ * GPU runner. Included by the kernels, src/gpu_run.c and plugins. Rule: every
  * pointer is a device pointer to the *packed* buffers of the variant's layout
  * (layout.h); the launch checks the shape and returns a status, never aborts. */
 #ifndef QVET_GEMM_H
