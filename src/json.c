@@ -558,7 +558,7 @@ static size_t escape_byte(unsigned char ch, char e[8])
     case '\f': memcpy(e, "\\f", 2); return 2;
     default: break;
     }
-    if (ch < 0x20 || ch == 0x7f) {
+    if (ch < 0x20) {
         snprintf(e, 8, "\\u%04x", ch);
         return 6;
     }
