@@ -35,6 +35,24 @@ typedef struct qv_result {
     double worst_out, worst_y, worst_bound;
 } qv_result;
 
+/* The field's usual acceptance criteria, computed on the same output for the
+ * mutation report (src/criteria.c): would each of those tests have passed it?
+ * C_ref is the exact value rounded to the output format (an fp16 reference of
+ * the dequantized weights, as those tests build it). */
+typedef struct qv_criteria {
+    double mean_rel;    /* mean|C - C_ref| / mean|C_ref| */
+    double cosine;      /* sum C*C_ref / (||C|| ||C_ref||) */
+    double nmse;        /* sum (C - C_ref)^2 / sum C_ref^2 */
+    int marlin_pass;    /* Marlin's test: mean_rel < 1e-3 */
+    int vllm_pass;      /* vLLM's kernel tests: mean_rel < 0.04 */
+    int cosine_pass;    /* a quanto-style check: cosine >= 0.99 */
+    int nmse_pass;      /* llama.cpp test-backend-ops: nmse < 5e-4 */
+} qv_criteria;
+
+/* c, ref: (count) decoded output and reference values. NaN anywhere makes the
+ * affected measures NaN, which no criterion passes. */
+void qv_usual_criteria(const double *c, const double *ref, int64_t count, qv_criteria *out);
+
 /* Writes the result's fields as JSON members (no braces), for embedding in a
  * JSONL line: "verdict":"PASS","max_err_over_bound":0.1,... */
 void qv_result_json_fields(FILE *f, const qv_result *r);
