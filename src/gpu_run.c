@@ -102,7 +102,7 @@ qv_status qv_gpu_problem_upload(const qv_problem *p, const qv_packed *pk, qv_gpu
     UP(pk->perm, (size_t)p->k * sizeof(int32_t), perm);
 #undef UP
     gp->out_bytes = (size_t)qv_problem_out_bytes(p);
-    st = alloc_dev(gp, gp->out_bytes, &a->c);
+    st = alloc_dev(gp, gp->out_bytes + QV_GPU_GUARD_BYTES, &a->c);
     if (st != QV_OK) goto fail;
     if (v->workspace) {
         a->workspace_bytes = v->workspace(v, a->m, a->n, a->k);
@@ -153,10 +153,12 @@ qv_status qv_gpu_poison(void *dev_out, qv_fmt ofmt, int64_t count, void *stream)
 
 /* Poison, launch, check the launch and the kernel's completion, download. */
 static qv_status launch_once(const qv_problem *p, qv_launch_fn launch, qv_gpu_problem *gp, void *out,
-                             double *ms)
+                             double *ms, int64_t *guard_writes)
 {
-    int64_t count = p->m * p->n;
-    QV_TRY(qv_gpu_poison(gp->args.c, p->v->ofmt, count, NULL));
+    /* Poison the output and the guard zone after it, as one run of codes. */
+    size_t es = qv_fmt_storage_bytes(p->v->ofmt);
+    int64_t count = p->m * p->n, guard_count = QV_GPU_GUARD_BYTES / (int64_t)es;
+    QV_TRY(qv_gpu_poison(gp->args.c, p->v->ofmt, count + guard_count, NULL));
     cudaEvent_t e0, e1;
     QV_CUDA_TRY(cudaEventCreate(&e0), "cudaEventCreate");
     QV_CUDA_TRY(cudaEventCreate(&e1), "cudaEventCreate");
@@ -176,6 +178,13 @@ static qv_status launch_once(const qv_problem *p, qv_launch_fn launch, qv_gpu_pr
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
     QV_CUDA_TRY(cudaMemcpy(out, gp->args.c, gp->out_bytes, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
+    /* Any byte of the guard zone that lost its poison was written out of bounds. */
+    unsigned char guard[QV_GPU_GUARD_BYTES];
+    QV_CUDA_TRY(cudaMemcpy(guard, (char *)gp->args.c + gp->out_bytes, sizeof guard, cudaMemcpyDeviceToHost),
+                "cudaMemcpy guard to host");
+    uint32_t code = ref_poison_code(p->v->ofmt);
+    for (size_t i = 0; i < sizeof guard; i++)
+        if (guard[i] != ((const unsigned char *)&code)[i % es]) ++*guard_writes;
     return QV_OK;
 }
 
@@ -197,7 +206,7 @@ qv_status qv_gpu_run(const qv_problem *p, qv_launch_fn launch, int repeat, void 
     qv_packed_destroy(&pk);
     if (s != QV_OK) return s;
 
-    s = launch_once(p, launch, &gp, out, &st->ms);
+    s = launch_once(p, launch, &gp, out, &st->ms, &st->guard_writes);
     st->launches = 1;
     if (s == QV_OK && repeat > 1) {
         void *again = malloc(gp.out_bytes);
@@ -206,7 +215,7 @@ qv_status qv_gpu_run(const qv_problem *p, qv_launch_fn launch, int repeat, void 
         } else {
             size_t es = qv_fmt_storage_bytes(p->v->ofmt);
             for (int r = 1; r < repeat && s == QV_OK && !st->nondeterministic; r++) {
-                s = launch_once(p, launch, &gp, again, &st->ms);
+                s = launch_once(p, launch, &gp, again, &st->ms, &st->guard_writes);
                 st->launches++;
                 if (s == QV_OK && memcmp(again, out, gp.out_bytes)) {
                     st->nondeterministic = 1;

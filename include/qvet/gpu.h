@@ -34,6 +34,8 @@ typedef struct qv_gpu_stats {
     int launches;          /* launches performed */
     int nondeterministic;  /* 1 if two identical launches differed in any bit */
     int64_t first_diff;    /* first differing element (row-major index), -1 if none */
+    int64_t guard_writes;  /* bytes changed in the guard zone past the output (an
+                              out-of-bounds write, e.g. rows beyond M): must be 0 */
     double ms;             /* time of the last launch (events), for information only */
 } qv_gpu_stats;
 
@@ -47,10 +49,13 @@ qv_status qv_gpu_run(const qv_problem *p, qv_launch_fn launch, int repeat, void 
 /* Device copies of a packed problem, for repeated launches (bench, eval). */
 typedef struct qv_gpu_problem {
     qv_gemm_args args;     /* device pointers ready to launch */
-    size_t out_bytes;
+    size_t out_bytes;      /* m * n output codes; QV_GPU_GUARD_BYTES of guard follow them */
     void *dev_allocs[12];  /* owned allocations */
     int n_allocs;
 } qv_gpu_problem;
+
+/* Bytes of poison kept after every output allocation to catch writes past it. */
+#define QV_GPU_GUARD_BYTES 4096
 
 qv_status qv_gpu_problem_upload(const qv_problem *p, const qv_packed *pk, qv_gpu_problem *gp);
 void      qv_gpu_problem_free(qv_gpu_problem *gp);
