@@ -265,7 +265,11 @@ qv_status qv_npy_parse(const void *buf, size_t len, qv_array *out)
     QV_TRY(parse_descr(h.descr, &dt, &is_bool));
     int64_t count;
     size_t nbytes;
-    QV_TRY(qv_shape_count(h.ndim, h.shape, qv_dtype_size(dt), &count, &nbytes));
+    if (qv_shape_count(h.ndim, h.shape, qv_dtype_size(dt), &count, &nbytes) != QV_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", qv_errmsg());
+        return qv_fail(QV_ERR_SHAPE, ".npy: %s", msg);
+    }
     if (h.fortran_order) {
         /* Fortran and C order store the same bytes when at most one dimension
          * exceeds 1; anything else would need a transpose qvet does not do. */
