@@ -137,11 +137,13 @@ ppl: deps
 bench: $(QVET)
 	$(QVET) bench --out bench/out.jsonl
 
+# Mutation testing (tools/mutants.py, mutants/catalogue.tsv): every mutant is a
+# rebuild with -DQV_MUTANT_<name>; only the files holding the switch recompile.
 mutants: deps
-	@bash tools/mutants.sh --gpu
+	@python3 tools/mutants.py --gpu
 
 mutants-cpu: deps
-	@bash tools/mutants.sh --cpu
+	@python3 tools/mutants.py --cpu
 
 clean:
 	rm -rf $(BUILD)

@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""Mutation testing for qvet: build every mutant of mutants/catalogue.tsv, run
+`qvet check` and a bounded `qvet fuzz` on the variants it affects, and write
+the kill matrix (JSONL and Markdown) beside the field's usual criteria.
+
+  tools/mutants.py --cpu                 build and run on the CPU models
+  tools/mutants.py --gpu                 build and run on the GPU kernels
+  tools/mutants.py --gpu --build-only    build here (no GPU needed) ...
+  tools/mutants.py --gpu --run-only      ... and run there on the built binaries
+
+The last line is exactly "mutants: K killed of N"; the exit status is non-zero
+when K < N or when the unmutated build fails any case.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SRC_DIRS = ["src", "reference", "kernels", "fuzz", "eval", "bench"]
+
+
+def read_catalogue(path):
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line.strip() or line.startswith("#"):
+                continue
+            cols = line.split("\t")
+            if len(cols) != 6:
+                sys.exit(f"mutants: {path}:{lineno}: expected 6 tab-separated columns, got {len(cols)}")
+            name, cls, backends, variants, cites, what = cols
+            rows.append({"name": name, "bug_class": int(cls), "backends": backends.split(","),
+                         "variants": variants, "cites": cites, "what": what})
+    return rows
+
+
+def files_with_switch(name):
+    """Source files that mention QV_MUTANT_<name>."""
+    token = "QV_MUTANT_" + name
+    hits = []
+    for d in SRC_DIRS:
+        for dirpath, _, files in os.walk(os.path.join(ROOT, d)):
+            for fn in files:
+                if not fn.endswith((".c", ".cu", ".cuh", ".h")):
+                    continue
+                p = os.path.join(dirpath, fn)
+                with open(p, encoding="utf-8", errors="replace") as f:
+                    if token in f.read():
+                        hits.append(os.path.relpath(p, ROOT))
+    return hits
+
+
+def make(build, mutant=None):
+    cmd = ["make", "--no-print-directory", "-j2", f"BUILD={build}", f"{build}/qvet"]
+    if mutant:
+        cmd.append(f"MUTANT={mutant}")
+    r = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        sys.stdout.write(r.stdout[-4000:])
+        sys.exit(f"mutants: build failed ({' '.join(cmd)})")
+
+
+def build_mutant(base, out, row):
+    """Copy the base build, drop the objects of the files that hold the switch
+    (headers: everything that includes them is rebuilt by dependency), rebuild."""
+    files = files_with_switch(row["name"])
+    if not files:
+        return None
+    mb = os.path.join(out, "build-" + row["name"])
+    if os.path.exists(mb):
+        shutil.rmtree(mb)
+    shutil.copytree(base, mb, symlinks=True, ignore=shutil.ignore_patterns("tests", "fz", "results"))
+    for f in files:
+        if f.endswith((".h", ".cuh")):
+            # A header change reaches every object whose .d file names it.
+            for dirpath, _, fns in os.walk(os.path.join(mb, "obj")):
+                for fn in fns:
+                    if fn.endswith(".d"):
+                        with open(os.path.join(dirpath, fn)) as d:
+                            if f in d.read():
+                                obj = os.path.join(dirpath, fn[:-2] + ".o")
+                                if os.path.exists(obj):
+                                    os.remove(obj)
+        else:
+            suffix = ".cu.o" if f.endswith(".cu") else ".o"
+            obj = os.path.join(mb, "obj", os.path.splitext(f)[0] + suffix)
+            if os.path.exists(obj):
+                os.remove(obj)
+    make(os.path.relpath(mb, ROOT), row["name"])
+    return files
+
+
+def run_qvet(qvet, args, out_jsonl):
+    if os.path.exists(out_jsonl):
+        os.remove(out_jsonl)
+    r = subprocess.run([qvet] + args + ["--out", out_jsonl], cwd=ROOT, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    cases = []
+    if os.path.exists(out_jsonl):
+        with open(out_jsonl, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    o = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if o.get("kind") == "case":
+                    cases.append(o)
+    return r.returncode, r.stdout, cases
+
+
+def first_fail(cases):
+    for i, c in enumerate(cases):
+        if c.get("verdict") == "FAIL":
+            return i, c
+    return None, None
+
+
+def criteria_pass(cases):
+    """Would each usual criterion have passed the bug? Yes when it passes on
+    every random-data case of the run (the data those tests use)."""
+    keys = ["marlin_pass", "vllm_pass", "cosine_pass", "nmse_pass"]
+    rnd = [c for c in cases if c.get("probe") == "random" and isinstance(c.get("criteria"), dict)]
+    if not rnd:
+        return {k: None for k in keys}
+    return {k: all(bool(c["criteria"].get(k)) for c in rnd) for k in keys}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--cpu", action="store_true")
+    g.add_argument("--gpu", action="store_true")
+    ap.add_argument("--build-only", action="store_true")
+    ap.add_argument("--run-only", action="store_true")
+    ap.add_argument("--only", help="comma-separated mutant names")
+    ap.add_argument("--cases", type=int, default=300, help="bounded fuzz cases per mutant")
+    ap.add_argument("--seed", type=int, default=20261129)
+    ap.add_argument("--out", default="mutants/out")
+    a = ap.parse_args()
+    backend = "gpu" if a.gpu else "cpu"
+    out = os.path.join(ROOT, a.out, backend)
+    os.makedirs(out, exist_ok=True)
+    rows = [r for r in read_catalogue(os.path.join(ROOT, "mutants/catalogue.tsv")) if backend in r["backends"]]
+    if a.only:
+        keep = set(a.only.split(","))
+        rows = [r for r in rows if r["name"] in keep]
+    bindir = os.path.join(out, "bin")
+    base = os.path.join(out, "build-base")
+
+    if not a.run_only:
+        print(f"mutants: building the unmutated base and {len(rows)} mutants ({backend})", flush=True)
+        make(os.path.relpath(base, ROOT))
+        os.makedirs(bindir, exist_ok=True)
+        shutil.copy2(os.path.join(base, "qvet"), os.path.join(bindir, "qvet-base"))
+        for r in rows:
+            files = build_mutant(base, out, r)
+            if files is None:
+                print(f"  {r['name']}: switch QV_MUTANT_{r['name']} is placed nowhere", flush=True)
+                continue
+            shutil.copy2(os.path.join(out, "build-" + r["name"], "qvet"), os.path.join(bindir, "qvet-" + r["name"]))
+            shutil.rmtree(os.path.join(out, "build-" + r["name"]))
+            print(f"  built {r['name']} ({', '.join(files)})", flush=True)
+        if a.build_only:
+            return 0
+
+    flag = "--gpu" if a.gpu else "--cpu"
+    globs = sorted({r["variants"] for r in rows})
+    base_fail = 0
+    for gl in globs:
+        tag = gl.replace("*", "x")
+        rc, log, cases = run_qvet(os.path.join(bindir, "qvet-base"), ["check", "--variant", gl, flag],
+                                  os.path.join(out, f"base-check-{tag}.jsonl"))
+        nf = sum(c.get("verdict") == "FAIL" for c in cases)
+        rc2, log2, cases2 = run_qvet(os.path.join(bindir, "qvet-base"),
+                                     ["fuzz", "--variant", gl, flag, "--cases", str(a.cases), "--seed", str(a.seed)],
+                                     os.path.join(out, f"base-fuzz-{tag}.jsonl"))
+        nf += sum(c.get("verdict") == "FAIL" for c in cases2)
+        if rc not in (0,) or rc2 not in (0,) or nf or not cases:
+            base_fail += 1
+            print(f"mutants: UNMUTATED build fails on {gl}: check exit {rc}, fuzz exit {rc2}, {nf} FAIL cases")
+            print(log[-2000:])
+        else:
+            print(f"mutants: unmutated build clean on {gl}: {len(cases) + len(cases2)} cases, 0 FAIL", flush=True)
+
+    results = []
+    for r in rows:
+        exe = os.path.join(bindir, "qvet-" + r["name"])
+        res = {"kind": "mutant", "mutant": r["name"], "bug_class": r["bug_class"], "cites": r["cites"],
+               "what": r["what"], "variant": r["variants"], "backend": backend, "killed": False,
+               "killed_by": "", "cases_to_kill": None}
+        if not os.path.exists(exe):
+            res["killed_by"] = "not built: switch missing"
+            results.append(res)
+            continue
+        tag = r["name"]
+        rc, log, cases = run_qvet(exe, ["check", "--variant", r["variants"], flag], os.path.join(out, f"{tag}-check.jsonl"))
+        i, c = first_fail(cases)
+        if c is not None:
+            res.update(killed=True, killed_by=f"check:{c.get('probe')}", cases_to_kill=i + 1)
+        else:
+            rc2, log2, cases2 = run_qvet(exe, ["fuzz", "--variant", r["variants"], flag, "--cases", str(a.cases),
+                                               "--seed", str(a.seed)], os.path.join(out, f"{tag}-fuzz.jsonl"))
+            i2, c2 = first_fail(cases2)
+            if c2 is not None:
+                res.update(killed=True, killed_by=f"fuzz:{c2.get('probe')}", cases_to_kill=len(cases) + i2 + 1)
+            elif rc not in (0, 1) or rc2 not in (0, 1):
+                # A crash or a refused run is not a kill: it is reported for a human.
+                res["killed_by"] = f"no FAIL; check exit {rc}, fuzz exit {rc2}"
+            cases = cases + cases2
+        res.update(criteria_pass(cases))
+        results.append(res)
+        print(f"  {r['name']:<32} {'killed' if res['killed'] else 'SURVIVED'} {res['killed_by']}", flush=True)
+
+    with open(os.path.join(out, "kill.jsonl"), "w", encoding="utf-8") as f:
+        for res in results:
+            f.write(json.dumps(res, sort_keys=True) + "\n")
+    killed = sum(r["killed"] for r in results)
+
+    def cell(v):
+        return "–" if v is None else ("passes (misses it)" if v else "fails (catches it)")
+
+    with open(os.path.join(out, "kill.md"), "w", encoding="utf-8") as f:
+        f.write(f"# Mutant kill matrix ({backend})\n\n{killed} killed of {len(results)}.\n\n")
+        f.write("| mutant | class | cites | killed | first killed by | cases | Marlin <1e-3 | vLLM <0.04 | cosine | NMSE <5e-4 |\n")
+        f.write("|---|---:|---|---|---|---:|---|---|---|---|\n")
+        for res in results:
+            f.write(f"| `{res['mutant']}` | {res['bug_class']} | {res['cites']} | {'yes' if res['killed'] else '**no**'} | "
+                    f"{res['killed_by']} | {res['cases_to_kill'] if res['cases_to_kill'] else '–'} | "
+                    f"{cell(res.get('marlin_pass'))} | {cell(res.get('vllm_pass'))} | {cell(res.get('cosine_pass'))} | "
+                    f"{cell(res.get('nmse_pass'))} |\n")
+        na = [r for r in read_catalogue(os.path.join(ROOT, "mutants/catalogue.tsv")) if r["backends"] == ["none"]]
+        if na:
+            f.write("\nCatalogue entries that cannot apply to this backend's code:\n\n")
+            for r in na:
+                f.write(f"- class {r['bug_class']} `{r['name']}`: {r['what']}\n")
+    if base_fail:
+        print(f"mutants: the unmutated build failed on {base_fail} variant sets")
+    print(f"mutants: {killed} killed of {len(results)}")
+    return 0 if killed == len(results) and not base_fail else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
