@@ -1,0 +1,163 @@
+/* eval.h: perplexity and KL divergence on a small real model (DESIGN.md §10):
+ * the BPE tokenizer from GGUF metadata, a llama forward pass whose linear
+ * layers go through a pluggable backend (fp32 OpenBLAS, a variant's CPU model,
+ * a variant's GPU kernel), RTN quantization of a float matrix into a qv_problem,
+ * and the llama.cpp perplexity statistics. Included by eval/ and its tests.
+ * Rule: the fp32 path is the baseline every variant is compared with, token by
+ * token, on the same chunks; quantization error is measured, never judged. */
+#ifndef QVET_EVAL_H
+#define QVET_EVAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qvet/gguf.h"
+#include "qvet/problem.h"
+#include "qvet/status.h"
+#include "qvet/variant.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* --- Tokenizer: GPT-2 style byte-level BPE (tokenizer.ggml.model "gpt2") ---- */
+typedef struct qv_tokenizer qv_tokenizer;
+
+/* Builds the tokenizer from tokenizer.ggml.tokens / merges / bos_token_id and
+ * tokenizer.ggml.pre (pre-tokenizers "smollm" and "default"/"gpt2"). */
+qv_status qv_tokenizer_create(const qv_gguf *g, qv_tokenizer **out);
+void      qv_tokenizer_destroy(qv_tokenizer *t);
+int       qv_tokenizer_vocab(const qv_tokenizer *t);
+int       qv_tokenizer_bos(const qv_tokenizer *t);     /* -1 if none */
+int       qv_tokenizer_add_bos(const qv_tokenizer *t); /* tokenizer.ggml.add_bos_token */
+/* Encodes len bytes of text (any bytes; invalid UTF-8 is kept byte for byte)
+ * into *ids (malloc'd, *n ids), without BOS and without parsing special tokens. */
+qv_status qv_tokenizer_encode(const qv_tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n);
+/* Decodes ids back to bytes (malloc'd, NUL-terminated, *len bytes before the NUL). */
+qv_status qv_tokenizer_decode(const qv_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len);
+/* Splits text into pre-tokens (exposed for tests): calls cb(piece, piece_len, ctx)
+ * for each piece in order. */
+void qv_tokenizer_pretokenize(const qv_tokenizer *t, const char *text, size_t len,
+                              void (*cb)(const char *piece, size_t piece_len, void *ctx), void *ctx);
+
+/* Unicode classes the GPT-2 pre-tokenizer regex uses (eval/unicode_tab.c). */
+int qv_uni_is_letter(uint32_t cp);   /* \p{L} */
+int qv_uni_is_number(uint32_t cp);   /* \p{N} */
+int qv_uni_is_space(uint32_t cp);    /* \s (White_Space) */
+
+/* --- Llama model ------------------------------------------------------------ */
+typedef struct qv_llama_config {
+    int dim;            /* embedding width (576 for SmolLM2-135M) */
+    int hidden;         /* feed-forward width */
+    int n_layers;
+    int n_heads;
+    int n_kv_heads;
+    int head_dim;       /* dim / n_heads */
+    int vocab;
+    int rope_dim;       /* rotated dimensions per head (llama.rope.dimension_count) */
+    float rope_theta;   /* llama.rope.freq_base */
+    float rms_eps;      /* llama.attention.layer_norm_rms_epsilon */
+} qv_llama_config;
+
+/* The linear layers of one block, in the order the forward pass calls them. */
+typedef enum qv_llama_lin {
+    QV_LIN_Q = 0, QV_LIN_K, QV_LIN_V, QV_LIN_O, QV_LIN_GATE, QV_LIN_UP, QV_LIN_DOWN,
+    QV_LIN_COUNT
+} qv_llama_lin;
+
+/* Weights in f32. A linear weight is (n_out, n_in) row-major (ggml order:
+ * each output's n_in inputs contiguous), so y = x W^T. */
+typedef struct qv_llama_layer {
+    float *attn_norm;           /* (dim) */
+    float *ffn_norm;            /* (dim) */
+    float *w[QV_LIN_COUNT];     /* Q (dim, dim), K/V (kv_dim, dim), O (dim, dim),
+                                   GATE/UP (hidden, dim), DOWN (dim, hidden) */
+} qv_llama_layer;
+
+typedef struct qv_llama {
+    qv_llama_config c;
+    float *tok_embd;            /* (vocab, dim) */
+    float *out_norm;            /* (dim) */
+    float *output;              /* (vocab, dim): tok_embd when the embeddings are tied */
+    int tied;
+    qv_llama_layer *layers;     /* (n_layers) */
+} qv_llama;
+
+/* Loads a llama-architecture GGUF (general.architecture "llama"). */
+qv_status qv_llama_load(const qv_gguf *g, qv_llama *m);
+void      qv_llama_free(qv_llama *m);
+/* n_in and n_out of a linear layer. */
+void qv_llama_lin_shape(const qv_llama_config *c, qv_llama_lin which, int *n_in, int *n_out);
+
+/* A linear-layer backend: y (t, n_out) = x (t, n_in) W^T for layer `layer`. */
+typedef struct qv_linear_backend {
+    qv_status (*run)(void *ctx, const qv_llama *m, int layer, qv_llama_lin which,
+                     const float *x, int t, float *y);
+    void *ctx;
+    const char *name;
+} qv_linear_backend;
+
+/* The fp32 OpenBLAS backend (sgemm on the f32 weights). */
+qv_linear_backend qv_linear_fp32(void);
+
+/* Runs tokens[0..t) from position 0 with causal attention. logits: (t, vocab)
+ * f32. layer_out: NULL, or (n_layers, t, dim) f32 residual stream after each
+ * block. */
+qv_status qv_llama_forward(const qv_llama *m, const qv_linear_backend *lb, const int32_t *tokens, int t,
+                           float *logits, float *layer_out);
+
+/* --- Quantization of a float weight into a variant's problem ------------------ */
+/* Pads (n_in, n_out) up to the row's tiles: K up to a multiple of k_tile and g,
+ * N up to n_tile; the padded rows and columns are zero and dropped again. */
+void qv_quant_padded_shape(const qv_variant *v, int64_t k, int64_t n, int64_t *k_pad, int64_t *n_pad);
+/* RTN of w (n_out = n, n_in = k) row-major f32 (the ggml/torch layout) into a
+ * problem with m rows of activations (weights, scales, zeros, g_idx filled;
+ * activations zero). The problem's k and n are the padded ones. */
+qv_status qv_quantize_weights(const qv_variant *v, const float *w, int64_t n, int64_t k, int64_t m, qv_problem *p);
+/* Quantizes activations x (m, k_real) f32 into p's activation codes (and
+ * a_scale, azp) per the variant's afmt / act_scale / azp; columns past k_real
+ * are zero. p->m must equal m. */
+qv_status qv_quantize_acts(qv_problem *p, const float *x, int64_t m, int64_t k_real);
+/* Effective dequantized weight of a problem as f32 (k, n) row-major: what the
+ * variant's declared dequantization gives before accumulation (scales folded). */
+qv_status qv_problem_weight_f32(const qv_problem *p, float *w_kn);
+
+/* A CPU backend for a variant: weights quantized once per layer; each call
+ * quantizes activations per token and runs ref_model_run (exact = 1) or an
+ * sgemm on the dequantized operands (exact = 0, the fast emulation). */
+qv_status qv_linear_variant_cpu(const qv_variant *v, const qv_llama *m, int exact, qv_linear_backend *out);
+/* The GPU backend: every linear layer runs the variant's kernel (gpu.h). */
+qv_status qv_linear_variant_gpu(const qv_variant *v, const qv_llama *m, qv_linear_backend *out);
+void      qv_linear_backend_free(qv_linear_backend *lb);
+
+/* --- Perplexity statistics (llama.cpp's perplexity tool) --------------------- */
+typedef struct qv_ppl_acc {
+    int64_t n, cap;
+    double *nll;        /* (n) -log p(target) of the evaluated model */
+    double *nll_base;   /* (n) -log p(target) of the baseline */
+    double *kld;        /* (n) KL(base || model) per position */
+    double *dp;         /* (n) p(target) - p_base(target) */
+    int64_t same_top1;
+} qv_ppl_acc;
+
+typedef struct qv_ppl_stats {
+    int64_t n;
+    double ppl, ppl_stderr;
+    double ppl_base;
+    double dppl, dppl_stderr;       /* PPL - PPL_base, paired */
+    double kld_mean, kld_stderr, kld_p99, kld_max;
+    double same_top1;               /* fraction in [0, 1] */
+    double same_top1_stderr;
+    double rms_dp;
+} qv_ppl_stats;
+
+void qv_ppl_acc_init(qv_ppl_acc *a);
+void qv_ppl_acc_clear(qv_ppl_acc *a);
+/* Adds one scored position: logits and base_logits (vocab) f32, target token. */
+void qv_ppl_acc_add(qv_ppl_acc *a, const float *logits, const float *base_logits, int vocab, int target);
+void qv_ppl_stats_compute(const qv_ppl_acc *a, qv_ppl_stats *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
