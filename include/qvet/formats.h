@@ -33,9 +33,12 @@ typedef enum qv_fmt {
     QV_FMT_COUNT
 } qv_fmt;
 
-/* What happens to a finite value beyond the largest finite code. */
+/* What happens to a value whose rounded magnitude is beyond the largest finite
+ * code (overflow is judged after RNE with an unbounded exponent, as IEEE 754
+ * does: 464 -> 448 but 465 overflows in e4m3). +-Inf inputs count as overflow,
+ * as in PTX cvt .satfinite. */
 typedef enum qv_sat {
-    QV_SAT_NONE = 0, /* overflow gives Inf (or NaN in formats without Inf) */
+    QV_SAT_NONE = 0, /* overflow gives +-Inf, or the canonical NaN in formats without Inf */
     QV_SAT_FINITE    /* overflow clamps to +-max finite; NaN stays NaN */
 } qv_sat;
 
@@ -45,7 +48,9 @@ typedef struct qv_fmt_info {
     const char *name;   /* "f16", "e4m3", "u4", ... (used in qvet list and JSON) */
     int bits;           /* storage bits: 4, 8, 16, 32 */
     int exp_bits, man_bits, bias;
-    int has_inf, has_nan, is_signed, is_float;
+    int has_inf, has_nan;
+    int is_signed;      /* values can be negative (u4, u8: yes; e8m0, ue4m3: no) */
+    int is_float;
     double max_finite;  /* largest finite value (integer formats: largest value) */
     double min_value;   /* smallest value (e.g. -448, -8, 0) */
 } qv_fmt_info;
@@ -55,26 +60,40 @@ const qv_fmt_info *qv_fmt_get(qv_fmt f);
 qv_fmt qv_fmt_from_name(const char *name);
 
 /* Exact decoding: every code of every format is a double exactly (NaN and +-Inf
- * included). Integer formats give their value (u4: code-8, u8: code-128). */
+ * included). Integer formats give their value (u4: code-8, u8: code-128). Only
+ * the low `bits` bits of `code` are read. ue4m3 codes 0x80..0xFF (sign bit set)
+ * are not ue4m3 codes and decode as NaN; e8m0 code 0 is 2^-127 (no zero). */
 double qv_decode(qv_fmt f, uint32_t code);
 
 /* Correctly rounded encoding (round to nearest, ties to even) of a real value
  * given as a double, then saturation per `sat`. NaN gives the format's canonical
- * NaN (0x7E00 f16, 0x7FC0 bf16, 0x7F e4m3, 0x7E e5m2); formats without NaN (e2m1,
- * integers) saturate NaN to 0 and clamp out-of-range values whatever `sat` says.
- * Integer formats round RNE to the nearest integer and clamp to their range. */
+ * NaN (0x7FC00000 f32, 0x7E00 f16, 0x7FC0 bf16, 0x7F e4m3 and ue4m3, 0x7E e5m2,
+ * 0xFF e8m0), whatever its sign or payload; so does a non-saturated overflow in
+ * a format without Inf. Formats without NaN (e2m1, integers) saturate NaN to 0
+ * and clamp out-of-range values whatever `sat` says. Integer formats round RNE
+ * to the nearest integer and clamp to their range.
+ * Unsigned scale formats: a value that rounds below the smallest code (a
+ * negative nonzero for ue4m3; zero, a negative or at most 2^-128 for e8m0)
+ * gives the smallest code with QV_SAT_FINITE and NaN with QV_SAT_NONE. e8m0
+ * rounds to the nearest power of two; 1.5*2^e, the tie, goes to 2^(e+1) (RNE
+ * with a 1-bit significand, as MPFR rounds at precision 1). */
 uint32_t qv_encode(qv_fmt f, double x, qv_sat sat);
 
-/* Fast exact paths for the common 16-bit formats (used in hot loops). */
+/* Fast exact paths for the common 16-bit formats (used in hot loops): integer
+ * bit manipulation, independent of the FPU rounding mode and of _Float16. The
+ * widening ones keep NaN payloads; the narrowing ones give the canonical NaN and
+ * equal qv_encode(.., QV_SAT_NONE) on every input. */
 float    qv_f16_to_f32(uint16_t h);
 uint16_t qv_f32_to_f16(float x);           /* RNE, overflow to Inf */
 float    qv_bf16_to_f32(uint16_t h);
 uint16_t qv_f32_to_bf16(float x);          /* RNE, overflow to Inf */
 uint16_t qv_f64_to_f16(double x);          /* RNE directly from double (no double rounding) */
-uint16_t qv_f64_to_bf16(double x);
+uint16_t qv_f64_to_bf16(double x);         /* RNE directly from double (no double rounding) */
 
 /* One unit in the last place of the format at |x| (the spacing of codes around
- * x; for subnormals the subnormal spacing). Used for ULP statistics. */
+ * x; for subnormals the subnormal spacing). Used for ULP statistics. It is the
+ * gap from the code at or below |x| to the next code up; beyond max (and for
+ * +-Inf) the top binade's spacing; NaN for NaN; 1 for integer formats. */
 double qv_ulp(qv_fmt f, double x);
 
 #ifdef __cplusplus
