@@ -1,6 +1,51 @@
-/* PLACEHOLDER: replaced by the kernel work. */
-#include "qvet/gemm.h"
+/* qqq.cu: QQQ W4A8 (int4 weights x int8 per-token activations, int8 tensor
+ * cores) in the published HandH1998/QQQ layouts, channelwise and per group.
+ * The launcher checks the row and the shape, then runs aq_gemm.cuh's kernel.
+ * Arithmetic (registry rows qqq-w4a8-*, golden/README.md): channelwise sees
+ * each nibble as 16*q in an int8 and scales by the stored s_ch = true/16; per
+ * group re-rounds each weight to int8 as w8 = rne((q-8)*s_group) in one fp16
+ * FMA; acc = A.w exact in int32; D = fp16_rne((float(acc) * s_ch) * s_tok). */
+#include "aq_gemm.cuh"
+
+extern "C" size_t qv_workspace_qqq(const qv_variant *v, int m, int n, int k)
+{
+    if (m < 1 || n < 1 || k < 1) return 0;
+    return aq_plan_for(m, n, k).workspace;
+}
+
 extern "C" qv_status qv_launch_qqq(const qv_variant *v, const qv_gemm_args *a)
 {
-    return qv_fail(QV_ERR_UNSUPPORTED, "%s: kernel not built yet", v->name);
-}extern "C" size_t qv_workspace_qqq(const qv_variant *v, int m, int n, int k) { return 0; }
+    const bool group = v->layout == QV_LAYOUT_QQQ_W4_GROUP;
+    if (v->layout != QV_LAYOUT_QQQ_W4_CHANNEL && !group)
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s: the QQQ kernel reads only the qqq-w4-* layouts", v->name);
+    if (v->afmt != QV_FMT_I8 || v->ofmt != QV_FMT_F16 || v->act_scale != QV_ASCALE_TOKEN)
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s: the QQQ kernel needs int8 per-token activations and fp16 output",
+                       v->name);
+    QV_TRY(qv_variant_check_shape(v, a->m, a->n, a->k));
+    /* The packed layout works in 16 x 64 tiles; K tails are zero-filled per 16. */
+    if (a->n % 64 || a->k % 16)
+        return qv_fail(QV_ERR_SHAPE, "%s: N=%d must be a multiple of 64 and K=%d of 16", v->name, a->n, a->k);
+    if (group && (a->g <= 0 || a->g % AQ_BK || a->k % a->g))
+        return qv_fail(QV_ERR_UNSUPPORTED,
+                       "%s: group size g=%d: this kernel needs g a multiple of %d that divides K=%d", v->name,
+                       a->g, AQ_BK, a->k);
+    if (!a->a || !a->a_scale || !a->b || !a->scales || !a->c || (group && !a->scales2))
+        return qv_fail(QV_ERR_USAGE, "%s: a device buffer is missing (a, a_scale, b, scales%s, c)", v->name,
+                       group ? ", scales2" : "");
+
+    aq_params p = {};
+    p.m = a->m;
+    p.n = a->n;
+    p.k = a->k;
+    p.g = a->g;
+    p.a = (const uint8_t *)a->a;
+    p.b = a->b;
+    p.a_scale = a->a_scale;
+    p.ascale = AQ_AS_TOKEN;
+    p.w_scale = a->scales;
+    p.w_scale2 = (const float *)a->scales2;
+    p.wscale = AQ_WS_CHANNEL_PERM32;
+    p.azpm = AQ_AZP_NONE;
+    p.c = (__half *)a->c;
+    return group ? aq_launch<AQ_B_QQQ_GROUP>(p, a, v->name) : aq_launch<AQ_B_QQQ_CH>(p, a, v->name);
+}

@@ -1,0 +1,32 @@
+/* aq.h: extra entry points of the activation-quantized kernel family (QQQ
+ * W4A8, W8A8 int8/fp8) beyond the launch ABI of gemm.h: the e4m3 tensor-core
+ * precision probe. Included by the family's GPU suite and its benchmark. Rule:
+ * the probe runs the very instruction sequence the W8A8 e4m3 kernel uses, so
+ * what it measures is what the registry rows declare (promote_nc, acc_bits). */
+#ifndef QVET_AQ_H
+#define QVET_AQ_H
+
+#include <stdint.h>
+
+#include "qvet/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The W8A8 e4m3 kernel's promotion interval: 4 chained m16n8k32 mma = 128 K. */
+#define QV_AQ_FP8_PROMOTE_K 128
+
+/* One dot product through mma.sync.m16n8k32 e4m3 -> f32 on the device:
+ * a, b: (k) host e4m3 codes (row 0 of A, column 0 of B; everything else is 0),
+ * k a multiple of 32. Every `chain` consecutive k32 instructions accumulate in
+ * the tensor core's own accumulator starting from c_init for the first chain
+ * and from 0 afterwards; each chain's result is then added to an fp32 total in
+ * order (chain = 4 is the kernel's promotion every 128; chain = k/32 is no
+ * promotion at all). *out = the total. QV_ERR_NODEVICE without a GPU. */
+qv_status qv_aq_fp8_probe(const uint8_t *a, const uint8_t *b, int k, int chain, float c_init, float *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

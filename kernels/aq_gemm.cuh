@@ -1,0 +1,505 @@
+/* aq_gemm.cuh: one tiled tensor-core GEMM for the activation-quantized family
+ * (int8 or e4m3 activations): QQQ W4A8 channelwise and per-group, W8A8 int8
+ * (optional activation zero point) and W8A8 e4m3 (tensor, token x channel,
+ * 128x128 blocks). Included by kernels/qqq.cu and kernels/w8a8.cu, which
+ * instantiate the few tile configurations their dispatchers use. Rule: the
+ * arithmetic is the registry row's declared model and nothing cheaper: int32
+ * accumulation is exact, e4m3 partial sums are promoted to fp32 every 128 K,
+ * split-K partials are summed in a fixed order (bitwise deterministic), and the
+ * epilogue multiplies in fp32 in the declared order before one RNE to fp16.
+ *
+ * Tiling: a block computes BM x BN outputs with WM x WN warps; each warp owns
+ * 16*MW rows and 64 columns (8 n8 tiles; 64 is the QQQ layout's chunk width).
+ * K advances 128 per stage through a cp.async pipeline of AQ_STAGES stages.
+ * Rows past M, columns past N and the K tail are zero-filled in shared memory
+ * (never read from global memory) and never stored. */
+#ifndef QVET_AQ_GEMM_CUH
+#define QVET_AQ_GEMM_CUH
+
+#include <stdint.h>
+
+#include <type_traits>
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "aq_mma.cuh"
+#include "qvet/gemm.h"
+#include "qvet/gpu.h"
+
+/* What the weight operand is and how it becomes an mma B fragment. */
+enum aq_bkind {
+    AQ_B_QQQ_CH = 0,   /* QQQ channelwise signed int4, seen as 16*q (int8 mma) */
+    AQ_B_QQQ_GROUP,    /* QQQ per-group u4, re-rounded to int8 by the fp16 group scale */
+    AQ_B_PLAIN_I8,     /* (n, k) row-major int8 */
+    AQ_B_PLAIN_E4M3    /* (n, k) row-major e4m3 codes (fp32 accumulation, promoted) */
+};
+
+/* Scale addressing modes (uniform per launch, so runtime branches cost nothing). */
+enum aq_wscale { AQ_WS_TENSOR = 0, AQ_WS_CHANNEL, AQ_WS_CHANNEL_PERM32, AQ_WS_BLOCK };
+enum aq_ascale { AQ_AS_TENSOR = 0, AQ_AS_TOKEN, AQ_AS_TOKEN_BLOCK };
+enum aq_azpm { AQ_AZP_NONE = 0, AQ_AZP_TENSOR, AQ_AZP_TOKEN };
+
+#define AQ_BK 128     /* K per stage: one e4m3 promotion interval and one QQQ group */
+#define AQ_STAGES 4   /* cp.async depth: 3 stages in flight while one is consumed */
+
+struct aq_params {
+    int m, n, k, g;
+    const uint8_t *a;        /* (m, k) int8 or e4m3 codes, row-major */
+    const void *b;           /* packed weights: QQQ (k/16, 2n) int32, or plain (n, k) bytes */
+    const float *a_scale;    /* (1), (m) or (m, ceil(k/128)) f32, per ascale */
+    const void *w_scale;     /* f32 (1), (n) [perm32 for QQQ], (ceil(k/128), ceil(n/128));
+                                QQQ group: (k/g, n) f16 in scale_perm order */
+    const float *w_scale2;   /* QQQ group: (n) f32 channel scale in scale_perm_single order */
+    const int32_t *azp;      /* (1) or (m) int32 activation zero point, or NULL */
+    int wscale, ascale, azpm;
+    __half *c;               /* (m, n) fp16 output, row-major */
+    void *partial;           /* split-K: (splits, m, n) int32 or f32 partials; NULL when splits = 1 */
+    int splits;              /* K-range slices (gridDim.z) */
+    int kt_per_split;        /* 128-wide K tiles per slice */
+};
+
+/* Logical column c -> position in a scale_perm_single (32-wide) block: c%32 =
+ * 2i + j' with j' in {0,1,8,9,16,17,24,25} sits at 8i + 2(j'/8) + (j'&1). */
+__device__ __forceinline__ int aq_perm32_pos(int c)
+{
+    int r = c & 31, i = (r & 7) >> 1, jp = r - 2 * i;
+    return (c & ~31) + 8 * i + 2 * (jp >> 3) + (jp & 1);
+}
+
+/* The fp32 epilogue of one int32 or promoted-fp32 result: (acc * s_w) * s_a,
+ * each product rounded (explicit __fmul_rn: never contracted), then RNE fp16
+ * (overflow gives +-Inf: QV_SAT_NONE). */
+__device__ __forceinline__ float aq_scale_out(float acc, float sw, float sa)
+{
+    return __fmul_rn(__fmul_rn(acc, sw), sa);
+}
+
+__device__ __forceinline__ float aq_load_ws(const aq_params &p, int col)
+{
+    const float *ws = (const float *)p.w_scale;
+    switch (p.wscale) {
+    case AQ_WS_TENSOR: return ws[0];
+    case AQ_WS_CHANNEL: return ws[col];
+    default: return ws[aq_perm32_pos(col)]; /* AQ_WS_CHANNEL_PERM32 */
+    }
+}
+
+__device__ __forceinline__ float aq_load_as(const aq_params &p, int row)
+{
+    return p.ascale == AQ_AS_TENSOR ? p.a_scale[0] : p.a_scale[row];
+}
+
+template <int KIND, int MW, int WM, int WN>
+struct aq_cfg {
+    static constexpr int threads = 32 * WM * WN;
+    static constexpr int bm = 16 * MW * WM;
+    static constexpr int bn = 64 * WN;
+    static constexpr bool qqq = KIND == AQ_B_QQQ_CH || KIND == AQ_B_QQQ_GROUP;
+    static constexpr bool fp8 = KIND == AQ_B_PLAIN_E4M3;
+    static constexpr int a_stage = bm * AQ_BK;                   /* bytes */
+    static constexpr int b_stage = qqq ? bn * AQ_BK / 2 : bn * AQ_BK;
+    static constexpr int smem = AQ_STAGES * (a_stage + b_stage);
+};
+
+/* Swizzled byte offset of 16-byte chunk c (0..7) of row r in a 128-byte-row
+ * tile: chunk c goes to c ^ (r % 8), so the 8 rows an ldmatrix reads hit 8
+ * different 16-byte bank groups. */
+__device__ __forceinline__ int aq_swz(int r, int c) { return r * AQ_BK + ((c ^ (r & 7)) << 4); }
+
+template <int KIND, int MW, int WM, int WN>
+__global__ void __launch_bounds__(32 * WM * WN)
+k_gemm_aq_mma(const aq_params p)
+{
+    using C = aq_cfg<KIND, MW, WM, WN>;
+    extern __shared__ __align__(128) uint8_t aq_smem[];
+    uint8_t *sa = aq_smem;
+    uint8_t *sb = aq_smem + AQ_STAGES * C::a_stage;
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = warp / WN, wn = warp % WN;
+    const int m0 = blockIdx.x * C::bm, n0 = blockIdx.y * C::bn;
+    const int64_t M = p.m, N = p.n, K = p.k;
+    const int ktiles = (p.k + AQ_BK - 1) / AQ_BK;
+    const int kt0 = blockIdx.z * p.kt_per_split;
+    const int kt1 = min(ktiles, kt0 + p.kt_per_split);
+    const int nkt = max(0, kt1 - kt0);
+    const int wcol0 = n0 + 64 * wn;          /* first column of this warp */
+    const bool warp_n_live = wcol0 < p.n;    /* QQQ: N % 64 == 0, so a warp is all in or all out */
+
+    /* Issues the cp.async copies of K tile kt into stage s. */
+    auto load_stage = [&](int s, int kt) {
+        const int64_t k0 = (int64_t)kt * AQ_BK;
+        uint8_t *sa_s = sa + s * C::a_stage;
+        for (int i = tid; i < C::bm * 8; i += C::threads) {
+            int r = i >> 3, c = i & 7;
+            int64_t row = m0 + r, kk = k0 + 16 * c;
+            bool pred = row < M && kk < K;
+            const uint8_t *src = pred ? p.a + row * K + kk : p.a;
+            aq_cp_async16(sa_s + aq_swz(r, c), src, pred);
+        }
+        uint8_t *sb_s = sb + s * C::b_stage;
+        if constexpr (C::qqq) {
+            /* 8 k16 rows x WN chunks of 64 columns x 32 lanes x 16 bytes. */
+            const int4 *b4 = (const int4 *)p.b;
+            const int64_t row_i4 = N / 2;    /* int4 per k16 row: 2N int32 / 4 */
+            for (int i = tid; i < 8 * WN * 32; i += C::threads) {
+                int l = i & 31, cc = (i >> 5) % WN, rr = i / (32 * WN);
+                int64_t kb = k0 / 16 + rr, chunk = n0 / 64 + cc;
+                bool pred = kb < K / 16 && chunk < N / 64;
+                const int4 *src = pred ? b4 + kb * row_i4 + chunk * 32 + l : b4;
+                aq_cp_async16(sb_s + 16 * i, src, pred);
+            }
+        } else {
+            const uint8_t *b8 = (const uint8_t *)p.b;
+            for (int i = tid; i < C::bn * 8; i += C::threads) {
+                int r = i >> 3, c = i & 7;
+                int64_t col = n0 + r, kk = k0 + 16 * c;
+                bool pred = col < N && kk < K;
+                const uint8_t *src = pred ? b8 + col * K + kk : b8;
+                aq_cp_async16(sb_s + aq_swz(r, c), src, pred);
+            }
+        }
+    };
+
+    /* Accumulators: int32 for the integer paths, fp32 running total plus the
+     * current 128-K partial for e4m3. */
+    typedef typename std::conditional<C::fp8, float, int>::type acc_t;
+    acc_t acc[MW][8][4];
+    float part[C::fp8 ? MW : 1][8][4];
+    int colsum[8];   /* azp: sum over this warp's K range of column (lane/4) of each n8 tile */
+#pragma unroll
+    for (int i = 0; i < MW; i++)
+#pragma unroll
+        for (int t = 0; t < 8; t++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][t][e] = 0;
+#pragma unroll
+    for (int t = 0; t < 8; t++) colsum[t] = 0;
+    const bool want_colsum = !C::fp8 && p.azpm != AQ_AZP_NONE;
+
+#pragma unroll
+    for (int s = 0; s < AQ_STAGES - 1; s++) {
+        if (s < nkt) load_stage(s, kt0 + s);
+        aq_cp_async_commit();
+    }
+
+    for (int it = 0; it < nkt; it++) {
+        aq_cp_async_wait<AQ_STAGES - 2>();
+        __syncthreads();
+        /* Refill the stage consumed in the previous iteration (everyone is past it). */
+        {
+            int nx = it + AQ_STAGES - 1;
+            if (nx < nkt) load_stage(nx % AQ_STAGES, kt0 + nx);
+            aq_cp_async_commit();
+        }
+        const int s = it % AQ_STAGES;
+        const uint8_t *sa_s = sa + s * C::a_stage;
+        const uint8_t *sb_s = sb + s * C::b_stage;
+        const int kt = kt0 + it;
+
+        /* QQQ per group: the fp16 group scale of each of the warp's 8 n8 tiles at
+         * column lane/4. scale_perm puts logical column 8t + j of a 64-chunk at
+         * 8j + t, so the 8 scales are one contiguous 16-byte load. */
+        uint32_t gs2[8];
+        if constexpr (KIND == AQ_B_QQQ_GROUP) {
+            int64_t grp = (int64_t)kt * AQ_BK / p.g;
+            uint4 v = make_uint4(0, 0, 0, 0);
+            if (warp_n_live)
+                v = *(const uint4 *)((const __half *)p.w_scale + grp * N + wcol0 + 8 * (lane >> 2));
+            uint32_t w4[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int t = 0; t < 8; t++) {
+                uint32_t h = (w4[t >> 1] >> (16 * (t & 1))) & 0xffffu;
+                gs2[t] = h | (h << 16);
+            }
+        }
+        if constexpr (C::fp8) {
+#pragma unroll
+            for (int i = 0; i < MW; i++)
+#pragma unroll
+                for (int t = 0; t < 8; t++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) part[i][t][e] = 0.0f;
+        }
+
+#pragma unroll
+        for (int ks = 0; ks < AQ_BK / 32; ks++) {
+            uint32_t af[MW][4];
+#pragma unroll
+            for (int i = 0; i < MW; i++) {
+                int r = (wm * MW + i) * 16 + (lane & 15);
+                aq_ldsm4(af[i], sa_s + aq_swz(r, 2 * ks + (lane >> 4)));
+            }
+            uint32_t bf[8][2];
+            if constexpr (C::qqq) {
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int rr = 2 * ks + h;   /* k16 row inside the stage */
+                    uint4 v = *(const uint4 *)(sb_s + 16 * ((rr * WN + wn) * 32 + lane));
+                    uint32_t w4[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                    for (int j = 0; j < 4; j++) {
+                        if constexpr (KIND == AQ_B_QQQ_CH) {
+                            bf[2 * j][h] = aq_qqq_ch_hi(w4[j]);
+                            bf[2 * j + 1][h] = aq_qqq_ch_lo(w4[j]);
+                        } else {
+                            bf[2 * j][h] = aq_qqq_group_dq(w4[j], gs2[2 * j]);
+                            bf[2 * j + 1][h] = aq_qqq_group_dq(w4[j] >> 8, gs2[2 * j + 1]);
+                        }
+                    }
+                }
+            } else {
+#pragma unroll
+                for (int pr = 0; pr < 4; pr++) {
+                    int r = 64 * wn + 16 * pr + ((lane >> 4) << 3) + (lane & 7);
+                    uint32_t v[4];
+                    aq_ldsm4(v, sb_s + aq_swz(r, 2 * ks + ((lane >> 3) & 1)));
+                    bf[2 * pr][0] = v[0];
+                    bf[2 * pr][1] = v[1];
+                    bf[2 * pr + 1][0] = v[2];
+                    bf[2 * pr + 1][1] = v[3];
+                }
+            }
+            if (want_colsum) {
+#pragma unroll
+                for (int t = 0; t < 8; t++) {
+                    colsum[t] = __dp4a((int)bf[t][0], 0x01010101, colsum[t]);
+                    colsum[t] = __dp4a((int)bf[t][1], 0x01010101, colsum[t]);
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < MW; i++)
+#pragma unroll
+                for (int t = 0; t < 8; t++) {
+                    if constexpr (C::fp8)
+                        aq_mma_e4m3(part[i][t], af[i], bf[t]);
+                    else
+                        aq_mma_s8(acc[i][t], af[i], bf[t]);
+                }
+        }
+
+        if constexpr (C::fp8) {
+            /* Promotion: the 128-K partial joins the fp32 total. With 128x128
+             * block scales the partial is scaled first: total = fma(part,
+             * s_a[row][kt] * s_w[kt][col/128], total), one rounding for the scale
+             * product and one for the fma. A warp's 64 columns lie in one
+             * 128-column block (they start at a multiple of 64). */
+            const bool blk = p.wscale == AQ_WS_BLOCK;
+            float sw = 0.0f;
+            if (blk && warp_n_live) sw = ((const float *)p.w_scale)[(int64_t)kt * ((N + 127) / 128) + wcol0 / 128];
+#pragma unroll
+            for (int i = 0; i < MW; i++) {
+#pragma unroll
+                for (int hh = 0; hh < 2; hh++) {
+                    const int64_t row = m0 + (wm * MW + i) * 16 + (lane >> 2) + 8 * hh;
+                    float s_ab = 0.0f;
+                    if (blk && row < M) s_ab = __fmul_rn(p.a_scale[row * ktiles + kt], sw);
+#pragma unroll
+                    for (int t = 0; t < 8; t++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++) {
+                            float &tot = acc[i][t][2 * hh + e];
+                            const float v = part[i][t][2 * hh + e];
+                            tot = blk ? __fmaf_rn(v, s_ab, tot) : __fadd_rn(tot, v);
+                        }
+                }
+            }
+        }
+    }
+    aq_cp_async_wait<0>();
+
+    /* Zero point: acc -= azp * colsum(B_q), exact in int32. colsum of column
+     * lane/4 is complete after summing the 4 lanes that share it. */
+    if constexpr (!C::fp8) if (want_colsum) {
+#pragma unroll
+        for (int t = 0; t < 8; t++) {
+            colsum[t] += __shfl_xor_sync(0xffffffffu, colsum[t], 1);
+            colsum[t] += __shfl_xor_sync(0xffffffffu, colsum[t], 2);
+        }
+        const int tq = lane & 3;
+#pragma unroll
+        for (int t = 0; t < 8; t++) {
+            int cs0 = __shfl_sync(0xffffffffu, colsum[t], (2 * tq) * 4);
+            int cs1 = __shfl_sync(0xffffffffu, colsum[t], (2 * tq + 1) * 4);
+#pragma unroll
+            for (int i = 0; i < MW; i++)
+#pragma unroll
+                for (int hh = 0; hh < 2; hh++) {
+                    int64_t row = m0 + (wm * MW + i) * 16 + (lane >> 2) + 8 * hh;
+                    int z = 0;
+                    if (row < M) z = p.azpm == AQ_AZP_TENSOR ? p.azp[0] : p.azp[row];
+                    /* unsigned arithmetic: wrap-around is defined, and the final
+                     * value is in int32 range (registry proof), so it is exact */
+                    acc[i][t][2 * hh] = (int)((unsigned)acc[i][t][2 * hh] - (unsigned)z * (unsigned)cs0);
+                    acc[i][t][2 * hh + 1] = (int)((unsigned)acc[i][t][2 * hh + 1] - (unsigned)z * (unsigned)cs1);
+                }
+        }
+    }
+
+    if (!warp_n_live) return;
+    const int tq = lane & 3;
+#pragma unroll
+    for (int i = 0; i < MW; i++) {
+#pragma unroll
+        for (int hh = 0; hh < 2; hh++) {
+            int64_t row = m0 + (wm * MW + i) * 16 + (lane >> 2) + 8 * hh;
+            if (row >= M) continue;
+            float sa_v = 1.0f;
+            if (p.splits == 1 && p.wscale != AQ_WS_BLOCK) sa_v = aq_load_as(p, (int)row);
+#pragma unroll
+            for (int t = 0; t < 8; t++) {
+                int64_t col = wcol0 + 8 * t + 2 * tq;
+                if (col >= N) continue;
+                acc_t v0 = acc[i][t][2 * hh], v1 = acc[i][t][2 * hh + 1];
+                if (p.splits > 1) {
+                    /* raw partial of this K slice; k_aq_splitk_epilogue finishes it */
+                    acc_t *dst = (acc_t *)p.partial + ((int64_t)blockIdx.z * M + row) * N + col;
+                    dst[0] = v0;
+                    dst[1] = v1;
+                    continue;
+                }
+                float o0, o1;
+                if constexpr (C::fp8) {
+                    if (p.wscale == AQ_WS_BLOCK) {
+                        o0 = v0;
+                        o1 = v1;
+                    } else {
+                        o0 = aq_scale_out(v0, aq_load_ws(p, (int)col), sa_v);
+                        o1 = aq_scale_out(v1, aq_load_ws(p, (int)col + 1), sa_v);
+                    }
+                } else if constexpr (KIND == AQ_B_QQQ_GROUP) {
+                    const float *s2 = p.w_scale2;
+                    o0 = aq_scale_out(__int2float_rn(v0), s2[aq_perm32_pos((int)col)], sa_v);
+                    o1 = aq_scale_out(__int2float_rn(v1), s2[aq_perm32_pos((int)col + 1)], sa_v);
+                } else {
+                    o0 = aq_scale_out(__int2float_rn(v0), aq_load_ws(p, (int)col), sa_v);
+                    o1 = aq_scale_out(__int2float_rn(v1), aq_load_ws(p, (int)col + 1), sa_v);
+                }
+                *(__half2 *)(p.c + row * N + col) = __halves2half2(__float2half_rn(o0), __float2half_rn(o1));
+            }
+        }
+    }
+}
+
+/* Split-K: sums the `splits` partials of each output in slice order (int32:
+ * exact; fp32: RN additions in a fixed order, so every launch gives the same
+ * bits), then applies the same epilogue as the one-slice path. One thread per
+ * output pair. */
+template <bool FP8, bool QQQ_GROUP>
+__global__ void k_aq_splitk_epilogue(const aq_params p)
+{
+    const int64_t M = p.m, N = p.n;
+    const int64_t pair = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (pair >= M * N / 2) return;
+    const int64_t idx = 2 * pair, row = idx / N, col = idx % N;
+    float o[2];
+    for (int e = 0; e < 2; e++) {
+        if (FP8) {
+            const float *src = (const float *)p.partial;
+            float s = src[idx + e];
+            for (int z = 1; z < p.splits; z++) s = __fadd_rn(s, src[(int64_t)z * M * N + idx + e]);
+            o[e] = p.wscale == AQ_WS_BLOCK ? s : aq_scale_out(s, aq_load_ws(p, (int)(col + e)), aq_load_as(p, (int)row));
+        } else {
+            const int *src = (const int *)p.partial;
+            unsigned s = (unsigned)src[idx + e];
+            for (int z = 1; z < p.splits; z++) s += (unsigned)src[(int64_t)z * M * N + idx + e];
+            float sw = QQQ_GROUP ? p.w_scale2[aq_perm32_pos((int)(col + e))] : aq_load_ws(p, (int)(col + e));
+            o[e] = aq_scale_out(__int2float_rn((int)s), sw, aq_load_as(p, (int)row));
+        }
+    }
+    *(__half2 *)(p.c + idx) = __halves2half2(__float2half_rn(o[0]), __float2half_rn(o[1]));
+}
+
+
+/* ---- host side: tile choice, split-K plan, launch ---------------------------- */
+
+/* The three tile configurations the dispatcher uses (instantiated nowhere else):
+ *   small  (m <= 16): 16 x 256 per block, 4 warps of 16 x 64; weight streaming;
+ *   medium (m <= 64): 64 x 128, 4 warps of 32 x 64;
+ *   large:           128 x 128, 4 warps of 64 x 64 (e4m3: 8 warps of 32 x 64,
+ *                    because it keeps a running total and a partial). */
+enum aq_tile { AQ_TILE_SMALL = 0, AQ_TILE_MEDIUM, AQ_TILE_LARGE };
+
+/* Blocks wanted in flight: two per SM of an H200 (132 SMs). A fixed number, not
+ * a device query, so the workspace size is a pure function of (m, n, k). */
+#define AQ_TARGET_BLOCKS 264
+/* Split-K partials never take more than this many bytes of workspace. */
+#define AQ_SPLIT_BYTES_MAX ((size_t)256 << 20)
+
+struct aq_plan {
+    aq_tile tile;
+    int bm, bn;
+    int splits, kt_per_split;
+    size_t workspace;   /* bytes of split-K partials (0 when splits == 1) */
+};
+
+static inline aq_plan aq_plan_for(int m, int n, int k)
+{
+    aq_plan pl;
+    pl.tile = m <= 16 ? AQ_TILE_SMALL : m <= 64 ? AQ_TILE_MEDIUM : AQ_TILE_LARGE;
+    pl.bm = pl.tile == AQ_TILE_SMALL ? 16 : pl.tile == AQ_TILE_MEDIUM ? 64 : 128;
+    pl.bn = pl.tile == AQ_TILE_SMALL ? 256 : 128;
+    const int64_t blocks = (int64_t)((m + pl.bm - 1) / pl.bm) * ((n + pl.bn - 1) / pl.bn);
+    const int ktiles = (k + AQ_BK - 1) / AQ_BK;
+    int64_t want = blocks >= AQ_TARGET_BLOCKS / 2 ? 1 : (AQ_TARGET_BLOCKS + blocks - 1) / blocks;
+    if (want > ktiles) want = ktiles;
+    /* every slice gets at least 4 K tiles, so the pipeline fills */
+    if (want > 1 && ktiles / want < 4) want = ktiles / 4 > 1 ? ktiles / 4 : 1;
+    while (want > 1 && (size_t)want * (size_t)m * (size_t)n * 4 > AQ_SPLIT_BYTES_MAX) want--;
+    pl.kt_per_split = (int)((ktiles + want - 1) / want);
+    pl.splits = (ktiles + pl.kt_per_split - 1) / pl.kt_per_split;
+    pl.workspace = pl.splits > 1 ? (size_t)pl.splits * (size_t)m * (size_t)n * 4 : 0;
+    return pl;
+}
+
+template <int KIND, int MW, int WM, int WN>
+static qv_status aq_launch_cfg(const aq_params &p, cudaStream_t stream)
+{
+    using C = aq_cfg<KIND, MW, WM, WN>;
+    void (*kern)(const aq_params) = k_gemm_aq_mma<KIND, MW, WM, WN>;
+    QV_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::smem),
+                "cudaFuncSetAttribute(k_gemm_aq_mma shared memory)");
+    const int64_t gy = ((int64_t)p.n + C::bn - 1) / C::bn;
+    if (gy > 65535 || p.splits > 65535)
+        return qv_fail(QV_ERR_UNSUPPORTED, "N=%d needs %lld column blocks, above the grid limit 65535",
+                       p.n, (long long)gy);
+    dim3 grid((unsigned)(((int64_t)p.m + C::bm - 1) / C::bm), (unsigned)gy, (unsigned)p.splits);
+    kern<<<grid, C::threads, C::smem, stream>>>(p);
+    QV_CUDA_TRY(cudaGetLastError(), "launching k_gemm_aq_mma");
+    if (p.splits > 1) {
+        const int64_t pairs = (int64_t)p.m * p.n / 2;
+        const int threads = 256;
+        k_aq_splitk_epilogue<KIND == AQ_B_PLAIN_E4M3, KIND == AQ_B_QQQ_GROUP>
+            <<<(unsigned)((pairs + threads - 1) / threads), threads, 0, stream>>>(p);
+        QV_CUDA_TRY(cudaGetLastError(), "launching k_aq_splitk_epilogue");
+    }
+    return QV_OK;
+}
+
+/* Runs KIND with the plan's tile and split; p.splits/kt_per_split/partial are
+ * filled here from the plan and the caller's workspace. */
+template <int KIND>
+static qv_status aq_launch(aq_params p, const qv_gemm_args *a, const char *name)
+{
+    const aq_plan pl = aq_plan_for(p.m, p.n, p.k);
+    p.splits = pl.splits;
+    p.kt_per_split = pl.kt_per_split;
+    p.partial = NULL;
+    if (pl.splits > 1) {
+        if (!a->workspace || a->workspace_bytes < pl.workspace)
+            return qv_fail(QV_ERR_USAGE, "%s: m=%d n=%d k=%d needs %zu bytes of workspace, got %zu", name,
+                           p.m, p.n, p.k, pl.workspace, a->workspace ? a->workspace_bytes : (size_t)0);
+        p.partial = a->workspace;
+    }
+    cudaStream_t st = (cudaStream_t)a->stream;
+    switch (pl.tile) {
+    case AQ_TILE_SMALL: return aq_launch_cfg<KIND, 1, 1, 4>(p, st);
+    case AQ_TILE_MEDIUM: return aq_launch_cfg<KIND, 2, 2, 2>(p, st);
+    default:
+        if constexpr (KIND == AQ_B_PLAIN_E4M3) return aq_launch_cfg<KIND, 2, 4, 2>(p, st);
+        else return aq_launch_cfg<KIND, 4, 2, 2>(p, st);
+    }
+}
+
+#endif
