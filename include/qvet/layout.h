@@ -17,21 +17,34 @@
 extern "C" {
 #endif
 
+/* Which permutation the packed scales went through (see the layout notes above). */
+typedef enum qv_scale_order {
+    QV_SORDER_PLAIN = 0,   /* unpermuted: tensor scales, PLAIN_NK */
+    QV_SORDER_GROUP64,     /* scale_perm, in 64-wide blocks */
+    QV_SORDER_CHANNEL32    /* scale_perm_single, in 32-wide blocks */
+} qv_scale_order;
+
 /* The packed form of a problem's weights: what a kernel reads. */
 typedef struct qv_packed {
     qv_layout layout;
     int64_t k, n;
-    int g;
+    int g;               /* group size, 0 when the scales are not grouped */
     int32_t *b;          /* packed weights, b_rows x b_cols int32 (Marlin: (k/16, 2n) for 4-bit) */
     int64_t b_rows, b_cols;
     void *scales;        /* permuted scales, same shape and dtype as the logical ones */
     int64_t s_rows, s_cols;
     size_t s_elem;       /* bytes per scale element */
+    qv_scale_order s_order;
+    int s_pow2;          /* MARLIN_FP8: the scales hold s * 2^s_pow2 (8 for f16 activations,
+                            120 for bf16), the exponent bias the kernel's fp8 conversion omits */
     void *scales2;       /* permuted second-level scales (QQQ group: (1, n) f32) or NULL */
     int64_t s2_cols;
-    void *zeros;         /* packed zero points (marlin-w4-zp) or NULL */
+    void *zeros;         /* packed zero points (marlin-w4-zp): (k/g, n/8) int32, or NULL */
     int64_t z_bytes;
+    int64_t z_rows, z_cols;
     int32_t *perm;       /* act_order: (k) logical row of each sorted row, or NULL */
+    int32_t *g_idx;      /* act_order: (k) group of each sorted row, g_idx[perm[i]]
+                            (non-decreasing; what vLLM passes the kernel), or NULL */
 } qv_packed;
 
 /* Packs p's weights into p->v->layout. Validates shape, q range and dtypes. */

@@ -1,0 +1,252 @@
+/* unpack.c: the independent decoder of the packed layouts (reference.h:
+ * ref_unpack). It never uses the packer's gather tables: for every packed word
+ * and every nibble or byte in it, a closed-form position function names the
+ * logical (k, n) it holds, derived from three published definitions:
+ *
+ *  1. The mma fragment of operand B (PTX ISA, "Matrix Fragments for mma.m16n8k16").
+ *     With lane = %laneid, groupID = lane/4 and tig = lane%4 (thread in group):
+ *     - f16/bf16 m16n8k16: a lane holds b0..b3 of a 16x8 (k x n) tile at
+ *       n = groupID and k = 2*tig + (i&1) + 8*(i>=2) for b_i.
+ *     - s8 m16n8k16 (QQQ): a lane holds b0..b3 at n = groupID and
+ *       k = 4*tig + i.
+ *  2. The warp's arrangement of a 16x64 block (one 1024-value chunk of a row of
+ *     16x16 tiles): a lane's 32 values are its fragment elements in four 16x16
+ *     tiles j = 0..3 (n offset 16j), each made of two n8 halves ("block" 0/1,
+ *     n offset 8*block). The chunk stores the lanes in order, 32 values each;
+ *     inside a lane, tile j, then block, then fragment element i.
+ *  3. How each kernel turns one int32 into registers (the nibble order):
+ *     - Marlin 4-bit (and QQQ per-group): nibbles t and t+4 become one half2
+ *       (lop3 on the masks 0x000f000f / 0x00f000f0), so half2 number t%4 holds
+ *       fragment elements {2(t%4), 2(t%4)+1} of the lane's 8 (block = (t%4)/2),
+ *       and t/4 picks the element of the pair: element e = 2(t%4) + t/4.
+ *     - QQQ channelwise: byte b of the word holds two nibbles; (w << 4) & 0xF0F0F0F0
+ *       yields 16*q of the low nibbles and w & 0xF0F0F0F0 16*q of the high ones,
+ *       each an s8 B register whose byte b is fragment element b. The high
+ *       nibbles form block 0 and the low nibbles block 1: nibble t holds
+ *       element e = 4*(1 - t%2) + t/2.
+ *     - 8-bit (vLLM Marlin W8 and FP8): a prmt builds one half2 from bytes
+ *       {0, 2} and one from bytes {1, 3}, so byte t holds fragment element
+ *       2*(t%2) + t/2 of the word's block, and each word holds one n8 half.
+ *  Scales are placed by the thread that applies them: in a 64-wide block the
+ *  lanes of groupID a need the scales of columns a + 8*b (b = 0..7, one per n8
+ *  half-tile), stored together at positions 8a..8a+7 (scale_perm); in the
+ *  epilogue a lane owns output columns 2*tig and 2*tig+1 of each n8 half of a
+ *  32-wide warp tile, stored together at positions 8*tig..8*tig+7
+ *  (scale_perm_single). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qvet/reference.h"
+
+/* Fragment element e (0..7) of a lane's 8 values in one 16x16 tile: block
+ * (the n8 half) is e/4, and element e%4 of the n8 fragment. Rows of that
+ * element in the tile: */
+static int frag_row_f16(int lane, int el) { return 2 * (lane % 4) + (el & 1) + 8 * (el >> 1); }
+static int frag_row_s8(int lane, int el) { return 4 * (lane % 4) + el; }
+
+/* Where the value in (tiled row kb, word w, slot t) of a Marlin-family layout
+ * lives: sorted row *kk and column *nn. */
+static void marlin_pos(qv_layout l, int64_t kb, int64_t w, int t, int64_t *kk, int64_t *nn)
+{
+    int64_t chunk, lane, tile, block;
+    int el, row;
+    if (l == QV_LAYOUT_MARLIN_W8 || l == QV_LAYOUT_MARLIN_FP8) {
+        /* 256 words per chunk: lane (8 words), tile j (2 words), block (1 word). */
+        chunk = w / 256;
+        lane = w % 256 / 8;
+        tile = w % 8 / 2;
+        block = w % 2;
+        el = 2 * (t % 2) + t / 2;
+        row = frag_row_f16((int)lane, el);
+    } else {
+        /* 128 words per chunk: lane (4 words), tile j (1 word), 8 nibbles. */
+        chunk = w / 128;
+        lane = w % 128 / 4;
+        tile = w % 4;
+        int e = l == QV_LAYOUT_QQQ_W4_CHANNEL ? 4 * (1 - t % 2) + t / 2 : 2 * (t % 4) + t / 4;
+        block = e / 4;
+        el = e % 4;
+        row = (l == QV_LAYOUT_QQQ_W4_CHANNEL || l == QV_LAYOUT_QQQ_W4_GROUP) ? frag_row_s8((int)lane, el)
+                                                                              : frag_row_f16((int)lane, el);
+    }
+    *kk = 16 * kb + row;
+    *nn = 64 * chunk + 16 * tile + 8 * block + lane / 4;
+}
+
+/* Logical column of packed scale position c (scale_perm, 64 wide). */
+static int64_t group64_col(int64_t c) { return c - c % 64 + 8 * (c % 8) + c % 64 / 8; }
+/* Logical column of packed scale position c (scale_perm_single, 32 wide). */
+static int64_t channel32_col(int64_t c) { return c - c % 32 + 2 * (c % 32 / 8) + c % 2 + 8 * (c % 8 / 2); }
+
+static int bits_of(qv_fmt f)
+{
+    switch (f) {
+    case QV_FMT_U4:
+    case QV_FMT_I4: return 4;
+    case QV_FMT_U8:
+    case QV_FMT_I8:
+    case QV_FMT_E4M3:
+    case QV_FMT_E5M2: return 8;
+    case QV_FMT_F16:
+    case QV_FMT_BF16: return 16;
+    default: return 0;
+    }
+}
+
+/* Stores code c (already masked to its bits) at logical (row, col). */
+static void put_code(const qv_problem *p, int64_t row, int64_t col, uint32_t c)
+{
+    int64_t i = row * p->n + col;
+    switch (p->v->wfmt) {
+    case QV_FMT_I4: ((int8_t *)p->q)[i] = (int8_t)((int)c - ((c & 8) ? 16 : 0)); break;
+    case QV_FMT_F16:
+    case QV_FMT_BF16: ((uint16_t *)p->q)[i] = (uint16_t)c; break;
+    default: ((uint8_t *)p->q)[i] = (uint8_t)c; break;
+    }
+}
+
+static double f16_value(uint16_t h)
+{
+    int e = (h >> 10) & 0x1F, m = h & 0x3FF;
+    double a = e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25); /* 2^-24: the subnormal quantum */
+    return (h & 0x8000) ? -a : a;
+}
+
+static uint16_t f16_exact(double x)
+{
+    uint16_t sign = signbit(x) ? 0x8000 : 0;
+    double a = fabs(x);
+    if (a < ldexp(1.0, -14)) return sign | (uint16_t)ldexp(a, 24); /* subnormal: a multiple of 2^-24 */
+    int e;
+    frexp(a, &e);
+    return sign | (uint16_t)((e - 1 + 15) << 10) | (uint16_t)(ldexp(a, 11 - e) - 1024.0);
+}
+
+/* Divides one scale by 2^e (undoing the fp8 exponent fold); exact because the
+ * packer multiplied a value of the same format by 2^e. */
+static void scale_div_pow2(qv_fmt sfmt, void *elem, int e)
+{
+    if (sfmt == QV_FMT_F32) {
+        float x;
+        memcpy(&x, elem, 4);
+        if (isfinite(x)) x = ldexpf(x, -e);
+        memcpy(elem, &x, 4);
+    } else if (sfmt == QV_FMT_BF16) {
+        uint16_t h;
+        memcpy(&h, elem, 2);
+        uint32_t bits = (uint32_t)h << 16;
+        float x;
+        memcpy(&x, &bits, 4);
+        if (isfinite(x)) x = ldexpf(x, -e);
+        memcpy(&bits, &x, 4);
+        h = (uint16_t)(bits >> 16);
+        memcpy(elem, &h, 2);
+    } else {
+        uint16_t h;
+        memcpy(&h, elem, 2);
+        if (((h >> 10) & 0x1F) != 0x1F) h = f16_exact(ldexp(f16_value(h), -e));
+        memcpy(elem, &h, 2);
+    }
+}
+
+qv_status ref_unpack(const qv_packed *pk, qv_problem *p)
+{
+    QV_ASSERT(pk != NULL && p != NULL && p->v != NULL, "ref_unpack needs a packed operand and a problem");
+    const qv_variant *v = p->v;
+    qv_layout l = pk->layout;
+    const char *ln = qv_layout_name(l);
+    if (l != v->layout)
+        return qv_fail(QV_ERR_UNSUPPORTED, "packed layout %s does not match the problem's %s", ln,
+                       qv_layout_name(v->layout));
+    if (pk->k != p->k || pk->n != p->n)
+        return qv_fail(QV_ERR_SHAPE, "%s: packed K=%lld N=%lld, problem K=%lld N=%lld", ln, (long long)pk->k,
+                       (long long)pk->n, (long long)p->k, (long long)p->n);
+    int bits = bits_of(v->wfmt);
+    if (!bits) return qv_fail(QV_ERR_DTYPE, "%s: no packed form of %s codes", ln, qv_fmt_get(v->wfmt)->name);
+    int per = 32 / bits;
+    int marlin = l != QV_LAYOUT_PLAIN_NK;
+    if (marlin ? (pk->k % 16 || pk->n % 64) : (pk->k % per))
+        return qv_fail(QV_ERR_SHAPE, "%s: K=%lld N=%lld is not a legal shape", ln, (long long)pk->k,
+                       (long long)pk->n);
+    int64_t want_rows = marlin ? pk->k / 16 : pk->n;
+    int64_t want_cols = marlin ? 16 * pk->n / per : pk->k / per;
+    if (pk->b_rows != want_rows || pk->b_cols != want_cols)
+        return qv_fail(QV_ERR_SHAPE, "%s: packed weights are (%lld, %lld); K=%lld N=%lld needs (%lld, %lld)", ln,
+                       (long long)pk->b_rows, (long long)pk->b_cols, (long long)pk->k, (long long)pk->n,
+                       (long long)want_rows, (long long)want_cols);
+    if (v->act_order && (!pk->perm || !pk->g_idx))
+        return qv_fail(QV_ERR_FORMAT, "%s: act_order problem but the packed operand has no perm/g_idx", ln);
+    QV_ASSERT(p->q != NULL, "ref_unpack needs the problem's q buffer");
+
+    /* The sorted row s holds logical row perm[s]; check perm is a permutation. */
+    const int32_t *perm = v->act_order ? pk->perm : NULL;
+    if (perm) {
+        uint8_t *seen = calloc((size_t)pk->k, 1);
+        QV_ASSERT(seen != NULL, "out of memory checking perm");
+        for (int64_t s = 0; s < pk->k; s++) {
+            if (perm[s] < 0 || perm[s] >= pk->k || seen[perm[s]]) {
+                free(seen);
+                return qv_fail(QV_ERR_FORMAT, "%s: perm is not a permutation of 0..K-1 (entry %lld)", ln,
+                               (long long)s);
+            }
+            seen[perm[s]] = 1;
+        }
+        free(seen);
+        for (int64_t s = 0; s < pk->k; s++) p->g_idx[perm[s]] = pk->g_idx[s];
+    }
+
+    const uint32_t *b = (const uint32_t *)pk->b;
+    uint32_t mask = bits == 32 ? 0xFFFFFFFFu : (1u << bits) - 1;
+    for (int64_t r = 0; r < pk->b_rows; r++)
+        for (int64_t w = 0; w < pk->b_cols; w++) {
+            uint32_t word = b[r * pk->b_cols + w];
+            for (int t = 0; t < per; t++) {
+                int64_t kk, nn;
+                if (marlin) {
+                    marlin_pos(l, r, w, t, &kk, &nn);
+                } else {
+                    kk = w * per + t;
+                    nn = r;
+                }
+                if (perm) kk = perm[kk];
+                put_code(p, kk, nn, (word >> (bits * t)) & mask);
+            }
+        }
+
+    /* Scales: undo the permutation named by s_order, position by position. */
+    if (pk->s_rows * pk->s_cols > 0) {
+        QV_ASSERT(p->scales != NULL, "ref_unpack needs the problem's scales buffer");
+        const uint8_t *src = pk->scales;
+        uint8_t *dst = p->scales;
+        for (int64_t r = 0; r < pk->s_rows; r++)
+            for (int64_t c = 0; c < pk->s_cols; c++) {
+                int64_t col = pk->s_order == QV_SORDER_GROUP64     ? group64_col(c)
+                              : pk->s_order == QV_SORDER_CHANNEL32 ? channel32_col(c)
+                                                                   : c;
+                uint8_t *to = dst + (size_t)(r * pk->s_cols + col) * pk->s_elem;
+                memcpy(to, src + (size_t)(r * pk->s_cols + c) * pk->s_elem, pk->s_elem);
+                if (pk->s_pow2) scale_div_pow2(v->sfmt, to, pk->s_pow2);
+            }
+    }
+    if (pk->scales2) {
+        QV_ASSERT(p->scales2 != NULL, "ref_unpack needs the problem's scales2 buffer");
+        const float *s2 = pk->scales2;
+        for (int64_t c = 0; c < pk->s2_cols; c++) p->scales2[channel32_col(c)] = s2[c];
+    }
+    if (pk->zeros) {
+        /* Zero points: word w of a row, nibble t holds the zero point the lanes
+         * of groupID (w%8) use in n8 half 2(t%4) + t/4 of their 64-wide block
+         * (scale_perm placement, then the 4-bit nibble pairing of the
+         * dequantizer): column 64*(w/8) + w%8 + 8*(2(t%4) + t/4). */
+        QV_ASSERT(p->zeros != NULL, "ref_unpack needs the problem's zeros buffer");
+        const uint32_t *z = pk->zeros;
+        for (int64_t r = 0; r < pk->z_rows; r++)
+            for (int64_t w = 0; w < pk->z_cols; w++)
+                for (int t = 0; t < 8; t++) {
+                    int64_t col = 64 * (w / 8) + w % 8 + 8 * (2 * (t % 4) + t / 4);
+                    p->zeros[r * pk->n + col] = (uint8_t)((z[r * pk->z_cols + w] >> (4 * t)) & 0xF);
+                }
+    }
+    return QV_OK;
+}

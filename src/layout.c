@@ -1,0 +1,663 @@
+/* layout.c: the packers of layout.h. Each Marlin-family layout is built the
+ * way the published packers build it (DESIGN.md §7): tile K x N into 16x16
+ * tiles, gather every 1024-value chunk of a tiled row through a table, then
+ * pack 8 nibbles or 4 bytes per int32, lowest first. The tables are built here
+ * from the recipe; reference/unpack.c decodes the result from the mma fragment
+ * definition instead, so a wrong table cannot cancel itself out. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qvet/array.h"
+#include "qvet/layout.h"
+
+/* One 16x64 block of a tiled row: four 16x16 tiles of 256 values each. */
+#define CHUNK 1024
+/* Scale permutation widths: scale_perm covers 64 columns, scale_perm_single 32. */
+#define SP_GROUP 64
+#define SP_SINGLE 32
+
+void qv_scale_perm(int perm[64])
+{
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 8; j++) perm[8 * i + j] = i + 8 * j;
+}
+
+void qv_scale_perm_single(int perm[32])
+{
+    static const int offs[8] = {0, 1, 8, 9, 16, 17, 24, 25};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 8; j++) perm[8 * i + j] = 2 * i + offs[j];
+}
+
+/* The gather table of one 1024-value chunk (DESIGN.md §7). For lane i of a
+ * warp, col = i/4; for block 0 and 1 (the two n8 halves of a 16x16 tile) and
+ * the lane's four rows, the entry is 16*row + col + 8*block; those 8 entries
+ * repeat for the four tiles of the chunk (offset 256*j). Then every group of
+ * `ilen` entries is reordered by `interleave`. `int8_rows` selects QQQ's row
+ * set {4(i%4)+0..3} instead of Marlin's {2(i%4), 2(i%4)+1, 2(i%4)+8, 2(i%4)+9}. */
+static void build_perm(int int8_rows, const int *interleave, int ilen, int perm[CHUNK])
+{
+    int pre[CHUNK];
+    int idx = 0;
+    for (int i = 0; i < 32; i++) {
+        int col = i / 4;
+        int rows[4];
+        for (int r = 0; r < 4; r++)
+            rows[r] = int8_rows ? 4 * (i % 4) + r : 2 * (i % 4) + (r & 1) + 8 * (r >> 1);
+        for (int j = 0; j < 4; j++)
+            for (int block = 0; block < 2; block++)
+                for (int r = 0; r < 4; r++) pre[idx++] = 16 * rows[r] + col + 8 * block + 256 * j;
+    }
+    for (int grp = 0; grp < CHUNK / ilen; grp++)
+        for (int t = 0; t < ilen; t++) perm[grp * ilen + t] = pre[grp * ilen + interleave[t]];
+}
+
+static const int interleave_w4[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+static const int interleave_qqq_ch[8] = {4, 0, 5, 1, 6, 2, 7, 3};
+static const int interleave_w8[4] = {0, 2, 1, 3};
+
+/* Storage bits of one weight code. */
+static int code_bits(qv_fmt f)
+{
+    switch (f) {
+    case QV_FMT_U4:
+    case QV_FMT_I4: return 4;
+    case QV_FMT_U8:
+    case QV_FMT_I8:
+    case QV_FMT_E4M3:
+    case QV_FMT_E5M2: return 8;
+    case QV_FMT_F16:
+    case QV_FMT_BF16: return 16;
+    default: return 0;
+    }
+}
+
+/* Bytes of one scale element as the problem stores it. */
+static size_t scale_bytes(qv_fmt sfmt, qv_scale_layout sl)
+{
+    if (sl == QV_SCALE_BLOCK) return sizeof(float);
+    switch (sfmt) {
+    case QV_FMT_F16:
+    case QV_FMT_BF16: return 2;
+    case QV_FMT_F32: return 4;
+    default: return 0;
+    }
+}
+
+static int is_marlin_family(qv_layout l)
+{
+    return l == QV_LAYOUT_MARLIN_W4 || l == QV_LAYOUT_MARLIN_W4_ZP || l == QV_LAYOUT_MARLIN_W8 ||
+           l == QV_LAYOUT_MARLIN_FP8 || l == QV_LAYOUT_QQQ_W4_CHANNEL || l == QV_LAYOUT_QQQ_W4_GROUP;
+}
+
+/* The weight code format each layout stores. */
+static qv_fmt layout_wfmt(qv_layout l)
+{
+    switch (l) {
+    case QV_LAYOUT_MARLIN_W4:
+    case QV_LAYOUT_MARLIN_W4_ZP:
+    case QV_LAYOUT_QQQ_W4_GROUP: return QV_FMT_U4;
+    case QV_LAYOUT_MARLIN_W8: return QV_FMT_U8;
+    case QV_LAYOUT_MARLIN_FP8: return QV_FMT_E4M3;
+    case QV_LAYOUT_QQQ_W4_CHANNEL: return QV_FMT_I4;
+    default: return QV_FMT_NONE;
+    }
+}
+
+static int64_t scale_rows(const qv_problem *p)
+{
+    switch (p->v->scale_layout) {
+    case QV_SCALE_NONE: return 0;
+    case QV_SCALE_TENSOR:
+    case QV_SCALE_CHANNEL: return 1;
+    case QV_SCALE_GROUP:
+    case QV_SCALE_GROUP_CHANNEL: return p->k / p->g;
+    case QV_SCALE_BLOCK: return (p->k + 127) / 128; /* 128: the block edge of the layout */
+    }
+    return 0;
+}
+
+static int64_t scale_cols(const qv_problem *p)
+{
+    switch (p->v->scale_layout) {
+    case QV_SCALE_NONE: return 0;
+    case QV_SCALE_TENSOR: return 1;
+    case QV_SCALE_BLOCK: return (p->n + 127) / 128;
+    default: return p->n;
+    }
+}
+
+/* Refuses anything the layout cannot hold, before a byte is written. */
+static qv_status check_problem(const qv_problem *p)
+{
+    const qv_variant *v = p->v;
+    qv_layout l = v->layout;
+    const char *ln = qv_layout_name(l);
+    if (l < 0 || l >= QV_LAYOUT_COUNT) return qv_fail(QV_ERR_UNSUPPORTED, "unknown packed layout %d", (int)l);
+    if (p->k < 1 || p->n < 1)
+        return qv_fail(QV_ERR_SHAPE, "%s: K=%lld, N=%lld: both must be >= 1", ln, (long long)p->k,
+                       (long long)p->n);
+    /* Every index of the packed buffers must fit the kernels' int arithmetic. */
+    if (p->k > ((int64_t)1 << 30) || p->n > ((int64_t)1 << 30))
+        return qv_fail(QV_ERR_SHAPE, "%s: dimensions above 2^30 are not supported", ln);
+    int bits = code_bits(v->wfmt);
+    if (is_marlin_family(l)) {
+        if (v->wfmt != layout_wfmt(l))
+            return qv_fail(QV_ERR_DTYPE, "%s stores %s weight codes, not %s", ln,
+                           qv_fmt_get(layout_wfmt(l))->name, qv_fmt_get(v->wfmt)->name);
+        /* 16: the K edge of an mma tile; 64: four 16-wide tiles per 1024-value chunk. */
+        if (p->k % 16)
+            return qv_fail(QV_ERR_SHAPE, "%s: K=%lld is not a multiple of 16 (the tile's K edge)", ln,
+                           (long long)p->k);
+        if (p->n % 64)
+            return qv_fail(QV_ERR_SHAPE, "%s: N=%lld is not a multiple of 64 (the layout's N tile)", ln,
+                           (long long)p->n);
+    } else {
+        if (!bits) return qv_fail(QV_ERR_DTYPE, "%s: weight format %s has no plain packing", ln,
+                                  qv_fmt_get(v->wfmt)->name);
+        int per = 32 / bits;
+        if (p->k % per)
+            return qv_fail(QV_ERR_SHAPE, "%s: K=%lld is not a multiple of %d (%d-bit codes, %d per int32)", ln,
+                           (long long)p->k, per, bits, per);
+        if (v->zero_point) return qv_fail(QV_ERR_UNSUPPORTED, "%s has no place for zero points", ln);
+    }
+
+    qv_scale_layout sl = v->scale_layout;
+    int grouped = sl == QV_SCALE_GROUP || sl == QV_SCALE_GROUP_CHANNEL;
+    if (grouped) {
+        if (p->g < 1) return qv_fail(QV_ERR_SHAPE, "%s: group size g=%d must be >= 1", ln, p->g);
+        if (is_marlin_family(l) && p->g % 16)
+            return qv_fail(QV_ERR_SHAPE, "%s: group size g=%d is not a multiple of 16 (a group is whole tiles)",
+                           ln, p->g);
+        if (p->k % p->g)
+            return qv_fail(QV_ERR_SHAPE, "%s: group size g=%d does not divide K=%lld", ln, p->g, (long long)p->k);
+    }
+    switch (l) {
+    case QV_LAYOUT_MARLIN_W4:
+    case QV_LAYOUT_MARLIN_W4_ZP:
+    case QV_LAYOUT_MARLIN_W8:
+    case QV_LAYOUT_MARLIN_FP8:
+        if (sl != QV_SCALE_TENSOR && sl != QV_SCALE_CHANNEL && sl != QV_SCALE_GROUP)
+            return qv_fail(QV_ERR_UNSUPPORTED, "%s: scale layout %s is not one Marlin reads", ln,
+                           qv_scale_layout_name(sl));
+        if (v->sfmt != QV_FMT_F16 && v->sfmt != QV_FMT_BF16 && v->sfmt != QV_FMT_F32)
+            return qv_fail(QV_ERR_DTYPE, "%s: scales must be f16, bf16 or f32, not %s", ln,
+                           qv_fmt_get(v->sfmt)->name);
+        if (l == QV_LAYOUT_MARLIN_W4_ZP && (!v->zero_point || sl != QV_SCALE_GROUP))
+            return qv_fail(QV_ERR_UNSUPPORTED, "%s needs grouped scales and zero points", ln);
+        if (l != QV_LAYOUT_MARLIN_W4_ZP && v->zero_point)
+            return qv_fail(QV_ERR_UNSUPPORTED, "%s has no place for zero points (use marlin-w4-zp)", ln);
+        break;
+    case QV_LAYOUT_QQQ_W4_CHANNEL:
+        if (sl != QV_SCALE_CHANNEL || v->sfmt != QV_FMT_F32)
+            return qv_fail(QV_ERR_DTYPE, "%s needs channel scales in f32 (got %s %s)", ln,
+                           qv_scale_layout_name(sl), qv_fmt_get(v->sfmt)->name);
+        break;
+    case QV_LAYOUT_QQQ_W4_GROUP:
+        if (sl != QV_SCALE_GROUP_CHANNEL || v->sfmt != QV_FMT_F16)
+            return qv_fail(QV_ERR_DTYPE, "%s needs f16 group scales plus f32 channel scales (got %s %s)", ln,
+                           qv_scale_layout_name(sl), qv_fmt_get(v->sfmt)->name);
+        break;
+    default:
+        break;
+    }
+    if (v->zero_point && l != QV_LAYOUT_MARLIN_W4_ZP)
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s has no place for zero points", ln);
+    if (v->act_order && !grouped)
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s: act_order needs grouped scales", ln);
+
+    QV_ASSERT(p->q != NULL, "a problem to pack needs its q buffer");
+    QV_ASSERT(sl == QV_SCALE_NONE || p->scales != NULL, "a problem to pack needs its scales buffer");
+    QV_ASSERT(sl != QV_SCALE_GROUP_CHANNEL || p->scales2 != NULL, "group+channel needs scales2");
+    QV_ASSERT(!v->zero_point || p->zeros != NULL, "zero-point variants need the zeros buffer");
+    QV_ASSERT(!v->act_order || p->g_idx != NULL, "act_order variants need g_idx");
+
+    int64_t kn = p->k * p->n;
+    if (v->wfmt == QV_FMT_U4) {
+        const uint8_t *q = p->q;
+        for (int64_t i = 0; i < kn; i++)
+            if (q[i] > 15)
+                return qv_fail(QV_ERR_RANGE, "%s: q[%lld][%lld] = %d is outside the uint4 range 0..15", ln,
+                               (long long)(i / p->n), (long long)(i % p->n), q[i]);
+    } else if (v->wfmt == QV_FMT_I4) {
+        const int8_t *q = p->q;
+        for (int64_t i = 0; i < kn; i++)
+            if (q[i] < -8 || q[i] > 7)
+                return qv_fail(QV_ERR_RANGE, "%s: q[%lld][%lld] = %d is outside the int4 range -8..7", ln,
+                               (long long)(i / p->n), (long long)(i % p->n), q[i]);
+    }
+    if (v->zero_point) {
+        int64_t nz = p->k / p->g * p->n;
+        for (int64_t i = 0; i < nz; i++)
+            if (p->zeros[i] > 15)
+                return qv_fail(QV_ERR_RANGE, "%s: zero point [%lld][%lld] = %d is outside 0..15", ln,
+                               (long long)(i / p->n), (long long)(i % p->n), p->zeros[i]);
+    }
+    if (v->act_order) {
+        int64_t groups = p->k / p->g;
+        for (int64_t i = 0; i < p->k; i++)
+            if (p->g_idx[i] < 0 || p->g_idx[i] >= groups)
+                return qv_fail(QV_ERR_RANGE, "%s: g_idx[%lld] = %d is outside [0, %lld)", ln, (long long)i,
+                               p->g_idx[i], (long long)groups);
+    }
+    return QV_OK;
+}
+
+/* Stable counting sort of the rows by g_idx: perm[i] is the logical row that
+ * becomes sorted row i (rows of one group keep their order). */
+static void sort_rows(const int32_t *g_idx, int64_t k, int64_t groups, int32_t *perm, int32_t *g_sorted)
+{
+    int64_t *start = calloc((size_t)groups + 1, sizeof *start);
+    QV_ASSERT(start != NULL, "out of memory sorting g_idx");
+    for (int64_t i = 0; i < k; i++) start[g_idx[i] + 1]++;
+    for (int64_t gr = 0; gr < groups; gr++) start[gr + 1] += start[gr];
+    for (int64_t i = 0; i < k; i++) {
+        int64_t at = start[g_idx[i]]++;
+        perm[at] = (int32_t)i;
+        g_sorted[at] = g_idx[i];
+    }
+    free(start);
+}
+
+/* The stored code of weight (row, col) as an unsigned bit pattern. */
+static uint32_t code_at(const qv_problem *p, int64_t row, int64_t col)
+{
+    int64_t i = row * p->n + col;
+    switch (code_bits(p->v->wfmt)) {
+    case 4: return (uint32_t)((const uint8_t *)p->q)[i] & 0xFu; /* I4: two's complement nibble */
+    case 8: return ((const uint8_t *)p->q)[i];
+    default: return ((const uint16_t *)p->q)[i];
+    }
+}
+
+/* Marlin-family weights: B (k/16, 16n*bits/32) int32. `rows` maps a sorted row
+ * to its logical row (identity without act_order). */
+static void pack_marlin_weights(const qv_problem *p, const int32_t *rows, uint32_t *b, int64_t b_cols)
+{
+    qv_layout l = p->v->layout;
+    int perm[CHUNK];
+    if (l == QV_LAYOUT_MARLIN_W8 || l == QV_LAYOUT_MARLIN_FP8)
+        build_perm(0, interleave_w8, 4, perm);
+    else if (l == QV_LAYOUT_QQQ_W4_CHANNEL)
+        build_perm(1, interleave_qqq_ch, 8, perm);
+    else if (l == QV_LAYOUT_QQQ_W4_GROUP)
+        build_perm(1, interleave_w4, 8, perm);
+    else
+        build_perm(0, interleave_w4, 8, perm);
+    int bits = code_bits(p->v->wfmt);
+    int per = 32 / bits;
+    int64_t row_len = 16 * p->n; /* values in one tiled row */
+    for (int64_t kb = 0; kb < p->k / 16; kb++) {
+        uint32_t *out = b + kb * b_cols;
+        for (int64_t idx = 0; idx < row_len; idx++) {
+            int64_t src = idx - idx % CHUNK + perm[idx % CHUNK];
+            int64_t tile = src / 256, r = src % 256 / 16, c = src % 16;
+            int64_t srow = 16 * kb + r;
+            int64_t row = rows ? rows[srow] : srow;
+            out[idx / per] |= code_at(p, row, 16 * tile + c) << (bits * (idx % per));
+        }
+    }
+}
+
+/* PLAIN_NK: the (n, k) transpose, codes packed along k, lowest first. */
+static void pack_plain_weights(const qv_problem *p, const int32_t *rows, uint32_t *b, int64_t b_cols)
+{
+    int bits = code_bits(p->v->wfmt);
+    int per = 32 / bits;
+    for (int64_t j = 0; j < p->n; j++)
+        for (int64_t kk = 0; kk < p->k; kk++) {
+            int64_t row = rows ? rows[kk] : kk;
+            b[j * b_cols + kk / per] |= code_at(p, row, j) << (bits * (kk % per));
+        }
+}
+
+/* Gathers each `width`-wide block of every row of src through `perm`. */
+static void gather_cols(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols, size_t elem,
+                        const int *perm, int width)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            int64_t from = c - c % width + perm[c % width];
+            memcpy(dst + (size_t)(r * cols + c) * elem, src + (size_t)(r * cols + from) * elem, elem);
+        }
+}
+
+/* Exact value of an f16 code. */
+static double f16_value(uint16_t h)
+{
+    int e = (h >> 10) & 0x1F, m = h & 0x3FF;
+    double a = e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25); /* 2^-24: the subnormal quantum */
+    return (h & 0x8000) ? -a : a;
+}
+
+/* The f16 code of a value known to be a finite f16 value. */
+static uint16_t f16_exact(double x)
+{
+    uint16_t sign = signbit(x) ? 0x8000 : 0;
+    double a = fabs(x);
+    if (a < ldexp(1.0, -14)) return sign | (uint16_t)ldexp(a, 24); /* subnormal: a multiple of 2^-24 */
+    int e;
+    frexp(a, &e); /* a = f * 2^e, f in [0.5, 1) */
+    uint16_t mant = (uint16_t)(ldexp(a, 11 - e) - 1024.0);
+    return sign | (uint16_t)((e - 1 + 15) << 10) | mant;
+}
+
+/* Multiplies one scale element by 2^e in place (exact: only the exponent moves).
+ * Refuses a result beyond the format's range. */
+static qv_status scale_times_pow2(qv_fmt sfmt, void *elem, int e)
+{
+    if (sfmt == QV_FMT_F32) {
+        float x;
+        memcpy(&x, elem, 4);
+        if (!isfinite(x)) return QV_OK;
+        float y = ldexpf(x, e);
+        if (!isfinite(y)) return qv_fail(QV_ERR_RANGE, "marlin-fp8: scale %g times 2^%d overflows f32", x, e);
+        memcpy(elem, &y, 4);
+    } else if (sfmt == QV_FMT_BF16) {
+        uint16_t h;
+        memcpy(&h, elem, 2);
+        uint32_t bits = (uint32_t)h << 16;
+        float x;
+        memcpy(&x, &bits, 4);
+        if (!isfinite(x)) return QV_OK;
+        float y = ldexpf(x, e);
+        if (!isfinite(y)) return qv_fail(QV_ERR_RANGE, "marlin-fp8: scale %g times 2^%d overflows bf16", x, e);
+        memcpy(&bits, &y, 4);
+        h = (uint16_t)(bits >> 16); /* exact: scaling up keeps the 8 significant bits */
+        memcpy(elem, &h, 2);
+    } else {
+        uint16_t h;
+        memcpy(&h, elem, 2);
+        if (((h >> 10) & 0x1F) == 0x1F) return QV_OK; /* Inf or NaN stays */
+        double y = ldexp(f16_value(h), e);
+        if (fabs(y) > 65504.0) /* 65504: the largest finite f16 */
+            return qv_fail(QV_ERR_RANGE, "marlin-fp8: scale %g times 2^%d = %g overflows f16 (max 65504)",
+                           f16_value(h), e, y);
+        h = f16_exact(y);
+        memcpy(elem, &h, 2);
+    }
+    return QV_OK;
+}
+
+void qv_packed_destroy(qv_packed *pk)
+{
+    if (!pk) return;
+    free(pk->b);
+    free(pk->scales);
+    free(pk->scales2);
+    free(pk->zeros);
+    free(pk->perm);
+    free(pk->g_idx);
+    memset(pk, 0, sizeof *pk);
+}
+
+static void *zalloc(size_t n, int *fail)
+{
+    if (!n) return NULL;
+    void *x = calloc(1, n);
+    if (!x) *fail = 1;
+    return x;
+}
+
+qv_status qv_pack(const qv_problem *p, qv_packed *out)
+{
+    QV_ASSERT(p != NULL && p->v != NULL && out != NULL, "qv_pack needs a problem with a registry row");
+    memset(out, 0, sizeof *out);
+    QV_TRY(check_problem(p));
+    const qv_variant *v = p->v;
+    qv_layout l = v->layout;
+    int grouped = v->scale_layout == QV_SCALE_GROUP || v->scale_layout == QV_SCALE_GROUP_CHANNEL;
+    int bits = code_bits(v->wfmt);
+
+    out->layout = l;
+    out->k = p->k;
+    out->n = p->n;
+    out->g = grouped ? p->g : 0;
+    if (is_marlin_family(l)) {
+        out->b_rows = p->k / 16;
+        out->b_cols = 16 * p->n * bits / 32;
+    } else {
+        out->b_rows = p->n;
+        out->b_cols = p->k * bits / 32;
+    }
+    out->s_rows = scale_rows(p);
+    out->s_cols = scale_cols(p);
+    out->s_elem = scale_bytes(v->sfmt, v->scale_layout);
+    if (v->scale_layout == QV_SCALE_GROUP_CHANNEL) out->s2_cols = p->n;
+    if (v->zero_point) {
+        out->z_rows = p->k / p->g;
+        out->z_cols = p->n / 8; /* 8 nibbles per int32 */
+        out->z_bytes = out->z_rows * out->z_cols * (int64_t)sizeof(int32_t);
+    }
+
+    int fail = 0;
+    out->b = zalloc((size_t)(out->b_rows * out->b_cols) * sizeof(int32_t), &fail);
+    out->scales = zalloc((size_t)(out->s_rows * out->s_cols) * out->s_elem, &fail);
+    out->scales2 = zalloc((size_t)out->s2_cols * sizeof(float), &fail);
+    out->zeros = zalloc((size_t)out->z_bytes, &fail);
+    if (v->act_order) {
+        out->perm = zalloc((size_t)p->k * sizeof(int32_t), &fail);
+        out->g_idx = zalloc((size_t)p->k * sizeof(int32_t), &fail);
+    }
+    if (fail) {
+        qv_packed_destroy(out);
+        return qv_fail(QV_ERR_NOMEM, "%s: out of memory packing K=%lld N=%lld", qv_layout_name(l),
+                       (long long)p->k, (long long)p->n);
+    }
+
+    if (v->act_order) sort_rows(p->g_idx, p->k, p->k / p->g, out->perm, out->g_idx);
+    /* int32 and uint32 may alias (C11 6.5p7); the words are built unsigned. */
+    if (is_marlin_family(l))
+        pack_marlin_weights(p, out->perm, (uint32_t *)out->b, out->b_cols);
+    else
+        pack_plain_weights(p, out->perm, (uint32_t *)out->b, out->b_cols);
+
+    /* Scales. Marlin and vLLM treat a single group (g == K) as channelwise and
+     * use scale_perm_single for it; QQQ's per-group format always reads its
+     * group scales through scale_perm. */
+    size_t s_total = (size_t)(out->s_rows * out->s_cols) * out->s_elem;
+    int sp[SP_GROUP], sps[SP_SINGLE];
+    qv_scale_perm(sp);
+    qv_scale_perm_single(sps);
+    out->s_order = QV_SORDER_PLAIN;
+    if (is_marlin_family(l) && v->scale_layout != QV_SCALE_TENSOR) {
+        int use_group = l == QV_LAYOUT_QQQ_W4_GROUP || (grouped && out->s_rows > 1);
+        out->s_order = use_group ? QV_SORDER_GROUP64 : QV_SORDER_CHANNEL32;
+    }
+    if (out->s_order == QV_SORDER_GROUP64)
+        gather_cols(p->scales, out->scales, out->s_rows, out->s_cols, out->s_elem, sp, SP_GROUP);
+    else if (out->s_order == QV_SORDER_CHANNEL32)
+        gather_cols(p->scales, out->scales, out->s_rows, out->s_cols, out->s_elem, sps, SP_SINGLE);
+    else if (s_total)
+        memcpy(out->scales, p->scales, s_total);
+    if (out->scales2)
+        gather_cols((const uint8_t *)p->scales2, out->scales2, 1, p->n, sizeof(float), sps, SP_SINGLE);
+
+    if (l == QV_LAYOUT_MARLIN_FP8) {
+        /* The kernel turns an e4m3 byte into f16 (bf16) by moving its bits, which
+         * leaves the value 2^-8 (2^-120) too small: the difference of the
+         * exponent biases, 15-7 (127-7). vLLM folds it into the scales. */
+        out->s_pow2 = v->afmt == QV_FMT_BF16 ? 120 : 8;
+        for (int64_t i = 0; i < out->s_rows * out->s_cols; i++) {
+            qv_status st = scale_times_pow2(v->sfmt, (uint8_t *)out->scales + (size_t)i * out->s_elem,
+                                            out->s_pow2);
+            if (st != QV_OK) {
+                qv_packed_destroy(out);
+                return st;
+            }
+        }
+    }
+
+    if (v->zero_point) {
+        /* vLLM marlin_zero_points: scale_perm on each row (never the single
+         * one: zero points are applied on every mma), then the 4-bit
+         * interleave in groups of 8, then 8 nibbles per int32 along N. */
+        uint8_t *zp = malloc((size_t)(out->z_rows * p->n));
+        QV_ASSERT(zp != NULL, "out of memory permuting zero points");
+        gather_cols(p->zeros, zp, out->z_rows, p->n, 1, sp, SP_GROUP);
+        uint32_t *zw = out->zeros;
+        for (int64_t r = 0; r < out->z_rows; r++)
+            for (int64_t c = 0; c < p->n; c++) {
+                int64_t from = c - c % 8 + interleave_w4[c % 8];
+                zw[r * out->z_cols + c / 8] |= (uint32_t)zp[r * p->n + from] << (4 * (c % 8));
+            }
+        free(zp);
+    }
+    return QV_OK;
+}
+
+/* ---- qvet pack: logical arrays to a packed layout ---- */
+
+static qv_status want_2d(const char *what, const qv_array *a, int64_t rows, int64_t cols)
+{
+    char buf[96];
+    if (a->ndim != 2 || (rows >= 0 && a->shape[0] != rows) || (cols >= 0 && a->shape[1] != cols))
+        return qv_fail(QV_ERR_SHAPE, "%s is %s; expected (%lld, %lld)", what, qv_array_describe(a, buf, sizeof buf),
+                       (long long)rows, (long long)cols);
+    return QV_OK;
+}
+
+/* The scale format an array's dtype stands for ('<u2' holds bf16 bits). */
+static qv_fmt scale_fmt_of(qv_dtype dt)
+{
+    switch (dt) {
+    case QV_DT_F2: return QV_FMT_F16;
+    case QV_DT_U2:
+    case QV_DT_BF16: return QV_FMT_BF16;
+    case QV_DT_F4: return QV_FMT_F32;
+    default: return QV_FMT_NONE;
+    }
+}
+
+qv_status qv_pack_arrays(qv_layout layout, const qv_array *q, const qv_array *scales, const qv_array *scales2,
+                         const qv_array *zeros, const qv_array *g_idx, qv_packed *out)
+{
+    QV_ASSERT(q != NULL && out != NULL, "qv_pack_arrays needs q and an output");
+    memset(out, 0, sizeof *out);
+    char buf[96];
+    if (layout < 0 || layout >= QV_LAYOUT_COUNT) return qv_fail(QV_ERR_USAGE, "unknown layout");
+    const char *ln = qv_layout_name(layout);
+    if (q->ndim != 2)
+        return qv_fail(QV_ERR_SHAPE, "%s: q is %s; expected a 2-D (K, N) array", ln,
+                       qv_array_describe(q, buf, sizeof buf));
+    int64_t k = q->shape[0], n = q->shape[1];
+
+    qv_variant v = {.name = "qvet pack", .layout = layout, .afmt = QV_FMT_F16};
+    /* The weight format follows from the layout; the dtype must hold it. */
+    v.wfmt = layout_wfmt(layout);
+    if (layout == QV_LAYOUT_PLAIN_NK) {
+        switch (q->dtype) {
+        case QV_DT_I1: v.wfmt = QV_FMT_I8; break;
+        case QV_DT_U1: v.wfmt = QV_FMT_U8; break;
+        case QV_DT_E4M3: v.wfmt = QV_FMT_E4M3; break;
+        case QV_DT_F2: v.wfmt = QV_FMT_F16; break;
+        case QV_DT_U2:
+        case QV_DT_BF16: v.wfmt = QV_FMT_BF16; break;
+        default:
+            return qv_fail(QV_ERR_DTYPE, "%s: q must be int8, uint8, float16 or bf16 (<u2), not %s", ln,
+                           qv_dtype_name(q->dtype));
+        }
+    } else if (v.wfmt == QV_FMT_I4) {
+        if (q->dtype != QV_DT_I1)
+            return qv_fail(QV_ERR_DTYPE, "%s: q must be int8 holding -8..7, not %s", ln, qv_dtype_name(q->dtype));
+    } else if (v.wfmt == QV_FMT_U4) {
+        if (q->dtype != QV_DT_I1 && q->dtype != QV_DT_U1)
+            return qv_fail(QV_ERR_DTYPE, "%s: q must be int8 or uint8 holding 0..15, not %s", ln,
+                           qv_dtype_name(q->dtype));
+        if (q->dtype == QV_DT_I1)
+            for (int64_t i = 0; i < q->count; i++)
+                if (((const int8_t *)q->data)[i] < 0)
+                    return qv_fail(QV_ERR_RANGE, "%s: q[%lld][%lld] = %d is outside the uint4 range 0..15", ln,
+                                   (long long)(i / n), (long long)(i % n), ((const int8_t *)q->data)[i]);
+    } else if (v.wfmt == QV_FMT_U8) {
+        if (q->dtype != QV_DT_U1)
+            return qv_fail(QV_ERR_DTYPE, "%s: q must be uint8 holding q+128, not %s", ln, qv_dtype_name(q->dtype));
+    } else if (v.wfmt == QV_FMT_E4M3) {
+        if (q->dtype != QV_DT_U1 && q->dtype != QV_DT_E4M3)
+            return qv_fail(QV_ERR_DTYPE, "%s: q must be uint8 e4m3 codes, not %s", ln, qv_dtype_name(q->dtype));
+    }
+
+    /* Scales: (groups, N), (1, N) or (1, 1); the group size is K / groups. */
+    if (scales) {
+        v.sfmt = scale_fmt_of(scales->dtype);
+        if (v.sfmt == QV_FMT_NONE)
+            return qv_fail(QV_ERR_DTYPE, "%s: scales must be float16, bf16 (<u2) or float32, not %s", ln,
+                           qv_dtype_name(scales->dtype));
+        if (scales->ndim != 2)
+            return qv_fail(QV_ERR_SHAPE, "%s: scales are %s; expected (K/g, N), (1, N) or (1, 1)", ln,
+                           qv_array_describe(scales, buf, sizeof buf));
+        int64_t rows = scales->shape[0], cols = scales->shape[1];
+        if (rows == 1 && cols == 1 && n != 1) {
+            v.scale_layout = QV_SCALE_TENSOR;
+        } else {
+            if (cols != n)
+                return qv_fail(QV_ERR_SHAPE, "%s: scales are %s but q has N=%lld columns", ln,
+                               qv_array_describe(scales, buf, sizeof buf), (long long)n);
+            if (rows < 1 || k % rows)
+                return qv_fail(QV_ERR_SHAPE, "%s: %lld scale rows do not divide K=%lld into groups", ln,
+                               (long long)rows, (long long)k);
+            if (rows > 1 || scales2 || zeros || g_idx || layout == QV_LAYOUT_QQQ_W4_GROUP) {
+                v.scale_layout = QV_SCALE_GROUP;
+                v.g = (int)(k / rows);
+            } else {
+                v.scale_layout = QV_SCALE_CHANNEL;
+            }
+        }
+        if (v.sfmt == QV_FMT_BF16) v.afmt = QV_FMT_BF16; /* Marlin's scales share the activation dtype */
+    } else if (layout != QV_LAYOUT_PLAIN_NK) {
+        return qv_fail(QV_ERR_USAGE, "%s needs scales", ln);
+    }
+    if (scales2) {
+        if (layout != QV_LAYOUT_QQQ_W4_GROUP)
+            return qv_fail(QV_ERR_USAGE, "%s has no second-level scales (only qqq-w4-group)", ln);
+        if (scales2->dtype != QV_DT_F4)
+            return qv_fail(QV_ERR_DTYPE, "%s: scales2 must be float32, not %s", ln, qv_dtype_name(scales2->dtype));
+        QV_TRY(want_2d("scales2", scales2, 1, n));
+        v.scale_layout = QV_SCALE_GROUP_CHANNEL;
+    } else if (layout == QV_LAYOUT_QQQ_W4_GROUP) {
+        return qv_fail(QV_ERR_USAGE, "%s needs the f32 channel scales as scales2", ln);
+    }
+    if (zeros) {
+        if (layout != QV_LAYOUT_MARLIN_W4_ZP)
+            return qv_fail(QV_ERR_USAGE, "%s has no zero points (only marlin-w4-zp)", ln);
+        if (zeros->dtype != QV_DT_I1 && zeros->dtype != QV_DT_U1)
+            return qv_fail(QV_ERR_DTYPE, "%s: zeros must be int8 or uint8 holding 0..15, not %s", ln,
+                           qv_dtype_name(zeros->dtype));
+        QV_TRY(want_2d("zeros", zeros, v.g > 0 ? k / v.g : 1, n));
+        v.zero_point = 1;
+    } else if (layout == QV_LAYOUT_MARLIN_W4_ZP) {
+        return qv_fail(QV_ERR_USAGE, "%s needs zero points", ln);
+    }
+    int32_t *gi = NULL;
+    if (g_idx) {
+        if (g_idx->ndim != 1 || g_idx->shape[0] != k)
+            return qv_fail(QV_ERR_SHAPE, "%s: g_idx is %s; expected (%lld,)", ln,
+                           qv_array_describe(g_idx, buf, sizeof buf), (long long)k);
+        if (g_idx->dtype != QV_DT_I4 && g_idx->dtype != QV_DT_I8)
+            return qv_fail(QV_ERR_DTYPE, "%s: g_idx must be int32 or int64, not %s", ln, qv_dtype_name(g_idx->dtype));
+        gi = malloc((size_t)k * sizeof *gi);
+        QV_ASSERT(gi != NULL, "out of memory reading g_idx");
+        for (int64_t i = 0; i < k; i++) {
+            int64_t x = g_idx->dtype == QV_DT_I4 ? ((const int32_t *)g_idx->data)[i]
+                                                 : ((const int64_t *)g_idx->data)[i];
+            if (x < 0 || x >= (v.g > 0 ? k / v.g : 1)) {
+                free(gi);
+                return qv_fail(QV_ERR_RANGE, "%s: g_idx[%lld] = %lld is outside [0, %lld)", ln, (long long)i,
+                               (long long)x, (long long)(v.g > 0 ? k / v.g : 1));
+            }
+            gi[i] = (int32_t)x;
+        }
+        v.act_order = 1;
+    }
+    v.n_tile = is_marlin_family(layout) ? 64 : 1;
+    v.k_tile = is_marlin_family(layout) ? 16 : 1;
+
+    qv_problem p = {.v = &v, .m = 0, .n = n, .k = k, .g = v.g, .q = q->data,
+                    .scales = scales ? scales->data : NULL,
+                    .scales2 = scales2 ? scales2->data : NULL,
+                    .zeros = zeros ? zeros->data : NULL, .g_idx = gi};
+    qv_status st = qv_pack(&p, out);
+    free(gi);
+    return st;
+}
