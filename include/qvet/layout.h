@@ -1,8 +1,83 @@
 /* layout.h: packing logical weights into the layouts published kernels read
  * (Marlin, vLLM Marlin variants, QQQ), byte for byte. Included by the CLI
- * (`qvet pack`), the GPU runner and tests. Rule: packers are written from the
- * recipes in DESIGN.md §7; the independent decoder in reference/ (reference.h:
- * ref_unpack) never runs these tables backwards. */
+ * (`qvet pack`), the GPU runner, kernels' launchers and tests. Rule: packers are
+ * written from the recipes in DESIGN.md §7; the independent decoder in
+ * reference/unpack.c (ref_unpack) never runs these tables backwards.
+ *
+ * ==== The packed layouts, for kernel writers ====
+ *
+ * Notation: q[k][n] is the stored code of the logical (K, N) weight matrix
+ * (row k of W multiplies column k of A). lane = %laneid (0..31), gid = lane/4,
+ * tig = lane%4. With act_order, "k" below is the *sorted* row (see perm).
+ *
+ * -- Marlin-family weights (MARLIN_W4, MARLIN_W4_ZP, QQQ_W4_*: 4-bit; MARLIN_W8,
+ *    MARLIN_FP8: 8-bit). K % 16 == 0, N % 64 == 0.
+ *   B is int32 (K/16, 16N*bits/32): (K/16, 2N) for 4-bit, (K/16, 4N) for 8-bit.
+ *   Row kb of B holds k = 16kb..16kb+15. Along a row, each 16x64 block
+ *   ("chunk" c: n = 64c..64c+63) occupies 128 words (4-bit) or 256 words
+ *   (8-bit), the chunks in order of n. A chunk holds, for lane 0..31 in order,
+ *   that lane's mma B-fragment values of the four 16x16 tiles j = 0..3
+ *   (n = 64c + 16j + ...), each tile being two n8 halves h = 0,1
+ *   (n = 64c + 16j + 8h + gid). The lane's fragment rows are
+ *     Marlin/vLLM (f16/bf16 m16n8k16): element i = 0..3 at k = 2*tig + (i&1) + 8*(i>>1)
+ *     QQQ (s8 m16n8k16):                element i = 0..3 at k = 4*tig + i
+ *
+ *   MARLIN_W4 / MARLIN_W4_ZP (u4 code, value q-8 or q-z) and QQQ_W4_GROUP (u4, q-8):
+ *     word  = 128c + 4*lane + j          (4 words per lane, one per tile)
+ *     nibble t (bits 4t..4t+3) holds h = (t%4)/2, element i = 2*((t%4)%2) + t/4,
+ *     i.e.  t: 0     1     2     3     4     5     6     7
+ *           h0,i0 h0,i2 h1,i0 h1,i2 h0,i1 h0,i3 h1,i1 h1,i3
+ *     so nibbles t and t+4 form one half2 (rows k, k+1) after the lop3 dequant.
+ *     Example: q[0][0] -> B[0][0] nibble 0; q[1][0] -> nibble 4; q[8][0] -> nibble 1;
+ *     q[0][8] -> nibble 2; q[2][0] -> word 4; q[0][1] -> word 16; q[0][16] -> word 1.
+ *   QQQ_W4_CHANNEL (signed int4 stored as q & 0xF):
+ *     word  = 128c + 4*lane + j; nibble t holds h = 1 - t%2, element i = t/2:
+ *           t: 0     1     2     3     4     5     6     7
+ *              h1,i0 h0,i0 h1,i1 h0,i1 h1,i2 h0,i2 h1,i3 h0,i3
+ *     so (w << 4) & 0xF0F0F0F0 is the s8 register of half 1 (bytes = 16*q of
+ *     elements 0..3) and w & 0xF0F0F0F0 that of half 0.
+ *     Example: q[0][0] -> B[0][0] nibble 1; q[0][8] -> nibble 0; q[4][0] -> word 4.
+ *   MARLIN_W8 (u8 code, value q-128) and MARLIN_FP8 (e4m3 code):
+ *     word  = 256c + 8*lane + 2j + h  (one word per n8 half)
+ *     byte t holds element i = 2*(t%2) + t/2: bytes {0,2} = rows k, k+1 and
+ *     bytes {1,3} = rows k+8, k+9 (the two half2 registers after prmt).
+ *     Example: q[0][0] -> B[0][0] byte 0; q[8][0] -> byte 1; q[1][0] -> byte 2;
+ *     q[0][8] -> word 1; q[0][16] -> word 2; q[2][0] -> word 8; q[0][1] -> word 32.
+ *
+ * -- Scales (same shape and dtype as the logical ones; s_order says which order):
+ *   QV_SORDER_GROUP64 (scale_perm): in every row, each 64-wide block is stored
+ *     as packed[64b + 8a + h] = logical[64b + a + 8h] (a = gid 0..7, h = n8 half
+ *     0..7 of the block): the 8 scales one gid needs form one 16-byte vector.
+ *   QV_SORDER_CHANNEL32 (scale_perm_single): each 32-wide block is stored as
+ *     packed[32b + 8t + 2h + e] = logical[32b + 2t + e + 8h] (t = tig 0..3,
+ *     h = 0..3, e = 0..1): the output columns 2*tig, 2*tig+1 of each n8 half.
+ *   Which one: CHANNEL scales use CHANNEL32. GROUP scales use GROUP64, except
+ *   that a single group (g == K) uses CHANNEL32, as Marlin and vLLM do (their
+ *   kernels then treat the problem as channelwise). QQQ_W4_GROUP's f16 group
+ *   scales always use GROUP64 and its f32 channel scales (scales2) CHANNEL32.
+ *   QQQ_W4_CHANNEL's f32 scales use CHANNEL32. TENSOR scales (1, 1) are copied.
+ *   MARLIN_FP8: the scales hold s * 2^s_pow2, s_pow2 = 8 for f16 activations and
+ *     120 for bf16 (vLLM's fp8_fused_exponent_bias_into_scales): the kernel's
+ *     bit-shift e4m3 -> f16/bf16 conversion yields value * 2^-8 (2^-120). The
+ *     multiplication is exact; a scale that would overflow is refused.
+ *
+ * -- Zero points (MARLIN_W4_ZP, vLLM marlin_zero_points): int32 (K/g, N/8).
+ *   In each row, word w nibble t holds the zero point of column
+ *   64*(w/8) + (w%8) + 8*(2*(t%4) + t/4): gid w%8 of 64-wide block w/8, with
+ *   the 4-bit nibble pairing above (nibbles t, t+4 = n8 halves 2(t%4), 2(t%4)+1).
+ *   Always this order, even for a single group.
+ *
+ * -- act_order: the rows of q are sorted by g_idx (stable: rows of one group keep
+ *   their order) before packing. perm[i] is the logical row that became sorted
+ *   row i; the kernel must read A's column perm[i] as column i. g_idx[i] (in
+ *   qv_packed) is the group of sorted row i, non-decreasing.
+ *
+ * -- PLAIN_NK: the (N, K) transpose, row-major, codes packed along K lowest
+ *   first: int32 (N, K*bits/32), i.e. exactly the little-endian bytes of the
+ *   (N, K) code matrix (uint8 codes 4 per word, 16-bit codes 2 per word, 4-bit
+ *   codes 8 per word). K must be a multiple of 32/bits. Scales are unpermuted
+ *   copies of the logical ones (block scales included).
+ */
 #ifndef QVET_LAYOUT_H
 #define QVET_LAYOUT_H
 
