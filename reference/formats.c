@@ -116,13 +116,18 @@ static uint64_t f64_bits(double x)
 }
 
 /* Rounds an integer significand m, shifted right by s bits (1 <= s <= 63), to
- * nearest with ties to even. Used by every fast path. */
+ * nearest with ties to even, branch-free: adding half-1 carries into bit s
+ * exactly when the dropped bits exceed half, and adding the kept lowest bit
+ * as well carries on an exact half only when that bit is odd. The callers keep
+ * m + 2^(s-1) below 2^64 (resp. 2^32). */
 static uint64_t shift_rne(uint64_t m, int s)
 {
-    uint64_t q = m >> s;
-    uint64_t rem = m & ((UINT64_C(1) << s) - 1);
-    uint64_t half = UINT64_C(1) << (s - 1);
-    return q + (rem > half || (rem == half && (q & 1)));
+    return (m + ((UINT64_C(1) << (s - 1)) - 1) + ((m >> s) & 1)) >> s;
+}
+
+static uint32_t shift_rne32(uint32_t m, int s)
+{
+    return (m + ((1u << (s - 1)) - 1) + ((m >> s) & 1)) >> s;
 }
 
 /* ---- fast fp16 / bf16 paths ------------------------------------------- */
@@ -153,14 +158,14 @@ uint16_t qv_f32_to_f16(float x)
     if (u >= 0x38800000u) { /* |x| >= 2^-14: an f16 normal */
         /* rebias 127 -> 15 (subtract 112 << 23), then drop 13 mantissa bits;
          * a carry out of the mantissa correctly bumps the exponent */
-        return sign | (uint16_t)shift_rne(u - (112u << 23), 13);
+        return sign | (uint16_t)shift_rne32(u - (112u << 23), 13);
     }
     uint32_t e = u >> 23;
     if (e < 102) return sign; /* |x| < 2^-25, at most half the smallest subnormal */
     /* |x| = m * 2^(e-150) and the f16 quantum is 2^-24: code = m >> (126-e);
      * e in 102..112 gives shifts 14..24 */
     uint32_t m = (u & 0x7FFFFFu) | 0x800000u;
-    return sign | (uint16_t)shift_rne(m, (int)(126 - e));
+    return sign | (uint16_t)shift_rne32(m, (int)(126 - e));
 }
 
 float qv_bf16_to_f32(uint16_t h) { return f32_from_bits((uint32_t)h << 16); }
@@ -172,7 +177,7 @@ uint16_t qv_f32_to_bf16(float x)
     /* bf16 is the top half of f32: round away the low 16 bits. Same exponent
      * range, so subnormals need nothing special, and a carry into the
      * exponent field turns the largest values into Inf exactly as RNE wants. */
-    return (uint16_t)shift_rne(u, 16);
+    return (uint16_t)shift_rne32(u, 16);
 }
 
 uint16_t qv_f64_to_f16(double x)
