@@ -1,8 +1,183 @@
-/* PLACEHOLDER: replaced by the work on this subcommand. */
+/* cmd_list.c: `qvet list`, the variant registry as a table or as JSON (cli.h).
+ * Everything printed comes from the registry rows (variant.h); nothing here
+ * names a variant. */
 #include <stdio.h>
+#include <string.h>
+
 #include "qvet/cli.h"
+#include "qvet/json.h"
+#include "qvet/variant.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: qvet list [--json] [PATTERN]\n\n"
+               "Prints every variant of the registry: its weight, activation and output formats,\n"
+               "scale layout, group size g, zero points, act_order, packed layout, accumulation,\n"
+               "and whether a GPU kernel and a CPU model exist.\n\n"
+               "  PATTERN   only variants whose name matches this glob (e.g. 'marlin-*')\n"
+               "  --json    a JSON array with one object per variant, for scripts\n"
+               "  -h, --help  this text\n");
+}
+
+static const char *fmt_name(qv_fmt f) { return f == QV_FMT_NONE ? "none" : qv_fmt_get(f)->name; }
+
+static const char *ep_step_name(qv_ep_step s)
+{
+    switch (s) {
+    case QV_EP_END: return "end";
+    case QV_EP_SUB_AZP: return "sub-azp";
+    case QV_EP_TO_F32: return "to-f32";
+    case QV_EP_MUL_WSCALE: return "mul-wscale";
+    case QV_EP_MUL_WSCALE2: return "mul-wscale2";
+    case QV_EP_MUL_ASCALE: return "mul-ascale";
+    }
+    return "?";
+}
+
+static const char *azp_name(qv_azp a)
+{
+    switch (a) {
+    case QV_AZP_NONE: return "none";
+    case QV_AZP_TENSOR: return "tensor";
+    case QV_AZP_TOKEN: return "token";
+    }
+    return "?";
+}
+
+static const char *reduce_name(qv_reduce r) { return r == QV_RED_F32 ? "f32" : "none"; }
+
+static const char *sat_name(qv_sat s) { return s == QV_SAT_FINITE ? "finite" : "none"; }
+
+static void print_table(const char *glob)
+{
+    printf("%-28s %-5s %-5s %-4s %-13s %4s %-3s %-9s %-14s %-15s %-8s %-3s %-3s\n", "name", "w", "a", "out",
+           "scales", "g", "zp", "act_order", "act_scale", "layout", "accum", "gpu", "cpu");
+    for (int i = 0; i < qv_registry_count(); i++) {
+        const qv_variant *v = qv_registry_get(i);
+        if (!qv_variant_match(v, glob)) continue;
+        printf("%-28s %-5s %-5s %-4s %-13s %4d %-3s %-9s %-14s %-15s %-8s %-3s %-3s\n", v->name,
+               fmt_name(v->wfmt), fmt_name(v->afmt), fmt_name(v->ofmt), qv_scale_layout_name(v->scale_layout),
+               v->g, v->zero_point ? "yes" : "no", v->act_order ? "yes" : "no", qv_act_scale_name(v->act_scale),
+               qv_layout_name(v->layout),
+               qv_accum_name(v->arith.accum), v->launch ? "yes" : "no", v->cpu_model ? "yes" : "no");
+    }
+}
+
+/* One "key": value member; first tells whether a comma is needed before it. */
+static void key(const char *k, int first)
+{
+    fputs(first ? "    " : ",\n    ", stdout);
+    qv_json_fput_str(stdout, k);
+    fputs(": ", stdout);
+}
+
+static void kv_str(const char *k, const char *v)
+{
+    key(k, 0);
+    qv_json_fput_str(stdout, v);
+}
+
+static void kv_int(const char *k, long v)
+{
+    key(k, 0);
+    printf("%ld", v);
+}
+
+static void kv_bool(const char *k, int v)
+{
+    key(k, 0);
+    fputs(v ? "true" : "false", stdout);
+}
+
+static void print_json_row(const qv_variant *v)
+{
+    const qv_arith *a = &v->arith;
+    fputs("  {\n", stdout);
+    key("name", 1);
+    qv_json_fput_str(stdout, v->name);
+    kv_str("family", v->family);
+    kv_str("summary", v->summary);
+    kv_str("weight_format", fmt_name(v->wfmt));
+    kv_str("act_format", fmt_name(v->afmt));
+    kv_str("out_format", fmt_name(v->ofmt));
+    kv_str("scale_format", fmt_name(v->sfmt));
+    kv_str("scale_layout", qv_scale_layout_name(v->scale_layout));
+    /* group_size is 0 unless the scales are grouped along K. */
+    int grouped = v->scale_layout == QV_SCALE_GROUP || v->scale_layout == QV_SCALE_GROUP_CHANNEL;
+    kv_int("group_size", grouped ? v->g : 0);
+    kv_bool("zero_point", v->zero_point);
+    kv_bool("act_order", v->act_order);
+    kv_str("act_scale", qv_act_scale_name(v->act_scale));
+    kv_str("act_zero_point", azp_name(v->azp));
+    kv_str("layout", qv_layout_name(v->layout));
+    kv_int("n_tile", v->n_tile);
+    kv_int("k_tile", v->k_tile);
+    kv_str("dequant", qv_dequant_name(a->dequant));
+    kv_int("w_mul", a->w_mul ? a->w_mul : 1);
+    kv_str("accumulate", qv_accum_name(a->accum));
+    kv_int("block_b", a->block_b);
+    kv_int("promote_nc", a->promote_nc);
+    kv_int("acc_bits", a->acc_bits);
+    kv_str("reduce", reduce_name(a->reduce));
+    key("epilogue", 0);
+    fputc('[', stdout);
+    for (int s = 0; s < QV_EP_MAX && a->epilogue[s] != QV_EP_END; s++) {
+        if (s) fputs(", ", stdout);
+        qv_json_fput_str(stdout, ep_step_name(a->epilogue[s]));
+    }
+    fputc(']', stdout);
+    kv_str("out_saturation", sat_name(a->out_sat));
+    kv_bool("gpu", v->launch != NULL);
+    kv_bool("cpu_model", v->cpu_model);
+    fputs("\n  }", stdout);
+}
+
+static void print_json(const char *glob)
+{
+    int first = 1;
+    fputs("[", stdout);
+    for (int i = 0; i < qv_registry_count(); i++) {
+        const qv_variant *v = qv_registry_get(i);
+        if (!qv_variant_match(v, glob)) continue;
+        fputs(first ? "\n" : ",\n", stdout);
+        print_json_row(v);
+        first = 0;
+    }
+    fputs(first ? "]\n" : "\n]\n", stdout);
+}
+
 int qv_cmd_list(int argc, char **argv)
 {
-    fprintf(stderr, "qvet list: not built yet\n");
-    return 2;
+    int json = 0;
+    const char *glob = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(argv[i], "--json")) {
+            json = 1;
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "qvet list: unknown option '%s'\n\n", argv[i]);
+            usage(stderr);
+            return 2;
+        } else if (!glob) {
+            glob = argv[i];
+        } else {
+            fprintf(stderr, "qvet list: only one PATTERN is accepted ('%s' is a second)\n\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    int matched = 0;
+    for (int i = 0; i < qv_registry_count(); i++) matched += qv_variant_match(qv_registry_get(i), glob);
+    if (!matched) {
+        fprintf(stderr, "qvet list: no variant matches '%s' (qvet list shows them all)\n", glob);
+        return 2;
+    }
+    if (json)
+        print_json(glob);
+    else
+        print_table(glob);
+    return fflush(stdout) ? 3 : 0;
 }
