@@ -31,6 +31,8 @@ typedef struct fmt_row {
 } fmt_row;
 
 static const fmt_row fmt_table[QV_FMT_COUNT] = {
+    /* "no such operand" (e.g. a variant without scales): a name for messages */
+    [QV_FMT_NONE] = {.info = {.name = "none"}},
     [QV_FMT_F32] = {.info = {.name = "f32", .bits = 32, .exp_bits = 8, .man_bits = 23,
                              .bias = 127, .has_inf = 1, .has_nan = 1, .is_signed = 1,
                              .is_float = 1, .max_finite = FLT_MAX, .min_value = -FLT_MAX},
@@ -77,15 +79,21 @@ static const fmt_row fmt_table[QV_FMT_COUNT] = {
                              .max_finite = 2147483647.0, .min_value = -2147483648.0}},
 };
 
+/* The row of a format that has codes (QV_FMT_NONE has none to decode). */
 static const fmt_row *row_of(qv_fmt f)
 {
     QV_ASSERT(f > QV_FMT_NONE && f < QV_FMT_COUNT,
-              "a qv_fmt outside 1..QV_FMT_COUNT-1 reached formats.c; check the caller's "
-              "format field (QV_FMT_NONE means 'no such operand')");
+              "a qv_fmt outside 1..QV_FMT_COUNT-1 reached a codec in formats.c; check "
+              "the caller's format field (QV_FMT_NONE means 'no such operand')");
     return &fmt_table[f];
 }
 
-const qv_fmt_info *qv_fmt_get(qv_fmt f) { return &row_of(f)->info; }
+const qv_fmt_info *qv_fmt_get(qv_fmt f)
+{
+    QV_ASSERT(f >= QV_FMT_NONE && f < QV_FMT_COUNT,
+              "qv_fmt_get got a value outside the qv_fmt enum; check the caller's format field");
+    return &fmt_table[f].info;
+}
 
 qv_fmt qv_fmt_from_name(const char *name)
 {

@@ -22,6 +22,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <mpfr.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -685,6 +686,9 @@ START_TEST(table_rows)
         ck_assert(fi->bits == 4 || fi->bits == 8 || fi->bits == 16 || fi->bits == 32);
         ck_assert(fi->max_finite > 0 && fi->min_value < fi->max_finite);
     }
+    ck_assert_str_eq(qv_fmt_get(QV_FMT_NONE)->name, "none");
+    ck_assert_int_eq(qv_fmt_get(QV_FMT_NONE)->bits, 0);
+    ck_assert_int_eq(qv_fmt_from_name("none"), QV_FMT_NONE);
     ck_assert_int_eq(qv_fmt_from_name("fp17"), QV_FMT_NONE);
     ck_assert_int_eq(qv_fmt_from_name(""), QV_FMT_NONE);
     ck_assert_int_eq(qv_fmt_from_name(NULL), QV_FMT_NONE);
@@ -720,6 +724,13 @@ START_TEST(table_rows)
         ck_assert(fi->max_finite == (double)int_specs[i].hi);
         ck_assert(fi->min_value == (double)int_specs[i].lo);
     }
+}
+END_TEST
+
+/* Decoding with "no format" is a programmer error: it aborts (SIGABRT). */
+START_TEST(codec_rejects_none)
+{
+    qv_decode(QV_FMT_NONE, 0);
 }
 END_TEST
 
@@ -760,6 +771,7 @@ static Suite *formats_suite(void)
     tcase_add_loop_test(tc, decode_every_code, 0, N_SPECS);
     tcase_add_test(tc, decode_f32_sample);
     tcase_add_test(tc, table_rows);
+    tcase_add_test_raise_signal(tc, codec_rejects_none, SIGABRT);
     tcase_add_loop_test(tc, ulp_is_code_spacing, 0, N_SPECS);
     suite_add_tcase(su, tc);
 
@@ -787,6 +799,7 @@ int main(void)
     printf("t_formats: seed %" PRIu64 " (replay with QVET_SEED=%" PRIu64 ")\n", g_seed, g_seed);
     fflush(stdout); /* Check forks: flush so children do not repeat this line */
     SRunner *sr = srunner_create(formats_suite());
+    srunner_set_fork_status(sr, CK_FORK); /* codec_rejects_none needs a child to abort in */
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
