@@ -1,0 +1,286 @@
+/* t_cli.c: the `qvet` binary as a user runs it: exit codes, where usage goes,
+ * and `qvet list --json` checked row by row against the registry it prints.
+ * The binary is $QVET_BIN, or ../qvet next to this test's folder (BUILD/qvet
+ * for BUILD/tests/t_cli), so `make check` tests the qvet it just built. */
+#include <check.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "qvet/json.h"
+#include "qvet/variant.h"
+
+static char qvet_bin[4096];
+
+static void find_qvet(void)
+{
+    const char *env = getenv("QVET_BIN");
+    if (env && *env) {
+        snprintf(qvet_bin, sizeof qvet_bin, "%s", env);
+        return;
+    }
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        snprintf(qvet_bin, sizeof qvet_bin, "build/qvet");
+        return;
+    }
+    self[n] = '\0';
+    snprintf(qvet_bin, sizeof qvet_bin, "%s/../qvet", dirname(self));
+}
+
+typedef struct run_result {
+    int rc;      /* exit code, or 128 + signal */
+    char *out;   /* stdout, NUL-terminated */
+    char *err;   /* stderr, NUL-terminated */
+} run_result;
+
+static char *slurp_fd(int fd)
+{
+    off_t len = lseek(fd, 0, SEEK_END);
+    ck_assert_int_ge(len, 0);
+    char *b = malloc((size_t)len + 1);
+    ck_assert_int_eq(pread(fd, b, (size_t)len, 0), len);
+    b[len] = '\0';
+    close(fd);
+    return b;
+}
+
+/* Runs qvet with args (NULL-terminated, without argv[0]). */
+static run_result run_qvet(const char *const *args)
+{
+    ck_assert_msg(access(qvet_bin, X_OK) == 0, "qvet binary not found at %s: build it (make) or set QVET_BIN",
+                  qvet_bin);
+    char out_path[] = "/tmp/qvet-t_cli-out-XXXXXX", err_path[] = "/tmp/qvet-t_cli-err-XXXXXX";
+    int out_fd = mkstemp(out_path), err_fd = mkstemp(err_path);
+    ck_assert(out_fd >= 0 && err_fd >= 0);
+    unlink(out_path);
+    unlink(err_path);
+    const char *argv[16] = {qvet_bin};
+    int argc = 1;
+    while (args[argc - 1]) {
+        ck_assert_int_lt(argc, 15);
+        argv[argc] = args[argc - 1];
+        argc++;
+    }
+    argv[argc] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int in = open("/dev/null", O_RDONLY);
+        if (in < 0 || dup2(in, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0) _exit(126);
+        execv(qvet_bin, (char *const *)argv);
+        _exit(127);
+    }
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    run_result r;
+    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = slurp_fd(out_fd);
+    r.err = slurp_fd(err_fd);
+    return r;
+}
+
+static void run_free(run_result *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+START_TEST(test_help)
+{
+    run_result r = run_qvet((const char *[]){"--help", NULL});
+    ck_assert_int_eq(r.rc, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "usage: qvet"));
+    ck_assert_ptr_nonnull(strstr(r.out, "list"));
+    ck_assert_str_eq(r.err, "");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(test_no_arguments)
+{
+    run_result r = run_qvet((const char *[]){NULL});
+    ck_assert_int_eq(r.rc, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "usage: qvet"));
+    ck_assert_str_eq(r.out, "");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(test_unknown_subcommand)
+{
+    run_result r = run_qvet((const char *[]){"frobnicate", NULL});
+    ck_assert_int_eq(r.rc, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "unknown subcommand 'frobnicate'"));
+    ck_assert_ptr_nonnull(strstr(r.err, "usage: qvet"));
+    ck_assert_str_eq(r.out, "");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(test_list_help)
+{
+    run_result r = run_qvet((const char *[]){"list", "--help", NULL});
+    ck_assert_int_eq(r.rc, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "usage: qvet list"));
+    ck_assert_str_eq(r.err, "");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(test_list_bad_option)
+{
+    run_result r = run_qvet((const char *[]){"list", "--bogus", NULL});
+    ck_assert_int_eq(r.rc, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "unknown option '--bogus'"));
+    ck_assert_ptr_nonnull(strstr(r.err, "usage: qvet list"));
+    ck_assert_str_eq(r.out, "");
+    run_free(&r);
+    r = run_qvet((const char *[]){"list", "no-such-variant-*", NULL});
+    ck_assert_int_eq(r.rc, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "no variant matches"));
+    run_free(&r);
+}
+END_TEST
+
+/* The table has a header line and one line per variant, each starting with its name. */
+START_TEST(test_list_table)
+{
+    run_result r = run_qvet((const char *[]){"list", NULL});
+    ck_assert_int_eq(r.rc, 0);
+    int lines = 0;
+    for (char *p = r.out; *p; p++) lines += *p == '\n';
+    ck_assert_int_eq(lines, qv_registry_count() + 1);
+    for (int i = 0; i < qv_registry_count(); i++) {
+        char want[128];
+        snprintf(want, sizeof want, "\n%s ", qv_registry_get(i)->name);
+        ck_assert_msg(strstr(r.out, want), "table lacks a line for %s", qv_registry_get(i)->name);
+    }
+    run_free(&r);
+}
+END_TEST
+
+static qv_json *list_json(const char *pattern)
+{
+    run_result r = run_qvet((const char *[]){"list", "--json", pattern, NULL});
+    ck_assert_msg(r.rc == 0, "qvet list --json exited %d: %s", r.rc, r.err);
+    qv_json *j;
+    ck_assert_msg(qv_json_parse(r.out, strlen(r.out), &j) == QV_OK, "qvet list --json is not JSON: %s",
+                  qv_errmsg());
+    run_free(&r);
+    ck_assert_int_eq(qv_json_type_of(j), QV_JSON_ARRAY);
+    return j;
+}
+
+static const char *fmt_name(qv_fmt f) { return f == QV_FMT_NONE ? "none" : qv_fmt_get(f)->name; }
+
+static void expect_str(const qv_json *row, const char *key, const char *want)
+{
+    const char *got = qv_json_str(qv_json_get(row, key));
+    ck_assert_msg(got, "key \"%s\" missing or not a string", key);
+    if (want) ck_assert_msg(!strcmp(got, want), "\"%s\": \"%s\", expected \"%s\"", key, got, want);
+}
+
+static void expect_bool(const qv_json *row, const char *key, int want)
+{
+    const qv_json *b = qv_json_get(row, key);
+    ck_assert_msg(qv_json_type_of(b) == QV_JSON_BOOL, "key \"%s\" missing or not a bool", key);
+    ck_assert_msg(b->boolean == !!want, "\"%s\": %d, expected %d", key, b->boolean, !!want);
+}
+
+/* Row _i of `qvet list --json` describes registry row _i, field by field. */
+START_TEST(test_list_json_row)
+{
+    const qv_variant *v = qv_registry_get(_i);
+    qv_json *j = list_json(NULL);
+    ck_assert_int_eq(qv_json_len(j), qv_registry_count());
+    const qv_json *row = qv_json_at(j, _i);
+    ck_assert_int_eq(qv_json_type_of(row), QV_JSON_OBJECT);
+    expect_str(row, "name", v->name);
+    expect_str(row, "summary", v->summary);
+    expect_str(row, "weight_format", fmt_name(v->wfmt));
+    expect_str(row, "act_format", fmt_name(v->afmt));
+    expect_str(row, "out_format", fmt_name(v->ofmt));
+    static const char *const layouts[] = {"tensor", "channel", "group", "group+channel", "block", "none"};
+    const char *sl = qv_json_str(qv_json_get(row, "scale_layout"));
+    int known = 0;
+    for (size_t k = 0; sl && k < sizeof layouts / sizeof layouts[0]; k++) known |= !strcmp(sl, layouts[k]);
+    ck_assert_msg(known, "%s: scale_layout \"%s\" is not one of the documented names", v->name, sl ? sl : "");
+    expect_str(row, "scale_layout", qv_scale_layout_name(v->scale_layout));
+    int64_t g;
+    ck_assert(qv_json_int64(qv_json_get(row, "group_size"), &g) == QV_OK);
+    int grouped = v->scale_layout == QV_SCALE_GROUP || v->scale_layout == QV_SCALE_GROUP_CHANNEL;
+    ck_assert_int_eq(g, grouped ? v->g : 0);
+    if (grouped) ck_assert_int_gt(g, 0);
+    expect_bool(row, "zero_point", v->zero_point);
+    expect_bool(row, "act_order", v->act_order);
+    expect_str(row, "layout", qv_layout_name(v->layout));
+    expect_str(row, "accumulate", qv_accum_name(v->arith.accum));
+    expect_bool(row, "gpu", v->launch != NULL);
+    expect_bool(row, "cpu_model", v->cpu_model);
+    expect_str(row, "dequant", qv_dequant_name(v->arith.dequant));
+    expect_str(row, "act_scale", qv_act_scale_name(v->act_scale));
+    const qv_json *ep = qv_json_get(row, "epilogue");
+    ck_assert_int_eq(qv_json_type_of(ep), QV_JSON_ARRAY);
+    int steps = 0;
+    while (steps < QV_EP_MAX && v->arith.epilogue[steps] != QV_EP_END) steps++;
+    ck_assert_int_eq(qv_json_len(ep), steps);
+    for (int s = 0; s < steps; s++) ck_assert_ptr_nonnull(qv_json_str(qv_json_at(ep, s)));
+    qv_json_free(j);
+}
+END_TEST
+
+/* Every family the project verifies is listed. */
+START_TEST(test_list_json_families)
+{
+    static const char *const families[] = {"cublas-", "marlin-w4a16-", "marlin-w8a16-", "marlin-fp8a16-",
+                                           "qqq-w4a8-", "w8a8-i8-", "w8a8-fp8-"};
+    qv_json *j = list_json(NULL);
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
+        int found = 0;
+        for (int i = 0; i < qv_json_len(j); i++) {
+            const char *name = qv_json_str(qv_json_get(qv_json_at(j, i), "name"));
+            found += name && !strncmp(name, families[f], strlen(families[f]));
+        }
+        ck_assert_msg(found > 0, "no variant of family %s* in qvet list --json", families[f]);
+    }
+    qv_json_free(j);
+    /* A pattern selects exactly the rows whose names match it. */
+    j = list_json("qqq-*");
+    int want = 0;
+    for (int i = 0; i < qv_registry_count(); i++) want += qv_variant_match(qv_registry_get(i), "qqq-*");
+    ck_assert_int_eq(qv_json_len(j), want);
+    for (int i = 0; i < qv_json_len(j); i++)
+        ck_assert(!strncmp(qv_json_str(qv_json_get(qv_json_at(j, i), "name")), "qqq-", 4));
+    qv_json_free(j);
+}
+END_TEST
+
+int main(void)
+{
+    find_qvet();
+    printf("qvet binary: %s\n", qvet_bin);
+    Suite *s = suite_create("cli");
+    TCase *tc = tcase_create("cli");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_help);
+    tcase_add_test(tc, test_no_arguments);
+    tcase_add_test(tc, test_unknown_subcommand);
+    tcase_add_test(tc, test_list_help);
+    tcase_add_test(tc, test_list_bad_option);
+    tcase_add_test(tc, test_list_table);
+    tcase_add_loop_test(tc, test_list_json_row, 0, qv_registry_count());
+    tcase_add_test(tc, test_list_json_families);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
