@@ -1,13 +1,385 @@
-/* PLACEHOLDER: replaced by the work on this subcommand. */
+/* cmd_pack.c: `qvet pack` (logical .npy arrays -> a kernel's packed layout) and
+ * `qvet unpack` (the inverse, through the independent decoder ref_unpack).
+ * Every output file is written whole or not at all (qv_npy_save writes a
+ * temporary file and renames it). */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "qvet/array.h"
 #include "qvet/cli.h"
+#include "qvet/layout.h"
+#include "qvet/reference.h"
+
+static void pack_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: qvet pack LAYOUT --q Q.npy --scales S.npy [--scales2 S2.npy] [--zeros Z.npy]\n"
+            "                 [--g-idx G.npy] [--g G] -o DIR\n\n"
+            "Packs logical weights into LAYOUT, byte for byte as the published packers do\n"
+            "(include/qvet/layout.h describes every layout word by word). Writes into DIR\n"
+            "(created if needed): B.npy (int32 packed weights), scales.npy (permuted, same\n"
+            "dtype and shape as S), and where they apply scales2.npy, zeros.npy (int32\n"
+            "(K/g, N/8)), perm.npy (int32 (K): logical row of each sorted row; the kernel\n"
+            "reads A's column perm[i] as column i) and g_idx.npy (int32 (K): group of each\n"
+            "sorted row).\n\n"
+            "layouts and inputs (q is (K, N), scales (K/g, N), (1, N) or (1, 1)):\n"
+            "  marlin-w4       q int8/uint8 0..15 (weight q-8); scales f16, bf16 (<u2) or f32\n"
+            "  marlin-w4-zp    as marlin-w4, plus --zeros (K/g, N) int8/uint8 0..15 (weight q-z)\n"
+            "  marlin-w8       q uint8 (weight q-128); scales as marlin-w4\n"
+            "  marlin-fp8      q uint8 e4m3 codes; scales.npy holds s * 2^8 (f16 or f32 scales,\n"
+            "                  f16 activations) or s * 2^120 (bf16 scales), as vLLM's fp8 Marlin\n"
+            "  qqq-w4-channel  q int8 -8..7; scales f32 (1, N): the stored channel scale\n"
+            "  qqq-w4-group    q int8/uint8 0..15; scales f16 (K/g, N) group scales and\n"
+            "                  --scales2 f32 (1, N) channel scales\n"
+            "  plain-nk        q int8, uint8, f16 or bf16 (<u2): B is the (N, K) transpose,\n"
+            "                  packed along K; scales (optional) are copied unpermuted\n\n"
+            "The group size is K / (rows of S); --g checks it. A single group (g = K) is\n"
+            "stored in channel order, as Marlin and vLLM do. --g-idx (int32 or int64 (K))\n"
+            "turns on act_order: rows are sorted by g_idx (stable).\n"
+            "Exit 0 on success, 2 on any bad input (with a message).\n");
+}
+
+static void unpack_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: qvet unpack LAYOUT DIR -o OUTDIR [--wfmt FMT]\n\n"
+            "Decodes DIR/B.npy and DIR/scales.npy (plus scales2.npy, zeros.npy, perm.npy and\n"
+            "g_idx.npy when present), as written by qvet pack, with qvet's independent\n"
+            "decoder, and writes the logical arrays into OUTDIR: q.npy ((K, N): int8 for the\n"
+            "4-bit layouts, uint8 for marlin-w8 and marlin-fp8), scales.npy, scales2.npy,\n"
+            "zeros.npy (uint8 (K/g, N)) and g_idx.npy (int32 (K)). marlin-fp8 scales are\n"
+            "divided by the folded 2^8 (2^120 for bf16). plain-nk needs --wfmt (i8, u8,\n"
+            "e4m3, f16 or bf16). Exit 0 on success, 2 on any bad input.\n");
+}
+
+/* mkdir -p: creates every missing folder of path. */
+static qv_status make_dir(const char *path)
+{
+    char buf[4096];
+    size_t len = strlen(path);
+    if (len == 0 || len >= sizeof buf) return qv_fail(QV_ERR_USAGE, "output folder name is empty or too long");
+    memcpy(buf, path, len + 1);
+    for (size_t i = 1; i <= len; i++) {
+        if (buf[i] != '/' && buf[i] != '\0') continue;
+        char c = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return qv_fail(QV_ERR_IO, "cannot create folder %s: %s", buf, strerror(errno));
+        buf[i] = c;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return qv_fail(QV_ERR_IO, "%s is not a folder", path);
+    return QV_OK;
+}
+
+static qv_status save(const char *dir, const char *name, qv_dtype dt, int ndim, int64_t d0, int64_t d1,
+                      const void *data)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    qv_array a = {.dtype = dt, .ndim = ndim, .shape = {d0, d1}, .borrowed = 1, .data = (void *)data};
+    a.count = ndim == 1 ? d0 : d0 * d1;
+    a.nbytes = (size_t)a.count * qv_dtype_size(dt);
+    return qv_npy_save(path, &a);
+}
+
+/* Reports a status the CLI way and gives the exit code. */
+static int fail_exit(const char *cmd, qv_status st)
+{
+    fprintf(stderr, "qvet %s: %s: %s\n", cmd, qv_status_str(st), qv_errmsg());
+    return qv_status_exit_code(st);
+}
+
 int qv_cmd_pack(int argc, char **argv)
 {
-    fprintf(stderr, "qvet pack: not built yet\n");
-    return 2;
+    const char *layout_name = NULL, *qp = NULL, *sp = NULL, *s2p = NULL, *zp = NULL, *gp = NULL, *out = NULL;
+    long long g_opt = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            pack_usage(stdout);
+            return 0;
+        }
+        const char **slot = !strcmp(a, "--q")         ? &qp
+                            : !strcmp(a, "--scales")  ? &sp
+                            : !strcmp(a, "--scales2") ? &s2p
+                            : !strcmp(a, "--zeros")   ? &zp
+                            : !strcmp(a, "--g-idx")   ? &gp
+                            : (!strcmp(a, "-o") || !strcmp(a, "--out")) ? &out
+                                                                        : NULL;
+        if (slot) {
+            if (!val) {
+                fprintf(stderr, "qvet pack: option %s needs a value\n", a);
+                return 2;
+            }
+            *slot = val;
+            i++;
+        } else if (!strcmp(a, "--g")) {
+            /* 2^30: the largest dimension qvet accepts. */
+            if (qv_opt_long(a, val, 1, 1 << 30, &g_opt)) return 2;
+            i++;
+        } else if (a[0] == '-') {
+            fprintf(stderr, "qvet pack: unknown option '%s'\n\n", a);
+            pack_usage(stderr);
+            return 2;
+        } else if (!layout_name) {
+            layout_name = a;
+        } else {
+            fprintf(stderr, "qvet pack: unexpected argument '%s'\n", a);
+            return 2;
+        }
+    }
+    if (!layout_name || !qp || !out) {
+        fprintf(stderr, "qvet pack: LAYOUT, --q and -o are required\n\n");
+        pack_usage(stderr);
+        return 2;
+    }
+    qv_layout layout = qv_layout_from_name(layout_name);
+    if (layout == QV_LAYOUT_COUNT) {
+        fprintf(stderr, "qvet pack: unknown layout '%s' (see qvet pack --help)\n", layout_name);
+        return 2;
+    }
+
+    qv_array q = {0}, s = {0}, s2 = {0}, z = {0}, gi = {0};
+    qv_packed pk = {0};
+    qv_status st = qv_npy_load(qp, &q);
+    if (st == QV_OK && sp) st = qv_npy_load(sp, &s);
+    if (st == QV_OK && s2p) st = qv_npy_load(s2p, &s2);
+    if (st == QV_OK && zp) st = qv_npy_load(zp, &z);
+    if (st == QV_OK && gp) st = qv_npy_load(gp, &gi);
+    if (st == QV_OK && g_opt && sp) {
+        int64_t rows = s.ndim == 2 ? s.shape[0] : 0;
+        int64_t k = q.ndim == 2 ? q.shape[0] : 0;
+        if (rows * g_opt != k && !(rows == 1 && g_opt == k))
+            st = qv_fail(QV_ERR_SHAPE, "--g %lld disagrees with K=%lld and %lld scale rows (g = K / rows)", g_opt,
+                         (long long)k, (long long)rows);
+    }
+    if (st == QV_OK)
+        st = qv_pack_arrays(layout, &q, sp ? &s : NULL, s2p ? &s2 : NULL, zp ? &z : NULL, gp ? &gi : NULL, &pk);
+    if (st == QV_OK) st = make_dir(out);
+    if (st == QV_OK) st = save(out, "B.npy", QV_DT_I4, 2, pk.b_rows, pk.b_cols, pk.b);
+    if (st == QV_OK && pk.scales) st = save(out, "scales.npy", s.dtype, 2, pk.s_rows, pk.s_cols, pk.scales);
+    if (st == QV_OK && pk.scales2) st = save(out, "scales2.npy", QV_DT_F4, 2, 1, pk.s2_cols, pk.scales2);
+    if (st == QV_OK && pk.zeros) st = save(out, "zeros.npy", QV_DT_I4, 2, pk.z_rows, pk.z_cols, pk.zeros);
+    if (st == QV_OK && pk.perm) st = save(out, "perm.npy", QV_DT_I4, 1, pk.k, 0, pk.perm);
+    if (st == QV_OK && pk.g_idx) st = save(out, "g_idx.npy", QV_DT_I4, 1, pk.k, 0, pk.g_idx);
+    qv_packed_destroy(&pk);
+    qv_array_destroy(&q);
+    qv_array_destroy(&s);
+    qv_array_destroy(&s2);
+    qv_array_destroy(&z);
+    qv_array_destroy(&gi);
+    return st == QV_OK ? 0 : fail_exit("pack", st);
 }
+
+/* Loads DIR/name if the file exists; *present tells whether it did. */
+static qv_status load_opt(const char *dir, const char *name, qv_array *a, int *present)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    struct stat stt;
+    *present = stat(path, &stt) == 0;
+    return *present ? qv_npy_load(path, a) : QV_OK;
+}
+
+/* Builds the packed operand and the problem to decode into from the files of
+ * DIR, checking every shape and dtype before ref_unpack runs. */
+static qv_status unpack_dir(qv_layout layout, qv_fmt plain_wfmt, const char *dir, const char *out)
+{
+    qv_array b = {0}, s = {0}, s2 = {0}, z = {0}, perm = {0}, gi = {0};
+    int has_b = 0, has_s = 0, has_s2 = 0, has_z = 0, has_perm = 0, has_gi = 0;
+    qv_status st = load_opt(dir, "B.npy", &b, &has_b);
+    if (st == QV_OK && !has_b) st = qv_fail(QV_ERR_IO, "%s/B.npy does not exist", dir);
+    if (st == QV_OK) st = load_opt(dir, "scales.npy", &s, &has_s);
+    if (st == QV_OK) st = load_opt(dir, "scales2.npy", &s2, &has_s2);
+    if (st == QV_OK) st = load_opt(dir, "zeros.npy", &z, &has_z);
+    if (st == QV_OK) st = load_opt(dir, "perm.npy", &perm, &has_perm);
+    if (st == QV_OK) st = load_opt(dir, "g_idx.npy", &gi, &has_gi);
+    const char *ln = qv_layout_name(layout);
+    char buf[96];
+
+    qv_variant v = {.name = "qvet unpack", .layout = layout, .afmt = QV_FMT_F16};
+    static const qv_fmt layout_fmt[QV_LAYOUT_COUNT] = {
+        [QV_LAYOUT_MARLIN_W4] = QV_FMT_U4,      [QV_LAYOUT_MARLIN_W4_ZP] = QV_FMT_U4,
+        [QV_LAYOUT_MARLIN_W8] = QV_FMT_U8,      [QV_LAYOUT_MARLIN_FP8] = QV_FMT_E4M3,
+        [QV_LAYOUT_QQQ_W4_CHANNEL] = QV_FMT_I4, [QV_LAYOUT_QQQ_W4_GROUP] = QV_FMT_U4,
+    };
+    v.wfmt = layout == QV_LAYOUT_PLAIN_NK ? plain_wfmt : layout_fmt[layout];
+    int bits = v.wfmt == QV_FMT_U4 || v.wfmt == QV_FMT_I4 ? 4 : v.wfmt == QV_FMT_F16 || v.wfmt == QV_FMT_BF16 ? 16 : 8;
+    int per = 32 / bits;
+    int64_t k = 0, n = 0;
+    if (st == QV_OK && (b.dtype != QV_DT_I4 || b.ndim != 2))
+        st = qv_fail(QV_ERR_FORMAT, "%s/B.npy is %s; expected a 2-D int32 array", dir, qv_array_describe(&b, buf, sizeof buf));
+    if (st == QV_OK) {
+        if (layout == QV_LAYOUT_PLAIN_NK) {
+            n = b.shape[0];
+            k = b.shape[1] * per;
+        } else {
+            k = b.shape[0] * 16;
+            n = b.shape[1] * per / 16;
+        }
+        if (k < 1 || n < 1 || (layout != QV_LAYOUT_PLAIN_NK && n % 64))
+            st = qv_fail(QV_ERR_SHAPE, "%s/B.npy %s is not a legal %s operand", dir,
+                         qv_array_describe(&b, buf, sizeof buf), ln);
+    }
+    qv_packed pk = {.layout = layout, .k = k, .n = n, .b = b.data, .b_rows = b.shape[0], .b_cols = b.shape[1]};
+    if (st == QV_OK && layout != QV_LAYOUT_PLAIN_NK && !has_s) st = qv_fail(QV_ERR_IO, "%s/scales.npy does not exist", dir);
+    if (st == QV_OK && has_s) {
+        if (s.dtype == QV_DT_F2) v.sfmt = QV_FMT_F16;
+        else if (s.dtype == QV_DT_U2) v.sfmt = QV_FMT_BF16, v.afmt = QV_FMT_BF16;
+        else if (s.dtype == QV_DT_F4) v.sfmt = QV_FMT_F32;
+        else st = qv_fail(QV_ERR_DTYPE, "%s/scales.npy must be float16, bf16 (<u2) or float32, not %s", dir,
+                          qv_dtype_name(s.dtype));
+    }
+    if (st == QV_OK && has_s) {
+        int64_t rows = s.ndim == 2 ? s.shape[0] : 0, cols = s.ndim == 2 ? s.shape[1] : 0;
+        int tensor = rows == 1 && cols == 1 && n != 1;
+        if (!tensor && (cols != n || rows < 1 || k % rows))
+            st = qv_fail(QV_ERR_SHAPE, "%s/scales.npy is %s; expected (K/g, %lld) with K=%lld", dir,
+                         qv_array_describe(&s, buf, sizeof buf), (long long)n, (long long)k);
+        v.scale_layout = tensor ? QV_SCALE_TENSOR : rows > 1 || has_s2 || has_z || has_perm ? QV_SCALE_GROUP
+                                                                                             : QV_SCALE_CHANNEL;
+        v.g = v.scale_layout == QV_SCALE_GROUP && rows > 0 ? (int)(k / rows) : 0;
+        pk.scales = s.data;
+        pk.s_rows = rows;
+        pk.s_cols = cols;
+        pk.s_elem = qv_dtype_size(s.dtype);
+        pk.g = v.g;
+        pk.s_order = tensor || layout == QV_LAYOUT_PLAIN_NK ? QV_SORDER_PLAIN
+                     : (layout == QV_LAYOUT_QQQ_W4_GROUP || rows > 1) ? QV_SORDER_GROUP64
+                                                                      : QV_SORDER_CHANNEL32;
+        if (layout == QV_LAYOUT_MARLIN_FP8) pk.s_pow2 = v.sfmt == QV_FMT_BF16 ? 120 : 8;
+    }
+    if (st == QV_OK && has_s2) {
+        if (layout != QV_LAYOUT_QQQ_W4_GROUP)
+            st = qv_fail(QV_ERR_UNSUPPORTED, "%s has no scales2.npy", ln);
+        else if (s2.dtype != QV_DT_F4 || s2.ndim != 2 || s2.shape[0] != 1 || s2.shape[1] != n)
+            st = qv_fail(QV_ERR_SHAPE, "%s/scales2.npy is %s; expected (1, %lld) float32", dir,
+                         qv_array_describe(&s2, buf, sizeof buf), (long long)n);
+        v.scale_layout = QV_SCALE_GROUP_CHANNEL;
+        pk.scales2 = s2.data;
+        pk.s2_cols = n;
+    } else if (st == QV_OK && layout == QV_LAYOUT_QQQ_W4_GROUP) {
+        st = qv_fail(QV_ERR_IO, "%s/scales2.npy does not exist (qqq-w4-group has channel scales)", dir);
+    }
+    if (st == QV_OK && has_z) {
+        if (layout != QV_LAYOUT_MARLIN_W4_ZP)
+            st = qv_fail(QV_ERR_UNSUPPORTED, "%s has no zeros.npy", ln);
+        else if (z.dtype != QV_DT_I4 || z.ndim != 2 || z.shape[0] != k / v.g || z.shape[1] * 8 != n)
+            st = qv_fail(QV_ERR_SHAPE, "%s/zeros.npy is %s; expected (%lld, %lld) int32", dir,
+                         qv_array_describe(&z, buf, sizeof buf), (long long)(k / v.g), (long long)(n / 8));
+        v.zero_point = 1;
+        pk.zeros = z.data;
+        pk.z_rows = k / v.g;
+        pk.z_cols = n / 8;
+        pk.z_bytes = (int64_t)z.nbytes;
+    } else if (st == QV_OK && layout == QV_LAYOUT_MARLIN_W4_ZP) {
+        st = qv_fail(QV_ERR_IO, "%s/zeros.npy does not exist (marlin-w4-zp has zero points)", dir);
+    }
+    if (st == QV_OK && (has_perm || has_gi)) {
+        if (!has_perm || !has_gi || v.g < 1)
+            st = qv_fail(QV_ERR_FORMAT, "act_order needs perm.npy, g_idx.npy and grouped scales together");
+        else if (perm.dtype != QV_DT_I4 || perm.ndim != 1 || perm.shape[0] != k || gi.dtype != QV_DT_I4 ||
+                 gi.ndim != 1 || gi.shape[0] != k)
+            st = qv_fail(QV_ERR_SHAPE, "perm.npy and g_idx.npy must be int32 (%lld)", (long long)k);
+        v.act_order = 1;
+        pk.perm = perm.data;
+        pk.g_idx = gi.data;
+    }
+
+    qv_problem p = {.v = &v, .m = 1, .n = n, .k = k, .g = v.g};
+    qv_dtype qdt = v.wfmt == QV_FMT_U8 || v.wfmt == QV_FMT_E4M3 ? QV_DT_U1
+                   : v.wfmt == QV_FMT_F16                      ? QV_DT_F2
+                   : v.wfmt == QV_FMT_BF16                     ? QV_DT_U2
+                                                               : QV_DT_I1;
+    if (st == QV_OK) {
+        p.q = calloc((size_t)(k * n), qv_dtype_size(qdt));
+        p.scales = has_s ? calloc(1, s.nbytes) : NULL;
+        p.scales2 = has_s2 ? calloc((size_t)n, sizeof(float)) : NULL;
+        p.zeros = has_z ? calloc((size_t)(k / v.g * n), 1) : NULL;
+        p.g_idx = has_gi ? calloc((size_t)k, sizeof(int32_t)) : NULL;
+        if (!p.q || (has_s && !p.scales) || (has_s2 && !p.scales2) || (has_z && !p.zeros) || (has_gi && !p.g_idx))
+            st = qv_fail(QV_ERR_NOMEM, "out of memory decoding K=%lld N=%lld", (long long)k, (long long)n);
+    }
+    if (st == QV_OK) st = ref_unpack(&pk, &p);
+    if (st == QV_OK && p.g_idx)
+        for (int64_t i = 0; i < k && st == QV_OK; i++)
+            if (p.g_idx[i] < 0 || p.g_idx[i] >= k / v.g)
+                st = qv_fail(QV_ERR_RANGE, "g_idx.npy entry %lld is outside [0, %lld)", (long long)i, (long long)(k / v.g));
+    if (st == QV_OK) st = make_dir(out);
+    if (st == QV_OK) st = save(out, "q.npy", qdt, 2, k, n, p.q);
+    if (st == QV_OK && p.scales) st = save(out, "scales.npy", s.dtype, 2, s.shape[0], s.shape[1], p.scales);
+    if (st == QV_OK && p.scales2) st = save(out, "scales2.npy", QV_DT_F4, 2, 1, n, p.scales2);
+    if (st == QV_OK && p.zeros) st = save(out, "zeros.npy", QV_DT_U1, 2, k / v.g, n, p.zeros);
+    if (st == QV_OK && p.g_idx) st = save(out, "g_idx.npy", QV_DT_I4, 1, k, 0, p.g_idx);
+    free(p.q);
+    free(p.scales);
+    free(p.scales2);
+    free(p.zeros);
+    free(p.g_idx);
+    qv_array_destroy(&b);
+    qv_array_destroy(&s);
+    qv_array_destroy(&s2);
+    qv_array_destroy(&z);
+    qv_array_destroy(&perm);
+    qv_array_destroy(&gi);
+    return st;
+}
+
 int qv_cmd_unpack(int argc, char **argv)
 {
-    fprintf(stderr, "qvet unpack: not built yet\n");
-    return 2;
+    const char *layout_name = NULL, *dir = NULL, *out = NULL, *wfmt_name = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            unpack_usage(stdout);
+            return 0;
+        }
+        if (!strcmp(a, "-o") || !strcmp(a, "--out") || !strcmp(a, "--wfmt")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "qvet unpack: option %s needs a value\n", a);
+                return 2;
+            }
+            *(!strcmp(a, "--wfmt") ? &wfmt_name : &out) = argv[++i];
+        } else if (a[0] == '-') {
+            fprintf(stderr, "qvet unpack: unknown option '%s'\n\n", a);
+            unpack_usage(stderr);
+            return 2;
+        } else if (!layout_name) {
+            layout_name = a;
+        } else if (!dir) {
+            dir = a;
+        } else {
+            fprintf(stderr, "qvet unpack: unexpected argument '%s'\n", a);
+            return 2;
+        }
+    }
+    if (!layout_name || !dir || !out) {
+        fprintf(stderr, "qvet unpack: LAYOUT, DIR and -o OUTDIR are required\n\n");
+        unpack_usage(stderr);
+        return 2;
+    }
+    qv_layout layout = qv_layout_from_name(layout_name);
+    if (layout == QV_LAYOUT_COUNT) {
+        fprintf(stderr, "qvet unpack: unknown layout '%s' (see qvet pack --help)\n", layout_name);
+        return 2;
+    }
+    qv_fmt wfmt = QV_FMT_NONE;
+    if (layout == QV_LAYOUT_PLAIN_NK) {
+        wfmt = wfmt_name ? qv_fmt_from_name(wfmt_name) : QV_FMT_NONE;
+        if (wfmt != QV_FMT_I8 && wfmt != QV_FMT_U8 && wfmt != QV_FMT_E4M3 && wfmt != QV_FMT_F16 &&
+            wfmt != QV_FMT_BF16) {
+            fprintf(stderr, "qvet unpack: plain-nk needs --wfmt i8, u8, e4m3, f16 or bf16\n");
+            return 2;
+        }
+    } else if (wfmt_name) {
+        fprintf(stderr, "qvet unpack: --wfmt applies to plain-nk only (%s fixes its codes)\n", layout_name);
+        return 2;
+    }
+    qv_status st = unpack_dir(layout, wfmt, dir, out);
+    return st == QV_OK ? 0 : fail_exit("unpack", st);
 }

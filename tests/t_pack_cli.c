@@ -1,0 +1,379 @@
+/* t_pack_cli.c: the `qvet pack` and `qvet unpack` subcommands, run as a user
+ * runs them. On every published vector (../shared/golden, or QVET_GOLDEN),
+ * pack must write files byte-identical to the published packed .npy files, and
+ * unpack must give back the published logical files byte for byte. Every bad
+ * input must exit 2 with a message and leave no packed file behind.
+ *
+ * The binary is $QVET_BIN, or ../qvet next to this test's folder (the build's
+ * layout: BUILD/tests/t_pack_cli and BUILD/qvet). Random inputs come from
+ * (seed, index); the seed is printed and replayed with QVET_SEED=<seed>. */
+#include <check.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "qvet/array.h"
+
+static char g_qvet[4096];
+static char g_tmp[256];
+static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
+
+static const char *golden_root(void)
+{
+    const char *root = getenv("QVET_GOLDEN");
+    return root && *root ? root : "../shared/golden";
+}
+
+/* Runs qvet with `args` (a shell word list), stdout and stderr into
+ * g_tmp/out.log; returns the exit status (-1 when it did not exit normally). */
+static int run_qvet(const char *args)
+{
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd, "'%s' %s >'%s/out.log' 2>&1", g_qvet, args, g_tmp);
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static size_t log_size(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/out.log", g_tmp);
+    struct stat st;
+    return stat(path, &st) == 0 ? (size_t)st.st_size : 0;
+}
+
+static unsigned char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *buf = malloc((size_t)n + 1);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+/* Asserts that two files are byte-identical. */
+static void same_file(const char *a, const char *b)
+{
+    size_t la, lb;
+    unsigned char *x = read_all(a, &la), *y = read_all(b, &lb);
+    ck_assert_msg(x != NULL, "cannot read %s", a);
+    ck_assert_msg(y != NULL, "cannot read %s", b);
+    ck_assert_msg(la == lb && memcmp(x, y, la) == 0, "%s and %s differ (%zu vs %zu bytes)", a, b, la, lb);
+    free(x);
+    free(y);
+}
+
+static int exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+typedef struct golden_case {
+    const char *dir, *layout, *q, *s, *s_packed, *s2, *s2_packed;
+} golden_case;
+
+static const golden_case goldens[] = {
+    {"marlin_w4a16_k128_n256_g-1", "marlin-w4", "q_logical_kxn_uint4", "scales_logical_gxn_f16",
+     "scales_packed_f16", NULL, NULL},
+    {"marlin_w4a16_k256_n256_g128", "marlin-w4", "q_logical_kxn_uint4", "scales_logical_gxn_f16",
+     "scales_packed_f16", NULL, NULL},
+    {"qqq_w4a8_k128_n256_g-1", "qqq-w4-channel", "q_logical_kxn_int4", "s_channel_logical_1xn_f32",
+     "s_channel_packed_f32", NULL, NULL},
+    {"qqq_w4a8_k256_n256_g128", "qqq-w4-group", "q_logical_kxn_uint4", "s_group_logical_gxn_f16",
+     "s_group_packed_f16", "s_channel_logical_1xn_f32", "s_channel_packed_f32"},
+};
+
+START_TEST(golden_cli)
+{
+    const golden_case *gc = &goldens[_i];
+    char d[1024], args[8192], a[1200], b[1200];
+    snprintf(d, sizeof d, "%s/%s", golden_root(), gc->dir);
+    char s2opt[1200] = "";
+    if (gc->s2) snprintf(s2opt, sizeof s2opt, "--scales2 '%s/%s.npy'", d, gc->s2);
+    snprintf(args, sizeof args, "pack %s --q '%s/%s.npy' --scales '%s/%s.npy' %s -o '%s/%s'", gc->layout, d, gc->q, d,
+             gc->s, s2opt, g_tmp, gc->dir);
+    ck_assert_msg(run_qvet(args) == 0, "qvet %s failed", args);
+    snprintf(a, sizeof a, "%s/%s/B.npy", g_tmp, gc->dir);
+    snprintf(b, sizeof b, "%s/B_packed_int32.npy", d);
+    same_file(a, b);
+    snprintf(a, sizeof a, "%s/%s/scales.npy", g_tmp, gc->dir);
+    snprintf(b, sizeof b, "%s/%s.npy", d, gc->s_packed);
+    same_file(a, b);
+    if (gc->s2) {
+        snprintf(a, sizeof a, "%s/%s/scales2.npy", g_tmp, gc->dir);
+        snprintf(b, sizeof b, "%s/%s.npy", d, gc->s2_packed);
+        same_file(a, b);
+    }
+    /* Unpack the published bytes themselves: copy them into a pack folder. */
+    char in[1024];
+    snprintf(in, sizeof in, "%s/%s-published", g_tmp, gc->dir);
+    snprintf(args, sizeof args, "mkdir -p '%s' && cp '%s/B_packed_int32.npy' '%s/B.npy' && cp '%s/%s.npy' '%s/scales.npy'",
+             in, d, in, d, gc->s_packed, in);
+    ck_assert_int_eq(system(args), 0);
+    if (gc->s2) {
+        snprintf(args, sizeof args, "cp '%s/%s.npy' '%s/scales2.npy'", d, gc->s2_packed, in);
+        ck_assert_int_eq(system(args), 0);
+    }
+    snprintf(args, sizeof args, "unpack %s '%s' -o '%s/%s-logical'", gc->layout, in, g_tmp, gc->dir);
+    ck_assert_msg(run_qvet(args) == 0, "qvet %s failed", args);
+    snprintf(a, sizeof a, "%s/%s-logical/q.npy", g_tmp, gc->dir);
+    snprintf(b, sizeof b, "%s/%s.npy", d, gc->q);
+    same_file(a, b);
+    snprintf(a, sizeof a, "%s/%s-logical/scales.npy", g_tmp, gc->dir);
+    snprintf(b, sizeof b, "%s/%s.npy", d, gc->s);
+    same_file(a, b);
+    if (gc->s2) {
+        snprintf(a, sizeof a, "%s/%s-logical/scales2.npy", g_tmp, gc->dir);
+        snprintf(b, sizeof b, "%s/%s.npy", d, gc->s2);
+        same_file(a, b);
+    }
+}
+END_TEST
+
+/* ---- round trips through the CLI on layouts without published vectors --- */
+
+static uint64_t mix64(uint64_t x)
+{
+    x += UINT64_C(0x9E3779B97F4A7C15);
+    x = (x ^ (x >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    x = (x ^ (x >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return x ^ (x >> 31);
+}
+
+static uint64_t rnd(uint64_t stream, uint64_t i) { return mix64(g_seed ^ mix64(stream * 0x100000001B3u ^ mix64(i))); }
+
+static void save_arr(const char *name, qv_dtype dt, int ndim, int64_t d0, int64_t d1, uint64_t stream, int mod)
+{
+    qv_array a;
+    int64_t shape[2] = {d0, d1};
+    ck_assert(qv_array_create(&a, dt, ndim, shape) == QV_OK);
+    size_t es = qv_dtype_size(dt);
+    for (int64_t i = 0; i < a.count; i++) {
+        uint64_t r = rnd(stream, (uint64_t)i);
+        if (dt == QV_DT_F2) {
+            /* f16 in [2^-6, 2^6): exponent field 9..20, so x 2^8 stays finite. */
+            uint16_t h = (uint16_t)((9 + r % 12) << 10 | ((r >> 8) & 0x3FF));
+            memcpy((char *)a.data + i * es, &h, 2);
+        } else if (dt == QV_DT_F4) {
+            float f = (float)(1 + r % 1000) / 256.0f;
+            memcpy((char *)a.data + i * es, &f, 4);
+        } else if (dt == QV_DT_I4) {
+            int32_t v = (int32_t)(r % (uint64_t)mod);
+            memcpy((char *)a.data + i * es, &v, 4);
+        } else {
+            ((uint8_t *)a.data)[i] = (uint8_t)(mod ? r % (uint64_t)mod : r);
+        }
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", g_tmp, name);
+    ck_assert_msg(qv_npy_save(path, &a) == QV_OK, "%s", qv_errmsg());
+    qv_array_destroy(&a);
+}
+
+typedef struct rt_case {
+    const char *layout;
+    int64_t k, n, groups;
+    qv_dtype qdt;
+    int qmod;              /* codes drawn in [0, qmod), 0 for any byte */
+    qv_dtype sdt;
+    int zeros, act_order, s2;
+} rt_case;
+
+static const rt_case rts[] = {
+    {"marlin-w8", 128, 192, 1, QV_DT_U1, 0, QV_DT_F2, 0, 0, 0},
+    {"marlin-w8", 256, 64, 4, QV_DT_U1, 0, QV_DT_F2, 0, 0, 0},
+    {"marlin-fp8", 128, 128, 1, QV_DT_U1, 0, QV_DT_F2, 0, 0, 0},
+    {"marlin-fp8", 256, 128, 2, QV_DT_U1, 0, QV_DT_F4, 0, 0, 0},
+    {"marlin-w4-zp", 256, 128, 2, QV_DT_U1, 16, QV_DT_F2, 1, 0, 0},
+    {"marlin-w4", 384, 64, 3, QV_DT_I1, 16, QV_DT_F2, 0, 1, 0},
+    {"qqq-w4-group", 128, 64, 1, QV_DT_U1, 16, QV_DT_F2, 0, 0, 1},
+    {"plain-nk", 32, 24, 1, QV_DT_U1, 0, QV_DT_F4, 0, 0, 0},
+};
+
+START_TEST(roundtrip_cli)
+{
+    const rt_case *rc = &rts[_i];
+    uint64_t st = 1000 + (uint64_t)_i * 10;
+    save_arr("rq.npy", rc->qdt, 2, rc->k, rc->n, st, rc->qmod);
+    save_arr("rs.npy", rc->sdt, 2, rc->groups, rc->n, st + 1, 0);
+    char extra[2048] = "";
+    size_t e = 0;
+    if (rc->zeros) {
+        save_arr("rz.npy", QV_DT_U1, 2, rc->groups, rc->n, st + 2, 16);
+        e += (size_t)snprintf(extra + e, sizeof extra - e, " --zeros '%s/rz.npy'", g_tmp);
+    }
+    if (rc->act_order) {
+        save_arr("rg.npy", QV_DT_I4, 1, rc->k, 0, st + 3, (int)rc->groups);
+        e += (size_t)snprintf(extra + e, sizeof extra - e, " --g-idx '%s/rg.npy'", g_tmp);
+    }
+    if (rc->s2) {
+        save_arr("rs2.npy", QV_DT_F4, 2, 1, rc->n, st + 4, 0);
+        e += (size_t)snprintf(extra + e, sizeof extra - e, " --scales2 '%s/rs2.npy'", g_tmp);
+    }
+    char args[8192], a[600], b[600];
+    snprintf(args, sizeof args, "pack %s --q '%s/rq.npy' --scales '%s/rs.npy'%s -o '%s/rt%d'", rc->layout, g_tmp, g_tmp,
+             extra, g_tmp, _i);
+    ck_assert_msg(run_qvet(args) == 0, "qvet %s failed (seed %" PRIu64 ")", args, g_seed);
+    snprintf(args, sizeof args, "unpack %s '%s/rt%d' -o '%s/rt%d-out'%s", rc->layout, g_tmp, _i, g_tmp, _i,
+             !strcmp(rc->layout, "plain-nk") ? " --wfmt u8" : "");
+    ck_assert_msg(run_qvet(args) == 0, "qvet %s failed", args);
+    /* q comes back as int8 for 4-bit layouts and uint8 for 8-bit ones: same bytes. */
+    snprintf(a, sizeof a, "%s/rt%d-out/q.npy", g_tmp, _i);
+    qv_array q0, q1;
+    snprintf(b, sizeof b, "%s/rq.npy", g_tmp);
+    ck_assert(qv_npy_load(a, &q1) == QV_OK);
+    ck_assert(qv_npy_load(b, &q0) == QV_OK);
+    ck_assert_msg(q0.nbytes == q1.nbytes && memcmp(q0.data, q1.data, q0.nbytes) == 0, "%s: q differs after the round trip",
+                  rc->layout);
+    qv_array_destroy(&q0);
+    qv_array_destroy(&q1);
+    snprintf(a, sizeof a, "%s/rt%d-out/scales.npy", g_tmp, _i);
+    snprintf(b, sizeof b, "%s/rs.npy", g_tmp);
+    same_file(a, b);
+    if (rc->zeros) {
+        snprintf(a, sizeof a, "%s/rt%d-out/zeros.npy", g_tmp, _i);
+        snprintf(b, sizeof b, "%s/rz.npy", g_tmp);
+        same_file(a, b);
+    }
+    if (rc->act_order) {
+        snprintf(a, sizeof a, "%s/rt%d-out/g_idx.npy", g_tmp, _i);
+        snprintf(b, sizeof b, "%s/rg.npy", g_tmp);
+        same_file(a, b);
+    }
+    if (rc->s2) {
+        snprintf(a, sizeof a, "%s/rt%d-out/scales2.npy", g_tmp, _i);
+        snprintf(b, sizeof b, "%s/rs2.npy", g_tmp);
+        same_file(a, b);
+    }
+}
+END_TEST
+
+/* ---- refusals: exit 2, a message, and no packed file -------------------- */
+
+typedef struct bad_cli {
+    const char *what;
+    const char *args; /* %1$s is the temporary folder, %2$s the golden root */
+} bad_cli;
+
+static const bad_cli bad_clis[] = {
+    {"no arguments", "pack"},
+    {"unknown layout", "pack marlin-w3 --q '%2$s/marlin_w4a16_k128_n256_g-1/q_logical_kxn_uint4.npy' -o '%1$s/bad'"},
+    {"unknown option", "pack marlin-w4 --q '%1$s/q8.npy' --frobnicate -o '%1$s/bad'"},
+    {"option without a value", "pack marlin-w4 --q"},
+    {"missing -o", "pack marlin-w4 --q '%1$s/q8.npy' --scales '%1$s/s64.npy'"},
+    {"missing file", "pack marlin-w4 --q '%1$s/nonexistent.npy' --scales '%1$s/s64.npy' -o '%1$s/bad'"},
+    {"not a .npy file", "pack marlin-w4 --q '%1$s/garbage.npy' --scales '%1$s/s64.npy' -o '%1$s/bad'"},
+    {"missing scales", "pack marlin-w4 --q '%1$s/q64.npy' -o '%1$s/bad'"},
+    {"K=8 not a multiple of 16", "pack marlin-w4 --q '%1$s/q8.npy' --scales '%1$s/s64.npy' -o '%1$s/bad'"},
+    {"N=32 not a multiple of 64", "pack marlin-w4 --q '%1$s/q32n.npy' --scales '%1$s/s32.npy' -o '%1$s/bad'"},
+    {"q out of range for int4", "pack qqq-w4-channel --q '%2$s/qqq_w4a8_k256_n256_g128/q_logical_kxn_uint4.npy' "
+                                "--scales '%2$s/qqq_w4a8_k256_n256_g128/s_channel_logical_1xn_f32.npy' -o '%1$s/bad'"},
+    {"scales of the wrong dtype", "pack qqq-w4-channel --q '%2$s/qqq_w4a8_k128_n256_g-1/q_logical_kxn_int4.npy' "
+                                  "--scales '%2$s/marlin_w4a16_k128_n256_g-1/scales_logical_gxn_f16.npy' -o '%1$s/bad'"},
+    {"q of the wrong dtype", "pack marlin-w4 --q '%2$s/marlin_w4a16_k128_n256_g-1/scales_logical_gxn_f16.npy' "
+                             "--scales '%2$s/marlin_w4a16_k128_n256_g-1/scales_logical_gxn_f16.npy' -o '%1$s/bad'"},
+    {"scales N disagrees with q", "pack marlin-w4 --q '%1$s/q64.npy' "
+                                  "--scales '%2$s/marlin_w4a16_k128_n256_g-1/scales_logical_gxn_f16.npy' -o '%1$s/bad'"},
+    {"--g disagrees with the scales", "pack marlin-w4 --q '%2$s/marlin_w4a16_k256_n256_g128/q_logical_kxn_uint4.npy' "
+                                      "--scales '%2$s/marlin_w4a16_k256_n256_g128/scales_logical_gxn_f16.npy' --g 64 "
+                                      "-o '%1$s/bad'"},
+    {"--g not a number", "pack marlin-w4 --q '%1$s/q64.npy' --scales '%1$s/s64.npy' --g many -o '%1$s/bad'"},
+    {"scales2 on a layout without them", "pack marlin-w4 --q '%1$s/q64.npy' --scales '%1$s/s64.npy' "
+                                         "--scales2 '%1$s/s64.npy' -o '%1$s/bad'"},
+    {"unpack without arguments", "unpack"},
+    {"unpack a missing folder", "unpack marlin-w4 '%1$s/nonexistent' -o '%1$s/bad'"},
+    {"unpack without -o", "unpack marlin-w4 '%1$s/nonexistent'"},
+    {"unpack plain-nk without --wfmt", "unpack plain-nk '%1$s/nonexistent' -o '%1$s/bad'"},
+    {"unpack an unknown layout", "unpack marlin-w3 '%1$s/nonexistent' -o '%1$s/bad'"},
+};
+
+START_TEST(refusals_cli)
+{
+    const bad_cli *bc = &bad_clis[_i];
+    save_arr("q8.npy", QV_DT_U1, 2, 8, 64, 1, 16);
+    save_arr("q64.npy", QV_DT_U1, 2, 64, 64, 2, 16);
+    save_arr("q32n.npy", QV_DT_U1, 2, 64, 32, 3, 16);
+    save_arr("s64.npy", QV_DT_F2, 2, 1, 64, 4, 0);
+    save_arr("s32.npy", QV_DT_F2, 2, 1, 32, 5, 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/garbage.npy", g_tmp);
+    FILE *f = fopen(path, "wb");
+    ck_assert(f != NULL);
+    fputs("\x93NUMPY\x01\x00garbage", f);
+    fclose(f);
+    char args[8192];
+    snprintf(args, sizeof args, bc->args, g_tmp, golden_root());
+    int rc = run_qvet(args);
+    ck_assert_msg(rc == 2, "%s: qvet %s exited %d, expected 2", bc->what, args, rc);
+    ck_assert_msg(log_size() > 0, "%s: refused without a message", bc->what);
+    snprintf(path, sizeof path, "%s/bad/B.npy", g_tmp);
+    ck_assert_msg(!exists(path), "%s: a refusal left %s behind", bc->what, path);
+}
+END_TEST
+
+START_TEST(help_exits_zero)
+{
+    ck_assert_int_eq(run_qvet("pack --help"), 0);
+    ck_assert(log_size() > 100);
+    ck_assert_int_eq(run_qvet("unpack --help"), 0);
+    ck_assert(log_size() > 100);
+}
+END_TEST
+
+static Suite *pack_cli_suite(void)
+{
+    Suite *s = suite_create("pack_cli");
+    TCase *tc = tcase_create("pack_cli");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, golden_cli, 0, (int)(sizeof goldens / sizeof goldens[0]));
+    tcase_add_loop_test(tc, roundtrip_cli, 0, (int)(sizeof rts / sizeof rts[0]));
+    tcase_add_loop_test(tc, refusals_cli, 0, (int)(sizeof bad_clis / sizeof bad_clis[0]));
+    tcase_add_test(tc, help_exits_zero);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    const char *env = getenv("QVET_SEED");
+    if (env && *env) g_seed = strtoull(env, NULL, 0);
+    const char *bin = getenv("QVET_BIN");
+    if (bin && *bin) {
+        snprintf(g_qvet, sizeof g_qvet, "%s", bin);
+    } else {
+        char self[4096];
+        snprintf(self, sizeof self, "%s", argv[0]);
+        snprintf(g_qvet, sizeof g_qvet, "%s/../qvet", dirname(self));
+    }
+    snprintf(g_tmp, sizeof g_tmp, "/tmp/qvet_pack_cli.XXXXXX");
+    if (!mkdtemp(g_tmp)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    printf("t_pack_cli: seed %" PRIu64 " (replay with QVET_SEED=%" PRIu64 "), qvet = %s, work folder %s\n", g_seed,
+           g_seed, g_qvet, g_tmp);
+    if (access(g_qvet, X_OK) != 0) printf("t_pack_cli: %s is not executable; every test will fail\n", g_qvet);
+    SRunner *sr = srunner_create(pack_cli_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
+    if (system(cmd) != 0) fprintf(stderr, "t_pack_cli: could not remove %s\n", g_tmp);
+    return failed ? 1 : 0;
+}
