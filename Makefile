@@ -90,6 +90,17 @@ $(BUILD)/plugins/libqvet_example_plugin.so: $(wildcard plugins/example/*.c) incl
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -shared $(filter %.c,$^) -o $@
 
+# Two deliberately broken plugins that tests/t_plugin.c expects the loader to
+# refuse: one reports another ABI version, one lacks qv_plugin_launch.
+BAD_PLUGINS := $(BUILD)/plugins/libqvet_bad_abi_plugin.so $(BUILD)/plugins/libqvet_missing_sym_plugin.so
+all: $(BAD_PLUGINS)
+$(BUILD)/plugins/libqvet_bad_abi_plugin.so: $(wildcard plugins/bad_abi/*.c) include/qvet/plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -shared $(filter %.c,$^) -o $@
+$(BUILD)/plugins/libqvet_missing_sym_plugin.so: $(wildcard plugins/missing_sym/*.c) include/qvet/plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -shared $(filter %.c,$^) -o $@
+
 deps:
 	@bash tools/deps.sh
 

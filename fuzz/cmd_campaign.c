@@ -1,18 +1,746 @@
-/* PLACEHOLDER: replaced by the work on this subcommand. */
+/* cmd_campaign.c: `qvet check`, `qvet fuzz` and `qvet replay` (cli.h). check
+ * runs the fixed suite of every selected variant, fuzz runs generated cases
+ * within a budget (shrinking and dumping each failure), replay re-runs one case
+ * of either bit for bit. All three write JSON Lines (docs/results-format.md): a
+ * "run" provenance line, then one "case" line per case. */
+#include <math.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "qvet/campaign.h"
 #include "qvet/cli.h"
+#include "qvet/gpu.h"
+#include "qvet/json.h"
+#include "qvet/plugin.h"
+
+/* ---- options ---- */
+
+enum {
+    OPT_VARIANT = 1 << 0, OPT_BACKEND = 1 << 1, OPT_OUT = 1 << 2, OPT_PLUGIN = 1 << 3,
+    OPT_SEED = 1 << 4, OPT_BUDGET = 1 << 5, OPT_SHARD = 1 << 6, OPT_CASE = 1 << 7,
+    OPT_CAP = 1 << 8, OPT_FAILDIR = 1 << 9, OPT_DUMP = 1 << 10
+};
+
+typedef struct camp_opts {
+    const char *cmd;            /* "check", "fuzz", "replay" */
+    const char *glob;
+    int want_gpu, want_cpu;
+    const char *out_path;
+    const char *plugin_path;
+    uint64_t seed;
+    int seed_set;
+    long long cases;            /* fuzz: cases of this shard; 0 with minutes: time-bounded */
+    double minutes;
+    long long shard_i, shard_n;
+    long long case_index;       /* replay */
+    int case_set;
+    int suite;                  /* replay --check */
+    long long cap;              /* CPU m*n*k cap */
+    int cap_set;
+    const char *fail_dir;       /* fuzz/check: where shrunk failures go */
+    const char *dump_dir;       /* replay: dump inputs and output here */
+    int shrink;                 /* replay --shrink; check/fuzz: 0 with --no-shrink */
+    int quiet;
+} camp_opts;
+
+/* The check seed: fixed, so `qvet check` draws the same data on every run. */
+#define QV_CHECK_SEED 20261129ull
+
+static void usage(FILE *f, const char *cmd)
+{
+    if (!strcmp(cmd, "check"))
+        fprintf(f,
+                "usage: qvet check [--variant GLOB] [--gpu|--cpu] [--out FILE] [--plugin LIB.so]\n"
+                "                  [--seed S] [--cap MNK] [--fail-dir DIR] [--no-shrink] [--quiet]\n\n"
+                "Runs the fixed suite of every selected variant: the M edges, N x K tile edges,\n"
+                "exact, one-hot and random probes, the extreme scale regimes, the precision\n"
+                "witnesses and one large-K slice of a real layer. Without a CUDA device (or with\n"
+                "--cpu) it runs the CPU models, with shapes capped at m*n*k <= %lld (--cap).\n"
+                "Prints a summary table; the last line is `check: N cases, F failed`.\n"
+                "Exit 0 when nothing FAILs, 1 on a FAIL, 2 on a usage error, 3 without a device.\n",
+                (long long)QV_CPU_CAP_MNK);
+    else if (!strcmp(cmd, "fuzz"))
+        fprintf(f,
+                "usage: qvet fuzz [--variant GLOB] [--cases N | --minutes M] [--seed S] [--shard I/N]\n"
+                "                 [--out FILE] [--gpu|--cpu] [--plugin LIB.so] [--cap MNK]\n"
+                "                 [--fail-dir DIR] [--no-shrink] [--quiet]\n\n"
+                "Runs generated cases J = I, I+N, I+2N, ... of campaign S (default: 1000 cases).\n"
+                "Each case is a pure function of (S, J). A FAIL is shrunk and its inputs are\n"
+                "written as .npy into DIR/seedS-caseJ/ (default qvet-failures) with a replay command.\n"
+                "The last line is `fuzz: N cases, F failed`; exit 1 if any case FAILed.\n");
+    else
+        fprintf(f,
+                "usage: qvet replay --seed S --case J [--check] [--variant GLOB] [--gpu|--cpu]\n"
+                "                   [--plugin LIB.so] [--cap MNK] [--out FILE] [--dump DIR] [--shrink]\n\n"
+                "Re-runs case J of campaign S (with --check: case J of the variant's fixed suite)\n"
+                "bit for bit and prints its JSONL line. Use the same --variant, backend and --cap\n"
+                "as the original run (the replay command in each JSONL line does). --dump writes\n"
+                "the inputs, the output and the reference as .npy; --shrink shrinks a FAIL first.\n");
+}
+
+/* Parses the options `allowed` lets through; returns -1 after printing the
+ * usage for a bad one, 1 for --help, 0 otherwise. */
+static int parse_opts(int argc, char **argv, unsigned allowed, camp_opts *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        long long x;
+        double d;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout, o->cmd);
+            return 1;
+        }
+#define NEEDS(flag)                                                            \
+    if (!(allowed & (flag))) goto bad;
+        if (!strcmp(a, "--variant")) {
+            NEEDS(OPT_VARIANT);
+            if (!val) goto missing;
+            o->glob = val;
+            i++;
+        } else if (!strcmp(a, "--gpu")) {
+            NEEDS(OPT_BACKEND);
+            o->want_gpu = 1;
+        } else if (!strcmp(a, "--cpu")) {
+            NEEDS(OPT_BACKEND);
+            o->want_cpu = 1;
+        } else if (!strcmp(a, "--out")) {
+            NEEDS(OPT_OUT);
+            if (!val) goto missing;
+            o->out_path = val;
+            i++;
+        } else if (!strcmp(a, "--plugin")) {
+            NEEDS(OPT_PLUGIN);
+            if (!val) goto missing;
+            o->plugin_path = val;
+            i++;
+        } else if (!strcmp(a, "--seed")) {
+            NEEDS(OPT_SEED);
+            if (!val) goto missing;
+            char *end;
+            o->seed = strtoull(val, &end, 0);
+            if (end == val || *end || *val == '-') {
+                fprintf(stderr, "qvet %s: --seed: '%s' is not a non-negative integer\n", o->cmd, val);
+                goto fail;
+            }
+            o->seed_set = 1;
+            i++;
+        } else if (!strcmp(a, "--cases")) {
+            NEEDS(OPT_BUDGET);
+            if (qv_opt_long("--cases", val, 1, (long long)1 << 40, &x)) goto fail;
+            o->cases = x;
+            i++;
+        } else if (!strcmp(a, "--minutes")) {
+            NEEDS(OPT_BUDGET);
+            if (qv_opt_double("--minutes", val, &d)) goto fail;
+            if (!(d > 0 && d <= 1e6)) {
+                fprintf(stderr, "qvet %s: --minutes must be in (0, 1e6]\n", o->cmd);
+                goto fail;
+            }
+            o->minutes = d;
+            i++;
+        } else if (!strcmp(a, "--shard")) {
+            NEEDS(OPT_SHARD);
+            char tail;
+            if (!val || sscanf(val, "%lld/%lld%c", &o->shard_i, &o->shard_n, &tail) != 2 || o->shard_n < 1 ||
+                o->shard_i < 0 || o->shard_i >= o->shard_n) {
+                fprintf(stderr, "qvet %s: --shard wants I/N with 0 <= I < N (e.g. 0/4), got '%s'\n", o->cmd,
+                        val ? val : "");
+                goto fail;
+            }
+            i++;
+        } else if (!strcmp(a, "--case")) {
+            NEEDS(OPT_CASE);
+            if (qv_opt_long("--case", val, 0, INT64_MAX, &x)) goto fail;
+            o->case_index = x;
+            o->case_set = 1;
+            i++;
+        } else if (!strcmp(a, "--check")) {
+            NEEDS(OPT_CASE);
+            o->suite = 1;
+        } else if (!strcmp(a, "--shrink")) {
+            NEEDS(OPT_DUMP);
+            o->shrink = 1;
+        } else if (!strcmp(a, "--no-shrink")) {
+            NEEDS(OPT_FAILDIR);
+            o->shrink = 0;
+        } else if (!strcmp(a, "--quiet")) {
+            NEEDS(OPT_FAILDIR);
+            o->quiet = 1;
+        } else if (!strcmp(a, "--cap")) {
+            NEEDS(OPT_CAP);
+            if (qv_opt_long("--cap", val, 1, (long long)1 << 50, &x)) goto fail;
+            o->cap = x;
+            o->cap_set = 1;
+            i++;
+        } else if (!strcmp(a, "--fail-dir")) {
+            NEEDS(OPT_FAILDIR);
+            if (!val) goto missing;
+            o->fail_dir = val;
+            i++;
+        } else if (!strcmp(a, "--dump")) {
+            NEEDS(OPT_DUMP);
+            if (!val) goto missing;
+            o->dump_dir = val;
+            i++;
+        } else {
+            goto bad;
+        }
+#undef NEEDS
+        continue;
+    missing:
+        fprintf(stderr, "qvet %s: option %s needs a value\n\n", o->cmd, a);
+        usage(stderr, o->cmd);
+        return -1;
+    bad:
+        fprintf(stderr, "qvet %s: unknown option '%s'\n\n", o->cmd, a);
+        usage(stderr, o->cmd);
+        return -1;
+    }
+    if (o->want_gpu && o->want_cpu) {
+        fprintf(stderr, "qvet %s: --gpu and --cpu exclude each other\n", o->cmd);
+        return -1;
+    }
+    if (o->cases && o->minutes > 0) {
+        fprintf(stderr, "qvet %s: give --cases or --minutes, not both\n", o->cmd);
+        return -1;
+    }
+    return 0;
+fail:
+    return -1;
+}
+
+/* ---- backend selection ---- */
+
+/* Fills b from the options; a loaded plugin lives in *pl. Returns an exit code
+ * (0 ok, 2 bad plugin, 3 no device) after printing why. */
+static int pick_backend(const camp_opts *o, qv_backend *b, qv_plugin *pl)
+{
+    int have_gpu = qv_gpu_info_get(NULL);
+    if (o->plugin_path) {
+        qv_status st = qv_plugin_open(o->plugin_path, pl);
+        if (st != QV_OK) {
+            fprintf(stderr, "qvet %s: %s\n", o->cmd, qv_errmsg());
+            return qv_status_exit_code(st);
+        }
+        int device = pl->pointers == QV_PLUGIN_DEVICE;
+        if (device && !have_gpu) {
+            fprintf(stderr, "qvet %s: plugin %s takes device pointers, but no CUDA device is present\n", o->cmd,
+                    pl->path);
+            return 3;
+        }
+        if (device && o->want_cpu) {
+            fprintf(stderr, "qvet %s: plugin %s takes device pointers; --cpu cannot run it\n", o->cmd, pl->path);
+            return 2;
+        }
+        qv_backend_init(b, device ? QV_BACKEND_DEVICE_FN : QV_BACKEND_HOST_FN);
+        snprintf(b->name, sizeof b->name, "plugin:%s", pl->name);
+        snprintf(b->plugin_path, sizeof b->plugin_path, "%s", pl->path);
+        b->launch = pl->launch;
+        b->only = pl->variants;
+        b->n_only = pl->n_variants;
+    } else if (o->want_gpu || (!o->want_cpu && have_gpu)) {
+        if (!have_gpu) {
+            fprintf(stderr, "qvet %s: --gpu: no CUDA device is present (use --cpu for the CPU models)\n", o->cmd);
+            return 3;
+        }
+        qv_backend_init(b, QV_BACKEND_GPU);
+    } else {
+        qv_backend_init(b, QV_BACKEND_CPU);
+    }
+    if (o->cap_set) b->cap_mnk = o->cap;
+    return 0;
+}
+
+/* ---- provenance ---- */
+
+static void json_str_or_null(FILE *f, const char *s)
+{
+    if (s && *s) qv_json_fput_str(f, s);
+    else fputs("null", f);
+}
+
+/* The git commit of the working directory's repository, or QV_GIT_COMMIT
+ * when the build defined it, or "unknown". */
+static void git_commit(char *buf, size_t len)
+{
+    snprintf(buf, len, "unknown");
+#ifdef QV_GIT_COMMIT
+    snprintf(buf, len, "%s", QV_GIT_COMMIT);
+#endif
+    FILE *p = popen("git rev-parse HEAD 2>/dev/null", "r");
+    if (!p) return;
+    char line[128];
+    if (fgets(line, sizeof line, p)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (strlen(line) == 40) snprintf(buf, len, "%s", line); /* a full SHA-1 */
+    }
+    pclose(p);
+}
+
+/* The NVIDIA kernel-module version ("580.65.06") from /proc, else "". */
+static void nvidia_driver(char *buf, size_t len)
+{
+    buf[0] = '\0';
+    FILE *f = fopen("/proc/driver/nvidia/version", "r");
+    if (!f) return;
+    char line[256];
+    if (fgets(line, sizeof line, f)) {
+        /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  ..." */
+        char *k = strstr(line, "Kernel Module");
+        if (k && sscanf(k + strlen("Kernel Module"), " %63s", buf) != 1) buf[0] = '\0';
+    }
+    fclose(f);
+}
+
+static void write_run_line(FILE *f, int argc, char **argv, const camp_opts *o, const qv_backend *b)
+{
+    char cmd[2048];
+    size_t at = (size_t)snprintf(cmd, sizeof cmd, "qvet");
+    for (int i = 0; i < argc && at < sizeof cmd; i++) at += (size_t)snprintf(cmd + at, sizeof cmd - at, " %s", argv[i]);
+    char commit[64], host[256] = "", date[64], drv[64] = "", cuda[32] = "";
+    git_commit(commit, sizeof commit);
+    if (gethostname(host, sizeof host)) snprintf(host, sizeof host, "unknown");
+    host[sizeof host - 1] = '\0';
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    qv_gpu_info gi;
+    qv_gpu_info_get(&gi);
+    if (gi.present) {
+        nvidia_driver(drv, sizeof drv);
+        if (!drv[0]) snprintf(drv, sizeof drv, "%d.%d", gi.driver / 1000, gi.driver % 1000 / 10);
+        snprintf(cuda, sizeof cuda, "%d.%d", gi.runtime / 1000, gi.runtime % 1000 / 10);
+    }
+    fputs("{\"kind\":\"run\",\"command\":", f);
+    qv_json_fput_str(f, cmd);
+    fputs(",\"qvet_version\":", f);
+    qv_json_fput_str(f, QV_VERSION);
+    fputs(",\"commit\":", f);
+    qv_json_fput_str(f, commit);
+    fputs(",\"date\":", f);
+    qv_json_fput_str(f, date);
+    fputs(",\"host\":", f);
+    qv_json_fput_str(f, host);
+    fputs(",\"backend\":", f);
+    qv_json_fput_str(f, b->name);
+    fputs(",\"gpu\":", f);
+    json_str_or_null(f, gi.present ? gi.name : NULL);
+    fputs(",\"driver\":", f);
+    json_str_or_null(f, drv);
+    fputs(",\"cuda\":", f);
+    json_str_or_null(f, cuda);
+    fprintf(f, ",\"seed\":%llu,\"shard\":\"%lld/%lld\",\"suite\":", (unsigned long long)o->seed, o->shard_i,
+            o->shard_n);
+    qv_json_fput_str(f, o->cmd);
+    fputs(",\"variant_glob\":", f);
+    json_str_or_null(f, o->glob);
+    fprintf(f, ",\"cpu_cap_mnk\":%lld", (long long)b->cap_mnk);
+    if (b->plugin_path[0]) {
+        fputs(",\"plugin\":", f);
+        qv_json_fput_str(f, b->plugin_path);
+    }
+    fputs("}\n", f);
+}
+
+/* ---- results file: written as FILE.partial, renamed when complete, so a
+ * results file is never half-written. ---- */
+
+typedef struct results {
+    FILE *f;
+    char final[1024], tmp[1040];
+} results;
+
+static int results_open(results *r, const char *path, const char *cmd)
+{
+    memset(r, 0, sizeof *r);
+    if (!path) return 0;
+    snprintf(r->final, sizeof r->final, "%s", path);
+    snprintf(r->tmp, sizeof r->tmp, "%s.partial", path);
+    r->f = fopen(r->tmp, "w");
+    if (!r->f) {
+        fprintf(stderr, "qvet %s: cannot write %s: ", cmd, r->tmp);
+        perror(NULL);
+        return -1;
+    }
+    return 0;
+}
+
+static int results_close(results *r, const char *cmd)
+{
+    if (!r->f) return 0;
+    int bad = ferror(r->f) | fclose(r->f);
+    r->f = NULL;
+    if (bad || rename(r->tmp, r->final)) {
+        fprintf(stderr, "qvet %s: cannot complete %s\n", cmd, r->final);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- per-variant tallies for the summary table ---- */
+
+typedef struct tally {
+    const qv_variant *v;
+    long long cases, pass, marginal, fail;
+    double worst_eb, worst_ulp;
+} tally;
+
+static void tally_add(tally *t, const qv_outcome *o)
+{
+    t->cases++;
+    if (o->res.grade == QV_PASS) t->pass++;
+    else if (o->res.grade == QV_MARGINAL) t->marginal++;
+    else t->fail++;
+    if (isfinite(o->res.max_err_over_bound) && o->res.max_err_over_bound > t->worst_eb)
+        t->worst_eb = o->res.max_err_over_bound;
+    if (isfinite(o->res.max_ulp) && o->res.max_ulp > t->worst_ulp) t->worst_ulp = o->res.max_ulp;
+}
+
+static void print_table(FILE *f, const tally *t, int n)
+{
+    fprintf(f, "%-28s %7s %7s %8s %6s %12s %10s\n", "variant", "cases", "PASS", "MARGINAL", "FAIL",
+            "worst err/E", "worst ULP");
+    for (int i = 0; i < n; i++) {
+        if (!t[i].cases) continue;
+        fprintf(f, "%-28s %7lld %7lld %8lld %6lld %12.4g %10.4g\n", t[i].v->name, t[i].cases, t[i].pass,
+                t[i].marginal, t[i].fail, t[i].worst_eb, t[i].worst_ulp);
+    }
+}
+
+/* ---- one case, end to end ---- */
+
+/* How many failures per run are shrunk and dumped: a kernel that fails
+ * everywhere must not spend the whole budget shrinking. */
+#define MAX_SHRUNK_FAILURES 8
+/* Runs per shrink: halving from 4096 to 1 in each of three dimensions takes
+ * under 40 accepted steps; the rest leaves room for rejected candidates. */
+#define SHRINK_TRIES 120
+
+typedef struct campaign {
+    camp_opts *o;
+    qv_backend *b;
+    results res;
+    tally tallies[QV_GEN_MAX_VARIANTS];
+    qv_gen gen;
+    long long n_cases, n_fail, n_shrunk;
+} campaign;
+
+/* Runs case c: build, run, grade, shrink a FAIL, write its JSONL line.
+ * Returns 0, or an exit code for an environment error. */
+static int run_one(campaign *cp, const qv_case *c, int print_fail)
+{
+    qv_problem p;
+    qv_outcome out;
+    char replay[1536];
+    qv_case_replay_cmd(c, cp->b, cp->o->glob, replay, sizeof replay);
+    qv_status st = qv_case_build(c, &p);
+    if (st != QV_OK) {
+        /* The generator built a case the library refuses: a qvet bug, said loudly. */
+        fprintf(stderr, "qvet %s: case %lld (%s m=%lld n=%lld k=%lld) could not be built: %s\n  replay: %s\n",
+                cp->o->cmd, (long long)c->index, c->v->name, (long long)c->m, (long long)c->n, (long long)c->k,
+                qv_errmsg(), replay);
+        return qv_status_exit_code(st) == 3 ? 3 : 2;
+    }
+    int unique = ref_probe_is_unique(c->probe);
+    st = qv_case_run(cp->b, &p, unique, &out);
+    if (st != QV_OK) {
+        fprintf(stderr, "qvet %s: %s\n", cp->o->cmd, qv_errmsg());
+        qv_problem_destroy(&p);
+        return qv_status_exit_code(st);
+    }
+    qv_shrunk sh, *shp = NULL;
+    if (out.res.grade == QV_FAIL) {
+        cp->n_fail++;
+        if (print_fail)
+            fprintf(stdout, "%sFAIL %s m=%lld n=%lld k=%lld %s/%s: %s\n  replay: %s\n",
+                    isatty(STDOUT_FILENO) ? "\r\033[K" : "", c->v->name, (long long)c->m, (long long)c->n,
+                    (long long)c->k, qv_probe_name(c->probe), qv_regime_name(c->regime), out.res.reason, replay);
+        if (cp->o->shrink && cp->n_shrunk < MAX_SHRUNK_FAILURES) {
+            qv_problem small;
+            if (qv_shrink(cp->b, &p, unique, SHRINK_TRIES, &small, &sh) == QV_OK) {
+                snprintf(sh.dir, sizeof sh.dir, "%s/%s-seed%llu-case%lld", cp->o->fail_dir, c->suite ? "check" : "fuzz",
+                         (unsigned long long)c->seed, (long long)c->index);
+                if (c->suite)
+                    snprintf(sh.dir, sizeof sh.dir, "%s/check-%s-case%lld", cp->o->fail_dir, c->v->name,
+                             (long long)c->index);
+                if (qv_case_dump(cp->b, &small, unique, sh.dir, replay) != QV_OK) {
+                    fprintf(stderr, "qvet %s: dumping the shrunk case: %s\n", cp->o->cmd, qv_errmsg());
+                    sh.dir[0] = '\0';
+                }
+                shp = &sh;
+                cp->n_shrunk++;
+                if (print_fail)
+                    fprintf(stdout, "  shrunk to m=%lld n=%lld k=%lld in %d runs; inputs in %s/\n", (long long)sh.m,
+                            (long long)sh.n, (long long)sh.k, sh.tries, sh.dir[0] ? sh.dir : "(not written)");
+                qv_problem_destroy(&small);
+            }
+        }
+        fflush(stdout);
+    }
+    for (int i = 0; i < cp->gen.n_variants; i++)
+        if (cp->gen.variants[i] == c->v) tally_add(&cp->tallies[i], &out);
+    if (cp->res.f) {
+        qv_case_json(cp->res.f, c, cp->b, &out, replay, shp);
+        fflush(cp->res.f);
+    }
+    cp->n_cases++;
+    qv_outcome_clear(&out);
+    qv_problem_destroy(&p);
+    return 0;
+}
+
+/* Common start: options, backend, generator, results file. Returns -1 to go
+ * on, or the exit code. */
+static int campaign_start(campaign *cp, camp_opts *o, qv_backend *b, qv_plugin *pl, int argc, char **argv)
+{
+    memset(cp, 0, sizeof *cp);
+    cp->o = o;
+    cp->b = b;
+    int rc = pick_backend(o, b, pl);
+    if (rc) return rc;
+    if (qv_gen_init(&cp->gen, o->glob, b) != QV_OK) {
+        fprintf(stderr, "qvet %s: %s\n", o->cmd, qv_errmsg());
+        return 2;
+    }
+    for (int i = 0; i < cp->gen.n_variants; i++) cp->tallies[i].v = cp->gen.variants[i];
+    if (results_open(&cp->res, o->out_path, o->cmd)) return 2;
+    if (cp->res.f) write_run_line(cp->res.f, argc, argv, o, b);
+    return -1;
+}
+
+static void opts_defaults(camp_opts *o, const char *cmd)
+{
+    memset(o, 0, sizeof *o);
+    o->cmd = cmd;
+    o->shard_n = 1;
+    o->shrink = strcmp(cmd, "replay") != 0;
+    o->fail_dir = "qvet-failures";
+}
+
+/* ---- qvet check ---- */
+
 int qv_cmd_check(int argc, char **argv)
 {
-    fprintf(stderr, "qvet check: not built yet\n");
-    return 2;
+    camp_opts o;
+    opts_defaults(&o, "check");
+    int pr = parse_opts(argc, argv, OPT_VARIANT | OPT_BACKEND | OPT_OUT | OPT_PLUGIN | OPT_SEED | OPT_CAP | OPT_FAILDIR, &o);
+    if (pr) return pr > 0 ? 0 : 2;
+    if (!o.seed_set) o.seed = QV_CHECK_SEED;
+    qv_backend b;
+    qv_plugin pl = {0};
+    campaign cp;
+    int rc = campaign_start(&cp, &o, &b, &pl, argc, argv);
+    if (rc >= 0) {
+        qv_plugin_close(&pl);
+        return rc;
+    }
+    long long total = 0;
+    for (int i = 0; i < cp.gen.n_variants; i++) total += qv_suite_count(cp.gen.variants[i], b.cap_mnk);
+    printf("qvet check: %d variants, %lld cases on %s, seed %llu", cp.gen.n_variants, total, b.name,
+           (unsigned long long)o.seed);
+    if (b.cap_mnk > 0) printf(", m*n*k capped at %lld", (long long)b.cap_mnk);
+    printf("\n");
+    fflush(stdout);
+    rc = 0;
+    for (int i = 0; i < cp.gen.n_variants && !rc; i++) {
+        const qv_variant *v = cp.gen.variants[i];
+        int nc = qv_suite_count(v, b.cap_mnk);
+        for (int j = 0; j < nc && !rc; j++) {
+            qv_case c;
+            qv_suite_case(v, b.cap_mnk, o.seed, j, &c);
+            rc = run_one(&cp, &c, 1);
+        }
+        if (!o.quiet && !rc)
+            printf("  %-28s %3lld cases, %lld failed\n", v->name, cp.tallies[i].cases, cp.tallies[i].fail);
+        fflush(stdout);
+    }
+    if (results_close(&cp.res, o.cmd) && !rc) rc = 2;
+    printf("\n");
+    print_table(stdout, cp.tallies, cp.gen.n_variants);
+    if (o.out_path) printf("results: %s\n", o.out_path);
+    printf("check: %lld cases, %lld failed\n", cp.n_cases, cp.n_fail);
+    qv_plugin_close(&pl);
+    if (rc) return rc;
+    return cp.n_fail ? 1 : 0;
 }
+
+/* ---- qvet fuzz ---- */
+
+static volatile sig_atomic_t fuzz_stop;
+static void on_sigint(int sig)
+{
+    (void)sig;
+    fuzz_stop = 1;
+}
+
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 int qv_cmd_fuzz(int argc, char **argv)
 {
-    fprintf(stderr, "qvet fuzz: not built yet\n");
-    return 2;
+    camp_opts o;
+    opts_defaults(&o, "fuzz");
+    int pr = parse_opts(argc, argv,
+                        OPT_VARIANT | OPT_BACKEND | OPT_OUT | OPT_PLUGIN | OPT_SEED | OPT_BUDGET | OPT_SHARD | OPT_CAP |
+                            OPT_FAILDIR,
+                        &o);
+    if (pr) return pr > 0 ? 0 : 2;
+    if (!o.seed_set) {
+        /* A fresh campaign: the seed comes from the clock and is printed. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t s = (uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32);
+        o.seed = qv_splitmix64(&s) >> 16; /* 48 bits: short enough to type */
+    }
+    if (!o.cases && !(o.minutes > 0)) o.cases = 1000;
+    qv_backend b;
+    qv_plugin pl = {0};
+    campaign cp;
+    int rc = campaign_start(&cp, &o, &b, &pl, argc, argv);
+    if (rc >= 0) {
+        qv_plugin_close(&pl);
+        return rc;
+    }
+    printf("qvet fuzz: seed %llu, shard %lld/%lld, %d variants on %s, ", (unsigned long long)o.seed, o.shard_i,
+           o.shard_n, cp.gen.n_variants, b.name);
+    if (o.cases) printf("%lld cases", o.cases);
+    else printf("%g minutes", o.minutes);
+    if (b.cap_mnk > 0) printf(", m*n*k capped at %lld", (long long)b.cap_mnk);
+    printf("\n");
+    fflush(stdout);
+
+    fuzz_stop = 0;
+    void (*old)(int) = signal(SIGINT, on_sigint);
+    int tty = isatty(STDOUT_FILENO);
+    double t0 = wall_s(), last = t0, deadline = o.minutes > 0 ? t0 + o.minutes * 60 : 0;
+    rc = 0;
+    for (long long t = 0; !rc && !fuzz_stop; t++) {
+        if (o.cases && t >= o.cases) break;
+        if (deadline && wall_s() >= deadline) break;
+        qv_case c;
+        qv_gen_case(&cp.gen, o.seed, o.shard_i + t * o.shard_n, &c);
+        rc = run_one(&cp, &c, 1);
+        double now = wall_s();
+        /* A live line on a terminal (several a second), a plain line every 10 s otherwise. */
+        if (!o.quiet && (now - last >= (tty ? 0.25 : 10.0))) {
+            last = now;
+            double rate = cp.n_cases / (now - t0 > 1e-9 ? now - t0 : 1e-9);
+            double eta = o.cases ? (double)(o.cases - cp.n_cases) / (rate > 0 ? rate : 1) : deadline - now;
+            printf("%s%lld cases, %.1f cases/s, %lld failed, ETA %.0f s%s", tty ? "\r\033[K" : "", cp.n_cases, rate,
+                   cp.n_fail, eta > 0 ? eta : 0, tty ? "" : "\n");
+            fflush(stdout);
+        }
+    }
+    signal(SIGINT, old);
+    if (tty && !o.quiet) printf("\r\033[K");
+    if (fuzz_stop) printf("interrupted\n");
+    if (results_close(&cp.res, o.cmd) && !rc) rc = 2;
+    double secs = wall_s() - t0;
+    printf("%.1f s, %.1f cases/s\n", secs, cp.n_cases / (secs > 1e-9 ? secs : 1e-9));
+    print_table(stdout, cp.tallies, cp.gen.n_variants);
+    if (o.out_path) printf("results: %s\n", o.out_path);
+    printf("fuzz: %lld cases, %lld failed\n", cp.n_cases, cp.n_fail);
+    qv_plugin_close(&pl);
+    if (rc) return rc;
+    return cp.n_fail ? 1 : 0;
 }
+
+/* ---- qvet replay ---- */
+
 int qv_cmd_replay(int argc, char **argv)
 {
-    fprintf(stderr, "qvet replay: not built yet\n");
-    return 2;
+    camp_opts o;
+    opts_defaults(&o, "replay");
+    int pr = parse_opts(argc, argv,
+                        OPT_VARIANT | OPT_BACKEND | OPT_OUT | OPT_PLUGIN | OPT_SEED | OPT_CASE | OPT_CAP | OPT_DUMP, &o);
+    if (pr) return pr > 0 ? 0 : 2;
+    if (!o.seed_set || !o.case_set) {
+        fprintf(stderr, "qvet replay: --seed and --case are required\n\n");
+        usage(stderr, "replay");
+        return 2;
+    }
+    qv_backend b;
+    qv_plugin pl = {0};
+    campaign cp;
+    int rc = campaign_start(&cp, &o, &b, &pl, argc, argv);
+    if (rc >= 0) {
+        qv_plugin_close(&pl);
+        return rc;
+    }
+    qv_case c;
+    if (o.suite) {
+        if (cp.gen.n_variants != 1) {
+            fprintf(stderr, "qvet replay: --check needs --variant naming exactly one variant (%d match)\n",
+                    cp.gen.n_variants);
+            rc = 2;
+            goto done;
+        }
+        const qv_variant *v = cp.gen.variants[0];
+        if (o.case_index >= qv_suite_count(v, b.cap_mnk)) {
+            fprintf(stderr, "qvet replay: %s's check suite has %d cases; --case %lld is past it\n", v->name,
+                    qv_suite_count(v, b.cap_mnk), o.case_index);
+            rc = 2;
+            goto done;
+        }
+        qv_suite_case(v, b.cap_mnk, o.seed, (int)o.case_index, &c);
+    } else {
+        qv_gen_case(&cp.gen, o.seed, o.case_index, &c);
+    }
+    qv_problem p;
+    if (qv_case_build(&c, &p) != QV_OK) {
+        fprintf(stderr, "qvet replay: %s\n", qv_errmsg());
+        rc = 2;
+        goto done;
+    }
+    qv_outcome out;
+    int unique = ref_probe_is_unique(c.probe);
+    qv_status st = qv_case_run(&b, &p, unique, &out);
+    if (st != QV_OK) {
+        fprintf(stderr, "qvet replay: %s\n", qv_errmsg());
+        qv_problem_destroy(&p);
+        rc = qv_status_exit_code(st);
+        goto done;
+    }
+    char replay[1536];
+    qv_case_replay_cmd(&c, &b, o.glob, replay, sizeof replay);
+    printf("%s m=%lld n=%lld k=%lld %s/%s on %s: %s%s%s\n", c.v->name, (long long)c.m, (long long)c.n,
+           (long long)c.k, qv_probe_name(c.probe), qv_regime_name(c.regime), b.name, qv_grade_name(out.res.grade),
+           out.res.reason[0] ? ": " : "", out.res.reason);
+    qv_shrunk sh, *shp = NULL;
+    if (out.res.grade == QV_FAIL && o.shrink) {
+        qv_problem small;
+        if (qv_shrink(&b, &p, unique, SHRINK_TRIES, &small, &sh) == QV_OK) {
+            snprintf(sh.dir, sizeof sh.dir, "%s", o.dump_dir ? o.dump_dir : "");
+            if (o.dump_dir && qv_case_dump(&b, &small, unique, o.dump_dir, replay) != QV_OK) {
+                fprintf(stderr, "qvet replay: %s\n", qv_errmsg());
+                rc = 2;
+            }
+            printf("shrunk to m=%lld n=%lld k=%lld in %d runs\n", (long long)sh.m, (long long)sh.n, (long long)sh.k,
+                   sh.tries);
+            shp = &sh;
+            qv_problem_destroy(&small);
+        }
+    } else if (o.dump_dir && qv_case_dump(&b, &p, unique, o.dump_dir, replay) != QV_OK) {
+        fprintf(stderr, "qvet replay: %s\n", qv_errmsg());
+        rc = 2;
+    }
+    qv_case_json(stdout, &c, &b, &out, replay, shp);
+    if (cp.res.f) qv_case_json(cp.res.f, &c, &b, &out, replay, shp);
+    if (!rc && out.res.grade == QV_FAIL) rc = 1;
+    qv_outcome_clear(&out);
+    qv_problem_destroy(&p);
+done:
+    if (results_close(&cp.res, o.cmd) && !rc) rc = 2;
+    qv_plugin_close(&pl);
+    return rc;
 }

@@ -1,0 +1,361 @@
+/* runner.c: one problem on one backend, graded (campaign.h). Every backend gets
+ * a freshly poisoned output per launch and `repeat` launches compared bit for
+ * bit; the verdict always comes from ref_truth_compute + ref_verify. Also the
+ * JSONL "case" line and the replay command. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "qvet/campaign.h"
+#include "qvet/formats.h"
+#include "qvet/gpu.h"
+#include "qvet/json.h"
+#include "qvet/layout.h"
+
+uint64_t qv_fnv1a64(const void *data, size_t len)
+{
+    const unsigned char *b = data;
+    uint64_t h = 0xCBF29CE484222325ull; /* FNV-1a 64 offset basis */
+    for (size_t i = 0; i < len; i++) {
+        h ^= b[i];
+        h *= 0x100000001B3ull; /* FNV-1a 64 prime */
+    }
+    return h;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* Fills `count` output elements with the poison code of ofmt. */
+static void poison_host(void *out, qv_fmt ofmt, int64_t count)
+{
+    size_t es = qv_fmt_storage_bytes(ofmt);
+    uint32_t code = ref_poison_code(ofmt);
+    for (int64_t i = 0; i < count; i++) memcpy((char *)out + (size_t)i * es, &code, es); /* little-endian */
+}
+
+/* The index of the first element where two outputs differ, or -1. */
+static int64_t first_diff(const void *x, const void *y, int64_t count, size_t es)
+{
+    for (int64_t i = 0; i < count; i++)
+        if (memcmp((const char *)x + (size_t)i * es, (const char *)y + (size_t)i * es, es)) return i;
+    return -1;
+}
+
+/* A device-pointer plugin goes through qv_gpu_run, whose launch signature
+ * carries the variant row; this trampoline forwards to the active plugin.
+ * The campaign runs one case at a time, so one slot suffices. */
+static qv_ext_launch_fn active_device_launch;
+
+static qv_status device_trampoline(const qv_variant *v, const qv_gemm_args *args)
+{
+    int rc = active_device_launch(v->name, args);
+    if (rc) return qv_fail(QV_ERR_UNSUPPORTED, "%s: plugin launch returned %d", v->name, rc);
+    return QV_OK;
+}
+
+/* The host-pointer path: pack with qv_pack, poison a host output, launch on
+ * host buffers, repeat and compare. */
+static qv_status run_host(const qv_backend *b, const qv_problem *p, void *out, int64_t *diff)
+{
+    qv_packed pk;
+    QV_TRY(qv_pack(p, &pk));
+    int64_t count = p->m * p->n;
+    size_t es = qv_fmt_storage_bytes(p->v->ofmt);
+    size_t bytes = (size_t)count * es;
+    void *again = b->repeat > 1 ? malloc(bytes) : NULL;
+    if (b->repeat > 1 && !again) {
+        qv_packed_destroy(&pk);
+        return qv_fail(QV_ERR_NOMEM, "determinism buffer of %zu bytes", bytes);
+    }
+    qv_gemm_args args = {
+        .m = (int)p->m, .n = (int)p->n, .k = (int)p->k, .g = p->g,
+        .a = p->a, .a_scale = p->a_scale, .azp = p->azp,
+        .b = pk.b, .scales = pk.scales, .scales2 = pk.scales2, .zeros = pk.zeros, .perm = pk.perm,
+        .c = out, .workspace = NULL, .workspace_bytes = 0, .stream = NULL,
+    };
+    qv_status st = QV_OK;
+    *diff = -1;
+    for (int r = 0; r < (b->repeat > 1 ? b->repeat : 1) && st == QV_OK && *diff < 0; r++) {
+        args.c = r == 0 ? out : again;
+        poison_host(args.c, p->v->ofmt, count);
+        int rc = b->launch(p->v->name, &args);
+        if (rc) st = qv_fail(QV_ERR_UNSUPPORTED, "%s: launch returned %d", p->v->name, rc);
+        else if (r > 0) *diff = first_diff(out, again, count, es);
+    }
+    free(again);
+    qv_packed_destroy(&pk);
+    return st;
+}
+
+/* Runs p on b into out; *diff is the first element two launches disagreed on. */
+static qv_status run_backend(const qv_backend *b, const qv_problem *p, void *out, int64_t *diff)
+{
+    *diff = -1;
+    switch (b->kind) {
+    case QV_BACKEND_CPU:
+        poison_host(out, p->v->ofmt, p->m * p->n);
+        return ref_model_run(p, out);
+    case QV_BACKEND_HOST_FN: return run_host(b, p, out, diff);
+    case QV_BACKEND_GPU:
+    case QV_BACKEND_DEVICE_FN: {
+        qv_gpu_stats gs;
+        active_device_launch = b->launch;
+        qv_status st = qv_gpu_run(p, b->kind == QV_BACKEND_GPU ? NULL : device_trampoline,
+                                  b->repeat, out, &gs);
+        if (st == QV_OK && gs.nondeterministic) *diff = gs.first_diff >= 0 ? gs.first_diff : 0;
+        return st;
+    }
+    }
+    return qv_fail(QV_ERR_USAGE, "unknown backend");
+}
+
+/* The accumulation constant alpha of DESIGN §3 for the row's accumulator. */
+static double alpha_of(const qv_variant *v, int64_t k)
+{
+    const qv_arith *a = &v->arith;
+    double b = a->block_b > 0 ? a->block_b : 16; /* the fp16 mma K width when unstated */
+    switch (a->accum) {
+    case QV_ACC_INT32: return 0.0; /* exact */
+    case QV_ACC_TC_F32: return 2 * (1 + 1 / b) * (double)k * 0x1p-23;
+    case QV_ACC_TC_FP8: {
+        double nc = a->promote_nc > 0 ? a->promote_nc : (double)k;
+        int bits = a->acc_bits > 0 ? a->acc_bits : 14;
+        return 2 * (1 + 1 / b) * nc * ldexp(1.0, 1 - bits) + ceil((double)k / nc) * 0x1p-23;
+    }
+    case QV_ACC_FMA_F32: return (double)k * 0x1p-24;
+    }
+    return 0.0;
+}
+
+/* |a_scale| that multiplies activation (i, kk), 1 when none. */
+static double ascale_of(const qv_problem *p, int64_t i, int64_t kk)
+{
+    switch (p->v->act_scale) {
+    case QV_ASCALE_NONE: return 1.0;
+    case QV_ASCALE_TENSOR: return fabs(p->a_scale[0]);
+    case QV_ASCALE_TOKEN: return fabs(p->a_scale[i]);
+    case QV_ASCALE_TOKEN_BLOCK: return fabs(p->a_scale[i * ((p->k + 127) / 128) + kk / 128]);
+    }
+    return 1.0;
+}
+
+/* |q| + |z| of weight (kk, j) in the units the scale multiplies. */
+static double wmag_of(const qv_problem *p, int64_t kk, int64_t j)
+{
+    const qv_variant *v = p->v;
+    double w;
+    if (v->zero_point && p->zeros) {
+        int64_t gi = p->g_idx ? p->g_idx[kk] : kk / p->g;
+        w = (double)((const uint8_t *)p->q)[kk * p->n + j] + (double)p->zeros[gi * p->n + j];
+    } else {
+        w = fabs(qv_problem_wq(p, kk, j));
+    }
+    if (v->arith.w_mul > 1) w *= v->arith.w_mul;
+    w *= fabs(qv_problem_scale(p, kk, j));
+    if (p->scales2) w *= fabs(p->scales2[j]);
+    return w;
+}
+
+/* max over outputs of alpha*G with G = sum_k |a_k| |s| (|q_k| + |z|) (DESIGN
+ * §3), scales included. Large cases are sampled: at most 64 evenly spaced rows
+ * and 256 evenly spaced columns, which keeps this under the cost of the
+ * reference itself. */
+static double alpha_g_max(const qv_problem *p)
+{
+    double alpha = alpha_of(p->v, p->k);
+    if (alpha == 0.0) return 0.0;
+    int64_t rm = p->m < 64 ? p->m : 64, cn = p->n < 256 ? p->n : 256, k = p->k;
+    double *A = malloc((size_t)(rm * k) * sizeof *A);
+    double *W = malloc((size_t)(k * cn) * sizeof *W);
+    double *G = malloc((size_t)(rm * cn) * sizeof *G);
+    double best = NAN;
+    if (A && W && G) {
+        for (int64_t r = 0; r < rm; r++) {
+            int64_t i = r * p->m / rm;
+            for (int64_t kk = 0; kk < k; kk++) A[r * k + kk] = fabs(qv_problem_a(p, i, kk)) * ascale_of(p, i, kk);
+        }
+        for (int64_t kk = 0; kk < k; kk++)
+            for (int64_t c = 0; c < cn; c++) W[kk * cn + c] = wmag_of(p, kk, c * p->n / cn);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rm, (int)cn, (int)k, 1.0, A,
+                    (int)k, W, (int)cn, 0.0, G, (int)cn);
+        best = 0;
+        for (int64_t i = 0; i < rm * cn; i++)
+            if (G[i] > best) best = G[i];
+        best *= alpha;
+    }
+    free(A);
+    free(W);
+    free(G);
+    return best;
+}
+
+qv_status qv_case_run(const qv_backend *b, const qv_problem *p, int unique, qv_outcome *o)
+{
+    memset(o, 0, sizeof *o);
+    double t0 = now_ms();
+    size_t bytes = (size_t)qv_problem_out_bytes(p);
+    o->out = malloc(bytes ? bytes : 1);
+    if (!o->out) return qv_fail(QV_ERR_NOMEM, "output of %zu bytes", bytes);
+    int64_t diff = -1;
+    qv_status st = run_backend(b, p, o->out, &diff);
+    if (st == QV_ERR_NODEVICE) return st;
+    o->out_hash = qv_fnv1a64(o->out, bytes);
+    if (st != QV_OK) {
+        /* The generator only draws legal shapes, so a refusal or a CUDA error
+         * is the kernel breaking its contract: a FAIL, recorded with why. */
+        o->st = st;
+        o->backend_error = 1;
+        o->res.grade = QV_FAIL;
+        o->res.n_elements = p->m * p->n;
+        o->res.worst_m = o->res.worst_n = -1;
+        snprintf(o->res.reason, sizeof o->res.reason, "backend error: %s", qv_errmsg());
+        o->time_ms = now_ms() - t0;
+        return QV_OK;
+    }
+    st = ref_truth_compute(p, &o->truth);
+    if (st != QV_OK) {
+        o->st = st;
+        o->res.grade = QV_FAIL;
+        o->res.n_elements = p->m * p->n;
+        o->res.worst_m = o->res.worst_n = -1;
+        snprintf(o->res.reason, sizeof o->res.reason, "reference refused the case: %s", qv_errmsg());
+        o->time_ms = now_ms() - t0;
+        return QV_OK;
+    }
+    o->has_truth = 1;
+    ref_verify(p, &o->truth, o->out, &o->res);
+    if (unique && b->kind != QV_BACKEND_CPU && o->res.grade != QV_FAIL) {
+        /* The probe's output is unique: anything but the model's bits is wrong,
+         * however far inside the bound it lies. */
+        void *expected = malloc(bytes ? bytes : 1);
+        if (!expected) return qv_fail(QV_ERR_NOMEM, "expected output of %zu bytes", bytes);
+        st = ref_model_run(p, expected);
+        if (st == QV_OK) {
+            qv_result bit;
+            ref_verify_bitexact(p, expected, o->out, &bit);
+            if (bit.grade == QV_FAIL) o->res = bit;
+        }
+        free(expected);
+        if (st != QV_OK) {
+            o->st = st;
+            o->res.grade = QV_FAIL;
+            snprintf(o->res.reason, sizeof o->res.reason, "the CPU model refused the case: %s", qv_errmsg());
+        }
+    }
+    if (diff >= 0) {
+        o->res.grade = QV_FAIL;
+        snprintf(o->res.reason, sizeof o->res.reason,
+                 "nondeterministic: two identical launches differ at (%lld, %lld)",
+                 (long long)(diff / p->n), (long long)(diff % p->n));
+    }
+    o->alpha_g_max = alpha_g_max(p);
+    o->time_ms = now_ms() - t0;
+    return QV_OK;
+}
+
+void qv_outcome_clear(qv_outcome *o)
+{
+    free(o->out);
+    if (o->has_truth) ref_truth_clear(&o->truth);
+    memset(o, 0, sizeof *o);
+}
+
+/* ---- JSONL ---- */
+
+/* A shell word: safe characters pass as they are, anything else is quoted. */
+static size_t put_word(char *buf, size_t len, size_t at, const char *w)
+{
+    int plain = *w != '\0';
+    for (const char *c = w; *c; c++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:+,", *c)) plain = 0;
+    if (at >= len) return at;
+    if (plain) return at + (size_t)snprintf(buf + at, len - at, " %s", w);
+    at += (size_t)snprintf(buf + at, len - at, " '");
+    for (const char *c = w; *c && at < len; c++)
+        at += (size_t)(*c == '\'' ? snprintf(buf + at, len - at, "'\\''") : snprintf(buf + at, len - at, "%c", *c));
+    if (at < len) at += (size_t)snprintf(buf + at, len - at, "'");
+    return at;
+}
+
+void qv_case_replay_cmd(const qv_case *c, const qv_backend *b, const char *glob, char *buf, size_t len)
+{
+    char num[64];
+    size_t at = (size_t)snprintf(buf, len, "qvet replay");
+    if (c->suite) at = put_word(buf, len, at, "--check");
+    snprintf(num, sizeof num, "%llu", (unsigned long long)c->seed);
+    at = put_word(buf, len, at, "--seed");
+    at = put_word(buf, len, at, num);
+    snprintf(num, sizeof num, "%lld", (long long)c->index);
+    at = put_word(buf, len, at, "--case");
+    at = put_word(buf, len, at, num);
+    /* The fixed suite is per variant; a fuzz case draws among the glob's variants. */
+    const char *vg = c->suite ? c->v->name : glob;
+    if (vg && *vg) {
+        at = put_word(buf, len, at, "--variant");
+        at = put_word(buf, len, at, vg);
+    }
+    if (b->kind == QV_BACKEND_CPU) at = put_word(buf, len, at, "--cpu");
+    else if (b->kind == QV_BACKEND_GPU) at = put_word(buf, len, at, "--gpu");
+    if (b->plugin_path[0]) {
+        at = put_word(buf, len, at, "--plugin");
+        at = put_word(buf, len, at, b->plugin_path);
+    }
+    if (b->kind == QV_BACKEND_CPU && b->cap_mnk != QV_CPU_CAP_MNK) {
+        snprintf(num, sizeof num, "%lld", (long long)b->cap_mnk);
+        at = put_word(buf, len, at, "--cap");
+        at = put_word(buf, len, at, num);
+    }
+}
+
+void qv_case_json(FILE *f, const qv_case *c, const qv_backend *b, const qv_outcome *o,
+                  const char *replay, const qv_shrunk *shrunk)
+{
+    fprintf(f, "{\"kind\":\"case\",\"seed\":%llu,\"case\":%lld,\"suite\":", (unsigned long long)c->seed,
+            (long long)c->index);
+    qv_json_fput_str(f, c->suite ? "check" : "fuzz");
+    fputs(",\"variant\":", f);
+    qv_json_fput_str(f, c->v->name);
+    fputs(",\"family\":", f);
+    qv_json_fput_str(f, c->v->family);
+    fputs(",\"backend\":", f);
+    qv_json_fput_str(f, b->name);
+    fprintf(f, ",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"g\":%d", (long long)c->m, (long long)c->n,
+            (long long)c->k, c->v->g);
+    fputs(",\"shape_class\":", f);
+    qv_json_fput_str(f, qv_shape_class_name(c->shape_class));
+    if (c->layer[0]) {
+        fputs(",\"layer\":", f);
+        qv_json_fput_str(f, c->layer);
+    }
+    if (c->capped)
+        fprintf(f, ",\"capped_from\":{\"m\":%lld,\"n\":%lld,\"k\":%lld,\"cap_mnk\":%lld}",
+                (long long)c->m0, (long long)c->n0, (long long)c->k0, (long long)b->cap_mnk);
+    fputs(",\"probe\":", f);
+    qv_json_fput_str(f, qv_probe_name(c->probe));
+    fputs(",\"regime\":", f);
+    qv_json_fput_str(f, qv_regime_name(c->regime));
+    fputc(',', f);
+    qv_result_json_fields(f, &o->res);
+    fputs(",\"alpha_g_max\":", f);
+    qv_json_fput_num(f, o->alpha_g_max);
+    fputs(",\"time_ms\":", f);
+    qv_json_fput_num(f, o->time_ms);
+    fprintf(f, ",\"out_fnv1a64\":\"%016llx\"", (unsigned long long)o->out_hash);
+    fputs(",\"replay\":", f);
+    qv_json_fput_str(f, replay);
+    if (shrunk) {
+        fprintf(f, ",\"shrunk\":{\"m\":%lld,\"n\":%lld,\"k\":%lld,\"steps\":%d,\"tries\":%d,\"dir\":",
+                (long long)shrunk->m, (long long)shrunk->n, (long long)shrunk->k, shrunk->steps,
+                shrunk->tries);
+        qv_json_fput_str(f, shrunk->dir);
+        fputc('}', f);
+    }
+    fputs("}\n", f);
+}

@@ -1,0 +1,377 @@
+/* shrink.c: reducing a failing case to a small one that still fails, and
+ * dumping a case's inputs as .npy (campaign.h, DESIGN §5). A reduction is a
+ * window of the original data (rows, columns, K slice) or the same shape with
+ * half of the data zeroed; each candidate is run on the same backend and kept
+ * only if it still FAILs with a non-vacuous reference. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "qvet/array.h"
+#include "qvet/campaign.h"
+#include "qvet/formats.h"
+
+/* The smallest legal steps of N and K (K: a multiple of k_tile and of g). */
+static int64_t n_step(const qv_variant *v) { return v->n_tile > 0 ? v->n_tile : 1; }
+
+static int64_t k_step(const qv_variant *v)
+{
+    int64_t s = v->k_tile > 0 ? v->k_tile : 1, g = v->g;
+    if (g > 0) {
+        int64_t a = s, b = g;
+        while (b) {
+            int64_t t = a % b;
+            a = b;
+            b = t;
+        }
+        s = s / a * g;
+    }
+    return s;
+}
+
+static int64_t snap_down(int64_t x, int64_t step)
+{
+    int64_t r = x / step * step;
+    return r < step ? step : r;
+}
+
+/* Copies element `si` of src into element `di` of dst, both of format f. */
+static void copy_el(qv_fmt f, void *dst, int64_t di, const void *src, int64_t si)
+{
+    size_t es = qv_fmt_storage_bytes(f);
+    memcpy((char *)dst + (size_t)di * es, (const char *)src + (size_t)si * es, es);
+}
+
+/* A window of p: rows [m0, m0+m), columns [n0, n0+n), K rows [k0, k0+k).
+ * Group data follows its rows; an act_order g_idx is folded into the new group
+ * count; 128-blocks take the block of their first row. */
+static qv_status window(const qv_problem *p, int64_t m0, int64_t m, int64_t n0, int64_t n, int64_t k0,
+                        int64_t k, qv_problem *w)
+{
+    const qv_variant *v = p->v;
+    QV_TRY(qv_problem_create(w, v, m, n, k));
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t kk = 0; kk < k; kk++) copy_el(v->afmt, w->a, i * k + kk, p->a, (m0 + i) * p->k + k0 + kk);
+    for (int64_t kk = 0; kk < k; kk++)
+        for (int64_t j = 0; j < n; j++) copy_el(v->wfmt, w->q, kk * n + j, p->q, (k0 + kk) * p->n + n0 + j);
+    int64_t ng = p->g > 0 ? k / p->g : 0, pg = p->g > 0 ? p->k / p->g : 0;
+    /* The original group of new group r: the window's own groups, or with
+     * act_order the first ng groups (g_idx is folded modulo ng). */
+    int64_t g0 = p->g > 0 && !p->g_idx ? k0 / p->g : 0;
+    if (p->g_idx)
+        for (int64_t kk = 0; kk < k; kk++) w->g_idx[kk] = (int32_t)(p->g_idx[k0 + kk] % ng);
+    qv_fmt sf = v->scale_layout == QV_SCALE_BLOCK ? QV_FMT_F32 : v->sfmt;
+    int64_t pcols = qv_problem_scale_cols(p);
+    switch (v->scale_layout) {
+    case QV_SCALE_NONE: break;
+    case QV_SCALE_TENSOR: copy_el(sf, w->scales, 0, p->scales, 0); break;
+    case QV_SCALE_CHANNEL:
+        for (int64_t j = 0; j < n; j++) copy_el(sf, w->scales, j, p->scales, n0 + j);
+        break;
+    case QV_SCALE_GROUP:
+    case QV_SCALE_GROUP_CHANNEL:
+        for (int64_t r = 0; r < ng; r++)
+            for (int64_t j = 0; j < n; j++)
+                copy_el(sf, w->scales, r * n + j, p->scales, (g0 + r < pg ? g0 + r : pg - 1) * p->n + n0 + j);
+        break;
+    case QV_SCALE_BLOCK: {
+        int64_t rows = qv_problem_scale_rows(w), cols = qv_problem_scale_cols(w);
+        int64_t prow = qv_problem_scale_rows(p);
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cols; c++) {
+                int64_t sr = (k0 + 128 * r) / 128, sc = (n0 + 128 * c) / 128; /* 128: the block edge */
+                copy_el(sf, w->scales, r * cols + c, p->scales,
+                        (sr < prow ? sr : prow - 1) * pcols + (sc < pcols ? sc : pcols - 1));
+            }
+        break;
+    }
+    }
+    if (w->scales2)
+        for (int64_t j = 0; j < n; j++) w->scales2[j] = p->scales2[n0 + j];
+    if (w->zeros)
+        for (int64_t r = 0; r < ng; r++)
+            for (int64_t j = 0; j < n; j++)
+                w->zeros[r * n + j] = p->zeros[(g0 + r < pg ? g0 + r : pg - 1) * p->n + n0 + j];
+    switch (v->act_scale) {
+    case QV_ASCALE_NONE: break;
+    case QV_ASCALE_TENSOR: w->a_scale[0] = p->a_scale[0]; break;
+    case QV_ASCALE_TOKEN:
+        for (int64_t i = 0; i < m; i++) w->a_scale[i] = p->a_scale[m0 + i];
+        break;
+    case QV_ASCALE_TOKEN_BLOCK: {
+        int64_t kb = (k + 127) / 128, pkb = (p->k + 127) / 128;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t b = 0; b < kb; b++) {
+                int64_t sb = (k0 + 128 * b) / 128;
+                w->a_scale[i * kb + b] = p->a_scale[(m0 + i) * pkb + (sb < pkb ? sb : pkb - 1)];
+            }
+        break;
+    }
+    }
+    if (w->azp) {
+        if (v->azp == QV_AZP_TOKEN)
+            for (int64_t i = 0; i < m; i++) w->azp[i] = p->azp[m0 + i];
+        else
+            w->azp[0] = p->azp[0];
+    }
+    return QV_OK;
+}
+
+/* Zeroes activations (what = 0) or weights (what = 1) in K rows [k0, k1). */
+static void zero_k_range(qv_problem *p, int what, int64_t k0, int64_t k1)
+{
+    const qv_variant *v = p->v;
+    if (what == 0) {
+        uint32_t zc = qv_encode(v->afmt, 0.0, QV_SAT_NONE);
+        for (int64_t i = 0; i < p->m; i++)
+            for (int64_t kk = k0; kk < k1; kk++) copy_el(v->afmt, p->a, i * p->k + kk, &zc, 0);
+        return;
+    }
+    for (int64_t kk = k0; kk < k1; kk++)
+        for (int64_t j = 0; j < p->n; j++) {
+            int64_t at = kk * p->n + j;
+            if (v->zero_point) {
+                int64_t gi = p->g_idx ? p->g_idx[kk] : kk / p->g;
+                ((uint8_t *)p->q)[at] = p->zeros[gi * p->n + j];
+            } else if (v->wfmt == QV_FMT_I4 || v->wfmt == QV_FMT_I8) {
+                ((int8_t *)p->q)[at] = 0;
+            } else {
+                uint32_t zc = qv_encode(v->wfmt, 0.0, QV_SAT_NONE);
+                copy_el(v->wfmt, p->q, at, &zc, 0);
+            }
+        }
+}
+
+/* 1 when c still fails on b in a way worth keeping: a FAIL verdict from the
+ * kernel (not a reference refusal) against a reference that is not all zero. */
+static int still_fails(const qv_backend *b, const qv_problem *c, int unique, int *tries)
+{
+    qv_outcome o;
+    ++*tries;
+    if (qv_case_run(b, c, unique, &o) != QV_OK) {
+        qv_outcome_clear(&o);
+        return 0;
+    }
+    int fails = o.res.grade == QV_FAIL && (o.st == QV_OK || o.backend_error);
+    if (fails && o.has_truth) {
+        int nonzero = 0;
+        for (int64_t i = 0; i < c->m * c->n && !nonzero; i++) nonzero = o.truth.y[i] != 0.0;
+        fails = nonzero;
+    }
+    qv_outcome_clear(&o);
+    return fails;
+}
+
+/* Candidate reductions of cur, in the order they are tried. */
+typedef struct cand {
+    int64_t m0, m, n0, n, k0, k;
+    int zero_what;       /* -1: none, 0: activations, 1: weights */
+    int64_t z0, z1;      /* zeroed K range */
+} cand;
+
+static int make_cands(const qv_problem *p, cand *out, int cap)
+{
+    const qv_variant *v = p->v;
+    int64_t ns = n_step(v), ks = k_step(v);
+    int c = 0;
+    cand base = {0, p->m, 0, p->n, 0, p->k, -1, 0, 0};
+#define ADD(expr)                                                              \
+    do {                                                                       \
+        if (c < cap) {                                                         \
+            cand x_ = base;                                                    \
+            expr;                                                              \
+            out[c++] = x_;                                                     \
+        }                                                                      \
+    } while (0)
+    /* Halve each dimension, keeping either half (snapped to the legal steps). */
+    if (p->m > 1) {
+        int64_t h = (p->m + 1) / 2;
+        ADD((x_.m = h));
+        ADD((x_.m0 = p->m - h, x_.m = h));
+    }
+    if (p->n > ns) {
+        int64_t h = snap_down(p->n / 2, ns);
+        ADD((x_.n = h));
+        ADD((x_.n0 = p->n - h, x_.n = h));
+    }
+    if (p->k > ks) {
+        int64_t h = snap_down(p->k / 2, ks);
+        if (p->g > 0 && p->k > p->g) ADD((x_.k = p->g)); /* a single group */
+        ADD((x_.k = h));
+        ADD((x_.k0 = p->k - h, x_.k = h));
+    }
+    /* One step less, for bugs tied to a residue (a K or N tail). */
+    if (p->k > ks) {
+        ADD((x_.k = p->k - ks));
+        ADD((x_.k0 = ks, x_.k = p->k - ks));
+    }
+    if (p->n > ns) ADD((x_.n = p->n - ns));
+    if (p->m > 1) ADD((x_.m = p->m - 1));
+    /* Zero halves of the data along K. */
+    for (int what = 0; what < 2; what++)
+        if (p->k > 1) {
+            int64_t h = p->k / 2;
+            ADD((x_.zero_what = what, x_.z0 = 0, x_.z1 = h));
+            ADD((x_.zero_what = what, x_.z0 = h, x_.z1 = p->k));
+        }
+#undef ADD
+    return c;
+}
+
+/* 1 when the data of [k0, k1) is already zero (the zeroing would change nothing). */
+static int already_zero(const qv_problem *p, int what, int64_t k0, int64_t k1)
+{
+    if (what != 0) return 0;
+    for (int64_t i = 0; i < p->m; i++)
+        for (int64_t kk = k0; kk < k1; kk++)
+            if (qv_problem_a(p, i, kk) != 0.0) return 0;
+    return 1;
+}
+
+qv_status qv_shrink(const qv_backend *b, const qv_problem *p, int unique, int max_tries, qv_problem *small,
+                    qv_shrunk *info)
+{
+    memset(info, 0, sizeof *info);
+    qv_problem cur;
+    QV_TRY(qv_problem_clone(&cur, p));
+    int progress = 1;
+    while (progress && info->tries < max_tries) {
+        progress = 0;
+        cand cs[24];
+        int nc = make_cands(&cur, cs, 24);
+        for (int i = 0; i < nc && info->tries < max_tries; i++) {
+            qv_problem t;
+            qv_status st;
+            if (cs[i].zero_what >= 0) {
+                if (already_zero(&cur, cs[i].zero_what, cs[i].z0, cs[i].z1)) continue;
+                st = qv_problem_clone(&t, &cur);
+                if (st == QV_OK) zero_k_range(&t, cs[i].zero_what, cs[i].z0, cs[i].z1);
+            } else {
+                st = window(&cur, cs[i].m0, cs[i].m, cs[i].n0, cs[i].n, cs[i].k0, cs[i].k, &t);
+            }
+            if (st != QV_OK) continue; /* an illegal reduction is simply not a candidate */
+            if (still_fails(b, &t, unique, &info->tries)) {
+                qv_problem_destroy(&cur);
+                cur = t;
+                info->steps++;
+                progress = 1;
+                break;
+            }
+            qv_problem_destroy(&t);
+        }
+    }
+    info->m = cur.m;
+    info->n = cur.n;
+    info->k = cur.k;
+    *small = cur;
+    return QV_OK;
+}
+
+/* ---- .npy dumps ---- */
+
+/* The numpy dtype of a stored code of format f (problem.h storage). */
+static qv_dtype dtype_of(qv_fmt f)
+{
+    switch (f) {
+    case QV_FMT_F16: return QV_DT_F2;
+    case QV_FMT_BF16: return QV_DT_BF16; /* '<u2' raw bits (README) */
+    case QV_FMT_F32: return QV_DT_F4;
+    case QV_FMT_I4:
+    case QV_FMT_I8: return QV_DT_I1;
+    case QV_FMT_I32: return QV_DT_I4;
+    default: return QV_DT_U1; /* u4, u8, e4m3 codes: one byte each */
+    }
+}
+
+static qv_status save(const char *dir, const char *name, qv_dtype dt, int ndim, int64_t d0, int64_t d1,
+                      void *data)
+{
+    if (!data) return QV_OK;
+    qv_array a;
+    memset(&a, 0, sizeof a);
+    a.dtype = dt;
+    a.ndim = ndim;
+    a.shape[0] = d0;
+    a.shape[1] = d1;
+    a.count = ndim == 1 ? d0 : d0 * d1;
+    a.nbytes = (size_t)a.count * qv_dtype_size(dt);
+    a.data = data;
+    a.borrowed = 1;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    return qv_npy_save(path, &a);
+}
+
+/* mkdir -p for a relative or absolute path. */
+static qv_status make_dirs(const char *dir)
+{
+    char tmp[1024];
+    if (snprintf(tmp, sizeof tmp, "%s", dir) >= (int)sizeof tmp)
+        return qv_fail(QV_ERR_IO, "folder name too long: %s", dir);
+    for (char *s = tmp + 1; *s; s++)
+        if (*s == '/') {
+            *s = '\0';
+            if (mkdir(tmp, 0777) && errno != EEXIST)
+                return qv_fail(QV_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+            *s = '/';
+        }
+    if (mkdir(tmp, 0777) && errno != EEXIST) return qv_fail(QV_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+    return QV_OK;
+}
+
+qv_status qv_case_dump(const qv_backend *b, const qv_problem *p, int unique, const char *dir, const char *replay_cmd)
+{
+    const qv_variant *v = p->v;
+    QV_TRY(make_dirs(dir));
+    qv_outcome o;
+    QV_TRY(qv_case_run(b, p, unique, &o));
+    qv_status st = QV_OK;
+    qv_fmt sf = v->scale_layout == QV_SCALE_BLOCK ? QV_FMT_F32 : v->sfmt;
+    int64_t na = qv_problem_ascale_count(p);
+#define SAVE(...)                                                              \
+    do {                                                                       \
+        if (st == QV_OK) st = save(__VA_ARGS__);                               \
+    } while (0)
+    SAVE(dir, "A", dtype_of(v->afmt), 2, p->m, p->k, p->a);
+    if (v->act_scale == QV_ASCALE_TOKEN_BLOCK) SAVE(dir, "a_scale", QV_DT_F4, 2, p->m, na / p->m, p->a_scale);
+    else if (v->act_scale == QV_ASCALE_TOKEN) SAVE(dir, "a_scale", QV_DT_F4, 2, p->m, 1, p->a_scale);
+    else SAVE(dir, "a_scale", QV_DT_F4, 1, na, 0, p->a_scale);
+    SAVE(dir, "azp", QV_DT_I4, 1, v->azp == QV_AZP_TOKEN ? p->m : 1, 0, p->azp);
+    SAVE(dir, "q", dtype_of(v->wfmt), 2, p->k, p->n, p->q);
+    SAVE(dir, "scales", dtype_of(sf), 2, qv_problem_scale_rows(p), qv_problem_scale_cols(p), p->scales);
+    SAVE(dir, "scales2", QV_DT_F4, 2, 1, p->n, p->scales2);
+    SAVE(dir, "zeros", QV_DT_U1, 2, p->g > 0 ? p->k / p->g : 0, p->n, p->zeros);
+    SAVE(dir, "g_idx", QV_DT_I4, 1, p->k, 0, p->g_idx);
+    SAVE(dir, "out", dtype_of(v->ofmt), 2, p->m, p->n, o.out);
+    if (o.has_truth) {
+        SAVE(dir, "y", QV_DT_F8, 2, p->m, p->n, o.truth.y);
+        SAVE(dir, "bound", QV_DT_F8, 2, p->m, p->n, o.truth.bound);
+    }
+#undef SAVE
+    if (st == QV_OK) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/replay.txt", dir);
+        FILE *f = fopen(path, "w");
+        if (!f) {
+            st = qv_fail(QV_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        } else {
+            fprintf(f, "# %s m=%lld n=%lld k=%lld on %s: %s\n# %s\n", v->name, (long long)p->m,
+                    (long long)p->n, (long long)p->k, b->name, qv_grade_name(o.res.grade), o.res.reason);
+            fprintf(f, "# the original (unshrunk) case:\n%s\n", replay_cmd);
+            fprintf(f, "# these inputs and this output against the model:\nqvet verify %s --a %s/A.npy", v->name, dir);
+            if (p->a_scale) fprintf(f, " --a-scale %s/a_scale.npy", dir);
+            fprintf(f, " --q %s/q.npy", dir);
+            if (p->scales) fprintf(f, " --scales %s/scales.npy", dir);
+            if (p->scales2) fprintf(f, " --scales2 %s/scales2.npy", dir);
+            if (p->zeros) fprintf(f, " --zeros %s/zeros.npy", dir);
+            if (p->g_idx) fprintf(f, " --g-idx %s/g_idx.npy", dir);
+            fprintf(f, " --out %s/out.npy\n", dir);
+            if (fclose(f)) st = qv_fail(QV_ERR_IO, "cannot write %s", path);
+        }
+    }
+    qv_outcome_clear(&o);
+    return st;
+}

@@ -1,0 +1,188 @@
+/* campaign.h: the verification campaign: the case generator, the backends that
+ * run a case (CPU models, GPU kernels, plugins), the shrinker and the JSONL
+ * case lines. Included by fuzz/ (qvet check, fuzz, replay) and tests.
+ * Rule: a case is a pure function of (seed, index) (or of (seed, variant,
+ * suite index) for the fixed suite); case J never depends on case J-1, so
+ * every case replays bit for bit on its own. */
+#ifndef QVET_CAMPAIGN_H
+#define QVET_CAMPAIGN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "qvet/gemm.h"
+#include "qvet/probe.h"
+#include "qvet/problem.h"
+#include "qvet/reference.h"
+#include "qvet/result.h"
+#include "qvet/status.h"
+#include "qvet/variant.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version written into every "run" provenance line. */
+#define QV_VERSION "0.1.0"
+
+/* ---- Randomness: counter-based, so case J never depends on case J-1. ---- */
+
+/* One splitmix64 step: advances *state and returns the next 64-bit output. */
+uint64_t qv_splitmix64(uint64_t *state);
+/* The RNG state of case `index` of a campaign with `seed`. */
+uint64_t qv_case_stream(uint64_t seed, int64_t index);
+/* Uniform double in [0, 1) with 53 random bits. */
+double qv_rng_unit(uint64_t *state);
+/* Uniform integer in [0, n) (n >= 1), without modulo bias. */
+uint64_t qv_rng_below(uint64_t *state, uint64_t n);
+
+/* ---- What a case is. ---- */
+
+typedef enum qv_shape_class {
+    QV_SHAPE_EDGE = 0, /* M from DESIGN §5's edge set, N and K on tile edges */
+    QV_SHAPE_RANDOM,   /* log-uniform M, N, K */
+    QV_SHAPE_REAL,     /* a real layer of Llama-2-7B, Llama-3-8B/70B or Qwen2-7B */
+    QV_SHAPE_COUNT
+} qv_shape_class;
+const char *qv_shape_class_name(qv_shape_class c); /* "edge", "random", "real" */
+
+/* One case, fully determined by the generator's inputs. */
+typedef struct qv_case {
+    uint64_t seed;
+    int64_t index;            /* fuzz: the case index J; check: the suite index */
+    int suite;                /* 1: a case of the fixed `qvet check` suite */
+    const qv_variant *v;
+    int64_t m, n, k;          /* the shape that runs */
+    int64_t m0, n0, k0;       /* the shape drawn before the CPU size cap */
+    int capped;               /* 1 when the CPU cap reduced the drawn shape */
+    qv_shape_class shape_class;
+    qv_probe_kind probe;      /* probe.h: exact, one-hot, random or a precision witness */
+    qv_regime regime;         /* the scale regime (random probes; loguniform otherwise) */
+    uint64_t data_seed;       /* the seed ref_probe_fill draws every value from (g_idx included) */
+    char layer[48];           /* QV_SHAPE_REAL: "llama2-7b.down", else "" */
+} qv_case;
+
+/* ---- Backends. ---- */
+
+typedef enum qv_backend_kind {
+    QV_BACKEND_CPU = 0,   /* the CPU models, ref_model_run */
+    QV_BACKEND_GPU,       /* qvet's kernels, qv_gpu_run */
+    QV_BACKEND_HOST_FN,   /* a launch function taking host pointers (host plugins, tests) */
+    QV_BACKEND_DEVICE_FN  /* a launch function taking device pointers (device plugins) */
+} qv_backend_kind;
+
+/* The plugin launch signature (plugin.h): 0 = ok. */
+typedef int (*qv_ext_launch_fn)(const char *variant, const qv_gemm_args *args);
+
+typedef struct qv_backend {
+    qv_backend_kind kind;
+    char name[96];              /* "cpu", "gpu", "plugin:NAME" (JSONL "backend") */
+    qv_ext_launch_fn launch;    /* HOST_FN / DEVICE_FN */
+    const char *const *only;    /* HOST_FN / DEVICE_FN: the variant names it implements */
+    int n_only;
+    int repeat;                 /* launches per case for the determinism check (>= 1) */
+    int64_t cap_mnk;            /* the largest m*n*k drawn for this backend; 0: no cap */
+    char plugin_path[512];      /* for replay commands; "" if none */
+} qv_backend;
+
+/* The default m*n*k cap of CPU-model cases: about 2^22 multiply-adds keeps one
+ * case near 10 ms in the CPU model and reference, so 10^4 cases take minutes. */
+#define QV_CPU_CAP_MNK ((int64_t)1 << 22)
+
+/* Fills a backend. kind CPU/GPU need no launch; names are set here. */
+void qv_backend_init(qv_backend *b, qv_backend_kind kind);
+/* 1 when b can run variant v (CPU: a CPU model; GPU: a launcher; FN: listed). */
+int qv_backend_has(const qv_backend *b, const qv_variant *v);
+
+/* ---- The generator. ---- */
+
+#define QV_GEN_MAX_VARIANTS 256
+
+typedef struct qv_gen {
+    const qv_variant *variants[QV_GEN_MAX_VARIANTS]; /* candidates, registry order */
+    int n_variants;
+    int64_t cap_mnk; /* copied from the backend */
+} qv_gen;
+
+/* The candidates: registry rows matching glob (NULL/"" = all) that b can run.
+ * Refuses (QV_ERR_USAGE) a glob that leaves no variant. */
+qv_status qv_gen_init(qv_gen *gen, const char *glob, const qv_backend *b);
+
+/* Fuzz case `index` of campaign `seed`: variant, shape (about 50 % edge, 30 %
+ * random, 20 % real), probe, regime, g_idx choice and data seed. */
+void qv_gen_case(const qv_gen *gen, uint64_t seed, int64_t index, qv_case *c);
+
+/* The fixed suite of `qvet check` for one variant: the number of cases, and
+ * case j (0 <= j < count). The suite is the same for every seed; the seed only
+ * draws the data. */
+int  qv_suite_count(const qv_variant *v, int64_t cap_mnk);
+void qv_suite_case(const qv_variant *v, int64_t cap_mnk, uint64_t seed, int j, qv_case *c);
+
+/* Allocates p for c's variant and shape and fills every buffer with
+ * ref_probe_fill from c's probe, regime and data seed. */
+qv_status qv_case_build(const qv_case *c, qv_problem *p);
+
+/* ---- Running and verifying one problem. ---- */
+
+typedef struct qv_outcome {
+    qv_result res;            /* the verdict; a backend error is a FAIL with the message as reason */
+    qv_status st;             /* QV_OK, or the backend's or reference's refusal */
+    int backend_error;        /* 1 when st came from the backend (kernel refused a legal case) */
+    double time_ms;           /* wall time of run + verify */
+    double alpha_g_max;       /* the largest alpha*G over the outputs (DESIGN §3) */
+    uint64_t out_hash;        /* FNV-1a 64 of the output bytes */
+    void *out;                /* (m, n) output codes in v->ofmt, owned (qv_outcome_clear) */
+    ref_truth truth;          /* the reference (y, E), owned */
+    int has_truth;
+} qv_outcome;
+
+/* Runs p on b (poisoned output, `repeat` launches compared bit for bit) and
+ * grades it with ref_truth_compute + ref_verify. With `unique` (a probe whose
+ * correct output is unique, ref_probe_is_unique) a kernel backend's output must
+ * also equal the CPU model's bit for bit (ref_verify_bitexact). Returns QV_OK
+ * with o filled even for a FAIL verdict; a non-OK return is an environment
+ * error (no device). */
+qv_status qv_case_run(const qv_backend *b, const qv_problem *p, int unique, qv_outcome *o);
+void      qv_outcome_clear(qv_outcome *o);
+
+/* FNV-1a 64-bit hash of bytes (output fingerprints in JSONL). */
+uint64_t qv_fnv1a64(const void *data, size_t len);
+
+/* ---- Shrinking a failure (fuzz/shrink.c). ---- */
+
+typedef struct qv_shrunk {
+    int64_t m, n, k;
+    int steps;                /* accepted reductions */
+    int tries;                /* runs performed */
+    char dir[512];            /* folder with the .npy inputs, or "" */
+} qv_shrunk;
+
+/* Starting from a failing problem, tries smaller problems (halve dims, snap to
+ * tiles, one group, zero halves of the data) and keeps each one that still
+ * FAILs on b (graded as qv_case_run grades with `unique`), within `max_tries` runs. *small receives the smallest failing
+ * problem (a new allocation). */
+qv_status qv_shrink(const qv_backend *b, const qv_problem *p, int unique, int max_tries, qv_problem *small,
+                    qv_shrunk *info);
+
+/* Writes A, a_scale, azp, q, scales, scales2, zeros, g_idx, out and the
+ * reference y and E of p (run on b) as .npy into dir (created), plus
+ * replay.txt holding `replay_cmd` and a `qvet verify` command. */
+qv_status qv_case_dump(const qv_backend *b, const qv_problem *p, int unique, const char *dir,
+                       const char *replay_cmd);
+
+/* ---- JSONL. ---- */
+
+/* Writes one "case" line (with a trailing newline). `replay` is the shell
+ * command that reproduces it; `shrunk` may be NULL. */
+void qv_case_json(FILE *f, const qv_case *c, const qv_backend *b, const qv_outcome *o,
+                  const char *replay, const qv_shrunk *shrunk);
+
+/* The replay command of a case into buf (qvet replay ...). */
+void qv_case_replay_cmd(const qv_case *c, const qv_backend *b, const char *glob, char *buf,
+                        size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
