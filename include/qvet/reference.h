@@ -47,6 +47,28 @@ qv_status ref_model_run(const qv_problem *p, void *out);
  * weight buffers (q, scales, scales2, zeros, g_idx must be allocated). */
 qv_status ref_unpack(const qv_packed *pk, qv_problem *p);
 
+/* ref_truth_compute with the path forced: "int64", "fixed128", "mpfr" or
+ * "dgemm+cert" (NULL or "" chooses as ref_truth_compute does). Refuses a path
+ * that cannot be exact for this case (QV_ERR_UNSUPPORTED). */
+qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_truth *t);
+
+/* Options of the verdict. require_nonvacuous: a zero reference norm grades FAIL
+ * ("vacuous comparison") instead of being graded on its elements alone. */
+typedef struct ref_verify_opts {
+    int require_nonvacuous;
+} ref_verify_opts;
+void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, const ref_verify_opts *opts,
+                   qv_result *res);
+
+/* Bit-exact verdict for probes whose correct output is unique (exact, one-hot,
+ * witness): FAIL at the first element whose code differs from `expected` (any
+ * NaN matches any NaN); statistics are filled against `expected`. */
+void ref_verify_bitexact(const qv_problem *p, const void *expected, const void *out, qv_result *res);
+
+/* Time in seconds to certify an m x n x k case of marlin-w4a16-g128-f16 with
+ * random data (truth + verdict on the model's output), for speed checks. */
+double ref_bench_verify(int64_t m, int64_t n, int64_t k);
+
 /* The poison pattern written into outputs before each launch: NaN with a
  * payload that no arithmetic produces (f16 0x7E5A, bf16 0x7FDA, f32 0x7FC05A5A). */
 uint32_t ref_poison_code(qv_fmt ofmt);

@@ -1,0 +1,170 @@
+/* model.c: the CPU model of every registry row (reference.h: ref_model_run), a
+ * plain C rendering of the row's declared arithmetic:
+ *   - dequantization with the row's rounding (ref_operands.h);
+ *   - accumulation: INT32 exactly (int64, equal to int32 since the registry
+ *     proves no overflow); TC_F32 as one fp32 sum in K order (the products of
+ *     fp16/bf16/fp8/int codes are exact in fp32, so each step is one RN addition;
+ *     split-K fp32 reduction is one more order of the same additions); FMA_F32 as
+ *     fmaf; TC_FP8 as an accumulator of acc_bits significant bits that truncates
+ *     after every product (the measured Hopper behaviour), promoted into an fp32
+ *     sum every promote_nc products, with block-128 scales multiplied in fp32 at
+ *     each promotion (scale_a * scale_b first, then the partial);
+ *   - the epilogue steps in order, each an fp32 RN operation;
+ *   - the output cast: RNE, then the row's saturation rule. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qvet/formats.h"
+#include "qvet/reference.h"
+#include "ref_operands.h"
+
+/* x truncated (toward zero) to `bits` significant bits. */
+static double trunc_bits(double x, int bits)
+{
+    if (x == 0.0 || !isfinite(x)) return x;
+    double q = ldexp(1.0, ilogb(x) - bits + 1);
+    return trunc(x / q) * q;
+}
+
+/* The fp32 sum of a[kk]*w[kk] in K order; products are exact in fp32 for every
+ * TC_F32 row (<= 22 significant bits), so a*w + acc is one RN addition. */
+static void dot4_f32(const float *a, const float *w0, const float *w1, const float *w2, const float *w3,
+                     int64_t k, float acc[4])
+{
+    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (int64_t kk = 0; kk < k; kk++) {
+        float av = a[kk];
+        s0 += av * w0[kk];
+        s1 += av * w1[kk];
+        s2 += av * w2[kk];
+        s3 += av * w3[kk];
+    }
+    acc[0] = s0;
+    acc[1] = s1;
+    acc[2] = s2;
+    acc[3] = s3;
+}
+
+static float dot_f32(const float *a, const float *w, int64_t k, int fused)
+{
+    float s = 0;
+    for (int64_t kk = 0; kk < k; kk++) s = fused ? fmaf(a[kk], w[kk], s) : s + a[kk] * w[kk];
+    return s;
+}
+
+/* The fp8 tensor-core dot product with promotion (see the file comment). */
+static float dot_fp8(const qv_problem *p, const double *a, const double *wt, int64_t i, int64_t j)
+{
+    const qv_arith *ar = &p->v->arith;
+    int nc = ar->promote_nc > 0 ? ar->promote_nc : 128;
+    int bits = ar->acc_bits > 0 ? ar->acc_bits : 14;
+    int block = p->v->scale_layout == QV_SCALE_BLOCK;
+    int64_t k = p->k, kb = (k + 127) / 128, nb = (p->n + 127) / 128;
+    float acc = 0;
+    for (int64_t k0 = 0; k0 < k; k0 += nc) {
+        int64_t k1 = k0 + nc < k ? k0 + nc : k;
+        /* The partial is exact in a double: <= 14-bit values plus e4m3 products. */
+        double part = 0;
+        for (int64_t kk = k0; kk < k1; kk++) part = trunc_bits(part + a[kk] * wt[kk], bits);
+        float pf = (float)part; /* exact: bits <= 24 */
+        if (block) {
+            /* Block 128 along K: promote_nc divides 128 in every block row. */
+            float sa = p->a_scale[i * kb + k0 / 128];
+            float sw = ((const float *)p->scales)[(k0 / 128) * nb + j / 128];
+            float sc = sa * sw;
+            acc = acc + pf * sc;
+        } else {
+            acc = acc + pf;
+        }
+    }
+    return acc;
+}
+
+/* The epilogue steps in order, in fp32, from the accumulated value. */
+static float epilogue(const qv_variant *v, const ref_operands *o, int64_t i, int64_t j, float x)
+{
+    for (int st = 0; st < QV_EP_MAX && v->arith.epilogue[st] != QV_EP_END; st++) {
+        switch (v->arith.epilogue[st]) {
+        case QV_EP_MUL_WSCALE: x = x * (float)o->col_s1[j]; break;
+        case QV_EP_MUL_WSCALE2: x = x * (float)o->col_s2[j]; break;
+        case QV_EP_MUL_ASCALE: x = x * (float)o->row_s[i]; break;
+        default: break; /* SUB_AZP is folded exactly; TO_F32 happened already */
+        }
+    }
+    return x;
+}
+
+static void store(const qv_variant *v, void *out, int64_t e, float x)
+{
+    qv_sat sat = v->arith.out_sat;
+    uint32_t c = qv_encode(v->ofmt, (double)x, sat);
+    if (v->ofmt == QV_FMT_F32)
+        ((uint32_t *)out)[e] = c;
+    else
+        ((uint16_t *)out)[e] = (uint16_t)c;
+}
+
+qv_status ref_model_run(const qv_problem *p, void *out)
+{
+    const qv_variant *v = p->v;
+    if (v->ofmt != QV_FMT_F16 && v->ofmt != QV_FMT_BF16 && v->ofmt != QV_FMT_F32)
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s: no CPU model for output format %s", v->name,
+                       qv_fmt_get(v->ofmt)->name);
+    ref_operands o;
+    QV_TRY(ref_operands_create(p, 0, &o));
+    int64_t m = p->m, n = p->n, k = p->k;
+    double *wt = malloc(sizeof(double) * (size_t)(n * k));
+    if (!wt) {
+        ref_operands_destroy(&o);
+        return qv_fail(QV_ERR_NOMEM, "%s: out of memory in the CPU model", v->name);
+    }
+    /* (k, n) -> (n, k) so every dot product reads both operands contiguously. */
+    for (int64_t kk = 0; kk < k; kk++)
+        for (int64_t j = 0; j < n; j++) wt[j * k + kk] = o.w[kk * n + j];
+    qv_accum acc = v->arith.accum;
+    if (acc == QV_ACC_INT32) {
+        int64_t *ai = malloc(sizeof(int64_t) * (size_t)k);
+        QV_ASSERT(ai, "out of memory in the CPU model");
+        for (int64_t i = 0; i < m; i++) {
+            for (int64_t kk = 0; kk < k; kk++) ai[kk] = (int64_t)o.a[i * k + kk];
+            for (int64_t j = 0; j < n; j++) {
+                const double *w = wt + j * k;
+                int64_t s = 0;
+                for (int64_t kk = 0; kk < k; kk++) s += ai[kk] * (int64_t)w[kk];
+                /* TO_F32: int -> fp32 RN (C's conversion rounds to nearest). */
+                store(v, out, i * n + j, epilogue(v, &o, i, j, (float)s));
+            }
+        }
+        free(ai);
+    } else if (acc == QV_ACC_TC_FP8) {
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++)
+                store(v, out, i * n + j, epilogue(v, &o, i, j, dot_fp8(p, o.a + i * k, wt + j * k, i, j)));
+    } else {
+        /* Operands are fp16/bf16/fp8/int values: exact in fp32. */
+        float *af = malloc(sizeof(float) * (size_t)(m * k));
+        float *wf = malloc(sizeof(float) * (size_t)(n * k));
+        QV_ASSERT(af && wf, "out of memory in the CPU model");
+        for (int64_t i = 0; i < m * k; i++) af[i] = (float)o.a[i];
+        for (int64_t i = 0; i < n * k; i++) wf[i] = (float)wt[i];
+        int fused = acc == QV_ACC_FMA_F32;
+        for (int64_t i = 0; i < m; i++) {
+            const float *a = af + i * k;
+            int64_t j = 0;
+            if (!fused)
+                for (; j + 4 <= n; j += 4) {
+                    float s[4];
+                    dot4_f32(a, wf + j * k, wf + (j + 1) * k, wf + (j + 2) * k, wf + (j + 3) * k, k, s);
+                    for (int t = 0; t < 4; t++) store(v, out, i * n + j + t, epilogue(v, &o, i, j + t, s[t]));
+                }
+            for (; j < n; j++)
+                store(v, out, i * n + j, epilogue(v, &o, i, j, dot_f32(a, wf + j * k, k, fused)));
+        }
+        free(af);
+        free(wf);
+    }
+    free(wt);
+    ref_operands_destroy(&o);
+    return QV_OK;
+}

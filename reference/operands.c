@@ -1,0 +1,243 @@
+/* operands.c: decoding a problem into accumulator-level operands (ref_operands.h)
+ * and the rounding helpers and accumulation constants the reference shares. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qvet/formats.h"
+#include "ref_operands.h"
+
+double ref_round_fmt(double x, int man_bits, int emin, double maxf, int sat)
+{
+    if (!isfinite(x) || x == 0.0) return x;
+    int e = ilogb(x);
+    if (e < emin) e = emin; /* subnormals share the quantum of the smallest normal binade */
+    double quantum = ldexp(1.0, e - man_bits);
+    /* x / quantum is exact (a power-of-two scaling of a double that stays normal)
+     * and rint rounds it to nearest-even in the default rounding mode. */
+    double r = rint(x / quantum) * quantum;
+    if (fabs(r) > maxf) return sat ? copysign(maxf, x) : copysign(INFINITY, x);
+    return r;
+}
+
+double ref_round_to(qv_fmt f, double x, int sat)
+{
+    switch (f) {
+    /* 10 fraction bits, smallest normal 2^-14, max 65504 */
+    case QV_FMT_F16: return ref_round_fmt(x, 10, -14, 65504.0, sat);
+    /* 7 fraction bits, fp32's exponent range */
+    case QV_FMT_BF16: return ref_round_fmt(x, 7, -126, 0x1.FEp127, sat);
+    case QV_FMT_F32: return ref_round_fmt(x, 23, -126, FLT_MAX, sat);
+    /* e4m3fn: 3 fraction bits, smallest normal 2^-6, max 448, no Inf (overflow is NaN) */
+    case QV_FMT_E4M3: {
+        double r = ref_round_fmt(x, 3, -6, 448.0, 1);
+        return (!sat && isfinite(x) && fabs(x) >= 464.0) ? NAN : r; /* 464 = 448 + half an ulp */
+    }
+    default: return qv_decode(f, qv_encode(f, x, sat ? QV_SAT_FINITE : QV_SAT_NONE));
+    }
+}
+
+double ref_alpha(const qv_variant *v, int64_t k)
+{
+    const qv_arith *ar = &v->arith;
+    /* Tensor-core alignment blocks are at least 16 products wide when the row
+     * does not say (the fp16/bf16/fp8 mma k dimension is 16 or 32). */
+    double b = ar->block_b > 0 ? ar->block_b : 16.0;
+    const double u23 = ldexp(1.0, -23), u24 = ldexp(1.0, -24);
+    switch (ar->accum) {
+    case QV_ACC_INT32: return 0.0;
+    case QV_ACC_TC_F32: return 2.0 * (1.0 + 1.0 / b) * (double)k * u23;
+    case QV_ACC_TC_FP8: {
+        int nc = ar->promote_nc > 0 ? ar->promote_nc : 128;
+        int bits = ar->acc_bits > 0 ? ar->acc_bits : 14;
+        /* A bits-wide significand loses up to 2^(1-bits) relative per addition. */
+        double uacc = ldexp(1.0, 1 - bits);
+        return 2.0 * (1.0 + 1.0 / b) * nc * uacc + (double)((k + nc - 1) / nc) * u23;
+    }
+    case QV_ACC_FMA_F32: {
+        /* gamma_K = K u / (1 - K u), the classical recursive-summation constant. */
+        double ku = (double)k * u24;
+        return ku < 0.5 ? ku / (1.0 - ku) : INFINITY;
+    }
+    }
+    return INFINITY;
+}
+
+/* Value of element i of a scale buffer in format f (F32 stored as float). */
+static double scale_value(qv_fmt f, const void *buf, int64_t i)
+{
+    if (f == QV_FMT_F32) return ((const float *)buf)[i];
+    if (f == QV_FMT_F16) return qv_f16_to_f32(((const uint16_t *)buf)[i]);
+    if (f == QV_FMT_BF16) return qv_bf16_to_f32(((const uint16_t *)buf)[i]);
+    return qv_decode(f, ((const uint8_t *)buf)[i]);
+}
+
+/* The 256 possible values of a byte-stored weight or activation code. */
+static void byte_table(qv_fmt f, double tab[256])
+{
+    for (int c = 0; c < 256; c++) {
+        if (f == QV_FMT_I8 || f == QV_FMT_I4)
+            tab[c] = (double)(int8_t)c; /* signed codes are stored sign-extended in a byte */
+        else if (f == QV_FMT_U4)
+            tab[c] = c < 16 ? c - 8.0 : NAN; /* codes above 15 are invalid */
+        else
+            tab[c] = qv_decode(f, (uint32_t)c);
+    }
+}
+
+static void decode_acts(const qv_problem *p, int fold_block, ref_operands *o)
+{
+    const qv_variant *v = p->v;
+    int64_t mk = p->m * p->k;
+    if (v->afmt == QV_FMT_F16 || v->afmt == QV_FMT_BF16) {
+        const uint16_t *a = p->a;
+        for (int64_t i = 0; i < mk; i++)
+            o->a[i] = v->afmt == QV_FMT_F16 ? qv_f16_to_f32(a[i]) : qv_bf16_to_f32(a[i]);
+    } else {
+        double tab[256];
+        byte_table(v->afmt, tab);
+        const uint8_t *a = p->a;
+        for (int64_t i = 0; i < mk; i++) o->a[i] = tab[a[i]];
+    }
+    if (v->azp != QV_AZP_NONE)
+        for (int64_t i = 0; i < p->m; i++) {
+            double z = p->azp[v->azp == QV_AZP_TOKEN ? i : 0];
+            for (int64_t kk = 0; kk < p->k; kk++) o->a[i * p->k + kk] -= z;
+        }
+    if (fold_block && v->act_scale == QV_ASCALE_TOKEN_BLOCK) {
+        int64_t kb = (p->k + 127) / 128; /* one activation scale per 128-wide K group */
+        for (int64_t i = 0; i < p->m; i++)
+            for (int64_t kk = 0; kk < p->k; kk++) o->a[i * p->k + kk] *= p->a_scale[i * kb + kk / 128];
+    }
+}
+
+static int64_t group_row(const qv_problem *p, int64_t kk)
+{
+    return p->g_idx ? p->g_idx[kk] : kk / p->g;
+}
+
+/* The scale that multiplies w[kk][j] inside the dequantization (MUL_RN and INT8_RNE). */
+static double dq_scale(const qv_problem *p, const double *s, int64_t kk, int64_t j)
+{
+    switch (p->v->scale_layout) {
+    case QV_SCALE_TENSOR: return s[0];
+    case QV_SCALE_CHANNEL: return s[j];
+    case QV_SCALE_GROUP:
+    case QV_SCALE_GROUP_CHANNEL: return s[group_row(p, kk) * p->n + j];
+    default: return 1.0;
+    }
+}
+
+static void decode_weights(const qv_problem *p, const double *s, int fold_block, ref_operands *o)
+{
+    const qv_variant *v = p->v;
+    const qv_arith *ar = &v->arith;
+    int64_t n = p->n, k = p->k;
+    double tab[256];
+    int wide = v->wfmt == QV_FMT_F16 || v->wfmt == QV_FMT_BF16;
+    if (!wide) byte_table(v->wfmt, tab);
+    const uint8_t *qb = p->q;
+    const uint16_t *qh = p->q;
+    double wmul = ar->w_mul > 1 ? ar->w_mul : 1.0;
+    int afmt_sat = 0; /* the dequant multiply is an fp16/bf16 multiply: overflow gives Inf */
+    for (int64_t kk = 0; kk < k; kk++) {
+        for (int64_t j = 0; j < n; j++) {
+            int64_t i = kk * n + j;
+            double val;
+            if (wide)
+                val = v->wfmt == QV_FMT_F16 ? qv_f16_to_f32(qh[i]) : qv_bf16_to_f32(qh[i]);
+            else if (v->zero_point)
+                val = (double)qb[i] - (double)p->zeros[group_row(p, kk) * n + j];
+            else
+                val = tab[qb[i]];
+            double w;
+            switch (ar->dequant) {
+            case QV_DQ_MUL_RN:
+                /* (q - z) * s is exact in a double (<= 8 + 24 bits), then one rounding. */
+                w = ref_round_to(v->afmt, val * dq_scale(p, s, kk, j), afmt_sat);
+                break;
+            case QV_DQ_INT8_RNE: {
+                /* One fp16 FMA whose rounding lands on integers: rne of the exact
+                 * product, then the int8 range. */
+                double r = rint(val * dq_scale(p, s, kk, j));
+                w = r > 127.0 ? 127.0 : r < -128.0 ? -128.0 : r;
+                break;
+            }
+            case QV_DQ_EXACT: w = val * wmul; break;
+            default: w = val; break;
+            }
+            if (fold_block && v->scale_layout == QV_SCALE_BLOCK)
+                w *= s[(kk / 128) * ((n + 127) / 128) + j / 128]; /* 128x128 weight blocks */
+            o->w[i] = w;
+        }
+    }
+}
+
+qv_status ref_operands_create(const qv_problem *p, int fold_block, ref_operands *o)
+{
+    const qv_variant *v = p->v;
+    memset(o, 0, sizeof *o);
+    o->m = p->m;
+    o->n = p->n;
+    o->k = p->k;
+    o->a = malloc(sizeof(double) * (size_t)(p->m * p->k));
+    o->w = malloc(sizeof(double) * (size_t)(p->k * p->n));
+    o->col_s1 = malloc(sizeof(double) * (size_t)p->n);
+    o->col_s2 = malloc(sizeof(double) * (size_t)p->n);
+    o->row_s = malloc(sizeof(double) * (size_t)p->m);
+    int64_t ns = qv_problem_scale_rows(p) * qv_problem_scale_cols(p);
+    double *s = malloc(sizeof(double) * (size_t)(ns > 0 ? ns : 1));
+    if (!o->a || !o->w || !o->col_s1 || !o->col_s2 || !o->row_s || !s) {
+        free(s);
+        ref_operands_destroy(o);
+        return qv_fail(QV_ERR_NOMEM, "%s: out of memory decoding m=%lld n=%lld k=%lld", v->name,
+                       (long long)p->m, (long long)p->n, (long long)p->k);
+    }
+    qv_fmt sf = v->scale_layout == QV_SCALE_BLOCK ? QV_FMT_F32 : v->sfmt;
+    for (int64_t i = 0; i < ns; i++) s[i] = scale_value(sf, p->scales, i);
+    if (ns <= 0) s[0] = 1.0;
+    decode_acts(p, fold_block, o);
+    decode_weights(p, s, fold_block, o);
+    for (int64_t j = 0; j < p->n; j++) o->col_s1[j] = o->col_s2[j] = 1.0;
+    for (int64_t i = 0; i < p->m; i++) o->row_s[i] = 1.0;
+    for (int st = 0; st < QV_EP_MAX && v->arith.epilogue[st] != QV_EP_END; st++) {
+        switch (v->arith.epilogue[st]) {
+        case QV_EP_SUB_AZP: break; /* exact in int32; folded into the activations */
+        case QV_EP_TO_F32: o->ep_ops++; break;
+        case QV_EP_MUL_WSCALE:
+            o->ep_ops++;
+            for (int64_t j = 0; j < p->n; j++)
+                o->col_s1[j] = v->scale_layout == QV_SCALE_TENSOR ? s[0] : s[j];
+            break;
+        case QV_EP_MUL_WSCALE2:
+            o->ep_ops++;
+            for (int64_t j = 0; j < p->n; j++) o->col_s2[j] = p->scales2[j];
+            break;
+        case QV_EP_MUL_ASCALE:
+            o->ep_ops++;
+            for (int64_t i = 0; i < p->m; i++)
+                o->row_s[i] = p->a_scale[v->act_scale == QV_ASCALE_TOKEN ? i : 0];
+            break;
+        default: break;
+        }
+    }
+    free(s);
+    int64_t mk = p->m * p->k, kn = p->k * p->n;
+    for (int64_t i = 0; i < mk && !o->nonfinite; i++) o->nonfinite |= !isfinite(o->a[i]);
+    for (int64_t i = 0; i < kn && !o->nonfinite; i++) o->nonfinite |= !isfinite(o->w[i]);
+    for (int64_t j = 0; j < p->n && !o->nonfinite; j++)
+        o->nonfinite |= !isfinite(o->col_s1[j]) || !isfinite(o->col_s2[j]);
+    for (int64_t i = 0; i < p->m && !o->nonfinite; i++) o->nonfinite |= !isfinite(o->row_s[i]);
+    return QV_OK;
+}
+
+void ref_operands_destroy(ref_operands *o)
+{
+    free(o->a);
+    free(o->w);
+    free(o->col_s1);
+    free(o->col_s2);
+    free(o->row_s);
+    memset(o, 0, sizeof *o);
+}

@@ -1,0 +1,457 @@
+/* truth.c: the exact value y of the declared math, the certified bound E and the
+ * correctly rounded output y_rn, per element (reference.h, DESIGN.md §4).
+ *
+ * Paths, chosen per case (ref_truth.path / .why say which and why):
+ *   "int64"      integer accumulators (W4A8, W8A8 int8, azp): the dot product is
+ *                an integer, summed exactly in int64.
+ *   "fixed128"   float products (fp16/bf16 x dequantized weight, e4m3 x e4m3, block
+ *                scales folded): every operand is M*2^e with M an integer; when the
+ *                products' integer mantissas fit 62 bits and the exponent range
+ *                plus log2(K) fits 125 bits, the sum is exact in an __int128 with
+ *                quantum 2^(min ea + min eb).
+ *   "mpfr"       otherwise for small cases: exact products at 106 bits, mpfr_sum.
+ *   "dgemm+cert" large cases: OpenBLAS dgemm on the decoded operands, with its own
+ *                error bound (K+2)*2^-53*G added to E (Higham's gamma_K for a dot
+ *                product of doubles, G itself from dgemm on |a|, |w| inflated by
+ *                the same factor). y_rn is then the output rounding of the dgemm
+ *                value, not certified: ULP statistics may be off by one ulp where
+ *                y lies within E_dgemm of a rounding tie.
+ * On the exact paths the accumulator is kept exactly (or rounded to odd at 256
+ * bits), multiplied by the epilogue scales exactly in MPFR, and y_rn is the
+ * output format's RNE of that value through a round-to-odd double, which is
+ * correctly rounded for every format with fewer than 52 significand bits.
+ * y is the exact epilogue product (the epilogue's fp32 roundings are in E). */
+#include <cblas.h>
+#include <math.h>
+#include <mpfr.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qvet/reference.h"
+#include "ref_bound.h"
+#include "ref_operands.h"
+
+/* Above this many multiply-adds the automatic choice takes the dgemm path: the
+ * exact paths cost ~5 ns (fixed128) to ~1 us (mpfr) per product. */
+#define REF_EXACT_MAX_MACS ((int64_t)1 << 25)
+#define REF_MPFR_MAX_MACS ((int64_t)1 << 22)
+/* Working precision of the exact accumulator after mpfr_sum (rounded to odd):
+ * far above any output format, and above 128 so an int128 converts exactly. */
+#define REF_ACC_PREC 256
+/* Precision of the epilogue product: the accumulator (256 bits) times up to three
+ * scales of <= 24 significant bits each is exact at 256 + 72 bits. */
+#define REF_EPI_PREC 336
+
+typedef struct truth_ctx {
+    const qv_problem *p;
+    ref_operands o;
+    double *g;      /* (m, n) certified sum |a||w| */
+    double alpha;
+} truth_ctx;
+
+/* x rounded to a double by round-to-odd: RZ, then the last bit set when inexact. */
+static double odd_double(const mpfr_t x)
+{
+    double d = mpfr_get_d(x, MPFR_RNDZ);
+    if (mpfr_cmp_d(x, d) != 0) {
+        uint64_t bits;
+        memcpy(&bits, &d, sizeof bits);
+        bits |= 1u;
+        memcpy(&d, &bits, sizeof d);
+    }
+    return d;
+}
+
+/* Makes an RZ-rounded MPFR value round-to-odd given its ternary value. */
+static void make_odd(mpfr_t x, int ternary)
+{
+    if (ternary == 0 || mpfr_zero_p(x)) return;
+    /* x = M * 2^(exp - prec) with M an integer; M is even exactly when
+     * x / 2^(exp - prec + 1) is still an integer. */
+    mpfr_t t;
+    mpfr_init2(t, mpfr_get_prec(x));
+    mpfr_div_2si(t, x, mpfr_get_exp(x) - (mpfr_exp_t)mpfr_get_prec(x) + 1, MPFR_RNDN);
+    int odd = !mpfr_integer_p(t);
+    mpfr_clear(t);
+    if (!odd) {
+        if (mpfr_sgn(x) > 0)
+            mpfr_nextabove(x);
+        else
+            mpfr_nextbelow(x);
+    }
+}
+
+/* Finishes element (i, j) from its exact (or odd-rounded) accumulator value:
+ * y = acc * epilogue scales, y_rn its output rounding. */
+static void finish_exact(truth_ctx *c, int64_t i, int64_t j, mpfr_t acc, ref_truth *t)
+{
+    const qv_variant *v = c->p->v;
+    ref_operands *o = &c->o;
+    mpfr_t x;
+    mpfr_init2(x, REF_EPI_PREC);
+    mpfr_set(x, acc, MPFR_RNDN);
+    mpfr_mul_d(x, x, o->col_s1[j], MPFR_RNDN);
+    mpfr_mul_d(x, x, o->col_s2[j], MPFR_RNDN);
+    mpfr_mul_d(x, x, o->row_s[i], MPFR_RNDN);
+    int64_t e = i * o->n + j;
+    t->y[e] = mpfr_get_d(x, MPFR_RNDN);
+    t->y_rn[e] = ref_round_to(v->ofmt, odd_double(x), v->arith.out_sat == QV_SAT_FINITE);
+    mpfr_clear(x);
+}
+
+/* Certified G = sum |a||w| for every element, from dgemm on magnitudes. */
+static qv_status compute_g(truth_ctx *c)
+{
+    ref_operands *o = &c->o;
+    int64_t m = o->m, n = o->n, k = o->k;
+    double *aa = malloc(sizeof(double) * (size_t)(m * k));
+    double *aw = malloc(sizeof(double) * (size_t)(k * n));
+    c->g = malloc(sizeof(double) * (size_t)(m * n));
+    if (!aa || !aw || !c->g) {
+        free(aa);
+        free(aw);
+        return qv_fail(QV_ERR_NOMEM, "out of memory computing the bound");
+    }
+    for (int64_t i = 0; i < m * k; i++) aa[i] = isfinite(o->a[i]) ? fabs(o->a[i]) : 0.0;
+    for (int64_t i = 0; i < k * n; i++) aw[i] = isfinite(o->w[i]) ? fabs(o->w[i]) : 0.0;
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0, aa, (int)k,
+                aw, (int)n, 0.0, c->g, (int)n);
+    /* A sum of K nonnegative doubles computed in any order is within gamma_K of
+     * the exact one; inflating by 2(K+2)2^-53 makes it an upper bound. */
+    double infl = 1.0 + 2.0 * (double)(k + 2) * ldexp(1.0, -53);
+    for (int64_t i = 0; i < m * n; i++) c->g[i] *= infl;
+    free(aa);
+    free(aw);
+    return QV_OK;
+}
+
+static int is_integer_path(const qv_variant *v) { return v->arith.accum == QV_ACC_INT32; }
+
+/* ---- int64 --------------------------------------------------------------- */
+
+static void path_int64(truth_ctx *c, ref_truth *t)
+{
+    ref_operands *o = &c->o;
+    int64_t m = o->m, n = o->n, k = o->k;
+    int64_t *acc = calloc((size_t)n, sizeof(int64_t));
+    int64_t *ai = malloc(sizeof(int64_t) * (size_t)k);
+    int32_t *wi = malloc(sizeof(int32_t) * (size_t)(k * n));
+    QV_ASSERT(acc && ai && wi, "out of memory in the int64 reference");
+    for (int64_t i = 0; i < k * n; i++) wi[i] = (int32_t)o->w[i];
+    mpfr_t x;
+    mpfr_init2(x, REF_ACC_PREC);
+    for (int64_t i = 0; i < m; i++) {
+        for (int64_t kk = 0; kk < k; kk++) ai[kk] = (int64_t)o->a[i * k + kk];
+        memset(acc, 0, sizeof(int64_t) * (size_t)n);
+        for (int64_t kk = 0; kk < k; kk++) {
+            int64_t av = ai[kk];
+            if (!av) continue;
+            const int32_t *wr = wi + kk * n;
+            for (int64_t j = 0; j < n; j++) acc[j] += av * wr[j];
+        }
+        for (int64_t j = 0; j < n; j++) {
+            mpfr_set_sj(x, acc[j], MPFR_RNDN);
+            finish_exact(c, i, j, x, t);
+        }
+    }
+    mpfr_clear(x);
+    free(acc);
+    free(ai);
+    free(wi);
+}
+
+/* ---- fixed128 ------------------------------------------------------------ */
+
+/* x = mant * 2^exp with mant an odd integer (0 for x == 0). */
+static void split_double(double x, int64_t *mant, int *exp)
+{
+    if (x == 0.0 || !isfinite(x)) {
+        *mant = 0;
+        *exp = 0;
+        return;
+    }
+    int e;
+    double f = frexp(x, &e);
+    int64_t mm = (int64_t)ldexp(f, 53); /* exact: 53 significant bits */
+    e -= 53;
+    while (!(mm & 1)) {
+        mm /= 2;
+        e++;
+    }
+    *mant = mm;
+    *exp = e;
+}
+
+static int bit_len(int64_t v)
+{
+    uint64_t a = v < 0 ? (uint64_t)(-v) : (uint64_t)v;
+    return a ? 64 - __builtin_clzll(a) : 0;
+}
+
+typedef struct fixed_ops {
+    int64_t *ma, *mw; /* (m, k), (n, k): odd mantissas */
+    int *ea, *ew;     /* exponents */
+    int q;            /* the quantum exponent */
+} fixed_ops;
+
+/* Decides whether fixed128 is exact for these operands; fills f when it is. */
+static int fixed_plan(truth_ctx *c, fixed_ops *f)
+{
+    ref_operands *o = &c->o;
+    int64_t m = o->m, n = o->n, k = o->k;
+    memset(f, 0, sizeof *f);
+    if (o->nonfinite) return 0;
+    f->ma = malloc(sizeof(int64_t) * (size_t)(m * k));
+    f->mw = malloc(sizeof(int64_t) * (size_t)(n * k));
+    f->ea = malloc(sizeof(int) * (size_t)(m * k));
+    f->ew = malloc(sizeof(int) * (size_t)(n * k));
+    QV_ASSERT(f->ma && f->mw && f->ea && f->ew, "out of memory in the fixed128 reference");
+    int mina = 1 << 20, minw = 1 << 20, topa = -(1 << 20), topw = -(1 << 20), bitsa = 0, bitsw = 0;
+    for (int64_t i = 0; i < m * k; i++) {
+        split_double(o->a[i], &f->ma[i], &f->ea[i]);
+        if (!f->ma[i]) continue;
+        int b = bit_len(f->ma[i]);
+        if (f->ea[i] < mina) mina = f->ea[i];
+        if (f->ea[i] + b > topa) topa = f->ea[i] + b;
+        if (b > bitsa) bitsa = b;
+    }
+    for (int64_t kk = 0; kk < k; kk++)
+        for (int64_t j = 0; j < n; j++) {
+            int64_t d = j * k + kk; /* transposed: k-inner for the dot products */
+            split_double(o->w[kk * n + j], &f->mw[d], &f->ew[d]);
+            if (!f->mw[d]) continue;
+            int b = bit_len(f->mw[d]);
+            if (f->ew[d] < minw) minw = f->ew[d];
+            if (f->ew[d] + b > topw) topw = f->ew[d] + b;
+            if (b > bitsw) bitsw = b;
+        }
+    if (bitsa == 0 || bitsw == 0) {
+        f->q = 0; /* every product is zero */
+        return 1;
+    }
+    f->q = mina + minw;
+    int logk = 0;
+    while (((int64_t)1 << logk) < k + 1) logk++;
+    /* Products of mantissas in int64 (< 2^62), sum magnitude < 2^125. */
+    if (bitsa + bitsw > 62 || topa + topw - f->q + logk > 125) return 0;
+    return 1;
+}
+
+static void fixed_free(fixed_ops *f)
+{
+    free(f->ma);
+    free(f->mw);
+    free(f->ea);
+    free(f->ew);
+}
+
+static void path_fixed(truth_ctx *c, fixed_ops *f, ref_truth *t)
+{
+    ref_operands *o = &c->o;
+    int64_t m = o->m, n = o->n, k = o->k;
+    mpfr_t x, lo;
+    mpfr_init2(x, REF_ACC_PREC);
+    mpfr_init2(lo, 64);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            const int64_t *ma = f->ma + i * k, *mw = f->mw + j * k;
+            const int *ea = f->ea + i * k, *ew = f->ew + j * k;
+            __int128 acc = 0;
+            for (int64_t kk = 0; kk < k; kk++) {
+                int64_t pm = ma[kk] * mw[kk];
+                if (pm) acc += (__int128)pm << (ea[kk] + ew[kk] - f->q);
+            }
+            unsigned __int128 mag = acc < 0 ? -(unsigned __int128)acc : (unsigned __int128)acc;
+            mpfr_set_uj(x, (uintmax_t)(uint64_t)(mag >> 64), MPFR_RNDN);
+            mpfr_mul_2ui(x, x, 64, MPFR_RNDN);
+            mpfr_set_uj(lo, (uintmax_t)(uint64_t)mag, MPFR_RNDN);
+            mpfr_add(x, x, lo, MPFR_RNDN); /* exact: 128 bits <= REF_ACC_PREC */
+            if (acc < 0) mpfr_neg(x, x, MPFR_RNDN);
+            mpfr_mul_2si(x, x, f->q, MPFR_RNDN);
+            finish_exact(c, i, j, x, t);
+        }
+    mpfr_clear(x);
+    mpfr_clear(lo);
+}
+
+/* ---- mpfr ---------------------------------------------------------------- */
+
+static void path_mpfr(truth_ctx *c, ref_truth *t)
+{
+    ref_operands *o = &c->o;
+    int64_t m = o->m, n = o->n, k = o->k;
+    mpfr_t *prod = malloc(sizeof(mpfr_t) * (size_t)k);
+    mpfr_ptr *ptr = malloc(sizeof(mpfr_ptr) * (size_t)k);
+    QV_ASSERT(prod && ptr, "out of memory in the MPFR reference");
+    /* A product of two doubles has at most 106 significant bits: exact at 106. */
+    for (int64_t kk = 0; kk < k; kk++) {
+        mpfr_init2(prod[kk], 106);
+        ptr[kk] = prod[kk];
+    }
+    mpfr_t acc, av;
+    mpfr_init2(acc, REF_ACC_PREC);
+    mpfr_init2(av, 53);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            for (int64_t kk = 0; kk < k; kk++) {
+                double a = o->a[i * k + kk], w = o->w[kk * n + j];
+                mpfr_set_d(av, isfinite(a) ? a : 0.0, MPFR_RNDN);
+                mpfr_mul_d(prod[kk], av, isfinite(w) ? w : 0.0, MPFR_RNDN);
+            }
+            int tern = mpfr_sum(acc, ptr, (unsigned long)k, MPFR_RNDZ);
+            make_odd(acc, tern);
+            finish_exact(c, i, j, acc, t);
+        }
+    for (int64_t kk = 0; kk < k; kk++) mpfr_clear(prod[kk]);
+    mpfr_clear(acc);
+    mpfr_clear(av);
+    free(prod);
+    free(ptr);
+}
+
+/* ---- dgemm + certified term ---------------------------------------------- */
+
+static qv_status path_dgemm(truth_ctx *c, ref_truth *t, double *ref_err)
+{
+    ref_operands *o = &c->o;
+    const qv_variant *v = c->p->v;
+    int64_t m = o->m, n = o->n, k = o->k;
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0, o->a, (int)k,
+                o->w, (int)n, 0.0, t->y, (int)n);
+    double gam = (double)(k + 2) * ldexp(1.0, -53);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            int64_t e = i * n + j;
+            double s = o->col_s1[j] * o->col_s2[j] * o->row_s[i];
+            t->y[e] *= s;
+            ref_err[e] = gam * c->g[e] * fabs(s);
+            t->y_rn[e] = ref_round_to(v->ofmt, t->y[e], v->arith.out_sat == QV_SAT_FINITE);
+        }
+    return QV_OK;
+}
+
+/* Elements whose row of A or column of W holds a NaN or Inf: plain IEEE double
+ * arithmetic gives the NaN/Inf the declared math produces; E = 0 there. */
+static void fix_nonfinite(truth_ctx *c, ref_truth *t, double *ref_err)
+{
+    ref_operands *o = &c->o;
+    int64_t m = o->m, n = o->n, k = o->k;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = 0.0;
+            int bad = 0;
+            for (int64_t kk = 0; kk < k; kk++) {
+                double a = o->a[i * k + kk], w = o->w[kk * n + j];
+                bad |= !isfinite(a) || !isfinite(w);
+                s += a * w;
+            }
+            s = s * o->col_s1[j] * o->col_s2[j] * o->row_s[i];
+            if (!bad && isfinite(s)) continue;
+            int64_t e = i * n + j;
+            t->y[e] = t->y_rn[e] = s;
+            ref_err[e] = 0.0;
+            c->g[e] = 0.0;
+        }
+}
+
+void ref_truth_clear(ref_truth *t)
+{
+    if (!t) return;
+    free(t->y);
+    free(t->bound);
+    free(t->y_rn);
+    memset(t, 0, sizeof *t);
+}
+
+qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_truth *t)
+{
+    const qv_variant *v = p->v;
+    memset(t, 0, sizeof *t);
+    t->m = p->m;
+    t->n = p->n;
+    int64_t mn = p->m * p->n;
+    t->y = calloc((size_t)mn, sizeof(double));
+    t->bound = calloc((size_t)mn, sizeof(double));
+    t->y_rn = calloc((size_t)mn, sizeof(double));
+    double *ref_err = calloc((size_t)mn, sizeof(double));
+    if (!t->y || !t->bound || !t->y_rn || !ref_err) {
+        free(ref_err);
+        ref_truth_clear(t);
+        return qv_fail(QV_ERR_NOMEM, "out of memory for the reference of %s", v->name);
+    }
+    truth_ctx c = {.p = p};
+    qv_status st = ref_operands_create(p, 1, &c.o);
+    if (st == QV_OK) st = compute_g(&c);
+    if (st != QV_OK) {
+        free(ref_err);
+        ref_operands_destroy(&c.o);
+        free(c.g);
+        ref_truth_clear(t);
+        return st;
+    }
+    c.alpha = ref_alpha(v, p->k);
+    if (v->scale_layout == QV_SCALE_BLOCK)
+        /* Block scales applied at each promotion: the scale product and the
+         * partial-times-scale multiply are two fp32 roundings per block, each
+         * relative to that block's share of G. */
+        c.alpha = c.alpha * (1.0 + ldexp(1.0, -22)) + 2.0 * ldexp(1.0, -24) * (1.0 + ldexp(1.0, -20));
+
+    int64_t macs = p->m * p->n * p->k;
+    const char *want = path && *path ? path : NULL;
+    fixed_ops f;
+    memset(&f, 0, sizeof f);
+    if (want && !strcmp(want, "int64") && !is_integer_path(v))
+        st = qv_fail(QV_ERR_UNSUPPORTED, "%s: the int64 path needs an integer accumulator", v->name);
+    else if (want && strcmp(want, "int64") && strcmp(want, "fixed128") && strcmp(want, "mpfr") &&
+             strcmp(want, "dgemm+cert"))
+        st = qv_fail(QV_ERR_USAGE, "unknown reference path '%s' (int64, fixed128, mpfr, dgemm+cert)", want);
+    else if (want ? !strcmp(want, "int64") : is_integer_path(v)) {
+        t->path = "int64";
+        t->why = "integer operands: the dot product is summed exactly in int64";
+        path_int64(&c, t);
+    } else if (want ? !strcmp(want, "dgemm+cert") : macs > REF_EXACT_MAX_MACS) {
+        t->path = "dgemm+cert";
+        t->why = "large case: dgemm sum with (K+2)*2^-53*G added to E; y_rn from the dgemm value, "
+                 "not certified rounding";
+        path_dgemm(&c, t, ref_err);
+    } else if ((!want || !strcmp(want, "fixed128")) && fixed_plan(&c, &f)) {
+        t->path = "fixed128";
+        t->why = "every product is an integer multiple of 2^(min ea + min eb) below 2^125: exact __int128 sum";
+        path_fixed(&c, &f, t);
+    } else if (want && !strcmp(want, "fixed128")) {
+        st = qv_fail(QV_ERR_UNSUPPORTED,
+                     "%s: the operands' exponent range does not fit a 128-bit fixed-point accumulator",
+                     v->name);
+    } else if (want || macs <= REF_MPFR_MAX_MACS) {
+        t->path = "mpfr";
+        t->why = "exponent range beyond fixed point: exact products, mpfr_sum rounded to odd at 256 bits";
+        path_mpfr(&c, t);
+    } else {
+        t->path = "dgemm+cert";
+        t->why = "exponent range beyond fixed point and too large for MPFR: dgemm with (K+2)*2^-53*G in E";
+        path_dgemm(&c, t, ref_err);
+    }
+    fixed_free(&f);
+    if (st == QV_OK) {
+        if (c.o.nonfinite) fix_nonfinite(&c, t, ref_err);
+        for (int64_t i = 0; i < p->m; i++)
+            for (int64_t j = 0; j < p->n; j++) {
+                int64_t e = i * p->n + j;
+                double s = fabs(c.o.col_s1[j] * c.o.col_s2[j] * c.o.row_s[i]);
+                s *= 1.0 + ldexp(1.0, -50); /* three double roundings in the product */
+                t->bound[e] = isfinite(t->y[e])
+                                  ? ref_bound_element(c.alpha, c.g[e], s, t->y[e], c.o.ep_ops, p->k, ref_err[e])
+                                  : 0.0;
+            }
+    }
+    free(ref_err);
+    free(c.g);
+    ref_operands_destroy(&c.o);
+    if (st != QV_OK) ref_truth_clear(t);
+    return st;
+}
+
+qv_status ref_truth_compute(const qv_problem *p, ref_truth *t)
+{
+    return ref_truth_compute_path(p, NULL, t);
+}

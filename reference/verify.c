@@ -1,0 +1,329 @@
+/* verify.c: the verdict for one output against the truth (reference.h,
+ * DESIGN.md §3).
+ *
+ * FAIL, per element:
+ *   - out outside [RN(y - E), RN(y + E)], RN being the row's output rounding
+ *     (RNE, then its saturation rule; overflow is Inf unless saturating). The
+ *     kernel's pre-cast value lies in [y - E, y + E] and RNE is monotone, so a
+ *     correct kernel's output can only land there; this interval lies inside the
+ *     directed roundings [RD(y - E), RU(y + E)] and is the sharper of the two.
+ *   - a NaN or Inf where the model has none, or a different one;
+ *   - the element still holds the poison code (never written).
+ * MARGINAL, from statistical monitors on passing outputs:
+ *   - p99 of r > 0.5, where r = max(0, |out - y| - ulp/2) / E is the error beyond
+ *     the output rounding relative to the accumulation bound (r <= 1 for every
+ *     element that passes; a kernel that routinely spends half its worst-case
+ *     budget is suspicious, since real accumulation errors grow like sqrt(K));
+ *   - a signed-bias z-score |z| > 6 over >= 64 nonzero errors, z = sum s / sqrt(sum s^2)
+ *     with s = (out - y) / (E + ulp/2): under symmetric independent errors z is
+ *     about N(0,1), so 6 sigma is a one-in-10^9 false alarm;
+ *   - NMSE (llama.cpp: sum (out-y)^2 / sum y^2) above 4x its expectation
+ *     sum (ulp^2/12 + (E/3)^2) / sum y^2: ulp^2/12 is the variance of an RNE cast,
+ *     (E/3)^2 lets the accumulation error reach its worst case at 3 sigma.
+ * A zero reference norm is a vacuous comparison: graded on its elements alone (the
+ * zero output is the only correct one) and said in the reason, or FAIL when the
+ * caller requires a non-vacuous case (ref_verify_opts). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qvet/formats.h"
+#include "qvet/reference.h"
+#include "ref_operands.h"
+
+#define P99_MARGINAL 0.5  /* see the header comment */
+#define BIAS_Z_MARGINAL 6.0
+#define BIAS_MIN_COUNT 64
+#define NMSE_FACTOR 4.0
+
+uint32_t ref_poison_code(qv_fmt ofmt)
+{
+    switch (ofmt) {
+    case QV_FMT_F16: return 0x7E5Au;
+    case QV_FMT_BF16: return 0x7FDAu;
+    case QV_FMT_F32: return 0x7FC05A5Au;
+    default: return 0xFFFFFFFFu;
+    }
+}
+
+static uint32_t out_code(qv_fmt f, const void *out, int64_t e)
+{
+    if (f == QV_FMT_F32) {
+        uint32_t c;
+        memcpy(&c, (const float *)out + e, 4);
+        return c;
+    }
+    return ((const uint16_t *)out)[e];
+}
+
+static double out_value(qv_fmt f, uint32_t c)
+{
+    if (f == QV_FMT_F32) {
+        float x;
+        memcpy(&x, &c, 4);
+        return x;
+    }
+    return f == QV_FMT_F16 ? qv_f16_to_f32((uint16_t)c) : qv_bf16_to_f32((uint16_t)c);
+}
+
+/* Codes ordered as integers along the real line (sign-magnitude to two's). */
+static int64_t ordered(qv_fmt f, uint32_t c)
+{
+    uint32_t sign = f == QV_FMT_F32 ? 0x80000000u : 0x8000u;
+    int64_t mag = c & (sign - 1);
+    return (c & sign) ? -mag : mag;
+}
+
+static uint32_t encode_out(qv_fmt f, double x, int sat)
+{
+    return qv_encode(f, x, sat ? QV_SAT_FINITE : QV_SAT_NONE);
+}
+
+/* k-th smallest of x[0..n) (destroys order). */
+static double select_kth(double *x, int64_t n, int64_t kth)
+{
+    int64_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        double piv = x[(lo + hi) / 2];
+        int64_t i = lo, j = hi;
+        while (i <= j) {
+            while (x[i] < piv) i++;
+            while (x[j] > piv) j--;
+            if (i <= j) {
+                double t = x[i];
+                x[i] = x[j];
+                x[j] = t;
+                i++;
+                j--;
+            }
+        }
+        if (kth <= j)
+            hi = j;
+        else if (kth >= i)
+            lo = i;
+        else
+            break;
+    }
+    return x[kth];
+}
+
+static double p99_of(double *x, int64_t n)
+{
+    if (n <= 0) return 0.0;
+    int64_t kth = (int64_t)ceil(0.99 * (double)n) - 1;
+    if (kth < 0) kth = 0;
+    return select_kth(x, n, kth);
+}
+
+static void result_init(qv_result *res, int64_t mn)
+{
+    memset(res, 0, sizeof *res);
+    res->n_elements = mn;
+    res->worst_m = res->worst_n = -1;
+}
+
+void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, const ref_verify_opts *opts,
+                   qv_result *res)
+{
+    const qv_variant *v = p->v;
+    qv_fmt of = v->ofmt;
+    int sat = v->arith.out_sat == QV_SAT_FINITE;
+    int64_t m = p->m, n = p->n, mn = m * n;
+    result_init(res, mn);
+    res->ref_path = t->path;
+    res->ref_why = t->why;
+    uint32_t poison = ref_poison_code(of);
+    double *rs = malloc(sizeof(double) * (size_t)(mn > 0 ? mn : 1));
+    double *ulps = malloc(sizeof(double) * (size_t)(mn > 0 ? mn : 1));
+    QV_ASSERT(rs && ulps, "out of memory in ref_verify");
+    int64_t nr = 0, nbad = 0, nbias = 0;
+    double sum_e2 = 0, sum_y2 = 0, sum_exp = 0, bias_s = 0, bias_s2 = 0;
+    double worst_r = -1.0, worst_bad = -1.0;
+    int64_t first_bad = -1, worst_e = -1, worst_bad_e = -1;
+    const char *first_kind = NULL;
+    for (int64_t e = 0; e < mn; e++) {
+        uint32_t c = out_code(of, out, e);
+        double y = t->y[e], E = t->bound[e];
+        const char *bad = NULL;
+        double r = 0.0;
+        if (c == poison) {
+            res->n_unwritten++;
+            bad = "never written (poison)";
+            r = INFINITY;
+        } else {
+            double o = out_value(of, c);
+            if (!isfinite(y)) {
+                /* The model has a NaN or Inf here: the output must be the same one. */
+                int same = isnan(y) ? isnan(o) : (o == y);
+                if (!same) {
+                    bad = "differs from the model's NaN/Inf";
+                    if (isnan(o)) res->n_nan++;
+                    if (isinf(o)) res->n_inf++;
+                    r = INFINITY;
+                }
+            } else if (isnan(o)) {
+                res->n_nan++;
+                bad = "NaN where the model is finite";
+                r = INFINITY;
+            } else {
+                double lo = ref_round_to(of, y - E, sat), hi = ref_round_to(of, y + E, sat);
+                if (o < lo || o > hi) {
+                    bad = isinf(o) ? "Inf outside the bound" : "outside the rounded bound";
+                    if (isinf(o)) res->n_inf++;
+                    else res->n_fail++;
+                }
+                double half = 0.5 * qv_ulp(of, fabs(y) + E);
+                if (isfinite(o)) {
+                    double err = o - y, ae = fabs(err);
+                    double excess = ae > half ? ae - half : 0.0;
+                    r = E > 0 ? excess / E : (excess > 0 ? INFINITY : 0.0);
+                    rs[nr] = r;
+                    if (isfinite(t->y_rn[e]))
+                        ulps[nr] = (double)llabs(ordered(of, c) - ordered(of, encode_out(of, t->y_rn[e], sat)));
+                    else
+                        ulps[nr] = 0;
+                    nr++;
+                    if (ae > res->max_abs_err) res->max_abs_err = ae;
+                    sum_e2 += err * err;
+                    sum_y2 += y * y;
+                    double u = qv_ulp(of, y);
+                    sum_exp += u * u / 12.0 + (E / 3.0) * (E / 3.0);
+                    if (err != 0.0) {
+                        double s = err / (E + half);
+                        bias_s += s;
+                        bias_s2 += s * s;
+                        nbias++;
+                    }
+                } else {
+                    r = INFINITY;
+                }
+            }
+        }
+        if (bad) {
+            nbad++;
+            if (first_bad < 0) {
+                first_bad = e;
+                first_kind = bad;
+            }
+            if (r > worst_bad || worst_bad_e < 0) {
+                worst_bad = r;
+                worst_bad_e = e;
+            }
+        }
+        if (r > worst_r) {
+            worst_r = r;
+            worst_e = e;
+        }
+    }
+    int64_t we = nbad ? worst_bad_e : worst_e;
+    if (we >= 0) {
+        res->worst_m = we / n;
+        res->worst_n = we % n;
+        res->worst_out = out_value(of, out_code(of, out, we));
+        res->worst_y = t->y[we];
+        res->worst_bound = t->bound[we];
+    }
+    res->max_err_over_bound = worst_r < 0 ? 0.0 : worst_r;
+    double maxu = 0;
+    for (int64_t i = 0; i < nr; i++)
+        if (ulps[i] > maxu) maxu = ulps[i];
+    res->max_ulp = maxu;
+    res->p99_err_over_bound = p99_of(rs, nr);
+    res->p99_ulp = p99_of(ulps, nr);
+    res->nmse = sum_y2 > 0 ? sum_e2 / sum_y2 : (sum_e2 > 0 ? INFINITY : 0.0);
+    res->norm_rel = sqrt(res->nmse);
+    res->bias_z = bias_s2 > 0 ? bias_s / sqrt(bias_s2) : 0.0;
+    free(rs);
+    free(ulps);
+
+    if (nbad) {
+        res->grade = QV_FAIL;
+        snprintf(res->reason, sizeof res->reason,
+                 "%lld of %lld elements fail; first at (%lld, %lld): %s; worst at (%lld, %lld): out=%.9g y=%.9g E=%.3g",
+                 (long long)nbad, (long long)mn, (long long)(first_bad / n), (long long)(first_bad % n),
+                 first_kind, (long long)res->worst_m, (long long)res->worst_n, res->worst_out, res->worst_y,
+                 res->worst_bound);
+        return;
+    }
+    if (sum_y2 == 0.0) {
+        int strict = opts && opts->require_nonvacuous;
+        res->grade = strict ? QV_FAIL : QV_PASS;
+        snprintf(res->reason, sizeof res->reason, "vacuous comparison: zero reference norm%s",
+                 strict ? "" : " (graded on its elements only)");
+        return;
+    }
+    res->grade = QV_PASS;
+    if (res->p99_err_over_bound > P99_MARGINAL) {
+        res->grade = QV_MARGINAL;
+        snprintf(res->reason, sizeof res->reason,
+                 "p99 of the error beyond output rounding is %.3g of E (> %.2g)", res->p99_err_over_bound,
+                 P99_MARGINAL);
+    } else if (nbias >= BIAS_MIN_COUNT && fabs(res->bias_z) > BIAS_Z_MARGINAL) {
+        res->grade = QV_MARGINAL;
+        snprintf(res->reason, sizeof res->reason, "signed bias: z = %.3g over %lld nonzero errors (|z| > %.0f)",
+                 res->bias_z, (long long)nbias, BIAS_Z_MARGINAL);
+    } else if (res->nmse > NMSE_FACTOR * sum_exp / sum_y2) {
+        res->grade = QV_MARGINAL;
+        snprintf(res->reason, sizeof res->reason, "NMSE %.3g is above %.0fx its expectation %.3g",
+                 res->nmse, NMSE_FACTOR, sum_exp / sum_y2);
+    }
+}
+
+void ref_verify(const qv_problem *p, const ref_truth *t, const void *out, qv_result *res)
+{
+    ref_verify_ex(p, t, out, NULL, res);
+}
+
+void ref_verify_bitexact(const qv_problem *p, const void *expected, const void *out, qv_result *res)
+{
+    qv_fmt of = p->v->ofmt;
+    int64_t m = p->m, n = p->n, mn = m * n;
+    result_init(res, mn);
+    res->ref_path = "model";
+    res->ref_why = "probe with a unique correct output under the declared arithmetic: bit-exact comparison";
+    uint32_t poison = ref_poison_code(of);
+    int64_t first = -1, nbad = 0;
+    double sum_e2 = 0, sum_y2 = 0;
+    for (int64_t e = 0; e < mn; e++) {
+        uint32_t c = out_code(of, out, e), x = out_code(of, expected, e);
+        double o = out_value(of, c), y = out_value(of, x);
+        int same = (c == x) || (isnan(o) && isnan(y) && c != poison);
+        if (c == poison && x != poison) res->n_unwritten++;
+        if (!same) {
+            nbad++;
+            if (isnan(o) && c != poison) res->n_nan++;
+            else if (isinf(o)) res->n_inf++;
+            else if (c != poison) res->n_fail++;
+            if (first < 0) first = e;
+            double u = (isfinite(o) && isfinite(y)) ? (double)llabs(ordered(of, c) - ordered(of, x)) : INFINITY;
+            if (u > res->max_ulp) res->max_ulp = u;
+        }
+        if (isfinite(o) && isfinite(y)) {
+            double d = fabs(o - y);
+            if (d > res->max_abs_err) res->max_abs_err = d;
+            sum_e2 += d * d;
+            sum_y2 += y * y;
+        }
+    }
+    res->nmse = sum_y2 > 0 ? sum_e2 / sum_y2 : (sum_e2 > 0 ? INFINITY : 0.0);
+    res->norm_rel = sqrt(res->nmse);
+    res->p99_ulp = res->max_ulp;
+    if (first >= 0) {
+        res->grade = QV_FAIL;
+        res->worst_m = first / n;
+        res->worst_n = first % n;
+        res->worst_out = out_value(of, out_code(of, out, first));
+        res->worst_y = out_value(of, out_code(of, expected, first));
+        res->max_err_over_bound = INFINITY;
+        res->p99_err_over_bound = nbad * 100 > mn ? INFINITY : 0.0;
+        snprintf(res->reason, sizeof res->reason,
+                 "%lld of %lld elements differ from the unique correct output; first at (%lld, %lld): out=%.9g expected=%.9g",
+                 (long long)nbad, (long long)mn, (long long)res->worst_m, (long long)res->worst_n, res->worst_out,
+                 res->worst_y);
+    } else {
+        res->grade = QV_PASS;
+        if (sum_y2 == 0.0)
+            snprintf(res->reason, sizeof res->reason, "vacuous comparison: zero reference norm");
+    }
+}
