@@ -4,7 +4,8 @@
 # run as root); otherwise it names the missing packages and fails.
 set -euo pipefail
 pkgs=(check libsubunit-dev libmpfr-dev libgmp-dev libopenblas-dev gnuplot-nox
-      clang libclang-rt-dev make gcc python3)
+      clang libclang-rt-dev make gcc python3
+      openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
