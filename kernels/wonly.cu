@@ -1,6 +1,616 @@
-/* PLACEHOLDER: replaced by the kernel work. */
+/* wonly.cu: the weight-only GEMM family, Y (m, n) = A (m, k) x W (k, n), with
+ * A in fp16/bf16 and W stored as Marlin-packed int4 (symmetric "q+8" or with
+ * zero points), int8 ("q+128") or fp8 e4m3 codes (layout.h, DESIGN.md §7).
+ *
+ * Declared arithmetic (src/registry.c, rows of family "marlin"):
+ *  - group scales (QV_DQ_MUL_RN): w = half((q - z) * s), one half-precision
+ *    rounding, with q - z exact;
+ *  - tensor/channel scales (QV_DQ_EXACT + QV_EP_MUL_WSCALE): w = value(q)
+ *    exactly, and the fp32 result is multiplied by the scale in fp32;
+ *  - products summed by m16n8k16 tensor cores into fp32; partial sums of K
+ *    slices (two warps of a block, then split-K blocks) added in fp32 in a fixed
+ *    order, so every launch is bitwise identical; output cast RNE.
+ *
+ * Structure: a block of 8 warps computes a BM x 256 output tile (BM = 16 or
+ * 64) over one K slice. 4 warps along N own 64 columns each (one Marlin chunk:
+ * a lane's 16-byte load holds its B fragments for four 16x16 tiles); 2 warps
+ * along K split every pipeline stage between them. A, B, group scales and
+ * zero points travel global -> shared through a 4-stage cp.async ring.
+ * Split-K: each slice writes fp32 partials to the workspace; the last block of
+ * an output tile to arrive (a counter per tile) adds the partials of slices
+ * 0..S-1 in that order, applies the epilogue, writes Y and resets the counter
+ * to zero, so the workspace is ready for the next launch (gemm.h). */
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "dequant.cuh"
+#include "mma.cuh"
 #include "qvet/gemm.h"
+#include "qvet/gpu.h"
+
+namespace {
+
+/* Weight code families the kernel instantiates. */
+enum { WT_INT4 = 0, WT_INT8 = 1, WT_FP8 = 2 };
+/* How the weight scale enters. */
+enum { SC_GROUP = 0, SC_CHANNEL = 1, SC_TENSOR = 2 };
+/* Storage of the epilogue scale. */
+enum { SF_F16 = 0, SF_BF16 = 1, SF_F32 = 2 };
+
+constexpr int kThreads = 256;  /* 8 warps */
+constexpr int kWarpsN = 4;     /* warps along N, 64 columns each */
+constexpr int kWarpsK = 2;     /* warps along K inside a stage */
+constexpr int kBN = 64 * kWarpsN;
+constexpr int kStages = 4;     /* cp.async ring depth: 3 stages in flight while one is used */
+
+/* k16 tiles each warp handles per stage: 4 for 4-bit and 2 for 8-bit weights,
+ * so a stage always holds 16 KiB of packed B for the block. */
+template <int WT> struct wt_traits {
+    static constexpr int bits = WT == WT_INT4 ? 4 : 8;
+    static constexpr int kpw = WT == WT_INT4 ? 4 : 2;
+    static constexpr int ks = kpw * kWarpsK;                /* k16 tiles per stage */
+    static constexpr int lane_bytes = bits * 4;              /* B bytes per lane per k16 tile */
+    static constexpr int chunk_words = 16 * 64 * bits / 32;  /* int32 words per (k16, 64 cols) */
+};
+
+/* Shared-memory byte layout of one stage. */
+template <int WT, int MB> struct stage_layout {
+    static constexpr int ks = wt_traits<WT>::ks;
+    static constexpr int a_row_bytes = ks * 16 * 2;
+    static constexpr int a_bytes = 16 * MB * a_row_bytes;
+    static constexpr int b_bytes = ks * kWarpsN * 32 * wt_traits<WT>::lane_bytes;
+    static constexpr int s_bytes = ks * kBN * 2;           /* one fp16/bf16 scale row per k16 tile */
+    static constexpr int z_bytes = ks * (kBN / 8) * 4;     /* one packed zero-point row per k16 tile */
+    static constexpr int a_off = 0;
+    static constexpr int b_off = a_off + a_bytes;
+    static constexpr int s_off = b_off + b_bytes;
+    static constexpr int z_off = s_off + s_bytes;
+    static constexpr int bytes = z_off + z_bytes;
+    static constexpr int red_bytes = kWarpsN * MB * 8 * 4 * 32 * 4; /* cross-warp K reduction */
+    static constexpr int total = (kStages * bytes > red_bytes) ? kStages * bytes : red_bytes;
+};
+
+struct wo_params {
+    const void *a;           /* (m, k) fp16/bf16 codes, row-major (sorted columns under act_order) */
+    const uint32_t *b;       /* Marlin-packed weights, (k/16, 2n) or (k/16, 4n) int32 */
+    const void *scales;      /* packed scales: (k/g, n) group, (1, n) channel (f16/bf16), (1) f32 tensor */
+    const uint32_t *zeros;   /* packed zero points (k/g, n/8) int32, or NULL */
+    void *c;                 /* (m, n) output, row-major, same format as A */
+    float *partial;          /* (splits, m, n) fp32 split-K partials, when splits > 1 */
+    int *counters;           /* (m_blocks, n_blocks) arrival counters, zero between launches */
+    int m, n, k, g;
+    int tiles_per_split;     /* k16 tiles per K slice */
+    int splits;
+    int scale_mode;          /* SC_* */
+    int scale_fmt;           /* SF_*: storage of the epilogue scale */
+    int has_zp;
+    int grp_single;          /* 1: group scales use the 32-wide channel permutation (k == g) */
+    float unbias_f32;        /* fp8: 2^-s_pow2, undoes the exponent bias folded into the scales; else 1 */
+    uint32_t unbias_h2;      /* the same power of two as a half2 of the activation format */
+};
+
+/* Packed index of logical column col for channelwise scales (scale_perm_single:
+ * inside each 32 columns, position 8i + jj holds column 2i + {0,1,8,9,16,17,24,25}[jj]). */
+__device__ __forceinline__ int64_t single_perm_index(int col)
+{
+    int c = col & 31;
+    int i = (c & 7) >> 1;
+    int jj = 2 * (c >> 3) + (c & 1);
+    return (int64_t)(col & ~31) + 8 * i + jj;
+}
+
+__device__ __forceinline__ float load_scale(const void *s, int64_t idx, int fmt)
+{
+    if (fmt == SF_F32) return static_cast<const float *>(s)[idx];
+    uint16_t code = static_cast<const uint16_t *>(s)[idx];
+    return fmt == SF_F16 ? qv_h2<false>::to_float(code) : qv_h2<true>::to_float(code);
+}
+
+/* The fp32 epilogue of column col: times the channel or tensor scale. */
+__device__ __forceinline__ float epilogue_scale(const wo_params &p, int col)
+{
+    /* The product with the power of two 2^-s_pow2 is exact: it restores the
+     * stored scale s (layout.h, MARLIN_FP8). */
+    if (p.scale_mode == SC_CHANNEL)
+        return load_scale(p.scales, single_perm_index(col), p.scale_fmt) * p.unbias_f32;
+    if (p.scale_mode == SC_TENSOR) return load_scale(p.scales, 0, p.scale_fmt) * p.unbias_f32;
+    return 1.0f;
+}
+
+/* 16-row tiles run two blocks per SM (registers capped at 128), 64-row tiles one. */
+template <int WT, int MB, bool IS_BF16>
+__global__ void __launch_bounds__(kThreads, MB == 1 ? 2 : 1) k_gemm_wonly_mma(const wo_params p)
+{
+    using T = wt_traits<WT>;
+    using L = stage_layout<WT, MB>;
+    constexpr int BM = 16 * MB;
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ int s_is_last;
+
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const int wn = warp % kWarpsN;
+    const int wk = warp / kWarpsN;
+    const int n0 = blockIdx.x * kBN;
+    const int m0 = blockIdx.y * BM;
+    const int n_chunks = p.n / 64;
+    const bool warp_active = (n0 / 64 + wn) < n_chunks;
+    const int kt_begin = blockIdx.z * p.tiles_per_split;
+    const int kt_end = min(p.k / 16, kt_begin + p.tiles_per_split);
+    const int n_steps = (kt_end - kt_begin + T::ks - 1) / T::ks;
+    const bool grouped = p.scale_mode == SC_GROUP;
+    const uint16_t *a16 = static_cast<const uint16_t *>(p.a);
+
+    /* Issues the copies of pipeline step `step` into ring slot `slot`. */
+    auto load_stage = [&](int step, int slot) {
+        unsigned char *st = smem + slot * L::bytes;
+        const int kt0 = kt_begin + step * T::ks;
+        /* A: BM rows x ks*2 chunks of 16 bytes; the chunk index is XOR-swizzled
+         * with the row so ldmatrix's 8 row addresses hit 8 different banks. */
+        constexpr int a_chunks_row = T::ks * 2;
+        for (int c = threadIdx.x; c < BM * a_chunks_row; c += kThreads) {
+            int row = c / a_chunks_row, ch = c % a_chunks_row;
+            if (kt0 + ch / 2 >= kt_end) continue;
+            int grow = m0 + row;
+            bool valid = grow < p.m;
+            const uint16_t *src = valid ? a16 + (int64_t)grow * p.k + (int64_t)kt0 * 16 + ch * 8 : a16;
+            qv_cp_async16(st + L::a_off + row * L::a_row_bytes + ((ch ^ (row & 7)) * 16), src, valid);
+        }
+        /* B: each lane's bytes of each (k16 tile, warp column chunk), in order. */
+        constexpr int parts = T::lane_bytes / 16;
+        for (int c = threadIdx.x; c < T::ks * kWarpsN * 32 * parts; c += kThreads) {
+            int part = c % parts;
+            int ln = (c / parts) % 32;
+            int w = (c / parts / 32) % kWarpsN;
+            int u = c / parts / 32 / kWarpsN;
+            int kt = kt0 + u;
+            int chunk = n0 / 64 + w;
+            if (kt >= kt_end || chunk >= n_chunks) continue;
+            const uint32_t *src = p.b + (int64_t)kt * ((int64_t)n_chunks * T::chunk_words) +
+                                  (int64_t)chunk * T::chunk_words + ln * (T::lane_bytes / 4) + part * 4;
+            qv_cp_async16(st + L::b_off + c * 16, src, true);
+        }
+        if (grouped) {
+            /* One scale row (256 columns, 32 chunks) per k16 tile. */
+            const uint16_t *s16 = static_cast<const uint16_t *>(p.scales);
+            for (int c = threadIdx.x; c < T::ks * 32; c += kThreads) {
+                int u = c / 32, ch = c % 32;
+                int kt = kt0 + u;
+                if (kt >= kt_end || n0 / 64 + ch / 8 >= n_chunks) continue;
+                int64_t grp = (int64_t)kt * 16 / p.g;
+                qv_cp_async16(st + L::s_off + c * 16, s16 + grp * p.n + n0 + ch * 8, true);
+            }
+            if (p.has_zp) {
+                /* One zero-point row (256 columns = 32 words, 8 chunks) per k16 tile. */
+                for (int c = threadIdx.x; c < T::ks * 8; c += kThreads) {
+                    int u = c / 8, ch = c % 8;
+                    int kt = kt0 + u;
+                    if (kt >= kt_end || n0 / 64 + ch / 2 >= n_chunks) continue;
+                    int64_t grp = (int64_t)kt * 16 / p.g;
+                    qv_cp_async16(st + L::z_off + c * 16, p.zeros + grp * (p.n / 8) + n0 / 8 + ch * 4, true);
+                }
+            }
+        }
+    };
+
+    float acc[MB][8][4];
+#pragma unroll
+    for (int i = 0; i < MB; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int r = 0; r < 4; r++) acc[i][j][r] = 0.0f;
+
+#pragma unroll
+    for (int s = 0; s < kStages - 1; s++) {
+        if (s < n_steps) load_stage(s, s);
+        qv_cp_async_commit();
+    }
+
+    for (int step = 0; step < n_steps; step++) {
+        qv_cp_async_wait<kStages - 2>();
+        __syncthreads();
+        /* The slot refilled here was read in step-1, which every warp finished
+         * before the barrier above. */
+        int next = step + kStages - 1;
+        if (next < n_steps) load_stage(next, next % kStages);
+        qv_cp_async_commit();
+
+        const unsigned char *st = smem + (step % kStages) * L::bytes;
+        const int kt0 = kt_begin + step * T::ks;
+        if (!warp_active) continue;
+#pragma unroll
+        for (int uu = 0; uu < T::kpw; uu++) {
+            const int u = wk * T::kpw + uu;
+            if (kt0 + u >= kt_end) break;
+            uint32_t af[MB][4];
+#pragma unroll
+            for (int mt = 0; mt < MB; mt++) {
+                int row = mt * 16 + (lane & 15);
+                int ch = u * 2 + (lane >> 4);
+                qv_ldmatrix_x4(af[mt], st + L::a_off + row * L::a_row_bytes + ((ch ^ (row & 7)) * 16));
+            }
+            const uint4 *bsrc = reinterpret_cast<const uint4 *>(
+                st + L::b_off + ((u * kWarpsN + wn) * 32 + lane) * T::lane_bytes);
+            uint32_t bw[T::lane_bytes / 4];
+#pragma unroll
+            for (int q = 0; q < T::lane_bytes / 16; q++) {
+                uint4 v = bsrc[q];
+                bw[4 * q] = v.x;
+                bw[4 * q + 1] = v.y;
+                bw[4 * q + 2] = v.z;
+                bw[4 * q + 3] = v.w;
+            }
+            /* Group scales of this lane's eight n8 tiles: positions 8*(lane/4)+j8
+             * of the warp's 64-column chunk (scale_perm puts column 8*j8 + lane/4
+             * there), unless k == g uses the channel permutation. */
+            uint32_t sc[8];
+            uint32_t zw = 0;
+            if (grouped) {
+                if (!p.grp_single) {
+                    uint4 sv = *reinterpret_cast<const uint4 *>(st + L::s_off + u * kBN * 2 +
+                                                              (wn * 64 + 8 * (lane >> 2)) * 2);
+                    uint32_t s4[4] = {sv.x, sv.y, sv.z, sv.w};
+#pragma unroll
+                    for (int j8 = 0; j8 < 8; j8++)
+                        sc[j8] = qv_h2<IS_BF16>::dup((s4[j8 >> 1] >> (16 * (j8 & 1))) & 0xFFFFu);
+                } else {
+                    const uint16_t *srow = reinterpret_cast<const uint16_t *>(st + L::s_off + u * kBN * 2);
+#pragma unroll
+                    for (int j8 = 0; j8 < 8; j8++) {
+                        int col = wn * 64 + 8 * j8 + (lane >> 2);
+                        sc[j8] = qv_h2<IS_BF16>::dup(srow[single_perm_index(col)]);
+                    }
+                }
+                if (WT == WT_FP8) {
+                    /* Exact: s * 2^s_pow2 * 2^-s_pow2 = s, a half-precision value. */
+#pragma unroll
+                    for (int j8 = 0; j8 < 8; j8++) sc[j8] = qv_h2<IS_BF16>::mul(sc[j8], p.unbias_h2);
+                }
+                if (p.has_zp)
+                    zw = *reinterpret_cast<const uint32_t *>(st + L::z_off + u * (kBN / 8) * 4 +
+                                                             (wn * 8 + (lane >> 2)) * 4);
+            }
+#pragma unroll
+            for (int j8 = 0; j8 < 8; j8++) {
+                uint32_t bf[2];
+                if (WT == WT_INT4) {
+                    /* Zero-point nibble of n8 tile j8: packed position j8 sits at
+                     * nibble j8/2 + 4*(j8%2) (interleave [0,2,4,6,1,3,5,7]). */
+                    uint32_t z = p.has_zp ? (zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1)))) & 0xFu : 8u;
+                    qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), z, bf);
+                } else if (WT == WT_INT8) {
+                    qv_dq8<IS_BF16>(bw[j8], bf);
+                } else {
+                    qv_dqfp8<IS_BF16>(bw[j8], bf);
+                }
+                if (grouped) {
+                    bf[0] = qv_h2<IS_BF16>::mul(bf[0], sc[j8]);
+                    bf[1] = qv_h2<IS_BF16>::mul(bf[1], sc[j8]);
+                }
+#pragma unroll
+                for (int mt = 0; mt < MB; mt++) qv_mma_16816<IS_BF16>(acc[mt][j8], af[mt], bf);
+            }
+        }
+    }
+    qv_cp_async_wait<0>();
+    __syncthreads();
+
+    /* Cross-warp K reduction in a fixed order: warp wk=0 adds wk=1's sums. */
+    float *red = reinterpret_cast<float *>(smem);
+    if (wk == 1 && warp_active) {
+#pragma unroll
+        for (int mt = 0; mt < MB; mt++)
+#pragma unroll
+            for (int j8 = 0; j8 < 8; j8++)
+#pragma unroll
+                for (int r = 0; r < 4; r++)
+                    red[(((wn * MB + mt) * 8 + j8) * 4 + r) * 32 + lane] = acc[mt][j8][r];
+    }
+    __syncthreads();
+    if (wk == 0 && warp_active) {
+#pragma unroll
+        for (int mt = 0; mt < MB; mt++)
+#pragma unroll
+            for (int j8 = 0; j8 < 8; j8++)
+#pragma unroll
+                for (int r = 0; r < 4; r++)
+                    acc[mt][j8][r] = acc[mt][j8][r] + red[(((wn * MB + mt) * 8 + j8) * 4 + r) * 32 + lane];
+    }
+
+    if (p.splits > 1) {
+        /* Write this slice's partials, then find out whether this block is the
+         * last of its output tile to finish. */
+        if (wk == 0 && warp_active) {
+            float *part = p.partial + (int64_t)blockIdx.z * p.m * p.n;
+#pragma unroll
+            for (int mt = 0; mt < MB; mt++)
+#pragma unroll
+                for (int j8 = 0; j8 < 8; j8++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        int row = m0 + mt * 16 + (lane >> 2) + 8 * h;
+                        int col = n0 + wn * 64 + j8 * 8 + 2 * (lane & 3);
+                        if (row < p.m)
+                            __stcg(reinterpret_cast<float2 *>(part + (int64_t)row * p.n + col),
+                                   make_float2(acc[mt][j8][2 * h], acc[mt][j8][2 * h + 1]));
+                    }
+        }
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            int *cnt = p.counters + blockIdx.y * gridDim.x + blockIdx.x;
+            int old = atomicAdd(cnt, 1);
+            s_is_last = old == p.splits - 1;
+            /* The last arrival resets the counter for the next launch. */
+            if (s_is_last) atomicExch(cnt, 0);
+        }
+        __syncthreads();
+        if (!s_is_last) return;
+        __threadfence();
+        /* Sum slices 0..S-1 in that order: the result does not depend on which
+         * block arrived last. */
+        if (wk == 0 && warp_active) {
+#pragma unroll
+            for (int mt = 0; mt < MB; mt++)
+#pragma unroll
+                for (int j8 = 0; j8 < 8; j8++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        int row = m0 + mt * 16 + (lane >> 2) + 8 * h;
+                        int col = n0 + wn * 64 + j8 * 8 + 2 * (lane & 3);
+                        if (row >= p.m) continue;
+                        float2 s = __ldcg(reinterpret_cast<const float2 *>(p.partial + (int64_t)row * p.n + col));
+                        for (int z = 1; z < p.splits; z++) {
+                            float2 v = __ldcg(reinterpret_cast<const float2 *>(
+                                p.partial + ((int64_t)z * p.m + row) * p.n + col));
+                            s.x = s.x + v.x;
+                            s.y = s.y + v.y;
+                        }
+                        acc[mt][j8][2 * h] = s.x;
+                        acc[mt][j8][2 * h + 1] = s.y;
+                    }
+        }
+    }
+
+    if (wk == 0 && warp_active) {
+#pragma unroll
+        for (int mt = 0; mt < MB; mt++)
+#pragma unroll
+            for (int j8 = 0; j8 < 8; j8++) {
+                int col = n0 + wn * 64 + j8 * 8 + 2 * (lane & 3);
+                float s0 = epilogue_scale(p, col), s1 = epilogue_scale(p, col + 1);
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    int row = m0 + mt * 16 + (lane >> 2) + 8 * h;
+                    if (row >= p.m) continue;
+                    float y0 = acc[mt][j8][2 * h], y1 = acc[mt][j8][2 * h + 1];
+                    if (p.scale_mode != SC_GROUP) {
+                        y0 = y0 * s0;
+                        y1 = y1 * s1;
+                    }
+                    *reinterpret_cast<uint32_t *>(static_cast<uint16_t *>(p.c) + (int64_t)row * p.n + col) =
+                        qv_h2<IS_BF16>::pack(y0, y1);
+                }
+            }
+    }
+}
+
+/* act_order: out[i][j] = a[i][perm[j]], the activations in sorted-row order. */
+__global__ void k_permute_cols(const uint16_t *a, const int32_t *perm, uint16_t *out, int m, int k)
+{
+    int64_t total = (int64_t)m * k;
+    for (int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; idx < total;
+         idx += (int64_t)gridDim.x * blockDim.x) {
+        int64_t i = idx / k;
+        int j = (int)(idx % k);
+        out[idx] = a[i * k + perm[j]];
+    }
+}
+
+/* ---- host side ---- */
+
+/* The split-K plan assumes the H200's 132 SMs rather than asking the device:
+ * the plan (and so the fp32 summation order, and every output bit) is then a
+ * function of the shape alone, the same on every GPU, and the workspace size
+ * can be computed without a CUDA call. */
+constexpr int kPlanSms = 132;
+
+/* The launch geometry of one shape; qv_workspace_wonly and the launch agree on
+ * it because both call this. */
+struct geometry {
+    int mb;           /* m16 tiles per block: 1 or 4 */
+    int m_blocks, n_blocks;
+    int tiles_per_split, splits;
+    size_t counters_off, aperm_off, partial_off, bytes;
+};
+
+int weight_type(const qv_variant *v)
+{
+    switch (v->layout) {
+    case QV_LAYOUT_MARLIN_W4:
+    case QV_LAYOUT_MARLIN_W4_ZP: return WT_INT4;
+    case QV_LAYOUT_MARLIN_W8: return WT_INT8;
+    case QV_LAYOUT_MARLIN_FP8: return WT_FP8;
+    default: return -1;
+    }
+}
+
+size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
+
+geometry plan(const qv_variant *v, int m, int n, int k)
+{
+    geometry g;
+    int wt = weight_type(v);
+    int ks = (wt == WT_INT4 ? wt_traits<WT_INT4>::ks : wt_traits<WT_INT8>::ks);
+    g.mb = m <= 16 ? 1 : 4;
+    g.m_blocks = (m + 16 * g.mb - 1) / (16 * g.mb);
+    g.n_blocks = (n + kBN - 1) / kBN;
+    int tiles = k / 16;
+    /* Split K until every SM has a block (two for the 16-row tiles, whose
+     * shared memory lets two blocks share an SM), keeping each slice at least
+     * two pipeline stages long. */
+    int64_t tiles_mn = (int64_t)g.m_blocks * g.n_blocks;
+    int64_t target = (int64_t)kPlanSms * (g.mb == 1 ? 2 : 1);
+    int splits = 1;
+    if (tiles_mn < target) {
+        splits = (int)((target + tiles_mn - 1) / tiles_mn);
+        int max_splits = tiles / (2 * ks);
+        if (splits > max_splits) splits = max_splits;
+        if (splits < 1) splits = 1;
+    }
+    g.tiles_per_split = (tiles + splits - 1) / splits;
+    g.splits = (tiles + g.tiles_per_split - 1) / g.tiles_per_split;
+    g.counters_off = 0;
+    size_t off = align256((size_t)tiles_mn * sizeof(int));
+    g.aperm_off = off;
+    if (v->act_order) off += align256((size_t)m * (size_t)k * 2);
+    g.partial_off = off;
+    if (g.splits > 1) off += (size_t)g.splits * (size_t)m * (size_t)n * sizeof(float);
+    g.bytes = g.splits > 1 || v->act_order ? off : 0;
+    return g;
+}
+
+template <int WT, int MB, bool BF>
+qv_status launch_kernel(const wo_params &p, dim3 grid, cudaStream_t stream)
+{
+    constexpr int smem = stage_layout<WT, MB>::total;
+    static bool attr_set = false;
+    if (!attr_set) {
+        QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_mma<WT, MB, BF>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
+                    "cudaFuncSetAttribute (weight-only kernel shared memory)");
+        attr_set = true;
+    }
+    k_gemm_wonly_mma<WT, MB, BF><<<grid, kThreads, smem, stream>>>(p);
+    QV_CUDA_TRY(cudaGetLastError(), "weight-only kernel launch");
+    return QV_OK;
+}
+
+template <int WT, bool BF>
+qv_status launch_mb(int mb, const wo_params &p, dim3 grid, cudaStream_t stream)
+{
+    return mb == 1 ? launch_kernel<WT, 1, BF>(p, grid, stream) : launch_kernel<WT, 4, BF>(p, grid, stream);
+}
+
+template <bool BF>
+qv_status launch_wt(int wt, int mb, const wo_params &p, dim3 grid, cudaStream_t stream)
+{
+    switch (wt) {
+    case WT_INT4: return launch_mb<WT_INT4, BF>(mb, p, grid, stream);
+    case WT_INT8: return launch_mb<WT_INT8, BF>(mb, p, grid, stream);
+    default: return launch_mb<WT_FP8, BF>(mb, p, grid, stream);
+    }
+}
+
+/* The rows this kernel implements: anything else is refused, never computed. */
+qv_status check_variant(const qv_variant *v)
+{
+    if (weight_type(v) < 0)
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s: layout %s is not a weight-only Marlin layout", v->name,
+                       qv_layout_name(v->layout));
+    bool w_ok = (v->layout == QV_LAYOUT_MARLIN_W4 && v->wfmt == QV_FMT_U4 && !v->zero_point) ||
+                (v->layout == QV_LAYOUT_MARLIN_W4_ZP && v->wfmt == QV_FMT_U4 && v->zero_point) ||
+                (v->layout == QV_LAYOUT_MARLIN_W8 && v->wfmt == QV_FMT_U8 && !v->zero_point) ||
+                (v->layout == QV_LAYOUT_MARLIN_FP8 && v->wfmt == QV_FMT_E4M3 && !v->zero_point);
+    if (!w_ok) return qv_fail(QV_ERR_UNSUPPORTED, "%s: weight format and layout do not match", v->name);
+    if ((v->afmt != QV_FMT_F16 && v->afmt != QV_FMT_BF16) || v->ofmt != v->afmt)
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s: activations and output must both be f16 or both bf16",
+                       v->name);
+    if (v->act_scale != QV_ASCALE_NONE || v->azp != QV_AZP_NONE)
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s: activation scales are not part of weight-only GEMM", v->name);
+    if (v->arith.accum != QV_ACC_TC_F32 || v->arith.out_sat != QV_SAT_NONE)
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s: the kernel accumulates on fp16/bf16 tensor cores in fp32 "
+                       "and casts without saturation", v->name);
+    if (v->scale_layout == QV_SCALE_GROUP) {
+        if (v->arith.dequant != QV_DQ_MUL_RN || v->arith.epilogue[0] != QV_EP_END || v->g < 16 || v->g % 16)
+            return qv_fail(QV_ERR_UNSUPPORTED, "%s: group scales need the mul-rn dequant, no epilogue "
+                           "and g a multiple of 16", v->name);
+        if (v->sfmt != v->afmt)
+            return qv_fail(QV_ERR_UNSUPPORTED, "%s: group scales must be stored like the activations", v->name);
+    } else if (v->scale_layout == QV_SCALE_CHANNEL || v->scale_layout == QV_SCALE_TENSOR) {
+        if (v->arith.dequant != QV_DQ_EXACT || v->arith.epilogue[0] != QV_EP_MUL_WSCALE ||
+            v->arith.epilogue[1] != QV_EP_END || v->zero_point || v->act_order)
+            return qv_fail(QV_ERR_UNSUPPORTED, "%s: channel/tensor scales need exact dequant and one fp32 "
+                           "epilogue scale", v->name);
+        if (v->sfmt != QV_FMT_F16 && v->sfmt != QV_FMT_BF16 && v->sfmt != QV_FMT_F32)
+            return qv_fail(QV_ERR_UNSUPPORTED, "%s: unsupported scale storage", v->name);
+    } else {
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s: scale layout %s is not supported by the weight-only kernel",
+                       v->name, qv_scale_layout_name(v->scale_layout));
+    }
+    return QV_OK;
+}
+
+bool aligned16(const void *ptr) { return ((uintptr_t)ptr & 15) == 0; }
+
+} /* namespace */
+
+extern "C" size_t qv_workspace_wonly(const qv_variant *v, int m, int n, int k)
+{
+    if (check_variant(v) != QV_OK || m < 1 || n < 1 || k < 16) return 0;
+    return plan(v, m, n, k).bytes;
+}
+
 extern "C" qv_status qv_launch_wonly(const qv_variant *v, const qv_gemm_args *a)
 {
-    return qv_fail(QV_ERR_UNSUPPORTED, "%s: kernel not built yet", v->name);
-}extern "C" size_t qv_workspace_wonly(const qv_variant *v, int m, int n, int k) { return 0; }
+    QV_TRY(check_variant(v));
+    QV_TRY(qv_variant_check_shape(v, a->m, a->n, a->k));
+    if (v->scale_layout == QV_SCALE_GROUP && a->g != v->g)
+        return qv_fail(QV_ERR_SHAPE, "%s: g=%d in the arguments, the variant declares g=%d", v->name, a->g, v->g);
+    if (!a->a || !a->b || !a->scales || !a->c || (v->zero_point && !a->zeros) || (v->act_order && !a->perm))
+        return qv_fail(QV_ERR_USAGE, "%s: a device buffer the variant needs is NULL", v->name);
+    if (!aligned16(a->a) || !aligned16(a->b) || !aligned16(a->scales) || (a->zeros && !aligned16(a->zeros)) ||
+        ((uintptr_t)a->c & 3))
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s: A, B, scales and zeros must be 16-byte aligned, C 4-byte aligned",
+                       v->name);
+    geometry g = plan(v, a->m, a->n, a->k);
+    if (g.bytes > a->workspace_bytes || (g.bytes && !a->workspace))
+        return qv_fail(QV_ERR_USAGE, "%s: workspace of %zu bytes given, %zu needed (qv_workspace_wonly)",
+                       v->name, a->workspace_bytes, g.bytes);
+    cudaStream_t stream = (cudaStream_t)a->stream;
+    unsigned char *ws = (unsigned char *)a->workspace;
+
+    wo_params p;
+    p.a = a->a;
+    if (v->act_order) {
+        uint16_t *ap = (uint16_t *)(ws + g.aperm_off);
+        int64_t total = (int64_t)a->m * a->k;
+        int blocks = (int)((total + 255) / 256 < 4096 ? (total + 255) / 256 : 4096);
+        k_permute_cols<<<blocks, 256, 0, stream>>>((const uint16_t *)a->a, a->perm, ap, a->m, a->k);
+        QV_CUDA_TRY(cudaGetLastError(), "act_order column permutation launch");
+        p.a = ap;
+    }
+    p.b = (const uint32_t *)a->b;
+    p.scales = a->scales;
+    p.zeros = (const uint32_t *)a->zeros;
+    p.c = a->c;
+    p.partial = g.splits > 1 ? (float *)(ws + g.partial_off) : NULL;
+    p.counters = g.splits > 1 ? (int *)(ws + g.counters_off) : NULL;
+    p.m = a->m;
+    p.n = a->n;
+    p.k = a->k;
+    p.g = v->scale_layout == QV_SCALE_GROUP ? v->g : 0;
+    p.tiles_per_split = g.tiles_per_split;
+    p.splits = g.splits;
+    p.scale_mode = v->scale_layout == QV_SCALE_GROUP ? SC_GROUP
+                   : v->scale_layout == QV_SCALE_CHANNEL ? SC_CHANNEL : SC_TENSOR;
+    p.scale_fmt = v->sfmt == QV_FMT_F32 ? SF_F32 : v->sfmt == QV_FMT_BF16 ? SF_BF16 : SF_F16;
+    p.has_zp = v->zero_point;
+    /* layout.h: a single group (g == K) is stored in the channel order. */
+    p.grp_single = v->scale_layout == QV_SCALE_GROUP && a->k == v->g;
+    /* layout.h, MARLIN_FP8: the packed scales hold s * 2^8 (f16 activations) or
+     * s * 2^120 (bf16), for kernels whose bit-shift conversion of e4m3 yields
+     * value * 2^-8 (2^-120). This kernel converts e4m3 exactly (cvt), so it
+     * multiplies the scales by 2^-8 (2^-120) instead, which is exact.
+     * 0x1C00 is fp16 2^-8; 0x0380 is bf16 2^-120. */
+    bool fp8 = v->layout == QV_LAYOUT_MARLIN_FP8, bf = v->afmt == QV_FMT_BF16;
+    p.unbias_f32 = fp8 ? (bf ? 0x1p-120f : 0x1p-8f) : 1.0f;
+    p.unbias_h2 = fp8 ? (bf ? 0x03800380u : 0x1C001C00u) : (bf ? 0x3F803F80u : 0x3C003C00u);
+    dim3 grid(g.n_blocks, g.m_blocks, g.splits);
+    if (g.m_blocks > 65535)
+        return qv_fail(QV_ERR_SHAPE, "%s: m=%d needs more than 65535 row blocks", v->name, a->m);
+    int wt = weight_type(v);
+    return v->afmt == QV_FMT_BF16 ? launch_wt<true>(wt, g.mb, p, grid, stream)
+                                  : launch_wt<false>(wt, g.mb, p, grid, stream);
+}

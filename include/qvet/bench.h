@@ -1,0 +1,48 @@
+/* bench.h: timing GPU work the way qvet's benchmark does (DESIGN.md §8-§9).
+ * Included by bench/ and by any kernel family that wants its own baselines
+ * timed the same way. Rule: time with CUDA events around each launch, after a
+ * warm-up, and report the median of many launches; callers rotate weights past
+ * the L2 cache through the launch index. */
+#ifndef QVET_BENCH_H
+#define QVET_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qvet/formats.h"
+#include "qvet/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One timed launch: `iter` counts from 0 (warm-up launches included), so a
+ * closure can pick weight copy iter % copies. Enqueues work on `stream`. */
+typedef qv_status (*qv_bench_launch_fn)(void *ctx, int iter, void *stream);
+
+typedef struct qv_bench_timing {
+    double median_us, p10_us, p90_us;
+    int runs;
+} qv_bench_timing;
+
+/* Runs `warmup` untimed launches, then `runs` launches each between two CUDA
+ * events on `stream` (NULL: the default stream), and returns their median and
+ * 10th/90th percentiles. A failing launch stops the timing and is returned. */
+qv_status qv_bench_time(qv_bench_launch_fn fn, void *ctx, int warmup, int runs, void *stream,
+                        qv_bench_timing *out);
+
+/* Device-to-device copy bandwidth in bytes per second, counting bytes read and
+ * bytes written, as the median over `runs` copies of `bytes`. */
+qv_status qv_bench_copy_bandwidth(size_t bytes, int runs, double *bytes_per_s, qv_bench_timing *t);
+
+/* Fills `count` elements of format `fmt` at device pointer `dev` with random
+ * data from `seed`: integer codes and QV_FMT_I32 words get uniform random bits;
+ * e4m3 random finite codes (never NaN); f16/bf16/f32 values of magnitude
+ * uniform in [lo, hi], negative with probability 1/2 when `signed_values`. */
+qv_status qv_bench_fill(void *dev, int64_t count, qv_fmt fmt, uint64_t seed, float lo, float hi,
+                        int signed_values, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,189 @@
+/* dequant.cuh: turning Marlin-packed weight words into mma B fragments, for the
+ * weight-only kernels (kernels/wonly.cu). Rule: every conversion of a code to a
+ * half-precision value is exact (integers below 2^11 in fp16, below 2^8 in
+ * bf16, e4m3 in both); the only rounding is the declared one, a single
+ * half-precision multiply by the group scale (QV_DQ_MUL_RN).
+ *
+ * Fragment facts (DESIGN.md §7, include/qvet/layout.h): for one 16-row k tile
+ * and one 64-column chunk, lane l owns the B fragments of the eight n8 tiles
+ * j8 = 0..7 (columns 8*j8 + l/4) at k rows r0 = 2*(l%4) + {0,1} ("lo" pair, mma
+ * register b[0]) and r0 + 8 + {0,1} ("hi" pair, register b[1]).
+ *  - 4-bit: the lane reads 4 words; word j8/2 holds n8 tiles 2*(j8/2) and
+ *    2*(j8/2)+1 in its low and high byte of each half. Nibble order in a word is
+ *    [t0 k0, t0 k8, t1 k0, t1 k8, t0 k1, t0 k9, t1 k1, t1 k9] (the interleave
+ *    [0,2,4,6,1,3,5,7]), so nibbles i and i+4 form one k pair.
+ *  - 8-bit: the lane reads 8 words; word j8 holds bytes [k0, k8, k1, k9] (the
+ *    interleave [0,2,1,3]), so bytes 0,2 are the lo pair and bytes 1,3 the hi pair. */
+#ifndef QVET_KERNELS_DEQUANT_CUH
+#define QVET_KERNELS_DEQUANT_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+/* (a & mask) | magic in one instruction: lop3 with the truth table of
+ * (A & B) | C, which is 0xF0 & 0xCC | 0xAA = 0xEA. */
+__device__ __forceinline__ uint32_t qv_lop3_and_or(uint32_t a, uint32_t mask, uint32_t magic)
+{
+    uint32_t r;
+    asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(r) : "r"(a), "r"(mask), "r"(magic));
+    return r;
+}
+
+/* Two e4m3 codes (low byte first) -> f16x2, exactly (NaN stays NaN). */
+__device__ __forceinline__ uint32_t qv_e4m3x2_to_f16x2(uint32_t two_bytes)
+{
+    uint32_t r;
+    unsigned short v = (unsigned short)two_bytes;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(r) : "h"(v));
+    return r;
+}
+
+/* Half-precision arithmetic on packed pairs held as raw 32-bit registers. Each
+ * is one IEEE operation, round to nearest even, subnormals kept. */
+template <bool IS_BF16> struct qv_h2;
+
+template <> struct qv_h2<false> {
+    static __device__ __forceinline__ uint32_t sub(uint32_t a, uint32_t b)
+    {
+        __half2 r = __hsub2(*reinterpret_cast<__half2 *>(&a), *reinterpret_cast<__half2 *>(&b));
+        return *reinterpret_cast<uint32_t *>(&r);
+    }
+    static __device__ __forceinline__ uint32_t mul(uint32_t a, uint32_t b)
+    {
+        __half2 r = __hmul2_rn(*reinterpret_cast<__half2 *>(&a), *reinterpret_cast<__half2 *>(&b));
+        return *reinterpret_cast<uint32_t *>(&r);
+    }
+    static __device__ __forceinline__ uint32_t fma(uint32_t a, uint32_t b, uint32_t c)
+    {
+        __half2 r = __hfma2(*reinterpret_cast<__half2 *>(&a), *reinterpret_cast<__half2 *>(&b),
+                            *reinterpret_cast<__half2 *>(&c));
+        return *reinterpret_cast<uint32_t *>(&r);
+    }
+    /* Broadcasts one 16-bit code to both halves. */
+    static __device__ __forceinline__ uint32_t dup(uint32_t code16) { return code16 * 0x00010001u; }
+    static __device__ __forceinline__ float to_float(uint16_t c)
+    {
+        return __half2float(__ushort_as_half(c));
+    }
+    static __device__ __forceinline__ uint32_t pack(float lo, float hi)
+    {
+        __half2 r = __floats2half2_rn(lo, hi);
+        return *reinterpret_cast<uint32_t *>(&r);
+    }
+};
+
+template <> struct qv_h2<true> {
+    static __device__ __forceinline__ uint32_t sub(uint32_t a, uint32_t b)
+    {
+        __nv_bfloat162 r = __hsub2(*reinterpret_cast<__nv_bfloat162 *>(&a),
+                                   *reinterpret_cast<__nv_bfloat162 *>(&b));
+        return *reinterpret_cast<uint32_t *>(&r);
+    }
+    static __device__ __forceinline__ uint32_t mul(uint32_t a, uint32_t b)
+    {
+        __nv_bfloat162 r = __hmul2_rn(*reinterpret_cast<__nv_bfloat162 *>(&a),
+                                      *reinterpret_cast<__nv_bfloat162 *>(&b));
+        return *reinterpret_cast<uint32_t *>(&r);
+    }
+    static __device__ __forceinline__ uint32_t dup(uint32_t code16) { return code16 * 0x00010001u; }
+    static __device__ __forceinline__ float to_float(uint16_t c)
+    {
+        return __bfloat162float(__ushort_as_bfloat16(c));
+    }
+    static __device__ __forceinline__ uint32_t pack(float lo, float hi)
+    {
+        __nv_bfloat162 r = __floats2bfloat162_rn(lo, hi);
+        return *reinterpret_cast<uint32_t *>(&r);
+    }
+};
+
+/* 4-bit codes -> the exact integer value q - z of n8 tile j8's two fragment
+ * registers. `w` is word j8/2 already shifted right by 8*(j8%2), so the wanted
+ * nibbles sit at bits 0-3/16-19 (lo pair) and 4-7/20-23 (hi pair). `z` is the
+ * zero point (8 for symmetric "q+8" codes). */
+template <bool IS_BF16>
+__device__ __forceinline__ void qv_dq4(uint32_t w, uint32_t z, uint32_t b[2]);
+
+template <>
+__device__ __forceinline__ void qv_dq4<false>(uint32_t w, uint32_t z, uint32_t b[2])
+{
+    /* 0x6400 is fp16 1024, whose ulp is 1: OR-ing a nibble into its mantissa
+     * gives 1024 + q exactly; a nibble at bits 4-7 gives 1024 + 16q. */
+    const uint32_t magic = 0x64006400u;
+    uint32_t lo = qv_lop3_and_or(w, 0x000F000Fu, magic);
+    uint32_t hi = qv_lop3_and_or(w, 0x00F000F0u, magic);
+    /* lo - (1024 + z) = q - z exactly. */
+    b[0] = qv_h2<false>::sub(lo, qv_h2<false>::dup(0x6400u + z));
+    /* hi / 16 - (64 + z) = q - z: the product is exact (a power of two) and the
+     * fma rounds an integer below 2^11 only, so it is exact too. 0x2C00 is fp16
+     * 1/16; -(64 + z) is built from fp16 64 = 0x5400, whose ulp is 1/16, so
+     * 64 + z is 0x5400 + 16z, and 0x8000 sets the sign. */
+    uint32_t neg = 0x8000u | (0x5400u + 16u * z);
+    b[1] = qv_h2<false>::fma(hi, 0x2C002C00u, qv_h2<false>::dup(neg));
+}
+
+template <>
+__device__ __forceinline__ void qv_dq4<true>(uint32_t w, uint32_t z, uint32_t b[2])
+{
+    /* 0x4300 is bf16 128, whose ulp is 1: 128 + q is exact for q < 16. A nibble
+     * at bits 4-7 would overflow bf16's 7-bit mantissa, so the hi pair is
+     * shifted down first. */
+    const uint32_t magic = 0x43004300u;
+    uint32_t lo = qv_lop3_and_or(w, 0x000F000Fu, magic);
+    uint32_t hi = qv_lop3_and_or(w >> 4, 0x000F000Fu, magic);
+    uint32_t zz = qv_h2<true>::dup(0x4300u + z); /* 128 + z */
+    b[0] = qv_h2<true>::sub(lo, zz);
+    b[1] = qv_h2<true>::sub(hi, zz);
+}
+
+/* 8-bit "q+128" codes of word j8 -> exact q - 128 for both registers. */
+template <bool IS_BF16>
+__device__ __forceinline__ void qv_dq8(uint32_t w, uint32_t b[2]);
+
+template <>
+__device__ __forceinline__ void qv_dq8<false>(uint32_t w, uint32_t b[2])
+{
+    /* byte_perm 0x5250 builds halves 0x64bb from bytes 0 and 2 (1024 + code,
+     * exact), 0x5351 from bytes 1 and 3; 0x6480 is fp16 1152 = 1024 + 128. */
+    uint32_t lo = __byte_perm(w, 0x64646464u, 0x5250);
+    uint32_t hi = __byte_perm(w, 0x64646464u, 0x5351);
+    b[0] = qv_h2<false>::sub(lo, 0x64806480u);
+    b[1] = qv_h2<false>::sub(hi, 0x64806480u);
+}
+
+template <>
+__device__ __forceinline__ void qv_dq8<true>(uint32_t w, uint32_t b[2])
+{
+    /* bf16 cannot hold 128 + code exactly, so go through fp32: 0x4B0000bb is
+     * 2^23 + code (ulp 1), and subtracting 2^23 + 128 leaves the exact integer
+     * q - 128, which bf16 holds exactly (|q - 128| <= 128). */
+    float f0 = __int_as_float((int)__byte_perm(w, 0x4B000000u, 0x7440)) - 8388736.0f;
+    float f1 = __int_as_float((int)__byte_perm(w, 0x4B000000u, 0x7442)) - 8388736.0f;
+    float f8 = __int_as_float((int)__byte_perm(w, 0x4B000000u, 0x7441)) - 8388736.0f;
+    float f9 = __int_as_float((int)__byte_perm(w, 0x4B000000u, 0x7443)) - 8388736.0f;
+    b[0] = qv_h2<true>::pack(f0, f1);
+    b[1] = qv_h2<true>::pack(f8, f9);
+}
+
+/* e4m3 codes of word j8 -> their exact values in fp16 or bf16. */
+template <bool IS_BF16>
+__device__ __forceinline__ void qv_dqfp8(uint32_t w, uint32_t b[2])
+{
+    /* byte_perm 0x0020 puts bytes 0 and 2 (k0, k1) in the low 16 bits, 0x0031
+     * bytes 1 and 3 (k8, k9). */
+    uint32_t lo = qv_e4m3x2_to_f16x2(__byte_perm(w, 0, 0x0020));
+    uint32_t hi = qv_e4m3x2_to_f16x2(__byte_perm(w, 0, 0x0031));
+    if (IS_BF16) {
+        /* Every e4m3 value is exact in fp32 and in bf16 (3 mantissa bits,
+         * exponents 2^-9..2^8). */
+        __half2 l = *reinterpret_cast<__half2 *>(&lo), h = *reinterpret_cast<__half2 *>(&hi);
+        b[0] = qv_h2<true>::pack(__low2float(l), __high2float(l));
+        b[1] = qv_h2<true>::pack(__low2float(h), __high2float(h));
+    } else {
+        b[0] = lo;
+        b[1] = hi;
+    }
+}
+
+#endif

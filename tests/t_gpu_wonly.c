@@ -1,0 +1,394 @@
+/* t_gpu_wonly.c: the weight-only kernel family (Marlin W4A16 with channel,
+ * group, zero-point and act_order scales, W8A16 int8, FP8 weight-only) and the
+ * cuBLAS baseline on the GPU.
+ *
+ * Witnesses, none of them the kernel's own output:
+ *  - every registry row of family "marlin" or "cublas" with a launch, over the
+ *    edge set of M x shapes on the tiles and at the smallest legal step past
+ *    them (and past the kernel's 256-column block, its 128- and 64-row K stages
+ *    and its split-K slices), K/g in {1, 3, 5}, with three probes:
+ *      exact   small-integer activations and power-of-two scales that differ
+ *              per channel and group: every partial sum is exact in fp32, so the
+ *              output is unique and must equal the CPU model (ref_model_run)
+ *              bit for bit;
+ *      one-hot one activation of 1 per row: the output is one dequantized
+ *              weight (times the epilogue scale), bit for bit, which checks the
+ *              packing, interleave, scale permutations and zero points element
+ *              by element;
+ *      random  full-range codes and log-uniform scales in three regimes
+ *              (normal, tiny, large): ref_verify against the certified truth
+ *              must not FAIL;
+ *    every case launches twice and must be bitwise identical, with nothing
+ *    written past the output (the runner's guard zone);
+ *  - one real layer shape per row (M = 33, N = K = 4096) with random data;
+ *  - refusals: illegal N and K, a missing workspace, mismatched g (no launch).
+ * QVET_WONLY_QUICK=1 runs two small cases per row instead, for the
+ * compute-sanitizer passes. Without a CUDA device the suite prints exactly "SKIP: no CUDA device" and
+ * runs only the refusal checks, which make no CUDA call. Random cases come
+ * from (seed, index); the seed is printed and QVET_SEED=<seed> replays it. */
+#include <check.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "qvet/formats.h"
+#include "qvet/gemm.h"
+#include "qvet/gpu.h"
+#include "qvet/problem.h"
+#include "qvet/reference.h"
+#include "qvet/variant.h"
+
+static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
+
+static uint64_t mix64(uint64_t x)
+{
+    x += UINT64_C(0x9E3779B97F4A7C15);
+    x = (x ^ (x >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    x = (x ^ (x >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return x ^ (x >> 31);
+}
+
+/* The i-th random word of stream `stream`: a pure function of (seed, stream, i). */
+static uint64_t rnd(uint64_t stream, uint64_t i)
+{
+    return mix64(g_seed ^ mix64(stream * UINT64_C(0x100000001B3) ^ mix64(i)));
+}
+
+static int64_t rnd_int(uint64_t stream, uint64_t i, int64_t lo, int64_t hi)
+{
+    return lo + (int64_t)(rnd(stream, i) % (uint64_t)(hi - lo + 1));
+}
+
+static double rnd_unit(uint64_t stream, uint64_t i) { return (double)(rnd(stream, i) >> 11) * 0x1p-53; }
+
+/* ---- the rows under test --------------------------------------------------- */
+
+static int g_rows[64];
+static int g_nrows;
+
+static void collect_rows(void)
+{
+    g_nrows = 0;
+    for (int i = 0; i < qv_registry_count() && g_nrows < 64; i++) {
+        const qv_variant *v = qv_registry_get(i);
+        if (v->launch && (!strcmp(v->family, "marlin") || !strcmp(v->family, "cublas"))) g_rows[g_nrows++] = i;
+    }
+}
+
+/* The edge set of M (DESIGN.md §5). */
+static const int edge_m[] = {1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257};
+#define N_EDGE_M ((int)(sizeof edge_m / sizeof edge_m[0]))
+
+/* Shapes: N on the row's tile, at one tile past the kernel's 256-column block,
+ * at the block, and past two blocks; K a multiple of g with K/g in {1, 3, 5}
+ * (grouped rows) or on the K tile, past a 4-bit stage (128) and long enough
+ * for several split-K slices. Large M keeps N and K small so the CPU truth
+ * stays fast. */
+static void shape_for(const qv_variant *v, int idx, int64_t m, int64_t *n, int64_t *k)
+{
+    const int64_t nt = v->n_tile;
+    const int64_t ns[4] = {nt, 256 + nt, 256 > nt ? 256 : nt, 512 + nt};
+    int64_t ks[4];
+    if (v->g > 0) {
+        ks[0] = v->g, ks[1] = 3 * v->g, ks[2] = 5 * v->g, ks[3] = v->g * ((1152 + v->g - 1) / v->g);
+    } else {
+        const int64_t kt = v->k_tile;
+        ks[0] = kt, ks[1] = 3 * kt, ks[2] = 128 + kt, ks[3] = 1024 + kt;
+    }
+    *n = ns[idx % 4];
+    *k = ks[(idx / 4 + idx) % 4];
+    if (m > 64) {
+        if (*n > 320) *n = 256 + nt;
+        if (*k > 640) *k = ks[2];
+    }
+}
+
+/* ---- fills ------------------------------------------------------------------ */
+
+enum probe { PROBE_EXACT = 0, PROBE_ONEHOT, PROBE_RANDOM, PROBE_COUNT };
+static const char *const probe_names[] = {"exact", "one-hot", "random"};
+enum regime { REG_NORMAL = 0, REG_TINY, REG_LARGE, REG_COUNT };
+static const char *const regime_names[] = {"normal", "tiny", "large"};
+
+static uint32_t enc(qv_fmt f, double x) { return qv_encode(f, x, QV_SAT_FINITE); }
+
+/* A random finite e4m3 code (0x7F / 0xFF are NaN). */
+static uint8_t e4m3_random(uint64_t s, uint64_t i)
+{
+    uint8_t c = (uint8_t)rnd(s, i);
+    return (c & 0x7F) == 0x7F ? (uint8_t)(c - 1) : c;
+}
+
+static void put(qv_fmt f, void *buf, int64_t i, double x)
+{
+    if (f == QV_FMT_F32)
+        ((float *)buf)[i] = (float)x;
+    else
+        ((uint16_t *)buf)[i] = (uint16_t)enc(f, x);
+}
+
+/* Scale exponent window [lo, hi] for the row, probe and regime. Exact probes
+ * keep a narrow window so every partial sum stays exact in fp32 (4 bits of
+ * spread + 11 of K + 5 of |a*q| < 24); fp8 rows keep scales below 2^7 so that
+ * the packer's exponent-bias folding (x 2^8 in fp16) cannot overflow. */
+static void scale_window(const qv_variant *v, int probe, int regime, double *lo, double *hi)
+{
+    const int bf = v->afmt == QV_FMT_BF16;
+    *lo = -6, *hi = 0;
+    if (probe != PROBE_RANDOM) *lo = -4;
+    if (regime == REG_TINY) *lo -= bf ? 40 : 14, *hi -= bf ? 40 : 14;
+    if (regime == REG_LARGE) *lo += 4, *hi += 6;
+}
+
+/* Fills every buffer of p for the probe; `idx` makes the case's random stream. */
+static void fill_problem(qv_problem *p, int probe, int regime, uint64_t idx)
+{
+    const qv_variant *v = p->v;
+    const int64_t m = p->m, n = p->n, k = p->k;
+    const uint64_t s = idx * 16;
+
+    /* Activations: small integers, one-hot rows, or signed log-uniform values. */
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t kk = 0; kk < k; kk++) {
+            const uint64_t e = (uint64_t)(i * k + kk);
+            double x;
+            if (probe == PROBE_EXACT)
+                x = (double)rnd_int(s + 1, e, -3, 3);
+            else if (probe == PROBE_ONEHOT)
+                x = kk == (i * 7 + 3) % k;
+            else
+                x = (rnd(s + 7, e) & 1 ? -1 : 1) * exp2(-2.0 + 3.0 * rnd_unit(s + 1, e));
+            ((uint16_t *)p->a)[e] = (uint16_t)enc(v->afmt, x);
+        }
+
+    /* Weights: full code range; exact e4m3 probes use small integers. */
+    for (int64_t e = 0; e < k * n; e++) {
+        switch (v->wfmt) {
+        case QV_FMT_U4: ((uint8_t *)p->q)[e] = (uint8_t)rnd_int(s + 2, (uint64_t)e, 0, 15); break;
+        case QV_FMT_U8: ((uint8_t *)p->q)[e] = (uint8_t)rnd_int(s + 2, (uint64_t)e, 0, 255); break;
+        case QV_FMT_E4M3:
+            ((uint8_t *)p->q)[e] = probe == PROBE_EXACT
+                                       ? (uint8_t)enc(QV_FMT_E4M3, (double)rnd_int(s + 2, (uint64_t)e, -4, 4))
+                                       : e4m3_random(s + 2, (uint64_t)e);
+            break;
+        case QV_FMT_F16:
+        case QV_FMT_BF16: {
+            double x = probe == PROBE_RANDOM ? (rnd_unit(s + 2, (uint64_t)e) * 2.0 - 1.0)
+                                             : (double)rnd_int(s + 2, (uint64_t)e, -8, 7);
+            ((uint16_t *)p->q)[e] = (uint16_t)enc(v->wfmt, x);
+            break;
+        }
+        default: ck_abort_msg("%s: unexpected weight format", v->name);
+        }
+    }
+
+    /* Scales: one value per channel / group, never one repeated value. */
+    double lo, hi;
+    scale_window(v, probe, regime, &lo, &hi);
+    if (p->scales) {
+        const int64_t cnt = qv_problem_scale_rows(p) * qv_problem_scale_cols(p);
+        for (int64_t e = 0; e < cnt; e++) {
+            double x = probe == PROBE_RANDOM ? exp2(lo + (hi - lo) * rnd_unit(s + 3, (uint64_t)e))
+                                             : ldexp(1.0, (int)rnd_int(s + 3, (uint64_t)e, (int64_t)lo, (int64_t)hi));
+            put(v->sfmt, p->scales, e, x);
+        }
+    }
+    if (p->zeros) {
+        const int64_t cnt = (k / p->g) * n;
+        for (int64_t e = 0; e < cnt; e++) p->zeros[e] = (uint8_t)rnd_int(s + 4, (uint64_t)e, 0, 15);
+    }
+    /* act_order: a random permutation of balanced groups, as GPTQ's desc_act
+     * produces: g_idx[perm[i]] = i / g. */
+    if (p->g_idx) {
+        int64_t *perm = malloc(sizeof(int64_t) * (size_t)k);
+        ck_assert_ptr_nonnull(perm);
+        for (int64_t i = 0; i < k; i++) perm[i] = i;
+        for (int64_t i = k - 1; i > 0; i--) {
+            int64_t j = rnd_int(s + 5, (uint64_t)i, 0, i), t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+        }
+        for (int64_t i = 0; i < k; i++) p->g_idx[perm[i]] = (int32_t)(i / p->g);
+        free(perm);
+    }
+}
+
+/* ---- one case ----------------------------------------------------------------- */
+
+/* Runs p twice on the GPU, then checks the verdicts; returns 1 when it passed. */
+static int run_case(qv_problem *p, int probe, const char *label)
+{
+    const size_t ob = (size_t)qv_problem_out_bytes(p);
+    void *out = malloc(ob), *model = malloc(ob);
+    ck_assert_ptr_nonnull(out);
+    ck_assert_ptr_nonnull(model);
+    qv_gpu_stats st;
+    qv_status s = qv_gpu_run(p, NULL, 2, out, &st);
+    ck_assert_msg(s == QV_OK, "%s: qv_gpu_run: %s", label, qv_errmsg());
+    int ok = 1;
+    if (st.nondeterministic) {
+        fprintf(stderr, "FAIL %s: two launches differ, first at element %" PRId64 "\n", label, st.first_diff);
+        ok = 0;
+    }
+    if (st.guard_writes) {
+        fprintf(stderr, "FAIL %s: %" PRId64 " bytes written past the output\n", label, st.guard_writes);
+        ok = 0;
+    }
+    qv_result r;
+    if (probe != PROBE_RANDOM) {
+        ck_assert_msg(ref_model_run(p, model) == QV_OK, "%s: model: %s", label, qv_errmsg());
+        ref_verify_bitexact(p, model, out, &r);
+        if (r.grade != QV_PASS) {
+            fprintf(stderr, "FAIL %s (bit-exact vs model): %s\n", label, r.reason);
+            ok = 0;
+        }
+    } else {
+        ref_truth t;
+        ck_assert_msg(ref_truth_compute(p, &t) == QV_OK, "%s: truth: %s", label, qv_errmsg());
+        ref_verify(p, &t, out, &r);
+        ref_truth_clear(&t);
+        if (r.grade == QV_FAIL) {
+            fprintf(stderr, "FAIL %s (truth): %s\n", label, r.reason);
+            ok = 0;
+        }
+    }
+    free(out);
+    free(model);
+    return ok;
+}
+
+static int one_case(const qv_variant *v, int64_t m, int64_t n, int64_t k, int probe, int regime, uint64_t idx)
+{
+    qv_problem p;
+    ck_assert_msg(qv_problem_create(&p, v, m, n, k) == QV_OK, "%s: %s", v->name, qv_errmsg());
+    fill_problem(&p, probe, regime, idx);
+    char label[200];
+    snprintf(label, sizeof label,
+             "%s m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " %s/%s seed=%" PRIu64 " case=%" PRIu64, v->name, m, n,
+             k, probe_names[probe], regime_names[regime], g_seed, idx);
+    int ok = run_case(&p, probe, label);
+    qv_problem_destroy(&p);
+    return ok;
+}
+
+/* One registry row over the whole edge set of M, every probe. */
+START_TEST(registry_edges)
+{
+    const qv_variant *v = qv_registry_get(g_rows[_i]);
+    int failed = 0, cases = 0;
+    for (int mi = 0; mi < N_EDGE_M; mi++)
+        for (int probe = 0; probe < PROBE_COUNT; probe++) {
+            int64_t n, k;
+            const int64_t m = edge_m[mi];
+            shape_for(v, mi * PROBE_COUNT + probe, m, &n, &k);
+            const int regime = probe == PROBE_RANDOM ? mi % REG_COUNT : REG_NORMAL;
+            const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + (uint64_t)mi * 10 + (uint64_t)probe;
+            failed += !one_case(v, m, n, k, probe, regime, idx);
+            cases++;
+        }
+    printf("%s: %d edge cases, %d failed\n", v->name, cases, failed);
+    ck_assert_msg(failed == 0, "%s: %d of %d cases failed (see stderr)", v->name, failed, cases);
+}
+END_TEST
+
+/* A real layer shape: many split-K slices and 64-bit partial offsets in use. */
+START_TEST(registry_real)
+{
+    const qv_variant *v = qv_registry_get(g_rows[_i]);
+    const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 99999;
+    ck_assert_msg(one_case(v, 33, 4096, 4096, PROBE_RANDOM, REG_NORMAL, idx), "%s: real shape failed", v->name);
+    ck_assert_msg(one_case(v, 1, 4096, 4096, PROBE_EXACT, REG_NORMAL, idx + 1), "%s: real shape failed", v->name);
+}
+END_TEST
+
+/* The sanitizer pass (QVET_WONLY_QUICK=1, for compute-sanitizer memcheck and
+ * racecheck, which slow kernels a hundredfold): per row one 16-row-tile case
+ * with split-K and an N tail, and one 64-row-tile case past M. */
+START_TEST(registry_quick)
+{
+    const qv_variant *v = qv_registry_get(g_rows[_i]);
+    const int64_t kq = v->g > 0 ? 3 * v->g : 528;
+    const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 88888;
+    ck_assert_msg(one_case(v, 5, 320, kq, PROBE_EXACT, REG_NORMAL, idx), "%s: quick case failed", v->name);
+    ck_assert_msg(one_case(v, 70, 320, kq, PROBE_ONEHOT, REG_NORMAL, idx + 1), "%s: quick case failed", v->name);
+}
+END_TEST
+
+/* ---- refusals (no CUDA call) ------------------------------------------------------ */
+
+START_TEST(refusals)
+{
+    const qv_variant *w4 = qv_variant_find("marlin-w4a16-g128-f16");
+    const qv_variant *cb = qv_variant_find("cublas-f16");
+    ck_assert_ptr_nonnull(w4);
+    ck_assert_ptr_nonnull(cb);
+    /* Non-NULL placeholders: every refusal below happens before any use. */
+    static _Alignas(16) uint64_t dummy[8];
+    qv_gemm_args a;
+    memset(&a, 0, sizeof a);
+    a.a = dummy, a.b = dummy, a.scales = dummy, a.c = dummy;
+    a.m = 4, a.n = 96, a.k = 256, a.g = 128;
+    ck_assert_int_eq(qv_launch_wonly(w4, &a), QV_ERR_SHAPE); /* N not a multiple of 64 */
+    a.n = 128, a.k = 200;
+    ck_assert_int_eq(qv_launch_wonly(w4, &a), QV_ERR_SHAPE); /* K not a multiple of 16 */
+    a.k = 192;
+    ck_assert_int_eq(qv_launch_wonly(w4, &a), QV_ERR_SHAPE); /* g = 128 does not divide K */
+    a.k = 256, a.g = 64;
+    ck_assert_int_eq(qv_launch_wonly(w4, &a), QV_ERR_SHAPE); /* g disagrees with the row */
+    a.g = 128, a.m = 1, a.n = 64, a.k = 8192;
+    ck_assert_msg(qv_workspace_wonly(w4, 1, 64, 8192) > 0, "a split-K shape needs a workspace");
+    ck_assert_int_eq(qv_launch_wonly(w4, &a), QV_ERR_USAGE); /* workspace missing */
+    a.b = NULL;
+    ck_assert_int_eq(qv_launch_wonly(w4, &a), QV_ERR_USAGE); /* B missing */
+    ck_assert_int_eq(qv_launch_wonly(cb, &a), QV_ERR_UNSUPPORTED); /* not a weight-only row */
+    a.b = dummy;
+    ck_assert_int_eq(qv_launch_cublas(w4, &a), QV_ERR_UNSUPPORTED); /* not a cuBLAS row */
+    a.n = 12;
+    ck_assert_int_eq(qv_launch_cublas(cb, &a), QV_ERR_SHAPE);
+}
+END_TEST
+
+static Suite *wonly_suite(int gpu, int quick)
+{
+    Suite *s = suite_create("gpu_wonly");
+    TCase *tc = tcase_create("gpu");
+    tcase_set_timeout(tc, 900);
+    tcase_add_test(tc, refusals);
+    if (gpu && quick) {
+        tcase_add_loop_test(tc, registry_quick, 0, g_nrows);
+    } else if (gpu) {
+        tcase_add_loop_test(tc, registry_edges, 0, g_nrows);
+        tcase_add_loop_test(tc, registry_real, 0, g_nrows);
+    }
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+/* A device is looked for through the driver's files first, so that a machine
+ * without one never sees a CUDA call. */
+static int have_device(void)
+{
+    if (access("/dev/nvidia0", F_OK) != 0 && access("/dev/nvidiactl", F_OK) != 0) return 0;
+    return qv_gpu_info_get(NULL);
+}
+
+int main(void)
+{
+    const char *env = getenv("QVET_SEED");
+    if (env && *env) g_seed = strtoull(env, NULL, 0);
+    int gpu = have_device();
+    if (!gpu) printf("SKIP: no CUDA device\n");
+    collect_rows();
+    if (gpu)
+        printf("t_gpu_wonly: seed %" PRIu64 " (QVET_SEED=%" PRIu64 " replays), %d rows\n", g_seed, g_seed, g_nrows);
+    const char *q = getenv("QVET_WONLY_QUICK");
+    SRunner *sr = srunner_create(wonly_suite(gpu, q && *q == '1'));
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
