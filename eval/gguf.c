@@ -9,6 +9,8 @@
 #include "qvet/formats.h"
 #include "qvet/gguf.h"
 
+#include "eval_internal.h"
+
 /* 'G' 'G' 'U' 'F' read as a little-endian uint32. */
 #define GGUF_MAGIC 0x46554747u
 /* ggml's GGML_MAX_DIMS: a tensor has at most 4 dimensions. */
@@ -357,7 +359,7 @@ qv_status qv_gguf_open(const char *path, qv_gguf **out)
     qv_status st = parse_into(g);
     if (st != QV_OK) {
         qv_gguf_close(g);
-        return qv_fail(st, "%s: %s", path, qv_errmsg());
+        return ev_prefix(st, path);
     }
     *out = g;
     return QV_OK;

@@ -11,7 +11,8 @@
  *   3. BPE: repeatedly merge the adjacent pair with the lowest merge rank
  *      (leftmost on ties) until no pair has a rank.
  * Invalid UTF-8 bytes are single "other" characters, so any byte string
- * round-trips through encode and decode. */
+ * round-trips through encode and decode when the vocabulary holds all 256
+ * byte tokens. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,7 +36,7 @@ struct qv_tokenizer {
     size_t smap_cap;
     pair_slot *pmap;             /* (left, right) -> rank, merged id */
     size_t pmap_cap;
-    int32_t byte_tok[256];       /* token of each single byte */
+    int32_t byte_tok[256];       /* token of each single byte, -1 if none */
     int16_t cp_byte[512];        /* byte-level code point -> byte, -1 if none */
     int split_digits;            /* pre-tokenizer "smollm" */
     int bos, add_bos;
@@ -218,9 +219,7 @@ static qv_status build(const qv_gguf *g, qv_tokenizer *t)
         char u[4];
         int n = utf8_put(cp_of[b], u);
         t->cp_byte[cp_of[b]] = (int16_t)b;
-        t->byte_tok[b] = smap_get(t, u, (size_t)n);
-        if (t->byte_tok[b] < 0)
-            return qv_fail(QV_ERR_FORMAT, "tokenizer: the vocabulary has no token for byte 0x%02X", b);
+        t->byte_tok[b] = smap_get(t, u, (size_t)n); /* -1 when the vocabulary lacks the byte */
     }
     t->bos = -1;
     uint64_t bos;
@@ -382,8 +381,11 @@ static void bpe_piece(const char *piece, size_t len, void *vctx)
         e->sym = realloc(e->sym, sizeof(int32_t) * len);
         QV_ASSERT(e->sym != NULL, "out of memory in the tokenizer");
     }
-    size_t n = len;
-    for (size_t i = 0; i < len; i++) e->sym[i] = t->byte_tok[(uint8_t)piece[i]];
+    /* A byte without a token is dropped, as a BPE model without an unknown
+     * token drops characters it cannot name (SmolLM2 lacks a few control bytes). */
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        if (t->byte_tok[(uint8_t)piece[i]] >= 0) e->sym[n++] = t->byte_tok[(uint8_t)piece[i]];
     for (;;) {
         int32_t best_rank = INT32_MAX, best_id = -1;
         size_t best = 0;

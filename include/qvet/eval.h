@@ -130,6 +130,9 @@ qv_status qv_linear_variant_cpu(const qv_variant *v, const qv_llama *m, int exac
 qv_status qv_linear_variant_gpu(const qv_variant *v, const qv_llama *m, qv_linear_backend *out);
 void      qv_linear_backend_free(qv_linear_backend *lb);
 
+/* SHA-256 of len bytes as 64 lowercase hex digits and a NUL (eval/sha256.c). */
+void qv_sha256_hex(const void *data, size_t len, char hex[65]);
+
 /* --- Perplexity statistics (llama.cpp's perplexity tool) --------------------- */
 typedef struct qv_ppl_acc {
     int64_t n, cap;
@@ -156,6 +159,18 @@ void qv_ppl_acc_clear(qv_ppl_acc *a);
 /* Adds one scored position: logits and base_logits (vocab) f32, target token. */
 void qv_ppl_acc_add(qv_ppl_acc *a, const float *logits, const float *base_logits, int vocab, int target);
 void qv_ppl_stats_compute(const qv_ppl_acc *a, qv_ppl_stats *s);
+
+/* The llama.cpp protocol on tokens[0..n_tokens): chunks of ctx tokens, taken
+ * one after another without overlap (at most `chunks` of them; <= 0: all);
+ * the first token of each chunk is replaced by bos when bos >= 0; the
+ * positions ctx/2 .. ctx-2 of each chunk are scored (each predicts the next
+ * token). The baseline (fp32) runs on each chunk, then lb (NULL: the baseline
+ * is compared with itself). layer_err and layer_ref (n_layers) accumulate the
+ * squared error of each block's output against the baseline and the
+ * baseline's squared norm, over every position of every chunk
+ * (NMSE = err / ref). */
+qv_status qv_ppl_eval(const qv_llama *m, const qv_linear_backend *lb, const int32_t *tokens, int64_t n_tokens,
+                      int ctx, int chunks, int bos, qv_ppl_acc *acc, double *layer_err, double *layer_ref);
 
 #ifdef __cplusplus
 }
