@@ -178,6 +178,21 @@ k_gemm_aq_mma(const aq_params p)
     for (int t = 0; t < 8; t++) colsum[t] = 0;
     const bool want_colsum = !C::fp8 && p.azpm != AQ_AZP_NONE;
 
+    /* QQQ per group: the fp16 group scale of each of the warp's 8 n8 tiles at
+     * column lane/4 for K tile kt. scale_perm puts logical column 8t + j of a
+     * 64-column chunk at 8j + t, so the 8 scales are one 16-byte load. */
+    auto load_gscale = [&](int kt) {
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (warp_n_live) {
+            const int64_t grp = (int64_t)kt * AQ_BK / p.g;
+            v = *(const uint4 *)((const __half *)p.w_scale + grp * N + wcol0 + 8 * (lane >> 2));
+        }
+        return v;
+    };
+    uint4 gsv = make_uint4(0, 0, 0, 0);
+    if constexpr (KIND == AQ_B_QQQ_GROUP)
+        if (nkt > 0) gsv = load_gscale(kt0);
+
 #pragma unroll
     for (int s = 0; s < AQ_STAGES - 1; s++) {
         if (s < nkt) load_stage(s, kt0 + s);
@@ -198,19 +213,16 @@ k_gemm_aq_mma(const aq_params p)
         const uint8_t *sb_s = sb + s * C::b_stage;
         const int kt = kt0 + it;
 
-        /* QQQ per group: the fp16 group scale of each of the warp's 8 n8 tiles at
-         * column lane/4. scale_perm puts logical column 8t + j of a 64-chunk at
-         * 8j + t, so the 8 scales are one contiguous 16-byte load. */
+        /* QQQ per group: the fp16 group scales of this stage (loaded one stage
+         * ahead), as half2 pairs for the dequantization. */
         uint32_t gs2[8];
         if constexpr (KIND == AQ_B_QQQ_GROUP) {
-            int64_t grp = (int64_t)kt * AQ_BK / p.g;
-            uint4 v = make_uint4(0, 0, 0, 0);
-            if (warp_n_live)
-                v = *(const uint4 *)((const __half *)p.w_scale + grp * N + wcol0 + 8 * (lane >> 2));
-            uint32_t w4[4] = {v.x, v.y, v.z, v.w};
+            const uint4 v = gsv;
+            if (it + 1 < nkt) gsv = load_gscale(kt + 1);
+            const uint32_t w4[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
             for (int t = 0; t < 8; t++) {
-                uint32_t h = (w4[t >> 1] >> (16 * (t & 1))) & 0xffffu;
+                const uint32_t h = (w4[t >> 1] >> (16 * (t & 1))) & 0xffffu;
                 gs2[t] = h | (h << 16);
             }
         }
@@ -281,9 +293,9 @@ k_gemm_aq_mma(const aq_params p)
 
         if constexpr (C::fp8) {
             /* Promotion: the 128-K partial joins the fp32 total. With 128x128
-             * block scales the partial is scaled first: total = fma(part,
-             * s_a[row][kt] * s_w[kt][col/128], total), one rounding for the scale
-             * product and one for the fma. A warp's 64 columns lie in one
+             * block scales the partial is scaled first: total = total + part *
+             * (s_a[row][kt] * s_w[kt][col/128]), three fp32 roundings, never
+             * contracted into an fma (the registry row's model). A warp's 64 columns lie in one
              * 128-column block (they start at a multiple of 64). */
             const bool blk = p.wscale == AQ_WS_BLOCK;
             float sw = 0.0f;
@@ -301,7 +313,7 @@ k_gemm_aq_mma(const aq_params p)
                         for (int e = 0; e < 2; e++) {
                             float &tot = acc[i][t][2 * hh + e];
                             const float v = part[i][t][2 * hh + e];
-                            tot = blk ? __fmaf_rn(v, s_ab, tot) : __fadd_rn(tot, v);
+                            tot = __fadd_rn(tot, blk ? __fmul_rn(v, s_ab) : v);
                         }
                 }
             }
@@ -458,8 +470,13 @@ static qv_status aq_launch_cfg(const aq_params &p, cudaStream_t stream)
 {
     using C = aq_cfg<KIND, MW, WM, WN>;
     void (*kern)(const aq_params) = k_gemm_aq_mma<KIND, MW, WM, WN>;
-    QV_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::smem),
-                "cudaFuncSetAttribute(k_gemm_aq_mma shared memory)");
+    /* Raising the dynamic shared memory limit once per instantiation is enough. */
+    static int smem_set = 0;
+    if (!smem_set) {
+        QV_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::smem),
+                    "cudaFuncSetAttribute(k_gemm_aq_mma shared memory)");
+        smem_set = 1;
+    }
     const int64_t gy = ((int64_t)p.n + C::bn - 1) / C::bn;
     if (gy > 65535 || p.splits > 65535)
         return qv_fail(QV_ERR_UNSUPPORTED, "N=%d needs %lld column blocks, above the grid limit 65535",

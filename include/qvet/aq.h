@@ -2,7 +2,8 @@
  * W4A8, W8A8 int8/fp8) beyond the launch ABI of gemm.h: the e4m3 tensor-core
  * precision probe. Included by the family's GPU suite and its benchmark. Rule:
  * the probe runs the very instruction sequence the W8A8 e4m3 kernel uses, so
- * what it measures is what the registry rows declare (promote_nc, acc_bits). */
+ * what it measures is what the registry rows declare (promote_nc, acc_bits);
+ * and the family's benchmark. */
 #ifndef QVET_AQ_H
 #define QVET_AQ_H
 
@@ -25,6 +26,12 @@ extern "C" {
  * order (chain = 4 is the kernel's promotion every 128; chain = k/32 is no
  * promotion at all). *out = the total. QV_ERR_NODEVICE without a GPU. */
 qv_status qv_aq_fp8_probe(const uint8_t *a, const uint8_t *b, int k, int chain, float c_init, float *out);
+
+/* The family's benchmark (bench/aq_bench.c): prints the block-time table of
+ * DESIGN.md §8 for our rows, cuBLAS fp16, cuBLASLt fp8/int8 W8A8 and the
+ * activation quantization share. Returns 0 when every point ran, 1 if some
+ * failed, 3 on an environment error; prints "SKIP: no CUDA device" without one. */
+int qv_aq_bench(void);
 
 #ifdef __cplusplus
 }

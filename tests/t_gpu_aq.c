@@ -1,0 +1,603 @@
+/* t_gpu_aq.c: the activation-quantized kernel family on the GPU (QQQ W4A8,
+ * W8A8 int8 and e4m3, per-token activation quantization).
+ *
+ * Witnesses, none of them the kernel's own output:
+ *  - every registry row of family "qqq" or "w8a8" with a launch, over the edge
+ *    set of M x shapes on and just past the tiles (the row's and the kernel's
+ *    own 256/128-column and 128-K blocks), with the probes of reference/probe.c:
+ *      exact and one-hot (and every witness that applies: fp8 promotion,
+ *      split-K, scale overflow, RNE ties) have a unique correct output, so the
+ *      kernel must equal the CPU model (ref_model_run) bit for bit;
+ *      random, in a scale regime that rotates with M, must PASS ref_verify
+ *      against the certified truth, and the integer rows (exact int32, fixed
+ *      fp32 epilogue) must still equal the model bit for bit;
+ *    every case launches twice and must be bitwise identical, with no write
+ *    past the output (the runner's guard zone);
+ *  - the published QQQ vectors in ../shared/golden (QVET_GOLDEN overrides the
+ *    folder): our kernel on the real A, s_token, packed B and scales must give
+ *    the real QQQ kernel's D bit for bit, and the QQQ model computed here from
+ *    the logical arrays must give the same bits;
+ *  - the e4m3 precision witness (DESIGN.md §3): one product 2^16, then K-1
+ *    products of 1; the kernel must return the unique value the row's declared
+ *    promotion (promote_nc, acc_bits) gives, which differs from both the exact
+ *    sum and unpromoted accumulation;
+ *  - the activation quantizers against a CPU computation of the same formulas
+ *    (int8: s = absmax/127, q = rne(x/s); e4m3: s = absmax/448, q = RNE with
+ *    saturation), codes and scales bit for bit.
+ * Without a CUDA device the suite prints exactly "SKIP: no CUDA device" and
+ * makes no CUDA call. QVET_AQ_BENCH=1 runs the family's benchmark instead
+ * (bench/aq_bench.c). Random cases come from (seed, index); the seed is
+ * printed and QVET_SEED=<seed> replays it. */
+#include <check.h>
+#include <dirent.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include "qvet/aq.h"
+#include "qvet/array.h"
+#include "qvet/formats.h"
+#include "qvet/gemm.h"
+#include "qvet/gpu.h"
+#include "qvet/layout.h"
+#include "qvet/probe.h"
+#include "qvet/problem.h"
+#include "qvet/reference.h"
+#include "qvet/variant.h"
+
+static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
+/* QVET_AQ_QUICK=1: one random case at M = 1, 17 and 129 per row (one per tile
+ * configuration), no witnesses: the run under compute-sanitizer. */
+static int g_quick;
+
+static uint64_t mix64(uint64_t x)
+{
+    x += UINT64_C(0x9E3779B97F4A7C15);
+    x = (x ^ (x >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    x = (x ^ (x >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return x ^ (x >> 31);
+}
+
+/* The i-th random word of stream `stream`: a pure function of (seed, stream, i). */
+static uint64_t rnd(uint64_t stream, uint64_t i)
+{
+    return mix64(g_seed ^ mix64(stream * UINT64_C(0x100000001B3) ^ mix64(i)));
+}
+
+/* Uniform double in [0, 1). */
+static double rnd_unit(uint64_t stream, uint64_t i) { return (double)(rnd(stream, i) >> 11) * 0x1p-53; }
+
+/* ---- the rows under test --------------------------------------------------- */
+
+static int g_rows[64];
+static int g_nrows;
+
+static void collect_rows(void)
+{
+    g_nrows = 0;
+    for (int i = 0; i < qv_registry_count() && g_nrows < 64; i++) {
+        const qv_variant *v = qv_registry_get(i);
+        if (v->launch && (!strcmp(v->family, "qqq") || !strcmp(v->family, "w8a8"))) g_rows[g_nrows++] = i;
+    }
+}
+
+/* The edge set of M (DESIGN.md §5). */
+static const int edge_m[] = {1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257};
+#define N_EDGE_M ((int)(sizeof edge_m / sizeof edge_m[0]))
+
+/* Shapes on the row's tiles and at the smallest legal step past them, and past
+ * the kernel's own block tiles (256 and 128 columns, 128 K per stage). K stays
+ * a multiple of g for grouped rows; K/g takes 1, 3 and 2. */
+static void shape_for(const qv_variant *v, int idx, int64_t m, int64_t *n, int64_t *k)
+{
+    const int nt = v->n_tile, kt = v->k_tile > v->g ? v->k_tile : v->g;
+    const int64_t ns[4] = {nt, 256 + nt, 128 + nt, 2 * nt};
+    const int64_t ks[4] = {kt, 3 * kt > 128 ? 3 * kt : 128 + kt, 2 * kt, 256 + kt};
+    *n = ns[idx % 4];
+    *k = ks[(idx / 2 + idx) % 4];
+    /* Keep the CPU truth fast for the large M of the edge set. */
+    if (m > 64 && *n > 128) *n = nt * ((128 + nt - 1) / nt);
+}
+
+/* ---- small helpers ----------------------------------------------------------------- */
+
+static uint8_t e4m3_code(double x) { return (uint8_t)qv_encode(QV_FMT_E4M3, x, QV_SAT_FINITE); }
+
+static void put_scale(qv_fmt f, void *buf, int64_t i, double x)
+{
+    if (f == QV_FMT_F32)
+        ((float *)buf)[i] = (float)x;
+    else
+        ((uint16_t *)buf)[i] = (uint16_t)qv_encode(f, x, QV_SAT_FINITE);
+}
+
+/* ---- one case ----------------------------------------------------------------- */
+
+/* Runs p twice on the GPU, then checks the verdicts; returns 1 when it passed. */
+static int run_case(qv_problem *p, qv_probe_kind probe, const char *label)
+{
+    const qv_variant *v = p->v;
+    const size_t ob = (size_t)qv_problem_out_bytes(p);
+    void *out = malloc(ob), *model = malloc(ob);
+    ck_assert_ptr_nonnull(out);
+    ck_assert_ptr_nonnull(model);
+    qv_gpu_stats st;
+    qv_status s = qv_gpu_run(p, NULL, 2, out, &st);
+    ck_assert_msg(s == QV_OK, "%s: qv_gpu_run: %s", label, qv_errmsg());
+    ck_assert_msg(!st.nondeterministic, "%s: two launches differ, first at element %" PRId64, label, st.first_diff);
+    ck_assert_msg(st.guard_writes == 0, "%s: %" PRId64 " bytes written past the output", label, st.guard_writes);
+
+    int ok = 1;
+    ck_assert_msg(ref_model_run(p, model) == QV_OK, "%s: model: %s", label, qv_errmsg());
+    const int unique = ref_probe_is_unique(probe) || v->arith.accum == QV_ACC_INT32;
+    qv_result r;
+    if (unique) {
+        ref_verify_bitexact(p, model, out, &r);
+        if (r.grade != QV_PASS) {
+            fprintf(stderr, "FAIL %s (bit-exact vs model): %s\n", label, r.reason);
+            ok = 0;
+        }
+    }
+    if (!ref_probe_is_unique(probe)) {
+        ref_truth t;
+        ck_assert_msg(ref_truth_compute(p, &t) == QV_OK, "%s: truth: %s", label, qv_errmsg());
+        ref_verify(p, &t, out, &r);
+        ref_truth_clear(&t);
+        if (r.grade == QV_FAIL) {
+            fprintf(stderr, "FAIL %s (truth): %s\n", label, r.reason);
+            ok = 0;
+        }
+    }
+    free(out);
+    free(model);
+    return ok;
+}
+
+/* Runs one (row, m, shape, probe) case; returns 1 when it passed. */
+static int one_case(const qv_variant *v, int64_t m, int64_t n, int64_t k, qv_probe_kind probe, qv_regime regime,
+                    uint64_t seed)
+{
+    qv_problem p;
+    ck_assert_msg(qv_problem_create(&p, v, m, n, k) == QV_OK, "%s: %s", v->name, qv_errmsg());
+    qv_status s = ref_probe_fill(&p, probe, regime, seed);
+    ck_assert_msg(s == QV_OK, "%s: probe %s: %s", v->name, qv_probe_name(probe), qv_errmsg());
+    char label[192];
+    snprintf(label, sizeof label, "%s m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " %s/%s seed=%" PRIu64, v->name, m,
+             n, k, qv_probe_name(probe), qv_regime_name(regime), seed);
+    int ok = run_case(&p, probe, label);
+    qv_problem_destroy(&p);
+    return ok;
+}
+
+/* One registry row over the whole edge set of M with the exact, one-hot and
+ * random probes (the random regime rotates with M), then every witness that
+ * applies to the row at three M. */
+START_TEST(registry_edges)
+{
+    const qv_variant *v = qv_registry_get(g_rows[_i]);
+    int failed = 0, cases = 0;
+    for (int mi = 0; mi < N_EDGE_M; mi++) {
+        const qv_probe_kind probes[3] = {QV_PROBE_EXACT, QV_PROBE_ONEHOT, QV_PROBE_RANDOM};
+        if (g_quick && edge_m[mi] != 1 && edge_m[mi] != 17 && edge_m[mi] != 129) continue;
+        for (int pi = g_quick ? 2 : 0; pi < 3; pi++) {
+            const int64_t m = edge_m[mi];
+            int64_t n, k;
+            shape_for(v, mi * 3 + pi, m, &n, &k);
+            if (!ref_probe_applies(v, probes[pi], m, n, k)) continue;
+            const qv_regime regime = probes[pi] == QV_PROBE_RANDOM ? (qv_regime)(mi % QV_REGIME_COUNT)
+                                                                    : QV_REGIME_LOGUNIFORM;
+            const uint64_t seed = g_seed + (uint64_t)g_rows[_i] * 100000 + (uint64_t)mi * 10 + (uint64_t)pi;
+            failed += !one_case(v, m, n, k, probes[pi], regime, seed);
+            cases++;
+        }
+    }
+    static const int witness_m[] = {1, 17, 129};
+    for (int wi = 0; wi < (g_quick ? 0 : 3); wi++)
+        for (int kind = QV_PROBE_WITNESS_FP8_PROMOTE; kind < QV_PROBE_COUNT; kind++) {
+            int64_t n, k;
+            shape_for(v, wi + kind, witness_m[wi], &n, &k);
+            if (v->arith.accum == QV_ACC_TC_FP8 && kind == QV_PROBE_WITNESS_FP8_PROMOTE) k = 1024 * (wi + 1);
+            if (!ref_probe_applies(v, (qv_probe_kind)kind, witness_m[wi], n, k)) continue;
+            failed += !one_case(v, witness_m[wi], n, k, (qv_probe_kind)kind, QV_REGIME_LOGUNIFORM,
+                                g_seed + (uint64_t)wi * 7 + (uint64_t)kind);
+            cases++;
+        }
+    printf("%s: %d cases, %d failed\n", v->name, cases, failed);
+    ck_assert_msg(failed == 0, "%s: %d of %d cases failed (see stderr)", v->name, failed, cases);
+}
+END_TEST
+
+/* ---- the published QQQ vectors -------------------------------------------------- */
+
+static const char *golden_dir(void)
+{
+    const char *d = getenv("QVET_GOLDEN");
+    return d && *d ? d : "../shared/golden";
+}
+
+static const char *const qqq_goldens[] = {"qqq_w4a8_k128_n256_g-1", "qqq_w4a8_k256_n256_g128"};
+
+static void load(const char *dir, const char *name, qv_array *a)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    ck_assert_msg(qv_npy_load(path, a) == QV_OK, "%s: %s", path, qv_errmsg());
+}
+
+static void *dev_copy(const void *h, size_t bytes)
+{
+    void *d = NULL;
+    ck_assert_int_eq(cudaMalloc(&d, bytes), cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    return d;
+}
+
+START_TEST(golden_qqq)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/%s", golden_dir(), qqq_goldens[_i]);
+    const int group = strstr(qqq_goldens[_i], "g128") != NULL;
+    const qv_variant *v = qv_variant_find(group ? "qqq-w4a8-g128" : "qqq-w4a8-ch");
+    ck_assert_ptr_nonnull(v);
+
+    qv_array q, b, sch, schl, sg = {0}, sgl = {0};
+    load(dir, group ? "q_logical_kxn_uint4" : "q_logical_kxn_int4", &q);
+    load(dir, "B_packed_int32", &b);
+    load(dir, "s_channel_packed_f32", &sch);
+    load(dir, "s_channel_logical_1xn_f32", &schl);
+    if (group) {
+        load(dir, "s_group_packed_f16", &sg);
+        load(dir, "s_group_logical_gxn_f16", &sgl);
+    }
+    const int k = (int)q.shape[0], n = (int)q.shape[1];
+    const int g = group ? k / (int)sgl.shape[0] : 0;
+
+    DIR *dd = opendir(dir);
+    ck_assert_ptr_nonnull(dd);
+    struct dirent *de;
+    int ms = 0;
+    while ((de = readdir(dd))) {
+        int m;
+        if (sscanf(de->d_name, "A_m%d_int8.npy", &m) != 1) continue;
+        char name[64];
+        qv_array a, st, d;
+        snprintf(name, sizeof name, "A_m%d_int8", m);
+        load(dir, name, &a);
+        snprintf(name, sizeof name, "s_token_m%d_f32", m);
+        load(dir, name, &st);
+        snprintf(name, sizeof name, "D_qqq_kernel_m%d_f16", m);
+        load(dir, name, &d);
+        ck_assert_int_eq((int)a.shape[0], m);
+        ck_assert_int_eq((int)a.shape[1], k);
+
+        /* The QQQ model from the logical arrays (golden/README.md). */
+        uint16_t *model = malloc(sizeof(uint16_t) * (size_t)m * n);
+        ck_assert_ptr_nonnull(model);
+        const float *stok = st.data, *sc = schl.data;
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++) {
+                int64_t acc = 0;
+                for (int kk = 0; kk < k; kk++) {
+                    const int av = ((const int8_t *)a.data)[(int64_t)i * k + kk];
+                    int w;
+                    if (group) {
+                        const int qv = ((const int8_t *)q.data)[(int64_t)kk * n + j] - 8;
+                        const double s = qv_decode(QV_FMT_F16, ((const uint16_t *)sgl.data)[(kk / g) * n + j]);
+                        w = (int)nearbyint((double)qv * s); /* one product of fp16 values: exact in double */
+                    } else {
+                        w = 16 * ((const int8_t *)q.data)[(int64_t)kk * n + j];
+                    }
+                    acc += (int64_t)av * w;
+                }
+                const float y = ((float)acc * sc[j]) * stok[i];
+                model[(int64_t)i * n + j] = (uint16_t)qv_encode(QV_FMT_F16, (double)y, QV_SAT_NONE);
+            }
+
+        /* Our kernel on the published bytes. */
+        qv_gemm_args ga;
+        memset(&ga, 0, sizeof ga);
+        ga.m = m;
+        ga.n = n;
+        ga.k = k;
+        ga.g = g;
+        ga.a = dev_copy(a.data, a.nbytes);
+        ga.a_scale = dev_copy(st.data, st.nbytes);
+        ga.b = dev_copy(b.data, b.nbytes);
+        if (group) {
+            ga.scales = dev_copy(sg.data, sg.nbytes);
+            ga.scales2 = dev_copy(sch.data, sch.nbytes);
+        } else {
+            ga.scales = dev_copy(sch.data, sch.nbytes);
+        }
+        const size_t ob = sizeof(uint16_t) * (size_t)m * n;
+        uint16_t *out = malloc(ob), *out2 = malloc(ob);
+        ck_assert_ptr_nonnull(out);
+        ck_assert_ptr_nonnull(out2);
+        ck_assert_int_eq(cudaMalloc(&ga.c, ob), cudaSuccess);
+        ga.workspace_bytes = v->workspace(v, m, n, k);
+        if (ga.workspace_bytes) ck_assert_int_eq(cudaMalloc(&ga.workspace, ga.workspace_bytes), cudaSuccess);
+        for (int rep = 0; rep < 2; rep++) {
+            ck_assert(qv_gpu_poison(ga.c, QV_FMT_F16, (int64_t)m * n, NULL) == QV_OK);
+            ck_assert_msg(v->launch(v, &ga) == QV_OK, "%s m=%d: %s", qqq_goldens[_i], m, qv_errmsg());
+            ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
+            ck_assert_int_eq(cudaMemcpy(rep ? out2 : out, ga.c, ob, cudaMemcpyDeviceToHost), cudaSuccess);
+        }
+        ck_assert_msg(!memcmp(out, out2, ob), "%s m=%d: two launches differ", qqq_goldens[_i], m);
+        const uint16_t *dq = d.data;
+        int64_t bad_kernel = 0, bad_model = 0, first = -1;
+        for (int64_t e = 0; e < (int64_t)m * n; e++) {
+            if (out[e] != dq[e]) {
+                bad_kernel++;
+                if (first < 0) first = e;
+            }
+            bad_model += model[e] != dq[e];
+        }
+        ck_assert_msg(bad_model == 0, "%s m=%d: the QQQ model differs from the real kernel on %" PRId64 " elements",
+                      qqq_goldens[_i], m, bad_model);
+        ck_assert_msg(bad_kernel == 0,
+                      "%s m=%d: %" PRId64 " elements differ from the real QQQ kernel, first (%" PRId64 ", %" PRId64
+                      "): ours 0x%04x, QQQ 0x%04x",
+                      qqq_goldens[_i], m, bad_kernel, first < 0 ? 0 : first / n, first < 0 ? 0 : first % n,
+                      first < 0 ? 0 : out[first], first < 0 ? 0 : dq[first]);
+        printf("golden %s m=%d: %d x %d outputs equal the real QQQ kernel bit for bit\n", qqq_goldens[_i], m, m,
+               n);
+        ms++;
+        cudaFree((void *)ga.a);
+        cudaFree((void *)ga.a_scale);
+        cudaFree((void *)ga.b);
+        cudaFree((void *)ga.scales);
+        cudaFree((void *)ga.scales2);
+        cudaFree(ga.c);
+        cudaFree(ga.workspace);
+        free(out);
+        free(out2);
+        free(model);
+        qv_array_destroy(&a);
+        qv_array_destroy(&st);
+        qv_array_destroy(&d);
+    }
+    closedir(dd);
+    ck_assert_msg(ms > 0, "%s: no A_m*_int8.npy found", dir);
+    qv_array_destroy(&q);
+    qv_array_destroy(&b);
+    qv_array_destroy(&sch);
+    qv_array_destroy(&schl);
+    if (group) {
+        qv_array_destroy(&sg);
+        qv_array_destroy(&sgl);
+    }
+}
+END_TEST
+
+/* ---- the e4m3 precision witness -------------------------------------------------- */
+
+/* The row's declared accumulation on the witness: the model (promote_nc,
+ * acc_bits) must give a value that differs from the exact sum and from
+ * unpromoted accumulation, and the kernel must give exactly that value. */
+START_TEST(fp8_witness)
+{
+    /* The instruction's accumulator, measured (printed for the record; the
+     * registry's acc_bits comes from these lines):
+     *  - C = 2^e plus one product p: what survives of p next to a large C;
+     *  - one instruction holding 2^16 and one product 2^(16-d): how far below
+     *    the largest product the alignment still keeps bits. */
+    {
+        uint8_t a[32], b[32];
+        float out;
+        for (int e = 20; e <= 26; e++) {
+            printf("fp8 mma.sync C=2^%d:", e);
+            static const double ps[] = {1.0, 0.75, 0.5, 0.25};
+            for (int pi = 0; pi < 4; pi++) {
+                memset(a, 0, sizeof a);
+                memset(b, 0, sizeof b);
+                a[0] = e4m3_code(ps[pi]);
+                b[0] = e4m3_code(1.0);
+                ck_assert(qv_aq_fp8_probe(a, b, 32, 1, (float)ldexp(1.0, e), &out) == QV_OK);
+                printf("  +%.2f -> %+.4g", ps[pi], (double)out - ldexp(1.0, e));
+            }
+            printf("\n");
+        }
+        printf("fp8 mma.sync in one instruction, 2^16 + 2^(16-d) (and + 3 x 2^(16-d)) kept:");
+        for (int d = 14; d <= 30; d += 1) {
+            memset(a, 0, sizeof a);
+            memset(b, 0, sizeof b);
+            a[0] = b[0] = e4m3_code(256.0);
+            const int ea = (16 - d) / 2, eb = 16 - d - ea;
+            for (int j = 1; j <= 3; j++) {
+                a[j] = e4m3_code(ldexp(1.0, ea));
+                b[j] = e4m3_code(ldexp(1.0, eb));
+            }
+            ck_assert(qv_aq_fp8_probe(a, b, 32, 1, 0.0f, &out) == QV_OK);
+            printf(" d=%d:%.4g", d, ((double)out - 65536.0) / ldexp(1.0, 16 - d));
+        }
+        printf("\n");
+    }
+    static const int ks[] = {1024, 4096};
+    int checked = 0;
+    for (int r = 0; r < g_nrows; r++) {
+        const qv_variant *v = qv_registry_get(g_rows[r]);
+        if (v->arith.accum != QV_ACC_TC_FP8) continue;
+        for (int ki = 0; ki < 2; ki++) {
+            const int64_t m = 2, n = 16, k = ks[ki];
+            qv_problem p;
+            ck_assert(qv_problem_create(&p, v, m, n, k) == QV_OK);
+            /* Row 0: a = (2^8, 1, 1, ...); row 1: all ones. Column j: w = (2^8, 1, ...). */
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t kk = 0; kk < k; kk++)
+                    ((uint8_t *)p.a)[i * k + kk] = e4m3_code(kk == 0 && i == 0 ? 256.0 : 1.0);
+            for (int64_t kk = 0; kk < k; kk++)
+                for (int64_t j = 0; j < n; j++) ((uint8_t *)p.q)[kk * n + j] = e4m3_code(kk == 0 ? 256.0 : 1.0);
+            /* Scales 2^-3 x 2^-3 bring 65536 + K to fp16's [1024, 2048) x 2^k
+             * range, where one ulp is 64 of the sum's units or less, so exact (+127),
+             * promoted and unpromoted (-K) sums round to different codes. */
+            const int64_t srows = qv_problem_scale_rows(&p), scols = qv_problem_scale_cols(&p);
+            for (int64_t e = 0; e < srows * scols; e++) put_scale(v->sfmt, p.scales, e, 0.125);
+            for (int64_t e = 0; e < qv_problem_ascale_count(&p); e++) p.a_scale[e] = 0.125f;
+            char label[96];
+            snprintf(label, sizeof label, "%s fp8 witness k=%" PRId64, v->name, k);
+            ck_assert_msg(run_case(&p, QV_PROBE_EXACT, label), "%s: kernel differs from the declared promotion",
+                          label);
+            checked++;
+            qv_problem_destroy(&p);
+        }
+    }
+    ck_assert_msg(checked > 0, "no e4m3 row in the registry");
+
+    /* The raw instruction chain, printed for the record (the registry's
+     * promote_nc / acc_bits come from these numbers). */
+    for (int ki = 0; ki < 2; ki++) {
+        const int k = ks[ki];
+        uint8_t *a = malloc((size_t)k), *b = malloc((size_t)k);
+        ck_assert_ptr_nonnull(a);
+        ck_assert_ptr_nonnull(b);
+        for (int kk = 0; kk < k; kk++) a[kk] = b[kk] = e4m3_code(kk == 0 ? 256.0 : 1.0);
+        float promoted, fast;
+        ck_assert(qv_aq_fp8_probe(a, b, k, QV_AQ_FP8_PROMOTE_K / 32, 0.0f, &promoted) == QV_OK);
+        ck_assert(qv_aq_fp8_probe(a, b, k, k / 32, 0.0f, &fast) == QV_OK);
+        const double exact = 65536.0 + k - 1;
+        printf("fp8 mma.sync witness k=%d: exact %.0f, promoted every %d: %.0f (exact %+.0f), unpromoted: %.0f "
+               "(exact %+.0f)\n",
+               k, exact, QV_AQ_FP8_PROMOTE_K, promoted, promoted - exact, fast, fast - exact);
+        /* Promotion must beat no promotion on this witness, by construction. */
+        ck_assert_msg(fabs(promoted - exact) < fabs(fast - exact) || fast == exact,
+                      "k=%d: promotion does not help: promoted %.0f, unpromoted %.0f", k, promoted, fast);
+        free(a);
+        free(b);
+    }
+}
+END_TEST
+
+/* ---- activation quantization --------------------------------------------------- */
+
+struct aq_case {
+    qv_fmt xfmt, qfmt;
+    int m, k;
+};
+static const struct aq_case aq_cases[] = {
+    {QV_FMT_F16, QV_FMT_I8, 1, 16},     {QV_FMT_F16, QV_FMT_I8, 33, 4096},   {QV_FMT_F16, QV_FMT_I8, 7, 1000},
+    {QV_FMT_BF16, QV_FMT_I8, 257, 136}, {QV_FMT_F16, QV_FMT_E4M3, 3, 4096},  {QV_FMT_BF16, QV_FMT_E4M3, 65, 1003},
+    {QV_FMT_F16, QV_FMT_E4M3, 129, 256}, {QV_FMT_BF16, QV_FMT_I8, 2, 8192},
+};
+
+START_TEST(act_quant)
+{
+    const struct aq_case *c = &aq_cases[_i];
+    const int64_t m = c->m, k = c->k;
+    uint16_t *x = malloc(sizeof(uint16_t) * (size_t)(m * k));
+    uint8_t *q = malloc((size_t)(m * k));
+    float *s = malloc(sizeof(float) * (size_t)m);
+    ck_assert(x && q && s);
+    const uint64_t st = 7000 + (uint64_t)_i;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t kk = 0; kk < k; kk++) {
+            /* Gaussian-ish values with a x100 outlier channel; row 1 is all zero. */
+            double v = (rnd_unit(st, (uint64_t)(i * k + kk)) - 0.5) * 4.0;
+            if (kk == 5 % k) v *= 100.0;
+            if (i == 1) v = 0.0;
+            x[i * k + kk] = (uint16_t)qv_encode(c->xfmt, v, QV_SAT_FINITE);
+        }
+    void *dx = dev_copy(x, sizeof(uint16_t) * (size_t)(m * k)), *dq = NULL, *ds = NULL;
+    ck_assert_int_eq(cudaMalloc(&dq, (size_t)(m * k)), cudaSuccess);
+    ck_assert_int_eq(cudaMalloc(&ds, sizeof(float) * (size_t)m), cudaSuccess);
+    ck_assert_msg(qv_act_quant(c->xfmt, c->qfmt, c->m, c->k, dx, dq, ds, NULL) == QV_OK, "%s", qv_errmsg());
+    ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(q, dq, (size_t)(m * k), cudaMemcpyDeviceToHost), cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(s, ds, sizeof(float) * (size_t)m, cudaMemcpyDeviceToHost), cudaSuccess);
+    const int f8 = c->qfmt == QV_FMT_E4M3;
+    int64_t bad = 0;
+    for (int64_t i = 0; i < m; i++) {
+        float amax = 0.0f;
+        for (int64_t kk = 0; kk < k; kk++) amax = fmaxf(amax, fabsf((float)qv_decode(c->xfmt, x[i * k + kk])));
+        const float scale = amax / (f8 ? 448.0f : 127.0f);
+        ck_assert_msg(memcmp(&scale, &s[i], 4) == 0, "row %" PRId64 ": scale %.9g, expected %.9g", i, s[i], scale);
+        for (int64_t kk = 0; kk < k; kk++) {
+            uint8_t want = 0;
+            if (scale > 0.0f) {
+                const float r = (float)qv_decode(c->xfmt, x[i * k + kk]) / scale;
+                want = f8 ? e4m3_code((double)r) : (uint8_t)(int8_t)fmaxf(-128.0f, fminf(127.0f, rintf(r)));
+            }
+            if (q[i * k + kk] != want && bad++ < 5)
+                fprintf(stderr, "act quant case %d (%" PRId64 ", %" PRId64 "): got 0x%02x, expected 0x%02x\n", _i, i,
+                        kk, q[i * k + kk], want);
+        }
+    }
+    ck_assert_msg(bad == 0, "act quant case %d: %" PRId64 " codes differ", _i, bad);
+    cudaFree(dx);
+    cudaFree(dq);
+    cudaFree(ds);
+    free(x);
+    free(q);
+    free(s);
+}
+END_TEST
+
+/* ---- refusals (no CUDA call happens before a refusal) ---------------------------- */
+
+START_TEST(refusals)
+{
+    const qv_variant *ch = qv_variant_find("qqq-w4a8-ch"), *i8 = qv_variant_find("w8a8-i8-tensor");
+    ck_assert_ptr_nonnull(ch);
+    ck_assert_ptr_nonnull(i8);
+    qv_gemm_args a;
+    memset(&a, 0, sizeof a);
+    a.m = 16, a.n = 96, a.k = 128;
+    ck_assert_int_eq(ch->launch(ch, &a), QV_ERR_SHAPE);          /* N not a multiple of 64 */
+    a.n = 128, a.k = 120;
+    ck_assert_int_eq(ch->launch(ch, &a), QV_ERR_SHAPE);          /* K not a multiple of 16 */
+    a.k = 128, a.m = 0;
+    ck_assert_int_eq(ch->launch(ch, &a), QV_ERR_SHAPE);          /* M = 0 */
+    a.m = 4, a.n = 12, a.k = 64;
+    ck_assert_int_eq(i8->launch(i8, &a), QV_ERR_SHAPE);          /* N not a multiple of 8 */
+    a.n = 16;
+    ck_assert_int_eq(i8->launch(i8, &a), QV_ERR_USAGE);          /* buffers missing */
+}
+END_TEST
+
+static Suite *aq_suite(void)
+{
+    Suite *s = suite_create("gpu_aq");
+    TCase *tc = tcase_create("gpu");
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, registry_edges, 0, g_nrows);
+    tcase_add_loop_test(tc, golden_qqq, 0, (int)(sizeof qqq_goldens / sizeof qqq_goldens[0]));
+    tcase_add_test(tc, fp8_witness);
+    tcase_add_loop_test(tc, act_quant, 0, (int)(sizeof aq_cases / sizeof aq_cases[0]));
+    tcase_add_test(tc, refusals);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+/* A device is looked for through the driver's files first, so that a machine
+ * without one never sees a CUDA call. */
+static int have_device(void)
+{
+    if (access("/dev/nvidia0", F_OK) != 0 && access("/dev/nvidiactl", F_OK) != 0) return 0;
+    return qv_gpu_info_get(NULL);
+}
+
+int main(void)
+{
+    const char *env = getenv("QVET_SEED");
+    if (env && *env) g_seed = strtoull(env, NULL, 0);
+    env = getenv("QVET_AQ_QUICK");
+    g_quick = env && *env && strcmp(env, "0") != 0;
+    if (!have_device()) {
+        printf("SKIP: no CUDA device\n");
+        return 0;
+    }
+    env = getenv("QVET_AQ_BENCH");
+    if (env && *env && strcmp(env, "0") != 0) return qv_aq_bench();
+    collect_rows();
+    printf("t_gpu_aq: seed %" PRIu64 " (QVET_SEED=%" PRIu64 " replays), %d rows\n", g_seed, g_seed, g_nrows);
+    SRunner *sr = srunner_create(aq_suite());
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
