@@ -1,0 +1,245 @@
+/* t_model.c: the CPU models of every registry row against the truth.
+ *   - the certified bound holds for the model on random cases of every regime
+ *     (about 200 per variant; `make fuzz` runs many more);
+ *   - exact, one-hot and witness probes: the model matches, bit for bit, the
+ *     unique correct output derived independently (the exact truth's correctly
+ *     rounded value, or a closed form for the fp8 promotion witness).
+ * Seeds: QV_SEED (default 1) with the case index; every failure prints both. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qvet/formats.h"
+#include "qvet/probe.h"
+#include "qvet/reference.h"
+
+#define CASES_PER_VARIANT 200
+
+static uint64_t base_seed(void)
+{
+    const char *s = getenv("QV_SEED");
+    return s ? strtoull(s, NULL, 0) : 1;
+}
+
+static uint64_t mix(uint64_t a, uint64_t b)
+{
+    uint64_t z = a * 0x9E3779B97F4A7C15ull + b + 0x632BE59BD9B4E019ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* A small legal shape for the row, drawn from the seed. */
+static void pick_shape(const qv_variant *v, uint64_t s, int64_t *m, int64_t *n, int64_t *k)
+{
+    static const int64_t ms[] = {1, 2, 3, 5, 8};
+    *m = ms[s % 5];
+    *n = v->n_tile * (int64_t)(1 + (s >> 8) % 2);
+    int64_t step = v->k_tile;
+    if (v->g > 0 && v->g > step) step = v->g;
+    int64_t mult = 1 + (int64_t)((s >> 16) % 3);
+    if (step < 64) mult *= 4; /* reach K of a few hundred for the 16-wide rows */
+    *k = step * mult;
+}
+
+static size_t out_bytes(const qv_problem *p) { return (size_t)qv_problem_out_bytes(p); }
+
+/* The output codes that the correctly rounded exact values give. */
+static void expected_from_truth(const qv_problem *p, const ref_truth *t, void *exp)
+{
+    const qv_variant *v = p->v;
+    for (int64_t e = 0; e < p->m * p->n; e++) {
+        uint32_t c = qv_encode(v->ofmt, t->y_rn[e], v->arith.out_sat);
+        if (v->ofmt == QV_FMT_F32)
+            ((uint32_t *)exp)[e] = c;
+        else
+            ((uint16_t *)exp)[e] = (uint16_t)c;
+    }
+}
+
+START_TEST(bound_holds_for_model)
+{
+    const qv_variant *v = qv_registry_get(_i);
+    uint64_t seed = base_seed();
+    int marginal = 0;
+    for (int c = 0; c < CASES_PER_VARIANT; c++) {
+        uint64_t s = mix(seed, (uint64_t)_i * 100003 + (uint64_t)c);
+        int64_t m, n, k;
+        pick_shape(v, s, &m, &n, &k);
+        qv_regime rg = (qv_regime)(s >> 40) % QV_REGIME_COUNT;
+        qv_problem p;
+        ck_assert_int_eq(qv_problem_create(&p, v, m, n, k), QV_OK);
+        ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_RANDOM, rg, s), QV_OK);
+        void *out = malloc(out_bytes(&p));
+        ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
+        ref_truth t;
+        ck_assert_int_eq(ref_truth_compute(&p, &t), QV_OK);
+        qv_result r;
+        ref_verify(&p, &t, out, &r);
+        if (r.grade == QV_FAIL)
+            ck_abort_msg("%s seed=%llu case=%d m=%lld n=%lld k=%lld regime=%s path=%s: %s", v->name,
+                         (unsigned long long)seed, c, (long long)m, (long long)n, (long long)k,
+                         qv_regime_name(rg), t.path, r.reason);
+        ck_assert_msg(r.max_err_over_bound <= 1.0, "%s case %d: max err/E %.3g > 1 in a passing case", v->name, c,
+                      r.max_err_over_bound);
+        marginal += r.grade == QV_MARGINAL;
+        free(out);
+        ref_truth_clear(&t);
+        qv_problem_destroy(&p);
+    }
+    /* The monitors are statistical: a correct model may trip one rarely, never often. */
+    ck_assert_msg(marginal <= CASES_PER_VARIANT / 20, "%s: %d of %d model cases graded MARGINAL (seed %llu)",
+                  v->name, marginal, CASES_PER_VARIANT, (unsigned long long)seed);
+}
+END_TEST
+
+/* Runs one unique-output probe on the row and compares with the truth's RN value. */
+static void check_unique_probe(const qv_variant *v, qv_probe_kind kind, int64_t m, int64_t n, int64_t k,
+                               uint64_t s)
+{
+    if (!ref_probe_applies(v, kind, m, n, k)) return;
+    qv_problem p;
+    ck_assert_int_eq(qv_problem_create(&p, v, m, n, k), QV_OK);
+    qv_status st = ref_probe_fill(&p, kind, QV_REGIME_LOGUNIFORM, s);
+    if (st == QV_ERR_UNSUPPORTED) {
+        qv_problem_destroy(&p);
+        return;
+    }
+    ck_assert_msg(st == QV_OK, "%s %s: %s", v->name, qv_probe_name(kind), qv_errmsg());
+    void *out = malloc(out_bytes(&p)), *exp = malloc(out_bytes(&p));
+    ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
+    if (kind == QV_PROBE_WITNESS_FP8_PROMOTE) {
+        /* Closed form: the first 128-block keeps only 2^16 (its ones are below the
+         * ~14-bit accumulator's ulp of 8); every later block sums its ones exactly. */
+        int64_t first = k < 128 ? k : 128;
+        double y = (65536.0 + (double)(k - first)) * 0x1p-5;
+        for (int64_t e = 0; e < m * n; e++) ((uint16_t *)exp)[e] = (uint16_t)qv_encode(v->ofmt, y, v->arith.out_sat);
+    } else {
+        ref_truth t;
+        ck_assert_int_eq(ref_truth_compute_path(&p, v->arith.accum == QV_ACC_INT32 ? "int64" : "mpfr", &t), QV_OK);
+        expected_from_truth(&p, &t, exp);
+        ref_truth_clear(&t);
+    }
+    qv_result r;
+    ref_verify_bitexact(&p, exp, out, &r);
+    ck_assert_msg(r.grade == QV_PASS, "%s probe %s seed=%llu m=%lld n=%lld k=%lld: %s", v->name,
+                  qv_probe_name(kind), (unsigned long long)s, (long long)m, (long long)n, (long long)k, r.reason);
+    free(out);
+    free(exp);
+    qv_problem_destroy(&p);
+}
+
+START_TEST(unique_probes_bit_exact)
+{
+    const qv_variant *v = qv_registry_get(_i);
+    uint64_t seed = base_seed();
+    for (int c = 0; c < 6; c++) {
+        uint64_t s = mix(seed, 7777 + (uint64_t)_i * 31 + (uint64_t)c);
+        int64_t m, n, k;
+        pick_shape(v, s, &m, &n, &k);
+        for (int kind = 0; kind < QV_PROBE_COUNT; kind++)
+            if (kind != QV_PROBE_RANDOM) check_unique_probe(v, (qv_probe_kind)kind, m, n, k, s);
+    }
+    /* The fp8 promotion witness across a promotion boundary (K = 384). */
+    if (v->arith.accum == QV_ACC_TC_FP8) check_unique_probe(v, QV_PROBE_WITNESS_FP8_PROMOTE, 2, v->n_tile, 384, seed);
+}
+END_TEST
+
+/* A witness must separate the declared arithmetic from the cheaper one: the
+ * truth for the fp8 promotion witness differs from the model by exactly 127. */
+START_TEST(fp8_witness_separates)
+{
+    const qv_variant *v = qv_variant_find("w8a8-fp8-tensor");
+    ck_assert_ptr_nonnull(v);
+    qv_problem p;
+    ck_assert_int_eq(qv_problem_create(&p, v, 1, 8, 1024), QV_OK);
+    ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_WITNESS_FP8_PROMOTE, QV_REGIME_LOGUNIFORM, 1), QV_OK);
+    ref_truth t;
+    ck_assert_int_eq(ref_truth_compute(&p, &t), QV_OK);
+    /* Exact: (65536 + 1023) / 32. */
+    ck_assert_double_eq(t.y[0], (65536.0 + 1023.0) / 32.0);
+    uint16_t out[8];
+    ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
+    ck_assert_double_eq(qv_decode(QV_FMT_F16, out[0]), (65536.0 + 1023.0 - 127.0) / 32.0);
+    ref_truth_clear(&t);
+    qv_problem_destroy(&p);
+}
+END_TEST
+
+/* Split-K witness: the exact output is 1 * scales; an fp16 reduction gives 0. */
+START_TEST(splitk_witness_value)
+{
+    const qv_variant *v = qv_variant_find("marlin-w4a16-g128-f16");
+    qv_problem p;
+    ck_assert_int_eq(qv_problem_create(&p, v, 2, 64, 256), QV_OK);
+    ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_WITNESS_SPLITK, QV_REGIME_LOGUNIFORM, 5), QV_OK);
+    uint16_t out[128];
+    ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
+    for (int e = 0; e < 128; e++) ck_assert_double_eq(qv_decode(QV_FMT_F16, out[e]), 1.0);
+    qv_problem_destroy(&p);
+}
+END_TEST
+
+/* RNE-tie witness: every output is a tie, and RNE picks the even neighbour. */
+START_TEST(rne_tie_witness_values)
+{
+    const qv_variant *v = qv_variant_find("w8a8-i8-tok-ch");
+    qv_problem p;
+    ck_assert_int_eq(qv_problem_create(&p, v, 1, 16, 64), QV_OK);
+    ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_WITNESS_RNE_TIE, QV_REGIME_LOGUNIFORM, 9), QV_OK);
+    ref_truth t;
+    ck_assert_int_eq(ref_truth_compute(&p, &t), QV_OK);
+    uint16_t out[16];
+    ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
+    for (int j = 0; j < 16; j++) {
+        double y = t.y[j], a = fabs(y);
+        ck_assert_msg(a == 2049 || a == 2051, "column %d: y = %g is not a tie", j, y);
+        double want = copysign(a == 2049 ? 2048 : 2052, y);
+        ck_assert_double_eq(qv_decode(QV_FMT_F16, out[j]), want);
+    }
+    ref_truth_clear(&t);
+    qv_problem_destroy(&p);
+}
+END_TEST
+
+/* Probes are pure functions of their inputs. */
+START_TEST(probes_deterministic)
+{
+    const qv_variant *v = qv_variant_find("marlin-w4a16-g128-act-f16");
+    qv_problem a, b;
+    ck_assert_int_eq(qv_problem_create(&a, v, 3, 64, 256), QV_OK);
+    ck_assert_int_eq(qv_problem_create(&b, v, 3, 64, 256), QV_OK);
+    ck_assert_int_eq(ref_probe_fill(&a, QV_PROBE_RANDOM, QV_REGIME_OUTLIER, 42), QV_OK);
+    ck_assert_int_eq(ref_probe_fill(&b, QV_PROBE_RANDOM, QV_REGIME_OUTLIER, 42), QV_OK);
+    ck_assert_mem_eq(a.a, b.a, 3 * 256 * 2);
+    ck_assert_mem_eq(a.q, b.q, 256 * 64);
+    ck_assert_mem_eq(a.g_idx, b.g_idx, 256 * 4);
+    ck_assert_int_eq(ref_probe_fill(&b, QV_PROBE_RANDOM, QV_REGIME_OUTLIER, 43), QV_OK);
+    ck_assert(memcmp(a.q, b.q, 256 * 64) != 0);
+    qv_problem_destroy(&a);
+    qv_problem_destroy(&b);
+}
+END_TEST
+
+int main(void)
+{
+    printf("t_model: seed %llu (set QV_SEED to replay)\n", (unsigned long long)base_seed());
+    Suite *s = suite_create("model");
+    TCase *tc = tcase_create("model");
+    tcase_set_timeout(tc, 120);
+    int nv = qv_registry_count();
+    tcase_add_loop_test(tc, bound_holds_for_model, 0, nv);
+    tcase_add_loop_test(tc, unique_probes_bit_exact, 0, nv);
+    tcase_add_test(tc, fp8_witness_separates);
+    tcase_add_test(tc, splitk_witness_value);
+    tcase_add_test(tc, rne_tie_witness_values);
+    tcase_add_test(tc, probes_deterministic);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int nf = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+}
