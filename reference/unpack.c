@@ -232,7 +232,8 @@ qv_status ref_unpack(const qv_packed *pk, qv_problem *p)
     if (pk->scales2) {
         QV_ASSERT(p->scales2 != NULL, "ref_unpack needs the problem's scales2 buffer");
         const float *s2 = pk->scales2;
-        for (int64_t c = 0; c < pk->s2_cols; c++) p->scales2[channel32_col(c)] = s2[c];
+        /* PLAIN_NK keeps scales2 unpermuted; the Marlin family uses scale_perm_single. */
+        for (int64_t c = 0; c < pk->s2_cols; c++) p->scales2[marlin ? channel32_col(c) : c] = s2[c];
     }
     if (pk->zeros) {
         /* Zero points: word w of a row, nibble t holds the zero point the lanes

@@ -316,6 +316,7 @@ static void pack_plain_weights(const qv_problem *p, const int32_t *rows, uint32_
 static void gather_cols(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols, size_t elem,
                         const int *perm, int width)
 {
+    QV_ASSERT(cols % width == 0, "scale permutations cover whole blocks (N is checked first)");
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < cols; c++) {
             int64_t from = c - c % width + perm[c % width];
@@ -471,8 +472,10 @@ qv_status qv_pack(const qv_problem *p, qv_packed *out)
         gather_cols(p->scales, out->scales, out->s_rows, out->s_cols, out->s_elem, sps, SP_SINGLE);
     else if (s_total)
         memcpy(out->scales, p->scales, s_total);
-    if (out->scales2)
+    if (out->scales2 && is_marlin_family(l))
         gather_cols((const uint8_t *)p->scales2, out->scales2, 1, p->n, sizeof(float), sps, SP_SINGLE);
+    else if (out->scales2)
+        memcpy(out->scales2, p->scales2, (size_t)p->n * sizeof(float));
 
     if (l == QV_LAYOUT_MARLIN_FP8) {
         /* The kernel turns an e4m3 byte into f16 (bf16) by moving its bits, which

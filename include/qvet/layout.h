@@ -75,8 +75,8 @@
  * -- PLAIN_NK: the (N, K) transpose, row-major, codes packed along K lowest
  *   first: int32 (N, K*bits/32), i.e. exactly the little-endian bytes of the
  *   (N, K) code matrix (uint8 codes 4 per word, 16-bit codes 2 per word, 4-bit
- *   codes 8 per word). K must be a multiple of 32/bits. Scales are unpermuted
- *   copies of the logical ones (block scales included).
+ *   codes 8 per word). K must be a multiple of 32/bits. Scales (and scales2)
+ *   are unpermuted copies of the logical ones (block scales included).
  */
 #ifndef QVET_LAYOUT_H
 #define QVET_LAYOUT_H
