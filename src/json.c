@@ -56,7 +56,7 @@ typedef struct sbuf {
 static qv_status sbuf_put(sbuf *s, const void *src, size_t n)
 {
     if (s->n + n + 1 > s->cap) {
-        size_t cap = s->cap ? s->cap : 16;
+        size_t cap = s->cap ? s->cap : 16; /* most keys and values are short */
         while (cap < s->n + n + 1) cap *= 2;
         char *b = realloc(s->b, cap);
         if (!b) return qv_fail(QV_ERR_NOMEM, "JSON: out of memory for a string of %zu bytes", s->n + n);
@@ -316,8 +316,10 @@ static qv_status check_unique_keys(const qv_json *j)
 static qv_status grow(qv_json *j, int *cap)
 {
     if (j->count < *cap) return QV_OK;
+    /* 2^26 items keep the byte size of the item array far from int overflow
+     * and above anything a header or results line holds. */
     if (*cap > (1 << 26)) return qv_fail(QV_ERR_NOMEM, "JSON: too many items in one array or object");
-    int ncap = *cap ? *cap * 2 : 4;
+    int ncap = *cap ? *cap * 2 : 4; /* doubling: amortized O(1) appends */
     qv_json *items = realloc(j->items, (size_t)ncap * sizeof *items);
     if (!items) return qv_fail(QV_ERR_NOMEM, "JSON: out of memory");
     j->items = items;

@@ -162,7 +162,7 @@ static qv_status parse_descr(const char *d, qv_dtype *dt, int *is_bool)
 
 /* The parsed header dict. */
 typedef struct npy_header {
-    char descr[32];
+    char descr[32]; /* every supported descr has 3 characters; 32 fits any refused one in messages */
     int fortran_order;
     int ndim;
     int64_t shape[QV_MAX_DIMS];
@@ -178,7 +178,7 @@ static qv_status parse_header(cursor *c, npy_header *h)
     for (;;) {
         skip_ws(c);
         if (peek(c) == '}') break;
-        char key[32];
+        char key[32]; /* the longest valid key, 'fortran_order', has 13 characters */
         QV_TRY(parse_pystr(c, key, sizeof key));
         int k = !strcmp(key, "descr") ? K_DESCR
                 : !strcmp(key, "fortran_order") ? K_FORTRAN

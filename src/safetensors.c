@@ -368,7 +368,7 @@ static void tput(tbuf *t, const char *s, size_t n)
 {
     if (t->oom) return;
     if (t->n + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 256;
+        size_t cap = t->cap ? t->cap : 256; /* a few tensors' entries */
         while (cap < t->n + n + 1) cap *= 2;
         char *b = realloc(t->b, cap);
         if (!b) {

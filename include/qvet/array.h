@@ -56,10 +56,11 @@ typedef struct qv_array {
     int borrowed;
 } qv_array;
 
-/* Allocates a zeroed array; refuses shapes whose size overflows. */
+/* Allocates a zeroed array; refuses shapes whose size overflows.
+ * shape: (ndim) int64 dimensions, copied. */
 qv_status qv_array_create(qv_array *a, qv_dtype dt, int ndim, const int64_t *shape);
 void      qv_array_destroy(qv_array *a);
-/* "(16, 4096) int8" into buf; returns buf. */
+/* "(16, 4096) int8" into buf (len bytes, always terminated); returns buf. */
 const char *qv_array_describe(const qv_array *a, char *buf, size_t len);
 
 /* .npy: versions 1.0, 2.0 and 3.0, little-endian, C order. Fortran order and
@@ -72,9 +73,12 @@ const char *qv_array_describe(const qv_array *a, char *buf, size_t len);
  * never needed: an 8-dimension header is far below 64 KiB), the same dict
  * text, the same growth padding after it, and the preamble plus header padded
  * to a multiple of 64 bytes. */
+/* out: filled on success (it owns a copy of the data; qv_array_destroy it),
+ * all zero on failure. buf: (len) bytes of a whole .npy file, not kept. */
 qv_status qv_npy_load(const char *path, qv_array *out);
-qv_status qv_npy_parse(const void *buf, size_t len, qv_array *out); /* from memory */
-qv_status qv_npy_save(const char *path, const qv_array *a);         /* writes v1.0 */
+qv_status qv_npy_parse(const void *buf, size_t len, qv_array *out);
+/* a: any valid array, owned or borrowed; bf16 and fp8 go out as raw bits. */
+qv_status qv_npy_save(const char *path, const qv_array *a);
 
 /* .safetensors: an 8-byte little-endian header length, a JSON header, then the
  * data. The reader accepts dtypes F64 F32 F16 BF16 I64 I32 I16 I8 U64 U32 U16
@@ -86,12 +90,16 @@ qv_status qv_npy_save(const char *path, const qv_array *a);         /* writes v1
  * does (larger element size first, then by name) and pads the header with
  * spaces so the data starts 8-byte aligned. */
 typedef struct qv_st_file qv_st_file;
+/* *out: the opened file on success, NULL on failure. buf: (len) bytes of a
+ * whole .safetensors file, copied (the caller keeps its buffer). */
 qv_status qv_st_open(const char *path, qv_st_file **out);
-qv_status qv_st_parse(const void *buf, size_t len, qv_st_file **out); /* copies buf */
-void      qv_st_close(qv_st_file *f);
+qv_status qv_st_parse(const void *buf, size_t len, qv_st_file **out);
+void      qv_st_close(qv_st_file *f);                /* NULL is a no-op */
 int       qv_st_count(const qv_st_file *f);
+/* Name of tensor i (0 <= i < count) in header order; NULL out of range. */
 const char *qv_st_name(const qv_st_file *f, int i);
-/* A view (borrowed = 1) of tensor `name`; valid until qv_st_close. */
+/* A view (borrowed = 1) of tensor `name`, aligned to its element size; valid
+ * until qv_st_close. An unknown name is refused (QV_ERR_FORMAT). */
 qv_status qv_st_get(const qv_st_file *f, const char *name, qv_array *view);
 /* The value of "__metadata__"[key], or NULL if absent. */
 const char *qv_st_metadata(const qv_st_file *f, const char *key);
