@@ -94,7 +94,9 @@ static int bits_of(qv_fmt f)
     }
 }
 
-/* Stores code c (already masked to its bits) at logical (row, col). */
+/* Stores code c (already masked to its bits) at logical (row, col) of p->q,
+ * the (k, n) row-major code matrix (int8 for I4, uint16 bits for F16/BF16,
+ * uint8 otherwise). */
 static void put_code(const qv_problem *p, int64_t row, int64_t col, uint32_t c)
 {
     int64_t i = row * p->n + col;
@@ -123,8 +125,9 @@ static uint16_t f16_exact(double x)
     return sign | (uint16_t)((e - 1 + 15) << 10) | (uint16_t)(ldexp(a, 11 - e) - 1024.0);
 }
 
-/* Divides one scale by 2^e (undoing the fp8 exponent fold); exact because the
- * packer multiplied a value of the same format by 2^e. */
+/* Divides one scale (elem: one code of sfmt, 2 or 4 bytes) by 2^e in place,
+ * undoing the fp8 exponent fold; exact because the packer multiplied a value
+ * of the same format by 2^e. */
 static void scale_div_pow2(qv_fmt sfmt, void *elem, int e)
 {
     if (sfmt == QV_FMT_F32) {

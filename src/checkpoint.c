@@ -9,6 +9,7 @@
 /* AWQ's nibble order along N: nibble i of a word holds column 8c + awq_order[i]. */
 static const int awq_order[8] = {0, 2, 4, 6, 1, 3, 5, 7};
 
+/* Nibble i (0..7, lowest first) of words[at], a packed int32 array. */
 static uint32_t nibble(const int32_t *words, int64_t at, int i)
 {
     uint32_t w;

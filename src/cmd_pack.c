@@ -75,6 +75,8 @@ static qv_status make_dir(const char *path)
     return QV_OK;
 }
 
+/* Writes DIR/name as a .npy of dtype dt and shape (d0) or (d0, d1) from
+ * data, a C-order buffer of that many elements (borrowed, not freed). */
 static qv_status save(const char *dir, const char *name, qv_dtype dt, int ndim, int64_t d0, int64_t d1,
                       const void *data)
 {

@@ -245,7 +245,9 @@ static qv_status check_problem(const qv_problem *p)
 }
 
 /* Stable counting sort of the rows by g_idx: perm[i] is the logical row that
- * becomes sorted row i (rows of one group keep their order). */
+ * becomes sorted row i (rows of one group keep their order). g_idx (k) holds
+ * values in [0, groups); perm and g_sorted are (k) outputs, g_sorted[i] =
+ * g_idx[perm[i]]. */
 static void sort_rows(const int32_t *g_idx, int64_t k, int64_t groups, int32_t *perm, int32_t *g_sorted)
 {
     int64_t *start = calloc((size_t)groups + 1, sizeof *start);
@@ -271,8 +273,9 @@ static uint32_t code_at(const qv_problem *p, int64_t row, int64_t col)
     }
 }
 
-/* Marlin-family weights: B (k/16, 16n*bits/32) int32. `rows` maps a sorted row
- * to its logical row (identity without act_order). */
+/* Marlin-family weights into b: (k/16, b_cols) words, b_cols = 16n*bits/32,
+ * zeroed by the caller. `rows` (k) maps a sorted row to its logical row, or is
+ * NULL for the identity (no act_order). */
 static void pack_marlin_weights(const qv_problem *p, const int32_t *rows, uint32_t *b, int64_t b_cols)
 {
     qv_layout l = p->v->layout;
@@ -300,7 +303,9 @@ static void pack_marlin_weights(const qv_problem *p, const int32_t *rows, uint32
     }
 }
 
-/* PLAIN_NK: the (n, k) transpose, codes packed along k, lowest first. */
+/* PLAIN_NK into b: (n, b_cols) words, b_cols = k*bits/32, zeroed by the
+ * caller; the (n, k) transpose, codes packed along k, lowest first. `rows` as
+ * for pack_marlin_weights. */
 static void pack_plain_weights(const qv_problem *p, const int32_t *rows, uint32_t *b, int64_t b_cols)
 {
     int bits = code_bits(p->v->wfmt);
@@ -312,7 +317,9 @@ static void pack_plain_weights(const qv_problem *p, const int32_t *rows, uint32_
         }
 }
 
-/* Gathers each `width`-wide block of every row of src through `perm`. */
+/* Gathers each `width`-wide block of every row through `perm`:
+ * dst[r][c] = src[r][c - c%width + perm[c%width]]. src and dst are (rows, cols)
+ * row-major arrays of `elem`-byte elements; perm has `width` entries. */
 static void gather_cols(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols, size_t elem,
                         const int *perm, int width)
 {
@@ -344,8 +351,9 @@ static uint16_t f16_exact(double x)
     return sign | (uint16_t)((e - 1 + 15) << 10) | mant;
 }
 
-/* Multiplies one scale element by 2^e in place (exact: only the exponent moves).
- * Refuses a result beyond the format's range. */
+/* Multiplies one scale element (elem: one code of sfmt, 2 or 4 bytes) by 2^e
+ * in place (exact: only the exponent moves). Refuses a result beyond the
+ * format's range; Inf and NaN stay as they are. */
 static qv_status scale_times_pow2(qv_fmt sfmt, void *elem, int e)
 {
     if (sfmt == QV_FMT_F32) {
