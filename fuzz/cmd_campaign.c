@@ -62,7 +62,7 @@ static void usage(FILE *f, const char *cmd)
                 "--cpu) it runs the CPU models, with shapes capped at m*n*k <= %lld (--cap).\n"
                 "Prints a summary table; the last line is `check: N cases, F failed`.\n"
                 "Exit 0 when nothing FAILs, 1 on a FAIL, 2 on a usage error, 3 without a device.\n",
-                (long long)QV_CPU_CAP_MNK);
+                (long long)QV_CPU_CAP_CHECK);
     else if (!strcmp(cmd, "fuzz"))
         fprintf(f,
                 "usage: qvet fuzz [--variant GLOB] [--cases N | --minutes M] [--seed S] [--shard I/N]\n"
@@ -71,7 +71,9 @@ static void usage(FILE *f, const char *cmd)
                 "Runs generated cases J = I, I+N, I+2N, ... of campaign S (default: 1000 cases).\n"
                 "Each case is a pure function of (S, J). A FAIL is shrunk and its inputs are\n"
                 "written as .npy into DIR/seedS-caseJ/ (default qvet-failures) with a replay command.\n"
-                "The last line is `fuzz: N cases, F failed`; exit 1 if any case FAILed.\n");
+                "CPU-model cases are capped at m*n*k <= %lld (--cap).\n"
+                "The last line is `fuzz: N cases, F failed`; exit 1 if any case FAILed.\n",
+                (long long)QV_CPU_CAP_MNK);
     else
         fprintf(f,
                 "usage: qvet replay --seed S --case J [--check] [--variant GLOB] [--gpu|--cpu]\n"
@@ -252,6 +254,8 @@ static int pick_backend(const camp_opts *o, qv_backend *b, qv_plugin *pl)
     } else {
         qv_backend_init(b, QV_BACKEND_CPU);
     }
+    /* The fixed suite (check, replay --check) keeps larger CPU shapes than fuzz. */
+    b->cap_mnk = qv_backend_default_cap(b->kind, !strcmp(o->cmd, "check") || o->suite);
     if (o->cap_set) b->cap_mnk = o->cap;
     return 0;
 }
@@ -677,6 +681,7 @@ int qv_cmd_replay(int argc, char **argv)
         qv_plugin_close(&pl);
         return rc;
     }
+    rc = 0;
     qv_case c;
     if (o.suite) {
         if (cp.gen.n_variants != 1) {

@@ -70,8 +70,14 @@ void qv_backend_init(qv_backend *b, qv_backend_kind kind)
     memset(b, 0, sizeof *b);
     b->kind = kind;
     b->repeat = kind == QV_BACKEND_CPU ? 1 : 2; /* a model is deterministic by construction */
-    b->cap_mnk = kind == QV_BACKEND_GPU || kind == QV_BACKEND_DEVICE_FN ? 0 : QV_CPU_CAP_MNK;
+    b->cap_mnk = qv_backend_default_cap(kind, 0);
     snprintf(b->name, sizeof b->name, "%s", kind == QV_BACKEND_GPU ? "gpu" : "cpu");
+}
+
+int64_t qv_backend_default_cap(qv_backend_kind kind, int suite)
+{
+    if (kind == QV_BACKEND_GPU || kind == QV_BACKEND_DEVICE_FN) return QV_GPU_CAP_MNK;
+    return suite ? QV_CPU_CAP_CHECK : QV_CPU_CAP_MNK;
 }
 
 int qv_backend_has(const qv_backend *b, const qv_variant *v)

@@ -307,7 +307,7 @@ void qv_case_replay_cmd(const qv_case *c, const qv_backend *b, const char *glob,
         at = put_word(buf, len, at, "--plugin");
         at = put_word(buf, len, at, b->plugin_path);
     }
-    if (b->kind == QV_BACKEND_CPU && b->cap_mnk != QV_CPU_CAP_MNK) {
+    if (b->cap_mnk != qv_backend_default_cap(b->kind, c->suite)) {
         snprintf(num, sizeof num, "%lld", (long long)b->cap_mnk);
         at = put_word(buf, len, at, "--cap");
         at = put_word(buf, len, at, num);

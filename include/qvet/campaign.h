@@ -86,9 +86,19 @@ typedef struct qv_backend {
     char plugin_path[512];      /* for replay commands; "" if none */
 } qv_backend;
 
-/* The default m*n*k cap of CPU-model cases: about 2^22 multiply-adds keeps one
- * case near 10 ms in the CPU model and reference, so 10^4 cases take minutes. */
-#define QV_CPU_CAP_MNK ((int64_t)1 << 22)
+/* The default m*n*k caps of CPU-model cases. The exact reference costs about
+ * 0.3 us per multiply-add on one core, so fuzz cases stay below 2^19 (about
+ * 50 ms each with the model, so 10^4 cases take minutes), and the fixed suite,
+ * which has far fewer cases, keeps its shapes up to 2^22. */
+#define QV_CPU_CAP_MNK ((int64_t)1 << 19)
+#define QV_CPU_CAP_CHECK ((int64_t)1 << 22)
+/* GPU cases are verified by the same CPU reference, whose fast certified path
+ * handles 16 x 4096 x 4096 (2^28) in about a second (DESIGN §9). */
+#define QV_GPU_CAP_MNK ((int64_t)1 << 28)
+
+/* The default cap of a backend kind, for fuzz cases (suite = 0) or the fixed
+ * suite (suite = 1). */
+int64_t qv_backend_default_cap(qv_backend_kind kind, int suite);
 
 /* Fills a backend. kind CPU/GPU need no launch; names are set here. */
 void qv_backend_init(qv_backend *b, qv_backend_kind kind);
