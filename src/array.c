@@ -59,21 +59,20 @@ qv_status qv_shape_count(int ndim, const int64_t *shape, size_t elem_size, int64
 {
     if (ndim < 0 || ndim > QV_MAX_DIMS)
         return qv_fail(QV_ERR_SHAPE, "%d dimensions: between 0 and %d are supported", ndim, QV_MAX_DIMS);
-    /* The element count must fit int64 and the byte size size_t; both are
-     * checked before each multiplication so nothing wraps. */
+    /* The product of the non-zero dimensions must fit int64 even when another
+     * dimension is 0 (numpy refuses such shapes too), and the byte size must
+     * fit size_t; both are checked before each multiplication, so nothing
+     * wraps. */
     int64_t n = 1;
     int has_zero = 0;
-    for (int i = 0; i < ndim; i++) {
+    for (int i = 0; i < ndim; i++)
         if (shape[i] < 0)
             return qv_fail(QV_ERR_SHAPE, "dimension %d is negative (%lld)", i, (long long)shape[i]);
-        if (shape[i] == 0) has_zero = 1;
-    }
-    if (has_zero) {
-        *count = 0;
-        *nbytes = 0;
-        return QV_OK;
-    }
     for (int i = 0; i < ndim; i++) {
+        if (shape[i] == 0) {
+            has_zero = 1;
+            continue;
+        }
         if (n > INT64_MAX / shape[i])
             return qv_fail(QV_ERR_SHAPE, "the shape's element count overflows 64 bits (dimension %d = %lld)",
                            i, (long long)shape[i]);
@@ -82,6 +81,7 @@ qv_status qv_shape_count(int ndim, const int64_t *shape, size_t elem_size, int64
     if (elem_size && (uint64_t)n > SIZE_MAX / elem_size)
         return qv_fail(QV_ERR_SHAPE, "%lld elements of %zu bytes overflow the address space",
                        (long long)n, elem_size);
+    if (has_zero) n = 0;
     *count = n;
     *nbytes = (size_t)n * elem_size;
     return QV_OK;

@@ -334,6 +334,8 @@ static const bad_case bad_cases[] = {
      "more than 8 dimensions"},
     {"element count overflow", 1, H("<f4", "False", "(4294967296, 4294967296)"), -1, 0, QV_ERR_SHAPE,
      "overflows 64 bits"},
+    {"count overflow beside a zero", 1, H("<f4", "False", "(0, 4294967296, 4294967296)"), -1, 0, QV_ERR_SHAPE,
+     "overflows 64 bits"},
     {"byte size overflow", 1, H("<f8", "False", "(4611686018427387904,)"), -1, 0, QV_ERR_SHAPE,
      "overflow the address space"},
     {"dimension overflow", 1, H("<f4", "False", "(99999999999999999999,)"), -1, 0, QV_ERR_SHAPE,
