@@ -591,7 +591,10 @@ void qv_json_fput_str(FILE *f, const char *s)
 {
     char e[8];
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) fwrite(e, 1, escape_byte(*p, e), f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        size_t k = escape_byte(*p, e);
+        fwrite(e, 1, k, f);
+    }
     fputc('"', f);
 }
 
