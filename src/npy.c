@@ -230,10 +230,11 @@ static uint32_t le_u32(const unsigned char *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-qv_status qv_npy_parse(const void *buf, size_t len, qv_array *out)
+/* Validates a whole .npy image b[0..len) and describes it: meta gets the
+ * dtype, shape, count and nbytes (data stays NULL), *data_off the offset of
+ * the data, which runs exactly to the end of the image. */
+static qv_status parse_image(const unsigned char *b, size_t len, qv_array *meta, size_t *data_off)
 {
-    memset(out, 0, sizeof *out);
-    const unsigned char *b = buf;
     if (len < sizeof npy_magic || memcmp(b, npy_magic, sizeof npy_magic))
         return qv_fail(QV_ERR_FORMAT, ".npy: bad magic (the file does not start with \\x93NUMPY)");
     /* The magic, two version bytes and at least a 2-byte header length. */
@@ -291,8 +292,24 @@ qv_status qv_npy_parse(const void *buf, size_t len, qv_array *out)
         for (size_t i = 0; i < nbytes; i++)
             if (data[i] > 1)
                 return qv_fail(QV_ERR_RANGE, ".npy: bool element %zu holds %u (only 0 and 1 are bools)", i, data[i]);
-    QV_TRY(qv_array_create(out, dt, h.ndim, h.shape));
-    if (nbytes) memcpy(out->data, data, nbytes);
+    memset(meta, 0, sizeof *meta);
+    meta->dtype = dt;
+    meta->ndim = h.ndim;
+    memcpy(meta->shape, h.shape, sizeof h.shape);
+    meta->count = count;
+    meta->nbytes = nbytes;
+    *data_off = prefix + hlen;
+    return QV_OK;
+}
+
+qv_status qv_npy_parse(const void *buf, size_t len, qv_array *out)
+{
+    memset(out, 0, sizeof *out);
+    qv_array meta;
+    size_t off;
+    QV_TRY(parse_image(buf, len, &meta, &off));
+    QV_TRY(qv_array_create(out, meta.dtype, meta.ndim, meta.shape));
+    if (meta.nbytes) memcpy(out->data, (const unsigned char *)buf + off, meta.nbytes);
     return QV_OK;
 }
 
@@ -300,17 +317,24 @@ qv_status qv_npy_load(const char *path, qv_array *out)
 {
     memset(out, 0, sizeof *out);
     void *buf;
-    size_t len;
+    size_t len, off;
     QV_TRY(qv_file_read(path, &buf, &len));
-    qv_status st = qv_npy_parse(buf, len, out);
-    free(buf);
-    if (st != QV_OK) {
-        /* Prefix the message with the file name. */
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", qv_errmsg());
-        return qv_fail(st, "%s: %s", path, msg);
+    qv_array meta;
+    qv_status st = parse_image(buf, len, &meta, &off);
+    if (st == QV_OK) {
+        /* The file's buffer becomes the array's: move the data to its front
+         * and shrink it, so a large array is never held twice. */
+        memmove(buf, (unsigned char *)buf + off, meta.nbytes);
+        void *shrunk = realloc(buf, meta.nbytes ? meta.nbytes : 1);
+        *out = meta;
+        out->data = shrunk ? shrunk : buf;
+        return QV_OK;
     }
-    return QV_OK;
+    free(buf);
+    /* Prefix the message with the file name. */
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", qv_errmsg());
+    return qv_fail(st, "%s: %s", path, msg);
 }
 
 qv_status qv_npy_save(const char *path, const qv_array *a)
