@@ -10,7 +10,7 @@
  *
  * Tiling: a block computes BM x BN outputs with WM x WN warps; each warp owns
  * 16*MW rows and 64 columns (8 n8 tiles; 64 is the QQQ layout's chunk width).
- * K advances 128 per stage through a cp.async pipeline of AQ_STAGES stages.
+ * K advances 128 per stage through a cp.async pipeline of 3 or 4 stages.
  * Rows past M, columns past N and the K tail are zero-filled in shared memory
  * (never read from global memory) and never stored. */
 #ifndef QVET_AQ_GEMM_CUH
@@ -41,7 +41,6 @@ enum aq_ascale { AQ_AS_TENSOR = 0, AQ_AS_TOKEN, AQ_AS_TOKEN_BLOCK };
 enum aq_azpm { AQ_AZP_NONE = 0, AQ_AZP_TENSOR, AQ_AZP_TOKEN };
 
 #define AQ_BK 128     /* K per stage: one e4m3 promotion interval and one QQQ group */
-#define AQ_STAGES 4   /* cp.async depth: 3 stages in flight while one is consumed */
 
 struct aq_params {
     int m, n, k, g;
@@ -54,7 +53,9 @@ struct aq_params {
     const int32_t *azp;      /* (1) or (m) int32 activation zero point, or NULL */
     int wscale, ascale, azpm;
     __half *c;               /* (m, n) fp16 output, row-major */
-    void *partial;           /* split-K: (splits, m, n) int32 or f32 partials; NULL when splits = 1 */
+    void *partial;           /* split-K: (splits, m, n) int32 or f32 partials, then one int32
+                                arrival counter per output tile (zero between launches);
+                                NULL when splits = 1 */
     int splits;              /* K-range slices (gridDim.z) */
     int kt_per_split;        /* 128-wide K tiles per slice */
 };
@@ -90,6 +91,39 @@ __device__ __forceinline__ float aq_load_as(const aq_params &p, int row)
     return p.ascale == AQ_AS_TENSOR ? p.a_scale[0] : p.a_scale[row];
 }
 
+/* The epilogue of two adjacent outputs (row, col), (row, col+1) from their
+ * accumulated values (int32, or the promoted fp32 total), per the row's
+ * declared order: int32 -> fp32, * weight scale, * activation scale, each RN,
+ * then RNE to fp16 (e4m3 blocks: scales were applied at each promotion). */
+template <int KIND, typename T>
+__device__ __forceinline__ void aq_finish(const aq_params &p, int64_t row, int64_t col, T v0, T v1)
+{
+    float o0, o1;
+    if constexpr (KIND == AQ_B_PLAIN_E4M3) {
+        if (p.wscale == AQ_WS_BLOCK) {
+            o0 = v0;
+            o1 = v1;
+        } else {
+            const float sa = aq_load_as(p, (int)row);
+            o0 = aq_scale_out(v0, aq_load_ws(p, (int)col), sa);
+            o1 = aq_scale_out(v1, aq_load_ws(p, (int)col + 1), sa);
+        }
+    } else {
+        const float sa = aq_load_as(p, (int)row);
+        float s0, s1;
+        if constexpr (KIND == AQ_B_QQQ_GROUP) {
+            s0 = p.w_scale2[aq_perm32_pos((int)col)];
+            s1 = p.w_scale2[aq_perm32_pos((int)col + 1)];
+        } else {
+            s0 = aq_load_ws(p, (int)col);
+            s1 = aq_load_ws(p, (int)col + 1);
+        }
+        o0 = aq_scale_out(__int2float_rn(v0), s0, sa);
+        o1 = aq_scale_out(__int2float_rn(v1), s1, sa);
+    }
+    *(__half2 *)(p.c + row * p.n + col) = __halves2half2(__float2half_rn(o0), __float2half_rn(o1));
+}
+
 template <int KIND, int MW, int WM, int WN>
 struct aq_cfg {
     static constexpr int threads = 32 * WM * WN;
@@ -99,7 +133,10 @@ struct aq_cfg {
     static constexpr bool fp8 = KIND == AQ_B_PLAIN_E4M3;
     static constexpr int a_stage = bm * AQ_BK;                   /* bytes */
     static constexpr int b_stage = qqq ? bn * AQ_BK / 2 : bn * AQ_BK;
-    static constexpr int smem = AQ_STAGES * (a_stage + b_stage);
+    /* cp.async depth: 4 stages, or 3 when a stage holds 32 KB, so that two
+     * blocks fit an SM's 228 KB of shared memory. */
+    static constexpr int stages = a_stage + b_stage >= 32768 ? 3 : 4;
+    static constexpr int smem = stages * (a_stage + b_stage);
 };
 
 /* Swizzled byte offset of 16-byte chunk c (0..7) of row r in a 128-byte-row
@@ -114,7 +151,7 @@ k_gemm_aq_mma(const aq_params p)
     using C = aq_cfg<KIND, MW, WM, WN>;
     extern __shared__ __align__(128) uint8_t aq_smem[];
     uint8_t *sa = aq_smem;
-    uint8_t *sb = aq_smem + AQ_STAGES * C::a_stage;
+    uint8_t *sb = aq_smem + C::stages * C::a_stage;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wm = warp / WN, wn = warp % WN;
@@ -194,21 +231,21 @@ k_gemm_aq_mma(const aq_params p)
         if (nkt > 0) gsv = load_gscale(kt0);
 
 #pragma unroll
-    for (int s = 0; s < AQ_STAGES - 1; s++) {
+    for (int s = 0; s < C::stages - 1; s++) {
         if (s < nkt) load_stage(s, kt0 + s);
         aq_cp_async_commit();
     }
 
     for (int it = 0; it < nkt; it++) {
-        aq_cp_async_wait<AQ_STAGES - 2>();
+        aq_cp_async_wait<C::stages - 2>();
         __syncthreads();
         /* Refill the stage consumed in the previous iteration (everyone is past it). */
         {
-            int nx = it + AQ_STAGES - 1;
-            if (nx < nkt) load_stage(nx % AQ_STAGES, kt0 + nx);
+            int nx = it + C::stages - 1;
+            if (nx < nkt) load_stage(nx % C::stages, kt0 + nx);
             aq_cp_async_commit();
         }
-        const int s = it % AQ_STAGES;
+        const int s = it % C::stages;
         const uint8_t *sa_s = sa + s * C::a_stage;
         const uint8_t *sb_s = sb + s * C::b_stage;
         const int kt = kt0 + it;
@@ -280,15 +317,24 @@ k_gemm_aq_mma(const aq_params p)
                     colsum[t] = __dp4a((int)bf[t][1], 0x01010101, colsum[t]);
                 }
             }
+            if constexpr (C::fp8) {
+                /* convert each fragment once: A per row tile, B per column tile */
+                uint32_t ah[MW][8];
 #pragma unroll
-            for (int i = 0; i < MW; i++)
+                for (int i = 0; i < MW; i++) aq_e4m3_frag_a(af[i], ah[i]);
 #pragma unroll
                 for (int t = 0; t < 8; t++) {
-                    if constexpr (C::fp8)
-                        aq_mma_e4m3(part[i][t], af[i], bf[t]);
-                    else
-                        aq_mma_s8(acc[i][t], af[i], bf[t]);
+                    uint32_t bh[4];
+                    aq_e4m3_frag_b(bf[t], bh);
+#pragma unroll
+                    for (int i = 0; i < MW; i++) aq_mma_f16_k32(part[i][t], ah[i], bh);
                 }
+            } else {
+#pragma unroll
+                for (int i = 0; i < MW; i++)
+#pragma unroll
+                    for (int t = 0; t < 8; t++) aq_mma_s8(acc[i][t], af[i], bf[t]);
+            }
         }
 
         if constexpr (C::fp8) {
@@ -349,80 +395,72 @@ k_gemm_aq_mma(const aq_params p)
         }
     }
 
-    if (!warp_n_live) return;
     const int tq = lane & 3;
+    if (warp_n_live) {
 #pragma unroll
-    for (int i = 0; i < MW; i++) {
+        for (int i = 0; i < MW; i++) {
 #pragma unroll
-        for (int hh = 0; hh < 2; hh++) {
-            int64_t row = m0 + (wm * MW + i) * 16 + (lane >> 2) + 8 * hh;
-            if (row >= M) continue;
-            float sa_v = 1.0f;
-            if (p.splits == 1 && p.wscale != AQ_WS_BLOCK) sa_v = aq_load_as(p, (int)row);
+            for (int hh = 0; hh < 2; hh++) {
+                const int64_t row = m0 + (wm * MW + i) * 16 + (lane >> 2) + 8 * hh;
+                if (row >= M) continue;
 #pragma unroll
-            for (int t = 0; t < 8; t++) {
-                int64_t col = wcol0 + 8 * t + 2 * tq;
-                if (col >= N) continue;
-                acc_t v0 = acc[i][t][2 * hh], v1 = acc[i][t][2 * hh + 1];
-                if (p.splits > 1) {
-                    /* raw partial of this K slice; k_aq_splitk_epilogue finishes it */
-                    acc_t *dst = (acc_t *)p.partial + ((int64_t)blockIdx.z * M + row) * N + col;
-                    dst[0] = v0;
-                    dst[1] = v1;
-                    continue;
-                }
-                float o0, o1;
-                if constexpr (C::fp8) {
-                    if (p.wscale == AQ_WS_BLOCK) {
-                        o0 = v0;
-                        o1 = v1;
+                for (int t = 0; t < 8; t++) {
+                    const int64_t col = wcol0 + 8 * t + 2 * tq;
+                    if (col >= N) continue;
+                    if (p.splits > 1) {
+                        /* the raw partial of this K slice; the last slice to finish sums them */
+                        acc_t *dst = (acc_t *)p.partial + ((int64_t)blockIdx.z * M + row) * N + col;
+                        dst[0] = acc[i][t][2 * hh];
+                        dst[1] = acc[i][t][2 * hh + 1];
                     } else {
-                        o0 = aq_scale_out(v0, aq_load_ws(p, (int)col), sa_v);
-                        o1 = aq_scale_out(v1, aq_load_ws(p, (int)col + 1), sa_v);
+                        aq_finish<KIND>(p, row, col, acc[i][t][2 * hh], acc[i][t][2 * hh + 1]);
                     }
-                } else if constexpr (KIND == AQ_B_QQQ_GROUP) {
-                    const float *s2 = p.w_scale2;
-                    o0 = aq_scale_out(__int2float_rn(v0), s2[aq_perm32_pos((int)col)], sa_v);
-                    o1 = aq_scale_out(__int2float_rn(v1), s2[aq_perm32_pos((int)col + 1)], sa_v);
-                } else {
-                    o0 = aq_scale_out(__int2float_rn(v0), aq_load_ws(p, (int)col), sa_v);
-                    o1 = aq_scale_out(__int2float_rn(v1), aq_load_ws(p, (int)col + 1), sa_v);
                 }
-                *(__half2 *)(p.c + row * N + col) = __halves2half2(__float2half_rn(o0), __float2half_rn(o1));
             }
         }
     }
-}
+    if (p.splits == 1) return;
 
-/* Split-K: sums the `splits` partials of each output in slice order (int32:
- * exact; fp32: RN additions in a fixed order, so every launch gives the same
- * bits), then applies the same epilogue as the one-slice path. One thread per
- * output pair. */
-template <bool FP8, bool QQQ_GROUP>
-__global__ void k_aq_splitk_epilogue(const aq_params p)
-{
-    const int64_t M = p.m, N = p.n;
-    const int64_t pair = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (pair >= M * N / 2) return;
-    const int64_t idx = 2 * pair, row = idx / N, col = idx % N;
-    float o[2];
-    for (int e = 0; e < 2; e++) {
-        if (FP8) {
-            const float *src = (const float *)p.partial;
-            float s = src[idx + e];
-            for (int z = 1; z < p.splits; z++) s = __fadd_rn(s, src[(int64_t)z * M * N + idx + e]);
-            o[e] = p.wscale == AQ_WS_BLOCK ? s : aq_scale_out(s, aq_load_ws(p, (int)(col + e)), aq_load_as(p, (int)row));
-        } else {
-            const int *src = (const int *)p.partial;
-            unsigned s = (unsigned)src[idx + e];
-            for (int z = 1; z < p.splits; z++) s += (unsigned)src[(int64_t)z * M * N + idx + e];
-            float sw = QQQ_GROUP ? p.w_scale2[aq_perm32_pos((int)(col + e))] : aq_load_ws(p, (int)(col + e));
-            o[e] = aq_scale_out(__int2float_rn((int)s), sw, aq_load_as(p, (int)row));
-        }
+    /* Split-K: the last block of this output tile to arrive sums the slices in
+     * slice order (int32: exact; fp32: RN additions in one fixed order, so every
+     * launch gives the same bits) and finishes the tile; it also resets the
+     * tile's counter for the next launch. */
+    __shared__ int aq_is_last;
+    __threadfence();
+    __syncthreads();
+    int *counters = (int *)((acc_t *)p.partial + (int64_t)p.splits * M * N);
+    if (tid == 0) {
+        const int tile = blockIdx.y * gridDim.x + blockIdx.x;
+        const int arrived = atomicAdd(&counters[tile], 1);
+        aq_is_last = arrived == p.splits - 1;
+        if (aq_is_last) counters[tile] = 0;
     }
-    *(__half2 *)(p.c + idx) = __halves2half2(__float2half_rn(o[0]), __float2half_rn(o[1]));
+    __syncthreads();
+    if (!aq_is_last) return;
+    __threadfence();
+    const acc_t *part_in = (const acc_t *)p.partial;
+    for (int e = tid; e < C::bm * C::bn / 2; e += C::threads) {
+        const int64_t row = m0 + e / (C::bn / 2), col = n0 + 2 * (e % (C::bn / 2));
+        if (row >= M || col >= N) continue;
+        acc_t v0, v1;
+        for (int z = 0; z < p.splits; z++) {
+            /* L2 reads (__ldcg): the partials were written by other SMs */
+            const acc_t *src = part_in + ((int64_t)z * M + row) * N + col;
+            const acc_t w0 = __ldcg(src), w1 = __ldcg(src + 1);
+            if (z == 0) {
+                v0 = w0;
+                v1 = w1;
+            } else if constexpr (C::fp8) {
+                v0 = __fadd_rn(v0, w0);
+                v1 = __fadd_rn(v1, w1);
+            } else {
+                v0 = (int)((unsigned)v0 + (unsigned)w0);
+                v1 = (int)((unsigned)v1 + (unsigned)w1);
+            }
+        }
+        aq_finish<KIND>(p, row, col, v0, v1);
+    }
 }
-
 
 /* ---- host side: tile choice, split-K plan, launch ---------------------------- */
 
@@ -433,9 +471,10 @@ __global__ void k_aq_splitk_epilogue(const aq_params p)
  *                    because it keeps a running total and a partial). */
 enum aq_tile { AQ_TILE_SMALL = 0, AQ_TILE_MEDIUM, AQ_TILE_LARGE };
 
-/* Blocks wanted in flight: two per SM of an H200 (132 SMs). A fixed number, not
- * a device query, so the workspace size is a pure function of (m, n, k). */
-#define AQ_TARGET_BLOCKS 264
+/* Blocks wanted per launch: four per SM of an H200 (132 SMs), enough warps to
+ * hide the weight stream's latency at small M. A fixed number, not a device
+ * query, so the workspace size is a pure function of (m, n, k). */
+#define AQ_TARGET_BLOCKS 528
 /* Split-K partials never take more than this many bytes of workspace. */
 #define AQ_SPLIT_BYTES_MAX ((size_t)256 << 20)
 
@@ -443,7 +482,7 @@ struct aq_plan {
     aq_tile tile;
     int bm, bn;
     int splits, kt_per_split;
-    size_t workspace;   /* bytes of split-K partials (0 when splits == 1) */
+    size_t workspace;   /* bytes of split-K partials and tile counters (0 when splits == 1) */
 };
 
 static inline aq_plan aq_plan_for(int m, int n, int k)
@@ -454,14 +493,15 @@ static inline aq_plan aq_plan_for(int m, int n, int k)
     pl.bn = pl.tile == AQ_TILE_SMALL ? 256 : 128;
     const int64_t blocks = (int64_t)((m + pl.bm - 1) / pl.bm) * ((n + pl.bn - 1) / pl.bn);
     const int ktiles = (k + AQ_BK - 1) / AQ_BK;
-    int64_t want = blocks >= AQ_TARGET_BLOCKS / 2 ? 1 : (AQ_TARGET_BLOCKS + blocks - 1) / blocks;
+    int64_t want = blocks >= AQ_TARGET_BLOCKS ? 1 : (AQ_TARGET_BLOCKS + blocks - 1) / blocks;
     if (want > ktiles) want = ktiles;
     /* every slice gets at least 4 K tiles, so the pipeline fills */
     if (want > 1 && ktiles / want < 4) want = ktiles / 4 > 1 ? ktiles / 4 : 1;
     while (want > 1 && (size_t)want * (size_t)m * (size_t)n * 4 > AQ_SPLIT_BYTES_MAX) want--;
     pl.kt_per_split = (int)((ktiles + want - 1) / want);
     pl.splits = (ktiles + pl.kt_per_split - 1) / pl.kt_per_split;
-    pl.workspace = pl.splits > 1 ? (size_t)pl.splits * (size_t)m * (size_t)n * 4 : 0;
+    const size_t tiles = (size_t)((m + pl.bm - 1) / pl.bm) * (size_t)((n + pl.bn - 1) / pl.bn);
+    pl.workspace = pl.splits > 1 ? (size_t)pl.splits * (size_t)m * (size_t)n * 4 + tiles * 4 : 0;
     return pl;
 }
 
@@ -484,13 +524,6 @@ static qv_status aq_launch_cfg(const aq_params &p, cudaStream_t stream)
     dim3 grid((unsigned)(((int64_t)p.m + C::bm - 1) / C::bm), (unsigned)gy, (unsigned)p.splits);
     kern<<<grid, C::threads, C::smem, stream>>>(p);
     QV_CUDA_TRY(cudaGetLastError(), "launching k_gemm_aq_mma");
-    if (p.splits > 1) {
-        const int64_t pairs = (int64_t)p.m * p.n / 2;
-        const int threads = 256;
-        k_aq_splitk_epilogue<KIND == AQ_B_PLAIN_E4M3, KIND == AQ_B_QQQ_GROUP>
-            <<<(unsigned)((pairs + threads - 1) / threads), threads, 0, stream>>>(p);
-        QV_CUDA_TRY(cudaGetLastError(), "launching k_aq_splitk_epilogue");
-    }
     return QV_OK;
 }
 
