@@ -91,15 +91,17 @@ static const int edge_m[] = {1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 63, 64, 65, 127,
 #define N_EDGE_M ((int)(sizeof edge_m / sizeof edge_m[0]))
 
 /* Shapes on the row's tiles and at the smallest legal step past them, and past
- * the kernel's own block tiles (256 and 128 columns, 128 K per stage). K stays
- * a multiple of g for grouped rows; K/g takes 1, 3 and 2. */
+ * the kernel's own block tiles (256 and 128 columns, 128 K per stage); the
+ * longest K (8 stages and a tail) makes the kernel split K across blocks, so
+ * the in-kernel split-K reduction runs at every tile configuration. K stays a
+ * multiple of g for grouped rows; K/g takes 1, 2, 3 and 9. */
 static void shape_for(const qv_variant *v, int idx, int64_t m, int64_t *n, int64_t *k)
 {
     const int nt = v->n_tile, kt = v->k_tile > v->g ? v->k_tile : v->g;
     const int64_t ns[4] = {nt, 256 + nt, 128 + nt, 2 * nt};
-    const int64_t ks[4] = {kt, 3 * kt > 128 ? 3 * kt : 128 + kt, 2 * kt, 256 + kt};
+    const int64_t ks[5] = {kt, 3 * kt > 128 ? 3 * kt : 128 + kt, 2 * kt, 256 + kt, 8 * 128 + kt};
     *n = ns[idx % 4];
-    *k = ks[(idx / 2 + idx) % 4];
+    *k = ks[(idx / 2 + idx) % 5];
     /* Keep the CPU truth fast for the large M of the edge set. */
     if (m > 64 && *n > 128) *n = nt * ((128 + nt - 1) / nt);
 }
