@@ -129,6 +129,36 @@ static double dq_scale(const qv_problem *p, const double *s, int64_t kk, int64_t
     }
 }
 
+/* u4 codes with grouped scales: the 16 dequantized values of every (group,
+ * column) pair, computed once (k/g * n * 16 roundings instead of k * n), then
+ * looked up. Returns 0 (nothing done) when the table cannot be allocated. */
+static int decode_w4_table(const qv_problem *p, const double *s, const double *tab, ref_operands *o)
+{
+    const qv_variant *v = p->v;
+    int64_t n = p->n, k = p->k, ng = k / p->g;
+    double *dq = malloc(sizeof(double) * 16 * (size_t)(ng * n));
+    if (!dq) return 0;
+    for (int64_t gi = 0; gi < ng; gi++)
+        for (int64_t j = 0; j < n; j++) {
+            double sc = s[gi * n + j];
+            double z = v->zero_point ? (double)p->zeros[gi * n + j] : 0.0;
+            double *d = dq + (gi * n + j) * 16;
+            for (int c = 0; c < 16; c++) {
+                double val = v->zero_point ? (double)c - z : tab[c];
+                d[c] = ref_round_to(v->afmt, val * sc, 0);
+            }
+        }
+    const uint8_t *qb = p->q;
+    for (int64_t kk = 0; kk < k; kk++) {
+        const double *row = dq + group_row(p, kk) * n * 16;
+        const uint8_t *qr = qb + kk * n;
+        double *wr = o->w + kk * n;
+        for (int64_t j = 0; j < n; j++) wr[j] = qr[j] < 16 ? row[j * 16 + qr[j]] : NAN; /* > 15: invalid code */
+    }
+    free(dq);
+    return 1;
+}
+
 static void decode_weights(const qv_problem *p, const double *s, int fold_block, ref_operands *o)
 {
     const qv_variant *v = p->v;
@@ -141,6 +171,9 @@ static void decode_weights(const qv_problem *p, const double *s, int fold_block,
     const uint16_t *qh = p->q;
     double wmul = ar->w_mul > 1 ? ar->w_mul : 1.0;
     int afmt_sat = 0; /* the dequant multiply is an fp16/bf16 multiply: overflow gives Inf */
+    if (ar->dequant == QV_DQ_MUL_RN && v->wfmt == QV_FMT_U4 &&
+        v->scale_layout == QV_SCALE_GROUP && decode_w4_table(p, s, tab, o))
+        return;
     for (int64_t kk = 0; kk < k; kk++) {
         for (int64_t j = 0; j < n; j++) {
             int64_t i = kk * n + j;

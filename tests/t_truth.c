@@ -1,0 +1,202 @@
+/* t_truth.c: the exact references and the fast path.
+ *   - fixed128 and MPFR (and int64 and MPFR for integer rows) are independent
+ *     exact computations: they agree bit for bit on y, y_rn and E;
+ *   - the dgemm fast path lies within its own certified term of the MPFR value;
+ *   - a hand-derived case, path selection, and refusals.
+ * Seeds: QV_SEED (default 1) with the case index. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "qvet/formats.h"
+#include "qvet/probe.h"
+#include "qvet/reference.h"
+
+#define CASES_PER_VARIANT 12
+
+static uint64_t base_seed(void)
+{
+    const char *s = getenv("QV_SEED");
+    return s ? strtoull(s, NULL, 0) : 1;
+}
+
+static uint64_t mix(uint64_t a, uint64_t b)
+{
+    uint64_t z = a * 0x9E3779B97F4A7C15ull + b + 0x2545F4914F6CDD1Dull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static void make_case(const qv_variant *v, uint64_t s, qv_problem *p)
+{
+    int64_t m = 1 + (int64_t)(s % 4), n = v->n_tile;
+    int64_t step = v->g > v->k_tile ? v->g : v->k_tile;
+    int64_t k = step * (1 + (int64_t)((s >> 8) % 3)) * (step < 64 ? 8 : 1);
+    ck_assert_int_eq(qv_problem_create(p, v, m, n, k), QV_OK);
+    qv_regime rg = (qv_regime)((s >> 20) % QV_REGIME_COUNT);
+    ck_assert_int_eq(ref_probe_fill(p, QV_PROBE_RANDOM, rg, s), QV_OK);
+}
+
+static int same_double(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
+
+START_TEST(exact_paths_agree)
+{
+    const qv_variant *v = qv_registry_get(_i);
+    const char *fast = v->arith.accum == QV_ACC_INT32 ? "int64" : "fixed128";
+    uint64_t seed = base_seed();
+    int compared = 0;
+    for (int c = 0; c < CASES_PER_VARIANT; c++) {
+        uint64_t s = mix(seed, (uint64_t)_i * 1009 + (uint64_t)c);
+        qv_problem p;
+        make_case(v, s, &p);
+        ref_truth a, b;
+        qv_status st = ref_truth_compute_path(&p, fast, &a);
+        if (st == QV_ERR_UNSUPPORTED) { /* exponent range beyond fixed point */
+            qv_problem_destroy(&p);
+            continue;
+        }
+        ck_assert_int_eq(st, QV_OK);
+        ck_assert_int_eq(ref_truth_compute_path(&p, "mpfr", &b), QV_OK);
+        for (int64_t e = 0; e < p.m * p.n; e++) {
+            ck_assert_msg(same_double(a.y[e], b.y[e]) && same_double(a.y_rn[e], b.y_rn[e]) &&
+                              same_double(a.bound[e], b.bound[e]),
+                          "%s seed=%llu case=%d element %lld: %s y=%.17g y_rn=%.17g E=%.17g, mpfr y=%.17g y_rn=%.17g E=%.17g",
+                          v->name, (unsigned long long)seed, c, (long long)e, fast, a.y[e], a.y_rn[e], a.bound[e],
+                          b.y[e], b.y_rn[e], b.bound[e]);
+        }
+        compared++;
+        ref_truth_clear(&a);
+        ref_truth_clear(&b);
+        qv_problem_destroy(&p);
+    }
+    ck_assert_msg(compared >= CASES_PER_VARIANT / 2, "%s: only %d cases fit the %s path", v->name, compared, fast);
+}
+END_TEST
+
+START_TEST(dgemm_within_its_term)
+{
+    const qv_variant *v = qv_registry_get(_i);
+    uint64_t seed = base_seed();
+    for (int c = 0; c < CASES_PER_VARIANT; c++) {
+        uint64_t s = mix(seed, 50000 + (uint64_t)_i * 1009 + (uint64_t)c);
+        qv_problem p;
+        make_case(v, s, &p);
+        ref_truth d, x;
+        ck_assert_int_eq(ref_truth_compute_path(&p, "dgemm+cert", &d), QV_OK);
+        ck_assert_int_eq(ref_truth_compute_path(&p, "mpfr", &x), QV_OK);
+        for (int64_t e = 0; e < p.m * p.n; e++) {
+            if (!isfinite(x.y[e])) {
+                ck_assert(same_double(d.y[e], x.y[e]));
+                continue;
+            }
+            /* E_dgemm - E_exact is the dgemm term, up to the epilogue terms'
+             * dependence on |y| (at most 2^-22 |dy|). */
+            double dy = fabs(d.y[e] - x.y[e]);
+            double term = d.bound[e] - x.bound[e];
+            ck_assert_msg(dy <= term + ldexp(dy, -22),
+                          "%s seed=%llu case=%d element %lld: |dgemm - mpfr| = %.3g > its term %.3g", v->name,
+                          (unsigned long long)seed, c, (long long)e, dy, term);
+        }
+        ref_truth_clear(&d);
+        ref_truth_clear(&x);
+        qv_problem_destroy(&p);
+    }
+}
+END_TEST
+
+/* marlin-w4a16-ch-f16, 1 x 64 x 16: a = 1.5 everywhere, q = 8 + (kk % 8) - 4,
+ * channel scale 2^-3: y[j] = 1.5 * 2^-3 * sum_kk ((kk % 8) - 4) = 1.5/8 * (2 * -4) = -1.5. */
+START_TEST(hand_derived_case)
+{
+    const qv_variant *v = qv_variant_find("marlin-w4a16-ch-f16");
+    qv_problem p;
+    ck_assert_int_eq(qv_problem_create(&p, v, 1, 64, 16), QV_OK);
+    uint16_t *a = p.a, *s = p.scales;
+    uint8_t *q = p.q;
+    for (int kk = 0; kk < 16; kk++) a[kk] = 0x3E00; /* 1.5 in f16 */
+    for (int kk = 0; kk < 16; kk++)
+        for (int j = 0; j < 64; j++) q[kk * 64 + j] = (uint8_t)(8 + (kk % 8) - 4);
+    for (int j = 0; j < 64; j++) s[j] = 0x3000; /* 2^-3 in f16 */
+    ref_truth t;
+    ck_assert_int_eq(ref_truth_compute(&p, &t), QV_OK);
+    ck_assert_str_eq(t.path, "fixed128");
+    /* G = 1.5 * 2 * (4+3+2+1+0+1+2+3) = 48 in accumulator units; alpha for K=16,
+     * b=16: 2 * (17/16) * 16 * 2^-23; one epilogue multiply. */
+    double alpha = 2.0 * (17.0 / 16.0) * 16.0 * ldexp(1.0, -23);
+    double dacc = alpha * 48.0 * 0.125;
+    for (int j = 0; j < 64; j++) {
+        ck_assert_double_eq(t.y[j], -1.5);
+        ck_assert_double_eq(t.y_rn[j], -1.5);
+        ck_assert_msg(t.bound[j] >= dacc + ldexp(1.0, -24) * 1.5 && t.bound[j] <= 1.001 * (dacc + ldexp(1.0, -24) * (1.5 + dacc)) + 1e-30,
+                      "E = %.17g", t.bound[j]);
+    }
+    ref_truth_clear(&t);
+    qv_problem_destroy(&p);
+}
+END_TEST
+
+/* bf16 activations spanning 2^-100 .. 2^100 do not fit 128-bit fixed point:
+ * the automatic choice falls back to MPFR, which keeps the tiny terms. */
+START_TEST(wide_range_uses_mpfr)
+{
+    const qv_variant *v = qv_variant_find("cublas-bf16");
+    qv_problem p;
+    ck_assert_int_eq(qv_problem_create(&p, v, 1, 8, 8), QV_OK);
+    uint16_t *a = p.a, *w = p.q;
+    a[0] = (uint16_t)qv_encode(QV_FMT_BF16, ldexp(1.0, 100), QV_SAT_NONE);
+    a[1] = (uint16_t)qv_encode(QV_FMT_BF16, ldexp(1.0, -100), QV_SAT_NONE);
+    a[2] = (uint16_t)qv_encode(QV_FMT_BF16, -ldexp(1.0, 100), QV_SAT_NONE);
+    for (int kk = 0; kk < 8; kk++)
+        for (int j = 0; j < 8; j++) w[kk * 8 + j] = 0x3F80; /* 1.0 */
+    ref_truth t;
+    ck_assert_int_eq(ref_truth_compute(&p, &t), QV_OK);
+    ck_assert_str_eq(t.path, "mpfr");
+    for (int j = 0; j < 8; j++) ck_assert_double_eq(t.y[j], ldexp(1.0, -100));
+    ck_assert_int_eq(ref_truth_compute_path(&p, "fixed128", &t), QV_ERR_UNSUPPORTED);
+    ck_assert_int_eq(ref_truth_compute_path(&p, "int64", &t), QV_ERR_UNSUPPORTED);
+    ck_assert_int_eq(ref_truth_compute_path(&p, "bogus", &t), QV_ERR_USAGE);
+    qv_problem_destroy(&p);
+}
+END_TEST
+
+/* DESIGN §9: certifying 16 x 4096 x 4096 W4A16 g128 takes well under a second. */
+START_TEST(large_case_fast_path)
+{
+    double sec = ref_bench_verify(16, 4096, 4096);
+    printf("certify 16x4096x4096 marlin-w4a16-g128-f16: %.3f s\n", sec);
+    ck_assert_msg(sec > 0 && sec < 3.0, "certifying took %.3f s", sec);
+    const qv_variant *v = qv_variant_find("marlin-w4a16-g128-f16");
+    qv_problem p;
+    ck_assert_int_eq(qv_problem_create(&p, v, 16, 1024, 4096), QV_OK);
+    ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 1), QV_OK);
+    ref_truth t;
+    ck_assert_int_eq(ref_truth_compute(&p, &t), QV_OK);
+    ck_assert_str_eq(t.path, "dgemm+cert");
+    ref_truth_clear(&t);
+    qv_problem_destroy(&p);
+}
+END_TEST
+
+int main(void)
+{
+    printf("t_truth: seed %llu (set QV_SEED to replay)\n", (unsigned long long)base_seed());
+    Suite *s = suite_create("truth");
+    TCase *tc = tcase_create("truth");
+    tcase_set_timeout(tc, 60);
+    int nv = qv_registry_count();
+    tcase_add_loop_test(tc, exact_paths_agree, 0, nv);
+    tcase_add_loop_test(tc, dgemm_within_its_term, 0, nv);
+    tcase_add_test(tc, hand_derived_case);
+    tcase_add_test(tc, wide_range_uses_mpfr);
+    tcase_add_test(tc, large_case_fast_path);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int nf = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+}
