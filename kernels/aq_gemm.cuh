@@ -9,7 +9,8 @@
  * epilogue multiplies in fp32 in the declared order before one RNE to fp16.
  *
  * Tiling: a block computes BM x BN outputs with WM x WN warps; each warp owns
- * 16*MW rows and 64 columns (8 n8 tiles; 64 is the QQQ layout's chunk width).
+ * 16*MW rows and 8*NT columns (NT = 8 or 4 n8 tiles: one QQQ 64-column chunk,
+ * or half of one).
  * K advances 128 per stage through a cp.async pipeline of 3 or 4 stages.
  * Rows past M, columns past N and the K tail are zero-filled in shared memory
  * (never read from global memory) and never stored. */
@@ -124,11 +125,14 @@ __device__ __forceinline__ void aq_finish(const aq_params &p, int64_t row, int64
     *(__half2 *)(p.c + row * p.n + col) = __halves2half2(__float2half_rn(o0), __float2half_rn(o1));
 }
 
-template <int KIND, int MW, int WM, int WN>
+template <int KIND, int MW, int WM, int WN, int NT>
 struct aq_cfg {
+    static_assert(NT == 8 || NT == 4, "a warp owns 8 or 4 n8 tiles");
     static constexpr int threads = 32 * WM * WN;
     static constexpr int bm = 16 * MW * WM;
-    static constexpr int bn = 64 * WN;
+    static constexpr int bn = 8 * NT * WN;
+    static constexpr int chunks = bn / 64;                       /* QQQ 64-column chunks */
+    static_assert(bn % 64 == 0, "a block covers whole QQQ chunks");
     static constexpr bool qqq = KIND == AQ_B_QQQ_CH || KIND == AQ_B_QQQ_GROUP;
     static constexpr bool fp8 = KIND == AQ_B_PLAIN_E4M3;
     static constexpr int a_stage = bm * AQ_BK;                   /* bytes */
@@ -144,11 +148,11 @@ struct aq_cfg {
  * different 16-byte bank groups. */
 __device__ __forceinline__ int aq_swz(int r, int c) { return r * AQ_BK + ((c ^ (r & 7)) << 4); }
 
-template <int KIND, int MW, int WM, int WN>
+template <int KIND, int MW, int WM, int WN, int NT>
 __global__ void __launch_bounds__(32 * WM * WN)
 k_gemm_aq_mma(const aq_params p)
 {
-    using C = aq_cfg<KIND, MW, WM, WN>;
+    using C = aq_cfg<KIND, MW, WM, WN, NT>;
     extern __shared__ __align__(128) uint8_t aq_smem[];
     uint8_t *sa = aq_smem;
     uint8_t *sb = aq_smem + C::stages * C::a_stage;
@@ -161,8 +165,10 @@ k_gemm_aq_mma(const aq_params p)
     const int kt0 = blockIdx.z * p.kt_per_split;
     const int kt1 = min(ktiles, kt0 + p.kt_per_split);
     const int nkt = max(0, kt1 - kt0);
-    const int wcol0 = n0 + 64 * wn;          /* first column of this warp */
+    const int wcol0 = n0 + 8 * NT * wn;      /* first column of this warp */
     const bool warp_n_live = wcol0 < p.n;    /* QQQ: N % 64 == 0, so a warp is all in or all out */
+    /* QQQ: the warp's chunk inside the block and its half of it (NT = 4). */
+    const int wchunk = 8 * NT * wn / 64, whalf = (8 * NT * wn % 64) / 32;
 
     /* Issues the cp.async copies of K tile kt into stage s. */
     auto load_stage = [&](int s, int kt) {
@@ -177,11 +183,11 @@ k_gemm_aq_mma(const aq_params p)
         }
         uint8_t *sb_s = sb + s * C::b_stage;
         if constexpr (C::qqq) {
-            /* 8 k16 rows x WN chunks of 64 columns x 32 lanes x 16 bytes. */
+            /* 8 k16 rows x C::chunks chunks of 64 columns x 32 lanes x 16 bytes. */
             const int4 *b4 = (const int4 *)p.b;
             const int64_t row_i4 = N / 2;    /* int4 per k16 row: 2N int32 / 4 */
-            for (int i = tid; i < 8 * WN * 32; i += C::threads) {
-                int l = i & 31, cc = (i >> 5) % WN, rr = i / (32 * WN);
+            for (int i = tid; i < 8 * C::chunks * 32; i += C::threads) {
+                int l = i & 31, cc = (i >> 5) % C::chunks, rr = i / (32 * C::chunks);
                 int64_t kb = k0 / 16 + rr, chunk = n0 / 64 + cc;
                 bool pred = kb < K / 16 && chunk < N / 64;
                 const int4 *src = pred ? b4 + kb * row_i4 + chunk * 32 + l : b4;
@@ -202,27 +208,35 @@ k_gemm_aq_mma(const aq_params p)
     /* Accumulators: int32 for the integer paths, fp32 running total plus the
      * current 128-K partial for e4m3. */
     typedef typename std::conditional<C::fp8, float, int>::type acc_t;
-    acc_t acc[MW][8][4];
-    float part[C::fp8 ? MW : 1][8][4];
-    int colsum[8];   /* azp: sum over this warp's K range of column (lane/4) of each n8 tile */
+    acc_t acc[MW][NT][4];
+    float part[C::fp8 ? MW : 1][NT][4];
+    int colsum[NT];   /* azp: sum over this warp's K range of column (lane/4) of each n8 tile */
 #pragma unroll
     for (int i = 0; i < MW; i++)
 #pragma unroll
-        for (int t = 0; t < 8; t++)
+        for (int t = 0; t < NT; t++)
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[i][t][e] = 0;
 #pragma unroll
-    for (int t = 0; t < 8; t++) colsum[t] = 0;
+    for (int t = 0; t < NT; t++) colsum[t] = 0;
     const bool want_colsum = !C::fp8 && p.azpm != AQ_AZP_NONE;
 
-    /* QQQ per group: the fp16 group scale of each of the warp's 8 n8 tiles at
+    /* QQQ per group: the fp16 group scale of each of the warp's NT n8 tiles at
      * column lane/4 for K tile kt. scale_perm puts logical column 8t + j of a
-     * 64-column chunk at 8j + t, so the 8 scales are one 16-byte load. */
+     * 64-column chunk at 8j + t, so the scales are one 16-byte load (NT = 8)
+     * or one 8-byte load (NT = 4, tiles 4*whalf ..). */
     auto load_gscale = [&](int kt) {
         uint4 v = make_uint4(0, 0, 0, 0);
         if (warp_n_live) {
             const int64_t grp = (int64_t)kt * AQ_BK / p.g;
-            v = *(const uint4 *)((const __half *)p.w_scale + grp * N + wcol0 + 8 * (lane >> 2));
+            const __half *src = (const __half *)p.w_scale + grp * N + (wcol0 - 32 * whalf) + 8 * (lane >> 2) + 4 * whalf;
+            if constexpr (NT == 8) {
+                v = *(const uint4 *)src;
+            } else {
+                const uint2 h = *(const uint2 *)src;
+                v.x = h.x;
+                v.y = h.y;
+            }
         }
         return v;
     };
@@ -252,13 +266,13 @@ k_gemm_aq_mma(const aq_params p)
 
         /* QQQ per group: the fp16 group scales of this stage (loaded one stage
          * ahead), as half2 pairs for the dequantization. */
-        uint32_t gs2[8];
+        uint32_t gs2[NT];
         if constexpr (KIND == AQ_B_QQQ_GROUP) {
             const uint4 v = gsv;
             if (it + 1 < nkt) gsv = load_gscale(kt + 1);
             const uint32_t w4[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-            for (int t = 0; t < 8; t++) {
+            for (int t = 0; t < NT; t++) {
                 const uint32_t h = (w4[t >> 1] >> (16 * (t & 1))) & 0xffffu;
                 gs2[t] = h | (h << 16);
             }
@@ -267,7 +281,7 @@ k_gemm_aq_mma(const aq_params p)
 #pragma unroll
             for (int i = 0; i < MW; i++)
 #pragma unroll
-                for (int t = 0; t < 8; t++)
+                for (int t = 0; t < NT; t++)
 #pragma unroll
                     for (int e = 0; e < 4; e++) part[i][t][e] = 0.0f;
         }
@@ -280,15 +294,24 @@ k_gemm_aq_mma(const aq_params p)
                 int r = (wm * MW + i) * 16 + (lane & 15);
                 aq_ldsm4(af[i], sa_s + aq_swz(r, 2 * ks + (lane >> 4)));
             }
-            uint32_t bf[8][2];
+            uint32_t bf[NT][2];
             if constexpr (C::qqq) {
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     const int rr = 2 * ks + h;   /* k16 row inside the stage */
-                    uint4 v = *(const uint4 *)(sb_s + 16 * ((rr * WN + wn) * 32 + lane));
-                    uint32_t w4[4] = {v.x, v.y, v.z, v.w};
+                    /* lane's 16 bytes of the chunk: word j holds n16 tile j (NT = 4
+                     * takes words 2*whalf, 2*whalf+1, 8 bytes) */
+                    const uint8_t *src = sb_s + 16 * ((rr * C::chunks + wchunk) * 32 + lane);
+                    uint32_t w4[4];
+                    if constexpr (NT == 8) {
+                        const uint4 v = *(const uint4 *)src;
+                        w4[0] = v.x, w4[1] = v.y, w4[2] = v.z, w4[3] = v.w;
+                    } else {
+                        const uint2 v = *(const uint2 *)(src + 8 * whalf);
+                        w4[0] = v.x, w4[1] = v.y, w4[2] = 0, w4[3] = 0;
+                    }
 #pragma unroll
-                    for (int j = 0; j < 4; j++) {
+                    for (int j = 0; j < NT / 2; j++) {
                         if constexpr (KIND == AQ_B_QQQ_CH) {
                             bf[2 * j][h] = aq_qqq_ch_hi(w4[j]);
                             bf[2 * j + 1][h] = aq_qqq_ch_lo(w4[j]);
@@ -300,8 +323,8 @@ k_gemm_aq_mma(const aq_params p)
                 }
             } else {
 #pragma unroll
-                for (int pr = 0; pr < 4; pr++) {
-                    int r = 64 * wn + 16 * pr + ((lane >> 4) << 3) + (lane & 7);
+                for (int pr = 0; pr < NT / 2; pr++) {
+                    int r = 8 * NT * wn + 16 * pr + ((lane >> 4) << 3) + (lane & 7);
                     uint32_t v[4];
                     aq_ldsm4(v, sb_s + aq_swz(r, 2 * ks + ((lane >> 3) & 1)));
                     bf[2 * pr][0] = v[0];
@@ -312,7 +335,7 @@ k_gemm_aq_mma(const aq_params p)
             }
             if (want_colsum) {
 #pragma unroll
-                for (int t = 0; t < 8; t++) {
+                for (int t = 0; t < NT; t++) {
                     colsum[t] = __dp4a((int)bf[t][0], 0x01010101, colsum[t]);
                     colsum[t] = __dp4a((int)bf[t][1], 0x01010101, colsum[t]);
                 }
@@ -323,7 +346,7 @@ k_gemm_aq_mma(const aq_params p)
 #pragma unroll
                 for (int i = 0; i < MW; i++) aq_e4m3_frag_a(af[i], ah[i]);
 #pragma unroll
-                for (int t = 0; t < 8; t++) {
+                for (int t = 0; t < NT; t++) {
                     uint32_t bh[4];
                     aq_e4m3_frag_b(bf[t], bh);
 #pragma unroll
@@ -333,7 +356,7 @@ k_gemm_aq_mma(const aq_params p)
 #pragma unroll
                 for (int i = 0; i < MW; i++)
 #pragma unroll
-                    for (int t = 0; t < 8; t++) aq_mma_s8(acc[i][t], af[i], bf[t]);
+                    for (int t = 0; t < NT; t++) aq_mma_s8(acc[i][t], af[i], bf[t]);
             }
         }
 
@@ -341,8 +364,8 @@ k_gemm_aq_mma(const aq_params p)
             /* Promotion: the 128-K partial joins the fp32 total. With 128x128
              * block scales the partial is scaled first: total = total + part *
              * (s_a[row][kt] * s_w[kt][col/128]), three fp32 roundings, never
-             * contracted into an fma (the registry row's model). A warp's 64 columns lie in one
-             * 128-column block (they start at a multiple of 64). */
+             * contracted into an fma (the registry row's model). A warp's columns
+             * lie in one 128-column block (8*NT of them, from a multiple of 8*NT). */
             const bool blk = p.wscale == AQ_WS_BLOCK;
             float sw = 0.0f;
             if (blk && warp_n_live) sw = ((const float *)p.w_scale)[(int64_t)kt * ((N + 127) / 128) + wcol0 / 128];
@@ -354,7 +377,7 @@ k_gemm_aq_mma(const aq_params p)
                     float s_ab = 0.0f;
                     if (blk && row < M) s_ab = __fmul_rn(p.a_scale[row * ktiles + kt], sw);
 #pragma unroll
-                    for (int t = 0; t < 8; t++)
+                    for (int t = 0; t < NT; t++)
 #pragma unroll
                         for (int e = 0; e < 2; e++) {
                             float &tot = acc[i][t][2 * hh + e];
@@ -371,13 +394,13 @@ k_gemm_aq_mma(const aq_params p)
      * lane/4 is complete after summing the 4 lanes that share it. */
     if constexpr (!C::fp8) if (want_colsum) {
 #pragma unroll
-        for (int t = 0; t < 8; t++) {
+        for (int t = 0; t < NT; t++) {
             colsum[t] += __shfl_xor_sync(0xffffffffu, colsum[t], 1);
             colsum[t] += __shfl_xor_sync(0xffffffffu, colsum[t], 2);
         }
         const int tq = lane & 3;
 #pragma unroll
-        for (int t = 0; t < 8; t++) {
+        for (int t = 0; t < NT; t++) {
             int cs0 = __shfl_sync(0xffffffffu, colsum[t], (2 * tq) * 4);
             int cs1 = __shfl_sync(0xffffffffu, colsum[t], (2 * tq + 1) * 4);
 #pragma unroll
@@ -404,7 +427,7 @@ k_gemm_aq_mma(const aq_params p)
                 const int64_t row = m0 + (wm * MW + i) * 16 + (lane >> 2) + 8 * hh;
                 if (row >= M) continue;
 #pragma unroll
-                for (int t = 0; t < 8; t++) {
+                for (int t = 0; t < NT; t++) {
                     const int64_t col = wcol0 + 8 * t + 2 * tq;
                     if (col >= N) continue;
                     if (p.splits > 1) {
@@ -505,11 +528,11 @@ static inline aq_plan aq_plan_for(int m, int n, int k)
     return pl;
 }
 
-template <int KIND, int MW, int WM, int WN>
+template <int KIND, int MW, int WM, int WN, int NT>
 static qv_status aq_launch_cfg(const aq_params &p, cudaStream_t stream)
 {
-    using C = aq_cfg<KIND, MW, WM, WN>;
-    void (*kern)(const aq_params) = k_gemm_aq_mma<KIND, MW, WM, WN>;
+    using C = aq_cfg<KIND, MW, WM, WN, NT>;
+    void (*kern)(const aq_params) = k_gemm_aq_mma<KIND, MW, WM, WN, NT>;
     /* Raising the dynamic shared memory limit once per instantiation is enough. */
     static int smem_set = 0;
     if (!smem_set) {
@@ -544,11 +567,14 @@ static qv_status aq_launch(aq_params p, const qv_gemm_args *a, const char *name)
     }
     cudaStream_t st = (cudaStream_t)a->stream;
     switch (pl.tile) {
-    case AQ_TILE_SMALL: return aq_launch_cfg<KIND, 1, 1, 4>(p, st);
-    case AQ_TILE_MEDIUM: return aq_launch_cfg<KIND, 2, 2, 2>(p, st);
+    case AQ_TILE_SMALL: return aq_launch_cfg<KIND, 1, 1, 4, 8>(p, st);
+    case AQ_TILE_MEDIUM: return aq_launch_cfg<KIND, 2, 2, 2, 8>(p, st);
     default:
-        if constexpr (KIND == AQ_B_PLAIN_E4M3) return aq_launch_cfg<KIND, 2, 4, 2>(p, st);
-        else return aq_launch_cfg<KIND, 4, 2, 2>(p, st);
+        /* QQQ dequantizes every B fragment in registers: 128 x 32 warp tiles
+         * reuse each one for 8 row tiles. */
+        if constexpr (KIND == AQ_B_PLAIN_E4M3) return aq_launch_cfg<KIND, 2, 4, 2, 8>(p, st);
+        else if constexpr (KIND == AQ_B_PLAIN_I8) return aq_launch_cfg<KIND, 4, 2, 2, 8>(p, st);
+        else return aq_launch_cfg<KIND, 8, 1, 4, 4>(p, st);
     }
 }
 
