@@ -178,6 +178,19 @@ qv_status ref_unpack(const qv_packed *pk, qv_problem *p)
         return qv_fail(QV_ERR_SHAPE, "%s: packed weights are (%lld, %lld); K=%lld N=%lld needs (%lld, %lld)", ln,
                        (long long)pk->b_rows, (long long)pk->b_cols, (long long)pk->k, (long long)pk->n,
                        (long long)want_rows, (long long)want_cols);
+    /* Every side buffer must have the shape the problem's row declares. */
+    int64_t srows = qv_problem_scale_rows(p), scols = qv_problem_scale_cols(p);
+    size_t selem = v->scale_layout == QV_SCALE_BLOCK ? sizeof(float) : qv_fmt_storage_bytes(v->sfmt);
+    if (pk->s_rows * pk->s_cols > 0 && (pk->s_rows != srows || pk->s_cols != scols || pk->s_elem != selem))
+        return qv_fail(QV_ERR_SHAPE, "%s: packed scales are (%lld, %lld) x %zu bytes; the problem needs (%lld, %lld) x %zu",
+                       ln, (long long)pk->s_rows, (long long)pk->s_cols, pk->s_elem, (long long)srows,
+                       (long long)scols, selem);
+    if (pk->scales2 && (v->scale_layout != QV_SCALE_GROUP_CHANNEL || pk->s2_cols != pk->n))
+        return qv_fail(QV_ERR_SHAPE, "%s: packed scales2 has %lld columns; the problem needs %s", ln,
+                       (long long)pk->s2_cols, v->scale_layout == QV_SCALE_GROUP_CHANNEL ? "N" : "none");
+    if (pk->zeros && (!v->zero_point || p->g < 1 || pk->z_rows != p->k / p->g || pk->z_cols * 8 != pk->n))
+        return qv_fail(QV_ERR_SHAPE, "%s: packed zero points are (%lld, %lld) int32; the problem needs (K/g, N/8)", ln,
+                       (long long)pk->z_rows, (long long)pk->z_cols);
     if (v->act_order && (!pk->perm || !pk->g_idx))
         return qv_fail(QV_ERR_FORMAT, "%s: act_order problem but the packed operand has no perm/g_idx", ln);
     QV_ASSERT(p->q != NULL, "ref_unpack needs the problem's q buffer");

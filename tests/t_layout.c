@@ -265,6 +265,35 @@ START_TEST(onehot_positions)
 }
 END_TEST
 
+/* Zero points of marlin-w4-zp: where z[0][col] lands, worked out by hand
+ * (word col%8 + 8*(col/64) of the row, nibble t with 2(t%4) + t/4 = (col%64)/8). */
+START_TEST(onehot_zeros)
+{
+    static const int cases[][3] = {/* col, word, nibble */
+                                   {0, 0, 0}, {1, 1, 0}, {8, 0, 4}, {16, 0, 1}, {9, 1, 4},
+                                   {24, 0, 5}, {63, 7, 7}, {64, 8, 0}, {127, 15, 7}};
+    const qv_variant *v = qv_variant_find("marlin-w4a16-g128-zp-f16");
+    ck_assert(v != NULL);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        qv_problem p;
+        ck_assert(qv_problem_create(&p, v, 1, 128, 256) == QV_OK);
+        p.zeros[cases[c][0]] = 11;
+        qv_packed pk;
+        ck_assert_msg(qv_pack(&p, &pk) == QV_OK, "%s", qv_errmsg());
+        ck_assert_int_eq(pk.z_rows, 2);
+        ck_assert_int_eq(pk.z_cols, 16);
+        const uint32_t *z = (const uint32_t *)pk.zeros;
+        for (int64_t w = 0; w < pk.z_rows * pk.z_cols; w++) {
+            uint32_t want = w == cases[c][1] ? 11u << (4 * cases[c][2]) : 0u;
+            ck_assert_msg(z[w] == want, "z[0][%d]: zeros word %lld = 0x%08x, expected 0x%08x", cases[c][0],
+                          (long long)w, z[w], want);
+        }
+        qv_packed_destroy(&pk);
+        qv_problem_destroy(&p);
+    }
+}
+END_TEST
+
 /* The scale permutations against DESIGN.md §7's closed forms. */
 START_TEST(scale_perm_tables)
 {
@@ -539,6 +568,9 @@ START_TEST(refusals_problem)
     pk.b_cols--;
     ck_assert_int_eq(ref_unpack(&pk, &d), QV_ERR_SHAPE);
     pk.b_cols++;
+    pk.s_rows++; /* more scale rows than the problem holds */
+    ck_assert_int_eq(ref_unpack(&pk, &d), QV_ERR_SHAPE);
+    pk.s_rows--;
     ck_assert_int_eq(ref_unpack(&pk, &d), QV_OK);
     qv_packed_destroy(&pk);
     qv_problem_destroy(&d);
@@ -643,6 +675,7 @@ static Suite *layout_suite(void)
     TCase *tc = tcase_create("layout");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, scale_perm_tables);
+    tcase_add_test(tc, onehot_zeros);
     tcase_add_loop_test(tc, golden_pack_bytes, 0, (int)(sizeof goldens / sizeof goldens[0]));
     tcase_add_loop_test(tc, golden_decode, 0, (int)(sizeof goldens / sizeof goldens[0]));
     tcase_add_loop_test(tc, onehot_positions, 0, (int)(sizeof onehots / sizeof onehots[0]));
