@@ -137,9 +137,11 @@ struct aq_cfg {
     static constexpr bool fp8 = KIND == AQ_B_PLAIN_E4M3;
     static constexpr int a_stage = bm * AQ_BK;                   /* bytes */
     static constexpr int b_stage = qqq ? bn * AQ_BK / 2 : bn * AQ_BK;
-    /* cp.async depth: 4 stages, or 3 when a stage holds 32 KB, so that two
-     * blocks fit an SM's 228 KB of shared memory. */
-    static constexpr int stages = a_stage + b_stage >= 32768 ? 3 : 4;
+    /* cp.async depth: 4 stages, or 3 when a stage holds 32 KB and the block is
+     * small enough (128 threads) that two of them could share an SM's 228 KB of
+     * shared memory; the 256-thread e4m3 tile is register-bound to one block
+     * per SM anyway and keeps the deeper pipeline. */
+    static constexpr int stages = a_stage + b_stage >= 32768 && threads <= 128 ? 3 : 4;
     static constexpr int smem = stages * (a_stage + b_stage);
 };
 
@@ -495,7 +497,9 @@ k_gemm_aq_mma(const aq_params p)
 enum aq_tile { AQ_TILE_SMALL = 0, AQ_TILE_MEDIUM, AQ_TILE_LARGE };
 
 /* Blocks wanted per launch: four per SM of an H200 (132 SMs), enough warps to
- * hide the weight stream's latency at small M. A fixed number, not a device
+ * hide the weight stream's latency at small M. K is split only when the tiles
+ * alone give fewer than half of that (the last block of a tile sums the
+ * slices, which costs more the bigger the tile). A fixed number, not a device
  * query, so the workspace size is a pure function of (m, n, k). */
 #define AQ_TARGET_BLOCKS 528
 /* Split-K partials never take more than this many bytes of workspace. */
@@ -516,7 +520,7 @@ static inline aq_plan aq_plan_for(int m, int n, int k)
     pl.bn = pl.tile == AQ_TILE_SMALL ? 256 : 128;
     const int64_t blocks = (int64_t)((m + pl.bm - 1) / pl.bm) * ((n + pl.bn - 1) / pl.bn);
     const int ktiles = (k + AQ_BK - 1) / AQ_BK;
-    int64_t want = blocks >= AQ_TARGET_BLOCKS ? 1 : (AQ_TARGET_BLOCKS + blocks - 1) / blocks;
+    int64_t want = blocks >= AQ_TARGET_BLOCKS / 2 ? 1 : (AQ_TARGET_BLOCKS + blocks - 1) / blocks;
     if (want > ktiles) want = ktiles;
     /* every slice gets at least 4 K tiles, so the pipeline fills */
     if (want > 1 && ktiles / want < 4) want = ktiles / 4 > 1 ? ktiles / 4 : 1;
