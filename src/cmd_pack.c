@@ -251,10 +251,8 @@ static qv_status unpack_dir(qv_layout layout, qv_fmt plain_wfmt, const char *dir
         pk.s_cols = cols;
         pk.s_elem = qv_dtype_size(s.dtype);
         pk.g = v.g;
-        pk.s_order = tensor || layout == QV_LAYOUT_PLAIN_NK ? QV_SORDER_PLAIN
-                     : (layout == QV_LAYOUT_QQQ_W4_GROUP || rows > 1) ? QV_SORDER_GROUP64
-                                                                      : QV_SORDER_CHANNEL32;
-        if (layout == QV_LAYOUT_MARLIN_FP8) pk.s_pow2 = v.sfmt == QV_FMT_BF16 ? 120 : 8;
+        pk.s_order = qv_layout_scale_order(layout, v.scale_layout, rows);
+        pk.s_pow2 = qv_layout_scale_pow2(layout, v.afmt);
     }
     if (st == QV_OK && has_s2) {
         if (layout != QV_LAYOUT_QQQ_W4_GROUP)

@@ -389,6 +389,27 @@ static qv_status scale_times_pow2(qv_fmt sfmt, void *elem, int e)
     return QV_OK;
 }
 
+qv_scale_order qv_layout_scale_order(qv_layout layout, qv_scale_layout sl, int64_t scale_rows)
+{
+    if (!is_marlin_family(layout) || sl == QV_SCALE_NONE || sl == QV_SCALE_TENSOR || sl == QV_SCALE_BLOCK)
+        return QV_SORDER_PLAIN;
+    /* Marlin and vLLM treat a single group (g == K) as channelwise and use
+     * scale_perm_single for it; QQQ's per-group format always reads its group
+     * scales through scale_perm. */
+    int grouped = sl == QV_SCALE_GROUP || sl == QV_SCALE_GROUP_CHANNEL;
+    if (layout == QV_LAYOUT_QQQ_W4_GROUP || (grouped && scale_rows > 1)) return QV_SORDER_GROUP64;
+    return QV_SORDER_CHANNEL32;
+}
+
+int qv_layout_scale_pow2(qv_layout layout, qv_fmt afmt)
+{
+    /* The kernel turns an e4m3 byte into f16 (bf16) by moving its bits, which
+     * leaves the value 2^-8 (2^-120) too small: the difference of the exponent
+     * biases, 15-7 (127-7). vLLM folds it into the scales. */
+    if (layout != QV_LAYOUT_MARLIN_FP8) return 0;
+    return afmt == QV_FMT_BF16 ? 120 : 8;
+}
+
 void qv_packed_destroy(qv_packed *pk)
 {
     if (!pk) return;
@@ -462,18 +483,11 @@ qv_status qv_pack(const qv_problem *p, qv_packed *out)
     else
         pack_plain_weights(p, out->perm, (uint32_t *)out->b, out->b_cols);
 
-    /* Scales. Marlin and vLLM treat a single group (g == K) as channelwise and
-     * use scale_perm_single for it; QQQ's per-group format always reads its
-     * group scales through scale_perm. */
     size_t s_total = (size_t)(out->s_rows * out->s_cols) * out->s_elem;
     int sp[SP_GROUP], sps[SP_SINGLE];
     qv_scale_perm(sp);
     qv_scale_perm_single(sps);
-    out->s_order = QV_SORDER_PLAIN;
-    if (is_marlin_family(l) && v->scale_layout != QV_SCALE_TENSOR) {
-        int use_group = l == QV_LAYOUT_QQQ_W4_GROUP || (grouped && out->s_rows > 1);
-        out->s_order = use_group ? QV_SORDER_GROUP64 : QV_SORDER_CHANNEL32;
-    }
+    out->s_order = qv_layout_scale_order(l, v->scale_layout, out->s_rows);
     if (out->s_order == QV_SORDER_GROUP64)
         gather_cols(p->scales, out->scales, out->s_rows, out->s_cols, out->s_elem, sp, SP_GROUP);
     else if (out->s_order == QV_SORDER_CHANNEL32)
@@ -485,11 +499,8 @@ qv_status qv_pack(const qv_problem *p, qv_packed *out)
     else if (out->scales2)
         memcpy(out->scales2, p->scales2, (size_t)p->n * sizeof(float));
 
-    if (l == QV_LAYOUT_MARLIN_FP8) {
-        /* The kernel turns an e4m3 byte into f16 (bf16) by moving its bits, which
-         * leaves the value 2^-8 (2^-120) too small: the difference of the
-         * exponent biases, 15-7 (127-7). vLLM folds it into the scales. */
-        out->s_pow2 = v->afmt == QV_FMT_BF16 ? 120 : 8;
+    out->s_pow2 = qv_layout_scale_pow2(l, v->afmt);
+    if (out->s_pow2) {
         for (int64_t i = 0; i < out->s_rows * out->s_cols; i++) {
             qv_status st = scale_times_pow2(v->sfmt, (uint8_t *)out->scales + (size_t)i * out->s_elem,
                                             out->s_pow2);

@@ -132,6 +132,13 @@ qv_status qv_pack_arrays(qv_layout layout, const struct qv_array *q, const struc
                          const struct qv_array *scales2, const struct qv_array *zeros,
                          const struct qv_array *g_idx, qv_packed *out);
 
+/* The order qv_pack stores a layout's scales in (see the notes above), for a
+ * scale layout whose logical scales have `scale_rows` rows; and the power of
+ * two folded into them (MARLIN_FP8: 8 for f16 activations, 120 for bf16; 0
+ * otherwise). Readers of packed files use these instead of re-deriving them. */
+qv_scale_order qv_layout_scale_order(qv_layout layout, qv_scale_layout sl, int64_t scale_rows);
+int            qv_layout_scale_pow2(qv_layout layout, qv_fmt afmt);
+
 /* The scale permutations of Marlin/QQQ (DESIGN.md §7), as tables. */
 void qv_scale_perm(int perm[64]);         /* grouped: scale_perm[8i+j] = i + 8j */
 void qv_scale_perm_single(int perm[32]);  /* channelwise: {2i+j : j in {0,1,8,9,16,17,24,25}} */
