@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             for (uint64_t j = 0; j < kv->arr_count; j++)
                 for (uint64_t b = 0; b < kv->arr_str[j].len; b++) sink += (uint8_t)kv->arr_str[j].p[b];
         if (kv->type == QV_GGUF_ARRAY && kv->arr_data)
-            for (uint64_t j = 0; j < kv->arr_count; j++) sink += (uint64_t)qv_gguf_arr_num(kv, j);
+            for (uint64_t j = 0; j < kv->arr_count; j++) sink += qv_gguf_arr_num(kv, j) > 0;
     }
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const qv_gguf_tensor *t = &g->tensors[i];
