@@ -5,9 +5,10 @@
  *     proves no overflow); TC_F32 as one fp32 sum in K order (the products of
  *     fp16/bf16/fp8/int codes are exact in fp32, so each step is one RN addition;
  *     split-K fp32 reduction is one more order of the same additions); FMA_F32 as
- *     fmaf; TC_FP8 as an accumulator of acc_bits significant bits that truncates
- *     after every product (the measured Hopper behaviour), promoted into an fp32
- *     sum every promote_nc products, with block-128 scales multiplied in fp32 at
+ *     fmaf; TC_FP8 as an accumulator of acc_bits significant bits, promoted into
+ *     an fp32 sum every promote_nc products: below 24 bits it truncates after
+ *     every product (the ~14-bit fast-accumulation behaviour), at 24 bits each
+ *     addition is one fp32 RN rounding (the mma.sync e4m3 path as measured); with block-128 scales multiplied in fp32 at
  *     each promotion (scale_a * scale_b first, then the partial);
  *   - the epilogue steps in order, each an fp32 RN operation;
  *   - the output cast: RNE, then the row's saturation rule. */
@@ -64,12 +65,23 @@ static float dot_fp8(const qv_problem *p, const double *a, const double *wt, int
     float acc = 0;
     for (int64_t k0 = 0; k0 < k; k0 += nc) {
         int64_t k1 = k0 + nc < k ? k0 + nc : k;
-        /* The partial is exact in a double: <= 14-bit values plus e4m3 products. */
-        double part = 0;
-        for (int64_t kk = k0; kk < k1; kk++) part = trunc_bits(part + a[kk] * wt[kk], bits);
-        float pf = (float)part; /* exact: bits <= 24 */
+        float pf;
+        if (bits >= 24) {
+            /* An fp32-wide accumulator: each exact e4m3 product (<= 8 significant
+             * bits, so exact in fp32) is added with one fp32 RN rounding. */
+            float part = 0;
+            for (int64_t kk = k0; kk < k1; kk++) part = part + (float)(a[kk] * wt[kk]);
+            pf = part;
+        } else {
+            /* A narrower accumulator truncates after each addition; the partial
+             * stays exact in a double (< 24-bit values plus e4m3 products). */
+            double part = 0;
+            for (int64_t kk = k0; kk < k1; kk++) part = trunc_bits(part + a[kk] * wt[kk], bits);
+            pf = (float)part; /* exact: bits < 24 */
+        }
         if (block) {
-            /* Block 128 along K: promote_nc divides 128 in every block row. */
+            /* Block 128 along K: the promotion interval must divide 128. */
+            QV_ASSERT(128 % nc == 0, "a block-128 row needs promote_nc dividing 128");
             float sa = p->a_scale[i * kb + k0 / 128];
             float sw = ((const float *)p->scales)[(k0 / 128) * nb + j / 128];
             float sc = sa * sw;

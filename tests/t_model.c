@@ -111,14 +111,18 @@ static void check_unique_probe(const qv_variant *v, qv_probe_kind kind, int64_t 
     void *out = malloc(out_bytes(&p)), *exp = malloc(out_bytes(&p));
     ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
     if (kind == QV_PROBE_WITNESS_FP8_PROMOTE) {
-        /* Closed form: the first 128-block keeps only 2^16 (its ones are below the
-         * ~14-bit accumulator's ulp of 8); every later block sums its ones exactly. */
+        /* Closed form: with an accumulator of <= 16 bits the first 128-block keeps
+         * only 2^16 (its ones are at most half its ulp, or below it), and every
+         * later block sums its ones exactly; with >= 18 bits nothing is lost. */
         int64_t first = k < 128 ? k : 128;
-        double y = (65536.0 + (double)(k - first)) * 0x1p-5;
+        double y = v->arith.acc_bits <= 16 ? (65536.0 + (double)(k - first)) * 0x1p-5
+                                           : (65536.0 + (double)(k - 1)) * 0x1p-5;
         for (int64_t e = 0; e < m * n; e++) ((uint16_t *)exp)[e] = (uint16_t)qv_encode(v->ofmt, y, v->arith.out_sat);
     } else {
         ref_truth t;
-        ck_assert_int_eq(ref_truth_compute_path(&p, v->arith.accum == QV_ACC_INT32 ? "int64" : "mpfr", &t), QV_OK);
+        /* int64 or MPFR, never the model's arithmetic; fixed128 (also exact) for deep K. */
+        const char *path = v->arith.accum == QV_ACC_INT32 ? "int64" : m * n * k > (1 << 18) ? "fixed128" : "mpfr";
+        ck_assert_int_eq(ref_truth_compute_path(&p, path, &t), QV_OK);
         expected_from_truth(&p, &t, exp);
         ref_truth_clear(&t);
     }
@@ -142,17 +146,24 @@ START_TEST(unique_probes_bit_exact)
         for (int kind = 0; kind < QV_PROBE_COUNT; kind++)
             if (kind != QV_PROBE_RANDOM) check_unique_probe(v, (qv_probe_kind)kind, m, n, k, s);
     }
+    /* Exact mode at a real layer depth: the partial sums must stay exact at K = 4096. */
+    check_unique_probe(v, QV_PROBE_EXACT, 2, v->n_tile, 4096, mix(seed, 99));
     /* The fp8 promotion witness across a promotion boundary (K = 384). */
     if (v->arith.accum == QV_ACC_TC_FP8) check_unique_probe(v, QV_PROBE_WITNESS_FP8_PROMOTE, 2, v->n_tile, 384, seed);
 }
 END_TEST
 
-/* A witness must separate the declared arithmetic from the cheaper one: the
- * truth for the fp8 promotion witness differs from the model by exactly 127. */
+/* A witness must separate the declared arithmetic from the cheaper one: with a
+ * 14-bit accumulator promoted every 128 products (the arithmetic measured for
+ * cuBLASLt's promoted path), the model returns the exact sum minus exactly 127. */
 START_TEST(fp8_witness_separates)
 {
-    const qv_variant *v = qv_variant_find("w8a8-fp8-tensor");
-    ck_assert_ptr_nonnull(v);
+    const qv_variant *row = qv_variant_find("w8a8-fp8-tensor");
+    ck_assert_ptr_nonnull(row);
+    qv_variant w = *row;
+    w.arith.acc_bits = 14;
+    w.arith.promote_nc = 128;
+    const qv_variant *v = &w;
     qv_problem p;
     ck_assert_int_eq(qv_problem_create(&p, v, 1, 8, 1024), QV_OK);
     ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_WITNESS_FP8_PROMOTE, QV_REGIME_LOGUNIFORM, 1), QV_OK);
