@@ -614,7 +614,9 @@ int ref_probe_applies(const qv_variant *v, qv_probe_kind kind, int64_t m, int64_
     case QV_PROBE_WITNESS_SPLITK: return v->arith.accum != QV_ACC_INT32 && k >= 3;
     case QV_PROBE_WITNESS_SCALE_OVERFLOW:
         return v->ofmt == QV_FMT_F16 && has_mul_step(v) && v->scale_layout != QV_SCALE_BLOCK && k >= 8;
-    case QV_PROBE_WITNESS_RNE_TIE: return (v->ofmt == QV_FMT_F16 || v->ofmt == QV_FMT_BF16) && k >= 3;
+    case QV_PROBE_WITNESS_RNE_TIE:
+        /* Up to 4 equal products per sign plus one small one (QQQ's 16x weights). */
+        return (v->ofmt == QV_FMT_F16 || v->ofmt == QV_FMT_BF16) && k >= 9;
     default: return 0;
     }
 }

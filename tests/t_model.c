@@ -234,6 +234,28 @@ START_TEST(probes_deterministic)
 }
 END_TEST
 
+/* ref_probe_applies is exact: every probe it accepts fills without error, on
+ * the shapes the campaign draws (tile edges, one group, deep K). */
+START_TEST(applies_means_fills)
+{
+    const qv_variant *v = qv_registry_get(_i);
+    const int64_t ks[] = {16, 32, 48, 128, 384, 4096, 20480};
+    for (size_t a = 0; a < sizeof ks / sizeof ks[0]; a++) {
+        int64_t k = ks[a];
+        if (qv_variant_check_shape(v, 1, v->n_tile, k) != QV_OK) continue;
+        for (int kind = 0; kind < QV_PROBE_COUNT; kind++) {
+            if (!ref_probe_applies(v, (qv_probe_kind)kind, 1, v->n_tile, k)) continue;
+            qv_problem p;
+            ck_assert_int_eq(qv_problem_create(&p, v, 1, v->n_tile, k), QV_OK);
+            qv_status st = ref_probe_fill(&p, (qv_probe_kind)kind, QV_REGIME_NEAR_MAX, 3);
+            ck_assert_msg(st == QV_OK, "%s k=%lld probe %s: %s", v->name, (long long)k,
+                          qv_probe_name((qv_probe_kind)kind), qv_errmsg());
+            qv_problem_destroy(&p);
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
     printf("t_model: seed %llu (set QV_SEED to replay)\n", (unsigned long long)base_seed());
@@ -243,6 +265,7 @@ int main(void)
     int nv = qv_registry_count();
     tcase_add_loop_test(tc, bound_holds_for_model, 0, nv);
     tcase_add_loop_test(tc, unique_probes_bit_exact, 0, nv);
+    tcase_add_loop_test(tc, applies_means_fills, 0, nv);
     tcase_add_test(tc, fp8_witness_separates);
     tcase_add_test(tc, splitk_witness_value);
     tcase_add_test(tc, rne_tie_witness_values);
