@@ -17,7 +17,8 @@ static void pack_usage(FILE *f)
 {
     fprintf(f,
             "usage: qvet pack LAYOUT --q Q.npy --scales S.npy [--scales2 S2.npy] [--zeros Z.npy]\n"
-            "                 [--g-idx G.npy] [--g G] -o DIR\n\n"
+            "                 [--g-idx G.npy] [--g G] -o DIR\n"
+            "       qvet pack LAYOUT (--gptq | --awq) FILE.safetensors --prefix P [--zeros-v2] -o DIR\n\n"
             "Packs logical weights into LAYOUT, byte for byte as the published packers do\n"
             "(include/qvet/layout.h describes every layout word by word). Writes into DIR\n"
             "(created if needed): B.npy (int32 packed weights), scales.npy (permuted, same\n"
@@ -36,6 +37,12 @@ static void pack_usage(FILE *f)
             "                  --scales2 f32 (1, N) channel scales\n"
             "  plain-nk        q int8, uint8, f16 or bf16 (<u2): B is the (N, K) transpose,\n"
             "                  packed along K; scales (optional) are copied unpermuted\n\n"
+            "Checkpoints instead of --q/--scales: --gptq FILE.safetensors --prefix P reads\n"
+            "P.qweight (K/8, N), P.qzeros (K/g, N/8, z-1 as GPTQ v1 stores it; --zeros-v2 for\n"
+            "z), P.scales and P.g_idx when present (a g_idx other than k/g turns on\n"
+            "act_order); marlin-w4 needs every zero point to be 8 (symmetric), marlin-w4-zp\n"
+            "takes any. --awq FILE.safetensors --prefix P reads P.qweight (K, N/8), P.qzeros\n"
+            "and P.scales (AWQ's nibble order [0,2,4,6,1,3,5,7]) for marlin-w4-zp.\n\n"
             "The group size is K / (rows of S); --g checks it. A single group (g = K) is\n"
             "stored in channel order, as Marlin and vLLM do. --g-idx (int32 or int64 (K))\n"
             "turns on act_order: rows are sorted by g_idx (stable).\n"
@@ -95,9 +102,81 @@ static int fail_exit(const char *cmd, qv_status st)
     return qv_status_exit_code(st);
 }
 
+/* The tensor P.name of a checkpoint, checked to be a 2-D (or 1-D) array of dtype
+ * dt; a borrowed view valid until the file is closed. */
+static qv_status ckpt_get(const qv_st_file *f, const char *prefix, const char *name, int ndim, qv_dtype dt,
+                          qv_array *view)
+{
+    char full[1024], buf[96];
+    snprintf(full, sizeof full, "%s.%s", prefix, name);
+    QV_TRY(qv_st_get(f, full, view));
+    if (view->ndim != ndim || view->dtype != dt)
+        return qv_fail(QV_ERR_FORMAT, "checkpoint tensor %s is %s; expected %d-D %s", full,
+                       qv_array_describe(view, buf, sizeof buf), ndim, qv_dtype_name(dt));
+    return QV_OK;
+}
+
+static int has_tensor(const qv_st_file *f, const char *prefix, const char *name)
+{
+    char full[1024];
+    snprintf(full, sizeof full, "%s.%s", prefix, name);
+    for (int i = 0; i < qv_st_count(f); i++)
+        if (!strcmp(qv_st_name(f, i), full)) return 1;
+    return 0;
+}
+
+/* Reads a GPTQ (awq = 0) or AWQ (awq = 1) layer from an open checkpoint into
+ * logical arrays: q (K, N) uint8 codes, z (K/g, N) uint8 zero points, s a copy
+ * of the scales (K/g, N), gi (K) int32 g_idx when the layer has a non-trivial
+ * one (else left empty). The caller destroys them. */
+static qv_status load_checkpoint(const qv_st_file *f, const char *prefix, int awq, int v2, qv_array *q, qv_array *z,
+                                 qv_array *s, qv_array *gi)
+{
+    qv_array qw, qz, sc, gv;
+    char buf[96];
+    QV_TRY(ckpt_get(f, prefix, "qweight", 2, QV_DT_I4, &qw));
+    QV_TRY(ckpt_get(f, prefix, "qzeros", 2, QV_DT_I4, &qz));
+    char full[1024];
+    snprintf(full, sizeof full, "%s.scales", prefix);
+    QV_TRY(qv_st_get(f, full, &sc));
+    if (sc.ndim != 2 || (sc.dtype != QV_DT_F2 && sc.dtype != QV_DT_BF16 && sc.dtype != QV_DT_F4))
+        return qv_fail(QV_ERR_FORMAT, "checkpoint tensor %s is %s; expected 2-D float16, bfloat16 or float32", full,
+                       qv_array_describe(&sc, buf, sizeof buf));
+    /* GPTQ packs 8 codes per int32 along K, AWQ along N. */
+    int64_t k = awq ? qw.shape[0] : qw.shape[0] * 8;
+    int64_t n = awq ? qw.shape[1] * 8 : qw.shape[1];
+    int64_t groups = sc.shape[0];
+    if (sc.shape[1] != n || groups < 1 || k % groups || qz.shape[0] != groups || qz.shape[1] * 8 != n)
+        return qv_fail(QV_ERR_SHAPE, "%s: qweight (%lld, %lld), qzeros (%lld, %lld) and scales (%lld, %lld) disagree",
+                       prefix, (long long)qw.shape[0], (long long)qw.shape[1], (long long)qz.shape[0],
+                       (long long)qz.shape[1], (long long)sc.shape[0], (long long)sc.shape[1]);
+    int g = (int)(k / groups);
+    int64_t qshape[2] = {k, n}, zshape[2] = {groups, n};
+    QV_TRY(qv_array_create(q, QV_DT_U1, 2, qshape));
+    QV_TRY(qv_array_create(z, QV_DT_U1, 2, zshape));
+    QV_TRY(qv_array_create(s, sc.dtype, 2, sc.shape));
+    memcpy(s->data, sc.data, sc.nbytes);
+    if (awq) QV_TRY(qv_awq_unpack(qw.data, qz.data, k, n, g, q->data, z->data));
+    else QV_TRY(qv_gptq_unpack(qw.data, qz.data, k, n, g, !v2, q->data, z->data));
+    if (awq || !has_tensor(f, prefix, "g_idx")) return QV_OK;
+    QV_TRY(ckpt_get(f, prefix, "g_idx", 1, QV_DT_I4, &gv));
+    if (gv.shape[0] != k)
+        return qv_fail(QV_ERR_SHAPE, "%s.g_idx has %lld entries; K is %lld", prefix, (long long)gv.shape[0], (long long)k);
+    /* A g_idx equal to k/g everywhere is the plain grouping (desc_act off). */
+    const int32_t *gd = gv.data;
+    int trivial = 1;
+    for (int64_t i = 0; i < k && trivial; i++) trivial = gd[i] == (int32_t)(i / g);
+    if (trivial) return QV_OK;
+    QV_TRY(qv_array_create(gi, QV_DT_I4, 1, gv.shape));
+    memcpy(gi->data, gv.data, gv.nbytes);
+    return QV_OK;
+}
+
 int qv_cmd_pack(int argc, char **argv)
 {
     const char *layout_name = NULL, *qp = NULL, *sp = NULL, *s2p = NULL, *zp = NULL, *gp = NULL, *out = NULL;
+    const char *gptq = NULL, *awq = NULL, *prefix = NULL;
+    int zeros_v2 = 0;
     long long g_opt = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -111,6 +190,9 @@ int qv_cmd_pack(int argc, char **argv)
                             : !strcmp(a, "--scales2") ? &s2p
                             : !strcmp(a, "--zeros")   ? &zp
                             : !strcmp(a, "--g-idx")   ? &gp
+                            : !strcmp(a, "--gptq")    ? &gptq
+                            : !strcmp(a, "--awq")     ? &awq
+                            : !strcmp(a, "--prefix")  ? &prefix
                             : (!strcmp(a, "-o") || !strcmp(a, "--out")) ? &out
                                                                         : NULL;
         if (slot) {
@@ -120,6 +202,8 @@ int qv_cmd_pack(int argc, char **argv)
             }
             *slot = val;
             i++;
+        } else if (!strcmp(a, "--zeros-v2")) {
+            zeros_v2 = 1;
         } else if (!strcmp(a, "--g")) {
             /* 2^30: the largest dimension qvet accepts. */
             if (qv_opt_long(a, val, 1, 1 << 30, &g_opt)) return 2;
@@ -135,9 +219,18 @@ int qv_cmd_pack(int argc, char **argv)
             return 2;
         }
     }
-    if (!layout_name || !qp || !out) {
-        fprintf(stderr, "qvet pack: LAYOUT, --q and -o are required\n\n");
+    const char *ckpt = gptq ? gptq : awq;
+    if (!layout_name || !out || !(qp || ckpt)) {
+        fprintf(stderr, "qvet pack: LAYOUT, --q (or --gptq/--awq) and -o are required\n\n");
         pack_usage(stderr);
+        return 2;
+    }
+    if (ckpt && (qp || sp || zp || gp || s2p || (gptq && awq) || !prefix)) {
+        fprintf(stderr, "qvet pack: --gptq or --awq takes --prefix and replaces --q, --scales, --zeros and --g-idx\n");
+        return 2;
+    }
+    if (!ckpt && (prefix || zeros_v2)) {
+        fprintf(stderr, "qvet pack: --prefix and --zeros-v2 go with --gptq or --awq\n");
         return 2;
     }
     qv_layout layout = qv_layout_from_name(layout_name);
@@ -146,13 +239,38 @@ int qv_cmd_pack(int argc, char **argv)
         return 2;
     }
 
+    if (ckpt && layout != QV_LAYOUT_MARLIN_W4 && layout != QV_LAYOUT_MARLIN_W4_ZP) {
+        fprintf(stderr, "qvet pack: GPTQ and AWQ checkpoints hold 4-bit codes: pack them as marlin-w4 or marlin-w4-zp\n");
+        return 2;
+    }
     qv_array q = {0}, s = {0}, s2 = {0}, z = {0}, gi = {0};
     qv_packed pk = {0};
-    qv_status st = qv_npy_load(qp, &q);
-    if (st == QV_OK && sp) st = qv_npy_load(sp, &s);
+    qv_status st = QV_OK;
+    if (ckpt) {
+        qv_st_file *f = NULL;
+        st = qv_st_open(ckpt, &f);
+        if (st == QV_OK) st = load_checkpoint(f, prefix, awq != NULL, zeros_v2, &q, &z, &s, &gi);
+        qv_st_close(f);
+        sp = "checkpoint scales";
+        gp = gi.data ? "checkpoint g_idx" : NULL;
+        zp = "checkpoint qzeros";
+        if (st == QV_OK && layout != QV_LAYOUT_MARLIN_W4_ZP) {
+            /* Symmetric int4 (q+8) layouts hold no zero points: each must be 8. */
+            for (int64_t i = 0; i < z.count && st == QV_OK; i++)
+                if (((const uint8_t *)z.data)[i] != 8)
+                    st = qv_fail(QV_ERR_UNSUPPORTED,
+                                 "%s: zero point [%lld][%lld] is %d, not 8: an asymmetric checkpoint; pack it as "
+                                 "marlin-w4-zp", layout_name, (long long)(i / z.shape[1]), (long long)(i % z.shape[1]),
+                                 ((const uint8_t *)z.data)[i]);
+            zp = NULL;
+        }
+    } else {
+        st = qv_npy_load(qp, &q);
+        if (st == QV_OK && sp) st = qv_npy_load(sp, &s);
+        if (st == QV_OK && zp) st = qv_npy_load(zp, &z);
+        if (st == QV_OK && gp) st = qv_npy_load(gp, &gi);
+    }
     if (st == QV_OK && s2p) st = qv_npy_load(s2p, &s2);
-    if (st == QV_OK && zp) st = qv_npy_load(zp, &z);
-    if (st == QV_OK && gp) st = qv_npy_load(gp, &gi);
     if (st == QV_OK && g_opt && sp) {
         int64_t rows = s.ndim == 2 ? s.shape[0] : 0;
         int64_t k = q.ndim == 2 ? q.shape[0] : 0;

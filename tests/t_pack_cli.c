@@ -262,6 +262,162 @@ START_TEST(roundtrip_cli)
 }
 END_TEST
 
+/* ---- GPTQ / AWQ checkpoints --------------------------------------------- */
+
+/* ORs v into nibble i of words[at] (the test's own bit-level packing). */
+static void put_nibble(int32_t *words, int64_t at, int i, uint32_t v)
+{
+    uint32_t w;
+    memcpy(&w, words + at, 4);
+    w |= (v & 0xFu) << (4 * i);
+    memcpy(words + at, &w, 4);
+}
+
+static qv_array arr(qv_dtype dt, int ndim, int64_t d0, int64_t d1)
+{
+    qv_array a;
+    int64_t shape[2] = {d0, d1};
+    ck_assert(qv_array_create(&a, dt, ndim, shape) == QV_OK);
+    return a;
+}
+
+static void save_npy(const char *name, const qv_array *a)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", g_tmp, name);
+    ck_assert_msg(qv_npy_save(path, a) == QV_OK, "%s", qv_errmsg());
+}
+
+/* One layer: logical q (K, N), zero points (K/g, N), f16 scales, g_idx (K).
+ * Writes ck.safetensors in the GPTQ (awq = 0, v1 zeros z-1) or AWQ layout, and
+ * the logical q.npy, s.npy, z.npy, g.npy for the plain route. */
+static void write_layer(int awq, int64_t k, int64_t n, int g, int symmetric, int shuffled_gidx, uint64_t stream)
+{
+    static const int awq_order[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+    int64_t groups = k / g;
+    qv_array q = arr(QV_DT_U1, 2, k, n), z = arr(QV_DT_U1, 2, groups, n), s = arr(QV_DT_F2, 2, groups, n),
+             gi = arr(QV_DT_I4, 1, k, 0);
+    uint8_t *qd = q.data, *zd = z.data;
+    for (int64_t i = 0; i < k * n; i++) qd[i] = (uint8_t)(rnd(stream, (uint64_t)i) % 16);
+    /* v1 stores z-1, so it cannot hold z = 0: draw 1..15. */
+    for (int64_t i = 0; i < groups * n; i++) zd[i] = symmetric ? 8 : (uint8_t)(1 + rnd(stream + 1, (uint64_t)i) % 15);
+    for (int64_t i = 0; i < groups * n; i++)
+        ((uint16_t *)s.data)[i] = (uint16_t)((9 + rnd(stream + 2, (uint64_t)i) % 12) << 10); /* 2^-6 .. 2^5 */
+    for (int64_t i = 0; i < k; i++)
+        ((int32_t *)gi.data)[i] = shuffled_gidx ? (int32_t)(rnd(stream + 3, (uint64_t)i) % (uint64_t)groups)
+                                                : (int32_t)(i / g);
+    qv_array qw = awq ? arr(QV_DT_I4, 2, k, n / 8) : arr(QV_DT_I4, 2, k / 8, n);
+    qv_array qz = arr(QV_DT_I4, 2, groups, n / 8);
+    if (!awq)
+        for (int64_t r = 0; r < k; r++)
+            for (int64_t j = 0; j < n; j++) put_nibble(qw.data, r / 8 * n + j, (int)(r % 8), qd[r * n + j]);
+    else
+        for (int64_t r = 0; r < k; r++)
+            for (int64_t c = 0; c < n / 8; c++)
+                for (int i = 0; i < 8; i++) put_nibble(qw.data, r * (n / 8) + c, i, qd[r * n + 8 * c + awq_order[i]]);
+    for (int64_t r = 0; r < groups; r++)
+        for (int64_t c = 0; c < n / 8; c++)
+            for (int i = 0; i < 8; i++) {
+                int col = awq ? awq_order[i] : i;
+                uint32_t zz = zd[r * n + 8 * c + col];
+                put_nibble(qz.data, r * (n / 8) + c, i, awq ? zz : zz - 1);
+            }
+    const char *names[4] = {"blk.qweight", "blk.qzeros", "blk.scales", "blk.g_idx"};
+    qv_array arrays[4] = {qw, qz, s, gi};
+    char path[512];
+    snprintf(path, sizeof path, "%s/ck.safetensors", g_tmp);
+    ck_assert_msg(qv_st_save(path, awq ? 3 : 4, names, arrays) == QV_OK, "%s", qv_errmsg());
+    save_npy("q.npy", &q);
+    save_npy("s.npy", &s);
+    save_npy("z.npy", &z);
+    save_npy("g.npy", &gi);
+    qv_array_destroy(&q);
+    qv_array_destroy(&z);
+    qv_array_destroy(&s);
+    qv_array_destroy(&gi);
+    qv_array_destroy(&qw);
+    qv_array_destroy(&qz);
+}
+
+static void same_outputs(const char *d1, const char *d2, const char *const *files)
+{
+    char a[600], b[600];
+    for (int i = 0; files[i]; i++) {
+        snprintf(a, sizeof a, "%s/%s/%s", g_tmp, d1, files[i]);
+        snprintf(b, sizeof b, "%s/%s/%s", g_tmp, d2, files[i]);
+        same_file(a, b);
+    }
+}
+
+/* A checkpoint packs to the same bytes as its logical arrays. */
+START_TEST(checkpoint_cli)
+{
+    char args[4096];
+    const char *t = g_tmp;
+    /* GPTQ, symmetric (every z = 8, stored as 7), plain g_idx: marlin-w4. */
+    write_layer(0, 256, 128, 64, 1, 0, 3000);
+    snprintf(args, sizeof args, "pack marlin-w4 --gptq '%s/ck.safetensors' --prefix blk -o '%s/c1'", t, t);
+    ck_assert_msg(run_qvet(args) == 0, "qvet %s failed (seed %" PRIu64 ")", args, g_seed);
+    snprintf(args, sizeof args, "pack marlin-w4 --q '%s/q.npy' --scales '%s/s.npy' -o '%s/c1ref'", t, t, t);
+    ck_assert_int_eq(run_qvet(args), 0);
+    same_outputs("c1", "c1ref", (const char *const[]){"B.npy", "scales.npy", NULL});
+    snprintf(args, sizeof args, "%s/c1/perm.npy", t);
+    ck_assert_msg(!exists(args), "a plain g_idx must not turn on act_order");
+
+    /* GPTQ with a shuffled g_idx (desc_act): act_order, same as --g-idx. */
+    write_layer(0, 256, 64, 32, 1, 1, 3100);
+    snprintf(args, sizeof args, "pack marlin-w4 --gptq '%s/ck.safetensors' --prefix blk -o '%s/c2'", t, t);
+    ck_assert_int_eq(run_qvet(args), 0);
+    snprintf(args, sizeof args, "pack marlin-w4 --q '%s/q.npy' --scales '%s/s.npy' --g-idx '%s/g.npy' -o '%s/c2ref'", t,
+             t, t, t);
+    ck_assert_int_eq(run_qvet(args), 0);
+    same_outputs("c2", "c2ref", (const char *const[]){"B.npy", "scales.npy", "perm.npy", "g_idx.npy", NULL});
+
+    /* GPTQ, asymmetric: refused as marlin-w4, packed with zero points as marlin-w4-zp. */
+    write_layer(0, 128, 64, 32, 0, 0, 3200);
+    snprintf(args, sizeof args, "pack marlin-w4 --gptq '%s/ck.safetensors' --prefix blk -o '%s/c3bad'", t, t);
+    ck_assert_int_eq(run_qvet(args), 2);
+    snprintf(args, sizeof args, "pack marlin-w4-zp --gptq '%s/ck.safetensors' --prefix blk -o '%s/c3'", t, t);
+    ck_assert_int_eq(run_qvet(args), 0);
+    snprintf(args, sizeof args, "pack marlin-w4-zp --q '%s/q.npy' --scales '%s/s.npy' --zeros '%s/z.npy' -o '%s/c3ref'",
+             t, t, t, t);
+    ck_assert_int_eq(run_qvet(args), 0);
+    same_outputs("c3", "c3ref", (const char *const[]){"B.npy", "scales.npy", "zeros.npy", NULL});
+    /* The same file read as v2 (z stored as is) gives other zero points. */
+    snprintf(args, sizeof args, "pack marlin-w4-zp --gptq '%s/ck.safetensors' --prefix blk --zeros-v2 -o '%s/c3v2'", t, t);
+    ck_assert_int_eq(run_qvet(args), 0);
+    char a[600], b[600];
+    size_t la, lb;
+    snprintf(a, sizeof a, "%s/c3/zeros.npy", t);
+    snprintf(b, sizeof b, "%s/c3v2/zeros.npy", t);
+    unsigned char *x = read_all(a, &la), *y = read_all(b, &lb);
+    ck_assert(x && y && la == lb);
+    ck_assert_msg(memcmp(x, y, la) != 0, "v1 and v2 zero points must differ by one");
+    free(x);
+    free(y);
+
+    /* AWQ: nibbles along N in AWQ's order, zero points as stored. */
+    write_layer(1, 128, 128, 64, 0, 0, 3300);
+    snprintf(args, sizeof args, "pack marlin-w4-zp --awq '%s/ck.safetensors' --prefix blk -o '%s/c4'", t, t);
+    ck_assert_int_eq(run_qvet(args), 0);
+    snprintf(args, sizeof args, "pack marlin-w4-zp --q '%s/q.npy' --scales '%s/s.npy' --zeros '%s/z.npy' -o '%s/c4ref'",
+             t, t, t, t);
+    ck_assert_int_eq(run_qvet(args), 0);
+    same_outputs("c4", "c4ref", (const char *const[]){"B.npy", "scales.npy", "zeros.npy", NULL});
+
+    /* Misuse: a checkpoint for an 8-bit layout, a missing prefix, both routes at once. */
+    snprintf(args, sizeof args, "pack marlin-w8 --awq '%s/ck.safetensors' --prefix blk -o '%s/c5'", t, t);
+    ck_assert_int_eq(run_qvet(args), 2);
+    snprintf(args, sizeof args, "pack marlin-w4-zp --awq '%s/ck.safetensors' --prefix nosuch -o '%s/c5'", t, t);
+    ck_assert_int_eq(run_qvet(args), 2);
+    snprintf(args, sizeof args, "pack marlin-w4-zp --awq '%s/ck.safetensors' --q '%s/q.npy' --prefix blk -o '%s/c5'", t,
+             t, t);
+    ck_assert_int_eq(run_qvet(args), 2);
+    snprintf(args, sizeof args, "%s/c5/B.npy", t);
+    ck_assert(!exists(args));
+}
+END_TEST
+
 /* ---- refusals: exit 2, a message, and no packed file -------------------- */
 
 typedef struct bad_cli {
@@ -342,6 +498,7 @@ static Suite *pack_cli_suite(void)
     tcase_add_loop_test(tc, golden_cli, 0, (int)(sizeof goldens / sizeof goldens[0]));
     tcase_add_loop_test(tc, roundtrip_cli, 0, (int)(sizeof rts / sizeof rts[0]));
     tcase_add_loop_test(tc, refusals_cli, 0, (int)(sizeof bad_clis / sizeof bad_clis[0]));
+    tcase_add_test(tc, checkpoint_cli);
     tcase_add_test(tc, help_exits_zero);
     suite_add_tcase(s, tc);
     return s;
