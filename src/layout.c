@@ -283,7 +283,13 @@ static void pack_marlin_weights(const qv_problem *p, const int32_t *rows, uint32
     if (l == QV_LAYOUT_MARLIN_W8 || l == QV_LAYOUT_MARLIN_FP8)
         build_perm(0, interleave_w8, 4, perm);
     else if (l == QV_LAYOUT_QQQ_W4_CHANNEL)
+#ifdef QV_MUTANT_qqq_channel_interleave
+        /* Mutant (DESIGN.md §6 class 3): the per-group interleave on channelwise QQQ. */
+        build_perm(1, interleave_w4, 8, perm);
+        (void)interleave_qqq_ch;
+#else
         build_perm(1, interleave_qqq_ch, 8, perm);
+#endif
     else if (l == QV_LAYOUT_QQQ_W4_GROUP)
         build_perm(1, interleave_w4, 8, perm);
     else
@@ -477,20 +483,34 @@ qv_status qv_pack(const qv_problem *p, qv_packed *out)
     }
 
     if (v->act_order) sort_rows(p->g_idx, p->k, p->k / p->g, out->perm, out->g_idx);
+    const int32_t *rows = out->perm;
+#ifdef QV_MUTANT_act_order_rows_unsorted
+    /* Mutant (class 13): perm is handed out but q's rows keep their logical order. */
+    rows = NULL;
+#endif
     /* int32 and uint32 may alias (C11 6.5p7); the words are built unsigned. */
     if (is_marlin_family(l))
-        pack_marlin_weights(p, out->perm, (uint32_t *)out->b, out->b_cols);
+        pack_marlin_weights(p, rows, (uint32_t *)out->b, out->b_cols);
     else
-        pack_plain_weights(p, out->perm, (uint32_t *)out->b, out->b_cols);
+        pack_plain_weights(p, rows, (uint32_t *)out->b, out->b_cols);
 
     size_t s_total = (size_t)(out->s_rows * out->s_cols) * out->s_elem;
     int sp[SP_GROUP], sps[SP_SINGLE];
     qv_scale_perm(sp);
     qv_scale_perm_single(sps);
     out->s_order = qv_layout_scale_order(l, v->scale_layout, out->s_rows);
-    if (out->s_order == QV_SORDER_GROUP64)
+    qv_scale_order applied = out->s_order;
+#ifdef QV_MUTANT_channel_scales_unpermuted
+    /* Mutant (class 1, optimum-quanto PR #241): channelwise scales left in logical order. */
+    if (applied == QV_SORDER_CHANNEL32) applied = QV_SORDER_PLAIN;
+#endif
+#ifdef QV_MUTANT_scale_perm_swapped
+    /* Mutant (class 2): scale_perm and scale_perm_single swapped. */
+    if (applied != QV_SORDER_PLAIN) applied = applied == QV_SORDER_GROUP64 ? QV_SORDER_CHANNEL32 : QV_SORDER_GROUP64;
+#endif
+    if (applied == QV_SORDER_GROUP64)
         gather_cols(p->scales, out->scales, out->s_rows, out->s_cols, out->s_elem, sp, SP_GROUP);
-    else if (out->s_order == QV_SORDER_CHANNEL32)
+    else if (applied == QV_SORDER_CHANNEL32)
         gather_cols(p->scales, out->scales, out->s_rows, out->s_cols, out->s_elem, sps, SP_SINGLE);
     else if (s_total)
         memcpy(out->scales, p->scales, s_total);
