@@ -366,6 +366,17 @@ static int results_open(results *r, const char *path, const char *cmd)
     if (!path) return 0;
     snprintf(r->final, sizeof r->final, "%s", path);
     snprintf(r->tmp, sizeof r->tmp, "%s.partial", path);
+    /* The results folder is created when missing (make run's BUILD/results). */
+    char parent[1024];
+    snprintf(parent, sizeof parent, "%s", path);
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent) {
+        *slash = '\0';
+        if (qv_mkdirs(parent) != QV_OK) {
+            fprintf(stderr, "qvet %s: %s\n", cmd, qv_errmsg());
+            return -1;
+        }
+    }
     r->f = fopen(r->tmp, "w");
     if (!r->f) {
         fprintf(stderr, "qvet %s: cannot write %s: ", cmd, r->tmp);
@@ -468,8 +479,8 @@ static int run_one(campaign *cp, const qv_case *c, int print_fail)
         if (cp->o->shrink && cp->n_shrunk < MAX_SHRUNK_FAILURES) {
             qv_problem small;
             if (qv_shrink(cp->b, &p, unique, SHRINK_TRIES, &small, &sh) == QV_OK) {
-                snprintf(sh.dir, sizeof sh.dir, "%s/%s-seed%llu-case%lld", cp->o->fail_dir, c->suite ? "check" : "fuzz",
-                         (unsigned long long)c->seed, (long long)c->index);
+                snprintf(sh.dir, sizeof sh.dir, "%s/seed%llu-case%lld", cp->o->fail_dir, (unsigned long long)c->seed,
+                         (long long)c->index);
                 if (c->suite)
                     snprintf(sh.dir, sizeof sh.dir, "%s/check-%s-case%lld", cp->o->fail_dir, c->v->name,
                              (long long)c->index);

@@ -196,6 +196,28 @@ static double alpha_g_max(const qv_problem *p)
     return best;
 }
 
+/* Fills the outcome's histograms from the output and the reference. */
+static void histograms(const qv_problem *p, qv_outcome *o)
+{
+    qv_fmt of = p->v->ofmt;
+    size_t es = qv_fmt_storage_bytes(of);
+    for (int64_t e = 0; e < p->m * p->n; e++) {
+        uint32_t code = 0;
+        memcpy(&code, (const char *)o->out + (size_t)e * es, es); /* little-endian */
+        double x = qv_decode(of, code), y = o->truth.y[e], yr = o->truth.y_rn[e], b = o->truth.bound[e];
+        if (!isfinite(x) || !isfinite(y)) continue;
+        /* As ref_verify measures it: the error beyond half an output ulp, over E. */
+        double d = fabs(x - y) - 0.5 * qv_ulp(of, fabs(y) + b);
+        if (d < 0) d = 0;
+        double r = b > 0 ? d / b : (d == 0 ? 0 : INFINITY);
+        o->hist_eb[r >= 1 ? 20 : (int)(r * 20)]++;
+        if (!isfinite(yr)) continue;
+        double u = fabs(x - yr) / qv_ulp(of, yr);
+        int bin = u < 0.5 ? 0 : u < 1.5 ? 1 : u < 2.5 ? 2 : u < 3.5 ? 3 : u < 7.5 ? 4 : u < 15.5 ? 5 : 6;
+        o->hist_ulp[bin]++;
+    }
+}
+
 qv_status qv_case_run(const qv_backend *b, const qv_problem *p, int unique, qv_outcome *o)
 {
     memset(o, 0, sizeof *o);
@@ -255,6 +277,7 @@ qv_status qv_case_run(const qv_backend *b, const qv_problem *p, int unique, qv_o
                  "nondeterministic: two identical launches differ at (%lld, %lld)",
                  (long long)(diff / p->n), (long long)(diff % p->n));
     }
+    histograms(p, o);
     o->alpha_g_max = alpha_g_max(p);
     o->time_ms = now_ms() - t0;
     return QV_OK;
@@ -347,6 +370,13 @@ void qv_case_json(FILE *f, const qv_case *c, const qv_backend *b, const qv_outco
     qv_json_fput_num(f, o->alpha_g_max);
     fputs(",\"time_ms\":", f);
     qv_json_fput_num(f, o->time_ms);
+    if (o->has_truth) {
+        fputs(",\"hist_err_over_bound\":[", f);
+        for (int i = 0; i < 21; i++) fprintf(f, "%s%lld", i ? "," : "", (long long)o->hist_eb[i]);
+        fputs("],\"hist_ulp\":[", f);
+        for (int i = 0; i < 7; i++) fprintf(f, "%s%lld", i ? "," : "", (long long)o->hist_ulp[i]);
+        fputc(']', f);
+    }
     fprintf(f, ",\"out_fnv1a64\":\"%016llx\"", (unsigned long long)o->out_hash);
     fputs(",\"replay\":", f);
     qv_json_fput_str(f, replay);

@@ -305,8 +305,7 @@ static qv_status save(const char *dir, const char *name, qv_dtype dt, int ndim, 
     return qv_npy_save(path, &a);
 }
 
-/* mkdir -p for a relative or absolute path. */
-static qv_status make_dirs(const char *dir)
+qv_status qv_mkdirs(const char *dir)
 {
     char tmp[1024];
     if (snprintf(tmp, sizeof tmp, "%s", dir) >= (int)sizeof tmp)
@@ -325,7 +324,7 @@ static qv_status make_dirs(const char *dir)
 qv_status qv_case_dump(const qv_backend *b, const qv_problem *p, int unique, const char *dir, const char *replay_cmd)
 {
     const qv_variant *v = p->v;
-    QV_TRY(make_dirs(dir));
+    QV_TRY(qv_mkdirs(dir));
     qv_outcome o;
     QV_TRY(qv_case_run(b, p, unique, &o));
     qv_status st = QV_OK;

@@ -9,6 +9,7 @@
  * with one injected bug each; the verdicts come from the reference. */
 #include <check.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <libgen.h>
 #include <math.h>
 #include <stdio.h>
@@ -115,6 +116,20 @@ static void temp_dir(char *buf, size_t len)
 {
     snprintf(buf, len, "/tmp/qvet-t_campaign-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(buf));
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+/* rm -r of a test's temporary folder. */
+static void remove_tree(const char *dir)
+{
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); /* 16: open folders at a time */
 }
 
 /* Lines of a file, NULL-terminated (caller frees each and the array). */
@@ -421,6 +436,7 @@ static void caught_and_shrunk(int which, int64_t *sm, int64_t *sn, int64_t *sk)
     }
     snprintf(path, sizeof path, "%s/replay.txt", dir);
     ck_assert_int_eq(access(path, R_OK), 0);
+    remove_tree(dir);
     *sm = sh.m;
     *sn = sh.n;
     *sk = sh.k;
@@ -484,10 +500,19 @@ START_TEST(check_last_line_and_exit)
         for (size_t q = 0; q < sizeof keys / sizeof keys[0]; q++)
             ck_assert_msg(qv_json_get(j, keys[q]) != NULL, "line %d lacks %s", i + 1, keys[q]);
         ck_assert_str_ne(qv_json_str(qv_json_get(j, "verdict")), "FAIL");
+        /* The histograms count the case's finite elements, each once. */
+        int64_t ne, sum = 0;
+        ck_assert_int_eq(qv_json_int64(qv_json_get(j, "n_elements"), &ne), QV_OK);
+        const qv_json *h = qv_json_get(j, "hist_err_over_bound");
+        ck_assert_int_eq(qv_json_len(h), 21);
+        for (int b = 0; b < 21; b++) sum += (int64_t)qv_json_num(qv_json_at(h, b), -1);
+        ck_assert(sum > 0 && sum <= ne);
+        ck_assert_int_eq(qv_json_len(qv_json_get(j, "hist_ulp")), 7);
         qv_json_free(j);
     }
     free_lines(lines, n);
     run_free(&r);
+    remove_tree(dir);
 
     r = run_qvet((const char *[]){"check", "--bogus", NULL});
     ck_assert_int_eq(r.rc, 2);
@@ -588,6 +613,7 @@ START_TEST(fuzz_shards_and_replay)
     free_lines(la, na);
     free_lines(l0, n0);
     free_lines(l1, n1);
+    remove_tree(dir);
 
     r = run_qvet((const char *[]){"replay", "--case", "3", NULL});
     ck_assert_int_eq(r.rc, 2);

@@ -145,6 +145,11 @@ typedef struct qv_outcome {
     void *out;                /* (m, n) output codes in v->ofmt, owned (qv_outcome_clear) */
     ref_truth truth;          /* the reference (y, E), owned */
     int has_truth;
+    /* Histograms of the finite elements (results-format.md): the error beyond
+     * half an output ulp over E (as ref_verify's max_err_over_bound) in 20 bins
+     * over [0, 1) plus one for >= 1, and the distance in output ulps to the
+     * correctly rounded y: 0, 1, 2, 3, 4-7, 8-15, >= 16. */
+    int64_t hist_eb[21], hist_ulp[7];
 } qv_outcome;
 
 /* Runs p on b (poisoned output, `repeat` launches compared bit for bit) and
@@ -180,6 +185,9 @@ qv_status qv_shrink(const qv_backend *b, const qv_problem *p, int unique, int ma
  * replay.txt holding `replay_cmd` and a `qvet verify` command. */
 qv_status qv_case_dump(const qv_backend *b, const qv_problem *p, int unique, const char *dir,
                        const char *replay_cmd);
+
+/* mkdir -p: creates dir and its missing parents. */
+qv_status qv_mkdirs(const char *dir);
 
 /* ---- JSONL. ---- */
 
