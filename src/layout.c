@@ -200,6 +200,8 @@ static qv_status check_problem(const qv_problem *p)
                            qv_scale_layout_name(sl), qv_fmt_get(v->sfmt)->name);
         break;
     default:
+        if (sl != QV_SCALE_NONE && !scale_bytes(v->sfmt, sl))
+            return qv_fail(QV_ERR_DTYPE, "%s: scales must be f16, bf16 or f32, not %s", ln, qv_fmt_get(v->sfmt)->name);
         break;
     }
     if (v->zero_point && l != QV_LAYOUT_MARLIN_W4_ZP)
@@ -267,7 +269,13 @@ static uint32_t code_at(const qv_problem *p, int64_t row, int64_t col)
 {
     int64_t i = row * p->n + col;
     switch (code_bits(p->v->wfmt)) {
+#ifdef QV_MUTANT_int4_mask_missing
+    /* Mutant (class 10, AutoGPTQ #484): a signed nibble widened without & 0xF
+     * sign-extends into every higher nibble of the word. */
+    case 4: return p->v->wfmt == QV_FMT_I4 ? (uint32_t)((const int8_t *)p->q)[i] : ((const uint8_t *)p->q)[i];
+#else
     case 4: return (uint32_t)((const uint8_t *)p->q)[i] & 0xFu; /* I4: two's complement nibble */
+#endif
     case 8: return ((const uint8_t *)p->q)[i];
     default: return ((const uint16_t *)p->q)[i];
     }
@@ -483,6 +491,15 @@ qv_status qv_pack(const qv_problem *p, qv_packed *out)
     }
 
     if (v->act_order) sort_rows(p->g_idx, p->k, p->k / p->g, out->perm, out->g_idx);
+#ifdef QV_MUTANT_act_order_group_shift
+    /* Mutant (class 18): the group of each sorted row is taken from the row before it. */
+    for (int64_t i = (v->act_order ? p->k : 0) - 1; i > 0; i--) out->g_idx[i] = out->g_idx[i - 1];
+#endif
+#ifdef QV_MUTANT_pack_buffer_not_cleared
+    /* Mutant (class 15, llama.cpp #10032): the words are OR-ed into a buffer
+     * that was never cleared; stale bytes 0x7F (an e4m3 NaN) stand for garbage. */
+    memset(out->b, 0x7F, (size_t)(out->b_rows * out->b_cols) * sizeof(int32_t));
+#endif
     const int32_t *rows = out->perm;
 #ifdef QV_MUTANT_act_order_rows_unsorted
     /* Mutant (class 13): perm is handed out but q's rows keep their logical order. */
@@ -520,7 +537,14 @@ qv_status qv_pack(const qv_problem *p, qv_packed *out)
         memcpy(out->scales2, p->scales2, (size_t)p->n * sizeof(float));
 
     out->s_pow2 = qv_layout_scale_pow2(l, v->afmt);
-    if (out->s_pow2) {
+#ifdef QV_MUTANT_fp8_scale_bias_unfolded
+    /* Mutant (class 8, vLLM #47315): the kernel's fp8 conversion omits the
+     * exponent re-bias (2^8 / 2^120) and the packer forgets to fold it. */
+    if (0)
+#else
+    if (out->s_pow2)
+#endif
+    {
         for (int64_t i = 0; i < out->s_rows * out->s_cols; i++) {
             qv_status st = scale_times_pow2(v->sfmt, (uint8_t *)out->scales + (size_t)i * out->s_elem,
                                             out->s_pow2);
@@ -542,7 +566,12 @@ qv_status qv_pack(const qv_problem *p, qv_packed *out)
         for (int64_t r = 0; r < out->z_rows; r++)
             for (int64_t c = 0; c < p->n; c++) {
                 int64_t from = c - c % 8 + interleave_w4[c % 8];
+#ifdef QV_MUTANT_zero_point_off_by_one
+                /* Mutant (class 9, AutoGPTQ #325, vLLM #38966): GPTQ v1's z-1 stored where z is read. */
+                zw[r * out->z_cols + c / 8] |= ((uint32_t)(zp[r * p->n + from] - 1) & 0xFu) << (4 * (c % 8));
+#else
                 zw[r * out->z_cols + c / 8] |= (uint32_t)zp[r * p->n + from] << (4 * (c % 8));
+#endif
             }
         free(zp);
     }
