@@ -200,6 +200,8 @@ static qv_status check_problem(const qv_problem *p)
                            qv_scale_layout_name(sl), qv_fmt_get(v->sfmt)->name);
         break;
     default:
+        if (sl != QV_SCALE_NONE && !scale_bytes(v->sfmt, sl))
+            return qv_fail(QV_ERR_DTYPE, "%s: scales must be f16, bf16 or f32, not %s", ln, qv_fmt_get(v->sfmt)->name);
         break;
     }
     if (v->zero_point && l != QV_LAYOUT_MARLIN_W4_ZP)
