@@ -224,10 +224,15 @@ static int make_cands(const qv_problem *p, cand *out, int cap)
 /* 1 when the data of [k0, k1) is already zero (the zeroing would change nothing). */
 static int already_zero(const qv_problem *p, int what, int64_t k0, int64_t k1)
 {
-    if (what != 0) return 0;
-    for (int64_t i = 0; i < p->m; i++)
-        for (int64_t kk = k0; kk < k1; kk++)
-            if (qv_problem_a(p, i, kk) != 0.0) return 0;
+    if (what == 0) {
+        for (int64_t i = 0; i < p->m; i++)
+            for (int64_t kk = k0; kk < k1; kk++)
+                if (qv_problem_a(p, i, kk) != 0.0) return 0;
+        return 1;
+    }
+    for (int64_t kk = k0; kk < k1; kk++)
+        for (int64_t j = 0; j < p->n; j++)
+            if (qv_problem_wq(p, kk, j) != 0.0) return 0;
     return 1;
 }
 
