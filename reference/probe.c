@@ -206,7 +206,8 @@ static int has_step(const qv_variant *v, qv_ep_step s)
     return 0;
 }
 
-/* Sets every scale-like buffer to 1 (and zero points to 8, so q - z = q - 8). */
+/* Sets every scale-like buffer to 1, zero points to 8 (so q - z = q - 8) and
+ * g_idx to the identity grouping. */
 static void unit_scales(qv_problem *p)
 {
     for (int64_t i = 0; i < n_scales(p); i++) set_scale(p, i, 1.0);
@@ -215,6 +216,8 @@ static void unit_scales(qv_problem *p)
     for (int64_t i = 0; i < qv_problem_ascale_count(p); i++) p->a_scale[i] = 1.0f;
     for (int64_t i = 0; i < azp_count(p); i++) p->azp[i] = 0;
     fill_zeros(p, NULL, 8);
+    if (p->g_idx)
+        for (int64_t kk = 0; kk < p->k; kk++) p->g_idx[kk] = (int32_t)(kk / p->g);
 }
 
 /* ---- exact ---------------------------------------------------------------- */
