@@ -20,6 +20,14 @@
 #include "qvet/reference.h"
 #include "ref_operands.h"
 
+#ifdef QV_MUTANT_cpu_k_tail_dropped
+/* Mutant (class 11, vLLM #13227, llama.cpp #8311): the dot products stop at
+ * the last whole 64-wide K tile and drop the tail. */
+#define K_END(k) ((k) - (k) % 64)
+#else
+#define K_END(k) (k)
+#endif
+
 /* x truncated (toward zero) to `bits` significant bits. */
 static double trunc_bits(double x, int bits)
 {
@@ -34,7 +42,7 @@ static void dot4_f32(const float *a, const float *w0, const float *w1, const flo
                      int64_t k, float acc[4])
 {
     float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    for (int64_t kk = 0; kk < k; kk++) {
+    for (int64_t kk = 0; kk < K_END(k); kk++) {
         float av = a[kk];
         s0 += av * w0[kk];
         s1 += av * w1[kk];
@@ -49,9 +57,17 @@ static void dot4_f32(const float *a, const float *w0, const float *w1, const flo
 
 static float dot_f32(const float *a, const float *w, int64_t k, int fused)
 {
+#ifdef QV_MUTANT_cpu_splitk_f16_reduce
+    /* Mutant (class 4, vLLM #6795): two K slices, each summed in fp32, reduced in fp16. */
+    float lo = 0, hi = 0;
+    for (int64_t kk = 0; kk < k / 2; kk++) lo = fused ? fmaf(a[kk], w[kk], lo) : lo + a[kk] * w[kk];
+    for (int64_t kk = k / 2; kk < k; kk++) hi = fused ? fmaf(a[kk], w[kk], hi) : hi + a[kk] * w[kk];
+    return (float)ref_round_to(QV_FMT_F16, ref_round_to(QV_FMT_F16, lo, 0) + ref_round_to(QV_FMT_F16, hi, 0), 0);
+#else
     float s = 0;
-    for (int64_t kk = 0; kk < k; kk++) s = fused ? fmaf(a[kk], w[kk], s) : s + a[kk] * w[kk];
+    for (int64_t kk = 0; kk < K_END(k); kk++) s = fused ? fmaf(a[kk], w[kk], s) : s + a[kk] * w[kk];
     return s;
+#endif
 }
 
 /* The fp8 tensor-core dot product with promotion (see the file comment). */
@@ -62,6 +78,17 @@ static float dot_fp8(const qv_problem *p, const double *a, const double *wt, int
     int bits = ar->acc_bits > 0 ? ar->acc_bits : 14;
     int block = p->v->scale_layout == QV_SCALE_BLOCK;
     int64_t k = p->k, kb = (k + 127) / 128, nb = (p->n + 127) / 128;
+#ifdef QV_MUTANT_cpu_block_scale_k_floor
+    /* Mutant (class 12, FBGEMM #6159, vLLM #49596): the K block count by floor
+     * division drops the trailing partial block (wrong a_scale row stride). */
+    kb = k / 128;
+#endif
+#ifdef QV_MUTANT_cpu_fp8_no_promotion
+    /* Mutant (class 16, DeepSeek-V3 §3.3.2): no promotion; the whole K (or
+     * scale block) stays in the ~14-bit tensor-core accumulator. */
+    nc = block ? 128 : (int)k;
+    bits = 14;
+#endif
     float acc = 0;
     for (int64_t k0 = 0; k0 < k; k0 += nc) {
         int64_t k1 = k0 + nc < k ? k0 + nc : k;
@@ -96,11 +123,20 @@ static float dot_fp8(const qv_problem *p, const double *a, const double *wt, int
 /* The epilogue steps in order, in fp32, from the accumulated value. */
 static float epilogue(const qv_variant *v, const ref_operands *o, int64_t i, int64_t j, float x)
 {
+#ifdef QV_MUTANT_cpu_epilogue_f16_cast_first
+    /* Mutant (class 7, vLLM #33972): the accumulator is cast to the f16 output before the scales. */
+    if (v->ofmt == QV_FMT_F16) x = (float)ref_round_to(QV_FMT_F16, x, 0);
+#endif
     for (int st = 0; st < QV_EP_MAX && v->arith.epilogue[st] != QV_EP_END; st++) {
         switch (v->arith.epilogue[st]) {
         case QV_EP_MUL_WSCALE: x = x * (float)o->col_s1[j]; break;
         case QV_EP_MUL_WSCALE2: x = x * (float)o->col_s2[j]; break;
+#ifdef QV_MUTANT_cpu_token_scale_per_channel
+        /* Mutant (class 19): the per-token scale indexed by the output column (wrapped to M). */
+        case QV_EP_MUL_ASCALE: x = x * (float)o->row_s[j % o->m]; break;
+#else
         case QV_EP_MUL_ASCALE: x = x * (float)o->row_s[i]; break;
+#endif
         default: break; /* SUB_AZP is folded exactly; TO_F32 happened already */
         }
     }
@@ -110,6 +146,10 @@ static float epilogue(const qv_variant *v, const ref_operands *o, int64_t i, int
 static void store(const qv_variant *v, void *out, int64_t e, float x)
 {
     qv_sat sat = v->arith.out_sat;
+#ifdef QV_MUTANT_cpu_output_truncation
+    /* Mutant (class 17): the output cast truncates toward zero where RNE is declared. */
+    x = (float)trunc_bits(x, v->ofmt == QV_FMT_BF16 ? 8 : v->ofmt == QV_FMT_F16 ? 11 : 24);
+#endif
     uint32_t c = qv_encode(v->ofmt, (double)x, sat);
     if (v->ofmt == QV_FMT_F32)
         ((uint32_t *)out)[e] = c;
@@ -164,7 +204,11 @@ qv_status ref_model_run(const qv_problem *p, void *out)
         for (int64_t i = 0; i < m; i++) {
             const float *a = af + i * k;
             int64_t j = 0;
+#ifdef QV_MUTANT_cpu_splitk_f16_reduce
+            if (0) /* every column through the split dot_f32 */
+#else
             if (!fused)
+#endif
                 for (; j + 4 <= n; j += 4) {
                     float s[4];
                     dot4_f32(a, wf + j * k, wf + (j + 1) * k, wf + (j + 2) * k, wf + (j + 3) * k, k, s);
