@@ -14,9 +14,11 @@
  *     the output rounding relative to the accumulation bound (r <= 1 for every
  *     element that passes; a kernel that routinely spends half its worst-case
  *     budget is suspicious, since real accumulation errors grow like sqrt(K));
- *   - a signed-bias z-score |z| > 6 over >= 64 nonzero errors, z = sum s / sqrt(sum s^2)
- *     with s = (out - y) / (E + ulp/2): under symmetric independent errors z is
- *     about N(0,1), so 6 sigma is a one-in-10^9 false alarm;
+ *   - a signed-bias z-score |z| > 6 over >= 64 distinct nonzero errors,
+ *     z = sum s / sqrt(sum s^2) with s = (out - y) / (E + ulp/2), each distinct
+ *     (y, s) pair counted once (repeated rows/columns are one observation): under
+ *     symmetric independent errors z is about N(0,1), so 6 sigma is a one-in-10^9
+ *     false alarm;
  *   - NMSE (llama.cpp: sum (out-y)^2 / sum y^2) above 4x its expectation
  *     sum (ulp^2/12 + (E/3)^2) / sum y^2: ulp^2/12 is the variance of an RNE cast,
  *     (E/3)^2 lets the accumulation error reach its worst case at 3 sigma.
@@ -116,6 +118,36 @@ static double p99_of(double *x, int64_t n)
     return select_kth(x, n, kth);
 }
 
+/* One signed, normalized error for the bias monitor. */
+typedef struct bias_pt {
+    double y, s;
+} bias_pt;
+
+static int cmp_bias(const void *a, const void *b)
+{
+    const bias_pt *x = a, *y = b;
+    if (x->y != y->y) return x->y < y->y ? -1 : 1;
+    return x->s < y->s ? -1 : x->s > y->s;
+}
+
+/* z = sum s / sqrt(sum s^2) over the distinct (y, s) pairs: repeated rows or
+ * columns (one-hot, witnesses, broadcast data) repeat one error, which is one
+ * observation, not many. Returns the number of distinct pairs. */
+static int64_t bias_z(bias_pt *bp, int64_t n, double *z)
+{
+    qsort(bp, (size_t)n, sizeof *bp, cmp_bias);
+    double s1 = 0, s2 = 0;
+    int64_t distinct = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (i > 0 && bp[i].y == bp[i - 1].y && bp[i].s == bp[i - 1].s) continue;
+        s1 += bp[i].s;
+        s2 += bp[i].s * bp[i].s;
+        distinct++;
+    }
+    *z = s2 > 0 ? s1 / sqrt(s2) : 0.0;
+    return distinct;
+}
+
 static void result_init(qv_result *res, int64_t mn)
 {
     memset(res, 0, sizeof *res);
@@ -138,7 +170,9 @@ void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, con
     double *ulps = malloc(sizeof(double) * (size_t)(mn > 0 ? mn : 1));
     QV_ASSERT(rs && ulps, "out of memory in ref_verify");
     int64_t nr = 0, nbad = 0, nbias = 0;
-    double sum_e2 = 0, sum_y2 = 0, sum_exp = 0, bias_s = 0, bias_s2 = 0;
+    double sum_e2 = 0, sum_y2 = 0, sum_exp = 0;
+    bias_pt *bp = malloc(sizeof(bias_pt) * (size_t)(mn > 0 ? mn : 1));
+    QV_ASSERT(bp, "out of memory in ref_verify");
     double worst_r = -1.0, worst_bad = -1.0;
     int64_t first_bad = -1, worst_e = -1, worst_bad_e = -1;
     const char *first_kind = NULL;
@@ -190,9 +224,8 @@ void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, con
                     double u = qv_ulp(of, y);
                     sum_exp += u * u / 12.0 + (E / 3.0) * (E / 3.0);
                     if (err != 0.0) {
-                        double s = err / (E + half);
-                        bias_s += s;
-                        bias_s2 += s * s;
+                        bp[nbias].y = y;
+                        bp[nbias].s = err / (E + half);
                         nbias++;
                     }
                 } else {
@@ -235,7 +268,8 @@ void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, con
     res->p99_ulp = p99_of(ulps, nr);
     res->nmse = sum_y2 > 0 ? sum_e2 / sum_y2 : (sum_e2 > 0 ? INFINITY : 0.0);
     res->norm_rel = sqrt(res->nmse);
-    res->bias_z = bias_s2 > 0 ? bias_s / sqrt(bias_s2) : 0.0;
+    nbias = bias_z(bp, nbias, &res->bias_z);
+    free(bp);
     free(rs);
     free(ulps);
 
@@ -263,7 +297,7 @@ void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, con
                  P99_MARGINAL);
     } else if (nbias >= BIAS_MIN_COUNT && fabs(res->bias_z) > BIAS_Z_MARGINAL) {
         res->grade = QV_MARGINAL;
-        snprintf(res->reason, sizeof res->reason, "signed bias: z = %.3g over %lld nonzero errors (|z| > %.0f)",
+        snprintf(res->reason, sizeof res->reason, "signed bias: z = %.3g over %lld distinct nonzero errors (|z| > %.0f)",
                  res->bias_z, (long long)nbias, BIAS_Z_MARGINAL);
     } else if (res->nmse > NMSE_FACTOR * sum_exp / sum_y2) {
         res->grade = QV_MARGINAL;
