@@ -210,9 +210,24 @@ static int64_t file_size(const char *path)
     return stat(path, &st) == 0 ? (int64_t)st.st_size : 0;
 }
 
+static int registry_index(const char *name);
+
+/* 1 for a ppl line of the fp32 baseline (a "variant" outside the registry). */
+static int is_ppl_baseline(const char *line, size_t len)
+{
+    if (!strstr(line, "\"kind\":\"ppl\"")) return 0;
+    qv_json *root;
+    if (qv_json_parse(line, len, &root) != QV_OK) return 0;
+    int base = registry_index(qv_json_str(qv_json_get(root, "variant"))) == qv_registry_count();
+    qv_json_free(root);
+    return base;
+}
+
 /* Appends the complete lines of src (those ending in '\n') to dst. A child
- * killed while writing leaves a last line without its newline: dropped. */
-static void append_lines(FILE *dst, const char *src)
+ * killed while writing leaves a last line without its newline: dropped. With
+ * drop_baseline, ppl's fp32 baseline lines are left out (every ppl child
+ * scores the baseline; the rank keeps its first child's). */
+static void append_lines(FILE *dst, const char *src, int drop_baseline)
 {
     FILE *f = fopen(src, "rb");
     if (!f) return;
@@ -220,7 +235,8 @@ static void append_lines(FILE *dst, const char *src)
     size_t cap = 0;
     ssize_t n;
     while ((n = getline(&line, &cap, f)) > 0)
-        if (line[n - 1] == '\n') fwrite(line, 1, (size_t)n, dst);
+        if (line[n - 1] == '\n' && !(drop_baseline && is_ppl_baseline(line, (size_t)n)))
+            fwrite(line, 1, (size_t)n, dst);
     free(line);
     fclose(f);
 }
@@ -579,7 +595,7 @@ static void run_share(mpi_job *j, rank_report *rep)
             snprintf(partial, sizeof partial, "%s.partial", u[i].out);
             /* A child that did not finish leaves FILE.partial (the campaign
              * renames it only when complete): its finished cases count too. */
-            append_lines(all, access(u[i].out, F_OK) == 0 ? u[i].out : partial);
+            append_lines(all, access(u[i].out, F_OK) == 0 ? u[i].out : partial, j->kind == JOB_PPL && i > 0);
         }
         free_argv(u[i].argv);
     }
@@ -868,8 +884,8 @@ static int gather_and_merge(mpi_job *j, rank_report *mine)
         char dev[32];
         if (p->gpu >= 0) snprintf(dev, sizeof dev, "GPU %d", p->gpu);
         else snprintf(dev, sizeof dev, "no GPU");
-        printf("rank %-3d %-20s %-7s %8lld cases %6lld failed  %s\n", r, p->host, dev, st[r].cases, st[r].failed,
-               p->units_bad ? "FAILED" : "ok");
+        printf("rank %-3d %-20s %-7s %8lld %s %6lld failed  %s\n", r, p->host, dev, st[r].cases,
+               j->kind == JOB_PPL ? "variants" : "cases", st[r].failed, p->units_bad ? "FAILED" : "ok");
         if (p->worst_exit > worst) worst = p->worst_exit;
         if (p->units_bad) {
             bad_ranks++;
