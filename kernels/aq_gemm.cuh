@@ -74,6 +74,10 @@ __device__ __forceinline__ int aq_perm32_pos(int c)
  * (overflow gives +-Inf: QV_SAT_NONE). */
 __device__ __forceinline__ float aq_scale_out(float acc, float sw, float sa)
 {
+#ifdef QV_MUTANT_gpu_aq_epilogue_f16_cast_first
+    /* Mutant (class 7, vLLM #33972): the accumulator is cast to fp16 before the scales. */
+    acc = __half2float(__float2half_rn(acc));
+#endif
     return __fmul_rn(__fmul_rn(acc, sw), sa);
 }
 
@@ -110,7 +114,12 @@ __device__ __forceinline__ void aq_finish(const aq_params &p, int64_t row, int64
             o1 = aq_scale_out(v1, aq_load_ws(p, (int)col + 1), sa);
         }
     } else {
+#ifdef QV_MUTANT_gpu_aq_token_scale_per_channel
+        /* Mutant (class 19): the per-token scale indexed by the output column (wrapped to M). */
+        const float sa = aq_load_as(p, (int)(col % p.m));
+#else
         const float sa = aq_load_as(p, (int)row);
+#endif
         float s0, s1;
         if constexpr (KIND == AQ_B_QQQ_GROUP) {
             s0 = p.w_scale2[aq_perm32_pos((int)col)];
@@ -122,7 +131,12 @@ __device__ __forceinline__ void aq_finish(const aq_params &p, int64_t row, int64
         o0 = aq_scale_out(__int2float_rn(v0), s0, sa);
         o1 = aq_scale_out(__int2float_rn(v1), s1, sa);
     }
+#ifdef QV_MUTANT_gpu_aq_output_truncation
+    /* Mutant (class 17): the output cast truncates toward zero where RNE is declared. */
+    *(__half2 *)(p.c + row * p.n + col) = __halves2half2(__float2half_rz(o0), __float2half_rz(o1));
+#else
     *(__half2 *)(p.c + row * p.n + col) = __halves2half2(__float2half_rn(o0), __float2half_rn(o1));
+#endif
 }
 
 template <int KIND, int MW, int WM, int WN, int NT>
@@ -163,7 +177,12 @@ k_gemm_aq_mma(const aq_params p)
     const int wm = warp / WN, wn = warp % WN;
     const int m0 = blockIdx.x * C::bm, n0 = blockIdx.y * C::bn;
     const int64_t M = p.m, N = p.n, K = p.k;
+#ifdef QV_MUTANT_gpu_aq_k_tail_dropped
+    /* Mutant (class 11, vLLM #13227, llama.cpp #8311): K tiles counted by floor; the tail is dropped. */
+    const int ktiles = p.k / AQ_BK;
+#else
     const int ktiles = (p.k + AQ_BK - 1) / AQ_BK;
+#endif
     const int kt0 = blockIdx.z * p.kt_per_split;
     const int kt1 = min(ktiles, kt0 + p.kt_per_split);
     const int nkt = max(0, kt1 - kt0);
@@ -181,6 +200,10 @@ k_gemm_aq_mma(const aq_params p)
             int64_t row = m0 + r, kk = k0 + 16 * c;
             bool pred = row < M && kk < K;
             const uint8_t *src = pred ? p.a + row * K + kk : p.a;
+#ifdef QV_MUTANT_gpu_aq_padding_not_cleared
+            /* Mutant (class 15, llama.cpp #10032): out-of-range chunks are skipped, not zero-filled. */
+            if (pred)
+#endif
             aq_cp_async16(sa_s + aq_swz(r, c), src, pred);
         }
         uint8_t *sb_s = sb + s * C::b_stage;
@@ -202,6 +225,9 @@ k_gemm_aq_mma(const aq_params p)
                 int64_t col = n0 + r, kk = k0 + 16 * c;
                 bool pred = col < N && kk < K;
                 const uint8_t *src = pred ? b8 + col * K + kk : b8;
+#ifdef QV_MUTANT_gpu_aq_padding_not_cleared
+                if (pred)
+#endif
                 aq_cp_async16(sb_s + aq_swz(r, c), src, pred);
             }
         }
@@ -254,7 +280,11 @@ k_gemm_aq_mma(const aq_params p)
 
     for (int it = 0; it < nkt; it++) {
         aq_cp_async_wait<C::stages - 2>();
+#ifndef QV_MUTANT_gpu_aq_missing_barrier
+        /* (Mutant QV_MUTANT_gpu_aq_missing_barrier, class 5, vLLM #11493, drops this barrier:
+         * warps then read a stage whose other threads' cp.async copies are still in flight.) */
         __syncthreads();
+#endif
         /* Refill the stage consumed in the previous iteration (everyone is past it). */
         {
             int nx = it + C::stages - 1;
@@ -377,7 +407,12 @@ k_gemm_aq_mma(const aq_params p)
                 for (int hh = 0; hh < 2; hh++) {
                     const int64_t row = m0 + (wm * MW + i) * 16 + (lane >> 2) + 8 * hh;
                     float s_ab = 0.0f;
+#ifdef QV_MUTANT_gpu_aq_block_scale_k_floor
+                    /* Mutant (class 12, FBGEMM #6159, vLLM #49596): a_scale row stride by floor(K/128). */
+                    if (blk && row < M) s_ab = __fmul_rn(p.a_scale[row * (p.k / AQ_BK) + kt], sw);
+#else
                     if (blk && row < M) s_ab = __fmul_rn(p.a_scale[row * ktiles + kt], sw);
+#endif
 #pragma unroll
                     for (int t = 0; t < NT; t++)
 #pragma unroll
@@ -427,7 +462,11 @@ k_gemm_aq_mma(const aq_params p)
 #pragma unroll
             for (int hh = 0; hh < 2; hh++) {
                 const int64_t row = m0 + (wm * MW + i) * 16 + (lane >> 2) + 8 * hh;
+#ifndef QV_MUTANT_gpu_aq_rows_beyond_m
+                /* (Mutant QV_MUTANT_gpu_aq_rows_beyond_m, class 20, llm-awq #113, drops this
+                 * predicate: rows of the last M tile past M are stored.) */
                 if (row >= M) continue;
+#endif
 #pragma unroll
                 for (int t = 0; t < NT; t++) {
                     const int64_t col = wcol0 + 8 * t + 2 * tq;
@@ -458,7 +497,11 @@ k_gemm_aq_mma(const aq_params p)
         const int tile = blockIdx.y * gridDim.x + blockIdx.x;
         const int arrived = atomicAdd(&counters[tile], 1);
         aq_is_last = arrived == p.splits - 1;
+#ifndef QV_MUTANT_gpu_aq_lock_not_reset
+        /* (Mutant QV_MUTANT_gpu_aq_lock_not_reset, class 6, marlin e7a312a, leaves the
+         * counter set: the next launch never sees its last arrival.) */
         if (aq_is_last) counters[tile] = 0;
+#endif
     }
     __syncthreads();
     if (!aq_is_last) return;
@@ -476,8 +519,14 @@ k_gemm_aq_mma(const aq_params p)
                 v0 = w0;
                 v1 = w1;
             } else if constexpr (C::fp8) {
+#ifdef QV_MUTANT_gpu_aq_splitk_f16_reduce
+                /* Mutant (class 4, vLLM #6795): the K slices are reduced in fp16. */
+                v0 = __half2float(__hadd(__float2half_rn(v0), __float2half_rn(w0)));
+                v1 = __half2float(__hadd(__float2half_rn(v1), __float2half_rn(w1)));
+#else
                 v0 = __fadd_rn(v0, w0);
                 v1 = __fadd_rn(v1, w1);
+#endif
             } else {
                 v0 = (int)((unsigned)v0 + (unsigned)w0);
                 v1 = (int)((unsigned)v1 + (unsigned)w1);
