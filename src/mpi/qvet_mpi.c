@@ -7,14 +7,17 @@
  *          cases is exactly the cases one process would run;
  *   check  the selected variants are dealt round-robin over the ranks; each
  *          variant's fixed suite runs whole on one rank;
- *   ppl    the variants of --variant are dealt round-robin over the ranks.
+ *   ppl    the variants of --variant are dealt round-robin over the ranks;
+ *   mutants  the rows of mutants/catalogue.tsv are dealt round-robin; each
+ *          rank runs tools/mutants.py --run-only on its rows, with the
+ *          binaries that tools/mutants.py --build-only made beforehand.
  *
  * Each rank gets one GPU (its local rank modulo the devices it sees, through
  * CUDA_VISIBLE_DEVICES) and runs its share as child processes of the plain
  * qvet (this same binary with QVET_MPI=0). Rank 0 gathers every rank's JSONL
  * and log through MPI, merges the lines in a deterministic order (fuzz: case
  * index; check: registry order of the variant, then suite index; ppl:
- * registry order) under one "run" line that describes the whole MPI run, and
+ * registry order; mutants: catalogue order) under one "run" line that describes the whole MPI run, and
  * prints the campaign's closing line summed over the ranks.
  *
  * Rule: a rank never runs a campaign in its own process. A child that
@@ -61,6 +64,13 @@ int __real_main(int argc, char **argv);
 #define PROBLEM_LEN 2048
 /* MPI counts are int: bulk data travels in chunks well below INT_MAX. */
 #define CHUNK_BYTES ((size_t)64 << 20)
+/* Where tools/mutants.py keeps its catalogue and, by default, its output
+ * (both relative to the repository root, where `qvet mutants` runs). */
+#define MUTANT_CATALOGUE "mutants/catalogue.tsv"
+#define MUTANT_SCRIPT "tools/mutants.py"
+#define MUTANT_OUT "mutants/out"
+/* The most catalogue rows the MPI entry deals out. */
+#define MAX_MUTANTS 512
 /* How often a waiting rank looks for a message: MPI's blocking receive spins
  * a core, which would slow the children still running on this host. */
 #define POLL_NS 20000000L
@@ -70,7 +80,7 @@ int __real_main(int argc, char **argv);
 /* Message tags, one per kind of payload. */
 enum { TAG_REPORT = 1, TAG_JSONL, TAG_LOG };
 
-typedef enum job_kind { JOB_FUZZ, JOB_CHECK, JOB_PPL } job_kind;
+typedef enum job_kind { JOB_FUZZ, JOB_CHECK, JOB_PPL, JOB_MUTANTS } job_kind;
 
 typedef struct mpi_job {
     job_kind kind;
@@ -93,6 +103,11 @@ typedef struct mpi_job {
     char exe[4096];            /* this binary, for the children */
     char tmp[512];             /* this rank's scratch folder */
     int gpu;                   /* CUDA device the children see, -1 for none */
+    /* mutants: the catalogue rows of the backend (and --only), in order */
+    const char *only;          /* --only a,b,c */
+    int n_mutants;
+    char *mutants[MAX_MUTANTS];
+    char merged[4200];         /* the merged results file (mutants: OUT/BACKEND/kill.jsonl) */
 } mpi_job;
 
 /* What a rank tells rank 0 once its children are done. Sent as bytes: every
@@ -110,7 +125,7 @@ typedef struct rank_report {
 /* One child run: argument vector and where its JSONL goes. */
 typedef struct unit {
     char **argv;               /* NULL-terminated, owned */
-    char out[640];             /* its --out file in the rank's scratch folder */
+    char out[1024];            /* its --out file in the rank's scratch folder */
 } unit;
 
 /* ---- small helpers ---- */
@@ -273,9 +288,72 @@ static int takes_value(const char *a)
 {
     static const char *const with_value[] = {"--variant", "--out", "--plugin", "--seed", "--cases",
                                              "--minutes", "--shard", "--cap", "--fail-dir", "--report",
-                                             "--model", "--text", "--ctx", "--chunks"};
+                                             "--model", "--text", "--ctx", "--chunks", "--only"};
     for (size_t i = 0; i < sizeof with_value / sizeof with_value[0]; i++)
         if (!strcmp(a, with_value[i])) return 1;
+    return 0;
+}
+
+/* mutants: the backend's catalogue rows (less those --only leaves out), the
+ * binaries' folder and the merged file. Returns 0, or 2 after a message. */
+static int scan_mutants(mpi_job *j, int say)
+{
+    int gpu = 0, cpu = 0;
+    for (int i = 1; i < j->argc; i++) {
+        gpu |= !strcmp(j->argv[i], "--gpu");
+        cpu |= !strcmp(j->argv[i], "--cpu");
+        if (takes_value(j->argv[i])) i++;
+    }
+    if (gpu == cpu) {
+        if (say) fprintf(stderr, "qvet mutants: give --cpu or --gpu\n");
+        return 2;
+    }
+    const char *backend = gpu ? "gpu" : "cpu";
+    const char *out = j->out_path ? j->out_path : MUTANT_OUT;
+    snprintf(j->merged, sizeof j->merged, "%s/%s/kill.jsonl", out, backend);
+    char bin[4200];
+    snprintf(bin, sizeof bin, "%s/%s/bin/qvet-base", out, backend);
+    if (access(bin, X_OK) != 0) {
+        if (say)
+            fprintf(stderr, "qvet mutants: %s is missing: build the mutants first with "
+                            "tools/mutants.py --%s --build-only%s%s\n", bin, backend, j->out_path ? " --out " : "",
+                    j->out_path ? j->out_path : "");
+        return 2;
+    }
+    FILE *f = fopen(MUTANT_CATALOGUE, "r");
+    if (!f) {
+        if (say) fprintf(stderr, "qvet mutants: cannot read %s (run from the repository root)\n", MUTANT_CATALOGUE);
+        return 2;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, f) > 0 && j->n_mutants < MAX_MUTANTS) {
+        if (line[0] == '#' || line[0] == '\n') continue;
+        /* name \t bug class \t backends (comma list) \t ... */
+        char *name = line, *tab = strchr(line, '\t');
+        if (!tab) continue;
+        *tab = '\0';
+        char *cls = tab + 1, *backends = strchr(cls, '\t');
+        if (!backends) continue;
+        backends++;
+        backends[strcspn(backends, "\t\n")] = '\0';
+        int match = 0;
+        for (char *save = NULL, *b = strtok_r(backends, ",", &save); b; b = strtok_r(NULL, ",", &save))
+            match |= !strcmp(b, backend);
+        if (match && j->only) {
+            char padded[600], list[4200];
+            snprintf(padded, sizeof padded, ",%s,", name);
+            snprintf(list, sizeof list, ",%s,", j->only);
+            match = strstr(list, padded) != NULL;
+        }
+        if (match) j->mutants[j->n_mutants++] = xstrdup(name);
+    }
+    free(line);
+    fclose(f);
+    if (!j->n_mutants) {
+        if (say) fprintf(stderr, "qvet mutants: no %s row of %s is selected\n", backend, MUTANT_CATALOGUE);
+        return 2;
+    }
     return 0;
 }
 
@@ -306,6 +384,13 @@ static int scan_opts(mpi_job *j)
         else if (!strcmp(a, "--variant")) j->glob = val;
         else if (!strcmp(a, "--plugin")) j->plugin_path = val;
         else if (!strcmp(a, "--cpu") || !strcmp(a, "--cpu-fast")) j->want_cpu = 1;
+        else if (!strcmp(a, "--only")) j->only = val;
+        else if (j->kind == JOB_MUTANTS && (!strcmp(a, "--build-only") || !strcmp(a, "--run-only"))) {
+            if (say)
+                fprintf(stderr, "qvet mutants: under MPI the ranks only run the mutants; build them once "
+                                "beforehand with tools/mutants.py --cpu|--gpu --build-only\n");
+            return 2;
+        }
         else if (!strcmp(a, "--minutes")) j->minutes_set = 1;
         else if (!strcmp(a, "--cases") && j->kind == JOB_FUZZ) {
             if (qv_opt_long("--cases", val, 1, (long long)1 << 40, &j->cases)) return 2;
@@ -335,7 +420,7 @@ static int scan_opts(mpi_job *j)
         }
         if (takes_value(a)) i++;
     }
-    if (j->report_dir && !j->out_path) {
+    if (j->report_dir && !j->out_path && j->kind != JOB_MUTANTS) {
         if (say) fprintf(stderr, "qvet %s: --report DIR needs --out FILE (the merged results it reads)\n", j->cmd);
         return 2;
     }
@@ -348,6 +433,8 @@ static int scan_opts(mpi_job *j)
         return 2;
     }
     if (j->kind == JOB_FUZZ && !j->cases && !j->minutes_set) j->cases = FUZZ_DEFAULT_CASES;
+    if (j->kind == JOB_MUTANTS) return scan_mutants(j, say);
+    snprintf(j->merged, sizeof j->merged, "%s", j->out_path ? j->out_path : "");
     return 0;
 }
 
@@ -355,13 +442,18 @@ static int scan_opts(mpi_job *j)
  * (NULL-terminated), as a fresh NULL-terminated vector headed by the binary. */
 static char **child_argv(const mpi_job *j, const char *const *extra)
 {
-    static const char *const dropped[] = {"--out", "--report", "--shard", "--cases", "--seed", "--variant"};
+    static const char *const dropped[] = {"--out", "--report", "--shard", "--cases", "--seed", "--variant", "--only"};
     int n_extra = 0;
     while (extra[n_extra]) n_extra++;
-    char **v = xmalloc(sizeof *v * (size_t)(j->argc + n_extra + 2));
+    char **v = xmalloc(sizeof *v * (size_t)(j->argc + n_extra + 3));
     int n = 0;
-    v[n++] = xstrdup(j->exe);
-    v[n++] = xstrdup(j->cmd);
+    if (j->kind == JOB_MUTANTS) {
+        v[n++] = xstrdup("python3");
+        v[n++] = xstrdup(MUTANT_SCRIPT);
+    } else {
+        v[n++] = xstrdup(j->exe);
+        v[n++] = xstrdup(j->cmd);
+    }
     for (int i = 1; i < j->argc; i++) {
         const char *a = j->argv[i];
         int drop = 0;
@@ -453,8 +545,8 @@ static int run_child(const mpi_job *j, char **argv, const char *log_path, const 
         close(fd);
         setenv("QVET_MPI", "0", 1);
         if (vis[0]) setenv("CUDA_VISIBLE_DEVICES", vis, 1);
-        execv(j->exe, argv);
-        fprintf(stderr, "qvet: cannot run %s: %s\n", j->exe, strerror(errno));
+        execvp(argv[0], argv);
+        fprintf(stderr, "qvet: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
     if (kill_it) kill(pid, SIGKILL);
@@ -465,7 +557,7 @@ static int run_child(const mpi_job *j, char **argv, const char *log_path, const 
 }
 
 /* This rank's share as a list of children. Returns how many (0: none). */
-static int plan_units(const mpi_job *j, unit **out, rank_report *rep)
+static int plan_units(const mpi_job *j, unit **out_units, rank_report *rep)
 {
     unit *u = NULL;
     int n = 0;
@@ -478,7 +570,7 @@ static int plan_units(const mpi_job *j, unit **out, rank_report *rep)
         long long my = j->cases ? j->cases / R + (r < j->cases % R) : 0;
         snprintf(rep->shard, sizeof rep->shard, "%lld/%lld", si, sn);
         if (j->cases && !my) {
-            *out = NULL;
+            *out_units = NULL;
             return 0;
         }
         u = xmalloc(sizeof *u);
@@ -488,6 +580,38 @@ static int plan_units(const mpi_job *j, unit **out, rank_report *rep)
         snprintf(cases, sizeof cases, "%lld", my);
         const char *extra[] = {"--shard", rep->shard, "--seed", seed, "--out", u[0].out,
                                j->cases ? "--cases" : NULL, cases, NULL};
+        u[0].argv = child_argv(j, extra);
+        n = 1;
+    } else if (j->kind == JOB_MUTANTS) {
+        /* One tools/mutants.py --run-only a rank, on its rows, writing into
+         * the scratch folder, whose BACKEND/bin links to the built binaries. */
+        int gpu = 0;
+        for (int i = 1; i < j->argc; i++) gpu |= !strcmp(j->argv[i], "--gpu");
+        const char *backend = gpu ? "gpu" : "cpu";
+        const char *out = j->out_path ? j->out_path : MUTANT_OUT;
+        char only[8192] = "", dir[700], link[800], bin[4300];
+        size_t at = 0;
+        for (int i = j->rank; i < j->n_mutants; i += j->size)
+            at += (size_t)snprintf(only + at, sizeof only - at, "%s%s", at ? "," : "", j->mutants[i]);
+        if (!at) {
+            *out_units = NULL;
+            return 0;
+        }
+        snprintf(dir, sizeof dir, "%s/mut/%s", j->tmp, backend);
+        snprintf(link, sizeof link, "%s/bin", dir);
+        if (out[0] == '/') snprintf(bin, sizeof bin, "%s/%s/bin", out, backend);
+        else {
+            char cwd[2048];
+            if (!getcwd(cwd, sizeof cwd)) return -1;
+            snprintf(bin, sizeof bin, "%s/%s/%s/bin", cwd, out, backend);
+        }
+        char mut[700];
+        snprintf(mut, sizeof mut, "%s/mut", j->tmp);
+        if ((mkdir(mut, 0755) && errno != EEXIST) || (mkdir(dir, 0755) && errno != EEXIST) || symlink(bin, link))
+            return -1;
+        u = xmalloc(sizeof *u);
+        snprintf(u[0].out, sizeof u[0].out, "%s/kill.jsonl", dir);
+        const char *extra[] = {"--run-only", "--only", only, "--out", mut, NULL};
         u[0].argv = child_argv(j, extra);
         n = 1;
     } else {
@@ -530,7 +654,7 @@ static int plan_units(const mpi_job *j, unit **out, rank_report *rep)
             n++;
         }
     }
-    *out = u;
+    *out_units = u;
     return n;
 }
 
@@ -565,6 +689,8 @@ static void run_share(mpi_job *j, rank_report *rep)
         char label[300];
         if (j->kind == JOB_FUZZ) {
             snprintf(label, sizeof label, "shard %s", rep->shard);
+        } else if (j->kind == JOB_MUTANTS) {
+            snprintf(label, sizeof label, "%s", MUTANT_SCRIPT);
         } else {
             /* the variant: the word after --variant */
             const char *name = "?";
@@ -591,7 +717,7 @@ static void run_share(mpi_job *j, rank_report *rep)
             }
         }
         if (all) {
-            char partial[700];
+            char partial[1100];
             snprintf(partial, sizeof partial, "%s.partial", u[i].out);
             /* A child that did not finish leaves FILE.partial (the campaign
              * renames it only when complete): its finished cases count too. */
@@ -673,7 +799,15 @@ static void stream_next(stream *s, const mpi_job *j, char **run_tpl)
         const char *variant = qv_json_str(qv_json_get(root, "variant"));
         s->key1 = j->kind == JOB_FUZZ ? 0 : registry_index(variant);
         s->key2 = idx;
-        if (kind && !strcmp(kind, "case")) {
+        if (kind && !strcmp(kind, "mutant")) {
+            /* catalogue order; "failed" counts the killed mutants */
+            const char *name = qv_json_str(qv_json_get(root, "mutant"));
+            s->key1 = j->n_mutants;
+            for (int i = 0; name && i < j->n_mutants; i++)
+                if (!strcmp(j->mutants[i], name)) s->key1 = i;
+            s->cases++;
+            s->failed += qv_json_bool(qv_json_get(root, "killed"), 0) == 1;
+        } else if (kind && !strcmp(kind, "case")) {
             s->cases++;
             const char *verdict = qv_json_str(qv_json_get(root, "verdict"));
             s->failed += verdict && !strcmp(verdict, "FAIL");
@@ -858,10 +992,10 @@ static int gather_and_merge(mpi_job *j, rank_report *mine)
         cases += st[r].cases;
         failed += st[r].failed;
     }
-    if (j->out_path) {
+    if (j->merged[0]) {
         /* FILE.partial first, renamed when complete, as the campaign does. */
-        char tmp_out[4200];
-        snprintf(tmp_out, sizeof tmp_out, "%s.partial", j->out_path);
+        char tmp_out[4300];
+        snprintf(tmp_out, sizeof tmp_out, "%s.partial", j->merged);
         FILE *o = fopen(tmp_out, "wb");
         int bad = !o;
         if (o) {
@@ -870,8 +1004,8 @@ static int gather_and_merge(mpi_job *j, rank_report *mine)
             bad |= ferror(o);
             bad |= fclose(o) != 0;
         }
-        if (bad || rename(tmp_out, j->out_path)) {
-            fprintf(stderr, "qvet %s: cannot write %s\n", j->cmd, j->out_path);
+        if (bad || rename(tmp_out, j->merged)) {
+            fprintf(stderr, "qvet %s: cannot write %s\n", j->cmd, j->merged);
             rc = 2;
         }
     }
@@ -885,7 +1019,8 @@ static int gather_and_merge(mpi_job *j, rank_report *mine)
         if (p->gpu >= 0) snprintf(dev, sizeof dev, "GPU %d", p->gpu);
         else snprintf(dev, sizeof dev, "no GPU");
         printf("rank %-3d %-20s %-7s %8lld %s %6lld failed  %s\n", r, p->host, dev, st[r].cases,
-               j->kind == JOB_PPL ? "variants" : "cases", st[r].failed, p->units_bad ? "FAILED" : "ok");
+               j->kind == JOB_PPL ? "variants" : j->kind == JOB_MUTANTS ? "mutants" : "cases", st[r].failed,
+               p->units_bad ? "FAILED" : "ok");
         if (p->worst_exit > worst) worst = p->worst_exit;
         if (p->units_bad) {
             bad_ranks++;
@@ -900,18 +1035,19 @@ static int gather_and_merge(mpi_job *j, rank_report *mine)
     }
     if (bad_ranks)
         fprintf(stderr, "qvet %s: %d of %d ranks did not finish; the results of the others are kept%s\n", j->cmd,
-                bad_ranks, R, j->out_path ? " in the merged file" : "");
+                bad_ranks, R, j->merged[0] ? " in the merged file" : "");
 
     if (j->report_dir && !rc) {
-        char *argv[] = {j->exe, "report", (char *)j->out_path, "-o", (char *)j->report_dir, NULL};
+        char *argv[] = {j->exe, "report", (char *)j->merged, "-o", (char *)j->report_dir, NULL};
         int status = run_child(j, argv, "/dev/stdout", "", 0);
         if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            fprintf(stderr, "qvet %s: qvet report on %s failed\n", j->cmd, j->out_path);
+            fprintf(stderr, "qvet %s: qvet report on %s failed\n", j->cmd, j->merged);
             rc = 2;
         }
     }
-    if (j->out_path && !rc) printf("results: %s\n", j->out_path);
+    if (j->merged[0] && !rc) printf("results: %s\n", j->merged);
     if (j->kind == JOB_PPL) printf("ppl: %lld variants on %d ranks, %d ranks failed\n", cases, R, bad_ranks);
+    else if (j->kind == JOB_MUTANTS) printf("mutants: %lld killed of %lld\n", failed, cases);
     else printf("%s: %lld cases, %lld failed\n", j->cmd, cases, failed);
     fflush(stdout);
 
@@ -919,6 +1055,7 @@ static int gather_and_merge(mpi_job *j, rank_report *mine)
     if (!rc) {
         if (worst == 2) rc = 2;
         else if (bad_ranks) rc = 3;
+        else if (j->kind == JOB_MUTANTS) rc = worst == 1 || failed < cases ? 1 : 0;
         else if (failed || worst == 1) rc = 1;
     }
     for (int r = 0; r < R; r++) {
@@ -937,12 +1074,16 @@ static int gather_and_merge(mpi_job *j, rank_report *mine)
 static void mpi_usage(FILE *f)
 {
     fprintf(f,
-            "\nUnder MPI (mpirun -np R qvet fuzz|check|ppl ...):\n"
+            "\nUnder MPI (mpirun -np R qvet fuzz|check|ppl|mutants ...):\n"
             "  each rank runs its share in a child qvet on GPU (local rank %% devices);\n"
             "  fuzz: rank r runs shard (I + N*r)/(N*R) of --shard I/N and its part of --cases;\n"
             "  check, ppl: the variants are dealt round-robin over the ranks;\n"
             "  rank 0 writes the merged, sorted results to --out FILE; --report DIR then runs\n"
-            "  qvet report on it. A rank whose child dies is named with its host; exit 3.\n");
+            "  qvet report on it. A rank whose child dies is named with its host; exit 3.\n"
+            "  mutants --cpu|--gpu [--only A,B] [--cases N] [--seed S] [--out DIR]: the rows of\n"
+            "  %s are dealt over the ranks, each running %s --run-only on the\n"
+            "  binaries that %s --build-only made; merged into DIR/BACKEND/kill.jsonl.\n",
+            MUTANT_CATALOGUE, MUTANT_SCRIPT, MUTANT_SCRIPT);
 }
 
 static int mpi_main(int argc, char **argv)
@@ -967,7 +1108,13 @@ static int mpi_main(int argc, char **argv)
     if (!strcmp(cmd, "fuzz")) j->kind = JOB_FUZZ;
     else if (!strcmp(cmd, "check")) j->kind = JOB_CHECK;
     else if (!strcmp(cmd, "ppl")) j->kind = JOB_PPL;
+    else if (!strcmp(cmd, "mutants")) j->kind = JOB_MUTANTS;
     else help = 1;
+    if (help && !strcmp(cmd, "mutants")) {
+        if (j->rank == 0) mpi_usage(stdout);
+        MPI_Finalize();
+        return 0;
+    }
     if (help) {
         /* Not a distributed command: rank 0 runs it as the plain qvet. */
         if (j->rank == 0) {
