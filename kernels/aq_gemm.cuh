@@ -546,10 +546,10 @@ k_gemm_aq_mma(const aq_params p)
 enum aq_tile { AQ_TILE_SMALL = 0, AQ_TILE_MEDIUM, AQ_TILE_LARGE };
 
 /* Blocks wanted per launch: four per SM of an H200 (132 SMs), enough warps to
- * hide the weight stream's latency at small M. K is split only when the tiles
- * alone give fewer than half of that (the last block of a tile sums the
- * slices, which costs more the bigger the tile). A fixed number, not a device
- * query, so the workspace size is a pure function of (m, n, k). */
+ * hide the weight stream's latency at small M. K is split only when there are
+ * fewer tiles than SMs (the last block of a tile sums the slices, which costs
+ * more the bigger the tile). A fixed number, not a device query, so the
+ * workspace size is a pure function of (m, n, k). */
 #define AQ_TARGET_BLOCKS 528
 /* Split-K partials never take more than this many bytes of workspace. */
 #define AQ_SPLIT_BYTES_MAX ((size_t)256 << 20)
@@ -569,7 +569,7 @@ static inline aq_plan aq_plan_for(int m, int n, int k)
     pl.bn = pl.tile == AQ_TILE_SMALL ? 256 : 128;
     const int64_t blocks = (int64_t)((m + pl.bm - 1) / pl.bm) * ((n + pl.bn - 1) / pl.bn);
     const int ktiles = (k + AQ_BK - 1) / AQ_BK;
-    int64_t want = blocks >= AQ_TARGET_BLOCKS / 2 ? 1 : (AQ_TARGET_BLOCKS + blocks - 1) / blocks;
+    int64_t want = blocks >= AQ_TARGET_BLOCKS / 4 ? 1 : (AQ_TARGET_BLOCKS + blocks - 1) / blocks;
     if (want > ktiles) want = ktiles;
     /* every slice gets at least 4 K tiles, so the pipeline fills */
     if (want > 1 && ktiles / want < 4) want = ktiles / 4 > 1 ? ktiles / 4 : 1;
