@@ -541,8 +541,10 @@ k_gemm_aq_mma(const aq_params p)
 /* The three tile configurations the dispatcher uses (instantiated nowhere else):
  *   small  (m <= 16): 16 x 256 per block, 4 warps of 16 x 64; weight streaming;
  *   medium (m <= 64): 64 x 128, 4 warps of 32 x 64;
- *   large:           128 x 128, 4 warps of 64 x 64 (e4m3: 8 warps of 32 x 64,
- *                    because it keeps a running total and a partial). */
+ *   large:           128 x 128: int8 4 warps of 64 x 64; QQQ 4 warps of 128 x 32
+ *                    (each register-dequantized B fragment feeds 8 row tiles);
+ *                    e4m3 8 warps of 32 x 64 (it keeps a running total and a
+ *                    128-K partial). */
 enum aq_tile { AQ_TILE_SMALL = 0, AQ_TILE_MEDIUM, AQ_TILE_LARGE };
 
 /* Blocks wanted per launch: four per SM of an H200 (132 SMs), enough warps to
