@@ -62,7 +62,8 @@ static int code_bits(qv_fmt f)
 {
     switch (f) {
     case QV_FMT_U4:
-    case QV_FMT_I4: return 4;
+    case QV_FMT_I4:
+    case QV_FMT_E2M1: return 4;
     case QV_FMT_U8:
     case QV_FMT_I8:
     case QV_FMT_E4M3:
@@ -216,11 +217,11 @@ static qv_status check_problem(const qv_problem *p)
     QV_ASSERT(!v->act_order || p->g_idx != NULL, "act_order variants need g_idx");
 
     int64_t kn = p->k * p->n;
-    if (v->wfmt == QV_FMT_U4) {
+    if (v->wfmt == QV_FMT_U4 || v->wfmt == QV_FMT_E2M1) {
         const uint8_t *q = p->q;
         for (int64_t i = 0; i < kn; i++)
             if (q[i] > 15)
-                return qv_fail(QV_ERR_RANGE, "%s: q[%lld][%lld] = %d is outside the uint4 range 0..15", ln,
+                return qv_fail(QV_ERR_RANGE, "%s: q[%lld][%lld] = %d is outside the 4-bit code range 0..15", ln,
                                (long long)(i / p->n), (long long)(i % p->n), q[i]);
     } else if (v->wfmt == QV_FMT_I4) {
         const int8_t *q = p->q;

@@ -69,7 +69,8 @@ static void fill_random(qv_problem *p, uint64_t stream)
     for (int64_t i = 0; i < kn; i++) {
         uint64_t r = rnd(stream, (uint64_t)i);
         switch (v->wfmt) {
-        case QV_FMT_U4: ((uint8_t *)p->q)[i] = (uint8_t)(r % 16); break;
+        case QV_FMT_U4:
+        case QV_FMT_E2M1: ((uint8_t *)p->q)[i] = (uint8_t)(r % 16); break;
         case QV_FMT_I4: ((int8_t *)p->q)[i] = (int8_t)((int)(r % 16) - 8); break;
         case QV_FMT_F16:
         case QV_FMT_BF16: ((uint16_t *)p->q)[i] = (uint16_t)r; break;
@@ -185,6 +186,33 @@ START_TEST(roundtrip_every_g)
             }
     }
     ck_assert_msg(cases > 700, "only %d group-size cases ran", cases);
+}
+END_TEST
+
+/* plain-nk with 4-bit codes (fp4 e2m1, no registry row yet): 8 codes per
+ * int32 along K; q[k][n] sits in word (n, k/8), nibble k%8. */
+START_TEST(plain_4bit)
+{
+    const qv_variant *base = qv_variant_find("cublas-f16");
+    ck_assert(base != NULL);
+    qv_variant v = *base;
+    v.wfmt = QV_FMT_E2M1;
+    qv_problem p;
+    ck_assert(qv_problem_create(&p, &v, 1, 24, 40) == QV_OK);
+    fill_random(&p, 70000);
+    ck_assert_msg(roundtrip(&p, "plain-nk e2m1 n=24 k=40") == 0, "pack -> ref_unpack is not the identity");
+    qv_packed pk;
+    ck_assert(qv_pack(&p, &pk) == QV_OK);
+    ck_assert_int_eq(pk.b_rows, 24);
+    ck_assert_int_eq(pk.b_cols, 5);
+    const uint8_t *q = p.q;
+    for (int64_t kk = 0; kk < 40; kk++)
+        for (int64_t j = 0; j < 24; j++)
+            ck_assert_uint_eq(((uint32_t)pk.b[j * 5 + kk / 8] >> (4 * (kk % 8))) & 0xFu, q[kk * 24 + j]);
+    qv_packed_destroy(&pk);
+    ((uint8_t *)p.q)[3] = 16;
+    ck_assert_int_eq(qv_pack(&p, &pk), QV_ERR_RANGE);
+    qv_problem_destroy(&p);
 }
 END_TEST
 
@@ -681,6 +709,7 @@ static Suite *layout_suite(void)
     tcase_add_loop_test(tc, onehot_positions, 0, (int)(sizeof onehots / sizeof onehots[0]));
     tcase_add_loop_test(tc, roundtrip_registry, 0, qv_registry_count());
     tcase_add_test(tc, roundtrip_every_g);
+    tcase_add_test(tc, plain_4bit);
     tcase_add_loop_test(tc, refusals, 0, (int)(sizeof bads / sizeof bads[0]));
     tcase_add_test(tc, refusals_problem);
     tcase_add_test(tc, gptq_reader);
