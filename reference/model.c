@@ -38,6 +38,7 @@ static double trunc_bits(double x, int bits)
 
 /* The fp32 sum of a[kk]*w[kk] in K order; products are exact in fp32 for every
  * TC_F32 row (<= 22 significant bits), so a*w + acc is one RN addition. */
+/* a: (k) fp32 activations; w0..w3: (k) fp32 weights of four columns; acc: (4) out. */
 static void dot4_f32(const float *a, const float *w0, const float *w1, const float *w2, const float *w3,
                      int64_t k, float acc[4])
 {
@@ -55,6 +56,7 @@ static void dot4_f32(const float *a, const float *w0, const float *w1, const flo
     acc[3] = s3;
 }
 
+/* a, w: (k) fp32 operands, contiguous along K. */
 static float dot_f32(const float *a, const float *w, int64_t k, int fused)
 {
 #ifdef QV_MUTANT_cpu_splitk_f16_reduce
@@ -70,7 +72,8 @@ static float dot_f32(const float *a, const float *w, int64_t k, int fused)
 #endif
 }
 
-/* The fp8 tensor-core dot product with promotion (see the file comment). */
+/* The fp8 tensor-core dot product with promotion (see the file comment).
+ * a: (k) activation values of row i; wt: (k) weight values of column j. */
 static float dot_fp8(const qv_problem *p, const double *a, const double *wt, int64_t i, int64_t j)
 {
     const qv_arith *ar = &p->v->arith;
@@ -143,6 +146,7 @@ static float epilogue(const qv_variant *v, const ref_operands *o, int64_t i, int
     return x;
 }
 
+/* out: (m, n) output codes in v->ofmt; e: flat index. */
 static void store(const qv_variant *v, void *out, int64_t e, float x)
 {
     qv_sat sat = v->arith.out_sat;

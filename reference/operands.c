@@ -64,7 +64,7 @@ double ref_alpha(const qv_variant *v, int64_t k)
     return INFINITY;
 }
 
-/* Value of element i of a scale buffer in format f (F32 stored as float). */
+/* Value of element i of buf, a scale buffer of f codes (F32 stored as float). */
 static double scale_value(qv_fmt f, const void *buf, int64_t i)
 {
     if (f == QV_FMT_F32) return ((const float *)buf)[i];
@@ -73,7 +73,7 @@ static double scale_value(qv_fmt f, const void *buf, int64_t i)
     return qv_decode(f, ((const uint8_t *)buf)[i]);
 }
 
-/* The 256 possible values of a byte-stored weight or activation code. */
+/* tab: (256) the values of every byte-stored code of format f. */
 static void byte_table(qv_fmt f, double tab[256])
 {
     for (int c = 0; c < 256; c++) {
@@ -117,7 +117,8 @@ static int64_t group_row(const qv_problem *p, int64_t kk)
     return p->g_idx ? p->g_idx[kk] : kk / p->g;
 }
 
-/* The scale that multiplies w[kk][j] inside the dequantization (MUL_RN and INT8_RNE). */
+/* The scale that multiplies w[kk][j] inside the dequantization (MUL_RN and
+ * INT8_RNE); s: the scales as doubles, (rows, cols) per the row's layout. */
 static double dq_scale(const qv_problem *p, const double *s, int64_t kk, int64_t j)
 {
     switch (p->v->scale_layout) {
@@ -131,7 +132,8 @@ static double dq_scale(const qv_problem *p, const double *s, int64_t kk, int64_t
 
 /* u4 codes with grouped scales: the 16 dequantized values of every (group,
  * column) pair, computed once (k/g * n * 16 roundings instead of k * n), then
- * looked up. Returns 0 (nothing done) when the table cannot be allocated. */
+ * looked up. s: (k/g, n) scales as doubles; tab: (256) code values; fills o->w.
+ * Returns 0 (nothing done) when the table cannot be allocated. */
 static int decode_w4_table(const qv_problem *p, const double *s, const double *tab, ref_operands *o)
 {
     const qv_variant *v = p->v;
@@ -159,6 +161,7 @@ static int decode_w4_table(const qv_problem *p, const double *s, const double *t
     return 1;
 }
 
+/* s: the scales as doubles, (rows, cols) per the row's layout; fills o->w (k, n). */
 static void decode_weights(const qv_problem *p, const double *s, int fold_block, ref_operands *o)
 {
     const qv_variant *v = p->v;

@@ -100,6 +100,7 @@ static int representable(qv_fmt f, double x)
     return qv_decode(f, enc(f, x)) == x;
 }
 
+/* buf: codes of format f (2 bytes for 16-bit formats, else 1); i: flat index. */
 static void put_code(qv_fmt f, void *buf, int64_t i, uint32_t code)
 {
     if (qv_fmt_storage_bytes(f) == 2)
@@ -432,7 +433,7 @@ static qv_status fill_random(qv_problem *p, qv_regime regime, rng *r)
 /* ---- witnesses ------------------------------------------------------------ */
 
 /* Integer weight values the accumulator can see with unit scales (with the
- * INT8_RNE group scale `s_group`), each times w_mul. */
+ * INT8_RNE group scale `s_group`), each times w_mul; vals: (cap) output. */
 static int weight_values(const qv_variant *v, double s_group, double *vals, int cap)
 {
     int nv = 0;

@@ -129,6 +129,7 @@ static int is_integer_path(const qv_variant *v) { return v->arith.accum == QV_AC
 
 /* ---- int64 --------------------------------------------------------------- */
 
+/* Fills t->y and t->y_rn ((m, n) each) from exact int64 dot products. */
 static void path_int64(truth_ctx *c, ref_truth *t)
 {
     ref_operands *o = &c->o;
@@ -245,6 +246,7 @@ static void fixed_free(fixed_ops *f)
     free(f->ew);
 }
 
+/* Fills t->y and t->y_rn ((m, n) each) from exact __int128 sums. */
 static void path_fixed(truth_ctx *c, fixed_ops *f, ref_truth *t)
 {
     ref_operands *o = &c->o;
@@ -276,6 +278,7 @@ static void path_fixed(truth_ctx *c, fixed_ops *f, ref_truth *t)
 
 /* ---- mpfr ---------------------------------------------------------------- */
 
+/* Fills t->y and t->y_rn ((m, n) each) from exact MPFR sums. */
 static void path_mpfr(truth_ctx *c, ref_truth *t)
 {
     ref_operands *o = &c->o;
@@ -311,6 +314,7 @@ static void path_mpfr(truth_ctx *c, ref_truth *t)
 
 /* ---- dgemm + certified term ---------------------------------------------- */
 
+/* Fills t->y, t->y_rn and ref_err ((m, n) each: the dgemm term of E). */
 static qv_status path_dgemm(truth_ctx *c, ref_truth *t, double *ref_err)
 {
     ref_operands *o = &c->o;
