@@ -614,6 +614,8 @@ int qv_cmd_fuzz(int argc, char **argv)
         /* A fresh campaign: the seed comes from the clock and is printed. */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
+        /* The prime spreads the seconds past the nanoseconds' 30 bits; the pid
+         * separates campaigns started in the same nanosecond on one host. */
         uint64_t s = (uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32);
         o.seed = qv_splitmix64(&s) >> 16; /* 48 bits: short enough to type */
     }

@@ -245,8 +245,8 @@ qv_status qv_shrink(const qv_backend *b, const qv_problem *p, int unique, int ma
     int progress = 1;
     while (progress && info->tries < max_tries) {
         progress = 0;
-        cand cs[24];
-        int nc = make_cands(&cur, cs, 24);
+        cand cs[24]; /* make_cands proposes at most 15 */
+        int nc = make_cands(&cur, cs, (int)(sizeof cs / sizeof cs[0]));
         for (int i = 0; i < nc && info->tries < max_tries; i++) {
             qv_problem t;
             qv_status st;
