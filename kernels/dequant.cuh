@@ -98,43 +98,56 @@ template <> struct qv_h2<true> {
     }
 };
 
+/* The two constants that turn 4-bit codes with zero point z into q - z
+ * (qv_dq4), computed once per group. fp16: 0x6400 is 1024, whose ulp is 1, so
+ * c[0] = 1024 + z; c[1] = -(64 + z) is built from fp16 64 = 0x5400, whose ulp
+ * is 1/16, as 0x5400 + 16z with the sign bit 0x8000. bf16: 0x4300 is 128,
+ * whose ulp is 1, so both are 128 + z. */
+template <bool IS_BF16>
+__device__ __forceinline__ void qv_dq4_consts(uint32_t z, uint32_t c[2])
+{
+    if (IS_BF16) {
+        c[0] = c[1] = qv_h2<true>::dup(0x4300u + z);
+    } else {
+        c[0] = qv_h2<false>::dup(0x6400u + z);
+        c[1] = qv_h2<false>::dup(0x8000u | (0x5400u + 16u * z));
+    }
+}
+
 /* 4-bit codes -> the exact integer value q - z of n8 tile j8's two fragment
  * registers. `w` is word j8/2 already shifted right by 8*(j8%2), so the wanted
- * nibbles sit at bits 0-3/16-19 (lo pair) and 4-7/20-23 (hi pair). `z` is the
- * zero point (8 for symmetric "q+8" codes). */
+ * nibbles sit at bits 0-3/16-19 (lo pair) and 4-7/20-23 (hi pair); `c` comes
+ * from qv_dq4_consts. */
 template <bool IS_BF16>
-__device__ __forceinline__ void qv_dq4(uint32_t w, uint32_t z, uint32_t b[2]);
+__device__ __forceinline__ void qv_dq4(uint32_t w, const uint32_t c[2], uint32_t b[2]);
 
 template <>
-__device__ __forceinline__ void qv_dq4<false>(uint32_t w, uint32_t z, uint32_t b[2])
+__device__ __forceinline__ void qv_dq4<false>(uint32_t w, const uint32_t c[2], uint32_t b[2])
 {
-    /* 0x6400 is fp16 1024, whose ulp is 1: OR-ing a nibble into its mantissa
-     * gives 1024 + q exactly; a nibble at bits 4-7 gives 1024 + 16q. */
+    /* OR-ing a nibble into the mantissa of fp16 1024 (0x6400) gives 1024 + q
+     * exactly; a nibble at bits 4-7 gives 1024 + 16q. */
     const uint32_t magic = 0x64006400u;
     uint32_t lo = qv_lop3_and_or(w, 0x000F000Fu, magic);
     uint32_t hi = qv_lop3_and_or(w, 0x00F000F0u, magic);
     /* lo - (1024 + z) = q - z exactly. */
-    b[0] = qv_h2<false>::sub(lo, qv_h2<false>::dup(0x6400u + z));
-    /* hi / 16 - (64 + z) = q - z: the product is exact (a power of two) and the
-     * fma rounds an integer below 2^11 only, so it is exact too. 0x2C00 is fp16
-     * 1/16; -(64 + z) is built from fp16 64 = 0x5400, whose ulp is 1/16, so
-     * 64 + z is 0x5400 + 16z, and 0x8000 sets the sign. */
-    uint32_t neg = 0x8000u | (0x5400u + 16u * z);
-    b[1] = qv_h2<false>::fma(hi, 0x2C002C00u, qv_h2<false>::dup(neg));
+    b[0] = qv_h2<false>::sub(lo, c[0]);
+    /* hi * (1/16) - (64 + z) = q - z: the product is exact (a power of two)
+     * and the fma rounds an integer below 2^11 only, so it is exact too.
+     * 0x2C00 is fp16 1/16. */
+    b[1] = qv_h2<false>::fma(hi, 0x2C002C00u, c[1]);
 }
 
 template <>
-__device__ __forceinline__ void qv_dq4<true>(uint32_t w, uint32_t z, uint32_t b[2])
+__device__ __forceinline__ void qv_dq4<true>(uint32_t w, const uint32_t c[2], uint32_t b[2])
 {
-    /* 0x4300 is bf16 128, whose ulp is 1: 128 + q is exact for q < 16. A nibble
-     * at bits 4-7 would overflow bf16's 7-bit mantissa, so the hi pair is
-     * shifted down first. */
+    /* OR-ing a nibble into the mantissa of bf16 128 (0x4300) gives 128 + q
+     * exactly. A nibble at bits 4-7 would overflow bf16's 7-bit mantissa, so
+     * the hi pair is shifted down first. */
     const uint32_t magic = 0x43004300u;
     uint32_t lo = qv_lop3_and_or(w, 0x000F000Fu, magic);
     uint32_t hi = qv_lop3_and_or(w >> 4, 0x000F000Fu, magic);
-    uint32_t zz = qv_h2<true>::dup(0x4300u + z); /* 128 + z */
-    b[0] = qv_h2<true>::sub(lo, zz);
-    b[1] = qv_h2<true>::sub(hi, zz);
+    b[0] = qv_h2<true>::sub(lo, c[0]);
+    b[1] = qv_h2<true>::sub(hi, c[1]);
 }
 
 /* 8-bit "q+128" codes of word j8 -> exact q - 128 for both registers. */

@@ -23,6 +23,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 #include "dequant.cuh"
 #include "mma.cuh"
 #include "qvet/gemm.h"
@@ -31,7 +33,7 @@
 namespace {
 
 /* Weight code families the kernel instantiates. */
-enum { WT_INT4 = 0, WT_INT8 = 1, WT_FP8 = 2 };
+enum { WT_INT4 = 0, WT_INT8 = 1, WT_FP8 = 2, WT_INT4_ZP = 3 };
 /* How the weight scale enters. */
 enum { SC_GROUP = 0, SC_CHANNEL = 1, SC_TENSOR = 2 };
 /* Storage of the epilogue scale. */
@@ -41,13 +43,18 @@ constexpr int kThreads = 256;  /* 8 warps */
 constexpr int kWarpsN = 4;     /* warps along N, 64 columns each */
 constexpr int kWarpsK = 2;     /* warps along K inside a stage */
 constexpr int kBN = 64 * kWarpsN;
-constexpr int kStages = 4;     /* cp.async ring depth: 3 stages in flight while one is used */
+/* cp.async ring depth: stages-1 in flight while one is used. 32-row tiles
+ * keep 3 so that two blocks fit in one SM's 227 KiB of shared memory. */
+template <int MB> struct ring {
+    static constexpr int stages = MB == 2 ? 3 : 4;
+};
 
 /* k16 tiles each warp handles per stage: 4 for 4-bit and 2 for 8-bit weights,
  * so a stage always holds 16 KiB of packed B for the block. */
 template <int WT> struct wt_traits {
-    static constexpr int bits = WT == WT_INT4 ? 4 : 8;
-    static constexpr int kpw = WT == WT_INT4 ? 4 : 2;
+    static constexpr bool four = WT == WT_INT4 || WT == WT_INT4_ZP;
+    static constexpr int bits = four ? 4 : 8;
+    static constexpr int kpw = four ? 4 : 2;
     static constexpr int ks = kpw * kWarpsK;                /* k16 tiles per stage */
     static constexpr int lane_bytes = bits * 4;              /* B bytes per lane per k16 tile */
     static constexpr int chunk_words = 16 * 64 * bits / 32;  /* int32 words per (k16, 64 cols) */
@@ -67,7 +74,8 @@ template <int WT, int MB> struct stage_layout {
     static constexpr int z_off = s_off + s_bytes;
     static constexpr int bytes = z_off + z_bytes;
     static constexpr int red_bytes = kWarpsN * MB * 8 * 4 * 32 * 4; /* cross-warp K reduction */
-    static constexpr int total = (kStages * bytes > red_bytes) ? kStages * bytes : red_bytes;
+    static constexpr int stages = ring<MB>::stages;
+    static constexpr int total = (stages * bytes > red_bytes) ? stages * bytes : red_bytes;
 };
 
 struct wo_params {
@@ -83,7 +91,7 @@ struct wo_params {
     int splits;
     int scale_mode;          /* SC_* */
     int scale_fmt;           /* SF_*: storage of the epilogue scale */
-    int has_zp;
+    int g_shift;             /* log2(g / 16): the group of k16 tile kt is kt >> g_shift */
     int grp_single;          /* 1: group scales use the 32-wide channel permutation (k == g) */
     float unbias_f32;        /* fp8: 2^-s_pow2, undoes the exponent bias folded into the scales; else 1 */
     uint32_t unbias_h2;      /* the same power of two as a half2 of the activation format */
@@ -117,9 +125,10 @@ __device__ __forceinline__ float epilogue_scale(const wo_params &p, int col)
     return 1.0f;
 }
 
-/* 16-row tiles run two blocks per SM (registers capped at 128), 64-row tiles one. */
+/* 16- and 32-row tiles run two blocks per SM (registers capped at 128),
+ * 64-row tiles one. */
 template <int WT, int MB, bool IS_BF16>
-__global__ void __launch_bounds__(kThreads, MB == 1 ? 2 : 1) k_gemm_wonly_mma(const wo_params p)
+__global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_gemm_wonly_mma(const wo_params p)
 {
     using T = wt_traits<WT>;
     using L = stage_layout<WT, MB>;
@@ -140,56 +149,75 @@ __global__ void __launch_bounds__(kThreads, MB == 1 ? 2 : 1) k_gemm_wonly_mma(co
     const int n_steps = (kt_end - kt_begin + T::ks - 1) / T::ks;
     const bool grouped = p.scale_mode == SC_GROUP;
     const uint16_t *a16 = static_cast<const uint16_t *>(p.a);
+    const int tid = threadIdx.x;
+
+    /* Each thread's share of every stage's copies is fixed for the whole K
+     * loop, so the offsets are computed once here; per stage only the k16 tile
+     * index moves. A: BM rows x ks*2 chunks of 16 bytes, the chunk index
+     * XOR-swizzled with the row so ldmatrix's 8 row addresses hit 8 different
+     * banks. B: each lane's bytes of each (k16 tile, warp column chunk), in
+     * order, so a warp reads 512 contiguous bytes. Scales: one row of 256
+     * columns (32 chunks) per k16 tile; zero points: 32 words (8 chunks). */
+    constexpr int a_chunks_row = T::ks * 2;
+    constexpr int a_total = BM * a_chunks_row;
+    constexpr int a_iters = (a_total + kThreads - 1) / kThreads;
+    constexpr int b_parts = T::lane_bytes / 16;
+    constexpr int b_total = T::ks * kWarpsN * 32 * b_parts;
+    constexpr int b_iters = b_total / kThreads;
+    static_assert(b_total % kThreads == 0, "B copies divide evenly among the threads");
+    const int64_t b_row_words = (int64_t)n_chunks * T::chunk_words;
+    int64_t a_src[a_iters];
+    int a_dst[a_iters], a_tile[a_iters];
+    bool a_valid[a_iters], a_used[a_iters];
+#pragma unroll
+    for (int i = 0; i < a_iters; i++) {
+        const int c = tid + i * kThreads;
+        const int row = c / a_chunks_row, ch = c % a_chunks_row;
+        a_used[i] = c < a_total;
+        a_valid[i] = m0 + row < p.m;
+        a_src[i] = a_valid[i] ? (int64_t)(m0 + row) * p.k + ch * 8 : 0;
+        a_dst[i] = L::a_off + row * L::a_row_bytes + ((ch ^ (row & 7)) * 16);
+        a_tile[i] = ch / 2;
+    }
+    int b_src[b_iters];  /* < 2^31: the launcher refuses N with 16 * N * bits / 32 >= 2^31 */
+    int b_tile[b_iters];
+    bool b_valid[b_iters];
+#pragma unroll
+    for (int i = 0; i < b_iters; i++) {
+        const int c = tid + i * kThreads;
+        const int part = c % b_parts, ln = (c / b_parts) % 32, w = (c / b_parts / 32) % kWarpsN;
+        const int chunk = n0 / 64 + w;
+        b_tile[i] = c / b_parts / 32 / kWarpsN;
+        b_valid[i] = chunk < n_chunks;
+        b_src[i] = chunk * T::chunk_words + ln * (T::lane_bytes / 4) + part * 4;
+    }
+    const int s_tile = tid / 32, s_ch = tid % 32;
+    const bool s_used = grouped && tid < T::ks * 32 && n0 / 64 + s_ch / 8 < n_chunks;
+    const int z_tile = tid / 8, z_ch = tid % 8;
+    const bool z_used = grouped && WT == WT_INT4_ZP && tid < T::ks * 8 && n0 / 64 + z_ch / 2 < n_chunks;
 
     /* Issues the copies of pipeline step `step` into ring slot `slot`. */
     auto load_stage = [&](int step, int slot) {
         unsigned char *st = smem + slot * L::bytes;
         const int kt0 = kt_begin + step * T::ks;
-        /* A: BM rows x ks*2 chunks of 16 bytes; the chunk index is XOR-swizzled
-         * with the row so ldmatrix's 8 row addresses hit 8 different banks. */
-        constexpr int a_chunks_row = T::ks * 2;
-        for (int c = threadIdx.x; c < BM * a_chunks_row; c += kThreads) {
-            int row = c / a_chunks_row, ch = c % a_chunks_row;
-            if (kt0 + ch / 2 >= kt_end) continue;
-            int grow = m0 + row;
-            bool valid = grow < p.m;
-            const uint16_t *src = valid ? a16 + (int64_t)grow * p.k + (int64_t)kt0 * 16 + ch * 8 : a16;
-            qv_cp_async16(st + L::a_off + row * L::a_row_bytes + ((ch ^ (row & 7)) * 16), src, valid);
+#pragma unroll
+        for (int i = 0; i < a_iters; i++)
+            if (a_used[i] && kt0 + a_tile[i] < kt_end)
+                qv_cp_async16(st + a_dst[i], a_valid[i] ? a16 + a_src[i] + (int64_t)kt0 * 16 : a16, a_valid[i]);
+        const uint32_t *brow = p.b + (int64_t)kt0 * b_row_words;
+#pragma unroll
+        for (int i = 0; i < b_iters; i++)
+            if (b_valid[i] && kt0 + b_tile[i] < kt_end)
+                qv_cp_async16(st + L::b_off + (tid + i * kThreads) * 16,
+                              brow + (int64_t)b_tile[i] * b_row_words + b_src[i], true);
+        if (s_used && kt0 + s_tile < kt_end) {
+            const int64_t grp = (kt0 + s_tile) >> p.g_shift;
+            qv_cp_async16(st + L::s_off + tid * 16,
+                          static_cast<const uint16_t *>(p.scales) + grp * p.n + n0 + s_ch * 8, true);
         }
-        /* B: each lane's bytes of each (k16 tile, warp column chunk), in order. */
-        constexpr int parts = T::lane_bytes / 16;
-        for (int c = threadIdx.x; c < T::ks * kWarpsN * 32 * parts; c += kThreads) {
-            int part = c % parts;
-            int ln = (c / parts) % 32;
-            int w = (c / parts / 32) % kWarpsN;
-            int u = c / parts / 32 / kWarpsN;
-            int kt = kt0 + u;
-            int chunk = n0 / 64 + w;
-            if (kt >= kt_end || chunk >= n_chunks) continue;
-            const uint32_t *src = p.b + (int64_t)kt * ((int64_t)n_chunks * T::chunk_words) +
-                                  (int64_t)chunk * T::chunk_words + ln * (T::lane_bytes / 4) + part * 4;
-            qv_cp_async16(st + L::b_off + c * 16, src, true);
-        }
-        if (grouped) {
-            /* One scale row (256 columns, 32 chunks) per k16 tile. */
-            const uint16_t *s16 = static_cast<const uint16_t *>(p.scales);
-            for (int c = threadIdx.x; c < T::ks * 32; c += kThreads) {
-                int u = c / 32, ch = c % 32;
-                int kt = kt0 + u;
-                if (kt >= kt_end || n0 / 64 + ch / 8 >= n_chunks) continue;
-                int64_t grp = (int64_t)kt * 16 / p.g;
-                qv_cp_async16(st + L::s_off + c * 16, s16 + grp * p.n + n0 + ch * 8, true);
-            }
-            if (p.has_zp) {
-                /* One zero-point row (256 columns = 32 words, 8 chunks) per k16 tile. */
-                for (int c = threadIdx.x; c < T::ks * 8; c += kThreads) {
-                    int u = c / 8, ch = c % 8;
-                    int kt = kt0 + u;
-                    if (kt >= kt_end || n0 / 64 + ch / 2 >= n_chunks) continue;
-                    int64_t grp = (int64_t)kt * 16 / p.g;
-                    qv_cp_async16(st + L::z_off + c * 16, p.zeros + grp * (p.n / 8) + n0 / 8 + ch * 4, true);
-                }
-            }
+        if (z_used && kt0 + z_tile < kt_end) {
+            const int64_t grp = (kt0 + z_tile) >> p.g_shift;
+            qv_cp_async16(st + L::z_off + tid * 16, p.zeros + grp * (p.n / 8) + n0 / 8 + z_ch * 4, true);
         }
     };
 
@@ -202,27 +230,20 @@ __global__ void __launch_bounds__(kThreads, MB == 1 ? 2 : 1) k_gemm_wonly_mma(co
             for (int r = 0; r < 4; r++) acc[i][j][r] = 0.0f;
 
 #pragma unroll
-    for (int s = 0; s < kStages - 1; s++) {
+    for (int s = 0; s < L::stages - 1; s++) {
         if (s < n_steps) load_stage(s, s);
         qv_cp_async_commit();
     }
 
-    for (int step = 0; step < n_steps; step++) {
-        qv_cp_async_wait<kStages - 2>();
-        __syncthreads();
-        /* The slot refilled here was read in step-1, which every warp finished
-         * before the barrier above. */
-        int next = step + kStages - 1;
-        if (next < n_steps) load_stage(next, next % kStages);
-        qv_cp_async_commit();
-
-        const unsigned char *st = smem + (step % kStages) * L::bytes;
-        const int kt0 = kt_begin + step * T::ks;
-        if (!warp_active) continue;
+    uint32_t sc[8];         /* group scales of the current group, one half2 per n8 tile */
+    uint32_t zc[8][2];      /* zero-point constants of the current group (qv_dq4_consts) */
+    int cur_grp = -1;
+    /* One warp's share of one stage: k16 tiles wk*kpw .. wk*kpw+kpw-1. */
+    auto compute_stage = [&](const unsigned char *st, int kt0, auto full) {
 #pragma unroll
         for (int uu = 0; uu < T::kpw; uu++) {
             const int u = wk * T::kpw + uu;
-            if (kt0 + u >= kt_end) break;
+            if (!decltype(full)::value && kt0 + u >= kt_end) break;
             uint32_t af[MB][4];
 #pragma unroll
             for (int mt = 0; mt < MB; mt++) {
@@ -241,44 +262,52 @@ __global__ void __launch_bounds__(kThreads, MB == 1 ? 2 : 1) k_gemm_wonly_mma(co
                 bw[4 * q + 2] = v.z;
                 bw[4 * q + 3] = v.w;
             }
-            /* Group scales of this lane's eight n8 tiles: positions 8*(lane/4)+j8
-             * of the warp's 64-column chunk (scale_perm puts column 8*j8 + lane/4
-             * there), unless k == g uses the channel permutation. */
-            uint32_t sc[8];
-            uint32_t zw = 0;
+            /* Group scales of this lane's eight n8 tiles, reloaded only when the
+             * group changes: positions 8*(lane/4)+j8 of the warp's 64-column
+             * chunk (scale_perm puts column 8*j8 + lane/4 there), unless k == g
+             * uses the channel permutation. */
             if (grouped) {
-                if (!p.grp_single) {
-                    uint4 sv = *reinterpret_cast<const uint4 *>(st + L::s_off + u * kBN * 2 +
-                                                              (wn * 64 + 8 * (lane >> 2)) * 2);
-                    uint32_t s4[4] = {sv.x, sv.y, sv.z, sv.w};
+                const int grp = (kt0 + u) >> p.g_shift;
+                if (grp != cur_grp) {
+                    cur_grp = grp;
+                    if (!p.grp_single) {
+                        uint4 sv = *reinterpret_cast<const uint4 *>(st + L::s_off + u * kBN * 2 +
+                                                                  (wn * 64 + 8 * (lane >> 2)) * 2);
+                        uint32_t s4[4] = {sv.x, sv.y, sv.z, sv.w};
 #pragma unroll
-                    for (int j8 = 0; j8 < 8; j8++)
-                        sc[j8] = qv_h2<IS_BF16>::dup((s4[j8 >> 1] >> (16 * (j8 & 1))) & 0xFFFFu);
-                } else {
-                    const uint16_t *srow = reinterpret_cast<const uint16_t *>(st + L::s_off + u * kBN * 2);
+                        for (int j8 = 0; j8 < 8; j8++)
+                            sc[j8] = qv_h2<IS_BF16>::dup((s4[j8 >> 1] >> (16 * (j8 & 1))) & 0xFFFFu);
+                    } else {
+                        const uint16_t *srow = reinterpret_cast<const uint16_t *>(st + L::s_off + u * kBN * 2);
 #pragma unroll
-                    for (int j8 = 0; j8 < 8; j8++) {
-                        int col = wn * 64 + 8 * j8 + (lane >> 2);
-                        sc[j8] = qv_h2<IS_BF16>::dup(srow[single_perm_index(col)]);
+                        for (int j8 = 0; j8 < 8; j8++)
+                            sc[j8] = qv_h2<IS_BF16>::dup(srow[single_perm_index(wn * 64 + 8 * j8 + (lane >> 2))]);
+                    }
+                    if (WT == WT_FP8) {
+                        /* Exact: s * 2^s_pow2 * 2^-s_pow2 = s, a half-precision value. */
+#pragma unroll
+                        for (int j8 = 0; j8 < 8; j8++) sc[j8] = qv_h2<IS_BF16>::mul(sc[j8], p.unbias_h2);
+                    }
+                    if (WT == WT_INT4_ZP) {
+                        /* Zero point of n8 tile j8: packed position j8 sits at nibble
+                         * j8/2 + 4*(j8%2) (interleave [0,2,4,6,1,3,5,7]). */
+                        const uint32_t zw = *reinterpret_cast<const uint32_t *>(
+                            st + L::z_off + u * (kBN / 8) * 4 + (wn * 8 + (lane >> 2)) * 4);
+#pragma unroll
+                        for (int j8 = 0; j8 < 8; j8++)
+                            qv_dq4_consts<IS_BF16>((zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1)))) & 0xFu, zc[j8]);
                     }
                 }
-                if (WT == WT_FP8) {
-                    /* Exact: s * 2^s_pow2 * 2^-s_pow2 = s, a half-precision value. */
-#pragma unroll
-                    for (int j8 = 0; j8 < 8; j8++) sc[j8] = qv_h2<IS_BF16>::mul(sc[j8], p.unbias_h2);
-                }
-                if (p.has_zp)
-                    zw = *reinterpret_cast<const uint32_t *>(st + L::z_off + u * (kBN / 8) * 4 +
-                                                             (wn * 8 + (lane >> 2)) * 4);
             }
 #pragma unroll
             for (int j8 = 0; j8 < 8; j8++) {
                 uint32_t bf[2];
                 if (WT == WT_INT4) {
-                    /* Zero-point nibble of n8 tile j8: packed position j8 sits at
-                     * nibble j8/2 + 4*(j8%2) (interleave [0,2,4,6,1,3,5,7]). */
-                    uint32_t z = p.has_zp ? (zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1)))) & 0xFu : 8u;
-                    qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), z, bf);
+                    uint32_t sym[2];
+                    qv_dq4_consts<IS_BF16>(8u, sym); /* "q+8" codes: zero point 8 */
+                    qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), sym, bf);
+                } else if (WT == WT_INT4_ZP) {
+                    qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), zc[j8], bf);
                 } else if (WT == WT_INT8) {
                     qv_dq8<IS_BF16>(bw[j8], bf);
                 } else {
@@ -292,6 +321,27 @@ __global__ void __launch_bounds__(kThreads, MB == 1 ? 2 : 1) k_gemm_wonly_mma(co
                 for (int mt = 0; mt < MB; mt++) qv_mma_16816<IS_BF16>(acc[mt][j8], af[mt], bf);
             }
         }
+    };
+
+    for (int step = 0; step < n_steps; step++) {
+        qv_cp_async_wait<L::stages - 2>();
+        __syncthreads();
+        /* The slot refilled here was read in step-1, which every warp finished
+         * before the barrier above. */
+        int next = step + L::stages - 1;
+        if (next < n_steps) load_stage(next, next % L::stages);
+        qv_cp_async_commit();
+
+        const unsigned char *st = smem + (step % L::stages) * L::bytes;
+        const int kt0 = kt_begin + step * T::ks;
+        if (!warp_active) continue;
+        /* Full stages run without per-tile bounds checks, so the compiler can
+         * issue all of a warp's shared-memory loads of the stage up front; only
+         * a slice's last stage can be partial. */
+        if (kt0 + T::ks <= kt_end)
+            compute_stage(st, kt0, std::true_type());
+        else
+            compute_stage(st, kt0, std::false_type());
     }
     qv_cp_async_wait<0>();
     __syncthreads();
@@ -428,8 +478,8 @@ struct geometry {
 int weight_type(const qv_variant *v)
 {
     switch (v->layout) {
-    case QV_LAYOUT_MARLIN_W4:
-    case QV_LAYOUT_MARLIN_W4_ZP: return WT_INT4;
+    case QV_LAYOUT_MARLIN_W4: return WT_INT4;
+    case QV_LAYOUT_MARLIN_W4_ZP: return WT_INT4_ZP;
     case QV_LAYOUT_MARLIN_W8: return WT_INT8;
     case QV_LAYOUT_MARLIN_FP8: return WT_FP8;
     default: return -1;
@@ -442,22 +492,28 @@ geometry plan(const qv_variant *v, int m, int n, int k)
 {
     geometry g;
     int wt = weight_type(v);
-    int ks = (wt == WT_INT4 ? wt_traits<WT_INT4>::ks : wt_traits<WT_INT8>::ks);
-    g.mb = m <= 16 ? 1 : 4;
+    int ks = (wt == WT_INT4 || wt == WT_INT4_ZP) ? wt_traits<WT_INT4>::ks : wt_traits<WT_INT8>::ks;
+    /* Rows per block: 16 up to M = 16, 32 up to M = 64 (two blocks per SM),
+     * 64 beyond (one block per SM, the dequantized B reused by 4 m16 tiles). */
+    g.mb = m <= 16 ? 1 : m <= 64 ? 2 : 4;
     g.m_blocks = (m + 16 * g.mb - 1) / (16 * g.mb);
     g.n_blocks = (n + kBN - 1) / kBN;
     int tiles = k / 16;
-    /* Split K until every SM has a block (two for the 16-row tiles, whose
-     * shared memory lets two blocks share an SM), keeping each slice at least
-     * two pipeline stages long. */
+    /* Split K so that the blocks fill the SMs (two blocks per SM for the
+     * 16-row tiles, whose resources let two share an SM) in as few, as full
+     * waves as possible: the estimated time is waves x k16 tiles per slice,
+     * and a tie keeps fewer slices (less partial-sum traffic). Each slice is
+     * at least two pipeline stages long. */
     int64_t tiles_mn = (int64_t)g.m_blocks * g.n_blocks;
-    int64_t target = (int64_t)kPlanSms * (g.mb == 1 ? 2 : 1);
+    int64_t slots = (int64_t)kPlanSms * (g.mb <= 2 ? 2 : 1);
+    int max_splits = tiles_mn >= slots ? 1 : tiles / (2 * ks);
+    if (max_splits > 64) max_splits = 64;
     int splits = 1;
-    if (tiles_mn < target) {
-        splits = (int)((target + tiles_mn - 1) / tiles_mn);
-        int max_splits = tiles / (2 * ks);
-        if (splits > max_splits) splits = max_splits;
-        if (splits < 1) splits = 1;
+    int64_t best = -1;
+    for (int sp = 1; sp <= (max_splits > 1 ? max_splits : 1); sp++) {
+        int64_t waves = (tiles_mn * sp + slots - 1) / slots;
+        int64_t cost = waves * ((tiles + sp - 1) / sp);
+        if (best < 0 || cost < best) best = cost, splits = sp;
     }
     g.tiles_per_split = (tiles + splits - 1) / splits;
     g.splits = (tiles + g.tiles_per_split - 1) / g.tiles_per_split;
@@ -480,6 +536,13 @@ qv_status launch_kernel(const wo_params &p, dim3 grid, cudaStream_t stream)
         QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_mma<WT, MB, BF>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
                     "cudaFuncSetAttribute (weight-only kernel shared memory)");
+        /* Ask for the largest shared-memory carveout: left to itself the driver
+         * may pick one that holds a single block, halving the occupancy the
+         * 16- and 32-row tiles are sized for. */
+        QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_mma<WT, MB, BF>,
+                                         cudaFuncAttributePreferredSharedMemoryCarveout,
+                                         (int)cudaSharedmemCarveoutMaxShared),
+                    "cudaFuncSetAttribute (weight-only kernel carveout)");
         attr_set = true;
     }
     k_gemm_wonly_mma<WT, MB, BF><<<grid, kThreads, smem, stream>>>(p);
@@ -490,7 +553,9 @@ qv_status launch_kernel(const wo_params &p, dim3 grid, cudaStream_t stream)
 template <int WT, bool BF>
 qv_status launch_mb(int mb, const wo_params &p, dim3 grid, cudaStream_t stream)
 {
-    return mb == 1 ? launch_kernel<WT, 1, BF>(p, grid, stream) : launch_kernel<WT, 4, BF>(p, grid, stream);
+    if (mb == 1) return launch_kernel<WT, 1, BF>(p, grid, stream);
+    if (mb == 2) return launch_kernel<WT, 2, BF>(p, grid, stream);
+    return launch_kernel<WT, 4, BF>(p, grid, stream);
 }
 
 template <bool BF>
@@ -498,6 +563,7 @@ qv_status launch_wt(int wt, int mb, const wo_params &p, dim3 grid, cudaStream_t 
 {
     switch (wt) {
     case WT_INT4: return launch_mb<WT_INT4, BF>(mb, p, grid, stream);
+    case WT_INT4_ZP: return launch_mb<WT_INT4_ZP, BF>(mb, p, grid, stream);
     case WT_INT8: return launch_mb<WT_INT8, BF>(mb, p, grid, stream);
     default: return launch_mb<WT_FP8, BF>(mb, p, grid, stream);
     }
@@ -523,9 +589,10 @@ qv_status check_variant(const qv_variant *v)
         return qv_fail(QV_ERR_UNSUPPORTED, "%s: the kernel accumulates on fp16/bf16 tensor cores in fp32 "
                        "and casts without saturation", v->name);
     if (v->scale_layout == QV_SCALE_GROUP) {
-        if (v->arith.dequant != QV_DQ_MUL_RN || v->arith.epilogue[0] != QV_EP_END || v->g < 16 || v->g % 16)
+        if (v->arith.dequant != QV_DQ_MUL_RN || v->arith.epilogue[0] != QV_EP_END || v->g < 16 ||
+            (v->g & (v->g - 1)))
             return qv_fail(QV_ERR_UNSUPPORTED, "%s: group scales need the mul-rn dequant, no epilogue "
-                           "and g a multiple of 16", v->name);
+                           "and g a power of two >= 16", v->name);
         if (v->sfmt != v->afmt)
             return qv_fail(QV_ERR_UNSUPPORTED, "%s: group scales must be stored like the activations", v->name);
     } else if (v->scale_layout == QV_SCALE_CHANNEL || v->scale_layout == QV_SCALE_TENSOR) {
@@ -564,6 +631,8 @@ extern "C" qv_status qv_launch_wonly(const qv_variant *v, const qv_gemm_args *a)
         ((uintptr_t)a->c & 3))
         return qv_fail(QV_ERR_UNSUPPORTED, "%s: A, B, scales and zeros must be 16-byte aligned, C 4-byte aligned",
                        v->name);
+    if ((int64_t)a->n * 16 * qv_fmt_get(v->wfmt)->bits / 32 >= ((int64_t)1 << 31))
+        return qv_fail(QV_ERR_SHAPE, "%s: N=%d gives packed B rows of 2^31 words or more", v->name, a->n);
     geometry g = plan(v, a->m, a->n, a->k);
     if (g.bytes > a->workspace_bytes || (g.bytes && !a->workspace))
         return qv_fail(QV_ERR_USAGE, "%s: workspace of %zu bytes given, %zu needed (qv_workspace_wonly)",
@@ -596,7 +665,8 @@ extern "C" qv_status qv_launch_wonly(const qv_variant *v, const qv_gemm_args *a)
     p.scale_mode = v->scale_layout == QV_SCALE_GROUP ? SC_GROUP
                    : v->scale_layout == QV_SCALE_CHANNEL ? SC_CHANNEL : SC_TENSOR;
     p.scale_fmt = v->sfmt == QV_FMT_F32 ? SF_F32 : v->sfmt == QV_FMT_BF16 ? SF_BF16 : SF_F16;
-    p.has_zp = v->zero_point;
+    p.g_shift = 0;
+    for (int t = p.g / 16; t > 1; t >>= 1) p.g_shift++;
     /* layout.h: a single group (g == K) is stored in the channel order. */
     p.grp_single = v->scale_layout == QV_SCALE_GROUP && a->k == v->g;
     /* layout.h, MARLIN_FP8: the packed scales hold s * 2^8 (f16 activations) or

@@ -305,8 +305,8 @@ START_TEST(registry_real)
 END_TEST
 
 /* The sanitizer pass (QVET_WONLY_QUICK=1, for compute-sanitizer memcheck and
- * racecheck, which slow kernels a hundredfold): per row one 16-row-tile case
- * with split-K and an N tail, and one 64-row-tile case past M. */
+ * racecheck, which slow kernels a hundredfold): per row one case for each
+ * row tile (16, 32 and 64 rows), with split-K and an N tail. */
 START_TEST(registry_quick)
 {
     const qv_variant *v = qv_registry_get(g_rows[_i]);
@@ -314,6 +314,7 @@ START_TEST(registry_quick)
     const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 88888;
     ck_assert_msg(one_case(v, 5, 320, kq, PROBE_EXACT, REG_NORMAL, idx), "%s: quick case failed", v->name);
     ck_assert_msg(one_case(v, 70, 320, kq, PROBE_ONEHOT, REG_NORMAL, idx + 1), "%s: quick case failed", v->name);
+    ck_assert_msg(one_case(v, 33, 320, kq, PROBE_EXACT, REG_NORMAL, idx + 2), "%s: quick case failed", v->name);
 }
 END_TEST
 
