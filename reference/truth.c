@@ -163,7 +163,8 @@ static void path_int64(truth_ctx *c, ref_truth *t)
 
 /* ---- fixed128 ------------------------------------------------------------ */
 
-/* x = mant * 2^exp with mant an odd integer (0 for x == 0). */
+/* x = mant * 2^exp with mant an odd integer (0 for x == 0), read from the
+ * IEEE-754 fields: 52 fraction bits, exponent bias 1023, subnormals at 2^-1074. */
 static void split_double(double x, int64_t *mant, int *exp)
 {
     if (x == 0.0 || !isfinite(x)) {
@@ -171,16 +172,21 @@ static void split_double(double x, int64_t *mant, int *exp)
         *exp = 0;
         return;
     }
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    int ef = (int)((bits >> 52) & 0x7FF);
+    int64_t mm = (int64_t)(bits & ((UINT64_C(1) << 52) - 1));
     int e;
-    double f = frexp(x, &e);
-    int64_t mm = (int64_t)ldexp(f, 53); /* exact: 53 significant bits */
-    e -= 53;
-    while (!(mm & 1)) {
-        mm /= 2;
-        e++;
+    if (ef == 0) {
+        e = -1074;
+    } else {
+        mm |= INT64_C(1) << 52;
+        e = ef - 1075;
     }
-    *mant = mm;
-    *exp = e;
+    int tz = __builtin_ctzll((unsigned long long)mm);
+    mm >>= tz;
+    *mant = (bits >> 63) ? -mm : mm;
+    *exp = e + tz;
 }
 
 static int bit_len(int64_t v)
