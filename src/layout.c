@@ -291,7 +291,7 @@ static void pack_marlin_weights(const qv_problem *p, const int32_t *rows, uint32
     int perm[CHUNK];
     if (l == QV_LAYOUT_MARLIN_W8 || l == QV_LAYOUT_MARLIN_FP8)
         build_perm(0, interleave_w8, 4, perm);
-    else if (l == QV_LAYOUT_QQQ_W4_CHANNEL)
+    else if (l == QV_LAYOUT_QQQ_W4_CHANNEL) {
 #ifdef QV_MUTANT_qqq_channel_interleave
         /* Mutant (DESIGN.md §6 class 3): the per-group interleave on channelwise QQQ. */
         build_perm(1, interleave_w4, 8, perm);
@@ -299,7 +299,7 @@ static void pack_marlin_weights(const qv_problem *p, const int32_t *rows, uint32
 #else
         build_perm(1, interleave_qqq_ch, 8, perm);
 #endif
-    else if (l == QV_LAYOUT_QQQ_W4_GROUP)
+    } else if (l == QV_LAYOUT_QQQ_W4_GROUP)
         build_perm(1, interleave_w4, 8, perm);
     else
         build_perm(0, interleave_w4, 8, perm);
