@@ -42,7 +42,8 @@ static int run(const char *name, const char *line)
 static int run_mpi(const char *name, int np, const char *env, const char *args)
 {
     char line[8192];
-    snprintf(line, sizeof line, "%s mpirun --oversubscribe --allow-run-as-root -np %d '%s' %s", env, np, g_mpi, args);
+    snprintf(line, sizeof line, "%s mpirun --oversubscribe --allow-run-as-root -np %d '%s' %s </dev/null", env, np, g_mpi,
+             args);
     return run(name, line);
 }
 

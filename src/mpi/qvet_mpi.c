@@ -1,6 +1,6 @@
 /* qvet_mpi.c: the MPI entry of the qvet binary (BUILD/qvet-mpi, or BUILD/qvet
  * with `make MPI=1`). Under mpirun, or a scheduler that starts the ranks
- * through PMIx/PMI, `qvet fuzz|check|ppl ...` is split over the ranks:
+ * through PMIx/PMI, `qvet fuzz|check|ppl|mutants ...` is split over the ranks:
  *
  *   fuzz   rank r of R runs shard (I + N*r)/(N*R) of the user's shard I/N (0/1
  *          by default) and its share of --cases, so the union of the ranks'
@@ -17,8 +17,9 @@
  * qvet (this same binary with QVET_MPI=0). Rank 0 gathers every rank's JSONL
  * and log through MPI, merges the lines in a deterministic order (fuzz: case
  * index; check: registry order of the variant, then suite index; ppl:
- * registry order; mutants: catalogue order) under one "run" line that describes the whole MPI run, and
- * prints the campaign's closing line summed over the ranks.
+ * registry order; mutants: catalogue order) under one "run" line that
+ * describes the whole MPI run, and prints the closing line summed over the
+ * ranks (`fuzz: N cases, F failed`, `check: ...`, `mutants: K killed of N`).
  *
  * Rule: a rank never runs a campaign in its own process. A child that
  * crashes, is killed or hits a CUDA error costs only its unfinished cases; it
@@ -84,7 +85,7 @@ typedef enum job_kind { JOB_FUZZ, JOB_CHECK, JOB_PPL, JOB_MUTANTS } job_kind;
 
 typedef struct mpi_job {
     job_kind kind;
-    const char *cmd;           /* "fuzz", "check", "ppl" */
+    const char *cmd;           /* "fuzz", "check", "ppl", "mutants" */
     int argc;                  /* the user's subcommand arguments, argv[0] = cmd */
     char **argv;
     int rank, size, local_rank, local_size;
@@ -256,7 +257,7 @@ static void append_lines(FILE *dst, const char *src, int drop_baseline)
     fclose(f);
 }
 
-/* Removes the scratch folder's plain files, then the folder. */
+/* Removes the scratch folder and everything in it (links, not their targets). */
 static void remove_tree(const char *dir)
 {
     char cmd[1200];
@@ -964,8 +965,12 @@ static int gather_and_merge(mpi_job *j, rank_report *mine)
         reps[r].host[HOST_LEN - 1] = '\0';
         reps[r].problem[PROBLEM_LEN - 1] = '\0';
         reps[r].shard[sizeof reps[r].shard - 1] = '\0';
-        recv_file(logs[r], reps[r].log_bytes, r, TAG_LOG);
-        recv_file(paths[r], reps[r].jsonl_bytes, r, TAG_JSONL);
+        int bad = recv_file(logs[r], reps[r].log_bytes, r, TAG_LOG);
+        bad |= recv_file(paths[r], reps[r].jsonl_bytes, r, TAG_JSONL);
+        if (bad) {
+            put_problem(&reps[r], "rank 0 could not store this rank's results in %s", j->tmp);
+            reps[r].units_bad++;
+        }
     }
     for (int r = 0; r < R; r++) {
         printf("==== rank %d on %s", r, reps[r].host);
