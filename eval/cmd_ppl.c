@@ -75,15 +75,18 @@ typedef struct ppl_run {
 
 static void print_header(void)
 {
-    printf("%-28s %-9s %9s %9s %10s %9s %10s %9s %9s %8s %8s\n", "variant", "backend", "PPL", "+-", "dPPL", "+-",
-           "KLD", "+-", "KLD p99", "top1 %", "RMS dp");
+    printf("%-28s %-9s %9s %9s %10s %9s %10s %9s %9s %8s %8s %9s\n", "variant", "backend", "PPL", "+-", "dPPL", "+-",
+           "KLD", "+-", "KLD p99", "top1 %", "RMS dp", "NMSE out");
 }
 
 static void emit(const ppl_run *r, const char *variant, const char *backend, const qv_ppl_stats *s,
                  const double *err, const double *ref, int n_layers)
 {
-    printf("%-28s %-9s %9.4f %9.4f %10.5f %9.5f %10.3e %9.2e %9.3e %8.3f %8.5f\n", variant, backend, s->ppl,
-           s->ppl_stderr, s->dppl, s->dppl_stderr, s->kld_mean, s->kld_stderr, s->kld_p99, 100 * s->same_top1, s->rms_dp);
+    /* "NMSE out": the last block's output against the baseline's (all layers go to the JSONL) */
+    double nmse_last = ref[n_layers - 1] > 0 ? err[n_layers - 1] / ref[n_layers - 1] : 0.0;
+    printf("%-28s %-9s %9.4f %9.4f %10.5f %9.5f %10.3e %9.2e %9.3e %8.3f %8.5f %9.2e\n", variant, backend, s->ppl,
+           s->ppl_stderr, s->dppl, s->dppl_stderr, s->kld_mean, s->kld_stderr, s->kld_p99, 100 * s->same_top1, s->rms_dp,
+           nmse_last);
     fflush(stdout);
     if (!r->out) return;
     FILE *f = r->out;

@@ -119,6 +119,35 @@ def forward(reader, W, ids):
     return x @ out.T
 
 
+def ppl(args):
+    """The whole text tokenized by HF tokenizers (BOS first only when the file's
+    tokenizer.ggml.add_bos_token says so, and then also at each chunk start),
+    chunks of ctx tokens, positions ctx/2 .. ctx-2 scored."""
+    reader = GGUFReader(args.model)
+    tok = build_tokenizer(reader)
+    with open(args.text, "rb") as f:
+        ids = tok.encode(f.read().decode("utf-8")).ids
+    add_bos = bool(field(reader, "tokenizer.ggml.add_bos_token")) if "tokenizer.ggml.add_bos_token" in reader.fields else False
+    bos = int(field(reader, "tokenizer.ggml.bos_token_id"))
+    if add_bos:
+        ids = [bos] + ids
+    W = tensors(reader)
+    nll = []
+    for c in range(args.ppl_chunks):
+        chunk = ids[c * args.ctx:(c + 1) * args.ctx]
+        if add_bos:
+            chunk = [bos] + chunk[1:]
+        z = forward(reader, W, chunk)
+        for j in range(args.ctx // 2, args.ctx - 1):
+            row = z[j]
+            m = row.max()
+            nll.append(m + np.log(np.sum(np.exp(row - m))) - row[ids[c * args.ctx + j + 1]])
+    nll = np.array(nll)
+    err = np.sqrt(np.var(nll) / (len(nll) - 1))
+    print(f"model_sha256 {sha256(args.model)} text_sha256 {sha256(args.text)} tokens {len(ids)} ctx {args.ctx}")
+    print(f"chunks {args.ppl_chunks} scored {len(nll)} PPL {np.exp(nll.mean()):.6f} +- {np.exp(nll.mean()) * err:.6f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
@@ -126,8 +155,14 @@ def main():
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--every", type=int, default=8)
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out")
+    ap.add_argument("--ppl-chunks", type=int, default=0,
+                    help="instead of a fixture: perplexity of the first N chunks of --ctx tokens, "
+                         "llama.cpp protocol (second half of each chunk scored)")
+    ap.add_argument("--ctx", type=int, default=512)
     args = ap.parse_args()
+    if args.ppl_chunks:
+        return ppl(args)
     reader = GGUFReader(args.model)
     tok = build_tokenizer(reader)
     with open(args.text, "rb") as f:
