@@ -5,6 +5,8 @@
 # for R = 1 and R = the GPU count, prints cases per minute for each and their
 # ratio, and appends a dated "MPI scaling" section to bench/RESULTS.md (and,
 # when $OUT is set, writes the section alone to $OUT/mpi-scaling.md).
+# Ranks are not bound to cores (--bind-to none): each case's CPU reference runs
+# OpenBLAS threads beside the GPU kernel.
 # Cases per minute = the cases of the run / X: every rank fuzzes for exactly X
 # minutes, so start-up (mpirun, CUDA contexts) is left out; the wall time is
 # listed beside it.
@@ -121,7 +123,7 @@ for np in 1 "$ranks"; do
     echo "mpi-scaling: $np rank(s), fuzz $backend --minutes $minutes --seed $seed ${extra[*]:-}"
     t0=$(date +%s.%N)
     set +e
-    mpirun --oversubscribe --allow-run-as-root -np "$np" "$qvet_mpi" fuzz "$backend" --minutes "$minutes" \
+    mpirun --oversubscribe --allow-run-as-root --bind-to none -np "$np" "$qvet_mpi" fuzz "$backend" --minutes "$minutes" \
         --seed "$seed" --no-shrink --fail-dir "$work/failures" --out "$work/np$np.jsonl" "${extra[@]}" \
         >"$work/np$np.log" 2>&1
     rc=$?
