@@ -120,7 +120,12 @@ __device__ __forceinline__ float epilogue_scale(const wo_params &p, int col)
     /* The product with the power of two 2^-s_pow2 is exact: it restores the
      * stored scale s (layout.h, MARLIN_FP8). */
     if (p.scale_mode == SC_CHANNEL)
+#ifdef QV_MUTANT_gpu_wo_channel_scales_unpermuted
+        /* Mutant (class 1, optimum-quanto PR #241): channel scales read in logical order. */
+        return load_scale(p.scales, col, p.scale_fmt) * p.unbias_f32;
+#else
         return load_scale(p.scales, single_perm_index(col), p.scale_fmt) * p.unbias_f32;
+#endif
     if (p.scale_mode == SC_TENSOR) return load_scale(p.scales, 0, p.scale_fmt) * p.unbias_f32;
     return 1.0f;
 }
@@ -211,7 +216,12 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_gemm_wonly_mma(co
                 qv_cp_async16(st + L::b_off + (tid + i * kThreads) * 16,
                               brow + (int64_t)b_tile[i] * b_row_words + b_src[i], true);
         if (s_used && kt0 + s_tile < kt_end) {
+#ifdef QV_MUTANT_gpu_wo_group_index_shift
+            /* Mutant (class 18): the group of a k16 tile computed from the tile before it. */
+            const int64_t grp = (kt0 + s_tile > 0 ? kt0 + s_tile - 1 : 0) >> p.g_shift;
+#else
             const int64_t grp = (kt0 + s_tile) >> p.g_shift;
+#endif
             qv_cp_async16(st + L::s_off + tid * 16,
                           static_cast<const uint16_t *>(p.scales) + grp * p.n + n0 + s_ch * 8, true);
         }
@@ -295,7 +305,15 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_gemm_wonly_mma(co
                             st + L::z_off + u * (kBN / 8) * 4 + (wn * 8 + (lane >> 2)) * 4);
 #pragma unroll
                         for (int j8 = 0; j8 < 8; j8++)
+#if defined(QV_MUTANT_gpu_wo_zp_mask_missing)
+                            /* Mutant (class 10, AutoGPTQ #484): the zero-point nibble taken without & 0xF. */
+                            qv_dq4_consts<IS_BF16>(zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1))), zc[j8]);
+#elif defined(QV_MUTANT_gpu_wo_zp_off_by_one)
+                            /* Mutant (class 9, AutoGPTQ #325, vLLM #38966): GPTQ v1's +1 applied to v2 zero points. */
+                            qv_dq4_consts<IS_BF16>(((zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1)))) + 1) & 0xFu, zc[j8]);
+#else
                             qv_dq4_consts<IS_BF16>((zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1)))) & 0xFu, zc[j8]);
+#endif
                     }
                 }
             }
@@ -325,7 +343,10 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_gemm_wonly_mma(co
 
     for (int step = 0; step < n_steps; step++) {
         qv_cp_async_wait<L::stages - 2>();
+#ifndef QV_MUTANT_gpu_wo_missing_barrier
+        /* (Mutant QV_MUTANT_gpu_wo_missing_barrier, class 5, vLLM #11493, drops this barrier.) */
         __syncthreads();
+#endif
         /* The slot refilled here was read in step-1, which every warp finished
          * before the barrier above. */
         int next = step + L::stages - 1;
@@ -340,8 +361,11 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_gemm_wonly_mma(co
          * a slice's last stage can be partial. */
         if (kt0 + T::ks <= kt_end)
             compute_stage(st, kt0, std::true_type());
+#ifndef QV_MUTANT_gpu_wo_k_tail_dropped
+        /* (Mutant QV_MUTANT_gpu_wo_k_tail_dropped, class 11, vLLM #13227, skips the partial stage.) */
         else
             compute_stage(st, kt0, std::false_type());
+#endif
     }
     qv_cp_async_wait<0>();
     __syncthreads();
@@ -365,7 +389,13 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_gemm_wonly_mma(co
             for (int j8 = 0; j8 < 8; j8++)
 #pragma unroll
                 for (int r = 0; r < 4; r++)
+#ifdef QV_MUTANT_gpu_wo_splitk_f16_reduce
+                    /* Mutant (class 4, vLLM #6795): the K slices of the two warps reduced in fp16. */
+                    acc[mt][j8][r] = __half2float(__hadd(__float2half_rn(acc[mt][j8][r]),
+                                                         __float2half_rn(red[(((wn * MB + mt) * 8 + j8) * 4 + r) * 32 + lane])));
+#else
                     acc[mt][j8][r] = acc[mt][j8][r] + red[(((wn * MB + mt) * 8 + j8) * 4 + r) * 32 + lane];
+#endif
     }
 
     if (p.splits > 1) {
@@ -393,7 +423,10 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_gemm_wonly_mma(co
             int old = atomicAdd(cnt, 1);
             s_is_last = old == p.splits - 1;
             /* The last arrival resets the counter for the next launch. */
+#ifndef QV_MUTANT_gpu_wo_lock_not_reset
+            /* (Mutant QV_MUTANT_gpu_wo_lock_not_reset, class 6, marlin e7a312a, skips this reset.) */
             if (s_is_last) atomicExch(cnt, 0);
+#endif
         }
         __syncthreads();
         if (!s_is_last) return;
@@ -414,8 +447,13 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_gemm_wonly_mma(co
                         for (int z = 1; z < p.splits; z++) {
                             float2 v = __ldcg(reinterpret_cast<const float2 *>(
                                 p.partial + ((int64_t)z * p.m + row) * p.n + col));
+#ifdef QV_MUTANT_gpu_wo_splitk_f16_reduce
+                            s.x = __half2float(__hadd(__float2half_rn(s.x), __float2half_rn(v.x)));
+                            s.y = __half2float(__hadd(__float2half_rn(s.y), __float2half_rn(v.y)));
+#else
                             s.x = s.x + v.x;
                             s.y = s.y + v.y;
+#endif
                         }
                         acc[mt][j8][2 * h] = s.x;
                         acc[mt][j8][2 * h + 1] = s.y;
@@ -433,9 +471,19 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_gemm_wonly_mma(co
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     int row = m0 + mt * 16 + (lane >> 2) + 8 * h;
+#ifndef QV_MUTANT_gpu_wo_rows_beyond_m
+                    /* (Mutant QV_MUTANT_gpu_wo_rows_beyond_m, class 20, llm-awq #113, drops this predicate.) */
                     if (row >= p.m) continue;
+#endif
                     float y0 = acc[mt][j8][2 * h], y1 = acc[mt][j8][2 * h + 1];
                     if (p.scale_mode != SC_GROUP) {
+#ifdef QV_MUTANT_gpu_wo_epilogue_f16_cast_first
+                        /* Mutant (class 7, vLLM #33972): the fp32 sum cast to fp16 before the scale. */
+                        if (!IS_BF16) {
+                            y0 = __half2float(__float2half_rn(y0));
+                            y1 = __half2float(__float2half_rn(y1));
+                        }
+#endif
                         y0 = y0 * s0;
                         y1 = y1 * s1;
                     }
@@ -454,7 +502,13 @@ __global__ void k_permute_cols(const uint16_t *a, const int32_t *perm, uint16_t 
          idx += (int64_t)gridDim.x * blockDim.x) {
         int64_t i = idx / k;
         int j = (int)(idx % k);
+#ifdef QV_MUTANT_gpu_wo_act_order_a_unpermuted
+        /* Mutant (class 13): A's columns are not permuted to the sorted-row order. */
+        out[idx] = a[i * k + j];
+        (void)perm;
+#else
         out[idx] = a[i * k + perm[j]];
+#endif
     }
 }
 
@@ -675,8 +729,15 @@ extern "C" qv_status qv_launch_wonly(const qv_variant *v, const qv_gemm_args *a)
      * multiplies the scales by 2^-8 (2^-120) instead, which is exact.
      * 0x1C00 is fp16 2^-8; 0x0380 is bf16 2^-120. */
     bool fp8 = v->layout == QV_LAYOUT_MARLIN_FP8, bf = v->afmt == QV_FMT_BF16;
+#ifdef QV_MUTANT_gpu_wo_fp8_unbias_missing
+    /* Mutant (class 8, vLLM #47315): the exponent bias folded into the scales is never taken out. */
+    p.unbias_f32 = 1.0f;
+    p.unbias_h2 = bf ? 0x3F803F80u : 0x3C003C00u;
+    (void)fp8;
+#else
     p.unbias_f32 = fp8 ? (bf ? 0x1p-120f : 0x1p-8f) : 1.0f;
     p.unbias_h2 = fp8 ? (bf ? 0x03800380u : 0x1C001C00u) : (bf ? 0x3F803F80u : 0x3C003C00u);
+#endif
     dim3 grid(g.n_blocks, g.m_blocks, g.splits);
     if (g.m_blocks > 65535)
         return qv_fail(QV_ERR_SHAPE, "%s: m=%d needs more than 65535 row blocks", v->name, a->m);
