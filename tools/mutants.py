@@ -12,6 +12,7 @@ The last line is exactly "mutants: K killed of N"; the exit status is non-zero
 when K < N or when the unmutated build fails any case.
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import shutil
@@ -20,6 +21,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SRC_DIRS = ["src", "reference", "kernels", "fuzz", "eval", "bench"]
+SEED_TEST = "t_seed_scenario"
+JOBS = 2  # make -j; --jobs raises it on a bigger machine
 
 
 def read_catalogue(path):
@@ -54,14 +57,19 @@ def files_with_switch(name):
     return hits
 
 
-def make(build, mutant=None):
-    cmd = ["make", "--no-print-directory", "-j2", f"BUILD={build}", f"{build}/qvet"]
+def make(build, mutant=None, target="qvet", keep=()):
+    """make BUILD=build build/target; `keep` lists object files make must take
+    as up to date (a mutant rebuilds only the objects of its switch, even when
+    other sources changed after the base was built)."""
+    cmd = ["make", "--no-print-directory", f"-j{JOBS}", f"BUILD={build}", f"{build}/{target}"]
     if mutant:
         cmd.append(f"MUTANT={mutant}")
+    for obj in keep:
+        cmd += ["-o", obj]
     r = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if r.returncode != 0:
         sys.stdout.write(r.stdout[-4000:])
-        sys.exit(f"mutants: build failed ({' '.join(cmd)})")
+        sys.exit(f"mutants: build failed ({' '.join(c for c in cmd[:5 + bool(mutant)])})")
 
 
 def build_mutant(base, out, row):
@@ -90,7 +98,11 @@ def build_mutant(base, out, row):
             obj = os.path.join(mb, "obj", os.path.splitext(f)[0] + suffix)
             if os.path.exists(obj):
                 os.remove(obj)
-    make(os.path.relpath(mb, ROOT), row["name"])
+    rel = os.path.relpath(mb, ROOT)
+    keep = []
+    for dirpath, _, fns in os.walk(os.path.join(mb, "obj")):
+        keep += [os.path.relpath(os.path.join(dirpath, fn), ROOT) for fn in fns if fn.endswith(".o")]
+    make(rel, row["name"], keep=keep)
     return files
 
 
@@ -129,6 +141,16 @@ def criteria_pass(cases):
     return {k: all(bool(c["criteria"].get(k)) for c in rnd) for k in keys}
 
 
+def seed_scenario(bindir):
+    """Runs the seed scenario test; returns its report lines and whether it passed."""
+    exe = os.path.join(bindir, SEED_TEST)
+    if not os.path.exists(exe):
+        return ["(test binary not built)"], False
+    r = subprocess.run([exe], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = [ln[len("seed scenario: "):] for ln in r.stdout.splitlines() if ln.startswith("seed scenario: ")]
+    return lines, r.returncode == 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     g = ap.add_mutually_exclusive_group(required=True)
@@ -140,7 +162,11 @@ def main():
     ap.add_argument("--cases", type=int, default=300, help="bounded fuzz cases per mutant")
     ap.add_argument("--seed", type=int, default=20261129)
     ap.add_argument("--out", default="mutants/out")
+    ap.add_argument("--jobs", type=int, default=2, help="parallel make jobs (2 on the shared CI machine)")
+    ap.add_argument("--parallel", type=int, default=1, help="mutants built at once (each with --jobs)")
     a = ap.parse_args()
+    global JOBS
+    JOBS = max(1, a.jobs)
     backend = "gpu" if a.gpu else "cpu"
     out = os.path.join(ROOT, a.out, backend)
     os.makedirs(out, exist_ok=True)
@@ -156,14 +182,22 @@ def main():
         make(os.path.relpath(base, ROOT))
         os.makedirs(bindir, exist_ok=True)
         shutil.copy2(os.path.join(base, "qvet"), os.path.join(bindir, "qvet-base"))
-        for r in rows:
+        # The seed scenario (issue item 4) is a Check test; its binary travels with the others.
+        make(os.path.relpath(base, ROOT), target="tests/" + SEED_TEST)
+        shutil.copy2(os.path.join(base, "tests", SEED_TEST), os.path.join(bindir, SEED_TEST))
+        def build_one(r):
             files = build_mutant(base, out, r)
             if files is None:
                 print(f"  {r['name']}: switch QV_MUTANT_{r['name']} is placed nowhere", flush=True)
-                continue
+                return
             shutil.copy2(os.path.join(out, "build-" + r["name"], "qvet"), os.path.join(bindir, "qvet-" + r["name"]))
             shutil.rmtree(os.path.join(out, "build-" + r["name"]))
             print(f"  built {r['name']} ({', '.join(files)})", flush=True)
+
+        # Mutant builds are independent folders: --parallel builds several at once.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.parallel)) as pool:
+            for fut in [pool.submit(build_one, r) for r in rows]:
+                fut.result()
         if a.build_only:
             return 0
 
@@ -219,6 +253,7 @@ def main():
         for res in results:
             f.write(json.dumps(res, sort_keys=True) + "\n")
     killed = sum(r["killed"] for r in results)
+    seed_lines, seed_ok = seed_scenario(bindir)
 
     def cell(v):
         return "–" if v is None else ("passes (misses it)" if v else "fails (catches it)")
@@ -232,6 +267,14 @@ def main():
                     f"{res['killed_by']} | {res['cases_to_kill'] if res['cases_to_kill'] else '–'} | "
                     f"{cell(res.get('marlin_pass'))} | {cell(res.get('vllm_pass'))} | {cell(res.get('cosine_pass'))} | "
                     f"{cell(res.get('nmse_pass'))} |\n")
+        f.write("\n## Seed scenario: fp8 W8A16 channel scales left unpermuted\n\n"
+                "`tests/t_seed_scenario.c`, test `bug_20261129_fp8_channel_scales_unpermuted`: the packed "
+                "channel scales put back in logical order (the bug), run through the decoder and the CPU "
+                "model, graded by qvet. With one scale repeated in every channel the bug is invisible to "
+                "every criterion; with distinct scales qvet fails it.\n\n")
+        if seed_lines:
+            f.write("".join(f"- {line}\n" for line in seed_lines))
+        f.write(f"\nThe regression test {'passes' if seed_ok else '**FAILS**'}.\n")
         na = [r for r in read_catalogue(os.path.join(ROOT, "mutants/catalogue.tsv")) if r["backends"] == ["none"]]
         if na:
             f.write("\nCatalogue entries that cannot apply to this backend's code:\n\n")
@@ -239,8 +282,10 @@ def main():
                 f.write(f"- class {r['bug_class']} `{r['name']}`: {r['what']}\n")
     if base_fail:
         print(f"mutants: the unmutated build failed on {base_fail} variant sets")
+    if not seed_ok:
+        print("mutants: the seed scenario regression test failed")
     print(f"mutants: {killed} killed of {len(results)}")
-    return 0 if killed == len(results) and not base_fail else 1
+    return 0 if killed == len(results) and not base_fail and seed_ok else 1
 
 
 if __name__ == "__main__":
