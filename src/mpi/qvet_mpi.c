@@ -1038,7 +1038,9 @@ static int gather_and_merge(mpi_job *j, rank_report *mine)
             }
         }
     }
-    if (bad_ranks)
+    if (bad_ranks == R)
+        fprintf(stderr, "qvet %s: no rank finished\n", j->cmd);
+    else if (bad_ranks)
         fprintf(stderr, "qvet %s: %d of %d ranks did not finish; the results of the others are kept%s\n", j->cmd,
                 bad_ranks, R, j->merged[0] ? " in the merged file" : "");
 
