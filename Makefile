@@ -102,7 +102,7 @@ $(BUILD)/plugins/libqvet_missing_sym_plugin.so: $(wildcard plugins/missing_sym/*
 	$(CC) $(CFLAGS) -fPIC -shared $(filter %.c,$^) -o $@
 
 # MPI campaigns (src/mpi/qvet_mpi.c says how the work is split): BUILD/qvet-mpi is
-# qvet with an MPI entry; under mpirun, check, fuzz and ppl share the work over the
+# qvet with an MPI entry; under mpirun, check, fuzz, ppl and mutants share the work over the
 # ranks. `make MPI=1` makes BUILD/qvet that binary too (use its own BUILD). It is
 # linked with -Wl,--wrap=main: the C runtime enters __wrap_main (the MPI entry),
 # which reaches src/qvet.c's main as __real_main, so the dispatcher exists once.
