@@ -122,11 +122,19 @@ typedef struct qv_packed {
                             (non-decreasing; what vLLM passes the kernel), or NULL */
 } qv_packed;
 
-/* Packs p's weights into p->v->layout. Validates shape, q range and dtypes. */
+/* Packs p's weights into p->v->layout. Validates shape, q range and dtypes
+ * first; on any refusal *out is left zeroed (nothing to destroy). On success
+ * the caller frees it with qv_packed_destroy. */
 qv_status qv_pack(const qv_problem *p, qv_packed *out);
 void      qv_packed_destroy(qv_packed *pk);
 
-/* Packs by layout name from raw logical arrays (qvet pack). */
+/* Packs from logical arrays (qvet pack), whose dtypes name the formats: q (K, N)
+ * int8/uint8 codes (int8 -8..7 for qqq-w4-channel; uint8 for marlin-w8 and
+ * marlin-fp8; int8, uint8, f16 or bf16 '<u2' for plain-nk); scales (K/g, N),
+ * (1, N) or (1, 1) in f16, bf16 ('<u2') or f32, the group size being K / rows;
+ * scales2 (1, N) f32 (qqq-w4-group only); zeros (K/g, N) int8/uint8
+ * (marlin-w4-zp only); g_idx (K) int32/int64 (turns on act_order). Any of the
+ * optional arrays may be NULL. Refuses like qv_pack. */
 struct qv_array;
 qv_status qv_pack_arrays(qv_layout layout, const struct qv_array *q, const struct qv_array *scales,
                          const struct qv_array *scales2, const struct qv_array *zeros,
@@ -143,11 +151,13 @@ int            qv_layout_scale_pow2(qv_layout layout, qv_fmt afmt);
 void qv_scale_perm(int perm[64]);         /* grouped: scale_perm[8i+j] = i + 8j */
 void qv_scale_perm_single(int perm[32]);  /* channelwise: {2i+j : j in {0,1,8,9,16,17,24,25}} */
 
-/* Checkpoint readers into logical form. GPTQ: qweight (k/8, n) int32 packed
- * along K, qzeros (k/g, n/8) int32 packed along N storing z-1 (v1) or z (v2),
- * scales (k/g, n) fp16, g_idx (k). AWQ: qweight (k, n/8) packed along N in the
- * order [0,2,4,6,1,3,5,7], qzeros (k/g, n/8) likewise. Outputs are (k, n) u4
- * codes and (k/g, n) u4 zero codes. */
+/* Checkpoint readers into logical form (src/checkpoint.c). GPTQ: qweight
+ * (k/8, n) int32 packed along K, qzeros (k/g, n/8) int32 packed along N storing
+ * z-1 (v1_zeros = 1; a stored 15, i.e. z = 16, is refused) or z (v2). AWQ:
+ * qweight (k, n/8) packed along N in the order [0,2,4,6,1,3,5,7] (nibble i holds
+ * column 8c + order[i]), qzeros (k/g, n/8) likewise. Every nibble is masked
+ * with & 0xF on the unsigned word. Outputs: q_out (k, n) u4 codes; z_out
+ * (k/g, n) u4 zero points, written only when qzeros is not NULL. */
 qv_status qv_gptq_unpack(const int32_t *qweight, const int32_t *qzeros, int64_t k, int64_t n, int g,
                          int v1_zeros, uint8_t *q_out, uint8_t *z_out);
 qv_status qv_awq_unpack(const int32_t *qweight, const int32_t *qzeros, int64_t k, int64_t n, int g,
