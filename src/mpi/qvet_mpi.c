@@ -527,10 +527,39 @@ static void pick_gpu(mpi_job *j, char *vis, size_t len)
 
 /* ---- running this rank's share ---- */
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Copies the complete lines the log gained since *off to stderr, each headed
+ * by the rank and host: live progress while the log itself waits for rank 0,
+ * which prints every log whole, in rank order, on stdout at the end. */
+static void forward_progress(const mpi_job *j, const char *log_path, long *off)
+{
+    FILE *f = fopen(log_path, "rb");
+    if (!f) return;
+    if (fseek(f, *off, SEEK_SET) == 0) {
+        char *line = NULL;
+        size_t cap = 0;
+        ssize_t n;
+        while ((n = getline(&line, &cap, f)) > 0 && line[n - 1] == '\n') {
+            fprintf(stderr, "[rank %d %s] %s", j->rank, j->host, line);
+            *off += (long)n;
+        }
+        free(line);
+    }
+    fclose(f);
+    fflush(stderr);
+}
+
 /* Runs one child: stdout appended to log_path, stderr shared with the rank,
- * QVET_MPI=0 and the rank's device in its environment. Returns the wait()
- * status, or -1 when it could not start. */
-static int run_child(const mpi_job *j, char **argv, const char *log_path, const char *vis, int kill_it)
+ * QVET_MPI=0 and the rank's device in its environment. With `live`, the
+ * log's new lines go to stderr as they come (forward_progress). Returns the
+ * wait() status, or -1 when it could not start. */
+static int run_child(const mpi_job *j, char **argv, const char *log_path, const char *vis, int kill_it, int live)
 {
     fflush(stdout);
     fflush(stderr);
@@ -552,8 +581,20 @@ static int run_child(const mpi_job *j, char **argv, const char *log_path, const 
     }
     if (kill_it) kill(pid, SIGKILL);
     int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return -1;
+    long off = (long)file_size(log_path);
+    double last = now_s();
+    for (;;) {
+        pid_t w = waitpid(pid, &status, live ? WNOHANG : 0);
+        if (w == pid) break;
+        if (w < 0 && errno != EINTR) return -1;
+        /* Progress once a second is plenty; the child's own lines come every 10 s. */
+        if (live && now_s() - last >= 1.0) {
+            forward_progress(j, log_path, &off);
+            last = now_s();
+        }
+        if (live) nap();
+    }
+    if (live) forward_progress(j, log_path, &off);
     return status;
 }
 
@@ -685,7 +726,7 @@ static void run_share(mpi_job *j, rank_report *rep)
     int kill_rank = kill_env && *kill_env ? atoi(kill_env) : -1;
     FILE *all = fopen(jsonl, "wb");
     for (int i = 0; i < n; i++) {
-        int status = run_child(j, u[i].argv, log_path, vis, j->rank == kill_rank && i == 0);
+        int status = run_child(j, u[i].argv, log_path, vis, j->rank == kill_rank && i == 0, 1);
         rep->units++;
         char label[300];
         if (j->kind == JOB_FUZZ) {
@@ -1046,7 +1087,7 @@ static int gather_and_merge(mpi_job *j, rank_report *mine)
 
     if (j->report_dir && !rc) {
         char *argv[] = {j->exe, "report", (char *)j->merged, "-o", (char *)j->report_dir, NULL};
-        int status = run_child(j, argv, "/dev/stdout", "", 0);
+        int status = run_child(j, argv, "/dev/stdout", "", 0, 0);
         if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
             fprintf(stderr, "qvet %s: qvet report on %s failed\n", j->cmd, j->merged);
             rc = 2;
