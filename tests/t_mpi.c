@@ -4,7 +4,8 @@
  * `qvet` process run with the same seed (time_ms aside, and the run line,
  * which describes the run), sorted as that process writes them; a rank whose
  * campaign process is killed (QVET_MPI_TEST_KILL_RANK) must be named with its
- * rank and host while the other rank's results are kept.
+ * rank and host while the other rank's results are kept; ranks must get
+ * GPUs by local rank (QVET_MPI_TEST_DEVICES simulates them).
  *
  * The binaries are $QVET_BIN and $QVET_MPI_BIN, or ../qvet and ../qvet-mpi
  * next to this test's folder (BUILD/tests/t_mpi). The seed is printed and
@@ -251,8 +252,12 @@ START_TEST(check_two_ranks_equal_one_process)
              g_tmp);
     int rc1 = run("c1", a);
     ck_assert_msg(rc1 == 0 || rc1 == 1, "single check exited %d", rc1);
-    snprintf(a, sizeof a, "check --cpu --cap 65536 --variant '%s' --no-shrink --out '%s/c2.jsonl'", glob, g_tmp);
+    snprintf(a, sizeof a, "check --cpu --cap 65536 --variant '%s' --no-shrink --out '%s/c2.jsonl' --report '%s/rep'", glob,
+             g_tmp, g_tmp);
     ck_assert_int_eq(run_mpi("c2", 2, "", a), rc1);
+    char index[512];
+    snprintf(index, sizeof index, "%s/rep/index.md", g_tmp);
+    ck_assert_msg(access(index, F_OK) == 0, "--report wrote no %s", index);
     lines one = case_lines("c1.jsonl"), two = case_lines("c2.jsonl");
     assert_same_cases(&two, &one, "check");
     check_run_line(two.run, 2, NULL, -1);
@@ -292,6 +297,38 @@ START_TEST(killed_rank_is_reported_and_others_kept)
     free(even.v);
     lines_free(&one);
     lines_free(&two);
+}
+END_TEST
+
+/* Devices: local rank % devices, through the scheduler's CUDA_VISIBLE_DEVICES
+ * list; 3 ranks on 2 (simulated) GPUs get entries 5, 7, 5 and a warning. */
+START_TEST(gpus_dealt_by_local_rank)
+{
+    char a[4096];
+    snprintf(a, sizeof a, "fuzz --cases 3 --seed %" PRIu64 " --no-shrink --out '%s/g.jsonl'", g_seed + 3, g_tmp);
+    int rc = run_mpi("g", 3, "CUDA_VISIBLE_DEVICES=5,7 QVET_MPI_TEST_DEVICES=2", a);
+    ck_assert_msg(rc == 0 || rc == 1, "exit %d", rc);
+    lines L = case_lines("g.jsonl");
+    ck_assert_int_eq(L.n, 3);
+    qv_json *root;
+    ck_assert(qv_json_parse(L.run, strlen(L.run), &root) == QV_OK);
+    const qv_json *per = qv_json_get(qv_json_get(root, "mpi"), "per_rank");
+    static const char *const want_vis[] = {"5", "7", "5"};
+    for (int r = 0; r < 3; r++) {
+        const qv_json *p = qv_json_at(per, r);
+        int64_t gpu = -1;
+        ck_assert(qv_json_int64(qv_json_get(p, "gpu"), &gpu) == QV_OK);
+        ck_assert_int_eq(gpu, r % 2);
+        const char *vis = qv_json_str(qv_json_get(p, "cuda_visible_devices"));
+        ck_assert_msg(vis && !strcmp(vis, want_vis[r]), "rank %d: CUDA_VISIBLE_DEVICES %s, want %s", r,
+                      vis ? vis : "(none)", want_vis[r]);
+    }
+    qv_json_free(root);
+    char *err = read_tmp("g.err"), want[512];
+    snprintf(want, sizeof want, "3 ranks on %s share 2 GPUs", g_host);
+    ck_assert_msg(err && strstr(err, want), "stderr lacks '%s'", want);
+    free(err);
+    lines_free(&L);
 }
 END_TEST
 
@@ -349,6 +386,7 @@ static Suite *mpi_suite(void)
     tcase_add_test(tc, fuzz_user_shard_composes);
     tcase_add_test(tc, check_two_ranks_equal_one_process);
     tcase_add_test(tc, killed_rank_is_reported_and_others_kept);
+    tcase_add_test(tc, gpus_dealt_by_local_rank);
     tcase_add_loop_test(tc, refusals_exit_two, 0, (int)(sizeof refusals / sizeof refusals[0]));
     tcase_add_test(tc, without_mpirun_it_is_plain_qvet);
     suite_add_tcase(s, tc);
@@ -383,6 +421,7 @@ int main(int argc, char **argv)
     setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);
     unsetenv("QVET_MPI");
     unsetenv("QVET_MPI_TEST_KILL_RANK");
+    unsetenv("QVET_MPI_TEST_DEVICES");
     printf("t_mpi: seed %" PRIu64 " (replay with QVET_SEED=%" PRIu64 "), qvet %s, qvet-mpi %s, scratch %s\n", g_seed,
            g_seed, g_qvet, g_mpi, g_tmp);
     if (system("command -v mpirun >/dev/null 2>&1") != 0)

@@ -30,9 +30,10 @@
  * launch (or with QVET_MPI=0) this binary is the plain qvet.
  *
  * Environment: QVET_MPI=0 disables the MPI entry, QVET_MPI=1 forces it.
- * QVET_MPI_TEST_KILL_RANK=R is a test hook (tests/t_mpi.c): rank R kills its
- * first campaign child with SIGKILL right after starting it, to exercise the
- * dead-rank path. */
+ * Two test hooks (tests/t_mpi.c): QVET_MPI_TEST_KILL_RANK=R makes rank R kill
+ * its first campaign child with SIGKILL right after starting it (the dead-rank
+ * path); QVET_MPI_TEST_DEVICES=N makes every rank see N CUDA devices (the
+ * device assignment, on machines without any). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -119,6 +120,7 @@ typedef struct rank_report {
     int32_t signal;            /* the first signal that ended a child, 0 for none */
     int64_t jsonl_bytes, log_bytes;
     char shard[64];            /* fuzz: the shard this rank ran, "" otherwise */
+    char visible[64];          /* CUDA_VISIBLE_DEVICES of its children, "" for none */
     char host[HOST_LEN];
     char problem[PROBLEM_LEN]; /* one line per failed child, "" when all went well */
 } rank_report;
@@ -503,7 +505,10 @@ static void pick_gpu(mpi_job *j, char *vis, size_t len)
     j->gpu = -1;
     if (j->want_cpu) return;
     int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1) return;
+    const char *fake = getenv("QVET_MPI_TEST_DEVICES");
+    if (fake && *fake) count = atoi(fake);
+    else if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+    if (count < 1) return;
     j->gpu = j->local_rank % count;
     const char *env = getenv("CUDA_VISIBLE_DEVICES");
     if (env && *env) {
@@ -708,6 +713,7 @@ static void run_share(mpi_job *j, rank_report *rep)
     pick_gpu(j, vis, sizeof vis);
     rep->rank = j->rank;
     rep->gpu = j->gpu;
+    snprintf(rep->visible, sizeof rep->visible, "%s", vis);
     memcpy(rep->host, j->host, sizeof rep->host);
     snprintf(log_path, sizeof log_path, "%s/log.txt", j->tmp);
     snprintf(jsonl, sizeof jsonl, "%s/rank.jsonl", j->tmp);
@@ -912,6 +918,10 @@ static void write_run_line(FILE *f, const mpi_job *j, const char *tpl, const ran
         if (p->gpu >= 0) fprintf(f, "%d", p->gpu);
         else fputs("null", f);
         if (p->shard[0]) fprintf(f, ",\"shard\":\"%s\"", p->shard);
+        if (p->visible[0]) {
+            fputs(",\"cuda_visible_devices\":", f);
+            qv_json_fput_str(f, p->visible);
+        }
         fprintf(f, ",\"processes\":%d,\"processes_failed\":%d,\"cases\":%lld,\"failed\":%lld,\"ok\":%s", p->units,
                 p->units_bad, st[r].cases, st[r].failed, p->units_bad ? "false" : "true");
         if (p->problem[0]) {
@@ -1006,6 +1016,7 @@ static int gather_and_merge(mpi_job *j, rank_report *mine)
         reps[r].host[HOST_LEN - 1] = '\0';
         reps[r].problem[PROBLEM_LEN - 1] = '\0';
         reps[r].shard[sizeof reps[r].shard - 1] = '\0';
+        reps[r].visible[sizeof reps[r].visible - 1] = '\0';
         int bad = recv_file(logs[r], reps[r].log_bytes, r, TAG_LOG);
         bad |= recv_file(paths[r], reps[r].jsonl_bytes, r, TAG_JSONL);
         if (bad) {
