@@ -150,7 +150,7 @@ section=$work/mpi-scaling.md
     echo
     echo "## MPI scaling ($(date -u '+%Y-%m-%d %H:%M UTC'))"
     echo
-    echo "\`mpirun -np R qvet-mpi fuzz $backend --minutes $minutes --seed $seed ${extra[*]:-}\` on $(hostname),"
+    echo "\`mpirun -np R qvet-mpi fuzz $backend --minutes $minutes --seed $seed ${extra[*]:-}\` on $(uname -n),"
     echo "$gpus GPU(s): $gpu_name; commit $commit. Cases per minute = cases / $minutes min (each rank fuzzes"
     echo "for the full budget; start-up is in the wall time only)."
     echo
