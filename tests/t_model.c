@@ -234,6 +234,75 @@ START_TEST(probes_deterministic)
 }
 END_TEST
 
+/* An independent rendering of tensor-core fp32 accumulation, as adversarial
+ * as the declared model allows: blocks of 16 products aligned to the largest
+ * exponent among them and the accumulator, each product truncated to the
+ * accumulator's 24 bits at that alignment, the block sum truncated again, and
+ * four split-K slices reduced in fp32 in reverse order. Written from the
+ * problem's accessors only (qv_problem_a/wq/scale, qv_encode). */
+static double trunc_to(double x, double quantum) { return trunc(x / quantum) * quantum; }
+
+static void tensor_core_model(const qv_problem *p, uint16_t *out)
+{
+    const qv_variant *v = p->v;
+    int64_t m = p->m, n = p->n, k = p->k, slices = 4, ks = (k + slices - 1) / slices;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            float part[4] = {0, 0, 0, 0};
+            for (int64_t sl = 0; sl < slices; sl++) {
+                double acc = 0;
+                for (int64_t b0 = sl * ks; b0 < (sl + 1) * ks && b0 < k; b0 += 16) {
+                    double prod[16];
+                    int np = 0, emax = acc != 0 ? ilogb(acc) : -1000;
+                    for (int64_t kk = b0; kk < b0 + 16 && kk < (sl + 1) * ks && kk < k; kk++) {
+                        double w = qv_problem_wq(p, kk, j);
+                        if (v->arith.dequant == QV_DQ_MUL_RN)
+                            w = qv_decode(v->afmt, qv_encode(v->afmt, w * qv_problem_scale(p, kk, j), QV_SAT_NONE));
+                        prod[np] = qv_problem_a(p, i, kk) * w;
+                        if (prod[np] != 0 && ilogb(prod[np]) > emax) emax = ilogb(prod[np]);
+                        np++;
+                    }
+                    double q = ldexp(1.0, emax - 23), s = trunc_to(acc, q);
+                    for (int t = 0; t < np; t++) s += trunc_to(prod[t], q);
+                    acc = (float)s == s ? s : trunc_to(s, ldexp(1.0, ilogb(s) - 23));
+                }
+                part[sl] = (float)acc;
+            }
+            float x = ((part[3] + part[2]) + part[1]) + part[0];
+            if (v->arith.epilogue[0] == QV_EP_MUL_WSCALE) x = x * (float)qv_problem_scale(p, 0, j);
+            out[i * n + j] = (uint16_t)qv_encode(v->ofmt, x, v->arith.out_sat);
+        }
+}
+
+START_TEST(bound_holds_for_tensor_core_rendering)
+{
+    const qv_variant *v = qv_registry_get(_i);
+    if (v->arith.accum != QV_ACC_TC_F32) return;
+    uint64_t seed = base_seed();
+    for (int c = 0; c < 25; c++) {
+        uint64_t s = mix(seed, 90000 + (uint64_t)_i * 977 + (uint64_t)c);
+        int64_t m, n, k;
+        pick_shape(v, s, &m, &n, &k);
+        qv_regime rg = (qv_regime)((s >> 40) % QV_REGIME_COUNT);
+        qv_problem p;
+        ck_assert_int_eq(qv_problem_create(&p, v, m, n, k), QV_OK);
+        ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_RANDOM, rg, s), QV_OK);
+        uint16_t *out = malloc(out_bytes(&p));
+        tensor_core_model(&p, out);
+        ref_truth t;
+        ck_assert_int_eq(ref_truth_compute(&p, &t), QV_OK);
+        qv_result r;
+        ref_verify(&p, &t, out, &r);
+        ck_assert_msg(r.grade != QV_FAIL, "%s seed=%llu case=%d m=%lld n=%lld k=%lld regime=%s: %s", v->name,
+                      (unsigned long long)seed, c, (long long)m, (long long)n, (long long)k, qv_regime_name(rg),
+                      r.reason);
+        free(out);
+        ref_truth_clear(&t);
+        qv_problem_destroy(&p);
+    }
+}
+END_TEST
+
 /* ref_probe_applies is exact: every probe it accepts fills without error, on
  * the shapes the campaign draws (tile edges, one group, deep K). */
 START_TEST(applies_means_fills)
@@ -266,6 +335,7 @@ int main(void)
     tcase_add_loop_test(tc, bound_holds_for_model, 0, nv);
     tcase_add_loop_test(tc, unique_probes_bit_exact, 0, nv);
     tcase_add_loop_test(tc, applies_means_fills, 0, nv);
+    tcase_add_loop_test(tc, bound_holds_for_tensor_core_rendering, 0, nv);
     tcase_add_test(tc, fp8_witness_separates);
     tcase_add_test(tc, splitk_witness_value);
     tcase_add_test(tc, rne_tie_witness_values);
