@@ -625,6 +625,7 @@ static int plan_units(const mpi_job *j, unit **out_units, rank_report *rep)
         char seed[32], cases[32];
         snprintf(seed, sizeof seed, "%" PRIu64, j->seed);
         snprintf(cases, sizeof cases, "%lld", my);
+        /* With --minutes (no case count) the list ends before "--cases". */
         const char *extra[] = {"--shard", rep->shard, "--seed", seed, "--out", u[0].out,
                                j->cases ? "--cases" : NULL, cases, NULL};
         u[0].argv = child_argv(j, extra);
