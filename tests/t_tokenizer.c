@@ -83,6 +83,14 @@ static fixture load_fixture(void)
     return fx;
 }
 
+static void fixture_free(fixture *fx)
+{
+    for (int i = 0; i < fx->n_tokens; i++) free(fx->tokens[i]);
+    for (int i = 0; i < fx->n_merges; i++) free(fx->merges[i]);
+    for (int i = 0; i < fx->n_cases; i++) { free(fx->cases[i]); free(fx->ids[i]); }
+    free(fx->tokens); free(fx->merges); free(fx->cases); free(fx->case_len); free(fx->ids); free(fx->n_ids);
+}
+
 /* A GGUF image holding the fixture's vocabulary; pre names tokenizer.ggml.pre. */
 static qv_gguf *vocab_gguf(const fixture *fx, const char *model, const char *pre, qv_gguf_writer **wout)
 {
@@ -129,6 +137,7 @@ START_TEST(test_known_tokenizations)
     qv_tokenizer_destroy(t);
     qv_gguf_close(g);
     qv_gguf_writer_destroy(w);
+    fixture_free(&fx);
 }
 END_TEST
 
@@ -175,6 +184,7 @@ START_TEST(test_pretokenizer_splits)
     qv_tokenizer_destroy(t);
     qv_gguf_close(g);
     qv_gguf_writer_destroy(w);
+    fixture_free(&fx);
 }
 END_TEST
 
@@ -222,6 +232,7 @@ START_TEST(test_byte_round_trip)
     qv_tokenizer_destroy(t);
     qv_gguf_close(g);
     qv_gguf_writer_destroy(w);
+    fixture_free(&fx);
 }
 END_TEST
 
@@ -256,6 +267,7 @@ START_TEST(test_refusals)
     ck_assert(qv_tokenizer_create(g, &t) == QV_ERR_FORMAT);
     qv_gguf_close(g);
     qv_gguf_writer_destroy(w);
+    fixture_free(&fx);
 }
 END_TEST
 
