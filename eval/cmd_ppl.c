@@ -122,8 +122,8 @@ static void emit(const ppl_run *r, const char *variant, const char *backend, con
 
 static void emit_run_line(FILE *f, int argc, char **argv, const char *backend, const qv_gpu_info *gi)
 {
-    char cmd[2048] = "qvet ppl";
-    for (int i = 0; i < argc; i++) {
+    char cmd[2048] = "qvet ppl"; /* argv[0] is the subcommand's own name */
+    for (int i = 1; i < argc; i++) {
         size_t l = strlen(cmd);
         snprintf(cmd + l, sizeof cmd - l, " %s", argv[i]);
     }
