@@ -3,6 +3,7 @@
  * within a budget (shrinking and dumping each failure), replay re-runs one case
  * of either bit for bit. All three write JSON Lines (docs/results-format.md): a
  * "run" provenance line, then one "case" line per case. */
+#include <cblas.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -517,6 +518,11 @@ static int campaign_start(campaign *cp, camp_opts *o, qv_backend *b, qv_plugin *
     memset(cp, 0, sizeof *cp);
     cp->o = o;
     cp->b = b;
+    /* One OpenBLAS thread: the reference's dgemm path then sums in one fixed
+     * order, so a case line replays to the same bits whatever the core count
+     * (or the ranks of an MPI campaign); the cases that take that path cost
+     * tens of milliseconds of dgemm on one core. */
+    openblas_set_num_threads(1);
     int rc = pick_backend(o, b, pl);
     if (rc) return rc;
     if (qv_gen_init(&cp->gen, o->glob, b) != QV_OK) {

@@ -2,7 +2,6 @@
  * a freshly poisoned output per launch and `repeat` launches compared bit for
  * bit; the verdict always comes from ref_truth_compute + ref_verify. Also the
  * JSONL "case" line and the replay command. */
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,35 +163,42 @@ static double wmag_of(const qv_problem *p, int64_t kk, int64_t j)
 }
 
 /* max over outputs of alpha*G with G = sum_k |a_k| |s| (|q_k| + |z|) (DESIGN
- * §3), scales included. Large cases are sampled: at most 64 evenly spaced rows
- * and 256 evenly spaced columns, which keeps this under the cost of the
- * reference itself. */
+ * §3), scales included, summed in plain loops in a fixed order so the value is
+ * the same bits on every machine and thread count. Large cases are sampled:
+ * evenly spaced rows and columns, at most 2^24 multiply-adds (tens of ms). */
 static double alpha_g_max(const qv_problem *p)
 {
     double alpha = alpha_of(p->v, p->k);
     if (alpha == 0.0) return 0.0;
-    int64_t rm = p->m < 64 ? p->m : 64, cn = p->n < 256 ? p->n : 256, k = p->k;
+    int64_t k = p->k, rm = p->m < 64 ? p->m : 64, cn = p->n < 256 ? p->n : 256;
+    const double budget = 16777216.0; /* 2^24 multiply-adds */
+    while ((double)rm * (double)cn * (double)k > budget && (rm > 1 || cn > 1)) {
+        if (cn >= rm && cn > 1) cn = (cn + 1) / 2;
+        else rm = (rm + 1) / 2;
+    }
     double *A = malloc((size_t)(rm * k) * sizeof *A);
-    double *W = malloc((size_t)(k * cn) * sizeof *W);
-    double *G = malloc((size_t)(rm * cn) * sizeof *G);
+    double *W = malloc((size_t)(cn * k) * sizeof *W); /* (cn, k): column c of |W| contiguous */
     double best = NAN;
-    if (A && W && G) {
+    if (A && W) {
         for (int64_t r = 0; r < rm; r++) {
             int64_t i = r * p->m / rm;
             for (int64_t kk = 0; kk < k; kk++) A[r * k + kk] = fabs(qv_problem_a(p, i, kk)) * ascale_of(p, i, kk);
         }
-        for (int64_t kk = 0; kk < k; kk++)
-            for (int64_t c = 0; c < cn; c++) W[kk * cn + c] = wmag_of(p, kk, c * p->n / cn);
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rm, (int)cn, (int)k, 1.0, A,
-                    (int)k, W, (int)cn, 0.0, G, (int)cn);
+        for (int64_t c = 0; c < cn; c++) {
+            int64_t j = c * p->n / cn;
+            for (int64_t kk = 0; kk < k; kk++) W[c * k + kk] = wmag_of(p, kk, j);
+        }
         best = 0;
-        for (int64_t i = 0; i < rm * cn; i++)
-            if (G[i] > best) best = G[i];
+        for (int64_t r = 0; r < rm; r++)
+            for (int64_t c = 0; c < cn; c++) {
+                double g = 0;
+                for (int64_t kk = 0; kk < k; kk++) g += A[r * k + kk] * W[c * k + kk];
+                if (g > best) best = g;
+            }
         best *= alpha;
     }
     free(A);
     free(W);
-    free(G);
     return best;
 }
 
