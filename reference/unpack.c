@@ -182,10 +182,19 @@ qv_status ref_unpack(const qv_packed *pk, qv_problem *p)
     /* Every side buffer must have the shape the problem's row declares. */
     int64_t srows = qv_problem_scale_rows(p), scols = qv_problem_scale_cols(p);
     size_t selem = v->scale_layout == QV_SCALE_BLOCK ? sizeof(float) : qv_fmt_storage_bytes(v->sfmt);
-    if (pk->s_rows * pk->s_cols > 0 && (pk->s_rows != srows || pk->s_cols != scols || pk->s_elem != selem))
+    if (srows * scols > 0 && !pk->scales)
+        return qv_fail(QV_ERR_FORMAT, "%s: the problem has scales but the packed operand has none", ln);
+    if ((srows * scols > 0 || pk->s_rows * pk->s_cols > 0) &&
+        (pk->s_rows != srows || pk->s_cols != scols || pk->s_elem != selem))
         return qv_fail(QV_ERR_SHAPE, "%s: packed scales are (%lld, %lld) x %zu bytes; the problem needs (%lld, %lld) x %zu",
                        ln, (long long)pk->s_rows, (long long)pk->s_cols, pk->s_elem, (long long)srows,
                        (long long)scols, selem);
+    if ((v->scale_layout == QV_SCALE_GROUP_CHANNEL) != (pk->scales2 != NULL))
+        return qv_fail(QV_ERR_FORMAT, "%s: the packed operand %s second-level scales but the problem %s", ln,
+                       pk->scales2 ? "has" : "lacks", pk->scales2 ? "has none" : "needs them");
+    if ((v->zero_point != 0) != (pk->zeros != NULL))
+        return qv_fail(QV_ERR_FORMAT, "%s: the packed operand %s zero points but the problem %s", ln,
+                       pk->zeros ? "has" : "lacks", pk->zeros ? "has none" : "needs them");
     if (pk->scales2 && (v->scale_layout != QV_SCALE_GROUP_CHANNEL || pk->s2_cols != pk->n))
         return qv_fail(QV_ERR_SHAPE, "%s: packed scales2 has %lld columns; the problem needs %s", ln,
                        (long long)pk->s2_cols, v->scale_layout == QV_SCALE_GROUP_CHANNEL ? "N" : "none");

@@ -604,6 +604,26 @@ START_TEST(refusals_problem)
     qv_problem_destroy(&d);
     qv_problem_destroy(&p);
 
+    /* A zero-point problem decoded from an operand without zero points, and
+     * scales that the operand lacks, are refused, not read from NULL. */
+    const qv_variant *zpv = qv_variant_find("marlin-w4a16-g128-zp-f16");
+    ck_assert(zpv != NULL);
+    ck_assert(qv_problem_create(&p, zpv, 1, 64, 128) == QV_OK);
+    ck_assert_int_eq(qv_pack(&p, &pk), QV_OK);
+    ck_assert(qv_problem_create(&d, zpv, 1, 64, 128) == QV_OK);
+    void *keep = pk.zeros;
+    pk.zeros = NULL;
+    ck_assert_int_eq(ref_unpack(&pk, &d), QV_ERR_FORMAT);
+    pk.zeros = keep;
+    keep = pk.scales;
+    pk.scales = NULL;
+    ck_assert_int_eq(ref_unpack(&pk, &d), QV_ERR_FORMAT);
+    pk.scales = keep;
+    ck_assert_int_eq(ref_unpack(&pk, &d), QV_OK);
+    qv_packed_destroy(&pk);
+    qv_problem_destroy(&d);
+    qv_problem_destroy(&p);
+
     const qv_variant *act = qv_variant_find("marlin-w4a16-g128-act-f16");
     ck_assert(act != NULL);
     ck_assert(qv_problem_create(&p, act, 1, 64, 256) == QV_OK);
