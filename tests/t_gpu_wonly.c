@@ -349,6 +349,18 @@ START_TEST(refusals)
     ck_assert_int_eq(qv_launch_cublas(w4, &a), QV_ERR_UNSUPPORTED); /* not a cuBLAS row */
     a.n = 12;
     ck_assert_int_eq(qv_launch_cublas(cb, &a), QV_ERR_SHAPE);
+
+    /* Workspace sizing needs no device: small M splits K (fp32 partials and
+     * counters), a 1024-row problem fills the SMs without splitting, and an
+     * act_order row always holds its permuted copy of A (m*k halves). */
+    const qv_variant *act = qv_variant_find("marlin-w4a16-g128-act-f16");
+    ck_assert_ptr_nonnull(act);
+    ck_assert_msg(qv_workspace_wonly(w4, 1, 4096, 4096) >= 2 * 4096 * sizeof(float),
+                  "M=1 on a 4096 x 4096 layer splits K into at least two fp32 slices");
+    ck_assert_uint_eq(qv_workspace_wonly(w4, 1024, 4096, 4096), 0);
+    ck_assert_msg(qv_workspace_wonly(act, 1024, 4096, 4096) >= (size_t)1024 * 4096 * 2,
+                  "act_order keeps A's permuted copy in the workspace");
+    ck_assert_uint_eq(qv_workspace_wonly(cb, 1, 4096, 4096), 0); /* not a weight-only row */
 }
 END_TEST
 
