@@ -260,25 +260,29 @@ static qv_status fill_exact(qv_problem *p, rng *r)
             set_w(p, kk, j, w);
         }
     free(colf);
+    /* Dequant scales 2^[-span, 0]: as wide as the exactness budget allows (at most
+     * 2^8), i.e. K * |a| * 2^(row span) * |w| * 2^span < 2^24 quanta. */
+    double wq = v->wfmt == QV_FMT_U8 ? 128 : v->wfmt == QV_FMT_E4M3 ? 60 : v->zero_point ? 15 : 8;
+    double units = (double)k * amax * (wide_w ? 2.0 : 4.0) * wq;
+    int span = 0;
+    while (span < 8 && units * ldexp(1.0, span + 1) < 0x1p24) span++;
     /* Scales: powers of two, drawn per element so they differ per channel/group/token. */
     for (int64_t i = 0; i < n_scales(p); i++) {
         double s;
         if (v->scale_layout == QV_SCALE_BLOCK)
-            s = rng_pow2(r, -2, 1);
+            s = rng_pow2(r, -2, 1); /* the fp32 sum over blocks stays below 2^24 quanta */
         else if (v->arith.dequant == QV_DQ_MUL_RN)
-            s = rng_pow2(r, wide_w ? -1 : -3, 0);
+            s = rng_pow2(r, -span, 0);
         else if (v->arith.dequant == QV_DQ_INT8_RNE)
-            s = rng_pow2(r, -1, 2); /* 2^-1 makes ties: RNE decides them */
-        else if (v->afmt == QV_FMT_I8 || fp8acc)
-            s = rng_pow2(r, -8, -5);
+            s = rng_pow2(r, -2, 4); /* |q-8| * 16 <= 128 fits int8; 2^-2 and 2^-1 make ties for RNE */
         else
-            s = rng_pow2(r, -4, -1);
+            s = rng_pow2(r, -12, -5); /* epilogue scales: exact at any power of two */
         set_scale(p, i, s);
     }
     if (p->scales2)
-        for (int64_t j = 0; j < n; j++) p->scales2[j] = (float)rng_pow2(r, -8, -5);
+        for (int64_t j = 0; j < n; j++) p->scales2[j] = (float)rng_pow2(r, -12, -5);
     for (int64_t i = 0; i < qv_problem_ascale_count(p); i++)
-        p->a_scale[i] = (float)(v->act_scale == QV_ASCALE_TOKEN_BLOCK ? rng_pow2(r, -2, 1) : rng_pow2(r, -6, -3));
+        p->a_scale[i] = (float)(v->act_scale == QV_ASCALE_TOKEN_BLOCK ? rng_pow2(r, -2, 1) : rng_pow2(r, -10, -3));
     return QV_OK;
 }
 
