@@ -7,6 +7,9 @@ the kill matrix (JSONL and Markdown) beside the field's usual criteria.
   tools/mutants.py --gpu                 build and run on the GPU kernels
   tools/mutants.py --gpu --build-only    build here (no GPU needed) ...
   tools/mutants.py --gpu --run-only      ... and run there on the built binaries
+  tools/mutants.py --gpu --build-only --pack    ... binaries as zstd patches against the
+                                         base (mutants/out/gpu/pack, a few MB) to carry
+  tools/mutants.py --gpu --unpack --run-only    ... rebuilt from the pack, then run
 
 The last line is exactly "mutants: K killed of N"; the exit status is non-zero
 when K < N or when the unmutated build fails any case.
@@ -72,9 +75,28 @@ def make(build, mutant=None, target="qvet", keep=()):
         sys.exit(f"mutants: build failed ({' '.join(c for c in cmd[:5 + bool(mutant)])})")
 
 
+def deps_of(dfile):
+    """The prerequisites a make .d file lists (paths relative to ROOT)."""
+    with open(dfile, encoding="utf-8", errors="replace") as f:
+        text = f.read().replace("\\\n", " ")
+    first = text.split("\n", 1)[0]
+    return first.split(":", 1)[1].split() if ":" in first else []
+
+
+def cache_valid(obj, dfile):
+    """A cached mutated object is reusable when it is newer than every source it was built from."""
+    if not (os.path.exists(obj) and os.path.exists(dfile)):
+        return False
+    t = os.path.getmtime(obj)
+    return all(not os.path.exists(os.path.join(ROOT, d)) or os.path.getmtime(os.path.join(ROOT, d)) < t
+               for d in deps_of(dfile))
+
+
 def build_mutant(base, out, row):
     """Copy the base build, drop the objects of the files that hold the switch
-    (headers: everything that includes them is rebuilt by dependency), rebuild."""
+    (headers: everything that includes them is rebuilt by dependency), rebuild.
+    The mutated objects are cached (out/objcache/NAME), so a later base change
+    elsewhere costs a relink, not another nvcc run."""
     files = files_with_switch(row["name"])
     if not files:
         return None
@@ -82,27 +104,43 @@ def build_mutant(base, out, row):
     if os.path.exists(mb):
         shutil.rmtree(mb)
     shutil.copytree(base, mb, symlinks=True, ignore=shutil.ignore_patterns("tests", "fz", "results"))
+    obj_root = os.path.join(mb, "obj")
+    dropped = []
     for f in files:
         if f.endswith((".h", ".cuh")):
             # A header change reaches every object whose .d file names it.
-            for dirpath, _, fns in os.walk(os.path.join(mb, "obj")):
+            for dirpath, _, fns in os.walk(obj_root):
                 for fn in fns:
                     if fn.endswith(".d"):
                         with open(os.path.join(dirpath, fn)) as d:
                             if f in d.read():
-                                obj = os.path.join(dirpath, fn[:-2] + ".o")
-                                if os.path.exists(obj):
-                                    os.remove(obj)
+                                dropped.append(os.path.join(dirpath, fn[:-2] + ".o"))
         else:
             suffix = ".cu.o" if f.endswith(".cu") else ".o"
-            obj = os.path.join(mb, "obj", os.path.splitext(f)[0] + suffix)
-            if os.path.exists(obj):
-                os.remove(obj)
+            dropped.append(os.path.join(obj_root, os.path.splitext(f)[0] + suffix))
+    cache = os.path.join(out, "objcache", row["name"])
+    for obj in dropped:
+        if os.path.exists(obj):
+            os.remove(obj)
+        rel_obj = os.path.relpath(obj, obj_root)
+        cobj = os.path.join(cache, rel_obj)
+        cd = cobj[:-2] + ".d"
+        if cache_valid(cobj, cd):
+            shutil.copy2(cobj, obj)
     rel = os.path.relpath(mb, ROOT)
     keep = []
-    for dirpath, _, fns in os.walk(os.path.join(mb, "obj")):
+    for dirpath, _, fns in os.walk(obj_root):
         keep += [os.path.relpath(os.path.join(dirpath, fn), ROOT) for fn in fns if fn.endswith(".o")]
     make(rel, row["name"], keep=keep)
+    for obj in dropped:
+        if os.path.exists(obj):
+            cobj = os.path.join(cache, os.path.relpath(obj, obj_root))
+            os.makedirs(os.path.dirname(cobj), exist_ok=True)
+            if os.path.abspath(cobj) != os.path.abspath(obj):
+                shutil.copy2(obj, cobj)
+                if os.path.exists(obj[:-2] + ".d"):
+                    # The .d names the mutant folder's object; its prerequisites are what matters.
+                    shutil.copy2(obj[:-2] + ".d", cobj[:-2] + ".d")
     return files
 
 
@@ -141,6 +179,53 @@ def criteria_pass(cases):
     return {k: all(bool(c["criteria"].get(k)) for c in rnd) for k in keys}
 
 
+# zstd and the libraries it loads travel with a pack: the GPU machine may lack them.
+ZSTD_LIBS = ["libz.so.1", "liblzma.so.5", "liblz4.so.1"]
+
+
+def pack_bins(bindir, pack, names):
+    """bin/qvet-base compressed, every mutant binary as a zstd patch against it."""
+    if os.path.exists(pack):
+        shutil.rmtree(pack)
+    os.makedirs(os.path.join(pack, "lib"))
+    zstd = shutil.which("zstd")
+    if not zstd:
+        sys.exit("mutants: --pack needs zstd")
+    shutil.copy2(zstd, os.path.join(pack, "zstd"))
+    for lib in ZSTD_LIBS:
+        for d in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu"):
+            if os.path.exists(os.path.join(d, lib)):
+                shutil.copy2(os.path.join(d, lib), os.path.join(pack, "lib", lib))
+                break
+    base = os.path.join(bindir, "qvet-base")
+    subprocess.run([zstd, "-q", "-f", "-19", base, "-o", os.path.join(pack, "qvet-base.zst")], check=True)
+    for name in names:
+        exe = os.path.join(bindir, "qvet-" + name)
+        if os.path.exists(exe):
+            subprocess.run([zstd, "-q", "-f", "-19", "--long=27", f"--patch-from={base}", exe, "-o",
+                            os.path.join(pack, name + ".patch.zst")], check=True, stderr=subprocess.DEVNULL)
+    total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(pack) for f in fs)
+    print(f"mutants: packed {len(names)} binaries into {os.path.relpath(pack, ROOT)} ({total / 2**20:.1f} MiB)")
+
+
+def unpack_bins(pack, bindir):
+    """Rebuilds bin/ from pack_bins' output."""
+    os.makedirs(bindir, exist_ok=True)
+    zstd = os.path.join(pack, "zstd")
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(pack, "lib"))
+    if shutil.which("zstd"):
+        zstd, env = shutil.which("zstd"), None
+    base = os.path.join(bindir, "qvet-base")
+    subprocess.run([zstd, "-q", "-f", "-d", os.path.join(pack, "qvet-base.zst"), "-o", base], check=True, env=env)
+    os.chmod(base, 0o755)
+    for fn in sorted(os.listdir(pack)):
+        if fn.endswith(".patch.zst"):
+            exe = os.path.join(bindir, "qvet-" + fn[:-len(".patch.zst")])
+            subprocess.run([zstd, "-q", "-f", "-d", "--long=27", f"--patch-from={base}", os.path.join(pack, fn),
+                            "-o", exe], check=True, env=env)
+            os.chmod(exe, 0o755)
+
+
 def seed_scenario(bindir):
     """Runs the seed scenario test; returns its report lines and whether it passed."""
     exe = os.path.join(bindir, SEED_TEST)
@@ -159,15 +244,20 @@ def main():
     ap.add_argument("--build-only", action="store_true")
     ap.add_argument("--run-only", action="store_true")
     ap.add_argument("--only", help="comma-separated mutant names")
-    ap.add_argument("--cases", type=int, default=300, help="bounded fuzz cases per mutant")
+    ap.add_argument("--cases", type=int, default=None,
+                    help="bounded fuzz cases per variant set (default 300 on the CPU, 100 on the GPU)")
     ap.add_argument("--seed", type=int, default=20261129)
     ap.add_argument("--out", default="mutants/out")
     ap.add_argument("--jobs", type=int, default=2, help="parallel make jobs (2 on the shared CI machine)")
     ap.add_argument("--parallel", type=int, default=1, help="mutants built at once (each with --jobs)")
+    ap.add_argument("--pack", action="store_true", help="after building, write bin/ as zstd patches to pack/")
+    ap.add_argument("--unpack", action="store_true", help="before running, rebuild bin/ from pack/")
     a = ap.parse_args()
     global JOBS
     JOBS = max(1, a.jobs)
     backend = "gpu" if a.gpu else "cpu"
+    if a.cases is None:
+        a.cases = 100 if a.gpu else 300
     out = os.path.join(ROOT, a.out, backend)
     os.makedirs(out, exist_ok=True)
     rows = [r for r in read_catalogue(os.path.join(ROOT, "mutants/catalogue.tsv")) if backend in r["backends"]]
@@ -175,7 +265,8 @@ def main():
         keep = set(a.only.split(","))
         rows = [r for r in rows if r["name"] in keep]
     bindir = os.path.join(out, "bin")
-    base = os.path.join(out, "build-base")
+    # One unmutated build serves both backends (the same sources and flags).
+    base = os.path.join(ROOT, a.out, "build-base")
 
     if not a.run_only:
         print(f"mutants: building the unmutated base and {len(rows)} mutants ({backend})", flush=True)
@@ -183,9 +274,16 @@ def main():
         os.makedirs(bindir, exist_ok=True)
         shutil.copy2(os.path.join(base, "qvet"), os.path.join(bindir, "qvet-base"))
         # The seed scenario (issue item 4) is a Check test; its binary travels with the others.
-        make(os.path.relpath(base, ROOT), target="tests/" + SEED_TEST)
-        shutil.copy2(os.path.join(base, "tests", SEED_TEST), os.path.join(bindir, SEED_TEST))
+        if backend == "cpu":
+            make(os.path.relpath(base, ROOT), target="tests/" + SEED_TEST)
+            shutil.copy2(os.path.join(base, "tests", SEED_TEST), os.path.join(bindir, SEED_TEST))
         def build_one(r):
+            exe = os.path.join(bindir, "qvet-" + r["name"])
+            srcs = [os.path.join(ROOT, f) for f in files_with_switch(r["name"])]
+            if srcs and os.path.exists(exe) and all(os.path.getmtime(exe) > os.path.getmtime(x)
+                                                    for x in srcs + [os.path.join(base, "qvet")]):
+                print(f"  {r['name']}: up to date", flush=True)
+                return
             files = build_mutant(base, out, r)
             if files is None:
                 print(f"  {r['name']}: switch QV_MUTANT_{r['name']} is placed nowhere", flush=True)
@@ -198,8 +296,12 @@ def main():
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.parallel)) as pool:
             for fut in [pool.submit(build_one, r) for r in rows]:
                 fut.result()
+        if a.pack:
+            pack_bins(bindir, os.path.join(out, "pack"), [r["name"] for r in rows])
         if a.build_only:
             return 0
+    if a.unpack:
+        unpack_bins(os.path.join(out, "pack"), bindir)
 
     flag = "--gpu" if a.gpu else "--cpu"
     globs = sorted({r["variants"] for r in rows})
@@ -233,6 +335,8 @@ def main():
         tag = r["name"]
         rc, log, cases = run_qvet(exe, ["check", "--variant", r["variants"], flag], os.path.join(out, f"{tag}-check.jsonl"))
         i, c = first_fail(cases)
+        # Every probe kind that failed in the fixed suite (a witness should kill its bug class).
+        res["failing_probes"] = sorted({x.get("probe") for x in cases if x.get("verdict") == "FAIL"})
         if c is not None:
             res.update(killed=True, killed_by=f"check:{c.get('probe')}", cases_to_kill=i + 1)
         else:
@@ -253,29 +357,37 @@ def main():
         for res in results:
             f.write(json.dumps(res, sort_keys=True) + "\n")
     killed = sum(r["killed"] for r in results)
-    seed_lines, seed_ok = seed_scenario(bindir)
+    # The seed scenario is a CPU test (the decoder and the CPU model); the GPU report points to it.
+    seed_lines, seed_ok = seed_scenario(bindir) if backend == "cpu" else (None, True)
 
     def cell(v):
         return "–" if v is None else ("passes (misses it)" if v else "fails (catches it)")
 
     with open(os.path.join(out, "kill.md"), "w", encoding="utf-8") as f:
         f.write(f"# Mutant kill matrix ({backend})\n\n{killed} killed of {len(results)}.\n\n")
-        f.write("| mutant | class | cites | killed | first killed by | cases | Marlin <1e-3 | vLLM <0.04 | cosine | NMSE <5e-4 |\n")
-        f.write("|---|---:|---|---|---|---:|---|---|---|---|\n")
+        f.write("| mutant | class | cites | killed | first killed by | cases | probes that fail it | Marlin <1e-3 | vLLM <0.04 | cosine | NMSE <5e-4 |\n")
+        f.write("|---|---:|---|---|---|---:|---|---|---|---|---|\n")
         for res in results:
             f.write(f"| `{res['mutant']}` | {res['bug_class']} | {res['cites']} | {'yes' if res['killed'] else '**no**'} | "
                     f"{res['killed_by']} | {res['cases_to_kill'] if res['cases_to_kill'] else '–'} | "
+                    f"{', '.join(res.get('failing_probes') or []) or '–'} | "
                     f"{cell(res.get('marlin_pass'))} | {cell(res.get('vllm_pass'))} | {cell(res.get('cosine_pass'))} | "
                     f"{cell(res.get('nmse_pass'))} |\n")
-        f.write("\n## Seed scenario: fp8 W8A16 channel scales left unpermuted\n\n"
+        f.write("\n## Seed scenario: fp8 W8A16 channel scales left unpermuted\n\n")
+        if seed_lines is None:
+            f.write("Run on the CPU: see mutants/out/cpu/kill.md (`make mutants-cpu`).\n")
+        f.write(""
                 "`tests/t_seed_scenario.c`, test `bug_20261129_fp8_channel_scales_unpermuted`: the packed "
                 "channel scales put back in logical order (the bug), run through the decoder and the CPU "
                 "model, graded by qvet. With one scale repeated in every channel the bug is invisible to "
                 "every criterion; with distinct scales qvet fails it.\n\n")
         if seed_lines:
             f.write("".join(f"- {line}\n" for line in seed_lines))
-        f.write(f"\nThe regression test {'passes' if seed_ok else '**FAILS**'}.\n")
-        na = [r for r in read_catalogue(os.path.join(ROOT, "mutants/catalogue.tsv")) if r["backends"] == ["none"]]
+        if seed_lines is not None:
+            f.write(f"\nThe regression test {'passes' if seed_ok else '**FAILS**'}.\n")
+        other = "gpu_" if backend == "cpu" else "cpu_"
+        na = [r for r in read_catalogue(os.path.join(ROOT, "mutants/catalogue.tsv"))
+              if r["backends"] == ["none"] and not r["name"].startswith(other)]
         if na:
             f.write("\nCatalogue entries that cannot apply to this backend's code:\n\n")
             for r in na:
