@@ -21,6 +21,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SRC_DIRS = ["src", "reference", "kernels", "fuzz", "eval", "bench"]
@@ -144,11 +145,7 @@ def build_mutant(base, out, row):
     return files
 
 
-def run_qvet(qvet, args, out_jsonl):
-    if os.path.exists(out_jsonl):
-        os.remove(out_jsonl)
-    r = subprocess.run([qvet] + args + ["--out", out_jsonl], cwd=ROOT, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, text=True)
+def read_cases(out_jsonl):
     cases = []
     if os.path.exists(out_jsonl):
         with open(out_jsonl, encoding="utf-8") as f:
@@ -159,7 +156,34 @@ def run_qvet(qvet, args, out_jsonl):
                     continue
                 if o.get("kind") == "case":
                     cases.append(o)
-    return r.returncode, r.stdout, cases
+    return cases
+
+
+def run_qvet(qvet, args, out_jsonl, stop_at_fail=False):
+    """Runs qvet with --out; never shrinks (the matrix needs the first failure,
+    not a minimal one). stop_at_fail ends the run at the first FAIL case line
+    (qvet flushes one line per case), for the slower GPU runs."""
+    if os.path.exists(out_jsonl):
+        os.remove(out_jsonl)
+    cmd = [qvet] + args + ["--no-shrink", "--fail-dir", out_jsonl[:-len(".jsonl")] + "-fails", "--out", out_jsonl]
+    if not stop_at_fail:
+        r = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        return r.returncode, r.stdout, read_cases(out_jsonl)
+    log = out_jsonl[:-len(".jsonl")] + ".log"
+    with open(log, "w") as lf:
+        p = subprocess.Popen(cmd, cwd=ROOT, stdout=lf, stderr=subprocess.STDOUT)
+        stopped = False
+        while p.poll() is None:
+            time.sleep(0.2)
+            if any(c.get("verdict") == "FAIL" for c in read_cases(out_jsonl)):
+                p.terminate()
+                p.wait()
+                stopped = True
+                break
+    with open(log, encoding="utf-8", errors="replace") as lf:
+        text = lf.read()
+    # A run ended at its first FAIL reads as qvet's own exit status for a FAIL (1).
+    return (1 if stopped else p.returncode), text, read_cases(out_jsonl)
 
 
 def first_fail(cases):
@@ -245,11 +269,15 @@ def main():
     ap.add_argument("--run-only", action="store_true")
     ap.add_argument("--only", help="comma-separated mutant names")
     ap.add_argument("--cases", type=int, default=None,
-                    help="bounded fuzz cases per variant set (default 300 on the CPU, 100 on the GPU)")
+                    help="bounded fuzz cases per variant set (default 300 on the CPU, 50 on the GPU)")
     ap.add_argument("--seed", type=int, default=20261129)
     ap.add_argument("--out", default="mutants/out")
     ap.add_argument("--jobs", type=int, default=2, help="parallel make jobs (2 on the shared CI machine)")
     ap.add_argument("--parallel", type=int, default=1, help="mutants built at once (each with --jobs)")
+    ap.add_argument("--first-fail", dest="first_fail", action="store_true", default=None,
+                    help="stop each mutant's run at its first FAIL (default on the GPU)")
+    ap.add_argument("--full", dest="first_fail", action="store_false",
+                    help="run each mutant's whole check (default on the CPU: every probe that fails it is listed)")
     ap.add_argument("--pack", action="store_true", help="after building, write bin/ as zstd patches to pack/")
     ap.add_argument("--unpack", action="store_true", help="before running, rebuild bin/ from pack/")
     a = ap.parse_args()
@@ -257,7 +285,9 @@ def main():
     JOBS = max(1, a.jobs)
     backend = "gpu" if a.gpu else "cpu"
     if a.cases is None:
-        a.cases = 100 if a.gpu else 300
+        a.cases = 50 if a.gpu else 300
+    if a.first_fail is None:
+        a.first_fail = a.gpu
     out = os.path.join(ROOT, a.out, backend)
     os.makedirs(out, exist_ok=True)
     rows = [r for r in read_catalogue(os.path.join(ROOT, "mutants/catalogue.tsv")) if backend in r["backends"]]
@@ -333,7 +363,8 @@ def main():
             results.append(res)
             continue
         tag = r["name"]
-        rc, log, cases = run_qvet(exe, ["check", "--variant", r["variants"], flag], os.path.join(out, f"{tag}-check.jsonl"))
+        rc, log, cases = run_qvet(exe, ["check", "--variant", r["variants"], flag], os.path.join(out, f"{tag}-check.jsonl"),
+                                  stop_at_fail=a.first_fail)
         i, c = first_fail(cases)
         # Every probe kind that failed in the fixed suite (a witness should kill its bug class).
         res["failing_probes"] = sorted({x.get("probe") for x in cases if x.get("verdict") == "FAIL"})
@@ -341,7 +372,8 @@ def main():
             res.update(killed=True, killed_by=f"check:{c.get('probe')}", cases_to_kill=i + 1)
         else:
             rc2, log2, cases2 = run_qvet(exe, ["fuzz", "--variant", r["variants"], flag, "--cases", str(a.cases),
-                                               "--seed", str(a.seed)], os.path.join(out, f"{tag}-fuzz.jsonl"))
+                                               "--seed", str(a.seed)], os.path.join(out, f"{tag}-fuzz.jsonl"),
+                                      stop_at_fail=a.first_fail)
             i2, c2 = first_fail(cases2)
             if c2 is not None:
                 res.update(killed=True, killed_by=f"fuzz:{c2.get('probe')}", cases_to_kill=len(cases) + i2 + 1)
