@@ -109,6 +109,10 @@ static qv_status run_backend(const qv_backend *b, const qv_problem *p, void *out
         qv_status st = qv_gpu_run(p, b->kind == QV_BACKEND_GPU ? NULL : device_trampoline,
                                   b->repeat, out, &gs);
         if (st == QV_OK && gs.nondeterministic) *diff = gs.first_diff >= 0 ? gs.first_diff : 0;
+        /* A write into the poisoned guard zone after the output is out of bounds (e.g. rows past M). */
+        if (st == QV_OK && gs.guard_writes)
+            st = qv_fail(QV_ERR_RANGE, "%s wrote %lld guard bytes past its (%lld, %lld) output", p->v->name,
+                         (long long)gs.guard_writes, (long long)p->m, (long long)p->n);
         return st;
     }
     }
