@@ -93,14 +93,33 @@ static qv_status run_host(const qv_backend *b, const qv_problem *p, void *out, i
     return st;
 }
 
+/* The CPU backend stands where a kernel would: it reads the weights the way a
+ * kernel does, from the packed layout (qv_pack), decoded by the independent
+ * fragment-based decoder (ref_unpack), and runs the variant's CPU model on
+ * them. So a packer bug reaches the output exactly as it would on the GPU,
+ * while the truth is still computed from the logical weights. */
+static qv_status run_cpu_model(const qv_problem *p, void *out)
+{
+    poison_host(out, p->v->ofmt, p->m * p->n);
+    qv_packed pk;
+    QV_TRY(qv_pack(p, &pk));
+    qv_problem d;
+    qv_status st = qv_problem_clone(&d, p);
+    if (st == QV_OK) {
+        st = ref_unpack(&pk, &d);
+        if (st == QV_OK) st = ref_model_run(&d, out);
+        qv_problem_destroy(&d);
+    }
+    qv_packed_destroy(&pk);
+    return st;
+}
+
 /* Runs p on b into out; *diff is the first element two launches disagreed on. */
 static qv_status run_backend(const qv_backend *b, const qv_problem *p, void *out, int64_t *diff)
 {
     *diff = -1;
     switch (b->kind) {
-    case QV_BACKEND_CPU:
-        poison_host(out, p->v->ofmt, p->m * p->n);
-        return ref_model_run(p, out);
+    case QV_BACKEND_CPU: return run_cpu_model(p, out);
     case QV_BACKEND_HOST_FN: return run_host(b, p, out, diff);
     case QV_BACKEND_GPU:
     case QV_BACKEND_DEVICE_FN: {
@@ -300,6 +319,23 @@ void qv_outcome_clear(qv_outcome *o)
     memset(o, 0, sizeof *o);
 }
 
+/* The usual criteria of the case's output against y rounded to the output format. */
+static void usual_criteria(const qv_case *c, const qv_outcome *o, qv_criteria *cr)
+{
+    int64_t count = c->m * c->n;
+    qv_fmt of = c->v->ofmt;
+    size_t es = qv_fmt_storage_bytes(of);
+    double *x = malloc((size_t)count * sizeof *x);
+    QV_ASSERT(x != NULL, "criteria buffer: out of memory");
+    for (int64_t e = 0; e < count; e++) {
+        uint32_t code = 0;
+        memcpy(&code, (const char *)o->out + (size_t)e * es, es); /* little-endian */
+        x[e] = qv_decode(of, code);
+    }
+    qv_usual_criteria(x, o->truth.y_rn, count, cr);
+    free(x);
+}
+
 /* ---- JSONL ---- */
 
 /* A shell word: safe characters pass as they are, anything else is quoted. */
@@ -376,6 +412,21 @@ void qv_case_json(FILE *f, const qv_case *c, const qv_backend *b, const qv_outco
     qv_json_fput_str(f, qv_regime_name(c->regime));
     fputc(',', f);
     qv_result_json_fields(f, &o->res);
+    if (o->has_truth) {
+        /* The field's usual acceptance tests on the same output (criteria.c),
+         * against the exact value rounded to the output format. */
+        qv_criteria cr;
+        usual_criteria(c, o, &cr);
+        fprintf(f, ",\"criteria\":{\"mean_rel\":");
+        qv_json_fput_num(f, cr.mean_rel);
+        fputs(",\"cosine\":", f);
+        qv_json_fput_num(f, cr.cosine);
+        fputs(",\"nmse\":", f);
+        qv_json_fput_num(f, cr.nmse);
+        fprintf(f, ",\"marlin_pass\":%s,\"vllm_pass\":%s,\"cosine_pass\":%s,\"nmse_pass\":%s}",
+                cr.marlin_pass ? "true" : "false", cr.vllm_pass ? "true" : "false",
+                cr.cosine_pass ? "true" : "false", cr.nmse_pass ? "true" : "false");
+    }
     fputs(",\"alpha_g_max\":", f);
     qv_json_fput_num(f, o->alpha_g_max);
     fputs(",\"time_ms\":", f);
