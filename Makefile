@@ -73,6 +73,12 @@ $(BUILD)/obj/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
+# The campaign's provenance line names the commit even where the binary runs
+# without the repository (the lent GPU machine gets a copy of the tree).
+QV_GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+$(BUILD)/obj/fuzz/cmd_campaign.o: CFLAGS += -DQV_GIT_COMMIT=\"$(QV_GIT_COMMIT)\"
+$(BUILD)/obj/fuzz/cmd_campaign.o: $(wildcard .git/logs/HEAD)
+
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^

@@ -296,8 +296,16 @@ static void nvidia_driver(char *buf, size_t len)
     char line[256];
     if (fgets(line, sizeof line, f)) {
         /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  ..." */
+        /* The open modules say "... Open Kernel Module for x86_64  580.159.03 ...":
+         * the version is the first word after "Module" that starts with a digit. */
         char *k = strstr(line, "Kernel Module");
-        if (k && sscanf(k + strlen("Kernel Module"), " %63s", buf) != 1) buf[0] = '\0';
+        char *save = NULL;
+        for (char *w = k ? strtok_r(k + strlen("Kernel Module"), " \t\n", &save) : NULL; w;
+             w = strtok_r(NULL, " \t\n", &save))
+            if (*w >= '0' && *w <= '9' && strchr(w, '.')) {
+                snprintf(buf, len, "%s", w);
+                break;
+            }
     }
     fclose(f);
 }
