@@ -137,11 +137,11 @@ deps:
 # missing), then a normal build, then every Check suite through the runner,
 # which prints the closing "N passed, N failed" line and fails on any crash.
 check: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@bash tools/run-tests.sh $(BUILD)
 
 run: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@bash tools/run-main.sh $(BUILD)
 
 # make fuzz: 20000 CPU-model cases as two shards of one campaign, one per core
