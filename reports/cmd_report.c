@@ -316,7 +316,8 @@ static int render(plot_ctx *pc, const char *name, const char *script)
         pc->failed = 1;
         return 0;
     }
-    fprintf(f, "set terminal svg size 720,380 dynamic font 'sans,11'\nset output '%s.svg'\n%s", name, script);
+    fprintf(f, "set terminal svg size %s dynamic font 'sans,11'\nset output '%s.svg'\n%s",
+            strncmp(name, "speed_", 6) ? "960,360" : "960,640", name, script);
     fclose(f);
     struct stat st;
     if (gnuplot(plots, gp_name) != 0 || stat(svg, &st) != 0 || st.st_size == 0) {
@@ -440,7 +441,7 @@ static void section_variant_plots(FILE *md, report *r, plot_ctx *pc)
         int off = snprintf(script, sizeof script,
                            "set multiplot layout 1,3 title '%s'\n"
                            "set style fill solid 0.6\nset boxwidth 0.8\nunset key\n"
-                           "set xlabel '|err|/E'\nset ylabel 'count'\nset yrange [0:*]\n"
+                           "set xlabel '|err|/E'\nset ylabel 'elements (log)'\nset logscale y\nset yrange [0.8:*]\n"
                            "set xtics ('0' 0, '.25' 5, '.5' 10, '.75' 15, '>=1' 20)\n"
                            "plot '%s' index 1 using 1:2 with boxes lc rgb '#3b6ea8'\n"
                            "set xlabel 'ulps to RN(y)'\n"
@@ -450,7 +451,7 @@ static void section_variant_plots(FILE *md, report *r, plot_ctx *pc)
         if (have_k)
             snprintf(script + off, sizeof script - (size_t)off,
                      "set xtics auto\nset logscale xy\nset xlabel 'K'\nset ylabel '|err|'\n"
-                     "set yrange [*:*]\nset key top left\n"
+                     "set format y '%%.0e'\nset yrange [*:*]\nset key top left font ',9'\n"
                      "plot '%s' index 0 using 1:2 with points pt 7 ps 0.4 lc rgb '#3b6ea8' title 'max |err|', "
                      "'' index 0 using 1:3 with points pt 6 ps 0.5 lc rgb '#c0392b' title 'α·G'\n"
                      "unset multiplot\n",
@@ -578,7 +579,7 @@ static void section_bench(FILE *md, report *r, plot_ctx *pc)
         char plot[8192];
         int off = snprintf(plot, sizeof plot,
                            "set title 'block time, %s'\nset logscale xy\nset xlabel 'M'\n"
-                           "set ylabel 'median µs'\nset key outside right\nplot ",
+                           "set ylabel 'median µs'\nset key below maxcols 3 font ',9'\nplot ",
                            models[mi]);
         int series = 0;
         for (int v = 0; v < nv; v++) {
@@ -598,6 +599,10 @@ static void section_bench(FILE *md, report *r, plot_ctx *pc)
             if (!strcmp(vars[v], "cublas-f16"))
                 off += snprintf(plot + off, sizeof plot - (size_t)off,
                                 ", '%s' index %d using 1:3 with lines dt 2 lc rgb 'gray' title 'fp16 weight floor'",
+                                data_name, series);
+            if (!strcmp(vars[v], "marlin-w4a16-g128-f16"))
+                off += snprintf(plot + off, sizeof plot - (size_t)off,
+                                ", '%s' index %d using 1:3 with lines dt 3 lc rgb 'black' title 'int4 weight floor'",
                                 data_name, series);
             series++;
         }
