@@ -4,6 +4,7 @@
  * API; safe to call on machines without a GPU (it reports QV_ERR_NODEVICE). */
 #include "qvet/gpu.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,7 +34,7 @@ int qv_gpu_info_get(qv_gpu_info *info)
         return 0;
     }
     info->present = 1;
-    strncpy(info->name, prop.name, sizeof info->name - 1);
+    snprintf(info->name, sizeof info->name, "%s", prop.name);
     info->sm = prop.major * 10 + prop.minor;
     cudaDriverGetVersion(&info->driver);
     cudaRuntimeGetVersion(&info->runtime);
@@ -44,10 +45,7 @@ int qv_cuda_available(char *name, size_t name_len, int *driver, int *runtime)
 {
     qv_gpu_info info;
     int ok = qv_gpu_info_get(&info);
-    if (name && name_len) {
-        strncpy(name, info.name, name_len - 1);
-        name[name_len - 1] = '\0';
-    }
+    if (name && name_len) snprintf(name, name_len, "%s", info.name);
     if (driver) *driver = info.driver;
     if (runtime) *runtime = info.runtime;
     return ok;
