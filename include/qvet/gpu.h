@@ -20,7 +20,7 @@ extern "C" {
 /* Device information, filled by qv_gpu_info (all zero / "" without a device). */
 typedef struct qv_gpu_info {
     int present;
-    char name[128];
+    char name[256]; /* cudaDeviceProp.name holds up to 256 bytes */
     int driver;     /* cudaDriverGetVersion, e.g. 13000 */
     int runtime;    /* cudaRuntimeGetVersion */
     int sm;         /* compute capability major*10 + minor */
