@@ -186,6 +186,35 @@ static qv_status launch_once(const qv_problem *p, qv_launch_fn launch, qv_gpu_pr
     return QV_OK;
 }
 
+/* The act_order kernels take the group of each sorted row from its position
+ * (row / g), so they need every group to hold exactly g rows, as GPTQ's
+ * act_order produces (g_idx[k] = rank of k in the activation order / g). Any
+ * other g_idx is refused here rather than computed wrong. */
+static qv_status check_act_order_groups(const qv_problem *p)
+{
+    if (!p->v->act_order || !p->g_idx || p->g <= 0) return QV_OK;
+    int64_t groups = p->k / p->g;
+    int64_t *count = calloc((size_t)groups, sizeof *count);
+    if (!count) return qv_fail(QV_ERR_NOMEM, "act_order group counts");
+    qv_status st = QV_OK;
+    for (int64_t kk = 0; kk < p->k && st == QV_OK; kk++) {
+        int32_t gi = p->g_idx[kk];
+        if (gi < 0 || gi >= groups)
+            st = qv_fail(QV_ERR_RANGE, "%s: g_idx[%lld] = %d is outside [0, %lld)", p->v->name,
+                         (long long)kk, gi, (long long)groups);
+        else
+            count[gi]++;
+    }
+    for (int64_t gi = 0; gi < groups && st == QV_OK; gi++)
+        if (count[gi] != p->g)
+            st = qv_fail(QV_ERR_UNSUPPORTED,
+                         "%s: group %lld holds %lld rows; the GPU kernel needs exactly g=%d rows per group "
+                         "(as GPTQ act_order produces)",
+                         p->v->name, (long long)gi, (long long)count[gi], p->g);
+    free(count);
+    return st;
+}
+
 qv_status qv_gpu_run(const qv_problem *p, qv_launch_fn launch, int repeat, void *out, qv_gpu_stats *st)
 {
     qv_gpu_stats tmp;
@@ -196,6 +225,7 @@ qv_status qv_gpu_run(const qv_problem *p, qv_launch_fn launch, int repeat, void 
     if (!launch) return qv_fail(QV_ERR_UNSUPPORTED, "%s has no GPU kernel", p->v->name);
     if (!qv_gpu_info_get(NULL)) return qv_fail(QV_ERR_NODEVICE, "no CUDA device");
     QV_TRY(qv_variant_check_shape(p->v, p->m, p->n, p->k));
+    QV_TRY(check_act_order_groups(p));
 
     qv_packed pk;
     QV_TRY(qv_pack(p, &pk));
