@@ -132,6 +132,10 @@ static qv_status run_backend(const qv_backend *b, const qv_problem *p, void *out
         if (st == QV_OK && gs.guard_writes)
             st = qv_fail(QV_ERR_RANGE, "%s wrote %lld guard bytes past its (%lld, %lld) output", p->v->name,
                          (long long)gs.guard_writes, (long long)p->m, (long long)p->n);
+        /* A write into the poisoned guard zone after the output is out of bounds (e.g. rows past M). */
+        if (st == QV_OK && gs.guard_writes)
+            st = qv_fail(QV_ERR_RANGE, "%s wrote %lld guard bytes past its (%lld, %lld) output", p->v->name,
+                         (long long)gs.guard_writes, (long long)p->m, (long long)p->n);
         return st;
     }
     }
@@ -299,6 +303,25 @@ qv_status qv_case_run(const qv_backend *b, const qv_problem *p, int unique, qv_o
             o->res.grade = QV_FAIL;
             snprintf(o->res.reason, sizeof o->res.reason, "the CPU model refused the case: %s", qv_errmsg());
         }
+    }
+    if (unique && b->kind == QV_BACKEND_CPU && o->res.grade != QV_FAIL &&
+        (p->v->arith.accum != QV_ACC_TC_FP8 || p->v->arith.acc_bits >= 24)) {
+        /* The CPU model stands where a kernel would, so it is held to the same
+         * bits: under the declared arithmetic a unique probe's partial sums are
+         * exact, and its one correct output is the exact value rounded to the
+         * output format (a narrower fp8 accumulator is the exception: it drops
+         * bits on purpose, and only the bound grades it). */
+        size_t es = qv_fmt_storage_bytes(p->v->ofmt);
+        void *expected = malloc(bytes ? bytes : 1);
+        if (!expected) return qv_fail(QV_ERR_NOMEM, "expected output of %zu bytes", bytes);
+        for (int64_t e = 0; e < p->m * p->n; e++) {
+            uint32_t code = qv_encode(p->v->ofmt, o->truth.y_rn[e], p->v->arith.out_sat);
+            memcpy((char *)expected + (size_t)e * es, &code, es); /* little-endian */
+        }
+        qv_result bit;
+        ref_verify_bitexact(p, expected, o->out, &bit);
+        if (bit.grade == QV_FAIL) o->res = bit;
+        free(expected);
     }
     if (diff >= 0) {
         o->res.grade = QV_FAIL;
