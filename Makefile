@@ -177,8 +177,10 @@ fuzz-parsers: deps
 	@$(MAKE) --no-print-directory $(FUZZERS)
 	@bash tools/fuzz-parsers.sh $(BUILD) $${FUZZ_SECONDS:-60}
 
+# make ppl also builds the m_* suites, which need the fetched model.
+MODEL_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/m_*.c))
 ppl: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$$(nproc) all $(MODEL_TESTS)
 	@bash tools/run-ppl.sh $(BUILD)
 
 bench: $(QVET)

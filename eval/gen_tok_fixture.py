@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the tokenizer fixtures for tests/t_tokenizer.c and tests/t_eval_real.c.
+"""Writes the tokenizer fixtures for tests/t_tokenizer.c and tests/m_eval_real.c.
 The expected token ids come from the Hugging Face `tokenizers` library (Rust), an
 implementation independent of eval/tokenizer.c.
 

@@ -14,6 +14,11 @@ build=${1:-build}
 cd "$(dirname "$0")/.."
 bash tools/fetch-model.sh
 bash tools/fetch-text.sh
+# The forward pass and tokenizer on the real model against independent fixtures.
+for t in "$build"/tests/m_*; do
+    [ -x "$t" ] || continue
+    "$t" || { echo "run-ppl: $(basename "$t") failed" >&2; exit 1; }
+done
 backend=${PPL_BACKEND:-}
 if [ -z "$backend" ]; then
     if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then backend=gpu; else backend=cpu-fast; fi
