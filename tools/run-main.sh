@@ -42,12 +42,8 @@ echo "== qvet fuzz ${budget[*]} --seed $seed"
 note $? "qvet fuzz"
 
 echo "== qvet report"
-if "$qvet" report --help >/dev/null 2>&1; then
-    "$qvet" report "$results"/*.jsonl -o reports/out
-    note $? "qvet report"
-else
-    echo "run-main: the report subcommand is not built yet; skipping the report"
-fi
+"$qvet" report "$results"/*.jsonl -o reports/out
+note $? "qvet report"
 
 if [ "$status" -eq 0 ]; then
     echo "run-main: every case PASSed or was MARGINAL; results in $results"
