@@ -86,7 +86,11 @@ $(LIB): $(LIB_OBJ)
 $(QVET): $(BUILD)/obj/src/qvet.o $(LIB)
 	$(CC) -rdynamic $^ $(LDLIBS) -o $@
 
-$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIB)
+# tests/support/*.c: helpers shared by the suites (no test includes a .c file).
+TEST_SUPPORT := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/support/*.c))
+$(BUILD)/obj/tests/support/%.o: CFLAGS += -Itests
+$(BUILD)/obj/tests/%.o: CFLAGS += -Itests
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_SUPPORT) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $^ $(CHECK_LIBS) $(LDLIBS) -o $@
 

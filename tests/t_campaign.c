@@ -23,6 +23,8 @@
 #include "qvet/formats.h"
 #include "qvet/json.h"
 
+#include "support/run.h"
+
 #define SEED 20261129ull /* the date the suite was written; every case prints its index */
 
 /* ---- the qvet binary ---- */
@@ -42,62 +44,10 @@ static void find_qvet(void)
     }
 }
 
-static char *slurp_fd(int fd)
-{
-    off_t len = lseek(fd, 0, SEEK_END);
-    ck_assert_int_ge(len, 0);
-    char *b = malloc((size_t)len + 1);
-    ck_assert_ptr_nonnull(b);
-    ck_assert_int_eq(pread(fd, b, (size_t)len, 0), len);
-    b[len] = '\0';
-    close(fd);
-    return b;
-}
-
-typedef struct run_result {
-    int rc;
-    char *out, *err;
-} run_result;
-
-/* Runs qvet with a NULL-terminated argument list (without argv[0]). */
+/* Runs qvet with args (NULL-terminated, without argv[0]). */
 static run_result run_qvet(const char *const *args)
 {
-    ck_assert_msg(access(qvet_bin, X_OK) == 0, "qvet not found at %s (make it, or set QVET_BIN)", qvet_bin);
-    char op[] = "/tmp/qvet-t_campaign-out-XXXXXX", ep[] = "/tmp/qvet-t_campaign-err-XXXXXX";
-    int ofd = mkstemp(op), efd = mkstemp(ep);
-    ck_assert(ofd >= 0 && efd >= 0);
-    unlink(op);
-    unlink(ep);
-    const char *argv[40] = {qvet_bin};
-    int argc = 1;
-    while (args[argc - 1]) {
-        ck_assert_int_lt(argc, 39);
-        argv[argc] = args[argc - 1];
-        argc++;
-    }
-    argv[argc] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        int in = open("/dev/null", O_RDONLY);
-        if (in < 0 || dup2(in, 0) < 0 || dup2(ofd, 1) < 0 || dup2(efd, 2) < 0) _exit(126);
-        execv(qvet_bin, (char *const *)argv);
-        _exit(127);
-    }
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    run_result r;
-    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = slurp_fd(ofd);
-    r.err = slurp_fd(efd);
-    return r;
-}
-
-static void run_free(run_result *r)
-{
-    free(r->out);
-    free(r->err);
+    return run_program(qvet_bin, args);
 }
 
 /* The last non-empty line of text, copied into buf. */

@@ -14,6 +14,8 @@
 #include "qvet/json.h"
 #include "qvet/variant.h"
 
+#include "support/run.h"
+
 static char qvet_bin[4096];
 
 static void find_qvet(void)
@@ -33,63 +35,10 @@ static void find_qvet(void)
     snprintf(qvet_bin, sizeof qvet_bin, "%s/../qvet", dirname(self));
 }
 
-typedef struct run_result {
-    int rc;      /* exit code, or 128 + signal */
-    char *out;   /* stdout, NUL-terminated */
-    char *err;   /* stderr, NUL-terminated */
-} run_result;
-
-static char *slurp_fd(int fd)
-{
-    off_t len = lseek(fd, 0, SEEK_END);
-    ck_assert_int_ge(len, 0);
-    char *b = malloc((size_t)len + 1);
-    ck_assert_int_eq(pread(fd, b, (size_t)len, 0), len);
-    b[len] = '\0';
-    close(fd);
-    return b;
-}
-
 /* Runs qvet with args (NULL-terminated, without argv[0]). */
 static run_result run_qvet(const char *const *args)
 {
-    ck_assert_msg(access(qvet_bin, X_OK) == 0, "qvet binary not found at %s: build it (make) or set QVET_BIN",
-                  qvet_bin);
-    char out_path[] = "/tmp/qvet-t_cli-out-XXXXXX", err_path[] = "/tmp/qvet-t_cli-err-XXXXXX";
-    int out_fd = mkstemp(out_path), err_fd = mkstemp(err_path);
-    ck_assert(out_fd >= 0 && err_fd >= 0);
-    unlink(out_path);
-    unlink(err_path);
-    const char *argv[16] = {qvet_bin};
-    int argc = 1;
-    while (args[argc - 1]) {
-        ck_assert_int_lt(argc, 15);
-        argv[argc] = args[argc - 1];
-        argc++;
-    }
-    argv[argc] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        int in = open("/dev/null", O_RDONLY);
-        if (in < 0 || dup2(in, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0) _exit(126);
-        execv(qvet_bin, (char *const *)argv);
-        _exit(127);
-    }
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    run_result r;
-    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = slurp_fd(out_fd);
-    r.err = slurp_fd(err_fd);
-    return r;
-}
-
-static void run_free(run_result *r)
-{
-    free(r->out);
-    free(r->err);
+    return run_program(qvet_bin, args);
 }
 
 START_TEST(test_help)

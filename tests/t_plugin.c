@@ -17,6 +17,8 @@
 #include "qvet/json.h"
 #include "qvet/plugin.h"
 
+#include "support/run.h"
+
 #define SEED 20261129ull /* the date the suite was written */
 
 static char build_dir[4096];
@@ -40,63 +42,12 @@ static void plugin_path(const char *name, char *buf, size_t len)
     ck_assert_msg(access(buf, R_OK) == 0, "%s is not built (make builds every plugin)", buf);
 }
 
-typedef struct run_result {
-    int rc;
-    char *out, *err;
-} run_result;
-
-static char *slurp_fd(int fd)
-{
-    off_t len = lseek(fd, 0, SEEK_END);
-    ck_assert_int_ge(len, 0);
-    char *b = malloc((size_t)len + 1);
-    ck_assert_ptr_nonnull(b);
-    ck_assert_int_eq(pread(fd, b, (size_t)len, 0), len);
-    b[len] = '\0';
-    close(fd);
-    return b;
-}
-
+/* Runs qvet with args (NULL-terminated, without argv[0]). */
 static run_result run_qvet(const char *const *args)
 {
     char bin[4200];
     snprintf(bin, sizeof bin, "%s/qvet", build_dir);
-    ck_assert_msg(access(bin, X_OK) == 0, "qvet not found at %s", bin);
-    char op[] = "/tmp/qvet-t_plugin-out-XXXXXX", ep[] = "/tmp/qvet-t_plugin-err-XXXXXX";
-    int ofd = mkstemp(op), efd = mkstemp(ep);
-    ck_assert(ofd >= 0 && efd >= 0);
-    unlink(op);
-    unlink(ep);
-    const char *argv[32] = {bin};
-    int argc = 1;
-    while (args[argc - 1]) {
-        ck_assert_int_lt(argc, 31);
-        argv[argc] = args[argc - 1];
-        argc++;
-    }
-    argv[argc] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        int in = open("/dev/null", O_RDONLY);
-        if (in < 0 || dup2(in, 0) < 0 || dup2(ofd, 1) < 0 || dup2(efd, 2) < 0) _exit(126);
-        execv(bin, (char *const *)argv);
-        _exit(127);
-    }
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    run_result r;
-    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = slurp_fd(ofd);
-    r.err = slurp_fd(efd);
-    return r;
-}
-
-static void run_free(run_result *r)
-{
-    free(r->out);
-    free(r->err);
+    return run_program(bin, args);
 }
 
 START_TEST(example_loads)
