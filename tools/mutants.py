@@ -128,10 +128,15 @@ def build_mutant(base, out, row):
         cd = cobj[:-2] + ".d"
         if cache_valid(cobj, cd):
             shutil.copy2(cobj, obj)
+            os.utime(obj, None)  # newer than the copied library, so make re-archives and relinks
     rel = os.path.relpath(mb, ROOT)
+    # make -o also stops a file from triggering its dependents, so the mutated
+    # objects (rebuilt or restored from the cache) are never in this list.
+    mutated = {os.path.abspath(o) for o in dropped}
     keep = []
     for dirpath, _, fns in os.walk(obj_root):
-        keep += [os.path.relpath(os.path.join(dirpath, fn), ROOT) for fn in fns if fn.endswith(".o")]
+        keep += [os.path.relpath(os.path.join(dirpath, fn), ROOT) for fn in fns
+                 if fn.endswith(".o") and os.path.abspath(os.path.join(dirpath, fn)) not in mutated]
     make(rel, row["name"], keep=keep)
     for obj in dropped:
         if os.path.exists(obj):
@@ -325,7 +330,11 @@ def main():
             if files is None:
                 print(f"  {r['name']}: switch QV_MUTANT_{r['name']} is placed nowhere", flush=True)
                 return
-            shutil.copy2(os.path.join(out, "build-" + r["name"], "qvet"), os.path.join(bindir, "qvet-" + r["name"]))
+            built = os.path.join(out, "build-" + r["name"], "qvet")
+            with open(built, "rb") as x, open(os.path.join(base, "qvet"), "rb") as y:
+                if x.read() == y.read():
+                    sys.exit(f"mutants: {r['name']} built to the same bytes as the base (switch not compiled in)")
+            shutil.copy2(built, os.path.join(bindir, "qvet-" + r["name"]))
             shutil.rmtree(os.path.join(out, "build-" + r["name"]))
             print(f"  built {r['name']} ({', '.join(files)})", flush=True)
 
