@@ -281,7 +281,7 @@ def main():
     ap.add_argument("--run-only", action="store_true")
     ap.add_argument("--only", help="comma-separated mutant names")
     ap.add_argument("--cases", type=int, default=None,
-                    help="bounded fuzz cases per variant set (default 300 on the CPU, 50 on the GPU)")
+                    help="bounded fuzz cases per variant set (default 300 on the CPU, 20 on the GPU)")
     ap.add_argument("--seed", type=int, default=20261129)
     ap.add_argument("--out", default="mutants/out")
     ap.add_argument("--jobs", type=int, default=2, help="parallel make jobs (2 on the shared CI machine)")
@@ -297,7 +297,7 @@ def main():
     JOBS = max(1, a.jobs)
     backend = "gpu" if a.gpu else "cpu"
     if a.cases is None:
-        a.cases = 50 if a.gpu else 300
+        a.cases = 20 if a.gpu else 300
     if a.first_fail is None:
         a.first_fail = a.gpu
     out = os.path.join(ROOT, a.out, backend)
