@@ -63,6 +63,9 @@ TESTS    := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 FUZZ_SRC := $(wildcard fuzz/lf_*.c)
 
 .PHONY: all check deps run fuzz fuzz-parsers report ppl bench mutants mutants-cpu clean
+# Keep the test objects (intermediates of a pattern rule) so a second make
+# does not rebuild them.
+.SECONDARY:
 all: $(QVET) $(TESTS) $(BUILD)/plugins/libqvet_example_plugin.so
 
 $(BUILD)/obj/%.o: %.c
