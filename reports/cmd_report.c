@@ -510,7 +510,7 @@ static void section_mutants(FILE *md, report *r)
     for (int i = 0; i < r->n_mutants; i++) killed += r->mutants[i].killed;
     fprintf(md, "## Mutation testing\n\n%d killed of %d mutants. For each mutant, the field's usual "
                 "criteria on the same outputs: Marlin's mean relative error < 1e-3, vLLM's < 0.04, a "
-                "global cosine similarity > 0.99, llama.cpp's NMSE < 5e-4.\n\n"
+                "global cosine similarity ≥ 0.99, llama.cpp's NMSE < 5e-4.\n\n"
                 "| mutant | class | cites | killed | by | cases | Marlin | vLLM | cosine | NMSE |\n"
                 "|---|---:|---|---|---|---:|---|---|---|---|\n",
             killed, r->n_mutants);
