@@ -191,7 +191,8 @@ ppl: deps
 	@bash tools/run-ppl.sh $(BUILD)
 
 bench: $(QVET)
-	$(QVET) bench --out bench/out.jsonl
+	@mkdir -p $(BUILD)/results
+	$(QVET) bench --out $(BUILD)/results/bench.jsonl
 
 # Mutation testing (tools/mutants.py, mutants/catalogue.tsv): every mutant is a
 # rebuild with -DQV_MUTANT_<name>; only the files holding the switch recompile.
