@@ -19,6 +19,8 @@
 
 #include "qvet/array.h"
 
+#include "support/files.h"
+
 static char g_qvet[4096];
 static char g_tmp[256];
 static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
@@ -64,18 +66,6 @@ static unsigned char *read_all(const char *path, size_t *len)
     return buf;
 }
 
-/* Asserts that two files are byte-identical. */
-static void same_file(const char *a, const char *b)
-{
-    size_t la, lb;
-    unsigned char *x = read_all(a, &la), *y = read_all(b, &lb);
-    ck_assert_msg(x != NULL, "cannot read %s", a);
-    ck_assert_msg(y != NULL, "cannot read %s", b);
-    ck_assert_msg(la == lb && memcmp(x, y, la) == 0, "%s and %s differ (%zu vs %zu bytes)", a, b, la, lb);
-    free(x);
-    free(y);
-}
-
 static int exists(const char *path)
 {
     struct stat st;
@@ -109,14 +99,14 @@ START_TEST(golden_cli)
     ck_assert_msg(run_qvet(args) == 0, "qvet %s failed", args);
     snprintf(a, sizeof a, "%s/%s/B.npy", g_tmp, gc->dir);
     snprintf(b, sizeof b, "%s/B_packed_int32.npy", d);
-    same_file(a, b);
+    assert_same_bytes(a, b);
     snprintf(a, sizeof a, "%s/%s/scales.npy", g_tmp, gc->dir);
     snprintf(b, sizeof b, "%s/%s.npy", d, gc->s_packed);
-    same_file(a, b);
+    assert_same_bytes(a, b);
     if (gc->s2) {
         snprintf(a, sizeof a, "%s/%s/scales2.npy", g_tmp, gc->dir);
         snprintf(b, sizeof b, "%s/%s.npy", d, gc->s2_packed);
-        same_file(a, b);
+        assert_same_bytes(a, b);
     }
     /* Unpack the published bytes themselves: copy them into a pack folder. */
     char in[1024];
@@ -132,14 +122,14 @@ START_TEST(golden_cli)
     ck_assert_msg(run_qvet(args) == 0, "qvet %s failed", args);
     snprintf(a, sizeof a, "%s/%s-logical/q.npy", g_tmp, gc->dir);
     snprintf(b, sizeof b, "%s/%s.npy", d, gc->q);
-    same_file(a, b);
+    assert_same_bytes(a, b);
     snprintf(a, sizeof a, "%s/%s-logical/scales.npy", g_tmp, gc->dir);
     snprintf(b, sizeof b, "%s/%s.npy", d, gc->s);
-    same_file(a, b);
+    assert_same_bytes(a, b);
     if (gc->s2) {
         snprintf(a, sizeof a, "%s/%s-logical/scales2.npy", g_tmp, gc->dir);
         snprintf(b, sizeof b, "%s/%s.npy", d, gc->s2);
-        same_file(a, b);
+        assert_same_bytes(a, b);
     }
 }
 END_TEST
@@ -243,21 +233,21 @@ START_TEST(roundtrip_cli)
     qv_array_destroy(&q1);
     snprintf(a, sizeof a, "%s/rt%d-out/scales.npy", g_tmp, _i);
     snprintf(b, sizeof b, "%s/rs.npy", g_tmp);
-    same_file(a, b);
+    assert_same_bytes(a, b);
     if (rc->zeros) {
         snprintf(a, sizeof a, "%s/rt%d-out/zeros.npy", g_tmp, _i);
         snprintf(b, sizeof b, "%s/rz.npy", g_tmp);
-        same_file(a, b);
+        assert_same_bytes(a, b);
     }
     if (rc->act_order) {
         snprintf(a, sizeof a, "%s/rt%d-out/g_idx.npy", g_tmp, _i);
         snprintf(b, sizeof b, "%s/rg.npy", g_tmp);
-        same_file(a, b);
+        assert_same_bytes(a, b);
     }
     if (rc->s2) {
         snprintf(a, sizeof a, "%s/rt%d-out/scales2.npy", g_tmp, _i);
         snprintf(b, sizeof b, "%s/rs2.npy", g_tmp);
-        same_file(a, b);
+        assert_same_bytes(a, b);
     }
 }
 END_TEST
@@ -345,7 +335,7 @@ static void same_outputs(const char *d1, const char *d2, const char *const *file
     for (int i = 0; files[i]; i++) {
         snprintf(a, sizeof a, "%s/%s/%s", g_tmp, d1, files[i]);
         snprintf(b, sizeof b, "%s/%s/%s", g_tmp, d2, files[i]);
-        same_file(a, b);
+        assert_same_bytes(a, b);
     }
 }
 

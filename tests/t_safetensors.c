@@ -14,6 +14,8 @@
 #include "qvet/array.h"
 #include "qvet/json.h"
 
+#include "support/files.h"
+
 #define FIXTURES "tests/data/st/"
 
 /* The fixture formula (tests/data/make_fixtures.py). */
@@ -54,40 +56,9 @@ static int element_ok(const qv_array *a, int64_t i)
 
 static char tmpdir[64];
 
-static void make_tmpdir(void)
-{
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/qvet-t_st-XXXXXX");
-    ck_assert_msg(mkdtemp(tmpdir) != NULL, "cannot create a temporary folder");
-}
+static void make_tmpdir(void) { tmpdir_create(tmpdir, sizeof tmpdir, "t_st"); }
 
-static void remove_tmpdir(void)
-{
-    DIR *d = opendir(tmpdir);
-    if (!d) return;
-    struct dirent *e;
-    char p[512];
-    while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-            snprintf(p, sizeof p, "%s/%s", tmpdir, e->d_name);
-            unlink(p);
-        }
-    closedir(d);
-    rmdir(tmpdir);
-}
-
-static void assert_same_bytes(const char *a, const char *b)
-{
-    void *x, *y;
-    size_t nx, ny;
-    ck_assert_msg(qv_file_read(a, &x, &nx) == QV_OK, "%s", qv_errmsg());
-    ck_assert_msg(qv_file_read(b, &y, &ny) == QV_OK, "%s", qv_errmsg());
-    ck_assert_msg(nx == ny, "%s has %zu bytes, %s has %zu", a, nx, b, ny);
-    size_t i = 0;
-    while (i < nx && ((unsigned char *)x)[i] == ((unsigned char *)y)[i]) i++;
-    ck_assert_msg(i == nx, "%s and %s first differ at byte %zu", a, b, i);
-    free(x);
-    free(y);
-}
+static void remove_tmpdir(void) { tmpdir_remove(tmpdir); }
 
 /* ---- the reference implementation's files ---- */
 
