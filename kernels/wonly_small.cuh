@@ -1,0 +1,32 @@
+/* wonly_small.cuh: the small-M (M <= 16) path of the weight-only GEMM family,
+ * kernels/wonly_small.cu, as seen by the dispatcher in kernels/wonly.cu.
+ * Rule: the small-M path computes the same declared arithmetic as the general
+ * kernel (src/registry.c rows of family "marlin") and is only entered after
+ * qv_launch_wonly has validated the variant, the shape and the buffers. */
+#ifndef QVET_KERNELS_WONLY_SMALL_CUH
+#define QVET_KERNELS_WONLY_SMALL_CUH
+
+#include <stddef.h>
+
+#include "qvet/gemm.h"
+#include "qvet/variant.h"
+
+/* The largest M the small-M kernel takes: one m16 tensor-core tile. */
+#define QV_WO_SMALL_MAX_M 16
+
+/* 0 when the environment says QVET_WO_SMALL=0 (the general kernel then runs
+ * every M), 1 otherwise. Read at every call, so tests and benchmarks can
+ * switch between the two paths in one process. */
+int qv_wonly_small_enabled(void);
+
+/* Workspace bytes of the small-M path for an (m, n, k) problem of v, m <= 16;
+ * v, n and k already checked by the caller. Its split-K counters sit at offset
+ * 0 in a region as large as one counter per 64 columns, so a workspace shared
+ * with the general kernel keeps both paths' counters at zero. */
+size_t qv_wonly_small_workspace(const qv_variant *v, int m, int n, int k);
+
+/* Launches the small-M kernel; the caller has checked v (check_variant), the
+ * shape, g, the buffer pointers and their alignment. Checks the workspace. */
+qv_status qv_wonly_small_launch(const qv_variant *v, const qv_gemm_args *a);
+
+#endif
