@@ -29,6 +29,7 @@
 #include "mma.cuh"
 #include "qvet/gemm.h"
 #include "qvet/gpu.h"
+#include "wonly_small.cuh"
 
 namespace {
 
@@ -670,7 +671,13 @@ bool aligned16(const void *ptr) { return ((uintptr_t)ptr & 15) == 0; }
 extern "C" size_t qv_workspace_wonly(const qv_variant *v, int m, int n, int k)
 {
     if (check_variant(v) != QV_OK || m < 1 || n < 1 || k < 16) return 0;
-    return plan(v, m, n, k).bytes;
+    size_t bytes = plan(v, m, n, k).bytes;
+    /* M <= 16 may take the small-M path (wonly_small.cu): room for either. */
+    if (m <= QV_WO_SMALL_MAX_M && n % 64 == 0 && k % 16 == 0) {
+        size_t small = qv_wonly_small_workspace(v, m, n, k);
+        if (small > bytes) bytes = small;
+    }
+    return bytes;
 }
 
 extern "C" qv_status qv_launch_wonly(const qv_variant *v, const qv_gemm_args *a)
@@ -687,6 +694,8 @@ extern "C" qv_status qv_launch_wonly(const qv_variant *v, const qv_gemm_args *a)
                        v->name);
     if ((int64_t)a->n * 16 * qv_fmt_get(v->wfmt)->bits / 32 >= ((int64_t)1 << 31))
         return qv_fail(QV_ERR_SHAPE, "%s: N=%d gives packed B rows of 2^31 words or more", v->name, a->n);
+    /* M <= 16: the bandwidth-bound small-M kernel (wonly_small.cu), unless QVET_WO_SMALL=0. */
+    if (a->m <= QV_WO_SMALL_MAX_M && qv_wonly_small_enabled()) return qv_wonly_small_launch(v, a);
     geometry g = plan(v, a->m, a->n, a->k);
     if (g.bytes > a->workspace_bytes || (g.bytes && !a->workspace))
         return qv_fail(QV_ERR_USAGE, "%s: workspace of %zu bytes given, %zu needed (qv_workspace_wonly)",
