@@ -1,15 +1,28 @@
 /* act_quant.cu: dynamic per-token activation quantization (gemm.h:
- * qv_act_quant), the step in front of every W8A8 / W4A8 GEMM. One block per
- * row, 16-byte loads (8 values) per thread: pass 1 finds absmax (exact in
- * fp32, since fp16 and bf16 values are fp32 values), pass 2 re-reads the row
- * (from L1/L2) and quantizes, 8 codes per 8-byte store.
+ * qv_act_quant), the step in front of every W8A8 / W4A8 GEMM.
  *   int8: s = fp32(absmax) / 127 (IEEE division, RN), q = rne(x / s) in
  *         [-128, 127] (|x / s| <= 127 up to one rounding, so no clamp fires);
  *   e4m3: s = absmax / 448, q = e4m3(x / s) with RNE and saturation to +-448.
  * An all-zero row gets s = 0 and q = 0. Inputs are expected finite; a NaN or
- * Inf makes that row's output meaningless but never touches other rows. */
+ * Inf makes that row's output meaningless but never touches other rows.
+ *
+ * One pass over memory: a row is read once, 8 values (one 16-byte load) per
+ * slot, and stays in registers between the absmax reduction and the
+ * quantization; codes leave 8 per 8-byte store. A row is spread over a "row
+ * group" of threads sized to K:
+ *   - many rows (M > AQ_CLUSTER_MAX_M) or short rows: the group lives in one
+ *     block (1..32 lanes of a warp, or several warps of a block), several rows
+ *     per block when rows are short;
+ *   - few long rows: the group spans a cluster of AQ_CLUSTER blocks on as many
+ *     SMs, joined through distributed shared memory, so that a single token is
+ *     quantized by 8 SMs instead of one (at M = 1 the divisions of one long row
+ *     would otherwise keep a single SM busy for microseconds).
+ * Rows longer than the registers of a cluster can hold (K > 262144) take a
+ * two-pass kernel that re-reads the row from L2. All paths compute every value
+ * with the same operations, so the result does not depend on the path. */
 #include <stdint.h>
 
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -18,15 +31,16 @@
 #include "qvet/gemm.h"
 #include "qvet/gpu.h"
 
-#define AQ_MAX_THREADS 1024 /* a block per row; long rows get the largest block */
+namespace cg = cooperative_groups;
 
-template <bool BF16>
-__device__ __forceinline__ float aq_load_x(const uint16_t *x, int64_t i)
-{
-    const uint16_t h = x[i];
-    if (BF16) return __uint_as_float((uint32_t)h << 16);
-    return __half2float(__ushort_as_half(h));
-}
+#define AQ_SLOT 8            /* values per slot: 16 bytes of fp16/bf16 */
+#define AQ_MAX_THREADS 1024  /* CUDA's block limit */
+#define AQ_BLOCK 256         /* threads of a block holding several short rows */
+#define AQ_VPT_MAX 4         /* slots per thread at most: 16 registers of values, no spill
+                             * under the 64 registers a 1024-thread block allows */
+#define AQ_CLUSTER 8         /* blocks per row in cluster mode: the portable cluster size */
+#define AQ_CLUSTER_MAX_M 32  /* up to 32 rows x 8 blocks = 256 blocks, about 2 per SM of 132 */
+#define AQ_CLUSTER_MIN_K 2048 /* shorter rows are too little work to split */
 
 /* The two values in one 32-bit word of fp16/bf16 bits, low half first. */
 template <bool BF16>
@@ -51,65 +65,282 @@ __device__ __forceinline__ uint32_t aq_code(float v, float scale)
     return (uint32_t)(uint8_t)(int8_t)min(127, max(-128, __float2int_rn(r)));
 }
 
-/* x: (m, k) fp16 or bf16 bits, row-major; q: (m, k) int8 or e4m3 codes;
- * s: (m) f32 scales. Block b quantizes row b. */
-template <bool BF16, bool FP8>
-__global__ void __launch_bounds__(AQ_MAX_THREADS)
-k_act_quant_token(const uint16_t *__restrict__ x, uint8_t *__restrict__ q, float *__restrict__ s, int k)
+/* The scale of a row from its absmax; 127 = int8 max magnitude used
+ * symmetrically, 448 = e4m3fn max finite. */
+template <bool FP8>
+__device__ __forceinline__ float aq_scale(float amax)
 {
-    __shared__ float red[32];
+    return __fdiv_rn(amax, FP8 ? 448.0f : 127.0f);
+}
+
+/* Slot `sl` of a row (values 8 sl .. 8 sl + 7) into four words, low value
+ * first; values past k read as 0, which never raises an absmax.
+ * xr: (k) fp16/bf16 bits of one row. VEC: xr is 16-byte aligned and k % 8 == 0. */
+template <bool VEC>
+__device__ __forceinline__ void aq_load_slot(const uint16_t *__restrict__ xr, int64_t sl, int64_t k, uint32_t w[4])
+{
+    if constexpr (VEC) {
+        const uint4 v = *(const uint4 *)(xr + AQ_SLOT * sl);
+        w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+    } else {
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const int64_t e = AQ_SLOT * sl + 2 * j;
+            const uint32_t lo = e < k ? xr[e] : 0u, hi = e + 1 < k ? xr[e + 1] : 0u;
+            w[j] = lo | hi << 16;
+        }
+    }
+}
+
+/* The codes of one slot. qr: (k) codes of one row; VEC: qr 8-byte aligned and
+ * k % 8 == 0. */
+template <bool BF16, bool FP8, bool VEC>
+__device__ __forceinline__ void aq_store_slot(uint8_t *__restrict__ qr, int64_t sl, int64_t k, const uint32_t w[4],
+                                              float scale)
+{
+    uint32_t c[2] = {0, 0};
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        float a, b;
+        aq_unpack2<BF16>(w[j], a, b);
+        c[j >> 1] |= (aq_code<FP8>(a, scale) | aq_code<FP8>(b, scale) << 8) << (16 * (j & 1));
+    }
+    if constexpr (VEC) {
+        *(uint2 *)(qr + AQ_SLOT * sl) = make_uint2(c[0], c[1]);
+    } else {
+#pragma unroll
+        for (int j = 0; j < AQ_SLOT; j++) {
+            const int64_t e = AQ_SLOT * sl + j;
+            if (e < k) qr[e] = (uint8_t)(c[j >> 2] >> (8 * (j & 3)));
+        }
+    }
+}
+
+/* x: (m, k) fp16 or bf16 bits, row-major; q: (m, k) int8 or e4m3 codes,
+ * row-major; s: (m) f32 scales.
+ * Without a cluster (CL false): a block holds blockDim / group rows, `group`
+ * threads each (a power of two <= 32, or a multiple of 32).
+ * With a cluster (CL true): each cluster of AQ_CLUSTER blocks holds one row,
+ * block rank r taking slots r * blockDim + t + AQ_CLUSTER * blockDim * j.
+ * Thread t of a row group holds slots t + G * j (j < VPT, G = the group's
+ * thread count), so consecutive threads load consecutive 16 bytes. */
+template <bool BF16, bool FP8, bool VEC, int VPT, bool CL>
+__global__ void __launch_bounds__(AQ_MAX_THREADS)
+k_act_quant(const uint16_t *__restrict__ x, uint8_t *__restrict__ q, float *__restrict__ s, int64_t m, int64_t k,
+            int group)
+{
+    __shared__ float red[AQ_MAX_THREADS / 32];
+    __shared__ float block_max;
+    int64_t row, t, G;
+    if (CL) {
+        const cg::cluster_group cl = cg::this_cluster();
+        row = blockIdx.x / AQ_CLUSTER;
+        t = (int64_t)cl.block_rank() * blockDim.x + threadIdx.x;
+        G = (int64_t)AQ_CLUSTER * blockDim.x;
+    } else {
+        row = (int64_t)blockIdx.x * (blockDim.x / group) + threadIdx.x / group;
+        t = threadIdx.x % group;
+        G = group;
+    }
+    const bool live = row < m;
+    const int64_t nslot = (k + AQ_SLOT - 1) / AQ_SLOT;
+    const uint16_t *xr = x + (live ? row : 0) * k;
+    uint8_t *qr = q + (live ? row : 0) * k;
+
+    uint32_t w[VPT][4];
+    float amax = 0.0f;
+#pragma unroll
+    for (int j = 0; j < VPT; j++) {
+        const int64_t sl = t + G * j;
+        if (live && sl < nslot) {
+            aq_load_slot<VEC>(xr, sl, k, w[j]);
+        } else {
+            w[j][0] = w[j][1] = w[j][2] = w[j][3] = 0;
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < VPT; j++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            float a, b;
+            aq_unpack2<BF16>(w[j][i], a, b);
+            amax = fmaxf(amax, fmaxf(fabsf(a), fabsf(b)));
+        }
+
+    /* Within a warp: lanes of one group (group < 32: aligned runs of `group`
+     * lanes, which xor offsets below `group` never leave). */
+    const int lanes = (!CL && group < 32) ? group : 32;
+    for (int o = lanes >> 1; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    /* Across the warps of a group (the condition is uniform over the block). */
+    if (CL || group > 32) {
+        const int warp = threadIdx.x >> 5;
+        const int per_group = CL ? (int)(blockDim.x >> 5) : group >> 5;
+        const int first = CL ? 0 : (int)(threadIdx.x / group) * per_group;
+        if ((threadIdx.x & 31) == 0) red[warp] = amax;
+        __syncthreads();
+        amax = 0.0f;
+        for (int i = 0; i < per_group; i++) amax = fmaxf(amax, red[first + i]);
+    }
+    /* Across the blocks of a cluster, through distributed shared memory. */
+    if (CL) {
+        cg::cluster_group cl = cg::this_cluster();
+        if (threadIdx.x == 0) block_max = amax;
+        cl.sync();
+        amax = 0.0f;
+        for (int r = 0; r < AQ_CLUSTER; r++) amax = fmaxf(amax, *cl.map_shared_rank(&block_max, r));
+        cl.sync(); /* no block leaves while another still reads its block_max */
+    }
+
+    const float scale = aq_scale<FP8>(amax);
+    if (live && t == 0) s[row] = scale;
+#pragma unroll
+    for (int j = 0; j < VPT; j++) {
+        const int64_t sl = t + G * j;
+        if (live && sl < nslot) aq_store_slot<BF16, FP8, VEC>(qr, sl, k, w[j], scale);
+    }
+}
+
+/* Rows too long for a cluster's registers: block b quantizes row b in two
+ * passes, the second re-reading the row (from L2). Same operations per value.
+ * x, q, s as for k_act_quant. */
+template <bool BF16, bool FP8, bool VEC>
+__global__ void __launch_bounds__(AQ_MAX_THREADS)
+k_act_quant_long(const uint16_t *__restrict__ x, uint8_t *__restrict__ q, float *__restrict__ s, int64_t k)
+{
+    __shared__ float red[AQ_MAX_THREADS / 32];
     const int64_t row = blockIdx.x;
     const uint16_t *xr = x + row * k;
     uint8_t *qr = q + row * k;
-    /* 8 values (16 bytes) per access when rows are 16-byte aligned. */
-    const bool vec = (k % 8) == 0;
-    const int nv = k / 8;
+    const int64_t nslot = (k + AQ_SLOT - 1) / AQ_SLOT;
 
     float amax = 0.0f;
-    if (vec) {
-        for (int i = threadIdx.x; i < nv; i += blockDim.x) {
-            const uint4 v = *(const uint4 *)(xr + 8 * (int64_t)i);
-            const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+    for (int64_t sl = threadIdx.x; sl < nslot; sl += blockDim.x) {
+        uint32_t w[4];
+        aq_load_slot<VEC>(xr, sl, k, w);
 #pragma unroll
-            for (int j = 0; j < 4; j++) {
-                float a, b;
-                aq_unpack2<BF16>(w[j], a, b);
-                amax = fmaxf(amax, fmaxf(fabsf(a), fabsf(b)));
-            }
+        for (int i = 0; i < 4; i++) {
+            float a, b;
+            aq_unpack2<BF16>(w[i], a, b);
+            amax = fmaxf(amax, fmaxf(fabsf(a), fabsf(b)));
         }
-    } else {
-        for (int i = threadIdx.x; i < k; i += blockDim.x) amax = fmaxf(amax, fabsf(aq_load_x<BF16>(xr, i)));
     }
-#pragma unroll
     for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
-    if (lane == 0) red[warp] = amax;
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = amax;
     __syncthreads();
-    amax = lane < nwarps ? red[lane] : 0.0f;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    amax = 0.0f;
+    for (int i = 0; i < (int)(blockDim.x >> 5); i++) amax = fmaxf(amax, red[i]);
 
-    /* 127 = int8 max magnitude used symmetrically; 448 = e4m3fn max finite. */
-    const float scale = __fdiv_rn(amax, FP8 ? 448.0f : 127.0f);
+    const float scale = aq_scale<FP8>(amax);
     if (threadIdx.x == 0) s[row] = scale;
-
-    if (vec) {
-        for (int i = threadIdx.x; i < nv; i += blockDim.x) {
-            const uint4 v = *(const uint4 *)(xr + 8 * (int64_t)i);
-            const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-            uint32_t c[2] = {0, 0};
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                float a, b;
-                aq_unpack2<BF16>(w[j], a, b);
-                c[j >> 1] |= (aq_code<FP8>(a, scale) | aq_code<FP8>(b, scale) << 8) << (16 * (j & 1));
-            }
-            *(uint2 *)(qr + 8 * (int64_t)i) = make_uint2(c[0], c[1]);
-        }
-    } else {
-        for (int i = threadIdx.x; i < k; i += blockDim.x) qr[i] = (uint8_t)aq_code<FP8>(aq_load_x<BF16>(xr, i), scale);
+    for (int64_t sl = threadIdx.x; sl < nslot; sl += blockDim.x) {
+        uint32_t w[4];
+        aq_load_slot<VEC>(xr, sl, k, w);
+        aq_store_slot<BF16, FP8, VEC>(qr, sl, k, w, scale);
     }
 }
+
+namespace {
+
+/* How one launch spreads the rows. */
+struct aq_plan {
+    bool vec;      /* 16-byte loads, 8-byte stores */
+    bool longrow;  /* the two-pass kernel */
+    int cluster;   /* 1 or AQ_CLUSTER blocks per row */
+    int vpt;       /* slots per thread */
+    int group;     /* threads per row within a block */
+    int threads;   /* threads per block */
+    int64_t blocks;
+};
+
+/* Threads per block so that `cluster` blocks of them, `vpt` slots each, cover
+ * `nslot` slots; 0 when more than a block would be needed. */
+int aq_threads(int64_t nslot, int cluster, int vpt)
+{
+    const int64_t per_block = (nslot + cluster - 1) / cluster;
+    const int64_t need = (per_block + vpt - 1) / vpt;
+    int64_t t;
+    if (cluster == 1 && need <= 32) {
+        t = 1;
+        while (t < need) t <<= 1;
+    } else {
+        t = (need + 31) / 32 * 32;
+    }
+    return t <= AQ_MAX_THREADS ? (int)t : 0;
+}
+
+aq_plan aq_make_plan(int64_t m, int64_t k, bool vec)
+{
+    aq_plan p = {vec, false, 1, 0, 0, 0, 0};
+    const int64_t nslot = (k + AQ_SLOT - 1) / AQ_SLOT;
+    /* Vectorized rows take 4 slots (64 bytes in flight) per thread, or 2 when a
+     * cluster already spreads the row; unaligned rows always 4 (one kernel per
+     * format pair and mode for the rare tail case). */
+    const bool few_long = m <= AQ_CLUSTER_MAX_M && k >= AQ_CLUSTER_MIN_K;
+    const int first_vpt = !vec ? AQ_VPT_MAX : few_long ? 2 : 4;
+    for (int pass = few_long ? 1 : 0; pass < 2 && !p.group; pass++) {
+        const int cluster = pass ? AQ_CLUSTER : 1;
+        for (int vpt = first_vpt; vpt <= AQ_VPT_MAX && !p.group; vpt *= 2) {
+            const int t = aq_threads(nslot, cluster, vpt);
+            if (t) p.cluster = cluster, p.vpt = vpt, p.group = t;
+        }
+    }
+    if (!p.group) {
+        p.longrow = true, p.cluster = 1, p.threads = AQ_MAX_THREADS, p.blocks = m;
+        return p;
+    }
+    if (p.cluster > 1) {
+        p.threads = p.group;
+        p.blocks = m * p.cluster;
+    } else {
+        const int rows = p.group < AQ_BLOCK ? AQ_BLOCK / p.group : 1;
+        p.threads = rows * p.group;
+        p.blocks = (m + rows - 1) / rows;
+    }
+    return p;
+}
+
+template <bool BF16, bool FP8, bool VEC, int VPT, bool CL>
+cudaError_t aq_launch_one(const aq_plan &p, const uint16_t *x, uint8_t *q, float *s, int64_t m, int64_t k,
+                          cudaStream_t st)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)p.blocks);
+    cfg.blockDim = dim3((unsigned)p.threads);
+    cfg.stream = st;
+    cudaLaunchAttribute attr[1];
+    if (CL) {
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = AQ_CLUSTER;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+    }
+    return cudaLaunchKernelEx(&cfg, k_act_quant<BF16, FP8, VEC, VPT, CL>, x, q, s, m, k, p.group);
+}
+
+template <bool BF16, bool FP8>
+cudaError_t aq_launch(const aq_plan &p, const uint16_t *x, uint8_t *q, float *s, int64_t m, int64_t k,
+                      cudaStream_t st)
+{
+    if (p.longrow) {
+        if (p.vec)
+            k_act_quant_long<BF16, FP8, true><<<(unsigned)p.blocks, p.threads, 0, st>>>(x, q, s, k);
+        else
+            k_act_quant_long<BF16, FP8, false><<<(unsigned)p.blocks, p.threads, 0, st>>>(x, q, s, k);
+        return cudaGetLastError();
+    }
+    if (!p.vec) {
+        return p.cluster > 1 ? aq_launch_one<BF16, FP8, false, AQ_VPT_MAX, true>(p, x, q, s, m, k, st)
+                             : aq_launch_one<BF16, FP8, false, AQ_VPT_MAX, false>(p, x, q, s, m, k, st);
+    }
+    if (p.cluster > 1)
+        return p.vpt == 2 ? aq_launch_one<BF16, FP8, true, 2, true>(p, x, q, s, m, k, st)
+                          : aq_launch_one<BF16, FP8, true, AQ_VPT_MAX, true>(p, x, q, s, m, k, st);
+    return aq_launch_one<BF16, FP8, true, AQ_VPT_MAX, false>(p, x, q, s, m, k, st);
+}
+
+} /* namespace */
 
 extern "C" qv_status qv_act_quant(qv_fmt xfmt, qv_fmt qfmt, int m, int k, const void *x, void *q, float *s,
                                   void *stream)
@@ -120,19 +351,23 @@ extern "C" qv_status qv_act_quant(qv_fmt xfmt, qv_fmt qfmt, int m, int k, const 
         return qv_fail(QV_ERR_DTYPE, "act quant: the quantized format must be i8 or e4m3");
     if (m < 1 || k < 1) return qv_fail(QV_ERR_SHAPE, "act quant: m=%d, k=%d must be >= 1", m, k);
     if (!x || !q || !s) return qv_fail(QV_ERR_USAGE, "act quant: a device buffer is missing");
+    /* 16-byte loads need every row start 16-byte aligned: k % 8 == 0 and an
+     * aligned base; 8-byte code stores likewise. */
+    const bool vec = k % AQ_SLOT == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)q % 8 == 0;
+    const aq_plan p = aq_make_plan(m, k, vec);
+    /* CUDA's grid limit along x. */
+    if (p.blocks > 2147483647LL)
+        return qv_fail(QV_ERR_SHAPE, "act quant: m=%d, k=%d needs more than 2^31-1 blocks", m, k);
     const bool bf = xfmt == QV_FMT_BF16, f8 = qfmt == QV_FMT_E4M3;
-    /* One thread per 8 values, in whole warps, at most AQ_MAX_THREADS. */
-    int want = (k + 7) / 8;
-    want = (want + 31) / 32 * 32;
-    const unsigned threads = (unsigned)(want < 64 ? 64 : want > AQ_MAX_THREADS ? AQ_MAX_THREADS : want);
-    const unsigned blocks = (unsigned)m;
     cudaStream_t st = (cudaStream_t)stream;
     const uint16_t *xx = (const uint16_t *)x;
     uint8_t *qq = (uint8_t *)q;
-    if (bf && f8) k_act_quant_token<true, true><<<blocks, threads, 0, st>>>(xx, qq, s, k);
-    else if (bf) k_act_quant_token<true, false><<<blocks, threads, 0, st>>>(xx, qq, s, k);
-    else if (f8) k_act_quant_token<false, true><<<blocks, threads, 0, st>>>(xx, qq, s, k);
-    else k_act_quant_token<false, false><<<blocks, threads, 0, st>>>(xx, qq, s, k);
-    QV_CUDA_TRY(cudaGetLastError(), "launching k_act_quant_token");
+    cudaError_t rc;
+    if (bf && f8) rc = aq_launch<true, true>(p, xx, qq, s, m, k, st);
+    else if (bf) rc = aq_launch<true, false>(p, xx, qq, s, m, k, st);
+    else if (f8) rc = aq_launch<false, true>(p, xx, qq, s, m, k, st);
+    else rc = aq_launch<false, false>(p, xx, qq, s, m, k, st);
+    QV_CUDA_TRY(rc, "launching k_act_quant");
+    QV_CUDA_TRY(cudaGetLastError(), "k_act_quant launch");
     return QV_OK;
 }

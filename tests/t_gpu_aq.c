@@ -476,37 +476,70 @@ END_TEST
 
 /* ---- activation quantization --------------------------------------------------- */
 
+/* Cases cover every path of the quantizer's launch plan: short rows several to
+ * a block and one to a warp, long rows over the warps of a block, few long rows
+ * over a cluster of blocks (M <= 32, K >= 2048), K past what a block's
+ * registers hold (cluster per row at any M) and past what a cluster holds (the
+ * two-pass kernel); K tails (K % 8 != 0) and rows that are not 16-byte aligned
+ * (x_off values before x), which take the scalar loads; M = 1 and large M; an
+ * all-zero row (row 1 when M > 1, every row when zero_all). */
 struct aq_case {
     qv_fmt xfmt, qfmt;
     int m, k;
+    int x_off;    /* x starts this many values into its buffer (alignment) */
+    int zero_all; /* every value 0 */
 };
 static const struct aq_case aq_cases[] = {
-    {QV_FMT_F16, QV_FMT_I8, 1, 16},     {QV_FMT_F16, QV_FMT_I8, 33, 4096},   {QV_FMT_F16, QV_FMT_I8, 7, 1000},
-    {QV_FMT_BF16, QV_FMT_I8, 257, 136}, {QV_FMT_F16, QV_FMT_E4M3, 3, 4096},  {QV_FMT_BF16, QV_FMT_E4M3, 65, 1003},
-    {QV_FMT_F16, QV_FMT_E4M3, 129, 256}, {QV_FMT_BF16, QV_FMT_I8, 2, 8192},
+    {QV_FMT_F16, QV_FMT_I8, 1, 16, 0, 0},         {QV_FMT_F16, QV_FMT_I8, 33, 4096, 0, 0},
+    {QV_FMT_F16, QV_FMT_I8, 7, 1000, 0, 0},       {QV_FMT_BF16, QV_FMT_I8, 257, 136, 0, 0},
+    {QV_FMT_F16, QV_FMT_E4M3, 3, 4096, 0, 0},     {QV_FMT_BF16, QV_FMT_E4M3, 65, 1003, 0, 0},
+    {QV_FMT_F16, QV_FMT_E4M3, 129, 256, 0, 0},    {QV_FMT_BF16, QV_FMT_I8, 2, 8192, 0, 0},
+    /* K tails and tiny K */
+    {QV_FMT_F16, QV_FMT_I8, 5, 1, 0, 0},          {QV_FMT_BF16, QV_FMT_E4M3, 3, 7, 0, 0},
+    {QV_FMT_F16, QV_FMT_E4M3, 40, 9, 0, 0},       {QV_FMT_F16, QV_FMT_I8, 2, 2049, 0, 0},
+    {QV_FMT_BF16, QV_FMT_I8, 100, 4103, 0, 0},
+    /* M = 1: the cluster path, the Llama K values, and an all-zero row */
+    {QV_FMT_F16, QV_FMT_I8, 1, 4096, 0, 0},       {QV_FMT_F16, QV_FMT_E4M3, 1, 28672, 0, 0},
+    {QV_FMT_BF16, QV_FMT_I8, 1, 11008, 0, 0},     {QV_FMT_F16, QV_FMT_I8, 1, 8192, 0, 1},
+    {QV_FMT_F16, QV_FMT_E4M3, 1, 2048, 0, 1},     {QV_FMT_F16, QV_FMT_I8, 32, 8192, 0, 0},
+    /* rows not 16-byte aligned: scalar loads, in a block and in a cluster */
+    {QV_FMT_F16, QV_FMT_I8, 9, 64, 1, 0},         {QV_FMT_BF16, QV_FMT_E4M3, 2, 4096, 3, 0},
+    /* K past a block's registers (32768), past a cluster's (262144) */
+    {QV_FMT_F16, QV_FMT_I8, 40, 40000, 0, 0},     {QV_FMT_BF16, QV_FMT_E4M3, 2, 262152, 0, 0},
+    {QV_FMT_F16, QV_FMT_I8, 1, 300001, 0, 0},
+    /* large M: many blocks, and the Llama-3-70B down layer at M = 1024 */
+    {QV_FMT_F16, QV_FMT_I8, 70000, 16, 0, 0},     {QV_FMT_F16, QV_FMT_E4M3, 1024, 28672, 0, 0},
 };
 
 START_TEST(act_quant)
 {
     const struct aq_case *c = &aq_cases[_i];
-    const int64_t m = c->m, k = c->k;
-    uint16_t *x = malloc(sizeof(uint16_t) * (size_t)(m * k));
+    const int64_t m = c->m, k = c->k, off = c->x_off;
+    uint16_t *x = malloc(sizeof(uint16_t) * (size_t)(m * k + off));
     uint8_t *q = malloc((size_t)(m * k));
     float *s = malloc(sizeof(float) * (size_t)m);
     ck_assert(x && q && s);
     const uint64_t st = 7000 + (uint64_t)_i;
+    printf("act quant case %d: m=%" PRId64 " k=%" PRId64 " x_off=%" PRId64 ", stream %" PRIu64 "\n", _i, m, k, off,
+           st);
+    for (int64_t i = 0; i < off; i++) x[i] = 0;
+    uint16_t *xv = x + off;
     for (int64_t i = 0; i < m; i++)
         for (int64_t kk = 0; kk < k; kk++) {
             /* Gaussian-ish values with a x100 outlier channel; row 1 is all zero. */
             double v = (rnd_unit(st, (uint64_t)(i * k + kk)) - 0.5) * 4.0;
             if (kk == 5 % k) v *= 100.0;
-            if (i == 1) v = 0.0;
-            x[i * k + kk] = (uint16_t)qv_encode(c->xfmt, v, QV_SAT_FINITE);
+            if (i == 1 || c->zero_all) v = 0.0;
+            xv[i * k + kk] = (uint16_t)qv_encode(c->xfmt, v, QV_SAT_FINITE);
         }
-    void *dx = dev_copy(x, sizeof(uint16_t) * (size_t)(m * k)), *dq = NULL, *ds = NULL;
+    uint16_t *dx = dev_copy(x, sizeof(uint16_t) * (size_t)(m * k + off));
+    void *dq = NULL, *ds = NULL;
     ck_assert_int_eq(cudaMalloc(&dq, (size_t)(m * k)), cudaSuccess);
     ck_assert_int_eq(cudaMalloc(&ds, sizeof(float) * (size_t)m), cudaSuccess);
-    ck_assert_msg(qv_act_quant(c->xfmt, c->qfmt, c->m, c->k, dx, dq, ds, NULL) == QV_OK, "%s", qv_errmsg());
+    /* Poison: every code and scale must be written. */
+    ck_assert_int_eq(cudaMemset(dq, 0x5a, (size_t)(m * k)), cudaSuccess);
+    ck_assert_int_eq(cudaMemset(ds, 0xff, sizeof(float) * (size_t)m), cudaSuccess);
+    ck_assert_msg(qv_act_quant(c->xfmt, c->qfmt, c->m, c->k, dx + off, dq, ds, NULL) == QV_OK, "%s", qv_errmsg());
     ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(q, dq, (size_t)(m * k), cudaMemcpyDeviceToHost), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(s, ds, sizeof(float) * (size_t)m, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -514,13 +547,14 @@ START_TEST(act_quant)
     int64_t bad = 0;
     for (int64_t i = 0; i < m; i++) {
         float amax = 0.0f;
-        for (int64_t kk = 0; kk < k; kk++) amax = fmaxf(amax, fabsf((float)qv_decode(c->xfmt, x[i * k + kk])));
+        for (int64_t kk = 0; kk < k; kk++) amax = fmaxf(amax, fabsf((float)qv_decode(c->xfmt, xv[i * k + kk])));
         const float scale = amax / (f8 ? 448.0f : 127.0f);
-        ck_assert_msg(memcmp(&scale, &s[i], 4) == 0, "row %" PRId64 ": scale %.9g, expected %.9g", i, s[i], scale);
+        ck_assert_msg(memcmp(&scale, &s[i], 4) == 0, "case %d row %" PRId64 ": scale %.9g, expected %.9g", _i, i,
+                      s[i], scale);
         for (int64_t kk = 0; kk < k; kk++) {
             uint8_t want = 0;
             if (scale > 0.0f) {
-                const float r = (float)qv_decode(c->xfmt, x[i * k + kk]) / scale;
+                const float r = (float)qv_decode(c->xfmt, xv[i * k + kk]) / scale;
                 want = f8 ? e4m3_code((double)r) : (uint8_t)(int8_t)fmaxf(-128.0f, fminf(127.0f, rintf(r)));
             }
             if (q[i * k + kk] != want && bad++ < 5)
