@@ -363,29 +363,52 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
         if (!s_is_last) return;
         __threadfence();
         if (active) {
+            /* Slices 0..S-1 added in that order, whichever block arrived last.
+             * Two slices' 16 float2 loads per lane are issued before their adds,
+             * so the sum waits for one L2 round trip per two slices, not one per
+             * load. Rows >= m have no partials. */
+            const float2 *part = reinterpret_cast<const float2 *>(p.partial);
+            const int64_t row_f2 = p.n / 2, slice_f2 = (int64_t)p.m * row_f2;
+            const int64_t base = ((int64_t)(lane >> 2) * p.n + chunk * 64 + 2 * (lane & 3)) / 2;
+            float2 s[8][2];
+#pragma unroll
+            for (int j8 = 0; j8 < 8; j8++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    if ((lane >> 2) + 8 * h < p.m) s[j8][h] = __ldcg(part + base + 8 * h * row_f2 + j8 * 4);
+            for (int z = 1; z < p.splits; z += 2) {
+                float2 v[2][8][2];
+#pragma unroll
+                for (int u = 0; u < 2; u++)
+#pragma unroll
+                    for (int j8 = 0; j8 < 8; j8++)
+#pragma unroll
+                        for (int h = 0; h < 2; h++)
+                            if (z + u < p.splits && (lane >> 2) + 8 * h < p.m)
+                                v[u][j8][h] = __ldcg(part + (z + u) * slice_f2 + base + 8 * h * row_f2 + j8 * 4);
+#pragma unroll
+                for (int u = 0; u < 2; u++)
+#pragma unroll
+                    for (int j8 = 0; j8 < 8; j8++)
+#pragma unroll
+                        for (int h = 0; h < 2; h++)
+                            if (z + u < p.splits && (lane >> 2) + 8 * h < p.m) {
+#ifdef QV_MUTANT_gpu_wo_small_splitk_f16_reduce
+                                /* Mutant (class 4, vLLM #6795): the split-K partials added in fp16. */
+                                s[j8][h].x = __half2float(__hadd(__float2half_rn(s[j8][h].x), __float2half_rn(v[u][j8][h].x)));
+                                s[j8][h].y = __half2float(__hadd(__float2half_rn(s[j8][h].y), __float2half_rn(v[u][j8][h].y)));
+#else
+                                s[j8][h].x = s[j8][h].x + v[u][j8][h].x;
+                                s[j8][h].y = s[j8][h].y + v[u][j8][h].y;
+#endif
+                            }
+            }
 #pragma unroll
             for (int j8 = 0; j8 < 8; j8++)
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    const int row = (lane >> 2) + 8 * h;
-                    const int col = chunk * 64 + j8 * 8 + 2 * (lane & 3);
-                    if (row >= p.m) continue;
-                    /* Slices 0..S-1 in that order, whichever block arrived last. */
-                    float2 s = __ldcg(reinterpret_cast<const float2 *>(p.partial + (int64_t)row * p.n + col));
-                    for (int z = 1; z < p.splits; z++) {
-                        const float2 v = __ldcg(reinterpret_cast<const float2 *>(
-                            p.partial + ((int64_t)z * p.m + row) * p.n + col));
-#ifdef QV_MUTANT_gpu_wo_small_splitk_f16_reduce
-                        /* Mutant (class 4, vLLM #6795): the split-K partials added in fp16. */
-                        s.x = __half2float(__hadd(__float2half_rn(s.x), __float2half_rn(v.x)));
-                        s.y = __half2float(__hadd(__float2half_rn(s.y), __float2half_rn(v.y)));
-#else
-                        s.x = s.x + v.x;
-                        s.y = s.y + v.y;
-#endif
-                    }
-                    acc[j8][2 * h] = s.x;
-                    acc[j8][2 * h + 1] = s.y;
+                    acc[j8][2 * h] = s[j8][h].x;
+                    acc[j8][2 * h + 1] = s[j8][h].y;
                 }
         }
     }
