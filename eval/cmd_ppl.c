@@ -151,6 +151,113 @@ static int fail_exit(qv_status st)
     return qv_status_exit_code(st);
 }
 
+/* One row of the table: the fp32 baseline (v NULL) or a variant. */
+typedef struct ppl_row {
+    const qv_variant *v;
+    qv_linear_backend lb;   /* lb.run NULL: the baseline against itself, or no backend */
+    int state;              /* ROW_OK, ROW_SKIPPED (no backend), ROW_FAILED (a chunk failed) */
+    char why[256];          /* the message of a skipped or failed row */
+    qv_ppl_acc acc;
+    double *err, *ref;      /* (n_layers) block output error and baseline norm */
+    double setup_s, run_s;  /* wall time: backend creation, then all chunks */
+} ppl_row;
+
+enum { ROW_OK, ROW_SKIPPED, ROW_FAILED };
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Creates a row's backend; a variant without one is skipped, not an error. */
+static void row_setup(ppl_row *w, const qv_llama *m, int backend)
+{
+    if (!w->v) return;
+    qv_status st = backend == BK_GPU ? qv_linear_variant_gpu(w->v, m, &w->lb)
+                                     : qv_linear_variant_cpu(w->v, m, backend == BK_CPU, &w->lb);
+    if (st != QV_OK) {
+        w->state = ROW_SKIPPED;
+        snprintf(w->why, sizeof w->why, "%s", qv_errmsg());
+    }
+}
+
+/* The baseline and the selected variants over the chunks, chunk by chunk:
+ * each chunk's baseline runs once and every variant is compared with it, so
+ * only one chunk's baseline is held at a time. Rows are printed (and written
+ * to the JSONL) at the end, in registry order. Returns the exit code. */
+static int evaluate(const ppl_run *r, const qv_llama *m, const char *glob, int backend, const int32_t *tokens,
+                    int64_t n_tokens, int bos)
+{
+    int L = m->c.n_layers, n_rows = 1, rc = 0;
+    for (int i = 0; glob && i < qv_registry_count(); i++) n_rows += qv_variant_match(qv_registry_get(i), glob);
+    ppl_row *rows = calloc((size_t)n_rows, sizeof *rows);
+    if (!rows) return fail_exit(qv_fail(QV_ERR_NOMEM, "no memory"));
+    for (int i = 0, k = 1; glob && i < qv_registry_count(); i++)
+        if (qv_variant_match(qv_registry_get(i), glob)) rows[k++].v = qv_registry_get(i);
+    double t0 = now_s();
+    for (int k = 0; k < n_rows; k++) {
+        ppl_row *w = &rows[k];
+        qv_ppl_acc_init(&w->acc);
+        w->err = calloc((size_t)L, sizeof(double));
+        w->ref = calloc((size_t)L, sizeof(double));
+        if (!w->err || !w->ref) { rc = fail_exit(qv_fail(QV_ERR_NOMEM, "no memory")); goto done; }
+        double ts = now_s();
+        row_setup(w, m, backend);
+        w->setup_s = now_s() - ts;
+        if (w->v)
+            fprintf(stderr, "ppl: [%d/%d] %s: %s in %.2f s (elapsed %.1f s)\n", k, n_rows - 1, w->v->name,
+                    w->state == ROW_OK ? "weights quantized" : "skipped", w->setup_s, now_s() - t0);
+    }
+    for (int ci = 0; ci < r->chunks_done; ci++) {
+        double tc = now_s();
+        qv_ppl_base b;
+        qv_status st = qv_ppl_base_compute(m, tokens, n_tokens, r->ctx, ci, bos, &b);
+        if (st != QV_OK) { rc = fail_exit(st); goto done; }
+        double base_s = now_s() - tc;
+        rows[0].run_s += base_s;
+        for (int k = 0; k < n_rows; k++) {
+            ppl_row *w = &rows[k];
+            if (w->state != ROW_OK) continue;
+            double ts = now_s();
+            st = qv_ppl_eval_chunk(m, w->v ? &w->lb : NULL, &b, &w->acc, w->err, w->ref);
+            w->run_s += now_s() - ts;
+            if (st != QV_OK) {
+                w->state = ROW_FAILED;
+                snprintf(w->why, sizeof w->why, "%s", qv_errmsg());
+                rc = qv_status_exit_code(st);
+                qv_linear_backend_free(&w->lb);
+            }
+        }
+        qv_ppl_base_free(&b);
+        fprintf(stderr, "ppl: chunk %d/%d: baseline %.2f s, %d variants %.2f s (elapsed %.1f s)\n", ci + 1,
+                r->chunks_done, base_s, n_rows - 1, now_s() - tc - base_s, now_s() - t0);
+    }
+    for (int k = 0; k < n_rows; k++) {
+        ppl_row *w = &rows[k];
+        const char *name = w->v ? w->v->name : "fp32";
+        if (w->state == ROW_SKIPPED) { printf("%-28s skipped: %s\n", name, w->why); continue; }
+        if (w->state == ROW_FAILED) { printf("%-28s failed: %s\n", name, w->why); continue; }
+        qv_ppl_stats s;
+        qv_ppl_stats_compute(&w->acc, &s);
+        emit(r, name, w->v ? r->backend : "cpu-blas", &s, w->err, w->ref, L);
+    }
+    for (int k = 0; k < n_rows; k++)
+        fprintf(stderr, "ppl: time %-28s %8.2f s (setup %.2f s, %d chunks %.2f s)\n", rows[k].v ? rows[k].v->name : "fp32",
+                rows[k].setup_s + rows[k].run_s, rows[k].setup_s, r->chunks_done, rows[k].run_s);
+    fprintf(stderr, "ppl: total %.1f s\n", now_s() - t0);
+done:
+    for (int k = 0; k < n_rows; k++) {
+        qv_linear_backend_free(&rows[k].lb);
+        qv_ppl_acc_clear(&rows[k].acc);
+        free(rows[k].err);
+        free(rows[k].ref);
+    }
+    free(rows);
+    return rc;
+}
+
 int qv_cmd_ppl(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -215,7 +322,6 @@ int qv_cmd_ppl(int argc, char **argv)
     int32_t *ids = NULL, *all = NULL;
     size_t n_ids = 0;
     int rc = 0;
-    double *err = NULL, *ref = NULL;
     if ((st = qv_gguf_open(r.model_path, &g)) != QV_OK) return fail_exit(st);
     if ((st = qv_tokenizer_create(g, &tok)) != QV_OK || (st = qv_llama_load(g, &model)) != QV_OK) {
         rc = fail_exit(st);
@@ -256,49 +362,10 @@ int qv_cmd_ppl(int argc, char **argv)
            r.model_path, r.model_sha, r.text_path, r.text_sha, (long long)r.tokens, r.ctx, r.chunks_done,
            r.ctx - 1 - r.ctx / 2);
     print_header();
-    int L = model.c.n_layers;
-    err = calloc((size_t)L, sizeof(double));
-    ref = calloc((size_t)L, sizeof(double));
-    if (!err || !ref) { rc = fail_exit(qv_fail(QV_ERR_NOMEM, "no memory")); goto done; }
-    qv_ppl_acc acc;
-    qv_ppl_stats s;
-    qv_ppl_acc_init(&acc);
-    if ((st = qv_ppl_eval(&model, NULL, all, (int64_t)n_all, r.ctx, r.chunks_done, bos, &acc, err, ref)) != QV_OK) {
-        qv_ppl_acc_clear(&acc);
-        rc = fail_exit(st);
-        goto done;
-    }
-    qv_ppl_stats_compute(&acc, &s);
-    qv_ppl_acc_clear(&acc);
-    emit(&r, "fp32", "cpu-blas", &s, err, ref, L);
-    for (int i = 0; glob && i < qv_registry_count(); i++) {
-        const qv_variant *v = qv_registry_get(i);
-        if (!qv_variant_match(v, glob)) continue;
-        qv_linear_backend lb;
-        if (backend == BK_GPU) st = qv_linear_variant_gpu(v, &model, &lb);
-        else st = qv_linear_variant_cpu(v, &model, backend == BK_CPU, &lb);
-        if (st != QV_OK) {
-            printf("%-28s skipped: %s\n", v->name, qv_errmsg());
-            continue;
-        }
-        memset(err, 0, sizeof(double) * (size_t)L);
-        memset(ref, 0, sizeof(double) * (size_t)L);
-        qv_ppl_acc_init(&acc);
-        st = qv_ppl_eval(&model, &lb, all, (int64_t)n_all, r.ctx, r.chunks_done, bos, &acc, err, ref);
-        qv_linear_backend_free(&lb);
-        if (st != QV_OK) {
-            printf("%-28s failed: %s\n", v->name, qv_errmsg());
-            qv_ppl_acc_clear(&acc);
-            rc = qv_status_exit_code(st);
-            continue;
-        }
-        qv_ppl_stats_compute(&acc, &s);
-        qv_ppl_acc_clear(&acc);
-        emit(&r, v->name, r.backend, &s, err, ref, L);
-    }
+    rc = evaluate(&r, &model, glob, backend, all, (int64_t)n_all, bos);
 done:
     if (r.out && fclose(r.out) != 0) { fprintf(stderr, "qvet ppl: write error on '%s'\n", out_path); rc = 2; }
-    free(err); free(ref); free(all); free(ids); free(text);
+    free(all); free(ids); free(text);
     qv_llama_free(&model);
     qv_tokenizer_destroy(tok);
     qv_gguf_close(g);

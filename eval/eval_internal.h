@@ -2,6 +2,7 @@
 #ifndef QVET_EVAL_INTERNAL_H
 #define QVET_EVAL_INTERNAL_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "qvet/status.h"
@@ -15,6 +16,21 @@ static inline qv_status ev_prefix(qv_status st, const char *what)
     snprintf(msg, sizeof msg, "%s", qv_errmsg());
     return qv_fail(st, "%s: %s", what, msg);
 }
+
+/* A range [lo, hi) of a parallel loop (eval/parallel.c). */
+typedef void (*ev_range_fn)(void *ctx, int64_t lo, int64_t hi);
+/* Calls fn over [0, n) in ranges of `grain` indices spread over the thread
+ * pool, and returns when all are done. fn must write disjoint results per
+ * index, so the outcome does not depend on how [0, n) was split. */
+void    ev_parallel_for(int64_t n, int64_t grain, ev_range_fn fn, void *ctx);
+/* Threads of the pool, the caller included (QVET_THREADS, default: online CPUs). */
+int     ev_threads(void);
+/* A grain for n indices: about 4 ranges per thread, at least min_grain. */
+int64_t ev_grain(int64_t n, int64_t min_grain);
+
+/* Fills b->lse, b->argmax and b->p from b->logits (eval/ppl_stats.c). */
+struct qv_ppl_base;
+void ev_ppl_base_stats(struct qv_ppl_base *b);
 
 /* Releases a GPU backend's context (eval/linear_gpu.c). */
 void ev_gpu_free_ctx(void *ctx);

@@ -13,6 +13,8 @@
 
 #include "qvet/eval.h"
 
+#include "eval_internal.h"
+
 void qv_llama_lin_shape(const qv_llama_config *c, qv_llama_lin which, int *n_in, int *n_out)
 {
     int kv_dim = c->n_kv_heads * c->head_dim;
@@ -160,64 +162,151 @@ qv_linear_backend qv_linear_fp32(void)
 }
 
 /* --- The forward pass ---------------------------------------------------------- */
+/* The element-wise steps run on the thread pool (eval/parallel.c), each row or
+ * element computed by one thread exactly as a serial loop would, so the
+ * results do not depend on the number of threads. */
+
+typedef struct norm_job {
+    float *out;
+    const float *x, *w;
+    int dim;
+    float eps;
+} norm_job;
 
 /* out (t, dim) = x (t, dim) / rms(x) * w (dim); the mean square summed in double. */
-static void rmsnorm(float *out, const float *x, const float *w, int t, int dim, float eps)
+static void rmsnorm_rows(void *vj, int64_t lo, int64_t hi)
 {
-    for (int i = 0; i < t; i++) {
-        const float *xi = x + (size_t)i * dim;
+    const norm_job *j = vj;
+    int dim = j->dim;
+    for (int64_t i = lo; i < hi; i++) {
+        const float *xi = j->x + (size_t)i * dim;
         double ss = 0;
-        for (int j = 0; j < dim; j++) ss += (double)xi[j] * xi[j];
-        float scale = 1.0f / sqrtf((float)(ss / dim) + eps);
-        for (int j = 0; j < dim; j++) out[(size_t)i * dim + j] = xi[j] * scale * w[j];
+        for (int c = 0; c < dim; c++) ss += (double)xi[c] * xi[c];
+        float scale = 1.0f / sqrtf((float)(ss / dim) + j->eps);
+        for (int c = 0; c < dim; c++) j->out[(size_t)i * dim + c] = xi[c] * scale * j->w[c];
     }
 }
 
-/* Rotates pairs (2p, 2p+1) of the first rope_dim values of each head, by the
- * angle pos * theta^(-2p/rope_dim) (ggml's "normal" rope, which llama GGUF
- * files are converted for). v: (t, n_heads * head_dim). */
-static void rope(float *v, int t, int n_heads, int head_dim, int rope_dim, float theta)
+static void rmsnorm(float *out, const float *x, const float *w, int t, int dim, float eps)
 {
+    norm_job j = {out, x, w, dim, eps};
+    ev_parallel_for(t, ev_grain(t, 8), rmsnorm_rows, &j);
+}
+
+/* Rotation table of ggml's "normal" rope, which llama GGUF files are converted
+ * for: pair (2p, 2p+1) of the first rope_dim values of each head at position i
+ * turns by the angle i * theta^(-2p/rope_dim). cs, sn: (t, rope_dim/2). */
+static void rope_table(float *cs, float *sn, int t, int rope_dim, float theta)
+{
+    int half = rope_dim / 2;
     for (int i = 0; i < t; i++)
-        for (int h = 0; h < n_heads; h++) {
-            float *x = v + (size_t)i * n_heads * head_dim + (size_t)h * head_dim;
-            for (int p = 0; p < rope_dim / 2; p++) {
-                double freq = pow((double)theta, -2.0 * p / rope_dim);
-                double ang = (double)i * freq;
-                float cs = (float)cos(ang), sn = (float)sin(ang);
+        for (int p = 0; p < half; p++) {
+            double freq = pow((double)theta, -2.0 * p / rope_dim);
+            double ang = (double)i * freq;
+            cs[(size_t)i * half + p] = (float)cos(ang);
+            sn[(size_t)i * half + p] = (float)sin(ang);
+        }
+}
+
+typedef struct rope_job {
+    float *v;
+    const float *cs, *sn;
+    int n_heads, head_dim, rope_dim;
+} rope_job;
+
+/* Rotates rows [lo, hi) of v (t, n_heads * head_dim) by the table. */
+static void rope_rows(void *vj, int64_t lo, int64_t hi)
+{
+    const rope_job *j = vj;
+    int half = j->rope_dim / 2;
+    for (int64_t i = lo; i < hi; i++)
+        for (int h = 0; h < j->n_heads; h++) {
+            float *x = j->v + (size_t)i * j->n_heads * j->head_dim + (size_t)h * j->head_dim;
+            const float *cr = j->cs + (size_t)i * half, *sr = j->sn + (size_t)i * half;
+            for (int p = 0; p < half; p++) {
                 float a = x[2 * p], b = x[2 * p + 1];
-                x[2 * p] = a * cs - b * sn;
-                x[2 * p + 1] = a * sn + b * cs;
+                x[2 * p] = a * cr[p] - b * sr[p];
+                x[2 * p + 1] = a * sr[p] + b * cr[p];
             }
         }
 }
 
+static void rope(float *v, int t, int n_heads, int head_dim, int rope_dim, const float *cs, const float *sn)
+{
+    rope_job j = {v, cs, sn, n_heads, head_dim, rope_dim};
+    ev_parallel_for(t, ev_grain(t, 8), rope_rows, &j);
+}
+
+typedef struct softmax_job {
+    float *s;       /* (n_heads, t, t) */
+    int t;
+} softmax_job;
+
+/* Causal softmax of rows [lo, hi) of s, row r = head * t + position. */
+static void softmax_rows(void *vj, int64_t lo, int64_t hi)
+{
+    const softmax_job *j = vj;
+    int t = j->t;
+    for (int64_t row = lo; row < hi; row++) {
+        int i = (int)(row % t);
+        float *r = j->s + (size_t)row * t;
+        float mx = r[0];
+        for (int c = 1; c <= i; c++) mx = fmaxf(mx, r[c]);
+        double sum = 0;
+        for (int c = 0; c <= i; c++) { r[c] = expf(r[c] - mx); sum += r[c]; }
+        for (int c = 0; c <= i; c++) r[c] = (float)(r[c] / sum);
+        for (int c = i + 1; c < t; c++) r[c] = 0.0f;
+    }
+}
+
 /* Causal grouped-query attention. q (t, n_heads*hd), k and v (t, n_kv*hd),
- * out (t, n_heads*hd); s: (t, t) scratch. */
+ * out (t, n_heads*hd); s: (n_heads, t, t) scratch. */
 static void attention(const qv_llama_config *c, const float *q, const float *k, const float *v, int t,
                       float *s, float *out)
 {
     int hd = c->head_dim, dim = c->n_heads * hd, kv_dim = c->n_kv_heads * hd;
     int group = c->n_heads / c->n_kv_heads;
     float scale = 1.0f / sqrtf((float)hd);
-    for (int h = 0; h < c->n_heads; h++) {
-        int kh = h / group;
-        /* s (t, t) = q_h (t, hd) . k_kh^T * scale */
+    size_t tt = (size_t)t * t;
+    /* s_h (t, t) = q_h (t, hd) . k_kh^T * scale */
+    for (int h = 0; h < c->n_heads; h++)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, hd, scale, q + (size_t)h * hd, dim,
-                    k + (size_t)kh * hd, kv_dim, 0.0f, s, t);
-        for (int i = 0; i < t; i++) {
-            float *r = s + (size_t)i * t;
-            float mx = r[0];
-            for (int j = 1; j <= i; j++) mx = fmaxf(mx, r[j]);
-            double sum = 0;
-            for (int j = 0; j <= i; j++) { r[j] = expf(r[j] - mx); sum += r[j]; }
-            for (int j = 0; j <= i; j++) r[j] = (float)(r[j] / sum);
-            for (int j = i + 1; j < t; j++) r[j] = 0.0f;
-        }
-        /* out_h (t, hd) = s (t, t) . v_kh (t, hd) */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, hd, t, 1.0f, s, t, v + (size_t)kh * hd, kv_dim,
-                    0.0f, out + (size_t)h * hd, dim);
-    }
+                    k + (size_t)(h / group) * hd, kv_dim, 0.0f, s + h * tt, t);
+    softmax_job j = {s, t};
+    int64_t rows = (int64_t)c->n_heads * t;
+    ev_parallel_for(rows, ev_grain(rows, 16), softmax_rows, &j);
+    /* out_h (t, hd) = s_h (t, t) . v_kh (t, hd) */
+    for (int h = 0; h < c->n_heads; h++)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, hd, t, 1.0f, s + h * tt, t,
+                    v + (size_t)(h / group) * hd, kv_dim, 0.0f, out + (size_t)h * hd, dim);
+}
+
+typedef struct ew_job {
+    float *x;
+    const float *y;
+} ew_job;
+
+/* x += y over [lo, hi): the residual connection. */
+static void add_range(void *vj, int64_t lo, int64_t hi)
+{
+    const ew_job *j = vj;
+    for (int64_t i = lo; i < hi; i++) j->x[i] += j->y[i];
+}
+
+/* x = silu(x) * y over [lo, hi): SwiGLU's gate. */
+static void swiglu_range(void *vj, int64_t lo, int64_t hi)
+{
+    const ew_job *j = vj;
+    for (int64_t i = lo; i < hi; i++) j->x[i] = j->x[i] / (1.0f + expf(-j->x[i])) * j->y[i];
+}
+
+/* 4096 elements: below that a range costs more to hand out than to compute. */
+#define EW_GRAIN 4096
+
+static void ew(ev_range_fn fn, float *x, const float *y, size_t n)
+{
+    ew_job j = {x, y};
+    ev_parallel_for((int64_t)n, ev_grain((int64_t)n, EW_GRAIN), fn, &j);
 }
 
 qv_status qv_llama_forward(const qv_llama *m, const qv_linear_backend *lb, const int32_t *tokens, int t,
@@ -229,17 +318,19 @@ qv_status qv_llama_forward(const qv_llama *m, const qv_linear_backend *lb, const
     for (int i = 0; i < t; i++)
         if (tokens[i] < 0 || tokens[i] >= c->vocab)
             return qv_fail(QV_ERR_RANGE, "forward: token %d at position %d is outside the vocabulary", tokens[i], i);
-    size_t T = (size_t)t;
+    size_t T = (size_t)t, half = (size_t)c->rope_dim / 2;
     float *x = malloc(sizeof(float) * T * dim), *xn = malloc(sizeof(float) * T * dim);
     float *q = malloc(sizeof(float) * T * dim), *k = malloc(sizeof(float) * T * kv_dim);
     float *v = malloc(sizeof(float) * T * kv_dim), *att = malloc(sizeof(float) * T * dim);
-    float *o = malloc(sizeof(float) * T * dim), *s = malloc(sizeof(float) * T * T);
+    float *o = malloc(sizeof(float) * T * dim), *s = malloc(sizeof(float) * T * T * (size_t)c->n_heads);
     float *hg = malloc(sizeof(float) * T * hid), *hu = malloc(sizeof(float) * T * hid);
+    float *cs = malloc(sizeof(float) * T * half), *sn = malloc(sizeof(float) * T * half);
     qv_status st = QV_OK;
-    if (!x || !xn || !q || !k || !v || !att || !o || !s || !hg || !hu) {
+    if (!x || !xn || !q || !k || !v || !att || !o || !s || !hg || !hu || !cs || !sn) {
         st = qv_fail(QV_ERR_NOMEM, "forward: no memory for %d tokens", t);
         goto done;
     }
+    rope_table(cs, sn, t, c->rope_dim, c->rope_theta);
     for (int i = 0; i < t; i++) memcpy(x + (size_t)i * dim, m->tok_embd + (size_t)tokens[i] * dim, sizeof(float) * dim);
     for (int l = 0; l < c->n_layers; l++) {
         const qv_llama_layer *L = &m->layers[l];
@@ -248,18 +339,18 @@ qv_status qv_llama_forward(const qv_llama *m, const qv_linear_backend *lb, const
         if ((st = lb->run(lb->ctx, m, l, QV_LIN_Q, xn, t, q)) != QV_OK) goto done;
         if ((st = lb->run(lb->ctx, m, l, QV_LIN_K, xn, t, k)) != QV_OK) goto done;
         if ((st = lb->run(lb->ctx, m, l, QV_LIN_V, xn, t, v)) != QV_OK) goto done;
-        rope(q, t, c->n_heads, c->head_dim, c->rope_dim, c->rope_theta);
-        rope(k, t, c->n_kv_heads, c->head_dim, c->rope_dim, c->rope_theta);
+        rope(q, t, c->n_heads, c->head_dim, c->rope_dim, cs, sn);
+        rope(k, t, c->n_kv_heads, c->head_dim, c->rope_dim, cs, sn);
         attention(c, q, k, v, t, s, att);
         if ((st = lb->run(lb->ctx, m, l, QV_LIN_O, att, t, o)) != QV_OK) goto done;
-        for (size_t i = 0; i < T * dim; i++) x[i] += o[i];
+        ew(add_range, x, o, T * dim);
         /* feed-forward: x += (silu(xn W_g^T) * (xn W_u^T)) W_d^T */
         rmsnorm(xn, x, L->ffn_norm, t, dim, c->rms_eps);
         if ((st = lb->run(lb->ctx, m, l, QV_LIN_GATE, xn, t, hg)) != QV_OK) goto done;
         if ((st = lb->run(lb->ctx, m, l, QV_LIN_UP, xn, t, hu)) != QV_OK) goto done;
-        for (size_t i = 0; i < T * hid; i++) hg[i] = hg[i] / (1.0f + expf(-hg[i])) * hu[i];
+        ew(swiglu_range, hg, hu, T * hid);
         if ((st = lb->run(lb->ctx, m, l, QV_LIN_DOWN, hg, t, o)) != QV_OK) goto done;
-        for (size_t i = 0; i < T * dim; i++) x[i] += o[i];
+        ew(add_range, x, o, T * dim);
         if (layer_out) memcpy(layer_out + (size_t)l * T * dim, x, sizeof(float) * T * dim);
     }
     rmsnorm(xn, x, m->out_norm, t, dim, c->rms_eps);
@@ -267,6 +358,6 @@ qv_status qv_llama_forward(const qv_llama *m, const qv_linear_backend *lb, const
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, c->vocab, dim, 1.0f, xn, dim, m->output, dim, 0.0f,
                 logits, c->vocab);
 done:
-    free(x); free(xn); free(q); free(k); free(v); free(att); free(o); free(s); free(hg); free(hu);
+    free(x); free(xn); free(q); free(k); free(v); free(att); free(o); free(s); free(hg); free(hu); free(cs); free(sn);
     return st;
 }

@@ -7,12 +7,19 @@
  *   KLD       = sum_v p_base(v) (log p_base(v) - log p(v)), mean +- stderr,
  *               p99 (nearest rank) and max
  *   same top1 = fraction of positions whose argmax agrees, +- sqrt(p(1-p)/(N-1))
- *   RMS dp    = sqrt(mean (p(target) - p_base(target))^2) */
+ *   RMS dp    = sqrt(mean (p(target) - p_base(target))^2)
+ * A chunk's rows can also be added at once against a baseline prepared once
+ * (qv_ppl_base): the baseline's log-sum-exp, argmax and probabilities are then
+ * computed once for all variants, and the rows run on the thread pool; every
+ * value is computed by the same expressions as qv_ppl_acc_add, so both give
+ * the same bits. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "qvet/eval.h"
+
+#include "eval_internal.h"
 
 void qv_ppl_acc_init(qv_ppl_acc *a)
 {
@@ -40,17 +47,22 @@ static double lse_argmax(const float *z, int vocab, int *arg)
     return mx + log(s);
 }
 
+/* Makes room for `more` entries. */
+static void acc_reserve(qv_ppl_acc *a, int64_t more)
+{
+    if (a->n + more <= a->cap) return;
+    while (a->n + more > a->cap) a->cap = a->cap ? 2 * a->cap : 1024;
+    a->nll = realloc(a->nll, sizeof(double) * (size_t)a->cap);
+    a->nll_base = realloc(a->nll_base, sizeof(double) * (size_t)a->cap);
+    a->kld = realloc(a->kld, sizeof(double) * (size_t)a->cap);
+    a->dp = realloc(a->dp, sizeof(double) * (size_t)a->cap);
+    QV_ASSERT(a->nll && a->nll_base && a->kld && a->dp, "out of memory in the perplexity statistics");
+}
+
 void qv_ppl_acc_add(qv_ppl_acc *a, const float *logits, const float *base_logits, int vocab, int target)
 {
     QV_ASSERT(target >= 0 && target < vocab, "qv_ppl_acc_add: target outside the vocabulary");
-    if (a->n == a->cap) {
-        a->cap = a->cap ? 2 * a->cap : 1024;
-        a->nll = realloc(a->nll, sizeof(double) * (size_t)a->cap);
-        a->nll_base = realloc(a->nll_base, sizeof(double) * (size_t)a->cap);
-        a->kld = realloc(a->kld, sizeof(double) * (size_t)a->cap);
-        a->dp = realloc(a->dp, sizeof(double) * (size_t)a->cap);
-        QV_ASSERT(a->nll && a->nll_base && a->kld && a->dp, "out of memory in the perplexity statistics");
-    }
+    acc_reserve(a, 1);
     int am, amb;
     double lse = lse_argmax(logits, vocab, &am), lseb = lse_argmax(base_logits, vocab, &amb);
     double kld = 0;
@@ -64,6 +76,70 @@ void qv_ppl_acc_add(qv_ppl_acc *a, const float *logits, const float *base_logits
     a->kld[n] = kld;
     a->dp[n] = exp(-a->nll[n]) - exp(-a->nll_base[n]);
     a->same_top1 += am == amb;
+}
+
+/* Baseline rows [lo, hi) of a chunk: log-sum-exp, argmax, probabilities. */
+static void base_rows(void *vb, int64_t lo, int64_t hi)
+{
+    qv_ppl_base *b = vb;
+    size_t V = (size_t)b->vocab;
+    for (int64_t j = lo; j < hi; j++) {
+        const float *z = b->logits + (size_t)j * V;
+        int am;
+        double lse = lse_argmax(z, b->vocab, &am);
+        b->lse[j] = lse;
+        b->argmax[j] = am;
+        for (size_t i = 0; i < V; i++) b->p[(size_t)j * V + i] = exp((double)z[i] - lse);
+    }
+}
+
+void ev_ppl_base_stats(qv_ppl_base *b)
+{
+    ev_parallel_for(b->n_scored, 1, base_rows, b);
+}
+
+typedef struct chunk_job {
+    const float *logits;        /* (n_scored, vocab) */
+    const qv_ppl_base *b;
+    double *nll, *nll_base, *kld, *dp;
+    int *same;
+} chunk_job;
+
+static void chunk_rows(void *vj, int64_t lo, int64_t hi)
+{
+    const chunk_job *c = vj;
+    const qv_ppl_base *b = c->b;
+    size_t V = (size_t)b->vocab;
+    for (int64_t j = lo; j < hi; j++) {
+        const float *z = c->logits + (size_t)j * V, *zb = b->logits + (size_t)j * V;
+        const double *pb = b->p + (size_t)j * V;
+        int am;
+        double lse = lse_argmax(z, b->vocab, &am), lseb = b->lse[j];
+        double kld = 0;
+        for (size_t i = 0; i < V; i++) {
+            double lpb = (double)zb[i] - lseb, lp = (double)z[i] - lse;
+            kld += pb[i] * (lpb - lp);
+        }
+        int target = b->target[j];
+        c->nll[j] = lse - (double)z[target];
+        c->nll_base[j] = lseb - (double)zb[target];
+        c->kld[j] = kld;
+        c->dp[j] = exp(-c->nll[j]) - exp(-c->nll_base[j]);
+        c->same[j] = am == b->argmax[j];
+    }
+}
+
+void qv_ppl_acc_add_chunk(qv_ppl_acc *a, const float *logits, const qv_ppl_base *b)
+{
+    int64_t ns = b->n_scored;
+    acc_reserve(a, ns);
+    int *same = malloc(sizeof(int) * (size_t)(ns > 0 ? ns : 1));
+    QV_ASSERT(same != NULL, "out of memory in the perplexity statistics");
+    chunk_job c = {logits, b, a->nll + a->n, a->nll_base + a->n, a->kld + a->n, a->dp + a->n, same};
+    ev_parallel_for(ns, 1, chunk_rows, &c);
+    for (int64_t j = 0; j < ns; j++) a->same_top1 += same[j];
+    a->n += ns;
+    free(same);
 }
 
 static int cmp_double(const void *x, const void *y)

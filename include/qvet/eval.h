@@ -172,6 +172,41 @@ void qv_ppl_stats_compute(const qv_ppl_acc *a, qv_ppl_stats *s);
 qv_status qv_ppl_eval(const qv_llama *m, const qv_linear_backend *lb, const int32_t *tokens, int64_t n_tokens,
                       int ctx, int chunks, int bos, qv_ppl_acc *acc, double *layer_err, double *layer_ref);
 
+/* The same protocol one chunk at a time, so that the baseline of a chunk runs
+ * once and serves every variant: qv_ppl_chunks gives the number of chunks,
+ * qv_ppl_base_compute runs the fp32 baseline on chunk ci and keeps what the
+ * statistics need, qv_ppl_eval_chunk runs a backend on that chunk and adds to
+ * its accumulators exactly what qv_ppl_eval adds for that chunk. */
+typedef struct qv_ppl_base {
+    int ctx, vocab, n_layers, dim;
+    int first, n_scored;        /* scored positions first .. first + n_scored - 1 (ctx/2 .. ctx-2) */
+    int32_t *chunk;             /* (ctx) the tokens fed, bos first when asked */
+    int32_t *target;            /* (n_scored) the next token of each scored position */
+    float *logits;              /* (n_scored, vocab) baseline logits of the scored positions */
+    double *p;                  /* (n_scored, vocab) baseline probabilities exp(z - lse) */
+    double *lse;                /* (n_scored) log-sum-exp of each row, in double */
+    int32_t *argmax;            /* (n_scored) most likely token of each row */
+    float *layer_out;           /* (n_layers, ctx, dim) residual stream after each block */
+    double *layer_ref;          /* (n_layers) squared norm of each block's output */
+    float *scratch_logits;      /* (ctx, vocab) and (n_layers, ctx, dim): where the evaluated */
+    float *scratch_out;         /* backend's forward pass writes, allocated once per chunk */
+} qv_ppl_base;
+
+/* Chunks the protocol takes from n_tokens (at most `chunks`; <= 0: all);
+ * fails when ctx < 4 or the text holds less than one chunk. */
+qv_status qv_ppl_chunks(int64_t n_tokens, int ctx, int chunks, int64_t *n_chunks);
+qv_status qv_ppl_base_compute(const qv_llama *m, const int32_t *tokens, int64_t n_tokens, int ctx, int64_t ci,
+                              int bos, qv_ppl_base *b);
+void      qv_ppl_base_free(qv_ppl_base *b);
+/* lb NULL: the baseline compared with itself. layer_err, layer_ref: (n_layers)
+ * or NULL. Writes only b's scratch buffers. */
+qv_status qv_ppl_eval_chunk(const qv_llama *m, const qv_linear_backend *lb, qv_ppl_base *b, qv_ppl_acc *acc,
+                            double *layer_err, double *layer_ref);
+/* Adds the scored positions of one chunk: logits (b->n_scored, vocab) of the
+ * evaluated model against the baseline b; the same values, in the same order,
+ * as qv_ppl_acc_add on each row. */
+void      qv_ppl_acc_add_chunk(qv_ppl_acc *a, const float *logits, const qv_ppl_base *b);
+
 #ifdef __cplusplus
 }
 #endif
