@@ -1,16 +1,22 @@
 /* qqq.cu: QQQ W4A8 (int4 weights x int8 per-token activations, int8 tensor
  * cores) in the published HandH1998/QQQ layouts, channelwise and per group.
- * The launcher checks the row and the shape, then runs aq_gemm.cuh's kernel.
+ * The launcher checks the row and the shape, then runs aq_gemm.cuh's kernel,
+ * or at large M the bit-identical cuBLASLt path of aq_lt.cuh.
  * Arithmetic (registry rows qqq-w4a8-*, golden/README.md): channelwise sees
  * each nibble as 16*q in an int8 and scales by the stored s_ch = true/16; per
  * group re-rounds each weight to int8 as w8 = rne((q-8)*s_group) in one fp16
  * FMA; acc = A.w exact in int32; D = fp16_rne((float(acc) * s_ch) * s_tok). */
 #include "aq_gemm.cuh"
+#include "aq_lt.cuh"
 
+/* The mma kernel's split-K region, then (M >= the cuBLASLt threshold) the
+ * cuBLASLt path's region after it (aq_lt.cuh). */
 extern "C" size_t qv_workspace_qqq(const qv_variant *v, int m, int n, int k)
 {
     if (m < 1 || n < 1 || k < 1) return 0;
-    return aq_plan_for(m, n, k).workspace;
+    const int kind = v->layout == QV_LAYOUT_QQQ_W4_GROUP ? AQ_B_QQQ_GROUP : AQ_B_QQQ_CH;
+    const size_t lt = aq_lt_workspace(kind, false, m, n, k);
+    return lt ? aq_lt_offset(m, n, k) + lt : aq_plan_for(m, n, k).workspace;
 }
 
 extern "C" qv_status qv_launch_qqq(const qv_variant *v, const qv_gemm_args *a)
@@ -47,5 +53,9 @@ extern "C" qv_status qv_launch_qqq(const qv_variant *v, const qv_gemm_args *a)
     p.wscale = AQ_WS_CHANNEL_PERM32;
     p.azpm = AQ_AZP_NONE;
     p.c = (__half *)a->c;
+    /* Large M: dequantize to int8 chunks, cuBLASLt int8 IGMMA, the same epilogue. */
+    bool taken = false;
+    QV_TRY(aq_lt_try(group ? AQ_B_QQQ_GROUP : AQ_B_QQQ_CH, p, a, aq_lt_offset(p.m, p.n, p.k), v->name, &taken));
+    if (taken) return QV_OK;
     return group ? aq_launch<AQ_B_QQQ_GROUP>(p, a, v->name) : aq_launch<AQ_B_QQQ_CH>(p, a, v->name);
 }

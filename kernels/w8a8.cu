@@ -6,17 +6,22 @@
  *    K (QV_AQ_FP8_PROMOTE_K), per-tensor, per-token x per-channel, or DeepSeek
  *    style 128x128 weight blocks x (token, 128-K group) activation scales
  *    applied at each promotion.
- * The launcher maps the registry row to aq_gemm.cuh's kernel. qv_aq_fp8_probe
+ * The launcher maps the registry row to aq_gemm.cuh's kernel, or for int8 at
+ * large M to the bit-identical cuBLASLt path of aq_lt.cuh. qv_aq_fp8_probe
  * (aq.h) runs the same e4m3 instruction chain on one dot product, for the
  * precision witness. */
 #include "aq_gemm.cuh"
+#include "aq_lt.cuh"
 
 #include "qvet/aq.h"
 
+/* The mma kernel's split-K region, then (int8 rows at M >= the cuBLASLt
+ * threshold) the cuBLASLt path's region after it (aq_lt.cuh). */
 extern "C" size_t qv_workspace_w8a8(const qv_variant *v, int m, int n, int k)
 {
     if (m < 1 || n < 1 || k < 1) return 0;
-    return aq_plan_for(m, n, k).workspace;
+    const size_t lt = v->wfmt == QV_FMT_I8 ? aq_lt_workspace(AQ_B_PLAIN_I8, v->azp != QV_AZP_NONE, m, n, k) : 0;
+    return lt ? aq_lt_offset(m, n, k) + lt : aq_plan_for(m, n, k).workspace;
 }
 
 extern "C" qv_status qv_launch_w8a8(const qv_variant *v, const qv_gemm_args *a)
@@ -67,7 +72,11 @@ extern "C" qv_status qv_launch_w8a8(const qv_variant *v, const qv_gemm_args *a)
     if (!a->a || !a->a_scale || !a->b || !a->scales || !a->c || (p.azpm != AQ_AZP_NONE && !a->azp))
         return qv_fail(QV_ERR_USAGE, "%s: a device buffer is missing (a, a_scale, b, scales, c%s)", v->name,
                        p.azpm != AQ_AZP_NONE ? ", azp" : "");
-    return fp8 ? aq_launch<AQ_B_PLAIN_E4M3>(p, a, v->name) : aq_launch<AQ_B_PLAIN_I8>(p, a, v->name);
+    if (fp8) return aq_launch<AQ_B_PLAIN_E4M3>(p, a, v->name);
+    /* Large M: cuBLASLt int8 IGMMA and the same epilogue, when it takes the shape. */
+    bool taken = false;
+    QV_TRY(aq_lt_try(AQ_B_PLAIN_I8, p, a, aq_lt_offset(p.m, p.n, p.k), v->name, &taken));
+    return taken ? QV_OK : aq_launch<AQ_B_PLAIN_I8>(p, a, v->name);
 }
 
 /* One warp: lanes 0..3 hold row 0 of A and column 0 of B (fragment layout of

@@ -33,6 +33,12 @@ qv_status qv_aq_fp8_probe(const uint8_t *a, const uint8_t *b, int k, int chain, 
  * failed, 3 on an environment error; prints "SKIP: no CUDA device" without one. */
 int qv_aq_bench(void);
 
+/* How many launches of the integer rows (QQQ W4A8, W8A8 int8) in this process
+ * took the large-M path (cuBLASLt int8 IGMMA and the same fp32 epilogue,
+ * kernels/aq_lt.cu) instead of the mma kernel; the GPU suite reads it to prove
+ * which path ran. Makes no CUDA call. */
+long long qv_aq_lt_runs(void);
+
 #ifdef __cplusplus
 }
 #endif

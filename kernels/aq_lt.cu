@@ -1,0 +1,486 @@
+/* aq_lt.cu: the large-M path of QQQ W4A8 and W8A8 int8 (aq_lt.cuh): per N
+ * chunk, (QQQ) a kernel dequantizes the packed int4 weights into the very int8
+ * values the mma kernel feeds its tensor cores, cuBLASLt multiplies int8 x int8
+ * into int32 (exact: the registry proves K * max|a| * max|w| < 2^31), and
+ * k_aq_lt_epilogue applies aq_gemm.cuh's own epilogue (zero point in int32,
+ * then aq_finish) to the int32 products. Every step is exact or the same fp32
+ * sequence as k_gemm_aq_mma, so both paths give the same bits.
+ *
+ * cuBLASLt runs the TN form int8 IGMMA needs, in column-major terms:
+ *   C^T (w x m, ld w, int32) = W_chunk^T-op (k x w, ld k) x A^T (k x m, ld k),
+ * i.e. row-major C (m, w) = A (m, k) x W_chunk (w, k)^T, W_chunk being the
+ * chunk's weights (w, k) row-major: the plain-nk layout itself, or the
+ * dequantized QQQ chunk. The algorithm of each (m, w, k, alignments) is chosen
+ * once by the heuristic, never with the in-place (output-buffer) split-K
+ * reduction, and cached. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <mutex>
+
+#include <cublasLt.h>
+
+#include "aq_lt.cuh"
+#include "qvet/aq.h"
+
+namespace {
+
+/* cuBLASLt's workspace: 32 MiB, what NVIDIA recommends on Hopper and what the
+ * benchmark's cuBLASLt int8 baseline was measured with. */
+constexpr size_t LT_WS_BYTES = (size_t)32 << 20;
+/* Cached (shape, alignment) algorithm choices; a bench or check touches a few dozen. */
+constexpr int LT_CACHE = 64;
+/* Dequantization tile: one QQQ 64-column chunk x 8 k16 rows (one warp each). */
+constexpr int DQ_ROWS = 8;
+/* Shared row pitch of the dequantization tile: 128 K bytes + 16, so the 8
+ * columns one store instruction touches fall in 8 different 4-bank groups and
+ * every row still starts on a 16-byte boundary. */
+constexpr int DQ_PITCH = 144;
+constexpr int DQ_THREADS = 32 * DQ_ROWS;
+/* Epilogue and column-sum blocks: 256 threads, a common occupancy sweet spot
+ * for memory-bound element-wise kernels. */
+constexpr int EP_THREADS = 256;
+/* The largest grid y / z dimension CUDA allows. */
+constexpr int GRID_YZ_MAX = 65535;
+
+std::atomic<long long> g_runs(0);
+
+size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
+
+/* The largest power of two <= 256 dividing the address: what cuBLASLt is told. */
+unsigned align_of(const void *p)
+{
+    const uintptr_t a = (uintptr_t)p;
+    unsigned r = 256;
+    while (r > 1 && a % r) r >>= 1;
+    return r;
+}
+
+/* QVET_AQ_LT_MIN_M: false when set to anything but a whole number >= 1. */
+bool env_min_m(int *out)
+{
+    const char *s = getenv("QVET_AQ_LT_MIN_M");
+    *out = AQ_LT_MIN_M_DEFAULT;
+    if (!s || !*s) return true;
+    char *end;
+    errno = 0;
+    const long v = strtol(s, &end, 10);
+    if (*end || errno || v < 1 || v > INT_MAX) return false;
+    *out = (int)v;
+    return true;
+}
+
+/* QVET_AQ_LT_CHUNK_MB: false unless a finite decimal in (0, 2^20] MiB. */
+bool env_chunk_bytes(double *out)
+{
+    const char *s = getenv("QVET_AQ_LT_CHUNK_MB");
+    *out = AQ_LT_CHUNK_MB_DEFAULT * 1048576.0;
+    if (!s || !*s) return true;
+    char *end;
+    errno = 0;
+    const double v = strtod(s, &end);
+    if (*end || errno || !(v > 0.0) || v > 1048576.0) return false;
+    *out = v * 1048576.0;
+    return true;
+}
+
+/* One launch's chunking and workspace layout (byte offsets from the region's
+ * 256-aligned base). */
+struct lt_plan {
+    int nc;                 /* columns per chunk: a multiple of 64, or all of N */
+    int chunks;
+    size_t off_colsum;      /* (n) int32 zero-point column sums, when azp */
+    size_t off_c32;         /* (m, nc) int32 products of one chunk */
+    size_t off_b[2];        /* QQQ: two (nc, k) int8 chunk buffers, used in turn */
+    size_t total;           /* region bytes including 256 of alignment slack */
+};
+
+lt_plan plan_for(int kind, bool azp, int m, int n, int k, double chunk_bytes)
+{
+    const bool qqq = kind != AQ_B_PLAIN_I8;
+    lt_plan pl;
+    const double per_col = 4.0 * m + (qqq ? (double)k : 0.0);
+    double nc = floor(chunk_bytes / per_col / 64.0) * 64.0;
+    if (nc < 64.0) nc = 64.0;
+    pl.nc = nc >= (double)n ? n : (int)nc;
+    pl.chunks = (n + pl.nc - 1) / pl.nc;
+    size_t off = LT_WS_BYTES;
+    pl.off_colsum = off;
+    if (azp) off += align256((size_t)n * 4);
+    pl.off_c32 = off;
+    off += align256((size_t)m * (size_t)pl.nc * 4);
+    pl.off_b[0] = pl.off_b[1] = off;
+    if (qqq) {
+        off += align256((size_t)pl.nc * (size_t)k);
+        if (pl.chunks > 1) {
+            pl.off_b[1] = off;
+            off += align256((size_t)pl.nc * (size_t)k);
+        }
+    }
+    pl.total = off + 256;
+    return pl;
+}
+
+/* ---- device kernels ---------------------------------------------------------- */
+
+/* QQQ chunk dequantization: packed b (k/16, 2n) int32 (the QQQ layout of
+ * KIND), gscale (k/g, n) f16 in scale_perm order (AQ_B_QQQ_GROUP only), ->
+ * out (w, k) int8 row-major, holding columns n0 .. n0+w-1 (n0, w multiples of
+ * 64). Grid (w/64, ceil(k/128)), DQ_THREADS threads: warp r takes k16 row r of
+ * the block's 128 K, lane l the same 16 bytes k_gemm_aq_mma's lane l loads,
+ * and turns them into the same 8 B fragments (aq_mma.cuh), whose bytes are
+ * (k = 16 kb + 4 (l%4) + byte, column 64 chunk + 8 t + l/4) for n8 tile t. The
+ * tile is transposed in shared memory and stored as 128-byte rows. */
+template <int KIND>
+__global__ void __launch_bounds__(DQ_THREADS)
+k_aq_lt_qqq_dequant(const int4 *b, const __half *gscale, int n, int k, int g, int n0, int8_t *out)
+{
+    __shared__ __align__(16) uint8_t tile[64 * DQ_PITCH];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int64_t kb = (int64_t)blockIdx.y * DQ_ROWS + warp;
+    const int64_t chunk = n0 / 64 + blockIdx.x;
+    if (kb < k / 16) {
+        const int4 v = b[kb * (n / 2) + chunk * 32 + lane];
+        const uint32_t w4[4] = {(uint32_t)v.x, (uint32_t)v.y, (uint32_t)v.z, (uint32_t)v.w};
+        uint32_t frag[8];
+        if constexpr (KIND == AQ_B_QQQ_CH) {
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                frag[2 * j] = aq_qqq_ch_hi(w4[j]);
+                frag[2 * j + 1] = aq_qqq_ch_lo(w4[j]);
+            }
+        } else {
+            /* logical column 8t + lane/4 of the chunk sits at 8 (lane/4) + t */
+            const int64_t grp = kb * 16 / g;
+            const uint4 sv = *(const uint4 *)(gscale + grp * n + chunk * 64 + 8 * (lane >> 2));
+            const uint32_t s4[4] = {sv.x, sv.y, sv.z, sv.w};
+#pragma unroll
+            for (int t = 0; t < 8; t++) {
+                const uint32_t h = (s4[t >> 1] >> (16 * (t & 1))) & 0xffffu;
+                const uint32_t s2 = h | (h << 16);
+                const uint32_t word = (t & 1) ? w4[t >> 1] >> 8 : w4[t >> 1];
+#ifdef QV_MUTANT_gpu_aq_lt_group_rerounding_rz
+                /* Mutant (class 17): the re-rounding of (q - 8) * s to int8
+                 * truncates toward zero where the QQQ arithmetic rounds to nearest
+                 * even. Bytes 0..3 are nibbles 0, 4, 1, 5 of the word. */
+                uint32_t r = 0;
+                const float s = __half2float(__ushort_as_half((unsigned short)h));
+                const int nib[4] = {0, 4, 1, 5};
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int q = (int)((word >> (4 * nib[e])) & 0xfu) - 8;
+                    r |= ((uint32_t)(int)((float)q * s) & 0xffu) << (8 * e);
+                }
+                frag[t] = r;
+                (void)s2;
+#else
+                frag[t] = aq_qqq_group_dq(word, s2);
+#endif
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < 8; t++)
+            *(uint32_t *)(tile + (8 * t + (lane >> 2)) * DQ_PITCH + 16 * warp + 4 * (lane & 3)) = frag[t];
+    }
+    __syncthreads();
+    const int kvalid = min(16 * DQ_ROWS, k - (int)blockIdx.y * 16 * DQ_ROWS);
+    for (int i = threadIdx.x; i < 64 * DQ_ROWS; i += DQ_THREADS) {
+        const int r = i / DQ_ROWS, c = i % DQ_ROWS;
+        if (16 * c >= kvalid) continue;
+        *(uint4 *)(out + ((int64_t)blockIdx.x * 64 + r) * k + (int64_t)blockIdx.y * 16 * DQ_ROWS + 16 * c) =
+            *(const uint4 *)(tile + r * DQ_PITCH + 16 * c);
+    }
+}
+
+/* Zero-point column sums: b (n, k) int8 row-major, k a multiple of 16 and b
+ * 16-byte aligned (the launcher's rules) -> cs (n) int32 = sum over k of
+ * b[col][k], exact (|sum| <= 128 k). One warp per column. */
+__global__ void __launch_bounds__(EP_THREADS)
+k_aq_lt_colsum(const int8_t *b, int n, int k, int32_t *cs)
+{
+    const int64_t col = (int64_t)blockIdx.x * (EP_THREADS / 32) + (threadIdx.x >> 5);
+    const int lane = threadIdx.x & 31;
+    if (col >= n) return;
+    int s = 0;
+    for (int64_t kk = 16 * lane; kk < k; kk += 16 * 32) {
+        const int4 v = *(const int4 *)(b + col * k + kk);
+        /* dp4a with 0x01010101: the sum of 4 signed bytes, added exactly */
+        s = __dp4a(v.x, 0x01010101, s);
+        s = __dp4a(v.y, 0x01010101, s);
+        s = __dp4a(v.z, 0x01010101, s);
+        s = __dp4a(v.w, 0x01010101, s);
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0) cs[col] = s;
+}
+
+/* The epilogue of one chunk: acc (m, w) int32 row-major (w even), columns n0
+ * .. n0+w-1 of the output; colsum (n) int32 when the row has a zero point.
+ * Zero point as k_gemm_aq_mma subtracts it (unsigned arithmetic: wrap-around
+ * is defined and the final value is in int32 range, so it is exact), then
+ * aq_finish: the same fp32 sequence and fp16 store. Grid (ceil(w/2 /
+ * EP_THREADS), min(m, 65535)); each thread takes one column pair per row. */
+template <int KIND>
+__global__ void __launch_bounds__(EP_THREADS)
+k_aq_lt_epilogue(const aq_params p, const int32_t *acc, int w, int n0, const int32_t *colsum)
+{
+    const int j = 2 * (int)(blockIdx.x * EP_THREADS + threadIdx.x);
+    if (j >= w) return;
+    for (int64_t row = blockIdx.y; row < p.m; row += gridDim.y) {
+        const int2 v = *(const int2 *)(acc + row * w + j);
+        int v0 = v.x, v1 = v.y;
+        if constexpr (KIND == AQ_B_PLAIN_I8) {
+            if (p.azpm != AQ_AZP_NONE) {
+                const unsigned z = (unsigned)(p.azpm == AQ_AZP_TENSOR ? p.azp[0] : p.azp[row]);
+                const unsigned cs0 = (unsigned)colsum[n0 + j], cs1 = (unsigned)colsum[n0 + j + 1];
+#ifdef QV_MUTANT_gpu_aq_lt_azp_sign
+                /* Mutant (class 9, vLLM #5941): the zero-point correction added with
+                 * the opposite sign convention, acc + azp * colsum(B_q). */
+                v0 = (int)((unsigned)v0 + z * cs0);
+                v1 = (int)((unsigned)v1 + z * cs1);
+#else
+                v0 = (int)((unsigned)v0 - z * cs0);
+                v1 = (int)((unsigned)v1 - z * cs1);
+#endif
+            }
+        }
+        aq_finish<KIND>(p, row, (int64_t)n0 + j, v0, v1);
+    }
+}
+
+/* ---- cuBLASLt: handle, operation, cached algorithm choices ------------------- */
+
+struct lt_key {
+    int m, w, k;
+    unsigned aw, aa;   /* alignment of the weight chunk and of A; C is 256-aligned */
+};
+
+struct lt_entry {
+    lt_key key;
+    bool found;        /* false: cuBLASLt has no algorithm; the mma kernel runs */
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulAlgo_t algo;
+};
+
+std::mutex g_mu;
+cublasLtHandle_t g_lt = NULL;
+cublasLtMatmulDesc_t g_desc = NULL;
+lt_entry g_cache[LT_CACHE];
+int g_ncache = 0, g_evict = 0;
+
+qv_status lt_fail(cublasStatus_t s, const char *what)
+{
+    return qv_fail(QV_ERR_CUDA, "cuBLASLt %s: %s (status %d)", what, cublasLtGetStatusString(s), (int)s);
+}
+
+#define LT_TRY(call, what)                                                     \
+    do {                                                                       \
+        cublasStatus_t s_ = (call);                                            \
+        if (s_ != CUBLAS_STATUS_SUCCESS) return lt_fail(s_, (what));           \
+    } while (0)
+
+/* The process's handle and the one operation: int32 compute and scale, W^T-op x A. */
+qv_status lt_init(void)
+{
+    if (g_desc) return QV_OK;
+    if (!g_lt) LT_TRY(cublasLtCreate(&g_lt), "cublasLtCreate");
+    cublasLtMatmulDesc_t d = NULL;
+    LT_TRY(cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32I, CUDA_R_32I), "matmul descriptor");
+    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    cublasStatus_t s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
+    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        cublasLtMatmulDescDestroy(d);
+        return lt_fail(s, "matmul descriptor transposes");
+    }
+    g_desc = d;
+    return QV_OK;
+}
+
+void entry_clear(lt_entry *e)
+{
+    if (e->la) cublasLtMatrixLayoutDestroy(e->la);
+    if (e->lb) cublasLtMatrixLayoutDestroy(e->lb);
+    if (e->lc) cublasLtMatrixLayoutDestroy(e->lc);
+    e->la = e->lb = e->lc = NULL;
+}
+
+/* Layouts and the heuristic's first algorithm for key, created on first use. */
+qv_status lt_lookup(const lt_key &key, lt_entry **out)
+{
+    for (int i = 0; i < g_ncache; i++) {
+        const lt_key &c = g_cache[i].key;
+        if (c.m == key.m && c.w == key.w && c.k == key.k && c.aw == key.aw && c.aa == key.aa) {
+            *out = &g_cache[i];
+            return QV_OK;
+        }
+    }
+    lt_entry *e;
+    if (g_ncache < LT_CACHE) {
+        e = &g_cache[g_ncache++];
+    } else {
+        e = &g_cache[g_evict];
+        g_evict = (g_evict + 1) % LT_CACHE;
+        entry_clear(e);
+    }
+    e->key = key;
+    e->found = false;
+    e->la = e->lb = e->lc = NULL;
+    /* A stale entry would be looked up again; it is marked unusable until filled. */
+    e->key.m = -1;
+    LT_TRY(cublasLtMatrixLayoutCreate(&e->la, CUDA_R_8I, key.k, key.w, key.k), "layout of W");
+    LT_TRY(cublasLtMatrixLayoutCreate(&e->lb, CUDA_R_8I, key.k, key.m, key.k), "layout of A");
+    LT_TRY(cublasLtMatrixLayoutCreate(&e->lc, CUDA_R_32I, key.w, key.m, key.w), "layout of C");
+    cublasLtMatmulPreference_t pref = NULL;
+    LT_TRY(cublasLtMatmulPreferenceCreate(&pref), "preference");
+    const size_t wsb = LT_WS_BYTES;
+    /* Everything but the in-place split-K reduction, which sums slices into the
+     * output through counters in an order the hardware picks. */
+    const uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_MASK & ~(uint32_t)CUBLASLT_REDUCTION_SCHEME_INPLACE;
+    const uint32_t aw = key.aw, aa = key.aa, ac = 256;
+    cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb,
+                                                            sizeof wsb);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes,
+                                                 sizeof schemes);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aw, sizeof aw);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &aa, sizeof aa);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ac, sizeof ac);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ac, sizeof ac);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        cublasLtMatmulPreferenceDestroy(pref);
+        return lt_fail(s, "preference attributes");
+    }
+    cublasLtMatmulHeuristicResult_t h;
+    int count = 0;
+    s = cublasLtMatmulAlgoGetHeuristic(g_lt, g_desc, e->la, e->lb, e->lc, e->lc, pref, 1, &h, &count);
+    cublasLtMatmulPreferenceDestroy(pref);
+    /* NOT_SUPPORTED (or no result) means no algorithm for this shape: the mma
+     * kernel takes it. Any other failure is an environment error. */
+    if (s != CUBLAS_STATUS_SUCCESS && s != CUBLAS_STATUS_NOT_SUPPORTED) return lt_fail(s, "heuristic");
+    e->found = s == CUBLAS_STATUS_SUCCESS && count > 0 && h.state == CUBLAS_STATUS_SUCCESS;
+    if (e->found) e->algo = h.algo;
+    e->key = key;
+    *out = e;
+    return QV_OK;
+}
+
+} /* namespace */
+
+size_t aq_lt_workspace(int kind, bool azp, int m, int n, int k)
+{
+    if (m < 1 || n < 1 || k < 1) return 0;
+    int min_m;
+    double chunk;
+    /* A malformed variable falls back to the default here; the launch reports it. */
+    if (!env_min_m(&min_m)) min_m = AQ_LT_MIN_M_DEFAULT;
+    if (!env_chunk_bytes(&chunk)) chunk = AQ_LT_CHUNK_MB_DEFAULT * 1048576.0;
+    if (m < min_m) return 0;
+    return plan_for(kind, azp, m, n, k, chunk).total;
+}
+
+qv_status aq_lt_try(int kind, const aq_params &p, const qv_gemm_args *a, size_t ws_offset, const char *name,
+                    bool *taken)
+{
+    *taken = false;
+    if (kind != AQ_B_PLAIN_I8 && kind != AQ_B_QQQ_CH && kind != AQ_B_QQQ_GROUP) return QV_OK;
+    int min_m;
+    double chunk;
+    if (!env_min_m(&min_m))
+        return qv_fail(QV_ERR_USAGE, "%s: QVET_AQ_LT_MIN_M=\"%s\" is not a whole number >= 1", name,
+                       getenv("QVET_AQ_LT_MIN_M"));
+    if (!env_chunk_bytes(&chunk))
+        return qv_fail(QV_ERR_USAGE, "%s: QVET_AQ_LT_CHUNK_MB=\"%s\" is not a positive number of MiB (at most 1048576)",
+                       name, getenv("QVET_AQ_LT_CHUNK_MB"));
+    if (p.m < min_m) return QV_OK;
+    const bool qqq = kind != AQ_B_PLAIN_I8;
+    const bool azp = !qqq && p.azpm != AQ_AZP_NONE;
+    const lt_plan pl = plan_for(kind, azp, p.m, p.n, p.k, chunk);
+    /* A workspace sized for the mma kernel alone (the variable changed after
+     * the size was asked for, or a caller's own rule) leaves the launch to it. */
+    if (!a->workspace || a->workspace_bytes < ws_offset + pl.total) return QV_OK;
+    /* The dequantization grid's y dimension counts 128-K blocks. */
+    if ((p.k + 16 * DQ_ROWS - 1) / (16 * DQ_ROWS) > GRID_YZ_MAX) return QV_OK;
+
+    const uintptr_t base_u = ((uintptr_t)a->workspace + ws_offset + 255) & ~(uintptr_t)255;
+    uint8_t *base = (uint8_t *)base_u;
+    int32_t *colsum = (int32_t *)(base + pl.off_colsum);
+    int32_t *c32 = (int32_t *)(base + pl.off_c32);
+    int8_t *bbuf[2] = {(int8_t *)(base + pl.off_b[0]), (int8_t *)(base + pl.off_b[1])};
+    /* QQQ chunks live in the 256-aligned buffers; plain weights start at
+     * b + n0 k, n0 k a multiple of 1024, so every chunk has b's alignment. */
+    const unsigned aw = qqq ? 256u : align_of(p.b), aa = align_of(p.a);
+
+    std::lock_guard<std::mutex> lock(g_mu);
+    QV_TRY(lt_init());
+    /* Every chunk width's algorithm first, so a shape cuBLASLt cannot take
+     * launches nothing. */
+    const int wlast = p.n - (pl.chunks - 1) * pl.nc;
+    lt_entry *e_full = NULL, *e_last = NULL;
+    QV_TRY(lt_lookup(lt_key{p.m, pl.nc, p.k, aw, aa}, &e_full));
+    if (!e_full->found) return QV_OK;
+    if (wlast != pl.nc) {
+        QV_TRY(lt_lookup(lt_key{p.m, wlast, p.k, aw, aa}, &e_last));
+        if (!e_last->found) return QV_OK;
+        /* the second lookup may have evicted the first */
+        QV_TRY(lt_lookup(lt_key{p.m, pl.nc, p.k, aw, aa}, &e_full));
+        if (!e_full->found) return QV_OK;
+    }
+
+    cudaStream_t st = (cudaStream_t)a->stream;
+    if (azp) {
+        const unsigned gx = (unsigned)(((int64_t)p.n + EP_THREADS / 32 - 1) / (EP_THREADS / 32));
+        k_aq_lt_colsum<<<gx, EP_THREADS, 0, st>>>((const int8_t *)p.b, p.n, p.k, colsum);
+        QV_CUDA_TRY(cudaGetLastError(), "launching k_aq_lt_colsum");
+    }
+    /* int32 alpha = 1, beta = 0: D is the exact product sum. */
+    const int32_t one = 1, zero = 0;
+    for (int ci = 0; ci < pl.chunks; ci++) {
+        const int n0 = ci * pl.nc, w = ci == pl.chunks - 1 ? wlast : pl.nc;
+        const lt_entry *e = w == pl.nc ? e_full : e_last;
+        const int8_t *wchunk;
+        if (qqq) {
+            int8_t *dst = bbuf[ci & 1];
+            const dim3 grid((unsigned)(w / 64), (unsigned)((p.k + 16 * DQ_ROWS - 1) / (16 * DQ_ROWS)));
+            if (kind == AQ_B_QQQ_CH)
+                k_aq_lt_qqq_dequant<AQ_B_QQQ_CH><<<grid, DQ_THREADS, 0, st>>>((const int4 *)p.b, NULL, p.n, p.k,
+                                                                                p.g, n0, dst);
+            else
+                k_aq_lt_qqq_dequant<AQ_B_QQQ_GROUP><<<grid, DQ_THREADS, 0, st>>>(
+                    (const int4 *)p.b, (const __half *)p.w_scale, p.n, p.k, p.g, n0, dst);
+            QV_CUDA_TRY(cudaGetLastError(), "launching k_aq_lt_qqq_dequant");
+            wchunk = dst;
+        } else {
+            wchunk = (const int8_t *)p.b + (int64_t)n0 * p.k;
+        }
+        const cublasStatus_t s = cublasLtMatmul(g_lt, g_desc, &one, wchunk, e->la, p.a, e->lb, &zero, c32, e->lc,
+                                                c32, e->lc, &e->algo, base, LT_WS_BYTES, st);
+        if (s != CUBLAS_STATUS_SUCCESS)
+            return qv_fail(QV_ERR_CUDA, "%s: cublasLtMatmul int8 (m=%d, n=%d of %d, k=%d): %s", name, p.m, w, p.n,
+                           p.k, cublasLtGetStatusString(s));
+        QV_CUDA_TRY(cudaGetLastError(), "cublasLtMatmul launch");
+        const dim3 eg((unsigned)((w / 2 + EP_THREADS - 1) / EP_THREADS), (unsigned)min(p.m, GRID_YZ_MAX));
+        switch (kind) {
+        case AQ_B_QQQ_CH: k_aq_lt_epilogue<AQ_B_QQQ_CH><<<eg, EP_THREADS, 0, st>>>(p, c32, w, n0, colsum); break;
+        case AQ_B_QQQ_GROUP:
+            k_aq_lt_epilogue<AQ_B_QQQ_GROUP><<<eg, EP_THREADS, 0, st>>>(p, c32, w, n0, colsum);
+            break;
+        default: k_aq_lt_epilogue<AQ_B_PLAIN_I8><<<eg, EP_THREADS, 0, st>>>(p, c32, w, n0, colsum); break;
+        }
+        QV_CUDA_TRY(cudaGetLastError(), "launching k_aq_lt_epilogue");
+    }
+    g_runs++;
+    *taken = true;
+    return QV_OK;
+}
+
+extern "C" long long qv_aq_lt_runs(void) { return g_runs.load(); }

@@ -1,0 +1,54 @@
+/* aq_lt.cuh: the large-M path of the integer activation-quantized rows (QQQ
+ * W4A8 channelwise and per group, W8A8 int8 with or without activation zero
+ * point): cuBLASLt int8 x int8 -> int32 GEMM (IGMMA) followed by the fp32
+ * epilogue of aq_gemm.cuh. Included by kernels/qqq.cu and kernels/w8a8.cu,
+ * whose launchers try this path first. Rule: int32 accumulation is exact, so
+ * the path gives the same bits as k_gemm_aq_mma on every input; it runs only
+ * where cuBLASLt takes the shape, and otherwise leaves the launch to the mma
+ * kernel, never to a different arithmetic.
+ *
+ * Workspace: the launchers place this path's region after the mma kernel's
+ * split-K region (aq_plan_for), so neither path ever writes the other's
+ * buffers (the split-K arrival counters must stay zero between launches).
+ *
+ * Environment:
+ *   QVET_AQ_LT_MIN_M    smallest M that takes this path (default AQ_LT_MIN_M_DEFAULT);
+ *   QVET_AQ_LT_CHUNK_MB MiB (a positive decimal) of one N chunk's int8 weights
+ *                       plus its int32 products (default AQ_LT_CHUNK_MB_DEFAULT). */
+#ifndef QVET_AQ_LT_CUH
+#define QVET_AQ_LT_CUH
+
+#include <stddef.h>
+
+#include "aq_gemm.cuh"
+
+/* M = 128 is where the mma kernel switches to its largest tile, and where
+ * cuBLASLt int8 already beats it on the H200 at M = 64 (bench/RESULTS.md:
+ * 272 vs 375 µs on the Llama-3-70B block); the lead tunes it by the variable. */
+#define AQ_LT_MIN_M_DEFAULT 128
+/* 48 MiB: the chunk's dequantized weights and int32 products stay inside the
+ * H200's 60 MiB L2 between the kernels that write and read them, while a chunk
+ * at M = 1024 still covers 128 or more 128 x 256 tiles of the 132 SMs. */
+#define AQ_LT_CHUNK_MB_DEFAULT 48.0
+
+/* Bytes of this path's workspace region for KIND (AQ_B_QQQ_CH, AQ_B_QQQ_GROUP
+ * or AQ_B_PLAIN_I8), with or without the zero-point column sums; 0 when M is
+ * below the threshold (the launch then uses the mma kernel alone). */
+size_t aq_lt_workspace(int kind, bool azp, int m, int n, int k);
+
+/* Runs p through cuBLASLt when M reaches the threshold, the shape and pointers
+ * suit an int8 IGMMA algorithm and a->workspace holds the region at byte
+ * offset `ws_offset`. *taken tells whether it ran; when it did not, nothing was
+ * launched and the caller runs the mma kernel. p: the launcher's filled
+ * parameters (the epilogue reads its scale modes and pointers). */
+qv_status aq_lt_try(int kind, const aq_params &p, const qv_gemm_args *a, size_t ws_offset, const char *name,
+                    bool *taken);
+
+/* The byte offset of this path's region: the mma plan's bytes rounded up to 256. */
+static inline size_t aq_lt_offset(int m, int n, int k)
+{
+    const size_t w = aq_plan_for(m, n, k).workspace;
+    return (w + 255) & ~(size_t)255;
+}
+
+#endif
