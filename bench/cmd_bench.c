@@ -1,5 +1,5 @@
-/* cmd_bench.c: `qvet bench`, kernel speed against cuBLAS fp16 and the
- * weight-read floor (DESIGN.md §8-§9).
+/* cmd_bench.c: `qvet bench`, kernel speed against cuBLAS and the weight-read
+ * floor (DESIGN.md §8-§9).
  *
  * For every registry row with a launch (optionally filtered by --variant), every
  * model's four linear layers (qkv, o, gate_up, down) and every M, it times the
@@ -11,6 +11,19 @@
  * floor (packed weight, scale and zero-point bytes at the copy bandwidth), and
  * cuBLAS fp16 time / the row's time. Any family's rows, baselines included,
  * show up here by being registry rows with a launch function.
+ *
+ * Activation-quantized rows (int8 or e4m3 activations) bring their own
+ * baselines and costs into the same run:
+ *   - cuBLASLt fp8 (e4m3 x e4m3 -> f16, per-tensor scales, default promoted
+ *     accumulation) and cuBLASLt int8 (int8 x int8 -> int32), aq_bench.c;
+ *   - for rows whose activations a per-token quantizer produces (symmetric int8
+ *     or e4m3 per token, e4m3 per token and 128-K group), the row timed twice:
+ *     the GEMM alone, and the quantizer (qv_act_quant, from fp16) followed by
+ *     the GEMM, as one timed pair ("+aq");
+ *   - the quantizer alone (rows "act-quant-*"), against its own memory floor
+ *     (fp16 read plus code and scale write at the copy bandwidth).
+ * Per-tensor and asymmetric (azp) rows have no dynamic quantizer in qvet: they
+ * are timed as the GEMM alone, as with a static, calibrated activation scale.
  *
  * Packed buffers are filled with random codes on the device (bench.h): the
  * kernels' speed does not depend on the values, and correctness is the Check
@@ -24,6 +37,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "aq_bench.h"
 #include "qvet/bench.h"
 #include "qvet/campaign.h"
 #include "qvet/cli.h"
@@ -51,7 +65,9 @@ static const bench_model models[] = {
 #define N_MODELS 2
 #define N_LAYERS 4
 #define MAX_M 16
-#define MAX_VARIANTS 128
+#define MAX_ROWS 128
+#define MAX_GLOBS 16
+#define L2_TWICE ((size_t)120 << 20) /* twice the H200's 60 MB L2: weights rotate past it */
 
 static const int default_m[] = {1, 4, 16, 32, 64, 128, 256, 512, 1024};
 
@@ -77,6 +93,37 @@ static weight_bytes weight_sizes(const qv_variant *v, int n, int k)
 
 static size_t weight_total(weight_bytes w) { return w.b + w.scales + w.scales2 + w.zeros; }
 
+/* The per-token quantizers that can stand in front of an activation-quantized
+ * row (qv_act_quant from fp16). */
+typedef enum aq_kind { AQK_NONE = -1, AQK_I8 = 0, AQK_E4M3, AQK_E4M3_G128, N_AQK } aq_kind;
+static const char *const aqk_names[N_AQK] = {"act-quant-i8", "act-quant-e4m3", "act-quant-e4m3-g128"};
+
+static aq_kind row_aq_kind(const qv_variant *v)
+{
+    if (v->azp != QV_AZP_NONE) return AQK_NONE; /* asymmetric: no quantizer in qvet */
+    if (v->afmt == QV_FMT_I8 && v->act_scale == QV_ASCALE_TOKEN) return AQK_I8;
+    if (v->afmt == QV_FMT_E4M3 && v->act_scale == QV_ASCALE_TOKEN) return AQK_E4M3;
+    if (v->afmt == QV_FMT_E4M3 && v->act_scale == QV_ASCALE_TOKEN_BLOCK) return AQK_E4M3_G128;
+    return AQK_NONE;
+}
+
+static qv_fmt aqk_fmt(aq_kind q) { return q == AQK_I8 ? QV_FMT_I8 : QV_FMT_E4M3; }
+
+/* The quantizer's launch for an (m, k) activation: per token, m rows of k; per
+ * token and 128-K group, the same bytes as m*k/128 rows of 128, whose scales
+ * land in (m, k/128) row-major order, the row's a_scale layout. 0 when the
+ * kind does not apply (k not a multiple of 128 for the grouped kind). */
+static int aqk_shape(aq_kind q, int m, int k, int *rows, int *cols)
+{
+    if (q == AQK_E4M3_G128) {
+        if (k % 128) return 0; /* the group width of QV_ASCALE_TOKEN_BLOCK */
+        *rows = (int)((int64_t)m * k / 128), *cols = 128;
+        return 1;
+    }
+    *rows = m, *cols = k;
+    return 1;
+}
+
 /* One copy of a layer's packed weights on the device. */
 typedef struct weight_set {
     void *b, *scales, *scales2, *zeros;
@@ -88,6 +135,9 @@ typedef struct launch_ctx {
     qv_gemm_args args;
     weight_set *sets;
     int n_sets;
+    aq_kind aqk;       /* the quantizer in front, for launch_with_aq */
+    const void *x16;   /* (m, k) fp16 activations it reads */
+    int aq_rows, aq_cols;
 } launch_ctx;
 
 static qv_status launch_rotating(void *ctx, int iter, void *stream)
@@ -98,6 +148,15 @@ static qv_status launch_rotating(void *ctx, int iter, void *stream)
     a.b = w->b, a.scales = w->scales, a.scales2 = w->scales2, a.zeros = w->zeros;
     a.stream = stream;
     return c->v->launch(c->v, &a);
+}
+
+/* The quantizer writes the GEMM's activation codes and scales, then the GEMM. */
+static qv_status launch_with_aq(void *ctx, int iter, void *stream)
+{
+    launch_ctx *c = ctx;
+    QV_TRY(qv_act_quant(QV_FMT_F16, aqk_fmt(c->aqk), c->aq_rows, c->aq_cols, c->x16, (void *)c->args.a,
+                        (float *)c->args.a_scale, stream));
+    return launch_rotating(ctx, iter, stream);
 }
 
 /* Device allocations of one (variant, layer), freed together. */
@@ -154,7 +213,10 @@ static qv_status fill_acts(const qv_variant *v, void *dev, int64_t count, uint64
 }
 
 typedef struct bench_opts {
-    const char *glob;
+    const char *globs[MAX_GLOBS]; /* --variant, split at commas; none: every row */
+    int n_globs;
+    const char *variant_arg;      /* --variant as given */
+    char glob_buf[512];
     int model_mask;
     int ms[MAX_M];
     int n_m;
@@ -162,24 +224,102 @@ typedef struct bench_opts {
     const char *out;
 } bench_opts;
 
-/* Times one variant on one layer at every M; t[mi] gets the median (NAN when
- * the shape is refused). */
-static qv_status bench_layer_run(const qv_variant *v, const bench_layer *L, const bench_opts *o, FILE *jf,
-                                 const char *model, double bw, const double *ref_us, double *t_out,
-                                 qv_bench_timing *timings)
+static int opts_match(const bench_opts *o, const qv_variant *v)
 {
-    for (int mi = 0; mi < o->n_m; mi++) t_out[mi] = NAN;
+    if (!o->n_globs) return 1;
+    for (int i = 0; i < o->n_globs; i++)
+        if (qv_variant_match(v, o->globs[i])) return 1;
+    return 0;
+}
+
+/* What one line of the table times. */
+typedef enum row_kind { ROW_VARIANT, ROW_LT_FP8, ROW_LT_I8, ROW_ACTQ } row_kind;
+
+typedef struct bench_row {
+    const char *name;
+    row_kind kind;
+    const qv_variant *v; /* ROW_VARIANT */
+    aq_kind aqk;         /* ROW_VARIANT: its quantizer (or AQK_NONE); ROW_ACTQ: which one */
+} bench_row;
+
+/* Per (row, model, layer, M): the median µs (NAN: not run), the floor bytes,
+ * and for rows with a quantizer the median of quantizer + GEMM. */
+static double t_us[MAX_ROWS][N_MODELS][N_LAYERS][MAX_M];
+static double t_aq_us[MAX_ROWS][N_MODELS][N_LAYERS][MAX_M];
+static double floor_b[MAX_ROWS][N_MODELS][N_LAYERS][MAX_M];
+
+/* The bytes whose transfer at the copy bandwidth bounds a row's time: packed
+ * weights, scales and zero points for a GEMM (activations are not counted);
+ * for the quantizer, its fp16 read, code write and scale write. */
+static double row_floor_bytes(const bench_row *r, int m, int n, int k)
+{
+    switch (r->kind) {
+    case ROW_VARIANT: return (double)weight_total(weight_sizes(r->v, n, k));
+    case ROW_LT_FP8:
+    case ROW_LT_I8: return (double)n * (double)k;
+    case ROW_ACTQ: {
+        int rows, cols;
+        if (!aqk_shape(r->aqk, m, k, &rows, &cols)) return NAN;
+        return 3.0 * (double)rows * cols + 4.0 * rows;
+    }
+    }
+    return NAN;
+}
+
+static void put_num(FILE *f, const char *key, double x, const char *fmt)
+{
+    fprintf(f, ",\"%s\":", key);
+    if (isfinite(x))
+        fprintf(f, fmt, x);
+    else
+        fprintf(f, "null");
+}
+
+/* One "kind":"bench" line. t: the layer's timing, or NULL for a block sum. */
+static void emit(FILE *jf, const bench_row *r, const char *model, const char *layer, int m, int n, int k,
+                 double us, const qv_bench_timing *t, int runs, double floor_bytes, double bw, double ref_us,
+                 double aq_us)
+{
+    if (!jf || !isfinite(us)) return;
+    fprintf(jf, "{\"kind\":\"bench\",\"variant\":");
+    qv_json_fput_str(jf, r->name);
+    fprintf(jf, ",\"model\":\"%s\",\"layer\":\"%s\",\"m\":%d,\"n\":%d,\"k\":%d", model, layer, m, n, k);
+    put_num(jf, "median_us", us, "%.3f");
+    put_num(jf, "p10_us", t ? t->p10_us : NAN, "%.3f");
+    put_num(jf, "p90_us", t ? t->p90_us : NAN, "%.3f");
+    fprintf(jf, ",\"runs\":%d", runs);
+    const double floor_us = floor_bytes / bw * 1e6;
+    put_num(jf, "floor_bytes", floor_bytes, "%.0f");
+    put_num(jf, "floor_us", floor_us, "%.3f");
+    put_num(jf, "floor_fraction", floor_us / us, "%.4f");
+    put_num(jf, "vs_cublas", r->kind == ROW_ACTQ ? NAN : ref_us / us, "%.4f");
+    if (r->kind == ROW_VARIANT && r->aqk != AQK_NONE) {
+        fprintf(jf, ",\"act_quant\":\"%s\"", aqk_names[r->aqk]);
+        put_num(jf, "with_act_quant_us", aq_us, "%.3f");
+        put_num(jf, "act_quant_share", (aq_us - us) / aq_us, "%.4f");
+        put_num(jf, "with_act_quant_floor_fraction", floor_us / aq_us, "%.4f");
+        put_num(jf, "with_act_quant_vs_cublas", ref_us / aq_us, "%.4f");
+    }
+    fprintf(jf, "}\n");
+}
+
+/* Times one registry row on one layer at every M: t_out[mi] the GEMM alone,
+ * aq_out[mi] the quantizer + GEMM pair when the row has a quantizer (NAN when
+ * a shape is refused or a launch fails: the message goes to stderr). */
+static qv_status bench_layer_run(const bench_row *r, const bench_layer *L, const bench_opts *o, double *t_out,
+                                 double *aq_out, qv_bench_timing *timings)
+{
+    const qv_variant *v = r->v;
+    for (int mi = 0; mi < o->n_m; mi++) t_out[mi] = aq_out[mi] = NAN;
     if (qv_variant_check_shape(v, 1, L->n, L->k) != QV_OK) {
-        fprintf(stderr, "qvet bench: %s skips %s %s: %s\n", v->name, model, L->name, qv_errmsg());
+        fprintf(stderr, "qvet bench: %s skips %s: %s\n", v->name, L->name, qv_errmsg());
         return QV_OK;
     }
     weight_bytes wb = weight_sizes(v, L->n, L->k);
     size_t per_set = weight_total(wb);
-    /* Enough copies that the rotation covers twice the 60 MB L2. */
-    const size_t l2_twice = (size_t)120 << 20;
-    int n_sets = (int)((l2_twice + per_set - 1) / per_set);
+    int n_sets = (int)((L2_TWICE + per_set - 1) / per_set);
     if (n_sets < 1) n_sets = 1;
-    if (n_sets > 64) n_sets = 64;
+    if (n_sets > 64) n_sets = 64; /* weight_set sets[64] */
 
     int m_max = 1;
     for (int mi = 0; mi < o->n_m; mi++) m_max = o->ms[mi] > m_max ? o->ms[mi] : m_max;
@@ -203,8 +343,8 @@ static qv_status bench_layer_run(const qv_variant *v, const bench_layer *L, cons
     /* Activations, output, per-token data and workspace, sized for the largest M. */
     launch_ctx c;
     memset(&c, 0, sizeof c);
-    c.v = v, c.sets = sets, c.n_sets = n_sets;
-    void *a = NULL, *out = NULL, *ascale = NULL, *azp = NULL, *perm = NULL, *ws = NULL;
+    c.v = v, c.sets = sets, c.n_sets = n_sets, c.aqk = r->aqk;
+    void *a = NULL, *out = NULL, *ascale = NULL, *azp = NULL, *perm = NULL, *ws = NULL, *x16 = NULL;
     size_t ws_bytes = 0;
     for (int mi = 0; mi < o->n_m; mi++) {
         size_t w = v->workspace ? v->workspace(v, o->ms[mi], L->n, L->k) : 0;
@@ -218,14 +358,19 @@ static qv_status bench_layer_run(const qv_variant *v, const bench_layer *L, cons
         st = pool_alloc(&pool, cnt * sizeof(float), &ascale);
         if (st == QV_OK) st = qv_bench_fill(ascale, (int64_t)cnt, QV_FMT_F32, 78, 0.01f, 0.02f, 0, NULL);
     }
+    if (st == QV_OK && r->aqk != AQK_NONE) {
+        /* fp16 activations of a hidden state, magnitudes up to 4, for the quantizer. */
+        st = pool_alloc(&pool, (size_t)m_max * L->k * 2, &x16);
+        if (st == QV_OK) st = qv_bench_fill(x16, (int64_t)m_max * L->k, QV_FMT_F16, 79, 0.01f, 4.0f, 1, NULL);
+    }
     if (st == QV_OK && v->azp != QV_AZP_NONE) {
         st = pool_alloc(&pool, (size_t)m_max * sizeof(int32_t), &azp);
         if (st == QV_OK && cudaMemset(azp, 0, (size_t)m_max * sizeof(int32_t)) != cudaSuccess)
             st = qv_cuda_fail((int)cudaGetLastError(), "cudaMemset (azp)", __FILE__, __LINE__);
     }
     if (st == QV_OK && v->act_order) {
-        /* A random permutation is no slower to gather than the identity; the
-         * identity keeps the host side trivial. */
+        /* A random permutation is no slower to gather than the reversal; the
+         * reversal keeps the host side trivial. */
         int32_t *h = malloc(sizeof(int32_t) * (size_t)L->k);
         if (!h) st = qv_fail(QV_ERR_NOMEM, "permutation of %d rows", L->k);
         for (int i = 0; h && i < L->k; i++) h[i] = L->k - 1 - i;
@@ -242,7 +387,7 @@ static qv_status bench_layer_run(const qv_variant *v, const bench_layer *L, cons
     if (st == QV_OK && cudaDeviceSynchronize() != cudaSuccess)
         st = qv_cuda_fail((int)cudaGetLastError(), "benchmark buffer fills", __FILE__, __LINE__);
 
-    const double floor_us = (double)per_set / bw * 1e6;
+    c.x16 = x16;
     for (int mi = 0; mi < o->n_m && st == QV_OK; mi++) {
         const int m = o->ms[mi];
         if (qv_variant_check_shape(v, m, L->n, L->k) != QV_OK) continue;
@@ -250,30 +395,45 @@ static qv_status bench_layer_run(const qv_variant *v, const bench_layer *L, cons
         c.args.a = a, c.args.a_scale = ascale, c.args.azp = azp, c.args.perm = perm, c.args.c = out;
         c.args.workspace = ws, c.args.workspace_bytes = ws_bytes;
         qv_bench_timing t;
-        st = qv_bench_time(launch_rotating, &c, o->warmup, o->runs, NULL, &t);
-        if (st != QV_OK) {
-            fprintf(stderr, "qvet bench: %s %s %s m=%d: %s\n", v->name, model, L->name, m, qv_errmsg());
-            st = QV_OK; /* a refused or failing row does not stop the others */
-            continue;
+        qv_status ps = qv_bench_time(launch_rotating, &c, o->warmup, o->runs, NULL, &t);
+        if (ps != QV_OK) {
+            fprintf(stderr, "qvet bench: %s %s m=%d: %s\n", v->name, L->name, m, qv_errmsg());
+            continue; /* a refused or failing row does not stop the others */
         }
         t_out[mi] = t.median_us;
         timings[mi] = t;
-        if (jf) {
-            fprintf(jf, "{\"kind\":\"bench\",\"variant\":");
-            qv_json_fput_str(jf, v->name);
-            fprintf(jf, ",\"model\":\"%s\",\"layer\":\"%s\",\"m\":%d,\"n\":%d,\"k\":%d,\"median_us\":%.3f,"
-                        "\"p10_us\":%.3f,\"p90_us\":%.3f,\"runs\":%d,\"floor_us\":%.3f,\"floor_fraction\":%.4f,"
-                        "\"vs_cublas\":",
-                    model, L->name, m, L->n, L->k, t.median_us, t.p10_us, t.p90_us, t.runs, floor_us,
-                    floor_us / t.median_us);
-            if (ref_us && isfinite(ref_us[mi]))
-                fprintf(jf, "%.4f}\n", ref_us[mi] / t.median_us);
+        if (r->aqk != AQK_NONE && aqk_shape(r->aqk, m, L->k, &c.aq_rows, &c.aq_cols)) {
+            qv_bench_timing ta;
+            ps = qv_bench_time(launch_with_aq, &c, o->warmup, o->runs, NULL, &ta);
+            if (ps == QV_OK)
+                aq_out[mi] = ta.median_us;
             else
-                fprintf(jf, "null}\n");
+                fprintf(stderr, "qvet bench: %s +aq %s m=%d: %s\n", v->name, L->name, m, qv_errmsg());
         }
     }
     pool_free(&pool);
     return st;
+}
+
+/* Times one baseline or quantizer row on one layer at every M. */
+static qv_status bench_other_run(const bench_row *r, const bench_layer *L, const bench_opts *o, double *t_out,
+                                 qv_bench_timing *timings)
+{
+    for (int mi = 0; mi < o->n_m; mi++) t_out[mi] = NAN;
+    if (r->kind == ROW_LT_FP8 || r->kind == ROW_LT_I8) {
+        int ok[MAX_M];
+        QV_TRY(qv_bench_lt_layer(r->kind == ROW_LT_FP8, L->n, L->k, o->ms, o->n_m, o->warmup, o->runs, timings,
+                                 ok));
+        for (int mi = 0; mi < o->n_m; mi++)
+            if (ok[mi]) t_out[mi] = timings[mi].median_us;
+        return QV_OK;
+    }
+    int rows[MAX_M], cols = 0;
+    for (int mi = 0; mi < o->n_m; mi++)
+        if (!aqk_shape(r->aqk, o->ms[mi], L->k, &rows[mi], &cols)) return QV_OK;
+    QV_TRY(qv_bench_act_quant(aqk_fmt(r->aqk), rows, o->n_m, cols, o->warmup, o->runs, timings));
+    for (int mi = 0; mi < o->n_m; mi++) t_out[mi] = timings[mi].median_us;
+    return QV_OK;
 }
 
 static int parse_m_list(const char *s, bench_opts *o)
@@ -297,16 +457,42 @@ static int parse_m_list(const char *s, bench_opts *o)
     return 0;
 }
 
+static int parse_globs(const char *s, bench_opts *o)
+{
+    if (strlen(s) >= sizeof o->glob_buf) {
+        fprintf(stderr, "qvet bench: --variant is longer than %zu characters\n", sizeof o->glob_buf - 1);
+        return -1;
+    }
+    snprintf(o->glob_buf, sizeof o->glob_buf, "%s", s);
+    o->n_globs = 0;
+    for (char *tok = strtok(o->glob_buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (o->n_globs >= MAX_GLOBS) {
+            fprintf(stderr, "qvet bench: --variant takes at most %d patterns\n", MAX_GLOBS);
+            return -1;
+        }
+        o->globs[o->n_globs++] = tok;
+    }
+    if (!o->n_globs) {
+        fprintf(stderr, "qvet bench: --variant needs at least one pattern\n");
+        return -1;
+    }
+    return 0;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: qvet bench [--variant GLOB] [--model llama2-7b|llama3-70b|all] [--m LIST]\n"
-            "                  [--runs N] [--out FILE]\n"
+            "usage: qvet bench [--variant GLOB[,GLOB...]] [--model llama2-7b|llama3-70b|all]\n"
+            "                  [--m LIST] [--runs N] [--out FILE]\n"
             "Times every registry row with a GPU kernel on the four linear layers of a\n"
             "Llama-2-7B or Llama-3-70B block (DESIGN.md §8) against cuBLAS fp16 and the\n"
             "weight-read floor at the measured copy bandwidth, with weights rotated past\n"
-            "the L2 cache and CUDA-event medians.\n"
-            "  --variant GLOB  rows to time (fnmatch, e.g. 'marlin-w4*'); cublas-f16 is\n"
+            "the L2 cache and CUDA-event medians. With an activation-quantized row (int8\n"
+            "or e4m3 activations) the same run also times cuBLASLt fp8 and int8 W8A8, each\n"
+            "per-token row with its activation quantization in front (\"+aq\"), and the\n"
+            "quantizer alone.\n"
+            "  --variant GLOB  rows to time (fnmatch, e.g. 'marlin-w4*'; several patterns\n"
+            "                  separated by commas, e.g. 'qqq-*,w8a8-*'); cublas-f16 is\n"
             "                  always timed as the reference\n"
             "  --model NAME    llama2-7b, llama3-70b or all (default all)\n"
             "  --m LIST        comma-separated M values (default 1,4,16,32,64,128,256,512,1024)\n"
@@ -338,9 +524,111 @@ static void write_run_line(FILE *f, int argc, char **argv, const qv_gpu_info *gi
             (gi->driver % 1000) / 10, gi->runtime / 1000, (gi->runtime % 1000) / 10);
 }
 
+/* The rows of the run: cublas-f16 first (the reference of every ratio); with
+ * an activation-quantized row, cuBLASLt fp8 and int8 next and the quantizers
+ * that stand in front of the selected rows last. Returns the count. */
+static int collect_rows(const bench_opts *o, const qv_variant *ref, bench_row *rows)
+{
+    int n = 0, aq_rows = 0, used[N_AQK] = {0};
+    rows[n++] = (bench_row){ref->name, ROW_VARIANT, ref, AQK_NONE};
+    const int first = n;
+    for (int i = 0; i < qv_registry_count() && n < MAX_ROWS - 2 - N_AQK; i++) {
+        const qv_variant *v = qv_registry_get(i);
+        if (v == ref || !v->launch || !opts_match(o, v)) continue;
+        const aq_kind q = row_aq_kind(v);
+        rows[n++] = (bench_row){v->name, ROW_VARIANT, v, q};
+        if (q != AQK_NONE) used[q] = 1;
+        if (v->afmt == QV_FMT_I8 || v->afmt == QV_FMT_E4M3) aq_rows++;
+    }
+    if (aq_rows) {
+        memmove(&rows[first + 2], &rows[first], sizeof rows[0] * (size_t)(n - first));
+        rows[first] = (bench_row){"cublaslt-fp8", ROW_LT_FP8, NULL, AQK_NONE};
+        rows[first + 1] = (bench_row){"cublaslt-int8", ROW_LT_I8, NULL, AQK_NONE};
+        n += 2;
+    }
+    for (int q = 0; q < N_AQK; q++)
+        if (used[q]) rows[n++] = (bench_row){aqk_names[q], ROW_ACTQ, NULL, (aq_kind)q};
+    return n;
+}
+
+/* One table cell: "time [ratio floor%]"; `ratio` NAN leaves its place blank. */
+static void print_cell(double us, double ratio, double floor_frac)
+{
+    char cell[64], r[16] = "", f[16] = "";
+    if (!isfinite(us)) {
+        printf(" %22s", "-");
+        return;
+    }
+    if (isfinite(ratio)) snprintf(r, sizeof r, "%5.2fx", ratio);
+    if (isfinite(floor_frac)) snprintf(f, sizeof f, "%3.0f%%", 100.0 * floor_frac);
+    snprintf(cell, sizeof cell, "%.1f [%6s %4s]", us, r, f);
+    printf(" %22s", cell);
+}
+
+static void print_table(const bench_opts *o, const bench_row *rows, int nr, int md, double bw)
+{
+    static double blk[MAX_ROWS][MAX_M], blk_aq[MAX_ROWS][MAX_M], blk_floor[MAX_ROWS][MAX_M];
+    for (int ri = 0; ri < nr; ri++)
+        for (int mi = 0; mi < o->n_m; mi++) {
+            double s = 0, sa = 0, fb = 0;
+            for (int li = 0; li < N_LAYERS; li++) {
+                s += t_us[ri][md][li][mi];
+                sa += t_aq_us[ri][md][li][mi];
+                fb += floor_b[ri][md][li][mi];
+            }
+            blk[ri][mi] = s, blk_aq[ri][mi] = sa, blk_floor[ri][mi] = fb / bw * 1e6;
+        }
+    printf("\n%s block (qkv+o+gate_up+down): median us [cuBLAS f16 time / this, floor / this]\n", models[md].name);
+    printf("floor: packed weight + scale + zero-point bytes at the copy bandwidth (activations not counted);\n"
+           "+aq: the row with its per-token activation quantization from fp16 in front, timed as one pair;\n"
+           "act-quant-*: the quantizer alone, its floor = fp16 read + code and scale write\n");
+    printf("%-26s", "variant");
+    for (int mi = 0; mi < o->n_m; mi++) {
+        char h[24];
+        snprintf(h, sizeof h, "M=%d", o->ms[mi]);
+        printf(" %22s", h);
+    }
+    printf("\n");
+    for (int ri = 0; ri < nr; ri++) {
+        const bench_row *r = &rows[ri];
+        printf("%-26s", r->name);
+        for (int mi = 0; mi < o->n_m; mi++)
+            print_cell(blk[ri][mi], r->kind == ROW_ACTQ ? NAN : blk[0][mi] / blk[ri][mi],
+                       blk_floor[ri][mi] / blk[ri][mi]);
+        printf("\n");
+        if (r->kind == ROW_VARIANT && r->aqk != AQK_NONE) {
+            char name[64];
+            snprintf(name, sizeof name, "%s +aq", r->name);
+            printf("%-26s", name);
+            for (int mi = 0; mi < o->n_m; mi++)
+                print_cell(blk_aq[ri][mi], blk[0][mi] / blk_aq[ri][mi], blk_floor[ri][mi] / blk_aq[ri][mi]);
+            printf("\n");
+        }
+    }
+    int any = 0;
+    for (int ri = 0; ri < nr; ri++) any |= rows[ri].kind == ROW_VARIANT && rows[ri].aqk != AQK_NONE;
+    if (!any) return;
+    printf("activation quantization share of the +aq time ((+aq - GEMM alone) / +aq)\n");
+    for (int ri = 0; ri < nr; ri++) {
+        const bench_row *r = &rows[ri];
+        if (r->kind != ROW_VARIANT || r->aqk == AQK_NONE) continue;
+        printf("%-26s", r->name);
+        for (int mi = 0; mi < o->n_m; mi++) {
+            const double sh = (blk_aq[ri][mi] - blk[ri][mi]) / blk_aq[ri][mi];
+            if (isfinite(sh))
+                printf(" %21.1f%%", 100.0 * sh);
+            else
+                printf(" %22s", "-");
+        }
+        printf("\n");
+    }
+}
+
 int qv_cmd_bench(int argc, char **argv)
 {
-    bench_opts o = {.glob = NULL, .model_mask = 3, .n_m = 0, .runs = 50, .warmup = 5, .out = NULL};
+    static bench_opts o;
+    memset(&o, 0, sizeof o);
+    o.model_mask = 3, o.runs = 50, o.warmup = 5;
     for (int i = 0; i < (int)(sizeof default_m / sizeof default_m[0]); i++) o.ms[o.n_m++] = default_m[i];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -348,7 +636,8 @@ int qv_cmd_bench(int argc, char **argv)
             usage(stdout);
             return 0;
         } else if (!strcmp(a, "--variant") && val) {
-            o.glob = val, i++;
+            if (parse_globs(val, &o)) return 2;
+            o.variant_arg = val, i++;
         } else if (!strcmp(a, "--model") && val) {
             if (!strcmp(val, "llama2-7b")) o.model_mask = 1;
             else if (!strcmp(val, "llama3-70b")) o.model_mask = 2;
@@ -374,20 +663,15 @@ int qv_cmd_bench(int argc, char **argv)
         }
     }
 
-    const qv_variant *list[MAX_VARIANTS];
-    int nv = 0;
     const qv_variant *ref = qv_variant_find("cublas-f16");
     if (!ref || !ref->launch) {
         fprintf(stderr, "qvet bench: the registry has no cublas-f16 row to compare with\n");
         return 2;
     }
-    list[nv++] = ref;
-    for (int i = 0; i < qv_registry_count() && nv < MAX_VARIANTS; i++) {
-        const qv_variant *v = qv_registry_get(i);
-        if (v != ref && v->launch && qv_variant_match(v, o.glob)) list[nv++] = v;
-    }
-    if (nv == 1 && o.glob && !qv_variant_match(ref, o.glob)) {
-        fprintf(stderr, "qvet bench: no row with a GPU kernel matches '%s'\n", o.glob);
+    static bench_row rows[MAX_ROWS];
+    const int nr = collect_rows(&o, ref, rows);
+    if (nr == 1 && o.n_globs && !opts_match(&o, ref)) {
+        fprintf(stderr, "qvet bench: no row with a GPU kernel matches '%s'\n", o.variant_arg);
         return 2;
     }
 
@@ -411,6 +695,8 @@ int qv_cmd_bench(int argc, char **argv)
         write_run_line(jf, argc, argv, &gi);
     }
 
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     double bw;
     qv_bench_timing ct;
     qv_status st = qv_bench_copy_bandwidth((size_t)1 << 30, 20, &bw, &ct);
@@ -426,78 +712,47 @@ int qv_cmd_bench(int argc, char **argv)
                     "\"median_us\":%.3f,\"p10_us\":%.3f,\"p90_us\":%.3f,\"runs\":%d,\"bytes_per_s\":%.6g}\n",
                 ct.median_us, ct.p10_us, ct.p90_us, ct.runs, bw);
 
-    /* block[v][model][mi]: the sum of the four layers' medians. */
-    static double layer_t[MAX_VARIANTS][N_MODELS][N_LAYERS][MAX_M];
-    static double block[MAX_VARIANTS][N_MODELS][MAX_M];
-    double floor_block[N_MODELS][MAX_VARIANTS];
-    for (int vi = 0; vi < nv; vi++) {
-        const qv_variant *v = list[vi];
+    for (int ri = 0; ri < nr; ri++) {
+        const bench_row *r = &rows[ri];
         for (int md = 0; md < N_MODELS; md++) {
             if (!(o.model_mask & (1 << md))) continue;
-            floor_block[md][vi] = 0;
             for (int li = 0; li < N_LAYERS; li++) {
                 const bench_layer *L = &models[md].layers[li];
                 qv_bench_timing tm[MAX_M];
-                st = bench_layer_run(v, L, &o, jf, models[md].name, bw, vi ? layer_t[0][md][li] : NULL,
-                                     layer_t[vi][md][li], tm);
+                double *tu = t_us[ri][md][li], *ta = t_aq_us[ri][md][li];
+                for (int mi = 0; mi < o.n_m; mi++) ta[mi] = NAN;
+                st = r->kind == ROW_VARIANT ? bench_layer_run(r, L, &o, tu, ta, tm) : bench_other_run(r, L, &o, tu, tm);
                 if (st != QV_OK) {
-                    fprintf(stderr, "qvet bench: %s %s %s: %s\n", v->name, models[md].name, L->name, qv_errmsg());
+                    fprintf(stderr, "qvet bench: %s %s %s: %s\n", r->name, models[md].name, L->name, qv_errmsg());
                     if (jf) fclose(jf);
                     return qv_status_exit_code(st);
                 }
-                floor_block[md][vi] += (double)weight_total(weight_sizes(v, L->n, L->k)) / bw * 1e6;
-            }
-            for (int mi = 0; mi < o.n_m; mi++) {
-                double s = 0;
-                for (int li = 0; li < N_LAYERS; li++) s += layer_t[vi][md][li][mi];
-                block[vi][md][mi] = s;
-                if (jf && isfinite(s)) {
-                    fprintf(jf, "{\"kind\":\"bench\",\"variant\":");
-                    qv_json_fput_str(jf, v->name);
-                    fprintf(jf, ",\"model\":\"%s\",\"layer\":\"block\",\"m\":%d,\"n\":0,\"k\":0,\"median_us\":%.3f,"
-                                "\"p10_us\":null,\"p90_us\":null,\"runs\":%d,\"floor_us\":%.3f,"
-                                "\"floor_fraction\":%.4f,\"vs_cublas\":",
-                            models[md].name, o.ms[mi], s, o.runs, floor_block[md][vi], floor_block[md][vi] / s);
-                    if (isfinite(block[0][md][mi]))
-                        fprintf(jf, "%.4f}\n", block[0][md][mi] / s);
-                    else
-                        fprintf(jf, "null}\n");
+                for (int mi = 0; mi < o.n_m; mi++) {
+                    floor_b[ri][md][li][mi] = row_floor_bytes(r, o.ms[mi], L->n, L->k);
+                    emit(jf, r, models[md].name, L->name, o.ms[mi], L->n, L->k, tu[mi], &tm[mi], o.runs,
+                         floor_b[ri][md][li][mi], bw, t_us[0][md][li][mi], ta[mi]);
                 }
             }
+            for (int mi = 0; mi < o.n_m; mi++) {
+                double s = 0, sa = 0, fb = 0, ref_s = 0;
+                for (int li = 0; li < N_LAYERS; li++) {
+                    s += t_us[ri][md][li][mi];
+                    sa += t_aq_us[ri][md][li][mi];
+                    fb += floor_b[ri][md][li][mi];
+                    ref_s += t_us[0][md][li][mi];
+                }
+                emit(jf, r, models[md].name, "block", o.ms[mi], 0, 0, s, NULL, o.runs, fb, bw, ref_s, sa);
+            }
         }
+        printf("timed %s\n", r->name);
         fflush(stdout);
     }
     if (jf) fclose(jf);
 
-    /* The table: per model, one line per row; each cell is the block's median
-     * µs and cuBLAS fp16 time / this time; the last column is the fraction of
-     * the weight-read floor at the smallest M. */
-    for (int md = 0; md < N_MODELS; md++) {
-        if (!(o.model_mask & (1 << md))) continue;
-        printf("\n%s block (qkv+o+gate_up+down): median us [cuBLAS f16 time / this], floor fraction at M=%d\n",
-               models[md].name, o.ms[0]);
-        printf("%-28s", "variant");
-        for (int mi = 0; mi < o.n_m; mi++) {
-            char h[24];
-            snprintf(h, sizeof h, "M=%d", o.ms[mi]);
-            printf(" %-17s", h);
-        }
-        printf("  floor\n");
-        for (int vi = 0; vi < nv; vi++) {
-            printf("%-28s", list[vi]->name);
-            for (int mi = 0; mi < o.n_m; mi++) {
-                double t = block[vi][md][mi], r = block[0][md][mi] / t;
-                if (isfinite(t))
-                    printf(" %9.1f [%5.2fx]", t, r);
-                else
-                    printf(" %17s", "-");
-            }
-            double t0 = block[vi][md][0];
-            if (isfinite(t0))
-                printf("  %4.0f%%\n", 100.0 * floor_block[md][vi] / t0);
-            else
-                printf("  -\n");
-        }
-    }
+    for (int md = 0; md < N_MODELS; md++)
+        if (o.model_mask & (1 << md)) print_table(&o, rows, nr, md, bw);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("\nqvet bench: %d rows x %d M values, %d timed launches per point: %.0f s\n", nr, o.n_m, o.runs,
+           (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     return 0;
 }

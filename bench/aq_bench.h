@@ -1,0 +1,38 @@
+/* aq_bench.h: the activation-quantized family's parts of `qvet bench`
+ * (bench/aq_bench.c), used by bench/cmd_bench.c: the cuBLASLt W8A8 baselines
+ * and the timing of the activation quantizer alone. Internal to bench/.
+ * Rule: every timing here is taken the way bench.h says (CUDA events, median,
+ * weights rotated past the L2), so it sits in the same table as the rows. */
+#ifndef QVET_BENCH_AQ_BENCH_H
+#define QVET_BENCH_AQ_BENCH_H
+
+#include "qvet/bench.h"
+#include "qvet/formats.h"
+#include "qvet/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* cuBLASLt W8A8 on one layer: D (m, n) = A (m, k) x W (n, k)^T with
+ * fp8 != 0: e4m3 x e4m3 -> f16, per-tensor scales (device 1.0f), fp32 compute
+ * and the default (promoted) accumulation; fp8 == 0: int8 x int8 -> int32.
+ * Times every M of ms[n_m] after `warmup` launches, `runs` timed, weights
+ * rotated through enough copies to exceed twice the 60 MB L2. t[i] gets the
+ * timing of ms[i]; ok[i] is 0 where cuBLASLt has no algorithm or the launch
+ * failed (the message goes to stderr, the other M values still run). Returns
+ * an error only for an allocation or CUDA failure outside the launches. */
+qv_status qv_bench_lt_layer(int fp8, int n, int k, const int *ms, int n_m, int warmup, int runs,
+                            qv_bench_timing *t, int *ok);
+
+/* The per-token activation quantizer (gemm.h qv_act_quant) alone:
+ * rows x cols fp16 activations -> qfmt codes and (rows) f32 scales, for each
+ * rows of rows_list[n] (one buffer sized for the largest). t[i] gets the timing
+ * of rows_list[i]. */
+qv_status qv_bench_act_quant(qv_fmt qfmt, const int *rows_list, int n, int cols, int warmup, int runs,
+                             qv_bench_timing *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

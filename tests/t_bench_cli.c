@@ -1,0 +1,125 @@
+/* t_bench_cli.c: `qvet bench` as a user runs it, where no timing is involved:
+ * every bad option is refused with a message on stderr and exit 2 before any
+ * GPU work, and on a machine without a GPU the command says so and exits 3
+ * without writing its --out file. The binary is $QVET_BIN, or ../qvet next to
+ * this test's folder (BUILD/qvet for BUILD/tests/t_bench_cli). The timings
+ * themselves need the H200 (README, bench/RESULTS.md). */
+#include <check.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "support/run.h"
+
+static char qvet_bin[4096];
+
+static void find_qvet(void)
+{
+    const char *env = getenv("QVET_BIN");
+    if (env && *env) {
+        snprintf(qvet_bin, sizeof qvet_bin, "%s", env);
+        return;
+    }
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        snprintf(qvet_bin, sizeof qvet_bin, "build/qvet");
+        return;
+    }
+    self[n] = '\0';
+    snprintf(qvet_bin, sizeof qvet_bin, "%s/../qvet", dirname(self));
+}
+
+/* The driver's files, looked at without a CUDA call. */
+static int have_device(void) { return access("/dev/nvidia0", F_OK) == 0 || access("/dev/nvidiactl", F_OK) == 0; }
+
+START_TEST(help)
+{
+    run_result r = run_program(qvet_bin, (const char *[]){"bench", "--help", NULL});
+    ck_assert_int_eq(r.rc, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "usage: qvet bench"));
+    /* the activation-quantized family's baselines and the comma-separated globs */
+    ck_assert_ptr_nonnull(strstr(r.out, "cuBLASLt fp8 and int8"));
+    ck_assert_ptr_nonnull(strstr(r.out, "'qqq-*,w8a8-*'"));
+    ck_assert_str_eq(r.err, "");
+    run_free(&r);
+}
+END_TEST
+
+/* Each bad option: exit 2, the quoted words on stderr, nothing on stdout. */
+static const struct bad_opt {
+    const char *args[6];
+    const char *says;
+} bad_opts[] = {
+    {{"bench", "--model", "llama-1", NULL}, "--model must be llama2-7b, llama3-70b or all"},
+    {{"bench", "--m", "1,0", NULL}, "--m"},
+    {{"bench", "--m", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17", NULL}, "at most 16 values"},
+    {{"bench", "--m", ",", NULL}, "--m needs at least one value"},
+    {{"bench", "--runs", "0", NULL}, "--runs"},
+    {{"bench", "--runs", "many", NULL}, "--runs"},
+    {{"bench", "--variant", "no-such-row*", NULL}, "no row with a GPU kernel matches 'no-such-row*'"},
+    {{"bench", "--variant", "nothing-a,nothing-b", NULL}, "matches 'nothing-a,nothing-b'"},
+    {{"bench", "--variant", ",,", NULL}, "--variant needs at least one pattern"},
+    {{"bench", "--variant", "a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q", NULL}, "at most 16 patterns"},
+    {{"bench", "--frobnicate", NULL}, "unknown option or missing value: --frobnicate"},
+    {{"bench", "--runs", NULL}, "unknown option or missing value: --runs"},
+};
+
+START_TEST(bad_option)
+{
+    const struct bad_opt *b = &bad_opts[_i];
+    run_result r = run_program(qvet_bin, b->args);
+    ck_assert_msg(r.rc == 2, "case %d: exit %d, expected 2 (stderr: %s)", _i, r.rc, r.err);
+    ck_assert_msg(strstr(r.err, b->says) != NULL, "case %d: stderr lacks '%s': %s", _i, b->says, r.err);
+    ck_assert_msg(strstr(r.out, "device:") == NULL, "case %d: timing started: %s", _i, r.out);
+    run_free(&r);
+}
+END_TEST
+
+/* Without a GPU: a clear message, exit 3, and no --out file left behind. */
+START_TEST(no_device)
+{
+    if (have_device()) {
+        printf("no_device: a GPU is present, the no-device path is not reachable here\n");
+        return;
+    }
+    char dir[] = "/tmp/qvet_bench_cli_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char out[256];
+    snprintf(out, sizeof out, "%s/bench.jsonl", dir);
+    const char *const sets[][8] = {
+        {"bench", NULL},
+        {"bench", "--variant", "qqq-*,w8a8-*", "--m", "1,16", "--out", out, NULL},
+        {"bench", "--variant", "marlin-w4a16-ch-f16", "--model", "llama3-70b", "--runs", "3", NULL},
+    };
+    for (int i = 0; i < 3; i++) {
+        run_result r = run_program(qvet_bin, sets[i]);
+        ck_assert_msg(r.rc == 3, "set %d: exit %d, expected 3 (stderr: %s)", i, r.rc, r.err);
+        ck_assert_msg(strstr(r.err, "qvet bench: no CUDA device") != NULL, "set %d: stderr: %s", i, r.err);
+        ck_assert_str_eq(r.out, "");
+        run_free(&r);
+    }
+    ck_assert_msg(access(out, F_OK) != 0, "%s was written without a device", out);
+    rmdir(dir);
+}
+END_TEST
+
+int main(void)
+{
+    find_qvet();
+    printf("qvet binary: %s\n", qvet_bin);
+    Suite *s = suite_create("bench_cli");
+    TCase *tc = tcase_create("cli");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, help);
+    tcase_add_loop_test(tc, bad_option, 0, (int)(sizeof bad_opts / sizeof bad_opts[0]));
+    tcase_add_test(tc, no_device);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
