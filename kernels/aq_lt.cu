@@ -364,9 +364,8 @@ qv_status lt_lookup(const lt_key &key, lt_entry **out)
     int count = 0;
     s = cublasLtMatmulAlgoGetHeuristic(g_lt, g_desc, e->la, e->lb, e->lc, e->lc, pref, 1, &h, &count);
     cublasLtMatmulPreferenceDestroy(pref);
-    /* NOT_SUPPORTED (or no result) means no algorithm for this shape: the mma
-     * kernel takes it. Any other failure is an environment error. */
-    if (s != CUBLAS_STATUS_SUCCESS && s != CUBLAS_STATUS_NOT_SUPPORTED) return lt_fail(s, "heuristic");
+    /* Any failure or no result means cuBLASLt does not take this shape: the
+     * mma kernel does, with the same arithmetic. */
     e->found = s == CUBLAS_STATUS_SUCCESS && count > 0 && h.state == CUBLAS_STATUS_SUCCESS;
     if (e->found) e->algo = h.algo;
     e->key = key;
@@ -446,7 +445,7 @@ qv_status aq_lt_try(int kind, const aq_params &p, const qv_gemm_args *a, size_t 
     const int32_t one = 1, zero = 0;
     for (int ci = 0; ci < pl.chunks; ci++) {
         const int n0 = ci * pl.nc, w = ci == pl.chunks - 1 ? wlast : pl.nc;
-        const lt_entry *e = w == pl.nc ? e_full : e_last;
+        lt_entry *e = w == pl.nc ? e_full : e_last;
         const int8_t *wchunk;
         if (qqq) {
             int8_t *dst = bbuf[ci & 1];
@@ -464,9 +463,14 @@ qv_status aq_lt_try(int kind, const aq_params &p, const qv_gemm_args *a, size_t 
         }
         const cublasStatus_t s = cublasLtMatmul(g_lt, g_desc, &one, wchunk, e->la, p.a, e->lb, &zero, c32, e->lc,
                                                 c32, e->lc, &e->algo, base, LT_WS_BYTES, st);
-        if (s != CUBLAS_STATUS_SUCCESS)
-            return qv_fail(QV_ERR_CUDA, "%s: cublasLtMatmul int8 (m=%d, n=%d of %d, k=%d): %s", name, p.m, w, p.n,
-                           p.k, cublasLtGetStatusString(s));
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            /* cuBLASLt refused the call (its status, not a CUDA error): the shape
+             * goes to the mma kernel from now on, which rewrites every output
+             * this launch may already have stored. */
+            e->found = false;
+            QV_CUDA_TRY(cudaGetLastError(), "cublasLtMatmul launch");
+            return QV_OK;
+        }
         QV_CUDA_TRY(cudaGetLastError(), "cublasLtMatmul launch");
         const dim3 eg((unsigned)((w / 2 + EP_THREADS - 1) / EP_THREADS), (unsigned)min(p.m, GRID_YZ_MAX));
         switch (kind) {
