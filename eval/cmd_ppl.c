@@ -171,12 +171,14 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Creates a row's backend; a variant without one is skipped, not an error. */
-static void row_setup(ppl_row *w, const qv_llama *m, int backend)
+/* Creates a row's backend, ready for chunks of ctx tokens; a variant without
+ * one is skipped, not an error. */
+static void row_setup(ppl_row *w, const qv_llama *m, int backend, int ctx)
 {
     if (!w->v) return;
     qv_status st = backend == BK_GPU ? qv_linear_variant_gpu(w->v, m, &w->lb)
                                      : qv_linear_variant_cpu(w->v, m, backend == BK_CPU, &w->lb);
+    if (st == QV_OK && (st = qv_linear_backend_prepare(&w->lb, ctx)) != QV_OK) qv_linear_backend_free(&w->lb);
     if (st != QV_OK) {
         w->state = ROW_SKIPPED;
         snprintf(w->why, sizeof w->why, "%s", qv_errmsg());
@@ -204,11 +206,11 @@ static int evaluate(const ppl_run *r, const qv_llama *m, const char *glob, int b
         w->ref = calloc((size_t)L, sizeof(double));
         if (!w->err || !w->ref) { rc = fail_exit(qv_fail(QV_ERR_NOMEM, "no memory")); goto done; }
         double ts = now_s();
-        row_setup(w, m, backend);
+        row_setup(w, m, backend, r->ctx);
         w->setup_s = now_s() - ts;
         if (w->v)
             fprintf(stderr, "ppl: [%d/%d] %s: %s in %.2f s (elapsed %.1f s)\n", k, n_rows - 1, w->v->name,
-                    w->state == ROW_OK ? "weights quantized" : "skipped", w->setup_s, now_s() - t0);
+                    w->state == ROW_OK ? "ready" : "skipped", w->setup_s, now_s() - t0);
     }
     for (int ci = 0; ci < r->chunks_done; ci++) {
         double tc = now_s();

@@ -34,5 +34,7 @@ void ev_ppl_base_stats(struct qv_ppl_base *b);
 
 /* Releases a GPU backend's context (eval/linear_gpu.c). */
 void ev_gpu_free_ctx(void *ctx);
+/* Uploads every layer of a GPU backend for t activation rows. */
+qv_status ev_gpu_prepare(void *ctx, int t);
 
 #endif

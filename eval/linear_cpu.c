@@ -29,6 +29,19 @@ typedef struct cpu_ctx {
     int exact;
     int n_layers;
     cpu_lin *lin;       /* (n_layers * QV_LIN_COUNT) */
+    /* Per-call scratch, sized for cap_m rows of the widest layer. */
+    int cap_m;
+    int64_t cap_k, cap_n;   /* padded k and n of the widest layers */
+    void *a;                /* (cap_m, cap_k) activation codes of v->afmt */
+    float *a_scale;         /* (cap_m, ceil(cap_k / 128)) activation scales */
+    int32_t *azp;           /* (cap_m) activation zero points */
+    float *a_f32;           /* fast path: (cap_m, cap_k) dequantized activations */
+    float *yy;              /* fast path: (cap_m, cap_n) product before the output cast */
+    /* What the scratch activations hold: the input x of layer `layer`'s input
+     * group (Q/K/V, O, gate/up, down) for t rows, padded to k. */
+    const float *st_x;
+    int st_layer, st_group, st_m;
+    int64_t st_k;
 } cpu_ctx;
 
 static float out_value(qv_fmt f, const void *buf, int64_t i)
@@ -50,32 +63,63 @@ static float out_round(qv_fmt f, float x)
     }
 }
 
-/* A per-call problem: the stored weights with fresh activation buffers for t rows. */
-static qv_status acts_problem(const qv_problem *w, int t, qv_problem *pp)
+/* 128: the token-block width of QV_ASCALE_TOKEN_BLOCK, the finest activation
+ * scale layout, so (m, ceil(k/128)) scales cover every layout. */
+#define ASCALE_BLOCK 128
+
+static void free_scratch(cpu_ctx *c)
 {
-    *pp = *w;
-    pp->m = t;
-    qv_problem tmp;
-    QV_TRY(qv_problem_create(&tmp, w->v, t, w->n, w->k));
-    pp->a = tmp.a; pp->a_scale = tmp.a_scale; pp->azp = tmp.azp;
-    tmp.a = NULL; tmp.a_scale = NULL; tmp.azp = NULL;
-    qv_problem_destroy(&tmp);
+    free(c->a); free(c->a_scale); free(c->azp); free(c->a_f32); free(c->yy);
+    c->a = NULL; c->a_scale = NULL; c->azp = NULL; c->a_f32 = NULL; c->yy = NULL;
+    c->cap_m = 0;
+    c->st_x = NULL;
+}
+
+/* Sizes the scratch for t rows (a no-op when it is large enough). */
+static qv_status scratch(cpu_ctx *c, int t)
+{
+    if (c->cap_m >= t) return QV_OK;
+    free_scratch(c);
+    size_t ak = (size_t)t * (size_t)c->cap_k, on = (size_t)t * (size_t)c->cap_n;
+    c->a = malloc(ak * qv_fmt_storage_bytes(c->v->afmt));
+    c->a_scale = malloc(sizeof(float) * (size_t)t * (size_t)((c->cap_k + ASCALE_BLOCK - 1) / ASCALE_BLOCK));
+    c->azp = malloc(sizeof(int32_t) * (size_t)t);
+    if (!c->exact) {
+        c->a_f32 = malloc(sizeof(float) * ak);
+        c->yy = malloc(sizeof(float) * on);
+    }
+    if (!c->a || !c->a_scale || !c->azp || (!c->exact && (!c->a_f32 || !c->yy))) {
+        free_scratch(c);
+        return qv_fail(QV_ERR_NOMEM, "no memory for the activations of %d tokens", t);
+    }
+    c->cap_m = t;
     return QV_OK;
 }
 
-static void acts_free(qv_problem *pp)
+/* The per-call problem: the layer's weights with the scratch activations of t rows. */
+static qv_problem call_problem(const cpu_ctx *c, const cpu_lin *L, int t)
 {
-    free(pp->a);
-    free(pp->a_scale);
-    free(pp->azp);
+    qv_problem pp = L->w;
+    pp.m = t;
+    pp.a = c->a;
+    pp.a_scale = c->v->act_scale != QV_ASCALE_NONE ? c->a_scale : NULL;
+    pp.azp = c->v->azp != QV_AZP_NONE ? c->azp : NULL;
+    return pp;
 }
 
-/* Dequantized activations (t, k) f32 of a problem's activation codes. */
-static void acts_f32(const qv_problem *p, float *out)
+typedef struct acts_job {
+    const qv_problem *p;
+    float *out;             /* (m, k) */
+} acts_job;
+
+/* Dequantized activations of rows [lo, hi) of a problem's activation codes. */
+static void acts_rows(void *vj, int64_t lo, int64_t hi)
 {
+    const acts_job *j = vj;
+    const qv_problem *p = j->p;
     const qv_variant *v = p->v;
-    int64_t nkb = (p->k + 127) / 128; /* 128: the token-block width of QV_ASCALE_TOKEN_BLOCK */
-    for (int64_t i = 0; i < p->m; i++)
+    int64_t nkb = (p->k + ASCALE_BLOCK - 1) / ASCALE_BLOCK;
+    for (int64_t i = lo; i < hi; i++)
         for (int64_t kk = 0; kk < p->k; kk++) {
             double a = qv_problem_a(p, i, kk), s = 1.0;
             if (v->azp == QV_AZP_TOKEN) a -= p->azp[i];
@@ -84,45 +128,87 @@ static void acts_f32(const qv_problem *p, float *out)
             case QV_ASCALE_NONE: break;
             case QV_ASCALE_TENSOR: s = p->a_scale[0]; break;
             case QV_ASCALE_TOKEN: s = p->a_scale[i]; break;
-            case QV_ASCALE_TOKEN_BLOCK: s = p->a_scale[i * nkb + kk / 128]; break;
+            case QV_ASCALE_TOKEN_BLOCK: s = p->a_scale[i * nkb + kk / ASCALE_BLOCK]; break;
             }
-            out[i * p->k + kk] = (float)(a * s);
+            j->out[i * p->k + kk] = (float)(a * s);
         }
+}
+
+typedef struct out_job {
+    qv_fmt ofmt;
+    int exact;
+    const void *out;        /* exact: (t, n_pad) codes; fast: (t, n_pad) f32 products */
+    int64_t n_pad;
+    int n;
+    float *y;               /* (t, n) */
+} out_job;
+
+/* Output rows [lo, hi) as f32: the codes decoded, or the products rounded. */
+static void out_rows(void *vj, int64_t lo, int64_t hi)
+{
+    const out_job *j = vj;
+    for (int64_t i = lo; i < hi; i++)
+        for (int c = 0; c < j->n; c++) {
+            int64_t at = i * j->n_pad + c;
+            j->y[(size_t)i * j->n + c] = j->exact ? out_value(j->ofmt, j->out, at)
+                                                  : out_round(j->ofmt, ((const float *)j->out)[at]);
+        }
+}
+
+/* The input group of a linear layer: the layers of one group read the same input. */
+static int input_group(qv_llama_lin which)
+{
+    switch (which) {
+    case QV_LIN_Q: case QV_LIN_K: case QV_LIN_V: return 0;
+    case QV_LIN_O: return 1;
+    case QV_LIN_GATE: case QV_LIN_UP: return 2;
+    default: return 3;
+    }
 }
 
 static qv_status cpu_run(void *vctx, const qv_llama *m, int layer, qv_llama_lin which, const float *x, int t, float *y)
 {
     cpu_ctx *c = vctx;
     cpu_lin *L = &c->lin[layer * QV_LIN_COUNT + which];
-    qv_problem pp;
-    QV_TRY(acts_problem(&L->w, t, &pp));
-    qv_status st = qv_quantize_acts(&pp, x, t, L->k);
-    int64_t np_ = pp.n, kp = pp.k;
-    if (st == QV_OK && c->exact) {
-        void *out = malloc((size_t)qv_problem_out_bytes(&pp));
-        if (!out) st = qv_fail(QV_ERR_NOMEM, "no memory for a layer output");
-        else st = ref_model_run(&pp, out);
-        if (st == QV_OK)
-            for (int i = 0; i < t; i++)
-                for (int j = 0; j < L->n; j++) y[(size_t)i * L->n + j] = out_value(c->v->ofmt, out, (int64_t)i * np_ + j);
-        free(out);
-    } else if (st == QV_OK) {
-        float *a = malloc(sizeof(float) * (size_t)(t * kp)), *yy = malloc(sizeof(float) * (size_t)(t * np_));
-        if (!a || !yy) st = qv_fail(QV_ERR_NOMEM, "no memory for a layer output");
-        else {
-            acts_f32(&pp, a);
-            /* yy (t, np) = a (t, kp) . w_eff (kp, np) */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, (int)np_, (int)kp, 1.0f, a, (int)kp, L->w_eff,
-                        (int)np_, 0.0f, yy, (int)np_);
-            for (int i = 0; i < t; i++)
-                for (int j = 0; j < L->n; j++) y[(size_t)i * L->n + j] = out_round(c->v->ofmt, yy[(size_t)i * np_ + j]);
-        }
-        free(a);
-        free(yy);
-    }
-    acts_free(&pp);
     (void)m;
-    return st;
+    QV_TRY(scratch(c, t));
+    qv_problem pp = call_problem(c, L, t);
+    int64_t np_ = pp.n, kp = pp.k;
+    int group = input_group(which);
+    /* K and V reuse the codes of Q, up those of gate (the same input); only
+     * the second and third layer of a group reuse, so a stale input (a forward
+     * pass that stopped part way) is never reused. */
+    int follower = which == QV_LIN_K || which == QV_LIN_V || which == QV_LIN_UP;
+    if (!(follower && c->st_x == x && c->st_layer == layer && c->st_group == group && c->st_m == t &&
+          c->st_k == kp)) {
+        c->st_x = NULL;
+        QV_TRY(qv_quantize_acts(&pp, x, t, L->k));
+        if (!c->exact) {
+            acts_job aj = {&pp, c->a_f32};
+            ev_parallel_for(t, ev_grain(t, 8), acts_rows, &aj);
+        }
+        c->st_x = x;
+        c->st_layer = layer;
+        c->st_group = group;
+        c->st_m = t;
+        c->st_k = kp;
+    }
+    out_job oj = {c->v->ofmt, c->exact, NULL, np_, L->n, y};
+    if (c->exact) {
+        void *out = malloc((size_t)qv_problem_out_bytes(&pp));
+        if (!out) return qv_fail(QV_ERR_NOMEM, "no memory for a layer output");
+        qv_status st = ref_model_run(&pp, out);
+        oj.out = out;
+        if (st == QV_OK) ev_parallel_for(t, ev_grain(t, 8), out_rows, &oj);
+        free(out);
+        return st;
+    }
+    /* yy (t, np) = a (t, kp) . w_eff (kp, np) */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, (int)np_, (int)kp, 1.0f, c->a_f32, (int)kp, L->w_eff,
+                (int)np_, 0.0f, c->yy, (int)np_);
+    oj.out = c->yy;
+    ev_parallel_for(t, ev_grain(t, 8), out_rows, &oj);
+    return QV_OK;
 }
 
 static void cpu_free(cpu_ctx *c)
@@ -133,8 +219,35 @@ static void cpu_free(cpu_ctx *c)
             qv_problem_destroy(&c->lin[i].w);
             free(c->lin[i].w_eff);
         }
+    free_scratch(c);
     free(c->lin);
     free(c);
+}
+
+typedef struct quant_job {
+    cpu_ctx *c;
+    const qv_llama *m;
+    qv_status *st;          /* (n_layers * QV_LIN_COUNT) */
+    char (*msg)[256];       /* the message of each failed layer */
+} quant_job;
+
+/* Quantizes linear layers [lo, hi) (index = layer * QV_LIN_COUNT + which),
+ * and for the fast path dequantizes them again. */
+static void quant_layers(void *vj, int64_t lo, int64_t hi)
+{
+    const quant_job *j = vj;
+    for (int64_t i = lo; i < hi; i++) {
+        cpu_lin *L = &j->c->lin[i];
+        int l = (int)(i / QV_LIN_COUNT), w = (int)(i % QV_LIN_COUNT);
+        qv_llama_lin_shape(&j->m->c, (qv_llama_lin)w, &L->k, &L->n);
+        qv_status st = qv_quantize_weights(j->c->v, j->m->layers[l].w[w], L->n, L->k, 1, &L->w);
+        if (st == QV_OK && !j->c->exact) {
+            L->w_eff = malloc(sizeof(float) * (size_t)(L->w.k * L->w.n));
+            st = L->w_eff ? qv_problem_weight_f32(&L->w, L->w_eff) : qv_fail(QV_ERR_NOMEM, "no memory");
+        }
+        j->st[i] = st;
+        if (st != QV_OK) snprintf(j->msg[i], sizeof j->msg[i], "%s", qv_errmsg());
+    }
 }
 
 qv_status qv_linear_variant_cpu(const qv_variant *v, const qv_llama *m, int exact, qv_linear_backend *out)
@@ -146,28 +259,38 @@ qv_status qv_linear_variant_cpu(const qv_variant *v, const qv_llama *m, int exac
     c->v = v;
     c->exact = exact;
     c->n_layers = m->c.n_layers;
-    c->lin = calloc((size_t)c->n_layers * QV_LIN_COUNT, sizeof *c->lin);
-    if (!c->lin) { cpu_free(c); return qv_fail(QV_ERR_NOMEM, "no memory"); }
-    for (int l = 0; l < c->n_layers; l++)
-        for (int w = 0; w < QV_LIN_COUNT; w++) {
-            cpu_lin *L = &c->lin[l * QV_LIN_COUNT + w];
-            qv_llama_lin_shape(&m->c, (qv_llama_lin)w, &L->k, &L->n);
-            qv_status st = qv_quantize_weights(v, m->layers[l].w[w], L->n, L->k, 1, &L->w);
-            if (st == QV_OK && !exact) {
-                L->w_eff = malloc(sizeof(float) * (size_t)(L->w.k * L->w.n));
-                st = L->w_eff ? qv_problem_weight_f32(&L->w, L->w_eff) : qv_fail(QV_ERR_NOMEM, "no memory");
-            }
-            if (st != QV_OK) {
-                char what[160];
-                snprintf(what, sizeof what, "%s: layer %d", v->name, l);
-                cpu_free(c);
-                return ev_prefix(st, what);
-            }
-        }
+    int n_lin = c->n_layers * QV_LIN_COUNT;
+    c->lin = calloc((size_t)n_lin, sizeof *c->lin);
+    qv_status *st = calloc((size_t)n_lin, sizeof *st);
+    char (*msg)[256] = calloc((size_t)n_lin, sizeof *msg);
+    if (!c->lin || !st || !msg) {
+        free(st); free(msg); cpu_free(c);
+        return qv_fail(QV_ERR_NOMEM, "no memory");
+    }
+    quant_job j = {c, m, st, msg};
+    ev_parallel_for(n_lin, 1, quant_layers, &j);
+    qv_status bad = QV_OK;
+    for (int i = 0; i < n_lin && bad == QV_OK; i++)
+        if (st[i] != QV_OK)
+            bad = qv_fail(st[i], "%s: layer %d: %s", v->name, i / QV_LIN_COUNT, msg[i]);
+    for (int i = 0; i < n_lin && bad == QV_OK; i++) {
+        if (c->lin[i].w.k > c->cap_k) c->cap_k = c->lin[i].w.k;
+        if (c->lin[i].w.n > c->cap_n) c->cap_n = c->lin[i].w.n;
+    }
+    free(st);
+    free(msg);
+    if (bad != QV_OK) { cpu_free(c); return bad; }
     out->run = cpu_run;
     out->ctx = c;
     out->name = exact ? "cpu-model" : "cpu-fast";
     return QV_OK;
+}
+
+qv_status qv_linear_backend_prepare(qv_linear_backend *lb, int t)
+{
+    if (!lb || !lb->ctx) return qv_fail(QV_ERR_USAGE, "prepare: no backend");
+    if (lb->run == cpu_run) return scratch(lb->ctx, t);
+    return ev_gpu_prepare(lb->ctx, t);
 }
 
 void qv_linear_backend_free(qv_linear_backend *lb)

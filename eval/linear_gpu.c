@@ -1,10 +1,15 @@
 /* linear_gpu.c: the GPU backend (eval.h): every linear layer of the model runs
  * the variant's kernel through the GPU runner API (gpu.h). Weights are
- * quantized RTN on the host exactly as for the CPU backend, packed (qv_pack)
- * and uploaded once per layer; each call quantizes the activations on the host
- * (the same codes the CPU model sees), copies them to the device, poisons the
- * output, launches, checks the launch, and reads the output back. Makes no CUDA
- * call unless a device is present. */
+ * quantized RTN on the host exactly as for the CPU backend (all layers at
+ * once, on the thread pool), packed (qv_pack) and uploaded once per layer, at
+ * qv_linear_backend_prepare or at the first call. Each call quantizes the
+ * activations on the host (the same codes the CPU model sees; Q, K and V, and
+ * gate and up, share one quantization of their common input), then on one
+ * stream: copies them to the device, poisons the output from a device buffer
+ * of poison codes, launches, checks the launch, copies the output back, and
+ * waits once. Host staging buffers are pinned and allocated once per backend;
+ * no call allocates device memory. Makes no CUDA call unless a device is
+ * present. */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +33,34 @@ typedef struct gpu_ctx {
     const qv_variant *v;
     int n_layers;
     gpu_lin *lin;           /* (n_layers * QV_LIN_COUNT) */
+    /* Pinned host staging, sized for cap_m rows of the widest layer. */
+    int cap_m;
+    int64_t cap_k, cap_n;   /* padded k and n of the widest layers */
+    void *a_h;              /* (cap_m, cap_k) activation codes of v->afmt */
+    float *ascale_h;        /* (cap_m, ceil(cap_k / 128)) activation scales */
+    int32_t *azp_h;         /* (cap_m) activation zero points */
+    void *out_h;            /* (cap_m, cap_n) output codes of v->ofmt */
+    void *poison_d;         /* device: (cap_m, cap_n) poison codes of v->ofmt */
+    /* What the staged activations hold: the input x of layer `layer`'s input
+     * group (Q/K/V, O, gate/up, down) for t rows, padded to k. */
+    const float *st_x;
+    int st_layer, st_group, st_m;
+    int64_t st_k;
 } gpu_ctx;
+
+static void free_staging(gpu_ctx *c)
+{
+    if (c->a_h) cudaFreeHost(c->a_h);
+    if (c->ascale_h) cudaFreeHost(c->ascale_h);
+    if (c->azp_h) cudaFreeHost(c->azp_h);
+    if (c->out_h) cudaFreeHost(c->out_h);
+    if (c->poison_d) cudaFree(c->poison_d);
+    c->a_h = c->ascale_h = NULL;
+    c->azp_h = NULL;
+    c->out_h = c->poison_d = NULL;
+    c->cap_m = 0;
+    c->st_x = NULL;
+}
 
 void ev_gpu_free_ctx(void *vctx)
 {
@@ -39,81 +71,185 @@ void ev_gpu_free_ctx(void *vctx)
             if (c->lin[i].gp_m) qv_gpu_problem_free(&c->lin[i].gp);
             qv_problem_destroy(&c->lin[i].w);
         }
+    free_staging(c);
     free(c->lin);
     free(c);
 }
 
-static float out_value(qv_fmt f, const void *buf, int64_t i)
+/* 128: the token-block width of QV_ASCALE_TOKEN_BLOCK, the finest activation
+ * scale layout, so (m, ceil(k/128)) scales cover every layout. */
+#define ASCALE_BLOCK 128
+
+/* Sizes the staging buffers for t rows (a no-op when they are large enough). */
+static qv_status staging(gpu_ctx *c, int t)
 {
-    switch (f) {
-    case QV_FMT_F16: return qv_f16_to_f32(((const uint16_t *)buf)[i]);
-    case QV_FMT_BF16: return qv_bf16_to_f32(((const uint16_t *)buf)[i]);
-    default: return ((const float *)buf)[i];
-    }
+    if (c->cap_m >= t) return QV_OK;
+    free_staging(c);
+    const qv_variant *v = c->v;
+    size_t ak = (size_t)t * (size_t)c->cap_k, on = (size_t)t * (size_t)c->cap_n;
+    size_t es = qv_fmt_storage_bytes(v->ofmt);
+    QV_CUDA_TRY(cudaMallocHost(&c->a_h, ak * qv_fmt_storage_bytes(v->afmt)), "cudaMallocHost activations");
+    memset(c->a_h, 0, ak * qv_fmt_storage_bytes(v->afmt)); /* uploaded once with the weights, before any call fills it */
+    QV_CUDA_TRY(cudaMallocHost((void **)&c->ascale_h,
+                               sizeof(float) * (size_t)t * (size_t)((c->cap_k + ASCALE_BLOCK - 1) / ASCALE_BLOCK)),
+                "cudaMallocHost activation scales");
+    QV_CUDA_TRY(cudaMallocHost((void **)&c->azp_h, sizeof(int32_t) * (size_t)t), "cudaMallocHost zero points");
+    QV_CUDA_TRY(cudaMallocHost(&c->out_h, on * es), "cudaMallocHost output");
+    QV_CUDA_TRY(cudaMalloc(&c->poison_d, on * es), "cudaMalloc poison codes");
+    QV_TRY(qv_gpu_poison(c->poison_d, v->ofmt, (int64_t)on, NULL));
+    c->cap_m = t;
+    return QV_OK;
 }
 
-/* (Re)uploads the layer for t activation rows. pp: the per-call problem. */
-static qv_status upload_layer(gpu_lin *L, const qv_problem *pp, int t)
+/* The per-call problem: the layer's weights with the staged activations of t rows. */
+static qv_problem call_problem(const gpu_ctx *c, const gpu_lin *L, int t)
+{
+    qv_problem pp = L->w;
+    pp.m = t;
+    pp.a = c->a_h;
+    pp.a_scale = c->v->act_scale != QV_ASCALE_NONE ? c->ascale_h : NULL;
+    pp.azp = c->v->azp != QV_AZP_NONE ? c->azp_h : NULL;
+    return pp;
+}
+
+/* Packs and uploads a layer for t activation rows (after staging(c, t)). */
+static qv_status upload_layer(gpu_ctx *c, gpu_lin *L, int t)
 {
     if (L->gp_m) qv_gpu_problem_free(&L->gp);
     L->gp_m = 0;
+    qv_problem pp = call_problem(c, L, t);
     qv_packed pk;
     memset(&pk, 0, sizeof pk);
-    QV_TRY(qv_pack(pp, &pk));
-    qv_status st = qv_gpu_problem_upload(pp, &pk, &L->gp);
+    QV_TRY(qv_pack(&pp, &pk));
+    qv_status st = qv_gpu_problem_upload(&pp, &pk, &L->gp);
     qv_packed_destroy(&pk);
     if (st == QV_OK) L->gp_m = t;
     return st;
 }
 
-/* Checks a CUDA call inside gpu_call: records the error and leaves through `done`. */
+typedef struct out_job {
+    qv_fmt ofmt;
+    const void *out;        /* (t, n_pad) codes */
+    int64_t n_pad;
+    int n;
+    float *y;               /* (t, n) */
+} out_job;
+
+/* Output rows [lo, hi) as f32. */
+static void out_rows(void *vj, int64_t lo, int64_t hi)
+{
+    const out_job *j = vj;
+    for (int64_t i = lo; i < hi; i++) {
+        float *yi = j->y + (size_t)i * j->n;
+        int64_t base = i * j->n_pad;
+        switch (j->ofmt) {
+        case QV_FMT_F16:
+            for (int c = 0; c < j->n; c++) yi[c] = qv_f16_to_f32(((const uint16_t *)j->out)[base + c]);
+            break;
+        case QV_FMT_BF16:
+            for (int c = 0; c < j->n; c++) yi[c] = qv_bf16_to_f32(((const uint16_t *)j->out)[base + c]);
+            break;
+        default:
+            memcpy(yi, (const float *)j->out + base, sizeof(float) * (size_t)j->n);
+            break;
+        }
+    }
+}
+
+/* The input group of a linear layer: the layers of one group read the same input. */
+static int input_group(qv_llama_lin which)
+{
+    switch (which) {
+    case QV_LIN_Q: case QV_LIN_K: case QV_LIN_V: return 0;
+    case QV_LIN_O: return 1;
+    case QV_LIN_GATE: case QV_LIN_UP: return 2;
+    default: return 3;
+    }
+}
+
+/* Checks a CUDA call inside gpu_call: records the error and returns. */
 #define GPU_TRY(call, what)                                                    \
     do {                                                                       \
         int rc_ = (int)(call);                                                 \
-        if (rc_ != 0) { st = qv_cuda_fail(rc_, (what), __FILE__, __LINE__); goto done; } \
+        if (rc_ != 0) return qv_cuda_fail(rc_, (what), __FILE__, __LINE__);    \
     } while (0)
 
-static qv_status gpu_call(gpu_ctx *c, gpu_lin *L, const float *x, int t, float *y)
+static qv_status gpu_call(gpu_ctx *c, int layer, qv_llama_lin which, const float *x, int t, float *y)
 {
     const qv_variant *v = c->v;
-    qv_problem pp = L->w, tmp;
-    pp.m = t;
-    QV_TRY(qv_problem_create(&tmp, v, t, L->w.n, L->w.k));
-    pp.a = tmp.a; pp.a_scale = tmp.a_scale; pp.azp = tmp.azp;
-    void *out = NULL;
-    qv_status st = qv_quantize_acts(&pp, x, t, L->k);
-    if (st == QV_OK && L->gp_m != t) st = upload_layer(L, &pp, t);
-    if (st != QV_OK) goto done;
+    gpu_lin *L = &c->lin[layer * QV_LIN_COUNT + which];
+    QV_TRY(staging(c, t));
+    qv_problem pp = call_problem(c, L, t);
+    int group = input_group(which);
+    /* Only the second and third layer of a group reuse the codes, so a stale
+     * input (a forward pass that stopped part way) is never reused. */
+    int follower = which == QV_LIN_K || which == QV_LIN_V || which == QV_LIN_UP;
+    if (!(follower && c->st_x == x && c->st_layer == layer && c->st_group == group && c->st_m == t &&
+          c->st_k == pp.k)) {
+        c->st_x = NULL;
+        QV_TRY(qv_quantize_acts(&pp, x, t, L->k));
+        c->st_x = x;
+        c->st_layer = layer;
+        c->st_group = group;
+        c->st_m = t;
+        c->st_k = pp.k;
+    }
+    if (L->gp_m != t) QV_TRY(upload_layer(c, L, t));
     qv_gemm_args *a = &L->gp.args;
+    cudaStream_t s = (cudaStream_t)a->stream;
     size_t a_bytes = (size_t)t * (size_t)pp.k * qv_fmt_storage_bytes(v->afmt);
-    GPU_TRY(cudaMemcpy((void *)a->a, pp.a, a_bytes, cudaMemcpyHostToDevice), "upload activations");
+    GPU_TRY(cudaMemcpyAsync((void *)a->a, pp.a, a_bytes, cudaMemcpyHostToDevice, s), "upload activations");
     if (pp.a_scale)
-        GPU_TRY(cudaMemcpy((void *)a->a_scale, pp.a_scale, sizeof(float) * (size_t)qv_problem_ascale_count(&pp),
-                               cudaMemcpyHostToDevice), "upload activation scales");
+        GPU_TRY(cudaMemcpyAsync((void *)a->a_scale, pp.a_scale, sizeof(float) * (size_t)qv_problem_ascale_count(&pp),
+                                cudaMemcpyHostToDevice, s), "upload activation scales");
     if (pp.azp)
-        GPU_TRY(cudaMemcpy((void *)a->azp, pp.azp, sizeof(int32_t) * (size_t)(v->azp == QV_AZP_TOKEN ? t : 1),
-                               cudaMemcpyHostToDevice), "upload activation zero points");
-    if ((st = qv_gpu_poison(a->c, v->ofmt, (int64_t)t * pp.n, a->stream)) != QV_OK) goto done;
-    if ((st = v->launch(v, a)) != QV_OK) goto done;
-    GPU_TRY(cudaGetLastError(), "kernel launch");
-    GPU_TRY(cudaDeviceSynchronize(), "kernel execution");
+        GPU_TRY(cudaMemcpyAsync((void *)a->azp, pp.azp, sizeof(int32_t) * (size_t)(v->azp == QV_AZP_TOKEN ? t : 1),
+                                cudaMemcpyHostToDevice, s), "upload activation zero points");
     size_t out_bytes = (size_t)t * (size_t)pp.n * qv_fmt_storage_bytes(v->ofmt);
-    out = malloc(out_bytes);
-    if (!out) { st = qv_fail(QV_ERR_NOMEM, "no memory for a layer output"); goto done; }
-    GPU_TRY(cudaMemcpy(out, a->c, out_bytes, cudaMemcpyDeviceToHost), "download output");
-    for (int i = 0; i < t; i++)
-        for (int j = 0; j < L->n; j++) y[(size_t)i * L->n + j] = out_value(v->ofmt, out, (int64_t)i * pp.n + j);
-done:
-    free(out);
-    free(tmp.a); free(tmp.a_scale); free(tmp.azp);
-    return st;
+    GPU_TRY(cudaMemcpyAsync(a->c, c->poison_d, out_bytes, cudaMemcpyDeviceToDevice, s), "poison the output");
+    QV_TRY(v->launch(v, a));
+    GPU_TRY(cudaGetLastError(), "kernel launch");
+    GPU_TRY(cudaMemcpyAsync(c->out_h, a->c, out_bytes, cudaMemcpyDeviceToHost, s), "download output");
+    GPU_TRY(cudaStreamSynchronize(s), "kernel execution");
+    out_job j = {v->ofmt, c->out_h, pp.n, L->n, y};
+    ev_parallel_for(t, ev_grain(t, 8), out_rows, &j);
+    return QV_OK;
 }
 
 static qv_status gpu_run(void *vctx, const qv_llama *m, int layer, qv_llama_lin which, const float *x, int t, float *y)
 {
-    gpu_ctx *c = vctx;
     (void)m;
-    return gpu_call(c, &c->lin[layer * QV_LIN_COUNT + which], x, t, y);
+    return gpu_call(vctx, layer, which, x, t, y);
+}
+
+qv_status ev_gpu_prepare(void *vctx, int t)
+{
+    gpu_ctx *c = vctx;
+    if (t < 1) return qv_fail(QV_ERR_USAGE, "prepare: no rows");
+    QV_TRY(staging(c, t));
+    for (int i = 0; i < c->n_layers * QV_LIN_COUNT; i++)
+        if (c->lin[i].gp_m != t) QV_TRY(upload_layer(c, &c->lin[i], t));
+    return QV_OK;
+}
+
+typedef struct quant_job {
+    gpu_ctx *c;
+    const qv_llama *m;
+    qv_status *st;          /* (n_layers * QV_LIN_COUNT) */
+    char (*msg)[256];       /* the message of each failed layer */
+} quant_job;
+
+/* Quantizes linear layers [lo, hi) (index = layer * QV_LIN_COUNT + which). */
+static void quant_layers(void *vj, int64_t lo, int64_t hi)
+{
+    const quant_job *j = vj;
+    for (int64_t i = lo; i < hi; i++) {
+        gpu_lin *L = &j->c->lin[i];
+        int l = (int)(i / QV_LIN_COUNT), w = (int)(i % QV_LIN_COUNT);
+        qv_llama_lin_shape(&j->m->c, (qv_llama_lin)w, &L->k, &L->n);
+        j->st[i] = qv_quantize_weights(j->c->v, j->m->layers[l].w[w], L->n, L->k, 1, &L->w);
+        if (j->st[i] != QV_OK) snprintf(j->msg[i], sizeof j->msg[i], "%s", qv_errmsg());
+    }
 }
 
 qv_status qv_linear_variant_gpu(const qv_variant *v, const qv_llama *m, qv_linear_backend *out)
@@ -126,20 +262,27 @@ qv_status qv_linear_variant_gpu(const qv_variant *v, const qv_llama *m, qv_linea
     if (!c) return qv_fail(QV_ERR_NOMEM, "no memory");
     c->v = v;
     c->n_layers = m->c.n_layers;
-    c->lin = calloc((size_t)c->n_layers * QV_LIN_COUNT, sizeof *c->lin);
-    if (!c->lin) { ev_gpu_free_ctx(c); return qv_fail(QV_ERR_NOMEM, "no memory"); }
-    for (int l = 0; l < c->n_layers; l++)
-        for (int w = 0; w < QV_LIN_COUNT; w++) {
-            gpu_lin *L = &c->lin[l * QV_LIN_COUNT + w];
-            qv_llama_lin_shape(&m->c, (qv_llama_lin)w, &L->k, &L->n);
-            qv_status st = qv_quantize_weights(v, m->layers[l].w[w], L->n, L->k, 1, &L->w);
-            if (st != QV_OK) {
-                char what[160];
-                snprintf(what, sizeof what, "%s: layer %d", v->name, l);
-                ev_gpu_free_ctx(c);
-                return ev_prefix(st, what);
-            }
-        }
+    int n_lin = c->n_layers * QV_LIN_COUNT;
+    c->lin = calloc((size_t)n_lin, sizeof *c->lin);
+    qv_status *st = calloc((size_t)n_lin, sizeof *st);
+    char (*msg)[256] = calloc((size_t)n_lin, sizeof *msg);
+    if (!c->lin || !st || !msg) {
+        free(st); free(msg); ev_gpu_free_ctx(c);
+        return qv_fail(QV_ERR_NOMEM, "no memory");
+    }
+    quant_job j = {c, m, st, msg};
+    ev_parallel_for(n_lin, 1, quant_layers, &j);
+    qv_status bad = QV_OK;
+    for (int i = 0; i < n_lin && bad == QV_OK; i++)
+        if (st[i] != QV_OK)
+            bad = qv_fail(st[i], "%s: layer %d: %s", v->name, i / QV_LIN_COUNT, msg[i]);
+    for (int i = 0; i < n_lin && bad == QV_OK; i++) {
+        if (c->lin[i].w.k > c->cap_k) c->cap_k = c->lin[i].w.k;
+        if (c->lin[i].w.n > c->cap_n) c->cap_n = c->lin[i].w.n;
+    }
+    free(st);
+    free(msg);
+    if (bad != QV_OK) { ev_gpu_free_ctx(c); return bad; }
     out->run = gpu_run;
     out->ctx = c;
     out->name = "gpu";

@@ -128,6 +128,10 @@ qv_status qv_problem_weight_f32(const qv_problem *p, float *w_kn);
 qv_status qv_linear_variant_cpu(const qv_variant *v, const qv_llama *m, int exact, qv_linear_backend *out);
 /* The GPU backend: every linear layer runs the variant's kernel (gpu.h). */
 qv_status qv_linear_variant_gpu(const qv_variant *v, const qv_llama *m, qv_linear_backend *out);
+/* Readies a backend for calls of t rows ahead of the first call: the GPU
+ * backend packs and uploads every layer's weights (otherwise done at each
+ * layer's first call); the CPU backends have nothing to do. */
+qv_status qv_linear_backend_prepare(qv_linear_backend *lb, int t);
 void      qv_linear_backend_free(qv_linear_backend *lb);
 
 /* SHA-256 of len bytes as 64 lowercase hex digits and a NUL (eval/sha256.c). */
