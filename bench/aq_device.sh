@@ -2,14 +2,17 @@
 # aq_device.sh: the activation-quantized family's one call on the lent GPU
 # machine (see shared/device/README.md): the GPU Check suite, compute-sanitizer
 # memcheck and racecheck on one case per tile configuration of every kernel,
-# then the benchmark (when built), table last. Run from the repository root
-# with the build folder carried: bash bench/aq_device.sh build-aq [suite|sanitize|bench ...]
-# BIN overrides the suite binary (default $B/tests/t_gpu_aq), e.g. to compare
-# an earlier build; TAG names its logs.
+# then `qvet bench` on the family's rows with their baselines, table last. Run
+# from the repository root with the build folder carried:
+#   bash bench/aq_device.sh build-aq [suite|sanitize|bench ...]
+# BIN overrides the suite binary (default $B/tests/t_gpu_aq) and QVET the qvet
+# binary (default $B/qvet), e.g. to compare an earlier build; TAG names the
+# logs; RUNS (default 50), MS (M list) and MODEL narrow the benchmark.
 set -u
 B=${1:-build-aq}
 shift
 BIN=${BIN:-$B/tests/t_gpu_aq}
+QVET=${QVET:-$B/qvet}
 TAG=${TAG:-}
 steps=${*:-suite sanitize bench}
 export QVET_GOLDEN=$B/golden
@@ -33,12 +36,11 @@ for s in $steps; do
         done
         ;;
     bench)
-        if [ -x "$BIN" ]; then
-            echo "== bench"
-            QVET_AQ_BENCH=1 $BIN >$out/bench$TAG.log 2>&1
-            echo "bench rc=$?"
-            cat $out/bench$TAG.log | tail -80
-        fi
+        echo "== bench"
+        $QVET bench --variant 'qqq-*,w8a8-*' --runs ${RUNS:-50} ${MS:+--m $MS} ${MODEL:+--model $MODEL} \
+            --out $out/bench$TAG.jsonl >$out/bench$TAG.log 2>&1
+        echo "bench rc=$?"
+        grep -v "^timed " $out/bench$TAG.log | tail -100
         ;;
     esac
 done
