@@ -30,6 +30,7 @@
 #include "qvet/gemm.h"
 #include "qvet/gpu.h"
 #include "wonly_small.cuh"
+#include "wonly_dq.cuh"
 
 namespace {
 
@@ -677,6 +678,11 @@ extern "C" size_t qv_workspace_wonly(const qv_variant *v, int m, int n, int k)
         size_t small = qv_wonly_small_workspace(v, m, n, k);
         if (small > bytes) bytes = small;
     }
+    /* M >= QVET_WO_DQ_MIN_M takes the dequantize + cuBLAS path (wonly_dq.cu): room for either. */
+    if (qv_wonly_dq_wanted(m) && n % 64 == 0 && k % 16 == 0) {
+        size_t dq = qv_wonly_dq_workspace(v, m, n, k);
+        if (dq > bytes) bytes = dq;
+    }
     return bytes;
 }
 
@@ -696,6 +702,8 @@ extern "C" qv_status qv_launch_wonly(const qv_variant *v, const qv_gemm_args *a)
         return qv_fail(QV_ERR_SHAPE, "%s: N=%d gives packed B rows of 2^31 words or more", v->name, a->n);
     /* M <= 16: the bandwidth-bound small-M kernel (wonly_small.cu), unless QVET_WO_SMALL=0. */
     if (a->m <= QV_WO_SMALL_MAX_M && qv_wonly_small_enabled()) return qv_wonly_small_launch(v, a);
+    /* M >= QVET_WO_DQ_MIN_M: dequantize into the workspace and multiply with cuBLAS (wonly_dq.cu). */
+    if (qv_wonly_dq_wanted(a->m)) return qv_wonly_dq_launch(v, a);
     geometry g = plan(v, a->m, a->n, a->k);
     if (g.bytes > a->workspace_bytes || (g.bytes && !a->workspace))
         return qv_fail(QV_ERR_USAGE, "%s: workspace of %zu bytes given, %zu needed (qv_workspace_wonly)",

@@ -320,6 +320,42 @@ START_TEST(registry_quick)
 }
 END_TEST
 
+/* ---- dispatch overrides (kernels/wonly_dq.cu reads them at every launch) ---- */
+
+/* The previous values of the two overrides of the large-M path, to restore. */
+typedef struct env_saved {
+    char *min_m, *chunk;
+} env_saved;
+
+static char *env_set(const char *name, const char *val)
+{
+    const char *old = getenv(name);
+    char *copy = old ? strdup(old) : NULL;
+    if (val)
+        ck_assert_int_eq(setenv(name, val, 1), 0);
+    else
+        ck_assert_int_eq(unsetenv(name), 0);
+    return copy;
+}
+
+/* Sets QVET_WO_DQ_MIN_M and QVET_WO_DQ_CHUNK_MB (NULL: unset) for the cases
+ * that follow; env_restore puts back what the caller had. */
+static env_saved env_force(const char *min_m, const char *chunk)
+{
+    env_saved e;
+    e.min_m = env_set("QVET_WO_DQ_MIN_M", min_m);
+    e.chunk = env_set("QVET_WO_DQ_CHUNK_MB", chunk);
+    return e;
+}
+
+static void env_restore(env_saved e)
+{
+    free(env_set("QVET_WO_DQ_MIN_M", e.min_m));
+    free(env_set("QVET_WO_DQ_CHUNK_MB", e.chunk));
+    free(e.min_m);
+    free(e.chunk);
+}
+
 /* The small-M kernel (M <= 16, kernels/wonly_small.cu) and the general
  * kernel on the same inputs: QVET_WO_SMALL=1 and =0 select them, and both must
  * pass the same check. The shapes cross the small-M kernel's 512-column block
@@ -389,16 +425,113 @@ START_TEST(refusals)
     ck_assert_int_eq(qv_launch_cublas(cb, &a), QV_ERR_SHAPE);
 
     /* Workspace sizing needs no device: small M splits K (fp32 partials and
-     * counters), a 1024-row problem fills the SMs without splitting, and an
-     * act_order row always holds its permuted copy of A (m*k halves). */
+     * counters), a 1024-row problem fills the SMs without splitting on the
+     * mma kernel, and an act_order row always holds its permuted copy of A
+     * (m*k halves). The large-M path (M >= QVET_WO_DQ_MIN_M) holds the
+     * dequantized fp16 weights: all n*k of them unchunked, else two chunk
+     * buffers of whole 256-column groups of at most QVET_WO_DQ_CHUNK_MB MiB
+     * (24 MiB / (2 bytes * 4096) = 3072 columns), plus an fp32 chunk of the
+     * product (m * 3072 floats) for channel scales; past a few KiB kept for
+     * the other paths' arrival counters. */
     const qv_variant *act = qv_variant_find("marlin-w4a16-g128-act-f16");
+    const qv_variant *ch = qv_variant_find("marlin-w8a16-ch-f16");
     ck_assert_ptr_nonnull(act);
+    ck_assert_ptr_nonnull(ch);
     ck_assert_msg(qv_workspace_wonly(w4, 1, 4096, 4096) >= 2 * 4096 * sizeof(float),
                   "M=1 on a 4096 x 4096 layer splits K into at least two fp32 slices");
+    env_saved e = env_force("1000000000", NULL);
     ck_assert_uint_eq(qv_workspace_wonly(w4, 1024, 4096, 4096), 0);
+    env_restore(e);
+    const size_t kib64 = (size_t)64 << 10;
+    e = env_force("64", "0");
+    const size_t whole = qv_workspace_wonly(w4, 1024, 4096, 4096);
+    ck_assert_msg(whole >= (size_t)4096 * 4096 * 2 && whole < (size_t)4096 * 4096 * 2 + kib64,
+                  "unchunked: n*k halves, got %zu bytes", whole);
+    env_restore(e);
+    e = env_force("64", "24");
+    const size_t chunked = qv_workspace_wonly(w4, 1024, 4096, 4096);
+    ck_assert_msg(chunked >= (size_t)2 * 3072 * 4096 * 2 && chunked < (size_t)2 * 3072 * 4096 * 2 + kib64,
+                  "24 MiB chunks: two buffers of 3072 columns, got %zu bytes", chunked);
+    ck_assert_uint_eq(qv_workspace_wonly(ch, 1024, 4096, 4096), chunked + (size_t)1024 * 3072 * 4);
+    env_restore(e);
     ck_assert_msg(qv_workspace_wonly(act, 1024, 4096, 4096) >= (size_t)1024 * 4096 * 2,
                   "act_order keeps A's permuted copy in the workspace");
     ck_assert_uint_eq(qv_workspace_wonly(cb, 1, 4096, 4096), 0); /* not a weight-only row */
+}
+END_TEST
+
+/* ---- the large-M path: dequantize + cuBLAS (kernels/wonly_dq.cu) ------------------ */
+
+/* K for the large-M cases: on the row's group (K/g in {1, 3, 5}) or, for
+ * channel/tensor rows, on the K tile and off the 128-row dequant tile. */
+static int64_t dq_k(const qv_variant *v, int which)
+{
+    static const int64_t mult[3] = {1, 3, 5};
+    static const int64_t plain[3] = {16, 144, 1040};
+    return v->g > 0 ? v->g * mult[which] : plain[which];
+}
+
+/* One marlin row through the large-M path (QVET_WO_DQ_MIN_M=1) at M on and off
+ * 16/64-row edges, with 256-column chunks (QVET_WO_DQ_CHUNK_MB=0.01) that
+ * leave a 64-column last chunk and reuse both ping-pong buffers (N = 832:
+ * 256 + 256 + 256 + 64), the default chunking and none, each with the exact,
+ * one-hot and random probes through the verifier; run_case also checks that
+ * two launches are bitwise identical and that nothing lands past the output. */
+START_TEST(dq_path)
+{
+    const qv_variant *v = qv_registry_get(g_rows[_i]);
+    if (strcmp(v->family, "marlin")) return; /* the cuBLAS rows have no large-M path */
+    static const struct {
+        int64_t m, n;
+        int kw;
+        const char *chunk;
+    } cases[] = {
+        {64, 832, 1, "0.01"}, {65, 576, 2, "0.01"}, {100, 64, 2, "0.01"}, {129, 320, 1, NULL}, {257, 320, 0, "0"},
+    };
+    int failed = 0, runs = 0;
+    for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
+        env_saved e = env_force("1", cases[c].chunk);
+        for (int probe = 0; probe < PROBE_COUNT; probe++) {
+            const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 70000 + (uint64_t)c * 10 + (uint64_t)probe;
+            const int regime = probe == PROBE_RANDOM ? c % REG_COUNT : REG_NORMAL;
+            failed += !one_case(v, cases[c].m, cases[c].n, dq_k(v, cases[c].kw), probe, regime, idx);
+            runs++;
+        }
+        env_restore(e);
+    }
+    printf("%s: %d large-M path cases, %d failed\n", v->name, runs, failed);
+    ck_assert_msg(failed == 0, "%s: %d of %d large-M path cases failed (see stderr)", v->name, failed, runs);
+}
+END_TEST
+
+/* The same inputs through the mma kernel (QVET_WO_DQ_MIN_M=10^9) and the
+ * large-M path (QVET_WO_DQ_MIN_M=1) at the same M: both must pass the
+ * verifier, bit for bit against the model on the exact probe. */
+START_TEST(dq_vs_mma)
+{
+    const qv_variant *v = qv_registry_get(g_rows[_i]);
+    if (strcmp(v->family, "marlin")) return;
+    static const int64_t ms[2] = {65, 128};
+    int failed = 0;
+    for (int mi = 0; mi < 2; mi++)
+        for (int probe = 0; probe < PROBE_COUNT; probe += PROBE_RANDOM) {
+            qv_problem p;
+            ck_assert_msg(qv_problem_create(&p, v, ms[mi], 320, dq_k(v, 1)) == QV_OK, "%s: %s", v->name, qv_errmsg());
+            const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 77000 + (uint64_t)mi * 10 + (uint64_t)probe;
+            fill_problem(&p, probe, REG_NORMAL, idx);
+            static const char *const paths[2] = {"1000000000", "1"};
+            for (int path = 0; path < 2; path++) {
+                char label[200];
+                snprintf(label, sizeof label, "%s m=%" PRId64 " n=320 k=%" PRId64 " %s via %s seed=%" PRIu64
+                         " case=%" PRIu64, v->name, ms[mi], dq_k(v, 1), probe_names[probe],
+                         path ? "dequant+cuBLAS" : "mma", g_seed, idx);
+                env_saved e = env_force(paths[path], "0.01");
+                failed += !run_case(&p, probe, label);
+                env_restore(e);
+            }
+            qv_problem_destroy(&p);
+        }
+    ck_assert_msg(failed == 0, "%s: %d runs failed on one of the two paths (see stderr)", v->name, failed);
 }
 END_TEST
 
@@ -416,6 +549,13 @@ static Suite *wonly_suite(int gpu, int quick)
         tcase_add_loop_test(tc, small_m_both_paths, 0, g_nrows);
     }
     suite_add_tcase(s, tc);
+    if (gpu && !quick) {
+        TCase *dq = tcase_create("gpu_large_m");
+        tcase_set_timeout(dq, 900);
+        tcase_add_loop_test(dq, dq_path, 0, g_nrows);
+        tcase_add_loop_test(dq, dq_vs_mma, 0, g_nrows);
+        suite_add_tcase(s, dq);
+    }
     return s;
 }
 

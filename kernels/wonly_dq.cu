@@ -1,0 +1,511 @@
+/* wonly_dq.cu: the weight-only family at large M, Y (m, n) = A (m, k) x W (k, n),
+ * by dequantizing the Marlin-packed W into fp16/bf16 and running cuBLAS's
+ * tensor-core GEMM (as vLLM's AWQ path does above 256 tokens). qv_launch_wonly
+ * (kernels/wonly.cu) dispatches here when M >= QVET_WO_DQ_MIN_M.
+ *
+ * Declared arithmetic, the same as the mma kernel's (src/registry.c, family
+ * "marlin"; the dequantization is the one of kernels/dequant.cuh, bit for bit):
+ *  - group scales (QV_DQ_MUL_RN): w = half((q - z) * s), q - z exact, one
+ *    half-precision multiply; cuBLAS sums the products in fp32 and rounds the
+ *    fp32 result once to the output format (alpha = 1, beta = 0);
+ *  - channel/tensor scales (QV_DQ_EXACT + QV_EP_MUL_WSCALE): w = value(q)
+ *    exactly; cuBLAS writes the fp32 sums, and k_wo_dq_epilogue multiplies
+ *    each by the fp32 scale and rounds once (RNE), as the mma kernel's epilogue;
+ *  - act_order: A's columns are gathered into the sorted-row order of the
+ *    packed W (k_wo_dq_permute_cols), the same product in another K order.
+ * cuBLAS is told to keep every reduction in fp32 and to use no atomics, so the
+ * summation is fp32 throughout and two identical launches are bitwise equal.
+ *
+ * L2 residency: the fp16 copy of a 70B layer is far larger than the H200's L2,
+ * and writing it to DRAM and reading it back would cost more than the GEMM
+ * gains. So W is dequantized and multiplied in chunks of columns sized to stay
+ * in L2 (QVET_WO_DQ_CHUNK_MB), two chunk buffers ping-ponging: chunk i+1 is
+ * dequantized on a side stream while cuBLAS multiplies chunk i on the caller's
+ * stream (QVET_WO_DQ_OVERLAP=0 keeps everything on the caller's stream). */
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "dequant.cuh"
+#include "qvet/gemm.h"
+#include "qvet/gpu.h"
+#include "wonly_dq.cuh"
+
+namespace {
+
+/* Weight code families, as in kernels/wonly.cu. */
+enum { WT_INT4 = 0, WT_INT8 = 1, WT_FP8 = 2, WT_INT4_ZP = 3 };
+/* Storage of the epilogue scale. */
+enum { SF_F16 = 0, SF_BF16 = 1, SF_F32 = 2 };
+
+constexpr int kDqThreads = 256;             /* 8 warps, one k16 row of the tile each */
+constexpr int kDqRows = 16 * (kDqThreads / 32); /* k rows per dequant tile: 128 */
+/* Shared-memory words per dequantized column: 128 halves (64 words) plus 4
+ * words of padding, so that the 32 lanes' 4-byte stores of one n8 tile (8
+ * columns x 4 k pairs) land in 32 different banks, and columns stay 16-byte
+ * aligned for the vector reads. */
+constexpr int kColWords = kDqRows / 2 + 4;
+
+/* Default chunk: 24 MiB of dequantized weights, so that the chunk cuBLAS reads
+ * and the one being written fit the H200's L2 together (the bench counts 60 MB). */
+constexpr double kDefaultChunkMiB = 24.0;
+/* Default M threshold, an estimate from bench/RESULTS.md (weight-only
+ * section, 2026-11-29): from 32 rows up the mma kernel takes more than twice
+ * cuBLAS fp16's time on every row, while this path costs cuBLAS fp16's time
+ * plus one read of the packed weights. The bench settles it with
+ * QVET_WO_DQ_MIN_M. */
+constexpr long kDefaultMinM = 32;
+
+struct dq_params {
+    const uint32_t *b;     /* Marlin-packed weights, (k/16, 16n*bits/32) int32 (layout.h) */
+    const void *scales;    /* group scales (k/g, n) in GROUP64 order (CHANNEL32 when g == k), f16/bf16 */
+    const uint32_t *zeros; /* packed zero points (k/g, n/8) int32, or NULL */
+    uint16_t *w;           /* (nc, k) f16/bf16 codes: column n0 + j of W at w[j*k .. j*k + k-1] */
+    int n, k;
+    int c0;                /* first 64-column chunk of this launch: n0 / 64 */
+    int g_shift;           /* log2(g / 16): the group of k16 row kt is kt >> g_shift */
+    int grp_single;        /* 1: group scales use the 32-wide channel permutation (k == g) */
+    bool grouped;
+    uint32_t unbias_h2;    /* fp8: 2^-s_pow2 as a half2 of the activation format; else 1.0 */
+};
+
+/* Packed index of logical column col for channelwise scales (layout.h,
+ * QV_SORDER_CHANNEL32: inside each 32 columns, position 8i + jj holds column
+ * 2i + {0,1,8,9,16,17,24,25}[jj]). */
+__device__ __forceinline__ int64_t dq_single_perm_index(int col)
+{
+    int c = col & 31;
+    int i = (c & 7) >> 1;
+    int jj = 2 * (c >> 3) + (c & 1);
+    return (int64_t)(col & ~31) + 8 * i + jj;
+}
+
+/* One block dequantizes a 128 (k) x 64 (n) tile: 64-column Marlin chunk
+ * c0 + blockIdx.x, k16 rows 8*blockIdx.y .. 8*blockIdx.y + 7. Warp w decodes k16
+ * row 8*blockIdx.y + w exactly as the mma kernel decodes its B fragments (lane
+ * l: n8 tiles j8 = 0..7, column 8*j8 + l/4, k rows 2*(l%4) + {0,1, 8,9}), into
+ * a column-major shared tile; then the block writes every column's run of up to
+ * 128 k values with 16-byte stores. */
+template <int WT, bool IS_BF16>
+__global__ void __launch_bounds__(kDqThreads) k_wo_dq_dequant(const dq_params p)
+{
+    __shared__ __align__(16) uint32_t tile[64 * kColWords];
+    constexpr bool four = WT == WT_INT4 || WT == WT_INT4_ZP;
+    /* int32 words per (k16 row, 64-column chunk): 16 x 64 codes of 4 or 8 bits. */
+    constexpr int chunk_words = four ? 128 : 256;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int gid = lane >> 2, tig = lane & 3;
+    const int c = p.c0 + blockIdx.x;
+    const int kt = blockIdx.y * (kDqRows / 16) + warp;
+    const int k_tiles = p.k / 16;
+
+    if (kt < k_tiles) {
+        const int64_t row_words = (int64_t)(p.n / 64) * chunk_words;
+        const uint4 *src = reinterpret_cast<const uint4 *>(p.b + kt * row_words + (int64_t)c * chunk_words) +
+                           lane * (four ? 1 : 2);
+        uint32_t bw[8];
+        const uint4 v0 = __ldg(src);
+        bw[0] = v0.x, bw[1] = v0.y, bw[2] = v0.z, bw[3] = v0.w;
+        if (!four) {
+            const uint4 v1 = __ldg(src + 1);
+            bw[4] = v1.x, bw[5] = v1.y, bw[6] = v1.z, bw[7] = v1.w;
+        }
+
+        uint32_t sc[8];
+        uint32_t zc[8][2];
+        if (p.grouped) {
+#ifdef QV_MUTANT_gpu_wo_dq_group_index_shift
+            /* Mutant (class 18): the group of a k16 row computed from the row before it. */
+            const int64_t grp = (kt > 0 ? kt - 1 : 0) >> p.g_shift;
+#else
+            const int64_t grp = kt >> p.g_shift;
+#endif
+            const uint16_t *srow = static_cast<const uint16_t *>(p.scales) + grp * p.n;
+            if (!p.grp_single) {
+                /* GROUP64: positions 64c + 8*gid + j8 hold column 64c + 8*j8 + gid. */
+                const uint4 sv = __ldg(reinterpret_cast<const uint4 *>(srow + 64 * c + 8 * gid));
+                const uint32_t s4[4] = {sv.x, sv.y, sv.z, sv.w};
+#pragma unroll
+                for (int j8 = 0; j8 < 8; j8++) sc[j8] = qv_h2<IS_BF16>::dup((s4[j8 >> 1] >> (16 * (j8 & 1))) & 0xFFFFu);
+            } else {
+#pragma unroll
+                for (int j8 = 0; j8 < 8; j8++)
+                    sc[j8] = qv_h2<IS_BF16>::dup(__ldg(srow + dq_single_perm_index(64 * c + 8 * j8 + gid)));
+            }
+            if (WT == WT_FP8) {
+                /* Exact: s * 2^s_pow2 * 2^-s_pow2 = s, a half-precision value. */
+#pragma unroll
+                for (int j8 = 0; j8 < 8; j8++) sc[j8] = qv_h2<IS_BF16>::mul(sc[j8], p.unbias_h2);
+            }
+            if (WT == WT_INT4_ZP) {
+                /* Zero point of n8 tile j8 of this gid: word 8c + gid of the group's
+                 * row, nibble j8/2 + 4*(j8%2) (interleave [0,2,4,6,1,3,5,7]). */
+                const uint32_t zw = __ldg(p.zeros + grp * (p.n / 8) + 8 * c + gid);
+#pragma unroll
+                for (int j8 = 0; j8 < 8; j8++) {
+#ifdef QV_MUTANT_gpu_wo_dq_zero_point_off_by_one
+                    /* Mutant (class 9, AutoGPTQ #325, vLLM #38966): GPTQ v1's +1 applied to v2 zero points. */
+                    const uint32_t z = ((zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1)))) + 1) & 0xFu;
+#else
+                    const uint32_t z = (zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1)))) & 0xFu;
+#endif
+                    qv_dq4_consts<IS_BF16>(z, zc[j8]);
+                }
+            }
+        }
+
+#pragma unroll
+        for (int j8 = 0; j8 < 8; j8++) {
+            uint32_t bf[2];
+            if (WT == WT_INT4) {
+                uint32_t sym[2];
+                qv_dq4_consts<IS_BF16>(8u, sym); /* "q+8" codes: zero point 8 */
+                qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), sym, bf);
+            } else if (WT == WT_INT4_ZP) {
+                qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), zc[j8], bf);
+            } else if (WT == WT_INT8) {
+                qv_dq8<IS_BF16>(bw[j8], bf);
+            } else {
+                qv_dqfp8<IS_BF16>(bw[j8], bf);
+            }
+            if (p.grouped) {
+                bf[0] = qv_h2<IS_BF16>::mul(bf[0], sc[j8]);
+                bf[1] = qv_h2<IS_BF16>::mul(bf[1], sc[j8]);
+            }
+            /* Column 8*j8 + gid; k rows 16*warp + 2*tig + {0,1} (bf[0]) and + 8 + {0,1} (bf[1]). */
+            uint32_t *col = tile + (8 * j8 + gid) * kColWords + warp * 8 + tig;
+            col[0] = bf[0];
+            col[4] = bf[1];
+        }
+    }
+    __syncthreads();
+
+    /* Every column's run of k values: 16 vectors of 8 halves for a full tile,
+     * fewer for the last K tile (K is a multiple of 16, so of 8). */
+    const int k0 = blockIdx.y * kDqRows;
+    const int k_valid = min(kDqRows, p.k - k0);
+#pragma unroll
+    for (int i = 0; i < 64 * (kDqRows / 8) / kDqThreads; i++) {
+        const int e = threadIdx.x + i * kDqThreads;
+        const int col = e / (kDqRows / 8), part = e % (kDqRows / 8);
+        if (part * 8 >= k_valid) continue;
+        const uint4 v = *reinterpret_cast<const uint4 *>(tile + col * kColWords + part * 4);
+        const int64_t out_col = (int64_t)blockIdx.x * 64 + col;
+        *reinterpret_cast<uint4 *>(p.w + out_col * p.k + k0 + part * 8) = v;
+    }
+}
+
+__device__ __forceinline__ float dq_load_scale(const void *s, int64_t idx, int fmt)
+{
+    if (fmt == SF_F32) return static_cast<const float *>(s)[idx];
+    const uint16_t code = static_cast<const uint16_t *>(s)[idx];
+    return fmt == SF_F16 ? qv_h2<false>::to_float(code) : qv_h2<true>::to_float(code);
+}
+
+/* Channel/tensor epilogue of one chunk: c[row][n0 + j] = round(y[row][j] * s),
+ * with s = the channel (or tensor) scale times the fp8 unbias 2^-s_pow2 (an
+ * exact product), one fp32 multiply and one RNE cast, as kernels/wonly.cu's
+ * epilogue. Each thread handles 4 consecutive columns. */
+template <bool IS_BF16>
+__global__ void k_wo_dq_epilogue(const float *y, /* (m, nc) fp32 sums, row-major (ld nc) */
+                                 const void *scales, /* (1, n) CHANNEL32 order f16/bf16/f32, or (1, 1) */
+                                 uint16_t *c,        /* (m, n) output, row-major; columns n0 .. n0+nc-1 */
+                                 int m, int n, int n0, int nc, int channel, int sfmt, float unbias)
+{
+    const int64_t quads = (int64_t)m * (nc / 4);
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < quads;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t row = e / (nc / 4);
+        const int j = (int)(e % (nc / 4)) * 4;
+        const float4 v = *reinterpret_cast<const float4 *>(y + row * nc + j);
+        float s[4];
+#pragma unroll
+        for (int t = 0; t < 4; t++)
+            s[t] = (channel ? dq_load_scale(scales, dq_single_perm_index(n0 + j + t), sfmt)
+                            : dq_load_scale(scales, 0, sfmt)) * unbias;
+        /* Two 4-byte stores: gemm.h promises C only 4-byte alignment. */
+        uint32_t *dst = reinterpret_cast<uint32_t *>(c + row * n + n0 + j);
+        dst[0] = qv_h2<IS_BF16>::pack(v.x * s[0], v.y * s[1]);
+        dst[1] = qv_h2<IS_BF16>::pack(v.z * s[2], v.w * s[3]);
+    }
+}
+
+/* act_order: out[i][j] = a[i][perm[j]], the activations in the packed W's
+ * sorted-row order. Row i is blockIdx.y; columns are strided over blockIdx.x. */
+__global__ void k_wo_dq_permute_cols(const uint16_t *a,    /* (m, k) f16/bf16 codes, row-major */
+                                     const int32_t *perm,  /* (k) logical column of sorted column j */
+                                     uint16_t *out,        /* (m, k) f16/bf16 codes, row-major */
+                                     int k)
+{
+    const int64_t row = (int64_t)blockIdx.y * k;
+    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < k; j += gridDim.x * blockDim.x)
+        out[row + j] = a[row + perm[j]];
+}
+
+/* ---- host side ---- */
+
+const char *cublas_msg(cublasStatus_t s)
+{
+    switch (s) {
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "not initialized";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "allocation failed";
+    case CUBLAS_STATUS_INVALID_VALUE: return "invalid value";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "architecture mismatch";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "execution failed";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "not supported";
+    default: return "error";
+    }
+}
+
+/* One handle for the process, created on first use, with fp32-only reductions
+ * and no atomics (as kernels/cublas.cu's). */
+cublasHandle_t dq_handle(qv_status *st)
+{
+    static cublasHandle_t h = NULL;
+    *st = QV_OK;
+    if (h) return h;
+    cublasStatus_t s = cublasCreate(&h);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        h = NULL;
+        *st = qv_fail(QV_ERR_CUDA, "cublasCreate: %s", cublas_msg(s));
+        return NULL;
+    }
+    s = cublasSetMathMode(h, (cublasMath_t)(CUBLAS_DEFAULT_MATH |
+                                            CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+    if (s == CUBLAS_STATUS_SUCCESS) s = cublasSetAtomicsMode(h, CUBLAS_ATOMICS_NOT_ALLOWED);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        cublasDestroy(h);
+        h = NULL;
+        *st = qv_fail(QV_ERR_CUDA, "cublas math/atomics mode: %s", cublas_msg(s));
+        return NULL;
+    }
+    return h;
+}
+
+/* The side stream that dequantizes the next chunk, and the events that order
+ * it against the caller's stream, created on first use. */
+struct side_stream {
+    cudaStream_t s;
+    cudaEvent_t start;      /* the caller's stream reached this launch */
+    cudaEvent_t dq_done[2]; /* chunk buffer b holds its chunk */
+    cudaEvent_t mm_done[2]; /* cuBLAS finished reading chunk buffer b */
+};
+
+qv_status side_get(side_stream **out)
+{
+    static side_stream ss;
+    static bool made = false;
+    *out = &ss;
+    if (made) return QV_OK;
+    /* Non-blocking: the side stream never synchronizes implicitly with the
+     * legacy default stream; the events below order it explicitly. */
+    QV_CUDA_TRY(cudaStreamCreateWithFlags(&ss.s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags (dequant stream)");
+    QV_CUDA_TRY(cudaEventCreateWithFlags(&ss.start, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    for (int b = 0; b < 2; b++) {
+        QV_CUDA_TRY(cudaEventCreateWithFlags(&ss.dq_done[b], cudaEventDisableTiming), "cudaEventCreateWithFlags");
+        QV_CUDA_TRY(cudaEventCreateWithFlags(&ss.mm_done[b], cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    }
+    made = true;
+    return QV_OK;
+}
+
+/* A non-negative number from the environment, or `dflt` when unset. A value
+ * that does not parse is an environment error (a typo in a benchmark setting
+ * must not silently time the default). */
+double env_number(const char *name, double dflt)
+{
+    const char *s = getenv(name);
+    if (!s || !*s) return dflt;
+    char *end = NULL;
+    double v = strtod(s, &end);
+    QV_ASSERT(end && *end == '\0' && v >= 0 && isfinite(v),
+              "hint: QVET_WO_DQ_MIN_M, QVET_WO_DQ_CHUNK_MB and QVET_WO_DQ_OVERLAP take a non-negative number");
+    return v;
+}
+
+int weight_type(const qv_variant *v)
+{
+    switch (v->layout) {
+    case QV_LAYOUT_MARLIN_W4: return WT_INT4;
+    case QV_LAYOUT_MARLIN_W4_ZP: return WT_INT4_ZP;
+    case QV_LAYOUT_MARLIN_W8: return WT_INT8;
+    default: return WT_FP8;
+    }
+}
+
+size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
+
+/* The workspace layout of one launch; qv_wonly_dq_workspace and the launch
+ * agree on it because both call this. */
+struct dq_plan {
+    int cols;        /* columns per chunk: a multiple of 256, or n */
+    int chunks;      /* ceil(n / cols) */
+    int nbuf;        /* chunk buffers: 2 when chunked (ping-pong), else 1 */
+    bool epilogue;   /* channel/tensor scales: fp32 product + k_wo_dq_epilogue */
+    size_t aperm_off, buf_off[2], y_off, bytes;
+};
+
+dq_plan make_plan(const qv_variant *v, int m, int n, int k)
+{
+    dq_plan p;
+    const double mib = env_number("QVET_WO_DQ_CHUNK_MB", kDefaultChunkMiB);
+    /* A chunk is whole 256-column groups (cuBLAS's widest tile side), at least
+     * one; 0 turns chunking off. */
+    int64_t cols = (int64_t)(mib * 1048576.0) / (2 * (int64_t)k) / 256 * 256;
+    if (mib == 0 || cols >= n) cols = n;
+    if (cols < 256) cols = 256 < n ? 256 : n;
+    p.cols = (int)cols;
+    p.chunks = (int)((n + cols - 1) / cols);
+    p.nbuf = p.chunks > 1 ? 2 : 1;
+    p.epilogue = v->scale_layout != QV_SCALE_GROUP;
+    /* The workspace starts with the other paths' split-K arrival counters,
+     * which must stay zero between launches (gemm.h) when one workspace serves
+     * several M (as in `qvet bench`): this path never writes them. They are at
+     * most one int per 64 columns (wonly_small.cu) or one per output tile of a
+     * split problem, fewer than 2 x 132 tiles (wonly.cu's plan). */
+    size_t off = align256((size_t)(n / 64 > 264 ? n / 64 : 264) * sizeof(int));
+    p.aperm_off = off;
+    if (v->act_order) off += align256((size_t)m * (size_t)k * 2);
+    for (int b = 0; b < 2; b++) {
+        p.buf_off[b] = off;
+        if (b < p.nbuf) off += align256((size_t)cols * (size_t)k * 2);
+    }
+    p.y_off = off;
+    if (p.epilogue) off += align256((size_t)m * (size_t)cols * sizeof(float));
+    p.bytes = off;
+    return p;
+}
+
+template <bool BF>
+qv_status launch_dequant(int wt, const dq_params &dp, dim3 grid, cudaStream_t s)
+{
+    switch (wt) {
+    case WT_INT4: k_wo_dq_dequant<WT_INT4, BF><<<grid, kDqThreads, 0, s>>>(dp); break;
+    case WT_INT4_ZP: k_wo_dq_dequant<WT_INT4_ZP, BF><<<grid, kDqThreads, 0, s>>>(dp); break;
+    case WT_INT8: k_wo_dq_dequant<WT_INT8, BF><<<grid, kDqThreads, 0, s>>>(dp); break;
+    default: k_wo_dq_dequant<WT_FP8, BF><<<grid, kDqThreads, 0, s>>>(dp); break;
+    }
+    QV_CUDA_TRY(cudaGetLastError(), "weight-only dequantize kernel launch");
+    return QV_OK;
+}
+
+} /* namespace */
+
+bool qv_wonly_dq_wanted(int m)
+{
+    return (double)m >= env_number("QVET_WO_DQ_MIN_M", (double)kDefaultMinM);
+}
+
+size_t qv_wonly_dq_workspace(const qv_variant *v, int m, int n, int k)
+{
+    return make_plan(v, m, n, k).bytes;
+}
+
+qv_status qv_wonly_dq_launch(const qv_variant *v, const qv_gemm_args *a)
+{
+    const dq_plan pl = make_plan(v, a->m, a->n, a->k);
+    if (pl.bytes > a->workspace_bytes || !a->workspace)
+        return qv_fail(QV_ERR_USAGE, "%s: workspace of %zu bytes given, %zu needed (qv_workspace_wonly)", v->name,
+                       a->workspace_bytes, pl.bytes);
+    const bool bf = v->afmt == QV_FMT_BF16, fp8 = v->layout == QV_LAYOUT_MARLIN_FP8;
+    cudaStream_t s0 = (cudaStream_t)a->stream;
+    unsigned char *ws = (unsigned char *)a->workspace;
+    qv_status st;
+    cublasHandle_t h = dq_handle(&st);
+    if (!h) return st;
+    cublasStatus_t cs = cublasSetStream(h, s0);
+    if (cs != CUBLAS_STATUS_SUCCESS) return qv_fail(QV_ERR_CUDA, "cublasSetStream: %s", cublas_msg(cs));
+
+    const void *a_sorted = a->a;
+    if (v->act_order) {
+        uint16_t *ap = (uint16_t *)(ws + pl.aperm_off);
+        /* One row per grid row; enough column blocks for 256-thread blocks to
+         * cover k once (capped: the loop strides over the rest). */
+        dim3 grid((unsigned)((a->k + 255) / 256 < 64 ? (a->k + 255) / 256 : 64), (unsigned)a->m);
+        if (a->m > 65535) return qv_fail(QV_ERR_SHAPE, "%s: act_order needs m <= 65535, got %d", v->name, a->m);
+        k_wo_dq_permute_cols<<<grid, 256, 0, s0>>>((const uint16_t *)a->a, a->perm, ap, a->k);
+        QV_CUDA_TRY(cudaGetLastError(), "act_order column permutation launch");
+        a_sorted = ap;
+    }
+
+    const bool overlap = pl.chunks > 1 && env_number("QVET_WO_DQ_OVERLAP", 1) != 0;
+    side_stream *ss = NULL;
+    if (overlap) {
+        QV_TRY(side_get(&ss));
+        QV_CUDA_TRY(cudaEventRecord(ss->start, s0), "cudaEventRecord (dequant fork)");
+        QV_CUDA_TRY(cudaStreamWaitEvent(ss->s, ss->start, 0), "cudaStreamWaitEvent (dequant fork)");
+    }
+
+    dq_params dp;
+    dp.b = (const uint32_t *)a->b;
+    dp.scales = a->scales;
+    dp.zeros = (const uint32_t *)a->zeros;
+    dp.n = a->n;
+    dp.k = a->k;
+    dp.grouped = v->scale_layout == QV_SCALE_GROUP;
+    dp.g_shift = 0;
+    if (dp.grouped)
+        for (int t = v->g / 16; t > 1; t >>= 1) dp.g_shift++;
+    /* layout.h: a single group (g == K) is stored in the channel order. */
+    dp.grp_single = dp.grouped && a->k == v->g;
+    /* layout.h, MARLIN_FP8: the packed scales hold s * 2^8 (f16) or s * 2^120
+     * (bf16); multiplying by 2^-8 (2^-120) restores s exactly, as
+     * kernels/wonly.cu does. 0x1C00 is fp16 2^-8, 0x0380 bf16 2^-120, 0x3C00
+     * fp16 1.0 and 0x3F80 bf16 1.0. */
+    dp.unbias_h2 = fp8 ? (bf ? 0x03800380u : 0x1C001C00u) : (bf ? 0x3F803F80u : 0x3C003C00u);
+    const float unbias = fp8 ? (bf ? 0x1p-120f : 0x1p-8f) : 1.0f;
+    const int wt = weight_type(v);
+    const cudaDataType_t t = bf ? CUDA_R_16BF : CUDA_R_16F;
+    const float alpha = 1.0f, beta = 0.0f;
+    const int sfmt = v->sfmt == QV_FMT_F32 ? SF_F32 : v->sfmt == QV_FMT_BF16 ? SF_BF16 : SF_F16;
+
+    for (int ci = 0; ci < pl.chunks; ci++) {
+        const int b = ci % pl.nbuf;
+        const int n0 = ci * pl.cols;
+        const int nc = a->n - n0 < pl.cols ? a->n - n0 : pl.cols;
+        uint16_t *wbuf = (uint16_t *)(ws + pl.buf_off[b]);
+        dp.w = wbuf;
+        dp.c0 = n0 / 64;
+        dim3 grid((unsigned)(nc / 64), (unsigned)((a->k + kDqRows - 1) / kDqRows));
+        if (grid.y > 65535) return qv_fail(QV_ERR_SHAPE, "%s: k=%d needs more than 65535 dequant tiles", v->name, a->k);
+        cudaStream_t sd = overlap ? ss->s : s0;
+        /* Chunk buffer b was last read by the GEMM of chunk ci - 2. */
+        if (overlap && ci >= 2)
+            QV_CUDA_TRY(cudaStreamWaitEvent(sd, ss->mm_done[b], 0), "cudaStreamWaitEvent (buffer reuse)");
+        QV_TRY(bf ? launch_dequant<true>(wt, dp, grid, sd) : launch_dequant<false>(wt, dp, grid, sd));
+        if (overlap) {
+            QV_CUDA_TRY(cudaEventRecord(ss->dq_done[b], sd), "cudaEventRecord (chunk dequantized)");
+            QV_CUDA_TRY(cudaStreamWaitEvent(s0, ss->dq_done[b], 0), "cudaStreamWaitEvent (chunk dequantized)");
+        }
+        /* Column-major view: Y^T[n0 .. n0+nc) (nc x m) = Wc (nc x k, the chunk
+         * buffer (nc, k) row-major, ld k) x A^T (k x m, ld k). Group rows write
+         * the output directly (ld n); channel/tensor rows write fp32 (ld nc). */
+        float *y = pl.epilogue ? (float *)(ws + pl.y_off) : NULL;
+        void *dst = pl.epilogue ? (void *)y : (void *)((uint16_t *)a->c + n0);
+        cs = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, nc, a->m, a->k, &alpha, wbuf, t, a->k, a_sorted, t, a->k,
+                          &beta, dst, pl.epilogue ? CUDA_R_32F : t, pl.epilogue ? nc : a->n, CUBLAS_COMPUTE_32F,
+                          CUBLAS_GEMM_DEFAULT);
+        if (cs != CUBLAS_STATUS_SUCCESS)
+            return qv_fail(QV_ERR_CUDA, "%s: cublasGemmEx (m=%d, n=%d of %d, k=%d): %s", v->name, a->m, nc, a->n,
+                           a->k, cublas_msg(cs));
+        QV_CUDA_TRY(cudaGetLastError(), "cublasGemmEx launch (weight-only large M)");
+        if (pl.epilogue) {
+            const int64_t quads = (int64_t)a->m * (nc / 4);
+            /* 256-thread blocks, at most 8 per SM of the H200's 132 (the loop
+             * strides over the rest). */
+            const int blocks = (int)((quads + 255) / 256 < 132 * 8 ? (quads + 255) / 256 : 132 * 8);
+            const int channel = v->scale_layout == QV_SCALE_CHANNEL;
+            if (bf)
+                k_wo_dq_epilogue<true><<<blocks, 256, 0, s0>>>(y, a->scales, (uint16_t *)a->c, a->m, a->n, n0, nc,
+                                                               channel, sfmt, unbias);
+            else
+                k_wo_dq_epilogue<false><<<blocks, 256, 0, s0>>>(y, a->scales, (uint16_t *)a->c, a->m, a->n, n0, nc,
+                                                                channel, sfmt, unbias);
+            QV_CUDA_TRY(cudaGetLastError(), "weight-only epilogue kernel launch");
+        }
+        if (overlap) QV_CUDA_TRY(cudaEventRecord(ss->mm_done[b], s0), "cudaEventRecord (chunk multiplied)");
+    }
+    return QV_OK;
+}
