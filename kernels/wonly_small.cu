@@ -140,6 +140,19 @@ __device__ __forceinline__ float epilogue_scale(const small_params &p, int col)
     return 1.0f;
 }
 
+/* s += v for one pair of split-K partials, in fp32. */
+__device__ __forceinline__ void add_partial(float2 &s, const float2 v)
+{
+#ifdef QV_MUTANT_gpu_wo_small_splitk_f16_reduce
+    /* Mutant (class 4, vLLM #6795): the split-K partials added in fp16. */
+    s.x = __half2float(__hadd(__float2half_rn(s.x), __float2half_rn(v.x)));
+    s.y = __half2float(__hadd(__float2half_rn(s.y), __float2half_rn(v.y)));
+#else
+    s.x = s.x + v.x;
+    s.y = s.y + v.y;
+#endif
+}
+
 template <int WT, bool IS_BF16>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(const small_params p)
 {
@@ -266,7 +279,8 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                     const uint4 sv = *reinterpret_cast<const uint4 *>(srow + (warp * 64 + 8 * (lane >> 2)) * 2);
                     const uint32_t s4[4] = {sv.x, sv.y, sv.z, sv.w};
 #pragma unroll
-                    for (int j8 = 0; j8 < 8; j8++) sc[j8] = qv_h2<IS_BF16>::dup((s4[j8 >> 1] >> (16 * (j8 & 1))) & 0xFFFFu);
+                    for (int j8 = 0; j8 < 8; j8++)
+                        sc[j8] = qv_h2<IS_BF16>::dup((s4[j8 >> 1] >> (16 * (j8 & 1))) & 0xFFFFu);
                 } else {
                     const uint16_t *s16 = reinterpret_cast<const uint16_t *>(srow);
 #pragma unroll
@@ -392,16 +406,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                     for (int j8 = 0; j8 < 8; j8++)
 #pragma unroll
                         for (int h = 0; h < 2; h++)
-                            if (z + u < p.splits && (lane >> 2) + 8 * h < p.m) {
-#ifdef QV_MUTANT_gpu_wo_small_splitk_f16_reduce
-                                /* Mutant (class 4, vLLM #6795): the split-K partials added in fp16. */
-                                s[j8][h].x = __half2float(__hadd(__float2half_rn(s[j8][h].x), __float2half_rn(v[u][j8][h].x)));
-                                s[j8][h].y = __half2float(__hadd(__float2half_rn(s[j8][h].y), __float2half_rn(v[u][j8][h].y)));
-#else
-                                s[j8][h].x = s[j8][h].x + v[u][j8][h].x;
-                                s[j8][h].y = s[j8][h].y + v[u][j8][h].y;
-#endif
-                            }
+                            if (z + u < p.splits && (lane >> 2) + 8 * h < p.m) add_partial(s[j8][h], v[u][j8][h]);
             }
 #pragma unroll
             for (int j8 = 0; j8 < 8; j8++)
