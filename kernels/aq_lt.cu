@@ -104,9 +104,16 @@ lt_plan plan_for(int kind, bool azp, int m, int n, int k, double chunk_bytes)
     const bool qqq = kind != AQ_B_PLAIN_I8;
     lt_plan pl;
     const double per_col = 4.0 * m + (qqq ? (double)k : 0.0);
-    double nc = floor(chunk_bytes / per_col / 64.0) * 64.0;
-    if (nc < 64.0) nc = 64.0;
-    pl.nc = nc >= (double)n ? n : (int)nc;
+    double nc_max = floor(chunk_bytes / per_col / 64.0) * 64.0;
+    if (nc_max < 64.0) nc_max = 64.0;
+    if (nc_max >= (double)n) {
+        pl.nc = n;
+    } else {
+        /* As many chunks as the budget needs, of equal width (up to 64), so no
+         * short last chunk leaves most SMs idle. */
+        const int chunks = (int)ceil((double)n / nc_max);
+        pl.nc = ((n + chunks - 1) / chunks + 63) / 64 * 64;
+    }
     pl.chunks = (n + pl.nc - 1) / pl.nc;
     size_t off = LT_WS_BYTES;
     pl.off_colsum = off;
