@@ -21,7 +21,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: qvet ppl --model M.gguf --text T.txt [--variant GLOB|all] [--ctx 512] [--chunks N]\n"
-            "                [--gpu | --cpu | --cpu-fast] [--out FILE.jsonl]\n\n"
+            "                [--gpu | --cpu | --cpu-fast] [--max-seconds S] [--out FILE.jsonl]\n\n"
             "Perplexity and KL divergence of a llama-architecture GGUF model on a text, the way\n"
             "llama.cpp's perplexity tool measures them: non-overlapping chunks of --ctx tokens, the\n"
             "second half of each chunk scored. The fp32 forward pass (OpenBLAS) is the baseline;\n"
@@ -35,6 +35,8 @@ static void usage(FILE *f)
             "  --gpu           run the variants' kernels on the GPU (default when a GPU is present)\n"
             "  --cpu           run the variants' CPU models (reference.h ref_model_run), exact but slow\n"
             "  --cpu-fast      dequantize and use sgemm, rounding each output to the variant's format\n"
+            "  --max-seconds S start no chunk that would end after S seconds of wall time (the\n"
+            "                  JSONL then records the chunks done); at least one chunk always runs\n"
             "  --out FILE      append JSONL results to FILE\n"
             "  -h, --help      this text\n");
 }
@@ -69,6 +71,8 @@ typedef struct ppl_run {
     char model_sha[65], text_sha[65];
     int64_t tokens;
     int ctx, chunks_done;
+    double max_s;           /* --max-seconds: no new chunk past this wall time (0: no limit) */
+    double t_start;         /* monotonic seconds when the command started */
     const char *backend;
     FILE *out;
 } ppl_run;
@@ -189,7 +193,7 @@ static void row_setup(ppl_row *w, const qv_llama *m, int backend, int ctx)
  * each chunk's baseline runs once and every variant is compared with it, so
  * only one chunk's baseline is held at a time. Rows are printed (and written
  * to the JSONL) at the end, in registry order. Returns the exit code. */
-static int evaluate(const ppl_run *r, const qv_llama *m, const char *glob, int backend, const int32_t *tokens,
+static int evaluate(ppl_run *r, const qv_llama *m, const char *glob, int backend, const int32_t *tokens,
                     int64_t n_tokens, int bos)
 {
     int L = m->c.n_layers, n_rows = 1, rc = 0;
@@ -212,7 +216,8 @@ static int evaluate(const ppl_run *r, const qv_llama *m, const char *glob, int b
             fprintf(stderr, "ppl: [%d/%d] %s: %s in %.2f s (elapsed %.1f s)\n", k, n_rows - 1, w->v->name,
                     w->state == ROW_OK ? "ready" : "skipped", w->setup_s, now_s() - t0);
     }
-    for (int ci = 0; ci < r->chunks_done; ci++) {
+    int planned = r->chunks_done;
+    for (int ci = 0; ci < planned; ci++) {
         double tc = now_s();
         qv_ppl_base b;
         qv_status st = qv_ppl_base_compute(m, tokens, n_tokens, r->ctx, ci, bos, &b);
@@ -233,8 +238,17 @@ static int evaluate(const ppl_run *r, const qv_llama *m, const char *glob, int b
             }
         }
         qv_ppl_base_free(&b);
+        double chunk_s = now_s() - tc;
         fprintf(stderr, "ppl: chunk %d/%d: baseline %.2f s, %d variants %.2f s (elapsed %.1f s)\n", ci + 1,
-                r->chunks_done, base_s, n_rows - 1, now_s() - tc - base_s, now_s() - t0);
+                planned, base_s, n_rows - 1, chunk_s - base_s, now_s() - t0);
+        /* Stop when one more chunk, as long as this one, would pass the limit. */
+        if (r->max_s > 0 && ci + 1 < planned && now_s() - r->t_start + chunk_s > r->max_s) {
+            r->chunks_done = ci + 1;
+            printf("stopped after %d of %d chunks: --max-seconds %g\n", r->chunks_done, planned, r->max_s);
+            fprintf(stderr, "ppl: stopped after %d of %d chunks (--max-seconds %g)\n", r->chunks_done, planned,
+                    r->max_s);
+            break;
+        }
     }
     for (int k = 0; k < n_rows; k++) {
         ppl_row *w = &rows[k];
@@ -267,11 +281,13 @@ int qv_cmd_ppl(int argc, char **argv)
         {"variant", required_argument, 0, 'v'}, {"ctx", required_argument, 0, 'c'},
         {"chunks", required_argument, 0, 'n'}, {"gpu", no_argument, 0, 'G'}, {"cpu", no_argument, 0, 'C'},
         {"cpu-fast", no_argument, 0, 'F'}, {"out", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'},
+        {"max-seconds", required_argument, 0, 'S'},
         {0, 0, 0, 0}};
     ppl_run r;
     memset(&r, 0, sizeof r);
+    r.t_start = now_s();
     const char *glob = NULL, *out_path = NULL;
-    long long ctx = 512, chunks = 0;
+    long long ctx = 512, chunks = 0, max_s = 0;
     int backend = BK_AUTO, nb = 0;
     optind = 1;
     opterr = 0;
@@ -288,6 +304,7 @@ int qv_cmd_ppl(int argc, char **argv)
         case 'C': backend = BK_CPU; nb++; break;
         case 'F': backend = BK_CPU_FAST; nb++; break;
         case 'o': out_path = optarg; break;
+        case 'S': if (qv_opt_long("--max-seconds", optarg, 1, 1 << 30, &max_s)) return 2; r.max_s = (double)max_s; break;
         case 'h': usage(stdout); return 0;
         default:
             fprintf(stderr, "qvet ppl: unknown option or missing value: %s\n", argv[optind - 1]);
