@@ -10,17 +10,20 @@
  * slot, and stays in registers between the absmax reduction and the
  * quantization; codes leave 8 per 8-byte store. A row is spread over a "row
  * group" of threads sized to K:
- *   - many rows (M > AQ_CLUSTER_MAX_M) or short rows: the group lives in one
+ *   - many rows (M > 128) or short rows: the group lives in one
  *     block (1..32 lanes of a warp, or several warps of a block), several rows
  *     per block when rows are short;
- *   - few long rows: the group spans a cluster of AQ_CLUSTER blocks on as many
- *     SMs, joined through distributed shared memory, so that a single token is
- *     quantized by 8 SMs instead of one (at M = 1 the divisions of one long row
- *     would otherwise keep a single SM busy for microseconds).
+ *   - few long rows (M <= 128, K >= 2048), or rows longer than a block's
+ *     registers hold (K > 32768): the group spans a cluster of AQ_CLUSTER
+ *     blocks on as many SMs, joined through distributed shared memory, so that
+ *     a single token is quantized by 8 SMs instead of one (at M = 1 the
+ *     divisions of one long row would otherwise keep a single SM busy for
+ *     microseconds). QVET_AQ_CLUSTER_M=<M> moves the first bound (0: off).
  * Rows longer than the registers of a cluster can hold (K > 262144) take a
  * two-pass kernel that re-reads the row from L2. All paths compute every value
  * with the same operations, so the result does not depend on the path. */
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
@@ -39,7 +42,8 @@ namespace cg = cooperative_groups;
 #define AQ_VPT_MAX 4         /* slots per thread at most: 16 registers of values, no spill
                              * under the 64 registers a 1024-thread block allows */
 #define AQ_CLUSTER 8         /* blocks per row in cluster mode: the portable cluster size */
-#define AQ_CLUSTER_MAX_M 32  /* up to 32 rows x 8 blocks = 256 blocks, about 2 per SM of 132 */
+#define AQ_CLUSTER_MAX_M 128 /* fewer rows than the H200's 132 SMs leave SMs idle with a
+                              * block per row; 128 rows x 8 blocks = 1024 blocks */
 #define AQ_CLUSTER_MIN_K 2048 /* shorter rows are too little work to split */
 
 /* The two values in one 32-bit word of fp16/bf16 bits, low half first. */
@@ -268,6 +272,22 @@ int aq_threads(int64_t nslot, int cluster, int vpt)
     return t <= AQ_MAX_THREADS ? (int)t : 0;
 }
 
+/* The largest M that takes the cluster path: AQ_CLUSTER_MAX_M, or
+ * QVET_AQ_CLUSTER_M from the environment (0 turns the cluster path off), read
+ * once; the knob exists to measure the two paths against each other with
+ * `qvet bench` (both compute the same bits). */
+int64_t aq_cluster_max_m(void)
+{
+    static int64_t cached = -1;
+    if (cached < 0) {
+        const char *e = getenv("QVET_AQ_CLUSTER_M");
+        char *end = NULL;
+        const long long v = e && *e ? strtoll(e, &end, 10) : -1;
+        cached = e && *e && end && !*end && v >= 0 ? (int64_t)v : AQ_CLUSTER_MAX_M;
+    }
+    return cached;
+}
+
 aq_plan aq_make_plan(int64_t m, int64_t k, bool vec)
 {
     aq_plan p = {vec, false, 1, 0, 0, 0, 0};
@@ -275,7 +295,7 @@ aq_plan aq_make_plan(int64_t m, int64_t k, bool vec)
     /* Vectorized rows take 4 slots (64 bytes in flight) per thread, or 2 when a
      * cluster already spreads the row; unaligned rows always 4 (one kernel per
      * format pair and mode for the rare tail case). */
-    const bool few_long = m <= AQ_CLUSTER_MAX_M && k >= AQ_CLUSTER_MIN_K;
+    const bool few_long = m <= aq_cluster_max_m() && k >= AQ_CLUSTER_MIN_K;
     const int first_vpt = !vec ? AQ_VPT_MAX : few_long ? 2 : 4;
     for (int pass = few_long ? 1 : 0; pass < 2 && !p.group; pass++) {
         const int cluster = pass ? AQ_CLUSTER : 1;

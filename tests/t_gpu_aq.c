@@ -478,7 +478,7 @@ END_TEST
 
 /* Cases cover every path of the quantizer's launch plan: short rows several to
  * a block and one to a warp, long rows over the warps of a block, few long rows
- * over a cluster of blocks (M <= 32, K >= 2048), K past what a block's
+ * over a cluster of blocks (M <= 128, K >= 2048), K past what a block's
  * registers hold (cluster per row at any M) and past what a cluster holds (the
  * two-pass kernel); K tails (K % 8 != 0) and rows that are not 16-byte aligned
  * (x_off values before x), which take the scalar loads; M = 1 and large M; an
@@ -504,8 +504,11 @@ static const struct aq_case aq_cases[] = {
     {QV_FMT_F16, QV_FMT_E4M3, 1, 2048, 0, 1},     {QV_FMT_F16, QV_FMT_I8, 32, 8192, 0, 0},
     /* rows not 16-byte aligned: scalar loads, in a block and in a cluster */
     {QV_FMT_F16, QV_FMT_I8, 9, 64, 1, 0},         {QV_FMT_BF16, QV_FMT_E4M3, 2, 4096, 3, 0},
+    {QV_FMT_F16, QV_FMT_E4M3, 200, 2051, 0, 0},   {QV_FMT_F16, QV_FMT_I8, 300, 4096, 1, 0},
+    /* more rows than the cluster path takes: long rows in one block */
+    {QV_FMT_BF16, QV_FMT_I8, 200, 4096, 0, 0},    {QV_FMT_F16, QV_FMT_E4M3, 129, 11008, 0, 0},
     /* K past a block's registers (32768), past a cluster's (262144) */
-    {QV_FMT_F16, QV_FMT_I8, 40, 40000, 0, 0},     {QV_FMT_BF16, QV_FMT_E4M3, 2, 262152, 0, 0},
+    {QV_FMT_F16, QV_FMT_I8, 129, 32776, 0, 0},    {QV_FMT_BF16, QV_FMT_E4M3, 2, 262152, 0, 0},
     {QV_FMT_F16, QV_FMT_I8, 1, 300001, 0, 0},
     /* large M: many blocks, and the Llama-3-70B down layer at M = 1024 */
     {QV_FMT_F16, QV_FMT_I8, 70000, 16, 0, 0},     {QV_FMT_F16, QV_FMT_E4M3, 1024, 28672, 0, 0},
@@ -517,7 +520,7 @@ START_TEST(act_quant)
     const int64_t m = c->m, k = c->k, off = c->x_off;
     /* Under compute-sanitizer (QVET_AQ_QUICK) every path runs, but not the one
      * case of 29 M values, whose paths smaller cases already take. */
-    if (g_quick && m * k > ((int64_t)1 << 22)) {
+    if (g_quick && m * k > ((int64_t)1 << 23)) {
         printf("act quant case %d: skipped in quick mode\n", _i);
         return;
     }
