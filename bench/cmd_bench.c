@@ -222,6 +222,7 @@ typedef struct bench_opts {
     int n_m;
     int runs, warmup;
     const char *out;
+    int dry_run; /* list what would be timed, no CUDA call */
 } bench_opts;
 
 static int opts_match(const bench_opts *o, const qv_variant *v)
@@ -483,7 +484,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: qvet bench [--variant GLOB[,GLOB...]] [--model llama2-7b|llama3-70b|all]\n"
-            "                  [--m LIST] [--runs N] [--out FILE]\n"
+            "                  [--m LIST] [--runs N] [--out FILE] [--dry-run]\n"
             "Times every registry row with a GPU kernel on the four linear layers of a\n"
             "Llama-2-7B or Llama-3-70B block (DESIGN.md §8) against cuBLAS fp16 and the\n"
             "weight-read floor at the measured copy bandwidth, with weights rotated past\n"
@@ -498,6 +499,7 @@ static void usage(FILE *f)
             "  --m LIST        comma-separated M values (default 1,4,16,32,64,128,256,512,1024)\n"
             "  --runs N        timed launches per point (default 50), after 5 warm-ups\n"
             "  --out FILE      JSON Lines results (docs/results-format.md, \"kind\":\"bench\")\n"
+            "  --dry-run       list the rows and the number of timings, touch no GPU\n"
             "Exit: 0 ok, 2 bad option, 3 no CUDA device or a CUDA error.\n");
 }
 
@@ -549,6 +551,47 @@ static int collect_rows(const bench_opts *o, const qv_variant *ref, bench_row *r
     for (int q = 0; q < N_AQK; q++)
         if (used[q]) rows[n++] = (bench_row){aqk_names[q], ROW_ACTQ, NULL, (aq_kind)q};
     return n;
+}
+
+/* --dry-run: each row and what it times, then the count of timings. */
+static void print_plan(const bench_opts *o, const bench_row *rows, int nr)
+{
+    static const char *const aqk_what[N_AQK] = {"f16 -> int8 per token", "f16 -> e4m3 per token",
+                                                "f16 -> e4m3 per token and 128-K group"};
+    const int models_n = (o->model_mask & 1) + ((o->model_mask >> 1) & 1);
+    long timings = 0;
+    for (int ri = 0; ri < nr; ri++) {
+        const bench_row *r = &rows[ri];
+        printf("%-26s ", r->name);
+        switch (r->kind) {
+        case ROW_VARIANT:
+            if (ri == 0)
+                printf("reference: cuBLAS fp16\n");
+            else if (r->aqk != AQK_NONE)
+                printf("GEMM, and +aq: %s in front\n", aqk_names[r->aqk]);
+            else if (r->v->afmt == QV_FMT_I8 || r->v->afmt == QV_FMT_E4M3)
+                printf("GEMM (no per-token quantizer for its activation scale or zero point)\n");
+            else
+                printf("GEMM\n");
+            timings += r->aqk != AQK_NONE ? 2 : 1;
+            break;
+        case ROW_LT_FP8:
+            printf("baseline: cuBLASLt e4m3 x e4m3 -> f16, per-tensor scales, promoted accumulation\n");
+            timings++;
+            break;
+        case ROW_LT_I8:
+            printf("baseline: cuBLASLt int8 x int8 -> int32\n");
+            timings++;
+            break;
+        case ROW_ACTQ:
+            printf("quantizer alone: %s\n", aqk_what[r->aqk]);
+            timings++;
+            break;
+        }
+    }
+    timings *= (long)models_n * N_LAYERS * o->n_m;
+    printf("%d rows, %d model(s) x %d layers x %d M values: %ld timings of %d + %d launches\n", nr, models_n, N_LAYERS,
+           o->n_m, timings, o->warmup, o->runs);
 }
 
 /* One table cell: "time [ratio floor%]"; `ratio` NAN leaves its place blank. */
@@ -656,6 +699,8 @@ int qv_cmd_bench(int argc, char **argv)
             o.runs = (int)r, i++;
         } else if (!strcmp(a, "--out") && val) {
             o.out = val, i++;
+        } else if (!strcmp(a, "--dry-run")) {
+            o.dry_run = 1;
         } else {
             fprintf(stderr, "qvet bench: unknown option or missing value: %s\n", a);
             usage(stderr);
@@ -673,6 +718,10 @@ int qv_cmd_bench(int argc, char **argv)
     if (nr == 1 && o.n_globs && !opts_match(&o, ref)) {
         fprintf(stderr, "qvet bench: no row with a GPU kernel matches '%s'\n", o.variant_arg);
         return 2;
+    }
+    if (o.dry_run) {
+        print_plan(&o, rows, nr);
+        return 0;
     }
 
     qv_gpu_info gi;

@@ -1,6 +1,7 @@
 /* t_bench_cli.c: `qvet bench` as a user runs it, where no timing is involved:
  * every bad option is refused with a message on stderr and exit 2 before any
- * GPU work, and on a machine without a GPU the command says so and exits 3
+ * GPU work, --dry-run lists the rows (baselines, quantizers) the declarations
+ * call for, and on a machine without a GPU the command says so and exits 3
  * without writing its --out file. The binary is $QVET_BIN, or ../qvet next to
  * this test's folder (BUILD/qvet for BUILD/tests/t_bench_cli). The timings
  * themselves need the H200 (README, bench/RESULTS.md). */
@@ -78,6 +79,50 @@ START_TEST(bad_option)
 }
 END_TEST
 
+/* --dry-run lists the rows without touching a GPU. Expected, from the rows'
+ * declarations: qqq-w4a8-ch has per-token int8 activations, so the int8
+ * quantizer goes in front of it; w8a8-i8-tensor has a per-tensor activation
+ * scale, which no per-token quantizer produces; w8a8-fp8-block128 scales
+ * activations per token and 128-K group. Any int8/e4m3-activation row brings
+ * the two cuBLASLt baselines; a weight-only row brings none. */
+START_TEST(dry_run_rows)
+{
+    run_result r = run_program(qvet_bin, (const char *[]){"bench", "--dry-run", "--variant",
+                                                           "qqq-w4a8-ch,w8a8-i8-tensor,w8a8-fp8-block128", "--model",
+                                                           "llama2-7b", "--m", "1,16", NULL});
+    ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
+    const char *const want[] = {
+        "cublas-f16                 reference: cuBLAS fp16\n",
+        "cublaslt-fp8               baseline: cuBLASLt e4m3 x e4m3 -> f16",
+        "cublaslt-int8              baseline: cuBLASLt int8 x int8 -> int32\n",
+        "qqq-w4a8-ch                GEMM, and +aq: act-quant-i8 in front\n",
+        "w8a8-i8-tensor             GEMM (no per-token quantizer",
+        "w8a8-fp8-block128          GEMM, and +aq: act-quant-e4m3-g128 in front\n",
+        "act-quant-i8               quantizer alone: f16 -> int8 per token\n",
+        "act-quant-e4m3-g128        quantizer alone: f16 -> e4m3 per token and 128-K group\n",
+        /* (1 + 2 baselines + 3 rows + 2 with +aq + 2 quantizers) x 1 model x 4 layers x 2 M */
+        "8 rows, 1 model(s) x 4 layers x 2 M values: 80 timings of 5 + 50 launches\n",
+    };
+    const char *at = r.out;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const char *hit = strstr(at, want[i]);
+        ck_assert_msg(hit != NULL, "line %zu missing or out of order: '%s' in:\n%s", i, want[i], r.out);
+        at = hit + strlen(want[i]);
+    }
+    ck_assert_msg(strstr(r.out, "act-quant-e4m3 ") == NULL, "per-token e4m3 quantizer listed without its row");
+    run_free(&r);
+
+    r = run_program(qvet_bin, (const char *[]){"bench", "--dry-run", "--variant", "marlin-w4a16-ch-f16", "--runs",
+                                               "7", NULL});
+    ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
+    ck_assert_msg(strstr(r.out, "cublaslt") == NULL && strstr(r.out, "act-quant") == NULL, "%s", r.out);
+    /* (reference + 1 row) x 2 models x 4 layers x the 9 default M values */
+    ck_assert_msg(strstr(r.out, "2 rows, 2 model(s) x 4 layers x 9 M values: 144 timings of 5 + 7 launches\n"),
+                  "%s", r.out);
+    run_free(&r);
+}
+END_TEST
+
 /* Without a GPU: a clear message, exit 3, and no --out file left behind. */
 START_TEST(no_device)
 {
@@ -115,6 +160,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, help);
     tcase_add_loop_test(tc, bad_option, 0, (int)(sizeof bad_opts / sizeof bad_opts[0]));
+    tcase_add_test(tc, dry_run_rows);
     tcase_add_test(tc, no_device);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
