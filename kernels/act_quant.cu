@@ -18,7 +18,7 @@
  *     blocks on as many SMs, joined through distributed shared memory, so that
  *     a single token is quantized by 8 SMs instead of one (at M = 1 the
  *     divisions of one long row would otherwise keep a single SM busy for
- *     microseconds). QVET_AQ_CLUSTER_M=<M> moves the first bound (0: off).
+ *     microseconds). QVET_AQ_CLUSTER_M=<M> moves the bound 128 (0: none).
  * Rows longer than the registers of a cluster can hold (K > 262144) take a
  * two-pass kernel that re-reads the row from L2. All paths compute every value
  * with the same operations, so the result does not depend on the path. */
@@ -272,9 +272,9 @@ int aq_threads(int64_t nslot, int cluster, int vpt)
     return t <= AQ_MAX_THREADS ? (int)t : 0;
 }
 
-/* The largest M that takes the cluster path: AQ_CLUSTER_MAX_M, or
- * QVET_AQ_CLUSTER_M from the environment (0 turns the cluster path off), read
- * once; the knob exists to measure the two paths against each other with
+/* The largest M that takes the cluster path for rows of K >= AQ_CLUSTER_MIN_K:
+ * AQ_CLUSTER_MAX_M, or QVET_AQ_CLUSTER_M from the environment (0: only rows
+ * too long for one block take it), read once; the knob exists to measure the two paths against each other with
  * `qvet bench` (both compute the same bits). */
 int64_t aq_cluster_max_m(void)
 {
