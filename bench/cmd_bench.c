@@ -432,7 +432,11 @@ static qv_status bench_other_run(const bench_row *r, const bench_layer *L, const
     int rows[MAX_M], cols = 0;
     for (int mi = 0; mi < o->n_m; mi++)
         if (!aqk_shape(r->aqk, o->ms[mi], L->k, &rows[mi], &cols)) return QV_OK;
-    QV_TRY(qv_bench_act_quant(aqk_fmt(r->aqk), rows, o->n_m, cols, o->warmup, o->runs, timings));
+    if (qv_bench_act_quant(aqk_fmt(r->aqk), rows, o->n_m, cols, o->warmup, o->runs, timings) != QV_OK) {
+        /* like a failing row: reported, and the others still run */
+        fprintf(stderr, "qvet bench: %s %s: %s\n", r->name, L->name, qv_errmsg());
+        return QV_OK;
+    }
     for (int mi = 0; mi < o->n_m; mi++) t_out[mi] = timings[mi].median_us;
     return QV_OK;
 }
