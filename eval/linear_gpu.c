@@ -89,11 +89,14 @@ static qv_status staging(gpu_ctx *c, int t)
     size_t ak = (size_t)t * (size_t)c->cap_k, on = (size_t)t * (size_t)c->cap_n;
     size_t es = qv_fmt_storage_bytes(v->ofmt);
     QV_CUDA_TRY(cudaMallocHost(&c->a_h, ak * qv_fmt_storage_bytes(v->afmt)), "cudaMallocHost activations");
-    memset(c->a_h, 0, ak * qv_fmt_storage_bytes(v->afmt)); /* uploaded once with the weights, before any call fills it */
+    memset(c->a_h, 0, ak * qv_fmt_storage_bytes(v->afmt));
     QV_CUDA_TRY(cudaMallocHost((void **)&c->ascale_h,
                                sizeof(float) * (size_t)t * (size_t)((c->cap_k + ASCALE_BLOCK - 1) / ASCALE_BLOCK)),
                 "cudaMallocHost activation scales");
     QV_CUDA_TRY(cudaMallocHost((void **)&c->azp_h, sizeof(int32_t) * (size_t)t), "cudaMallocHost zero points");
+    /* Uploaded once with the weights, before any call fills them. */
+    memset(c->ascale_h, 0, sizeof(float) * (size_t)t * (size_t)((c->cap_k + ASCALE_BLOCK - 1) / ASCALE_BLOCK));
+    memset(c->azp_h, 0, sizeof(int32_t) * (size_t)t);
     QV_CUDA_TRY(cudaMallocHost(&c->out_h, on * es), "cudaMallocHost output");
     QV_CUDA_TRY(cudaMalloc(&c->poison_d, on * es), "cudaMalloc poison codes");
     QV_TRY(qv_gpu_poison(c->poison_d, v->ofmt, (int64_t)on, NULL));
@@ -112,18 +115,26 @@ static qv_problem call_problem(const gpu_ctx *c, const gpu_lin *L, int t)
     return pp;
 }
 
-/* Packs and uploads a layer for t activation rows (after staging(c, t)). */
-static qv_status upload_layer(gpu_ctx *c, gpu_lin *L, int t)
+/* Uploads a layer packed for t activation rows (after staging(c, t)). */
+static qv_status upload_packed(gpu_ctx *c, gpu_lin *L, int t, const qv_packed *pk)
 {
     if (L->gp_m) qv_gpu_problem_free(&L->gp);
     L->gp_m = 0;
     qv_problem pp = call_problem(c, L, t);
+    QV_TRY(qv_gpu_problem_upload(&pp, pk, &L->gp));
+    L->gp_m = t;
+    return QV_OK;
+}
+
+/* Packs and uploads a layer for t activation rows (after staging(c, t)). */
+static qv_status upload_layer(gpu_ctx *c, gpu_lin *L, int t)
+{
+    qv_problem pp = call_problem(c, L, t);
     qv_packed pk;
     memset(&pk, 0, sizeof pk);
     QV_TRY(qv_pack(&pp, &pk));
-    qv_status st = qv_gpu_problem_upload(&pp, &pk, &L->gp);
+    qv_status st = upload_packed(c, L, t, &pk);
     qv_packed_destroy(&pk);
-    if (st == QV_OK) L->gp_m = t;
     return st;
 }
 
@@ -222,14 +233,48 @@ static qv_status gpu_run(void *vctx, const qv_llama *m, int layer, qv_llama_lin 
     return gpu_call(vctx, layer, which, x, t, y);
 }
 
+typedef struct pack_job {
+    const gpu_ctx *c;
+    int t;
+    qv_packed *pk;          /* (n_layers * QV_LIN_COUNT) */
+    qv_status *st;
+    char (*msg)[256];       /* the message of each failed layer */
+} pack_job;
+
+/* Packs linear layers [lo, hi) for t rows. */
+static void pack_layers(void *vj, int64_t lo, int64_t hi)
+{
+    const pack_job *j = vj;
+    for (int64_t i = lo; i < hi; i++) {
+        qv_problem pp = call_problem(j->c, &j->c->lin[i], j->t);
+        j->st[i] = qv_pack(&pp, &j->pk[i]);
+        if (j->st[i] != QV_OK) snprintf(j->msg[i], sizeof j->msg[i], "%s", qv_errmsg());
+    }
+}
+
 qv_status ev_gpu_prepare(void *vctx, int t)
 {
     gpu_ctx *c = vctx;
     if (t < 1) return qv_fail(QV_ERR_USAGE, "prepare: no rows");
     QV_TRY(staging(c, t));
-    for (int i = 0; i < c->n_layers * QV_LIN_COUNT; i++)
-        if (c->lin[i].gp_m != t) QV_TRY(upload_layer(c, &c->lin[i], t));
-    return QV_OK;
+    int n_lin = c->n_layers * QV_LIN_COUNT;
+    qv_packed *pk = calloc((size_t)n_lin, sizeof *pk);
+    qv_status *st = calloc((size_t)n_lin, sizeof *st);
+    char (*msg)[256] = calloc((size_t)n_lin, sizeof *msg);
+    qv_status bad = QV_OK;
+    if (!pk || !st || !msg) bad = qv_fail(QV_ERR_NOMEM, "no memory");
+    if (bad == QV_OK) {
+        /* Packing is host work, layer by layer independent; the uploads follow in order. */
+        pack_job j = {c, t, pk, st, msg};
+        ev_parallel_for(n_lin, 1, pack_layers, &j);
+    }
+    for (int i = 0; i < n_lin && bad == QV_OK; i++) {
+        if (st[i] != QV_OK) bad = qv_fail(st[i], "%s: layer %d: %s", c->v->name, i / QV_LIN_COUNT, msg[i]);
+        else bad = upload_packed(c, &c->lin[i], t, &pk[i]);
+    }
+    for (int i = 0; pk && i < n_lin; i++) qv_packed_destroy(&pk[i]);
+    free(pk); free(st); free(msg);
+    return bad;
 }
 
 typedef struct quant_job {

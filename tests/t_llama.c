@@ -8,7 +8,11 @@
  *     (ref_model_run) and through the fast emulation: both give finite results
  *     and agree with each other;
  *   - RTN weight quantization stays within the rounding bound of each layout;
- *   - the protocol math on hand-computable logits. */
+ *   - the protocol math on hand-computable logits;
+ *   - a chunk's baseline computed once and shared gives the same bits as the
+ *     per-row statistics on a fresh baseline; backends that share one
+ *     activation quantization across Q/K/V and gate/up give the same bits as
+ *     fresh ones. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -430,6 +434,109 @@ START_TEST(test_protocol_chunks)
 }
 END_TEST
 
+/* One chunk's baseline, computed once (qv_ppl_base) and shared, gives the
+ * same bits as the per-row statistics (qv_ppl_acc_add) on a baseline forward
+ * pass run afresh, and the block errors summed here directly: for the baseline
+ * against itself and for a quantized backend. */
+START_TEST(test_shared_baseline_same_bits)
+{
+    tiny t;
+    tiny_build(&t, 4242);
+    enum { T = 24, N = 3 * T };
+    int32_t tok[N];
+    tokens_of(17, tok, N);
+    const qv_variant *v = qv_variant_find("w8a8-i8-tok-ch");
+    ck_assert(v != NULL);
+    qv_linear_backend q;
+    ck_assert_msg(qv_linear_variant_cpu(v, &t.m, 0, &q) == QV_OK, "%s", qv_errmsg());
+    qv_linear_backend f = qv_linear_fp32();
+    float *zb = malloc(sizeof(float) * T * VOCAB), *zq = malloc(sizeof(float) * T * VOCAB);
+    float *ob = malloc(sizeof(float) * LAYERS * T * DIM), *oq = malloc(sizeof(float) * LAYERS * T * DIM);
+    for (int use_q = 0; use_q < 2; use_q++) {
+        qv_ppl_acc shared, rows;
+        qv_ppl_acc_init(&shared);
+        qv_ppl_acc_init(&rows);
+        double e_sh[LAYERS] = {0}, r_sh[LAYERS] = {0}, e_rw[LAYERS] = {0}, r_rw[LAYERS] = {0};
+        int64_t n_chunks = 0;
+        ck_assert(qv_ppl_chunks(N, T, 0, &n_chunks) == QV_OK && n_chunks == 3);
+        for (int64_t ci = 0; ci < n_chunks; ci++) {
+            qv_ppl_base b;
+            ck_assert(qv_ppl_base_compute(&t.m, tok, N, T, ci, 5, &b) == QV_OK);
+            ck_assert(qv_ppl_eval_chunk(&t.m, use_q ? &q : NULL, &b, &shared, e_sh, r_sh) == QV_OK);
+            qv_ppl_base_free(&b);
+            /* the same chunk by hand */
+            int32_t c[T];
+            memcpy(c, tok + ci * T, sizeof c);
+            c[0] = 5;
+            ck_assert(qv_llama_forward(&t.m, &f, c, T, zb, ob) == QV_OK);
+            ck_assert(qv_llama_forward(&t.m, use_q ? &q : &f, c, T, zq, oq) == QV_OK);
+            for (int j = T / 2; j < T - 1; j++)
+                qv_ppl_acc_add(&rows, zq + j * VOCAB, zb + j * VOCAB, VOCAB, tok[ci * T + j + 1]);
+            for (int l = 0; l < LAYERS; l++) {
+                double e = 0, r = 0; /* summed per chunk, then added, as the protocol does */
+                for (int i = 0; i < T * DIM; i++) {
+                    double bb = ob[l * T * DIM + i], d = (double)oq[l * T * DIM + i] - bb;
+                    e += d * d;
+                    r += bb * bb;
+                }
+                e_rw[l] += e;
+                r_rw[l] += r;
+            }
+        }
+        ck_assert_int_eq(shared.n, 3 * (T - 1 - T / 2));
+        ck_assert_int_eq(shared.n, rows.n);
+        size_t bytes = sizeof(double) * (size_t)rows.n;
+        ck_assert(memcmp(shared.nll, rows.nll, bytes) == 0);
+        ck_assert(memcmp(shared.nll_base, rows.nll_base, bytes) == 0);
+        ck_assert(memcmp(shared.kld, rows.kld, bytes) == 0);
+        ck_assert(memcmp(shared.dp, rows.dp, bytes) == 0);
+        ck_assert_int_eq(shared.same_top1, rows.same_top1);
+        ck_assert(memcmp(e_sh, e_rw, sizeof e_sh) == 0 && memcmp(r_sh, r_rw, sizeof r_sh) == 0);
+        /* not a comparison of zeros: the quantized backend moves every statistic */
+        if (use_q) ck_assert(rows.kld[0] > 0 && e_rw[LAYERS - 1] > 0 && rows.same_top1 < rows.n + 1);
+        qv_ppl_acc_clear(&shared);
+        qv_ppl_acc_clear(&rows);
+    }
+    free(zb); free(zq); free(ob); free(oq);
+    qv_linear_backend_free(&q);
+    tiny_free(&t);
+}
+END_TEST
+
+/* A backend reuses the activation codes of Q for K and V, and of gate for up:
+ * the outputs equal those of a fresh backend that sees each layer alone, and
+ * an input changed in place under the same pointer is quantized again. */
+START_TEST(test_backend_input_reuse)
+{
+    const qv_variant *v = qv_registry_get(_i);
+    tiny t;
+    tiny_build(&t, 606);
+    enum { T = 10 };
+    float x[T * HID], y[T * HID], want[T * HID];
+    uint64_t sd = 99 + (uint64_t)_i;
+    for (int i = 0; i < T * HID; i++) x[i] = uni(&sd, 2.0f);
+    qv_linear_backend a, b;
+    ck_assert_msg(qv_linear_variant_cpu(v, &t.m, 0, &a) == QV_OK, "%s: %s", v->name, qv_errmsg());
+    ck_assert(qv_linear_backend_prepare(&a, T) == QV_OK);
+    static const qv_llama_lin order[] = {QV_LIN_Q, QV_LIN_K, QV_LIN_V, QV_LIN_GATE, QV_LIN_UP};
+    for (int round = 0; round < 2; round++) {
+        for (size_t w = 0; w < sizeof order / sizeof order[0]; w++) {
+            int n_in, n_out;
+            qv_llama_lin_shape(&t.m.c, order[w], &n_in, &n_out);
+            ck_assert(a.run(a.ctx, &t.m, 1, order[w], x, T, y) == QV_OK);
+            ck_assert(qv_linear_variant_cpu(v, &t.m, 0, &b) == QV_OK);
+            ck_assert(b.run(b.ctx, &t.m, 1, order[w], x, T, want) == QV_OK);
+            qv_linear_backend_free(&b);
+            ck_assert_msg(memcmp(y, want, sizeof(float) * T * (size_t)n_out) == 0, "%s: layer %d, round %d",
+                          v->name, (int)order[w], round);
+        }
+        for (int i = 0; i < T * HID; i++) x[i] = -0.5f * x[i] + 0.25f; /* new values, same pointer */
+    }
+    qv_linear_backend_free(&a);
+    tiny_free(&t);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("llama");
@@ -442,6 +549,8 @@ int main(void)
     tcase_add_test(tc, test_padded_shapes);
     tcase_add_test(tc, test_protocol_math);
     tcase_add_test(tc, test_protocol_chunks);
+    tcase_add_test(tc, test_shared_baseline_same_bits);
+    tcase_add_loop_test(tc, test_backend_input_reuse, 0, qv_registry_count());
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -89,7 +89,10 @@ void      qv_llama_free(qv_llama *m);
 /* n_in and n_out of a linear layer. */
 void qv_llama_lin_shape(const qv_llama_config *c, qv_llama_lin which, int *n_in, int *n_out);
 
-/* A linear-layer backend: y (t, n_out) = x (t, n_in) W^T for layer `layer`. */
+/* A linear-layer backend: y (t, n_out) = x (t, n_in) W^T for layer `layer`.
+ * A call for K or V right after Q (or for up right after gate) of the same
+ * layer, with the same x pointer and t, may reuse the activation codes of that
+ * first call: x must not change in between (qv_llama_forward never does). */
 typedef struct qv_linear_backend {
     qv_status (*run)(void *ctx, const qv_llama *m, int layer, qv_llama_lin which,
                      const float *x, int t, float *y);
