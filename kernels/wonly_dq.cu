@@ -351,11 +351,15 @@ dq_plan make_plan(const qv_variant *v, int m, int n, int k)
 {
     dq_plan p;
     const double mib = env_number("QVET_WO_DQ_CHUNK_MB", kDefaultChunkMiB);
-    /* A chunk is whole 256-column groups (cuBLAS's widest tile side), at least
-     * one; 0 turns chunking off. */
+    /* A chunk is whole 256-column groups (cuBLAS's widest tile side). Every
+     * chunk's GEMM reads all of A (m x k halves) again, so a chunk has at
+     * least m columns: A's traffic then stays below that of the chunks
+     * themselves, even where k is so long that such a chunk outgrows L2.
+     * 0 turns chunking off. */
     int64_t cols = (int64_t)(mib * 1048576.0) / (2 * (int64_t)k) / 256 * 256;
+    const int64_t cols_min = ((int64_t)m + 255) / 256 * 256;
+    if (cols < cols_min) cols = cols_min;
     if (mib == 0 || cols >= n) cols = n;
-    if (cols < 256) cols = 256 < n ? 256 : n;
     p.cols = (int)cols;
     p.chunks = (int)((n + cols - 1) / cols);
     p.nbuf = p.chunks > 1 ? 2 : 1;
