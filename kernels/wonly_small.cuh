@@ -15,8 +15,9 @@
 #define QV_WO_SMALL_MAX_M 16
 
 /* 0 when the environment says QVET_WO_SMALL=0 (the general kernel then runs
- * every M), 1 otherwise. Read at every call, so tests and benchmarks can
- * switch between the two paths in one process. */
+ * every M), 1 otherwise. QVET_WO_SMALL=16 keeps the small-M kernel but in its
+ * m16 orientation at every M (by default M <= 8 runs swapped). Read at every
+ * call, so tests and benchmarks can switch paths in one process. */
 int qv_wonly_small_enabled(void);
 
 /* Workspace bytes of the small-M path for an (m, n, k) problem of v, m <= 16;
