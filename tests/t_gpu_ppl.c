@@ -11,8 +11,9 @@
  * the input changed in place between them, and nothing may be written past
  * the runner's output. A whole forward pass through the backend then runs
  * twice with the same bits and finite logits.
- * Without a CUDA device the suite prints exactly "SKIP: no CUDA device" and
- * makes no CUDA call. Inputs come from (seed, row); the seed is printed and
+ * Refusals: no device, or a row without a kernel, gives a status. Without a
+ * CUDA device the suite prints exactly "SKIP: no CUDA device" and runs only
+ * the refusals, which make no CUDA call besides the device query. Inputs come from (seed, row); the seed is printed and
  * QVET_SEED=<seed> replays it. */
 #include <check.h>
 #include <math.h>
@@ -159,19 +160,44 @@ START_TEST(test_layers_match_runner)
 }
 END_TEST
 
+/* Refusals, with or without a device: no device (or a row without a kernel)
+ * gives a status, not a crash, and an empty backend cannot be prepared. */
+START_TEST(test_refusals)
+{
+    qv_llama m;
+    tiny_model(&m, 1);
+    int gpu = has_gpu();
+    for (int i = 0; i < qv_registry_count(); i++) {
+        const qv_variant *v = qv_registry_get(i);
+        if (gpu && v->launch) continue;
+        qv_linear_backend lb;
+        memset(&lb, 0xA5, sizeof lb); /* the call must clear it */
+        qv_status st = qv_linear_variant_gpu(v, &m, &lb);
+        ck_assert_int_eq(st, gpu ? QV_ERR_UNSUPPORTED : QV_ERR_NODEVICE);
+        ck_assert(lb.run == NULL && lb.ctx == NULL);
+        qv_linear_backend_free(&lb);
+    }
+    qv_linear_backend none;
+    memset(&none, 0, sizeof none);
+    ck_assert_int_eq(qv_linear_backend_prepare(&none, T), QV_ERR_USAGE);
+    qv_llama_free(&m);
+}
+END_TEST
+
 int main(void)
 {
     const char *env = getenv("QVET_SEED");
     if (env && *env) g_seed = strtoull(env, NULL, 0);
-    if (!has_gpu()) {
-        printf("SKIP: no CUDA device\n");
-        return 0;
-    }
-    printf("t_gpu_ppl: seed %llu (QVET_SEED replays it)\n", (unsigned long long)g_seed);
     Suite *s = suite_create("gpu_ppl");
     TCase *tc = tcase_create("backend");
     tcase_set_timeout(tc, 120);
-    tcase_add_loop_test(tc, test_layers_match_runner, 0, qv_registry_count());
+    tcase_add_test(tc, test_refusals);
+    if (has_gpu()) {
+        printf("t_gpu_ppl: seed %llu (QVET_SEED replays it)\n", (unsigned long long)g_seed);
+        tcase_add_loop_test(tc, test_layers_match_runner, 0, qv_registry_count());
+    } else {
+        printf("SKIP: no CUDA device\n");
+    }
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);
