@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # `qvet ppl --gpu` over every variant on the lent GPU machine, which reaches
 # nothing outside: the model arrives as the two parts tools/split-model.sh
-# makes (eval/models/<model>.part0 and .part1, under the 64 MiB transfer limit)
-# and the text as eval/data/pride-and-prejudice.txt. Joins the parts, checks
+# makes (eval/models/<model>.part0 and .part1, under the 64 MiB transfer limit;
+# a part may instead wait in $PPL_PARTS, default /tmp/qvet-parts, where an
+# earlier call on the same machine put it) and the text as
+# eval/data/pride-and-prejudice.txt. Joins the parts, checks
 # the model's and the text's SHA-256 (the values in tools/fetch-model.sh and
 # tools/fetch-text.sh), runs the fp32 baseline and the variants, and prints a
 # compact summary: the chunk progress, the wall time per variant, the table.
@@ -28,11 +30,17 @@ model_sha=$(sed -n 's/^model_sha=//p' tools/fetch-model.sh)
 text_sha=$(sed -n 's/^text_sha=//p' tools/fetch-text.sh)
 sha_ok() { [ -f "$2" ] && echo "$1  $2" | sha256sum -c --quiet - >/dev/null 2>&1; }
 [ -x "$build/qvet" ] || { echo "ppl-device: $build/qvet is missing: build it first (make BUILD=$build)" >&2; exit 2; }
+# A part carried by an earlier call may have been set aside in $stash.
+stash=${PPL_PARTS:-/tmp/qvet-parts}
 if ! sha_ok "$model_sha" "$model"; then
+    parts=()
     for p in 0 1; do
-        [ -f "$model.part$p" ] || { echo "ppl-device: $model.part$p is missing (tools/split-model.sh makes it)" >&2; exit 2; }
+        f=$model.part$p
+        [ -f "$f" ] || f=$stash/$(basename "$model").part$p
+        [ -f "$f" ] || { echo "ppl-device: $model.part$p is missing, here and in $stash (tools/split-model.sh makes it)" >&2; exit 2; }
+        parts+=("$f")
     done
-    cat "$model.part0" "$model.part1" > "$model.joining"
+    cat "${parts[@]}" > "$model.joining"
     if ! sha_ok "$model_sha" "$model.joining"; then
         rm -f "$model.joining"
         echo "ppl-device: the joined parts do not have the model's SHA-256 $model_sha" >&2
