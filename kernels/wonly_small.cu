@@ -108,8 +108,8 @@ struct small_smem {
 
 /* 16 bytes from global memory through the non-coherent path, not kept in L1:
  * every weight byte is read once per launch, so caching it would only evict A
- * and the scales. The caller guarantees the data is not written during the
- * kernel (B is an input). */
+ * and the scales. src: one 16-byte word of the packed weights (16-byte
+ * aligned), which nothing writes during the kernel (B is an input). */
 __device__ __forceinline__ uint4 ld_stream16(const uint4 *src)
 {
     uint4 v;
@@ -130,6 +130,7 @@ __device__ __forceinline__ int single_perm_index(int col)
     return (col & ~31) + 8 * i + jj;
 }
 
+/* Element idx of a scale array s (f16, bf16 or f32 codes as fmt says). */
 __device__ __forceinline__ float load_scale(const void *s, int64_t idx, int fmt)
 {
     if (fmt == SF_F32) return static_cast<const float *>(s)[idx];
