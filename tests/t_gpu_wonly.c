@@ -461,6 +461,11 @@ START_TEST(refusals)
     ck_assert_msg(chunked >= (size_t)2 * 3072 * 4096 * 2 && chunked < (size_t)2 * 3072 * 4096 * 2 + kib64,
                   "24 MiB chunks: two buffers of 3072 columns, got %zu bytes", chunked);
     ck_assert_uint_eq(qv_workspace_wonly(ch, 1024, 4096, 4096), chunked + (size_t)1024 * 3072 * 4);
+    /* k = 28672: 24 MiB hold only 438 columns, but a chunk keeps at least
+     * M = 1024 columns (A is re-read once per chunk). */
+    const size_t longk = qv_workspace_wonly(w4, 1024, 8192, 28672);
+    ck_assert_msg(longk >= (size_t)2 * 1024 * 28672 * 2 && longk < (size_t)2 * 1024 * 28672 * 2 + kib64,
+                  "k = 28672: two buffers of 1024 columns, got %zu bytes", longk);
     env_restore(e);
     ck_assert_msg(qv_workspace_wonly(act, 1024, 4096, 4096) >= (size_t)1024 * 4096 * 2,
                   "act_order keeps A's permuted copy in the workspace");
