@@ -61,11 +61,14 @@ def files_with_switch(name):
     return hits
 
 
-def make(build, mutant=None, target="qvet", keep=()):
+def make(build, mutant=None, target="qvet", keep=(), first=()):
     """make BUILD=build build/target; `keep` lists object files make must take
     as up to date (a mutant rebuilds only the objects of its switch, even when
-    other sources changed after the base was built)."""
-    cmd = ["make", "--no-print-directory", f"-j{JOBS}", f"BUILD={build}", f"{build}/{target}"]
+    other sources changed after the base was built). `first` lists objects
+    named as goals before the target: the Makefile marks every file .SECONDARY,
+    so a deleted object is not rebuilt merely because the archive lists it
+    (make takes the archive as up to date); a goal is always built."""
+    cmd = ["make", "--no-print-directory", f"-j{JOBS}", f"BUILD={build}"] + list(first) + [f"{build}/{target}"]
     if mutant:
         cmd.append(f"MUTANT={mutant}")
     for obj in keep:
@@ -73,7 +76,7 @@ def make(build, mutant=None, target="qvet", keep=()):
     r = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if r.returncode != 0:
         sys.stdout.write(r.stdout[-4000:])
-        sys.exit(f"mutants: build failed ({' '.join(c for c in cmd[:5 + bool(mutant)])})")
+        sys.exit(f"mutants: build failed (make BUILD={build} {build}/{target}{' MUTANT=' + mutant if mutant else ''})")
 
 
 def deps_of(dfile):
@@ -91,6 +94,13 @@ def cache_valid(obj, dfile):
     t = os.path.getmtime(obj)
     return all(not os.path.exists(os.path.join(ROOT, d)) or os.path.getmtime(os.path.join(ROOT, d)) < t
                for d in deps_of(dfile))
+
+
+def same_bytes(x, y):
+    if not (os.path.exists(x) and os.path.exists(y)):
+        return False
+    with open(x, "rb") as a, open(y, "rb") as b:
+        return a.read() == b.read()
 
 
 def build_mutant(base, out, row):
@@ -137,7 +147,12 @@ def build_mutant(base, out, row):
     for dirpath, _, fns in os.walk(obj_root):
         keep += [os.path.relpath(os.path.join(dirpath, fn), ROOT) for fn in fns
                  if fn.endswith(".o") and os.path.abspath(os.path.join(dirpath, fn)) not in mutated]
-    make(rel, row["name"], keep=keep)
+    missing = [os.path.relpath(o, ROOT) for o in dropped if not os.path.exists(o)]
+    make(rel, row["name"], keep=keep, first=missing)
+    # A switch that compiles to the same object as the base's is not in effect.
+    rebuilt = [o for o in dropped if os.path.relpath(o, ROOT) in missing]
+    if rebuilt and all(same_bytes(o, os.path.join(base, "obj", os.path.relpath(o, obj_root))) for o in rebuilt):
+        sys.exit(f"mutants: {row['name']}: the mutated objects are the base's bytes (switch not compiled in)")
     for obj in dropped:
         if os.path.exists(obj):
             cobj = os.path.join(cache, os.path.relpath(obj, obj_root))
