@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ckpt_route.h"
 #include "qvet/campaign.h"
 #include "qvet/formats.h"
 #include "qvet/gpu.h"
@@ -115,7 +116,7 @@ static qv_status run_cpu_model(const qv_problem *p, void *out)
 }
 
 /* Runs p on b into out; *diff is the first element two launches disagreed on. */
-static qv_status run_backend(const qv_backend *b, const qv_problem *p, void *out, int64_t *diff)
+static qv_status run_on_backend(const qv_backend *b, const qv_problem *p, void *out, int64_t *diff)
 {
     *diff = -1;
     switch (b->kind) {
@@ -136,6 +137,21 @@ static qv_status run_backend(const qv_backend *b, const qv_problem *p, void *out
     }
     }
     return qv_fail(QV_ERR_USAGE, "unknown backend");
+}
+
+/* A backend's uint4 weights come through a GPTQ or AWQ checkpoint and the
+ * project's readers, as in a deployment (ckpt_route.h); the truth keeps the
+ * logical codes. A reader's refusal is the backend's error. */
+static qv_status run_backend(const qv_backend *b, const qv_problem *p, void *out, int64_t *diff)
+{
+    *diff = -1;
+    qv_ckpt_format f = qv_ckpt_choose(p);
+    if (f == QV_CKPT_NONE) return run_on_backend(b, p, out, diff);
+    qv_problem d;
+    QV_TRY(qv_ckpt_route(p, f, &d));
+    qv_status st = run_on_backend(b, &d, out, diff);
+    qv_problem_destroy(&d);
+    return st;
 }
 
 /* The accumulation constant alpha of DESIGN §3 for the row's accumulator. */

@@ -14,6 +14,11 @@ static uint32_t nibble(const int32_t *words, int64_t at, int i)
 {
     uint32_t w;
     memcpy(&w, words + at, sizeof w); /* the bit pattern, as unsigned */
+#ifdef QV_MUTANT_ckpt_nibble_sign_extend
+    /* Mutant (class 10, AutoGPTQ #484): the int32 word shifted as signed and
+     * not masked, so the higher nibbles (and the sign) stay in the code. */
+    return (uint32_t)(words[at] >> (4 * i));
+#endif
     return (w >> (4 * i)) & 0xFu;
 }
 
@@ -47,6 +52,16 @@ qv_status qv_gptq_unpack(const int32_t *qweight, const int32_t *qzeros, int64_t 
     for (int64_t r = 0; r < groups; r++)
         for (int64_t j = 0; j < n; j++) {
             uint32_t z = nibble(qzeros, r * (n / 8) + j / 8, (int)(j % 8));
+#ifdef QV_MUTANT_gptq_v2_zeros_incremented
+            /* Mutant (class 9, vLLM #26092 / #38966): every checkpoint read as
+             * GPTQ v1, so zeros stored as z get the v1 +1. */
+            v1_zeros = 1;
+#endif
+#ifdef QV_MUTANT_gptq_v1_zeros_not_incremented
+            /* Mutant (class 9, vLLM #38966, AutoGPTQ #640): a v1 checkpoint read as
+             * v2, its stored z - 1 taken as the zero point. */
+            v1_zeros = 0;
+#endif
             if (v1_zeros) {
                 if (z == 15)
                     return qv_fail(QV_ERR_RANGE,
@@ -68,7 +83,13 @@ qv_status qv_awq_unpack(const int32_t *qweight, const int32_t *qzeros, int64_t k
     for (int64_t kk = 0; kk < k; kk++)
         for (int64_t c = 0; c < n / 8; c++)
             for (int i = 0; i < 8; i++)
+#ifdef QV_MUTANT_awq_order_sequential
+                /* Mutant (class 3, vLLM #48552, QLLM #61): AWQ words unpacked in
+                 * GPTQ's sequential nibble order instead of [0,2,4,6,1,3,5,7]. */
+                q_out[kk * n + 8 * c + i] = (uint8_t)nibble(qweight, kk * (n / 8) + c, i);
+#else
                 q_out[kk * n + 8 * c + awq_order[i]] = (uint8_t)nibble(qweight, kk * (n / 8) + c, i);
+#endif
     if (!qzeros) return QV_OK;
     QV_ASSERT(z_out != NULL, "qv_awq_unpack: qzeros given without z_out");
     for (int64_t r = 0; r < k / g; r++)
