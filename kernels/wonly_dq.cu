@@ -413,6 +413,11 @@ qv_status qv_wonly_dq_launch(const qv_variant *v, const qv_gemm_args *a)
     if (pl.bytes > a->workspace_bytes || !a->workspace)
         return qv_fail(QV_ERR_USAGE, "%s: workspace of %zu bytes given, %zu needed (qv_workspace_wonly)", v->name,
                        a->workspace_bytes, pl.bytes);
+    /* CUDA's grid.y limit (65535) bounds the act_order gather's rows and the
+     * dequant's 128-row K tiles. */
+    if ((v->act_order && a->m > 65535) || (a->k + kDqRows - 1) / kDqRows > 65535)
+        return qv_fail(QV_ERR_SHAPE, "%s: m=%d, k=%d exceed the large-M path's grid (act_order m <= 65535, "
+                       "k <= %d)", v->name, a->m, a->k, 65535 * kDqRows);
     const bool bf = v->afmt == QV_FMT_BF16, fp8 = v->layout == QV_LAYOUT_MARLIN_FP8;
     cudaStream_t s0 = (cudaStream_t)a->stream;
     unsigned char *ws = (unsigned char *)a->workspace;
@@ -425,10 +430,10 @@ qv_status qv_wonly_dq_launch(const qv_variant *v, const qv_gemm_args *a)
     const void *a_sorted = a->a;
     if (v->act_order) {
         uint16_t *ap = (uint16_t *)(ws + pl.aperm_off);
-        /* One row per grid row; enough column blocks for 256-thread blocks to
-         * cover k once (capped: the loop strides over the rest). */
+        /* One row per grid row; enough 256-thread blocks to cover k once, at
+         * most 64 (16384 columns; the loop strides over the rest, and m rows
+         * already give the grid thousands of blocks). */
         dim3 grid((unsigned)((a->k + 255) / 256 < 64 ? (a->k + 255) / 256 : 64), (unsigned)a->m);
-        if (a->m > 65535) return qv_fail(QV_ERR_SHAPE, "%s: act_order needs m <= 65535, got %d", v->name, a->m);
         k_wo_dq_permute_cols<<<grid, 256, 0, s0>>>((const uint16_t *)a->a, a->perm, ap, a->k);
         QV_CUDA_TRY(cudaGetLastError(), "act_order column permutation launch");
         a_sorted = ap;
@@ -473,7 +478,6 @@ qv_status qv_wonly_dq_launch(const qv_variant *v, const qv_gemm_args *a)
         dp.w = wbuf;
         dp.c0 = n0 / 64;
         dim3 grid((unsigned)(nc / 64), (unsigned)((a->k + kDqRows - 1) / kDqRows));
-        if (grid.y > 65535) return qv_fail(QV_ERR_SHAPE, "%s: k=%d needs more than 65535 dequant tiles", v->name, a->k);
         cudaStream_t sd = overlap ? ss->s : s0;
         /* Chunk buffer b was last read by the GEMM of chunk ci - 2. */
         if (overlap && ci >= 2)
