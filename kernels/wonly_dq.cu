@@ -207,24 +207,23 @@ __device__ __forceinline__ float dq_load_scale(const void *s, int64_t idx, int f
 /* Channel/tensor epilogue of one chunk: c[row][n0 + j] = round(y[row][j] * s),
  * with s = the channel (or tensor) scale times the fp8 unbias 2^-s_pow2 (an
  * exact product), one fp32 multiply and one RNE cast, as kernels/wonly.cu's
- * epilogue. Each thread handles 4 consecutive columns. */
+ * epilogue. A thread owns 4 consecutive columns (their scales loaded once) and
+ * the rows blockIdx.y, blockIdx.y + gridDim.y, ... */
 template <bool IS_BF16>
-__global__ void k_wo_dq_epilogue(const float *y, /* (m, nc) fp32 sums, row-major (ld nc) */
-                                 const void *scales, /* (1, n) CHANNEL32 order f16/bf16/f32, or (1, 1) */
-                                 uint16_t *c,        /* (m, n) output, row-major; columns n0 .. n0+nc-1 */
+__global__ void k_wo_dq_epilogue(const float *y,      /* (m, nc) fp32 sums, row-major (ld nc) */
+                                 const void *scales,  /* (1, n) CHANNEL32 order f16/bf16/f32, or (1, 1) */
+                                 uint16_t *c,         /* (m, n) output, row-major; columns n0 .. n0+nc-1 */
                                  int m, int n, int n0, int nc, int channel, int sfmt, float unbias)
 {
-    const int64_t quads = (int64_t)m * (nc / 4);
-    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < quads;
-         e += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t row = e / (nc / 4);
-        const int j = (int)(e % (nc / 4)) * 4;
-        const float4 v = *reinterpret_cast<const float4 *>(y + row * nc + j);
-        float s[4];
+    const int j = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+    if (j >= nc) return;
+    float s[4];
 #pragma unroll
-        for (int t = 0; t < 4; t++)
-            s[t] = (channel ? dq_load_scale(scales, dq_single_perm_index(n0 + j + t), sfmt)
-                            : dq_load_scale(scales, 0, sfmt)) * unbias;
+    for (int t = 0; t < 4; t++)
+        s[t] = (channel ? dq_load_scale(scales, dq_single_perm_index(n0 + j + t), sfmt)
+                        : dq_load_scale(scales, 0, sfmt)) * unbias;
+    for (int64_t row = blockIdx.y; row < m; row += gridDim.y) {
+        const float4 v = *reinterpret_cast<const float4 *>(y + row * nc + j);
         /* Two 4-byte stores: gemm.h promises C only 4-byte alignment. */
         uint32_t *dst = reinterpret_cast<uint32_t *>(c + row * n + n0 + j);
         dst[0] = qv_h2<IS_BF16>::pack(v.x * s[0], v.y * s[1]);
@@ -500,16 +499,15 @@ qv_status qv_wonly_dq_launch(const qv_variant *v, const qv_gemm_args *a)
                            a->k, cublas_msg(cs));
         QV_CUDA_TRY(cudaGetLastError(), "cublasGemmEx launch (weight-only large M)");
         if (pl.epilogue) {
-            const int64_t quads = (int64_t)a->m * (nc / 4);
-            /* 256-thread blocks, at most 8 per SM of the H200's 132 (the loop
-             * strides over the rest). */
-            const int blocks = (int)((quads + 255) / 256 < 132 * 8 ? (quads + 255) / 256 : 132 * 8);
+            /* 128 threads own 512 columns; one grid row per output row, up
+             * to CUDA's grid.y limit (the kernel strides over the rest). */
+            const dim3 blocks((unsigned)((nc / 4 + 127) / 128), (unsigned)(a->m < 65535 ? a->m : 65535));
             const int channel = v->scale_layout == QV_SCALE_CHANNEL;
             if (bf)
-                k_wo_dq_epilogue<true><<<blocks, 256, 0, s0>>>(y, a->scales, (uint16_t *)a->c, a->m, a->n, n0, nc,
+                k_wo_dq_epilogue<true><<<blocks, 128, 0, s0>>>(y, a->scales, (uint16_t *)a->c, a->m, a->n, n0, nc,
                                                                channel, sfmt, unbias);
             else
-                k_wo_dq_epilogue<false><<<blocks, 256, 0, s0>>>(y, a->scales, (uint16_t *)a->c, a->m, a->n, n0, nc,
+                k_wo_dq_epilogue<false><<<blocks, 128, 0, s0>>>(y, a->scales, (uint16_t *)a->c, a->m, a->n, n0, nc,
                                                                 channel, sfmt, unbias);
             QV_CUDA_TRY(cudaGetLastError(), "weight-only epilogue kernel launch");
         }
