@@ -27,6 +27,9 @@ void    ev_parallel_for(int64_t n, int64_t grain, ev_range_fn fn, void *ctx);
 int     ev_threads(void);
 /* A grain for n indices: about 4 ranges per thread, at least min_grain. */
 int64_t ev_grain(int64_t n, int64_t min_grain);
+/* The smallest range of rows (tokens) handed to a thread: a row is dim to
+ * vocab values of work, so 8 of them outweigh the cost of handing them out. */
+#define EV_ROW_GRAIN 8
 
 /* Fills b->lse, b->argmax and b->p from b->logits (eval/ppl_stats.c). */
 struct qv_ppl_base;

@@ -185,7 +185,7 @@ static qv_status cpu_run(void *vctx, const qv_llama *m, int layer, qv_llama_lin 
         QV_TRY(qv_quantize_acts(&pp, x, t, L->k));
         if (!c->exact) {
             acts_job aj = {&pp, c->a_f32};
-            ev_parallel_for(t, ev_grain(t, 8), acts_rows, &aj);
+            ev_parallel_for(t, ev_grain(t, EV_ROW_GRAIN), acts_rows, &aj);
         }
         c->st_x = x;
         c->st_layer = layer;
@@ -199,7 +199,7 @@ static qv_status cpu_run(void *vctx, const qv_llama *m, int layer, qv_llama_lin 
         if (!out) return qv_fail(QV_ERR_NOMEM, "no memory for a layer output");
         qv_status st = ref_model_run(&pp, out);
         oj.out = out;
-        if (st == QV_OK) ev_parallel_for(t, ev_grain(t, 8), out_rows, &oj);
+        if (st == QV_OK) ev_parallel_for(t, ev_grain(t, EV_ROW_GRAIN), out_rows, &oj);
         free(out);
         return st;
     }
@@ -207,7 +207,7 @@ static qv_status cpu_run(void *vctx, const qv_llama *m, int layer, qv_llama_lin 
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, (int)np_, (int)kp, 1.0f, c->a_f32, (int)kp, L->w_eff,
                 (int)np_, 0.0f, c->yy, (int)np_);
     oj.out = c->yy;
-    ev_parallel_for(t, ev_grain(t, 8), out_rows, &oj);
+    ev_parallel_for(t, ev_grain(t, EV_ROW_GRAIN), out_rows, &oj);
     return QV_OK;
 }
 

@@ -223,7 +223,7 @@ static qv_status gpu_call(gpu_ctx *c, int layer, qv_llama_lin which, const float
     GPU_TRY(cudaMemcpyAsync(c->out_h, a->c, out_bytes, cudaMemcpyDeviceToHost, s), "download output");
     GPU_TRY(cudaStreamSynchronize(s), "kernel execution");
     out_job j = {v->ofmt, c->out_h, pp.n, L->n, y};
-    ev_parallel_for(t, ev_grain(t, 8), out_rows, &j);
+    ev_parallel_for(t, ev_grain(t, EV_ROW_GRAIN), out_rows, &j);
     return QV_OK;
 }
 

@@ -190,7 +190,7 @@ static void rmsnorm_rows(void *vj, int64_t lo, int64_t hi)
 static void rmsnorm(float *out, const float *x, const float *w, int t, int dim, float eps)
 {
     norm_job j = {out, x, w, dim, eps};
-    ev_parallel_for(t, ev_grain(t, 8), rmsnorm_rows, &j);
+    ev_parallel_for(t, ev_grain(t, EV_ROW_GRAIN), rmsnorm_rows, &j);
 }
 
 /* Rotation table of ggml's "normal" rope, which llama GGUF files are converted
@@ -234,7 +234,7 @@ static void rope_rows(void *vj, int64_t lo, int64_t hi)
 static void rope(float *v, int t, int n_heads, int head_dim, int rope_dim, const float *cs, const float *sn)
 {
     rope_job j = {v, cs, sn, n_heads, head_dim, rope_dim};
-    ev_parallel_for(t, ev_grain(t, 8), rope_rows, &j);
+    ev_parallel_for(t, ev_grain(t, EV_ROW_GRAIN), rope_rows, &j);
 }
 
 typedef struct softmax_job {
@@ -274,7 +274,7 @@ static void attention(const qv_llama_config *c, const float *q, const float *k, 
                     k + (size_t)(h / group) * hd, kv_dim, 0.0f, s + h * tt, t);
     softmax_job j = {s, t};
     int64_t rows = (int64_t)c->n_heads * t;
-    ev_parallel_for(rows, ev_grain(rows, 16), softmax_rows, &j);
+    ev_parallel_for(rows, ev_grain(rows, EV_ROW_GRAIN), softmax_rows, &j);
     /* out_h (t, hd) = s_h (t, t) . v_kh (t, hd) */
     for (int h = 0; h < c->n_heads; h++)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, hd, t, 1.0f, s + h * tt, t,

@@ -20,6 +20,8 @@
 #include "qvet/eval.h"
 #include "qvet/formats.h"
 
+#include "eval_internal.h"
+
 /* The largest magnitude a symmetric weight code takes (before w_mul). */
 static double code_qmax(qv_fmt f)
 {
@@ -174,33 +176,60 @@ qv_status qv_quantize_weights(const qv_variant *v, const float *w, int64_t n, in
     return QV_OK;
 }
 
-qv_status qv_quantize_acts(qv_problem *p, const float *x, int64_t m, int64_t k_real)
+typedef struct acts_job {
+    qv_problem *p;
+    const float *x;         /* (m, k_real) */
+    int64_t k_real;
+    double tmax, tmin;      /* per-tensor scale: the extremes of all of x (and 0) */
+    double *rmax, *rmin;    /* per-tensor scale: (m) the extremes of each row, or NULL */
+} acts_job;
+
+/* The extremes of rows [lo, hi) of x, each started at 0 as the tensor's are. */
+static void extreme_rows(void *vj, int64_t lo, int64_t hi)
 {
-    const qv_variant *v = p->v;
-    int64_t k = p->k;
-    if (m != p->m || k_real > k) return qv_fail(QV_ERR_SHAPE, "quantize: activations (%lld, %lld) do not fit the problem (%lld, %lld)",
-                                                (long long)m, (long long)k_real, (long long)p->m, (long long)k);
-    if (v->afmt == QV_FMT_F16 || v->afmt == QV_FMT_BF16) {
-        uint16_t *a = p->a;
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t kk = 0; kk < k; kk++) {
-                float xv = kk < k_real ? x[i * k_real + kk] : 0.0f;
-                a[i * k + kk] = v->afmt == QV_FMT_F16 ? qv_f32_to_f16(xv) : qv_f32_to_bf16(xv);
-            }
-        return QV_OK;
+    acts_job *j = vj;
+    for (int64_t i = lo; i < hi; i++) {
+        double mx = 0, mn = 0;
+        for (int64_t kk = 0; kk < j->k_real; kk++) {
+            mx = fmax(mx, j->x[i * j->k_real + kk]);
+            mn = fmin(mn, j->x[i * j->k_real + kk]);
+        }
+        j->rmax[i] = mx;
+        j->rmin[i] = mn;
     }
+}
+
+/* Codes of rows [lo, hi) in an f16 or bf16 activation format. */
+static void half_rows(void *vj, int64_t lo, int64_t hi)
+{
+    const acts_job *j = vj;
+    const qv_problem *p = j->p;
+    uint16_t *a = p->a;
+    int64_t k = p->k;
+    for (int64_t i = lo; i < hi; i++)
+        for (int64_t kk = 0; kk < k; kk++) {
+            float xv = kk < j->k_real ? j->x[i * j->k_real + kk] : 0.0f;
+            a[i * k + kk] = p->v->afmt == QV_FMT_F16 ? qv_f32_to_f16(xv) : qv_f32_to_bf16(xv);
+        }
+}
+
+/* Scales, zero points and int8 or e4m3 codes of rows [lo, hi). */
+static void code_rows(void *vj, int64_t lo, int64_t hi)
+{
+    const acts_job *j = vj;
+    qv_problem *p = j->p;
+    const qv_variant *v = p->v;
+    const float *x = j->x;
+    int64_t k = p->k, k_real = j->k_real;
     int fp8 = v->afmt == QV_FMT_E4M3;
     double qmax = fp8 ? 448.0 : 127.0; /* e4m3 max finite; symmetric int8 */
     /* Scale blocks: tensor (1 x all), token (1 row x all K), token-block (1 row x 128 K). */
     int64_t kb = v->act_scale == QV_ASCALE_TOKEN_BLOCK ? 128 : k;
     int64_t nkb = (k + kb - 1) / kb;
     int per_tensor = v->act_scale == QV_ASCALE_TENSOR;
-    double tmax = 0, tmin = 0;
-    if (per_tensor)
-        for (int64_t i = 0; i < m * k_real; i++) { tmax = fmax(tmax, x[i]); tmin = fmin(tmin, x[i]); }
-    for (int64_t i = 0; i < m; i++)
+    for (int64_t i = lo; i < hi; i++)
         for (int64_t b = 0; b < nkb; b++) {
-            double mx = tmax, mn = tmin;
+            double mx = j->tmax, mn = j->tmin;
             if (!per_tensor) {
                 mx = 0; mn = 0;
                 for (int64_t kk = b * kb; kk < (b + 1) * kb && kk < k_real; kk++) {
@@ -229,6 +258,35 @@ qv_status qv_quantize_acts(qv_problem *p, const float *x, int64_t m, int64_t k_r
                 else ((int8_t *)p->a)[i * k + kk] = (int8_t)clampd(nearbyint(xv / s) + azp, -128, 127);
             }
         }
+}
+
+qv_status qv_quantize_acts(qv_problem *p, const float *x, int64_t m, int64_t k_real)
+{
+    const qv_variant *v = p->v;
+    int64_t k = p->k;
+    if (m != p->m || k_real > k) return qv_fail(QV_ERR_SHAPE, "quantize: activations (%lld, %lld) do not fit the problem (%lld, %lld)",
+                                                (long long)m, (long long)k_real, (long long)p->m, (long long)k);
+    acts_job j = {p, x, k_real, 0, 0, NULL, NULL};
+    int64_t grain = ev_grain(m, EV_ROW_GRAIN);
+    if (v->afmt == QV_FMT_F16 || v->afmt == QV_FMT_BF16) {
+        ev_parallel_for(m, grain, half_rows, &j);
+        return QV_OK;
+    }
+    if (v->act_scale == QV_ASCALE_TENSOR) {
+        /* The extremes per row, then over the rows: max and min are exact, so
+         * the order of combining does not matter. */
+        j.rmax = malloc(sizeof(double) * (size_t)(m > 0 ? m : 1));
+        j.rmin = malloc(sizeof(double) * (size_t)(m > 0 ? m : 1));
+        if (!j.rmax || !j.rmin) {
+            free(j.rmax); free(j.rmin);
+            return qv_fail(QV_ERR_NOMEM, "quantize: no memory for %lld rows", (long long)m);
+        }
+        ev_parallel_for(m, grain, extreme_rows, &j);
+        for (int64_t i = 0; i < m; i++) { j.tmax = fmax(j.tmax, j.rmax[i]); j.tmin = fmin(j.tmin, j.rmin[i]); }
+        free(j.rmax); free(j.rmin);
+        j.rmax = j.rmin = NULL;
+    }
+    ev_parallel_for(m, grain, code_rows, &j);
     return QV_OK;
 }
 
