@@ -9,6 +9,7 @@
 #   PPL_VARIANTS  glob over variant names (default: all)
 #   PPL_CHUNKS    chunks of the text (default: 20 on the GPU, 4 on the CPU)
 #   PPL_CTX       tokens per chunk (default 512)
+#   PPL_SECONDS   wall-time limit: no chunk starts that would end past it (default: none)
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."
@@ -31,4 +32,5 @@ esac
 mkdir -p "$build/results"
 exec "$build/qvet" ppl --model eval/models/SmolLM2-135M-Instruct.Q4_1.gguf \
     --text eval/data/pride-and-prejudice.txt --variant "${PPL_VARIANTS:-all}" \
-    --ctx "${PPL_CTX:-512}" --chunks "$chunks" --"$backend" --out "$build/results/ppl.jsonl"
+    --ctx "${PPL_CTX:-512}" --chunks "$chunks" --"$backend" ${PPL_SECONDS:+--max-seconds "$PPL_SECONDS"} \
+    --out "$build/results/ppl.jsonl"
