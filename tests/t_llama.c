@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qvet/cli.h"
 #include "qvet/eval.h"
 #include "qvet/formats.h"
 #include "qvet/gguf.h"
@@ -537,6 +538,31 @@ START_TEST(test_backend_input_reuse)
 }
 END_TEST
 
+/* `qvet ppl` refuses bad usage and a missing file with exit 2 (status.h:
+ * bad input) before evaluating anything. */
+START_TEST(test_cli_refusals)
+{
+    static const char *const cases[][8] = {
+        {"ppl", NULL},
+        {"ppl", "--model", "m.gguf", NULL},
+        {"ppl", "--model", "m.gguf", "--text", "t.txt", "--max-seconds", "0", NULL},
+        {"ppl", "--model", "m.gguf", "--text", "t.txt", "--max-seconds", "x", NULL},
+        {"ppl", "--model", "m.gguf", "--text", "t.txt", "--cpu", "--gpu", NULL},
+        {"ppl", "--model", "m.gguf", "--text", "t.txt", "--variant", "no-such-row", NULL},
+        {"ppl", "--model", "m.gguf", "--text", "t.txt", "--chunks", "0", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *argv[8];
+        int argc = 0;
+        while (cases[i][argc]) { argv[argc] = (char *)cases[i][argc]; argc++; }
+        argv[argc] = NULL;
+        ck_assert_msg(qv_cmd_ppl(argc, argv) == 2, "case %zu", i);
+    }
+    char *missing[] = {"ppl", "--model", "/nonexistent/m.gguf", "--text", "/nonexistent/t.txt", "--cpu-fast", NULL};
+    ck_assert_int_eq(qv_cmd_ppl(6, missing), 2);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("llama");
@@ -551,6 +577,7 @@ int main(void)
     tcase_add_test(tc, test_protocol_chunks);
     tcase_add_test(tc, test_shared_baseline_same_bits);
     tcase_add_loop_test(tc, test_backend_input_reuse, 0, qv_registry_count());
+    tcase_add_test(tc, test_cli_refusals);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
