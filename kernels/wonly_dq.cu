@@ -11,17 +11,23 @@
  *  - channel/tensor scales (QV_DQ_EXACT + QV_EP_MUL_WSCALE): w = value(q)
  *    exactly; cuBLAS writes the fp32 sums, and k_wo_dq_epilogue multiplies
  *    each by the fp32 scale and rounds once (RNE), as the mma kernel's epilogue;
+ *  - split K (QVET_WO_DQ_SPLITK=1): cuBLAS writes the fp32 sums of S equal K
+ *    slices (one strided-batched call), and k_wo_dq_epilogue adds them in
+ *    slice order 0..S-1 in fp32 before the scale and the single rounding;
  *  - act_order: A's columns are gathered into the sorted-row order of the
  *    packed W (k_wo_dq_permute_cols), the same product in another K order.
  * cuBLAS is told to keep every reduction in fp32 and to use no atomics, so the
  * summation is fp32 throughout and two identical launches are bitwise equal.
  *
- * L2 residency: the fp16 copy of a 70B layer is far larger than the H200's L2,
- * and writing it to DRAM and reading it back would cost more than the GEMM
- * gains. So W is dequantized and multiplied in chunks of columns sized to stay
- * in L2 (QVET_WO_DQ_CHUNK_MB), two chunk buffers ping-ponging: chunk i+1 is
- * dequantized on a side stream while cuBLAS multiplies chunk i on the caller's
- * stream (QVET_WO_DQ_OVERLAP=0 keeps everything on the caller's stream). */
+ * Chunks: W can be dequantized and multiplied in chunks of columns sized to
+ * stay in L2 (QVET_WO_DQ_CHUNK_MB), two chunk buffers ping-ponging: chunk i+1
+ * is dequantized on a side stream while cuBLAS multiplies chunk i on the
+ * caller's stream (QVET_WO_DQ_OVERLAP=0 keeps everything on one stream).
+ * Measured on the H200 (2026-11-29), 24 and 48 MiB chunks were slower than one
+ * chunk at every M: a chunk's GEMM has too few output tiles to fill 132 SMs
+ * (M = 32 x 1536 columns is 12 tiles of 128 x 128). So the default is one
+ * chunk (the whole fp16 W in the workspace, written to DRAM and read back),
+ * and QVET_WO_DQ_SPLITK=1 splits each chunk's K to refill the SMs. */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -42,21 +48,28 @@ enum { SF_F16 = 0, SF_BF16 = 1, SF_F32 = 2 };
 
 constexpr int kDqThreads = 256;             /* 8 warps, one k16 row of the tile each */
 constexpr int kDqRows = 16 * (kDqThreads / 32); /* k rows per dequant tile: 128 */
+/* Split-K plan: the SM count the output tiles should fill, assumed rather
+ * than asked (as kernels/wonly.cu's plan), so that the split and hence every
+ * output bit is a function of the shape alone; at most 64 slices, each at
+ * least 128 k long. */
+constexpr int kPlanSms = 132;
+constexpr int kMaxSplits = 64;
+constexpr int kMinSliceK = 128;
 /* Shared-memory words per dequantized column: 128 halves (64 words) plus 4
  * words of padding, so that the 32 lanes' 4-byte stores of one n8 tile (8
  * columns x 4 k pairs) land in 32 different banks, and columns stay 16-byte
  * aligned for the vector reads. */
 constexpr int kColWords = kDqRows / 2 + 4;
 
-/* Default chunk: 24 MiB of dequantized weights, so that the chunk cuBLAS reads
- * and the one being written fit the H200's L2 together (the bench counts 60 MB). */
-constexpr double kDefaultChunkMiB = 24.0;
-/* Default M threshold, an estimate from bench/RESULTS.md (weight-only
- * section, 2026-11-29): from 32 rows up the mma kernel takes more than twice
- * cuBLAS fp16's time on every row, while this path costs cuBLAS fp16's time
- * plus one read of the packed weights. The bench settles it with
+/* Default chunk: none (0), the fastest setting measured at every M on the
+ * H200 (bench/RESULTS.md, 2026-11-29); see the note on chunks above. */
+constexpr double kDefaultChunkMiB = 0.0;
+/* Default M threshold, measured on the H200 (2026-11-29, one chunk): at
+ * M = 32 the mma kernel still beat this path on the Llama-3-70B block (957 vs
+ * 1049 us; 377 vs 277 us the other way round on Llama-2-7B), at M = 128 this
+ * path won on both (1078 vs 1595 us, 290 vs 672 us). The bench settles it with
  * QVET_WO_DQ_MIN_M. */
-constexpr long kDefaultMinM = 32;
+constexpr long kDefaultMinM = 64;
 
 struct dq_params {
     const uint32_t *b;     /* Marlin-packed weights, (k/16, 16n*bits/32) int32 (layout.h) */
@@ -204,30 +217,48 @@ __device__ __forceinline__ float dq_load_scale(const void *s, int64_t idx, int f
     return fmt == SF_F16 ? qv_h2<false>::to_float(code) : qv_h2<true>::to_float(code);
 }
 
-/* Channel/tensor epilogue of one chunk: c[row][n0 + j] = round(y[row][j] * s),
- * with s = the channel (or tensor) scale times the fp8 unbias 2^-s_pow2 (an
- * exact product), one fp32 multiply and one RNE cast, as kernels/wonly.cu's
- * epilogue. A thread owns 4 consecutive columns (their scales loaded once) and
- * the rows blockIdx.y, blockIdx.y + gridDim.y, ... */
+/* Epilogue of one chunk: c[row][n0 + j] = round(sum_t y_t[row][j] * s), the
+ * fp32 sums of the K slices t = 0..splits-1 added in that order, then times s
+ * = the channel (or tensor) scale times the fp8 unbias 2^-s_pow2 (an exact
+ * product) unless the scales are grouped, one fp32 multiply and one RNE cast,
+ * as kernels/wonly.cu's epilogue. A thread owns 4 consecutive columns (their
+ * scales loaded once) and the rows blockIdx.y, blockIdx.y + gridDim.y, ... */
 template <bool IS_BF16>
-__global__ void k_wo_dq_epilogue(const float *y,      /* (m, nc) fp32 sums, row-major (ld nc) */
-                                 const void *scales,  /* (1, n) CHANNEL32 order f16/bf16/f32, or (1, 1) */
+__global__ void k_wo_dq_epilogue(const float *y,      /* (splits, m, nc) fp32 sums, row-major (ld nc) */
+                                 int splits,
+                                 const void *scales,  /* (1, n) CHANNEL32 order f16/bf16/f32, (1, 1), or unused */
                                  uint16_t *c,         /* (m, n) output, row-major; columns n0 .. n0+nc-1 */
-                                 int m, int n, int n0, int nc, int channel, int sfmt, float unbias)
+                                 int m, int n, int n0, int nc,
+                                 int mode,            /* 0: grouped (no scale), 1: channel, 2: tensor */
+                                 int sfmt, float unbias)
 {
     const int j = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
     if (j >= nc) return;
     float s[4];
 #pragma unroll
     for (int t = 0; t < 4; t++)
-        s[t] = (channel ? dq_load_scale(scales, dq_single_perm_index(n0 + j + t), sfmt)
-                        : dq_load_scale(scales, 0, sfmt)) * unbias;
+        s[t] = mode == 1 ? dq_load_scale(scales, dq_single_perm_index(n0 + j + t), sfmt) * unbias
+               : mode == 2 ? dq_load_scale(scales, 0, sfmt) * unbias : 1.0f;
+    const int64_t slice = (int64_t)m * nc;
     for (int64_t row = blockIdx.y; row < m; row += gridDim.y) {
-        const float4 v = *reinterpret_cast<const float4 *>(y + row * nc + j);
+        float4 v = *reinterpret_cast<const float4 *>(y + row * nc + j);
+        for (int t = 1; t < splits; t++) {
+            const float4 u = *reinterpret_cast<const float4 *>(y + t * slice + row * nc + j);
+            v.x = v.x + u.x;
+            v.y = v.y + u.y;
+            v.z = v.z + u.z;
+            v.w = v.w + u.w;
+        }
+        if (mode != 0) {
+            v.x = v.x * s[0];
+            v.y = v.y * s[1];
+            v.z = v.z * s[2];
+            v.w = v.w * s[3];
+        }
         /* Two 4-byte stores: gemm.h promises C only 4-byte alignment. */
         uint32_t *dst = reinterpret_cast<uint32_t *>(c + row * n + n0 + j);
-        dst[0] = qv_h2<IS_BF16>::pack(v.x * s[0], v.y * s[1]);
-        dst[1] = qv_h2<IS_BF16>::pack(v.z * s[2], v.w * s[3]);
+        dst[0] = qv_h2<IS_BF16>::pack(v.x, v.y);
+        dst[1] = qv_h2<IS_BF16>::pack(v.z, v.w);
     }
 }
 
@@ -320,7 +351,8 @@ double env_number(const char *name, double dflt)
     char *end = NULL;
     double v = strtod(s, &end);
     QV_ASSERT(end && *end == '\0' && v >= 0 && isfinite(v),
-              "hint: QVET_WO_DQ_MIN_M, QVET_WO_DQ_CHUNK_MB and QVET_WO_DQ_OVERLAP take a non-negative number");
+              "hint: QVET_WO_DQ_MIN_M, QVET_WO_DQ_CHUNK_MB, QVET_WO_DQ_OVERLAP and QVET_WO_DQ_SPLITK take a "
+              "non-negative number");
     return v;
 }
 
@@ -342,7 +374,8 @@ struct dq_plan {
     int cols;        /* columns per chunk: a multiple of 256, or n */
     int chunks;      /* ceil(n / cols) */
     int nbuf;        /* chunk buffers: 2 when chunked (ping-pong), else 1 */
-    bool epilogue;   /* channel/tensor scales: fp32 product + k_wo_dq_epilogue */
+    int splits;      /* K slices of each chunk's GEMM (1: no split) */
+    bool epilogue;   /* fp32 product + k_wo_dq_epilogue: channel/tensor scales or splits > 1 */
     size_t aperm_off, buf_off[2], y_off, bytes;
 };
 
@@ -362,7 +395,16 @@ dq_plan make_plan(const qv_variant *v, int m, int n, int k)
     p.cols = (int)cols;
     p.chunks = (int)((n + cols - 1) / cols);
     p.nbuf = p.chunks > 1 ? 2 : 1;
-    p.epilogue = v->scale_layout != QV_SCALE_GROUP;
+    /* Split K (QVET_WO_DQ_SPLITK=1) while a chunk's 128 x 128 output tiles
+     * do not fill the SMs, in equal slices of whole k16 rows. */
+    p.splits = 1;
+    if (env_number("QVET_WO_DQ_SPLITK", 0) != 0) {
+        const int64_t tiles = ((int64_t)m + 127) / 128 * ((cols + 127) / 128);
+        while (tiles * p.splits < kPlanSms && 2 * p.splits <= kMaxSplits && (k / 16) % (2 * p.splits) == 0 &&
+               k / (2 * p.splits) >= kMinSliceK)
+            p.splits *= 2;
+    }
+    p.epilogue = v->scale_layout != QV_SCALE_GROUP || p.splits > 1;
     /* The workspace starts with the other paths' split-K arrival counters,
      * which must stay zero between launches (gemm.h) when one workspace serves
      * several M (as in `qvet bench`): this path never writes them. They are at
@@ -376,7 +418,7 @@ dq_plan make_plan(const qv_variant *v, int m, int n, int k)
         if (b < p.nbuf) off += align256((size_t)cols * (size_t)k * 2);
     }
     p.y_off = off;
-    if (p.epilogue) off += align256((size_t)m * (size_t)cols * sizeof(float));
+    if (p.epilogue) off += align256((size_t)p.splits * (size_t)m * (size_t)cols * sizeof(float));
     p.bytes = off;
     return p;
 }
@@ -487,28 +529,38 @@ qv_status qv_wonly_dq_launch(const qv_variant *v, const qv_gemm_args *a)
             QV_CUDA_TRY(cudaStreamWaitEvent(s0, ss->dq_done[b], 0), "cudaStreamWaitEvent (chunk dequantized)");
         }
         /* Column-major view: Y^T[n0 .. n0+nc) (nc x m) = Wc (nc x k, the chunk
-         * buffer (nc, k) row-major, ld k) x A^T (k x m, ld k). Group rows write
-         * the output directly (ld n); channel/tensor rows write fp32 (ld nc). */
+         * buffer (nc, k) row-major, ld k) x A^T (k x m, ld k). Group rows
+         * without a split write the output directly (ld n); otherwise cuBLAS
+         * writes fp32 (ld nc), slice t of K (k/S long, from column t*k/S of
+         * both operands) to y + t*m*nc. */
         float *y = pl.epilogue ? (float *)(ws + pl.y_off) : NULL;
-        void *dst = pl.epilogue ? (void *)y : (void *)((uint16_t *)a->c + n0);
-        cs = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, nc, a->m, a->k, &alpha, wbuf, t, a->k, a_sorted, t, a->k,
-                          &beta, dst, pl.epilogue ? CUDA_R_32F : t, pl.epilogue ? nc : a->n, CUBLAS_COMPUTE_32F,
-                          CUBLAS_GEMM_DEFAULT);
+        if (pl.splits == 1) {
+            void *dst = pl.epilogue ? (void *)y : (void *)((uint16_t *)a->c + n0);
+            cs = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, nc, a->m, a->k, &alpha, wbuf, t, a->k, a_sorted, t,
+                              a->k, &beta, dst, pl.epilogue ? CUDA_R_32F : t, pl.epilogue ? nc : a->n,
+                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        } else {
+            const int ks = a->k / pl.splits;
+            cs = cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, nc, a->m, ks, &alpha, wbuf, t, a->k, ks,
+                                            a_sorted, t, a->k, ks, &beta, y, CUDA_R_32F, nc,
+                                            (long long)a->m * nc, pl.splits, CUBLAS_COMPUTE_32F,
+                                            CUBLAS_GEMM_DEFAULT);
+        }
         if (cs != CUBLAS_STATUS_SUCCESS)
-            return qv_fail(QV_ERR_CUDA, "%s: cublasGemmEx (m=%d, n=%d of %d, k=%d): %s", v->name, a->m, nc, a->n,
-                           a->k, cublas_msg(cs));
-        QV_CUDA_TRY(cudaGetLastError(), "cublasGemmEx launch (weight-only large M)");
+            return qv_fail(QV_ERR_CUDA, "%s: cuBLAS GEMM (m=%d, n=%d of %d, k=%d, %d K slices): %s", v->name,
+                           a->m, nc, a->n, a->k, pl.splits, cublas_msg(cs));
+        QV_CUDA_TRY(cudaGetLastError(), "cuBLAS GEMM launch (weight-only large M)");
         if (pl.epilogue) {
             /* 128 threads own 512 columns; one grid row per output row, up
              * to CUDA's grid.y limit (the kernel strides over the rest). */
             const dim3 blocks((unsigned)((nc / 4 + 127) / 128), (unsigned)(a->m < 65535 ? a->m : 65535));
-            const int channel = v->scale_layout == QV_SCALE_CHANNEL;
+            const int mode = v->scale_layout == QV_SCALE_CHANNEL ? 1 : v->scale_layout == QV_SCALE_TENSOR ? 2 : 0;
             if (bf)
-                k_wo_dq_epilogue<true><<<blocks, 128, 0, s0>>>(y, a->scales, (uint16_t *)a->c, a->m, a->n, n0, nc,
-                                                               channel, sfmt, unbias);
+                k_wo_dq_epilogue<true><<<blocks, 128, 0, s0>>>(y, pl.splits, a->scales, (uint16_t *)a->c, a->m,
+                                                               a->n, n0, nc, mode, sfmt, unbias);
             else
-                k_wo_dq_epilogue<false><<<blocks, 128, 0, s0>>>(y, a->scales, (uint16_t *)a->c, a->m, a->n, n0, nc,
-                                                                channel, sfmt, unbias);
+                k_wo_dq_epilogue<false><<<blocks, 128, 0, s0>>>(y, pl.splits, a->scales, (uint16_t *)a->c, a->m,
+                                                                a->n, n0, nc, mode, sfmt, unbias);
             QV_CUDA_TRY(cudaGetLastError(), "weight-only epilogue kernel launch");
         }
         if (overlap) QV_CUDA_TRY(cudaEventRecord(ss->mm_done[b], s0), "cudaEventRecord (chunk multiplied)");

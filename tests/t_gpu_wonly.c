@@ -323,9 +323,9 @@ END_TEST
 
 /* ---- dispatch overrides (kernels/wonly_dq.cu reads them at every launch) ---- */
 
-/* The previous values of the two overrides of the large-M path, to restore. */
+/* The previous values of the overrides of the large-M path, to restore. */
 typedef struct env_saved {
-    char *min_m, *chunk;
+    char *min_m, *chunk, *splitk;
 } env_saved;
 
 static char *env_set(const char *name, const char *val)
@@ -339,13 +339,14 @@ static char *env_set(const char *name, const char *val)
     return copy;
 }
 
-/* Sets QVET_WO_DQ_MIN_M and QVET_WO_DQ_CHUNK_MB (NULL: unset) for the cases
- * that follow; env_restore puts back what the caller had. */
-static env_saved env_force(const char *min_m, const char *chunk)
+/* Sets QVET_WO_DQ_MIN_M, QVET_WO_DQ_CHUNK_MB and QVET_WO_DQ_SPLITK (NULL:
+ * unset) for the cases that follow; env_restore puts back what the caller had. */
+static env_saved env_force(const char *min_m, const char *chunk, const char *splitk)
 {
     env_saved e;
     e.min_m = env_set("QVET_WO_DQ_MIN_M", min_m);
     e.chunk = env_set("QVET_WO_DQ_CHUNK_MB", chunk);
+    e.splitk = env_set("QVET_WO_DQ_SPLITK", splitk);
     return e;
 }
 
@@ -353,8 +354,10 @@ static void env_restore(env_saved e)
 {
     free(env_set("QVET_WO_DQ_MIN_M", e.min_m));
     free(env_set("QVET_WO_DQ_CHUNK_MB", e.chunk));
+    free(env_set("QVET_WO_DQ_SPLITK", e.splitk));
     free(e.min_m);
     free(e.chunk);
+    free(e.splitk);
 }
 
 /* The small-M kernel (M <= 16, kernels/wonly_small.cu) and the general
@@ -447,16 +450,16 @@ START_TEST(refusals)
     ck_assert_ptr_nonnull(ch);
     ck_assert_msg(qv_workspace_wonly(w4, 1, 4096, 4096) >= 2 * 4096 * sizeof(float),
                   "M=1 on a 4096 x 4096 layer splits K into at least two fp32 slices");
-    env_saved e = env_force("1000000000", NULL);
+    env_saved e = env_force("1000000000", NULL, NULL);
     ck_assert_uint_eq(qv_workspace_wonly(w4, 1024, 4096, 4096), 0);
     env_restore(e);
     const size_t kib64 = (size_t)64 << 10;
-    e = env_force("64", "0");
+    e = env_force("64", "0", NULL);
     const size_t whole = qv_workspace_wonly(w4, 1024, 4096, 4096);
     ck_assert_msg(whole >= (size_t)4096 * 4096 * 2 && whole < (size_t)4096 * 4096 * 2 + kib64,
                   "unchunked: n*k halves, got %zu bytes", whole);
     env_restore(e);
-    e = env_force("64", "24");
+    e = env_force("64", "24", NULL);
     const size_t chunked = qv_workspace_wonly(w4, 1024, 4096, 4096);
     ck_assert_msg(chunked >= (size_t)2 * 3072 * 4096 * 2 && chunked < (size_t)2 * 3072 * 4096 * 2 + kib64,
                   "24 MiB chunks: two buffers of 3072 columns, got %zu bytes", chunked);
@@ -467,6 +470,11 @@ START_TEST(refusals)
     ck_assert_msg(longk >= (size_t)2 * 1024 * 28672 * 2 && longk < (size_t)2 * 1024 * 28672 * 2 + kib64,
                   "k = 28672: two buffers of 1024 columns, got %zu bytes", longk);
     env_restore(e);
+    /* Split K: 1024 x 1024 is 8 x 8 tiles of 128 x 128, so 4 slices reach the
+     * 132 SMs, each with an fp32 (m, 1024) product. */
+    e = env_force("64", "24", "1");
+    ck_assert_uint_eq(qv_workspace_wonly(w4, 1024, 8192, 28672), longk + (size_t)4 * 1024 * 1024 * 4);
+    env_restore(e);
     ck_assert_msg(qv_workspace_wonly(act, 1024, 4096, 4096) >= (size_t)1024 * 4096 * 2,
                   "act_order keeps A's permuted copy in the workspace");
     ck_assert_uint_eq(qv_workspace_wonly(cb, 1, 4096, 4096), 0); /* not a weight-only row */
@@ -475,21 +483,24 @@ END_TEST
 
 /* ---- the large-M path: dequantize + cuBLAS (kernels/wonly_dq.cu) ------------------ */
 
-/* K for the large-M cases: on the row's group (K/g in {1, 3, 5}) or, for
- * channel/tensor rows, on the K tile and off the 128-row dequant tile. */
+/* K for the large-M cases: on the row's group (K/g in {1, 3, 5, 4}) or, for
+ * channel/tensor rows, on the K tile and off the 128-row dequant tile; the
+ * last (32 k16 rows for g = 128 and channel rows) splits into 4 slices. */
 static int64_t dq_k(const qv_variant *v, int which)
 {
-    static const int64_t mult[3] = {1, 3, 5};
-    static const int64_t plain[3] = {16, 144, 1040};
+    static const int64_t mult[4] = {1, 3, 5, 4};
+    static const int64_t plain[4] = {16, 144, 1040, 512};
     return v->g > 0 ? v->g * mult[which] : plain[which];
 }
 
 /* One marlin row through the large-M path (QVET_WO_DQ_MIN_M=1) at M on and off
  * 16/64-row edges, with 256-column chunks (QVET_WO_DQ_CHUNK_MB=0.01) that
  * leave a 64-column last chunk and reuse both ping-pong buffers (N = 832:
- * 256 + 256 + 256 + 64), the default chunking and none, each with the exact,
- * one-hot and random probes through the verifier; run_case also checks that
- * two launches are bitwise identical and that nothing lands past the output. */
+ * 256 + 256 + 256 + 64), the default chunking and none, with and without
+ * split K (QVET_WO_DQ_SPLITK=1: 2 or 4 slices where K allows), each with the
+ * exact, one-hot and random probes through the verifier; run_case also checks
+ * that two launches are bitwise identical and that nothing lands past the
+ * output. */
 START_TEST(dq_path)
 {
     const qv_variant *v = qv_registry_get(g_rows[_i]);
@@ -497,13 +508,14 @@ START_TEST(dq_path)
     static const struct {
         int64_t m, n;
         int kw;
-        const char *chunk;
+        const char *chunk, *splitk;
     } cases[] = {
-        {64, 832, 1, "0.01"}, {65, 576, 2, "0.01"}, {100, 64, 2, "0.01"}, {129, 320, 1, NULL}, {257, 320, 0, "0"},
+        {64, 832, 1, "0.01", NULL}, {65, 576, 2, "0.01", "1"}, {100, 64, 3, "0.01", "1"},
+        {129, 320, 1, NULL, NULL},  {257, 320, 0, "0", NULL},   {72, 320, 3, NULL, "1"},
     };
     int failed = 0, runs = 0;
     for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
-        env_saved e = env_force("1", cases[c].chunk);
+        env_saved e = env_force("1", cases[c].chunk, cases[c].splitk);
         for (int probe = 0; probe < PROBE_COUNT; probe++) {
             const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 70000 + (uint64_t)c * 10 + (uint64_t)probe;
             const int regime = probe == PROBE_RANDOM ? c % REG_COUNT : REG_NORMAL;
@@ -518,8 +530,9 @@ START_TEST(dq_path)
 END_TEST
 
 /* The same inputs through the mma kernel (QVET_WO_DQ_MIN_M=10^9) and the
- * large-M path (QVET_WO_DQ_MIN_M=1) at the same M: both must pass the
- * verifier, bit for bit against the model on the exact probe. */
+ * large-M path (QVET_WO_DQ_MIN_M=1), without and with split K, at the same M:
+ * all must pass the verifier, bit for bit against the model on the exact
+ * probe. */
 START_TEST(dq_vs_mma)
 {
     const qv_variant *v = qv_registry_get(g_rows[_i]);
@@ -529,22 +542,23 @@ START_TEST(dq_vs_mma)
     for (int mi = 0; mi < 2; mi++)
         for (int probe = 0; probe < PROBE_COUNT; probe += PROBE_RANDOM) {
             qv_problem p;
-            ck_assert_msg(qv_problem_create(&p, v, ms[mi], 320, dq_k(v, 1)) == QV_OK, "%s: %s", v->name, qv_errmsg());
+            ck_assert_msg(qv_problem_create(&p, v, ms[mi], 320, dq_k(v, 3)) == QV_OK, "%s: %s", v->name, qv_errmsg());
             const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 77000 + (uint64_t)mi * 10 + (uint64_t)probe;
             fill_problem(&p, probe, REG_NORMAL, idx);
-            static const char *const paths[2] = {"1000000000", "1"};
-            for (int path = 0; path < 2; path++) {
+            static const char *const min_m[3] = {"1000000000", "1", "1"};
+            static const char *const splitk[3] = {NULL, NULL, "1"};
+            static const char *const names[3] = {"mma", "dequant+cuBLAS", "dequant+cuBLAS split-K"};
+            for (int path = 0; path < 3; path++) {
                 char label[200];
                 snprintf(label, sizeof label, "%s m=%" PRId64 " n=320 k=%" PRId64 " %s via %s seed=%" PRIu64
-                         " case=%" PRIu64, v->name, ms[mi], dq_k(v, 1), probe_names[probe],
-                         path ? "dequant+cuBLAS" : "mma", g_seed, idx);
-                env_saved e = env_force(paths[path], "0.01");
+                         " case=%" PRIu64, v->name, ms[mi], dq_k(v, 3), probe_names[probe], names[path], g_seed, idx);
+                env_saved e = env_force(min_m[path], "0.01", splitk[path]);
                 failed += !run_case(&p, probe, label);
                 env_restore(e);
             }
             qv_problem_destroy(&p);
         }
-    ck_assert_msg(failed == 0, "%s: %d runs failed on one of the two paths (see stderr)", v->name, failed);
+    ck_assert_msg(failed == 0, "%s: %d runs failed on one of the three paths (see stderr)", v->name, failed);
 }
 END_TEST
 
