@@ -263,6 +263,87 @@ static void histograms(const qv_problem *p, qv_outcome *o)
     }
 }
 
+/* Output code e of buf (little-endian, storage bytes es). */
+static uint32_t code_of(const void *buf, int64_t e, size_t es)
+{
+    uint32_t c = 0;
+    memcpy(&c, (const char *)buf + (size_t)e * es, es);
+    return c;
+}
+
+/* The code one representable step above (up) or below x rounded to of; its
+ * value in *val. Returns 0 when that step leaves the finite range. */
+static int step_code(qv_fmt of, double x, int up, qv_sat sat, uint32_t *code, double *val)
+{
+    uint32_t c = qv_encode(of, x, sat);
+    double v = qv_decode(of, c);
+    if (!isfinite(v)) return 0;
+    uint32_t sign = 1u << (8 * qv_fmt_storage_bytes(of) - 1);
+    if (v == 0) c = up ? 1u : sign | 1u; /* the smallest subnormal of that sign */
+    else c = ((v > 0) == (up != 0)) ? c + 1 : c - 1; /* away from zero: the next code */
+    *code = c;
+    *val = qv_decode(of, c);
+    return isfinite(*val) && (up ? *val > v : *val < v);
+}
+
+/* A known-answer test of the verdict on this very case: the output with one
+ * element replaced by the first value above, then below, its rounded bound,
+ * by a NaN and by the poison code must FAIL, and one flipped bit must fail the
+ * bit-exact comparison. A verdict that passes any of them is broken; *why
+ * names which. Returns 1 then, 0 when the verdict held. */
+static int verdict_selftest(const qv_problem *p, const ref_truth *t, const void *out, char *why, size_t len)
+{
+    qv_fmt of = p->v->ofmt;
+    qv_sat sat = p->v->arith.out_sat;
+    size_t es = qv_fmt_storage_bytes(of);
+    int64_t mn = p->m * p->n;
+    int64_t e = 0;
+    uint32_t above = 0, below = 0;
+    double va, vb;
+    while (e < mn && !(isfinite(t->y[e]) && isfinite(t->bound[e]) &&
+                       step_code(of, t->y[e] + t->bound[e], 1, sat, &above, &va) &&
+                       step_code(of, t->y[e] - t->bound[e], 0, sat, &below, &vb)))
+        e++;
+    if (e == mn) return 0; /* no element with a finite bound on both sides */
+    size_t bytes = (size_t)mn * es;
+    void *bad = malloc(bytes);
+    QV_ASSERT(bad != NULL, "out of memory in the verdict self-test");
+    const struct {
+        const char *what;
+        uint32_t code;
+    } wrong[] = {
+        {"the first value above the rounded bound", above},
+        {"the first value below the rounded bound", below},
+        {"a NaN", qv_encode(of, NAN, QV_SAT_NONE)},
+        {"the never-written poison", ref_poison_code(of)},
+    };
+    int broken = 0;
+    qv_result r;
+    for (size_t i = 0; i < sizeof wrong / sizeof wrong[0] && !broken; i++) {
+        memcpy(bad, out, bytes);
+        memcpy((char *)bad + (size_t)e * es, &wrong[i].code, es); /* little-endian */
+        ref_verify(p, t, bad, &r);
+        if (r.grade != QV_FAIL) {
+            snprintf(why, len, "verdict self-test: %s at (%lld, %lld) was graded %s", wrong[i].what,
+                     (long long)(e / p->n), (long long)(e % p->n), r.grade == QV_PASS ? "PASS" : "MARGINAL");
+            broken = 1;
+        }
+    }
+    if (!broken) {
+        memcpy(bad, out, bytes);
+        uint32_t flipped = code_of(out, e, es) ^ 1u; /* one unit in the last place */
+        memcpy((char *)bad + (size_t)e * es, &flipped, es);
+        ref_verify_bitexact(p, out, bad, &r);
+        if (r.grade != QV_FAIL) {
+            snprintf(why, len, "verdict self-test: one flipped bit at (%lld, %lld) passed the bit-exact comparison",
+                     (long long)(e / p->n), (long long)(e % p->n));
+            broken = 1;
+        }
+    }
+    free(bad);
+    return broken;
+}
+
 qv_status qv_case_run(const qv_backend *b, const qv_problem *p, int unique, qv_outcome *o)
 {
     memset(o, 0, sizeof *o);
@@ -286,7 +367,10 @@ qv_status qv_case_run(const qv_backend *b, const qv_problem *p, int unique, qv_o
         o->time_ms = now_ms() - t0;
         return QV_OK;
     }
-    st = ref_truth_compute(p, &o->truth);
+    /* The truth and the CPU model share the reference's decoding: it is
+     * checked first against an independent one. */
+    st = ref_operands_check(p);
+    if (st == QV_OK) st = ref_truth_compute(p, &o->truth);
     if (st != QV_OK) {
         o->st = st;
         o->res.grade = QV_FAIL;
@@ -334,6 +418,13 @@ qv_status qv_case_run(const qv_backend *b, const qv_problem *p, int unique, qv_o
         ref_verify_bitexact(p, expected, o->out, &bit);
         if (bit.grade == QV_FAIL) o->res = bit;
         free(expected);
+    }
+    if (o->res.grade != QV_FAIL) {
+        char why[sizeof o->res.reason];
+        if (verdict_selftest(p, &o->truth, o->out, why, sizeof why)) {
+            o->res.grade = QV_FAIL;
+            snprintf(o->res.reason, sizeof o->res.reason, "%s", why);
+        }
     }
     if (diff >= 0) {
         o->res.grade = QV_FAIL;

@@ -79,6 +79,35 @@ static int64_t group64_col(int64_t c) { return c - c % 64 + 8 * (c % 8) + c % 64
 /* Logical column of packed scale position c (scale_perm_single, 32 wide). */
 static int64_t channel32_col(int64_t c) { return c - c % 32 + 2 * (c % 32 / 8) + c % 2 + 8 * (c % 8 / 2); }
 
+/* The scale order a kernel of layout l reads, from the kernels' own rule, not
+ * the packer's: Marlin reads a single group (g == K) or channelwise scales
+ * through scale_perm_single (group_blocks == -1) and several groups through
+ * scale_perm; QQQ's per-group kernel always reads scale_perm; tensor and
+ * block-128 scales, and PLAIN_NK, are unpermuted. s_rows: rows of scales. */
+static qv_scale_order kernel_scale_order(const qv_variant *v, int64_t s_rows)
+{
+    qv_scale_layout sl = v->scale_layout;
+    if (v->layout == QV_LAYOUT_PLAIN_NK || sl == QV_SCALE_NONE || sl == QV_SCALE_TENSOR || sl == QV_SCALE_BLOCK)
+        return QV_SORDER_PLAIN;
+    if (v->layout == QV_LAYOUT_QQQ_W4_GROUP) return QV_SORDER_GROUP64;
+    int grouped = sl == QV_SCALE_GROUP || sl == QV_SCALE_GROUP_CHANNEL;
+    return grouped && s_rows > 1 ? QV_SORDER_GROUP64 : QV_SORDER_CHANNEL32;
+}
+
+static const char *order_name(qv_scale_order o)
+{
+    return o == QV_SORDER_GROUP64 ? "scale_perm" : o == QV_SORDER_CHANNEL32 ? "scale_perm_single" : "unpermuted";
+}
+
+/* The power of two an fp8 Marlin kernel's byte-move conversion leaves out of
+ * every weight, which the scales must carry: 2^(15-7) for f16 activations and
+ * 2^(127-7) for bf16, the differences of the exponent biases; 0 elsewhere. */
+static int kernel_scale_pow2(const qv_variant *v)
+{
+    if (v->layout != QV_LAYOUT_MARLIN_FP8) return 0;
+    return v->afmt == QV_FMT_BF16 ? 127 - 7 : 15 - 7;
+}
+
 static int bits_of(qv_fmt f)
 {
     switch (f) {
@@ -189,6 +218,15 @@ qv_status ref_unpack(const qv_packed *pk, qv_problem *p)
         return qv_fail(QV_ERR_SHAPE, "%s: packed scales are (%lld, %lld) x %zu bytes; the problem needs (%lld, %lld) x %zu",
                        ln, (long long)pk->s_rows, (long long)pk->s_cols, pk->s_elem, (long long)srows,
                        (long long)scols, selem);
+    /* The kernel reads the scales in its own order and with its own exponent
+     * fold, whatever the operand declares: a declaration that differs is a
+     * packer bug the kernel would read wrongly. */
+    if (srows * scols > 0 && pk->s_order != kernel_scale_order(v, srows))
+        return qv_fail(QV_ERR_FORMAT, "%s: packed scales declare the %s order; the kernel reads them %s", ln,
+                       order_name(pk->s_order), order_name(kernel_scale_order(v, srows)));
+    if (pk->s_pow2 != kernel_scale_pow2(v))
+        return qv_fail(QV_ERR_FORMAT, "%s: packed scales carry 2^%d; the kernel's fp8 conversion needs 2^%d for %s activations",
+                       ln, pk->s_pow2, kernel_scale_pow2(v), qv_fmt_get(v->afmt)->name);
     if ((v->scale_layout == QV_SCALE_GROUP_CHANNEL) != (pk->scales2 != NULL))
         return qv_fail(QV_ERR_FORMAT, "%s: the packed operand %s second-level scales but the problem %s", ln,
                        pk->scales2 ? "has" : "lacks", pk->scales2 ? "has none" : "needs them");

@@ -42,6 +42,13 @@ void ref_verify(const qv_problem *p, const ref_truth *t, const void *out, qv_res
  * Writes (m, n) output codes in p->v->ofmt. */
 qv_status ref_model_run(const qv_problem *p, void *out);
 
+/* Checks the reference's decoding of p (dequantized weights, activations
+ * less their zero points, epilogue scales; block-128 scales folded and not)
+ * against an independent decoding from problem.h's accessors and the format
+ * codec; QV_ERR_RANGE names the first disagreement. The truth and the CPU
+ * model share that decoding, so only this check can see a bug in it. */
+qv_status ref_operands_check(const qv_problem *p);
+
 /* The independent decoder: packed layout -> logical (k, n) codes (+ scales,
  * zeros, perm), derived from the mma fragment definition. Fills a problem's
  * weight buffers (q, scales, scales2, zeros, g_idx must be allocated). */

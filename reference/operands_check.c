@@ -1,0 +1,117 @@
+/* operands_check.c: the reference's decoding (ref_operands_create) checked
+ * against an independent decoding built only from problem.h's accessors and
+ * the format codec (reference.h: ref_operands_check). The truth and the CPU
+ * model share ref_operands_create, so a bug there would move both alike and
+ * no verdict could see it; this check is what makes it visible. */
+#include <math.h>
+
+#include "qvet/formats.h"
+#include "qvet/reference.h"
+#include "ref_operands.h"
+
+/* Equal as decoded values: the same double, or both NaN. */
+static int same(double x, double y) { return x == y || (isnan(x) && isnan(y)); }
+
+/* The value the accumulator multiplies for weight (kk, j), from the row's
+ * declared dequantization (variant.h), with block-128 scales when fold. */
+static double expect_w(const qv_problem *p, int64_t kk, int64_t j, int fold)
+{
+    const qv_variant *v = p->v;
+    qv_scale_layout sl = v->scale_layout;
+    double q = qv_problem_wq(p, kk, j); /* q - z with zero points, else the code's value */
+    double s = sl == QV_SCALE_BLOCK || sl == QV_SCALE_NONE ? 1.0 : qv_problem_scale(p, kk, j);
+    double w;
+    switch (v->arith.dequant) {
+    case QV_DQ_MUL_RN:
+        /* One multiply in the activation format, round to nearest even, Inf past its range. */
+        w = qv_decode(v->afmt, qv_encode(v->afmt, q * s, QV_SAT_NONE));
+        break;
+    case QV_DQ_INT8_RNE: {
+        /* The product rounded to an integer, ties to even, then held to int8. */
+        double r = nearbyint(q * s);
+        w = fmin(fmax(r, -128.0), 127.0);
+        break;
+    }
+    case QV_DQ_EXACT: w = q * (v->arith.w_mul > 1 ? v->arith.w_mul : 1); break;
+    default: w = q; break;
+    }
+    if (fold && sl == QV_SCALE_BLOCK) w *= qv_problem_scale(p, kk, j);
+    return w;
+}
+
+/* The activation zero point of row i, 0 when none. */
+static double azp_of(const qv_problem *p, int64_t i)
+{
+    switch (p->v->azp) {
+    case QV_AZP_TOKEN: return p->azp[i];
+    case QV_AZP_TENSOR: return p->azp[0];
+    default: return 0.0;
+    }
+}
+
+/* The activation (i, kk) the accumulator multiplies, with block-128 scales when fold. */
+static double expect_a(const qv_problem *p, int64_t i, int64_t kk, int fold)
+{
+    double a = qv_problem_a(p, i, kk) - azp_of(p, i);
+    if (fold && p->v->act_scale == QV_ASCALE_TOKEN_BLOCK) {
+        int64_t blocks = (p->k + 127) / 128; /* a_scale is (m, ceil(k/128)) */
+        a *= p->a_scale[i * blocks + kk / 128];
+    }
+    return a;
+}
+
+static int has_step(const qv_variant *v, qv_ep_step s)
+{
+    for (int i = 0; i < QV_EP_MAX && v->arith.epilogue[i] != QV_EP_END; i++)
+        if (v->arith.epilogue[i] == s) return 1;
+    return 0;
+}
+
+static qv_status check_fold(const qv_problem *p, int fold)
+{
+    const qv_variant *v = p->v;
+    ref_operands o;
+    QV_TRY(ref_operands_create(p, fold, &o));
+    qv_status st = QV_OK;
+    for (int64_t kk = 0; kk < p->k && st == QV_OK; kk++)
+        for (int64_t j = 0; j < p->n && st == QV_OK; j++) {
+            double want = expect_w(p, kk, j, fold), got = o.w[kk * p->n + j];
+            if (!same(want, got))
+                st = qv_fail(QV_ERR_RANGE, "%s: the reference decodes weight (%lld, %lld) as %.17g; its codes and "
+                             "scales give %.17g", v->name, (long long)kk, (long long)j, got, want);
+        }
+    for (int64_t i = 0; i < p->m && st == QV_OK; i++)
+        for (int64_t kk = 0; kk < p->k && st == QV_OK; kk++) {
+            double want = expect_a(p, i, kk, fold), got = o.a[i * p->k + kk];
+            if (!same(want, got))
+                st = qv_fail(QV_ERR_RANGE, "%s: the reference decodes activation (%lld, %lld) as %.17g; its code, "
+                             "zero point and scale give %.17g", v->name, (long long)i, (long long)kk, got, want);
+        }
+    int ws = has_step(v, QV_EP_MUL_WSCALE), ws2 = has_step(v, QV_EP_MUL_WSCALE2), as = has_step(v, QV_EP_MUL_ASCALE);
+    for (int64_t j = 0; j < p->n && st == QV_OK; j++) {
+        /* MUL_WSCALE multiplies by the tensor or channel scale of column j. */
+        double s1 = !ws ? 1.0
+                    : v->scale_layout == QV_SCALE_TENSOR || v->scale_layout == QV_SCALE_CHANNEL
+                        ? qv_problem_scale(p, 0, j)
+                        : o.col_s1[j];
+        double s2 = ws2 ? p->scales2[j] : 1.0;
+        if (!same(s1, o.col_s1[j]) || !same(s2, o.col_s2[j]))
+            st = qv_fail(QV_ERR_RANGE, "%s: the reference's epilogue scales of column %lld are %.17g, %.17g; the "
+                         "problem's are %.17g, %.17g", v->name, (long long)j, o.col_s1[j], o.col_s2[j], s1, s2);
+    }
+    for (int64_t i = 0; i < p->m && st == QV_OK; i++) {
+        double s = !as ? 1.0 : p->a_scale[v->act_scale == QV_ASCALE_TOKEN ? i : 0];
+        if (!same(s, o.row_s[i]))
+            st = qv_fail(QV_ERR_RANGE, "%s: the reference's activation scale of row %lld is %.17g; the problem's is "
+                         "%.17g", v->name, (long long)i, o.row_s[i], s);
+    }
+    ref_operands_destroy(&o);
+    return st;
+}
+
+qv_status ref_operands_check(const qv_problem *p)
+{
+    QV_TRY(check_fold(p, 0));
+    int block = p->v->scale_layout == QV_SCALE_BLOCK || p->v->act_scale == QV_ASCALE_TOKEN_BLOCK;
+    return block ? check_fold(p, 1) : QV_OK;
+}
