@@ -12,7 +12,7 @@
 #include "qvet/gemm.h"
 
 /* Whether an M-row problem takes this path: M >= QVET_WO_DQ_MIN_M (default
- * 32). No CUDA call. */
+ * 64). No CUDA call. */
 bool qv_wonly_dq_wanted(int m);
 
 /* Workspace bytes of this path for v at (m, n, k): act_order's sorted copy of
