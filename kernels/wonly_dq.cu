@@ -62,7 +62,8 @@ constexpr int kMinSliceK = 128;
 constexpr int kColWords = kDqRows / 2 + 4;
 
 /* Default chunk: none (0), the fastest setting measured at every M on the
- * H200 (bench/RESULTS.md, 2026-11-29); see the note on chunks above. */
+ * H200 (`qvet bench`, 2026-11-29, M = 32, 128, 1024); see the note on chunks
+ * above. */
 constexpr double kDefaultChunkMiB = 0.0;
 /* Default M threshold, measured on the H200 (2026-11-29, one chunk): at
  * M = 32 the mma kernel still beat this path on the Llama-3-70B block (957 vs
