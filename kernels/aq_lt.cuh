@@ -14,7 +14,10 @@
  * Environment:
  *   QVET_AQ_LT_MIN_M    smallest M that takes this path (default AQ_LT_MIN_M_DEFAULT);
  *   QVET_AQ_LT_CHUNK_MB MiB (a positive decimal) of one N chunk's int8 weights
- *                       plus its int32 products (default AQ_LT_CHUNK_MB_DEFAULT). */
+ *                       plus its int32 products. Unset: AQ_LT_CHUNK_MB_DEFAULT,
+ *                       widened where needed so a chunk has one wave of
+ *                       output tiles; set: exactly this budget (at least 64
+ *                       columns), which is how the suite forces small chunks. */
 #ifndef QVET_AQ_LT_CUH
 #define QVET_AQ_LT_CUH
 
@@ -22,13 +25,14 @@
 
 #include "aq_gemm.cuh"
 
-/* M = 128 is where the mma kernel switches to its largest tile, and where
- * cuBLASLt int8 already beats it on the H200 at M = 64 (bench/RESULTS.md:
- * 272 vs 375 µs on the Llama-3-70B block); the lead tunes it by the variable. */
+/* M = 128 is where the mma kernel switches to its largest tile; cuBLASLt int8
+ * alone already beats the int8 mma kernel at M = 64 on the H200
+ * (bench/RESULTS.md: 272 vs 375 µs on the Llama-3-70B block), but this path
+ * adds the epilogue pass (and for QQQ the dequantization) to it. */
 #define AQ_LT_MIN_M_DEFAULT 128
-/* 48 MiB: the chunk's dequantized weights and int32 products stay inside the
- * H200's 60 MiB L2 between the kernels that write and read them, while a chunk
- * at M = 1024 still covers 128 or more 128 x 256 tiles of the 132 SMs. */
+/* 48 MiB: the chunk's dequantized weights and int32 products can stay inside
+ * the H200's 60 MiB L2 between the kernels that write and read them (for K up
+ * to about 8192 at M = 1024; longer K takes the one-wave floor of aq_lt.cu). */
 #define AQ_LT_CHUNK_MB_DEFAULT 48.0
 
 /* Bytes of this path's workspace region for KIND (AQ_B_QQQ_CH, AQ_B_QQQ_GROUP
