@@ -46,9 +46,8 @@ enum { WT_INT4 = 0, WT_INT8 = 1, WT_FP8 = 2, WT_INT4_ZP = 3 };
 enum { SC_GROUP = 0, SC_CHANNEL = 1, SC_TENSOR = 2 };
 enum { SF_F16 = 0, SF_BF16 = 1, SF_F32 = 2 };
 
-constexpr int kWarps = 8;            /* warps per block, one 64-column chunk each */
+constexpr int kWarps = 8;            /* warps per block, one or two 64-column chunks each */
 constexpr int kThreads = 32 * kWarps;
-constexpr int kBN = 64 * kWarps;     /* columns per block */
 /* Blocks per SM the kernel is built for (__launch_bounds__): 16 warps of at
  * most 128 registers fill the register file, and the split-K plan counts on it. */
 constexpr int kBlocksPerSm = 2;
@@ -93,16 +92,17 @@ struct small_params {
  * rows 0..m-1 over the slice, each padded by 16 bytes so that the 8 row
  * addresses of an ldmatrix fall on 8 different 16-byte bank groups (the row
  * stride is an odd multiple of 16 bytes); a 16-byte zero line that rows >= m
- * read; then groups_max rows of 512 group scales and of 64 zero-point words. */
+ * read; then groups_max rows of bn group scales and of bn/8 zero-point words
+ * (bn: the block's columns). */
 struct small_smem {
     int a_stride, zero_off, s_off, z_off, bytes;
-    __host__ __device__ small_smem(int m, int tiles_per_split, int groups_max, bool grouped, bool zp)
+    __host__ __device__ small_smem(int m, int tiles_per_split, int groups_max, bool grouped, bool zp, int bn)
     {
         a_stride = tiles_per_split * 32 + 16;
         zero_off = m * a_stride;
         s_off = zero_off + 16;
-        z_off = s_off + (grouped ? groups_max * kBN * 2 : 0);
-        bytes = z_off + (zp ? groups_max * (kBN / 8) * 4 : 0);
+        z_off = s_off + (grouped ? groups_max * bn * 2 : 0);
+        bytes = z_off + (zp ? groups_max * (bn / 8) * 4 : 0);
     }
 };
 
@@ -148,6 +148,13 @@ __device__ __forceinline__ float epilogue_scale(const small_params &p, int col)
     return 1.0f;
 }
 
+/* The zero point of n8 tile j8 from the lane's packed zero-point word: nibble
+ * j8/2 + 4*(j8%2) (interleave [0,2,4,6,1,3,5,7], layout.h). */
+__device__ __forceinline__ uint32_t zero_nibble(uint32_t zw, int j8)
+{
+    return (zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1)))) & 0xFu;
+}
+
 /* The running split-K sum plus the next slice's partial, in fp32. */
 __device__ __forceinline__ float add_partial(float s, float v)
 {
@@ -162,40 +169,51 @@ __device__ __forceinline__ float add_partial(float s, float v)
 /* SWAP (M <= 8): the weights are the mma's A operand and A^T its B operand,
  * so one m16n8k16 covers 16 columns x 8 rows and a k16 tile of a 64-column
  * chunk takes 4 mma instead of 8 (the m16 orientation wastes 16 - M of its 16
- * rows). */
-template <int WT, bool IS_BF16, bool SWAP>
+ * rows). CPW: 64-column chunks per warp (1 or 2); with 2, a warp's loads of one
+ * k16 row are 1 KiB contiguous for 4-bit weights, as they are for 8-bit ones. */
+template <int WT, bool IS_BF16, bool SWAP, int CPW>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(const small_params p)
 {
     using T = small_traits<WT>;
     constexpr bool kZp = WT == WT_INT4_ZP;
+    constexpr int BN = 64 * kWarps * CPW;   /* columns per block */
+    constexpr int depth = T::depth / CPW;   /* k16 tiles in flight: still 4 KiB per warp */
+    constexpr int VW = T::vecs * CPW;       /* 16-byte words per lane per k16 tile */
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ int s_is_last;
 
     const int tid = threadIdx.x;
     const int lane = tid & 31;
     const int warp = tid >> 5;
-    const int n0 = blockIdx.x * kBN;
+    const int n0 = blockIdx.x * BN;
     const int n_chunks = p.n / 64;
-    const int chunk = blockIdx.x * kWarps + warp;
-    const bool active = chunk < n_chunks;
+    const int chunk0 = (blockIdx.x * kWarps + warp) * CPW; /* the warp's first chunk */
+    const bool active = chunk0 < n_chunks;
+    bool chunk_on[CPW];
+#pragma unroll
+    for (int c = 0; c < CPW; c++) chunk_on[c] = chunk0 + c < n_chunks;
     const int kt_begin = blockIdx.y * p.tiles_per_split;
     const int kt_end = min(p.k / 16, kt_begin + p.tiles_per_split);
     const int nt = kt_end - kt_begin;
     const bool grouped = p.scale_mode == SC_GROUP;
-    const small_smem L(p.m, p.tiles_per_split, p.groups_max, grouped, kZp);
+    const small_smem L(p.m, p.tiles_per_split, p.groups_max, grouped, kZp, BN);
 
-    /* 1. The first kDepth tiles of this warp's weight stream, issued before
+    /* 1. The first `depth` tiles of this warp's weight stream, issued before
      * anything else so their latency overlaps the staging below. A k16 row of B
      * is n_chunks chunks of chunk_vecs 16-byte words; the lane's words of tile
-     * kt are at row kt, chunk `chunk`, position lane * vecs. */
+     * kt, chunk c are at row kt, chunk chunk0 + c, position lane * vecs. Words
+     * of a chunk past N stay zero and their results are never stored. */
     const int64_t row_vecs = (int64_t)n_chunks * T::chunk_vecs;
-    const uint4 *bp = p.b + (int64_t)kt_begin * row_vecs + (int64_t)chunk * T::chunk_vecs + lane * T::vecs;
-    uint4 buf[T::depth][T::vecs];
+    const uint4 *bp = p.b + (int64_t)kt_begin * row_vecs + (int64_t)chunk0 * T::chunk_vecs + lane * T::vecs;
+    uint4 buf[depth][VW];
 #pragma unroll
-    for (int j = 0; j < T::depth; j++)
-        if (active && j < nt)
+    for (int j = 0; j < depth; j++)
 #pragma unroll
-            for (int v = 0; v < T::vecs; v++) buf[j][v] = ld_stream16(bp + j * row_vecs + v);
+        for (int v = 0; v < VW; v++) {
+            if (CPW > 1) buf[j][v] = make_uint4(0, 0, 0, 0);
+            if (chunk_on[v / T::vecs] && j < nt)
+                buf[j][v] = ld_stream16(bp + j * row_vecs + (v / T::vecs) * T::chunk_vecs + v % T::vecs);
+        }
 
     /* 2. Stage the slice's A rows, group scales and zero points. */
     const int a_chunks_row = nt * 2; /* 16-byte pieces of one A row in the slice */
@@ -221,21 +239,21 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     const int grp_begin = kt_begin >> p.g_shift;
     if (grouped) {
         const int n_grp = ((kt_end - 1) >> p.g_shift) - grp_begin + 1;
-        /* 64 pieces of 16 bytes per row of 512 scales; a piece exists when its
+        /* BN/8 pieces of 16 bytes per row of BN scales; a piece exists when its
          * 8 columns lie below n (n is a multiple of 64). */
-        for (int c = tid; c < n_grp * 64; c += kThreads) {
-            const int r = c / 64, ch = c % 64;
+        for (int c = tid; c < n_grp * (BN / 8); c += kThreads) {
+            const int r = c / (BN / 8), ch = c % (BN / 8);
             if (n0 + ch * 8 < p.n)
-                qv_cp_async16(smem + L.s_off + r * kBN * 2 + ch * 16,
+                qv_cp_async16(smem + L.s_off + r * BN * 2 + ch * 16,
                               static_cast<const uint16_t *>(p.scales) + (int64_t)(grp_begin + r) * p.n + n0 + ch * 8,
                               true);
         }
         if (kZp) {
-            /* 16 pieces of 4 words per row of 64 zero-point words. */
-            for (int c = tid; c < n_grp * 16; c += kThreads) {
-                const int r = c / 16, ch = c % 16;
+            /* BN/32 pieces of 4 words per row of BN/8 zero-point words. */
+            for (int c = tid; c < n_grp * (BN / 32); c += kThreads) {
+                const int r = c / (BN / 32), ch = c % (BN / 32);
                 if (n0 / 8 + ch * 4 < p.n / 8)
-                    qv_cp_async16(smem + L.z_off + r * (kBN / 8) * 4 + ch * 16,
+                    qv_cp_async16(smem + L.z_off + r * (BN / 8) * 4 + ch * 16,
                                   p.zeros + (int64_t)(grp_begin + r) * (p.n / 8) + n0 / 8 + ch * 4, true);
             }
         }
@@ -255,26 +273,33 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     const unsigned a_addr0 = a_row < p.m ? smem_base + a_row * L.a_stride + a_half * 16 : smem_base + L.zero_off;
     const unsigned a_step = a_row < p.m ? 32u : 0u;
 
-    /* Accumulators: m16 orientation, acc[j8] is n8 tile j8 (rows lane/4 and
-     * lane/4 + 8); swapped, acc[i] is the n16 pair of n8 tiles 2i, 2i+1 (rows
-     * 2*(lane%4) + {0,1}). elem_row / elem_col below map them to Y. */
+    /* Accumulators of chunk c: m16 orientation, acc[c][j8] is n8 tile j8 (rows
+     * lane/4 and lane/4 + 8); swapped, acc[c][i] is the n16 pair of n8 tiles
+     * 2i, 2i+1 (rows 2*(lane%4) + {0,1}). elem_row / elem_col map them to Y. */
     constexpr int NT = SWAP ? 4 : 8;
-    float acc[NT][4];
+    float acc[CPW][NT][4];
 #pragma unroll
-    for (int j = 0; j < NT; j++)
+    for (int c = 0; c < CPW; c++)
 #pragma unroll
-        for (int r = 0; r < 4; r++) acc[j][r] = 0.0f;
+        for (int j = 0; j < NT; j++)
+#pragma unroll
+            for (int r = 0; r < 4; r++) acc[c][j][r] = 0.0f;
     auto elem_row = [&](int r) { return SWAP ? 2 * (lane & 3) + (r & 1) : (lane >> 2) + 8 * (r >> 1); };
-    auto elem_col = [&](int j, int r) {
-        return SWAP ? chunk * 64 + 16 * j + 8 * (r >> 1) + (lane >> 2) : chunk * 64 + 8 * j + 2 * (lane & 3) + (r & 1);
+    auto elem_col = [&](int c, int j, int r) {
+        const int base = (chunk0 + c) * 64;
+        return SWAP ? base + 16 * j + 8 * (r >> 1) + (lane >> 2) : base + 8 * j + 2 * (lane & 3) + (r & 1);
     };
 
-    uint32_t sc[8];     /* group scales of the current group, one half2 per n8 tile */
-    uint32_t zc[8][2];  /* zero-point constants of the current group (qv_dq4_consts) */
+    uint32_t sc[CPW][8];     /* group scales of the current group, one half2 per n8 tile */
+    /* Zero points of the current group: the lane's packed word per chunk, and
+     * with one chunk per warp also its constants (qv_dq4_consts), cached; with
+     * two the constants are rebuilt per tile, which keeps registers below 128. */
+    uint32_t zw[CPW];
+    uint32_t zc[CPW == 1 ? 8 : 1][2];
     int cur_grp = -1;
 
     /* One k16 tile: tl is its index in the slice, w the lane's weight words. */
-    auto compute_tile = [&](int tl, const uint4 (&w)[T::vecs]) {
+    auto compute_tile = [&](int tl, const uint4 (&w)[VW]) {
         uint32_t af[4];
         {
             const unsigned addr = a_addr0 + tl * a_step;
@@ -291,105 +316,120 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
             const int grp = (kt_begin + tl) >> p.g_shift;
             if (grp != cur_grp) {
                 cur_grp = grp;
-                const unsigned char *srow = smem + L.s_off + (grp - grp_begin) * kBN * 2;
-                /* scale_perm puts column 8*j8 + lane/4 of the warp's chunk at
-                 * position 8*(lane/4) + j8: one 16-byte vector per lane. A single
-                 * group (k == g) is stored in the channel order instead. */
+                const unsigned char *srow = smem + L.s_off + (grp - grp_begin) * BN * 2;
+#pragma unroll
+                for (int c = 0; c < CPW; c++) {
+                    const int local = (warp * CPW + c) * 64; /* the chunk's first column in the block */
+                    /* scale_perm puts column 8*j8 + lane/4 of a chunk at position
+                     * 8*(lane/4) + j8: one 16-byte vector per lane. A single group
+                     * (k == g) is stored in the channel order instead. */
 #ifdef QV_MUTANT_gpu_wo_small_scale_perm
-                /* Mutant (class 2): scale_perm_single read where scale_perm was stored. */
-                const bool single = true;
+                    /* Mutant (class 2): scale_perm_single read where scale_perm was stored. */
+                    const bool single = true;
 #else
-                const bool single = p.grp_single;
+                    const bool single = p.grp_single;
 #endif
-                if (!single) {
-                    const uint4 sv = *reinterpret_cast<const uint4 *>(srow + (warp * 64 + 8 * (lane >> 2)) * 2);
-                    const uint32_t s4[4] = {sv.x, sv.y, sv.z, sv.w};
+                    if (!single) {
+                        const uint4 sv = *reinterpret_cast<const uint4 *>(srow + (local + 8 * (lane >> 2)) * 2);
+                        const uint32_t s4[4] = {sv.x, sv.y, sv.z, sv.w};
 #pragma unroll
-                    for (int j8 = 0; j8 < 8; j8++)
-                        sc[j8] = qv_h2<IS_BF16>::dup((s4[j8 >> 1] >> (16 * (j8 & 1))) & 0xFFFFu);
-                } else {
-                    const uint16_t *s16 = reinterpret_cast<const uint16_t *>(srow);
+                        for (int j8 = 0; j8 < 8; j8++)
+                            sc[c][j8] = qv_h2<IS_BF16>::dup((s4[j8 >> 1] >> (16 * (j8 & 1))) & 0xFFFFu);
+                    } else {
+                        const uint16_t *s16 = reinterpret_cast<const uint16_t *>(srow);
 #pragma unroll
-                    for (int j8 = 0; j8 < 8; j8++)
-                        sc[j8] = qv_h2<IS_BF16>::dup(s16[single_perm_index(warp * 64 + 8 * j8 + (lane >> 2))]);
-                }
-                if (WT == WT_FP8) {
-                    /* Exact: s * 2^s_pow2 * 2^-s_pow2 = s, a half-precision value. */
+                        for (int j8 = 0; j8 < 8; j8++)
+                            sc[c][j8] = qv_h2<IS_BF16>::dup(s16[single_perm_index(local + 8 * j8 + (lane >> 2))]);
+                    }
+                    if (WT == WT_FP8) {
+                        /* Exact: s * 2^s_pow2 * 2^-s_pow2 = s, a half-precision value. */
 #pragma unroll
-                    for (int j8 = 0; j8 < 8; j8++) sc[j8] = qv_h2<IS_BF16>::mul(sc[j8], p.unbias_h2);
-                }
-                if (kZp) {
-                    /* Zero point of n8 tile j8: nibble j8/2 + 4*(j8%2) of the lane's
-                     * word (interleave [0,2,4,6,1,3,5,7], layout.h). */
-                    const uint32_t zw = *reinterpret_cast<const uint32_t *>(
-                        smem + L.z_off + (grp - grp_begin) * (kBN / 8) * 4 + (warp * 8 + (lane >> 2)) * 4);
+                        for (int j8 = 0; j8 < 8; j8++) sc[c][j8] = qv_h2<IS_BF16>::mul(sc[c][j8], p.unbias_h2);
+                    }
+                    if (kZp) {
+                        zw[c] = *reinterpret_cast<const uint32_t *>(
+                            smem + L.z_off + (grp - grp_begin) * (BN / 8) * 4 + (local / 8 + (lane >> 2)) * 4);
+                        if constexpr (CPW == 1) {
 #pragma unroll
-                    for (int j8 = 0; j8 < 8; j8++)
-                        qv_dq4_consts<IS_BF16>((zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1)))) & 0xFu, zc[j8]);
+                            for (int j8 = 0; j8 < 8; j8++) qv_dq4_consts<IS_BF16>(zero_nibble(zw[0], j8), zc[j8]);
+                        }
+                    }
                 }
             }
         }
-        const uint32_t bw[8] = {w[0].x, w[0].y, w[0].z, w[0].w,
-                                T::vecs > 1 ? w[T::vecs - 1].x : 0u, T::vecs > 1 ? w[T::vecs - 1].y : 0u,
-                                T::vecs > 1 ? w[T::vecs - 1].z : 0u, T::vecs > 1 ? w[T::vecs - 1].w : 0u};
-        /* The B fragment of n8 tile j8: the exact codes, times the group
-         * scale with one rounding (dequant.cuh). */
-        auto dequant = [&](int j8, uint32_t bf[2]) {
-            if (WT == WT_INT4) {
-                uint32_t sym[2];
-                qv_dq4_consts<IS_BF16>(8u, sym); /* "q+8" codes: zero point 8 */
-                qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), sym, bf);
-            } else if (WT == WT_INT4_ZP) {
-                qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), zc[j8], bf);
-            } else if (WT == WT_INT8) {
-                qv_dq8<IS_BF16>(bw[j8], bf);
+#pragma unroll
+        for (int c = 0; c < CPW; c++) {
+            const uint4 *wc = w + c * T::vecs;
+            const uint32_t bw[8] = {wc[0].x, wc[0].y, wc[0].z, wc[0].w,
+                                    T::vecs > 1 ? wc[T::vecs - 1].x : 0u, T::vecs > 1 ? wc[T::vecs - 1].y : 0u,
+                                    T::vecs > 1 ? wc[T::vecs - 1].z : 0u, T::vecs > 1 ? wc[T::vecs - 1].w : 0u};
+            /* The B fragment of n8 tile j8: the exact codes, times the group
+             * scale with one rounding (dequant.cuh). */
+            auto dequant = [&](int j8, uint32_t bf[2]) {
+                if (WT == WT_INT4) {
+                    uint32_t sym[2];
+                    qv_dq4_consts<IS_BF16>(8u, sym); /* "q+8" codes: zero point 8 */
+                    qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), sym, bf);
+                } else if (WT == WT_INT4_ZP) {
+                    if constexpr (CPW == 1) {
+                        qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), zc[j8], bf);
+                    } else {
+                        uint32_t zk[2];
+                        qv_dq4_consts<IS_BF16>(zero_nibble(zw[c], j8), zk);
+                        qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), zk, bf);
+                    }
+                } else if (WT == WT_INT8) {
+                    qv_dq8<IS_BF16>(bw[j8], bf);
+                } else {
+                    qv_dqfp8<IS_BF16>(bw[j8], bf);
+                }
+                if (grouped) {
+                    bf[0] = qv_h2<IS_BF16>::mul(bf[0], sc[c][j8]);
+                    bf[1] = qv_h2<IS_BF16>::mul(bf[1], sc[c][j8]);
+                }
+            };
+            if constexpr (SWAP) {
+                /* Y^T = W^T A^T: the B fragments of n8 tiles 2i and 2i+1 are, in
+                 * the order {lo 2i, lo 2i+1, hi 2i, hi 2i+1}, the mma A fragment
+                 * of the 16 x 16 tile of W^T (rows = the 16 columns, cols = k);
+                 * af is the B fragment of A^T. Products and fp32 sums per output
+                 * element are those of the m16 orientation. */
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    uint32_t b0[2], b1[2];
+                    dequant(2 * i, b0);
+                    dequant(2 * i + 1, b1);
+                    const uint32_t wa[4] = {b0[0], b1[0], b0[1], b1[1]};
+                    qv_mma_16816<IS_BF16>(acc[c][i], wa, af);
+                }
             } else {
-                qv_dqfp8<IS_BF16>(bw[j8], bf);
-            }
-            if (grouped) {
-                bf[0] = qv_h2<IS_BF16>::mul(bf[0], sc[j8]);
-                bf[1] = qv_h2<IS_BF16>::mul(bf[1], sc[j8]);
-            }
-        };
-        if constexpr (SWAP) {
-            /* Y^T = W^T A^T: the B fragments of n8 tiles 2i and 2i+1 are, in
-             * the order {lo 2i, lo 2i+1, hi 2i, hi 2i+1}, the mma A fragment of
-             * the 16 x 16 tile of W^T (rows = the 16 columns, cols = k); af is
-             * the B fragment of A^T. Products and fp32 sums per output element
-             * are those of the m16 orientation. */
 #pragma unroll
-            for (int i = 0; i < 4; i++) {
-                uint32_t b0[2], b1[2];
-                dequant(2 * i, b0);
-                dequant(2 * i + 1, b1);
-                const uint32_t wa[4] = {b0[0], b1[0], b0[1], b1[1]};
-                qv_mma_16816<IS_BF16>(acc[i], wa, af);
-            }
-        } else {
-#pragma unroll
-            for (int j8 = 0; j8 < 8; j8++) {
-                uint32_t bf[2];
-                dequant(j8, bf);
-                qv_mma_16816<IS_BF16>(acc[j8], af, bf);
+                for (int j8 = 0; j8 < 8; j8++) {
+                    uint32_t bf[2];
+                    dequant(j8, bf);
+                    qv_mma_16816<IS_BF16>(acc[c][j8], af, bf);
+                }
             }
         }
     };
 
     /* 3. The K loop: slot j of the ring holds tile t + j; it is consumed, then
-     * refilled with tile t + j + kDepth before the consumed tile's math, so
-     * kDepth tiles stay in flight. */
+     * refilled with tile t + j + depth before the consumed tile's math, so
+     * `depth` tiles stay in flight. */
     if (active) {
-        for (int t = 0; t < nt; t += T::depth) {
+        for (int t = 0; t < nt; t += depth) {
 #pragma unroll
-            for (int j = 0; j < T::depth; j++) {
+            for (int j = 0; j < depth; j++) {
                 if (t + j < nt) {
-                    uint4 cur[T::vecs];
+                    uint4 cur[VW];
 #pragma unroll
-                    for (int v = 0; v < T::vecs; v++) cur[v] = buf[j][v];
-                    if (t + j + T::depth < nt)
+                    for (int v = 0; v < VW; v++) cur[v] = buf[j][v];
+                    if (t + j + depth < nt)
 #pragma unroll
-                        for (int v = 0; v < T::vecs; v++)
-                            buf[j][v] = ld_stream16(bp + (int64_t)(t + j + T::depth) * row_vecs + v);
+                        for (int v = 0; v < VW; v++)
+                            if (chunk_on[v / T::vecs])
+                                buf[j][v] = ld_stream16(bp + (int64_t)(t + j + depth) * row_vecs +
+                                                        (v / T::vecs) * T::chunk_vecs + v % T::vecs);
                     compute_tile(t + j, cur);
                 }
             }
@@ -398,14 +438,16 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
 
     /* 4. Split-K: publish this slice's partials; the last block of the tile sums them. */
     if (p.splits > 1) {
-        if (active) {
-            float *part = p.partial + (int64_t)blockIdx.y * p.m * p.n;
+        float *part = p.partial + (int64_t)blockIdx.y * p.m * p.n;
 #pragma unroll
-            for (int j = 0; j < NT; j++)
+        for (int c = 0; c < CPW; c++)
+            if (chunk_on[c])
 #pragma unroll
-                for (int r = 0; r < 4; r++)
-                    if (elem_row(r) < p.m) __stcg(part + (int64_t)elem_row(r) * p.n + elem_col(j, r), acc[j][r]);
-        }
+                for (int j = 0; j < NT; j++)
+#pragma unroll
+                    for (int r = 0; r < 4; r++)
+                        if (elem_row(r) < p.m)
+                            __stcg(part + (int64_t)elem_row(r) * p.n + elem_col(c, j, r), acc[c][j][r]);
         __threadfence();
         __syncthreads();
         if (tid == 0) {
@@ -418,17 +460,20 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
         __syncthreads();
         if (!s_is_last) return;
         __threadfence();
-        if (active) {
-            /* Slices 0..S-1 added in that order, whichever block arrived last.
-             * Two slices' loads are issued before their adds, so the sum waits
-             * for one L2 round trip per two slices, not one per load. Rows >= m
-             * have no partials. */
-            const int64_t slice = (int64_t)p.m * p.n;
+        /* Slices 0..S-1 added in that order, whichever block arrived last. Two
+         * slices' loads are issued before their adds, so the sum waits for one
+         * L2 round trip per two slices, not one per load. Rows >= m and chunks
+         * past N have no partials. */
+        const int64_t slice = (int64_t)p.m * p.n;
+#pragma unroll
+        for (int c = 0; c < CPW; c++) {
+            if (!chunk_on[c]) continue;
 #pragma unroll
             for (int j = 0; j < NT; j++)
 #pragma unroll
                 for (int r = 0; r < 4; r++)
-                    if (elem_row(r) < p.m) acc[j][r] = __ldcg(p.partial + (int64_t)elem_row(r) * p.n + elem_col(j, r));
+                    if (elem_row(r) < p.m)
+                        acc[c][j][r] = __ldcg(p.partial + (int64_t)elem_row(r) * p.n + elem_col(c, j, r));
             for (int z = 1; z < p.splits; z += 2) {
                 float v[2][NT][4];
 #pragma unroll
@@ -439,30 +484,34 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                         for (int r = 0; r < 4; r++)
                             if (z + u < p.splits && elem_row(r) < p.m)
                                 v[u][j][r] = __ldcg(p.partial + (z + u) * slice + (int64_t)elem_row(r) * p.n +
-                                                    elem_col(j, r));
+                                                    elem_col(c, j, r));
 #pragma unroll
                 for (int u = 0; u < 2; u++)
 #pragma unroll
                     for (int j = 0; j < NT; j++)
 #pragma unroll
                         for (int r = 0; r < 4; r++)
-                            if (z + u < p.splits && elem_row(r) < p.m) acc[j][r] = add_partial(acc[j][r], v[u][j][r]);
+                            if (z + u < p.splits && elem_row(r) < p.m)
+                                acc[c][j][r] = add_partial(acc[c][j][r], v[u][j][r]);
             }
         }
     }
 
-    /* 5. Epilogue: the fp32 channel/tensor scale, one rounding, rows < m only. */
-    if (active) {
-        uint16_t *c = static_cast<uint16_t *>(p.c);
+    /* 5. Epilogue: the fp32 channel/tensor scale, one rounding, rows < m and
+     * columns < n only. */
+    uint16_t *out = static_cast<uint16_t *>(p.c);
+#pragma unroll
+    for (int c = 0; c < CPW; c++) {
+        if (!chunk_on[c]) continue;
 #pragma unroll
         for (int j = 0; j < NT; j++)
 #pragma unroll
             for (int r = 0; r < 4; r++) {
-                const int row = elem_row(r), col = elem_col(j, r);
+                const int row = elem_row(r), col = elem_col(c, j, r);
                 if (row >= p.m) continue;
-                float y = acc[j][r];
+                float y = acc[c][j][r];
                 if (p.scale_mode != SC_GROUP) y = y * epilogue_scale(p, col);
-                c[(int64_t)row * p.n + col] = (uint16_t)(qv_h2<IS_BF16>::pack(y, 0.0f) & 0xFFFFu);
+                out[(int64_t)row * p.n + col] = (uint16_t)(qv_h2<IS_BF16>::pack(y, 0.0f) & 0xFFFFu);
             }
     }
 }
@@ -505,17 +554,19 @@ int groups_for(const qv_variant *v, int tps)
     return gt <= tps ? (tps + gt - 1) / gt : 2;
 }
 
-small_plan make_plan(const qv_variant *v, int m, int n, int k)
+/* The plan of one shape for blocks of 512 * cpw columns. */
+small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
 {
     small_plan pl;
     const bool grouped = v->scale_layout == QV_SCALE_GROUP;
     const int gt = grouped ? v->g / 16 : 1;
     const int tiles = k / 16;
-    pl.n_blocks = (n / 64 + kWarps - 1) / kWarps;
+    const int bn = 64 * kWarps * cpw;
+    pl.n_blocks = (n + bn - 1) / bn;
     /* The longest slice whose A rows and group scales fit the budget. */
     int tps_max = kMaxTilesPerSplit;
     while (tps_max > 1 &&
-           (size_t)small_smem(m, tps_max, groups_for(v, tps_max), grouped, v->zero_point).bytes > kSmemBudget)
+           (size_t)small_smem(m, tps_max, groups_for(v, tps_max), grouped, v->zero_point, bn).bytes > kSmemBudget)
         tps_max /= 2;
     /* Estimated time = waves x (tiles per slice + fixed cost); ties keep fewer
      * slices. Slices are whole groups when a group fits in one, so a slice
@@ -535,71 +586,98 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k)
     pl.tiles_per_split = best_tps;
     pl.splits = (tiles + best_tps - 1) / best_tps;
     pl.groups_max = groups_for(v, best_tps);
-    pl.smem = small_smem(m, best_tps, pl.groups_max, grouped, v->zero_point).bytes;
+    pl.smem = small_smem(m, best_tps, pl.groups_max, grouped, v->zero_point, bn).bytes;
     /* Counters: one per 64 columns reserved (wonly_small.cuh), this path uses
-     * one per 512. */
+     * one per block. */
     pl.partial_off = align256((size_t)(n / 64) * sizeof(int));
     pl.bytes = pl.splits > 1 ? pl.partial_off + (size_t)pl.splits * (size_t)m * (size_t)n * sizeof(float) : 0;
     return pl;
 }
 
-template <int WT, bool BF, bool SWAP>
+template <int WT, bool BF, bool SWAP, int CPW>
 qv_status launch_kernel(const small_params &p, dim3 grid, int smem, cudaStream_t stream)
 {
     static bool attr_set = false;
     if (!attr_set) {
-        QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_small<WT, BF, SWAP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)kSmemBudget),
+        QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_small<WT, BF, SWAP, CPW>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kSmemBudget),
                     "cudaFuncSetAttribute (small-M weight-only kernel shared memory)");
         /* The largest carveout, so the two blocks per SM the plan counts on fit. */
-        QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_small<WT, BF, SWAP>,
+        QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_small<WT, BF, SWAP, CPW>,
                                          cudaFuncAttributePreferredSharedMemoryCarveout,
                                          (int)cudaSharedmemCarveoutMaxShared),
                     "cudaFuncSetAttribute (small-M weight-only kernel carveout)");
         attr_set = true;
     }
-    k_gemm_wonly_small<WT, BF, SWAP><<<grid, kThreads, smem, stream>>>(p);
+    k_gemm_wonly_small<WT, BF, SWAP, CPW><<<grid, kThreads, smem, stream>>>(p);
     QV_CUDA_TRY(cudaGetLastError(), "small-M weight-only kernel launch");
     return QV_OK;
 }
 
-template <bool BF, bool SWAP>
-qv_status launch_wt(int wt, const small_params &p, dim3 grid, int smem, cudaStream_t stream)
+/* The instantiations: m16 and swapped orientations with one chunk per warp,
+ * and the swapped one with two chunks per warp for 4-bit weights. */
+template <bool BF>
+qv_status launch_wt(int wt, bool swap, int cpw, const small_params &p, dim3 grid, int smem, cudaStream_t stream)
 {
+    if (swap && cpw == 2) {
+        if (wt == WT_INT4) return launch_kernel<WT_INT4, BF, true, 2>(p, grid, smem, stream);
+        return launch_kernel<WT_INT4_ZP, BF, true, 2>(p, grid, smem, stream);
+    }
+    if (swap) {
+        switch (wt) {
+        case WT_INT4: return launch_kernel<WT_INT4, BF, true, 1>(p, grid, smem, stream);
+        case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF, true, 1>(p, grid, smem, stream);
+        case WT_INT8: return launch_kernel<WT_INT8, BF, true, 1>(p, grid, smem, stream);
+        default: return launch_kernel<WT_FP8, BF, true, 1>(p, grid, smem, stream);
+        }
+    }
     switch (wt) {
-    case WT_INT4: return launch_kernel<WT_INT4, BF, SWAP>(p, grid, smem, stream);
-    case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF, SWAP>(p, grid, smem, stream);
-    case WT_INT8: return launch_kernel<WT_INT8, BF, SWAP>(p, grid, smem, stream);
-    default: return launch_kernel<WT_FP8, BF, SWAP>(p, grid, smem, stream);
+    case WT_INT4: return launch_kernel<WT_INT4, BF, false, 1>(p, grid, smem, stream);
+    case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF, false, 1>(p, grid, smem, stream);
+    case WT_INT8: return launch_kernel<WT_INT8, BF, false, 1>(p, grid, smem, stream);
+    default: return launch_kernel<WT_FP8, BF, false, 1>(p, grid, smem, stream);
     }
 }
 
-/* M <= 8 runs the swapped orientation unless QVET_WO_SMALL=16 asks for the m16
- * one at every M (for comparing the two). */
-bool swap_wanted(int m)
+/* QVET_WO_SMALL (wonly_small.cuh): which path and configuration run. */
+enum { MODE_OFF = 0, MODE_DEFAULT, MODE_ALL16, MODE_SWAP, MODE_SWAP2 };
+
+int small_mode(void)
 {
     const char *s = getenv("QVET_WO_SMALL");
-    return m <= 8 && !(s && !strcmp(s, "16"));
+    if (!s) return MODE_DEFAULT;
+    if (!strcmp(s, "0")) return MODE_OFF;
+    if (!strcmp(s, "16")) return MODE_ALL16;
+    if (!strcmp(s, "swap")) return MODE_SWAP;
+    if (!strcmp(s, "swap2")) return MODE_SWAP2;
+    return MODE_DEFAULT;
 }
 
 } /* namespace */
 
-int qv_wonly_small_enabled(void)
+int qv_wonly_small_wanted(int m)
 {
-    const char *s = getenv("QVET_WO_SMALL");
-    return !(s && s[0] == '0' && s[1] == '\0');
+    const int mode = small_mode();
+    if (mode == MODE_OFF || m < 1) return 0;
+    return m <= (mode == MODE_ALL16 ? QV_WO_SMALL_MAX_M : QV_WO_SMALL_DEFAULT_MAX_M);
 }
 
 size_t qv_wonly_small_workspace(const qv_variant *v, int m, int n, int k)
 {
     if (m < 1 || m > QV_WO_SMALL_MAX_M) return 0;
-    return make_plan(v, m, n, k).bytes;
+    /* Room for every configuration QVET_WO_SMALL can select. */
+    const size_t one = make_plan(v, m, n, k, 1).bytes, two = make_plan(v, m, n, k, 2).bytes;
+    return one > two ? one : two;
 }
 
 qv_status qv_wonly_small_launch(const qv_variant *v, const qv_gemm_args *a)
 {
     QV_ASSERT(a->m >= 1 && a->m <= QV_WO_SMALL_MAX_M, "qv_launch_wonly sends only M <= 16 here");
-    const small_plan pl = make_plan(v, a->m, a->n, a->k);
+    const int wt = weight_type(v);
+    const int mode = small_mode();
+    const bool swap = (mode == MODE_SWAP || mode == MODE_SWAP2) && a->m <= 8;
+    const int cpw = swap && mode == MODE_SWAP2 && (wt == WT_INT4 || wt == WT_INT4_ZP) ? 2 : 1;
+    const small_plan pl = make_plan(v, a->m, a->n, a->k, cpw);
     if (pl.bytes > a->workspace_bytes || (pl.bytes && !a->workspace))
         return qv_fail(QV_ERR_USAGE, "%s: workspace of %zu bytes given, %zu needed (qv_workspace_wonly)", v->name,
                        a->workspace_bytes, pl.bytes);
@@ -638,10 +716,6 @@ qv_status qv_wonly_small_launch(const qv_variant *v, const qv_gemm_args *a)
     if (pl.splits > 65535)
         return qv_fail(QV_ERR_SHAPE, "%s: k=%d needs more than 65535 K slices", v->name, a->k);
     cudaStream_t stream = (cudaStream_t)a->stream;
-    const int wt = weight_type(v);
-    if (swap_wanted(a->m))
-        return bf ? launch_wt<true, true>(wt, p, grid, pl.smem, stream)
-                  : launch_wt<false, true>(wt, p, grid, pl.smem, stream);
-    return bf ? launch_wt<true, false>(wt, p, grid, pl.smem, stream)
-              : launch_wt<false, false>(wt, p, grid, pl.smem, stream);
+    return bf ? launch_wt<true>(wt, swap, cpw, p, grid, pl.smem, stream)
+              : launch_wt<false>(wt, swap, cpw, p, grid, pl.smem, stream);
 }

@@ -13,12 +13,19 @@
 
 /* The largest M the small-M kernel takes: one m16 tensor-core tile. */
 #define QV_WO_SMALL_MAX_M 16
+/* The largest M it takes by default: measured on the H200, the general kernel
+ * is faster from M = 16 on the Llama-2-7B layers (bench/RESULTS.md). */
+#define QV_WO_SMALL_DEFAULT_MAX_M 8
 
-/* 0 when the environment says QVET_WO_SMALL=0 (the general kernel then runs
- * every M), 1 otherwise. QVET_WO_SMALL=16 keeps the small-M kernel but in its
- * m16 orientation at every M (by default M <= 8 runs swapped). Read at every
- * call, so tests and benchmarks can switch paths in one process. */
-int qv_wonly_small_enabled(void);
+/* 1 when an M-row problem goes to the small-M kernel. The environment
+ * variable QVET_WO_SMALL chooses, read at every call so that tests and
+ * benchmarks can switch in one process:
+ *   unset, "1" or any other value: M <= 8, m16 mma orientation;
+ *   "0": never (the general kernel runs every M);
+ *   "16": M <= 16, m16 mma orientation;
+ *   "swap": M <= 8 with the swapped mma (weights as the A operand);
+ *   "swap2": as "swap", with two 64-column chunks per warp for 4-bit weights. */
+int qv_wonly_small_wanted(int m);
 
 /* Workspace bytes of the small-M path for an (m, n, k) problem of v, m <= 16;
  * v, n and k already checked by the caller. Its split-K counters sit at offset

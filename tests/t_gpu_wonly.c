@@ -21,9 +21,9 @@
  *    every case launches twice and must be bitwise identical, with nothing
  *    written past the output (the runner's guard zone);
  *  - one real layer shape per row (M = 33, N = K = 4096) with random data;
- *  - M <= 16 on every weight-only path (QVET_WO_SMALL=1: the small-M kernel,
- *    =16: the same in its m16 mma orientation, =0: the general kernel), the
- *    same inputs and the same checks;
+ *  - M <= 16 on every weight-only path (QVET_WO_SMALL: the small-M kernel in
+ *    each configuration, and the general kernel), the same inputs and the
+ *    same checks;
  *  - refusals: illegal N and K, a missing workspace, mismatched g (no launch).
  * QVET_WONLY_QUICK=1 runs two small cases per row instead, for the
  * compute-sanitizer passes. Without a CUDA device the suite prints exactly "SKIP: no CUDA device" and
@@ -360,9 +360,9 @@ static void env_restore(env_saved e)
     free(e.splitk);
 }
 
-/* The small-M kernel (M <= 16, kernels/wonly_small.cu) and the general
- * kernel on the same inputs: QVET_WO_SMALL=1, =16 (its m16 mma orientation at
- * M <= 8) and =0 select them, and each must pass the same check. The shapes
+/* The small-M kernel (M <= 16, kernels/wonly_small.cu) in each of its
+ * configurations and the general kernel on the same inputs (QVET_WO_SMALL
+ * selects them); each must pass the same check. The shapes
  * cross the small-M kernel's 512-column block (N = 576) and split K into many
  * slices, the last one partial (257 k16 tiles
  * for channel and tensor rows; 32 groups for grouped rows, whose slices hold
@@ -381,12 +381,15 @@ START_TEST(small_m_both_paths)
     if (strcmp(v->family, "marlin") != 0) return; /* the cuBLAS rows have one path */
     const int64_t n = 576, k = v->g > 0 ? 32 * (int64_t)v->g : 4112;
     int failed = 0, cases = 0;
-    /* "1": the default (swapped mma up to M = 8); "16": the small-M kernel in
-     * its m16 orientation; "0": the general kernel. */
-    static const char *const paths[] = {"1", "16", "0"};
+    /* QVET_WO_SMALL (kernels/wonly_small.cuh): "1" the default (the small-M
+     * kernel up to M = 8), "swap" and "swap2" its swapped-mma configurations
+     * (M <= 8), "16" the small-M kernel at every M <= 16, "0" the general
+     * kernel. Above M = 8 only "16" and "0" differ. */
+    static const char *const paths[] = {"1", "swap", "swap2", "16", "0"};
     for (int mi = 0; mi < N_SMALL_M; mi++)
-        for (int path = 0; path < 3; path++) {
-            if (path == 1 && small_m[mi].m > 8) continue; /* "16" equals "1" there */
+        for (int path = 0; path < 5; path++) {
+            const int m_le8 = small_m[mi].m <= 8;
+            if (m_le8 ? path == 3 : path < 3) continue; /* the same kernel as another path */
             ck_assert_int_eq(setenv("QVET_WO_SMALL", paths[path], 1), 0);
             const int probe = small_m[mi].probe, regime = small_m[mi].regime;
             /* The same index on every path: the same inputs. */
