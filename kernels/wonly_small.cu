@@ -10,23 +10,30 @@
  *    partials added in fp32, slices 0..S-1 in that order, so every launch is
  *    bitwise identical; output cast RNE.
  *
- * Structure: a block of 8 warps covers 512 columns over one K slice of at most
- * 64 k16 tiles; warp w owns the 64-column Marlin chunk 8*blockIdx.x + w for the
- * whole slice, so no two warps of a block share a column and no intra-block
- * reduction exists. Each lane's B fragments of one k16 tile are one (4-bit) or
- * two (8-bit) 16-byte words, loaded straight into registers with non-caching
- * loads kDepth tiles ahead of their use: a warp always has 4 KiB of weights in
- * flight, and nothing waits on shared memory or a barrier inside the K loop.
- * The slice's A rows (gathered through perm under act_order), group scales and
- * zero points are staged in shared memory once, at block start, while the first
- * weight loads are in flight. Up to M = 8 the mma runs swapped (weights as the
- * A operand, A^T as B: 4 mma per k16 tile and chunk instead of 8): at 4.2 TB/s
- * an int4 stream needs about 1200 m16n8k16 FMAs per SM and cycle in the m16
- * orientation, close to what mma.sync sustains on Hopper, and half of that
- * swapped (QVET_WO_SMALL=16 keeps the m16 orientation, for comparison).
- * Split-K: every slice writes fp32 partials; the last block of a 512-column
- * tile to arrive (a counter per tile) adds slices 0..S-1 in order, applies the
- * epilogue, writes Y and resets the counter. */
+ * Structure: a block of 8 warps covers 512 columns (1024 with two chunks per
+ * warp) over one K slice of at most 64 k16 tiles; warp w owns one (or two
+ * adjacent) 64-column Marlin chunks for the whole slice, so no two warps of a
+ * block share a column and no intra-block reduction exists. Each lane's B
+ * fragments of one k16 tile and chunk are one (4-bit) or two (8-bit) 16-byte
+ * words, loaded straight into registers with non-caching loads `depth` tiles
+ * ahead of their use: a warp always has 4 KiB of weights in flight, and nothing
+ * waits on shared memory or a barrier inside the K loop. The slice's A rows
+ * (gathered through perm under act_order), group scales and zero points are
+ * staged in shared memory once, at block start, while the first weight loads
+ * are in flight. Split-K: every slice writes fp32 partials; the last block of a
+ * column tile to arrive (a counter per tile) adds slices 0..S-1 in order,
+ * applies the epilogue, writes Y and resets the counter.
+ *
+ * Configurations (QVET_WO_SMALL, wonly_small.cuh): by default M <= 8 with the
+ * mma in its m16 orientation (A's rows as the mma's rows, 8 mma per k16 tile
+ * and chunk). "swap" runs it swapped (weights as the A operand, A^T as B: 4 mma
+ * instead of 8, since at M = 1 the m16 orientation wastes 15 of 16 rows), and
+ * "swap2" also gives each warp two adjacent chunks for 4-bit weights, so a
+ * warp's loads of one k16 row are 1 KiB contiguous as they are for 8-bit
+ * weights. "16" takes M <= 16 in the m16 orientation. Measured on the H200
+ * (2026-11-29, the m16 orientation): Llama-3-70B block at M = 1, w4a16-ch 262 us
+ * (general kernel 282), fp8a16-ch 318 us (362); at M = 16 on Llama-2-7B 220 us
+ * against the general kernel's 155, hence the default limit of 8. */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdlib.h>

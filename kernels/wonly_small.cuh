@@ -13,8 +13,8 @@
 
 /* The largest M the small-M kernel takes: one m16 tensor-core tile. */
 #define QV_WO_SMALL_MAX_M 16
-/* The largest M it takes by default: measured on the H200, the general kernel
- * is faster from M = 16 on the Llama-2-7B layers (bench/RESULTS.md). */
+/* The largest M it takes by default: on the H200 the general kernel was the
+ * faster one at M = 16 on the Llama-2-7B layers (wonly_small.cu). */
 #define QV_WO_SMALL_DEFAULT_MAX_M 8
 
 /* 1 when an M-row problem goes to the small-M kernel. The environment
