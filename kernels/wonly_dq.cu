@@ -352,7 +352,7 @@ double env_number(const char *name, double dflt)
     char *end = NULL;
     double v = strtod(s, &end);
     QV_ASSERT(end && *end == '\0' && v >= 0 && isfinite(v),
-              "hint: QVET_WO_DQ_MIN_M, QVET_WO_DQ_CHUNK_MB, QVET_WO_DQ_OVERLAP and QVET_WO_DQ_SPLITK take a "
+              "QVET_WO_DQ_MIN_M, QVET_WO_DQ_CHUNK_MB, QVET_WO_DQ_OVERLAP and QVET_WO_DQ_SPLITK take a "
               "non-negative number");
     return v;
 }
