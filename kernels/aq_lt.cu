@@ -101,7 +101,9 @@ struct lt_plan {
     int chunks;
     size_t off_colsum;      /* (n) int32 zero-point column sums, when azp */
     size_t off_c32;         /* (m, nc) int32 products of one chunk */
-    size_t off_b[2];        /* QQQ: two (nc, k) int8 chunk buffers, used in turn */
+    size_t off_b[2];        /* QQQ: two (nc, k) int8 chunk buffers, used in turn (one
+                               stream runs the chunks in order; the second buffer lets
+                               a dequantization overlap the previous chunk's GEMM) */
     size_t total;           /* region bytes including 256 of alignment slack */
 };
 
@@ -112,8 +114,8 @@ lt_plan plan_for(int kind, bool azp, int m, int n, int k, double chunk_bytes, bo
     const double per_col = 4.0 * m + (qqq ? (double)k : 0.0);
     double nc_max = floor(chunk_bytes / per_col / 64.0) * 64.0;
     /* The default budget never leaves a chunk with less than one wave of
-     * output tiles (measured: Llama-3-70B's down projection, K = 28672, in
-     * 1408-column chunks at M = 1024 ran its GEMMs on a third of the SMs). */
+     * output tiles: Llama-3-70B's down projection (K = 28672) would otherwise
+     * be cut into 1408-column chunks at M = 1024, 44 tiles for 132 SMs. */
     if (wave_floor) nc_max = fmax(nc_max, ceil(AQ_LT_WAVE_OUTPUTS / m / 64.0) * 64.0);
     if (nc_max < 64.0) nc_max = 64.0;
     if (nc_max >= (double)n) {
