@@ -101,9 +101,10 @@ struct lt_plan {
     int chunks;
     size_t off_colsum;      /* (n) int32 zero-point column sums, when azp */
     size_t off_c32;         /* (m, nc) int32 products of one chunk */
-    size_t off_b[2];        /* QQQ: two (nc, k) int8 chunk buffers, used in turn (one
-                               stream runs the chunks in order; the second buffer lets
-                               a dequantization overlap the previous chunk's GEMM) */
+    size_t off_b[2];        /* QQQ: two (nc, k) int8 chunk buffers, used in turn: the
+                               chunks run in order on the caller's stream, and the
+                               buffer a GEMM reads is never the next dequantization's
+                               target (ready for overlap on a second stream) */
     size_t total;           /* region bytes including 256 of alignment slack */
 };
 
