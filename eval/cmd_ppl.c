@@ -164,6 +164,7 @@ typedef struct ppl_row {
     qv_ppl_acc acc;
     double *err, *ref;      /* (n_layers) block output error and baseline norm */
     double setup_s, run_s;  /* wall time: backend creation, then all chunks */
+    double acts_s, gemm_s;  /* of run_s: activation quantization, the GEMMs (qv_linear_backend_times) */
 } ppl_row;
 
 enum { ROW_OK, ROW_SKIPPED, ROW_FAILED };
@@ -243,8 +244,13 @@ static int evaluate(ppl_run *r, const qv_llama *m, const char *glob, int backend
                 if (w->state != ROW_OK) continue;
                 ts = now_s();
             }
+            double a0, g0, a1, g1;
+            qv_linear_backend_times(&w->lb, &a0, &g0);
             st = qv_ppl_eval_chunk(m, w->v ? &w->lb : NULL, &b, &w->acc, w->err, w->ref);
             w->run_s += now_s() - ts;
+            qv_linear_backend_times(&w->lb, &a1, &g1);
+            w->acts_s += a1 - a0;
+            w->gemm_s += g1 - g0;
             if (st != QV_OK) {
                 w->state = ROW_FAILED;
                 snprintf(w->why, sizeof w->why, "%s", qv_errmsg());
@@ -274,9 +280,15 @@ static int evaluate(ppl_run *r, const qv_llama *m, const char *glob, int backend
         qv_ppl_stats_compute(&w->acc, &s);
         emit(r, name, w->v ? r->backend : "cpu-blas", &s, w->err, w->ref, L);
     }
-    for (int k = 0; k < n_rows; k++)
-        fprintf(stderr, "ppl: time %-28s %8.2f s (setup %.2f s, %d chunks %.2f s)\n", rows[k].v ? rows[k].v->name : "fp32",
-                rows[k].setup_s + rows[k].run_s, rows[k].setup_s, r->chunks_done, rows[k].run_s);
+    /* Per row: setup, then the chunks split into activation quantization, the
+     * GEMMs, and the rest (the f32 host work of the forward pass: attention,
+     * norms, output projection; and the statistics). */
+    for (int k = 0; k < n_rows; k++) {
+        const ppl_row *w = &rows[k];
+        fprintf(stderr, "ppl: time %-28s %7.2f s: setup %5.2f, %d chunks %6.2f (acts %5.2f, gemm %5.2f, rest %6.2f)\n",
+                w->v ? w->v->name : "fp32", w->setup_s + w->run_s, w->setup_s, r->chunks_done, w->run_s, w->acts_s,
+                w->gemm_s, w->run_s - w->acts_s - w->gemm_s);
+    }
     fprintf(stderr, "ppl: total %.1f s\n", now_s() - t0);
 done:
     for (int k = 0; k < n_rows; k++) {

@@ -42,6 +42,7 @@ typedef struct cpu_ctx {
     const float *st_x;
     int st_layer, st_group, st_m;
     int64_t st_k;
+    double acts_s, gemm_s;  /* wall time in activation quantization and in the GEMMs */
 } cpu_ctx;
 
 static float out_value(qv_fmt f, const void *buf, int64_t i)
@@ -182,11 +183,13 @@ static qv_status cpu_run(void *vctx, const qv_llama *m, int layer, qv_llama_lin 
     if (!(follower && c->st_x == x && c->st_layer == layer && c->st_group == group && c->st_m == t &&
           c->st_k == kp)) {
         c->st_x = NULL;
+        double t0 = ev_now();
         QV_TRY(qv_quantize_acts(&pp, x, t, L->k));
         if (!c->exact) {
             acts_job aj = {&pp, c->a_f32};
             ev_parallel_for(t, ev_grain(t, EV_ROW_GRAIN), acts_rows, &aj);
         }
+        c->acts_s += ev_now() - t0;
         c->st_x = x;
         c->st_layer = layer;
         c->st_group = group;
@@ -194,21 +197,24 @@ static qv_status cpu_run(void *vctx, const qv_llama *m, int layer, qv_llama_lin 
         c->st_k = kp;
     }
     out_job oj = {c->v->ofmt, c->exact, NULL, np_, L->n, y};
+    double t1 = ev_now();
+    qv_status st = QV_OK;
     if (c->exact) {
         void *out = malloc((size_t)qv_problem_out_bytes(&pp));
         if (!out) return qv_fail(QV_ERR_NOMEM, "no memory for a layer output");
-        qv_status st = ref_model_run(&pp, out);
+        st = ref_model_run(&pp, out);
         oj.out = out;
         if (st == QV_OK) ev_parallel_for(t, ev_grain(t, EV_ROW_GRAIN), out_rows, &oj);
         free(out);
-        return st;
+    } else {
+        /* yy (t, np) = a (t, kp) . w_eff (kp, np) */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, (int)np_, (int)kp, 1.0f, c->a_f32, (int)kp,
+                    L->w_eff, (int)np_, 0.0f, c->yy, (int)np_);
+        oj.out = c->yy;
+        ev_parallel_for(t, ev_grain(t, EV_ROW_GRAIN), out_rows, &oj);
     }
-    /* yy (t, np) = a (t, kp) . w_eff (kp, np) */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, (int)np_, (int)kp, 1.0f, c->a_f32, (int)kp, L->w_eff,
-                (int)np_, 0.0f, c->yy, (int)np_);
-    oj.out = c->yy;
-    ev_parallel_for(t, ev_grain(t, EV_ROW_GRAIN), out_rows, &oj);
-    return QV_OK;
+    c->gemm_s += ev_now() - t1;
+    return st;
 }
 
 static void cpu_free(cpu_ctx *c)
@@ -284,6 +290,19 @@ qv_status qv_linear_variant_cpu(const qv_variant *v, const qv_llama *m, int exac
     out->ctx = c;
     out->name = exact ? "cpu-model" : "cpu-fast";
     return QV_OK;
+}
+
+void qv_linear_backend_times(const qv_linear_backend *lb, double *acts_s, double *gemm_s)
+{
+    *acts_s = *gemm_s = 0;
+    if (!lb || !lb->ctx) return;
+    if (lb->run == cpu_run) {
+        const cpu_ctx *c = lb->ctx;
+        *acts_s = c->acts_s;
+        *gemm_s = c->gemm_s;
+        return;
+    }
+    ev_gpu_times(lb->ctx, acts_s, gemm_s);
 }
 
 qv_status qv_linear_backend_prepare(qv_linear_backend *lb, int t)

@@ -46,6 +46,7 @@ typedef struct gpu_ctx {
     const float *st_x;
     int st_layer, st_group, st_m;
     int64_t st_k;
+    double acts_s, gemm_s;  /* wall time in activation quantization and in the GEMMs */
 } gpu_ctx;
 
 static void free_staging(gpu_ctx *c)
@@ -198,7 +199,9 @@ static qv_status gpu_call(gpu_ctx *c, int layer, qv_llama_lin which, const float
     if (!(follower && c->st_x == x && c->st_layer == layer && c->st_group == group && c->st_m == t &&
           c->st_k == pp.k)) {
         c->st_x = NULL;
+        double t0 = ev_now();
         QV_TRY(qv_quantize_acts(&pp, x, t, L->k));
+        c->acts_s += ev_now() - t0;
         c->st_x = x;
         c->st_layer = layer;
         c->st_group = group;
@@ -206,6 +209,7 @@ static qv_status gpu_call(gpu_ctx *c, int layer, qv_llama_lin which, const float
         c->st_k = pp.k;
     }
     if (L->gp_m != t) QV_TRY(upload_layer(c, L, t));
+    double t1 = ev_now();
     qv_gemm_args *a = &L->gp.args;
     cudaStream_t s = (cudaStream_t)a->stream;
     size_t a_bytes = (size_t)t * (size_t)pp.k * qv_fmt_storage_bytes(v->afmt);
@@ -224,7 +228,15 @@ static qv_status gpu_call(gpu_ctx *c, int layer, qv_llama_lin which, const float
     GPU_TRY(cudaStreamSynchronize(s), "kernel execution");
     out_job j = {v->ofmt, c->out_h, pp.n, L->n, y};
     ev_parallel_for(t, ev_grain(t, EV_ROW_GRAIN), out_rows, &j);
+    c->gemm_s += ev_now() - t1;
     return QV_OK;
+}
+
+void ev_gpu_times(const void *vctx, double *acts_s, double *gemm_s)
+{
+    const gpu_ctx *c = vctx;
+    *acts_s = c->acts_s;
+    *gemm_s = c->gemm_s;
 }
 
 static qv_status gpu_run(void *vctx, const qv_llama *m, int layer, qv_llama_lin which, const float *x, int t, float *y)

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "eval_internal.h"
@@ -125,6 +126,13 @@ void ev_parallel_for(int64_t n, int64_t grain, ev_range_fn fn, void *ctx)
     while (pool.running > 0) pthread_cond_wait(&pool.done, &pool.mu);
     pthread_mutex_unlock(&pool.mu);
     pthread_mutex_unlock(&pool.submit);
+}
+
+double ev_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 int64_t ev_grain(int64_t n, int64_t min_grain)

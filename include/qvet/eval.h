@@ -131,6 +131,10 @@ qv_status qv_problem_weight_f32(const qv_problem *p, float *w_kn);
 qv_status qv_linear_variant_cpu(const qv_variant *v, const qv_llama *m, int exact, qv_linear_backend *out);
 /* The GPU backend: every linear layer runs the variant's kernel (gpu.h). */
 qv_status qv_linear_variant_gpu(const qv_variant *v, const qv_llama *m, qv_linear_backend *out);
+/* Wall time a backend spent since it was created, for the progress report:
+ * quantizing (and for the fast CPU path dequantizing) activations, and in the
+ * GEMMs (the GPU path: from the copy to the device to the decoded output). */
+void      qv_linear_backend_times(const qv_linear_backend *lb, double *acts_s, double *gemm_s);
 /* Readies a backend for calls of t rows ahead of the first call: the GPU
  * backend packs and uploads every layer's weights (otherwise done at each
  * layer's first call); the CPU backends have nothing to do. */
