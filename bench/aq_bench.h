@@ -28,9 +28,12 @@ qv_status qv_bench_lt_layer(int fp8, int n, int k, const int *ms, int n_m, int w
 /* The per-token activation quantizer (gemm.h qv_act_quant) alone:
  * rows x cols fp16 activations -> qfmt codes and (rows) f32 scales, for each
  * rows of rows_list[n] (one buffer sized for the largest). t[i] gets the timing
- * of rows_list[i]. */
+ * of rows_list[i], events around each launch like every row of the bench;
+ * queued_us[i] the median over `runs` batches of launches queued behind a
+ * long memset, per launch: the GPU's own time when it never waits for the
+ * host to submit (what a CUDA graph or a busy stream sees). */
 qv_status qv_bench_act_quant(qv_fmt qfmt, const int *rows_list, int n, int cols, int warmup, int runs,
-                             qv_bench_timing *t);
+                             qv_bench_timing *t, double *queued_us);
 
 #ifdef __cplusplus
 }

@@ -301,6 +301,7 @@ static void emit(FILE *jf, const bench_row *r, const char *model, const char *la
         put_num(jf, "with_act_quant_floor_fraction", floor_us / aq_us, "%.4f");
         put_num(jf, "with_act_quant_vs_cublas", ref_us / aq_us, "%.4f");
     }
+    if (r->kind == ROW_ACTQ) put_num(jf, "queued_us", aq_us, "%.3f");
     fprintf(jf, "}\n");
 }
 
@@ -416,9 +417,10 @@ static qv_status bench_layer_run(const bench_row *r, const bench_layer *L, const
     return st;
 }
 
-/* Times one baseline or quantizer row on one layer at every M. */
+/* Times one baseline or quantizer row on one layer at every M; for a
+ * quantizer, queued_out[mi] gets its GPU time per launch when queued. */
 static qv_status bench_other_run(const bench_row *r, const bench_layer *L, const bench_opts *o, double *t_out,
-                                 qv_bench_timing *timings)
+                                 double *queued_out, qv_bench_timing *timings)
 {
     for (int mi = 0; mi < o->n_m; mi++) t_out[mi] = NAN;
     if (r->kind == ROW_LT_FP8 || r->kind == ROW_LT_I8) {
@@ -432,12 +434,13 @@ static qv_status bench_other_run(const bench_row *r, const bench_layer *L, const
     int rows[MAX_M], cols = 0;
     for (int mi = 0; mi < o->n_m; mi++)
         if (!aqk_shape(r->aqk, o->ms[mi], L->k, &rows[mi], &cols)) return QV_OK;
-    if (qv_bench_act_quant(aqk_fmt(r->aqk), rows, o->n_m, cols, o->warmup, o->runs, timings) != QV_OK) {
+    double queued[MAX_M];
+    if (qv_bench_act_quant(aqk_fmt(r->aqk), rows, o->n_m, cols, o->warmup, o->runs, timings, queued) != QV_OK) {
         /* like a failing row: reported, and the others still run */
         fprintf(stderr, "qvet bench: %s %s: %s\n", r->name, L->name, qv_errmsg());
         return QV_OK;
     }
-    for (int mi = 0; mi < o->n_m; mi++) t_out[mi] = timings[mi].median_us;
+    for (int mi = 0; mi < o->n_m; mi++) t_out[mi] = timings[mi].median_us, queued_out[mi] = queued[mi];
     return QV_OK;
 }
 
@@ -628,7 +631,8 @@ static void print_table(const bench_opts *o, const bench_row *rows, int nr, int 
     printf("\n%s block (qkv+o+gate_up+down): median us [cuBLAS f16 time / this, floor / this]\n", models[md].name);
     printf("floor: packed weight + scale + zero-point bytes at the copy bandwidth (activations not counted);\n"
            "+aq: the row with its per-token activation quantization from fp16 in front, timed as one pair;\n"
-           "act-quant-*: the quantizer alone, its floor = fp16 read + code and scale write\n");
+           "act-quant-*: the quantizer alone, its floor = fp16 read + code and scale write;\n"
+           "  queued: its GPU time per launch when queued behind other work (no wait for the host)\n");
     printf("%-26s", "variant");
     for (int mi = 0; mi < o->n_m; mi++) {
         char h[24];
@@ -643,6 +647,13 @@ static void print_table(const bench_opts *o, const bench_row *rows, int nr, int 
             print_cell(blk[ri][mi], r->kind == ROW_ACTQ ? NAN : blk[0][mi] / blk[ri][mi],
                        blk_floor[ri][mi] / blk[ri][mi]);
         printf("\n");
+        if (r->kind == ROW_ACTQ) {
+            char name[64];
+            snprintf(name, sizeof name, "%s queued", r->name);
+            printf("%-26s", name);
+            for (int mi = 0; mi < o->n_m; mi++) print_cell(blk_aq[ri][mi], NAN, blk_floor[ri][mi] / blk_aq[ri][mi]);
+            printf("\n");
+        }
         if (r->kind == ROW_VARIANT && r->aqk != AQK_NONE) {
             char name[64];
             snprintf(name, sizeof name, "%s +aq", r->name);
@@ -774,7 +785,8 @@ int qv_cmd_bench(int argc, char **argv)
                 qv_bench_timing tm[MAX_M];
                 double *tu = t_us[ri][md][li], *ta = t_aq_us[ri][md][li];
                 for (int mi = 0; mi < o.n_m; mi++) ta[mi] = NAN;
-                st = r->kind == ROW_VARIANT ? bench_layer_run(r, L, &o, tu, ta, tm) : bench_other_run(r, L, &o, tu, tm);
+                st = r->kind == ROW_VARIANT ? bench_layer_run(r, L, &o, tu, ta, tm)
+                                            : bench_other_run(r, L, &o, tu, ta, tm);
                 if (st != QV_OK) {
                     fprintf(stderr, "qvet bench: %s %s %s: %s\n", r->name, models[md].name, L->name, qv_errmsg());
                     if (jf) fclose(jf);

@@ -39,8 +39,13 @@ namespace cg = cooperative_groups;
 #define AQ_SLOT 8            /* values per slot: 16 bytes of fp16/bf16 */
 #define AQ_MAX_THREADS 1024  /* CUDA's block limit */
 #define AQ_BLOCK 256         /* threads of a block holding several short rows */
-#define AQ_VPT_MAX 4         /* slots per thread at most: 16 registers of values, no spill
-                             * under the 64 registers a 1024-thread block allows */
+#define AQ_VPT_MAX 4         /* slots per thread of a cluster or of a block of up to 1024:
+                             * 16 registers of values within the 64 such a block allows */
+#define AQ_VPT_BIG 16        /* slots per thread of a single block at most (aq_block_limit) */
+#define AQ_GROUP_CAP 256     /* threads of one row's group in a single block, for aligned
+                             * rows: longer rows take more slots per thread, so that
+                             * several rows share an SM and one row's loads overlap
+                             * another's quantization */
 #define AQ_CLUSTER 8         /* blocks per row in cluster mode: the portable cluster size */
 #define AQ_CLUSTER_MAX_M 128 /* fewer rows than the H200's 132 SMs leave SMs idle with a
                               * block per row; 128 rows x 8 blocks = 1024 blocks */
@@ -59,14 +64,59 @@ __device__ __forceinline__ void aq_unpack2(uint32_t w, float &a, float &b)
     }
 }
 
-/* One value's code: int8 rne(v / s) in [-128, 127], or e4m3 RNE-saturated. */
-template <bool FP8>
-__device__ __forceinline__ uint32_t aq_code(float v, float scale)
+/* The divisions v / s of one row without a reciprocal instruction per value:
+ * with inv = RN(1/s), q = RN(v inv), the residual r = v - q s exactly (one
+ * fma) and RN(q + r inv) (Markstein's correction). Checked exhaustively on the
+ * CPU with the same IEEE operations, for every positive fp16 and bf16 amax and
+ * every |v| <= amax of that format, with s = RN(amax / 127) and RN(amax / 448):
+ * fp16, the bits of v / s everywhere; bf16, everywhere except where the
+ * residual underflows (v subnormal against a small s), all at |v / s| < 2^-23
+ * with the sign of v / s, so the int8 code (0) and the e4m3 code (a zero of
+ * that sign) are the same. A zero v keeps v * inv, whose sign is that of v / s
+ * (the correction would turn -0 into +0). Rows with s < 2^-90 divide with
+ * __fdiv_rn. */
+struct aq_div {
+    float s, inv;
+    bool fast;  /* s >= 2^-90 */
+    bool zero;  /* s is not positive (an all-zero row): every code is 0 */
+};
+
+__device__ __forceinline__ aq_div aq_div_make(float scale)
 {
-    if (!(scale > 0.0f)) return 0;
-    const float r = __fdiv_rn(v, scale);
-    if (FP8) return (uint32_t)__nv_cvt_float_to_fp8(r, __NV_SATFINITE, __NV_E4M3);
-    return (uint32_t)(uint8_t)(int8_t)min(127, max(-128, __float2int_rn(r)));
+    aq_div d;
+    d.s = scale;
+    d.inv = __frcp_rn(scale);
+    d.fast = scale >= 0x1p-90f;
+    d.zero = !(scale > 0.0f);
+    return d;
+}
+
+__device__ __forceinline__ float aq_quot(const aq_div &d, float v)
+{
+    if (!d.fast) return __fdiv_rn(v, d.s);
+    const float q = __fmul_rn(v, d.inv);
+    const float r = __fmaf_rn(-q, d.s, v);
+    return v == 0.0f ? q : __fmaf_rn(r, d.inv, q);
+}
+
+/* rne(r) clamped to [-128, 127] as an int8 byte. Adding 1.5 * 2^23 leaves
+ * rne(r) in the low mantissa bits for |r| < 2^22 (here |r| <= 127 up to one
+ * rounding), the same as __float2int_rn without the conversion unit. */
+__device__ __forceinline__ uint32_t aq_i8(float r)
+{
+    const int i = __float_as_int(__fadd_rn(r, 12582912.0f)) - 0x4B400000;
+    return (uint32_t)(uint8_t)(int8_t)min(127, max(-128, i));
+}
+
+/* Two values' codes in the low 16 bits, a first: int8 rne(v / s), or e4m3
+ * with RNE and saturation to +-448 (one two-value conversion). */
+template <bool FP8>
+__device__ __forceinline__ uint32_t aq_code2(float a, float b, const aq_div &d)
+{
+    if (d.zero) return 0;
+    const float ra = aq_quot(d, a), rb = aq_quot(d, b);
+    if (FP8) return (uint32_t)__nv_cvt_float2_to_fp8x2(make_float2(ra, rb), __NV_SATFINITE, __NV_E4M3);
+    return aq_i8(ra) | aq_i8(rb) << 8;
 }
 
 /* The scale of a row from its absmax; 127 = int8 max magnitude used
@@ -100,14 +150,14 @@ __device__ __forceinline__ void aq_load_slot(const uint16_t *__restrict__ xr, in
  * k % 8 == 0. */
 template <bool BF16, bool FP8, bool VEC>
 __device__ __forceinline__ void aq_store_slot(uint8_t *__restrict__ qr, int64_t sl, int64_t k, const uint32_t w[4],
-                                              float scale)
+                                              const aq_div &d)
 {
     uint32_t c[2] = {0, 0};
 #pragma unroll
     for (int j = 0; j < 4; j++) {
         float a, b;
         aq_unpack2<BF16>(w[j], a, b);
-        c[j >> 1] |= (aq_code<FP8>(a, scale) | aq_code<FP8>(b, scale) << 8) << (16 * (j & 1));
+        c[j >> 1] |= aq_code2<FP8>(a, b, d) << (16 * (j & 1));
     }
     if constexpr (VEC) {
         *(uint2 *)(qr + AQ_SLOT * sl) = make_uint2(c[0], c[1]);
@@ -129,9 +179,8 @@ __device__ __forceinline__ void aq_store_slot(uint8_t *__restrict__ qr, int64_t 
  * Thread t of a row group holds slots t + G * j (j < VPT, G = the group's
  * thread count), so consecutive threads load consecutive 16 bytes. */
 template <bool BF16, bool FP8, bool VEC, int VPT, bool CL>
-__global__ void __launch_bounds__(AQ_MAX_THREADS)
-k_act_quant(const uint16_t *__restrict__ x, uint8_t *__restrict__ q, float *__restrict__ s, int64_t m, int64_t k,
-            int group)
+__device__ __forceinline__ void aq_rows(const uint16_t *__restrict__ x, uint8_t *__restrict__ q,
+                                        float *__restrict__ s, int64_t m, int64_t k, int group)
 {
     __shared__ float red[AQ_MAX_THREADS / 32];
     __shared__ float block_max;
@@ -197,11 +246,37 @@ k_act_quant(const uint16_t *__restrict__ x, uint8_t *__restrict__ q, float *__re
 
     const float scale = aq_scale<FP8>(amax);
     if (live && t == 0) s[row] = scale;
+    const aq_div d = aq_div_make(scale);
 #pragma unroll
     for (int j = 0; j < VPT; j++) {
         const int64_t sl = t + G * j;
-        if (live && sl < nslot) aq_store_slot<BF16, FP8, VEC>(qr, sl, k, w[j], scale);
+        if (live && sl < nslot) aq_store_slot<BF16, FP8, VEC>(qr, sl, k, w[j], d);
     }
+}
+
+/* The largest block of a row-group kernel with VPT slots per thread: 1024
+ * threads leave 64 registers each, enough for 4 slots (16 registers of
+ * values); 8 and 16 slots need 128 and 255 registers, so 512 and 256 threads. */
+constexpr int aq_block_limit(int vpt) { return vpt <= 4 ? 1024 : vpt == 8 ? 512 : 256; }
+
+/* The row groups in one block (aq_rows with CL false). x, q, s as for aq_rows. */
+template <bool BF16, bool FP8, bool VEC, int VPT>
+__global__ void __launch_bounds__(aq_block_limit(VPT))
+k_act_quant(const uint16_t *__restrict__ x, uint8_t *__restrict__ q, float *__restrict__ s, int64_t m, int64_t k,
+            int group)
+{
+    aq_rows<BF16, FP8, VEC, VPT, false>(x, q, s, m, k, group);
+}
+
+/* One row per cluster of AQ_CLUSTER blocks (aq_rows with CL true); the cluster
+ * shape is part of the kernel, so a plain launch with a grid of m * AQ_CLUSTER
+ * blocks suffices. x, q, s as for aq_rows. */
+template <bool BF16, bool FP8, bool VEC, int VPT>
+__global__ void __cluster_dims__(AQ_CLUSTER, 1, 1) __launch_bounds__(AQ_MAX_THREADS)
+k_act_quant_cluster(const uint16_t *__restrict__ x, uint8_t *__restrict__ q, float *__restrict__ s, int64_t m,
+                    int64_t k)
+{
+    aq_rows<BF16, FP8, VEC, VPT, true>(x, q, s, m, k, 0);
 }
 
 /* Rows too long for a cluster's registers: block b quantizes row b in two
@@ -236,10 +311,11 @@ k_act_quant_long(const uint16_t *__restrict__ x, uint8_t *__restrict__ q, float 
 
     const float scale = aq_scale<FP8>(amax);
     if (threadIdx.x == 0) s[row] = scale;
+    const aq_div d = aq_div_make(scale);
     for (int64_t sl = threadIdx.x; sl < nslot; sl += blockDim.x) {
         uint32_t w[4];
         aq_load_slot<VEC>(xr, sl, k, w);
-        aq_store_slot<BF16, FP8, VEC>(qr, sl, k, w, scale);
+        aq_store_slot<BF16, FP8, VEC>(qr, sl, k, w, d);
     }
 }
 
@@ -292,17 +368,20 @@ aq_plan aq_make_plan(int64_t m, int64_t k, bool vec)
 {
     aq_plan p = {vec, false, 1, 0, 0, 0, 0};
     const int64_t nslot = (k + AQ_SLOT - 1) / AQ_SLOT;
-    /* Vectorized rows take 4 slots (64 bytes in flight) per thread, or 2 when a
-     * cluster already spreads the row; unaligned rows always 4 (one kernel per
-     * format pair and mode for the rare tail case). */
     const bool few_long = m <= aq_cluster_max_m() && k >= AQ_CLUSTER_MIN_K;
-    const int first_vpt = !vec ? AQ_VPT_MAX : few_long ? 2 : 4;
-    for (int pass = few_long ? 1 : 0; pass < 2 && !p.group; pass++) {
-        const int cluster = pass ? AQ_CLUSTER : 1;
-        for (int vpt = first_vpt; vpt <= AQ_VPT_MAX && !p.group; vpt *= 2) {
-            const int t = aq_threads(nslot, cluster, vpt);
-            if (t) p.cluster = cluster, p.vpt = vpt, p.group = t;
+    if (!few_long) {
+        /* A single block per row group: aligned rows with 4, 8 or 16 slots per
+         * thread and at most AQ_GROUP_CAP threads; unaligned rows with 4. */
+        for (int vpt = AQ_VPT_MAX; vpt <= (vec ? AQ_VPT_BIG : AQ_VPT_MAX) && !p.group; vpt *= 2) {
+            const int t = aq_threads(nslot, 1, vpt);
+            if (t && (!vec || t <= AQ_GROUP_CAP)) p.vpt = vpt, p.group = t;
         }
+    }
+    /* A cluster per row: 2 slots per thread when the cluster already spreads a
+     * few rows over many SMs, 4 when the row is too long for that. */
+    for (int vpt = vec && few_long ? 2 : AQ_VPT_MAX; vpt <= AQ_VPT_MAX && !p.group; vpt *= 2) {
+        const int t = aq_threads(nslot, AQ_CLUSTER, vpt);
+        if (t) p.cluster = AQ_CLUSTER, p.vpt = vpt, p.group = t;
     }
     if (!p.group) {
         p.longrow = true, p.cluster = 1, p.threads = AQ_MAX_THREADS, p.blocks = m;
@@ -319,24 +398,25 @@ aq_plan aq_make_plan(int64_t m, int64_t k, bool vec)
     return p;
 }
 
-template <bool BF16, bool FP8, bool VEC, int VPT, bool CL>
-cudaError_t aq_launch_one(const aq_plan &p, const uint16_t *x, uint8_t *q, float *s, int64_t m, int64_t k,
-                          cudaStream_t st)
+template <bool BF16, bool FP8, bool VEC, int VPT>
+cudaError_t aq_launch_rows(const aq_plan &p, const uint16_t *x, uint8_t *q, float *s, int64_t m, int64_t k,
+                           cudaStream_t st)
 {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)p.blocks);
-    cfg.blockDim = dim3((unsigned)p.threads);
-    cfg.stream = st;
-    cudaLaunchAttribute attr[1];
-    if (CL) {
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = AQ_CLUSTER;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
+    /* Only the pairs the plan makes are compiled: clusters with 2 or 4 slots
+     * per thread, single blocks with 4 to AQ_VPT_BIG. */
+    const bool cluster = p.cluster > 1;
+    if constexpr (VPT < AQ_VPT_MAX) {
+        QV_ASSERT(cluster, "act quant plan: a single block with fewer than AQ_VPT_MAX slots per thread");
+        k_act_quant_cluster<BF16, FP8, VEC, VPT><<<(unsigned)p.blocks, p.threads, 0, st>>>(x, q, s, m, k);
+    } else if constexpr (VPT > AQ_VPT_MAX) {
+        QV_ASSERT(!cluster, "act quant plan: a cluster with more than AQ_VPT_MAX slots per thread");
+        k_act_quant<BF16, FP8, VEC, VPT><<<(unsigned)p.blocks, p.threads, 0, st>>>(x, q, s, m, k, p.group);
+    } else if (cluster) {
+        k_act_quant_cluster<BF16, FP8, VEC, VPT><<<(unsigned)p.blocks, p.threads, 0, st>>>(x, q, s, m, k);
+    } else {
+        k_act_quant<BF16, FP8, VEC, VPT><<<(unsigned)p.blocks, p.threads, 0, st>>>(x, q, s, m, k, p.group);
     }
-    return cudaLaunchKernelEx(&cfg, k_act_quant<BF16, FP8, VEC, VPT, CL>, x, q, s, m, k, p.group);
+    return cudaGetLastError();
 }
 
 template <bool BF16, bool FP8>
@@ -350,14 +430,13 @@ cudaError_t aq_launch(const aq_plan &p, const uint16_t *x, uint8_t *q, float *s,
             k_act_quant_long<BF16, FP8, false><<<(unsigned)p.blocks, p.threads, 0, st>>>(x, q, s, k);
         return cudaGetLastError();
     }
-    if (!p.vec) {
-        return p.cluster > 1 ? aq_launch_one<BF16, FP8, false, AQ_VPT_MAX, true>(p, x, q, s, m, k, st)
-                             : aq_launch_one<BF16, FP8, false, AQ_VPT_MAX, false>(p, x, q, s, m, k, st);
+    if (!p.vec) return aq_launch_rows<BF16, FP8, false, AQ_VPT_MAX>(p, x, q, s, m, k, st);
+    switch (p.vpt) {
+    case 2: return aq_launch_rows<BF16, FP8, true, 2>(p, x, q, s, m, k, st);
+    case 4: return aq_launch_rows<BF16, FP8, true, 4>(p, x, q, s, m, k, st);
+    case 8: return aq_launch_rows<BF16, FP8, true, 8>(p, x, q, s, m, k, st);
+    default: return aq_launch_rows<BF16, FP8, true, AQ_VPT_BIG>(p, x, q, s, m, k, st);
     }
-    if (p.cluster > 1)
-        return p.vpt == 2 ? aq_launch_one<BF16, FP8, true, 2, true>(p, x, q, s, m, k, st)
-                          : aq_launch_one<BF16, FP8, true, AQ_VPT_MAX, true>(p, x, q, s, m, k, st);
-    return aq_launch_one<BF16, FP8, true, AQ_VPT_MAX, false>(p, x, q, s, m, k, st);
 }
 
 } /* namespace */

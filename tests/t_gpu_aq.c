@@ -488,30 +488,35 @@ struct aq_case {
     int m, k;
     int x_off;    /* x starts this many values into its buffer (alignment) */
     int zero_all; /* every value 0 */
+    int tiny;     /* values times 2^-100 (bf16): scales below 2^-90, the kernel's exact-division path */
 };
 static const struct aq_case aq_cases[] = {
-    {QV_FMT_F16, QV_FMT_I8, 1, 16, 0, 0},         {QV_FMT_F16, QV_FMT_I8, 33, 4096, 0, 0},
-    {QV_FMT_F16, QV_FMT_I8, 7, 1000, 0, 0},       {QV_FMT_BF16, QV_FMT_I8, 257, 136, 0, 0},
-    {QV_FMT_F16, QV_FMT_E4M3, 3, 4096, 0, 0},     {QV_FMT_BF16, QV_FMT_E4M3, 65, 1003, 0, 0},
-    {QV_FMT_F16, QV_FMT_E4M3, 129, 256, 0, 0},    {QV_FMT_BF16, QV_FMT_I8, 2, 8192, 0, 0},
+    {QV_FMT_F16, QV_FMT_I8, 1, 16, 0, 0, 0},         {QV_FMT_F16, QV_FMT_I8, 33, 4096, 0, 0, 0},
+    {QV_FMT_F16, QV_FMT_I8, 7, 1000, 0, 0, 0},       {QV_FMT_BF16, QV_FMT_I8, 257, 136, 0, 0, 0},
+    {QV_FMT_F16, QV_FMT_E4M3, 3, 4096, 0, 0, 0},     {QV_FMT_BF16, QV_FMT_E4M3, 65, 1003, 0, 0, 0},
+    {QV_FMT_F16, QV_FMT_E4M3, 129, 256, 0, 0, 0},    {QV_FMT_BF16, QV_FMT_I8, 2, 8192, 0, 0, 0},
     /* K tails and tiny K */
-    {QV_FMT_F16, QV_FMT_I8, 5, 1, 0, 0},          {QV_FMT_BF16, QV_FMT_E4M3, 3, 7, 0, 0},
-    {QV_FMT_F16, QV_FMT_E4M3, 40, 9, 0, 0},       {QV_FMT_F16, QV_FMT_I8, 2, 2049, 0, 0},
-    {QV_FMT_BF16, QV_FMT_I8, 100, 4103, 0, 0},
+    {QV_FMT_F16, QV_FMT_I8, 5, 1, 0, 0, 0},          {QV_FMT_BF16, QV_FMT_E4M3, 3, 7, 0, 0, 0},
+    {QV_FMT_F16, QV_FMT_E4M3, 40, 9, 0, 0, 0},       {QV_FMT_F16, QV_FMT_I8, 2, 2049, 0, 0, 0},
+    {QV_FMT_BF16, QV_FMT_I8, 100, 4103, 0, 0, 0},
     /* M = 1: the cluster path, the Llama K values, and an all-zero row */
-    {QV_FMT_F16, QV_FMT_I8, 1, 4096, 0, 0},       {QV_FMT_F16, QV_FMT_E4M3, 1, 28672, 0, 0},
-    {QV_FMT_BF16, QV_FMT_I8, 1, 11008, 0, 0},     {QV_FMT_F16, QV_FMT_I8, 1, 8192, 0, 1},
-    {QV_FMT_F16, QV_FMT_E4M3, 1, 2048, 0, 1},     {QV_FMT_F16, QV_FMT_I8, 32, 8192, 0, 0},
+    {QV_FMT_F16, QV_FMT_I8, 1, 4096, 0, 0, 0},       {QV_FMT_F16, QV_FMT_E4M3, 1, 28672, 0, 0, 0},
+    {QV_FMT_BF16, QV_FMT_I8, 1, 11008, 0, 0, 0},     {QV_FMT_F16, QV_FMT_I8, 1, 8192, 0, 1, 0},
+    {QV_FMT_F16, QV_FMT_E4M3, 1, 2048, 0, 1, 0},     {QV_FMT_F16, QV_FMT_I8, 32, 8192, 0, 0, 0},
     /* rows not 16-byte aligned: scalar loads, in a block and in a cluster */
-    {QV_FMT_F16, QV_FMT_I8, 9, 64, 1, 0},         {QV_FMT_BF16, QV_FMT_E4M3, 2, 4096, 3, 0},
-    {QV_FMT_F16, QV_FMT_E4M3, 200, 2051, 0, 0},   {QV_FMT_F16, QV_FMT_I8, 300, 4096, 1, 0},
-    /* more rows than the cluster path takes: long rows in one block */
-    {QV_FMT_BF16, QV_FMT_I8, 200, 4096, 0, 0},    {QV_FMT_F16, QV_FMT_E4M3, 129, 11008, 0, 0},
+    {QV_FMT_F16, QV_FMT_I8, 9, 64, 1, 0, 0},         {QV_FMT_BF16, QV_FMT_E4M3, 2, 4096, 3, 0, 0},
+    {QV_FMT_F16, QV_FMT_E4M3, 200, 2051, 0, 0, 0},   {QV_FMT_F16, QV_FMT_I8, 300, 4096, 1, 0, 0},
+    /* more rows than the cluster path takes: long rows in one block, 4, 8 and
+     * 16 slots per thread */
+    {QV_FMT_BF16, QV_FMT_I8, 200, 4096, 0, 0, 0},    {QV_FMT_F16, QV_FMT_E4M3, 129, 11008, 0, 0, 0},
+    {QV_FMT_BF16, QV_FMT_E4M3, 200, 16392, 0, 0, 0}, {QV_FMT_F16, QV_FMT_I8, 150, 28672, 0, 0, 0},
+    /* scales below 2^-90 */
+    {QV_FMT_BF16, QV_FMT_I8, 3, 4096, 0, 0, 1},   {QV_FMT_BF16, QV_FMT_E4M3, 140, 1003, 0, 0, 1},
     /* K past a block's registers (32768), past a cluster's (262144) */
-    {QV_FMT_F16, QV_FMT_I8, 129, 32776, 0, 0},    {QV_FMT_BF16, QV_FMT_E4M3, 2, 262152, 0, 0},
-    {QV_FMT_F16, QV_FMT_I8, 1, 300001, 0, 0},
+    {QV_FMT_F16, QV_FMT_I8, 129, 32776, 0, 0, 0},    {QV_FMT_BF16, QV_FMT_E4M3, 2, 262152, 0, 0, 0},
+    {QV_FMT_F16, QV_FMT_I8, 1, 300001, 0, 0, 0},
     /* large M: many blocks, and the Llama-3-70B down layer at M = 1024 */
-    {QV_FMT_F16, QV_FMT_I8, 70000, 16, 0, 0},     {QV_FMT_F16, QV_FMT_E4M3, 1024, 28672, 0, 0},
+    {QV_FMT_F16, QV_FMT_I8, 70000, 16, 0, 0, 0},     {QV_FMT_F16, QV_FMT_E4M3, 1024, 28672, 0, 0, 0},
 };
 
 START_TEST(act_quant)
@@ -535,9 +540,12 @@ START_TEST(act_quant)
     uint16_t *xv = x + off;
     for (int64_t i = 0; i < m; i++)
         for (int64_t kk = 0; kk < k; kk++) {
-            /* Gaussian-ish values with a x100 outlier channel; row 1 is all zero. */
+            /* Gaussian-ish values with a x100 outlier channel and some -0
+             * (whose e4m3 code is 0x80); row 1 is all zero. */
             double v = (rnd_unit(st, (uint64_t)(i * k + kk)) - 0.5) * 4.0;
             if (kk == 5 % k) v *= 100.0;
+            if (kk % 97 == 3) v = -0.0;
+            if (c->tiny) v = ldexp(v, -100);
             if (i == 1 || c->zero_all) v = 0.0;
             xv[i * k + kk] = (uint16_t)qv_encode(c->xfmt, v, QV_SAT_FINITE);
         }
