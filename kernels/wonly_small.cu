@@ -596,7 +596,8 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
     pl.smem = small_smem(m, best_tps, pl.groups_max, grouped, v->zero_point, bn).bytes;
     /* Counters: one per 64 columns reserved (wonly_small.cuh), this path uses
      * one per block. */
-    pl.partial_off = align256((size_t)(n / 64) * sizeof(int));
+    /* After the counters area every path shares (wonly_small.cuh). */
+    pl.partial_off = qv_wonly_counters_bytes(n);
     pl.bytes = pl.splits > 1 ? pl.partial_off + (size_t)pl.splits * (size_t)m * (size_t)n * sizeof(float) : 0;
     return pl;
 }

@@ -33,6 +33,18 @@ int qv_wonly_small_wanted(int m);
  * with the general kernel keeps both paths' counters at zero. */
 size_t qv_wonly_small_workspace(const qv_variant *v, int m, int n, int k);
 
+/* Bytes at the start of a weight-only workspace that hold split-K arrival
+ * counters: one int per 64 columns (this kernel) and at least 264 (wonly.cu's
+ * plan splits only problems of fewer than 2 x 132 tiles). Every path of
+ * qv_launch_wonly leaves them zero and starts its other buffers after them, so
+ * one workspace, zeroed once, serves any sequence of M (gemm.h). */
+static inline size_t qv_wonly_counters_bytes(int n)
+{
+    size_t c = ((size_t)n + 63) / 64;
+    if (c < 264) c = 264;
+    return (c * sizeof(int) + 255) & ~(size_t)255;
+}
+
 /* Launches the small-M kernel; the caller has checked v (check_variant), the
  * shape, g, the buffer pointers and their alignment. Checks the workspace. */
 qv_status qv_wonly_small_launch(const qv_variant *v, const qv_gemm_args *a);
