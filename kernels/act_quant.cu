@@ -467,6 +467,5 @@ extern "C" qv_status qv_act_quant(qv_fmt xfmt, qv_fmt qfmt, int m, int k, const 
     else if (f8) rc = aq_launch<false, true>(p, xx, qq, s, m, k, st);
     else rc = aq_launch<false, false>(p, xx, qq, s, m, k, st);
     QV_CUDA_TRY(rc, "launching k_act_quant");
-    QV_CUDA_TRY(cudaGetLastError(), "k_act_quant launch");
     return QV_OK;
 }
