@@ -10,9 +10,10 @@
  * slot, and stays in registers between the absmax reduction and the
  * quantization; codes leave 8 per 8-byte store. A row is spread over a "row
  * group" of threads sized to K:
- *   - many rows (M > 128) or short rows: the group lives in one
- *     block (1..32 lanes of a warp, or several warps of a block), several rows
- *     per block when rows are short;
+ *   - many rows (M > 128) or short rows: the group lives in one block (1..32
+ *     lanes of a warp, or up to 256 threads with 4, 8 or 16 slots each, so
+ *     that several rows share an SM), several rows per block when rows are
+ *     short;
  *   - few long rows (M <= 128, K >= 2048), or rows longer than a block's
  *     registers hold (K > 32768): the group spans a cluster of AQ_CLUSTER
  *     blocks on as many SMs, joined through distributed shared memory, so that
