@@ -114,6 +114,12 @@ static void decode_acts(const qv_problem *p, int fold_block, ref_operands *o)
 
 static int64_t group_row(const qv_problem *p, int64_t kk)
 {
+#ifdef QV_MUTANT_cpu_dequant_group_shift
+    /* Mutant (class 18): the group of row kk taken from row kk + 1, so the last
+     * row of every group reads the next group's scale (the truth shares this
+     * decoding; only ref_operands_check sees it). */
+    if (!p->g_idx) return (kk + 1) / p->g % (p->k / p->g);
+#endif
     return p->g_idx ? p->g_idx[kk] : kk / p->g;
 }
 

@@ -412,6 +412,11 @@ qv_scale_order qv_layout_scale_order(qv_layout layout, qv_scale_layout sl, int64
      * scale_perm_single for it; QQQ's per-group format always reads its group
      * scales through scale_perm. */
     int grouped = sl == QV_SCALE_GROUP || sl == QV_SCALE_GROUP_CHANNEL;
+#ifdef QV_MUTANT_single_group_scale_perm
+    /* Mutant (class 2): a single group (g == K) stored through scale_perm,
+     * where the kernel reads it as channelwise, through scale_perm_single. */
+    if (grouped) return QV_SORDER_GROUP64;
+#endif
     if (layout == QV_LAYOUT_QQQ_W4_GROUP || (grouped && scale_rows > 1)) return QV_SORDER_GROUP64;
     return QV_SORDER_CHANNEL32;
 }
@@ -422,6 +427,11 @@ int qv_layout_scale_pow2(qv_layout layout, qv_fmt afmt)
      * leaves the value 2^-8 (2^-120) too small: the difference of the exponent
      * biases, 15-7 (127-7). vLLM folds it into the scales. */
     if (layout != QV_LAYOUT_MARLIN_FP8) return 0;
+#ifdef QV_MUTANT_fp8_scale_pow2_swapped
+    /* Mutant (class 8, vLLM #47315): the f16 and bf16 re-biases swapped, so
+     * bf16 scales carry 2^8 where the kernel leaves 2^120 out of every weight. */
+    return afmt == QV_FMT_BF16 ? 8 : 120;
+#endif
     return afmt == QV_FMT_BF16 ? 120 : 8;
 }
 

@@ -10,6 +10,7 @@ the kill matrix (JSONL and Markdown) beside the field's usual criteria.
   tools/mutants.py --gpu --build-only --pack    ... binaries as zstd patches against the
                                          base (mutants/out/gpu/pack, a few MB) to carry
   tools/mutants.py --gpu --unpack --run-only    ... rebuilt from the pack, then run
+  tools/mutants.py --cpu --edits mutants/edits.tsv   the one-line edits (no switch) instead
 
 The last line is exactly "mutants: K killed of N"; the exit status is non-zero
 when K < N or when the unmutated build fails any case.
@@ -287,6 +288,98 @@ def seed_scenario(bindir):
     return lines, r.returncode == 0
 
 
+def read_edits(path):
+    """mutants/edits.tsv: one-line bugs applied without a switch (see its header)."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line.strip() or line.startswith("#"):
+                continue
+            cols = line.split("\t")
+            if len(cols) != 9:
+                sys.exit(f"mutants: {path}:{lineno}: expected 9 tab-separated columns, got {len(cols)}")
+            name, cls, src, variants, before, after, what, old, new = cols
+            rows.append({"name": name, "bug_class": cls, "file": src, "variants": variants, "recorded": after,
+                         "what": what, "old": old.replace("\\n", "\n"), "new": new.replace("\\n", "\n")})
+    return rows
+
+
+def run_edits(a, base, out):
+    """Builds each edit as a copy of the base build whose one object is compiled
+    from an edited copy of its source (the tree itself is never touched), then
+    runs check and the bounded fuzz like a switch mutant. Returns the exit status."""
+    rows = read_edits(os.path.join(ROOT, a.edits))
+    if a.only:
+        rows = [r for r in rows if r["name"] in set(a.only.split(","))]
+    make(os.path.relpath(base, ROOT))
+    results = []
+    for r in rows:
+        with open(os.path.join(ROOT, r["file"]), encoding="utf-8") as f:
+            text = f.read()
+        res = {"kind": "edit", "mutant": r["name"], "bug_class": r["bug_class"], "file": r["file"],
+               "variant": r["variants"], "what": r["what"], "killed": False, "killed_by": "", "cases_to_kill": None}
+        if text.count(r["old"]) != 1:
+            res["killed_by"] = f"not applied: the old text occurs {text.count(r['old'])} times in {r['file']}"
+            results.append(res)
+            print(f"  {r['name']:<32} {res['killed_by']}", flush=True)
+            continue
+        src = os.path.join(out, "edits-src", r["name"], r["file"])
+        os.makedirs(os.path.dirname(src), exist_ok=True)
+        with open(src, "w", encoding="utf-8") as f:
+            f.write(text.replace(r["old"], r["new"]))
+        mb = os.path.join(out, "build-edit-" + r["name"])
+        if os.path.exists(mb):
+            shutil.rmtree(mb)
+        shutil.copytree(base, mb, symlinks=True, ignore=shutil.ignore_patterns("tests", "fz", "results"))
+        rel = os.path.relpath(mb, ROOT)
+        obj = os.path.join(rel, "obj", os.path.splitext(r["file"])[0] + ".o")
+        os.remove(os.path.join(ROOT, obj))
+        # The base's own compile line for this object, with the edited copy as its source.
+        dry = subprocess.run(["make", "-n", "--no-print-directory", f"BUILD={rel}", obj], cwd=ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        line = next((ln for ln in dry.stdout.splitlines() if f" -c {r['file']} " in ln + " "), None)
+        if line is None:
+            sys.exit(f"mutants: no compile line for {obj}")
+        cmd = line.replace(f" -c {r['file']} ", f" -I{os.path.dirname(r['file'])} -c {src} ")
+        cc = subprocess.run(cmd, shell=True, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if cc.returncode != 0:
+            sys.stdout.write(cc.stdout[-2000:])
+            sys.exit(f"mutants: edit {r['name']} does not compile")
+        keep = []
+        for dirpath, _, fns in os.walk(os.path.join(mb, "obj")):
+            keep += [os.path.relpath(os.path.join(dirpath, fn), ROOT) for fn in fns if fn.endswith(".o")]
+        make(rel, keep=[k for k in keep if k != obj])
+        exe = os.path.join(mb, "qvet")
+        tag = "edit-" + r["name"]
+        rc, _, cases = run_qvet(exe, ["check", "--variant", r["variants"], "--cpu"], os.path.join(out, f"{tag}-check.jsonl"))
+        i, c = first_fail(cases)
+        if c is not None:
+            res.update(killed=True, killed_by=f"check:{c.get('probe')}", cases_to_kill=i + 1)
+        else:
+            rc2, _, cases2 = run_qvet(exe, ["fuzz", "--variant", r["variants"], "--cpu", "--cases", str(a.cases),
+                                            "--seed", str(a.seed)], os.path.join(out, f"{tag}-fuzz.jsonl"))
+            i2, c2 = first_fail(cases2)
+            if c2 is not None:
+                res.update(killed=True, killed_by=f"fuzz:{c2.get('probe')}", cases_to_kill=len(cases) + i2 + 1)
+        res["recorded"] = r["recorded"]
+        results.append(res)
+        shutil.rmtree(mb)
+        print(f"  {r['name']:<32} {'killed' if res['killed'] else 'SURVIVED'} {res['killed_by']}"
+              f"{'' if res['killed'] == r['recorded'].startswith('killed') else ' (edits.tsv records ' + r['recorded'] + ')'}",
+              flush=True)
+    with open(os.path.join(out, "edits.jsonl"), "w", encoding="utf-8") as f:
+        for res in results:
+            f.write(json.dumps(res, sort_keys=True) + "\n")
+    killed = sum(r["killed"] for r in results)
+    # Exit non-zero when an edit's outcome differs from the one edits.tsv records.
+    changed = [r["mutant"] for r in results if r["killed"] != r.get("recorded", "").startswith("killed")]
+    if changed:
+        print(f"edits: outcome differs from edits.tsv for {', '.join(changed)}")
+    print(f"edits: {killed} killed of {len(results)}")
+    return 1 if changed else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     g = ap.add_mutually_exclusive_group(required=True)
@@ -307,6 +400,7 @@ def main():
                     help="run each mutant's whole check (default on the CPU: every probe that fails it is listed)")
     ap.add_argument("--pack", action="store_true", help="after building, write bin/ as zstd patches to pack/")
     ap.add_argument("--unpack", action="store_true", help="before running, rebuild bin/ from pack/")
+    ap.add_argument("--edits", help="run the one-line edits of this file (mutants/edits.tsv) on the CPU instead")
     a = ap.parse_args()
     global JOBS
     JOBS = max(1, a.jobs)
@@ -325,6 +419,10 @@ def main():
     # One unmutated build serves both backends (the same sources and flags).
     base = os.path.join(ROOT, a.out, "build-base")
 
+    if a.edits:
+        if a.gpu:
+            sys.exit("mutants: --edits runs on the CPU models (--cpu)")
+        return run_edits(a, base, out)
     if not a.run_only:
         print(f"mutants: building the unmutated base and {len(rows)} mutants ({backend})", flush=True)
         make(os.path.relpath(base, ROOT))
