@@ -54,9 +54,9 @@ struct aq_params {
     const int32_t *azp;      /* (1) or (m) int32 activation zero point, or NULL */
     int wscale, ascale, azpm;
     __half *c;               /* (m, n) fp16 output, row-major */
-    void *partial;           /* split-K: (splits, m, n) int32 or f32 partials, then one int32
-                                arrival counter per output tile (zero between launches);
-                                NULL when splits = 1 */
+    void *partial;           /* split-K: (splits, m, n) int32 or f32 partials; NULL when splits = 1 */
+    int *counters;           /* split-K: one arrival counter per output tile (blockIdx.y *
+                                gridDim.x + blockIdx.x), zero between launches */
     int splits;              /* K-range slices (gridDim.z) */
     int kt_per_split;        /* 128-wide K tiles per slice */
 };
@@ -492,7 +492,7 @@ k_gemm_aq_mma(const aq_params p)
     __shared__ int aq_is_last;
     __threadfence();
     __syncthreads();
-    int *counters = (int *)((acc_t *)p.partial + (int64_t)p.splits * M * N);
+    int *counters = p.counters;
     if (tid == 0) {
         const int tile = blockIdx.y * gridDim.x + blockIdx.x;
         const int arrived = atomicAdd(&counters[tile], 1);
@@ -555,6 +555,12 @@ enum aq_tile { AQ_TILE_SMALL = 0, AQ_TILE_MEDIUM, AQ_TILE_LARGE };
 #define AQ_TARGET_BLOCKS 528
 /* Split-K partials never take more than this many bytes of workspace. */
 #define AQ_SPLIT_BYTES_MAX ((size_t)256 << 20)
+/* The workspace starts with the split-K arrival counters, one int per output
+ * tile of a split launch (K is split only below AQ_TARGET_BLOCKS / 4 = 132
+ * tiles, so 256 ints hold them). Every launch leaves them zero and every other
+ * buffer, of this kernel or of the cuBLASLt path (aq_lt.cuh), starts after
+ * them, so one workspace zeroed once serves any sequence of M (gemm.h). */
+#define AQ_COUNTERS_BYTES ((size_t)1024)
 
 struct aq_plan {
     aq_tile tile;
@@ -579,7 +585,8 @@ static inline aq_plan aq_plan_for(int m, int n, int k)
     pl.kt_per_split = (int)((ktiles + want - 1) / want);
     pl.splits = (ktiles + pl.kt_per_split - 1) / pl.kt_per_split;
     const size_t tiles = (size_t)((m + pl.bm - 1) / pl.bm) * (size_t)((n + pl.bn - 1) / pl.bn);
-    pl.workspace = pl.splits > 1 ? (size_t)pl.splits * (size_t)m * (size_t)n * 4 + tiles * 4 : 0;
+    (void)tiles; /* fewer than 132 when split: they fit AQ_COUNTERS_BYTES */
+    pl.workspace = pl.splits > 1 ? AQ_COUNTERS_BYTES + (size_t)pl.splits * (size_t)m * (size_t)n * 4 : 0;
     return pl;
 }
 
@@ -618,7 +625,8 @@ static qv_status aq_launch(aq_params p, const qv_gemm_args *a, const char *name)
         if (!a->workspace || a->workspace_bytes < pl.workspace)
             return qv_fail(QV_ERR_USAGE, "%s: m=%d n=%d k=%d needs %zu bytes of workspace, got %zu", name,
                            p.m, p.n, p.k, pl.workspace, a->workspace ? a->workspace_bytes : (size_t)0);
-        p.partial = a->workspace;
+        p.counters = (int *)a->workspace;
+        p.partial = (unsigned char *)a->workspace + AQ_COUNTERS_BYTES;
     }
     cudaStream_t st = (cudaStream_t)a->stream;
     switch (pl.tile) {

@@ -1,0 +1,137 @@
+/* t_gpu_ws.c: one workspace serves every M (GPU; prints "SKIP: no CUDA device"
+ * and passes where there is none).
+ *
+ * gemm.h's contract: the caller zeroes a launch's workspace once and the
+ * kernels leave it as they found it, so an inference engine can size one
+ * workspace for its largest M and reuse it for every call. The
+ * activation-quantized rows have two paths behind one launch (the mma kernel,
+ * with split-K arrival counters, and from QVET_AQ_LT_MIN_M on the cuBLASLt
+ * path, with its own buffers); a path whose buffers covered another's counters
+ * would leave them non-zero, and the next split launch would finish a tile
+ * early or never (the bug class of Marlin's lock reset, DESIGN §6). Each row
+ * runs a sequence of M through one workspace, small M split, larger M on the
+ * other tile shapes and the cuBLASLt path, each step with the exact probe and
+ * bit for bit against the CPU model. The weight-only rows run the same
+ * sequence in t_gpu_wonly (workspace_shared). */
+#include <check.h>
+#include <cuda_runtime.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "qvet/gemm.h"
+#include "qvet/gpu.h"
+#include "qvet/layout.h"
+#include "qvet/probe.h"
+#include "qvet/problem.h"
+#include "qvet/reference.h"
+#include "qvet/variant.h"
+
+/* One row per kernel kind: int8 with a per-token zero point, both QQQ layouts
+ * (cuBLASLt path from M = 128), e4m3 (mma only). */
+static const char *const rows[] = {"w8a8-i8-tok-ch-azp", "qqq-w4a8-ch", "qqq-w4a8-g128", "w8a8-fp8-tok-ch"};
+#define NROWS ((int)(sizeof rows / sizeof rows[0]))
+
+/* M = 1 and 5 split K over 1024 columns (8 tiles of 128); 16 splits too and
+ * its partials cover where M = 1 keeps nothing; 128 takes the cuBLASLt path
+ * for the integer rows and the 128-row tile for e4m3. */
+static const int64_t seq_m[] = {1, 128, 1, 16, 128, 5, 1};
+#define NSTEPS ((int)(sizeof seq_m / sizeof seq_m[0]))
+
+START_TEST(shared_workspace)
+{
+    const int64_t n = 1024, k = 4096;
+    const qv_variant *v = qv_variant_find(rows[_i]);
+    ck_assert_msg(v != NULL, "no row %s", rows[_i]);
+    size_t ws_bytes = 0;
+    for (int s = 0; s < NSTEPS; s++) {
+        size_t b = v->workspace ? v->workspace(v, (int)seq_m[s], (int)n, (int)k) : 0;
+        if (b > ws_bytes) ws_bytes = b;
+    }
+    ck_assert_msg(ws_bytes > 0, "%s: no workspace at n=%" PRId64 " k=%" PRId64 ": nothing splits K", v->name, n, k);
+    void *ws = NULL;
+    ck_assert_int_eq(cudaMalloc(&ws, ws_bytes), cudaSuccess);
+    ck_assert_int_eq(cudaMemset(ws, 0, ws_bytes), cudaSuccess);
+    int failed = 0;
+    for (int s = 0; s < NSTEPS; s++) {
+        const uint64_t seed = 20261129u * 100u + (uint64_t)_i * 10u + (uint64_t)s;
+        qv_problem p;
+        ck_assert_msg(qv_problem_create(&p, v, seq_m[s], n, k) == QV_OK, "%s: %s", v->name, qv_errmsg());
+        ck_assert_msg(ref_probe_fill(&p, QV_PROBE_EXACT, QV_REGIME_LOGUNIFORM, seed) == QV_OK, "%s: probe: %s",
+                      v->name, qv_errmsg());
+        qv_packed pk;
+        ck_assert_msg(qv_pack(&p, &pk) == QV_OK, "%s: pack: %s", v->name, qv_errmsg());
+        qv_gpu_problem gp;
+        ck_assert_msg(qv_gpu_problem_upload(&p, &pk, &gp) == QV_OK, "%s: upload: %s", v->name, qv_errmsg());
+        qv_gemm_args a = gp.args;
+        a.workspace = ws;
+        a.workspace_bytes = ws_bytes;
+        ck_assert(qv_gpu_poison(a.c, v->ofmt, seq_m[s] * n, NULL) == QV_OK);
+        ck_assert_msg(v->launch(v, &a) == QV_OK, "%s m=%" PRId64 ": launch: %s", v->name, seq_m[s], qv_errmsg());
+        ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
+        const size_t ob = (size_t)qv_problem_out_bytes(&p);
+        void *out = malloc(ob), *model = malloc(ob);
+        ck_assert_ptr_nonnull(out);
+        ck_assert_ptr_nonnull(model);
+        ck_assert_int_eq(cudaMemcpy(out, a.c, ob, cudaMemcpyDeviceToHost), cudaSuccess);
+        ck_assert_msg(ref_model_run(&p, model) == QV_OK, "%s: model: %s", v->name, qv_errmsg());
+        qv_result r;
+        ref_verify_bitexact(&p, model, out, &r);
+        if (r.grade != QV_PASS) {
+            fprintf(stderr, "FAIL %s m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " step %d of a shared workspace "
+                    "(exact probe, seed %" PRIu64 "): %s\n", v->name, seq_m[s], n, k, s, seed, r.reason);
+            failed++;
+        }
+        free(out);
+        free(model);
+        qv_gpu_problem_free(&gp);
+        qv_packed_destroy(&pk);
+        qv_problem_destroy(&p);
+    }
+    ck_assert_int_eq(cudaFree(ws), cudaSuccess);
+    printf("%s: %d launches through one workspace (M = 1, 128, 1, 16, 128, 5, 1), %d failed\n", v->name, NSTEPS,
+           failed);
+    ck_assert_msg(failed == 0, "%s: %d steps of the shared-workspace sequence failed (see stderr)", v->name, failed);
+}
+END_TEST
+
+/* The premise of the GPU test, checked everywhere: at M = 1 every row splits K
+ * over these 1024 columns, so its workspace holds the counters area and at
+ * least two fp32/int32 slices of the output. */
+START_TEST(split_premise)
+{
+    const qv_variant *v = qv_variant_find(rows[_i]);
+    ck_assert_msg(v != NULL && v->workspace != NULL, "no row %s with a workspace", rows[_i]);
+    const size_t b = v->workspace(v, 1, 1024, 4096);
+    ck_assert_msg(b >= 1024 + 2 * 1024 * 4, "%s: workspace at m=1 n=1024 k=4096 is %zu bytes: K is not split",
+                  v->name, b);
+}
+END_TEST
+
+/* A device is looked for through the driver's files first, so that a machine
+ * without one never sees a CUDA call. */
+static int have_device(void)
+{
+    if (access("/dev/nvidia0", F_OK) != 0 && access("/dev/nvidiactl", F_OK) != 0) return 0;
+    return qv_gpu_info_get(NULL);
+}
+
+int main(void)
+{
+    const int gpu = have_device();
+    if (!gpu) printf("SKIP: no CUDA device\n");
+    Suite *s = suite_create("gpu_ws");
+    TCase *tc = tcase_create("gpu");
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, split_premise, 0, NROWS);
+    if (gpu) tcase_add_loop_test(tc, shared_workspace, 0, NROWS);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
