@@ -322,7 +322,11 @@ START_TEST(golden_qqq)
         ck_assert_ptr_nonnull(out2);
         ck_assert_int_eq(cudaMalloc(&ga.c, ob), cudaSuccess);
         ga.workspace_bytes = v->workspace(v, m, n, k);
-        if (ga.workspace_bytes) ck_assert_int_eq(cudaMalloc(&ga.workspace, ga.workspace_bytes), cudaSuccess);
+        if (ga.workspace_bytes) {
+            /* gemm.h: the caller zeroes the workspace once (split-K counters). */
+            ck_assert_int_eq(cudaMalloc(&ga.workspace, ga.workspace_bytes), cudaSuccess);
+            ck_assert_int_eq(cudaMemset(ga.workspace, 0, ga.workspace_bytes), cudaSuccess);
+        }
         for (int rep = 0; rep < 2; rep++) {
             ck_assert(qv_gpu_poison(ga.c, QV_FMT_F16, (int64_t)m * n, NULL) == QV_OK);
             ck_assert_msg(v->launch(v, &ga) == QV_OK, "%s m=%d: %s", qqq_goldens[_i], m, qv_errmsg());
