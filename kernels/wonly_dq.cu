@@ -38,6 +38,7 @@
 #include "qvet/gemm.h"
 #include "qvet/gpu.h"
 #include "wonly_dq.cuh"
+#include "wonly_small.cuh"
 
 namespace {
 
@@ -406,12 +407,11 @@ dq_plan make_plan(const qv_variant *v, int m, int n, int k)
             p.splits *= 2;
     }
     p.epilogue = v->scale_layout != QV_SCALE_GROUP || p.splits > 1;
-    /* The workspace starts with the other paths' split-K arrival counters,
-     * which must stay zero between launches (gemm.h) when one workspace serves
-     * several M (as in `qvet bench`): this path never writes them. They are at
-     * most one int per 64 columns (wonly_small.cu) or one per output tile of a
-     * split problem, fewer than 2 x 132 tiles (wonly.cu's plan). */
-    size_t off = align256((size_t)(n / 64 > 264 ? n / 64 : 264) * sizeof(int));
+    /* The workspace starts with the other paths' split-K arrival counters
+     * (wonly_small.cuh), which must stay zero between launches (gemm.h) when
+     * one workspace serves several M (as in `qvet bench`): this path never
+     * writes them. */
+    size_t off = qv_wonly_counters_bytes(n);
     p.aperm_off = off;
     if (v->act_order) off += align256((size_t)m * (size_t)k * 2);
     for (int b = 0; b < 2; b++) {
