@@ -550,7 +550,6 @@ int weight_type(const qv_variant *v)
     }
 }
 
-size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
 
 /* Group rows one slice of tps tiles can touch: slices start at multiples of
  * the group length whenever a group fits in a slice (see make_plan). */
