@@ -550,7 +550,6 @@ int weight_type(const qv_variant *v)
     }
 }
 
-
 /* Group rows one slice of tps tiles can touch: slices start at multiples of
  * the group length whenever a group fits in a slice (see make_plan). */
 int groups_for(const qv_variant *v, int tps)
