@@ -183,11 +183,15 @@ static void fill_g_idx(qv_problem *p, rng *r)
     }
 }
 
+/* Zero points: `fixed` everywhere, or drawn; a quarter of the drawn sets
+ * avoid 0, as every GPTQ v1 checkpoint must (it stores z - 1 in four bits), so
+ * the campaign's checkpoint route reads those cases through the v1 reader. */
 static void fill_zeros(qv_problem *p, rng *r, int fixed)
 {
     if (!p->zeros) return;
     int64_t nz = p->k / p->g * p->n;
-    for (int64_t i = 0; i < nz; i++) p->zeros[i] = (uint8_t)(fixed >= 0 ? fixed : rng_int(r, 0, 15));
+    int lo = fixed < 0 && rng_int(r, 0, 3) == 0 ? 1 : 0;
+    for (int64_t i = 0; i < nz; i++) p->zeros[i] = (uint8_t)(fixed >= 0 ? fixed : rng_int(r, lo, 15));
 }
 
 static int64_t azp_count(const qv_problem *p)

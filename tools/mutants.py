@@ -224,9 +224,10 @@ def criteria_pass(cases):
     near-overflow outputs, are not what they run, and a zero reference makes
     their relative measures undefined)."""
     keys = CRITERIA
-    rnd = [c for c in cases if c.get("probe") == "random" and c.get("regime") == "loguniform"
-           and isinstance(c.get("criteria"), dict)]
-    if not rnd:
+    rnd = [c for c in cases if c.get("probe") == "random" and c.get("regime") == "loguniform"]
+    # A case the backend or the reference refused has no output to judge: then
+    # the criteria did not see the same outputs, and no answer is given.
+    if not rnd or any(not isinstance(c.get("criteria"), dict) for c in rnd):
         return {k: None for k in keys}
     return {k: all(bool(c["criteria"].get(k)) for c in rnd) for k in keys}
 
@@ -530,7 +531,8 @@ def main():
         f.write(f"# Mutant kill matrix ({backend})\n\n{killed} killed of {len(results)}.\n\n")
         f.write("The last four columns: would the field's usual test have passed the mutant, on the same "
                 "outputs (random log-uniform cases, against the exact value rounded to the output format)? "
-                "Do all four pass the unmutated build? "
+                "A dash: the mutant made the backend or the reference refuse some of those cases (no output "
+                "to judge). Do all four pass the unmutated build? "
                 + ", ".join(f"`{g}` {'yes' if all(v.get(k) for k in CRITERIA) else 'no'}"
                             for g, v in sorted(base_crit.items())) + ".\n\n")
         f.write("| mutant | class | cites | killed | first killed by | cases | probes that fail it | Marlin <1e-3 | vLLM <0.04 | cosine | NMSE <5e-4 |\n")
