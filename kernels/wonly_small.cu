@@ -24,16 +24,17 @@
  * column tile to arrive (a counter per tile) adds slices 0..S-1 in order,
  * applies the epilogue, writes Y and resets the counter.
  *
- * Configurations (QVET_WO_SMALL, wonly_small.cuh): by default M <= 8 with the
- * mma in its m16 orientation (A's rows as the mma's rows, 8 mma per k16 tile
- * and chunk). "swap" runs it swapped (weights as the A operand, A^T as B: 4 mma
- * instead of 8, since at M = 1 the m16 orientation wastes 15 of 16 rows), and
+ * Configurations (QVET_WO_SMALL, wonly_small.cuh): by default M <= 8 with
+ * K >= 8192, swapped (weights as the A operand, A^T as B: 4 mma per k16 tile
+ * and chunk instead of 8, since at M = 1 the m16 orientation wastes 15 of 16
+ * rows). "1" runs M <= 8 in the m16 orientation (A's rows as the mma's rows),
+ * "swap" runs every M <= 8 swapped, and
  * "swap2" also gives each warp two adjacent chunks for 4-bit weights, so a
  * warp's loads of one k16 row are 1 KiB contiguous as they are for 8-bit
  * weights. "16" takes M <= 16 in the m16 orientation. Measured on the H200
- * (2026-11-29, the m16 orientation): Llama-3-70B block at M = 1, w4a16-ch 262 us
- * (general kernel 282), fp8a16-ch 318 us (362); at M = 16 on Llama-2-7B 220 us
- * against the general kernel's 155, hence the default limit of 8. */
+ * (2026-11-29, bench/RESULTS.md): swapped, the Llama-3-70B block at M = 1 takes
+ * w4a16-ch 276 us (general kernel 281), fp8a16-ch 335 us (363); Llama-2-7B
+ * w4a16-ch 116 us (107); at M = 16 the general kernel is faster on both. */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -646,25 +647,33 @@ qv_status launch_wt(int wt, bool swap, int cpw, const small_params &p, dim3 grid
 }
 
 /* QVET_WO_SMALL (wonly_small.cuh): which path and configuration run. */
-enum { MODE_OFF = 0, MODE_DEFAULT, MODE_ALL16, MODE_SWAP, MODE_SWAP2 };
+enum { MODE_OFF = 0, MODE_AUTO, MODE_M16, MODE_ALL16, MODE_SWAP, MODE_SWAP2 };
+
+/* The K from which the default (MODE_AUTO) sends M <= 8 to the swapped kernel:
+ * on the H200 it beat the general kernel on every Llama-3-70B block (K = 8192
+ * and 28672: by 2-15 %) and lost on Llama-2-7B (K = 4096 and 11008: by 1.5-15 %),
+ * measured 2026-11-29 at M = 1, 4, 8 (bench/RESULTS.md). */
+constexpr int kAutoMinK = 8192;
 
 int small_mode(void)
 {
     const char *s = getenv("QVET_WO_SMALL");
-    if (!s) return MODE_DEFAULT;
+    if (!s) return MODE_AUTO;
     if (!strcmp(s, "0")) return MODE_OFF;
+    if (!strcmp(s, "1")) return MODE_M16;
     if (!strcmp(s, "16")) return MODE_ALL16;
     if (!strcmp(s, "swap")) return MODE_SWAP;
     if (!strcmp(s, "swap2")) return MODE_SWAP2;
-    return MODE_DEFAULT;
+    return MODE_AUTO;
 }
 
 } /* namespace */
 
-int qv_wonly_small_wanted(int m)
+int qv_wonly_small_wanted(int m, int k)
 {
     const int mode = small_mode();
     if (mode == MODE_OFF || m < 1) return 0;
+    if (mode == MODE_AUTO && k < kAutoMinK) return 0;
     return m <= (mode == MODE_ALL16 ? QV_WO_SMALL_MAX_M : QV_WO_SMALL_DEFAULT_MAX_M);
 }
 
@@ -681,7 +690,7 @@ qv_status qv_wonly_small_launch(const qv_variant *v, const qv_gemm_args *a)
     QV_ASSERT(a->m >= 1 && a->m <= QV_WO_SMALL_MAX_M, "qv_launch_wonly sends only M <= 16 here");
     const int wt = weight_type(v);
     const int mode = small_mode();
-    const bool swap = (mode == MODE_SWAP || mode == MODE_SWAP2) && a->m <= 8;
+    const bool swap = (mode == MODE_AUTO || mode == MODE_SWAP || mode == MODE_SWAP2) && a->m <= 8;
     const int cpw = swap && mode == MODE_SWAP2 && (wt == WT_INT4 || wt == WT_INT4_ZP) ? 2 : 1;
     const small_plan pl = make_plan(v, a->m, a->n, a->k, cpw);
     if (pl.bytes > a->workspace_bytes || (pl.bytes && !a->workspace))

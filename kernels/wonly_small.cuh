@@ -17,15 +17,16 @@
  * faster one at M = 16 on the Llama-2-7B layers (wonly_small.cu). */
 #define QV_WO_SMALL_DEFAULT_MAX_M 8
 
-/* 1 when an M-row problem goes to the small-M kernel. The environment
+/* 1 when an (M, K) problem goes to the small-M kernel. The environment
  * variable QVET_WO_SMALL chooses, read at every call so that tests and
  * benchmarks can switch in one process:
- *   unset, "1" or any other value: M <= 8, m16 mma orientation;
+ *   unset or an unknown value: M <= 8 with K >= 8192, swapped mma;
+ *   "1": M <= 8, m16 mma orientation;
  *   "0": never (the general kernel runs every M);
  *   "16": M <= 16, m16 mma orientation;
  *   "swap": M <= 8 with the swapped mma (weights as the A operand);
  *   "swap2": as "swap", with two 64-column chunks per warp for 4-bit weights. */
-int qv_wonly_small_wanted(int m);
+int qv_wonly_small_wanted(int m, int k);
 
 /* Workspace bytes of the small-M path for an (m, n, k) problem of v, m <= 16;
  * v, n and k already checked by the caller. Its split-K counters sit at offset

@@ -382,10 +382,11 @@ START_TEST(small_m_both_paths)
     if (strcmp(v->family, "marlin") != 0) return; /* the cuBLAS rows have one path */
     const int64_t n = 576, k = v->g > 0 ? 32 * (int64_t)v->g : 4112;
     int failed = 0, cases = 0;
-    /* QVET_WO_SMALL (kernels/wonly_small.cuh): "1" the default (the small-M
-     * kernel up to M = 8), "swap" and "swap2" its swapped-mma configurations
-     * (M <= 8), "16" the small-M kernel at every M <= 16, "0" the general
-     * kernel. Above M = 8 only "16" and "0" differ. */
+    /* QVET_WO_SMALL (kernels/wonly_small.cuh): "1" the small-M kernel up to
+     * M = 8 in the m16 orientation, "swap" and "swap2" its swapped-mma
+     * configurations (M <= 8; "swap" is what the default runs from K = 8192),
+     * "16" the small-M kernel at every M <= 16, "0" the general kernel. Above
+     * M = 8 only "16" and "0" differ. */
     static const char *const paths[] = {"1", "swap", "swap2", "16", "0"};
     for (int mi = 0; mi < N_SMALL_M; mi++)
         for (int path = 0; path < 5; path++) {

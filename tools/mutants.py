@@ -180,19 +180,37 @@ def read_cases(out_jsonl):
     return cases
 
 
-def run_qvet(qvet, args, out_jsonl, stop_at_fail=False):
+# Kernel paths that qvet's dispatch takes only for shapes the check and a short
+# fuzz rarely draw: a mutant whose switch lives in one of these files runs (its
+# check and fuzz, not the unmutated base's) with the variable that sends every
+# eligible case down that path. The small-M kernel takes M <= 8 by default only
+# from K = 8192 on; "swap" sends it every M <= 8 (t_gpu_wonly checks that path
+# clean on every row).
+PATH_ENV = {"kernels/wonly_small.cu": {"QVET_WO_SMALL": "swap"}}
+
+
+def mutant_env(name):
+    env = {}
+    for f in files_with_switch(name):
+        env.update(PATH_ENV.get(f, {}))
+    return env
+
+
+def run_qvet(qvet, args, out_jsonl, stop_at_fail=False, env=None):
     """Runs qvet with --out; never shrinks (the matrix needs the first failure,
     not a minimal one). stop_at_fail ends the run at the first FAIL case line
-    (qvet flushes one line per case), for the slower GPU runs."""
+    (qvet flushes one line per case), for the slower GPU runs. env adds
+    variables to the environment."""
     if os.path.exists(out_jsonl):
         os.remove(out_jsonl)
     cmd = [qvet] + args + ["--no-shrink", "--fail-dir", out_jsonl[:-len(".jsonl")] + "-fails", "--out", out_jsonl]
+    env = dict(os.environ, **env) if env else None
     if not stop_at_fail:
-        r = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        r = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         return r.returncode, r.stdout, read_cases(out_jsonl)
     log = out_jsonl[:-len(".jsonl")] + ".log"
     with open(log, "w") as lf:
-        p = subprocess.Popen(cmd, cwd=ROOT, stdout=lf, stderr=subprocess.STDOUT)
+        p = subprocess.Popen(cmd, cwd=ROOT, stdout=lf, stderr=subprocess.STDOUT, env=env)
         stopped = False
         while p.poll() is None:
             time.sleep(0.2)
@@ -495,8 +513,11 @@ def main():
             results.append(res)
             continue
         tag = r["name"]
+        menv = mutant_env(r["name"]) if a.gpu else {}
+        if menv:
+            res["env"] = " ".join(f"{k}={v}" for k, v in sorted(menv.items()))
         rc, log, cases = run_qvet(exe, ["check", "--variant", r["variants"], flag], os.path.join(out, f"{tag}-check.jsonl"),
-                                  stop_at_fail=a.first_fail)
+                                  stop_at_fail=a.first_fail, env=menv)
         i, c = first_fail(cases)
         # Every probe kind that failed in the fixed suite (a witness should kill its bug class).
         res["failing_probes"] = sorted({x.get("probe") for x in cases if x.get("verdict") == "FAIL"})
@@ -505,7 +526,7 @@ def main():
         else:
             rc2, log2, cases2 = run_qvet(exe, ["fuzz", "--variant", r["variants"], flag, "--cases", str(a.cases),
                                                "--seed", str(a.seed)], os.path.join(out, f"{tag}-fuzz.jsonl"),
-                                      stop_at_fail=a.first_fail)
+                                      stop_at_fail=a.first_fail, env=menv)
             i2, c2 = first_fail(cases2)
             if c2 is not None:
                 res.update(killed=True, killed_by=f"fuzz:{c2.get('probe')}", cases_to_kill=len(cases) + i2 + 1)
@@ -543,6 +564,10 @@ def main():
                     f"{', '.join(res.get('failing_probes') or []) or '–'} | "
                     f"{cell(res.get('marlin_pass'))} | {cell(res.get('vllm_pass'))} | {cell(res.get('cosine_pass'))} | "
                     f"{cell(res.get('nmse_pass'))} |\n")
+        with_env = [res for res in results if res.get("env")]
+        if with_env:
+            f.write("\nRun with a variable that sends every eligible case down the mutated path (tools/mutants.py, "
+                    "PATH_ENV): " + ", ".join(f"`{res['mutant']}` ({res['env']})" for res in with_env) + ".\n")
         f.write("\n## Seed scenario: fp8 W8A16 channel scales left unpermuted\n\n")
         if seed_lines is None:
             f.write("Run on the CPU: see mutants/out/cpu/kill.md (`make mutants-cpu`).\n")
