@@ -8,11 +8,10 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "cublas_handle.cuh"
 #include "qvet/gemm.h"
 
-namespace {
-
-const char *cublas_msg(cublasStatus_t s)
+const char *qv_cublas_msg(cublasStatus_t s)
 {
     switch (s) {
     case CUBLAS_STATUS_NOT_INITIALIZED: return "not initialized";
@@ -25,8 +24,7 @@ const char *cublas_msg(cublasStatus_t s)
     }
 }
 
-/* One handle for the process, created on first use. */
-cublasHandle_t handle(qv_status *st)
+cublasHandle_t qv_cublas_handle(qv_status *st)
 {
     static cublasHandle_t h = NULL;
     *st = QV_OK;
@@ -34,7 +32,7 @@ cublasHandle_t handle(qv_status *st)
     cublasStatus_t s = cublasCreate(&h);
     if (s != CUBLAS_STATUS_SUCCESS) {
         h = NULL;
-        *st = qv_fail(QV_ERR_CUDA, "cublasCreate: %s", cublas_msg(s));
+        *st = qv_fail(QV_ERR_CUDA, "cublasCreate: %s", qv_cublas_msg(s));
         return NULL;
     }
     s = cublasSetMathMode(h, (cublasMath_t)(CUBLAS_DEFAULT_MATH |
@@ -43,13 +41,11 @@ cublasHandle_t handle(qv_status *st)
     if (s != CUBLAS_STATUS_SUCCESS) {
         cublasDestroy(h);
         h = NULL;
-        *st = qv_fail(QV_ERR_CUDA, "cublas math/atomics mode: %s", cublas_msg(s));
+        *st = qv_fail(QV_ERR_CUDA, "cublas math/atomics mode: %s", qv_cublas_msg(s));
         return NULL;
     }
     return h;
 }
-
-} /* namespace */
 
 extern "C" qv_status qv_launch_cublas(const qv_variant *v, const qv_gemm_args *a)
 {
@@ -60,10 +56,10 @@ extern "C" qv_status qv_launch_cublas(const qv_variant *v, const qv_gemm_args *a
     QV_TRY(qv_variant_check_shape(v, a->m, a->n, a->k));
     if (!a->a || !a->b || !a->c) return qv_fail(QV_ERR_USAGE, "%s: NULL device buffer", v->name);
     qv_status st;
-    cublasHandle_t h = handle(&st);
+    cublasHandle_t h = qv_cublas_handle(&st);
     if (!h) return st;
     cublasStatus_t s = cublasSetStream(h, (cudaStream_t)a->stream);
-    if (s != CUBLAS_STATUS_SUCCESS) return qv_fail(QV_ERR_CUDA, "cublasSetStream: %s", cublas_msg(s));
+    if (s != CUBLAS_STATUS_SUCCESS) return qv_fail(QV_ERR_CUDA, "cublasSetStream: %s", qv_cublas_msg(s));
     cudaDataType_t t = v->afmt == QV_FMT_BF16 ? CUDA_R_16BF : CUDA_R_16F;
     const float alpha = 1.0f, beta = 0.0f;
     /* Column-major view: Y^T (n x m, ld n) = W (n x k: the (k, n) column-major
@@ -72,7 +68,7 @@ extern "C" qv_status qv_launch_cublas(const qv_variant *v, const qv_gemm_args *a
                      &beta, a->c, t, a->n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     if (s != CUBLAS_STATUS_SUCCESS)
         return qv_fail(QV_ERR_CUDA, "%s: cublasGemmEx (m=%d, n=%d, k=%d): %s", v->name, a->m, a->n, a->k,
-                       cublas_msg(s));
+                       qv_cublas_msg(s));
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return qv_fail(QV_ERR_CUDA, "%s: cublasGemmEx launch: %s", v->name, cudaGetErrorString(e));
     return QV_OK;

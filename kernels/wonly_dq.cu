@@ -34,6 +34,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "cublas_handle.cuh"
 #include "dequant.cuh"
 #include "qvet/gemm.h"
 #include "qvet/gpu.h"
@@ -278,44 +279,6 @@ __global__ void k_wo_dq_permute_cols(const uint16_t *a,    /* (m, k) f16/bf16 co
 
 /* ---- host side ---- */
 
-const char *cublas_msg(cublasStatus_t s)
-{
-    switch (s) {
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "not initialized";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "allocation failed";
-    case CUBLAS_STATUS_INVALID_VALUE: return "invalid value";
-    case CUBLAS_STATUS_ARCH_MISMATCH: return "architecture mismatch";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "execution failed";
-    case CUBLAS_STATUS_NOT_SUPPORTED: return "not supported";
-    default: return "error";
-    }
-}
-
-/* One handle for the process, created on first use, with fp32-only reductions
- * and no atomics (as kernels/cublas.cu's). */
-cublasHandle_t dq_handle(qv_status *st)
-{
-    static cublasHandle_t h = NULL;
-    *st = QV_OK;
-    if (h) return h;
-    cublasStatus_t s = cublasCreate(&h);
-    if (s != CUBLAS_STATUS_SUCCESS) {
-        h = NULL;
-        *st = qv_fail(QV_ERR_CUDA, "cublasCreate: %s", cublas_msg(s));
-        return NULL;
-    }
-    s = cublasSetMathMode(h, (cublasMath_t)(CUBLAS_DEFAULT_MATH |
-                                            CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
-    if (s == CUBLAS_STATUS_SUCCESS) s = cublasSetAtomicsMode(h, CUBLAS_ATOMICS_NOT_ALLOWED);
-    if (s != CUBLAS_STATUS_SUCCESS) {
-        cublasDestroy(h);
-        h = NULL;
-        *st = qv_fail(QV_ERR_CUDA, "cublas math/atomics mode: %s", cublas_msg(s));
-        return NULL;
-    }
-    return h;
-}
-
 /* The side stream that dequantizes the next chunk, and the events that order
  * it against the caller's stream, created on first use. */
 struct side_stream {
@@ -464,10 +427,10 @@ qv_status qv_wonly_dq_launch(const qv_variant *v, const qv_gemm_args *a)
     cudaStream_t s0 = (cudaStream_t)a->stream;
     unsigned char *ws = (unsigned char *)a->workspace;
     qv_status st;
-    cublasHandle_t h = dq_handle(&st);
+    cublasHandle_t h = qv_cublas_handle(&st);
     if (!h) return st;
     cublasStatus_t cs = cublasSetStream(h, s0);
-    if (cs != CUBLAS_STATUS_SUCCESS) return qv_fail(QV_ERR_CUDA, "cublasSetStream: %s", cublas_msg(cs));
+    if (cs != CUBLAS_STATUS_SUCCESS) return qv_fail(QV_ERR_CUDA, "cublasSetStream: %s", qv_cublas_msg(cs));
 
     const void *a_sorted = a->a;
     if (v->act_order) {
@@ -549,7 +512,7 @@ qv_status qv_wonly_dq_launch(const qv_variant *v, const qv_gemm_args *a)
         }
         if (cs != CUBLAS_STATUS_SUCCESS)
             return qv_fail(QV_ERR_CUDA, "%s: cuBLAS GEMM (m=%d, n=%d of %d, k=%d, %d K slices): %s", v->name,
-                           a->m, nc, a->n, a->k, pl.splits, cublas_msg(cs));
+                           a->m, nc, a->n, a->k, pl.splits, qv_cublas_msg(cs));
         QV_CUDA_TRY(cudaGetLastError(), "cuBLAS GEMM launch (weight-only large M)");
         if (pl.epilogue) {
             /* 128 threads own 512 columns; one grid row per output row, up
