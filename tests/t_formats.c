@@ -16,6 +16,7 @@
  * Random cases come from (seed, index); the seed is printed and can be replayed
  * with QVET_SEED=<seed>. */
 #include "qvet/formats.h"
+#include "support/rand.h"
 
 #include <check.h>
 #include <float.h>
@@ -154,19 +155,8 @@ static double oracle(const spec *s, double x, qv_sat sat)
 
 static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
 
-static uint64_t mix64(uint64_t z) /* splitmix64 finalizer */
-{
-    z += UINT64_C(0x9E3779B97F4A7C15);
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
-
 /* The i-th random word of stream `stream`, a pure function of (seed, stream, i). */
-static uint64_t rnd(uint64_t stream, uint64_t i)
-{
-    return mix64(g_seed ^ mix64(stream * UINT64_C(0x100000001B3) ^ mix64(i)));
-}
+static uint64_t rnd(uint64_t stream, uint64_t i) { return test_rnd(g_seed, stream, i); }
 
 static double from_bits64(uint64_t u)
 {

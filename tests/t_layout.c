@@ -26,22 +26,12 @@
 #include "qvet/layout.h"
 #include "qvet/problem.h"
 #include "qvet/reference.h"
+#include "support/rand.h"
 
 static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
 
-static uint64_t mix64(uint64_t x)
-{
-    x += UINT64_C(0x9E3779B97F4A7C15);
-    x = (x ^ (x >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    x = (x ^ (x >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return x ^ (x >> 31);
-}
-
 /* The i-th random word of stream `stream`: a pure function of (seed, stream, i). */
-static uint64_t rnd(uint64_t stream, uint64_t i)
-{
-    return mix64(g_seed ^ mix64(stream * UINT64_C(0x100000001B3) ^ mix64(i)));
-}
+static uint64_t rnd(uint64_t stream, uint64_t i) { return test_rnd(g_seed, stream, i); }
 
 /* ---- random problems --------------------------------------------------- */
 

@@ -20,6 +20,7 @@
 #include "qvet/array.h"
 
 #include "support/files.h"
+#include "support/rand.h"
 
 static char g_qvet[4096];
 static char g_tmp[256];
@@ -136,15 +137,7 @@ END_TEST
 
 /* ---- round trips through the CLI on layouts without published vectors --- */
 
-static uint64_t mix64(uint64_t x)
-{
-    x += UINT64_C(0x9E3779B97F4A7C15);
-    x = (x ^ (x >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    x = (x ^ (x >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return x ^ (x >> 31);
-}
-
-static uint64_t rnd(uint64_t stream, uint64_t i) { return mix64(g_seed ^ mix64(stream * 0x100000001B3u ^ mix64(i))); }
+static uint64_t rnd(uint64_t stream, uint64_t i) { return test_rnd(g_seed, stream, i); }
 
 static void save_arr(const char *name, qv_dtype dt, int ndim, int64_t d0, int64_t d1, uint64_t stream, int mod)
 {

@@ -1,0 +1,13 @@
+/* rand.h: the suites' random words, a pure function of (seed, stream, index),
+ * so any case replays from the seed a suite prints. Included by the suites
+ * that draw random inputs (t_formats, t_layout, t_pack_cli, t_gpu_wonly,
+ * t_gpu_aq); linked into every test binary from tests/support/. */
+#ifndef QVET_TEST_RAND_H
+#define QVET_TEST_RAND_H
+
+#include <stdint.h>
+
+/* The i-th 64-bit word of stream `stream` under `seed` (splitmix64 mixing). */
+uint64_t test_rnd(uint64_t seed, uint64_t stream, uint64_t i);
+
+#endif
