@@ -30,7 +30,6 @@
  * runs only the refusal checks, which make no CUDA call. Random cases come
  * from (seed, index); the seed is printed and QVET_SEED=<seed> replays it. */
 #include <check.h>
-#include <cuda_runtime.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -557,71 +556,6 @@ START_TEST(dq_vs_mma)
 }
 END_TEST
 
-/* One workspace, zeroed once, serves a sequence of M that walks through every
- * path of qv_launch_wonly (gemm.h: kernels leave it as they found it). N is
- * wide (8192 columns: 128 small-M counters, more than the mma plan's 32 tiles)
- * and K long enough that the small-M kernel and the mma kernel both split K
- * (M = 64 takes the dequantize + cuBLAS path), so a path whose buffers
- * overlapped another's arrival counters would leave them non-zero and the next
- * launch would add stale slices. Every step runs the exact probe and must
- * equal the CPU model bit for bit. */
-START_TEST(workspace_shared)
-{
-    static const char *const rows[2] = {"marlin-w4a16-ch-f16", "marlin-fp8a16-g128-bf16"};
-    static const int64_t ms[7] = {16, 1, 64, 5, 16, 1, 9};
-    const int64_t n = 8192, k = 4096;
-    const qv_variant *v = qv_variant_find(rows[_i]);
-    ck_assert_ptr_nonnull(v);
-    size_t ws_bytes = 0;
-    for (int s = 0; s < 7; s++) {
-        size_t b = v->workspace(v, (int)ms[s], (int)n, (int)k);
-        if (b > ws_bytes) ws_bytes = b;
-    }
-    ck_assert_msg(ws_bytes > 0, "%s: no workspace at n=%" PRId64 " k=%" PRId64 ": nothing splits K", v->name, n, k);
-    void *ws = NULL;
-    ck_assert(cudaMalloc(&ws, ws_bytes) == cudaSuccess);
-    ck_assert(cudaMemset(ws, 0, ws_bytes) == cudaSuccess);
-    int failed = 0;
-    for (int s = 0; s < 7; s++) {
-        qv_problem p;
-        ck_assert_msg(qv_problem_create(&p, v, ms[s], n, k) == QV_OK, "%s: %s", v->name, qv_errmsg());
-        const uint64_t idx = 880000 + (uint64_t)_i * 10 + (uint64_t)s;
-        fill_problem(&p, PROBE_EXACT, REG_NORMAL, idx);
-        qv_packed pk;
-        ck_assert_msg(qv_pack(&p, &pk) == QV_OK, "%s: pack: %s", v->name, qv_errmsg());
-        qv_gpu_problem gp;
-        ck_assert_msg(qv_gpu_problem_upload(&p, &pk, &gp) == QV_OK, "%s: upload: %s", v->name, qv_errmsg());
-        qv_gemm_args a = gp.args;
-        a.workspace = ws;
-        a.workspace_bytes = ws_bytes;
-        ck_assert(qv_gpu_poison(a.c, v->ofmt, ms[s] * n, NULL) == QV_OK);
-        ck_assert_msg(v->launch(v, &a) == QV_OK, "%s m=%" PRId64 ": launch: %s", v->name, ms[s], qv_errmsg());
-        ck_assert(cudaDeviceSynchronize() == cudaSuccess);
-        const size_t ob = (size_t)qv_problem_out_bytes(&p);
-        void *out = malloc(ob), *model = malloc(ob);
-        ck_assert_ptr_nonnull(out);
-        ck_assert_ptr_nonnull(model);
-        ck_assert(cudaMemcpy(out, a.c, ob, cudaMemcpyDeviceToHost) == cudaSuccess);
-        ck_assert_msg(ref_model_run(&p, model) == QV_OK, "%s: model: %s", v->name, qv_errmsg());
-        qv_result r;
-        ref_verify_bitexact(&p, model, out, &r);
-        if (r.grade != QV_PASS) {
-            fprintf(stderr, "FAIL %s m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " step %d of a shared workspace "
-                    "(seed=%" PRIu64 " case=%" PRIu64 "): %s\n", v->name, ms[s], n, k, s, g_seed, idx, r.reason);
-            failed++;
-        }
-        free(out);
-        free(model);
-        qv_gpu_problem_free(&gp);
-        qv_packed_destroy(&pk);
-        qv_problem_destroy(&p);
-    }
-    ck_assert(cudaFree(ws) == cudaSuccess);
-    printf("%s: 7 launches through one workspace (M = 16, 1, 64, 5, 16, 1, 9), %d failed\n", v->name, failed);
-    ck_assert_msg(failed == 0, "%s: %d steps of the shared-workspace sequence failed (see stderr)", v->name, failed);
-}
-END_TEST
-
 static Suite *wonly_suite(int gpu, int quick)
 {
     Suite *s = suite_create("gpu_wonly");
@@ -634,7 +568,6 @@ static Suite *wonly_suite(int gpu, int quick)
         tcase_add_loop_test(tc, registry_edges, 0, g_nrows);
         tcase_add_loop_test(tc, registry_real, 0, g_nrows);
         tcase_add_loop_test(tc, small_m_both_paths, 0, g_nrows);
-        tcase_add_loop_test(tc, workspace_shared, 0, 2);
     }
     suite_add_tcase(s, tc);
     if (gpu && !quick) {

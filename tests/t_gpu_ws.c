@@ -1,18 +1,17 @@
 /* t_gpu_ws.c: one workspace serves every M (GPU; prints "SKIP: no CUDA device"
- * and passes where there is none).
+ * and runs only the CPU-side premise where there is none).
  *
  * gemm.h's contract: the caller zeroes a launch's workspace once and the
  * kernels leave it as they found it, so an inference engine can size one
- * workspace for its largest M and reuse it for every call. The
- * activation-quantized rows have two paths behind one launch (the mma kernel,
- * with split-K arrival counters, and from QVET_AQ_LT_MIN_M on the cuBLASLt
- * path, with its own buffers); a path whose buffers covered another's counters
- * would leave them non-zero, and the next split launch would finish a tile
- * early or never (the bug class of Marlin's lock reset, DESIGN §6). Each row
- * runs a sequence of M through one workspace, small M split, larger M on the
- * other tile shapes and the cuBLASLt path, each step with the exact probe and
- * bit for bit against the CPU model. The weight-only rows run the same
- * sequence in t_gpu_wonly (workspace_shared). */
+ * workspace for its largest M and reuse it for every call. A row can have
+ * several paths behind one launch (weight-only: the small-M kernel, the mma
+ * kernel, dequantize + cuBLAS; activation-quantized: the mma kernel and the
+ * cuBLASLt path), and the split-K ones keep arrival counters in the
+ * workspace; a path whose buffers covered another's counters would leave them
+ * non-zero, and the next split launch would finish a tile early or never (the
+ * bug class of Marlin's lock reset, DESIGN §6). Each row runs a sequence of M
+ * that walks through its paths on one workspace, each step with the exact
+ * probe and bit for bit against the CPU model. */
 #include <check.h>
 #include <cuda_runtime.h>
 #include <inttypes.h>
@@ -29,22 +28,36 @@
 #include "qvet/reference.h"
 #include "qvet/variant.h"
 
-/* One row per kernel kind: int8 with a per-token zero point, both QQQ layouts
- * (cuBLASLt path from M = 128), e4m3 (mma only). */
-static const char *const rows[] = {"w8a8-i8-tok-ch-azp", "qqq-w4a8-ch", "qqq-w4a8-g128", "w8a8-fp8-tok-ch"};
-#define NROWS ((int)(sizeof rows / sizeof rows[0]))
-
-/* M = 1 and 5 split K over 1024 columns (8 tiles of 128); 16 splits too and
- * its partials cover where M = 1 keeps nothing; 128 takes the cuBLASLt path
- * for the integer rows and the 128-row tile for e4m3. */
-static const int64_t seq_m[] = {1, 128, 1, 16, 128, 5, 1};
-#define NSTEPS ((int)(sizeof seq_m / sizeof seq_m[0]))
+/* A row, its (n, k) and the sequence of M run through one workspace.
+ * Weight-only: 8192 columns give the small-M kernel 128 counters, more than
+ * the mma plan's 32 tiles, and K = 8192 makes both split K (M = 1 and 5 on the
+ * small-M kernel, which the default takes from K = 8192 on, 9 and 16 on the
+ * mma kernel, 64 on dequantize + cuBLAS). Activation-quantized: M = 1 and 5
+ * split K over 1024 columns (8 tiles of 128); 16 splits too and its partials
+ * cover where M = 1 keeps nothing; 128 takes the cuBLASLt path for the integer
+ * rows and the 128-row tile for e4m3. */
+#define NSTEPS 7
+static const struct ws_case {
+    const char *row;
+    int64_t n, k;
+    int64_t m[NSTEPS];
+} cases[] = {
+    {"marlin-w4a16-ch-f16", 8192, 8192, {16, 1, 64, 5, 16, 1, 9}},
+    {"marlin-fp8a16-g128-bf16", 8192, 8192, {16, 1, 64, 5, 16, 1, 9}},
+    {"w8a8-i8-tok-ch-azp", 1024, 4096, {1, 128, 1, 16, 128, 5, 1}},
+    {"qqq-w4a8-ch", 1024, 4096, {1, 128, 1, 16, 128, 5, 1}},
+    {"qqq-w4a8-g128", 1024, 4096, {1, 128, 1, 16, 128, 5, 1}},
+    {"w8a8-fp8-tok-ch", 1024, 4096, {1, 128, 1, 16, 128, 5, 1}},
+};
+#define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
 START_TEST(shared_workspace)
 {
-    const int64_t n = 1024, k = 4096;
-    const qv_variant *v = qv_variant_find(rows[_i]);
-    ck_assert_msg(v != NULL, "no row %s", rows[_i]);
+    const struct ws_case *c = &cases[_i];
+    const int64_t n = c->n, k = c->k;
+    const int64_t *seq_m = c->m;
+    const qv_variant *v = qv_variant_find(c->row);
+    ck_assert_msg(v != NULL, "no row %s", c->row);
     size_t ws_bytes = 0;
     for (int s = 0; s < NSTEPS; s++) {
         size_t b = v->workspace ? v->workspace(v, (int)seq_m[s], (int)n, (int)k) : 0;
@@ -91,22 +104,24 @@ START_TEST(shared_workspace)
         qv_problem_destroy(&p);
     }
     ck_assert_int_eq(cudaFree(ws), cudaSuccess);
-    printf("%s: %d launches through one workspace (M = 1, 128, 1, 16, 128, 5, 1), %d failed\n", v->name, NSTEPS,
-           failed);
+    printf("%s: %d launches of M = %" PRId64 ", %" PRId64 ", %" PRId64 ", ... through one workspace, %d failed\n",
+           v->name, NSTEPS, seq_m[0], seq_m[1], seq_m[2], failed);
     ck_assert_msg(failed == 0, "%s: %d steps of the shared-workspace sequence failed (see stderr)", v->name, failed);
 }
 END_TEST
 
-/* The premise of the GPU test, checked everywhere: at M = 1 every row splits K
- * over these 1024 columns, so its workspace holds the counters area and at
- * least two fp32/int32 slices of the output. */
+/* The premise of the GPU test, checked everywhere: the first step of every
+ * sequence splits K, so its workspace holds a counters area and at least two
+ * fp32/int32 slices of that step's output. */
 START_TEST(split_premise)
 {
-    const qv_variant *v = qv_variant_find(rows[_i]);
-    ck_assert_msg(v != NULL && v->workspace != NULL, "no row %s with a workspace", rows[_i]);
-    const size_t b = v->workspace(v, 1, 1024, 4096);
-    ck_assert_msg(b >= 1024 + 2 * 1024 * 4, "%s: workspace at m=1 n=1024 k=4096 is %zu bytes: K is not split",
-                  v->name, b);
+    const struct ws_case *c = &cases[_i];
+    const qv_variant *v = qv_variant_find(c->row);
+    ck_assert_msg(v != NULL && v->workspace != NULL, "no row %s with a workspace", c->row);
+    const size_t b = v->workspace(v, (int)c->m[0], (int)c->n, (int)c->k);
+    ck_assert_msg(b >= 1024 + 2 * (size_t)c->m[0] * (size_t)c->n * 4,
+                  "%s: workspace at m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " is %zu bytes: K is not split", v->name,
+                  c->m[0], c->n, c->k, b);
 }
 END_TEST
 
@@ -125,8 +140,8 @@ int main(void)
     Suite *s = suite_create("gpu_ws");
     TCase *tc = tcase_create("gpu");
     tcase_set_timeout(tc, 600);
-    tcase_add_loop_test(tc, split_premise, 0, NROWS);
-    if (gpu) tcase_add_loop_test(tc, shared_workspace, 0, NROWS);
+    tcase_add_loop_test(tc, split_premise, 0, NCASES);
+    if (gpu) tcase_add_loop_test(tc, shared_workspace, 0, NCASES);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);
