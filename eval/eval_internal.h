@@ -23,6 +23,12 @@ typedef void (*ev_range_fn)(void *ctx, int64_t lo, int64_t hi);
  * pool, and returns when all are done. fn must write disjoint results per
  * index, so the outcome does not depend on how [0, n) was split. */
 void    ev_parallel_for(int64_t n, int64_t grain, ev_range_fn fn, void *ctx);
+/* One fallible item of ev_parallel_try; its failure's message is kept. */
+typedef qv_status (*ev_item_fn)(void *ctx, int64_t i);
+/* Calls fn(ctx, i) for every i in [0, n) on the thread pool, one index per
+ * range. Returns QV_OK, or the status of the lowest failing i with its message
+ * prefixed "<who>: <unit> <i / per>" (e.g. "row: layer 3: ..."). */
+qv_status ev_parallel_try(int64_t n, ev_item_fn fn, void *ctx, const char *who, const char *unit, int per);
 /* Threads of the pool, the caller included (QVET_THREADS, default: online CPUs). */
 int     ev_threads(void);
 /* A grain for n indices: about 4 ranges per thread, at least min_grain. */

@@ -233,27 +233,22 @@ static void cpu_free(cpu_ctx *c)
 typedef struct quant_job {
     cpu_ctx *c;
     const qv_llama *m;
-    qv_status *st;          /* (n_layers * QV_LIN_COUNT) */
-    char (*msg)[256];       /* the message of each failed layer */
 } quant_job;
 
-/* Quantizes linear layers [lo, hi) (index = layer * QV_LIN_COUNT + which),
- * and for the fast path dequantizes them again. */
-static void quant_layers(void *vj, int64_t lo, int64_t hi)
+/* Quantizes linear layer i (index = layer * QV_LIN_COUNT + which), and for the
+ * fast path dequantizes it again. */
+static qv_status quant_layer(void *vj, int64_t i)
 {
     const quant_job *j = vj;
-    for (int64_t i = lo; i < hi; i++) {
-        cpu_lin *L = &j->c->lin[i];
-        int l = (int)(i / QV_LIN_COUNT), w = (int)(i % QV_LIN_COUNT);
-        qv_llama_lin_shape(&j->m->c, (qv_llama_lin)w, &L->k, &L->n);
-        qv_status st = qv_quantize_weights(j->c->v, j->m->layers[l].w[w], L->n, L->k, 1, &L->w);
-        if (st == QV_OK && !j->c->exact) {
-            L->w_eff = malloc(sizeof(float) * (size_t)(L->w.k * L->w.n));
-            st = L->w_eff ? qv_problem_weight_f32(&L->w, L->w_eff) : qv_fail(QV_ERR_NOMEM, "no memory");
-        }
-        j->st[i] = st;
-        if (st != QV_OK) snprintf(j->msg[i], sizeof j->msg[i], "%s", qv_errmsg());
+    cpu_lin *L = &j->c->lin[i];
+    int l = (int)(i / QV_LIN_COUNT), w = (int)(i % QV_LIN_COUNT);
+    qv_llama_lin_shape(&j->m->c, (qv_llama_lin)w, &L->k, &L->n);
+    qv_status st = qv_quantize_weights(j->c->v, j->m->layers[l].w[w], L->n, L->k, 1, &L->w);
+    if (st == QV_OK && !j->c->exact) {
+        L->w_eff = malloc(sizeof(float) * (size_t)(L->w.k * L->w.n));
+        st = L->w_eff ? qv_problem_weight_f32(&L->w, L->w_eff) : qv_fail(QV_ERR_NOMEM, "no memory");
     }
+    return st;
 }
 
 qv_status qv_linear_variant_cpu(const qv_variant *v, const qv_llama *m, int exact, qv_linear_backend *out)
@@ -267,25 +262,17 @@ qv_status qv_linear_variant_cpu(const qv_variant *v, const qv_llama *m, int exac
     c->n_layers = m->c.n_layers;
     int n_lin = c->n_layers * QV_LIN_COUNT;
     c->lin = calloc((size_t)n_lin, sizeof *c->lin);
-    qv_status *st = calloc((size_t)n_lin, sizeof *st);
-    char (*msg)[256] = calloc((size_t)n_lin, sizeof *msg);
-    if (!c->lin || !st || !msg) {
-        free(st); free(msg); cpu_free(c);
+    if (!c->lin) {
+        cpu_free(c);
         return qv_fail(QV_ERR_NOMEM, "no memory");
     }
-    quant_job j = {c, m, st, msg};
-    ev_parallel_for(n_lin, 1, quant_layers, &j);
-    qv_status bad = QV_OK;
-    for (int i = 0; i < n_lin && bad == QV_OK; i++)
-        if (st[i] != QV_OK)
-            bad = qv_fail(st[i], "%s: layer %d: %s", v->name, i / QV_LIN_COUNT, msg[i]);
-    for (int i = 0; i < n_lin && bad == QV_OK; i++) {
+    quant_job j = {c, m};
+    qv_status bad = ev_parallel_try(n_lin, quant_layer, &j, v->name, "layer", QV_LIN_COUNT);
+    if (bad != QV_OK) { cpu_free(c); return bad; }
+    for (int i = 0; i < n_lin; i++) {
         if (c->lin[i].w.k > c->cap_k) c->cap_k = c->lin[i].w.k;
         if (c->lin[i].w.n > c->cap_n) c->cap_n = c->lin[i].w.n;
     }
-    free(st);
-    free(msg);
-    if (bad != QV_OK) { cpu_free(c); return bad; }
     out->run = cpu_run;
     out->ctx = c;
     out->name = exact ? "cpu-model" : "cpu-fast";

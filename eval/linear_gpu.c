@@ -292,21 +292,16 @@ qv_status ev_gpu_prepare(void *vctx, int t)
 typedef struct quant_job {
     gpu_ctx *c;
     const qv_llama *m;
-    qv_status *st;          /* (n_layers * QV_LIN_COUNT) */
-    char (*msg)[256];       /* the message of each failed layer */
 } quant_job;
 
-/* Quantizes linear layers [lo, hi) (index = layer * QV_LIN_COUNT + which). */
-static void quant_layers(void *vj, int64_t lo, int64_t hi)
+/* Quantizes linear layer i (index = layer * QV_LIN_COUNT + which). */
+static qv_status quant_layer(void *vj, int64_t i)
 {
     const quant_job *j = vj;
-    for (int64_t i = lo; i < hi; i++) {
-        gpu_lin *L = &j->c->lin[i];
-        int l = (int)(i / QV_LIN_COUNT), w = (int)(i % QV_LIN_COUNT);
-        qv_llama_lin_shape(&j->m->c, (qv_llama_lin)w, &L->k, &L->n);
-        j->st[i] = qv_quantize_weights(j->c->v, j->m->layers[l].w[w], L->n, L->k, 1, &L->w);
-        if (j->st[i] != QV_OK) snprintf(j->msg[i], sizeof j->msg[i], "%s", qv_errmsg());
-    }
+    gpu_lin *L = &j->c->lin[i];
+    int l = (int)(i / QV_LIN_COUNT), w = (int)(i % QV_LIN_COUNT);
+    qv_llama_lin_shape(&j->m->c, (qv_llama_lin)w, &L->k, &L->n);
+    return qv_quantize_weights(j->c->v, j->m->layers[l].w[w], L->n, L->k, 1, &L->w);
 }
 
 qv_status qv_linear_variant_gpu(const qv_variant *v, const qv_llama *m, qv_linear_backend *out)
@@ -321,25 +316,17 @@ qv_status qv_linear_variant_gpu(const qv_variant *v, const qv_llama *m, qv_linea
     c->n_layers = m->c.n_layers;
     int n_lin = c->n_layers * QV_LIN_COUNT;
     c->lin = calloc((size_t)n_lin, sizeof *c->lin);
-    qv_status *st = calloc((size_t)n_lin, sizeof *st);
-    char (*msg)[256] = calloc((size_t)n_lin, sizeof *msg);
-    if (!c->lin || !st || !msg) {
-        free(st); free(msg); ev_gpu_free_ctx(c);
+    if (!c->lin) {
+        ev_gpu_free_ctx(c);
         return qv_fail(QV_ERR_NOMEM, "no memory");
     }
-    quant_job j = {c, m, st, msg};
-    ev_parallel_for(n_lin, 1, quant_layers, &j);
-    qv_status bad = QV_OK;
-    for (int i = 0; i < n_lin && bad == QV_OK; i++)
-        if (st[i] != QV_OK)
-            bad = qv_fail(st[i], "%s: layer %d: %s", v->name, i / QV_LIN_COUNT, msg[i]);
-    for (int i = 0; i < n_lin && bad == QV_OK; i++) {
+    quant_job j = {c, m};
+    qv_status bad = ev_parallel_try(n_lin, quant_layer, &j, v->name, "layer", QV_LIN_COUNT);
+    if (bad != QV_OK) { ev_gpu_free_ctx(c); return bad; }
+    for (int i = 0; i < n_lin; i++) {
         if (c->lin[i].w.k > c->cap_k) c->cap_k = c->lin[i].w.k;
         if (c->lin[i].w.n > c->cap_n) c->cap_n = c->lin[i].w.n;
     }
-    free(st);
-    free(msg);
-    if (bad != QV_OK) { ev_gpu_free_ctx(c); return bad; }
     out->run = gpu_run;
     out->ctx = c;
     out->name = "gpu";

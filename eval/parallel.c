@@ -9,6 +9,7 @@
  * runs in the caller. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -126,6 +127,41 @@ void ev_parallel_for(int64_t n, int64_t grain, ev_range_fn fn, void *ctx)
     while (pool.running > 0) pthread_cond_wait(&pool.done, &pool.mu);
     pthread_mutex_unlock(&pool.mu);
     pthread_mutex_unlock(&pool.submit);
+}
+
+typedef struct try_job {
+    ev_item_fn fn;
+    void *ctx;
+    qv_status *st;    /* (n) each item's status */
+    char (*msg)[256]; /* (n) the message of each failed item */
+} try_job;
+
+static void try_range(void *vj, int64_t lo, int64_t hi)
+{
+    const try_job *j = vj;
+    for (int64_t i = lo; i < hi; i++) {
+        j->st[i] = j->fn(j->ctx, i);
+        if (j->st[i] != QV_OK) snprintf(j->msg[i], sizeof j->msg[i], "%s", qv_errmsg());
+    }
+}
+
+qv_status ev_parallel_try(int64_t n, ev_item_fn fn, void *ctx, const char *who, const char *unit, int per)
+{
+    if (n <= 0) return QV_OK;
+    try_job j = {fn, ctx, calloc((size_t)n, sizeof *j.st), calloc((size_t)n, sizeof *j.msg)};
+    if (!j.st || !j.msg) {
+        free(j.st);
+        free(j.msg);
+        return qv_fail(QV_ERR_NOMEM, "no memory");
+    }
+    ev_parallel_for(n, 1, try_range, &j);
+    qv_status bad = QV_OK;
+    for (int64_t i = 0; i < n && bad == QV_OK; i++)
+        if (j.st[i] != QV_OK)
+            bad = qv_fail(j.st[i], "%s: %s %lld: %s", who, unit, (long long)(i / per), j.msg[i]);
+    free(j.st);
+    free(j.msg);
+    return bad;
 }
 
 double ev_now(void)
