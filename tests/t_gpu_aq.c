@@ -49,6 +49,7 @@
 #include "qvet/problem.h"
 #include "qvet/reference.h"
 #include "qvet/variant.h"
+#include "support/golden.h"
 #include "support/rand.h"
 
 static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
@@ -206,20 +207,7 @@ END_TEST
 
 /* ---- the published QQQ vectors -------------------------------------------------- */
 
-static const char *golden_dir(void)
-{
-    const char *d = getenv("QVET_GOLDEN");
-    return d && *d ? d : "../shared/golden";
-}
-
 static const char *const qqq_goldens[] = {"qqq_w4a8_k128_n256_g-1", "qqq_w4a8_k256_n256_g128"};
-
-static void load(const char *dir, const char *name, qv_array *a)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
-    ck_assert_msg(qv_npy_load(path, a) == QV_OK, "%s: %s", path, qv_errmsg());
-}
 
 static void *dev_copy(const void *h, size_t bytes)
 {
@@ -232,19 +220,19 @@ static void *dev_copy(const void *h, size_t bytes)
 START_TEST(golden_qqq)
 {
     char dir[1024];
-    snprintf(dir, sizeof dir, "%s/%s", golden_dir(), qqq_goldens[_i]);
+    snprintf(dir, sizeof dir, "%s/%s", golden_root(), qqq_goldens[_i]);
     const int group = strstr(qqq_goldens[_i], "g128") != NULL;
     const qv_variant *v = qv_variant_find(group ? "qqq-w4a8-g128" : "qqq-w4a8-ch");
     ck_assert_ptr_nonnull(v);
 
     qv_array q, b, sch, schl, sg = {0}, sgl = {0};
-    load(dir, group ? "q_logical_kxn_uint4" : "q_logical_kxn_int4", &q);
-    load(dir, "B_packed_int32", &b);
-    load(dir, "s_channel_packed_f32", &sch);
-    load(dir, "s_channel_logical_1xn_f32", &schl);
+    golden_load(qqq_goldens[_i], group ? "q_logical_kxn_uint4" : "q_logical_kxn_int4", &q);
+    golden_load(qqq_goldens[_i], "B_packed_int32", &b);
+    golden_load(qqq_goldens[_i], "s_channel_packed_f32", &sch);
+    golden_load(qqq_goldens[_i], "s_channel_logical_1xn_f32", &schl);
     if (group) {
-        load(dir, "s_group_packed_f16", &sg);
-        load(dir, "s_group_logical_gxn_f16", &sgl);
+        golden_load(qqq_goldens[_i], "s_group_packed_f16", &sg);
+        golden_load(qqq_goldens[_i], "s_group_logical_gxn_f16", &sgl);
     }
     const int k = (int)q.shape[0], n = (int)q.shape[1];
     const int g = group ? k / (int)sgl.shape[0] : 0;
@@ -259,11 +247,11 @@ START_TEST(golden_qqq)
         char name[64];
         qv_array a, st, d;
         snprintf(name, sizeof name, "A_m%d_int8", m);
-        load(dir, name, &a);
+        golden_load(qqq_goldens[_i], name, &a);
         snprintf(name, sizeof name, "s_token_m%d_f32", m);
-        load(dir, name, &st);
+        golden_load(qqq_goldens[_i], name, &st);
         snprintf(name, sizeof name, "D_qqq_kernel_m%d_f16", m);
-        load(dir, name, &d);
+        golden_load(qqq_goldens[_i], name, &d);
         ck_assert_int_eq((int)a.shape[0], m);
         ck_assert_int_eq((int)a.shape[1], k);
 

@@ -39,6 +39,7 @@
 #include "qvet/problem.h"
 #include "qvet/reference.h"
 #include "qvet/variant.h"
+#include "support/golden.h"
 
 static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
 /* QVET_AQ_QUICK=1: one shape per row (M = 129) and the goldens: the run under
@@ -168,20 +169,7 @@ END_TEST
 
 /* ---- the published QQQ vectors through cuBLASLt ------------------------------ */
 
-static const char *golden_dir(void)
-{
-    const char *d = getenv("QVET_GOLDEN");
-    return d && *d ? d : "../shared/golden";
-}
-
 static const char *const qqq_goldens[] = {"qqq_w4a8_k128_n256_g-1", "qqq_w4a8_k256_n256_g128"};
-
-static void load(const char *dir, const char *name, qv_array *a)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
-    ck_assert_msg(qv_npy_load(path, a) == QV_OK, "%s: %s", path, qv_errmsg());
-}
 
 static void *dev_copy(const void *h, size_t bytes)
 {
@@ -197,14 +185,14 @@ START_TEST(golden_qqq_lt)
     const char *gname = qqq_goldens[_i / 2];
     const char *chunk = _i % 2 ? "0.000001" : NULL;
     char dir[1024];
-    snprintf(dir, sizeof dir, "%s/%s", golden_dir(), gname);
+    snprintf(dir, sizeof dir, "%s/%s", golden_root(), gname);
     const int group = strstr(gname, "g128") != NULL;
     const qv_variant *v = qv_variant_find(group ? "qqq-w4a8-g128" : "qqq-w4a8-ch");
     ck_assert_ptr_nonnull(v);
     qv_array b, sch, sg = {0};
-    load(dir, "B_packed_int32", &b);
-    load(dir, "s_channel_packed_f32", &sch);
-    if (group) load(dir, "s_group_packed_f16", &sg);
+    golden_load(gname, "B_packed_int32", &b);
+    golden_load(gname, "s_channel_packed_f32", &sch);
+    if (group) golden_load(gname, "s_group_packed_f16", &sg);
     const int k = (int)b.shape[0] * 16, n = (int)b.shape[1] / 2;
     const int g = group ? k / (int)sg.shape[0] : 0;
 
@@ -219,11 +207,11 @@ START_TEST(golden_qqq_lt)
         char name[64];
         qv_array a, st, d;
         snprintf(name, sizeof name, "A_m%d_int8", m);
-        load(dir, name, &a);
+        golden_load(gname, name, &a);
         snprintf(name, sizeof name, "s_token_m%d_f32", m);
-        load(dir, name, &st);
+        golden_load(gname, name, &st);
         snprintf(name, sizeof name, "D_qqq_kernel_m%d_f16", m);
-        load(dir, name, &d);
+        golden_load(gname, name, &d);
         ck_assert_int_eq((int)a.shape[1], k);
 
         qv_gemm_args ga;

@@ -26,6 +26,7 @@
 #include "qvet/layout.h"
 #include "qvet/problem.h"
 #include "qvet/reference.h"
+#include "support/golden.h"
 #include "support/rand.h"
 
 static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
@@ -347,26 +348,17 @@ static const golden_case goldens[] = {
      "s_group_packed_f16", "s_channel_logical_1xn_f32", "s_channel_packed_f32"},
 };
 
-static void load_golden(const golden_case *gc, const char *name, qv_array *a)
-{
-    const char *root = getenv("QVET_GOLDEN");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s/%s.npy", root && *root ? root : "../shared/golden", gc->dir, name);
-    qv_status st = qv_npy_load(path, a);
-    ck_assert_msg(st == QV_OK, "cannot load %s: %s (set QVET_GOLDEN to the golden folder)", path, qv_errmsg());
-}
-
 START_TEST(golden_pack_bytes)
 {
     const golden_case *gc = &goldens[_i];
     qv_array q, s, sp, b, s2 = {0}, s2p = {0};
-    load_golden(gc, gc->q, &q);
-    load_golden(gc, gc->s, &s);
-    load_golden(gc, gc->s_packed, &sp);
-    load_golden(gc, "B_packed_int32", &b);
+    golden_load(gc->dir, gc->q, &q);
+    golden_load(gc->dir, gc->s, &s);
+    golden_load(gc->dir, gc->s_packed, &sp);
+    golden_load(gc->dir, "B_packed_int32", &b);
     if (gc->s2) {
-        load_golden(gc, gc->s2, &s2);
-        load_golden(gc, gc->s2_packed, &s2p);
+        golden_load(gc->dir, gc->s2, &s2);
+        golden_load(gc->dir, gc->s2_packed, &s2p);
     }
     qv_packed pk;
     qv_status st = qv_pack_arrays(gc->layout, &q, &s, gc->s2 ? &s2 : NULL, NULL, NULL, &pk);
@@ -396,13 +388,13 @@ START_TEST(golden_decode)
 {
     const golden_case *gc = &goldens[_i];
     qv_array q, s, sp, b, s2 = {0}, s2p = {0};
-    load_golden(gc, gc->q, &q);
-    load_golden(gc, gc->s, &s);
-    load_golden(gc, gc->s_packed, &sp);
-    load_golden(gc, "B_packed_int32", &b);
+    golden_load(gc->dir, gc->q, &q);
+    golden_load(gc->dir, gc->s, &s);
+    golden_load(gc->dir, gc->s_packed, &sp);
+    golden_load(gc->dir, "B_packed_int32", &b);
     if (gc->s2) {
-        load_golden(gc, gc->s2, &s2);
-        load_golden(gc, gc->s2_packed, &s2p);
+        golden_load(gc->dir, gc->s2, &s2);
+        golden_load(gc->dir, gc->s2_packed, &s2p);
     }
     int64_t k = q.shape[0], n = q.shape[1];
     int grouped = s.shape[0] > 1;

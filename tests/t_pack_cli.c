@@ -20,17 +20,12 @@
 #include "qvet/array.h"
 
 #include "support/files.h"
+#include "support/golden.h"
 #include "support/rand.h"
 
 static char g_qvet[4096];
 static char g_tmp[256];
 static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
-
-static const char *golden_root(void)
-{
-    const char *root = getenv("QVET_GOLDEN");
-    return root && *root ? root : "../shared/golden";
-}
 
 /* Runs qvet with `args` (a shell word list), stdout and stderr into
  * g_tmp/out.log; returns the exit status (-1 when it did not exit normally). */

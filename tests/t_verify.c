@@ -6,7 +6,7 @@
  *   - a tampered element FAILs and the result names its (m, n); a poisoned
  *     element is "never written"; a NaN is counted; a zero reference norm is
  *     refused when the caller asks for a non-vacuous case.
- * Run from the repository root (golden vectors: ../shared/golden, or QV_GOLDEN). */
+ * Run from the repository root (golden vectors: ../shared/golden, or QVET_GOLDEN). */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,21 +17,7 @@
 #include "qvet/formats.h"
 #include "qvet/probe.h"
 #include "qvet/reference.h"
-
-static const char *golden_dir(void)
-{
-    const char *g = getenv("QV_GOLDEN");
-    return g ? g : "../shared/golden";
-}
-
-/* Loads golden/<case>/<name>.npy; the test fails with the loader's message. */
-static void load(const char *cs, const char *name, qv_array *a)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s/%s.npy", golden_dir(), cs, name);
-    qv_status st = qv_npy_load(path, a);
-    ck_assert_msg(st == QV_OK, "%s: %s", path, qv_errmsg());
-}
+#include "support/golden.h"
 
 typedef enum mutation { MUT_NONE, MUT_SWAP_COLUMNS, MUT_PERMUTED_CHANNEL, MUT_SHIFTED_GROUP } mutation;
 
@@ -46,20 +32,20 @@ static qv_grade golden_qqq(int grouped, int m, mutation mut, qv_result *res)
     char name[64];
     qv_array a, st, d, q, sc, s2;
     snprintf(name, sizeof name, "A_m%d_int8", m);
-    load(cs, name, &a);
+    golden_load(cs, name, &a);
     snprintf(name, sizeof name, "s_token_m%d_f32", m);
-    load(cs, name, &st);
+    golden_load(cs, name, &st);
     snprintf(name, sizeof name, "D_qqq_kernel_m%d_f16", m);
-    load(cs, name, &d);
-    load(cs, grouped ? "q_logical_kxn_uint4" : "q_logical_kxn_int4", &q);
+    golden_load(cs, name, &d);
+    golden_load(cs, grouped ? "q_logical_kxn_uint4" : "q_logical_kxn_int4", &q);
     ck_assert_int_eq((int)a.nbytes, m * (int)k);
     ck_assert_int_eq((int)q.nbytes, (int)(k * n));
     memcpy(p.a, a.data, a.nbytes);
     memcpy(p.a_scale, st.data, (size_t)m * 4);
     memcpy(p.q, q.data, q.nbytes);
     if (grouped) {
-        load(cs, mut == MUT_PERMUTED_CHANNEL ? "s_channel_packed_f32" : "s_channel_logical_1xn_f32", &s2);
-        load(cs, "s_group_logical_gxn_f16", &sc);
+        golden_load(cs, mut == MUT_PERMUTED_CHANNEL ? "s_channel_packed_f32" : "s_channel_logical_1xn_f32", &s2);
+        golden_load(cs, "s_group_logical_gxn_f16", &sc);
         memcpy(p.scales2, s2.data, (size_t)n * 4);
         memcpy(p.scales, sc.data, sc.nbytes);
         if (mut == MUT_SHIFTED_GROUP) {
@@ -70,7 +56,7 @@ static qv_grade golden_qqq(int grouped, int m, mutation mut, qv_result *res)
         }
         qv_array_destroy(&s2);
     } else {
-        load(cs, mut == MUT_PERMUTED_CHANNEL ? "s_channel_packed_f32" : "s_channel_logical_1xn_f32", &sc);
+        golden_load(cs, mut == MUT_PERMUTED_CHANNEL ? "s_channel_packed_f32" : "s_channel_logical_1xn_f32", &sc);
         memcpy(p.scales, sc.data, (size_t)n * 4);
     }
     uint16_t *out = d.data;

@@ -1,7 +1,7 @@
 /* t_verify_cli.c: `qvet verify` as a user runs it: exit 0 for PASS, 1 for FAIL,
  * 2 for usage and input errors; --json carries the verdict, the bound ratio, the
  * ULP distance, NMSE and the worst element. Runs $(BUILD)/qvet next to this test
- * binary, from the repository root (golden vectors: ../shared/golden or QV_GOLDEN). */
+ * binary, from the repository root (golden vectors: ../shared/golden or QVET_GOLDEN). */
 #include <check.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -13,16 +13,11 @@
 #include "qvet/array.h"
 #include "qvet/probe.h"
 #include "qvet/reference.h"
+#include "support/golden.h"
 
 static char qvet[4096];
 static char tmpdir[] = "/tmp/qvet_verify_cli_XXXXXX";
 static char out_buf[65536];
-
-static const char *golden(void)
-{
-    const char *g = getenv("QV_GOLDEN");
-    return g ? g : "../shared/golden";
-}
 
 /* Runs qvet with args (a shell fragment); returns its exit status, stdout in out_buf. */
 static int run(const char *args)
@@ -40,7 +35,7 @@ static int run(const char *args)
 
 static void qqq_ch_args(char *buf, size_t len, const char *scales_name, int m_a, int m_out, const char *extra)
 {
-    const char *g = golden();
+    const char *g = golden_root();
     snprintf(buf, len,
              "verify qqq-w4a8-ch --a %s/qqq_w4a8_k128_n256_g-1/A_m%d_int8.npy "
              "--a-scale %s/qqq_w4a8_k128_n256_g-1/s_token_m%d_f32.npy "
