@@ -1,8 +1,8 @@
 /* golden.h: the published vectors of ../shared/golden for the suites that
  * check against them (t_layout, t_pack_cli, t_verify, t_verify_cli, t_gpu_aq,
- * t_gpu_aq_lt);
- * linked into every test binary from tests/support/. $QVET_GOLDEN names
- * another folder (the GPU machine keeps a copy beside the build). */
+ * t_gpu_aq_lt); linked into every test binary from tests/support/.
+ * $QVET_GOLDEN names another folder (the GPU machine keeps a copy beside the
+ * build). */
 #ifndef QVET_TEST_GOLDEN_H
 #define QVET_TEST_GOLDEN_H
 
