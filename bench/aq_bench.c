@@ -1,10 +1,10 @@
 /* aq_bench.c: the activation-quantized family's parts of `qvet bench`
- * (aq_bench.h): cuBLASLt W8A8 baselines (fp8 e4m3 -> f16 with per-tensor
- * scales and the default promoted accumulation; int8 -> int32) and the
- * per-token activation quantizer alone; plus qv_aq_bench (aq.h), which runs
- * `qvet bench` on the family's rows (QVET_AQ_BENCH=1 t_gpu_aq).
- * Buffers hold random codes: speed does not depend on the values, and
- * correctness is t_gpu_aq's job. */
+ * (aq_bench.h): cuBLASLt W8A8 baselines (fp8 e4m3 -> f16 with the default
+ * promoted accumulation and per-tensor, per-token x per-channel or per-128-K
+ * block scales; int8 -> int32) and the per-token activation quantizer alone;
+ * plus qv_aq_bench (aq.h), which runs `qvet bench` on the family's rows
+ * (QVET_AQ_BENCH=1 t_gpu_aq). Buffers hold random codes (scales hold 1.0):
+ * speed does not depend on the values, and correctness is the GPU suites' job. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,20 +21,26 @@
 #define LT_L2_TWICE ((size_t)120 << 20)    /* twice the H200's 60 MB L2: weights rotate past it */
 #define LT_MAX_COPIES 64
 #define LT_WORKSPACE ((size_t)32 << 20)    /* cuBLASLt's recommended workspace on Hopper */
+#define LT_KB 128                          /* K per VEC128 scale */
 
-/* One cuBLASLt problem: descriptors for one M, weights rotating. */
+/* One cuBLASLt problem: descriptors for one M, weights (and their scales) rotating. */
 typedef struct lt_ctx {
     cublasLtHandle_t lt;
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatmulAlgo_t algo;
     int fp8;
-    void *w[LT_MAX_COPIES]; /* (n, k) int8 / e4m3 weights, row-major (column-major k x n) */
+    qv_bench_lt_scale scale; /* fp8: how both operands are scaled */
+    void *w[LT_MAX_COPIES];  /* (n, k) int8 / e4m3 weights, row-major (column-major k x n) */
+    void *sw[LT_MAX_COPIES]; /* fp8: weight scales of copy i: (1), (n) or (ceil(k/128), n) f32 */
     int copies;
     const void *a;          /* (m, k) int8 / e4m3 activations, row-major */
+    const void *sa;         /* fp8: activation scales, (1), (m) or (ceil(k/128), m) f32 */
     void *c;                /* (m, n) f16 or int32 output, row-major */
     void *ws;               /* LT_WORKSPACE bytes */
 } lt_ctx;
+
+static const char *const lt_scale_names[] = {"fp8", "fp8 tok-ch", "fp8 block"};
 
 static qv_status lt_fail(cublasStatus_t s, const char *what)
 {
@@ -54,8 +60,15 @@ static qv_status lt_launch(void *vctx, int iter, void *stream)
     const int32_t ione = 1, izero = 0;
     const void *alpha = c->fp8 ? (const void *)&fone : (const void *)&ione;
     const void *beta = c->fp8 ? (const void *)&fzero : (const void *)&izero;
-    cublasStatus_t s = cublasLtMatmul(c->lt, c->op, alpha, c->w[iter % c->copies], c->la, c->a, c->lb, beta, c->c,
-                                      c->lc, c->c, c->lc, &c->algo, c->ws, LT_WORKSPACE, (cudaStream_t)stream);
+    const int copy = iter % c->copies;
+    if (c->fp8) {
+        /* The copy's own weight scales, as a row's packed scales rotate with its weights. */
+        const void *sw = c->sw[copy];
+        LT_TRY(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sw, sizeof sw),
+               "a scale");
+    }
+    cublasStatus_t s = cublasLtMatmul(c->lt, c->op, alpha, c->w[copy], c->la, c->a, c->lb, beta, c->c, c->lc, c->c,
+                                      c->lc, &c->algo, c->ws, LT_WORKSPACE, (cudaStream_t)stream);
     return s == CUBLAS_STATUS_SUCCESS ? QV_OK : lt_fail(s, c->fp8 ? "matmul fp8" : "matmul int8");
 }
 
@@ -71,8 +84,9 @@ static void lt_teardown(lt_ctx *c)
 
 /* Descriptors of D (m, n) = X (m, k) x W (n, k)^T in the TN form that fp8 and
  * int8 need: column-major A = W with op T (k x n, ld k), B = X (k x m, ld k),
- * D column-major n x m (ld n), i.e. row-major (m, n). fone: device 1.0f. */
-static qv_status lt_setup(lt_ctx *c, int m, int n, int k, const float *fone)
+ * D column-major n x m (ld n), i.e. row-major (m, n). fp8: both operands
+ * scaled in c->scale's mode from c->sw[0] and c->sa, fast accumulation off. */
+static qv_status lt_setup(lt_ctx *c, int m, int n, int k)
 {
     const cudaDataType_t ab = c->fp8 ? CUDA_R_8F_E4M3 : CUDA_R_8I, cd = c->fp8 ? CUDA_R_16F : CUDA_R_32I;
     const cublasComputeType_t ct = c->fp8 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32I;
@@ -82,10 +96,21 @@ static qv_status lt_setup(lt_ctx *c, int m, int n, int k, const float *fone)
     LT_TRY(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_TRANSA, &tA, sizeof tA), "transa");
     LT_TRY(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_TRANSB, &nB, sizeof nB), "transb");
     if (c->fp8) {
-        /* Per-tensor scales; fast accumulation stays off (the promoted default). */
-        LT_TRY(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &fone, sizeof fone),
+        static const int32_t modes[] = {CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F,
+                                        CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F,
+                                        CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F};
+        const int32_t mode = modes[c->scale];
+        const int8_t fast = 0;
+        LT_TRY(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof mode),
+               "a scale mode");
+        LT_TRY(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof mode),
+               "b scale mode");
+        LT_TRY(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast),
+               "fast accumulation off");
+        LT_TRY(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &c->sw[0],
+                                              sizeof c->sw[0]),
                "a scale");
-        LT_TRY(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &fone, sizeof fone),
+        LT_TRY(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &c->sa, sizeof c->sa),
                "b scale");
     }
     LT_TRY(cublasLtMatrixLayoutCreate(&c->la, ab, (uint64_t)k, (uint64_t)n, k), "layout A");
@@ -102,15 +127,16 @@ static qv_status lt_setup(lt_ctx *c, int m, int n, int k, const float *fone)
         s = cublasLtMatmulAlgoGetHeuristic(c->lt, c->op, c->la, c->lb, c->lc, c->lc, pref, 1, &h, &found);
     cublasLtMatmulPreferenceDestroy(pref);
     if (s != CUBLAS_STATUS_SUCCESS || found < 1)
-        return qv_fail(QV_ERR_UNSUPPORTED, "cuBLASLt has no %s algorithm for m=%d n=%d k=%d", c->fp8 ? "fp8" : "int8",
-                       m, n, k);
+        return qv_fail(QV_ERR_UNSUPPORTED, "cuBLASLt has no %s algorithm for m=%d n=%d k=%d",
+                       c->fp8 ? lt_scale_names[c->scale] : "int8", m, n, k);
     c->algo = h.algo;
     return QV_OK;
 }
 
-/* cudaMalloc through a list freed together. */
+/* cudaMalloc through a list freed together: weights and their scales per
+ * copy, plus a handful of shared buffers. */
 typedef struct ab_pool {
-    void *p[LT_MAX_COPIES + 8];
+    void *p[2 * LT_MAX_COPIES + 8];
     int n;
 } ab_pool;
 
@@ -128,51 +154,80 @@ static void ab_free(ab_pool *pool)
     pool->n = 0;
 }
 
-qv_status qv_bench_lt_layer(int fp8, int n, int k, const int *ms, int n_m, int warmup, int runs,
-                            qv_bench_timing *t, int *ok)
+/* Scale elements of one operand with `rows` rows (n weights, m activations). */
+static int64_t lt_scale_count(qv_bench_lt_scale scale, int64_t rows, int k)
+{
+    switch (scale) {
+    case QV_BENCH_LT_OUTER: return rows;
+    case QV_BENCH_LT_VEC128: return (int64_t)((k + LT_KB - 1) / LT_KB) * rows;
+    default: return 1;
+    }
+}
+
+/* Both baselines' one implementation: fp8 != 0 with `scale`, or int8. */
+static qv_status lt_layer(int fp8, qv_bench_lt_scale scale, int n, int k, const int *ms, int n_m, int warmup,
+                          int runs, qv_bench_timing *t, int *ok)
 {
     lt_ctx c;
     memset(&c, 0, sizeof c);
     c.fp8 = fp8;
+    c.scale = scale;
     for (int i = 0; i < n_m; i++) ok[i] = 0;
     int m_max = 1;
     for (int i = 0; i < n_m; i++) m_max = ms[i] > m_max ? ms[i] : m_max;
     const size_t wb = (size_t)n * (size_t)k; /* one byte per code */
+    const int64_t nsw = lt_scale_count(scale, n, k), nsa = lt_scale_count(scale, m_max, k);
     c.copies = (int)((LT_L2_TWICE + wb - 1) / wb);
     if (c.copies > LT_MAX_COPIES) c.copies = LT_MAX_COPIES;
     const qv_fmt code = fp8 ? QV_FMT_E4M3 : QV_FMT_I8;
     ab_pool pool = {.n = 0};
-    void *fone = NULL;
+    void *sa = NULL;
     qv_status st = QV_OK;
     for (int i = 0; i < c.copies && st == QV_OK; i++) {
         st = ab_alloc(&pool, wb, &c.w[i]);
         if (st == QV_OK) st = qv_bench_fill(c.w[i], (int64_t)wb, code, 300 + (uint64_t)i, 0, 0, 0, NULL);
+        if (fp8 && st == QV_OK) st = ab_alloc(&pool, (size_t)nsw * sizeof(float), &c.sw[i]);
+        if (fp8 && st == QV_OK) st = qv_bench_fill(c.sw[i], nsw, QV_FMT_F32, 400 + (uint64_t)i, 1.0f, 1.0f, 0, NULL);
     }
     void *a = NULL;
     if (st == QV_OK) st = ab_alloc(&pool, (size_t)m_max * (size_t)k, &a);
     if (st == QV_OK) st = qv_bench_fill(a, (int64_t)m_max * k, code, 299, 0, 0, 0, NULL);
     if (st == QV_OK) st = ab_alloc(&pool, (size_t)m_max * (size_t)n * 4, &c.c); /* int32 or f16 */
     if (st == QV_OK) st = ab_alloc(&pool, LT_WORKSPACE, &c.ws);
-    if (st == QV_OK) st = ab_alloc(&pool, sizeof(float), &fone);
-    if (st == QV_OK) st = qv_bench_fill(fone, 1, QV_FMT_F32, 298, 1.0f, 1.0f, 0, NULL);
+    if (fp8 && st == QV_OK) st = ab_alloc(&pool, (size_t)nsa * sizeof(float), &sa);
+    if (fp8 && st == QV_OK) st = qv_bench_fill(sa, nsa, QV_FMT_F32, 298, 1.0f, 1.0f, 0, NULL);
     if (st == QV_OK && cudaDeviceSynchronize() != cudaSuccess)
         st = qv_cuda_fail((int)cudaGetLastError(), "cuBLASLt baseline buffer fills", __FILE__, __LINE__);
     if (st == QV_OK && cublasLtCreate(&c.lt) != CUBLAS_STATUS_SUCCESS)
         st = qv_fail(QV_ERR_CUDA, "cublasLtCreate failed");
     c.a = a;
+    c.sa = sa;
     for (int i = 0; i < n_m && st == QV_OK; i++) {
-        qv_status ps = lt_setup(&c, ms[i], n, k, fone);
+        qv_status ps = lt_setup(&c, ms[i], n, k);
         if (ps == QV_OK) ps = qv_bench_time(lt_launch, &c, warmup, runs, NULL, &t[i]);
         if (ps == QV_OK)
             ok[i] = 1;
         else
-            fprintf(stderr, "qvet bench: cublaslt-%s m=%d n=%d k=%d: %s\n", fp8 ? "fp8" : "int8", ms[i], n, k,
-                    qv_errmsg());
+            fprintf(stderr, "qvet bench: cublaslt-%s m=%d n=%d k=%d: %s\n", fp8 ? lt_scale_names[scale] : "int8",
+                    ms[i], n, k, qv_errmsg());
         lt_teardown(&c);
     }
     if (c.lt) cublasLtDestroy(c.lt);
     ab_free(&pool);
     return st;
+}
+
+qv_status qv_bench_lt_layer(int fp8, int n, int k, const int *ms, int n_m, int warmup, int runs,
+                            qv_bench_timing *t, int *ok)
+{
+    return lt_layer(fp8, QV_BENCH_LT_TENSOR, n, k, ms, n_m, warmup, runs, t, ok);
+}
+
+qv_status qv_bench_lt_fp8_layer(qv_bench_lt_scale scale, int n, int k, const int *ms, int n_m, int warmup, int runs,
+                                qv_bench_timing *t, int *ok)
+{
+    QV_ASSERT(scale >= QV_BENCH_LT_TENSOR && scale <= QV_BENCH_LT_VEC128, "unknown cuBLASLt fp8 scaling mode");
+    return lt_layer(1, scale, n, k, ms, n_m, warmup, runs, t, ok);
 }
 
 typedef struct actq_ctx {

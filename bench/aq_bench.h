@@ -25,6 +25,18 @@ extern "C" {
 qv_status qv_bench_lt_layer(int fp8, int n, int k, const int *ms, int n_m, int warmup, int runs,
                             qv_bench_timing *t, int *ok);
 
+/* How a cuBLASLt fp8 baseline scales both operands: per tensor (SCALAR_32F,
+ * what qv_bench_lt_layer times), per output channel x per token (OUTER_VEC_32F,
+ * like w8a8-fp8-tok-ch), or one scale per 128 K of every weight and activation
+ * row (VEC128_32F, what w8a8-fp8-block128's cuBLASLt path runs). */
+typedef enum qv_bench_lt_scale { QV_BENCH_LT_TENSOR = 0, QV_BENCH_LT_OUTER, QV_BENCH_LT_VEC128 } qv_bench_lt_scale;
+
+/* qv_bench_lt_layer's fp8 baseline with the scaling `scale`: f32 scales of 1.0
+ * ((1), (n) / (m), or (ceil(k/128), n) / (ceil(k/128), m)), one weight-scale
+ * buffer per rotating weight copy. Same timing, results and errors. */
+qv_status qv_bench_lt_fp8_layer(qv_bench_lt_scale scale, int n, int k, const int *ms, int n_m, int warmup, int runs,
+                                qv_bench_timing *t, int *ok);
+
 /* The per-token activation quantizer (gemm.h qv_act_quant) alone:
  * rows x cols fp16 activations -> qfmt codes and (rows) f32 scales, for each
  * rows of rows_list[n] (one buffer sized for the largest). t[i] gets the timing

@@ -16,6 +16,10 @@
  * baselines and costs into the same run:
  *   - cuBLASLt fp8 (e4m3 x e4m3 -> f16, per-tensor scales, default promoted
  *     accumulation) and cuBLASLt int8 (int8 x int8 -> int32), aq_bench.c;
+ *     with an e4m3-activation row also cuBLASLt fp8 with per-token x
+ *     per-channel scales (outer vectors) and with one scale per 128 K of every
+ *     row of both operands (VEC128), the scalings of w8a8-fp8-tok-ch and of
+ *     w8a8-fp8-block128's cuBLASLt path, so each e4m3 row has its like;
  *   - for rows whose activations a per-token quantizer produces (symmetric int8
  *     or e4m3 per token, e4m3 per token and 128-K group), the row timed twice:
  *     the GEMM alone, and the quantizer (qv_act_quant, from fp16) followed by
@@ -234,7 +238,14 @@ static int opts_match(const bench_opts *o, const qv_variant *v)
 }
 
 /* What one line of the table times. */
-typedef enum row_kind { ROW_VARIANT, ROW_LT_FP8, ROW_LT_I8, ROW_ACTQ } row_kind;
+typedef enum row_kind {
+    ROW_VARIANT,
+    ROW_LT_FP8,        /* cuBLASLt fp8, per-tensor scales */
+    ROW_LT_FP8_OUTER,  /* cuBLASLt fp8, per-token x per-channel scales */
+    ROW_LT_FP8_VEC128, /* cuBLASLt fp8, one scale per 128 K of every row */
+    ROW_LT_I8,
+    ROW_ACTQ
+} row_kind;
 
 typedef struct bench_row {
     const char *name;
@@ -258,6 +269,9 @@ static double row_floor_bytes(const bench_row *r, int m, int n, int k)
     case ROW_VARIANT: return (double)weight_total(weight_sizes(r->v, n, k));
     case ROW_LT_FP8:
     case ROW_LT_I8: return (double)n * (double)k;
+    /* the weight-scale floats as well: (n) or (ceil(k/128), n) */
+    case ROW_LT_FP8_OUTER: return (double)n * (double)k + 4.0 * n;
+    case ROW_LT_FP8_VEC128: return (double)n * (double)k + 4.0 * n * (double)((k + 127) / 128);
     case ROW_ACTQ: {
         int rows, cols;
         if (!aqk_shape(r->aqk, m, k, &rows, &cols)) return NAN;
@@ -431,6 +445,14 @@ static qv_status bench_other_run(const bench_row *r, const bench_layer *L, const
             if (ok[mi]) t_out[mi] = timings[mi].median_us;
         return QV_OK;
     }
+    if (r->kind == ROW_LT_FP8_OUTER || r->kind == ROW_LT_FP8_VEC128) {
+        int ok[MAX_M];
+        QV_TRY(qv_bench_lt_fp8_layer(r->kind == ROW_LT_FP8_OUTER ? QV_BENCH_LT_OUTER : QV_BENCH_LT_VEC128, L->n, L->k,
+                                     o->ms, o->n_m, o->warmup, o->runs, timings, ok));
+        for (int mi = 0; mi < o->n_m; mi++)
+            if (ok[mi]) t_out[mi] = timings[mi].median_us;
+        return QV_OK;
+    }
     int rows[MAX_M], cols = 0;
     for (int mi = 0; mi < o->n_m; mi++)
         if (!aqk_shape(r->aqk, o->ms[mi], L->k, &rows[mi], &cols)) return QV_OK;
@@ -534,26 +556,35 @@ static void write_run_line(FILE *f, int argc, char **argv, const qv_gpu_info *gi
 }
 
 /* The rows of the run: cublas-f16 first (the reference of every ratio); with
- * an activation-quantized row, cuBLASLt fp8 and int8 next and the quantizers
- * that stand in front of the selected rows last. Returns the count. */
+ * an activation-quantized row, the cuBLASLt baselines next (fp8 per tensor,
+ * with an e4m3 row also fp8 per token x channel and per 128-K block, then
+ * int8) and the quantizers that stand in front of the selected rows last.
+ * Returns the count. */
 static int collect_rows(const bench_opts *o, const qv_variant *ref, bench_row *rows)
 {
-    int n = 0, aq_rows = 0, used[N_AQK] = {0};
+    int n = 0, aq_rows = 0, fp8_rows = 0, used[N_AQK] = {0};
     rows[n++] = (bench_row){ref->name, ROW_VARIANT, ref, AQK_NONE};
     const int first = n;
-    for (int i = 0; i < qv_registry_count() && n < MAX_ROWS - 2 - N_AQK; i++) {
+    for (int i = 0; i < qv_registry_count() && n < MAX_ROWS - 4 - N_AQK; i++) {
         const qv_variant *v = qv_registry_get(i);
         if (v == ref || !v->launch || !opts_match(o, v)) continue;
         const aq_kind q = row_aq_kind(v);
         rows[n++] = (bench_row){v->name, ROW_VARIANT, v, q};
         if (q != AQK_NONE) used[q] = 1;
         if (v->afmt == QV_FMT_I8 || v->afmt == QV_FMT_E4M3) aq_rows++;
+        if (v->afmt == QV_FMT_E4M3) fp8_rows++;
     }
     if (aq_rows) {
-        memmove(&rows[first + 2], &rows[first], sizeof rows[0] * (size_t)(n - first));
-        rows[first] = (bench_row){"cublaslt-fp8", ROW_LT_FP8, NULL, AQK_NONE};
-        rows[first + 1] = (bench_row){"cublaslt-int8", ROW_LT_I8, NULL, AQK_NONE};
-        n += 2;
+        const int nb = fp8_rows ? 4 : 2;
+        memmove(&rows[first + nb], &rows[first], sizeof rows[0] * (size_t)(n - first));
+        int at = first;
+        rows[at++] = (bench_row){"cublaslt-fp8", ROW_LT_FP8, NULL, AQK_NONE};
+        if (fp8_rows) {
+            rows[at++] = (bench_row){"cublaslt-fp8-tok-ch", ROW_LT_FP8_OUTER, NULL, AQK_NONE};
+            rows[at++] = (bench_row){"cublaslt-fp8-block", ROW_LT_FP8_VEC128, NULL, AQK_NONE};
+        }
+        rows[at++] = (bench_row){"cublaslt-int8", ROW_LT_I8, NULL, AQK_NONE};
+        n += nb;
     }
     for (int q = 0; q < N_AQK; q++)
         if (used[q]) rows[n++] = (bench_row){aqk_names[q], ROW_ACTQ, NULL, (aq_kind)q};
@@ -584,6 +615,16 @@ static void print_plan(const bench_opts *o, const bench_row *rows, int nr)
             break;
         case ROW_LT_FP8:
             printf("baseline: cuBLASLt e4m3 x e4m3 -> f16, per-tensor scales, promoted accumulation\n");
+            timings++;
+            break;
+        case ROW_LT_FP8_OUTER:
+            printf("baseline: cuBLASLt e4m3 x e4m3 -> f16, per-token x per-channel scales (outer vectors), "
+                   "promoted accumulation\n");
+            timings++;
+            break;
+        case ROW_LT_FP8_VEC128:
+            printf("baseline: cuBLASLt e4m3 x e4m3 -> f16, one scale per 128 K of every row (VEC128), "
+                   "promoted accumulation\n");
             timings++;
             break;
         case ROW_LT_I8:

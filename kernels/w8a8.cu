@@ -6,21 +6,27 @@
  *    K (QV_AQ_FP8_PROMOTE_K), per-tensor, per-token x per-channel, or DeepSeek
  *    style 128x128 weight blocks x (token, 128-K group) activation scales
  *    applied at each promotion.
- * The launcher maps the registry row to aq_gemm.cuh's kernel, or for int8 at
- * large M to the bit-identical cuBLASLt path of aq_lt.cuh. qv_aq_fp8_probe
- * (aq.h) runs the same e4m3 instruction chain on one dot product, for the
- * precision witness. */
+ * The launcher maps the registry row to aq_gemm.cuh's kernel, or at large M
+ * to cuBLASLt: for int8 the bit-identical IGMMA path of aq_lt.cuh, for e4m3
+ * the scaled fp8 path of aq_lt_fp8.cuh (the 14-bit promoted accumulator the
+ * rows declare; the mma kernel's 24-bit one lies inside that declaration).
+ * qv_aq_fp8_probe (aq.h) runs the mma kernel's e4m3 instruction chain on one
+ * dot product, for the precision witness. */
 #include "aq_gemm.cuh"
 #include "aq_lt.cuh"
+#include "aq_lt_fp8.cuh"
 
 #include "qvet/aq.h"
 
-/* The mma kernel's split-K region, then (int8 rows at M >= the cuBLASLt
- * threshold) the cuBLASLt path's region after it (aq_lt.cuh). */
+/* The mma kernel's split-K region, then (at M >= the cuBLASLt thresholds)
+ * the cuBLASLt path's region after it (aq_lt.cuh for int8, aq_lt_fp8.cuh for
+ * e4m3). */
 extern "C" size_t qv_workspace_w8a8(const qv_variant *v, int m, int n, int k)
 {
     if (m < 1 || n < 1 || k < 1) return 0;
-    const size_t lt = v->wfmt == QV_FMT_I8 ? aq_lt_workspace(AQ_B_PLAIN_I8, v->azp != QV_AZP_NONE, m, n, k) : 0;
+    const size_t lt = v->wfmt == QV_FMT_I8 ? aq_lt_workspace(AQ_B_PLAIN_I8, v->azp != QV_AZP_NONE, m, n, k)
+                      : v->wfmt == QV_FMT_E4M3 ? aq_lt_fp8_workspace(v->scale_layout == QV_SCALE_BLOCK, m, n, k)
+                                               : 0;
     return lt ? aq_lt_offset(m, n, k) + lt : aq_plan_for(m, n, k).workspace;
 }
 
@@ -72,9 +78,13 @@ extern "C" qv_status qv_launch_w8a8(const qv_variant *v, const qv_gemm_args *a)
     if (!a->a || !a->a_scale || !a->b || !a->scales || !a->c || (p.azpm != AQ_AZP_NONE && !a->azp))
         return qv_fail(QV_ERR_USAGE, "%s: a device buffer is missing (a, a_scale, b, scales, c%s)", v->name,
                        p.azpm != AQ_AZP_NONE ? ", azp" : "");
-    if (fp8) return aq_launch<AQ_B_PLAIN_E4M3>(p, a, v->name);
-    /* Large M: cuBLASLt int8 IGMMA and the same epilogue, when it takes the shape. */
     bool taken = false;
+    if (fp8) {
+        /* Large M: cuBLASLt fp8 with its own scaling modes, when it takes the shape. */
+        QV_TRY(aq_lt_fp8_try(p, a, aq_lt_offset(p.m, p.n, p.k), v->name, &taken));
+        return taken ? QV_OK : aq_launch<AQ_B_PLAIN_E4M3>(p, a, v->name);
+    }
+    /* Large M: cuBLASLt int8 IGMMA and the same epilogue, when it takes the shape. */
     QV_TRY(aq_lt_try(AQ_B_PLAIN_I8, p, a, aq_lt_offset(p.m, p.n, p.k), v->name, &taken));
     return taken ? QV_OK : aq_launch<AQ_B_PLAIN_I8>(p, a, v->name);
 }

@@ -479,8 +479,15 @@ static qv_status fill_fp8_promote(qv_problem *p)
     unit_scales(p);
     /* Output scale 2^-5 keeps (65536 + K) / 32 inside fp16. */
     for (int64_t i = 0; i < qv_problem_ascale_count(p); i++) p->a_scale[i] = 0x1p-5f;
+    /* One product 2^16 alone in the first 128 K (its other products are 0), then
+     * ones: every 128-K partial is exact in a 14-bit accumulator, so promotion
+     * every 128 with any accumulator at least that wide gives the exact sum
+     * 65536 + K - 128, while no promotion keeps 65536 (the ones vanish next to
+     * 2^16). A kernel wider than declared is not flagged (DESIGN §3's sequence,
+     * ones right after 2^16, loses 127 in a 14-bit accumulator and none in a
+     * 24-bit one). */
     for (int64_t i = 0; i < p->m; i++)
-        for (int64_t kk = 0; kk < p->k; kk++) set_a(p, i, kk, kk == 0 ? 256.0 : 1.0);
+        for (int64_t kk = 0; kk < p->k; kk++) set_a(p, i, kk, kk == 0 ? 256.0 : kk < 128 ? 0.0 : 1.0);
     for (int64_t kk = 0; kk < p->k; kk++)
         for (int64_t j = 0; j < p->n; j++) set_w(p, kk, j, kk == 0 ? 256.0 : 1.0);
     return QV_OK;

@@ -309,6 +309,10 @@ static const qv_variant registry[] = {
      .arith = {.dequant = QV_DQ_NONE, .accum = QV_ACC_INT32, .reduce = QV_RED_NONE,
                .epilogue = {QV_EP_SUB_AZP, QV_EP_TO_F32, QV_EP_MUL_WSCALE, QV_EP_MUL_ASCALE}, .out_sat = QV_SAT_NONE},
      .launch = qv_launch_w8a8, .workspace = qv_workspace_w8a8, .cpu_model = 1},
+    /* The e4m3 rows declare the narrower of their two paths: cuBLASLt's promoted
+     * accumulator (M from QVET_AQ_LT_FP8_MIN_M on), measured on the H200 as a
+     * 14-bit truncating partial promoted to fp32 every 128 K; the mma kernel
+     * below it keeps 24 bits, inside the same bound and equal on every unique probe. */
     {.name = "w8a8-fp8-tensor",
      .summary = "fp8 e4m3 x e4m3, per-tensor x per-tensor, promoted to fp32",
      .family = "w8a8",
@@ -316,7 +320,7 @@ static const qv_variant registry[] = {
      .scale_layout = QV_SCALE_TENSOR, .g = 0, .zero_point = 0, .act_order = 0,
      .act_scale = QV_ASCALE_TENSOR, .azp = QV_AZP_NONE,
      .layout = QV_LAYOUT_PLAIN_NK, .n_tile = 8, .k_tile = 16,
-     .arith = {.dequant = QV_DQ_NONE, .accum = QV_ACC_TC_FP8, .promote_nc = 128, .acc_bits = 24, .reduce = QV_RED_F32,
+     .arith = {.dequant = QV_DQ_NONE, .accum = QV_ACC_TC_FP8, .promote_nc = 128, .acc_bits = 14, .reduce = QV_RED_F32,
                .epilogue = {QV_EP_MUL_WSCALE, QV_EP_MUL_ASCALE}, .out_sat = QV_SAT_NONE},
      .launch = qv_launch_w8a8, .workspace = qv_workspace_w8a8, .cpu_model = 1},
     {.name = "w8a8-fp8-tok-ch",
@@ -326,7 +330,7 @@ static const qv_variant registry[] = {
      .scale_layout = QV_SCALE_CHANNEL, .g = 0, .zero_point = 0, .act_order = 0,
      .act_scale = QV_ASCALE_TOKEN, .azp = QV_AZP_NONE,
      .layout = QV_LAYOUT_PLAIN_NK, .n_tile = 8, .k_tile = 16,
-     .arith = {.dequant = QV_DQ_NONE, .accum = QV_ACC_TC_FP8, .promote_nc = 128, .acc_bits = 24, .reduce = QV_RED_F32,
+     .arith = {.dequant = QV_DQ_NONE, .accum = QV_ACC_TC_FP8, .promote_nc = 128, .acc_bits = 14, .reduce = QV_RED_F32,
                .epilogue = {QV_EP_MUL_WSCALE, QV_EP_MUL_ASCALE}, .out_sat = QV_SAT_NONE},
      .launch = qv_launch_w8a8, .workspace = qv_workspace_w8a8, .cpu_model = 1},
     {.name = "w8a8-fp8-block128",
@@ -336,7 +340,7 @@ static const qv_variant registry[] = {
      .scale_layout = QV_SCALE_BLOCK, .g = 0, .zero_point = 0, .act_order = 0,
      .act_scale = QV_ASCALE_TOKEN_BLOCK, .azp = QV_AZP_NONE,
      .layout = QV_LAYOUT_PLAIN_NK, .n_tile = 8, .k_tile = 16,
-     .arith = {.dequant = QV_DQ_NONE, .accum = QV_ACC_TC_FP8, .promote_nc = 128, .acc_bits = 24, .reduce = QV_RED_F32,
+     .arith = {.dequant = QV_DQ_NONE, .accum = QV_ACC_TC_FP8, .promote_nc = 128, .acc_bits = 14, .reduce = QV_RED_F32,
                .epilogue = {QV_EP_END}, .out_sat = QV_SAT_NONE},
      .launch = qv_launch_w8a8, .workspace = qv_workspace_w8a8, .cpu_model = 1},
 };

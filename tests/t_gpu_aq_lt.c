@@ -49,8 +49,8 @@ static int g_quick;
 static int g_rows[64];
 static int g_nrows;
 
-/* The integer rows: QQQ, and W8A8 with int8 weights (the e4m3 rows keep the
- * mma kernel: cuBLASLt's fp8 accumulator is not their declared model). */
+/* The integer rows: QQQ, and W8A8 with int8 weights (the e4m3 rows' cuBLASLt
+ * path is not bit-identical to their mma kernel: t_gpu_aq_lt_fp8 checks it). */
 static void collect_rows(void)
 {
     g_nrows = 0;

@@ -259,10 +259,18 @@ START_TEST(test_quantized_cpu_paths)
     enum { T = 32 };
     int32_t tok[2 * T];
     tokens_of(31, tok, 2 * T);
-    qv_ppl_stats st[2];
-    for (int exact = 0; exact < 2; exact++) {
+    /* A row that declares an accumulator narrower than fp32 (the e4m3 W8A8
+     * rows: 14-bit partials promoted every 128 K, cuBLASLt's arithmetic) drops
+     * the low bits of small products on purpose, which the fast path's f32 sum
+     * does not: its model also runs with the accumulator widened to 24 bits,
+     * and that run is the one the fast path must agree with. */
+    const int narrow = v->arith.accum == QV_ACC_TC_FP8 && v->arith.acc_bits < 24;
+    qv_variant wide = *v;
+    wide.arith.acc_bits = 24;
+    qv_ppl_stats st[3];
+    for (int exact = 0; exact < 2 + narrow; exact++) {
         qv_linear_backend lb;
-        qv_status s = qv_linear_variant_cpu(v, &t.m, exact, &lb);
+        qv_status s = qv_linear_variant_cpu(exact == 2 ? &wide : v, &t.m, exact > 0, &lb);
         ck_assert_msg(s == QV_OK, "%s: %s", v->name, qv_errmsg());
         qv_ppl_acc acc;
         qv_ppl_acc_init(&acc);
@@ -279,11 +287,15 @@ START_TEST(test_quantized_cpu_paths)
     }
     printf("%-28s PPL fast %.5f model %.5f, KLD fast %.3e model %.3e\n", v->name, st[0].ppl, st[1].ppl,
            st[0].kld_mean, st[1].kld_mean);
-    /* Both paths quantize identically; only f32 sgemm vs the declared
-     * accumulation differ, each output rounded to a 16-bit format: per-output
-     * differences of an output ulp move the perplexity by far less than 1 %. */
-    ck_assert_msg(fabs(st[0].ppl - st[1].ppl) < 0.01 * st[1].ppl, "%s: fast %g vs model %g", v->name, st[0].ppl,
-                  st[1].ppl);
+    if (narrow)
+        printf("%-28s PPL model with a 24-bit accumulator %.5f, KLD %.3e\n", v->name, st[2].ppl, st[2].kld_mean);
+    /* Both paths quantize identically; only f32 sgemm vs the declared (or, for
+     * a narrow row, widened) accumulation differ, each output rounded to a
+     * 16-bit format: per-output differences of an output ulp move the
+     * perplexity by far less than 1 %. */
+    const qv_ppl_stats *ref = &st[narrow ? 2 : 1];
+    ck_assert_msg(fabs(st[0].ppl - ref->ppl) < 0.01 * ref->ppl, "%s: fast %g vs model %g%s", v->name, st[0].ppl,
+                  ref->ppl, narrow ? " (24-bit accumulator)" : "");
     tiny_free(&t);
 }
 END_TEST

@@ -111,12 +111,11 @@ static void check_unique_probe(const qv_variant *v, qv_probe_kind kind, int64_t 
     void *out = malloc(out_bytes(&p)), *exp = malloc(out_bytes(&p));
     ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
     if (kind == QV_PROBE_WITNESS_FP8_PROMOTE) {
-        /* Closed form: with an accumulator of <= 16 bits the first 128-block keeps
-         * only 2^16 (its ones are at most half its ulp, or below it), and every
-         * later block sums its ones exactly; with >= 18 bits nothing is lost. */
+        /* Closed form: 2^16 alone in the first 128-block, then ones, each later
+         * block's 128 ones summed exactly and promoted: the exact sum, for any
+         * accumulator width the rows declare. */
         int64_t first = k < 128 ? k : 128;
-        double y = v->arith.acc_bits <= 16 ? (65536.0 + (double)(k - first)) * 0x1p-5
-                                           : (65536.0 + (double)(k - 1)) * 0x1p-5;
+        double y = (65536.0 + (double)(k - first)) * 0x1p-5;
         for (int64_t e = 0; e < m * n; e++) ((uint16_t *)exp)[e] = (uint16_t)qv_encode(v->ofmt, y, v->arith.out_sat);
     } else {
         ref_truth t;
@@ -153,9 +152,13 @@ START_TEST(unique_probes_bit_exact)
 }
 END_TEST
 
-/* A witness must separate the declared arithmetic from the cheaper one: with a
- * 14-bit accumulator promoted every 128 products (the arithmetic measured for
- * cuBLASLt's promoted path), the model returns the exact sum minus exactly 127. */
+/* A witness must separate the declared arithmetic from the cheaper one and
+ * agree with every wider one. With a 14-bit accumulator promoted every 128
+ * products (cuBLASLt's promoted path, measured), the probe's output is the
+ * exact sum (65536 + 1024 - 128) / 32; promoted with 24 bits (the mma
+ * kernel) it is the same; unpromoted (promote_nc = K) the ones vanish next to
+ * 2^16 and 65536 / 32 remains. DESIGN §3's sequence (ones right after 2^16)
+ * is the measured anchor of the 14-bit model: exact minus 127. */
 START_TEST(fp8_witness_separates)
 {
     const qv_variant *row = qv_variant_find("w8a8-fp8-tensor");
@@ -169,9 +172,20 @@ START_TEST(fp8_witness_separates)
     ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_WITNESS_FP8_PROMOTE, QV_REGIME_LOGUNIFORM, 1), QV_OK);
     ref_truth t;
     ck_assert_int_eq(ref_truth_compute(&p, &t), QV_OK);
-    /* Exact: (65536 + 1023) / 32. */
-    ck_assert_double_eq(t.y[0], (65536.0 + 1023.0) / 32.0);
+    ck_assert_double_eq(t.y[0], (65536.0 + 1024.0 - 128.0) / 32.0);
     uint16_t out[8];
+    ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
+    ck_assert_double_eq(qv_decode(QV_FMT_F16, out[0]), (65536.0 + 1024.0 - 128.0) / 32.0);
+    w.arith.acc_bits = 24;
+    ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
+    ck_assert_double_eq(qv_decode(QV_FMT_F16, out[0]), (65536.0 + 1024.0 - 128.0) / 32.0);
+    w.arith.acc_bits = 14;
+    w.arith.promote_nc = 1024;
+    ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
+    ck_assert_double_eq(qv_decode(QV_FMT_F16, out[0]), 65536.0 / 32.0);
+    /* DESIGN §3's sequence: 2^16, then 1023 ones. */
+    w.arith.promote_nc = 128;
+    for (int64_t kk = 1; kk < 128; kk++) ((uint8_t *)p.a)[kk] = (uint8_t)qv_encode(QV_FMT_E4M3, 1.0, QV_SAT_FINITE);
     ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
     ck_assert_double_eq(qv_decode(QV_FMT_F16, out[0]), (65536.0 + 1023.0 - 127.0) / 32.0);
     ref_truth_clear(&t);

@@ -39,6 +39,22 @@ int qv_aq_bench(void);
  * which path ran. Makes no CUDA call. */
 long long qv_aq_lt_runs(void);
 
+/* The default smallest M of the W8A8 e4m3 rows' cuBLASLt path
+ * (QVET_AQ_LT_FP8_MIN_M overrides it; "off" never takes the path). On the
+ * Llama-3-70B block (H200, 2026-11-29, µs, cuBLASLt vs the mma kernel's
+ * w8a8-fp8-tok-ch) cuBLASLt is faster from M = 64 on in every scaling mode
+ * (outer vectors 348 vs 621 at M = 64; per tensor 254 vs 327 already at
+ * M = 16), while at M = 1 and 16 the outer-vector mode is slower (428 and 412
+ * vs 249 and 327). 32 lies between the measured points; `qvet bench`
+ * re-measures both sides. */
+#define QV_AQ_LT_FP8_MIN_M_DEFAULT 32
+
+/* How many launches of the W8A8 e4m3 rows in this process took the cuBLASLt
+ * fp8 path (kernels/aq_lt_fp8.cu: cuBLASLt's scaling modes, promoted
+ * accumulation) instead of the mma kernel; the GPU suite reads it to prove
+ * which path ran. Makes no CUDA call. */
+long long qv_aq_lt_fp8_runs(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,359 @@
+/* aq_lt_fp8.cu: the cuBLASLt path of the W8A8 e4m3 rows (aq_lt_fp8.cuh).
+ *
+ * cuBLASLt runs the TN form fp8 needs, in column-major terms:
+ *   D (n x m, ld n, f16) = W^T-op (k x n, ld k) x A^T (k x m, ld k),
+ * i.e. row-major D (m, n) = A (m, k) x W (n, k)^T with the plain-nk weights
+ * as they are. Matrix "A" of cuBLASLt is our weights, "B" our activations, so
+ * A's scale is the weight scale and B's the activation scale:
+ *   - w8a8-fp8-tensor:   SCALAR_32F x SCALAR_32F, both pointers used as they are;
+ *   - w8a8-fp8-tok-ch:   OUTER_VEC_32F x OUTER_VEC_32F: the (n) channel scales
+ *                        and the (m) token scales, as they are;
+ *   - w8a8-fp8-block128: VEC128_32F x VEC128_32F, whose scale tensors are
+ *                        k-block-major (index kb * rows + row, measured on the
+ *                        H200): k_aq_lt_fp8_block_scales writes the weights'
+ *                        (kb, n) expansion of the (kb, n/128) blocks and the
+ *                        transpose of the (m, kb) activation scales into the
+ *                        workspace at every launch. BLK128x128_32F itself is not
+ *                        usable there (refused at the Llama shapes, wrong on a
+ *                        small one); the expansion is the same arithmetic: each
+ *                        128-K partial times s_a(token, kb) * s_w(n, kb).
+ * fp32 compute and scale type, alpha 1, beta 0, fast accumulation explicitly off.
+ * The algorithm of each (mode, m, n, k, alignments) is chosen once by the
+ * heuristic, with the split-K reduction restricted to fp32 partials in the
+ * workspace (no in-place reduction: its order is the hardware's; no reduction
+ * in the fp16 output type: the bug class of DESIGN §6 #4), and cached. */
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <atomic>
+#include <mutex>
+
+#include <cublasLt.h>
+
+#include "aq_lt_fp8.cuh"
+#include "qvet/aq.h"
+
+namespace {
+
+/* cuBLASLt's workspace: 32 MiB, what NVIDIA recommends on Hopper and what the
+ * benchmark's cuBLASLt baselines are measured with. */
+constexpr size_t LT_WS_BYTES = (size_t)32 << 20;
+/* Cached (mode, shape, alignment) algorithm choices; a bench or check touches a few dozen. */
+constexpr int LT_CACHE = 64;
+/* The scale expansion kernel: 256 threads per block, a grid of at most 1024
+ * blocks striding over the elements (a few MB at most: bandwidth, not
+ * occupancy, bounds it). */
+constexpr int SX_THREADS = 256;
+constexpr int SX_MAX_BLOCKS = 1024;
+/* The K width of one scale block and of one promotion. */
+constexpr int KB = 128;
+
+/* The three scaling modes this path runs (index into the descriptors). */
+enum lt_mode { MODE_TENSOR = 0, MODE_OUTER, MODE_VEC128, N_MODES };
+
+std::atomic<long long> g_runs(0);
+
+size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
+
+/* The largest power of two <= 256 dividing the address: what cuBLASLt is told. */
+unsigned align_of(const void *p)
+{
+    const uintptr_t a = (uintptr_t)p;
+    unsigned r = 256;
+    while (r > 1 && a % r) r >>= 1;
+    return r;
+}
+
+/* QVET_AQ_LT_FP8_MIN_M: false when set to anything but a whole number >= 1
+ * (digits only) or "off" (INT_MAX: no M reaches it). */
+bool env_min_m(int *out)
+{
+    const char *s = getenv("QVET_AQ_LT_FP8_MIN_M");
+    *out = QV_AQ_LT_FP8_MIN_M_DEFAULT;
+    if (!s || !*s) return true;
+    if (!strcmp(s, "off")) {
+        *out = INT_MAX;
+        return true;
+    }
+    if (*s < '0' || *s > '9') return false; /* strtol would skip spaces and take a sign */
+    char *end;
+    errno = 0;
+    const long v = strtol(s, &end, 10);
+    if (*end || errno || v < 1 || v > INT_MAX) return false;
+    *out = (int)v;
+    return true;
+}
+
+/* One launch's workspace layout (byte offsets from the region's 256-aligned base). */
+struct lt_plan {
+    size_t off_sw;   /* VEC128: (kb, n) f32 weight scales */
+    size_t off_sa;   /* VEC128: (kb, m) f32 activation scales */
+    size_t total;    /* region bytes including 256 of alignment slack */
+};
+
+lt_plan plan_for(bool block, int m, int n, int k)
+{
+    lt_plan pl;
+    size_t off = LT_WS_BYTES;
+    pl.off_sw = pl.off_sa = off;
+    if (block) {
+        const size_t kb = (size_t)k / KB;
+        off += align256(kb * (size_t)n * 4);
+        pl.off_sa = off;
+        off += align256(kb * (size_t)m * 4);
+    }
+    pl.total = off + 256;
+    return pl;
+}
+
+/* ---- device kernel --------------------------------------------------------- */
+
+/* The VEC128 scale tensors from the rows' block scales: w_scale (kb, ceil(n/128))
+ * f32 row-major, a_scale (m, kb) f32 row-major -> sw (kb, n) f32 with
+ * sw[b n + j] = w_scale[b ceil(n/128) + j/128], and sa (kb, m) f32 with
+ * sa[b m + i] = a_scale[i kb + b]. Pure copies: no value changes. */
+__global__ void __launch_bounds__(SX_THREADS)
+k_aq_lt_fp8_block_scales(const float *w_scale, const float *a_scale, int m, int n, int kb, float *sw, float *sa)
+{
+    const int64_t nw = (int64_t)kb * n, total = nw + (int64_t)kb * m;
+    const int64_t nb = (n + KB - 1) / KB;
+    for (int64_t e = (int64_t)blockIdx.x * SX_THREADS + threadIdx.x; e < total; e += (int64_t)gridDim.x * SX_THREADS) {
+        if (e < nw) {
+            const int64_t b = e / n, j = e % n;
+            sw[e] = w_scale[b * nb + j / KB];
+        } else {
+            const int64_t f = e - nw, b = f / m, i = f % m;
+            sa[f] = a_scale[i * kb + b];
+        }
+    }
+}
+
+/* ---- cuBLASLt: handle, operations, cached algorithm choices ------------------- */
+
+struct lt_key {
+    int mode, m, n, k;
+    unsigned aw, aa, ad;   /* alignment of the weights, the activations and D */
+};
+
+struct lt_entry {
+    lt_key key;
+    bool found;        /* false: cuBLASLt has no algorithm; the mma kernel runs */
+    cublasLtMatrixLayout_t la, lb, ld;
+    cublasLtMatmulAlgo_t algo;
+};
+
+std::mutex g_mu;
+cublasLtHandle_t g_lt = NULL;
+cublasLtMatmulDesc_t g_desc[N_MODES] = {NULL, NULL, NULL};
+lt_entry g_cache[LT_CACHE];
+int g_ncache = 0, g_evict = 0;
+
+qv_status lt_fail(cublasStatus_t s, const char *what)
+{
+    return qv_fail(QV_ERR_CUDA, "cuBLASLt fp8 %s: %s (status %d)", what, cublasLtGetStatusString(s), (int)s);
+}
+
+#define LT_TRY(call, what)                                                     \
+    do {                                                                       \
+        cublasStatus_t s_ = (call);                                            \
+        if (s_ != CUBLAS_STATUS_SUCCESS) return lt_fail(s_, (what));           \
+    } while (0)
+
+/* The process's handle and one operation per mode: fp32 compute and scale,
+ * W^T-op x A, the mode's scale interpretation for both operands, fast
+ * accumulation off. The scale pointers are set at each launch. */
+qv_status lt_init(int mode)
+{
+    if (g_desc[mode]) return QV_OK;
+    if (!g_lt) LT_TRY(cublasLtCreate(&g_lt), "cublasLtCreate");
+    cublasLtMatmulDesc_t d = NULL;
+    LT_TRY(cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul descriptor");
+    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    static const int32_t scale_mode[N_MODES] = {CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F,
+                                                CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F,
+                                                CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F};
+    const int8_t fast = 0;
+    cublasStatus_t s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
+    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &scale_mode[mode],
+                                           sizeof scale_mode[mode]);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &scale_mode[mode],
+                                           sizeof scale_mode[mode]);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        cublasLtMatmulDescDestroy(d);
+        return lt_fail(s, "matmul descriptor attributes");
+    }
+    g_desc[mode] = d;
+    return QV_OK;
+}
+
+void entry_clear(lt_entry *e)
+{
+    if (e->la) cublasLtMatrixLayoutDestroy(e->la);
+    if (e->lb) cublasLtMatrixLayoutDestroy(e->lb);
+    if (e->ld) cublasLtMatrixLayoutDestroy(e->ld);
+    e->la = e->lb = e->ld = NULL;
+}
+
+bool key_eq(const lt_key &a, const lt_key &b)
+{
+    return a.mode == b.mode && a.m == b.m && a.n == b.n && a.k == b.k && a.aw == b.aw && a.aa == b.aa &&
+           a.ad == b.ad;
+}
+
+/* Layouts and the heuristic's first algorithm for key, created on first use. */
+qv_status lt_lookup(const lt_key &key, lt_entry **out)
+{
+    for (int i = 0; i < g_ncache; i++)
+        if (key_eq(g_cache[i].key, key)) {
+            *out = &g_cache[i];
+            return QV_OK;
+        }
+    lt_entry *e;
+    if (g_ncache < LT_CACHE) {
+        e = &g_cache[g_ncache++];
+    } else {
+        e = &g_cache[g_evict];
+        g_evict = (g_evict + 1) % LT_CACHE;
+        entry_clear(e);
+    }
+    e->key = key;
+    e->found = false;
+    e->la = e->lb = e->ld = NULL;
+    /* A stale entry would be looked up again; it is marked unusable until filled. */
+    e->key.m = -1;
+    LT_TRY(cublasLtMatrixLayoutCreate(&e->la, CUDA_R_8F_E4M3, key.k, key.n, key.k), "layout of W");
+    LT_TRY(cublasLtMatrixLayoutCreate(&e->lb, CUDA_R_8F_E4M3, key.k, key.m, key.k), "layout of A");
+    LT_TRY(cublasLtMatrixLayoutCreate(&e->ld, CUDA_R_16F, key.n, key.m, key.n), "layout of D");
+    cublasLtMatmulPreference_t pref = NULL;
+    LT_TRY(cublasLtMatmulPreferenceCreate(&pref), "preference");
+    const size_t wsb = LT_WS_BYTES;
+    /* Split-K only through fp32 partials in the workspace, summed in a fixed
+     * order: never in place (an order the hardware picks) and never in the
+     * fp16 output type. */
+    const uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    const uint32_t aw = key.aw, aa = key.aa, ad = key.ad;
+    cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb,
+                                                            sizeof wsb);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes,
+                                                 sizeof schemes);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aw, sizeof aw);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &aa, sizeof aa);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ad, sizeof ad);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ad, sizeof ad);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        cublasLtMatmulPreferenceDestroy(pref);
+        return lt_fail(s, "preference attributes");
+    }
+    cublasLtMatmulHeuristicResult_t h;
+    int count = 0;
+    s = cublasLtMatmulAlgoGetHeuristic(g_lt, g_desc[key.mode], e->la, e->lb, e->ld, e->ld, pref, 1, &h, &count);
+    cublasLtMatmulPreferenceDestroy(pref);
+    /* Any failure or no result means cuBLASLt does not take this shape: the
+     * mma kernel does, with arithmetic inside the same declaration. */
+    e->found = s == CUBLAS_STATUS_SUCCESS && count > 0 && h.state == CUBLAS_STATUS_SUCCESS;
+    if (e->found) e->algo = h.algo;
+    e->key = key;
+    *out = e;
+    return QV_OK;
+}
+
+/* The mode of p's scale addressing, or -1 when this path has none for it.
+ * Block rows take VEC128 only with K a multiple of 128: how cuBLASLt scales a
+ * partial last K block was not measured, so such K stays with the mma kernel. */
+int mode_of(const aq_params &p)
+{
+    if (p.wscale == AQ_WS_TENSOR && p.ascale == AQ_AS_TENSOR) return MODE_TENSOR;
+    if (p.wscale == AQ_WS_CHANNEL && p.ascale == AQ_AS_TOKEN) return MODE_OUTER;
+    if (p.wscale == AQ_WS_BLOCK && p.ascale == AQ_AS_TOKEN_BLOCK && p.k % KB == 0) return MODE_VEC128;
+    return -1;
+}
+
+} /* namespace */
+
+size_t aq_lt_fp8_workspace(bool block, int m, int n, int k)
+{
+    if (m < 1 || n < 1 || k < 1) return 0;
+    if (block && k % KB) return 0;
+    int min_m;
+    /* A malformed variable falls back to the default here; the launch reports it. */
+    if (!env_min_m(&min_m)) min_m = QV_AQ_LT_FP8_MIN_M_DEFAULT;
+    if (m < min_m) return 0;
+    return plan_for(block, m, n, k).total;
+}
+
+qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_offset, const char *name, bool *taken)
+{
+    *taken = false;
+    int min_m;
+    if (!env_min_m(&min_m))
+        return qv_fail(QV_ERR_USAGE, "%s: QVET_AQ_LT_FP8_MIN_M=\"%s\" is neither a whole number >= 1 nor \"off\"",
+                       name, getenv("QVET_AQ_LT_FP8_MIN_M"));
+    const int mode = mode_of(p);
+    if (mode < 0 || p.m < min_m) return QV_OK;
+    const bool block = mode == MODE_VEC128;
+    const lt_plan pl = plan_for(block, p.m, p.n, p.k);
+    /* A workspace sized for the mma kernel alone (the variable changed after
+     * the size was asked for, or a caller's own rule) leaves the launch to it. */
+    if (!a->workspace || a->workspace_bytes < ws_offset + pl.total) return QV_OK;
+
+    const uintptr_t base_u = ((uintptr_t)a->workspace + ws_offset + 255) & ~(uintptr_t)255;
+    uint8_t *base = (uint8_t *)base_u;
+    float *sw = (float *)(base + pl.off_sw), *sa = (float *)(base + pl.off_sa);
+
+    /* The scale tensors cuBLASLt reads: the rows' own, or (VEC128) the
+     * workspace copies k_aq_lt_fp8_block_scales writes below. */
+    const void *ws_ptr = block ? (const void *)sw : p.w_scale;
+    const void *as_ptr = block ? (const void *)sa : (const void *)p.a_scale;
+
+    std::lock_guard<std::mutex> lock(g_mu);
+    QV_TRY(lt_init(mode));
+    cublasLtMatmulDesc_t d = g_desc[mode];
+    LT_TRY(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &ws_ptr, sizeof ws_ptr),
+           "weight scale pointer");
+    LT_TRY(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &as_ptr, sizeof as_ptr),
+           "activation scale pointer");
+    lt_entry *e = NULL;
+    QV_TRY(lt_lookup(lt_key{mode, p.m, p.n, p.k, align_of(p.b), align_of(p.a), align_of(p.c)}, &e));
+    if (!e->found) return QV_OK;
+
+    cudaStream_t st = (cudaStream_t)a->stream;
+    if (block) {
+        const int kb = p.k / KB;
+        const int64_t total = (int64_t)kb * ((int64_t)p.n + p.m);
+        const int64_t blocks = (total + SX_THREADS - 1) / SX_THREADS;
+        const unsigned grid = (unsigned)(blocks < SX_MAX_BLOCKS ? blocks : SX_MAX_BLOCKS);
+        k_aq_lt_fp8_block_scales<<<grid, SX_THREADS, 0, st>>>((const float *)p.w_scale, p.a_scale, p.m, p.n, kb,
+                                                                sw, sa);
+        QV_CUDA_TRY(cudaGetLastError(), "launching k_aq_lt_fp8_block_scales");
+    }
+    /* fp32 alpha = 1, beta = 0: D is the scaled product, C is never read. */
+    const float one = 1.0f, zero = 0.0f;
+    const cublasStatus_t s = cublasLtMatmul(g_lt, d, &one, p.b, e->la, p.a, e->lb, &zero, p.c, e->ld, p.c, e->ld,
+                                            &e->algo, base, LT_WS_BYTES, st);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        /* cuBLASLt refused the call (its status, not a CUDA error) before
+         * writing D: the shape goes to the mma kernel from now on. */
+        e->found = false;
+        QV_CUDA_TRY(cudaGetLastError(), "cublasLtMatmul fp8 launch");
+        return QV_OK;
+    }
+    QV_CUDA_TRY(cudaGetLastError(), "cublasLtMatmul fp8 launch");
+    g_runs++;
+    *taken = true;
+    return QV_OK;
+}
+
+extern "C" long long qv_aq_lt_fp8_runs(void) { return g_runs.load(); }

@@ -1,0 +1,39 @@
+/* aq_lt_fp8.cuh: the cuBLASLt path of the W8A8 e4m3 rows: e4m3 x e4m3 with
+ * fp32 compute and cuBLASLt's own scaling modes (per-tensor scalars, per-token
+ * x per-channel outer vectors, or one scale per 128 K per row for the 128x128
+ * weight blocks), the default promoted accumulation (never fast accumulation),
+ * D written directly as fp16. Included by kernels/w8a8.cu, whose launcher
+ * tries it first. Rule: the path runs only where cuBLASLt takes the shape and
+ * keeps the registry row's declared arithmetic (a 14-bit accumulator promoted
+ * to fp32 every 128 K, split-K partials summed in fp32, never in fp16, never
+ * in place); otherwise it launches nothing and the mma kernel runs.
+ *
+ * Workspace: the launcher places this path's region after the mma kernel's
+ * split-K region (aq_lt_offset), so the split-K counters stay untouched.
+ *
+ * Environment:
+ *   QVET_AQ_LT_FP8_MIN_M  smallest M that takes this path: a whole number >= 1,
+ *                         or "off" for never (default QV_AQ_LT_FP8_MIN_M_DEFAULT, aq.h). */
+#ifndef QVET_AQ_LT_FP8_CUH
+#define QVET_AQ_LT_FP8_CUH
+
+#include <stddef.h>
+
+#include "aq_gemm.cuh"
+#include "qvet/aq.h"
+
+/* Bytes of this path's workspace region for an e4m3 row (`block`: 128x128
+ * weight blocks with (token, 128-K) activation scales); 0 when M is below the
+ * threshold or the path cannot take the shape (block rows need K % 128 == 0). */
+size_t aq_lt_fp8_workspace(bool block, int m, int n, int k);
+
+/* Runs p (aq_params of an e4m3 row, filled by the launcher) through cuBLASLt
+ * when M reaches the threshold, the scaling modes are one of the three above,
+ * cuBLASLt has an algorithm for the shape and alignments, and a->workspace
+ * holds the region at byte offset `ws_offset`. *taken tells whether it ran;
+ * when it did not, nothing was written to the output and the caller runs the
+ * mma kernel. A malformed QVET_AQ_LT_FP8_MIN_M is a QV_ERR_USAGE status. */
+qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_offset, const char *name,
+                        bool *taken);
+
+#endif

@@ -1,0 +1,375 @@
+/* t_gpu_aq_lt_fp8.c: the cuBLASLt path of the W8A8 e4m3 rows
+ * (kernels/aq_lt_fp8.cu): cuBLASLt fp8 with its scaling modes (per tensor,
+ * outer vectors, VEC128 from the expanded 128x128 blocks), promoted
+ * accumulation, fp16 D.
+ *
+ * Witnesses, none of them the path's own output:
+ *  - every e4m3 row of family "w8a8", on a table of shapes with M from the edge
+ *    set (1, 2, 7, 17, 31, 33, 64, 129, 300), N and K at the smallest legal
+ *    values (8, 16), on and past 128 (K tails of 16 for the rows that allow
+ *    them), with the exact, one-hot, random and fp8-promotion probes of
+ *    reference/probe.c, each through the path (QVET_AQ_LT_FP8_MIN_M=1) and
+ *    through the mma kernel (QVET_AQ_LT_FP8_MIN_M=off): unique probes must
+ *    equal the CPU model bit for bit, random ones must PASS ref_verify against
+ *    the certified truth; every run launches twice into a poisoned output and
+ *    must be bitwise identical with nothing written past the output; the path
+ *    counter (qv_aq_lt_fp8_runs) shows which path ran;
+ *  - the accumulator: at the default threshold, DESIGN §3's sequence (2^16,
+ *    then K-1 ones) must give the 14-bit promoted value the rows declare,
+ *    (65536 + K - 128) / 32, which differs from the exact sum and from
+ *    unpromoted (fast) accumulation, and the promotion witness of probe.c must
+ *    give the exact sum on both paths;
+ *  - the default threshold QV_AQ_LT_FP8_MIN_M_DEFAULT: M one below it runs the
+ *    mma kernel, M at it the path;
+ *  - a malformed QVET_AQ_LT_FP8_MIN_M is refused with a status before any
+ *    CUDA call, and the workspace grows by the path's region exactly where
+ *    the path can run.
+ * Without a CUDA device the suite prints exactly "SKIP: no CUDA device" and
+ * runs only the refusal and workspace checks. Random cases come from (seed,
+ * index); the seed is printed and QVET_SEED=<seed> replays it. */
+#include <check.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "qvet/aq.h"
+#include "qvet/formats.h"
+#include "qvet/gemm.h"
+#include "qvet/gpu.h"
+#include "qvet/probe.h"
+#include "qvet/problem.h"
+#include "qvet/reference.h"
+#include "qvet/variant.h"
+
+static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
+
+static int g_rows[16];
+static int g_nrows;
+
+/* The e4m3 W8A8 rows. */
+static void collect_rows(void)
+{
+    g_nrows = 0;
+    for (int i = 0; i < qv_registry_count() && g_nrows < 16; i++) {
+        const qv_variant *v = qv_registry_get(i);
+        if (v->launch && !strcmp(v->family, "w8a8") && v->wfmt == QV_FMT_E4M3) g_rows[g_nrows++] = i;
+    }
+}
+
+static void set_min_m(const char *s)
+{
+    if (s)
+        setenv("QVET_AQ_LT_FP8_MIN_M", s, 1);
+    else
+        unsetenv("QVET_AQ_LT_FP8_MIN_M");
+}
+
+/* The path can take the row at K: block rows need whole 128-K blocks. */
+static int eligible(const qv_variant *v, int64_t k) { return v->scale_layout != QV_SCALE_BLOCK || k % 128 == 0; }
+
+/* Runs p twice under the current environment into `out`; returns how many of
+ * the two launches took the cuBLASLt path (0 or 2: both see the same shape). */
+static int run_twice(const qv_problem *p, void *out, const char *label, const char *path)
+{
+    const long long before = qv_aq_lt_fp8_runs();
+    qv_gpu_stats st;
+    const qv_status s = qv_gpu_run(p, NULL, 2, out, &st);
+    ck_assert_msg(s == QV_OK, "%s [%s]: qv_gpu_run: %s", label, path, qv_errmsg());
+    ck_assert_msg(!st.nondeterministic, "%s [%s]: two launches differ, first at element %" PRId64, label, path,
+                  st.first_diff);
+    ck_assert_msg(st.guard_writes == 0, "%s [%s]: %" PRId64 " bytes written past the output", label, path,
+                  st.guard_writes);
+    const long long ran = qv_aq_lt_fp8_runs() - before;
+    ck_assert_msg(ran == 0 || ran == 2, "%s [%s]: %lld of 2 launches took the cuBLASLt path", label, path, ran);
+    return (int)ran;
+}
+
+/* The verdict of one output: unique probes bit for bit against the model,
+ * random ones against the certified truth. Returns 1 when it passed. */
+static int verdict(const qv_problem *p, qv_probe_kind probe, const void *out, const char *label, const char *path)
+{
+    qv_result r;
+    if (ref_probe_is_unique(probe)) {
+        const size_t ob = (size_t)qv_problem_out_bytes(p);
+        void *model = malloc(ob);
+        ck_assert_ptr_nonnull(model);
+        ck_assert_msg(ref_model_run(p, model) == QV_OK, "%s: model: %s", label, qv_errmsg());
+        ref_verify_bitexact(p, model, out, &r);
+        free(model);
+        if (r.grade != QV_PASS) fprintf(stderr, "FAIL %s [%s] (bit-exact vs model): %s\n", label, path, r.reason);
+        return r.grade == QV_PASS;
+    }
+    ref_truth t;
+    ck_assert_msg(ref_truth_compute(p, &t) == QV_OK, "%s: truth: %s", label, qv_errmsg());
+    ref_verify(p, &t, out, &r);
+    ref_truth_clear(&t);
+    if (r.grade == QV_FAIL) fprintf(stderr, "FAIL %s [%s] (truth): %s\n", label, path, r.reason);
+    return r.grade != QV_FAIL;
+}
+
+/* Shapes: M from the edge set; N at the smallest legal 8, past 128 by 8 and
+ * 136, and on 128/256; K at the smallest legal 16, 128, past 128 by 16, long
+ * (8 blocks and a tail; 32 blocks). Block rows refuse K % 128 != 0 on this
+ * path (the mma kernel runs them, which the test checks too). */
+static const struct lt_shape {
+    int64_t m, n, k;
+} shapes[] = {
+    {1, 8, 16},    {1, 264, 1040}, {2, 136, 128},  {7, 8, 4096},   {17, 72, 144},
+    {31, 256, 256}, {33, 264, 1152}, {64, 128, 512}, {129, 136, 272}, {300, 64, 1024},
+};
+#define N_SHAPES ((int)(sizeof shapes / sizeof shapes[0]))
+
+/* Where cuBLASLt's heuristic is known to take the mode (the shapes of the
+ * H200 measurements: N a multiple of 16, whole 128-K blocks, and for VEC128
+ * M >= 16); elsewhere it may decline, and the mma kernel runs. */
+static int must_take(const qv_variant *v, int64_t m, int64_t n, int64_t k)
+{
+    return eligible(v, k) && n % 16 == 0 && k % 128 == 0 && (v->scale_layout != QV_SCALE_BLOCK || m >= 16);
+}
+
+START_TEST(paths_verified)
+{
+    const qv_variant *v = qv_registry_get(g_rows[_i]);
+    static const qv_probe_kind probes[] = {QV_PROBE_EXACT, QV_PROBE_ONEHOT, QV_PROBE_RANDOM,
+                                           QV_PROBE_WITNESS_FP8_PROMOTE};
+    int cases = 0, failed = 0, taken = 0, declined = 0;
+    for (int si = 0; si < N_SHAPES; si++)
+        for (int pi = 0; pi < (int)(sizeof probes / sizeof probes[0]); pi++) {
+            const int64_t m = shapes[si].m, n = shapes[si].n, k = shapes[si].k;
+            const qv_probe_kind probe = probes[pi];
+            if (qv_variant_check_shape(v, m, n, k) != QV_OK || !ref_probe_applies(v, probe, m, n, k)) continue;
+            if (probe == QV_PROBE_WITNESS_FP8_PROMOTE && k <= 128) continue; /* one block: nothing to separate */
+            qv_problem p;
+            ck_assert_msg(qv_problem_create(&p, v, m, n, k) == QV_OK, "%s: %s", v->name, qv_errmsg());
+            const qv_regime regime =
+                probe == QV_PROBE_RANDOM ? (qv_regime)(si % QV_REGIME_COUNT) : QV_REGIME_LOGUNIFORM;
+            const uint64_t seed = g_seed + (uint64_t)g_rows[_i] * 1000 + (uint64_t)si * 10 + (uint64_t)pi;
+            ck_assert_msg(ref_probe_fill(&p, probe, regime, seed) == QV_OK, "%s: %s", v->name, qv_errmsg());
+            char label[192];
+            snprintf(label, sizeof label, "%s m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " %s/%s seed=%" PRIu64, v->name,
+                     m, n, k, qv_probe_name(probe), qv_regime_name(regime), seed);
+            const size_t ob = (size_t)qv_problem_out_bytes(&p);
+            uint8_t *o_lt = malloc(ob), *o_mma = malloc(ob);
+            ck_assert(o_lt && o_mma);
+
+            set_min_m("off");
+            ck_assert_msg(run_twice(&p, o_mma, label, "mma") == 0, "%s: QVET_AQ_LT_FP8_MIN_M=off took the path",
+                          label);
+            set_min_m("1");
+            const int ran = run_twice(&p, o_lt, label, "cuBLASLt");
+            set_min_m(NULL);
+            if (!eligible(v, k))
+                ck_assert_msg(ran == 0, "%s: K %% 128 != 0 took the VEC128 path", label);
+            else if (must_take(v, m, n, k))
+                ck_assert_msg(ran == 2, "%s: cuBLASLt declined a shape it is known to take", label);
+            if (ran) {
+                taken++;
+            } else if (eligible(v, k) && pi == 0) {
+                declined++;
+                printf("%s m=%" PRId64 " n=%" PRId64 " k=%" PRId64 ": cuBLASLt declined, the mma kernel ran\n",
+                       v->name, m, n, k);
+            }
+            failed += !verdict(&p, probe, o_mma, label, "mma");
+            failed += !verdict(&p, probe, o_lt, label, ran ? "cuBLASLt" : "mma (declined)");
+            cases++;
+            free(o_lt);
+            free(o_mma);
+            qv_problem_destroy(&p);
+        }
+    printf("%s: %d cases x 2 paths, %d through cuBLASLt, %d shapes declined, %d verdicts failed\n", v->name, cases,
+           taken, declined, failed);
+    ck_assert_msg(taken > 0, "%s: no case took the cuBLASLt path", v->name);
+    ck_assert_msg(failed == 0, "%s: %d verdicts failed (see stderr)", v->name, failed);
+}
+END_TEST
+
+/* ---- the accumulator ----------------------------------------------------------- */
+
+static uint16_t f16(double x) { return (uint16_t)qv_encode(QV_FMT_F16, x, QV_SAT_NONE); }
+
+/* _i: row x K in {1024, 4096}. M = the default threshold (no variable set),
+ * so the default reaches the path. */
+START_TEST(accumulator_declared)
+{
+    const qv_variant *v = qv_registry_get(g_rows[_i / 2]);
+    const int64_t m = QV_AQ_LT_FP8_MIN_M_DEFAULT, n = 128, k = _i % 2 ? 4096 : 1024;
+    qv_problem p;
+    ck_assert_int_eq(qv_problem_create(&p, v, m, n, k), QV_OK);
+    ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_WITNESS_FP8_PROMOTE, QV_REGIME_LOGUNIFORM, g_seed), QV_OK);
+    const size_t ob = (size_t)qv_problem_out_bytes(&p);
+    uint16_t *out = malloc(ob);
+    ck_assert_ptr_nonnull(out);
+    char label[128];
+    /* Every value below is (sum of products) x 2^-5, the probe's output scale. */
+    const uint16_t exact_w = f16((65536.0 + (double)k - 128.0) / 32.0);
+    const uint16_t exact_d = f16((65536.0 + (double)k - 1.0) / 32.0);
+    const uint16_t promoted14_d = f16((65536.0 + (double)k - 128.0) / 32.0);
+    const uint16_t fast = f16(65536.0 / 32.0);
+    /* The hand values must be three different codes, or nothing is separated. */
+    ck_assert(exact_d != promoted14_d && promoted14_d != fast && exact_d != fast);
+
+    set_min_m(NULL);
+    snprintf(label, sizeof label, "%s m=%" PRId64 " k=%" PRId64 " promotion witness", v->name, m, k);
+    ck_assert_msg(run_twice(&p, out, label, "default") == 2, "%s: M = the default threshold did not take the path",
+                  label);
+    for (int64_t e = 0; e < m * n; e++)
+        ck_assert_msg(out[e] == exact_w, "%s: element %" PRId64 " is 0x%04x, the exact sum is 0x%04x", label, e,
+                      out[e], exact_w);
+    set_min_m("off");
+    ck_assert_int_eq(run_twice(&p, out, label, "mma"), 0);
+    for (int64_t e = 0; e < m * n; e++)
+        ck_assert_msg(out[e] == exact_w, "%s [mma]: element %" PRId64 " is 0x%04x, the exact sum is 0x%04x", label, e,
+                      out[e], exact_w);
+
+    /* DESIGN §3's sequence: the probe's zeros between 2^16 and K = 128 become ones. */
+    const uint8_t one = (uint8_t)qv_encode(QV_FMT_E4M3, 1.0, QV_SAT_FINITE);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t kk = 1; kk < 128; kk++) ((uint8_t *)p.a)[i * k + kk] = one;
+    snprintf(label, sizeof label, "%s m=%" PRId64 " k=%" PRId64 " DESIGN §3 sequence", v->name, m, k);
+    uint16_t *model = malloc(ob);
+    ck_assert_ptr_nonnull(model);
+    ck_assert_int_eq(ref_model_run(&p, model), QV_OK);
+    ck_assert_msg(model[0] == promoted14_d, "%s: the row's model gives 0x%04x, the 14-bit promoted value is 0x%04x",
+                  label, model[0], promoted14_d);
+    set_min_m(NULL);
+    ck_assert_int_eq(run_twice(&p, out, label, "default"), 2);
+    for (int64_t e = 0; e < m * n; e++)
+        ck_assert_msg(out[e] == promoted14_d,
+                      "%s: element %" PRId64 " is 0x%04x; declared (14 bits, promoted every 128) 0x%04x, exact "
+                      "0x%04x, unpromoted 0x%04x",
+                      label, e, out[e], promoted14_d, exact_d, fast);
+    set_min_m("off");
+    ck_assert_int_eq(run_twice(&p, out, label, "mma"), 0);
+    printf("%s: cuBLASLt %.2f (declared), mma kernel %.2f; exact %.2f, unpromoted %.2f\n", label,
+           qv_decode(QV_FMT_F16, promoted14_d), qv_decode(QV_FMT_F16, out[0]), qv_decode(QV_FMT_F16, exact_d),
+           qv_decode(QV_FMT_F16, fast));
+    /* The mma kernel keeps at least the declared width: never the unpromoted value. */
+    for (int64_t e = 0; e < m * n; e++)
+        ck_assert_msg(out[e] == exact_d || out[e] == promoted14_d, "%s [mma]: element %" PRId64 " is 0x%04x", label, e,
+                      out[e]);
+    set_min_m(NULL);
+    free(model);
+    free(out);
+    qv_problem_destroy(&p);
+}
+END_TEST
+
+/* The default threshold: one M below it runs the mma kernel, M at it the path
+ * (exact probe, bit for bit against the model both times). */
+START_TEST(default_threshold)
+{
+    const qv_variant *v = qv_registry_get(g_rows[_i]);
+    set_min_m(NULL);
+    for (int d = 1; d >= 0; d--) {
+        const int64_t m = QV_AQ_LT_FP8_MIN_M_DEFAULT - d, n = 256, k = 512;
+        qv_problem p;
+        ck_assert_int_eq(qv_problem_create(&p, v, m, n, k), QV_OK);
+        ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_EXACT, QV_REGIME_LOGUNIFORM, g_seed + (uint64_t)d), QV_OK);
+        void *out = malloc((size_t)qv_problem_out_bytes(&p));
+        ck_assert_ptr_nonnull(out);
+        char label[128];
+        snprintf(label, sizeof label, "%s m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " exact", v->name, m, n, k);
+        const int ran = run_twice(&p, out, label, "default");
+        ck_assert_msg(ran == (d ? 0 : 2), "%s: %d launches took the path, expected %d", label, ran, d ? 0 : 2);
+        ck_assert(verdict(&p, QV_PROBE_EXACT, out, label, d ? "mma" : "cuBLASLt"));
+        free(out);
+        qv_problem_destroy(&p);
+    }
+}
+END_TEST
+
+/* ---- refusals and workspace (no CUDA call) --------------------------------------- */
+
+START_TEST(env_refusals)
+{
+    ck_assert_int_gt(g_nrows, 0);
+    /* Non-NULL placeholders: the refusal comes before anything is read. */
+    static char placeholder[16];
+    qv_gemm_args a;
+    memset(&a, 0, sizeof a);
+    a.m = 256, a.n = 128, a.k = 256;
+    a.a = a.b = a.scales = placeholder;
+    a.a_scale = (const float *)placeholder;
+    a.c = placeholder;
+    static const char *const bad[] = {"abc", "0", "-5", "12x", "99999999999", "OFF", " 5", "1.5"};
+    for (int r = 0; r < g_nrows; r++) {
+        const qv_variant *v = qv_registry_get(g_rows[r]);
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            set_min_m(bad[i]);
+            ck_assert_msg(v->launch(v, &a) == QV_ERR_USAGE, "%s: QVET_AQ_LT_FP8_MIN_M=\"%s\" accepted", v->name,
+                          bad[i]);
+            ck_assert_msg(strstr(qv_errmsg(), "QVET_AQ_LT_FP8_MIN_M") != NULL, "message: %s", qv_errmsg());
+        }
+    }
+    set_min_m(NULL);
+    /* The workspace holds cuBLASLt's 32 MiB from the threshold on, nothing of
+     * it below, with "off", or for a block row whose K has a partial block; at
+     * these shapes the mma kernel's own split-K region is far smaller. */
+    const size_t lt_ws = (size_t)32 << 20;
+    for (int r = 0; r < g_nrows; r++) {
+        const qv_variant *v = qv_registry_get(g_rows[r]);
+        const int t = QV_AQ_LT_FP8_MIN_M_DEFAULT;
+        ck_assert_uint_ge(v->workspace(v, t, 512, 512), lt_ws);
+        ck_assert_uint_lt(v->workspace(v, t - 1, 512, 512), lt_ws);
+        ck_assert_uint_ge(v->workspace(v, 1024, 512, 4096), lt_ws);
+        const size_t tail = v->workspace(v, 1024, 512, 4096 + 16);
+        if (v->scale_layout == QV_SCALE_BLOCK)
+            ck_assert_uint_lt(tail, lt_ws);
+        else
+            ck_assert_uint_ge(tail, lt_ws);
+        set_min_m("off");
+        ck_assert_uint_lt(v->workspace(v, 1024, 512, 512), lt_ws);
+        set_min_m("1");
+        ck_assert_uint_ge(v->workspace(v, 1, 512, 512), lt_ws);
+        set_min_m(NULL);
+    }
+    /* The block row's region also holds the (K/128, N) and (K/128, M) scale tensors. */
+    const qv_variant *blk = qv_variant_find("w8a8-fp8-block128");
+    ck_assert_ptr_nonnull(blk);
+    ck_assert_uint_ge(blk->workspace(blk, 1024, 8192, 8192), lt_ws + (size_t)64 * (8192 + 1024) * 4);
+}
+END_TEST
+
+static Suite *lt_fp8_suite(int gpu)
+{
+    Suite *s = suite_create("gpu_aq_lt_fp8");
+    TCase *tc = tcase_create("gpu");
+    tcase_set_timeout(tc, 600);
+    if (gpu) {
+        tcase_add_loop_test(tc, paths_verified, 0, g_nrows);
+        tcase_add_loop_test(tc, accumulator_declared, 0, 2 * g_nrows);
+        tcase_add_loop_test(tc, default_threshold, 0, g_nrows);
+    }
+    tcase_add_test(tc, env_refusals);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+/* A device is looked for through the driver's files first, so that a machine
+ * without one never sees a CUDA call. */
+static int have_device(void)
+{
+    if (access("/dev/nvidia0", F_OK) != 0 && access("/dev/nvidiactl", F_OK) != 0) return 0;
+    return qv_gpu_info_get(NULL);
+}
+
+int main(void)
+{
+    const char *env = getenv("QVET_SEED");
+    if (env && *env) g_seed = strtoull(env, NULL, 0);
+    set_min_m(NULL);
+    const int gpu = have_device();
+    if (!gpu) printf("SKIP: no CUDA device\n");
+    collect_rows();
+    if (gpu)
+        printf("t_gpu_aq_lt_fp8: seed %" PRIu64 " (QVET_SEED=%" PRIu64 " replays), %d rows\n", g_seed, g_seed,
+               g_nrows);
+    SRunner *sr = srunner_create(lt_fp8_suite(gpu));
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_NORMAL);
+    const int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
