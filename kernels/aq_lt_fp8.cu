@@ -175,7 +175,13 @@ qv_status lt_init(int mode)
     static const int32_t scale_mode[N_MODES] = {CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F,
                                                 CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F,
                                                 CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F};
+#ifdef QV_MUTANT_gpu_lt_fp8_fast_accum
+    /* Mutant (class 16, DeepSeek-V3 §3.3.2): cuBLASLt's fast accumulation, the
+     * ~14-bit tensor-core sum over all of K without promotion to fp32. */
+    const int8_t fast = 1;
+#else
     const int8_t fast = 0;
+#endif
     cublasStatus_t s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
     if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
     if (s == CUBLAS_STATUS_SUCCESS)

@@ -185,8 +185,10 @@ def read_cases(out_jsonl):
 # check and fuzz, not the unmutated base's) with the variable that sends every
 # eligible case down that path. The small-M kernel takes M <= 8 by default only
 # from K = 8192 on; "swap" sends it every M <= 8 (t_gpu_wonly checks that path
-# clean on every row).
-PATH_ENV = {"kernels/wonly_small.cu": {"QVET_WO_SMALL": "swap"}}
+# clean on every row). The e4m3 cuBLASLt path runs from M = 32 by default; 1
+# sends every M there (t_gpu_aq_lt_fp8 checks that path clean on every row).
+PATH_ENV = {"kernels/wonly_small.cu": {"QVET_WO_SMALL": "swap"},
+            "kernels/aq_lt_fp8.cu": {"QVET_AQ_LT_FP8_MIN_M": "1"}}
 
 
 def mutant_env(name):
