@@ -11,30 +11,29 @@
  *    bitwise identical; output cast RNE.
  *
  * Structure: a block of 8 warps covers 512 columns (1024 with two chunks per
- * warp) over one K slice of at most 64 k16 tiles; warp w owns one (or two
- * adjacent) 64-column Marlin chunks for the whole slice, so no two warps of a
- * block share a column and no intra-block reduction exists. Each lane's B
- * fragments of one k16 tile and chunk are one (4-bit) or two (8-bit) 16-byte
- * words, loaded straight into registers with non-caching loads `depth` tiles
- * ahead of their use: a warp always has 4 KiB of weights in flight, and nothing
- * waits on shared memory or a barrier inside the K loop. The slice's A rows
- * (gathered through perm under act_order), group scales and zero points are
- * staged in shared memory once, at block start, while the first weight loads
- * are in flight. Split-K: every slice writes fp32 partials; the last block of a
- * column tile to arrive (a counter per tile) adds slices 0..S-1 in order,
- * applies the epilogue, writes Y and resets the counter.
+ * warp) over one K slice; warp w owns one (or two adjacent) 64-column Marlin
+ * chunks for the whole slice, so no two warps of a block share a column. The
+ * block's weights arrive through a ring of kStages shared-memory stages filled
+ * by bulk copies (cp.async.bulk, one per k16 row of the block's chunks, which
+ * are contiguous in the Marlin layout) that complete on mbarriers: up to
+ * 64 KiB per block in flight, and no per-load address arithmetic in the warps
+ * that do the math. The last warp to release a stage refills it. The slice's A
+ * rows (gathered through perm under act_order), group scales and zero points
+ * are staged in shared memory once, at block start, while the first stages are
+ * in flight. Split-K: every slice writes fp32 partials; the last block of a
+ * column tile to arrive (a counter per tile) sums slices 0..S-1 in order with
+ * all its threads, applies the epilogue, writes Y and resets the counter.
  *
- * Configurations (QVET_WO_SMALL, wonly_small.cuh): by default M <= 8 with
- * K >= 8192, swapped (weights as the A operand, A^T as B: 4 mma per k16 tile
- * and chunk instead of 8, since at M = 1 the m16 orientation wastes 15 of 16
- * rows). "1" runs M <= 8 in the m16 orientation (A's rows as the mma's rows),
- * "swap" runs every M <= 8 swapped, and
- * "swap2" also gives each warp two adjacent chunks for 4-bit weights, so a
- * warp's loads of one k16 row are 1 KiB contiguous as they are for 8-bit
- * weights. "16" takes M <= 16 in the m16 orientation. Measured on the H200
- * (2026-11-29, bench/RESULTS.md): swapped, the Llama-3-70B block at M = 1 takes
- * w4a16-ch 276 us (general kernel 281), fp8a16-ch 335 us (363); Llama-2-7B
- * w4a16-ch 116 us (107); at M = 16 the general kernel is faster on both. */
+ * Configurations (QVET_WO_SMALL, wonly_small.cuh): by default M <= 8 runs
+ * swapped (weights as the A operand, A^T as B: 4 mma per k16 tile and chunk
+ * instead of 8, since at M = 1 the m16 orientation wastes 15 of 16 rows) and
+ * 9 <= M <= 16 in the m16 orientation. "1" runs M <= 8 in the m16
+ * orientation, "swap" only M <= 8 swapped, "swap2" as "swap" with two adjacent
+ * chunks per warp for 4-bit weights, "16" every M <= 16 in the m16
+ * orientation, "0" nothing (the general kernel). Measured on the H200
+ * (2026-11-29, bench/RESULTS.md), Llama-3-70B block, w4a16-ch: M = 1 174 us
+ * (the register-streaming predecessor of this kernel: 276 us), M = 16 285 us
+ * (general kernel 434 us). */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -54,24 +53,31 @@ enum { WT_INT4 = 0, WT_INT8 = 1, WT_FP8 = 2, WT_INT4_ZP = 3 };
 enum { SC_GROUP = 0, SC_CHANNEL = 1, SC_TENSOR = 2 };
 enum { SF_F16 = 0, SF_BF16 = 1, SF_F32 = 2 };
 
-constexpr int kWarps = 8;            /* warps per block, one or two 64-column chunks each */
+constexpr int kWarps = 8;            /* consumer warps per block, one or two 64-column chunks each */
 constexpr int kThreads = 32 * kWarps;
 /* Blocks per SM the kernel is built for (__launch_bounds__): 16 warps of at
  * most 128 registers fill the register file, and the split-K plan counts on it. */
 constexpr int kBlocksPerSm = 2;
 /* Longest K slice in k16 tiles: bounds the shared-memory copy of A (16 rows x
- * 1024 halves = 32 KiB) and of the slice's group scales. */
-constexpr int kMaxTilesPerSplit = 64;
-/* Shared-memory budget of one block: two blocks per SM fit the H200's 227 KiB. */
-constexpr size_t kSmemBudget = 96 * 1024;
+ * 2048 halves = 64 KiB; the plan halves it until the budget below holds) and of
+ * the slice's group scales. */
+constexpr int kMaxTilesPerSplit = 256;
+/* The weight ring: kStages stages of kStageBytes, each filled by one bulk copy
+ * per k16 row of the block's columns. 4 x 16 KiB in flight per block and two
+ * blocks per SM is 128 KiB per SM, several times the bandwidth x latency
+ * product of one SM's share of HBM (about 16 B/cycle x 1500 cycles). */
+constexpr int kStages = 4;
+constexpr int kStageBytes = 16384;
+/* Shared-memory budget of one block: two blocks per SM fit the H200's 227 KiB
+ * (each block also takes 1 KiB of system shared memory). */
+constexpr size_t kSmemBudget = 112 * 1024;
 
-/* Per weight type: 16-byte words per lane per k16 tile (4-bit: the lane's four
- * tiles' fragments in 4 words; 8-bit: 8 words), and the prefetch depth in k16
- * tiles, chosen so a warp has 4 KiB of weights in flight (8 x 512 B or 4 x 1 KiB). */
+/* Per weight type: 16-byte words per lane per k16 tile and 64-column chunk
+ * (4-bit: one word holds the lane's fragments of the chunk's 8 n8 tiles; 8-bit:
+ * two words). */
 template <int WT> struct small_traits {
     static constexpr bool four = WT == WT_INT4 || WT == WT_INT4_ZP;
     static constexpr int vecs = four ? 1 : 2;
-    static constexpr int depth = four ? 8 : 4;
     static constexpr int chunk_vecs = 32 * vecs;  /* 16-byte words per (k16 tile, 64-column chunk) */
 };
 
@@ -96,35 +102,79 @@ struct small_params {
     uint32_t unbias_h2;      /* the same power of two as a half2 of the activation format */
 };
 
-/* Shared-memory byte layout of one block, the same on host and device: A's
- * rows 0..m-1 over the slice, each padded by 16 bytes so that the 8 row
- * addresses of an ldmatrix fall on 8 different 16-byte bank groups (the row
- * stride is an odd multiple of 16 bytes); a 16-byte zero line that rows >= m
- * read; then groups_max rows of bn group scales and of bn/8 zero-point words
- * (bn: the block's columns). */
+/* Shared-memory byte layout of one block, the same on host and device: the
+ * ring's kStages mbarriers and kStages release counters in a 128-byte header; the
+ * ring of kStages stages, each rows_per_stage k16 rows of the block's packed
+ * weights in their global order (chunk, lane, word); A's rows 0..m-1 over the
+ * slice, each padded by 16 bytes so that the 8 row addresses of an ldmatrix
+ * fall on 8 different 16-byte bank groups (the row stride is an odd multiple of
+ * 16 bytes); a 16-byte zero line that rows >= m read; then groups_max rows of bn
+ * group scales and of bn/8 zero-point words (bn: the block's columns).
+ * row_bytes: one k16 row of the block's weights (bn/64 chunks). */
 struct small_smem {
-    int a_stride, zero_off, s_off, z_off, bytes;
-    __host__ __device__ small_smem(int m, int tiles_per_split, int groups_max, bool grouped, bool zp, int bn)
+    int rows_per_stage, stage_bytes, ring_off, a_off, a_stride, zero_off, s_off, z_off, bytes;
+    __host__ __device__ small_smem(int m, int tiles_per_split, int groups_max, bool grouped, bool zp, int bn,
+                                   int row_bytes)
     {
+        rows_per_stage = kStageBytes / row_bytes;
+        stage_bytes = rows_per_stage * row_bytes;
+        ring_off = 128;
+        a_off = ring_off + kStages * stage_bytes;
         a_stride = tiles_per_split * 32 + 16;
-        zero_off = m * a_stride;
+        zero_off = a_off + m * a_stride;
         s_off = zero_off + 16;
         z_off = s_off + (grouped ? groups_max * bn * 2 : 0);
         bytes = z_off + (zp ? groups_max * (bn / 8) * 4 : 0);
     }
 };
 
-/* 16 bytes from global memory through the non-coherent path, not kept in L1:
- * every weight byte is read once per launch, so caching it would only evict A
- * and the scales. src: one 16-byte word of the packed weights (16-byte
- * aligned), which nothing writes during the kernel (B is an input). */
-__device__ __forceinline__ uint4 ld_stream16(const uint4 *src)
+/* ---- the weight ring: bulk copies completing on mbarriers (PTX ISA 8.0, sm_90) ---- */
+
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count)
 {
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(src));
-    return v;
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
+}
+
+/* Makes the initialised barriers visible to the bulk-copy (async) proxy. */
+__device__ __forceinline__ void mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+
+/* One arrival that also announces `bytes` of bulk-copy data for the phase. */
+__device__ __forceinline__ void mbar_arrive_tx(unsigned bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+/* Spins until the barrier's phase with the given parity has completed. */
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity)
+{
+    asm volatile("{\n"
+                 ".reg .pred done;\n"
+                 "WAIT_%=:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra WAIT_%=;\n"
+                 "}\n" ::"r"(bar),
+                 "r"(parity)
+                 : "memory");
+}
+
+/* An L2 policy that evicts the streamed weights first: every weight byte is
+ * read once per launch, while A, the scales and the split-K partials are reused. */
+__device__ __forceinline__ uint64_t l2_evict_first()
+{
+    uint64_t pol;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
+    return pol;
+}
+
+/* bytes (a multiple of 16) from global src to shared dst (both 16-byte
+ * aligned), completing on barrier bar. src is an input nothing writes during
+ * the kernel. */
+__device__ __forceinline__ void bulk_copy(unsigned dst, const void *src, unsigned bytes, unsigned bar, uint64_t pol)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+                 " [%0], [%1], %2, [%3], %4;\n" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar), "l"(pol)
+                 : "memory");
 }
 
 /* Packed index of logical column col for scale_perm_single (layout.h,
@@ -185,7 +235,6 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     using T = small_traits<WT>;
     constexpr bool kZp = WT == WT_INT4_ZP;
     constexpr int BN = 64 * kWarps * CPW;   /* columns per block */
-    constexpr int depth = T::depth / CPW;   /* k16 tiles in flight: still 4 KiB per warp */
     constexpr int VW = T::vecs * CPW;       /* 16-byte words per lane per k16 tile */
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ int s_is_last;
@@ -204,36 +253,58 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     const int kt_end = min(p.k / 16, kt_begin + p.tiles_per_split);
     const int nt = kt_end - kt_begin;
     const bool grouped = p.scale_mode == SC_GROUP;
-    const small_smem L(p.m, p.tiles_per_split, p.groups_max, grouped, kZp, BN);
+    /* One k16 row of the block's weights in shared memory, all BN / 64 chunks. */
+    constexpr int kRowBytes = (BN / 64) * T::chunk_vecs * 16;
+    const small_smem L(p.m, p.tiles_per_split, p.groups_max, grouped, kZp, BN, kRowBytes);
 
-    /* 1. The first `depth` tiles of this warp's weight stream, issued before
-     * anything else so their latency overlaps the staging below. A k16 row of B
-     * is n_chunks chunks of chunk_vecs 16-byte words; the lane's words of tile
-     * kt, chunk c are at row kt, chunk chunk0 + c, position lane * vecs. Words
-     * of a chunk past N stay zero and their results are never stored. */
+    /* 1. The weight ring. Stage s (k16 rows s*R .. s*R + R - 1 of the slice)
+     * goes to slot s % kStages: one bulk copy per k16 row of the chunks below N
+     * (a row of B is n_chunks chunks of chunk_vecs 16-byte words, so the block's
+     * chunks of one row are contiguous), completing on barrier full[slot]. Every
+     * warp adds one to release[slot] when it has read a stage there; the warp
+     * whose addition completes the count refills the slot with stage
+     * s + kStages. Thread 0 issues the first kStages stages while A, the
+     * scales and the zero points are being staged. */
+    const unsigned smem_base = (unsigned)__cvta_generic_to_shared(smem);
+    const unsigned bar_full = smem_base;
+    int *release = reinterpret_cast<int *>(smem + 8 * kStages);
+    const int rps = L.rows_per_stage;
+    const int n_stages = (nt + rps - 1) / rps;
+    const int blk_chunks = min(BN / 64, n_chunks - (int)blockIdx.x * (BN / 64));
+    const unsigned row_copy = (unsigned)(blk_chunks * T::chunk_vecs * 16);
     const int64_t row_vecs = (int64_t)n_chunks * T::chunk_vecs;
-    const uint4 *bp = p.b + (int64_t)kt_begin * row_vecs + (int64_t)chunk0 * T::chunk_vecs + lane * T::vecs;
-    uint4 buf[depth][VW];
-#pragma unroll
-    for (int j = 0; j < depth; j++)
-#pragma unroll
-        for (int v = 0; v < VW; v++) {
-            if (CPW > 1) buf[j][v] = make_uint4(0, 0, 0, 0);
-            if (chunk_on[v / T::vecs] && j < nt)
-                buf[j][v] = ld_stream16(bp + j * row_vecs + (v / T::vecs) * T::chunk_vecs + v % T::vecs);
-        }
+    const uint4 *b_blk = p.b + (int64_t)kt_begin * row_vecs + (int64_t)blockIdx.x * (BN / 64) * T::chunk_vecs;
+    auto issue_stage = [&](int st) {
+        const uint64_t pol = l2_evict_first();
+        const int slot = st % kStages;
+        const int rows = min(rps, nt - st * rps);
+        mbar_arrive_tx(bar_full + 8 * slot, rows * row_copy);
+        for (int r = 0; r < rows; r++)
+            bulk_copy(smem_base + L.ring_off + slot * L.stage_bytes + r * kRowBytes,
+                      b_blk + (int64_t)(st * rps + r) * row_vecs, row_copy, bar_full + 8 * slot, pol);
+    };
 
-    /* 2. Stage the slice's A rows, group scales and zero points. */
+    /* 2. Stage the slice's A rows, group scales and zero points. A plain A is
+     * requested before the weight stream: issued behind the first kStages
+     * stages of every block it would wait for them in the memory queues. */
     const int a_chunks_row = nt * 2; /* 16-byte pieces of one A row in the slice */
-    if (p.perm == NULL) {
+    if (p.perm == NULL)
         for (int c = tid; c < p.m * a_chunks_row; c += kThreads) {
             const int row = c / a_chunks_row, ch = c % a_chunks_row;
-            qv_cp_async16(smem + row * L.a_stride + ch * 16,
+            qv_cp_async16(smem + L.a_off + row * L.a_stride + ch * 16,
                           p.a + (int64_t)row * p.k + (int64_t)kt_begin * 16 + ch * 8, true);
         }
-    } else {
+    if (tid == 0) {
+        for (int i = 0; i < kStages; i++) {
+            mbar_init(bar_full + 8 * i, 1);
+            release[i] = 0;
+        }
+        mbar_fence_init();
+        for (int st = 0; st < min(kStages, n_stages); st++) issue_stage(st);
+    }
+    if (p.perm != NULL) {
         /* act_order: sorted column i of A is logical column perm[i]. */
-        uint16_t *as = reinterpret_cast<uint16_t *>(smem);
+        uint16_t *as = reinterpret_cast<uint16_t *>(smem + L.a_off);
         for (int e = tid; e < p.m * nt * 16; e += kThreads) {
             const int row = e / (nt * 16), col = e % (nt * 16);
 #ifdef QV_MUTANT_gpu_wo_small_act_order_unpermuted
@@ -277,8 +348,8 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
      * two matrices are exactly the mma B fragment of A^T (k 0-7 and k 8-15). */
     const int a_row = SWAP ? (lane & 7) : (lane & 15);
     const int a_half = SWAP ? ((lane >> 3) & 1) : (lane >> 4);
-    const unsigned smem_base = (unsigned)__cvta_generic_to_shared(smem);
-    const unsigned a_addr0 = a_row < p.m ? smem_base + a_row * L.a_stride + a_half * 16 : smem_base + L.zero_off;
+    const unsigned a_addr0 =
+        a_row < p.m ? smem_base + L.a_off + a_row * L.a_stride + a_half * 16 : smem_base + L.zero_off;
     const unsigned a_step = a_row < p.m ? 32u : 0u;
 
     /* Accumulators of chunk c: m16 orientation, acc[c][j8] is n8 tile j8 (rows
@@ -421,25 +492,33 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
         }
     };
 
-    /* 3. The K loop: slot j of the ring holds tile t + j; it is consumed, then
-     * refilled with tile t + j + depth before the consumed tile's math, so
-     * `depth` tiles stay in flight. */
-    if (active) {
-        for (int t = 0; t < nt; t += depth) {
-#pragma unroll
-            for (int j = 0; j < depth; j++) {
-                if (t + j < nt) {
+    /* 3. The K loop: wait for each stage, run the warp's chunk(s) of its rows,
+     * release the slot (the last warp to release it refills it). Warps without
+     * a chunk below N still release every slot. */
+    {
+        const unsigned char *my_words = smem + L.ring_off + (warp * CPW * T::chunk_vecs + lane * T::vecs) * 16;
+        for (int st = 0; st < n_stages; st++) {
+            const int slot = st % kStages;
+            mbar_wait(bar_full + 8 * slot, (st / kStages) & 1);
+            if (active) {
+                const int rows = min(rps, nt - st * rps);
+                const unsigned char *stage = my_words + slot * L.stage_bytes;
+                for (int r = 0; r < rows; r++) {
                     uint4 cur[VW];
 #pragma unroll
-                    for (int v = 0; v < VW; v++) cur[v] = buf[j][v];
-                    if (t + j + depth < nt)
-#pragma unroll
-                        for (int v = 0; v < VW; v++)
-                            if (chunk_on[v / T::vecs])
-                                buf[j][v] = ld_stream16(bp + (int64_t)(t + j + depth) * row_vecs +
-                                                        (v / T::vecs) * T::chunk_vecs + v % T::vecs);
-                    compute_tile(t + j, cur);
+                    for (int v = 0; v < VW; v++)
+                        cur[v] = *reinterpret_cast<const uint4 *>(stage + r * kRowBytes +
+                                                                  ((v / T::vecs) * T::chunk_vecs + v % T::vecs) * 16);
+                    compute_tile(st * rps + r, cur);
                 }
+            }
+            __syncwarp();
+            if (lane == 0) {
+                /* The count only grows: use (st / kStages) of the slot is complete
+                 * at kWarps * (st / kStages + 1) releases. */
+                __threadfence_block();
+                const int done = atomicAdd(&release[slot], 1) + 1;
+                if (done == kWarps * (st / kStages + 1) && st + kStages < n_stages) issue_stage(st + kStages);
             }
         }
     }
@@ -468,45 +547,73 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
         __syncthreads();
         if (!s_is_last) return;
         __threadfence();
-        /* Slices 0..S-1 added in that order, whichever block arrived last. Two
-         * slices' loads are issued before their adds, so the sum waits for one
-         * L2 round trip per two slices, not one per load. Rows >= m and chunks
-         * past N have no partials. */
+        /* Slices 0..S-1 added in that order, whichever block arrived last. The
+         * whole block sums the tile's m x bcols outputs, each thread 4
+         * consecutive columns at a time (16-byte loads), with the loads of 2 x 4
+         * outputs x 8 slices in flight before their adds: the sum takes about
+         * S/8 L2 round trips per 2048 outputs instead of one per slice. Rows >= m
+         * and chunks past N have no partials. */
+        const int bcols = blk_chunks * 64;
+        const int quads = p.m * bcols / 4;
         const int64_t slice = (int64_t)p.m * p.n;
+        uint16_t *out = static_cast<uint16_t *>(p.c);
+        constexpr int kU = 2, kZ = 8;
+        for (int q0 = tid; q0 < quads; q0 += kThreads * kU) {
+            float4 sum[kU];
+            int64_t off[kU];
+            bool on[kU];
 #pragma unroll
-        for (int c = 0; c < CPW; c++) {
-            if (!chunk_on[c]) continue;
-#pragma unroll
-            for (int j = 0; j < NT; j++)
-#pragma unroll
-                for (int r = 0; r < 4; r++)
-                    if (elem_row(r) < p.m)
-                        acc[c][j][r] = __ldcg(p.partial + (int64_t)elem_row(r) * p.n + elem_col(c, j, r));
-            for (int z = 1; z < p.splits; z += 2) {
-                float v[2][NT][4];
-#pragma unroll
-                for (int u = 0; u < 2; u++)
-#pragma unroll
-                    for (int j = 0; j < NT; j++)
-#pragma unroll
-                        for (int r = 0; r < 4; r++)
-                            if (z + u < p.splits && elem_row(r) < p.m)
-                                v[u][j][r] = __ldcg(p.partial + (z + u) * slice + (int64_t)elem_row(r) * p.n +
-                                                    elem_col(c, j, r));
-#pragma unroll
-                for (int u = 0; u < 2; u++)
-#pragma unroll
-                    for (int j = 0; j < NT; j++)
-#pragma unroll
-                        for (int r = 0; r < 4; r++)
-                            if (z + u < p.splits && elem_row(r) < p.m)
-                                acc[c][j][r] = add_partial(acc[c][j][r], v[u][j][r]);
+            for (int u = 0; u < kU; u++) {
+                const int q = q0 + u * kThreads;
+                on[u] = q < quads;
+                off[u] = on[u] ? (int64_t)(q / (bcols / 4)) * p.n + n0 + 4 * (q % (bcols / 4)) : 0;
+                sum[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             }
+            for (int z0 = 0; z0 < p.splits; z0 += kZ) {
+                float4 v[kU][kZ];
+#pragma unroll
+                for (int u = 0; u < kU; u++)
+#pragma unroll
+                    for (int z = 0; z < kZ; z++)
+                        if (on[u] && z0 + z < p.splits)
+                            v[u][z] = __ldcg(reinterpret_cast<const float4 *>(p.partial + (z0 + z) * slice + off[u]));
+#pragma unroll
+                for (int u = 0; u < kU; u++)
+#pragma unroll
+                    for (int z = 0; z < kZ; z++)
+                        if (on[u] && z0 + z < p.splits) {
+                            if (z0 + z == 0) {
+                                sum[u] = v[u][z];
+                            } else {
+                                sum[u].x = add_partial(sum[u].x, v[u][z].x);
+                                sum[u].y = add_partial(sum[u].y, v[u][z].y);
+                                sum[u].z = add_partial(sum[u].z, v[u][z].z);
+                                sum[u].w = add_partial(sum[u].w, v[u][z].w);
+                            }
+                        }
+            }
+            /* The epilogue of these outputs: the fp32 channel/tensor scale, one rounding. */
+#pragma unroll
+            for (int u = 0; u < kU; u++)
+                if (on[u]) {
+                    const float y4[4] = {sum[u].x, sum[u].y, sum[u].z, sum[u].w};
+                    uint16_t h[4];
+#pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        const int col = (int)(off[u] % p.n) + i;
+                        float y = y4[i];
+                        if (p.scale_mode != SC_GROUP) y = y * epilogue_scale(p, col);
+                        h[i] = (uint16_t)(qv_h2<IS_BF16>::pack(y, 0.0f) & 0xFFFFu);
+                    }
+                    *reinterpret_cast<uint2 *>(out + off[u]) =
+                        make_uint2((uint32_t)h[0] | (uint32_t)h[1] << 16, (uint32_t)h[2] | (uint32_t)h[3] << 16);
+                }
         }
+        return;
     }
 
-    /* 5. Epilogue: the fp32 channel/tensor scale, one rounding, rows < m and
-     * columns < n only. */
+    /* 5. Without split-K, the epilogue straight from the accumulators: the fp32
+     * channel/tensor scale, one rounding, rows < m and columns < n only. */
     uint16_t *out = static_cast<uint16_t *>(p.c);
 #pragma unroll
     for (int c = 0; c < CPW; c++) {
@@ -533,7 +640,7 @@ constexpr int kPlanSms = 132;
 /* Per-block fixed cost in k16 tiles for the plan: pipeline fill, staging of A
  * and the scales, and the split-K hand-off, roughly what 8 tiles of streaming
  * take; it keeps the plan from choosing many waves of very short slices. */
-constexpr int kPlanFillTiles = 8;
+constexpr int kPlanFillTiles = 16;
 
 struct small_plan {
     int n_blocks, tiles_per_split, splits, groups_max;
@@ -568,11 +675,15 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
     const int gt = grouped ? v->g / 16 : 1;
     const int tiles = k / 16;
     const int bn = 64 * kWarps * cpw;
+    /* One k16 row of a 64-column chunk: 512 bytes of 4-bit codes, 1 KiB of 8-bit ones. */
+    const bool four = v->layout == QV_LAYOUT_MARLIN_W4 || v->layout == QV_LAYOUT_MARLIN_W4_ZP;
+    const int row_bytes = (bn / 64) * (four ? 512 : 1024);
     pl.n_blocks = (n + bn - 1) / bn;
     /* The longest slice whose A rows and group scales fit the budget. */
     int tps_max = kMaxTilesPerSplit;
     while (tps_max > 1 &&
-           (size_t)small_smem(m, tps_max, groups_for(v, tps_max), grouped, v->zero_point, bn).bytes > kSmemBudget)
+           (size_t)small_smem(m, tps_max, groups_for(v, tps_max), grouped, v->zero_point, bn, row_bytes).bytes >
+               kSmemBudget)
         tps_max /= 2;
     /* Estimated time = waves x (tiles per slice + fixed cost); ties keep fewer
      * slices. Slices are whole groups when a group fits in one, so a slice
@@ -586,13 +697,15 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
         if (tps > tps_max) continue;
         const int splits = (tiles + tps - 1) / tps;
         const int64_t waves = ((int64_t)pl.n_blocks * splits + slots - 1) / slots;
-        const int64_t cost = waves * (tps + kPlanFillTiles);
+        /* The last block of a column tile sums splits x m x bn fp32 partials,
+         * about m * splits / 8 tiles' time at 512 columns (bench/RESULTS.md). */
+        const int64_t cost = waves * (tps + kPlanFillTiles) + (int64_t)splits * m * (bn / 512) / 8;
         if (best < 0 || cost < best) best = cost, best_tps = tps;
     }
     pl.tiles_per_split = best_tps;
     pl.splits = (tiles + best_tps - 1) / best_tps;
     pl.groups_max = groups_for(v, best_tps);
-    pl.smem = small_smem(m, best_tps, pl.groups_max, grouped, v->zero_point, bn).bytes;
+    pl.smem = small_smem(m, best_tps, pl.groups_max, grouped, v->zero_point, bn, row_bytes).bytes;
     /* Counters: one per 64 columns reserved (wonly_small.cuh), this path uses
      * one per block. */
     /* After the counters area every path shares (wonly_small.cuh). */
@@ -649,12 +762,6 @@ qv_status launch_wt(int wt, bool swap, int cpw, const small_params &p, dim3 grid
 /* QVET_WO_SMALL (wonly_small.cuh): which path and configuration run. */
 enum { MODE_OFF = 0, MODE_AUTO, MODE_M16, MODE_ALL16, MODE_SWAP, MODE_SWAP2 };
 
-/* The K from which the default (MODE_AUTO) sends M <= 8 to the swapped kernel:
- * on the H200 it beat the general kernel on every Llama-3-70B block (K = 8192
- * and 28672: by 2-15 %) and lost on Llama-2-7B (K = 4096 and 11008: by 1.5-15 %),
- * measured 2026-11-29 at M = 1, 4, 8 (bench/RESULTS.md). */
-constexpr int kAutoMinK = 8192;
-
 int small_mode(void)
 {
     const char *s = getenv("QVET_WO_SMALL");
@@ -673,8 +780,7 @@ int qv_wonly_small_wanted(int m, int k)
 {
     const int mode = small_mode();
     if (mode == MODE_OFF || m < 1) return 0;
-    if (mode == MODE_AUTO && k < kAutoMinK) return 0;
-    return m <= (mode == MODE_ALL16 ? QV_WO_SMALL_MAX_M : QV_WO_SMALL_DEFAULT_MAX_M);
+    return m <= (mode == MODE_AUTO || mode == MODE_ALL16 ? QV_WO_SMALL_MAX_M : QV_WO_SMALL_SWAP_MAX_M);
 }
 
 size_t qv_wonly_small_workspace(const qv_variant *v, int m, int n, int k)

@@ -13,14 +13,13 @@
 
 /* The largest M the small-M kernel takes: one m16 tensor-core tile. */
 #define QV_WO_SMALL_MAX_M 16
-/* The largest M it takes by default: on the H200 the general kernel was the
- * faster one at M = 16 on the Llama-2-7B layers (wonly_small.cu). */
-#define QV_WO_SMALL_DEFAULT_MAX_M 8
+/* The largest M of the swapped orientation (M as the mma's 8 columns). */
+#define QV_WO_SMALL_SWAP_MAX_M 8
 
 /* 1 when an (M, K) problem goes to the small-M kernel. The environment
  * variable QVET_WO_SMALL chooses, read at every call so that tests and
  * benchmarks can switch in one process:
- *   unset or an unknown value: M <= 8 with K >= 8192, swapped mma;
+ *   unset or an unknown value: every M <= 16, M <= 8 with the swapped mma;
  *   "1": M <= 8, m16 mma orientation;
  *   "0": never (the general kernel runs every M);
  *   "16": M <= 16, m16 mma orientation;

@@ -373,9 +373,10 @@ START_TEST(small_m_both_paths)
     int failed = 0, cases = 0;
     /* QVET_WO_SMALL (kernels/wonly_small.cuh): "1" the small-M kernel up to
      * M = 8 in the m16 orientation, "swap" and "swap2" its swapped-mma
-     * configurations (M <= 8; "swap" is what the default runs from K = 8192),
-     * "16" the small-M kernel at every M <= 16, "0" the general kernel. Above
-     * M = 8 only "16" and "0" differ. */
+     * configurations (M <= 8; "swap" is what the default runs there), "16"
+     * the small-M kernel at every M <= 16 in the m16 orientation (what the
+     * default runs for 9 <= M <= 16), "0" the general kernel. Above M = 8 only
+     * "16" and "0" differ. */
     static const char *const paths[] = {"1", "swap", "swap2", "16", "0"};
     for (int mi = 0; mi < N_SMALL_M; mi++)
         for (int path = 0; path < 5; path++) {

@@ -31,8 +31,8 @@
 /* A row, its (n, k) and the sequence of M run through one workspace.
  * Weight-only: 8192 columns give the small-M kernel 128 counters, more than
  * the mma plan's 32 tiles, and K = 8192 makes both split K (M = 1 and 5 on the
- * small-M kernel, which the default takes from K = 8192 on, 9 and 16 on the
- * mma kernel, 64 on dequantize + cuBLAS). Activation-quantized: M = 1 and 5
+ * small-M kernel swapped, 9 and 16 on it in the m16 orientation, 32 on the mma
+ * kernel, 64 on dequantize + cuBLAS). Activation-quantized: M = 1 and 5
  * split K over 1024 columns (8 tiles of 128); 16 splits too and its partials
  * cover where M = 1 keeps nothing; 128 takes the cuBLASLt path for the integer
  * rows and the 128-row tile for e4m3. */
@@ -42,8 +42,8 @@ static const struct ws_case {
     int64_t n, k;
     int64_t m[NSTEPS];
 } cases[] = {
-    {"marlin-w4a16-ch-f16", 8192, 8192, {16, 1, 64, 5, 16, 1, 9}},
-    {"marlin-fp8a16-g128-bf16", 8192, 8192, {16, 1, 64, 5, 16, 1, 9}},
+    {"marlin-w4a16-ch-f16", 8192, 8192, {16, 1, 64, 5, 32, 1, 9}},
+    {"marlin-fp8a16-g128-bf16", 8192, 8192, {16, 1, 64, 5, 32, 1, 9}},
     {"w8a8-i8-tok-ch-azp", 1024, 4096, {1, 128, 1, 16, 128, 5, 1}},
     {"qqq-w4a8-ch", 1024, 4096, {1, 128, 1, 16, 128, 5, 1}},
     {"qqq-w4a8-g128", 1024, 4096, {1, 128, 1, 16, 128, 5, 1}},
