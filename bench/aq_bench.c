@@ -121,6 +121,14 @@ static qv_status lt_setup(lt_ctx *c, int m, int n, int k)
     size_t wsb = LT_WORKSPACE;
     cublasStatus_t s =
         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb);
+    if (s == CUBLAS_STATUS_SUCCESS && c->fp8 && c->scale != QV_BENCH_LT_TENSOR) {
+        /* Split K only through fp32 partials in the workspace, as the e4m3
+         * rows' own cuBLASLt path (kernels/aq_lt_fp8.cu) must: the like for
+         * like of w8a8-fp8-tok-ch and -block128. */
+        const uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes,
+                                                 sizeof schemes);
+    }
     cublasLtMatmulHeuristicResult_t h;
     int found = 0;
     if (s == CUBLAS_STATUS_SUCCESS)

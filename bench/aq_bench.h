@@ -33,7 +33,9 @@ typedef enum qv_bench_lt_scale { QV_BENCH_LT_TENSOR = 0, QV_BENCH_LT_OUTER, QV_B
 
 /* qv_bench_lt_layer's fp8 baseline with the scaling `scale`: f32 scales of 1.0
  * ((1), (n) / (m), or (ceil(k/128), n) / (ceil(k/128), m)), one weight-scale
- * buffer per rotating weight copy. Same timing, results and errors. */
+ * buffer per rotating weight copy; with outer-vector or VEC128 scales, split
+ * K only through fp32 partials in the workspace (the e4m3 rows' own rule).
+ * Same timing, results and errors. */
 qv_status qv_bench_lt_fp8_layer(qv_bench_lt_scale scale, int n, int k, const int *ms, int n_m, int warmup, int runs,
                                 qv_bench_timing *t, int *ok);
 

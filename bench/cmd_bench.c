@@ -19,7 +19,8 @@
  *     with an e4m3-activation row also cuBLASLt fp8 with per-token x
  *     per-channel scales (outer vectors) and with one scale per 128 K of every
  *     row of both operands (VEC128), the scalings of w8a8-fp8-tok-ch and of
- *     w8a8-fp8-block128's cuBLASLt path, so each e4m3 row has its like;
+ *     w8a8-fp8-block128's cuBLASLt path, under the same split-K rule (fp32
+ *     partials only), so each e4m3 row has its like;
  *   - for rows whose activations a per-token quantizer produces (symmetric int8
  *     or e4m3 per token, e4m3 per token and 128-K group), the row timed twice:
  *     the GEMM alone, and the quantizer (qv_act_quant, from fp16) followed by
@@ -619,12 +620,12 @@ static void print_plan(const bench_opts *o, const bench_row *rows, int nr)
             break;
         case ROW_LT_FP8_OUTER:
             printf("baseline: cuBLASLt e4m3 x e4m3 -> f16, per-token x per-channel scales (outer vectors), "
-                   "promoted accumulation\n");
+                   "promoted accumulation, split K in fp32 only\n");
             timings++;
             break;
         case ROW_LT_FP8_VEC128:
             printf("baseline: cuBLASLt e4m3 x e4m3 -> f16, one scale per 128 K of every row (VEC128), "
-                   "promoted accumulation\n");
+                   "promoted accumulation, split K in fp32 only\n");
             timings++;
             break;
         case ROW_LT_I8:

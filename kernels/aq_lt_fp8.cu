@@ -43,11 +43,11 @@ namespace {
 constexpr size_t LT_WS_BYTES = (size_t)32 << 20;
 /* Cached (mode, shape, alignment) algorithm choices; a bench or check touches a few dozen. */
 constexpr int LT_CACHE = 64;
-/* The scale expansion kernel: 256 threads per block, a grid of at most 1024
- * blocks striding over the elements (a few MB at most: bandwidth, not
- * occupancy, bounds it). */
+/* The scale expansion kernel: 256 threads per block, a common choice for an
+ * element-wise copy (bandwidth, not occupancy, bounds it). */
 constexpr int SX_THREADS = 256;
-constexpr int SX_MAX_BLOCKS = 1024;
+/* The largest grid y dimension CUDA allows: K blocks of the expansion grid. */
+constexpr int GRID_Y_MAX = 65535;
 /* The K width of one scale block and of one promotion. */
 constexpr int KB = 128;
 
@@ -67,12 +67,15 @@ unsigned align_of(const void *p)
     return r;
 }
 
+/* The default threshold of each mode (aq.h). */
+const int k_default_min_m[N_MODES] = {QV_AQ_LT_FP8_MIN_M_TENSOR, QV_AQ_LT_FP8_MIN_M_TOK_CH, QV_AQ_LT_FP8_MIN_M_BLOCK};
+
 /* QVET_AQ_LT_FP8_MIN_M: false when set to anything but a whole number >= 1
- * (digits only) or "off" (INT_MAX: no M reaches it). */
-bool env_min_m(int *out)
+ * (digits only) or "off" (INT_MAX: no M reaches it); unset, the mode's default. */
+bool env_min_m(int mode, int *out)
 {
     const char *s = getenv("QVET_AQ_LT_FP8_MIN_M");
-    *out = QV_AQ_LT_FP8_MIN_M_DEFAULT;
+    *out = k_default_min_m[mode];
     if (!s || !*s) return true;
     if (!strcmp(s, "off")) {
         *out = INT_MAX;
@@ -85,6 +88,35 @@ bool env_min_m(int *out)
     if (*end || errno || v < 1 || v > INT_MAX) return false;
     *out = (int)v;
     return true;
+}
+
+/* The mode of a (weight scale, activation scale) pair of aq_gemm.cuh, or -1
+ * when this path has none for it or cuBLASLt does not take the shape's scale
+ * tensors. VEC128 needs K a multiple of 128 (how cuBLASLt scales a partial
+ * last K block was not measured) and M a multiple of 4: its activation scale
+ * tensor is (K/128, M) with rows M floats apart, and cuBLASLt's heuristic
+ * declines every other M (H200: M = 1, 2, 7, 31 declined; 4, 16, 32, 64,
+ * 300 taken), as a 16-byte row pitch would require. */
+int mode_for(int wscale, int ascale, int m, int k)
+{
+    if (wscale == AQ_WS_TENSOR && ascale == AQ_AS_TENSOR) return MODE_TENSOR;
+    if (wscale == AQ_WS_CHANNEL && ascale == AQ_AS_TOKEN) return MODE_OUTER;
+    if (wscale == AQ_WS_BLOCK && ascale == AQ_AS_TOKEN_BLOCK && k % KB == 0 && m % 4 == 0) return MODE_VEC128;
+    return -1;
+}
+
+/* The aq_gemm.cuh scale modes of an e4m3 registry row (-1 for any other). */
+void row_scales(const qv_variant *v, int *wscale, int *ascale)
+{
+    *wscale = v->scale_layout == QV_SCALE_TENSOR ? AQ_WS_TENSOR
+              : v->scale_layout == QV_SCALE_CHANNEL ? AQ_WS_CHANNEL
+              : v->scale_layout == QV_SCALE_BLOCK ? AQ_WS_BLOCK
+                                                  : -1;
+    *ascale = v->act_scale == QV_ASCALE_TENSOR ? AQ_AS_TENSOR
+              : v->act_scale == QV_ASCALE_TOKEN ? AQ_AS_TOKEN
+              : v->act_scale == QV_ASCALE_TOKEN_BLOCK ? AQ_AS_TOKEN_BLOCK
+                                                      : -1;
+    if (v->wfmt != QV_FMT_E4M3 || v->afmt != QV_FMT_E4M3) *wscale = *ascale = -1;
 }
 
 /* One launch's workspace layout (byte offsets from the region's 256-aligned base). */
@@ -114,21 +146,19 @@ lt_plan plan_for(bool block, int m, int n, int k)
 /* The VEC128 scale tensors from the rows' block scales: w_scale (kb, ceil(n/128))
  * f32 row-major, a_scale (m, kb) f32 row-major -> sw (kb, n) f32 with
  * sw[b n + j] = w_scale[b ceil(n/128) + j/128], and sa (kb, m) f32 with
- * sa[b m + i] = a_scale[i kb + b]. Pure copies: no value changes. */
+ * sa[b m + i] = a_scale[i kb + b]. Pure copies: no value changes. Grid
+ * (ceil((n + m) / SX_THREADS), kb): block row b writes K block b, thread x
+ * column j = x of sw, then row i = x - n of sa; 32-bit index arithmetic
+ * within a K block (n + m < 2^31, the launcher's rule). */
 __global__ void __launch_bounds__(SX_THREADS)
 k_aq_lt_fp8_block_scales(const float *w_scale, const float *a_scale, int m, int n, int kb, float *sw, float *sa)
 {
-    const int64_t nw = (int64_t)kb * n, total = nw + (int64_t)kb * m;
-    const int64_t nb = (n + KB - 1) / KB;
-    for (int64_t e = (int64_t)blockIdx.x * SX_THREADS + threadIdx.x; e < total; e += (int64_t)gridDim.x * SX_THREADS) {
-        if (e < nw) {
-            const int64_t b = e / n, j = e % n;
-            sw[e] = w_scale[b * nb + j / KB];
-        } else {
-            const int64_t f = e - nw, b = f / m, i = f % m;
-            sa[f] = a_scale[i * kb + b];
-        }
-    }
+    const int x = (int)blockIdx.x * SX_THREADS + (int)threadIdx.x, b = (int)blockIdx.y;
+    const int nb = (n + KB - 1) / KB;
+    if (x < n)
+        sw[(int64_t)b * n + x] = w_scale[(int64_t)b * nb + x / KB];
+    else if (x - n < m)
+        sa[(int64_t)b * m + (x - n)] = a_scale[(int64_t)(x - n) * kb + b];
 }
 
 /* ---- cuBLASLt: handle, operations, cached algorithm choices ------------------- */
@@ -276,40 +306,44 @@ qv_status lt_lookup(const lt_key &key, lt_entry **out)
     return QV_OK;
 }
 
-/* The mode of p's scale addressing, or -1 when this path has none for it.
- * Block rows take VEC128 only with K a multiple of 128: how cuBLASLt scales a
- * partial last K block was not measured, so such K stays with the mma kernel. */
-int mode_of(const aq_params &p)
-{
-    if (p.wscale == AQ_WS_TENSOR && p.ascale == AQ_AS_TENSOR) return MODE_TENSOR;
-    if (p.wscale == AQ_WS_CHANNEL && p.ascale == AQ_AS_TOKEN) return MODE_OUTER;
-    if (p.wscale == AQ_WS_BLOCK && p.ascale == AQ_AS_TOKEN_BLOCK && p.k % KB == 0) return MODE_VEC128;
-    return -1;
-}
-
 } /* namespace */
 
-size_t aq_lt_fp8_workspace(bool block, int m, int n, int k)
+size_t aq_lt_fp8_workspace(const qv_variant *v, int m, int n, int k)
 {
     if (m < 1 || n < 1 || k < 1) return 0;
-    if (block && k % KB) return 0;
+    int wscale, ascale;
+    row_scales(v, &wscale, &ascale);
+    const int mode = mode_for(wscale, ascale, m, k);
+    if (mode < 0) return 0;
     int min_m;
     /* A malformed variable falls back to the default here; the launch reports it. */
-    if (!env_min_m(&min_m)) min_m = QV_AQ_LT_FP8_MIN_M_DEFAULT;
+    if (!env_min_m(mode, &min_m)) min_m = k_default_min_m[mode];
     if (m < min_m) return 0;
-    return plan_for(block, m, n, k).total;
+    return plan_for(mode == MODE_VEC128, m, n, k).total;
+}
+
+extern "C" int qv_aq_lt_fp8_default_min_m(const qv_variant *v)
+{
+    int wscale, ascale;
+    row_scales(v, &wscale, &ascale);
+    /* The mode alone (M = 4 and K = 128 pass VEC128's shape rule). */
+    const int mode = mode_for(wscale, ascale, 4, KB);
+    return mode < 0 ? 0 : k_default_min_m[mode];
 }
 
 qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_offset, const char *name, bool *taken)
 {
     *taken = false;
+    const int mode = mode_for(p.wscale, p.ascale, p.m, p.k);
     int min_m;
-    if (!env_min_m(&min_m))
+    /* The variable is checked whatever the shape, before any CUDA call. */
+    if (!env_min_m(mode < 0 ? MODE_TENSOR : mode, &min_m))
         return qv_fail(QV_ERR_USAGE, "%s: QVET_AQ_LT_FP8_MIN_M=\"%s\" is neither a whole number >= 1 nor \"off\"",
                        name, getenv("QVET_AQ_LT_FP8_MIN_M"));
-    const int mode = mode_of(p);
     if (mode < 0 || p.m < min_m) return QV_OK;
     const bool block = mode == MODE_VEC128;
+    /* The expansion grid: K blocks along y, n + m columns in 32-bit indices. */
+    if (block && (p.k / KB > GRID_Y_MAX || (int64_t)p.n + p.m > INT_MAX - SX_THREADS)) return QV_OK;
     const lt_plan pl = plan_for(block, p.m, p.n, p.k);
     /* A workspace sized for the mma kernel alone (the variable changed after
      * the size was asked for, or a caller's own rule) leaves the launch to it. */
@@ -337,12 +371,9 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
 
     cudaStream_t st = (cudaStream_t)a->stream;
     if (block) {
-        const int kb = p.k / KB;
-        const int64_t total = (int64_t)kb * ((int64_t)p.n + p.m);
-        const int64_t blocks = (total + SX_THREADS - 1) / SX_THREADS;
-        const unsigned grid = (unsigned)(blocks < SX_MAX_BLOCKS ? blocks : SX_MAX_BLOCKS);
-        k_aq_lt_fp8_block_scales<<<grid, SX_THREADS, 0, st>>>((const float *)p.w_scale, p.a_scale, p.m, p.n, kb,
-                                                                sw, sa);
+        const dim3 grid((unsigned)(((int64_t)p.n + p.m + SX_THREADS - 1) / SX_THREADS), (unsigned)(p.k / KB));
+        k_aq_lt_fp8_block_scales<<<grid, SX_THREADS, 0, st>>>((const float *)p.w_scale, p.a_scale, p.m, p.n,
+                                                                p.k / KB, sw, sa);
         QV_CUDA_TRY(cudaGetLastError(), "launching k_aq_lt_fp8_block_scales");
     }
     /* fp32 alpha = 1, beta = 0: D is the scaled product, C is never read. */

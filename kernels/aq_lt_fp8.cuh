@@ -13,7 +13,8 @@
  *
  * Environment:
  *   QVET_AQ_LT_FP8_MIN_M  smallest M that takes this path: a whole number >= 1,
- *                         or "off" for never (default QV_AQ_LT_FP8_MIN_M_DEFAULT, aq.h). */
+ *                         or "off" for never (default per scaling:
+ *                         QV_AQ_LT_FP8_MIN_M_TENSOR / _TOK_CH / _BLOCK, aq.h). */
 #ifndef QVET_AQ_LT_FP8_CUH
 #define QVET_AQ_LT_FP8_CUH
 
@@ -22,10 +23,10 @@
 #include "aq_gemm.cuh"
 #include "qvet/aq.h"
 
-/* Bytes of this path's workspace region for an e4m3 row (`block`: 128x128
- * weight blocks with (token, 128-K) activation scales); 0 when M is below the
- * threshold or the path cannot take the shape (block rows need K % 128 == 0). */
-size_t aq_lt_fp8_workspace(bool block, int m, int n, int k);
+/* Bytes of this path's workspace region for e4m3 row v at (m, n, k); 0 when
+ * M is below the row's threshold or the path cannot take the shape (block
+ * rows need K % 128 == 0 and M % 4 == 0). */
+size_t aq_lt_fp8_workspace(const qv_variant *v, int m, int n, int k);
 
 /* Runs p (aq_params of an e4m3 row, filled by the launcher) through cuBLASLt
  * when M reaches the threshold, the scaling modes are one of the three above,

@@ -25,7 +25,7 @@ extern "C" size_t qv_workspace_w8a8(const qv_variant *v, int m, int n, int k)
 {
     if (m < 1 || n < 1 || k < 1) return 0;
     const size_t lt = v->wfmt == QV_FMT_I8 ? aq_lt_workspace(AQ_B_PLAIN_I8, v->azp != QV_AZP_NONE, m, n, k)
-                      : v->wfmt == QV_FMT_E4M3 ? aq_lt_fp8_workspace(v->scale_layout == QV_SCALE_BLOCK, m, n, k)
+                      : v->wfmt == QV_FMT_E4M3 ? aq_lt_fp8_workspace(v, m, n, k)
                                                : 0;
     return lt ? aq_lt_offset(m, n, k) + lt : aq_plan_for(m, n, k).workspace;
 }

@@ -5,7 +5,7 @@
  *
  * Witnesses, none of them the path's own output:
  *  - every e4m3 row of family "w8a8", on a table of shapes with M from the edge
- *    set (1, 2, 7, 17, 31, 33, 64, 129, 300), N and K at the smallest legal
+ *    set (1, 2, 4, 7, 17, 31, 33, 36, 64, 129, 300), N and K at the smallest legal
  *    values (8, 16), on and past 128 (K tails of 16 for the rows that allow
  *    them), with the exact, one-hot, random and fp8-promotion probes of
  *    reference/probe.c, each through the path (QVET_AQ_LT_FP8_MIN_M=1) and
@@ -19,8 +19,8 @@
  *    (65536 + K - 128) / 32, which differs from the exact sum and from
  *    unpromoted (fast) accumulation, and the promotion witness of probe.c must
  *    give the exact sum on both paths;
- *  - the default threshold QV_AQ_LT_FP8_MIN_M_DEFAULT: M one below it runs the
- *    mma kernel, M at it the path;
+ *  - the default thresholds of aq.h (per scaling): M one below the row's runs
+ *    the mma kernel, the first M at or above it that cuBLASLt takes the path;
  *  - a malformed QVET_AQ_LT_FP8_MIN_M is refused with a status before any
  *    CUDA call, and the workspace grows by the path's region exactly where
  *    the path can run.
@@ -66,8 +66,12 @@ static void set_min_m(const char *s)
         unsetenv("QVET_AQ_LT_FP8_MIN_M");
 }
 
-/* The path can take the row at K: block rows need whole 128-K blocks. */
-static int eligible(const qv_variant *v, int64_t k) { return v->scale_layout != QV_SCALE_BLOCK || k % 128 == 0; }
+/* The path's own rule (kernels/aq_lt_fp8.cu): block rows need whole 128-K
+ * blocks and M % 4 == 0 (cuBLASLt's VEC128 declines every other M). */
+static int eligible(const qv_variant *v, int64_t m, int64_t k)
+{
+    return v->scale_layout != QV_SCALE_BLOCK || (k % 128 == 0 && m % 4 == 0);
+}
 
 /* Runs p twice under the current environment into `out`; returns how many of
  * the two launches took the cuBLASLt path (0 or 2: both see the same shape). */
@@ -116,17 +120,17 @@ static int verdict(const qv_problem *p, qv_probe_kind probe, const void *out, co
 static const struct lt_shape {
     int64_t m, n, k;
 } shapes[] = {
-    {1, 8, 16},    {1, 264, 1040}, {2, 136, 128},  {7, 8, 4096},   {17, 72, 144},
-    {31, 256, 256}, {33, 264, 1152}, {64, 128, 512}, {129, 136, 272}, {300, 64, 1024},
+    {1, 8, 16},     {1, 264, 1040},  {2, 136, 128},  {4, 136, 1152}, {7, 8, 4096},     {17, 72, 144},
+    {31, 256, 256}, {33, 264, 1152}, {36, 8, 384},   {64, 128, 512}, {129, 136, 272}, {300, 64, 1024},
 };
 #define N_SHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
-/* Where cuBLASLt's heuristic is known to take the mode (the shapes of the
- * H200 measurements: N a multiple of 16, whole 128-K blocks, and for VEC128
- * M >= 16); elsewhere it may decline, and the mma kernel runs. */
+/* Where cuBLASLt's heuristic is known to take the mode (H200, 2026-11-29:
+ * N a multiple of 16 and whole 128-K blocks took every mode at every M the
+ * path's rule lets through); elsewhere it may decline, and the mma kernel runs. */
 static int must_take(const qv_variant *v, int64_t m, int64_t n, int64_t k)
 {
-    return eligible(v, k) && n % 16 == 0 && k % 128 == 0 && (v->scale_layout != QV_SCALE_BLOCK || m >= 16);
+    return eligible(v, m, k) && n % 16 == 0 && k % 128 == 0;
 }
 
 START_TEST(paths_verified)
@@ -160,13 +164,13 @@ START_TEST(paths_verified)
             set_min_m("1");
             const int ran = run_twice(&p, o_lt, label, "cuBLASLt");
             set_min_m(NULL);
-            if (!eligible(v, k))
-                ck_assert_msg(ran == 0, "%s: K %% 128 != 0 took the VEC128 path", label);
+            if (!eligible(v, m, k))
+                ck_assert_msg(ran == 0, "%s: the VEC128 path took a shape its rule refuses", label);
             else if (must_take(v, m, n, k))
                 ck_assert_msg(ran == 2, "%s: cuBLASLt declined a shape it is known to take", label);
             if (ran) {
                 taken++;
-            } else if (eligible(v, k) && pi == 0) {
+            } else if (eligible(v, m, k) && pi == 0) {
                 declined++;
                 printf("%s m=%" PRId64 " n=%" PRId64 " k=%" PRId64 ": cuBLASLt declined, the mma kernel ran\n",
                        v->name, m, n, k);
@@ -189,12 +193,13 @@ END_TEST
 
 static uint16_t f16(double x) { return (uint16_t)qv_encode(QV_FMT_F16, x, QV_SAT_NONE); }
 
-/* _i: row x K in {1024, 4096}. M = the default threshold (no variable set),
- * so the default reaches the path. */
+/* _i: row x K in {1024, 4096}. M = 32, past every row's default threshold and
+ * a multiple of 4 (no variable set), so the default reaches the path. */
 START_TEST(accumulator_declared)
 {
     const qv_variant *v = qv_registry_get(g_rows[_i / 2]);
-    const int64_t m = QV_AQ_LT_FP8_MIN_M_DEFAULT, n = 128, k = _i % 2 ? 4096 : 1024;
+    const int64_t m = 32, n = 128, k = _i % 2 ? 4096 : 1024;
+    ck_assert_int_le(qv_aq_lt_fp8_default_min_m(v), m);
     qv_problem p;
     ck_assert_int_eq(qv_problem_create(&p, v, m, n, k), QV_OK);
     ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_WITNESS_FP8_PROMOTE, QV_REGIME_LOGUNIFORM, g_seed), QV_OK);
@@ -256,21 +261,28 @@ START_TEST(accumulator_declared)
 }
 END_TEST
 
-/* The default threshold: one M below it runs the mma kernel, M at it the path
- * (exact probe, bit for bit against the model both times). */
+/* The row's default threshold (aq.h): one M below it runs the mma kernel,
+ * the first M at or above it that the path's rule lets through runs
+ * cuBLASLt (exact probe, bit for bit against the model both times). */
 START_TEST(default_threshold)
 {
     const qv_variant *v = qv_registry_get(g_rows[_i]);
+    const int t = qv_aq_lt_fp8_default_min_m(v);
+    ck_assert_int_ge(t, 1);
+    int64_t at = t;
+    while (!eligible(v, at, 512)) at++;
     set_min_m(NULL);
     for (int d = 1; d >= 0; d--) {
-        const int64_t m = QV_AQ_LT_FP8_MIN_M_DEFAULT - d, n = 256, k = 512;
+        if (d && t == 1) continue; /* no M below the threshold */
+        const int64_t m = d ? t - 1 : at, n = 256, k = 512;
         qv_problem p;
         ck_assert_int_eq(qv_problem_create(&p, v, m, n, k), QV_OK);
         ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_EXACT, QV_REGIME_LOGUNIFORM, g_seed + (uint64_t)d), QV_OK);
         void *out = malloc((size_t)qv_problem_out_bytes(&p));
         ck_assert_ptr_nonnull(out);
         char label[128];
-        snprintf(label, sizeof label, "%s m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " exact", v->name, m, n, k);
+        snprintf(label, sizeof label, "%s m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " exact (default threshold %d)",
+                 v->name, m, n, k, t);
         const int ran = run_twice(&p, out, label, "default");
         ck_assert_msg(ran == (d ? 0 : 2), "%s: %d launches took the path, expected %d", label, ran, d ? 0 : 2);
         ck_assert(verdict(&p, QV_PROBE_EXACT, out, label, d ? "mma" : "cuBLASLt"));
@@ -304,25 +316,29 @@ START_TEST(env_refusals)
         }
     }
     set_min_m(NULL);
-    /* The workspace holds cuBLASLt's 32 MiB from the threshold on, nothing of
-     * it below, with "off", or for a block row whose K has a partial block; at
-     * these shapes the mma kernel's own split-K region is far smaller. */
+    /* The workspace holds cuBLASLt's 32 MiB from the row's threshold on (and
+     * for block rows only at M % 4 == 0 and K % 128 == 0), nothing of it below
+     * or with "off"; at these shapes the mma kernel's own split-K region is
+     * far smaller. */
     const size_t lt_ws = (size_t)32 << 20;
     for (int r = 0; r < g_nrows; r++) {
         const qv_variant *v = qv_registry_get(g_rows[r]);
-        const int t = QV_AQ_LT_FP8_MIN_M_DEFAULT;
-        ck_assert_uint_ge(v->workspace(v, t, 512, 512), lt_ws);
-        ck_assert_uint_lt(v->workspace(v, t - 1, 512, 512), lt_ws);
+        const int t = qv_aq_lt_fp8_default_min_m(v);
+        const int blk = v->scale_layout == QV_SCALE_BLOCK;
+        ck_assert_int_ge(t, 1);
+        ck_assert_int_le(t, 32);
+        if (t > 1) ck_assert_uint_lt(v->workspace(v, t - 1, 512, 512), lt_ws);
+        ck_assert_uint_ge(v->workspace(v, 32, 512, 512), lt_ws);
         ck_assert_uint_ge(v->workspace(v, 1024, 512, 4096), lt_ws);
-        const size_t tail = v->workspace(v, 1024, 512, 4096 + 16);
-        if (v->scale_layout == QV_SCALE_BLOCK)
-            ck_assert_uint_lt(tail, lt_ws);
-        else
-            ck_assert_uint_ge(tail, lt_ws);
+        const size_t tail = v->workspace(v, 1024, 512, 4096 + 16), odd = v->workspace(v, 33, 512, 512);
+        ck_assert_msg(blk ? tail < lt_ws && odd < lt_ws : tail >= lt_ws && odd >= lt_ws,
+                      "%s: workspace %zu at K = 4112, %zu at M = 33", v->name, tail, odd);
         set_min_m("off");
         ck_assert_uint_lt(v->workspace(v, 1024, 512, 512), lt_ws);
         set_min_m("1");
-        ck_assert_uint_ge(v->workspace(v, 1, 512, 512), lt_ws);
+        ck_assert_uint_ge(v->workspace(v, 4, 512, 512), lt_ws);
+        set_min_m("64");
+        ck_assert_uint_lt(v->workspace(v, 32, 512, 512), lt_ws);
         set_min_m(NULL);
     }
     /* The block row's region also holds the (K/128, N) and (K/128, M) scale tensors. */

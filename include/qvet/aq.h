@@ -39,15 +39,24 @@ int qv_aq_bench(void);
  * which path ran. Makes no CUDA call. */
 long long qv_aq_lt_runs(void);
 
-/* The default smallest M of the W8A8 e4m3 rows' cuBLASLt path
- * (QVET_AQ_LT_FP8_MIN_M overrides it; "off" never takes the path). On the
- * Llama-3-70B block (H200, 2026-11-29, µs, cuBLASLt vs the mma kernel's
- * w8a8-fp8-tok-ch) cuBLASLt is faster from M = 64 on in every scaling mode
- * (outer vectors 348 vs 621 at M = 64; per tensor 254 vs 327 already at
- * M = 16), while at M = 1 and 16 the outer-vector mode is slower (428 and 412
- * vs 249 and 327). 32 lies between the measured points; `qvet bench`
- * re-measures both sides. */
-#define QV_AQ_LT_FP8_MIN_M_DEFAULT 32
+/* The default smallest M of the W8A8 e4m3 rows' cuBLASLt path, per scaling
+ * (QVET_AQ_LT_FP8_MIN_M overrides all three; "off" never takes the path).
+ * Llama-3-70B block, H200, 2026-11-29, µs (qvet bench --runs 10):
+ *  - per tensor: cuBLASLt 227-235 at M = 1..32, the mma kernel 265-342: M >= 1;
+ *  - per token x channel: cuBLASLt's outer vectors 407/395/390 at M = 1/4/16,
+ *    the mma kernel 281/295/364; past its 16-row tile the mma kernel runs
+ *    64-row tiles (621 at M = 64) and cuBLASLt 365 at M = 32: M >= 17;
+ *  - 128x128 blocks: cuBLASLt (VEC128) 236 at M = 4 and 16, the mma kernel
+ *    307 and 364; cuBLASLt takes only M % 4 == 0 (kernels/aq_lt_fp8.cu): M >= 1. */
+#define QV_AQ_LT_FP8_MIN_M_TENSOR 1
+#define QV_AQ_LT_FP8_MIN_M_TOK_CH 17
+#define QV_AQ_LT_FP8_MIN_M_BLOCK 1
+
+struct qv_variant;
+
+/* The default smallest M above for row v (0 when v is not a W8A8 e4m3 row
+ * with one of the three scalings). Makes no CUDA call. */
+int qv_aq_lt_fp8_default_min_m(const struct qv_variant *v);
 
 /* How many launches of the W8A8 e4m3 rows in this process took the cuBLASLt
  * fp8 path (kernels/aq_lt_fp8.cu: cuBLASLt's scaling modes, promoted
