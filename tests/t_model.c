@@ -4,7 +4,7 @@
  *   - exact, one-hot and witness probes: the model matches, bit for bit, the
  *     unique correct output derived independently (the exact truth's correctly
  *     rounded value, or a closed form for the fp8 promotion witness).
- * Seeds: QV_SEED (default 1) with the case index; every failure prints both. */
+ * Seeds: QVET_SEED (default 1) with the case index; every failure prints both. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -19,7 +19,7 @@
 
 static uint64_t base_seed(void)
 {
-    const char *s = getenv("QV_SEED");
+    const char *s = getenv("QVET_SEED");
     return s ? strtoull(s, NULL, 0) : 1;
 }
 
@@ -341,7 +341,7 @@ END_TEST
 
 int main(void)
 {
-    printf("t_model: seed %llu (set QV_SEED to replay)\n", (unsigned long long)base_seed());
+    printf("t_model: seed %llu (set QVET_SEED to replay)\n", (unsigned long long)base_seed());
     Suite *s = suite_create("model");
     TCase *tc = tcase_create("model");
     tcase_set_timeout(tc, 120);

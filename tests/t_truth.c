@@ -3,7 +3,7 @@
  *     exact computations: they agree bit for bit on y, y_rn and E;
  *   - the dgemm fast path lies within its own certified term of the MPFR value;
  *   - a hand-derived case, path selection, and refusals.
- * Seeds: QV_SEED (default 1) with the case index. */
+ * Seeds: QVET_SEED (default 1) with the case index. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -19,7 +19,7 @@
 
 static uint64_t base_seed(void)
 {
-    const char *s = getenv("QV_SEED");
+    const char *s = getenv("QVET_SEED");
     return s ? strtoull(s, NULL, 0) : 1;
 }
 
@@ -183,7 +183,7 @@ END_TEST
 
 int main(void)
 {
-    printf("t_truth: seed %llu (set QV_SEED to replay)\n", (unsigned long long)base_seed());
+    printf("t_truth: seed %llu (set QVET_SEED to replay)\n", (unsigned long long)base_seed());
     Suite *s = suite_create("truth");
     TCase *tc = tcase_create("truth");
     tcase_set_timeout(tc, 60);
