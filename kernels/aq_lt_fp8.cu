@@ -13,7 +13,9 @@
  *                        H200): k_aq_lt_fp8_block_scales writes the weights'
  *                        (kb, n) expansion of the (kb, n/128) blocks and the
  *                        transpose of the (m, kb) activation scales into the
- *                        workspace at every launch. BLK128x128_32F itself is not
+ *                        workspace at every launch. cuBLASLt takes VEC128
+ *                        only at M % 4 == 0; other M run on M rounded up to 4
+ *                        through padded copies of A and D in the workspace. BLK128x128_32F itself is not
  *                        usable there (refused at the Llama shapes, wrong on a
  *                        small one); the expansion is the same arithmetic: each
  *                        128-K partial times s_a(token, kb) * s_w(n, kb).
@@ -91,17 +93,13 @@ bool env_min_m(int mode, int *out)
 }
 
 /* The mode of a (weight scale, activation scale) pair of aq_gemm.cuh, or -1
- * when this path has none for it or cuBLASLt does not take the shape's scale
- * tensors. VEC128 needs K a multiple of 128 (how cuBLASLt scales a partial
- * last K block was not measured) and M a multiple of 4: its activation scale
- * tensor is (K/128, M) with rows M floats apart, and cuBLASLt's heuristic
- * declines every other M (H200: M = 1, 2, 7, 31 declined; 4, 16, 32, 64,
- * 300 taken), as a 16-byte row pitch would require. */
-int mode_for(int wscale, int ascale, int m, int k)
+ * when this path has none for it. VEC128 needs K a multiple of 128: how
+ * cuBLASLt scales a partial last K block was not measured. */
+int mode_for(int wscale, int ascale, int k)
 {
     if (wscale == AQ_WS_TENSOR && ascale == AQ_AS_TENSOR) return MODE_TENSOR;
     if (wscale == AQ_WS_CHANNEL && ascale == AQ_AS_TOKEN) return MODE_OUTER;
-    if (wscale == AQ_WS_BLOCK && ascale == AQ_AS_TOKEN_BLOCK && k % KB == 0 && m % 4 == 0) return MODE_VEC128;
+    if (wscale == AQ_WS_BLOCK && ascale == AQ_AS_TOKEN_BLOCK && k % KB == 0) return MODE_VEC128;
     return -1;
 }
 
@@ -119,10 +117,20 @@ void row_scales(const qv_variant *v, int *wscale, int *ascale)
     if (v->wfmt != QV_FMT_E4M3 || v->afmt != QV_FMT_E4M3) *wscale = *ascale = -1;
 }
 
+/* VEC128's M: cuBLASLt takes the mode only when M is a multiple of 4 (H200:
+ * M = 1, 2, 7, 31 declined; 4, 16, 32, 64, 300 taken), as a 16-byte pitch of
+ * the (K/128, M) activation scale tensor would require. Other M run on
+ * M rounded up to 4: a padded copy of A, zero rows added, and D through the
+ * workspace, whose first M rows are copied to the output. */
+int vec128_m(int m) { return (m + 3) & ~3; }
+
 /* One launch's workspace layout (byte offsets from the region's 256-aligned base). */
 struct lt_plan {
+    int m4;          /* the GEMM's M: m, or for VEC128 m rounded up to 4 */
     size_t off_sw;   /* VEC128: (kb, n) f32 weight scales */
-    size_t off_sa;   /* VEC128: (kb, m) f32 activation scales */
+    size_t off_sa;   /* VEC128: (kb, m4) f32 activation scales */
+    size_t off_a;    /* VEC128 with m4 > m: (m4, k) e4m3 activations, rows past m zero */
+    size_t off_d;    /* VEC128 with m4 > m: (m4, n) f16 output */
     size_t total;    /* region bytes including 256 of alignment slack */
 };
 
@@ -130,12 +138,19 @@ lt_plan plan_for(bool block, int m, int n, int k)
 {
     lt_plan pl;
     size_t off = LT_WS_BYTES;
-    pl.off_sw = pl.off_sa = off;
+    pl.m4 = block ? vec128_m(m) : m;
+    pl.off_sw = pl.off_sa = pl.off_a = pl.off_d = off;
     if (block) {
         const size_t kb = (size_t)k / KB;
         off += align256(kb * (size_t)n * 4);
         pl.off_sa = off;
-        off += align256(kb * (size_t)m * 4);
+        off += align256(kb * (size_t)pl.m4 * 4);
+        if (pl.m4 != m) {
+            pl.off_a = off;
+            off += align256((size_t)pl.m4 * (size_t)k);
+            pl.off_d = off;
+            off += align256((size_t)pl.m4 * (size_t)n * 2);
+        }
     }
     pl.total = off + 256;
     return pl;
@@ -145,20 +160,24 @@ lt_plan plan_for(bool block, int m, int n, int k)
 
 /* The VEC128 scale tensors from the rows' block scales: w_scale (kb, ceil(n/128))
  * f32 row-major, a_scale (m, kb) f32 row-major -> sw (kb, n) f32 with
- * sw[b n + j] = w_scale[b ceil(n/128) + j/128], and sa (kb, m) f32 with
- * sa[b m + i] = a_scale[i kb + b]. Pure copies: no value changes. Grid
- * (ceil((n + m) / SX_THREADS), kb): block row b writes K block b, thread x
- * column j = x of sw, then row i = x - n of sa; 32-bit index arithmetic
- * within a K block (n + m < 2^31, the launcher's rule). */
+ * sw[b n + j] = w_scale[b ceil(n/128) + j/128], and sa (kb, m4) f32 with
+ * sa[b m4 + i] = a_scale[i kb + b] for i < m and 0 for the padding rows
+ * m <= i < m4. Pure copies: no value changes. Grid (ceil((n + m4) /
+ * SX_THREADS), kb): block row b writes K block b, thread x column j = x of sw,
+ * then row i = x - n of sa; 32-bit index arithmetic within a K block
+ * (n + m4 < 2^31, the launcher's rule). */
 __global__ void __launch_bounds__(SX_THREADS)
-k_aq_lt_fp8_block_scales(const float *w_scale, const float *a_scale, int m, int n, int kb, float *sw, float *sa)
+k_aq_lt_fp8_block_scales(const float *w_scale, const float *a_scale, int m, int m4, int n, int kb, float *sw,
+                         float *sa)
 {
     const int x = (int)blockIdx.x * SX_THREADS + (int)threadIdx.x, b = (int)blockIdx.y;
     const int nb = (n + KB - 1) / KB;
-    if (x < n)
+    if (x < n) {
         sw[(int64_t)b * n + x] = w_scale[(int64_t)b * nb + x / KB];
-    else if (x - n < m)
-        sa[(int64_t)b * m + (x - n)] = a_scale[(int64_t)(x - n) * kb + b];
+    } else if (x - n < m4) {
+        const int i = x - n;
+        sa[(int64_t)b * m4 + i] = i < m ? a_scale[(int64_t)i * kb + b] : 0.0f;
+    }
 }
 
 /* ---- cuBLASLt: handle, operations, cached algorithm choices ------------------- */
@@ -313,7 +332,7 @@ size_t aq_lt_fp8_workspace(const qv_variant *v, int m, int n, int k)
     if (m < 1 || n < 1 || k < 1) return 0;
     int wscale, ascale;
     row_scales(v, &wscale, &ascale);
-    const int mode = mode_for(wscale, ascale, m, k);
+    const int mode = mode_for(wscale, ascale, k);
     if (mode < 0) return 0;
     int min_m;
     /* A malformed variable falls back to the default here; the launch reports it. */
@@ -326,15 +345,15 @@ extern "C" int qv_aq_lt_fp8_default_min_m(const qv_variant *v)
 {
     int wscale, ascale;
     row_scales(v, &wscale, &ascale);
-    /* The mode alone (M = 4 and K = 128 pass VEC128's shape rule). */
-    const int mode = mode_for(wscale, ascale, 4, KB);
+    /* The mode alone (K = 128 passes VEC128's shape rule). */
+    const int mode = mode_for(wscale, ascale, KB);
     return mode < 0 ? 0 : k_default_min_m[mode];
 }
 
 qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_offset, const char *name, bool *taken)
 {
     *taken = false;
-    const int mode = mode_for(p.wscale, p.ascale, p.m, p.k);
+    const int mode = mode_for(p.wscale, p.ascale, p.k);
     int min_m;
     /* The variable is checked whatever the shape, before any CUDA call. */
     if (!env_min_m(mode < 0 ? MODE_TENSOR : mode, &min_m))
@@ -342,9 +361,10 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
                        name, getenv("QVET_AQ_LT_FP8_MIN_M"));
     if (mode < 0 || p.m < min_m) return QV_OK;
     const bool block = mode == MODE_VEC128;
-    /* The expansion grid: K blocks along y, n + m columns in 32-bit indices. */
-    if (block && (p.k / KB > GRID_Y_MAX || (int64_t)p.n + p.m > INT_MAX - SX_THREADS)) return QV_OK;
     const lt_plan pl = plan_for(block, p.m, p.n, p.k);
+    const bool padded = pl.m4 != p.m;
+    /* The expansion grid: K blocks along y, n + m4 columns in 32-bit indices. */
+    if (block && (p.k / KB > GRID_Y_MAX || (int64_t)p.n + pl.m4 > INT_MAX - SX_THREADS)) return QV_OK;
     /* A workspace sized for the mma kernel alone (the variable changed after
      * the size was asked for, or a caller's own rule) leaves the launch to it. */
     if (!a->workspace || a->workspace_bytes < ws_offset + pl.total) return QV_OK;
@@ -352,6 +372,10 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
     const uintptr_t base_u = ((uintptr_t)a->workspace + ws_offset + 255) & ~(uintptr_t)255;
     uint8_t *base = (uint8_t *)base_u;
     float *sw = (float *)(base + pl.off_sw), *sa = (float *)(base + pl.off_sa);
+    /* The GEMM's activations and output: the caller's, or (M rounded up to 4)
+     * the workspace's padded copies. */
+    const void *a_ptr = padded ? (const void *)(base + pl.off_a) : (const void *)p.a;
+    void *d_ptr = padded ? (void *)(base + pl.off_d) : (void *)p.c;
 
     /* The scale tensors cuBLASLt reads: the rows' own, or (VEC128) the
      * workspace copies k_aq_lt_fp8_block_scales writes below. */
@@ -366,20 +390,29 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
     LT_TRY(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &as_ptr, sizeof as_ptr),
            "activation scale pointer");
     lt_entry *e = NULL;
-    QV_TRY(lt_lookup(lt_key{mode, p.m, p.n, p.k, align_of(p.b), align_of(p.a), align_of(p.c)}, &e));
+    QV_TRY(lt_lookup(lt_key{mode, pl.m4, p.n, p.k, align_of(p.b), align_of(a_ptr), align_of(d_ptr)}, &e));
     if (!e->found) return QV_OK;
 
     cudaStream_t st = (cudaStream_t)a->stream;
     if (block) {
-        const dim3 grid((unsigned)(((int64_t)p.n + p.m + SX_THREADS - 1) / SX_THREADS), (unsigned)(p.k / KB));
-        k_aq_lt_fp8_block_scales<<<grid, SX_THREADS, 0, st>>>((const float *)p.w_scale, p.a_scale, p.m, p.n,
-                                                                p.k / KB, sw, sa);
+        const int kb = p.k / KB;
+        const dim3 grid((unsigned)(((int64_t)p.n + pl.m4 + SX_THREADS - 1) / SX_THREADS), (unsigned)kb);
+        k_aq_lt_fp8_block_scales<<<grid, SX_THREADS, 0, st>>>((const float *)p.w_scale, p.a_scale, p.m, pl.m4, p.n,
+                                                                kb, sw, sa);
         QV_CUDA_TRY(cudaGetLastError(), "launching k_aq_lt_fp8_block_scales");
+    }
+    if (padded) {
+        /* A's m rows, then zero rows up to m4 (their outputs are never copied out). */
+        uint8_t *a4 = base + pl.off_a;
+        QV_CUDA_TRY(cudaMemcpyAsync(a4, p.a, (size_t)p.m * (size_t)p.k, cudaMemcpyDeviceToDevice, st),
+                    "copying A into the padded VEC128 operand");
+        QV_CUDA_TRY(cudaMemsetAsync(a4 + (size_t)p.m * (size_t)p.k, 0, (size_t)(pl.m4 - p.m) * (size_t)p.k, st),
+                    "zeroing the padding rows of A");
     }
     /* fp32 alpha = 1, beta = 0: D is the scaled product, C is never read. */
     const float one = 1.0f, zero = 0.0f;
-    const cublasStatus_t s = cublasLtMatmul(g_lt, d, &one, p.b, e->la, p.a, e->lb, &zero, p.c, e->ld, p.c, e->ld,
-                                            &e->algo, base, LT_WS_BYTES, st);
+    const cublasStatus_t s = cublasLtMatmul(g_lt, d, &one, p.b, e->la, a_ptr, e->lb, &zero, d_ptr, e->ld, d_ptr,
+                                            e->ld, &e->algo, base, LT_WS_BYTES, st);
     if (s != CUBLAS_STATUS_SUCCESS) {
         /* cuBLASLt refused the call (its status, not a CUDA error) before
          * writing D: the shape goes to the mma kernel from now on. */
@@ -388,6 +421,10 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
         return QV_OK;
     }
     QV_CUDA_TRY(cudaGetLastError(), "cublasLtMatmul fp8 launch");
+    if (padded)
+        QV_CUDA_TRY(cudaMemcpyAsync(p.c, d_ptr, (size_t)p.m * (size_t)p.n * sizeof(__half), cudaMemcpyDeviceToDevice,
+                                    st),
+                    "copying the first M rows of the padded VEC128 output");
     g_runs++;
     *taken = true;
     return QV_OK;

@@ -25,7 +25,8 @@
 
 /* Bytes of this path's workspace region for e4m3 row v at (m, n, k); 0 when
  * M is below the row's threshold or the path cannot take the shape (block
- * rows need K % 128 == 0 and M % 4 == 0). */
+ * rows need K % 128 == 0; for M % 4 != 0 the region also holds the padded
+ * operand and output). */
 size_t aq_lt_fp8_workspace(const qv_variant *v, int m, int n, int k);
 
 /* Runs p (aq_params of an e4m3 row, filled by the launcher) through cuBLASLt

@@ -67,11 +67,9 @@ static void set_min_m(const char *s)
 }
 
 /* The path's own rule (kernels/aq_lt_fp8.cu): block rows need whole 128-K
- * blocks and M % 4 == 0 (cuBLASLt's VEC128 declines every other M). */
-static int eligible(const qv_variant *v, int64_t m, int64_t k)
-{
-    return v->scale_layout != QV_SCALE_BLOCK || (k % 128 == 0 && m % 4 == 0);
-}
+ * blocks (any M: cuBLASLt's VEC128 takes M % 4 == 0 only, so other M run
+ * padded to a multiple of 4 through the workspace). */
+static int eligible(const qv_variant *v, int64_t k) { return v->scale_layout != QV_SCALE_BLOCK || k % 128 == 0; }
 
 /* Runs p twice under the current environment into `out`; returns how many of
  * the two launches took the cuBLASLt path (0 or 2: both see the same shape). */
@@ -126,11 +124,12 @@ static const struct lt_shape {
 #define N_SHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
 /* Where cuBLASLt's heuristic is known to take the mode (H200, 2026-11-29:
- * N a multiple of 16 and whole 128-K blocks took every mode at every M the
- * path's rule lets through); elsewhere it may decline, and the mma kernel runs. */
-static int must_take(const qv_variant *v, int64_t m, int64_t n, int64_t k)
+ * with N a multiple of 16 and whole 128-K blocks every mode took every M,
+ * VEC128 every multiple of 4); elsewhere it may decline, and the mma kernel
+ * runs. */
+static int must_take(const qv_variant *v, int64_t n, int64_t k)
 {
-    return eligible(v, m, k) && n % 16 == 0 && k % 128 == 0;
+    return eligible(v, k) && n % 16 == 0 && k % 128 == 0;
 }
 
 START_TEST(paths_verified)
@@ -164,13 +163,13 @@ START_TEST(paths_verified)
             set_min_m("1");
             const int ran = run_twice(&p, o_lt, label, "cuBLASLt");
             set_min_m(NULL);
-            if (!eligible(v, m, k))
+            if (!eligible(v, k))
                 ck_assert_msg(ran == 0, "%s: the VEC128 path took a shape its rule refuses", label);
-            else if (must_take(v, m, n, k))
+            else if (must_take(v, n, k))
                 ck_assert_msg(ran == 2, "%s: cuBLASLt declined a shape it is known to take", label);
             if (ran) {
                 taken++;
-            } else if (eligible(v, m, k) && pi == 0) {
+            } else if (eligible(v, k) && pi == 0) {
                 declined++;
                 printf("%s m=%" PRId64 " n=%" PRId64 " k=%" PRId64 ": cuBLASLt declined, the mma kernel ran\n",
                        v->name, m, n, k);
@@ -261,20 +260,17 @@ START_TEST(accumulator_declared)
 }
 END_TEST
 
-/* The row's default threshold (aq.h): one M below it runs the mma kernel,
- * the first M at or above it that the path's rule lets through runs
- * cuBLASLt (exact probe, bit for bit against the model both times). */
+/* The row's default threshold (aq.h): one M below it runs the mma kernel, M
+ * at it cuBLASLt (exact probe, bit for bit against the model both times). */
 START_TEST(default_threshold)
 {
     const qv_variant *v = qv_registry_get(g_rows[_i]);
     const int t = qv_aq_lt_fp8_default_min_m(v);
     ck_assert_int_ge(t, 1);
-    int64_t at = t;
-    while (!eligible(v, at, 512)) at++;
     set_min_m(NULL);
     for (int d = 1; d >= 0; d--) {
         if (d && t == 1) continue; /* no M below the threshold */
-        const int64_t m = d ? t - 1 : at, n = 256, k = 512;
+        const int64_t m = d ? t - 1 : t, n = 256, k = 512;
         qv_problem p;
         ck_assert_int_eq(qv_problem_create(&p, v, m, n, k), QV_OK);
         ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_EXACT, QV_REGIME_LOGUNIFORM, g_seed + (uint64_t)d), QV_OK);
@@ -316,10 +312,9 @@ START_TEST(env_refusals)
         }
     }
     set_min_m(NULL);
-    /* The workspace holds cuBLASLt's 32 MiB from the row's threshold on (and
-     * for block rows only at M % 4 == 0 and K % 128 == 0), nothing of it below
-     * or with "off"; at these shapes the mma kernel's own split-K region is
-     * far smaller. */
+    /* The workspace holds cuBLASLt's 32 MiB from the row's threshold on (for
+     * block rows only at K % 128 == 0), nothing of it below or with "off"; at
+     * these shapes the mma kernel's own split-K region is far smaller. */
     const size_t lt_ws = (size_t)32 << 20;
     for (int r = 0; r < g_nrows; r++) {
         const qv_variant *v = qv_registry_get(g_rows[r]);
@@ -330,9 +325,8 @@ START_TEST(env_refusals)
         if (t > 1) ck_assert_uint_lt(v->workspace(v, t - 1, 512, 512), lt_ws);
         ck_assert_uint_ge(v->workspace(v, 32, 512, 512), lt_ws);
         ck_assert_uint_ge(v->workspace(v, 1024, 512, 4096), lt_ws);
-        const size_t tail = v->workspace(v, 1024, 512, 4096 + 16), odd = v->workspace(v, 33, 512, 512);
-        ck_assert_msg(blk ? tail < lt_ws && odd < lt_ws : tail >= lt_ws && odd >= lt_ws,
-                      "%s: workspace %zu at K = 4112, %zu at M = 33", v->name, tail, odd);
+        const size_t tail = v->workspace(v, 1024, 512, 4096 + 16);
+        ck_assert_msg(blk ? tail < lt_ws : tail >= lt_ws, "%s: workspace %zu at K = 4112", v->name, tail);
         set_min_m("off");
         ck_assert_uint_lt(v->workspace(v, 1024, 512, 512), lt_ws);
         set_min_m("1");
@@ -341,10 +335,14 @@ START_TEST(env_refusals)
         ck_assert_uint_lt(v->workspace(v, 32, 512, 512), lt_ws);
         set_min_m(NULL);
     }
-    /* The block row's region also holds the (K/128, N) and (K/128, M) scale tensors. */
-    const qv_variant *blk = qv_variant_find("w8a8-fp8-block128");
-    ck_assert_ptr_nonnull(blk);
-    ck_assert_uint_ge(blk->workspace(blk, 1024, 8192, 8192), lt_ws + (size_t)64 * (8192 + 1024) * 4);
+    /* The block row's region also holds the (K/128, N) and (K/128, M) scale
+     * tensors, and for M % 4 != 0 the padded (M4, K) activations and (M4, N)
+     * f16 output, M4 = M rounded up to 4. */
+    const qv_variant *brow = qv_variant_find("w8a8-fp8-block128");
+    ck_assert_ptr_nonnull(brow);
+    ck_assert_uint_ge(brow->workspace(brow, 1024, 8192, 8192), lt_ws + (size_t)64 * (8192 + 1024) * 4);
+    ck_assert_uint_ge(brow->workspace(brow, 1023, 8192, 8192),
+                      lt_ws + (size_t)64 * (8192 + 1024) * 4 + (size_t)1024 * 8192 * (1 + 2));
 }
 END_TEST
 

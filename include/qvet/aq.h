@@ -47,7 +47,8 @@ long long qv_aq_lt_runs(void);
  *    the mma kernel 281/295/364; past its 16-row tile the mma kernel runs
  *    64-row tiles (621 at M = 64) and cuBLASLt 365 at M = 32: M >= 17;
  *  - 128x128 blocks: cuBLASLt (VEC128) 236 at M = 4 and 16, the mma kernel
- *    307 and 364; cuBLASLt takes only M % 4 == 0 (kernels/aq_lt_fp8.cu): M >= 1. */
+ *    297, 307 and 364 at M = 1, 4 and 16; other M run on M rounded up to 4
+ *    (kernels/aq_lt_fp8.cu): M >= 1. */
 #define QV_AQ_LT_FP8_MIN_M_TENSOR 1
 #define QV_AQ_LT_FP8_MIN_M_TOK_CH 17
 #define QV_AQ_LT_FP8_MIN_M_BLOCK 1
