@@ -15,10 +15,11 @@
  *                        transpose of the (m, kb) activation scales into the
  *                        workspace at every launch. cuBLASLt takes VEC128
  *                        only at M % 4 == 0; other M run on M rounded up to 4
- *                        through padded copies of A and D in the workspace. BLK128x128_32F itself is not
- *                        usable there (refused at the Llama shapes, wrong on a
- *                        small one); the expansion is the same arithmetic: each
- *                        128-K partial times s_a(token, kb) * s_w(n, kb).
+ *                        through padded copies of A and D in the workspace.
+ *                        BLK128x128_32F itself is not usable there (refused
+ *                        at the Llama shapes, wrong on a small one); the
+ *                        expansion is the same arithmetic: each 128-K partial
+ *                        times s_a(token, kb) * s_w(n, kb).
  * fp32 compute and scale type, alpha 1, beta 0, fast accumulation explicitly off.
  * The algorithm of each (mode, m, n, k, alignments) is chosen once by the
  * heuristic, with the split-K reduction restricted to fp32 partials in the
