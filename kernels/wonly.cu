@@ -704,7 +704,7 @@ extern "C" qv_status qv_launch_wonly(const qv_variant *v, const qv_gemm_args *a)
     if ((int64_t)a->n * 16 * qv_fmt_get(v->wfmt)->bits / 32 >= ((int64_t)1 << 31))
         return qv_fail(QV_ERR_SHAPE, "%s: N=%d gives packed B rows of 2^31 words or more", v->name, a->n);
     /* Small M (M <= 8, K >= 8192; QVET_WO_SMALL chooses, wonly_small.cuh): the small-M kernel. */
-    if (qv_wonly_small_wanted(a->m, a->k)) return qv_wonly_small_launch(v, a);
+    if (qv_wonly_small_wanted(a->m)) return qv_wonly_small_launch(v, a);
     /* M >= QVET_WO_DQ_MIN_M: dequantize into the workspace and multiply with cuBLAS (wonly_dq.cu). */
     if (qv_wonly_dq_wanted(a->m)) return qv_wonly_dq_launch(v, a);
     geometry g = plan(v, a->m, a->n, a->k);

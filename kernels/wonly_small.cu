@@ -53,7 +53,7 @@ enum { WT_INT4 = 0, WT_INT8 = 1, WT_FP8 = 2, WT_INT4_ZP = 3 };
 enum { SC_GROUP = 0, SC_CHANNEL = 1, SC_TENSOR = 2 };
 enum { SF_F16 = 0, SF_BF16 = 1, SF_F32 = 2 };
 
-constexpr int kWarps = 8;            /* consumer warps per block, one or two 64-column chunks each */
+constexpr int kWarps = 8;            /* warps per block, one or two 64-column chunks each */
 constexpr int kThreads = 32 * kWarps;
 /* Blocks per SM the kernel is built for (__launch_bounds__): 16 warps of at
  * most 128 registers fill the register file, and the split-K plan counts on it. */
@@ -776,7 +776,7 @@ int small_mode(void)
 
 } /* namespace */
 
-int qv_wonly_small_wanted(int m, int k)
+int qv_wonly_small_wanted(int m)
 {
     const int mode = small_mode();
     if (mode == MODE_OFF || m < 1) return 0;

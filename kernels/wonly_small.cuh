@@ -16,7 +16,7 @@
 /* The largest M of the swapped orientation (M as the mma's 8 columns). */
 #define QV_WO_SMALL_SWAP_MAX_M 8
 
-/* 1 when an (M, K) problem goes to the small-M kernel. The environment
+/* 1 when a problem of M rows goes to the small-M kernel. The environment
  * variable QVET_WO_SMALL chooses, read at every call so that tests and
  * benchmarks can switch in one process:
  *   unset or an unknown value: every M <= 16, M <= 8 with the swapped mma;
@@ -25,7 +25,7 @@
  *   "16": M <= 16, m16 mma orientation;
  *   "swap": M <= 8 with the swapped mma (weights as the A operand);
  *   "swap2": as "swap", with two 64-column chunks per warp for 4-bit weights. */
-int qv_wonly_small_wanted(int m, int k);
+int qv_wonly_small_wanted(int m);
 
 /* Workspace bytes of the small-M path for an (m, n, k) problem of v, m <= 16;
  * v, n and k already checked by the caller. Its split-K counters sit at offset
