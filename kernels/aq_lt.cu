@@ -12,7 +12,7 @@
  * chunk's weights (w, k) row-major: the plain-nk layout itself, or the
  * dequantized QQQ chunk. The algorithm of each (m, w, k, alignments) is chosen
  * once by the heuristic, never with the in-place (output-buffer) split-K
- * reduction, and cached. */
+ * reduction, and cached (lt_cache.cuh). */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -25,15 +25,11 @@
 #include <cublasLt.h>
 
 #include "aq_lt.cuh"
+#include "lt_cache.cuh"
 #include "qvet/aq.h"
 
 namespace {
 
-/* cuBLASLt's workspace: 32 MiB, what NVIDIA recommends on Hopper and what the
- * benchmark's cuBLASLt int8 baseline was measured with. */
-constexpr size_t LT_WS_BYTES = (size_t)32 << 20;
-/* Cached (shape, alignment) algorithm choices; a bench or check touches a few dozen. */
-constexpr int LT_CACHE = 64;
 /* Dequantization tile: one QQQ 64-column chunk x 8 k16 rows (one warp each). */
 constexpr int DQ_ROWS = 8;
 /* Shared row pitch of the dequantization tile: 128 K bytes + 16, so the 8
@@ -51,17 +47,6 @@ constexpr double AQ_LT_WAVE_OUTPUTS = 132.0 * 128.0 * 256.0;
 constexpr int GRID_YZ_MAX = 65535;
 
 std::atomic<long long> g_runs(0);
-
-size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
-
-/* The largest power of two <= 256 dividing the address: what cuBLASLt is told. */
-unsigned align_of(const void *p)
-{
-    const uintptr_t a = (uintptr_t)p;
-    unsigned r = 256;
-    while (r > 1 && a % r) r >>= 1;
-    return r;
-}
 
 /* QVET_AQ_LT_MIN_M: false when set to anything but a whole number >= 1. */
 bool env_min_m(int *out)
@@ -130,15 +115,15 @@ lt_plan plan_for(int kind, bool azp, int m, int n, int k, double chunk_bytes, bo
     pl.chunks = (n + pl.nc - 1) / pl.nc;
     size_t off = LT_WS_BYTES;
     pl.off_colsum = off;
-    if (azp) off += align256((size_t)n * 4);
+    if (azp) off += lt_align256((size_t)n * 4);
     pl.off_c32 = off;
-    off += align256((size_t)m * (size_t)pl.nc * 4);
+    off += lt_align256((size_t)m * (size_t)pl.nc * 4);
     pl.off_b[0] = pl.off_b[1] = off;
     if (qqq) {
-        off += align256((size_t)pl.nc * (size_t)k);
+        off += lt_align256((size_t)pl.nc * (size_t)k);
         if (pl.chunks > 1) {
             pl.off_b[1] = off;
-            off += align256((size_t)pl.nc * (size_t)k);
+            off += lt_align256((size_t)pl.nc * (size_t)k);
         }
     }
     pl.total = off + 256;
@@ -273,124 +258,21 @@ k_aq_lt_epilogue(const aq_params p, const int32_t *acc, int w, int n0, const int
     }
 }
 
-/* ---- cuBLASLt: handle, operation, cached algorithm choices ------------------- */
+/* ---- cuBLASLt: the one operation, cached algorithm choices ------------------- */
 
-struct lt_key {
-    int m, w, k;
-    unsigned aw, aa;   /* alignment of the weight chunk and of A; C is 256-aligned */
-};
-
-struct lt_entry {
-    lt_key key;
-    bool found;        /* false: cuBLASLt has no algorithm; the mma kernel runs */
-    cublasLtMatrixLayout_t la, lb, lc;
-    cublasLtMatmulAlgo_t algo;
-};
-
+/* int8 weights and activations into int32 products; every split-K reduction
+ * scheme but the in-place one, which sums slices into the output through
+ * counters in an order the hardware picks. */
+lt_cache g_lt = {"cuBLASLt", CUDA_R_8I, CUDA_R_8I, CUDA_R_32I,
+                 CUBLASLT_REDUCTION_SCHEME_MASK & ~(uint32_t)CUBLASLT_REDUCTION_SCHEME_INPLACE};
 std::mutex g_mu;
-cublasLtHandle_t g_lt = NULL;
 cublasLtMatmulDesc_t g_desc = NULL;
-lt_entry g_cache[LT_CACHE];
-int g_ncache = 0, g_evict = 0;
 
-qv_status lt_fail(cublasStatus_t s, const char *what)
-{
-    return qv_fail(QV_ERR_CUDA, "cuBLASLt %s: %s (status %d)", what, cublasLtGetStatusString(s), (int)s);
-}
-
-#define LT_TRY(call, what)                                                     \
-    do {                                                                       \
-        cublasStatus_t s_ = (call);                                            \
-        if (s_ != CUBLAS_STATUS_SUCCESS) return lt_fail(s_, (what));           \
-    } while (0)
-
-/* The process's handle and the one operation: int32 compute and scale, W^T-op x A. */
+/* The one operation: int32 compute and scale, W^T-op x A. */
 qv_status lt_init(void)
 {
     if (g_desc) return QV_OK;
-    if (!g_lt) LT_TRY(cublasLtCreate(&g_lt), "cublasLtCreate");
-    cublasLtMatmulDesc_t d = NULL;
-    LT_TRY(cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32I, CUDA_R_32I), "matmul descriptor");
-    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    cublasStatus_t s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
-    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
-    if (s != CUBLAS_STATUS_SUCCESS) {
-        cublasLtMatmulDescDestroy(d);
-        return lt_fail(s, "matmul descriptor transposes");
-    }
-    g_desc = d;
-    return QV_OK;
-}
-
-void entry_clear(lt_entry *e)
-{
-    if (e->la) cublasLtMatrixLayoutDestroy(e->la);
-    if (e->lb) cublasLtMatrixLayoutDestroy(e->lb);
-    if (e->lc) cublasLtMatrixLayoutDestroy(e->lc);
-    e->la = e->lb = e->lc = NULL;
-}
-
-/* Layouts and the heuristic's first algorithm for key, created on first use. */
-qv_status lt_lookup(const lt_key &key, lt_entry **out)
-{
-    for (int i = 0; i < g_ncache; i++) {
-        const lt_key &c = g_cache[i].key;
-        if (c.m == key.m && c.w == key.w && c.k == key.k && c.aw == key.aw && c.aa == key.aa) {
-            *out = &g_cache[i];
-            return QV_OK;
-        }
-    }
-    lt_entry *e;
-    if (g_ncache < LT_CACHE) {
-        e = &g_cache[g_ncache++];
-    } else {
-        e = &g_cache[g_evict];
-        g_evict = (g_evict + 1) % LT_CACHE;
-        entry_clear(e);
-    }
-    e->key = key;
-    e->found = false;
-    e->la = e->lb = e->lc = NULL;
-    /* A stale entry would be looked up again; it is marked unusable until filled. */
-    e->key.m = -1;
-    LT_TRY(cublasLtMatrixLayoutCreate(&e->la, CUDA_R_8I, key.k, key.w, key.k), "layout of W");
-    LT_TRY(cublasLtMatrixLayoutCreate(&e->lb, CUDA_R_8I, key.k, key.m, key.k), "layout of A");
-    LT_TRY(cublasLtMatrixLayoutCreate(&e->lc, CUDA_R_32I, key.w, key.m, key.w), "layout of C");
-    cublasLtMatmulPreference_t pref = NULL;
-    LT_TRY(cublasLtMatmulPreferenceCreate(&pref), "preference");
-    const size_t wsb = LT_WS_BYTES;
-    /* Everything but the in-place split-K reduction, which sums slices into the
-     * output through counters in an order the hardware picks. */
-    const uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_MASK & ~(uint32_t)CUBLASLT_REDUCTION_SCHEME_INPLACE;
-    const uint32_t aw = key.aw, aa = key.aa, ac = 256;
-    cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb,
-                                                            sizeof wsb);
-    if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes,
-                                                 sizeof schemes);
-    if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aw, sizeof aw);
-    if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &aa, sizeof aa);
-    if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ac, sizeof ac);
-    if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ac, sizeof ac);
-    if (s != CUBLAS_STATUS_SUCCESS) {
-        cublasLtMatmulPreferenceDestroy(pref);
-        return lt_fail(s, "preference attributes");
-    }
-    cublasLtMatmulHeuristicResult_t h;
-    int count = 0;
-    s = cublasLtMatmulAlgoGetHeuristic(g_lt, g_desc, e->la, e->lb, e->lc, e->lc, pref, 1, &h, &count);
-    cublasLtMatmulPreferenceDestroy(pref);
-    /* Any failure or no result means cuBLASLt does not take this shape: the
-     * mma kernel does, with the same arithmetic. */
-    e->found = s == CUBLAS_STATUS_SUCCESS && count > 0 && h.state == CUBLAS_STATUS_SUCCESS;
-    if (e->found) e->algo = h.algo;
-    e->key = key;
-    *out = e;
-    return QV_OK;
+    return lt_desc_create(&g_lt, CUBLAS_COMPUTE_32I, CUDA_R_32I, &g_desc);
 }
 
 } /* namespace */
@@ -429,34 +311,33 @@ qv_status aq_lt_try(int kind, const aq_params &p, const qv_gemm_args *a, size_t 
     const bool qqq = kind != AQ_B_PLAIN_I8;
     const bool azp = !qqq && p.azpm != AQ_AZP_NONE;
     const lt_plan pl = plan_for(kind, azp, p.m, p.n, p.k, chunk, !given);
-    /* A workspace sized for the mma kernel alone (the variable changed after
-     * the size was asked for, or a caller's own rule) leaves the launch to it. */
-    if (!a->workspace || a->workspace_bytes < ws_offset + pl.total) return QV_OK;
+    uint8_t *base = lt_region(a, ws_offset, pl.total);
+    if (!base) return QV_OK;
     /* The dequantization grid's y dimension counts 128-K blocks. */
     if ((p.k + 16 * DQ_ROWS - 1) / (16 * DQ_ROWS) > GRID_YZ_MAX) return QV_OK;
 
-    const uintptr_t base_u = ((uintptr_t)a->workspace + ws_offset + 255) & ~(uintptr_t)255;
-    uint8_t *base = (uint8_t *)base_u;
     int32_t *colsum = (int32_t *)(base + pl.off_colsum);
     int32_t *c32 = (int32_t *)(base + pl.off_c32);
     int8_t *bbuf[2] = {(int8_t *)(base + pl.off_b[0]), (int8_t *)(base + pl.off_b[1])};
     /* QQQ chunks live in the 256-aligned buffers; plain weights start at
      * b + n0 k, n0 k a multiple of 1024, so every chunk has b's alignment. */
-    const unsigned aw = qqq ? 256u : align_of(p.b), aa = align_of(p.a);
+    const unsigned aw = qqq ? 256u : lt_align_of(p.b), aa = lt_align_of(p.a);
 
     std::lock_guard<std::mutex> lock(g_mu);
     QV_TRY(lt_init());
     /* Every chunk width's algorithm first, so a shape cuBLASLt cannot take
      * launches nothing. */
     const int wlast = p.n - (pl.chunks - 1) * pl.nc;
+    /* C is the 256-aligned int32 buffer of the region. */
+    const lt_key key_full = {0, p.m, pl.nc, p.k, aw, aa, 256}, key_last = {0, p.m, wlast, p.k, aw, aa, 256};
     lt_entry *e_full = NULL, *e_last = NULL;
-    QV_TRY(lt_lookup(lt_key{p.m, pl.nc, p.k, aw, aa}, &e_full));
+    QV_TRY(lt_lookup(&g_lt, g_desc, key_full, &e_full));
     if (!e_full->found) return QV_OK;
     if (wlast != pl.nc) {
-        QV_TRY(lt_lookup(lt_key{p.m, wlast, p.k, aw, aa}, &e_last));
+        QV_TRY(lt_lookup(&g_lt, g_desc, key_last, &e_last));
         if (!e_last->found) return QV_OK;
         /* the second lookup may have evicted the first */
-        QV_TRY(lt_lookup(lt_key{p.m, pl.nc, p.k, aw, aa}, &e_full));
+        QV_TRY(lt_lookup(&g_lt, g_desc, key_full, &e_full));
         if (!e_full->found) return QV_OK;
     }
 
@@ -486,17 +367,11 @@ qv_status aq_lt_try(int kind, const aq_params &p, const qv_gemm_args *a, size_t 
         } else {
             wchunk = (const int8_t *)p.b + (int64_t)n0 * p.k;
         }
-        const cublasStatus_t s = cublasLtMatmul(g_lt, g_desc, &one, wchunk, e->la, p.a, e->lb, &zero, c32, e->lc,
-                                                c32, e->lc, &e->algo, base, LT_WS_BYTES, st);
-        if (s != CUBLAS_STATUS_SUCCESS) {
-            /* cuBLASLt refused the call (its status, not a CUDA error): the shape
-             * goes to the mma kernel from now on, which rewrites every output
-             * this launch may already have stored. */
-            e->found = false;
-            QV_CUDA_TRY(cudaGetLastError(), "cublasLtMatmul launch");
-            return QV_OK;
-        }
-        QV_CUDA_TRY(cudaGetLastError(), "cublasLtMatmul launch");
+        bool ran;
+        QV_TRY(lt_matmul(&g_lt, g_desc, e, &one, wchunk, p.a, &zero, c32, base, st, &ran));
+        /* Refused: the shape goes to the mma kernel from now on, which
+         * rewrites every output this launch may already have stored. */
+        if (!ran) return QV_OK;
         const dim3 eg((unsigned)((w / 2 + EP_THREADS - 1) / EP_THREADS), (unsigned)min(p.m, GRID_YZ_MAX));
         switch (kind) {
         case AQ_B_QQQ_CH: k_aq_lt_epilogue<AQ_B_QQQ_CH><<<eg, EP_THREADS, 0, st>>>(p, c32, w, n0, colsum); break;

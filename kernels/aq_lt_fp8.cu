@@ -24,7 +24,8 @@
  * The algorithm of each (mode, m, n, k, alignments) is chosen once by the
  * heuristic, with the split-K reduction restricted to fp32 partials in the
  * workspace (no in-place reduction: its order is the hardware's; no reduction
- * in the fp16 output type: the bug class of DESIGN §6 #4), and cached. */
+ * in the fp16 output type: the bug class of DESIGN §6 #4), and cached
+ * (lt_cache.cuh). */
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
@@ -37,15 +38,11 @@
 #include <cublasLt.h>
 
 #include "aq_lt_fp8.cuh"
+#include "lt_cache.cuh"
 #include "qvet/aq.h"
 
 namespace {
 
-/* cuBLASLt's workspace: 32 MiB, what NVIDIA recommends on Hopper and what the
- * benchmark's cuBLASLt baselines are measured with. */
-constexpr size_t LT_WS_BYTES = (size_t)32 << 20;
-/* Cached (mode, shape, alignment) algorithm choices; a bench or check touches a few dozen. */
-constexpr int LT_CACHE = 64;
 /* The scale expansion kernel: 256 threads per block, a common choice for an
  * element-wise copy (bandwidth, not occupancy, bounds it). */
 constexpr int SX_THREADS = 256;
@@ -58,17 +55,6 @@ constexpr int KB = 128;
 enum lt_mode { MODE_TENSOR = 0, MODE_OUTER, MODE_VEC128, N_MODES };
 
 std::atomic<long long> g_runs(0);
-
-size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
-
-/* The largest power of two <= 256 dividing the address: what cuBLASLt is told. */
-unsigned align_of(const void *p)
-{
-    const uintptr_t a = (uintptr_t)p;
-    unsigned r = 256;
-    while (r > 1 && a % r) r >>= 1;
-    return r;
-}
 
 /* The default threshold of each mode (aq.h). */
 const int k_default_min_m[N_MODES] = {QV_AQ_LT_FP8_MIN_M_TENSOR, QV_AQ_LT_FP8_MIN_M_TOK_CH, QV_AQ_LT_FP8_MIN_M_BLOCK};
@@ -143,14 +129,14 @@ lt_plan plan_for(bool block, int m, int n, int k)
     pl.off_sw = pl.off_sa = pl.off_a = pl.off_d = off;
     if (block) {
         const size_t kb = (size_t)k / KB;
-        off += align256(kb * (size_t)n * 4);
+        off += lt_align256(kb * (size_t)n * 4);
         pl.off_sa = off;
-        off += align256(kb * (size_t)pl.m4 * 4);
+        off += lt_align256(kb * (size_t)pl.m4 * 4);
         if (pl.m4 != m) {
             pl.off_a = off;
-            off += align256((size_t)pl.m4 * (size_t)k);
+            off += lt_align256((size_t)pl.m4 * (size_t)k);
             pl.off_d = off;
-            off += align256((size_t)pl.m4 * (size_t)n * 2);
+            off += lt_align256((size_t)pl.m4 * (size_t)n * 2);
         }
     }
     pl.total = off + 256;
@@ -181,47 +167,23 @@ k_aq_lt_fp8_block_scales(const float *w_scale, const float *a_scale, int m, int 
     }
 }
 
-/* ---- cuBLASLt: handle, operations, cached algorithm choices ------------------- */
+/* ---- cuBLASLt: one operation per mode, cached algorithm choices ------------- */
 
-struct lt_key {
-    int mode, m, n, k;
-    unsigned aw, aa, ad;   /* alignment of the weights, the activations and D */
-};
-
-struct lt_entry {
-    lt_key key;
-    bool found;        /* false: cuBLASLt has no algorithm; the mma kernel runs */
-    cublasLtMatrixLayout_t la, lb, ld;
-    cublasLtMatmulAlgo_t algo;
-};
-
+/* e4m3 weights and activations, f16 D. Split-K only through fp32 partials in
+ * the workspace, summed in a fixed order: never in place (an order the
+ * hardware picks) and never in the fp16 output type. */
+lt_cache g_lt = {"cuBLASLt fp8", CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_16F, CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE};
 std::mutex g_mu;
-cublasLtHandle_t g_lt = NULL;
 cublasLtMatmulDesc_t g_desc[N_MODES] = {NULL, NULL, NULL};
-lt_entry g_cache[LT_CACHE];
-int g_ncache = 0, g_evict = 0;
 
-qv_status lt_fail(cublasStatus_t s, const char *what)
-{
-    return qv_fail(QV_ERR_CUDA, "cuBLASLt fp8 %s: %s (status %d)", what, cublasLtGetStatusString(s), (int)s);
-}
-
-#define LT_TRY(call, what)                                                     \
-    do {                                                                       \
-        cublasStatus_t s_ = (call);                                            \
-        if (s_ != CUBLAS_STATUS_SUCCESS) return lt_fail(s_, (what));           \
-    } while (0)
-
-/* The process's handle and one operation per mode: fp32 compute and scale,
- * W^T-op x A, the mode's scale interpretation for both operands, fast
- * accumulation off. The scale pointers are set at each launch. */
+/* The mode's operation: fp32 compute and scale, W^T-op x A, the mode's scale
+ * interpretation for both operands, fast accumulation off. The scale
+ * pointers are set at each launch. */
 qv_status lt_init(int mode)
 {
     if (g_desc[mode]) return QV_OK;
-    if (!g_lt) LT_TRY(cublasLtCreate(&g_lt), "cublasLtCreate");
     cublasLtMatmulDesc_t d = NULL;
-    LT_TRY(cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul descriptor");
-    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    QV_TRY(lt_desc_create(&g_lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, &d));
     static const int32_t scale_mode[N_MODES] = {CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F,
                                                 CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F,
                                                 CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F};
@@ -232,11 +194,8 @@ qv_status lt_init(int mode)
 #else
     const int8_t fast = 0;
 #endif
-    cublasStatus_t s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
-    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
-    if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &scale_mode[mode],
-                                           sizeof scale_mode[mode]);
+    cublasStatus_t s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &scale_mode[mode],
+                                                      sizeof scale_mode[mode]);
     if (s == CUBLAS_STATUS_SUCCESS)
         s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &scale_mode[mode],
                                            sizeof scale_mode[mode]);
@@ -244,85 +203,9 @@ qv_status lt_init(int mode)
         s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast);
     if (s != CUBLAS_STATUS_SUCCESS) {
         cublasLtMatmulDescDestroy(d);
-        return lt_fail(s, "matmul descriptor attributes");
+        return lt_fail(&g_lt, s, "matmul descriptor attributes");
     }
     g_desc[mode] = d;
-    return QV_OK;
-}
-
-void entry_clear(lt_entry *e)
-{
-    if (e->la) cublasLtMatrixLayoutDestroy(e->la);
-    if (e->lb) cublasLtMatrixLayoutDestroy(e->lb);
-    if (e->ld) cublasLtMatrixLayoutDestroy(e->ld);
-    e->la = e->lb = e->ld = NULL;
-}
-
-bool key_eq(const lt_key &a, const lt_key &b)
-{
-    return a.mode == b.mode && a.m == b.m && a.n == b.n && a.k == b.k && a.aw == b.aw && a.aa == b.aa &&
-           a.ad == b.ad;
-}
-
-/* Layouts and the heuristic's first algorithm for key, created on first use. */
-qv_status lt_lookup(const lt_key &key, lt_entry **out)
-{
-    for (int i = 0; i < g_ncache; i++)
-        if (key_eq(g_cache[i].key, key)) {
-            *out = &g_cache[i];
-            return QV_OK;
-        }
-    lt_entry *e;
-    if (g_ncache < LT_CACHE) {
-        e = &g_cache[g_ncache++];
-    } else {
-        e = &g_cache[g_evict];
-        g_evict = (g_evict + 1) % LT_CACHE;
-        entry_clear(e);
-    }
-    e->key = key;
-    e->found = false;
-    e->la = e->lb = e->ld = NULL;
-    /* A stale entry would be looked up again; it is marked unusable until filled. */
-    e->key.m = -1;
-    LT_TRY(cublasLtMatrixLayoutCreate(&e->la, CUDA_R_8F_E4M3, key.k, key.n, key.k), "layout of W");
-    LT_TRY(cublasLtMatrixLayoutCreate(&e->lb, CUDA_R_8F_E4M3, key.k, key.m, key.k), "layout of A");
-    LT_TRY(cublasLtMatrixLayoutCreate(&e->ld, CUDA_R_16F, key.n, key.m, key.n), "layout of D");
-    cublasLtMatmulPreference_t pref = NULL;
-    LT_TRY(cublasLtMatmulPreferenceCreate(&pref), "preference");
-    const size_t wsb = LT_WS_BYTES;
-    /* Split-K only through fp32 partials in the workspace, summed in a fixed
-     * order: never in place (an order the hardware picks) and never in the
-     * fp16 output type. */
-    const uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
-    const uint32_t aw = key.aw, aa = key.aa, ad = key.ad;
-    cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb,
-                                                            sizeof wsb);
-    if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes,
-                                                 sizeof schemes);
-    if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aw, sizeof aw);
-    if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &aa, sizeof aa);
-    if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ad, sizeof ad);
-    if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ad, sizeof ad);
-    if (s != CUBLAS_STATUS_SUCCESS) {
-        cublasLtMatmulPreferenceDestroy(pref);
-        return lt_fail(s, "preference attributes");
-    }
-    cublasLtMatmulHeuristicResult_t h;
-    int count = 0;
-    s = cublasLtMatmulAlgoGetHeuristic(g_lt, g_desc[key.mode], e->la, e->lb, e->ld, e->ld, pref, 1, &h, &count);
-    cublasLtMatmulPreferenceDestroy(pref);
-    /* Any failure or no result means cuBLASLt does not take this shape: the
-     * mma kernel does, with arithmetic inside the same declaration. */
-    e->found = s == CUBLAS_STATUS_SUCCESS && count > 0 && h.state == CUBLAS_STATUS_SUCCESS;
-    if (e->found) e->algo = h.algo;
-    e->key = key;
-    *out = e;
     return QV_OK;
 }
 
@@ -366,12 +249,9 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
     const bool padded = pl.m4 != p.m;
     /* The expansion grid: K blocks along y, n + m4 columns in 32-bit indices. */
     if (block && (p.k / KB > GRID_Y_MAX || (int64_t)p.n + pl.m4 > INT_MAX - SX_THREADS)) return QV_OK;
-    /* A workspace sized for the mma kernel alone (the variable changed after
-     * the size was asked for, or a caller's own rule) leaves the launch to it. */
-    if (!a->workspace || a->workspace_bytes < ws_offset + pl.total) return QV_OK;
+    uint8_t *base = lt_region(a, ws_offset, pl.total);
+    if (!base) return QV_OK;
 
-    const uintptr_t base_u = ((uintptr_t)a->workspace + ws_offset + 255) & ~(uintptr_t)255;
-    uint8_t *base = (uint8_t *)base_u;
     float *sw = (float *)(base + pl.off_sw), *sa = (float *)(base + pl.off_sa);
     /* The GEMM's activations and output: the caller's, or (M rounded up to 4)
      * the workspace's padded copies. */
@@ -386,12 +266,13 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
     std::lock_guard<std::mutex> lock(g_mu);
     QV_TRY(lt_init(mode));
     cublasLtMatmulDesc_t d = g_desc[mode];
-    LT_TRY(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &ws_ptr, sizeof ws_ptr),
-           "weight scale pointer");
-    LT_TRY(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &as_ptr, sizeof as_ptr),
-           "activation scale pointer");
+    cublasStatus_t ls = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &ws_ptr, sizeof ws_ptr);
+    if (ls != CUBLAS_STATUS_SUCCESS) return lt_fail(&g_lt, ls, "weight scale pointer");
+    ls = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &as_ptr, sizeof as_ptr);
+    if (ls != CUBLAS_STATUS_SUCCESS) return lt_fail(&g_lt, ls, "activation scale pointer");
+    const lt_key key = {mode, pl.m4, p.n, p.k, lt_align_of(p.b), lt_align_of(a_ptr), lt_align_of(d_ptr)};
     lt_entry *e = NULL;
-    QV_TRY(lt_lookup(lt_key{mode, pl.m4, p.n, p.k, align_of(p.b), align_of(a_ptr), align_of(d_ptr)}, &e));
+    QV_TRY(lt_lookup(&g_lt, d, key, &e));
     if (!e->found) return QV_OK;
 
     cudaStream_t st = (cudaStream_t)a->stream;
@@ -412,16 +293,10 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
     }
     /* fp32 alpha = 1, beta = 0: D is the scaled product, C is never read. */
     const float one = 1.0f, zero = 0.0f;
-    const cublasStatus_t s = cublasLtMatmul(g_lt, d, &one, p.b, e->la, a_ptr, e->lb, &zero, d_ptr, e->ld, d_ptr,
-                                            e->ld, &e->algo, base, LT_WS_BYTES, st);
-    if (s != CUBLAS_STATUS_SUCCESS) {
-        /* cuBLASLt refused the call (its status, not a CUDA error) before
-         * writing D: the shape goes to the mma kernel from now on. */
-        e->found = false;
-        QV_CUDA_TRY(cudaGetLastError(), "cublasLtMatmul fp8 launch");
-        return QV_OK;
-    }
-    QV_CUDA_TRY(cudaGetLastError(), "cublasLtMatmul fp8 launch");
+    bool ran;
+    QV_TRY(lt_matmul(&g_lt, d, e, &one, p.b, a_ptr, &zero, d_ptr, base, st, &ran));
+    /* Refused before writing D: the shape goes to the mma kernel from now on. */
+    if (!ran) return QV_OK;
     if (padded)
         QV_CUDA_TRY(cudaMemcpyAsync(p.c, d_ptr, (size_t)p.m * (size_t)p.n * sizeof(__half), cudaMemcpyDeviceToDevice,
                                     st),
