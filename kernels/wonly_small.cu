@@ -7,8 +7,8 @@
  *    exactly, the fp32 result times the scale in fp32;
  *  - products summed by m16n8k16 tensor cores into fp32 (one tile holds every
  *    row: M <= 16 as the mma's rows, or M <= 8 as its columns); split-K
- *    partials added in fp32, slices 0..S-1 in that order, so every launch is
- *    bitwise identical; output cast RNE.
+ *    partials added in fp32 in one fixed order (below) that depends on the
+ *    shape alone, so every launch is bitwise identical; output cast RNE.
  *
  * Structure: a block of 8 warps covers 512 columns (1024 with two chunks per
  * warp) over one K slice; warp w owns one (or two adjacent) 64-column Marlin
@@ -20,9 +20,22 @@
  * that do the math. The last warp to release a stage refills it. The slice's A
  * rows (gathered through perm under act_order), group scales and zero points
  * are staged in shared memory once, at block start, while the first stages are
- * in flight. Split-K: every slice writes fp32 partials; the last block of a
- * column tile to arrive (a counter per tile) sums slices 0..S-1 in order with
- * all its threads, applies the epilogue, writes Y and resets the counter.
+ * in flight.
+ *
+ * Split-K: the S slices of a column tile run as Q = S / C thread-block
+ * clusters of C consecutive slices (C the largest power of two up to 8 that
+ * divides S; the plan prefers such S). After the K loop each block keeps its
+ * fp32 partial tile in its own shared memory (the ring is idle by then); after
+ * a cluster barrier block rank r sums part r of the tile (a C-th of its
+ * outputs) over the C peers' tiles in rank order, through distributed shared
+ * memory, with the C loads in flight at once. With Q = 1 that sum is final and
+ * goes through the epilogue to Y: no global round trip at all. With Q > 1 each
+ * cluster writes its part sums to the workspace, and the last of the Q blocks
+ * of (tile, part) to arrive (a counter each, reset by it) adds the Q cluster
+ * sums in order 0..Q-1. Every output is thus ((s0 + s1) + ... + s(C-1)) per
+ * cluster, then the Q cluster sums in order: fp32 RN adds in a fixed order.
+ * (The predecessor summed slices 0..S-1 in one last block: 18-30 us per
+ * Llama-3-70B layer at M = 16, bench/RESULTS.md third round.)
  *
  * Configurations (QVET_WO_SMALL, wonly_small.cuh): by default M <= 8 runs
  * swapped (weights as the A operand, A^T as B: 4 mma per k16 tile and chunk
@@ -30,10 +43,11 @@
  * 9 <= M <= 16 in the m16 orientation. "1" runs M <= 8 in the m16
  * orientation, "swap" only M <= 8 swapped, "swap2" as "swap" with two adjacent
  * chunks per warp for 4-bit weights, "16" every M <= 16 in the m16
- * orientation, "0" nothing (the general kernel). Measured on the H200
- * (2026-11-29, bench/RESULTS.md), Llama-3-70B block, w4a16-ch: M = 1 174 us
- * (the register-streaming predecessor of this kernel: 276 us), M = 16 285 us
- * (general kernel 434 us). */
+ * orientation, "0" nothing (the general kernel). QVET_WO_SMALL_SPLITS=<s>
+ * forces the number of K slices (tests). Measured on the H200 before the
+ * cluster sums (2026-11-29, bench/RESULTS.md third round), Llama-3-70B block,
+ * w4a16-ch: M = 1 174 us (the register-streaming predecessor of this kernel:
+ * 276 us), M = 16 285 us (general kernel 434 us). */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -71,6 +85,8 @@ constexpr int kStageBytes = 16384;
 /* Shared-memory budget of one block: two blocks per SM fit the H200's 227 KiB
  * (each block also takes 1 KiB of system shared memory). */
 constexpr size_t kSmemBudget = 112 * 1024;
+/* The largest cluster along K: 8 blocks is the portable cluster size of sm_90. */
+constexpr int kMaxCluster = 8;
 
 /* Per weight type: 16-byte words per lane per k16 tile and 64-column chunk
  * (4-bit: one word holds the lane's fragments of the chunk's 8 n8 tiles; 8-bit:
@@ -88,11 +104,12 @@ struct small_params {
     const void *scales;      /* packed scales: (k/g, n) group, (1, n) channel (f16/bf16/f32), (1, 1) tensor */
     const uint32_t *zeros;   /* packed zero points (k/g, n/8) int32, or NULL */
     void *c;                 /* (m, n) output, row-major, same format as A */
-    float *partial;          /* (splits, m, n) fp32 split-K partials, when splits > 1 */
-    int *counters;           /* (n blocks) arrival counters, zero between launches */
+    float *partial;          /* (splits / cluster, m, n) fp32 partials of the clusters, when splits > cluster */
+    int *counters;           /* (n blocks x cluster) arrival counters, zero between launches */
     int m, n, k;
     int tiles_per_split;     /* k16 tiles per K slice */
     int splits;
+    int cluster;             /* blocks per cluster along K (grid y), a divisor of splits, <= kMaxCluster */
     int scale_mode;          /* SC_* */
     int scale_fmt;           /* SF_*: storage of the epilogue scale */
     int g_shift;             /* log2(g / 16): the group of k16 tile kt is kt >> g_shift */
@@ -110,9 +127,13 @@ struct small_params {
  * fall on 8 different 16-byte bank groups (the row stride is an odd multiple of
  * 16 bytes); a 16-byte zero line that rows >= m read; then groups_max rows of bn
  * group scales and of bn/8 zero-point words (bn: the block's columns).
- * row_bytes: one k16 row of the block's weights (bn/64 chunks). */
+ * row_bytes: one k16 row of the block's weights (bn/64 chunks).
+ * After the K loop the ring (and what follows it, if needed) holds the block's
+ * split-K partial tile: m rows of bn fp32 at red_stride floats, bn + 4 so that
+ * rows stay 16-byte aligned and the 4 rows of a half-warp's 8-byte stores (m16
+ * orientation) start 4 banks apart. */
 struct small_smem {
-    int rows_per_stage, stage_bytes, ring_off, a_off, a_stride, zero_off, s_off, z_off, bytes;
+    int rows_per_stage, stage_bytes, ring_off, a_off, a_stride, zero_off, s_off, z_off, red_stride, bytes;
     __host__ __device__ small_smem(int m, int tiles_per_split, int groups_max, bool grouped, bool zp, int bn,
                                    int row_bytes)
     {
@@ -125,6 +146,9 @@ struct small_smem {
         s_off = zero_off + 16;
         z_off = s_off + (grouped ? groups_max * bn * 2 : 0);
         bytes = z_off + (zp ? groups_max * (bn / 8) * 4 : 0);
+        red_stride = bn + 4;
+        const int red_end = ring_off + m * red_stride * 4;
+        if (bytes < red_end) bytes = red_end;
     }
 };
 
@@ -175,6 +199,44 @@ __device__ __forceinline__ void bulk_copy(unsigned dst, const void *src, unsigne
                  " [%0], [%1], %2, [%3], %4;\n" ::"r"(dst),
                  "l"(src), "r"(bytes), "r"(bar), "l"(pol)
                  : "memory");
+}
+
+/* ---- thread-block clusters along K (PTX ISA 7.8, sm_90) ---- */
+
+/* This block's rank in its cluster (0 when the launch has no cluster). */
+__device__ __forceinline__ unsigned cluster_rank()
+{
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+
+/* Arrival of every thread of the block at the cluster barrier, releasing its
+ * earlier shared-memory writes to the peers that wait. */
+__device__ __forceinline__ void cluster_arrive()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+}
+
+/* Waits until every thread of every block of the cluster has arrived, and
+ * acquires what they released. */
+__device__ __forceinline__ void cluster_wait()
+{
+    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+/* The 16 bytes at shared address addr (this block's window) of peer block
+ * `rank` of the cluster, through distributed shared memory. */
+__device__ __forceinline__ float4 ld_peer(unsigned addr, unsigned rank)
+{
+    unsigned remote;
+    float4 v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
+    asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(remote)
+                 : "memory");
+    return v;
 }
 
 /* Packed index of logical column col for scale_perm_single (layout.h,
@@ -523,92 +585,156 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
         }
     }
 
-    /* 4. Split-K: publish this slice's partials; the last block of the tile sums them. */
+    /* 4. Split-K. Each slice's partial tile goes to its block's shared memory
+     * (the ring is idle now). The p.cluster = C consecutive slices of a
+     * cluster exchange them through distributed shared memory: block rank r
+     * sums part r of the tile (the r-th C-th of its m x bcols outputs, in
+     * 4-column pieces) over the peers' tiles in rank order 0..C-1. With one
+     * cluster per column tile (splits == C) that sum is final. Otherwise
+     * cluster q writes its sums of part r to partial[q], and the last of the
+     * Q = splits / C blocks of (column tile, part r) to arrive (a counter for
+     * each) adds partial[0..Q-1] in that order. Every output is therefore
+     * ((s0 + s1) + ... + s(C-1)) per cluster of slices, then those Q sums in
+     * order: one fixed order of fp32 additions whatever the timing. Rows >= m
+     * and chunks past N have no partials. */
     if (p.splits > 1) {
-        float *part = p.partial + (int64_t)blockIdx.y * p.m * p.n;
+        const int C = p.cluster;
+        const int Q = p.splits / C;
+        const int rank = C > 1 ? (int)cluster_rank() : 0;
+        const int q_idx = blockIdx.y / C;
+        float *red = reinterpret_cast<float *>(smem + L.ring_off);
+        /* Element r of (chunk c, tile j) in the block's partial tile. */
+        auto red_at = [&](int c, int j, int r) { return red + elem_row(r) * L.red_stride + elem_col(c, j, r) - n0; };
+        __syncthreads(); /* every warp is past its last read of the ring */
 #pragma unroll
         for (int c = 0; c < CPW; c++)
             if (chunk_on[c])
 #pragma unroll
-                for (int j = 0; j < NT; j++)
+                for (int j = 0; j < NT; j++) {
+                    if constexpr (SWAP) {
 #pragma unroll
-                    for (int r = 0; r < 4; r++)
-                        if (elem_row(r) < p.m)
-                            __stcg(part + (int64_t)elem_row(r) * p.n + elem_col(c, j, r), acc[c][j][r]);
-        __threadfence();
-        __syncthreads();
-        if (tid == 0) {
-            int *cnt = p.counters + blockIdx.x;
-            const int old = atomicAdd(cnt, 1);
-            s_is_last = old == p.splits - 1;
-            /* The last arrival resets the counter for the next launch (gemm.h). */
-            if (s_is_last) atomicExch(cnt, 0);
+                        for (int r = 0; r < 4; r++)
+                            if (elem_row(r) < p.m) *red_at(c, j, r) = acc[c][j][r];
+                    } else {
+                        /* Elements r = 2h and 2h + 1 are adjacent columns of one row. */
+#pragma unroll
+                        for (int h = 0; h < 2; h++)
+                            if (elem_row(2 * h) < p.m)
+                                *reinterpret_cast<float2 *>(red_at(c, j, 2 * h)) =
+                                    make_float2(acc[c][j][2 * h], acc[c][j][2 * h + 1]);
+                    }
+                }
+        if (C > 1) {
+            cluster_arrive();
+            cluster_wait();
+        } else {
+            __syncthreads();
         }
-        __syncthreads();
-        if (!s_is_last) return;
-        __threadfence();
-        /* Slices 0..S-1 added in that order, whichever block arrived last. The
-         * whole block sums the tile's m x bcols outputs, each thread 4
-         * consecutive columns at a time (16-byte loads), with the loads of 2 x 4
-         * outputs x 8 slices in flight before their adds: the sum takes about
-         * S/8 L2 round trips per 2048 outputs instead of one per slice. Rows >= m
-         * and chunks past N have no partials. */
+
         const int bcols = blk_chunks * 64;
-        const int quads = p.m * bcols / 4;
+        const int qpr = bcols / 4; /* 4-column pieces per row */
+        const int quads = p.m * qpr;
+        const int e_begin = rank * quads / C, e_end = (rank + 1) * quads / C;
         const int64_t slice = (int64_t)p.m * p.n;
         uint16_t *out = static_cast<uint16_t *>(p.c);
-        constexpr int kU = 2, kZ = 8;
-        for (int q0 = tid; q0 < quads; q0 += kThreads * kU) {
-            float4 sum[kU];
-            int64_t off[kU];
-            bool on[kU];
+        auto out_off = [&](int e) { return (int64_t)(e / qpr) * p.n + n0 + 4 * (e % qpr); };
+        /* The epilogue of 4 outputs at out offset off: the fp32 channel/tensor
+         * scale, one rounding. */
+        auto finish = [&](int64_t off, float4 sum) {
+            const float y4[4] = {sum.x, sum.y, sum.z, sum.w};
+            uint16_t h[4];
 #pragma unroll
-            for (int u = 0; u < kU; u++) {
-                const int q = q0 + u * kThreads;
-                on[u] = q < quads;
-                off[u] = on[u] ? (int64_t)(q / (bcols / 4)) * p.n + n0 + 4 * (q % (bcols / 4)) : 0;
-                sum[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            for (int i = 0; i < 4; i++) {
+                const int col = (int)(off % p.n) + i;
+                float y = y4[i];
+                if (p.scale_mode != SC_GROUP) y = y * epilogue_scale(p, col);
+                h[i] = (uint16_t)(qv_h2<IS_BF16>::pack(y, 0.0f) & 0xFFFFu);
             }
-            for (int z0 = 0; z0 < p.splits; z0 += kZ) {
-                float4 v[kU][kZ];
+            *reinterpret_cast<uint2 *>(out + off) =
+                make_uint2((uint32_t)h[0] | (uint32_t)h[1] << 16, (uint32_t)h[2] | (uint32_t)h[3] << 16);
+        };
+        auto add4 = [](float4 s, float4 v) {
+            return make_float4(add_partial(s.x, v.x), add_partial(s.y, v.y), add_partial(s.z, v.z),
+                               add_partial(s.w, v.w));
+        };
+
+        /* The cluster's sum of part r: the C peers' loads in flight, then
+         * their adds in rank order. */
+        const unsigned red_addr = smem_base + L.ring_off;
+        for (int e = e_begin + tid; e < e_end; e += kThreads) {
+            const int red_idx = (e / qpr) * L.red_stride + 4 * (e % qpr);
+            float4 sum;
+            if (C > 1) {
+                float4 v[kMaxCluster];
 #pragma unroll
-                for (int u = 0; u < kU; u++)
+                for (int pr = 0; pr < kMaxCluster; pr++)
+                    if (pr < C) v[pr] = ld_peer(red_addr + 4u * (unsigned)red_idx, (unsigned)pr);
+                sum = v[0];
 #pragma unroll
-                    for (int z = 0; z < kZ; z++)
-                        if (on[u] && z0 + z < p.splits)
-                            v[u][z] = __ldcg(reinterpret_cast<const float4 *>(p.partial + (z0 + z) * slice + off[u]));
-#pragma unroll
-                for (int u = 0; u < kU; u++)
-#pragma unroll
-                    for (int z = 0; z < kZ; z++)
-                        if (on[u] && z0 + z < p.splits) {
-                            if (z0 + z == 0) {
-                                sum[u] = v[u][z];
-                            } else {
-                                sum[u].x = add_partial(sum[u].x, v[u][z].x);
-                                sum[u].y = add_partial(sum[u].y, v[u][z].y);
-                                sum[u].z = add_partial(sum[u].z, v[u][z].z);
-                                sum[u].w = add_partial(sum[u].w, v[u][z].w);
-                            }
-                        }
+                for (int pr = 1; pr < kMaxCluster; pr++)
+                    if (pr < C) sum = add4(sum, v[pr]);
+            } else {
+                sum = *reinterpret_cast<const float4 *>(red + red_idx);
             }
-            /* The epilogue of these outputs: the fp32 channel/tensor scale, one rounding. */
-#pragma unroll
-            for (int u = 0; u < kU; u++)
-                if (on[u]) {
-                    const float y4[4] = {sum[u].x, sum[u].y, sum[u].z, sum[u].w};
-                    uint16_t h[4];
-#pragma unroll
-                    for (int i = 0; i < 4; i++) {
-                        const int col = (int)(off[u] % p.n) + i;
-                        float y = y4[i];
-                        if (p.scale_mode != SC_GROUP) y = y * epilogue_scale(p, col);
-                        h[i] = (uint16_t)(qv_h2<IS_BF16>::pack(y, 0.0f) & 0xFFFFu);
-                    }
-                    *reinterpret_cast<uint2 *>(out + off[u]) =
-                        make_uint2((uint32_t)h[0] | (uint32_t)h[1] << 16, (uint32_t)h[2] | (uint32_t)h[3] << 16);
-                }
+            if (Q == 1)
+                finish(out_off(e), sum);
+            else
+                __stcg(reinterpret_cast<float4 *>(p.partial + q_idx * slice + out_off(e)), sum);
         }
+        /* This block no longer reads its peers' tiles. */
+        if (C > 1) cluster_arrive();
+
+        if (Q > 1) {
+            __threadfence();
+            __syncthreads();
+            if (tid == 0) {
+                int *cnt = p.counters + blockIdx.x * C + rank;
+                const int old = atomicAdd(cnt, 1);
+                s_is_last = old == Q - 1;
+                /* The last arrival resets the counter for the next launch (gemm.h). */
+                if (s_is_last) atomicExch(cnt, 0);
+            }
+            __syncthreads();
+            if (s_is_last) {
+                __threadfence();
+                /* The clusters' sums 0..Q-1 of part r in that order, each thread
+                 * 2 x 4 outputs with the loads of 8 clusters in flight before
+                 * their adds (16-byte loads). */
+                constexpr int kU = 2, kZ = 8;
+                for (int e0 = e_begin + tid; e0 < e_end; e0 += kThreads * kU) {
+                    float4 sum[kU];
+                    int64_t off[kU];
+                    bool on[kU];
+#pragma unroll
+                    for (int u = 0; u < kU; u++) {
+                        const int e = e0 + u * kThreads;
+                        on[u] = e < e_end;
+                        off[u] = on[u] ? out_off(e) : 0;
+                        sum[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                    }
+                    for (int z0 = 0; z0 < Q; z0 += kZ) {
+                        float4 v[kU][kZ];
+#pragma unroll
+                        for (int u = 0; u < kU; u++)
+#pragma unroll
+                            for (int z = 0; z < kZ; z++)
+                                if (on[u] && z0 + z < Q)
+                                    v[u][z] =
+                                        __ldcg(reinterpret_cast<const float4 *>(p.partial + (z0 + z) * slice + off[u]));
+#pragma unroll
+                        for (int u = 0; u < kU; u++)
+#pragma unroll
+                            for (int z = 0; z < kZ; z++)
+                                if (on[u] && z0 + z < Q) sum[u] = z0 + z == 0 ? v[u][z] : add4(sum[u], v[u][z]);
+                    }
+#pragma unroll
+                    for (int u = 0; u < kU; u++)
+                        if (on[u]) finish(off[u], sum[u]);
+                }
+            }
+        }
+        /* The peers have read this block's tile before it exits. */
+        if (C > 1) cluster_wait();
         return;
     }
 
@@ -641,9 +767,13 @@ constexpr int kPlanSms = 132;
  * and the scales, and the split-K hand-off, roughly what 8 tiles of streaming
  * take; it keeps the plan from choosing many waves of very short slices. */
 constexpr int kPlanFillTiles = 16;
+/* Blocks that run at once with clusters of 8: 8 blocks fill 4 SMs of a GPC,
+ * and the H200's GPCs of 18 SMs leave 2 of them (4 block slots) idle; smaller
+ * clusters pack every SM. Taken as 256 of the 264 slots. */
+constexpr int kPlanSlotsCluster8 = 256;
 
 struct small_plan {
-    int n_blocks, tiles_per_split, splits, groups_max;
+    int n_blocks, tiles_per_split, splits, cluster, groups_max;
     int smem;
     size_t partial_off, bytes;
 };
@@ -667,6 +797,27 @@ int groups_for(const qv_variant *v, int tps)
     return gt <= tps ? (tps + gt - 1) / gt : 2;
 }
 
+/* The cluster size of a plan of `splits` K slices: the largest power of two
+ * up to kMaxCluster that divides it (powers of two split a block's columns
+ * evenly and pack a GPC's SMs). */
+int cluster_for(int splits)
+{
+    int c = kMaxCluster;
+    while (c > 1 && splits % c != 0) c /= 2;
+    return c;
+}
+
+/* QVET_WO_SMALL_SPLITS=<s> (tests): the plan asks for s K slices (rounded to
+ * whole groups and to the longest slice that fits); 0 or unset lets the cost
+ * model choose. */
+int forced_splits(void)
+{
+    const char *s = getenv("QVET_WO_SMALL_SPLITS");
+    if (!s || !*s) return 0;
+    const long v = strtol(s, NULL, 10);
+    return v > 0 && v < (1L << 20) ? (int)v : 0;
+}
+
 /* The plan of one shape for blocks of 512 * cpw columns. */
 small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
 {
@@ -685,32 +836,58 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
            (size_t)small_smem(m, tps_max, groups_for(v, tps_max), grouped, v->zero_point, bn, row_bytes).bytes >
                kSmemBudget)
         tps_max /= 2;
-    /* Estimated time = waves x (tiles per slice + fixed cost); ties keep fewer
-     * slices. Slices are whole groups when a group fits in one, so a slice
-     * never straddles more group rows than groups_for counts. */
-    const int64_t slots = (int64_t)kPlanSms * kBlocksPerSm;
-    int64_t best = -1;
-    int best_tps = tiles;
-    for (int sp = 1; sp <= tiles; sp++) {
+    /* Slices are whole groups when a group fits in one, so a slice never
+     * straddles more group rows than groups_for counts. */
+    auto slice_tiles = [&](int sp) {
         int tps = (tiles + sp - 1) / sp;
         if (grouped && gt <= tps_max) tps = (tps + gt - 1) / gt * gt;
-        if (tps > tps_max) continue;
-        const int splits = (tiles + tps - 1) / tps;
-        const int64_t waves = ((int64_t)pl.n_blocks * splits + slots - 1) / slots;
-        /* The last block of a column tile sums splits x m x bn fp32 partials,
-         * about m * splits / 8 tiles' time at 512 columns (bench/RESULTS.md). */
-        const int64_t cost = waves * (tps + kPlanFillTiles) + (int64_t)splits * m * (bn / 512) / 8;
-        if (best < 0 || cost < best) best = cost, best_tps = tps;
+        return tps;
+    };
+    int best_tps = tiles;
+    const int forced = forced_splits();
+    if (forced) {
+        best_tps = slice_tiles(forced < tiles ? forced : tiles);
+        if (best_tps > tps_max) best_tps = tps_max;
+    } else {
+        /* Estimated time in 1/16 k16 tiles of one block's streaming:
+         * waves x (tiles per slice + fixed cost), plus the split-K sums:
+         *  - in a cluster of C slices, every block reads m x bn fp32 of its
+         *    peers through distributed shared memory (about half the time of
+         *    the same bytes from L2) and waits at two cluster barriers (about
+         *    one tile);
+         *  - with Q = splits / C clusters, the last block of each part reads Q
+         *    x m x bn / C fp32 from L2 (m * Q / 8 tiles per 512 columns at C = 1,
+         *    bench/RESULTS.md third round) after a global hand-off (about two
+         *    tiles).
+         * Ties keep fewer slices. */
+        int64_t best = -1;
+        for (int sp = 1; sp <= tiles; sp++) {
+            const int tps = slice_tiles(sp);
+            if (tps > tps_max) continue;
+            const int splits = (tiles + tps - 1) / tps;
+            const int c = cluster_for(splits), q = splits / c;
+            const int64_t slots = c == 8 ? kPlanSlotsCluster8 : (int64_t)kPlanSms * kBlocksPerSm;
+            const int64_t waves = ((int64_t)pl.n_blocks * splits + slots - 1) / slots;
+            int64_t cost = 16 * waves * (tps + kPlanFillTiles);
+            if (c > 1) cost += (int64_t)m * (bn / 512) + 16;
+            if (q > 1) cost += 2 * (int64_t)q * m * (bn / 512) / c + 32;
+            if (best < 0 || cost < best) best = cost, best_tps = tps;
+        }
     }
     pl.tiles_per_split = best_tps;
     pl.splits = (tiles + best_tps - 1) / best_tps;
+    pl.cluster = cluster_for(pl.splits);
     pl.groups_max = groups_for(v, best_tps);
     pl.smem = small_smem(m, best_tps, pl.groups_max, grouped, v->zero_point, bn, row_bytes).bytes;
-    /* Counters: one per 64 columns reserved (wonly_small.cuh), this path uses
-     * one per block. */
-    /* After the counters area every path shares (wonly_small.cuh). */
+    /* Counters: one per (block, part), n_blocks x cluster <= n / 64 rounded up
+     * to a multiple of bn / 64, within the 64-int multiple that
+     * qv_wonly_counters_bytes reserves (wonly_small.cuh). The partials start
+     * after the counters area every path shares. */
+    QV_ASSERT((size_t)pl.n_blocks * pl.cluster * sizeof(int) <= qv_wonly_counters_bytes(n),
+              "small-M split-K counters exceed the reserved area (wonly_small.cuh)");
     pl.partial_off = qv_wonly_counters_bytes(n);
-    pl.bytes = pl.splits > 1 ? pl.partial_off + (size_t)pl.splits * (size_t)m * (size_t)n * sizeof(float) : 0;
+    const int q = pl.splits / pl.cluster;
+    pl.bytes = pl.splits > 1 ? pl.partial_off + (q > 1 ? (size_t)q * (size_t)m * (size_t)n * sizeof(float) : 0) : 0;
     return pl;
 }
 
@@ -729,7 +906,21 @@ qv_status launch_kernel(const small_params &p, dim3 grid, int smem, cudaStream_t
                     "cudaFuncSetAttribute (small-M weight-only kernel carveout)");
         attr_set = true;
     }
-    k_gemm_wonly_small<WT, BF, SWAP, CPW><<<grid, kThreads, smem, stream>>>(p);
+    /* Clusters of p.cluster consecutive K slices of one column tile. */
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(kThreads, 1, 1);
+    cfg.dynamicSmemBytes = (size_t)smem;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = (unsigned)p.cluster;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = p.cluster > 1 ? 1 : 0;
+    QV_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_gemm_wonly_small<WT, BF, SWAP, CPW>, p),
+                "small-M weight-only kernel launch");
     QV_CUDA_TRY(cudaGetLastError(), "small-M weight-only kernel launch");
     return QV_OK;
 }
@@ -817,6 +1008,7 @@ qv_status qv_wonly_small_launch(const qv_variant *v, const qv_gemm_args *a)
     p.k = a->k;
     p.tiles_per_split = pl.tiles_per_split;
     p.splits = pl.splits;
+    p.cluster = pl.cluster;
     p.scale_mode = v->scale_layout == QV_SCALE_GROUP ? SC_GROUP
                    : v->scale_layout == QV_SCALE_CHANNEL ? SC_CHANNEL : SC_TENSOR;
     p.scale_fmt = v->sfmt == QV_FMT_F32 ? SF_F32 : v->sfmt == QV_FMT_BF16 ? SF_BF16 : SF_F16;

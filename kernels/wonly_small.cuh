@@ -24,7 +24,11 @@
  *   "0": never (the general kernel runs every M);
  *   "16": M <= 16, m16 mma orientation;
  *   "swap": M <= 8 with the swapped mma (weights as the A operand);
- *   "swap2": as "swap", with two 64-column chunks per warp for 4-bit weights. */
+ *   "swap2": as "swap", with two 64-column chunks per warp for 4-bit weights.
+ * QVET_WO_SMALL_SPLITS=<s> (tests) makes the small-M plan ask for s K slices
+ * (rounded to whole groups and to the longest slice that fits); unset or 0
+ * leaves the choice to the plan's cost model. Both the workspace size and the
+ * launch read it, so it must not change between the two. */
 int qv_wonly_small_wanted(int m);
 
 /* Workspace bytes of the small-M path for an (m, n, k) problem of v, m <= 16;
@@ -34,7 +38,9 @@ int qv_wonly_small_wanted(int m);
 size_t qv_wonly_small_workspace(const qv_variant *v, int m, int n, int k);
 
 /* Bytes at the start of a weight-only workspace that hold split-K arrival
- * counters: one int per 64 columns (this kernel) and at least 264 (wonly.cu's
+ * counters: one int per 64 columns (this kernel: one per column tile and
+ * cluster rank, at most n / 64 rounded up to a multiple of 16, within the
+ * 64-int multiple reserved here) and at least 264 (wonly.cu's
  * plan splits only problems of fewer than 2 x 132 tiles). Every path of
  * qv_launch_wonly leaves them zero and starts its other buffers after them, so
  * one workspace, zeroed once, serves any sequence of M (gemm.h). */

@@ -557,6 +557,64 @@ START_TEST(dq_vs_mma)
 }
 END_TEST
 
+/* The small-M kernel's split-K sums (kernels/wonly_small.cu): the K slices of
+ * a column tile are summed in clusters of C = 1, 2, 4 or 8 blocks (the largest
+ * power of two up to 8 dividing the slice count) through distributed shared
+ * memory, and with Q = slices / C > 1 clusters the Q cluster sums go through
+ * global memory. QVET_WO_SMALL_SPLITS forces the slice count (rounded to whole
+ * groups and to the longest slice that fits), so that each row runs C = 1, 2,
+ * 4 and 8 with Q = 1 and Q > 1, in both mma orientations, on column tiles
+ * that are whole (N = 576: 512 + 64), a single 64-column chunk (N = 64) and
+ * a partial last block (N = 1088), with every probe: exact and one-hot bit
+ * for bit against the CPU model (each slice counted once, in its place),
+ * random against the certified truth (the fixed summation order within the
+ * declared bound), and two launches bitwise identical. Channel and tensor rows
+ * have 257 k16 tiles (K = 4112): 8 slices give C = 8, Q = 1; 16 C = 8, Q = 2;
+ * 24 C = 8, Q = 3; 12 C = 4, Q = 3; 6 C = 2, Q = 3; 5 C = 1, Q = 5; 4 (at
+ * M = 8, whose 65-tile slices fit) C = 4, Q = 1. Grouped rows have 32 groups
+ * and whole-group slices: 8, 16, 6, 5 and 4 slices as asked, 24 becomes 16,
+ * 12 becomes 11 (C = 1, Q = 11). */
+static const struct {
+    int m, n, splits, probe, regime;
+    const char *path; /* QVET_WO_SMALL, NULL: unset */
+} cluster_cases[] = {
+    {16, 576, 8, PROBE_EXACT, REG_NORMAL, "16"},    {16, 576, 16, PROBE_RANDOM, REG_LARGE, "16"},
+    {16, 64, 12, PROBE_ONEHOT, REG_NORMAL, "16"},   {12, 1088, 24, PROBE_EXACT, REG_NORMAL, "16"},
+    {8, 576, 16, PROBE_RANDOM, REG_NORMAL, "swap"}, {5, 1088, 6, PROBE_EXACT, REG_NORMAL, "swap2"},
+    {1, 576, 24, PROBE_EXACT, REG_NORMAL, "swap"},  {3, 64, 5, PROBE_RANDOM, REG_TINY, NULL},
+    {16, 576, 6, PROBE_RANDOM, REG_NORMAL, "16"},   {8, 576, 4, PROBE_EXACT, REG_NORMAL, "swap"},
+};
+#define N_CLUSTER_CASES ((int)(sizeof cluster_cases / sizeof cluster_cases[0]))
+
+START_TEST(small_m_cluster_sums)
+{
+    const qv_variant *v = qv_registry_get(g_rows[_i]);
+    if (strcmp(v->family, "marlin") != 0) return; /* the cuBLAS rows have one path */
+    const int64_t k = v->g > 0 ? 32 * (int64_t)v->g : 4112;
+    int failed = 0;
+    for (int ci = 0; ci < N_CLUSTER_CASES; ci++) {
+        char splits[16];
+        snprintf(splits, sizeof splits, "%d", cluster_cases[ci].splits);
+        char *old_path = env_set("QVET_WO_SMALL", cluster_cases[ci].path);
+        char *old_splits = env_set("QVET_WO_SMALL_SPLITS", splits);
+        const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 66000 + (uint64_t)ci;
+        if (!one_case(v, cluster_cases[ci].m, cluster_cases[ci].n, k, cluster_cases[ci].probe,
+                      cluster_cases[ci].regime, idx)) {
+            fprintf(stderr, "  (QVET_WO_SMALL=%s QVET_WO_SMALL_SPLITS=%s)\n",
+                    cluster_cases[ci].path ? cluster_cases[ci].path : "(unset)", splits);
+            failed++;
+        }
+        free(env_set("QVET_WO_SMALL", old_path));
+        free(env_set("QVET_WO_SMALL_SPLITS", old_splits));
+        free(old_path);
+        free(old_splits);
+    }
+    printf("%s: %d split-K cluster cases, %d failed\n", v->name, N_CLUSTER_CASES, failed);
+    ck_assert_msg(failed == 0, "%s: %d of %d split-K cluster cases failed (see stderr)", v->name, failed,
+                  N_CLUSTER_CASES);
+}
+END_TEST
+
 static Suite *wonly_suite(int gpu, int quick)
 {
     Suite *s = suite_create("gpu_wonly");
@@ -569,6 +627,7 @@ static Suite *wonly_suite(int gpu, int quick)
         tcase_add_loop_test(tc, registry_edges, 0, g_nrows);
         tcase_add_loop_test(tc, registry_real, 0, g_nrows);
         tcase_add_loop_test(tc, small_m_both_paths, 0, g_nrows);
+        tcase_add_loop_test(tc, small_m_cluster_sums, 0, g_nrows);
     }
     suite_add_tcase(s, tc);
     if (gpu && !quick) {
