@@ -1,0 +1,603 @@
+/* wonly_wg.cu: the weight-only GEMM family at large M on Hopper (sm_90a):
+ * Y (m, n) = A (m, k) x W (k, n) with A in fp16/bf16 and W Marlin-packed
+ * (int4 "q+8" or with zero points, int8 "q+128", fp8 e4m3; layout.h), computed
+ * as the transposed product Y^T (n, m) = W^T (n, k) . A^T (k, m) on wgmma:
+ *  - the weights are the wgmma A operand, 64 output columns x 16 k per
+ *    warpgroup, dequantized in registers straight from the packed words (the
+ *    per-warp register fragment of wgmma's A is the m16n8k16 A fragment, and
+ *    two n8 B fragments of a Marlin lane make one: kernels/dequant.cuh);
+ *  - the activations are the wgmma B operand, 64 tokens x 16 k read from
+ *    shared memory through a matrix descriptor, K-major (K contiguous, no
+ *    transpose) with the 128-byte swizzle.
+ * The packed weights are read once per 64 tokens, never expanded to memory.
+ *
+ * Declared arithmetic (src/registry.c, rows of family "marlin"), as in
+ * wonly.cu:
+ *  - group scales (QV_DQ_MUL_RN): w = half((q - z) * s), one half-precision
+ *    rounding with q - z exact;
+ *  - tensor/channel scales (QV_DQ_EXACT + QV_EP_MUL_WSCALE): w = value(q)
+ *    exactly, the fp32 result times the scale in fp32;
+ *  - products summed by the tensor cores into fp32, k16 by k16 in increasing
+ *    k (one accumulator per output, no split K); output cast RNE.
+ *
+ * Structure: a block of two warpgroups computes a 512-column x 64-token tile
+ * of Y^T. Warp w of warpgroup h owns the 64-column Marlin chunk 4h + w of the
+ * block: per k16 tile it reads its lanes' 16 (4-bit) or 32 (8-bit) bytes,
+ * which hold the fragments of all eight n8 tiles, and feeds n8 tiles 2i, 2i+1
+ * as its 16 rows of the warpgroup's i-th m64 tile (i = 0..3). So warpgroup h
+ * computes four m64n64 tiles, whose rows are columns 64(4h+w) + 16i + 0..15
+ * for w = 0..3. Activations, packed weights, group scales and zero points
+ * travel global -> shared through a 4-stage cp.async ring of 64 k each (one
+ * 128-byte swizzle row of activations). */
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "dequant.cuh"
+#include "mma.cuh"
+#include "qvet/gemm.h"
+#include "qvet/gpu.h"
+#include "wonly_small.cuh"
+#include "wonly_wg.cuh"
+
+namespace {
+
+/* Weight code families the kernel instantiates (the values of wonly.cu). */
+enum { WT_INT4 = 0, WT_INT8 = 1, WT_FP8 = 2, WT_INT4_ZP = 3 };
+/* How the weight scale enters. */
+enum { SC_GROUP = 0, SC_CHANNEL = 1, SC_TENSOR = 2 };
+/* Storage of the epilogue scale. */
+enum { SF_F16 = 0, SF_BF16 = 1, SF_F32 = 2 };
+
+constexpr int kThreads = 256;          /* two warpgroups of four warps */
+constexpr int kChunks = 8;             /* 64-column Marlin chunks per block, one per warp */
+constexpr int kBN = 64 * kChunks;      /* output columns per block */
+constexpr int kBX = 64;                /* tokens per block: the wgmma N */
+constexpr int kKs = 4;                 /* k16 tiles per stage: 64 fp16 = one 128-byte swizzle row */
+constexpr int kStages = 4;             /* ring depth: three stages in flight while one is used */
+constexpr int kSwizzleAtom = 1024;     /* 8 rows of 128 bytes: the 128-byte swizzle's repeat */
+
+template <int WT> struct wt_traits {
+    static constexpr bool four = WT == WT_INT4 || WT == WT_INT4_ZP;
+    static constexpr int lane_bytes = four ? 16 : 32;        /* packed bytes per lane per (k16, chunk) */
+    static constexpr int parts = lane_bytes / 16;            /* 16-byte copies per lane */
+    static constexpr int chunk_words = four ? 256 : 512;     /* int32 words per (k16, 64 columns) */
+};
+
+/* Shared-memory byte layout of one stage. Activations first, so every stage
+ * starts on a swizzle atom; group scales and zero points hold up to kKs group
+ * rows (g = 16 gives one per k16 tile). */
+template <int WT> struct stage_layout {
+    static constexpr int a_bytes = kBX * 128;
+    static constexpr int b_bytes = kKs * kChunks * 32 * wt_traits<WT>::lane_bytes;
+    static constexpr int s_bytes = kKs * kBN * 2;
+    static constexpr int z_bytes = kKs * (kBN / 8) * 4;
+    static constexpr int a_off = 0;
+    static constexpr int b_off = a_off + a_bytes;
+    static constexpr int s_off = b_off + b_bytes;
+    static constexpr int z_off = s_off + s_bytes;
+    static constexpr int bytes = (z_off + z_bytes + kSwizzleAtom - 1) / kSwizzleAtom * kSwizzleAtom;
+    /* The dynamic shared memory base is only 16-byte aligned: one atom of
+     * slack lets the kernel round it up to 1024. */
+    static constexpr int total = kStages * bytes + kSwizzleAtom;
+};
+
+struct wg_params {
+    const void *a;           /* (m, k) fp16/bf16 codes, row-major (sorted columns under act_order) */
+    const uint32_t *b;       /* Marlin-packed weights, (k/16, 2n) or (k/16, 4n) int32 */
+    const void *scales;      /* packed scales: (k/g, n) group, (1, n) channel (f16/bf16), (1) tensor */
+    const uint32_t *zeros;   /* packed zero points (k/g, n/8) int32, or NULL */
+    void *c;                 /* (m, n) output, row-major, same format as A */
+    int m, n, k;
+    int scale_mode;          /* SC_* */
+    int scale_fmt;           /* SF_*: storage of the epilogue scale */
+    int g_shift;             /* log2(g / 16): the group of k16 tile kt is kt >> g_shift */
+    int grp_single;          /* 1: group scales use the 32-wide channel permutation (k == g) */
+    float unbias_f32;        /* fp8: 2^-s_pow2, undoes the exponent bias folded into the scales; else 1 */
+    uint32_t unbias_h2;      /* the same power of two as a half2 of the activation format */
+};
+
+/* ---- wgmma (PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate
+ * Instructions", sections wgmma.mma_async, wgmma.fence, wgmma.commit_group,
+ * wgmma.wait_group and "Matrix Descriptor Format") ---- */
+
+/* The 64-bit shared-memory matrix descriptor of a K-major operand tile with
+ * the 128-byte swizzle (PTX ISA "Matrix Descriptor Format"): bits 0-13 the
+ * start address >> 4, bits 16-29 the leading-dimension byte offset >> 4
+ * (unused by swizzled K-major layouts; 1 by convention), bits 32-45 the
+ * stride byte offset >> 4 (1024: from one 8-row swizzle atom to the next
+ * along the tokens), bits 49-51 the base offset (0: every atom starts on a
+ * 1024-byte boundary), bits 62-63 the swizzle mode (1 = 128-byte). Stepping
+ * k16 inside the atom adds 32 bytes (2 in address >> 4) to the start address;
+ * the hardware applies the XOR of the swizzle to the full address. */
+__device__ __forceinline__ uint64_t wg_desc_sw128(const void *smem_tile)
+{
+    const uint32_t addr = (uint32_t)__cvta_generic_to_shared(smem_tile);
+    uint64_t d = (uint64_t)((addr & 0x3FFFF) >> 4);
+    d |= (uint64_t)1 << 16;
+    d |= (uint64_t)(kSwizzleAtom >> 4) << 32;
+    d |= (uint64_t)1 << 62;
+    return d;
+}
+
+/* Orders this warpgroup's register and shared-memory accesses before the
+ * wgmma.mma_async that follow (required whenever the A fragments or the
+ * accumulators were written by other instructions). */
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+
+/* Waits until at most N committed wgmma groups of this warpgroup are pending. */
+template <int N>
+__device__ __forceinline__ void wg_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+/* Makes the generic-proxy writes of cp.async visible to wgmma, which reads
+ * shared memory through the async proxy (PTX ISA "Memory Consistency Model",
+ * proxies; fence.proxy.async). */
+__device__ __forceinline__ void wg_fence_proxy_async()
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+/* D (64 x 64, fp32) += A (64 x 16, registers) . B (16 x 64, shared memory
+ * through `desc_b`), wgmma m64n64k16 with fp32 accumulation. a[0..3]: this
+ * warp's 16 rows as the m16n8k16 A fragment; d[4j + {0,1}]: row lane/4, tokens
+ * 8j + 2(lane%4) + {0,1}; d[4j + {2,3}]: the same tokens of row lane/4 + 8.
+ * Operands after B: scale-d 1 (accumulate), imm-scale-a/b 1 (no negation),
+ * imm-trans-b 0 (B is K-major). */
+template <bool IS_BF16>
+__device__ __forceinline__ void wg_mma_m64n64k16(float d[32], const uint32_t a[4], uint64_t desc_b);
+
+#define QV_WG_MMA_ASM(TYPE)                                                                           \
+    asm volatile("{\n"                                                                                 \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " "                       \
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "             \
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
+                 "{%32, %33, %34, %35}, %36, 1, 1, 1, 0;\n"                                             \
+                 "}\n"                                                                                 \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),  \
+                   "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),            \
+                   "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),         \
+                   "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),         \
+                   "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),         \
+                   "+f"(d[31])                                                                         \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b))
+
+template <>
+__device__ __forceinline__ void wg_mma_m64n64k16<false>(float d[32], const uint32_t a[4], uint64_t desc_b)
+{
+    QV_WG_MMA_ASM("f16");
+}
+
+template <>
+__device__ __forceinline__ void wg_mma_m64n64k16<true>(float d[32], const uint32_t a[4], uint64_t desc_b)
+{
+    QV_WG_MMA_ASM("bf16");
+}
+
+#undef QV_WG_MMA_ASM
+
+/* Packed index of logical column col for channelwise scales (scale_perm_single:
+ * inside each 32 columns, position 8i + jj holds column 2i + {0,1,8,9,16,17,24,25}[jj]). */
+__device__ __forceinline__ int64_t single_perm_index(int col)
+{
+    int c = col & 31;
+    int i = (c & 7) >> 1;
+    int jj = 2 * (c >> 3) + (c & 1);
+    return (int64_t)(col & ~31) + 8 * i + jj;
+}
+
+__device__ __forceinline__ float load_scale(const void *s, int64_t idx, int fmt)
+{
+    if (fmt == SF_F32) return static_cast<const float *>(s)[idx];
+    uint16_t code = static_cast<const uint16_t *>(s)[idx];
+    return fmt == SF_F16 ? qv_h2<false>::to_float(code) : qv_h2<true>::to_float(code);
+}
+
+/* The fp32 epilogue factor of column col: the channel or tensor scale (the
+ * product with the power of two 2^-s_pow2 is exact and restores the stored
+ * scale, layout.h MARLIN_FP8), or 1 for group scales. */
+__device__ __forceinline__ float epilogue_scale(const wg_params &p, int col)
+{
+    if (p.scale_mode == SC_CHANNEL) return load_scale(p.scales, single_perm_index(col), p.scale_fmt) * p.unbias_f32;
+    if (p.scale_mode == SC_TENSOR) return load_scale(p.scales, 0, p.scale_fmt) * p.unbias_f32;
+    return 1.0f;
+}
+
+/* One block: a kBN-column x kBX-token tile of Y^T over the whole of K. 168+
+ * registers per thread (128 accumulators), so one block per SM. */
+template <int WT, bool IS_BF16>
+__global__ void __launch_bounds__(kThreads, 1) k_gemm_wonly_wgmma(const wg_params p)
+{
+    using T = wt_traits<WT>;
+    using L = stage_layout<WT>;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    unsigned char *smem = reinterpret_cast<unsigned char *>(
+        (reinterpret_cast<uintptr_t>(smem_raw) + kSwizzleAtom - 1) & ~(uintptr_t)(kSwizzleAtom - 1));
+
+    const int tid = threadIdx.x;
+    const int lane = tid & 31;
+    const int warp = tid >> 5;
+    const int wgi = warp >> 2;            /* warpgroup */
+    const int chunk_l = warp;             /* this warp's chunk inside the block: 4 * wgi + warp % 4 */
+    const int m0 = blockIdx.x * kBX;
+    const int c0 = blockIdx.y * kChunks;  /* the block's first chunk */
+    const int n_chunks = p.n / 64;
+    const int kt_total = p.k / 16;
+    const int n_steps = (kt_total + kKs - 1) / kKs;
+    const bool grouped = p.scale_mode == SC_GROUP;
+    /* Group-scale rows per stage: one per group the stage's 4 k16 tiles touch
+     * (groups are whole, aligned multiples of 16 rows). */
+    const int s_shift = p.g_shift < 2 ? p.g_shift : 2;
+    const int s_rows = grouped ? kKs >> s_shift : 0;
+    /* A warpgroup whose four chunks all lie past N has nothing to compute
+     * (uniform over the warpgroup, as wgmma requires). */
+    const bool wg_active = c0 + 4 * wgi < n_chunks;
+    const uint16_t *a16 = static_cast<const uint16_t *>(p.a);
+    const int64_t b_row_words = (int64_t)n_chunks * T::chunk_words;
+
+    /* Issues the copies of pipeline step `step` into ring slot `slot`.
+     * A: 64 token rows x 8 chunks of 16 bytes, chunk c of row r stored at
+     *    c ^ (r % 8) (the 128-byte swizzle the descriptor declares); rows past
+     *    M and k16 tiles past K are zero-filled without a read.
+     * B: each (k16 tile u, chunk, 16-byte part q) as 32 lanes' 16 bytes in a
+     *    row, so a warp's read of one part is 512 contiguous bytes.
+     * Scales: s_rows rows of kBN halves; zero points: s_rows rows of kBN/8 words. */
+    auto load_stage = [&](int step, int slot) {
+        unsigned char *st = smem + slot * L::bytes;
+        const int kt0 = step * kKs;
+#pragma unroll
+        for (int i = 0; i < kBX * 8 / kThreads; i++) {
+            const int c = tid + i * kThreads;
+            const int row = c >> 3, ch = c & 7;
+            const bool ok = m0 + row < p.m && kt0 + (ch >> 1) < kt_total;
+            const uint16_t *src = ok ? a16 + (int64_t)(m0 + row) * p.k + (int64_t)kt0 * 16 + ch * 8 : a16;
+            qv_cp_async16(st + L::a_off + row * 128 + ((ch ^ (row & 7)) << 4), src, ok);
+        }
+        constexpr int b_iters = kKs * kChunks * 32 * T::parts / kThreads;
+#pragma unroll
+        for (int i = 0; i < b_iters; i++) {
+            const int c = tid + i * kThreads;
+            const int ln = c & 31;
+            const int part = (c >> 5) % T::parts;
+            const int ck = (c >> 5) / T::parts % kChunks;
+            const int u = (c >> 5) / T::parts / kChunks;
+            const bool ok = c0 + ck < n_chunks && kt0 + u < kt_total;
+            const uint32_t *src = ok ? p.b + (int64_t)(kt0 + u) * b_row_words + (int64_t)(c0 + ck) * T::chunk_words +
+                                           ln * (T::lane_bytes / 4) + part * 4
+                                     : p.b;
+            qv_cp_async16(st + L::b_off + (((u * kChunks + ck) * T::parts + part) * 32 + ln) * 16, src, ok);
+        }
+        if (grouped) {
+            /* 64 copies of 16 bytes per scale row; one per thread at most. */
+            const int r = tid >> 6, piece = tid & 63;
+            if (r < s_rows) {
+                const int64_t grp = (int64_t)(kt0 >> p.g_shift) + r;
+                const bool ok = kt0 + (r << p.g_shift) < kt_total && (c0 * 64 + piece * 8) < p.n;
+                const uint16_t *src =
+                    ok ? static_cast<const uint16_t *>(p.scales) + grp * p.n + c0 * 64 + piece * 8
+                       : static_cast<const uint16_t *>(p.scales);
+                qv_cp_async16(st + L::s_off + r * kBN * 2 + piece * 16, src, ok);
+            }
+            if (WT == WT_INT4_ZP) {
+                /* 16 copies of 16 bytes (32 columns each) per zero-point row. */
+                const int rz = tid >> 4, pz = tid & 15;
+                if (rz < s_rows) {
+                    const int64_t grp = (int64_t)(kt0 >> p.g_shift) + rz;
+                    const bool ok = kt0 + (rz << p.g_shift) < kt_total && (c0 * 64 + pz * 32) < p.n;
+                    const uint32_t *src = ok ? p.zeros + grp * (p.n / 8) + c0 * 8 + pz * 4 : p.zeros;
+                    qv_cp_async16(st + L::z_off + rz * (kBN / 8) * 4 + pz * 16, src, ok);
+                }
+            }
+        }
+    };
+
+    float acc[4][32];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int r = 0; r < 32; r++) acc[i][r] = 0.0f;
+
+#pragma unroll
+    for (int s = 0; s < kStages - 1; s++) {
+        if (s < n_steps) load_stage(s, s);
+        qv_cp_async_commit();
+    }
+
+    uint32_t sc[8];      /* group scales of the current group, one half2 per n8 tile */
+    uint32_t zw = 0;     /* packed zero points of the current group, nibble per n8 tile */
+    int cur_grp = -1;
+    uint32_t sym[2];     /* "q+8" codes: zero point 8 */
+    qv_dq4_consts<IS_BF16>(8u, sym);
+
+    for (int step = 0; step < n_steps; step++) {
+        qv_cp_async_wait<kStages - 2>();
+        wg_fence_proxy_async();
+        __syncthreads();
+        /* The slot refilled here was read in step - 1, whose wgmma groups
+         * every warpgroup waited for before the barrier above. */
+        const int next = step + kStages - 1;
+        if (next < n_steps) load_stage(next, next % kStages);
+        qv_cp_async_commit();
+        if (!wg_active) continue;
+
+        const unsigned char *st = smem + (step % kStages) * L::bytes;
+        const int kt0 = step * kKs;
+        const int nk = kt_total - kt0 < kKs ? kt_total - kt0 : kKs;
+        const uint64_t desc0 = wg_desc_sw128(st + L::a_off);
+#pragma unroll
+        for (int u = 0; u < kKs; u++) {
+            if (u >= nk) break;
+            const uint4 *bsrc = reinterpret_cast<const uint4 *>(
+                st + L::b_off + ((u * kChunks + chunk_l) * T::parts * 32 + lane) * 16);
+            uint32_t bw[T::lane_bytes / 4];
+#pragma unroll
+            for (int q = 0; q < T::parts; q++) {
+                const uint4 v = bsrc[q * 32];
+                bw[4 * q] = v.x;
+                bw[4 * q + 1] = v.y;
+                bw[4 * q + 2] = v.z;
+                bw[4 * q + 3] = v.w;
+            }
+            /* Group scales of this lane's eight n8 tiles, reloaded only when
+             * the group changes: positions 8*(lane/4)+j8 of the warp's chunk
+             * (scale_perm puts column 8*j8 + lane/4 there), unless k == g uses
+             * the channel permutation. */
+            if (grouped) {
+                const int grp = (kt0 + u) >> p.g_shift;
+                if (grp != cur_grp) {
+                    cur_grp = grp;
+                    const int r = u >> s_shift;
+                    const unsigned char *srow = st + L::s_off + r * kBN * 2;
+                    if (!p.grp_single) {
+                        const uint4 sv = *reinterpret_cast<const uint4 *>(srow + (chunk_l * 64 + 8 * (lane >> 2)) * 2);
+                        const uint32_t s4[4] = {sv.x, sv.y, sv.z, sv.w};
+#pragma unroll
+                        for (int j8 = 0; j8 < 8; j8++)
+                            sc[j8] = qv_h2<IS_BF16>::dup((s4[j8 >> 1] >> (16 * (j8 & 1))) & 0xFFFFu);
+                    } else {
+                        const uint16_t *s16 = reinterpret_cast<const uint16_t *>(srow);
+#pragma unroll
+                        for (int j8 = 0; j8 < 8; j8++)
+                            sc[j8] = qv_h2<IS_BF16>::dup(s16[single_perm_index(chunk_l * 64 + 8 * j8 + (lane >> 2))]);
+                    }
+                    if (WT == WT_FP8) {
+                        /* Exact: s * 2^s_pow2 * 2^-s_pow2 = s, a half-precision value. */
+#pragma unroll
+                        for (int j8 = 0; j8 < 8; j8++) sc[j8] = qv_h2<IS_BF16>::mul(sc[j8], p.unbias_h2);
+                    }
+                    if (WT == WT_INT4_ZP) {
+                        /* Zero point of n8 tile j8: packed position j8 sits at
+                         * nibble j8/2 + 4*(j8%2) (interleave [0,2,4,6,1,3,5,7]);
+                         * the word of column lane/4 of each n8 tile. */
+                        zw = *reinterpret_cast<const uint32_t *>(st + L::z_off + r * (kBN / 8) * 4 +
+                                                                 (chunk_l * 8 + (lane >> 2)) * 4);
+                    }
+                }
+            }
+            /* The m64 tile i takes n8 tiles 2i (rows 0-7) and 2i+1 (rows 8-15):
+             * A fragment {tile 2i k0-7, tile 2i+1 k0-7, tile 2i k8-15, tile 2i+1 k8-15}. */
+            uint32_t af[4][4];
+#pragma unroll
+            for (int j8 = 0; j8 < 8; j8++) {
+                uint32_t bf[2];
+                if (WT == WT_INT4)
+                    qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), sym, bf);
+                else if (WT == WT_INT4_ZP) {
+                    /* The constants are rebuilt per tile rather than kept for
+                     * all eight: registers are the kernel's scarcest resource. */
+                    uint32_t zc[2];
+                    qv_dq4_consts<IS_BF16>((zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1)))) & 0xFu, zc);
+                    qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), zc, bf);
+                }
+                else if (WT == WT_INT8)
+                    qv_dq8<IS_BF16>(bw[j8], bf);
+                else
+                    qv_dqfp8<IS_BF16>(bw[j8], bf);
+                if (grouped) {
+                    bf[0] = qv_h2<IS_BF16>::mul(bf[0], sc[j8]);
+                    bf[1] = qv_h2<IS_BF16>::mul(bf[1], sc[j8]);
+                }
+                af[j8 >> 1][j8 & 1] = bf[0];
+                af[j8 >> 1][2 + (j8 & 1)] = bf[1];
+            }
+            wg_fence();
+            /* k16 tile u of the stage: 32 bytes into each 128-byte row. */
+            const uint64_t desc = desc0 + (uint64_t)(u * 32 >> 4);
+#pragma unroll
+            for (int i = 0; i < 4; i++) wg_mma_m64n64k16<IS_BF16>(acc[i], af[i], desc);
+            wg_commit();
+            /* The previous k16 tile's group is done: its fragment registers
+             * may be reused while this one runs. */
+            wg_wait<1>();
+        }
+        wg_wait<0>();
+    }
+    qv_cp_async_wait<0>();
+    if (!wg_active || c0 + chunk_l >= n_chunks) return;
+
+    /* Epilogue: row 16w + lane/4 (+8) of m64 tile i is column
+     * 64*chunk + 16i + lane/4 (+8); accumulator 4j + 2h + e holds token
+     * 8j + 2(lane%4) + e. Lanes lane and lane^4 hold neighbouring columns of
+     * the same tokens: after one exchange, the even-column lane stores both
+     * columns of its even token and the odd-column lane both of its odd token,
+     * as one 4-byte word each. */
+    const int gq = lane >> 2, tq = lane & 3;
+    const bool even = (gq & 1) == 0;
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int col = (c0 + chunk_l) * 64 + 16 * i + 8 * h + gq;
+            const float s = epilogue_scale(p, col);
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                float y0 = acc[i][4 * j + 2 * h], y1 = acc[i][4 * j + 2 * h + 1];
+                if (!grouped) {
+                    y0 = y0 * s;
+                    y1 = y1 * s;
+                }
+                const float recv = __shfl_xor_sync(0xFFFFFFFFu, even ? y1 : y0, 4);
+                const int tok = m0 + 8 * j + 2 * tq + (even ? 0 : 1);
+                const int cp = even ? col : col - 1;
+                if (tok < p.m)
+                    *reinterpret_cast<uint32_t *>(static_cast<uint16_t *>(p.c) + (int64_t)tok * p.n + cp) =
+                        even ? qv_h2<IS_BF16>::pack(y0, recv) : qv_h2<IS_BF16>::pack(recv, y1);
+            }
+        }
+}
+
+/* act_order: out[i][j] = a[i][perm[j]], the activations in sorted-row order. */
+__global__ void k_wg_permute_cols(const uint16_t *a, const int32_t *perm, uint16_t *out, int m, int k)
+{
+    const int64_t total = (int64_t)m * k;
+    for (int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; idx < total;
+         idx += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t i = idx / k;
+        const int j = (int)(idx % k);
+        out[idx] = a[i * k + perm[j]];
+    }
+}
+
+/* ---- host side ---- */
+
+int weight_type(const qv_variant *v)
+{
+    switch (v->layout) {
+    case QV_LAYOUT_MARLIN_W4: return WT_INT4;
+    case QV_LAYOUT_MARLIN_W4_ZP: return WT_INT4_ZP;
+    case QV_LAYOUT_MARLIN_W8: return WT_INT8;
+    case QV_LAYOUT_MARLIN_FP8: return WT_FP8;
+    default: return -1;
+    }
+}
+
+size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
+
+/* Whether the kernel covers the problem: every weight-only Marlin row that
+ * qv_launch_wonly accepts (it checks the rest), N on the 64-column chunk and
+ * K on the k16 tile, and a grid within CUDA's limits. */
+bool covers(const qv_variant *v, int m, int n, int k)
+{
+    if (weight_type(v) < 0) return false;
+    if ((v->afmt != QV_FMT_F16 && v->afmt != QV_FMT_BF16) || v->ofmt != v->afmt) return false;
+    if (v->scale_layout != QV_SCALE_GROUP && v->scale_layout != QV_SCALE_CHANNEL &&
+        v->scale_layout != QV_SCALE_TENSOR)
+        return false;
+    if (m < 1 || n < 64 || n % 64 || k < 16 || k % 16) return false;
+    /* gridDim.y counts 512-column blocks (at most 65535). */
+    return (n + kBN - 1) / kBN <= 65535;
+}
+
+/* QVET_WO_WG_MIN_M: 0 when unset or empty (the path is off), else the whole
+ * number >= 1 it holds; anything else is a usage error. */
+qv_status min_m_from_env(long *min_m)
+{
+    const char *s = getenv("QVET_WO_WG_MIN_M");
+    *min_m = 0;
+    if (!s || !*s) return QV_OK;
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (!end || *end != '\0' || v < 1)
+        return qv_fail(QV_ERR_USAGE, "QVET_WO_WG_MIN_M=\"%s\": expected a whole number >= 1 (the smallest M "
+                       "that takes the wgmma kernel), or unset to turn the path off", s);
+    *min_m = v;
+    return QV_OK;
+}
+
+template <int WT, bool BF>
+qv_status launch_kernel(const wg_params &p, dim3 grid, cudaStream_t stream)
+{
+    constexpr int smem = stage_layout<WT>::total;
+    static bool attr_set = false;
+    if (!attr_set) {
+        QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_wgmma<WT, BF>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         smem),
+                    "cudaFuncSetAttribute (wgmma weight-only kernel shared memory)");
+        attr_set = true;
+    }
+    k_gemm_wonly_wgmma<WT, BF><<<grid, kThreads, smem, stream>>>(p);
+    QV_CUDA_TRY(cudaGetLastError(), "wgmma weight-only kernel launch");
+    return QV_OK;
+}
+
+template <bool BF>
+qv_status launch_wt(int wt, const wg_params &p, dim3 grid, cudaStream_t stream)
+{
+    switch (wt) {
+    case WT_INT4: return launch_kernel<WT_INT4, BF>(p, grid, stream);
+    case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF>(p, grid, stream);
+    case WT_INT8: return launch_kernel<WT_INT8, BF>(p, grid, stream);
+    default: return launch_kernel<WT_FP8, BF>(p, grid, stream);
+    }
+}
+
+} /* namespace */
+
+extern "C" qv_status qv_wonly_wg_wanted(const qv_variant *v, int m, int n, int k, int *take)
+{
+    long min_m;
+    *take = 0;
+    QV_TRY(min_m_from_env(&min_m));
+    *take = min_m >= 1 && m >= min_m && covers(v, m, n, k);
+    return QV_OK;
+}
+
+extern "C" size_t qv_wonly_wg_workspace(const qv_variant *v, int m, int n, int k)
+{
+    if (!v->act_order) return 0;
+    return qv_wonly_counters_bytes(n) + align256((size_t)m * (size_t)k * 2);
+}
+
+extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args *a)
+{
+    if (!covers(v, a->m, a->n, a->k))
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s: m=%d n=%d k=%d is not covered by the wgmma weight-only kernel",
+                       v->name, a->m, a->n, a->k);
+    const size_t need = qv_wonly_wg_workspace(v, a->m, a->n, a->k);
+    if (need > a->workspace_bytes || (need && !a->workspace))
+        return qv_fail(QV_ERR_USAGE, "%s: workspace of %zu bytes given, %zu needed (qv_workspace_wonly)", v->name,
+                       a->workspace_bytes, need);
+    cudaStream_t stream = (cudaStream_t)a->stream;
+
+    wg_params p;
+    p.a = a->a;
+    if (v->act_order) {
+        uint16_t *ap = (uint16_t *)((unsigned char *)a->workspace + qv_wonly_counters_bytes(a->n));
+        const int64_t total = (int64_t)a->m * a->k;
+        /* 256 threads per block; at most 4096 blocks, each then loops. */
+        const int blocks = (int)((total + 255) / 256 < 4096 ? (total + 255) / 256 : 4096);
+        k_wg_permute_cols<<<blocks, 256, 0, stream>>>((const uint16_t *)a->a, a->perm, ap, a->m, a->k);
+        QV_CUDA_TRY(cudaGetLastError(), "act_order column permutation launch");
+        p.a = ap;
+    }
+    p.b = (const uint32_t *)a->b;
+    p.scales = a->scales;
+    p.zeros = (const uint32_t *)a->zeros;
+    p.c = a->c;
+    p.m = a->m;
+    p.n = a->n;
+    p.k = a->k;
+    p.scale_mode = v->scale_layout == QV_SCALE_GROUP     ? SC_GROUP
+                   : v->scale_layout == QV_SCALE_CHANNEL ? SC_CHANNEL
+                                                         : SC_TENSOR;
+    p.scale_fmt = v->sfmt == QV_FMT_F32 ? SF_F32 : v->sfmt == QV_FMT_BF16 ? SF_BF16 : SF_F16;
+    p.g_shift = 0;
+    if (v->scale_layout == QV_SCALE_GROUP)
+        for (int t = v->g / 16; t > 1; t >>= 1) p.g_shift++;
+    /* layout.h: a single group (g == K) is stored in the channel order. */
+    p.grp_single = v->scale_layout == QV_SCALE_GROUP && a->k == v->g;
+    /* layout.h, MARLIN_FP8: the packed scales hold s * 2^8 (f16) or s * 2^120
+     * (bf16); this kernel converts e4m3 exactly, so it multiplies the scales
+     * by 2^-8 (2^-120), which is exact. 0x1C00 is fp16 2^-8, 0x0380 bf16
+     * 2^-120; 0x3C00 and 0x3F80 are 1. */
+    const bool fp8 = v->layout == QV_LAYOUT_MARLIN_FP8, bf = v->afmt == QV_FMT_BF16;
+    p.unbias_f32 = fp8 ? (bf ? 0x1p-120f : 0x1p-8f) : 1.0f;
+    p.unbias_h2 = fp8 ? (bf ? 0x03800380u : 0x1C001C00u) : (bf ? 0x3F803F80u : 0x3C003C00u);
+    const dim3 grid((unsigned)((a->m + kBX - 1) / kBX), (unsigned)((a->n + kBN - 1) / kBN));
+    const int wt = weight_type(v);
+    return bf ? launch_wt<true>(wt, p, grid, stream) : launch_wt<false>(wt, p, grid, stream);
+}
