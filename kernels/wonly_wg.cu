@@ -215,8 +215,10 @@ __global__ void __launch_bounds__(kThreads, 1) k_gemm_wonly_wgmma(const wg_param
     using T = wt_traits<WT>;
     using L = stage_layout<WT>;
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    unsigned char *smem = reinterpret_cast<unsigned char *>(
-        (reinterpret_cast<uintptr_t>(smem_raw) + kSwizzleAtom - 1) & ~(uintptr_t)(kSwizzleAtom - 1));
+    /* Rounded up to a swizzle atom in the shared address space, which is
+     * what the descriptors and the hardware's XOR see. */
+    const uint32_t raw_addr = (uint32_t)__cvta_generic_to_shared(smem_raw);
+    unsigned char *smem = smem_raw + ((kSwizzleAtom - (raw_addr & (kSwizzleAtom - 1))) & (kSwizzleAtom - 1));
 
     const int tid = threadIdx.x;
     const int lane = tid & 31;
