@@ -27,7 +27,7 @@
  * as its 16 rows of the warpgroup's i-th m64 tile (i = 0..3). So warpgroup h
  * computes four m64n64 tiles, whose rows are columns 64(4h+w) + 16i + 0..15
  * for w = 0..3. Activations, packed weights, group scales and zero points
- * travel global -> shared through a 4-stage cp.async ring of 64 k each (one
+ * travel global -> shared through a 5-stage cp.async ring of 64 k each (one
  * 128-byte swizzle row of activations). */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -54,7 +54,12 @@ constexpr int kChunks = 8;             /* 64-column Marlin chunks per block, one
 constexpr int kBN = 64 * kChunks;      /* output columns per block */
 constexpr int kBX = 64;                /* tokens per block: the wgmma N */
 constexpr int kKs = 4;                 /* k16 tiles per stage: 64 fp16 = one 128-byte swizzle row */
-constexpr int kStages = 4;             /* ring depth: three stages in flight while one is used */
+constexpr int kStages = 5;             /* ring depth */
+/* Stages requested ahead of the one computed: kStages - 2, so that the slot
+ * refilled at step s is the one read at step s - 2, whose wgmma groups are
+ * complete once step s - 1 has waited for all but its latest group: the
+ * tensor cores never drain at a stage boundary. */
+constexpr int kAhead = kStages - 2;
 constexpr int kSwizzleAtom = 1024;     /* 8 rows of 128 bytes: the 128-byte swizzle's repeat */
 
 template <int WT> struct wt_traits {
@@ -304,7 +309,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_gemm_wonly_wgmma(const wg_param
         for (int r = 0; r < 32; r++) acc[i][r] = 0.0f;
 
 #pragma unroll
-    for (int s = 0; s < kStages - 1; s++) {
+    for (int s = 0; s < kAhead; s++) {
         if (s < n_steps) load_stage(s, s);
         qv_cp_async_commit();
     }
@@ -316,12 +321,12 @@ __global__ void __launch_bounds__(kThreads, 1) k_gemm_wonly_wgmma(const wg_param
     qv_dq4_consts<IS_BF16>(8u, sym);
 
     for (int step = 0; step < n_steps; step++) {
-        qv_cp_async_wait<kStages - 2>();
+        qv_cp_async_wait<kAhead - 1>();
         wg_fence_proxy_async();
         __syncthreads();
-        /* The slot refilled here was read in step - 1, whose wgmma groups
-         * every warpgroup waited for before the barrier above. */
-        const int next = step + kStages - 1;
+        /* The slot refilled here was read in step - 2: every warpgroup has
+         * since waited for all its wgmma groups but the latest (of step - 1). */
+        const int next = step + kAhead;
         if (next < n_steps) load_stage(next, next % kStages);
         qv_cp_async_commit();
         if (!wg_active) continue;
@@ -416,8 +421,8 @@ __global__ void __launch_bounds__(kThreads, 1) k_gemm_wonly_wgmma(const wg_param
              * may be reused while this one runs. */
             wg_wait<1>();
         }
-        wg_wait<0>();
     }
+    wg_wait<0>();
     qv_cp_async_wait<0>();
     if (!wg_active || c0 + chunk_l >= n_chunks) return;
 
