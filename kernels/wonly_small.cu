@@ -85,8 +85,13 @@ constexpr int kStageBytes = 16384;
 /* Shared-memory budget of one block: two blocks per SM fit the H200's 227 KiB
  * (each block also takes 1 KiB of system shared memory). */
 constexpr size_t kSmemBudget = 112 * 1024;
-/* The largest cluster along K: 8 blocks is the portable cluster size of sm_90. */
-constexpr int kMaxCluster = 8;
+/* Clusters along K: 8 blocks is the portable cluster size of sm_90 and the
+ * default largest; 16 (non-portable, QVET_WO_SMALL_CLUSTER=16) is the most
+ * the H200 schedules. Peers' tiles are summed kPeerBatch at a time (that many
+ * 16-byte loads in flight per thread). */
+constexpr int kPortableCluster = 8;
+constexpr int kMaxCluster = 16;
+constexpr int kPeerBatch = 8;
 
 /* Per weight type: 16-byte words per lane per k16 tile and 64-column chunk
  * (4-bit: one word holds the lane's fragments of the chunk's 8 n8 tiles; 8-bit:
@@ -663,16 +668,17 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
         const unsigned red_addr = smem_base + L.ring_off;
         for (int e = e_begin + tid; e < e_end; e += kThreads) {
             const int red_idx = (e / qpr) * L.red_stride + 4 * (e % qpr);
-            float4 sum;
+            float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             if (C > 1) {
-                float4 v[kMaxCluster];
+                for (int pr0 = 0; pr0 < C; pr0 += kPeerBatch) {
+                    float4 v[kPeerBatch];
 #pragma unroll
-                for (int pr = 0; pr < kMaxCluster; pr++)
-                    if (pr < C) v[pr] = ld_peer(red_addr + 4u * (unsigned)red_idx, (unsigned)pr);
-                sum = v[0];
+                    for (int b = 0; b < kPeerBatch; b++)
+                        if (pr0 + b < C) v[b] = ld_peer(red_addr + 4u * (unsigned)red_idx, (unsigned)(pr0 + b));
 #pragma unroll
-                for (int pr = 1; pr < kMaxCluster; pr++)
-                    if (pr < C) sum = add4(sum, v[pr]);
+                    for (int b = 0; b < kPeerBatch; b++)
+                        if (pr0 + b < C) sum = pr0 + b == 0 ? v[b] : add4(sum, v[b]);
+                }
             } else {
                 sum = *reinterpret_cast<const float4 *>(red + red_idx);
             }
@@ -769,7 +775,8 @@ constexpr int kPlanSms = 132;
 constexpr int kPlanFillTiles = 16;
 /* Blocks that run at once with clusters of 8: 8 blocks fill 4 SMs of a GPC,
  * and the H200's GPCs of 18 SMs leave 2 of them (4 block slots) idle; smaller
- * clusters pack every SM. Taken as 256 of the 264 slots. */
+ * clusters pack every SM. Taken as 256 of the 264 slots (also for 16, which
+ * is only an opt-in measurement). */
 constexpr int kPlanSlotsCluster8 = 256;
 
 struct small_plan {
@@ -797,13 +804,28 @@ int groups_for(const qv_variant *v, int tps)
     return gt <= tps ? (tps + gt - 1) / gt : 2;
 }
 
-/* The cluster size of a plan of `splits` K slices: the largest power of two
- * up to kMaxCluster that divides it (powers of two split a block's columns
- * evenly and pack a GPC's SMs). */
-int cluster_for(int splits)
+/* QVET_WO_SMALL_CLUSTER=<c> (measurements): the largest cluster, 1, 2, 4, 8
+ * or 16 (1: every slice's partials through the workspace, the predecessor's
+ * sum); unset or another value, kPortableCluster. */
+int max_cluster(void)
 {
-    int c = kMaxCluster;
+    const char *s = getenv("QVET_WO_SMALL_CLUSTER");
+    if (!s || !*s) return kPortableCluster;
+    const long v = strtol(s, NULL, 10);
+    return v == 1 || v == 2 || v == 4 || v == 8 || v == kMaxCluster ? (int)v : kPortableCluster;
+}
+
+/* The cluster size of a plan of `splits` K slices for blocks of `chunks`
+ * 64-column chunks: the largest power of two up to cmax that divides it
+ * (powers of two split a block's columns evenly and pack a GPC's SMs). A
+ * cluster larger than `chunks` only when it is the only one (no counters),
+ * so that the counters, one per (block, part), stay within one per 64
+ * columns (wonly_small.cuh). */
+int cluster_for(int splits, int cmax, int chunks)
+{
+    int c = cmax;
     while (c > 1 && splits % c != 0) c /= 2;
+    while (c > chunks && splits != c) c /= 2;
     return c;
 }
 
@@ -845,6 +867,7 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
     };
     int best_tps = tiles;
     const int forced = forced_splits();
+    const int cmax = max_cluster();
     if (forced) {
         best_tps = slice_tiles(forced < tiles ? forced : tiles);
         if (best_tps > tps_max) best_tps = tps_max;
@@ -865,8 +888,8 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
             const int tps = slice_tiles(sp);
             if (tps > tps_max) continue;
             const int splits = (tiles + tps - 1) / tps;
-            const int c = cluster_for(splits), q = splits / c;
-            const int64_t slots = c == 8 ? kPlanSlotsCluster8 : (int64_t)kPlanSms * kBlocksPerSm;
+            const int c = cluster_for(splits, cmax, bn / 64), q = splits / c;
+            const int64_t slots = c >= 8 ? kPlanSlotsCluster8 : (int64_t)kPlanSms * kBlocksPerSm;
             const int64_t waves = ((int64_t)pl.n_blocks * splits + slots - 1) / slots;
             int64_t cost = 16 * waves * (tps + kPlanFillTiles);
             if (c > 1) cost += (int64_t)m * (bn / 512) + 16;
@@ -876,14 +899,16 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
     }
     pl.tiles_per_split = best_tps;
     pl.splits = (tiles + best_tps - 1) / best_tps;
-    pl.cluster = cluster_for(pl.splits);
+    pl.cluster = cluster_for(pl.splits, cmax, bn / 64);
     pl.groups_max = groups_for(v, best_tps);
     pl.smem = small_smem(m, best_tps, pl.groups_max, grouped, v->zero_point, bn, row_bytes).bytes;
-    /* Counters: one per (block, part), n_blocks x cluster <= n / 64 rounded up
-     * to a multiple of bn / 64, within the 64-int multiple that
-     * qv_wonly_counters_bytes reserves (wonly_small.cuh). The partials start
-     * after the counters area every path shares. */
-    QV_ASSERT((size_t)pl.n_blocks * pl.cluster * sizeof(int) <= qv_wonly_counters_bytes(n),
+    /* Counters (with more than one cluster per column tile): one per (block,
+     * part), n_blocks x cluster <= n / 64 rounded up to a multiple of bn / 64,
+     * within the 64-int multiple that qv_wonly_counters_bytes reserves
+     * (wonly_small.cuh). The partials start after the counters area every
+     * path shares. */
+    QV_ASSERT(pl.splits == pl.cluster ||
+                  (size_t)pl.n_blocks * pl.cluster * sizeof(int) <= qv_wonly_counters_bytes(n),
               "small-M split-K counters exceed the reserved area (wonly_small.cuh)");
     pl.partial_off = qv_wonly_counters_bytes(n);
     const int q = pl.splits / pl.cluster;
@@ -899,6 +924,10 @@ qv_status launch_kernel(const small_params &p, dim3 grid, int smem, cudaStream_t
         QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_small<WT, BF, SWAP, CPW>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kSmemBudget),
                     "cudaFuncSetAttribute (small-M weight-only kernel shared memory)");
+        /* Clusters of 16 (QVET_WO_SMALL_CLUSTER=16) are beyond the portable 8. */
+        QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_small<WT, BF, SWAP, CPW>,
+                                         cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+                    "cudaFuncSetAttribute (small-M weight-only kernel cluster size)");
         /* The largest carveout, so the two blocks per SM the plan counts on fit. */
         QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_small<WT, BF, SWAP, CPW>,
                                          cudaFuncAttributePreferredSharedMemoryCarveout,

@@ -26,7 +26,9 @@
  *    same checks;
  *  - refusals: illegal N and K, a missing workspace, mismatched g (no launch).
  * QVET_WONLY_QUICK=1 runs two small cases per row instead, for the
- * compute-sanitizer passes. Without a CUDA device the suite prints exactly "SKIP: no CUDA device" and
+ * compute-sanitizer passes; QVET_WONLY_QUICK=2 only the small-M split-K
+ * cluster cases; QVET_WONLY_ROWS=<text> only the rows whose name contains
+ * it. Without a CUDA device the suite prints exactly "SKIP: no CUDA device" and
  * runs only the refusal checks, which make no CUDA call. Random cases come
  * from (seed, index); the seed is printed and QVET_SEED=<seed> replays it. */
 #include <check.h>
@@ -62,11 +64,15 @@ static double rnd_unit(uint64_t stream, uint64_t i) { return (double)(rnd(stream
 static int g_rows[64];
 static int g_nrows;
 
+/* QVET_WONLY_ROWS=<text> keeps only the rows whose name contains it (a
+ * sanitizer pass on one row); unset, every row. */
 static void collect_rows(void)
 {
+    const char *only = getenv("QVET_WONLY_ROWS");
     g_nrows = 0;
     for (int i = 0; i < qv_registry_count() && g_nrows < 64; i++) {
         const qv_variant *v = qv_registry_get(i);
+        if (only && *only && !strstr(v->name, only)) continue;
         if (v->launch && (!strcmp(v->family, "marlin") || !strcmp(v->family, "cublas"))) g_rows[g_nrows++] = i;
     }
 }
@@ -615,13 +621,17 @@ START_TEST(small_m_cluster_sums)
 }
 END_TEST
 
+/* quick: 0 the whole suite, 1 the sanitizer pass (registry_quick), 2 the
+ * small-M split-K cluster cases only (small_m_cluster_sums). */
 static Suite *wonly_suite(int gpu, int quick)
 {
     Suite *s = suite_create("gpu_wonly");
     TCase *tc = tcase_create("gpu");
     tcase_set_timeout(tc, 900);
     tcase_add_test(tc, refusals);
-    if (gpu && quick) {
+    if (gpu && quick == 2) {
+        tcase_add_loop_test(tc, small_m_cluster_sums, 0, g_nrows);
+    } else if (gpu && quick) {
         tcase_add_loop_test(tc, registry_quick, 0, g_nrows);
     } else if (gpu) {
         tcase_add_loop_test(tc, registry_edges, 0, g_nrows);
@@ -658,7 +668,8 @@ int main(void)
     if (gpu)
         printf("t_gpu_wonly: seed %" PRIu64 " (QVET_SEED=%" PRIu64 " replays), %d rows\n", g_seed, g_seed, g_nrows);
     const char *q = getenv("QVET_WONLY_QUICK");
-    SRunner *sr = srunner_create(wonly_suite(gpu, q && *q == '1'));
+    const int quick = q && *q == '1' ? 1 : q && *q == '2' ? 2 : 0;
+    SRunner *sr = srunner_create(wonly_suite(gpu, quick));
     srunner_set_fork_status(sr, CK_NOFORK);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
