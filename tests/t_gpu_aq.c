@@ -31,13 +31,11 @@
  * `qvet bench --variant 'qqq-*,w8a8-*' --m 1,16,64,1024` (bench/aq_bench.c). Random cases come from (seed, index); the seed is
  * printed and QVET_SEED=<seed> replays it. */
 #include <check.h>
-#include <dirent.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cuda_runtime_api.h>
 
@@ -45,13 +43,12 @@
 #include "qvet/array.h"
 #include "qvet/formats.h"
 #include "qvet/gemm.h"
-#include "qvet/gpu.h"
-#include "qvet/layout.h"
 #include "qvet/probe.h"
 #include "qvet/problem.h"
 #include "qvet/reference.h"
 #include "qvet/variant.h"
 #include "support/golden.h"
+#include "support/gpu.h"
 #include "support/rand.h"
 
 static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
@@ -59,29 +56,15 @@ static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
  * configuration), no witnesses: the run under compute-sanitizer. */
 static int g_quick;
 
-/* The i-th random word of stream `stream`: a pure function of (seed, stream, i). */
-static uint64_t rnd(uint64_t stream, uint64_t i) { return test_rnd(g_seed, stream, i); }
-
-/* Uniform double in [0, 1). */
-static double rnd_unit(uint64_t stream, uint64_t i) { return (double)(rnd(stream, i) >> 11) * 0x1p-53; }
+/* Uniform double in [0, 1): a pure function of (seed, stream, i). */
+static double rnd_unit(uint64_t stream, uint64_t i) { return test_rnd_unit(g_seed, stream, i); }
 
 /* ---- the rows under test --------------------------------------------------- */
 
 static int g_rows[64];
 static int g_nrows;
 
-static void collect_rows(void)
-{
-    g_nrows = 0;
-    for (int i = 0; i < qv_registry_count() && g_nrows < 64; i++) {
-        const qv_variant *v = qv_registry_get(i);
-        if (v->launch && (!strcmp(v->family, "qqq") || !strcmp(v->family, "w8a8"))) g_rows[g_nrows++] = i;
-    }
-}
-
-/* The edge set of M (DESIGN.md §5). */
-static const int edge_m[] = {1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257};
-#define N_EDGE_M ((int)(sizeof edge_m / sizeof edge_m[0]))
+static int is_aq_row(const qv_variant *v) { return !strcmp(v->family, "qqq") || !strcmp(v->family, "w8a8"); }
 
 /* Shapes on the row's tiles and at the smallest legal step past them, and past
  * the kernel's own block tiles (256 and 128 columns, 128 K per stage); the
@@ -116,40 +99,11 @@ static void put_scale(qv_fmt f, void *buf, int64_t i, double x)
 /* Runs p twice on the GPU, then checks the verdicts; returns 1 when it passed. */
 static int run_case(qv_problem *p, qv_probe_kind probe, const char *label)
 {
-    const qv_variant *v = p->v;
-    const size_t ob = (size_t)qv_problem_out_bytes(p);
-    void *out = malloc(ob), *model = malloc(ob);
+    void *out = malloc((size_t)qv_problem_out_bytes(p));
     ck_assert_ptr_nonnull(out);
-    ck_assert_ptr_nonnull(model);
-    qv_gpu_stats st;
-    qv_status s = qv_gpu_run(p, NULL, 2, out, &st);
-    ck_assert_msg(s == QV_OK, "%s: qv_gpu_run: %s", label, qv_errmsg());
-    ck_assert_msg(!st.nondeterministic, "%s: two launches differ, first at element %" PRId64, label, st.first_diff);
-    ck_assert_msg(st.guard_writes == 0, "%s: %" PRId64 " bytes written past the output", label, st.guard_writes);
-
-    int ok = 1;
-    ck_assert_msg(ref_model_run(p, model) == QV_OK, "%s: model: %s", label, qv_errmsg());
-    const int unique = ref_probe_is_unique(probe) || v->arith.accum == QV_ACC_INT32;
-    qv_result r;
-    if (unique) {
-        ref_verify_bitexact(p, model, out, &r);
-        if (r.grade != QV_PASS) {
-            fprintf(stderr, "FAIL %s (bit-exact vs model): %s\n", label, r.reason);
-            ok = 0;
-        }
-    }
-    if (!ref_probe_is_unique(probe)) {
-        ref_truth t;
-        ck_assert_msg(ref_truth_compute(p, &t) == QV_OK, "%s: truth: %s", label, qv_errmsg());
-        ref_verify(p, &t, out, &r);
-        ref_truth_clear(&t);
-        if (r.grade == QV_FAIL) {
-            fprintf(stderr, "FAIL %s (truth): %s\n", label, r.reason);
-            ok = 0;
-        }
-    }
+    gpu_run_twice(p, out, label, NULL);
+    const int ok = gpu_verdict(p, probe, out, label, NULL);
     free(out);
-    free(model);
     return ok;
 }
 
@@ -158,29 +112,25 @@ static int one_case(const qv_variant *v, int64_t m, int64_t n, int64_t k, qv_pro
                     uint64_t seed)
 {
     qv_problem p;
-    ck_assert_msg(qv_problem_create(&p, v, m, n, k) == QV_OK, "%s: %s", v->name, qv_errmsg());
-    qv_status s = ref_probe_fill(&p, probe, regime, seed);
-    ck_assert_msg(s == QV_OK, "%s: probe %s: %s", v->name, qv_probe_name(probe), qv_errmsg());
     char label[192];
-    snprintf(label, sizeof label, "%s m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " %s/%s seed=%" PRIu64, v->name, m,
-             n, k, qv_probe_name(probe), qv_regime_name(regime), seed);
-    int ok = run_case(&p, probe, label);
+    gpu_problem_probe(&p, v, m, n, k, probe, regime, seed, label, sizeof label);
+    const int ok = run_case(&p, probe, label);
     qv_problem_destroy(&p);
     return ok;
 }
 
-/* One registry row over the whole edge set of M with the exact, one-hot and
- * random probes (the random regime rotates with M), then every witness that
- * applies to the row at three M. */
+/* One registry row over the whole edge set of M (gpu_edge_m) with the exact,
+ * one-hot and random probes (the random regime rotates with M), then every
+ * witness that applies to the row at three M. */
 START_TEST(registry_edges)
 {
     const qv_variant *v = qv_registry_get(g_rows[_i]);
     int failed = 0, cases = 0;
-    for (int mi = 0; mi < N_EDGE_M; mi++) {
+    for (int mi = 0; mi < GPU_N_EDGE_M; mi++) {
         const qv_probe_kind probes[3] = {QV_PROBE_EXACT, QV_PROBE_ONEHOT, QV_PROBE_RANDOM};
-        if (g_quick && edge_m[mi] != 1 && edge_m[mi] != 17 && edge_m[mi] != 129) continue;
+        if (g_quick && gpu_edge_m[mi] != 1 && gpu_edge_m[mi] != 17 && gpu_edge_m[mi] != 129) continue;
         for (int pi = g_quick ? 2 : 0; pi < 3; pi++) {
-            const int64_t m = edge_m[mi];
+            const int64_t m = gpu_edge_m[mi];
             int64_t n, k;
             shape_for(v, mi * 3 + pi, m, &n, &k);
             if (!ref_probe_applies(v, probes[pi], m, n, k)) continue;
@@ -211,61 +161,34 @@ END_TEST
 
 static const char *const qqq_goldens[] = {"qqq_w4a8_k128_n256_g-1", "qqq_w4a8_k256_n256_g128"};
 
-static void *dev_copy(const void *h, size_t bytes)
-{
-    void *d = NULL;
-    ck_assert_int_eq(cudaMalloc(&d, bytes), cudaSuccess);
-    ck_assert_int_eq(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice), cudaSuccess);
-    return d;
-}
-
 START_TEST(golden_qqq)
 {
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s/%s", golden_root(), qqq_goldens[_i]);
-    const int group = strstr(qqq_goldens[_i], "g128") != NULL;
-    const qv_variant *v = qv_variant_find(group ? "qqq-w4a8-g128" : "qqq-w4a8-ch");
-    ck_assert_ptr_nonnull(v);
+    gpu_qqq_golden gq;
+    gpu_qqq_golden_open(&gq, qqq_goldens[_i]);
+    const int group = gq.group, k = gq.k, n = gq.n, g = gq.g;
+    qv_array q, schl, sgl = {0};
+    golden_load(gq.name, group ? "q_logical_kxn_uint4" : "q_logical_kxn_int4", &q);
+    golden_load(gq.name, "s_channel_logical_1xn_f32", &schl);
+    if (group) golden_load(gq.name, "s_group_logical_gxn_f16", &sgl);
+    /* The logical arrays describe the packed ones' shape. */
+    ck_assert_int_eq((int)q.shape[0], k);
+    ck_assert_int_eq((int)q.shape[1], n);
+    if (group) ck_assert_int_eq((int)sgl.shape[0], k / g);
 
-    qv_array q, b, sch, schl, sg = {0}, sgl = {0};
-    golden_load(qqq_goldens[_i], group ? "q_logical_kxn_uint4" : "q_logical_kxn_int4", &q);
-    golden_load(qqq_goldens[_i], "B_packed_int32", &b);
-    golden_load(qqq_goldens[_i], "s_channel_packed_f32", &sch);
-    golden_load(qqq_goldens[_i], "s_channel_logical_1xn_f32", &schl);
-    if (group) {
-        golden_load(qqq_goldens[_i], "s_group_packed_f16", &sg);
-        golden_load(qqq_goldens[_i], "s_group_logical_gxn_f16", &sgl);
-    }
-    const int k = (int)q.shape[0], n = (int)q.shape[1];
-    const int g = group ? k / (int)sgl.shape[0] : 0;
-
-    DIR *dd = opendir(dir);
-    ck_assert_ptr_nonnull(dd);
-    struct dirent *de;
-    int ms = 0;
-    while ((de = readdir(dd))) {
-        int m;
-        if (sscanf(de->d_name, "A_m%d_int8.npy", &m) != 1) continue;
-        char name[64];
-        qv_array a, st, d;
-        snprintf(name, sizeof name, "A_m%d_int8", m);
-        golden_load(qqq_goldens[_i], name, &a);
-        snprintf(name, sizeof name, "s_token_m%d_f32", m);
-        golden_load(qqq_goldens[_i], name, &st);
-        snprintf(name, sizeof name, "D_qqq_kernel_m%d_f16", m);
-        golden_load(qqq_goldens[_i], name, &d);
-        ck_assert_int_eq((int)a.shape[0], m);
-        ck_assert_int_eq((int)a.shape[1], k);
+    for (int mi = 0; mi < gq.n_ms; mi++) {
+        const int m = gq.ms[mi];
+        gpu_qqq_case c;
+        gpu_qqq_case_load(&gq, m, &c);
 
         /* The QQQ model from the logical arrays (golden/README.md). */
         uint16_t *model = malloc(sizeof(uint16_t) * (size_t)m * n);
         ck_assert_ptr_nonnull(model);
-        const float *stok = st.data, *sc = schl.data;
+        const float *stok = c.s_tok.data, *sc = schl.data;
         for (int i = 0; i < m; i++)
             for (int j = 0; j < n; j++) {
                 int64_t acc = 0;
                 for (int kk = 0; kk < k; kk++) {
-                    const int av = ((const int8_t *)a.data)[(int64_t)i * k + kk];
+                    const int av = ((const int8_t *)c.a.data)[(int64_t)i * k + kk];
                     int w;
                     if (group) {
                         const int qv = ((const int8_t *)q.data)[(int64_t)kk * n + j] - 8;
@@ -280,83 +203,30 @@ START_TEST(golden_qqq)
                 model[(int64_t)i * n + j] = (uint16_t)qv_encode(QV_FMT_F16, (double)y, QV_SAT_NONE);
             }
 
-        /* Our kernel on the published bytes. */
-        qv_gemm_args ga;
-        memset(&ga, 0, sizeof ga);
-        ga.m = m;
-        ga.n = n;
-        ga.k = k;
-        ga.g = g;
-        ga.a = dev_copy(a.data, a.nbytes);
-        ga.a_scale = dev_copy(st.data, st.nbytes);
-        ga.b = dev_copy(b.data, b.nbytes);
-        if (group) {
-            ga.scales = dev_copy(sg.data, sg.nbytes);
-            ga.scales2 = dev_copy(sch.data, sch.nbytes);
-        } else {
-            ga.scales = dev_copy(sch.data, sch.nbytes);
-        }
+        /* Our kernel on the published bytes, twice. */
         const size_t ob = sizeof(uint16_t) * (size_t)m * n;
         uint16_t *out = malloc(ob), *out2 = malloc(ob);
         ck_assert_ptr_nonnull(out);
         ck_assert_ptr_nonnull(out2);
-        ck_assert_int_eq(cudaMalloc(&ga.c, ob), cudaSuccess);
-        ga.workspace_bytes = v->workspace(v, m, n, k);
-        if (ga.workspace_bytes) {
-            /* gemm.h: the caller zeroes the workspace once (split-K counters). */
-            ck_assert_int_eq(cudaMalloc(&ga.workspace, ga.workspace_bytes), cudaSuccess);
-            ck_assert_int_eq(cudaMemset(ga.workspace, 0, ga.workspace_bytes), cudaSuccess);
-        }
-        for (int rep = 0; rep < 2; rep++) {
-            ck_assert(qv_gpu_poison(ga.c, QV_FMT_F16, (int64_t)m * n, NULL) == QV_OK);
-            ck_assert_msg(v->launch(v, &ga) == QV_OK, "%s m=%d: %s", qqq_goldens[_i], m, qv_errmsg());
-            ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
-            ck_assert_int_eq(cudaMemcpy(rep ? out2 : out, ga.c, ob, cudaMemcpyDeviceToHost), cudaSuccess);
-        }
-        ck_assert_msg(!memcmp(out, out2, ob), "%s m=%d: two launches differ", qqq_goldens[_i], m);
-        const uint16_t *dq = d.data;
-        int64_t bad_kernel = 0, bad_model = 0, first = -1;
-        for (int64_t e = 0; e < (int64_t)m * n; e++) {
-            if (out[e] != dq[e]) {
-                bad_kernel++;
-                if (first < 0) first = e;
-            }
-            bad_model += model[e] != dq[e];
-        }
+        gpu_qqq_case_launch(&gq, &c, out);
+        gpu_qqq_case_launch(&gq, &c, out2);
+        ck_assert_msg(!memcmp(out, out2, ob), "%s m=%d: two launches differ", gq.name, m);
+        const uint16_t *dq = c.d.data;
+        int64_t bad_model = 0;
+        for (int64_t e = 0; e < (int64_t)m * n; e++) bad_model += model[e] != dq[e];
         ck_assert_msg(bad_model == 0, "%s m=%d: the QQQ model differs from the real kernel on %" PRId64 " elements",
-                      qqq_goldens[_i], m, bad_model);
-        ck_assert_msg(bad_kernel == 0,
-                      "%s m=%d: %" PRId64 " elements differ from the real QQQ kernel, first (%" PRId64 ", %" PRId64
-                      "): ours 0x%04x, QQQ 0x%04x",
-                      qqq_goldens[_i], m, bad_kernel, first < 0 ? 0 : first / n, first < 0 ? 0 : first % n,
-                      first < 0 ? 0 : out[first], first < 0 ? 0 : dq[first]);
-        printf("golden %s m=%d: %d x %d outputs equal the real QQQ kernel bit for bit\n", qqq_goldens[_i], m, m,
-               n);
-        ms++;
-        cudaFree((void *)ga.a);
-        cudaFree((void *)ga.a_scale);
-        cudaFree((void *)ga.b);
-        cudaFree((void *)ga.scales);
-        cudaFree((void *)ga.scales2);
-        cudaFree(ga.c);
-        cudaFree(ga.workspace);
+                      gq.name, m, bad_model);
+        gpu_qqq_case_assert(&gq, &c, out, "");
+        printf("golden %s m=%d: %d x %d outputs equal the real QQQ kernel bit for bit\n", gq.name, m, m, n);
         free(out);
         free(out2);
         free(model);
-        qv_array_destroy(&a);
-        qv_array_destroy(&st);
-        qv_array_destroy(&d);
+        gpu_qqq_case_free(&c);
     }
-    closedir(dd);
-    ck_assert_msg(ms > 0, "%s: no A_m*_int8.npy found", dir);
     qv_array_destroy(&q);
-    qv_array_destroy(&b);
-    qv_array_destroy(&sch);
     qv_array_destroy(&schl);
-    if (group) {
-        qv_array_destroy(&sg);
-        qv_array_destroy(&sgl);
-    }
+    if (group) qv_array_destroy(&sgl);
+    gpu_qqq_golden_close(&gq);
 }
 END_TEST
 
@@ -537,7 +407,7 @@ START_TEST(act_quant)
             if (i == 1 || c->zero_all) v = 0.0;
             xv[i * k + kk] = (uint16_t)qv_encode(c->xfmt, v, QV_SAT_FINITE);
         }
-    uint16_t *dx = dev_copy(x, sizeof(uint16_t) * (size_t)(m * k + off));
+    uint16_t *dx = gpu_dev_copy(x, sizeof(uint16_t) * (size_t)(m * k + off));
     void *dq = NULL, *ds = NULL;
     ck_assert_int_eq(cudaMalloc(&dq, (size_t)(m * k)), cudaSuccess);
     ck_assert_int_eq(cudaMalloc(&ds, sizeof(float) * (size_t)m), cudaSuccess);
@@ -599,12 +469,15 @@ START_TEST(refusals)
 }
 END_TEST
 
-/* The GPU cases only with a device; the refusals (no CUDA call) always. */
-static Suite *aq_suite(int gpu)
+int main(void)
 {
-    Suite *s = suite_create("gpu_aq");
-    TCase *tc = tcase_create("gpu");
-    tcase_set_timeout(tc, 600);
+    g_quick = gpu_env_flag("QVET_AQ_QUICK");
+    const int gpu = gpu_suite_start(&g_seed);
+    if (gpu && gpu_env_flag("QVET_AQ_BENCH")) return qv_aq_bench();
+    g_nrows = gpu_registry_rows(is_aq_row, g_rows, 64);
+    TCase *tc;
+    Suite *s = gpu_suite_create("gpu_aq", gpu, g_seed, g_nrows, &tc);
+    /* The GPU cases only with a device; the refusals (no CUDA call) always. */
     if (gpu) {
         tcase_add_loop_test(tc, registry_edges, 0, g_nrows);
         tcase_add_loop_test(tc, golden_qqq, 0, (int)(sizeof qqq_goldens / sizeof qqq_goldens[0]));
@@ -612,34 +485,5 @@ static Suite *aq_suite(int gpu)
         tcase_add_loop_test(tc, act_quant, 0, (int)(sizeof aq_cases / sizeof aq_cases[0]));
     }
     tcase_add_test(tc, refusals);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
-/* A device is looked for through the driver's files first, so that a machine
- * without one never sees a CUDA call. */
-static int have_device(void)
-{
-    if (access("/dev/nvidia0", F_OK) != 0 && access("/dev/nvidiactl", F_OK) != 0) return 0;
-    return qv_gpu_info_get(NULL);
-}
-
-int main(void)
-{
-    const char *env = getenv("QVET_SEED");
-    if (env && *env) g_seed = strtoull(env, NULL, 0);
-    env = getenv("QVET_AQ_QUICK");
-    g_quick = env && *env && strcmp(env, "0") != 0;
-    const int gpu = have_device();
-    if (!gpu) printf("SKIP: no CUDA device\n");
-    env = getenv("QVET_AQ_BENCH");
-    if (gpu && env && *env && strcmp(env, "0") != 0) return qv_aq_bench();
-    collect_rows();
-    if (gpu) printf("t_gpu_aq: seed %" PRIu64 " (QVET_SEED=%" PRIu64 " replays), %d rows\n", g_seed, g_seed, g_nrows);
-    SRunner *sr = srunner_create(aq_suite(gpu));
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return gpu_suite_run(s);
 }

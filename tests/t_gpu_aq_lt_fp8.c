@@ -32,16 +32,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "qvet/aq.h"
 #include "qvet/formats.h"
 #include "qvet/gemm.h"
-#include "qvet/gpu.h"
 #include "qvet/probe.h"
 #include "qvet/problem.h"
 #include "qvet/reference.h"
 #include "qvet/variant.h"
+#include "support/gpu.h"
 
 static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
 
@@ -49,14 +48,7 @@ static int g_rows[16];
 static int g_nrows;
 
 /* The e4m3 W8A8 rows. */
-static void collect_rows(void)
-{
-    g_nrows = 0;
-    for (int i = 0; i < qv_registry_count() && g_nrows < 16; i++) {
-        const qv_variant *v = qv_registry_get(i);
-        if (v->launch && !strcmp(v->family, "w8a8") && v->wfmt == QV_FMT_E4M3) g_rows[g_nrows++] = i;
-    }
-}
+static int is_e4m3_row(const qv_variant *v) { return !strcmp(v->family, "w8a8") && v->wfmt == QV_FMT_E4M3; }
 
 static void set_min_m(const char *s)
 {
@@ -76,39 +68,10 @@ static int eligible(const qv_variant *v, int64_t k) { return v->scale_layout != 
 static int run_twice(const qv_problem *p, void *out, const char *label, const char *path)
 {
     const long long before = qv_aq_lt_fp8_runs();
-    qv_gpu_stats st;
-    const qv_status s = qv_gpu_run(p, NULL, 2, out, &st);
-    ck_assert_msg(s == QV_OK, "%s [%s]: qv_gpu_run: %s", label, path, qv_errmsg());
-    ck_assert_msg(!st.nondeterministic, "%s [%s]: two launches differ, first at element %" PRId64, label, path,
-                  st.first_diff);
-    ck_assert_msg(st.guard_writes == 0, "%s [%s]: %" PRId64 " bytes written past the output", label, path,
-                  st.guard_writes);
+    gpu_run_twice(p, out, label, path);
     const long long ran = qv_aq_lt_fp8_runs() - before;
     ck_assert_msg(ran == 0 || ran == 2, "%s [%s]: %lld of 2 launches took the cuBLASLt path", label, path, ran);
     return (int)ran;
-}
-
-/* The verdict of one output: unique probes bit for bit against the model,
- * random ones against the certified truth. Returns 1 when it passed. */
-static int verdict(const qv_problem *p, qv_probe_kind probe, const void *out, const char *label, const char *path)
-{
-    qv_result r;
-    if (ref_probe_is_unique(probe)) {
-        const size_t ob = (size_t)qv_problem_out_bytes(p);
-        void *model = malloc(ob);
-        ck_assert_ptr_nonnull(model);
-        ck_assert_msg(ref_model_run(p, model) == QV_OK, "%s: model: %s", label, qv_errmsg());
-        ref_verify_bitexact(p, model, out, &r);
-        free(model);
-        if (r.grade != QV_PASS) fprintf(stderr, "FAIL %s [%s] (bit-exact vs model): %s\n", label, path, r.reason);
-        return r.grade == QV_PASS;
-    }
-    ref_truth t;
-    ck_assert_msg(ref_truth_compute(p, &t) == QV_OK, "%s: truth: %s", label, qv_errmsg());
-    ref_verify(p, &t, out, &r);
-    ref_truth_clear(&t);
-    if (r.grade == QV_FAIL) fprintf(stderr, "FAIL %s [%s] (truth): %s\n", label, path, r.reason);
-    return r.grade != QV_FAIL;
 }
 
 /* Shapes: M from the edge set; N at the smallest legal 8, past 128 by 8 and
@@ -144,15 +107,12 @@ START_TEST(paths_verified)
             const qv_probe_kind probe = probes[pi];
             if (qv_variant_check_shape(v, m, n, k) != QV_OK || !ref_probe_applies(v, probe, m, n, k)) continue;
             if (probe == QV_PROBE_WITNESS_FP8_PROMOTE && k <= 128) continue; /* one block: nothing to separate */
-            qv_problem p;
-            ck_assert_msg(qv_problem_create(&p, v, m, n, k) == QV_OK, "%s: %s", v->name, qv_errmsg());
             const qv_regime regime =
                 probe == QV_PROBE_RANDOM ? (qv_regime)(si % QV_REGIME_COUNT) : QV_REGIME_LOGUNIFORM;
             const uint64_t seed = g_seed + (uint64_t)g_rows[_i] * 1000 + (uint64_t)si * 10 + (uint64_t)pi;
-            ck_assert_msg(ref_probe_fill(&p, probe, regime, seed) == QV_OK, "%s: %s", v->name, qv_errmsg());
+            qv_problem p;
             char label[192];
-            snprintf(label, sizeof label, "%s m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " %s/%s seed=%" PRIu64, v->name,
-                     m, n, k, qv_probe_name(probe), qv_regime_name(regime), seed);
+            gpu_problem_probe(&p, v, m, n, k, probe, regime, seed, label, sizeof label);
             const size_t ob = (size_t)qv_problem_out_bytes(&p);
             uint8_t *o_lt = malloc(ob), *o_mma = malloc(ob);
             ck_assert(o_lt && o_mma);
@@ -174,8 +134,8 @@ START_TEST(paths_verified)
                 printf("%s m=%" PRId64 " n=%" PRId64 " k=%" PRId64 ": cuBLASLt declined, the mma kernel ran\n",
                        v->name, m, n, k);
             }
-            failed += !verdict(&p, probe, o_mma, label, "mma");
-            failed += !verdict(&p, probe, o_lt, label, ran ? "cuBLASLt" : "mma (declined)");
+            failed += !gpu_verdict(&p, probe, o_mma, label, "mma");
+            failed += !gpu_verdict(&p, probe, o_lt, label, ran ? "cuBLASLt" : "mma (declined)");
             cases++;
             free(o_lt);
             free(o_mma);
@@ -281,7 +241,7 @@ START_TEST(default_threshold)
                  v->name, m, n, k, t);
         const int ran = run_twice(&p, out, label, "default");
         ck_assert_msg(ran == (d ? 0 : 2), "%s: %d launches took the path, expected %d", label, ran, d ? 0 : 2);
-        ck_assert(verdict(&p, QV_PROBE_EXACT, out, label, d ? "mma" : "cuBLASLt"));
+        ck_assert(gpu_verdict(&p, QV_PROBE_EXACT, out, label, d ? "mma" : "cuBLASLt"));
         free(out);
         qv_problem_destroy(&p);
     }
@@ -293,14 +253,8 @@ END_TEST
 START_TEST(env_refusals)
 {
     ck_assert_int_gt(g_nrows, 0);
-    /* Non-NULL placeholders: the refusal comes before anything is read. */
-    static char placeholder[16];
-    qv_gemm_args a;
-    memset(&a, 0, sizeof a);
-    a.m = 256, a.n = 128, a.k = 256;
-    a.a = a.b = a.scales = placeholder;
-    a.a_scale = (const float *)placeholder;
-    a.c = placeholder;
+    /* The refusal comes before anything is read. */
+    qv_gemm_args a = gpu_placeholder_args(256, 128, 256);
     static const char *const bad[] = {"abc", "0", "-5", "12x", "99999999999", "OFF", " 5", "1.5"};
     for (int r = 0; r < g_nrows; r++) {
         const qv_variant *v = qv_registry_get(g_rows[r]);
@@ -346,44 +300,20 @@ START_TEST(env_refusals)
 }
 END_TEST
 
-static Suite *lt_fp8_suite(int gpu)
+int main(void)
 {
-    Suite *s = suite_create("gpu_aq_lt_fp8");
-    TCase *tc = tcase_create("gpu");
-    tcase_set_timeout(tc, 600);
+    set_min_m(NULL);
+    const int gpu = gpu_suite_start(&g_seed);
+    g_nrows = gpu_registry_rows(is_e4m3_row, g_rows, 16);
+    TCase *tc;
+    Suite *s = gpu_suite_create("gpu_aq_lt_fp8", gpu, g_seed, g_nrows, &tc);
+    /* The GPU cases only with a device; the refusal and workspace checks (no
+     * CUDA call) always. */
     if (gpu) {
         tcase_add_loop_test(tc, paths_verified, 0, g_nrows);
         tcase_add_loop_test(tc, accumulator_declared, 0, 2 * g_nrows);
         tcase_add_loop_test(tc, default_threshold, 0, g_nrows);
     }
     tcase_add_test(tc, env_refusals);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
-/* A device is looked for through the driver's files first, so that a machine
- * without one never sees a CUDA call. */
-static int have_device(void)
-{
-    if (access("/dev/nvidia0", F_OK) != 0 && access("/dev/nvidiactl", F_OK) != 0) return 0;
-    return qv_gpu_info_get(NULL);
-}
-
-int main(void)
-{
-    const char *env = getenv("QVET_SEED");
-    if (env && *env) g_seed = strtoull(env, NULL, 0);
-    set_min_m(NULL);
-    const int gpu = have_device();
-    if (!gpu) printf("SKIP: no CUDA device\n");
-    collect_rows();
-    if (gpu)
-        printf("t_gpu_aq_lt_fp8: seed %" PRIu64 " (QVET_SEED=%" PRIu64 " replays), %d rows\n", g_seed, g_seed,
-               g_nrows);
-    SRunner *sr = srunner_create(lt_fp8_suite(gpu));
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return gpu_suite_run(s);
 }

@@ -1,6 +1,7 @@
 /* golden.h: the published vectors of ../shared/golden for the suites that
  * check against them (t_layout, t_pack_cli, t_verify, t_verify_cli, t_gpu_aq,
- * t_gpu_aq_lt); linked into every test binary from tests/support/.
+ * and through gpu.h's QQQ cases t_gpu_aq_lt); linked into every test binary
+ * from tests/support/.
  * $QVET_GOLDEN names another folder (the GPU machine keeps a copy beside the
  * build). */
 #ifndef QVET_TEST_GOLDEN_H

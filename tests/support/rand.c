@@ -10,3 +10,9 @@ uint64_t test_rnd(uint64_t seed, uint64_t stream, uint64_t i)
 {
     return mix(seed ^ mix(stream * UINT64_C(0x100000001B3) ^ mix(i)));
 }
+
+double test_rnd_unit(uint64_t seed, uint64_t stream, uint64_t i)
+{
+    /* 53 bits: a double's significand, so every value is exact and < 1. */
+    return (double)(test_rnd(seed, stream, i) >> 11) * 0x1p-53;
+}

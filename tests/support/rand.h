@@ -9,5 +9,7 @@
 
 /* The i-th 64-bit word of stream `stream` under `seed` (splitmix64 mixing). */
 uint64_t test_rnd(uint64_t seed, uint64_t stream, uint64_t i);
+/* A uniform double in [0, 1) from the top 53 bits of the same word. */
+double test_rnd_unit(uint64_t seed, uint64_t stream, uint64_t i);
 
 #endif
