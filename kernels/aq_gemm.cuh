@@ -5,15 +5,19 @@
  * instantiate the few tile configurations their dispatchers use. Rule: the
  * arithmetic is the registry row's declared model and nothing cheaper: int32
  * accumulation is exact, e4m3 partial sums are promoted to fp32 every 128 K,
- * split-K partials are summed in a fixed order (bitwise deterministic), and the
- * epilogue multiplies in fp32 in the declared order before one RNE to fp16.
+ * split-K sums are exact (int32) or added in a fixed order (e4m3), so every
+ * launch is bitwise identical, and the epilogue multiplies in fp32 in the
+ * declared order before one RNE to fp16.
  *
  * Tiling: a block computes BM x BN outputs with WM x WN warps; each warp owns
  * 16*MW rows and 8*NT columns (NT = 8 or 4 n8 tiles: one QQQ 64-column chunk,
  * or half of one).
  * K advances 128 per stage through a cp.async pipeline of 3 or 4 stages.
  * Rows past M, columns past N and the K tail are zero-filled in shared memory
- * (never read from global memory) and never stored. */
+ * (never read from global memory) and never stored.
+ * Split-K: integer paths add their slices' int32 results atomically into one
+ * sum (exact, so order-free); e4m3 slices write fp32 partials that the last
+ * slice adds in slice order. */
 #ifndef QVET_AQ_GEMM_CUH
 #define QVET_AQ_GEMM_CUH
 
@@ -42,6 +46,14 @@ enum aq_ascale { AQ_AS_TENSOR = 0, AQ_AS_TOKEN, AQ_AS_TOKEN_BLOCK };
 enum aq_azpm { AQ_AZP_NONE = 0, AQ_AZP_TENSOR, AQ_AZP_TOKEN };
 
 #define AQ_BK 128     /* K per stage: one e4m3 promotion interval and one QQQ group */
+/* Split-K bookkeeping at the start of the workspace: three arrays of ints, one
+ * entry per output tile of a split launch (K is split only below
+ * AQ_TARGET_BLOCKS / 4 = 132 tiles, so 256 entries hold them): arrivals (every
+ * path), and for the integer paths entry tickets and "sum zeroed" flags. */
+#define AQ_SPLIT_TILES_MAX 256
+#define AQ_CTR_ARRIVE 0
+#define AQ_CTR_ENTRY AQ_SPLIT_TILES_MAX
+#define AQ_CTR_ZEROED (2 * AQ_SPLIT_TILES_MAX)
 
 struct aq_params {
     int m, n, k, g;
@@ -54,9 +66,13 @@ struct aq_params {
     const int32_t *azp;      /* (1) or (m) int32 activation zero point, or NULL */
     int wscale, ascale, azpm;
     __half *c;               /* (m, n) fp16 output, row-major */
-    void *partial;           /* split-K: (splits, m, n) int32 or f32 partials; NULL when splits = 1 */
-    int *counters;           /* split-K: one arrival counter per output tile (blockIdx.y *
-                                gridDim.x + blockIdx.x), zero between launches */
+    void *partial;           /* split-K: e4m3, (splits, m, n) f32 partials; integer paths,
+                                one (m, n) int32 sum that every slice adds into; NULL when
+                                splits = 1 */
+    int *counters;           /* split-K: AQ_COUNTER_SETS arrays of AQ_SPLIT_TILES_MAX ints
+                                (arrivals, entry tickets, "zeroed" flags), indexed by the
+                                output tile blockIdx.y * gridDim.x + blockIdx.x; zero
+                                between launches */
     int splits;              /* K-range slices (gridDim.z) */
     int kt_per_split;        /* 128-wide K tiles per slice */
 };
@@ -151,12 +167,15 @@ struct aq_cfg {
     static constexpr bool fp8 = KIND == AQ_B_PLAIN_E4M3;
     static constexpr int a_stage = bm * AQ_BK;                   /* bytes */
     static constexpr int b_stage = qqq ? bn * AQ_BK / 2 : bn * AQ_BK;
+    /* QQQ per group: the stage's fp16 group-scale row of the block's columns
+     * (a stage of 128 K lies inside one group, g being a multiple of 128). */
+    static constexpr int s_stage = KIND == AQ_B_QQQ_GROUP ? bn * 2 : 0;
     /* cp.async depth: 4 stages, or 3 when a stage holds 32 KB and the block is
      * small enough (128 threads) that two of them could share an SM's 228 KB of
      * shared memory; the 256-thread e4m3 tile is register-bound to one block
      * per SM anyway and keeps the deeper pipeline. */
     static constexpr int stages = a_stage + b_stage >= 32768 && threads <= 128 ? 3 : 4;
-    static constexpr int smem = stages * (a_stage + b_stage);
+    static constexpr int smem = stages * (a_stage + b_stage + s_stage);
 };
 
 /* Swizzled byte offset of 16-byte chunk c (0..7) of row r in a 128-byte-row
@@ -172,6 +191,7 @@ k_gemm_aq_mma(const aq_params p)
     extern __shared__ __align__(128) uint8_t aq_smem[];
     uint8_t *sa = aq_smem;
     uint8_t *sb = aq_smem + C::stages * C::a_stage;
+    uint8_t *sg = sb + C::stages * C::b_stage;   /* QQQ per group: the scale rows */
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wm = warp / WN, wn = warp % WN;
@@ -218,6 +238,17 @@ k_gemm_aq_mma(const aq_params p)
                 const int4 *src = pred ? b4 + kb * row_i4 + chunk * 32 + l : b4;
                 aq_cp_async16(sb_s + 16 * i, src, pred);
             }
+            if constexpr (KIND == AQ_B_QQQ_GROUP) {
+                /* the block's bn fp16 scales of group k0 / g, 8 per copy (N % 64 == 0,
+                 * so a copy is all in or all out); fetched with the weights so that
+                 * no scale load waits in the main loop */
+                const uint8_t *srow = (const uint8_t *)p.w_scale + (k0 / p.g) * N * 2;
+                for (int i = tid; i < C::bn / 8; i += C::threads) {
+                    const int64_t col = n0 + 8 * i;
+                    const bool pred = col < N;
+                    aq_cp_async16(sg + s * C::s_stage + 16 * i, pred ? srow + 2 * col : srow, pred);
+                }
+            }
         } else {
             const uint8_t *b8 = (const uint8_t *)p.b;
             for (int i = tid; i < C::bn * 8; i += C::threads) {
@@ -249,33 +280,39 @@ k_gemm_aq_mma(const aq_params p)
     for (int t = 0; t < NT; t++) colsum[t] = 0;
     const bool want_colsum = !C::fp8 && p.azpm != AQ_AZP_NONE;
 
-    /* QQQ per group: the fp16 group scale of each of the warp's NT n8 tiles at
-     * column lane/4 for K tile kt. scale_perm puts logical column 8t + j of a
-     * 64-column chunk at 8j + t, so the scales are one 16-byte load (NT = 8)
-     * or one 8-byte load (NT = 4, tiles 4*whalf ..). */
-    auto load_gscale = [&](int kt) {
-        uint4 v = make_uint4(0, 0, 0, 0);
-        if (warp_n_live) {
-            const int64_t grp = (int64_t)kt * AQ_BK / p.g;
-            const __half *src = (const __half *)p.w_scale + grp * N + (wcol0 - 32 * whalf) + 8 * (lane >> 2) + 4 * whalf;
-            if constexpr (NT == 8) {
-                v = *(const uint4 *)src;
-            } else {
-                const uint2 h = *(const uint2 *)src;
-                v.x = h.x;
-                v.y = h.y;
-            }
-        }
-        return v;
-    };
-    uint4 gsv = make_uint4(0, 0, 0, 0);
-    if constexpr (KIND == AQ_B_QQQ_GROUP)
-        if (nkt > 0) gsv = load_gscale(kt0);
-
 #pragma unroll
     for (int s = 0; s < C::stages - 1; s++) {
         if (s < nkt) load_stage(s, kt0 + s);
         aq_cp_async_commit();
+    }
+
+    /* Integer split-K: every slice adds its int32 results into one (m, n) sum
+     * with atomic adds, which are exact, so the order in which slices arrive
+     * does not change a bit of the result. The first slice of a tile to start
+     * zeroes the tile's part of the sum while its first stages are in flight
+     * (whatever another launch left in the workspace) and raises the tile's
+     * flag; the other slices look at the flag only when they come to add. */
+    const bool int_split = !C::fp8 && p.splits > 1;
+    const int tile = blockIdx.y * gridDim.x + blockIdx.x;
+    if (int_split) {
+        __shared__ int aq_ticket;
+        if (tid == 0) aq_ticket = atomicAdd(&p.counters[AQ_CTR_ENTRY + tile], 1);
+        __syncthreads();
+#ifdef QV_MUTANT_gpu_aq_split_sum_not_zeroed
+        /* Mutant (class 6, marlin e7a312a): the integer split-K sum is never cleared, so
+         * a launch adds onto whatever the previous one left in the workspace. */
+        if (false) {
+#else
+        if (aq_ticket == 0) {
+#endif
+            int *sum = (int *)p.partial;
+            const int rows = min(C::bm, p.m - m0), cols = min(C::bn, p.n - n0);
+            for (int e = tid; e < rows * cols; e += C::threads)
+                sum[(int64_t)(m0 + e / cols) * N + n0 + e % cols] = 0;
+            __threadfence();
+            __syncthreads();
+            if (tid == 0) atomicExch(&p.counters[AQ_CTR_ZEROED + tile], 1);
+        }
     }
 
     for (int it = 0; it < nkt; it++) {
@@ -296,12 +333,22 @@ k_gemm_aq_mma(const aq_params p)
         const uint8_t *sb_s = sb + s * C::b_stage;
         const int kt = kt0 + it;
 
-        /* QQQ per group: the fp16 group scales of this stage (loaded one stage
-         * ahead), as half2 pairs for the dequantization. */
+        /* QQQ per group: the fp16 group scale of each of the warp's NT n8 tiles
+         * at column lane/4, from the stage's scale row, as half2 pairs for the
+         * dequantization. scale_perm puts logical column 8t + j of a 64-column
+         * chunk at 8j + t, so the scales are one 16-byte load (NT = 8) or one
+         * 8-byte load (NT = 4, tiles 4*whalf ..). */
         uint32_t gs2[NT];
         if constexpr (KIND == AQ_B_QQQ_GROUP) {
-            const uint4 v = gsv;
-            if (it + 1 < nkt) gsv = load_gscale(kt + 1);
+            uint4 v = make_uint4(0, 0, 0, 0);
+            const uint8_t *src = sg + s * C::s_stage + 2 * ((wcol0 - 32 * whalf - n0) + 8 * (lane >> 2) + 4 * whalf);
+            if constexpr (NT == 8) {
+                v = *(const uint4 *)src;
+            } else {
+                const uint2 h = *(const uint2 *)src;
+                v.x = h.x;
+                v.y = h.y;
+            }
             const uint32_t w4[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
             for (int t = 0; t < NT; t++) {
@@ -455,6 +502,14 @@ k_gemm_aq_mma(const aq_params p)
         }
     }
 
+    if (int_split) {
+        /* the tile's sum is zeroed before any slice adds into it */
+        if (tid == 0) {
+            while (atomicAdd(&p.counters[AQ_CTR_ZEROED + tile], 0) == 0) __nanosleep(64);
+            __threadfence();
+        }
+        __syncthreads();
+    }
     const int tq = lane & 3;
     if (warp_n_live) {
 #pragma unroll
@@ -471,7 +526,13 @@ k_gemm_aq_mma(const aq_params p)
                 for (int t = 0; t < NT; t++) {
                     const int64_t col = wcol0 + 8 * t + 2 * tq;
                     if (col >= N) continue;
-                    if (p.splits > 1) {
+                    if (int_split) {
+                        /* exact int32 adds into the tile's sum (wrap-around is defined for
+                         * atomicAdd and the total is in range: registry proof) */
+                        int *dst = (int *)p.partial + row * N + col;
+                        atomicAdd(dst, (int)acc[i][t][2 * hh]);
+                        atomicAdd(dst + 1, (int)acc[i][t][2 * hh + 1]);
+                    } else if (p.splits > 1) {
                         /* the raw partial of this K slice; the last slice to finish sums them */
                         acc_t *dst = (acc_t *)p.partial + ((int64_t)blockIdx.z * M + row) * N + col;
                         dst[0] = acc[i][t][2 * hh];
@@ -485,54 +546,62 @@ k_gemm_aq_mma(const aq_params p)
     }
     if (p.splits == 1) return;
 
-    /* Split-K: the last block of this output tile to arrive sums the slices in
-     * slice order (int32: exact; fp32: RN additions in one fixed order, so every
-     * launch gives the same bits) and finishes the tile; it also resets the
-     * tile's counter for the next launch. */
+    /* Split-K: the last block of this output tile to arrive finishes the tile:
+     * integer paths from the int32 sum, e4m3 by adding the fp32 slices in slice
+     * order (RN additions in one fixed order, so every launch gives the same
+     * bits). It also resets the tile's counters for the next launch. */
     __shared__ int aq_is_last;
     __threadfence();
     __syncthreads();
     int *counters = p.counters;
     if (tid == 0) {
-        const int tile = blockIdx.y * gridDim.x + blockIdx.x;
-        const int arrived = atomicAdd(&counters[tile], 1);
+        const int arrived = atomicAdd(&counters[AQ_CTR_ARRIVE + tile], 1);
         aq_is_last = arrived == p.splits - 1;
 #ifndef QV_MUTANT_gpu_aq_lock_not_reset
         /* (Mutant QV_MUTANT_gpu_aq_lock_not_reset, class 6, marlin e7a312a, leaves the
-         * counter set: the next launch never sees its last arrival.) */
-        if (aq_is_last) counters[tile] = 0;
+         * counters set: the next launch never sees its last arrival.) */
+        if (aq_is_last) {
+            counters[AQ_CTR_ARRIVE + tile] = 0;
+            if (int_split) {
+                counters[AQ_CTR_ENTRY + tile] = 0;
+                counters[AQ_CTR_ZEROED + tile] = 0;
+            }
+        }
 #endif
     }
     __syncthreads();
     if (!aq_is_last) return;
     __threadfence();
-    const acc_t *part_in = (const acc_t *)p.partial;
     for (int e = tid; e < C::bm * C::bn / 2; e += C::threads) {
         const int64_t row = m0 + e / (C::bn / 2), col = n0 + 2 * (e % (C::bn / 2));
         if (row >= M || col >= N) continue;
-        acc_t v0, v1;
-        for (int z = 0; z < p.splits; z++) {
-            /* L2 reads (__ldcg): the partials were written by other SMs */
-            const acc_t *src = part_in + ((int64_t)z * M + row) * N + col;
-            const acc_t w0 = __ldcg(src), w1 = __ldcg(src + 1);
-            if (z == 0) {
-                v0 = w0;
-                v1 = w1;
-            } else if constexpr (C::fp8) {
+        if constexpr (!C::fp8) {
+            /* L2 reads (__ldcg): the atomic adds were done in L2 */
+            const int *src = (const int *)p.partial + row * N + col;
+            aq_finish<KIND>(p, row, col, __ldcg(src), __ldcg(src + 1));
+        } else {
+            const float *part_in = (const float *)p.partial;
+            float v0 = 0.0f, v1 = 0.0f;
+            for (int z = 0; z < p.splits; z++) {
+                /* L2 reads (__ldcg): the partials were written by other SMs */
+                const float *src = part_in + ((int64_t)z * M + row) * N + col;
+                const float w0 = __ldcg(src), w1 = __ldcg(src + 1);
+                if (z == 0) {
+                    v0 = w0;
+                    v1 = w1;
+                } else {
 #ifdef QV_MUTANT_gpu_aq_splitk_f16_reduce
-                /* Mutant (class 4, vLLM #6795): the K slices are reduced in fp16. */
-                v0 = __half2float(__hadd(__float2half_rn(v0), __float2half_rn(w0)));
-                v1 = __half2float(__hadd(__float2half_rn(v1), __float2half_rn(w1)));
+                    /* Mutant (class 4, vLLM #6795): the K slices are reduced in fp16. */
+                    v0 = __half2float(__hadd(__float2half_rn(v0), __float2half_rn(w0)));
+                    v1 = __half2float(__hadd(__float2half_rn(v1), __float2half_rn(w1)));
 #else
-                v0 = __fadd_rn(v0, w0);
-                v1 = __fadd_rn(v1, w1);
+                    v0 = __fadd_rn(v0, w0);
+                    v1 = __fadd_rn(v1, w1);
 #endif
-            } else {
-                v0 = (int)((unsigned)v0 + (unsigned)w0);
-                v1 = (int)((unsigned)v1 + (unsigned)w1);
+                }
             }
+            aq_finish<KIND>(p, row, col, v0, v1);
         }
-        aq_finish<KIND>(p, row, col, v0, v1);
     }
 }
 
@@ -555,12 +624,14 @@ enum aq_tile { AQ_TILE_SMALL = 0, AQ_TILE_MEDIUM, AQ_TILE_LARGE };
 #define AQ_TARGET_BLOCKS 528
 /* Split-K partials never take more than this many bytes of workspace. */
 #define AQ_SPLIT_BYTES_MAX ((size_t)256 << 20)
-/* The workspace starts with the split-K arrival counters, one int per output
- * tile of a split launch (K is split only below AQ_TARGET_BLOCKS / 4 = 132
- * tiles, so 256 ints hold them). Every launch leaves them zero and every other
+/* The workspace starts with the split-K counters (AQ_CTR_*: arrivals, entry
+ * tickets, "sum zeroed" flags). Every launch leaves them zero and every other
  * buffer, of this kernel or of the cuBLASLt path (aq_lt.cuh), starts after
- * them, so one workspace zeroed once serves any sequence of M (gemm.h). */
-#define AQ_COUNTERS_BYTES ((size_t)1024)
+ * them, so one workspace zeroed once serves any sequence of M (gemm.h); the
+ * integer paths' int32 sum needs no zero from the caller (its first slice
+ * zeroes it). The partial region is sized for the e4m3 slices (splits x m x n
+ * fp32) whatever the kind: the integer paths use its first m x n ints. */
+#define AQ_COUNTERS_BYTES ((size_t)3 * AQ_SPLIT_TILES_MAX * sizeof(int))
 
 struct aq_plan {
     aq_tile tile;
