@@ -6,6 +6,7 @@
  * each nibble as 16*q in an int8 and scales by the stored s_ch = true/16; per
  * group re-rounds each weight to int8 as w8 = rne((q-8)*s_group) in one fp16
  * FMA; acc = A.w exact in int32; D = fp16_rne((float(acc) * s_ch) * s_tok). */
+#include "aq_args.cuh"
 #include "aq_gemm.cuh"
 #include "aq_lt.cuh"
 
@@ -39,20 +40,12 @@ extern "C" qv_status qv_launch_qqq(const qv_variant *v, const qv_gemm_args *a)
         return qv_fail(QV_ERR_USAGE, "%s: a device buffer is missing (a, a_scale, b, scales%s, c)", v->name,
                        group ? ", scales2" : "");
 
-    aq_params p = {};
-    p.m = a->m;
-    p.n = a->n;
-    p.k = a->k;
+    aq_params p = aq_params_of(a);
     p.g = a->g;
-    p.a = (const uint8_t *)a->a;
-    p.b = a->b;
-    p.a_scale = a->a_scale;
     p.ascale = AQ_AS_TOKEN;
-    p.w_scale = a->scales;
     p.w_scale2 = (const float *)a->scales2;
     p.wscale = AQ_WS_CHANNEL_PERM32;
     p.azpm = AQ_AZP_NONE;
-    p.c = (__half *)a->c;
     /* Large M: dequantize to int8 chunks, cuBLASLt int8 IGMMA, the same epilogue. */
     bool taken = false;
     QV_TRY(aq_lt_try(group ? AQ_B_QQQ_GROUP : AQ_B_QQQ_CH, p, a, aq_lt_offset(p.m, p.n, p.k), v->name, &taken));

@@ -12,6 +12,7 @@
  * rows declare; the mma kernel's 24-bit one lies inside that declaration).
  * qv_aq_fp8_probe (aq.h) runs the mma kernel's e4m3 instruction chain on one
  * dot product, for the precision witness. */
+#include "aq_args.cuh"
 #include "aq_gemm.cuh"
 #include "aq_lt.cuh"
 #include "aq_lt_fp8.cuh"
@@ -43,15 +44,7 @@ extern "C" qv_status qv_launch_w8a8(const qv_variant *v, const qv_gemm_args *a)
     if (a->n % 8 || a->k % 16)
         return qv_fail(QV_ERR_SHAPE, "%s: N=%d must be a multiple of 8 and K=%d of 16", v->name, a->n, a->k);
 
-    aq_params p = {};
-    p.m = a->m;
-    p.n = a->n;
-    p.k = a->k;
-    p.a = (const uint8_t *)a->a;
-    p.b = a->b;
-    p.a_scale = a->a_scale;
-    p.w_scale = a->scales;
-    p.c = (__half *)a->c;
+    aq_params p = aq_params_of(a);
     switch (v->act_scale) {
     case QV_ASCALE_TENSOR: p.ascale = AQ_AS_TENSOR; break;
     case QV_ASCALE_TOKEN: p.ascale = AQ_AS_TOKEN; break;
