@@ -71,17 +71,19 @@ template <int WT> struct wt_traits {
 
 /* Shared-memory byte layout of one stage. Activations first, so every stage
  * starts on a swizzle atom; group scales and zero points hold up to kKs group
- * rows (g = 16 gives one per k16 tile). */
+ * rows (g = 16 gives one per k16 tile). 8-bit weights: 44 KiB a stage, 221
+ * KiB for the ring, within the 227 KiB a block may have. */
 template <int WT> struct stage_layout {
     static constexpr int a_bytes = kBX * 128;
     static constexpr int b_bytes = kKs * kChunks * 32 * wt_traits<WT>::lane_bytes;
     static constexpr int s_bytes = kKs * kBN * 2;
-    static constexpr int z_bytes = kKs * (kBN / 8) * 4;
+    static constexpr int z_bytes = WT == WT_INT4_ZP ? kKs * (kBN / 8) * 4 : 0;
     static constexpr int a_off = 0;
     static constexpr int b_off = a_off + a_bytes;
     static constexpr int s_off = b_off + b_bytes;
     static constexpr int z_off = s_off + s_bytes;
     static constexpr int bytes = (z_off + z_bytes + kSwizzleAtom - 1) / kSwizzleAtom * kSwizzleAtom;
+    static_assert(kStages * bytes + kSwizzleAtom <= 227 * 1024, "the ring fits one block's shared memory");
     /* The dynamic shared memory base is only 16-byte aligned: one atom of
      * slack lets the kernel round it up to 1024. */
     static constexpr int total = kStages * bytes + kSwizzleAtom;
@@ -212,8 +214,8 @@ __device__ __forceinline__ float epilogue_scale(const wg_params &p, int col)
     return 1.0f;
 }
 
-/* One block: a kBN-column x kBX-token tile of Y^T over the whole of K. 168+
- * registers per thread (128 accumulators), so one block per SM. */
+/* One block: a kBN-column x kBX-token tile of Y^T over the whole of K. Up to
+ * 255 registers per thread (128 of them accumulators), so one block per SM. */
 template <int WT, bool IS_BF16>
 __global__ void __launch_bounds__(kThreads, 1) k_gemm_wonly_wgmma(const wg_params p)
 {
