@@ -180,6 +180,34 @@ static void fill_problem(qv_problem *p, int probe, int regime, uint64_t idx)
 
 /* ---- one case ----------------------------------------------------------------- */
 
+/* After a bit-exact mismatch: which column positions inside a 64-column chunk
+ * and which token positions inside a 64-token tile differ ('x'), the first
+ * mismatches, and for the first one the columns of the same chunk whose
+ * model value the kernel wrote there (a permuted fragment shows as another
+ * column). Both outputs are (m, n) 16-bit codes. */
+static void diagnose(const qv_problem *p, const uint16_t *out, const uint16_t *model)
+{
+    char cols[65], toks[65];
+    memset(cols, '.', 64), memset(toks, '.', 64);
+    cols[64] = toks[64] = '\0';
+    int shown = 0;
+    for (int64_t i = 0; i < p->m; i++)
+        for (int64_t j = 0; j < p->n; j++) {
+            const int64_t e = i * p->n + j;
+            if (out[e] == model[e]) continue;
+            cols[j % 64] = 'x', toks[i % 64] = 'x';
+            if (shown++ >= 4) continue;
+            fprintf(stderr, "  (%" PRId64 ", %" PRId64 "): out 0x%04x model 0x%04x; model has it at columns", i, j,
+                    out[e], model[e]);
+            const int64_t c0 = j / 64 * 64;
+            int found = 0;
+            for (int64_t jj = c0; jj < c0 + 64 && found < 6; jj++)
+                if (model[i * p->n + jj] == out[e]) fprintf(stderr, " %" PRId64, jj), found++;
+            fprintf(stderr, "%s\n", found ? "" : " (none)");
+        }
+    fprintf(stderr, "  columns mod 64 differing: %s\n  tokens mod 64 differing:  %s\n", cols, toks);
+}
+
 /* Runs p twice on the GPU, then checks the verdicts; returns 1 when it passed. */
 static int run_case(qv_problem *p, int probe, const char *label)
 {
@@ -208,6 +236,7 @@ static int run_case(qv_problem *p, int probe, const char *label)
         ref_verify_bitexact(p, model, out, &r);
         if (r.grade != QV_PASS) {
             fprintf(stderr, "FAIL %s (bit-exact vs model): %s\n", label, r.reason);
+            diagnose(p, out, model);
             ok = 0;
         }
     } else {
