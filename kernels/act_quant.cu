@@ -255,6 +255,12 @@ __device__ __forceinline__ void aq_rows(const uint16_t *__restrict__ x, uint8_t 
     }
 }
 
+/* Lets the next kernel in the stream start now if it was launched as a
+ * programmatic dependent (the W4A8 / W8A8 GEMMs are): it prefetches its
+ * weights and then waits (griddepcontrol.wait) until this grid has finished
+ * and its codes and scales are visible. A no-op for any other successor. */
+__device__ __forceinline__ void aq_allow_dependents() { asm volatile("griddepcontrol.launch_dependents;\n" ::); }
+
 /* The largest block of a row-group kernel with VPT slots per thread: 1024
  * threads leave 64 registers each, enough for 4 slots (16 registers of
  * values); 8 and 16 slots need 128 and 255 registers, so 512 and 256 threads. */
@@ -266,6 +272,7 @@ __global__ void __launch_bounds__(aq_block_limit(VPT))
 k_act_quant(const uint16_t *__restrict__ x, uint8_t *__restrict__ q, float *__restrict__ s, int64_t m, int64_t k,
             int group)
 {
+    aq_allow_dependents();
     aq_rows<BF16, FP8, VEC, VPT, false>(x, q, s, m, k, group);
 }
 
@@ -277,6 +284,7 @@ __global__ void __cluster_dims__(AQ_CLUSTER, 1, 1) __launch_bounds__(AQ_MAX_THRE
 k_act_quant_cluster(const uint16_t *__restrict__ x, uint8_t *__restrict__ q, float *__restrict__ s, int64_t m,
                     int64_t k)
 {
+    aq_allow_dependents();
     aq_rows<BF16, FP8, VEC, VPT, true>(x, q, s, m, k, 0);
 }
 
@@ -288,6 +296,7 @@ __global__ void __launch_bounds__(AQ_MAX_THREADS)
 k_act_quant_long(const uint16_t *__restrict__ x, uint8_t *__restrict__ q, float *__restrict__ s, int64_t k)
 {
     __shared__ float red[AQ_MAX_THREADS / 32];
+    aq_allow_dependents();
     const int64_t row = blockIdx.x;
     const uint16_t *xr = x + row * k;
     uint8_t *qr = q + row * k;

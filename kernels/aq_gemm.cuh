@@ -23,6 +23,9 @@
 
 #include <stdint.h>
 
+#include <stdlib.h>
+#include <string.h>
+
 #include <type_traits>
 
 #include <cuda_fp16.h>
@@ -210,6 +213,30 @@ k_gemm_aq_mma(const aq_params p)
     const bool warp_n_live = wcol0 < p.n;    /* QQQ: N % 64 == 0, so a warp is all in or all out */
     /* QQQ: the warp's chunk inside the block and its half of it (NT = 4). */
     const int wchunk = 8 * NT * wn / 64, whalf = (8 * NT * wn % 64) / 32;
+
+    /* Programmatic dependent launch (aq_launch_cfg): this grid may start while
+     * the kernel before it in the stream (in a W8A8 / W4A8 layer, the
+     * activation quantizer) is still running. Until griddepcontrol.wait
+     * returns, nothing that kernel may write is read or written here; the only
+     * memory operations are L2 prefetches of the block's first weight stages,
+     * which cannot return stale data (every write lands in L2, and the copies
+     * below read through L2 after the wait). */
+    for (int st = 0; st < C::stages - 1 && kt0 + st < min(ktiles, kt0 + p.kt_per_split); st++) {
+        const int64_t k0 = (int64_t)(kt0 + st) * AQ_BK;
+        if constexpr (C::qqq) {
+            /* 8 k16 rows of C::chunks * 512 contiguous bytes each: 128-byte lines */
+            for (int i = tid; i < 8 * C::chunks * 4; i += C::threads) {
+                const int64_t kb = k0 / 16 + i / (C::chunks * 4), chunk = n0 / 64 + (i % (C::chunks * 4)) / 4;
+                if (kb >= K / 16 || chunk >= N / 64) continue;
+                aq_prefetch_l2((const uint8_t *)p.b + kb * N * 8 + chunk * 512 + 128 * (i % 4));
+            }
+        } else {
+            /* one 128-byte line per column of the block */
+            for (int i = tid; i < C::bn; i += C::threads)
+                if (n0 + i < N && k0 < K) aq_prefetch_l2((const uint8_t *)p.b + (n0 + i) * K + k0);
+        }
+    }
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
 
     /* Issues the cp.async copies of K tile kt into stage s. */
     auto load_stage = [&](int s, int kt) {
@@ -661,6 +688,18 @@ static inline aq_plan aq_plan_for(int m, int n, int k)
     return pl;
 }
 
+/* Whether the GEMM is launched as a programmatic dependent: yes unless
+ * QVET_AQ_PDL=0 (for comparisons; the kernel waits either way). */
+static inline int aq_pdl_wanted()
+{
+    static int wanted = -1;
+    if (wanted < 0) {
+        const char *e = getenv("QVET_AQ_PDL");
+        wanted = !(e && strcmp(e, "0") == 0);
+    }
+    return wanted;
+}
+
 template <int KIND, int MW, int WM, int WN, int NT>
 static qv_status aq_launch_cfg(const aq_params &p, cudaStream_t stream)
 {
@@ -678,7 +717,21 @@ static qv_status aq_launch_cfg(const aq_params &p, cudaStream_t stream)
         return qv_fail(QV_ERR_UNSUPPORTED, "N=%d needs %lld column blocks, above the grid limit 65535",
                        p.n, (long long)gy);
     dim3 grid((unsigned)(((int64_t)p.m + C::bm - 1) / C::bm), (unsigned)gy, (unsigned)p.splits);
-    kern<<<grid, C::threads, C::smem, stream>>>(p);
+    /* Launched as a programmatic dependent of the stream's previous kernel: the
+     * blocks start, prefetch weights and wait (griddepcontrol.wait) while the
+     * activation quantizer in front finishes (it allows dependents as soon as
+     * its blocks run), instead of starting only after it has drained. */
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = aq_pdl_wanted();
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(C::threads);
+    cfg.dynamicSmemBytes = C::smem;
+    cfg.stream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    QV_CUDA_TRY(cudaLaunchKernelEx(&cfg, kern, p), "launching k_gemm_aq_mma");
     QV_CUDA_TRY(cudaGetLastError(), "launching k_gemm_aq_mma");
     return QV_OK;
 }

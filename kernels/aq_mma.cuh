@@ -23,6 +23,12 @@ __device__ __forceinline__ void aq_cp_async16(void *smem, const void *gmem, bool
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
 }
 
+/* Brings the 128-byte line holding gmem into L2 (no register result). */
+__device__ __forceinline__ void aq_prefetch_l2(const void *gmem)
+{
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(gmem));
+}
+
 __device__ __forceinline__ void aq_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 
 /* Waits until at most n committed groups are still in flight. */
