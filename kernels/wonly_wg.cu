@@ -6,10 +6,11 @@
  *    warpgroup, dequantized in registers straight from the packed words (the
  *    per-warp register fragment of wgmma's A is the m16n8k16 A fragment, and
  *    two n8 B fragments of a Marlin lane make one: kernels/dequant.cuh);
- *  - the activations are the wgmma B operand, 64 tokens x 16 k read from
- *    shared memory through a matrix descriptor, K-major (K contiguous, no
- *    transpose) with the 128-byte swizzle.
- * The packed weights are read once per 64 tokens, never expanded to memory.
+ *  - the activations are the wgmma B operand, 128 (or 64) tokens x 16 k read
+ *    from shared memory through a matrix descriptor, K-major (K contiguous,
+ *    no transpose) with the 128-byte swizzle.
+ * The packed weights are read and dequantized once per 128 (64) tokens, never
+ * expanded to memory.
  *
  * Declared arithmetic (src/registry.c, rows of family "marlin"), as in
  * wonly.cu:
@@ -20,18 +21,18 @@
  *  - products summed by the tensor cores into fp32, k16 by k16 in increasing
  *    k (one accumulator per output, no split K); output cast RNE.
  *
- * Structure: a block of two warpgroups computes a 512-column x 64-token tile
- * of Y^T. Warp w of warpgroup h owns the 64-column Marlin chunk 4h + w of the
- * block: per k16 tile it reads its lanes' 16 (4-bit) or 32 (8-bit) bytes,
- * which hold the fragments of all eight n8 tiles, and feeds n8 tiles 2i, 2i+1
- * as its 16 rows of the warpgroup's i-th m64 tile (i = 0..3). So warpgroup h
- * computes four m64n64 tiles, whose rows are columns 64(4h+w) + 16i + 0..15
- * for w = 0..3. Activations, packed weights, group scales and zero points
+ * Structure: a block of two warpgroups computes a bn-column x bx-token tile
+ * of Y^T (tile_cfg: 256 x 128 by default, 512 x 64 with QVET_WO_WG_TOKENS=64).
+ * Each warp owns TPW quarters of a 64-column Marlin chunk: per k16 tile it
+ * reads its lanes' words of those quarters (each quarter holds the fragments
+ * of two n8 tiles) and feeds quarter i as its 16 rows of the warpgroup's i-th
+ * m64 tile. Activations, packed weights, group scales and zero points
  * travel global -> shared through a 5-stage cp.async ring of 64 k each (one
  * 128-byte swizzle row of activations). */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "dequant.cuh"
 #include "mma.cuh"
@@ -50,9 +51,6 @@ enum { SC_GROUP = 0, SC_CHANNEL = 1, SC_TENSOR = 2 };
 enum { SF_F16 = 0, SF_BF16 = 1, SF_F32 = 2 };
 
 constexpr int kThreads = 256;          /* two warpgroups of four warps */
-constexpr int kChunks = 8;             /* 64-column Marlin chunks per block, one per warp */
-constexpr int kBN = 64 * kChunks;      /* output columns per block */
-constexpr int kBX = 64;                /* tokens per block: the wgmma N */
 constexpr int kKs = 4;                 /* k16 tiles per stage: 64 fp16 = one 128-byte swizzle row */
 constexpr int kStages = 5;             /* ring depth */
 /* Stages requested ahead of the one computed: kStages - 2, so that the slot
@@ -61,6 +59,21 @@ constexpr int kStages = 5;             /* ring depth */
  * tensor cores never drain at a stage boundary. */
 constexpr int kAhead = kStages - 2;
 constexpr int kSwizzleAtom = 1024;     /* 8 rows of 128 bytes: the 128-byte swizzle's repeat */
+
+/* The block's tile, by m64 tiles per warpgroup (TPW, 4 or 2): each warp
+ * feeds TPW x 16 rows of weights, its lanes' words for TPW pairs of n8 tiles
+ * (a quarter of a 64-column Marlin chunk per pair), so a warpgroup covers TPW
+ * chunks and the block 2 TPW chunks; the 128 fp32 accumulators per thread
+ * then hold 256 / TPW tokens, the wgmma N.
+ *   TPW = 4: 512 columns x 64 tokens; each warp reads all of one chunk.
+ *   TPW = 2: 256 columns x 128 tokens; each warp reads half of one chunk, and
+ *            every dequantized weight serves twice as many tokens. */
+template <int TPW> struct tile_cfg {
+    static_assert(TPW == 2 || TPW == 4, "two or four m64 tiles per warpgroup");
+    static constexpr int bx = 256 / TPW;        /* tokens per block: the wgmma N */
+    static constexpr int chunks = 2 * TPW;      /* 64-column chunks per block */
+    static constexpr int bn = 64 * chunks;      /* output columns per block */
+};
 
 template <int WT> struct wt_traits {
     static constexpr bool four = WT == WT_INT4 || WT == WT_INT4_ZP;
@@ -71,13 +84,14 @@ template <int WT> struct wt_traits {
 
 /* Shared-memory byte layout of one stage. Activations first, so every stage
  * starts on a swizzle atom; group scales and zero points hold up to kKs group
- * rows (g = 16 gives one per k16 tile). 8-bit weights: 44 KiB a stage, 221
- * KiB for the ring, within the 227 KiB a block may have. */
-template <int WT> struct stage_layout {
-    static constexpr int a_bytes = kBX * 128;
-    static constexpr int b_bytes = kKs * kChunks * 32 * wt_traits<WT>::lane_bytes;
-    static constexpr int s_bytes = kKs * kBN * 2;
-    static constexpr int z_bytes = WT == WT_INT4_ZP ? kKs * (kBN / 8) * 4 : 0;
+ * rows (g = 16 gives one per k16 tile). At most (8-bit weights, TPW = 4)
+ * 44 KiB a stage, 221 KiB for the ring, within the 227 KiB of one block. */
+template <int WT, int TPW> struct stage_layout {
+    using C = tile_cfg<TPW>;
+    static constexpr int a_bytes = C::bx * 128;
+    static constexpr int b_bytes = kKs * C::chunks * 32 * wt_traits<WT>::lane_bytes;
+    static constexpr int s_bytes = kKs * C::bn * 2;
+    static constexpr int z_bytes = WT == WT_INT4_ZP ? kKs * (C::bn / 8) * 4 : 0;
     static constexpr int a_off = 0;
     static constexpr int b_off = a_off + a_bytes;
     static constexpr int s_off = b_off + b_bytes;
@@ -149,43 +163,94 @@ __device__ __forceinline__ void wg_fence_proxy_async()
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
-/* D (64 x 64, fp32) += A (64 x 16, registers) . B (16 x 64, shared memory
- * through `desc_b`), wgmma m64n64k16 with fp32 accumulation. a[0..3]: this
- * warp's 16 rows as the m16n8k16 A fragment; d[4j + {0,1}]: row lane/4, tokens
- * 8j + 2(lane%4) + {0,1}; d[4j + {2,3}]: the same tokens of row lane/4 + 8.
- * Operands after B: scale-d 1 (accumulate), imm-scale-a/b 1 (no negation),
- * imm-trans-b 0 (B is K-major). */
-template <bool IS_BF16>
-__device__ __forceinline__ void wg_mma_m64n64k16(float d[32], const uint32_t a[4], uint64_t desc_b);
+/* D (64 x N, fp32) += A (64 x 16, registers) . B (16 x N, shared memory
+ * through `desc_b`), wgmma m64nNk16 with fp32 accumulation, N = 64 or 128.
+ * a[0..3]: this warp's 16 rows as the m16n8k16 A fragment; d[4j + {0,1}]: row
+ * lane/4, tokens 8j + 2(lane%4) + {0,1}; d[4j + {2,3}]: the same tokens of
+ * row lane/4 + 8. Operands after B: scale-d 1 (accumulate), imm-scale-a/b 1
+ * (no negation), imm-trans-b 0 (B is K-major). */
+template <int N, bool IS_BF16> struct wg_mma;
 
-#define QV_WG_MMA_ASM(TYPE)                                                                           \
-    asm volatile("{\n"                                                                                 \
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " "                       \
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "             \
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
-                 "{%32, %33, %34, %35}, %36, 1, 1, 1, 0;\n"                                             \
-                 "}\n"                                                                                 \
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),  \
-                   "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),            \
-                   "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),         \
-                   "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),         \
-                   "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),         \
-                   "+f"(d[31])                                                                         \
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b))
+template <> struct wg_mma<64, false> {
+    static __device__ __forceinline__ void run(float d[32], const uint32_t a[4], uint64_t desc_b)
+    {
+        asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+                     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "
+                     "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+                     "{%32, %33, %34, %35}, %36, 1, 1, 1, 0;\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+                       "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+                       "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),
+                       "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
+                       "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+    }
+};
 
-template <>
-__device__ __forceinline__ void wg_mma_m64n64k16<false>(float d[32], const uint32_t a[4], uint64_t desc_b)
-{
-    QV_WG_MMA_ASM("f16");
-}
+template <> struct wg_mma<64, true> {
+    static __device__ __forceinline__ void run(float d[32], const uint32_t a[4], uint64_t desc_b)
+    {
+        asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "
+                     "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+                     "{%32, %33, %34, %35}, %36, 1, 1, 1, 0;\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+                       "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+                       "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),
+                       "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
+                       "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+    }
+};
 
-template <>
-__device__ __forceinline__ void wg_mma_m64n64k16<true>(float d[32], const uint32_t a[4], uint64_t desc_b)
-{
-    QV_WG_MMA_ASM("bf16");
-}
+template <> struct wg_mma<128, false> {
+    static __device__ __forceinline__ void run(float d[64], const uint32_t a[4], uint64_t desc_b)
+    {
+        asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+                     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "
+                     "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, "
+                     "%34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, "
+                     "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+                     "{%64, %65, %66, %67}, %68, 1, 1, 1, 0;\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+                       "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+                       "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),
+                       "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
+                       "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                       "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]),
+                       "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]),
+                       "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
+                       "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                       "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]),
+                       "+f"(d[62]), "+f"(d[63])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+    }
+};
 
-#undef QV_WG_MMA_ASM
+template <> struct wg_mma<128, true> {
+    static __device__ __forceinline__ void run(float d[64], const uint32_t a[4], uint64_t desc_b)
+    {
+        asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+                     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "
+                     "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, "
+                     "%34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, "
+                     "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+                     "{%64, %65, %66, %67}, %68, 1, 1, 1, 0;\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+                       "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+                       "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),
+                       "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
+                       "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                       "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]),
+                       "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]),
+                       "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
+                       "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                       "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]),
+                       "+f"(d[62]), "+f"(d[63])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+    }
+};
+
 
 /* Packed index of logical column col for channelwise scales (scale_perm_single:
  * inside each 32 columns, position 8i + jj holds column 2i + {0,1,8,9,16,17,24,25}[jj]). */
@@ -214,13 +279,15 @@ __device__ __forceinline__ float epilogue_scale(const wg_params &p, int col)
     return 1.0f;
 }
 
-/* One block: a kBN-column x kBX-token tile of Y^T over the whole of K. Up to
- * 255 registers per thread (128 of them accumulators), so one block per SM. */
-template <int WT, bool IS_BF16>
+/* One block: a tile_cfg<TPW>::bn-column x tile_cfg<TPW>::bx-token tile of Y^T
+ * over the whole of K. Up to 255 registers per thread (128 of them
+ * accumulators), so one block per SM. */
+template <int WT, bool IS_BF16, int TPW>
 __global__ void __launch_bounds__(kThreads, 1) k_gemm_wonly_wgmma(const wg_params p)
 {
     using T = wt_traits<WT>;
-    using L = stage_layout<WT>;
+    using C = tile_cfg<TPW>;
+    using L = stage_layout<WT, TPW>;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     /* Rounded up to a swizzle atom in the shared address space, which is
      * what the descriptors and the hardware's XOR see. */
@@ -230,10 +297,13 @@ __global__ void __launch_bounds__(kThreads, 1) k_gemm_wonly_wgmma(const wg_param
     const int tid = threadIdx.x;
     const int lane = tid & 31;
     const int warp = tid >> 5;
-    const int wgi = warp >> 2;            /* warpgroup */
-    const int chunk_l = warp;             /* this warp's chunk inside the block: 4 * wgi + warp % 4 */
-    const int m0 = blockIdx.x * kBX;
-    const int c0 = blockIdx.y * kChunks;  /* the block's first chunk */
+    const int wgi = warp >> 2;              /* warpgroup */
+    const int chunk_l = warp * TPW / 4;     /* this warp's chunk inside the block */
+    /* The first of this warp's TPW quarter-chunks (4-bit words): m64 tile i
+     * takes n8 tiles 2 (q0 + i) and 2 (q0 + i) + 1 of the chunk. */
+    const int q0 = warp * TPW % 4;
+    const int m0 = blockIdx.x * C::bx;
+    const int c0 = blockIdx.y * C::chunks;  /* the block's first chunk */
     const int n_chunks = p.n / 64;
     const int kt_total = p.k / 16;
     const int n_steps = (kt_total + kKs - 1) / kKs;
@@ -242,73 +312,73 @@ __global__ void __launch_bounds__(kThreads, 1) k_gemm_wonly_wgmma(const wg_param
      * (groups are whole, aligned multiples of 16 rows). */
     const int s_shift = p.g_shift < 2 ? p.g_shift : 2;
     const int s_rows = grouped ? kKs >> s_shift : 0;
-    /* A warpgroup whose four chunks all lie past N has nothing to compute
+    /* A warpgroup whose TPW chunks all lie past N has nothing to compute
      * (uniform over the warpgroup, as wgmma requires). */
-    const bool wg_active = c0 + 4 * wgi < n_chunks;
+    const bool wg_active = c0 + TPW * wgi < n_chunks;
     const uint16_t *a16 = static_cast<const uint16_t *>(p.a);
     const int64_t b_row_words = (int64_t)n_chunks * T::chunk_words;
 
     /* Issues the copies of pipeline step `step` into ring slot `slot`.
-     * A: 64 token rows x 8 chunks of 16 bytes, chunk c of row r stored at
+     * A: bx token rows x 8 chunks of 16 bytes, chunk c of row r stored at
      *    c ^ (r % 8) (the 128-byte swizzle the descriptor declares); rows past
      *    M and k16 tiles past K are zero-filled without a read.
      * B: each (k16 tile u, chunk, 16-byte part q) as 32 lanes' 16 bytes in a
      *    row, so a warp's read of one part is 512 contiguous bytes.
-     * Scales: s_rows rows of kBN halves; zero points: s_rows rows of kBN/8 words. */
+     * Scales: s_rows rows of bn halves; zero points: s_rows rows of bn/8 words. */
     auto load_stage = [&](int step, int slot) {
         unsigned char *st = smem + slot * L::bytes;
         const int kt0 = step * kKs;
 #pragma unroll
-        for (int i = 0; i < kBX * 8 / kThreads; i++) {
+        for (int i = 0; i < C::bx * 8 / kThreads; i++) {
             const int c = tid + i * kThreads;
             const int row = c >> 3, ch = c & 7;
             const bool ok = m0 + row < p.m && kt0 + (ch >> 1) < kt_total;
             const uint16_t *src = ok ? a16 + (int64_t)(m0 + row) * p.k + (int64_t)kt0 * 16 + ch * 8 : a16;
             qv_cp_async16(st + L::a_off + row * 128 + ((ch ^ (row & 7)) << 4), src, ok);
         }
-        constexpr int b_iters = kKs * kChunks * 32 * T::parts / kThreads;
+        constexpr int b_iters = kKs * C::chunks * 32 * T::parts / kThreads;
 #pragma unroll
         for (int i = 0; i < b_iters; i++) {
             const int c = tid + i * kThreads;
             const int ln = c & 31;
             const int part = (c >> 5) % T::parts;
-            const int ck = (c >> 5) / T::parts % kChunks;
-            const int u = (c >> 5) / T::parts / kChunks;
+            const int ck = (c >> 5) / T::parts % C::chunks;
+            const int u = (c >> 5) / T::parts / C::chunks;
             const bool ok = c0 + ck < n_chunks && kt0 + u < kt_total;
             const uint32_t *src = ok ? p.b + (int64_t)(kt0 + u) * b_row_words + (int64_t)(c0 + ck) * T::chunk_words +
                                            ln * (T::lane_bytes / 4) + part * 4
                                      : p.b;
-            qv_cp_async16(st + L::b_off + (((u * kChunks + ck) * T::parts + part) * 32 + ln) * 16, src, ok);
+            qv_cp_async16(st + L::b_off + (((u * C::chunks + ck) * T::parts + part) * 32 + ln) * 16, src, ok);
         }
         if (grouped) {
-            /* 64 copies of 16 bytes per scale row; one per thread at most. */
-            const int r = tid >> 6, piece = tid & 63;
+            /* bn/8 copies of 16 bytes per scale row: at most 4 rows x 64. */
+            const int r = tid / (C::bn / 8), piece = tid % (C::bn / 8);
             if (r < s_rows) {
                 const int64_t grp = (int64_t)(kt0 >> p.g_shift) + r;
                 const bool ok = kt0 + (r << p.g_shift) < kt_total && (c0 * 64 + piece * 8) < p.n;
                 const uint16_t *src =
                     ok ? static_cast<const uint16_t *>(p.scales) + grp * p.n + c0 * 64 + piece * 8
                        : static_cast<const uint16_t *>(p.scales);
-                qv_cp_async16(st + L::s_off + r * kBN * 2 + piece * 16, src, ok);
+                qv_cp_async16(st + L::s_off + r * C::bn * 2 + piece * 16, src, ok);
             }
             if (WT == WT_INT4_ZP) {
-                /* 16 copies of 16 bytes (32 columns each) per zero-point row. */
-                const int rz = tid >> 4, pz = tid & 15;
+                /* bn/32 copies of 16 bytes (32 columns each) per zero-point row. */
+                const int rz = tid / (C::bn / 32), pz = tid % (C::bn / 32);
                 if (rz < s_rows) {
                     const int64_t grp = (int64_t)(kt0 >> p.g_shift) + rz;
                     const bool ok = kt0 + (rz << p.g_shift) < kt_total && (c0 * 64 + pz * 32) < p.n;
                     const uint32_t *src = ok ? p.zeros + grp * (p.n / 8) + c0 * 8 + pz * 4 : p.zeros;
-                    qv_cp_async16(st + L::z_off + rz * (kBN / 8) * 4 + pz * 16, src, ok);
+                    qv_cp_async16(st + L::z_off + rz * (C::bn / 8) * 4 + pz * 16, src, ok);
                 }
             }
         }
     };
 
-    float acc[4][32];
+    float acc[TPW][C::bx / 2];
 #pragma unroll
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < TPW; i++)
 #pragma unroll
-        for (int r = 0; r < 32; r++) acc[i][r] = 0.0f;
+        for (int r = 0; r < C::bx / 2; r++) acc[i][r] = 0.0f;
 
 #pragma unroll
     for (int s = 0; s < kAhead; s++) {
@@ -316,10 +386,10 @@ __global__ void __launch_bounds__(kThreads, 1) k_gemm_wonly_wgmma(const wg_param
         qv_cp_async_commit();
     }
 
-    uint32_t sc[8];      /* group scales of the current group, one half2 per n8 tile */
-    uint32_t zw = 0;     /* packed zero points of the current group, nibble per n8 tile */
+    uint32_t sc[2 * TPW]; /* group scales of the current group, one half2 per n8 tile of the warp */
+    uint32_t zw = 0;      /* packed zero points of the current group, nibble per n8 tile */
     int cur_grp = -1;
-    uint32_t sym[2];     /* "q+8" codes: zero point 8 */
+    uint32_t sym[2];      /* "q+8" codes: zero point 8 */
     qv_dq4_consts<IS_BF16>(8u, sym);
 
     for (int step = 0; step < n_steps; step++) {
@@ -340,19 +410,26 @@ __global__ void __launch_bounds__(kThreads, 1) k_gemm_wonly_wgmma(const wg_param
 #pragma unroll
         for (int u = 0; u < kKs; u++) {
             if (u >= nk) break;
-            const uint4 *bsrc = reinterpret_cast<const uint4 *>(
-                st + L::b_off + ((u * kChunks + chunk_l) * T::parts * 32 + lane) * 16);
-            uint32_t bw[T::lane_bytes / 4];
+            /* This lane's packed words of its n8 tiles 2 q0 .. 2 (q0 + TPW) - 1:
+             * 4-bit, word q holds n8 tiles 2q and 2q + 1; 8-bit, word j8 holds
+             * n8 tile j8 and the lane's 32 bytes are two 16-byte parts. */
+            const unsigned char *blane = st + L::b_off + ((u * C::chunks + chunk_l) * T::parts * 32 + lane) * 16;
+            uint32_t bw[T::four ? TPW : 2 * TPW];
+            if constexpr (T::four && TPW == 4) {
+                const uint4 v = *reinterpret_cast<const uint4 *>(blane);
+                bw[0] = v.x, bw[1] = v.y, bw[2] = v.z, bw[3] = v.w;
+            } else if constexpr (T::four) {
+                const uint2 v = *reinterpret_cast<const uint2 *>(blane + 4 * q0);
+                bw[0] = v.x, bw[1] = v.y;
+            } else {
 #pragma unroll
-            for (int q = 0; q < T::parts; q++) {
-                const uint4 v = bsrc[q * 32];
-                bw[4 * q] = v.x;
-                bw[4 * q + 1] = v.y;
-                bw[4 * q + 2] = v.z;
-                bw[4 * q + 3] = v.w;
+                for (int q = 0; q < TPW / 2; q++) {
+                    const uint4 v = *reinterpret_cast<const uint4 *>(blane + (q0 / 2 + q) * 512);
+                    bw[4 * q] = v.x, bw[4 * q + 1] = v.y, bw[4 * q + 2] = v.z, bw[4 * q + 3] = v.w;
+                }
             }
-            /* Group scales of this lane's eight n8 tiles, reloaded only when
-             * the group changes: positions 8*(lane/4)+j8 of the warp's chunk
+            /* Group scales of this lane's n8 tiles, reloaded only when the
+             * group changes: positions 8*(lane/4)+j8 of the warp's chunk
              * (scale_perm puts column 8*j8 + lane/4 there), unless k == g uses
              * the channel permutation. */
             if (grouped) {
@@ -360,64 +437,73 @@ __global__ void __launch_bounds__(kThreads, 1) k_gemm_wonly_wgmma(const wg_param
                 if (grp != cur_grp) {
                     cur_grp = grp;
                     const int r = u >> s_shift;
-                    const unsigned char *srow = st + L::s_off + r * kBN * 2;
+                    const unsigned char *srow = st + L::s_off + r * C::bn * 2;
                     if (!p.grp_single) {
-                        const uint4 sv = *reinterpret_cast<const uint4 *>(srow + (chunk_l * 64 + 8 * (lane >> 2)) * 2);
-                        const uint32_t s4[4] = {sv.x, sv.y, sv.z, sv.w};
+                        const unsigned char *sp = srow + (chunk_l * 64 + 8 * (lane >> 2) + 2 * q0) * 2;
+                        uint32_t s2[TPW];
+                        if constexpr (TPW == 4) {
+                            const uint4 sv = *reinterpret_cast<const uint4 *>(sp);
+                            s2[0] = sv.x, s2[1] = sv.y, s2[2] = sv.z, s2[3] = sv.w;
+                        } else {
+                            const uint2 sv = *reinterpret_cast<const uint2 *>(sp);
+                            s2[0] = sv.x, s2[1] = sv.y;
+                        }
 #pragma unroll
-                        for (int j8 = 0; j8 < 8; j8++)
-                            sc[j8] = qv_h2<IS_BF16>::dup((s4[j8 >> 1] >> (16 * (j8 & 1))) & 0xFFFFu);
+                        for (int jj = 0; jj < 2 * TPW; jj++)
+                            sc[jj] = qv_h2<IS_BF16>::dup((s2[jj >> 1] >> (16 * (jj & 1))) & 0xFFFFu);
                     } else {
                         const uint16_t *s16 = reinterpret_cast<const uint16_t *>(srow);
 #pragma unroll
-                        for (int j8 = 0; j8 < 8; j8++)
-                            sc[j8] = qv_h2<IS_BF16>::dup(s16[single_perm_index(chunk_l * 64 + 8 * j8 + (lane >> 2))]);
+                        for (int jj = 0; jj < 2 * TPW; jj++)
+                            sc[jj] = qv_h2<IS_BF16>::dup(
+                                s16[single_perm_index(chunk_l * 64 + 8 * (2 * q0 + jj) + (lane >> 2))]);
                     }
                     if (WT == WT_FP8) {
                         /* Exact: s * 2^s_pow2 * 2^-s_pow2 = s, a half-precision value. */
 #pragma unroll
-                        for (int j8 = 0; j8 < 8; j8++) sc[j8] = qv_h2<IS_BF16>::mul(sc[j8], p.unbias_h2);
+                        for (int jj = 0; jj < 2 * TPW; jj++) sc[jj] = qv_h2<IS_BF16>::mul(sc[jj], p.unbias_h2);
                     }
-                    if (WT == WT_INT4_ZP) {
-                        /* Zero point of n8 tile j8: packed position j8 sits at
-                         * nibble j8/2 + 4*(j8%2) (interleave [0,2,4,6,1,3,5,7]);
-                         * the word of column lane/4 of each n8 tile. */
-                        zw = *reinterpret_cast<const uint32_t *>(st + L::z_off + r * (kBN / 8) * 4 +
+                    if (WT == WT_INT4_ZP)
+                        /* The word of column lane/4 of each of the chunk's n8 tiles. */
+                        zw = *reinterpret_cast<const uint32_t *>(st + L::z_off + r * (C::bn / 8) * 4 +
                                                                  (chunk_l * 8 + (lane >> 2)) * 4);
-                    }
                 }
             }
-            /* The m64 tile i takes n8 tiles 2i (rows 0-7) and 2i+1 (rows 8-15):
-             * A fragment {tile 2i k0-7, tile 2i+1 k0-7, tile 2i k8-15, tile 2i+1 k8-15}. */
-            uint32_t af[4][4];
+            /* The m64 tile i takes n8 tiles 2(q0+i) (rows 0-7) and 2(q0+i)+1
+             * (rows 8-15): A fragment {lo tile k0-7, hi tile k0-7, lo tile
+             * k8-15, hi tile k8-15}. */
+            uint32_t af[TPW][4];
 #pragma unroll
-            for (int j8 = 0; j8 < 8; j8++) {
+            for (int jj = 0; jj < 2 * TPW; jj++) {
                 uint32_t bf[2];
-                if (WT == WT_INT4)
-                    qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), sym, bf);
-                else if (WT == WT_INT4_ZP) {
-                    /* The constants are rebuilt per tile rather than kept for
-                     * all eight: registers are the kernel's scarcest resource. */
+                if (WT == WT_INT4) {
+                    qv_dq4<IS_BF16>(bw[jj >> 1] >> (8 * (jj & 1)), sym, bf);
+                } else if (WT == WT_INT4_ZP) {
+                    /* Zero point of n8 tile j8 = 2 q0 + jj: packed position j8
+                     * sits at nibble j8/2 + 4*(j8%2) (interleave
+                     * [0,2,4,6,1,3,5,7]). The constants are rebuilt per tile
+                     * rather than kept: registers are the scarcest resource. */
+                    const int j8 = 2 * q0 + jj;
                     uint32_t zc[2];
                     qv_dq4_consts<IS_BF16>((zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1)))) & 0xFu, zc);
-                    qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), zc, bf);
+                    qv_dq4<IS_BF16>(bw[jj >> 1] >> (8 * (jj & 1)), zc, bf);
+                } else if (WT == WT_INT8) {
+                    qv_dq8<IS_BF16>(bw[jj], bf);
+                } else {
+                    qv_dqfp8<IS_BF16>(bw[jj], bf);
                 }
-                else if (WT == WT_INT8)
-                    qv_dq8<IS_BF16>(bw[j8], bf);
-                else
-                    qv_dqfp8<IS_BF16>(bw[j8], bf);
                 if (grouped) {
-                    bf[0] = qv_h2<IS_BF16>::mul(bf[0], sc[j8]);
-                    bf[1] = qv_h2<IS_BF16>::mul(bf[1], sc[j8]);
+                    bf[0] = qv_h2<IS_BF16>::mul(bf[0], sc[jj]);
+                    bf[1] = qv_h2<IS_BF16>::mul(bf[1], sc[jj]);
                 }
-                af[j8 >> 1][j8 & 1] = bf[0];
-                af[j8 >> 1][2 + (j8 & 1)] = bf[1];
+                af[jj >> 1][jj & 1] = bf[0];
+                af[jj >> 1][2 + (jj & 1)] = bf[1];
             }
             wg_fence();
             /* k16 tile u of the stage: 32 bytes into each 128-byte row. */
             const uint64_t desc = desc0 + (uint64_t)(u * 32 >> 4);
 #pragma unroll
-            for (int i = 0; i < 4; i++) wg_mma_m64n64k16<IS_BF16>(acc[i], af[i], desc);
+            for (int i = 0; i < TPW; i++) wg_mma<C::bx, IS_BF16>::run(acc[i], af[i], desc);
             wg_commit();
             /* The previous k16 tile's group is done: its fragment registers
              * may be reused while this one runs. */
@@ -429,7 +515,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_gemm_wonly_wgmma(const wg_param
     if (!wg_active || c0 + chunk_l >= n_chunks) return;
 
     /* Epilogue: row 16w + lane/4 (+8) of m64 tile i is column
-     * 64*chunk + 16i + lane/4 (+8); accumulator 4j + 2h + e holds token
+     * 64*chunk + 16(q0+i) + lane/4 (+8); accumulator 4j + 2h + e holds token
      * 8j + 2(lane%4) + e. Lanes lane and lane^4 hold neighbouring columns of
      * the same tokens: after one exchange, the even-column lane stores both
      * columns of its even token and the odd-column lane both of its odd token,
@@ -437,13 +523,13 @@ __global__ void __launch_bounds__(kThreads, 1) k_gemm_wonly_wgmma(const wg_param
     const int gq = lane >> 2, tq = lane & 3;
     const bool even = (gq & 1) == 0;
 #pragma unroll
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < TPW; i++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            const int col = (c0 + chunk_l) * 64 + 16 * i + 8 * h + gq;
+            const int col = (c0 + chunk_l) * 64 + 16 * (q0 + i) + 8 * h + gq;
             const float s = epilogue_scale(p, col);
 #pragma unroll
-            for (int j = 0; j < 8; j++) {
+            for (int j = 0; j < C::bx / 8; j++) {
                 float y0 = acc[i][4 * j + 2 * h], y1 = acc[i][4 * j + 2 * h + 1];
                 if (!grouped) {
                     y0 = y0 * s;
@@ -497,8 +583,8 @@ bool covers(const qv_variant *v, int m, int n, int k)
         v->scale_layout != QV_SCALE_TENSOR)
         return false;
     if (m < 1 || n < 64 || n % 64 || k < 16 || k % 16) return false;
-    /* gridDim.y counts 512-column blocks (at most 65535). */
-    return (n + kBN - 1) / kBN <= 65535;
+    /* gridDim.y counts 256- or 512-column blocks (at most 65535). */
+    return (n + 255) / 256 <= 65535;
 }
 
 /* QVET_WO_WG_MIN_M: 0 when unset or empty (the path is off), else the whole
@@ -517,30 +603,47 @@ qv_status min_m_from_env(long *min_m)
     return QV_OK;
 }
 
-template <int WT, bool BF>
-qv_status launch_kernel(const wg_params &p, dim3 grid, cudaStream_t stream)
+/* QVET_WO_WG_TOKENS: the block's token tile, 128 (default: two m64 tiles
+ * per warpgroup) or 64 (four); anything else is a usage error. */
+qv_status tpw_from_env(int *tpw)
 {
-    constexpr int smem = stage_layout<WT>::total;
+    const char *s = getenv("QVET_WO_WG_TOKENS");
+    *tpw = 2;
+    if (!s || !*s || !strcmp(s, "128")) return QV_OK;
+    if (!strcmp(s, "64")) {
+        *tpw = 4;
+        return QV_OK;
+    }
+    return qv_fail(QV_ERR_USAGE, "QVET_WO_WG_TOKENS=\"%s\": expected 64 or 128 (tokens per block of the wgmma "
+                   "kernel), or unset for 128", s);
+}
+
+template <int WT, bool BF, int TPW>
+qv_status launch_kernel(const wg_params &p, cudaStream_t stream)
+{
+    using C = tile_cfg<TPW>;
+    constexpr int smem = stage_layout<WT, TPW>::total;
     static bool attr_set = false;
     if (!attr_set) {
-        QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_wgmma<WT, BF>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         smem),
+        QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_wgmma<WT, BF, TPW>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
                     "cudaFuncSetAttribute (wgmma weight-only kernel shared memory)");
         attr_set = true;
     }
-    k_gemm_wonly_wgmma<WT, BF><<<grid, kThreads, smem, stream>>>(p);
+    const dim3 grid((unsigned)((p.m + C::bx - 1) / C::bx), (unsigned)((p.n + C::bn - 1) / C::bn));
+    k_gemm_wonly_wgmma<WT, BF, TPW><<<grid, kThreads, smem, stream>>>(p);
     QV_CUDA_TRY(cudaGetLastError(), "wgmma weight-only kernel launch");
     return QV_OK;
 }
 
-template <bool BF>
-qv_status launch_wt(int wt, const wg_params &p, dim3 grid, cudaStream_t stream)
+template <bool BF, int TPW>
+qv_status launch_wt(int wt, const wg_params &p, cudaStream_t stream)
 {
     switch (wt) {
-    case WT_INT4: return launch_kernel<WT_INT4, BF>(p, grid, stream);
-    case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF>(p, grid, stream);
-    case WT_INT8: return launch_kernel<WT_INT8, BF>(p, grid, stream);
-    default: return launch_kernel<WT_FP8, BF>(p, grid, stream);
+    case WT_INT4: return launch_kernel<WT_INT4, BF, TPW>(p, stream);
+    case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF, TPW>(p, stream);
+    case WT_INT8: return launch_kernel<WT_INT8, BF, TPW>(p, stream);
+    default: return launch_kernel<WT_FP8, BF, TPW>(p, stream);
     }
 }
 
@@ -566,6 +669,8 @@ extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args 
     if (!covers(v, a->m, a->n, a->k))
         return qv_fail(QV_ERR_UNSUPPORTED, "%s: m=%d n=%d k=%d is not covered by the wgmma weight-only kernel",
                        v->name, a->m, a->n, a->k);
+    int tpw;
+    QV_TRY(tpw_from_env(&tpw));
     const size_t need = qv_wonly_wg_workspace(v, a->m, a->n, a->k);
     if (need > a->workspace_bytes || (need && !a->workspace))
         return qv_fail(QV_ERR_USAGE, "%s: workspace of %zu bytes given, %zu needed (qv_workspace_wonly)", v->name,
@@ -606,7 +711,7 @@ extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args 
     const bool fp8 = v->layout == QV_LAYOUT_MARLIN_FP8, bf = v->afmt == QV_FMT_BF16;
     p.unbias_f32 = fp8 ? (bf ? 0x1p-120f : 0x1p-8f) : 1.0f;
     p.unbias_h2 = fp8 ? (bf ? 0x03800380u : 0x1C001C00u) : (bf ? 0x3F803F80u : 0x3C003C00u);
-    const dim3 grid((unsigned)((a->m + kBX - 1) / kBX), (unsigned)((a->n + kBN - 1) / kBN));
     const int wt = weight_type(v);
-    return bf ? launch_wt<true>(wt, p, grid, stream) : launch_wt<false>(wt, p, grid, stream);
+    if (tpw == 4) return bf ? launch_wt<true, 4>(wt, p, stream) : launch_wt<false, 4>(wt, p, stream);
+    return bf ? launch_wt<true, 2>(wt, p, stream) : launch_wt<false, 2>(wt, p, stream);
 }

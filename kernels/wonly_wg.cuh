@@ -35,7 +35,10 @@ size_t qv_wonly_wg_workspace(const qv_variant *v, int m, int n, int k);
 
 /* Runs Y = A x W on the wgmma kernel. The caller (qv_launch_wonly) has checked
  * v, the shape, g and the buffers; this checks the workspace and refuses
- * (QV_ERR_UNSUPPORTED) any problem qv_wonly_wg_wanted would not take. */
+ * (QV_ERR_UNSUPPORTED) any problem qv_wonly_wg_wanted would not take. The
+ * environment variable QVET_WO_WG_TOKENS picks the block's token tile: 128
+ * (unset or "128": 256 columns x 128 tokens) or "64" (512 columns x 64
+ * tokens); any other value returns QV_ERR_USAGE before any CUDA call. */
 qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args *a);
 
 #ifdef __cplusplus

@@ -18,12 +18,13 @@
  *      random  full-range codes and log-uniform scales in three regimes
  *              (normal, tiny, large): ref_verify against the certified truth
  *              (tensor-core fp32 accumulation in blocks of 16) must not FAIL;
+ *    each in both token tiles (QVET_WO_WG_TOKENS = 128 and 64);
  *    every case asserts that the wgmma path takes it, launches twice on an
  *    output poisoned before each launch (qv_gpu_run) and must be bitwise
  *    identical, with nothing written past the output (the runner's guard);
- *  - QVET_WO_WG_MIN_M: unset leaves the path off, a bad value is a usage
- *    error before any CUDA call, and act_order's workspace holds A's sorted
- *    copy (no CUDA call).
+ *  - QVET_WO_WG_MIN_M: unset leaves the path off, a bad value (or a bad
+ *    QVET_WO_WG_TOKENS) is a usage error before any CUDA call, and
+ *    act_order's workspace holds A's sorted copy (no CUDA call).
  * QVET_WG_QUICK=1 runs two small cases per row instead, and QVET_WG_ROWS=<glob>
  * only the rows it matches, for the compute-sanitizer passes. Without a CUDA device the suite prints exactly
  * "SKIP: no CUDA device" and runs only the checks that make no CUDA call.
@@ -305,6 +306,9 @@ static void route_to_wg(void)
     ck_assert_int_eq(setenv("QVET_WO_SMALL", "0", 1), 0);
 }
 
+/* Both token tiles (QVET_WO_WG_TOKENS): 128 tokens x 256 columns and 64 x 512. */
+static const char *const token_tiles[2] = {"128", "64"};
+
 START_TEST(registry_shapes)
 {
     const qv_variant *v = qv_registry_get(g_rows[_i]);
@@ -312,14 +316,21 @@ START_TEST(registry_shapes)
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     int failed = 0;
-    for (int c = 0; c < N_CASES; c++) {
-        const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 60000 + (uint64_t)c;
-        failed += !one_case(v, cases[c].m, cases[c].n, k_for(v, cases[c].kw), cases[c].probe, cases[c].regime, idx);
+    for (int t = 0; t < 2; t++) {
+        ck_assert_int_eq(setenv("QVET_WO_WG_TOKENS", token_tiles[t], 1), 0);
+        for (int c = 0; c < N_CASES; c++) {
+            const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 60000 + (uint64_t)c;
+            if (!one_case(v, cases[c].m, cases[c].n, k_for(v, cases[c].kw), cases[c].probe, cases[c].regime, idx)) {
+                fprintf(stderr, "  (QVET_WO_WG_TOKENS=%s)\n", token_tiles[t]);
+                failed++;
+            }
+        }
     }
+    ck_assert_int_eq(unsetenv("QVET_WO_WG_TOKENS"), 0);
     clock_gettime(CLOCK_MONOTONIC, &b);
-    printf("%s: %d wgmma cases, %d failed (%.1f s)\n", v->name, N_CASES, failed,
+    printf("%s: %d wgmma cases, %d failed (%.1f s)\n", v->name, 2 * N_CASES, failed,
            (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec));
-    ck_assert_msg(failed == 0, "%s: %d of %d wgmma cases failed (see stderr)", v->name, failed, N_CASES);
+    ck_assert_msg(failed == 0, "%s: %d of %d wgmma cases failed (see stderr)", v->name, failed, 2 * N_CASES);
 }
 END_TEST
 
@@ -330,9 +341,14 @@ START_TEST(registry_quick)
     const qv_variant *v = qv_registry_get(g_rows[_i]);
     route_to_wg();
     const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 50000;
-    ck_assert_msg(one_case(v, 70, 576, k_for(v, 1), PROBE_EXACT, REG_NORMAL, idx), "%s: quick case failed", v->name);
-    ck_assert_msg(one_case(v, 5, 192, v->g > 0 ? 5 * v->g : 272, PROBE_ONEHOT, REG_NORMAL, idx + 1),
-                  "%s: quick case failed", v->name);
+    for (int t = 0; t < 2; t++) {
+        ck_assert_int_eq(setenv("QVET_WO_WG_TOKENS", token_tiles[t], 1), 0);
+        ck_assert_msg(one_case(v, 70, 576, k_for(v, 1), PROBE_EXACT, REG_NORMAL, idx), "%s: quick case failed (%s tokens)",
+                      v->name, token_tiles[t]);
+        ck_assert_msg(one_case(v, 5, 192, v->g > 0 ? 5 * v->g : 272, PROBE_ONEHOT, REG_NORMAL, idx + 1),
+                      "%s: quick case failed (%s tokens)", v->name, token_tiles[t]);
+    }
+    ck_assert_int_eq(unsetenv("QVET_WO_WG_TOKENS"), 0);
 }
 END_TEST
 
@@ -383,6 +399,12 @@ START_TEST(switch_and_refusals)
                       qv_errmsg());
         ck_assert_int_eq(qv_launch_wonly(w4, &a), QV_ERR_USAGE);
     }
+    /* A token tile other than 64 or 128: a usage error, before any CUDA call. */
+    ck_assert_int_eq(setenv("QVET_WO_WG_MIN_M", "64", 1), 0);
+    ck_assert_int_eq(setenv("QVET_WO_WG_TOKENS", "96", 1), 0);
+    ck_assert_int_eq(qv_launch_wonly(w4, &a), QV_ERR_USAGE);
+    ck_assert_msg(strstr(qv_errmsg(), "QVET_WO_WG_TOKENS") != NULL, "message names the variable: %s", qv_errmsg());
+    ck_assert_int_eq(unsetenv("QVET_WO_WG_TOKENS"), 0);
 
     if (saved) {
         ck_assert_int_eq(setenv("QVET_WO_WG_MIN_M", saved, 1), 0);
