@@ -79,7 +79,10 @@ template <int WT> struct wt_traits {
     static constexpr bool four = WT == WT_INT4 || WT == WT_INT4_ZP;
     static constexpr int lane_bytes = four ? 16 : 32;        /* packed bytes per lane per (k16, chunk) */
     static constexpr int parts = lane_bytes / 16;            /* 16-byte copies per lane */
-    static constexpr int chunk_words = four ? 256 : 512;     /* int32 words per (k16, 64 columns) */
+    /* int32 words per (k16, 64 columns): 16 x 64 codes of 4 or 8 bits, i.e.
+     * 32 lanes' bytes. */
+    static constexpr int chunk_words = 32 * lane_bytes / 4;
+    static_assert(chunk_words * 32 == 16 * 64 * (four ? 4 : 8), "a chunk is one k16 x 64-column tile");
 };
 
 /* Shared-memory byte layout of one stage. Activations first, so every stage
