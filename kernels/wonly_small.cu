@@ -17,18 +17,22 @@
  * by bulk copies (cp.async.bulk, one per k16 row of the block's chunks, which
  * are contiguous in the Marlin layout) that complete on mbarriers: up to
  * 64 KiB per block in flight, and no per-load address arithmetic in the warps
- * that do the math. The last warp to release a stage refills it. The slice's A
+ * that do the math. The last warp to release a stage refills it, after an
+ * "empty" mbarrier that every warp arrives on has ordered all reads of the
+ * stage before the refill's bulk copies. The slice's A
  * rows (gathered through perm under act_order), group scales and zero points
  * are staged in shared memory once, at block start, while the first stages are
  * in flight.
  *
  * Split-K: the S slices of a column tile run as Q = S / C thread-block
- * clusters of C consecutive slices (C the largest power of two up to 8 that
- * divides S; the plan prefers such S). After the K loop each block keeps its
- * fp32 partial tile in its own shared memory (the ring is idle by then); after
+ * clusters of C consecutive slices (C the largest power of two up to a cap
+ * that divides S; the plan weighs such S). The cap is 8 from M = 9 and 1
+ * (no clusters, the predecessor's sum) below, where clusters measured slower
+ * (kClusterMinM); QVET_WO_SMALL_CLUSTER sets it. After the K loop each block
+ * keeps its fp32 partial tile in its own shared memory (the ring is idle); after
  * a cluster barrier block rank r sums part r of the tile (a C-th of its
  * outputs) over the C peers' tiles in rank order, through distributed shared
- * memory, with the C loads in flight at once. With Q = 1 that sum is final and
+ * memory, with 8 loads in flight at once. With Q = 1 that sum is final and
  * goes through the epilogue to Y: no global round trip at all. With Q > 1 each
  * cluster writes its part sums to the workspace, and the last of the Q blocks
  * of (tile, part) to arrive (a counter each, reset by it) adds the Q cluster
@@ -44,12 +48,15 @@
  * orientation, "swap" only M <= 8 swapped, "swap2" as "swap" with two adjacent
  * chunks per warp for 4-bit weights, "16" every M <= 16 in the m16
  * orientation, "0" nothing (the general kernel). QVET_WO_SMALL_SPLITS=<s>
- * forces the number of K slices (tests). Measured on the H200 before the
+ * forces the number of K slices (tests), QVET_WO_SMALL_CLUSTER=<c> the
+ * largest cluster, QVET_WO_SMALL_TRACE=1 prints each launch's plan and the
+ * device's concurrent clusters (measurements). Measured on the H200 before the
  * cluster sums (2026-11-29, bench/RESULTS.md third round), Llama-3-70B block,
  * w4a16-ch: M = 1 174 us (the register-streaming predecessor of this kernel:
  * 276 us), M = 16 285 us (general kernel 434 us). */
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,6 +89,7 @@ constexpr int kMaxTilesPerSplit = 256;
  * product of one SM's share of HBM (about 16 B/cycle x 1500 cycles). */
 constexpr int kStages = 4;
 constexpr int kStageBytes = 16384;
+static_assert(kStages <= 4, "the 128-byte shared-memory header holds 4 barriers, counters and barriers (small_smem)");
 /* Shared-memory budget of one block: two blocks per SM fit the H200's 227 KiB
  * (each block also takes 1 KiB of system shared memory). */
 constexpr size_t kSmemBudget = 112 * 1024;
@@ -125,7 +133,8 @@ struct small_params {
 };
 
 /* Shared-memory byte layout of one block, the same on host and device: the
- * ring's kStages mbarriers and kStages release counters in a 128-byte header; the
+ * ring's kStages "full" mbarriers (bytes 0..31), kStages release counters
+ * (32..47) and kStages "empty" mbarriers (64..95) in a 128-byte header; the
  * ring of kStages stages, each rows_per_stage k16 rows of the block's packed
  * weights in their global order (chunk, lane, word); A's rows 0..m-1 over the
  * slice, each padded by 16 bytes so that the 8 row addresses of an ldmatrix
@@ -166,6 +175,17 @@ __device__ __forceinline__ void mbar_init(unsigned bar, unsigned count)
 
 /* Makes the initialised barriers visible to the bulk-copy (async) proxy. */
 __device__ __forceinline__ void mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+
+/* One plain arrival (release semantics: this thread's earlier accesses are
+ * ordered before whatever a waiter on the phase does next). */
+__device__ __forceinline__ void mbar_arrive(unsigned bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+/* Orders this thread's earlier generic-proxy shared-memory accesses (and those
+ * it has acquired) before its later bulk copies (async proxy). */
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
 /* One arrival that also announces `bytes` of bulk-copy data for the phase. */
 __device__ __forceinline__ void mbar_arrive_tx(unsigned bar, unsigned bytes)
@@ -328,13 +348,17 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
      * goes to slot s % kStages: one bulk copy per k16 row of the chunks below N
      * (a row of B is n_chunks chunks of chunk_vecs 16-byte words, so the block's
      * chunks of one row are contiguous), completing on barrier full[slot]. Every
-     * warp adds one to release[slot] when it has read a stage there; the warp
-     * whose addition completes the count refills the slot with stage
-     * s + kStages. Thread 0 issues the first kStages stages while A, the
-     * scales and the zero points are being staged. */
+     * warp, when it has read a stage there, arrives on barrier empty[slot] and
+     * then adds one to release[slot]; the warp whose addition completes the
+     * count waits for the empty phase (already complete or about to be: every
+     * warp arrives before it adds), which orders all warps' reads of the slot
+     * before the bulk copies that refill it with stage s + kStages. Thread 0
+     * issues the first kStages stages while A, the scales and the zero points
+     * are being staged. */
     const unsigned smem_base = (unsigned)__cvta_generic_to_shared(smem);
     const unsigned bar_full = smem_base;
     int *release = reinterpret_cast<int *>(smem + 8 * kStages);
+    const unsigned bar_empty = smem_base + 64;
     const int rps = L.rows_per_stage;
     const int n_stages = (nt + rps - 1) / rps;
     const int blk_chunks = min(BN / 64, n_chunks - (int)blockIdx.x * (BN / 64));
@@ -364,6 +388,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     if (tid == 0) {
         for (int i = 0; i < kStages; i++) {
             mbar_init(bar_full + 8 * i, 1);
+            mbar_init(bar_empty + 8 * i, kWarps);
             release[i] = 0;
         }
         mbar_fence_init();
@@ -583,9 +608,14 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
             if (lane == 0) {
                 /* The count only grows: use (st / kStages) of the slot is complete
                  * at kWarps * (st / kStages + 1) releases. */
+                mbar_arrive(bar_empty + 8 * slot);
                 __threadfence_block();
                 const int done = atomicAdd(&release[slot], 1) + 1;
-                if (done == kWarps * (st / kStages + 1) && st + kStages < n_stages) issue_stage(st + kStages);
+                if (done == kWarps * (st / kStages + 1) && st + kStages < n_stages) {
+                    mbar_wait(bar_empty + 8 * slot, (st / kStages) & 1);
+                    fence_proxy_async();
+                    issue_stage(st + kStages);
+                }
             }
         }
     }
@@ -804,15 +834,24 @@ int groups_for(const qv_variant *v, int tps)
     return gt <= tps ? (tps + gt - 1) / gt : 2;
 }
 
-/* QVET_WO_SMALL_CLUSTER=<c> (measurements): the largest cluster, 1, 2, 4, 8
- * or 16 (1: every slice's partials through the workspace, the predecessor's
- * sum); unset or another value, kPortableCluster. */
-int max_cluster(void)
+/* The smallest M whose default plan uses clusters. Measured on the H200
+ * (2026-11-29 22:13 UTC, w4a16-ch and fp8a16-ch, clusters of up to 8 against
+ * none in the same run): M = 16 gains (Llama-3-70B block 282 -> 259 us,
+ * Llama-2-7B 129 -> 104 us), M = 1-4 loses (70B 174 -> 207 us at M = 1): the
+ * last-block sum of m x 512 fp32 per slice is short at small M, and clusters
+ * of 8 cost more than it there. */
+constexpr int kClusterMinM = 9;
+
+/* The largest cluster for M rows: QVET_WO_SMALL_CLUSTER=<c> (measurements)
+ * sets it to 1, 2, 4, 8 or 16 for every M (1: every slice's partials through
+ * the workspace, the predecessor's sum); unset or another value,
+ * kPortableCluster from M = kClusterMinM and 1 below. */
+int max_cluster(int m)
 {
     const char *s = getenv("QVET_WO_SMALL_CLUSTER");
-    if (!s || !*s) return kPortableCluster;
-    const long v = strtol(s, NULL, 10);
-    return v == 1 || v == 2 || v == 4 || v == 8 || v == kMaxCluster ? (int)v : kPortableCluster;
+    const long v = s && *s ? strtol(s, NULL, 10) : 0;
+    if (v == 1 || v == 2 || v == 4 || v == 8 || v == kMaxCluster) return (int)v;
+    return m >= kClusterMinM ? kPortableCluster : 1;
 }
 
 /* The cluster size of a plan of `splits` K slices for blocks of `chunks`
@@ -867,7 +906,7 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
     };
     int best_tps = tiles;
     const int forced = forced_splits();
-    const int cmax = max_cluster();
+    const int cmax = max_cluster(m);
     if (forced) {
         best_tps = slice_tiles(forced < tiles ? forced : tiles);
         if (best_tps > tps_max) best_tps = tps_max;
@@ -878,10 +917,12 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
          *    peers through distributed shared memory (about half the time of
          *    the same bytes from L2) and waits at two cluster barriers (about
          *    one tile);
-         *  - with Q = splits / C clusters, the last block of each part reads Q
-         *    x m x bn / C fp32 from L2 (m * Q / 8 tiles per 512 columns at C = 1,
-         *    bench/RESULTS.md third round) after a global hand-off (about two
-         *    tiles).
+         *  - with Q = splits / C > 1 clusters, the last block of each part
+         *    reads Q x m x bn / C fp32 from L2 after a global hand-off (about
+         *    two tiles);
+         *  - without clusters, the last block sums all slices: m * splits / 8
+         *    tiles per 512 columns (bench/RESULTS.md third round), the
+         *    predecessor's model unchanged, so that C = 1 plans as it did.
          * Ties keep fewer slices. */
         int64_t best = -1;
         for (int sp = 1; sp <= tiles; sp++) {
@@ -892,8 +933,10 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
             const int64_t slots = c >= 8 ? kPlanSlotsCluster8 : (int64_t)kPlanSms * kBlocksPerSm;
             const int64_t waves = ((int64_t)pl.n_blocks * splits + slots - 1) / slots;
             int64_t cost = 16 * waves * (tps + kPlanFillTiles);
-            if (c > 1) cost += (int64_t)m * (bn / 512) + 16;
-            if (q > 1) cost += 2 * (int64_t)q * m * (bn / 512) / c + 32;
+            if (c == 1)
+                cost += 16 * ((int64_t)splits * m * (bn / 512) / 8);
+            else
+                cost += (int64_t)m * (bn / 512) + 16 + (q > 1 ? 2 * (int64_t)q * m * (bn / 512) / c + 32 : 0);
             if (best < 0 || cost < best) best = cost, best_tps = tps;
         }
     }
@@ -948,6 +991,20 @@ qv_status launch_kernel(const small_params &p, dim3 grid, int smem, cudaStream_t
     attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = p.cluster > 1 ? 1 : 0;
+    /* QVET_WO_SMALL_TRACE=1 (measurements): the plan of each launch and how
+     * many of its clusters the device runs at once, on stderr. */
+    const char *trace = getenv("QVET_WO_SMALL_TRACE");
+    if (trace && *trace == '1') {
+        int active = 0;
+        if (p.cluster > 1)
+            QV_CUDA_TRY(cudaOccupancyMaxActiveClusters(&active, k_gemm_wonly_small<WT, BF, SWAP, CPW>, &cfg),
+                        "cudaOccupancyMaxActiveClusters (small-M weight-only kernel)");
+        fprintf(stderr,
+                "wonly_small plan: m=%d n=%d k=%d %s cpw=%d grid=%ux%u tiles/slice=%d cluster=%d smem=%d"
+                " active_clusters=%d (%d blocks)\n",
+                p.m, p.n, p.k, SWAP ? "swap" : "m16", CPW, grid.x, grid.y, p.tiles_per_split, p.cluster, smem,
+                active, active * p.cluster);
+    }
     QV_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_gemm_wonly_small<WT, BF, SWAP, CPW>, p),
                 "small-M weight-only kernel launch");
     QV_CUDA_TRY(cudaGetLastError(), "small-M weight-only kernel launch");

@@ -574,7 +574,10 @@ END_TEST
  * a partial last block (N = 1088), with every probe: exact and one-hot bit
  * for bit against the CPU model (each slice counted once, in its place),
  * random against the certified truth (the fixed summation order within the
- * declared bound), and two launches bitwise identical. Channel and tensor rows
+ * declared bound), and two launches bitwise identical. The cases cap the
+ * cluster at 8 (QVET_WO_SMALL_CLUSTER, so that M <= 8, which runs without
+ * clusters by default, takes them too), one at 16 (16 slices: one cluster of
+ * 16, non-portable), one leaves the default. Channel and tensor rows
  * have 257 k16 tiles (K = 4112): 8 slices give C = 8, Q = 1; 16 C = 8, Q = 2;
  * 24 C = 8, Q = 3; 12 C = 4, Q = 3; 6 C = 2, Q = 3; 5 C = 1, Q = 5; 4 (at
  * M = 8, whose 65-tile slices fit) C = 4, Q = 1. Grouped rows have 32 groups
@@ -582,13 +585,15 @@ END_TEST
  * 12 becomes 11 (C = 1, Q = 11). */
 static const struct {
     int m, n, splits, probe, regime;
-    const char *path; /* QVET_WO_SMALL, NULL: unset */
+    const char *path;    /* QVET_WO_SMALL, NULL: unset */
+    const char *cluster; /* QVET_WO_SMALL_CLUSTER: the largest cluster */
 } cluster_cases[] = {
-    {16, 576, 8, PROBE_EXACT, REG_NORMAL, "16"},    {16, 576, 16, PROBE_RANDOM, REG_LARGE, "16"},
-    {16, 64, 12, PROBE_ONEHOT, REG_NORMAL, "16"},   {12, 1088, 24, PROBE_EXACT, REG_NORMAL, "16"},
-    {8, 576, 16, PROBE_RANDOM, REG_NORMAL, "swap"}, {5, 1088, 6, PROBE_EXACT, REG_NORMAL, "swap2"},
-    {1, 576, 24, PROBE_EXACT, REG_NORMAL, "swap"},  {3, 64, 5, PROBE_RANDOM, REG_TINY, NULL},
-    {16, 576, 6, PROBE_RANDOM, REG_NORMAL, "16"},   {8, 576, 4, PROBE_EXACT, REG_NORMAL, "swap"},
+    {16, 576, 8, PROBE_EXACT, REG_NORMAL, "16", "8"},    {16, 576, 16, PROBE_RANDOM, REG_LARGE, "16", "8"},
+    {16, 64, 12, PROBE_ONEHOT, REG_NORMAL, "16", "8"},   {12, 1088, 24, PROBE_EXACT, REG_NORMAL, "16", "8"},
+    {8, 576, 16, PROBE_RANDOM, REG_NORMAL, "swap", "8"}, {5, 1088, 6, PROBE_EXACT, REG_NORMAL, "swap2", "8"},
+    {1, 576, 24, PROBE_EXACT, REG_NORMAL, "swap", "8"},  {3, 64, 5, PROBE_RANDOM, REG_TINY, NULL, "8"},
+    {16, 576, 6, PROBE_RANDOM, REG_NORMAL, "16", "8"},   {8, 576, 4, PROBE_EXACT, REG_NORMAL, "swap", "8"},
+    {16, 576, 16, PROBE_EXACT, REG_NORMAL, "16", "16"},  {4, 1088, 24, PROBE_EXACT, REG_NORMAL, NULL, NULL},
 };
 #define N_CLUSTER_CASES ((int)(sizeof cluster_cases / sizeof cluster_cases[0]))
 
@@ -603,17 +608,21 @@ START_TEST(small_m_cluster_sums)
         snprintf(splits, sizeof splits, "%d", cluster_cases[ci].splits);
         char *old_path = env_set("QVET_WO_SMALL", cluster_cases[ci].path);
         char *old_splits = env_set("QVET_WO_SMALL_SPLITS", splits);
+        char *old_cluster = env_set("QVET_WO_SMALL_CLUSTER", cluster_cases[ci].cluster);
         const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 66000 + (uint64_t)ci;
         if (!one_case(v, cluster_cases[ci].m, cluster_cases[ci].n, k, cluster_cases[ci].probe,
                       cluster_cases[ci].regime, idx)) {
-            fprintf(stderr, "  (QVET_WO_SMALL=%s QVET_WO_SMALL_SPLITS=%s)\n",
-                    cluster_cases[ci].path ? cluster_cases[ci].path : "(unset)", splits);
+            fprintf(stderr, "  (QVET_WO_SMALL=%s QVET_WO_SMALL_SPLITS=%s QVET_WO_SMALL_CLUSTER=%s)\n",
+                    cluster_cases[ci].path ? cluster_cases[ci].path : "(unset)", splits,
+                    cluster_cases[ci].cluster ? cluster_cases[ci].cluster : "(unset)");
             failed++;
         }
         free(env_set("QVET_WO_SMALL", old_path));
         free(env_set("QVET_WO_SMALL_SPLITS", old_splits));
+        free(env_set("QVET_WO_SMALL_CLUSTER", old_cluster));
         free(old_path);
         free(old_splits);
+        free(old_cluster);
     }
     printf("%s: %d split-K cluster cases, %d failed\n", v->name, N_CLUSTER_CASES, failed);
     ck_assert_msg(failed == 0, "%s: %d of %d split-K cluster cases failed (see stderr)", v->name, failed,
