@@ -7,14 +7,14 @@
  * runs with fork disabled so no CUDA context crosses a fork. */
 #include <check.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "qvet/campaign.h"
 #include "qvet/gpu.h"
+#include "support/gpu.h"
 
-#define SEED 20261129ull /* the date the suite was written */
+/* The date the suite was written; QVET_SEED replaces it. */
+static uint64_t g_seed = 20261129;
 
 static int drop_last_row;
 
@@ -55,14 +55,14 @@ START_TEST(forwarded_kernels_pass_and_repeat)
     ck_assert_int_eq(qv_gen_init(&gen, NULL, &b), QV_OK);
     for (int64_t j = 0; j < 30; j++) {
         qv_case c;
-        qv_gen_case(&gen, SEED, j, &c);
+        qv_gen_case(&gen, g_seed, j, &c);
         qv_problem p;
         ck_assert_int_eq(qv_case_build(&c, &p), QV_OK);
         int unique = ref_probe_is_unique(c.probe);
         qv_outcome o1, o2;
         ck_assert_int_eq(qv_case_run(&b, &p, unique, &o1), QV_OK);
         ck_assert_msg(o1.res.grade != QV_FAIL, "seed %llu case %lld (%s %lld x %lld x %lld): %s",
-                      (unsigned long long)SEED, (long long)j, c.v->name, (long long)c.m, (long long)c.n,
+                      (unsigned long long)g_seed, (long long)j, c.v->name, (long long)c.m, (long long)c.n,
                       (long long)c.k, o1.res.reason);
         ck_assert_int_eq(qv_case_run(&b, &p, unique, &o2), QV_OK);
         ck_assert(memcmp(o1.out, o2.out, (size_t)qv_problem_out_bytes(&p)) == 0);
@@ -82,7 +82,7 @@ START_TEST(unwritten_row_caught_and_shrunk)
     int found = 0;
     for (int64_t j = 0; j < 20 && !found; j++) {
         qv_case c;
-        qv_gen_case(&gen, SEED, j, &c);
+        qv_gen_case(&gen, g_seed, j, &c);
         if (c.m < 2) continue;
         qv_problem p;
         ck_assert_int_eq(qv_case_build(&c, &p), QV_OK);
@@ -108,32 +108,16 @@ START_TEST(unwritten_row_caught_and_shrunk)
 }
 END_TEST
 
-/* A device is looked for through the driver's files first, so that a machine
- * without one never sees a CUDA call. */
-static int have_device(void)
-{
-    if (access("/dev/nvidia0", F_OK) != 0 && access("/dev/nvidiactl", F_OK) != 0) return 0;
-    return qv_gpu_info_get(NULL);
-}
-
 int main(void)
 {
-    int gpu = have_device();
-    Suite *s = suite_create("gpu_campaign");
-    TCase *t = tcase_create("device_fn");
+    const int gpu = gpu_suite_start(&g_seed);
+    /* The rows the first test forwards to: every row with a kernel. */
+    const qv_backend all = device_backend(NULL);
+    TCase *tc;
+    Suite *s = gpu_suite_create("gpu_campaign", gpu, g_seed, all.n_only, &tc);
     if (gpu) {
-        printf("t_gpu_campaign: seed %llu\n", (unsigned long long)SEED);
-        tcase_add_test(t, forwarded_kernels_pass_and_repeat);
-        tcase_add_test(t, unwritten_row_caught_and_shrunk);
-        tcase_set_timeout(t, 120);
-    } else {
-        printf("SKIP: no CUDA device\n");
+        tcase_add_test(tc, forwarded_kernels_pass_and_repeat);
+        tcase_add_test(tc, unwritten_row_caught_and_shrunk);
     }
-    suite_add_tcase(s, t);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return gpu_suite_run(s);
 }

@@ -13,8 +13,9 @@
  * twice with the same bits and finite logits.
  * Refusals: no device, or a row without a kernel, gives a status. Without a
  * CUDA device the suite prints exactly "SKIP: no CUDA device" and runs only
- * the refusals, which make no CUDA call besides the device query. Inputs come from (seed, row); the seed is printed and
- * QVET_SEED=<seed> replays it. */
+ * the refusals, which make no CUDA call besides the backend's device query.
+ * Inputs come from (seed, row); the seed is printed and QVET_SEED=<seed>
+ * replays it. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -24,28 +25,29 @@
 #include "qvet/eval.h"
 #include "qvet/formats.h"
 #include "qvet/gpu.h"
+#include "support/gpu.h"
+#include "support/rand.h"
 
 /* A small block: K = 64 and kv_dim = 32 need padding for g = 128 and 64-wide
  * N tiles, as the real model's K = 576 does. */
 enum { DIM = 64, HID = 128, LAYERS = 2, HEADS = 4, KV_HEADS = 2, HD = DIM / HEADS, VOCAB = 96, T = 24 };
 
 static uint64_t g_seed = 20261129;
+static int g_gpu; /* a device is present (gpu_suite_start) */
 
-static uint64_t mix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+/* A sequence of random draws: word i of stream `stream` under `seed` (rand.h),
+ * i advancing with each draw. */
+typedef struct draws {
+    uint64_t seed, stream, i;
+} draws;
 
 /* Uniform in (-a, a). */
-static float uni(uint64_t *s, float a)
+static float uni(draws *d, float a)
 {
-    return (float)(((double)(mix(s) >> 11) / 9007199254740992.0 * 2 - 1) * a);
+    return (float)((test_rnd_unit(d->seed, d->stream, d->i++) * 2 - 1) * a);
 }
 
-static float *rand_vec(uint64_t *s, size_t n, float a, float base)
+static float *rand_vec(draws *s, size_t n, float a, float base)
 {
     float *x = malloc(sizeof(float) * n);
     ck_assert(x != NULL);
@@ -54,25 +56,24 @@ static float *rand_vec(uint64_t *s, size_t n, float a, float base)
 }
 
 /* A random llama model in memory (qv_llama_free releases it). */
-static void tiny_model(qv_llama *m, uint64_t seed)
+static void tiny_model(qv_llama *m, draws *s)
 {
-    uint64_t s = seed;
     memset(m, 0, sizeof *m);
     m->c = (qv_llama_config){DIM, HID, LAYERS, HEADS, KV_HEADS, HD, VOCAB, HD, 10000.0f, 1e-5f};
-    m->tok_embd = rand_vec(&s, (size_t)VOCAB * DIM, 0.3f, 0);
-    m->out_norm = rand_vec(&s, DIM, 0.2f, 1.0f);
+    m->tok_embd = rand_vec(s, (size_t)VOCAB * DIM, 0.3f, 0);
+    m->out_norm = rand_vec(s, DIM, 0.2f, 1.0f);
     m->output = m->tok_embd;
     m->tied = 1;
     m->layers = calloc(LAYERS, sizeof *m->layers);
     ck_assert(m->layers != NULL);
     for (int l = 0; l < LAYERS; l++) {
-        m->layers[l].attn_norm = rand_vec(&s, DIM, 0.2f, 1.0f);
-        m->layers[l].ffn_norm = rand_vec(&s, DIM, 0.2f, 1.0f);
+        m->layers[l].attn_norm = rand_vec(s, DIM, 0.2f, 1.0f);
+        m->layers[l].ffn_norm = rand_vec(s, DIM, 0.2f, 1.0f);
         for (int w = 0; w < QV_LIN_COUNT; w++) {
             int n_in, n_out;
             qv_llama_lin_shape(&m->c, (qv_llama_lin)w, &n_in, &n_out);
             /* 2/sqrt(n_in): outputs of order one for inputs of order one */
-            m->layers[l].w[w] = rand_vec(&s, (size_t)n_in * n_out, 2.0f / sqrtf((float)n_in), 0);
+            m->layers[l].w[w] = rand_vec(s, (size_t)n_in * n_out, 2.0f / sqrtf((float)n_in), 0);
         }
     }
 }
@@ -105,18 +106,13 @@ static int64_t runner_layer(const qv_variant *v, const float *w, int n_out, int 
     return st.guard_writes;
 }
 
-static int has_gpu(void)
-{
-    return qv_gpu_info_get(NULL);
-}
-
 START_TEST(test_layers_match_runner)
 {
     const qv_variant *v = qv_registry_get(_i);
     if (!v->launch) return;
-    uint64_t s = g_seed ^ (uint64_t)_i * 0x100000001b3ull;
+    draws s = {g_seed, (uint64_t)_i, 0}; /* the model, then the inputs */
     qv_llama m;
-    tiny_model(&m, s);
+    tiny_model(&m, &s);
     qv_linear_backend lb;
     qv_status st = qv_linear_variant_gpu(v, &m, &lb);
     ck_assert_msg(st == QV_OK, "%s: %s", v->name, qv_errmsg());
@@ -147,7 +143,7 @@ START_TEST(test_layers_match_runner)
     }
     /* A whole forward pass, twice: the same bits, finite logits. */
     int32_t tok[T];
-    for (int i = 0; i < T; i++) tok[i] = (int32_t)(mix(&s) % VOCAB);
+    for (int i = 0; i < T; i++) tok[i] = (int32_t)(test_rnd(s.seed, s.stream, s.i++) % VOCAB);
     float *z0 = malloc(sizeof(float) * T * VOCAB), *z1 = malloc(sizeof(float) * T * VOCAB);
     ck_assert(z0 && z1);
     ck_assert(qv_llama_forward(&m, &lb, tok, T, z0, NULL) == QV_OK);
@@ -165,8 +161,9 @@ END_TEST
 START_TEST(test_refusals)
 {
     qv_llama m;
-    tiny_model(&m, 1);
-    int gpu = has_gpu();
+    draws s = {1, 0, 0};
+    tiny_model(&m, &s);
+    const int gpu = g_gpu;
     for (int i = 0; i < qv_registry_count(); i++) {
         const qv_variant *v = qv_registry_get(i);
         if (gpu && v->launch) continue;
@@ -186,23 +183,10 @@ END_TEST
 
 int main(void)
 {
-    const char *env = getenv("QVET_SEED");
-    if (env && *env) g_seed = strtoull(env, NULL, 0);
-    Suite *s = suite_create("gpu_ppl");
-    TCase *tc = tcase_create("backend");
-    tcase_set_timeout(tc, 120);
+    g_gpu = gpu_suite_start(&g_seed);
+    TCase *tc;
+    Suite *s = gpu_suite_create("gpu_ppl", g_gpu, g_seed, qv_registry_count(), &tc);
     tcase_add_test(tc, test_refusals);
-    if (has_gpu()) {
-        printf("t_gpu_ppl: seed %llu (QVET_SEED replays it)\n", (unsigned long long)g_seed);
-        tcase_add_loop_test(tc, test_layers_match_runner, 0, qv_registry_count());
-    } else {
-        printf("SKIP: no CUDA device\n");
-    }
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf ? 1 : 0;
+    if (g_gpu) tcase_add_loop_test(tc, test_layers_match_runner, 0, qv_registry_count());
+    return gpu_suite_run(s);
 }

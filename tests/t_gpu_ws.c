@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "qvet/gemm.h"
 #include "qvet/gpu.h"
@@ -27,6 +26,11 @@
 #include "qvet/problem.h"
 #include "qvet/reference.h"
 #include "qvet/variant.h"
+#include "support/gpu.h"
+
+/* The date the suite was written; QVET_SEED replaces it. Step s of case i
+ * fills its probe from seed * 100 + 10 i + s. */
+static uint64_t g_seed = 20261129;
 
 /* A row, its (n, k) and the sequence of M run through one workspace.
  * Weight-only: 8192 columns give the small-M kernel 128 counters, more than
@@ -69,7 +73,7 @@ START_TEST(shared_workspace)
     ck_assert_int_eq(cudaMemset(ws, 0, ws_bytes), cudaSuccess);
     int failed = 0;
     for (int s = 0; s < NSTEPS; s++) {
-        const uint64_t seed = 20261129u * 100u + (uint64_t)_i * 10u + (uint64_t)s;
+        const uint64_t seed = g_seed * 100u + (uint64_t)_i * 10u + (uint64_t)s;
         qv_problem p;
         ck_assert_msg(qv_problem_create(&p, v, seq_m[s], n, k) == QV_OK, "%s: %s", v->name, qv_errmsg());
         ck_assert_msg(ref_probe_fill(&p, QV_PROBE_EXACT, QV_REGIME_LOGUNIFORM, seed) == QV_OK, "%s: probe: %s",
@@ -125,28 +129,12 @@ START_TEST(split_premise)
 }
 END_TEST
 
-/* A device is looked for through the driver's files first, so that a machine
- * without one never sees a CUDA call. */
-static int have_device(void)
-{
-    if (access("/dev/nvidia0", F_OK) != 0 && access("/dev/nvidiactl", F_OK) != 0) return 0;
-    return qv_gpu_info_get(NULL);
-}
-
 int main(void)
 {
-    const int gpu = have_device();
-    if (!gpu) printf("SKIP: no CUDA device\n");
-    Suite *s = suite_create("gpu_ws");
-    TCase *tc = tcase_create("gpu");
-    tcase_set_timeout(tc, 600);
+    const int gpu = gpu_suite_start(&g_seed);
+    TCase *tc;
+    Suite *s = gpu_suite_create("gpu_ws", gpu, g_seed, NCASES, &tc);
     tcase_add_loop_test(tc, split_premise, 0, NCASES);
     if (gpu) tcase_add_loop_test(tc, shared_workspace, 0, NCASES);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return gpu_suite_run(s);
 }
