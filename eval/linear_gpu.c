@@ -21,31 +21,26 @@
 #include "qvet/layout.h"
 
 #include "eval_internal.h"
+#include "linear_common.h"
 
+/* The device side of one linear layer. */
 typedef struct gpu_lin {
-    qv_problem w;           /* weights quantized, m = 1 */
     qv_gpu_problem gp;      /* device copies, sized for gp_m activation rows */
     int gp_m;               /* 0: not uploaded yet */
-    int n, k;               /* the layer's real n_out, n_in */
 } gpu_lin;
 
 typedef struct gpu_ctx {
     const qv_variant *v;
-    int n_layers;
-    gpu_lin *lin;           /* (n_layers * QV_LIN_COUNT) */
+    ev_lins ls;             /* the quantized layers */
+    gpu_lin *lin;           /* (n_layers * QV_LIN_COUNT), as ls.lin */
     /* Pinned host staging, sized for cap_m rows of the widest layer. */
     int cap_m;
-    int64_t cap_k, cap_n;   /* padded k and n of the widest layers */
-    void *a_h;              /* (cap_m, cap_k) activation codes of v->afmt */
-    float *ascale_h;        /* (cap_m, ceil(cap_k / 128)) activation scales */
+    void *a_h;              /* (cap_m, ls.cap_k) activation codes of v->afmt */
+    float *ascale_h;        /* (cap_m, ceil(ls.cap_k / 128)) activation scales */
     int32_t *azp_h;         /* (cap_m) activation zero points */
-    void *out_h;            /* (cap_m, cap_n) output codes of v->ofmt */
-    void *poison_d;         /* device: (cap_m, cap_n) poison codes of v->ofmt */
-    /* What the staged activations hold: the input x of layer `layer`'s input
-     * group (Q/K/V, O, gate/up, down) for t rows, padded to k. */
-    const float *st_x;
-    int st_layer, st_group, st_m;
-    int64_t st_k;
+    void *out_h;            /* (cap_m, ls.cap_n) output codes of v->ofmt */
+    void *poison_d;         /* device: (cap_m, ls.cap_n) poison codes of v->ofmt */
+    ev_acts_stamp st;       /* what the staged activations hold */
     double acts_s, gemm_s;  /* wall time in activation quantization and in the GEMMs */
 } gpu_ctx;
 
@@ -60,7 +55,7 @@ static void free_staging(gpu_ctx *c)
     c->azp_h = NULL;
     c->out_h = c->poison_d = NULL;
     c->cap_m = 0;
-    c->st_x = NULL;
+    c->st.x = NULL;
 }
 
 void ev_gpu_free_ctx(void *vctx)
@@ -68,18 +63,13 @@ void ev_gpu_free_ctx(void *vctx)
     gpu_ctx *c = vctx;
     if (!c) return;
     if (c->lin)
-        for (int i = 0; i < c->n_layers * QV_LIN_COUNT; i++) {
+        for (int i = 0; i < ev_lins_count(&c->ls); i++)
             if (c->lin[i].gp_m) qv_gpu_problem_free(&c->lin[i].gp);
-            qv_problem_destroy(&c->lin[i].w);
-        }
     free_staging(c);
     free(c->lin);
+    ev_lins_free(&c->ls);
     free(c);
 }
-
-/* 128: the token-block width of QV_ASCALE_TOKEN_BLOCK, the finest activation
- * scale layout, so (m, ceil(k/128)) scales cover every layout. */
-#define ASCALE_BLOCK 128
 
 /* Sizes the staging buffers for t rows (a no-op when they are large enough). */
 static qv_status staging(gpu_ctx *c, int t)
@@ -87,16 +77,15 @@ static qv_status staging(gpu_ctx *c, int t)
     if (c->cap_m >= t) return QV_OK;
     free_staging(c);
     const qv_variant *v = c->v;
-    size_t ak = (size_t)t * (size_t)c->cap_k, on = (size_t)t * (size_t)c->cap_n;
+    size_t ak = (size_t)t * (size_t)c->ls.cap_k, on = (size_t)t * (size_t)c->ls.cap_n;
     size_t es = qv_fmt_storage_bytes(v->ofmt);
     QV_CUDA_TRY(cudaMallocHost(&c->a_h, ak * qv_fmt_storage_bytes(v->afmt)), "cudaMallocHost activations");
     memset(c->a_h, 0, ak * qv_fmt_storage_bytes(v->afmt));
-    QV_CUDA_TRY(cudaMallocHost((void **)&c->ascale_h,
-                               sizeof(float) * (size_t)t * (size_t)((c->cap_k + ASCALE_BLOCK - 1) / ASCALE_BLOCK)),
-                "cudaMallocHost activation scales");
+    const size_t ascale_bytes = sizeof(float) * ev_ascale_floats(&c->ls, t);
+    QV_CUDA_TRY(cudaMallocHost((void **)&c->ascale_h, ascale_bytes), "cudaMallocHost activation scales");
     QV_CUDA_TRY(cudaMallocHost((void **)&c->azp_h, sizeof(int32_t) * (size_t)t), "cudaMallocHost zero points");
     /* Uploaded once with the weights, before any call fills them. */
-    memset(c->ascale_h, 0, sizeof(float) * (size_t)t * (size_t)((c->cap_k + ASCALE_BLOCK - 1) / ASCALE_BLOCK));
+    memset(c->ascale_h, 0, ascale_bytes);
     memset(c->azp_h, 0, sizeof(int32_t) * (size_t)t);
     QV_CUDA_TRY(cudaMallocHost(&c->out_h, on * es), "cudaMallocHost output");
     QV_CUDA_TRY(cudaMalloc(&c->poison_d, on * es), "cudaMalloc poison codes");
@@ -105,78 +94,34 @@ static qv_status staging(gpu_ctx *c, int t)
     return QV_OK;
 }
 
-/* The per-call problem: the layer's weights with the staged activations of t rows. */
-static qv_problem call_problem(const gpu_ctx *c, const gpu_lin *L, int t)
+/* The per-call problem: layer i's weights with the staged activations of t rows. */
+static qv_problem call_problem(const gpu_ctx *c, int i, int t)
 {
-    qv_problem pp = L->w;
-    pp.m = t;
-    pp.a = c->a_h;
-    pp.a_scale = c->v->act_scale != QV_ASCALE_NONE ? c->ascale_h : NULL;
-    pp.azp = c->v->azp != QV_AZP_NONE ? c->azp_h : NULL;
-    return pp;
+    return ev_call_problem(&c->ls.lin[i], t, c->a_h, c->ascale_h, c->azp_h);
 }
 
-/* Uploads a layer packed for t activation rows (after staging(c, t)). */
-static qv_status upload_packed(gpu_ctx *c, gpu_lin *L, int t, const qv_packed *pk)
+/* Uploads layer i packed for t activation rows (after staging(c, t)). */
+static qv_status upload_packed(gpu_ctx *c, int i, int t, const qv_packed *pk)
 {
+    gpu_lin *L = &c->lin[i];
     if (L->gp_m) qv_gpu_problem_free(&L->gp);
     L->gp_m = 0;
-    qv_problem pp = call_problem(c, L, t);
+    qv_problem pp = call_problem(c, i, t);
     QV_TRY(qv_gpu_problem_upload(&pp, pk, &L->gp));
     L->gp_m = t;
     return QV_OK;
 }
 
-/* Packs and uploads a layer for t activation rows (after staging(c, t)). */
-static qv_status upload_layer(gpu_ctx *c, gpu_lin *L, int t)
+/* Packs and uploads layer i for t activation rows (after staging(c, t)). */
+static qv_status upload_layer(gpu_ctx *c, int i, int t)
 {
-    qv_problem pp = call_problem(c, L, t);
+    qv_problem pp = call_problem(c, i, t);
     qv_packed pk;
     memset(&pk, 0, sizeof pk);
     QV_TRY(qv_pack(&pp, &pk));
-    qv_status st = upload_packed(c, L, t, &pk);
+    qv_status st = upload_packed(c, i, t, &pk);
     qv_packed_destroy(&pk);
     return st;
-}
-
-typedef struct out_job {
-    qv_fmt ofmt;
-    const void *out;        /* (t, n_pad) codes */
-    int64_t n_pad;
-    int n;
-    float *y;               /* (t, n) */
-} out_job;
-
-/* Output rows [lo, hi) as f32. */
-static void out_rows(void *vj, int64_t lo, int64_t hi)
-{
-    const out_job *j = vj;
-    for (int64_t i = lo; i < hi; i++) {
-        float *yi = j->y + (size_t)i * j->n;
-        int64_t base = i * j->n_pad;
-        switch (j->ofmt) {
-        case QV_FMT_F16:
-            for (int c = 0; c < j->n; c++) yi[c] = qv_f16_to_f32(((const uint16_t *)j->out)[base + c]);
-            break;
-        case QV_FMT_BF16:
-            for (int c = 0; c < j->n; c++) yi[c] = qv_bf16_to_f32(((const uint16_t *)j->out)[base + c]);
-            break;
-        default:
-            memcpy(yi, (const float *)j->out + base, sizeof(float) * (size_t)j->n);
-            break;
-        }
-    }
-}
-
-/* The input group of a linear layer: the layers of one group read the same input. */
-static int input_group(qv_llama_lin which)
-{
-    switch (which) {
-    case QV_LIN_Q: case QV_LIN_K: case QV_LIN_V: return 0;
-    case QV_LIN_O: return 1;
-    case QV_LIN_GATE: case QV_LIN_UP: return 2;
-    default: return 3;
-    }
 }
 
 /* Checks a CUDA call inside gpu_call: records the error and returns. */
@@ -189,26 +134,18 @@ static int input_group(qv_llama_lin which)
 static qv_status gpu_call(gpu_ctx *c, int layer, qv_llama_lin which, const float *x, int t, float *y)
 {
     const qv_variant *v = c->v;
-    gpu_lin *L = &c->lin[layer * QV_LIN_COUNT + which];
+    const int li = layer * QV_LIN_COUNT + which;
+    gpu_lin *L = &c->lin[li];
     QV_TRY(staging(c, t));
-    qv_problem pp = call_problem(c, L, t);
-    int group = input_group(which);
-    /* Only the second and third layer of a group reuse the codes, so a stale
-     * input (a forward pass that stopped part way) is never reused. */
-    int follower = which == QV_LIN_K || which == QV_LIN_V || which == QV_LIN_UP;
-    if (!(follower && c->st_x == x && c->st_layer == layer && c->st_group == group && c->st_m == t &&
-          c->st_k == pp.k)) {
-        c->st_x = NULL;
+    qv_problem pp = call_problem(c, li, t);
+    if (!ev_acts_reuse(&c->st, layer, which, x, t, pp.k)) {
+        c->st.x = NULL;
         double t0 = ev_now();
-        QV_TRY(qv_quantize_acts(&pp, x, t, L->k));
+        QV_TRY(qv_quantize_acts(&pp, x, t, c->ls.lin[li].k));
         c->acts_s += ev_now() - t0;
-        c->st_x = x;
-        c->st_layer = layer;
-        c->st_group = group;
-        c->st_m = t;
-        c->st_k = pp.k;
+        ev_acts_stamp_set(&c->st, layer, which, x, t, pp.k);
     }
-    if (L->gp_m != t) QV_TRY(upload_layer(c, L, t));
+    if (L->gp_m != t) QV_TRY(upload_layer(c, li, t));
     double t1 = ev_now();
     qv_gemm_args *a = &L->gp.args;
     cudaStream_t s = (cudaStream_t)a->stream;
@@ -226,8 +163,7 @@ static qv_status gpu_call(gpu_ctx *c, int layer, qv_llama_lin which, const float
     GPU_TRY(cudaGetLastError(), "kernel launch");
     GPU_TRY(cudaMemcpyAsync(c->out_h, a->c, out_bytes, cudaMemcpyDeviceToHost, s), "download output");
     GPU_TRY(cudaStreamSynchronize(s), "kernel execution");
-    out_job j = {v->ofmt, c->out_h, pp.n, L->n, y};
-    ev_parallel_for(t, ev_grain(t, EV_ROW_GRAIN), out_rows, &j);
+    ev_decode_out(v->ofmt, c->out_h, pp.n, t, c->ls.lin[li].n, y);
     c->gemm_s += ev_now() - t1;
     return QV_OK;
 }
@@ -258,7 +194,7 @@ static void pack_layers(void *vj, int64_t lo, int64_t hi)
 {
     const pack_job *j = vj;
     for (int64_t i = lo; i < hi; i++) {
-        qv_problem pp = call_problem(j->c, &j->c->lin[i], j->t);
+        qv_problem pp = call_problem(j->c, (int)i, j->t);
         j->st[i] = qv_pack(&pp, &j->pk[i]);
         if (j->st[i] != QV_OK) snprintf(j->msg[i], sizeof j->msg[i], "%s", qv_errmsg());
     }
@@ -269,7 +205,7 @@ qv_status ev_gpu_prepare(void *vctx, int t)
     gpu_ctx *c = vctx;
     if (t < 1) return qv_fail(QV_ERR_USAGE, "prepare: no rows");
     QV_TRY(staging(c, t));
-    int n_lin = c->n_layers * QV_LIN_COUNT;
+    int n_lin = ev_lins_count(&c->ls);
     qv_packed *pk = calloc((size_t)n_lin, sizeof *pk);
     qv_status *st = calloc((size_t)n_lin, sizeof *st);
     char (*msg)[256] = calloc((size_t)n_lin, sizeof *msg);
@@ -282,26 +218,11 @@ qv_status ev_gpu_prepare(void *vctx, int t)
     }
     for (int i = 0; i < n_lin && bad == QV_OK; i++) {
         if (st[i] != QV_OK) bad = qv_fail(st[i], "%s: layer %d: %s", c->v->name, i / QV_LIN_COUNT, msg[i]);
-        else bad = upload_packed(c, &c->lin[i], t, &pk[i]);
+        else bad = upload_packed(c, i, t, &pk[i]);
     }
     for (int i = 0; pk && i < n_lin; i++) qv_packed_destroy(&pk[i]);
     free(pk); free(st); free(msg);
     return bad;
-}
-
-typedef struct quant_job {
-    gpu_ctx *c;
-    const qv_llama *m;
-} quant_job;
-
-/* Quantizes linear layer i (index = layer * QV_LIN_COUNT + which). */
-static qv_status quant_layer(void *vj, int64_t i)
-{
-    const quant_job *j = vj;
-    gpu_lin *L = &j->c->lin[i];
-    int l = (int)(i / QV_LIN_COUNT), w = (int)(i % QV_LIN_COUNT);
-    qv_llama_lin_shape(&j->m->c, (qv_llama_lin)w, &L->k, &L->n);
-    return qv_quantize_weights(j->c->v, j->m->layers[l].w[w], L->n, L->k, 1, &L->w);
 }
 
 qv_status qv_linear_variant_gpu(const qv_variant *v, const qv_llama *m, qv_linear_backend *out)
@@ -313,19 +234,14 @@ qv_status qv_linear_variant_gpu(const qv_variant *v, const qv_llama *m, qv_linea
     gpu_ctx *c = calloc(1, sizeof *c);
     if (!c) return qv_fail(QV_ERR_NOMEM, "no memory");
     c->v = v;
-    c->n_layers = m->c.n_layers;
-    int n_lin = c->n_layers * QV_LIN_COUNT;
-    c->lin = calloc((size_t)n_lin, sizeof *c->lin);
-    if (!c->lin) {
-        ev_gpu_free_ctx(c);
-        return qv_fail(QV_ERR_NOMEM, "no memory");
+    qv_status bad = ev_lins_quantize(&c->ls, v, m);
+    if (bad == QV_OK) {
+        c->lin = calloc((size_t)ev_lins_count(&c->ls), sizeof *c->lin);
+        if (!c->lin) bad = qv_fail(QV_ERR_NOMEM, "no memory");
     }
-    quant_job j = {c, m};
-    qv_status bad = ev_parallel_try(n_lin, quant_layer, &j, v->name, "layer", QV_LIN_COUNT);
-    if (bad != QV_OK) { ev_gpu_free_ctx(c); return bad; }
-    for (int i = 0; i < n_lin; i++) {
-        if (c->lin[i].w.k > c->cap_k) c->cap_k = c->lin[i].w.k;
-        if (c->lin[i].w.n > c->cap_n) c->cap_n = c->lin[i].w.n;
+    if (bad != QV_OK) {
+        ev_gpu_free_ctx(c);
+        return bad;
     }
     out->run = gpu_run;
     out->ctx = c;
