@@ -688,16 +688,22 @@ static inline aq_plan aq_plan_for(int m, int n, int k)
     return pl;
 }
 
-/* Whether the GEMM is launched as a programmatic dependent: yes unless
- * QVET_AQ_PDL=0 (for comparisons; the kernel waits either way). */
-static inline int aq_pdl_wanted()
+/* Whether an M-row GEMM is launched as a programmatic dependent: for M up to
+ * QVET_AQ_PDL_MAX_M (default 8; 0: never; the kernel waits either way).
+ * Measured on the H200 (bench/RESULTS.md, fourth round), quantizer + GEMM:
+ * M = 1 gains 7-15 us per block, while at M = 16-32 the quantizer's clusters
+ * hold most SMs and the early GEMM blocks cost up to 33 us on Llama-3-70B. An
+ * unreadable value keeps the default. */
+static inline bool aq_pdl_wanted(int m)
 {
-    static int wanted = -1;
-    if (wanted < 0) {
-        const char *e = getenv("QVET_AQ_PDL");
-        wanted = !(e && strcmp(e, "0") == 0);
+    static long max_m = -1;
+    if (max_m < 0) {
+        const char *e = getenv("QVET_AQ_PDL_MAX_M");
+        char *end = NULL;
+        const long v = e ? strtol(e, &end, 10) : -1;
+        max_m = e && *e && end && *end == '\0' && v >= 0 ? v : 8;
     }
-    return wanted;
+    return m <= max_m;
 }
 
 template <int KIND, int MW, int WM, int WN, int NT>
@@ -717,13 +723,14 @@ static qv_status aq_launch_cfg(const aq_params &p, cudaStream_t stream)
         return qv_fail(QV_ERR_UNSUPPORTED, "N=%d needs %lld column blocks, above the grid limit 65535",
                        p.n, (long long)gy);
     dim3 grid((unsigned)(((int64_t)p.m + C::bm - 1) / C::bm), (unsigned)gy, (unsigned)p.splits);
-    /* Launched as a programmatic dependent of the stream's previous kernel: the
-     * blocks start, prefetch weights and wait (griddepcontrol.wait) while the
-     * activation quantizer in front finishes (it allows dependents as soon as
-     * its blocks run), instead of starting only after it has drained. */
+    /* Up to QVET_AQ_PDL_MAX_M rows, launched as a programmatic dependent of the
+     * stream's previous kernel: the blocks start, prefetch weights and wait
+     * (griddepcontrol.wait) while the activation quantizer in front finishes
+     * (it allows dependents as soon as its blocks run), instead of starting
+     * only after it has drained. */
     cudaLaunchAttribute attr;
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = aq_pdl_wanted();
+    attr.val.programmaticStreamSerializationAllowed = aq_pdl_wanted(p.m);
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = dim3(C::threads);

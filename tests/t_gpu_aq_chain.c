@@ -11,8 +11,9 @@
  * after the device has drained (no overlap possible). A GEMM that read early
  * would multiply poison (0x5a codes, NaN scales) and differ. Each pair runs
  * three times, on the per-token rows whose small-M GEMMs take the mma kernel
- * (M = 1, 16, 40; K = 4096 splits K, so the integer paths' atomic split-K
- * and its zeroing run under the overlap too).
+ * (M = 1, 4, 16, 40; K = 4096 splits K, so the integer paths' atomic split-K
+ * and its zeroing run under the overlap too), with the dependent launch
+ * forced at every M (QVET_AQ_PDL_MAX_M=100000; by default it stops at 8).
  * Without a CUDA device the suite prints exactly "SKIP: no CUDA device" and
  * checks only that the rows it needs exist with per-token activations. */
 #include <check.h>
@@ -34,7 +35,7 @@
 
 static const char *const rows[] = {"qqq-w4a8-ch", "qqq-w4a8-g128", "w8a8-i8-tok-ch", "w8a8-fp8-tok-ch"};
 #define NROWS ((int)(sizeof rows / sizeof rows[0]))
-static const int ms[] = {1, 16, 40};
+static const int ms[] = {1, 4, 16, 40};
 #define NMS ((int)(sizeof ms / sizeof ms[0]))
 #define CHAIN_N 4096
 #define CHAIN_K 4096
@@ -129,6 +130,8 @@ END_TEST
 
 int main(void)
 {
+    /* every M of the suite through the dependent launch (read once per process) */
+    setenv("QVET_AQ_PDL_MAX_M", "100000", 1);
     const int gpu = gpu_suite_start(&g_seed);
     TCase *tc;
     Suite *s = gpu_suite_create("gpu_aq_chain", gpu, g_seed, NROWS, &tc);
