@@ -50,10 +50,11 @@ enum aq_azpm { AQ_AZP_NONE = 0, AQ_AZP_TENSOR, AQ_AZP_TOKEN };
 
 #define AQ_BK 128     /* K per stage: one e4m3 promotion interval and one QQQ group */
 /* Split-K bookkeeping at the start of the workspace: three arrays of ints, one
- * entry per output tile of a split launch (K is split only below
- * AQ_TARGET_BLOCKS / 4 = 132 tiles, so 256 entries hold them): arrivals (every
- * path), and for the integer paths entry tickets and "sum zeroed" flags. */
-#define AQ_SPLIT_TILES_MAX 256
+ * entry per output tile of a split launch (K is split only below half a wave
+ * of tiles, AQ_SMS * blocks per SM / 2: 198 by default, 2112 at most with
+ * QVET_AQ_BLOCKS_PER_SM = 32): arrivals (every path), and for the integer
+ * paths entry tickets and "sum zeroed" flags. */
+#define AQ_SPLIT_TILES_MAX 2112
 #define AQ_CTR_ARRIVE 0
 #define AQ_CTR_ENTRY AQ_SPLIT_TILES_MAX
 #define AQ_CTR_ZEROED (2 * AQ_SPLIT_TILES_MAX)
@@ -643,12 +644,26 @@ k_gemm_aq_mma(const aq_params p)
  *                    128-K partial). */
 enum aq_tile { AQ_TILE_SMALL = 0, AQ_TILE_MEDIUM, AQ_TILE_LARGE };
 
-/* Blocks wanted per launch: four per SM of an H200 (132 SMs), enough warps to
- * hide the weight stream's latency at small M. K is split only when there are
- * fewer tiles than SMs (the last block of a tile sums the slices, which costs
- * more the bigger the tile). A fixed number, not a device query, so the
- * workspace size is a pure function of (m, n, k). */
-#define AQ_TARGET_BLOCKS 528
+/* The split-K plan fills one wave of resident blocks and no more: the H200's
+ * 132 SMs times the blocks of a tile one SM holds (shared memory: 3 of the
+ * small and medium tiles' 64-75 KB, 2 of the large integer tile's 96 KB). A
+ * second, partial wave doubled the time of the layers it hit (ncu on the H200,
+ * 2026-11-29: Llama-3-70B qkv at M = 16, 520 blocks of which 396 resident, 24 %
+ * of DRAM bandwidth). K is split only when fewer than half a wave of tiles
+ * exist. Fixed numbers, not a device query, so the workspace size is a pure
+ * function of (m, n, k); QVET_AQ_BLOCKS_PER_SM=<b> replaces the per-tile count
+ * for comparisons (the plan before this rule was b = 4). */
+#define AQ_SMS 132
+static inline int aq_blocks_per_sm(aq_tile tile)
+{
+    const char *e = getenv("QVET_AQ_BLOCKS_PER_SM");
+    if (e && *e) {
+        char *end = NULL;
+        const long v = strtol(e, &end, 10);
+        if (*end == '\0' && v >= 1 && v <= 32) return (int)v;
+    }
+    return tile == AQ_TILE_LARGE ? 2 : 3;
+}
 /* Split-K partials never take more than this many bytes of workspace. */
 #define AQ_SPLIT_BYTES_MAX ((size_t)256 << 20)
 /* The workspace starts with the split-K counters (AQ_CTR_*: arrivals, entry
@@ -675,15 +690,14 @@ static inline aq_plan aq_plan_for(int m, int n, int k)
     pl.bn = pl.tile == AQ_TILE_SMALL ? 256 : 128;
     const int64_t blocks = (int64_t)((m + pl.bm - 1) / pl.bm) * ((n + pl.bn - 1) / pl.bn);
     const int ktiles = (k + AQ_BK - 1) / AQ_BK;
-    int64_t want = blocks >= AQ_TARGET_BLOCKS / 4 ? 1 : (AQ_TARGET_BLOCKS + blocks - 1) / blocks;
+    const int64_t wave = (int64_t)AQ_SMS * aq_blocks_per_sm(pl.tile);
+    int64_t want = blocks >= wave / 2 ? 1 : wave / blocks;
     if (want > ktiles) want = ktiles;
     /* every slice gets at least 4 K tiles, so the pipeline fills */
     if (want > 1 && ktiles / want < 4) want = ktiles / 4 > 1 ? ktiles / 4 : 1;
     while (want > 1 && (size_t)want * (size_t)m * (size_t)n * 4 > AQ_SPLIT_BYTES_MAX) want--;
     pl.kt_per_split = (int)((ktiles + want - 1) / want);
     pl.splits = (ktiles + pl.kt_per_split - 1) / pl.kt_per_split;
-    const size_t tiles = (size_t)((m + pl.bm - 1) / pl.bm) * (size_t)((n + pl.bn - 1) / pl.bn);
-    (void)tiles; /* fewer than 132 when split: they fit AQ_COUNTERS_BYTES */
     pl.workspace = pl.splits > 1 ? AQ_COUNTERS_BYTES + (size_t)pl.splits * (size_t)m * (size_t)n * 4 : 0;
     return pl;
 }
