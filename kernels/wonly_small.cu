@@ -17,19 +17,19 @@
  * by bulk copies (cp.async.bulk, one per k16 row of the block's chunks, which
  * are contiguous in the Marlin layout) that complete on mbarriers: up to
  * 64 KiB per block in flight, and no per-load address arithmetic in the warps
- * that do the math. The last warp to release a stage refills it, after an
- * "empty" mbarrier that every warp arrives on has ordered all reads of the
- * stage before the refill's bulk copies. The slice's A
+ * that do the math. Warp 0 refills a stage's slot once every warp has
+ * arrived at the slot's named barrier after reading it. The slice's A
  * rows (gathered through perm under act_order), group scales and zero points
  * are staged in shared memory once, at block start, while the first stages are
  * in flight.
  *
  * Split-K: the S slices of a column tile run as Q = S / C thread-block
- * clusters of C consecutive slices (C the largest power of two up to a cap
- * that divides S; the plan weighs such S). The cap is 8 from M = 9 and 1
- * (no clusters, the predecessor's sum) below, where clusters measured slower
- * (kClusterMinM); QVET_WO_SMALL_CLUSTER sets it. After the K loop each block
- * keeps its fp32 partial tile in its own shared memory (the ring is idle); after
+ * clusters of C consecutive slices, C a power of two up to 8 that divides S
+ * (C = 1: no clusters, the predecessor's sum). The plan's cost model chooses S
+ * and C together, with the blocks the H200 runs at once in clusters of C (264
+ * for C <= 2, 248 for 4, 240 for 8): a plan that needs a second wave loses
+ * far more than the sum saves. QVET_WO_SMALL_CLUSTER caps C. After the K loop
+ * each block keeps its fp32 partial tile in its own shared memory; after
  * a cluster barrier block rank r sums part r of the tile (a C-th of its
  * outputs) over the C peers' tiles in rank order, through distributed shared
  * memory, with 8 loads in flight at once. With Q = 1 that sum is final and
@@ -89,7 +89,10 @@ constexpr int kMaxTilesPerSplit = 256;
  * product of one SM's share of HBM (about 16 B/cycle x 1500 cycles). */
 constexpr int kStages = 4;
 constexpr int kStageBytes = 16384;
-static_assert(kStages <= 4, "the 128-byte shared-memory header holds 4 barriers, counters and barriers (small_smem)");
+static_assert(kStages <= 4, "the 128-byte shared-memory header holds the ring's barriers (small_smem)");
+/* The ring's named barriers: kRingBarrier + slot (0 is __syncthreads'; 16 exist). */
+constexpr int kRingBarrier = 1;
+static_assert(kRingBarrier + kStages <= 16, "sm_90 has 16 named barriers per block");
 /* Shared-memory budget of one block: two blocks per SM fit the H200's 227 KiB
  * (each block also takes 1 KiB of system shared memory). */
 constexpr size_t kSmemBudget = 112 * 1024;
@@ -133,8 +136,7 @@ struct small_params {
 };
 
 /* Shared-memory byte layout of one block, the same on host and device: the
- * ring's kStages "full" mbarriers (bytes 0..31), kStages release counters
- * (32..47) and kStages "empty" mbarriers (64..95) in a 128-byte header; the
+ * ring's kStages mbarriers in a 128-byte header; the
  * ring of kStages stages, each rows_per_stage k16 rows of the block's packed
  * weights in their global order (chunk, lane, word); A's rows 0..m-1 over the
  * slice, each padded by 16 bytes so that the 8 row addresses of an ldmatrix
@@ -176,11 +178,33 @@ __device__ __forceinline__ void mbar_init(unsigned bar, unsigned count)
 /* Makes the initialised barriers visible to the bulk-copy (async) proxy. */
 __device__ __forceinline__ void mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
 
-/* One plain arrival (release semantics: this thread's earlier accesses are
- * ordered before whatever a waiter on the phase does next). */
-__device__ __forceinline__ void mbar_arrive(unsigned bar)
+/* Named barrier ID of COUNT threads (whole warps): arrive without waiting, or
+ * arrive and wait for the count. Either orders the calling threads' earlier
+ * memory accesses before what the waiting threads do after the barrier. The
+ * id is a constant so that the kernel reserves only the barriers it uses. */
+template <int ID, int COUNT> __device__ __forceinline__ void named_arrive()
 {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+    asm volatile("bar.arrive %0, %1;\n" ::"n"(ID), "n"(COUNT) : "memory");
+}
+template <int ID, int COUNT> __device__ __forceinline__ void named_sync()
+{
+    asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(COUNT) : "memory");
+}
+
+/* Warp 0 waits at, the other warps arrive at, the named barrier of ring slot
+ * `slot` (kRingBarrier + slot, kStages of them). */
+template <int BASE, int STAGES, int THREADS> __device__ __forceinline__ void ring_release(int slot, bool waits)
+{
+    if constexpr (STAGES > 0) {
+        if (slot == 0) {
+            if (waits)
+                named_sync<BASE, THREADS>();
+            else
+                named_arrive<BASE, THREADS>();
+        } else {
+            ring_release<BASE + 1, STAGES - 1, THREADS>(slot - 1, waits);
+        }
+    }
 }
 
 /* Orders this thread's earlier generic-proxy shared-memory accesses (and those
@@ -347,18 +371,17 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     /* 1. The weight ring. Stage s (k16 rows s*R .. s*R + R - 1 of the slice)
      * goes to slot s % kStages: one bulk copy per k16 row of the chunks below N
      * (a row of B is n_chunks chunks of chunk_vecs 16-byte words, so the block's
-     * chunks of one row are contiguous), completing on barrier full[slot]. Every
-     * warp, when it has read a stage there, arrives on barrier empty[slot] and
-     * then adds one to release[slot]; the warp whose addition completes the
-     * count waits for the empty phase (already complete or about to be: every
-     * warp arrives before it adds), which orders all warps' reads of the slot
-     * before the bulk copies that refill it with stage s + kStages. Thread 0
-     * issues the first kStages stages while A, the scales and the zero points
-     * are being staged. */
+     * chunks of one row are contiguous), completing on barrier full[slot]. A
+     * stage with a refill after it ends at named barrier kRingBarrier + slot:
+     * warps 1..7 arrive when they have read it, warp 0 arrives and waits, and
+     * then its thread 0 refills the slot with stage s + kStages; the barrier
+     * orders every warp's reads of the slot before the refill's bulk copies,
+     * and one barrier per slot keeps a fast warp's arrival for the slot's
+     * next stage from counting towards this one (that stage needs the refill
+     * first). Thread 0 issues the first kStages stages while A, the scales and
+     * the zero points are being staged. */
     const unsigned smem_base = (unsigned)__cvta_generic_to_shared(smem);
     const unsigned bar_full = smem_base;
-    int *release = reinterpret_cast<int *>(smem + 8 * kStages);
-    const unsigned bar_empty = smem_base + 64;
     const int rps = L.rows_per_stage;
     const int n_stages = (nt + rps - 1) / rps;
     const int blk_chunks = min(BN / 64, n_chunks - (int)blockIdx.x * (BN / 64));
@@ -388,8 +411,6 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     if (tid == 0) {
         for (int i = 0; i < kStages; i++) {
             mbar_init(bar_full + 8 * i, 1);
-            mbar_init(bar_empty + 8 * i, kWarps);
-            release[i] = 0;
         }
         mbar_fence_init();
         for (int st = 0; st < min(kStages, n_stages); st++) issue_stage(st);
@@ -585,8 +606,8 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     };
 
     /* 3. The K loop: wait for each stage, run the warp's chunk(s) of its rows,
-     * release the slot (the last warp to release it refills it). Warps without
-     * a chunk below N still release every slot. */
+     * release the slot at its named barrier (warp 0 then refills it). Warps
+     * without a chunk below N still release every slot. */
     {
         const unsigned char *my_words = smem + L.ring_off + (warp * CPW * T::chunk_vecs + lane * T::vecs) * 16;
         for (int st = 0; st < n_stages; st++) {
@@ -605,14 +626,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                 }
             }
             __syncwarp();
-            if (lane == 0) {
-                /* The count only grows: use (st / kStages) of the slot is complete
-                 * at kWarps * (st / kStages + 1) releases. */
-                mbar_arrive(bar_empty + 8 * slot);
-                __threadfence_block();
-                const int done = atomicAdd(&release[slot], 1) + 1;
-                if (done == kWarps * (st / kStages + 1) && st + kStages < n_stages) {
-                    mbar_wait(bar_empty + 8 * slot, (st / kStages) & 1);
+            if (st + kStages < n_stages) {
+                ring_release<kRingBarrier, kStages, kThreads>(slot, warp == 0);
+                if (warp == 0 && lane == 0) {
                     fence_proxy_async();
                     issue_stage(st + kStages);
                 }
@@ -803,11 +819,21 @@ constexpr int kPlanSms = 132;
  * and the scales, and the split-K hand-off, roughly what 8 tiles of streaming
  * take; it keeps the plan from choosing many waves of very short slices. */
 constexpr int kPlanFillTiles = 16;
-/* Blocks that run at once with clusters of 8: 8 blocks fill 4 SMs of a GPC,
- * and the H200's GPCs of 18 SMs leave 2 of them (4 block slots) idle; smaller
- * clusters pack every SM. Taken as 256 of the 264 slots (also for 16, which
- * is only an opt-in measurement). */
-constexpr int kPlanSlotsCluster8 = 256;
+/* Blocks that run at once in clusters of C, for the plan: what
+ * cudaOccupancyMaxActiveClusters reported on the H200 (2026-11-29, this
+ * kernel at 67-95 KiB of shared memory per block, QVET_WO_SMALL_TRACE): 132
+ * clusters of 2 (all 264 slots), 62 of 4 (248), 30 of 8 (240); a cluster
+ * must fit one GPC. 16 (opt-in only) was not measured: 224 assumed. */
+int plan_slots(int c)
+{
+    switch (c) {
+    case 1:
+    case 2: return kPlanSms * kBlocksPerSm;
+    case 4: return 248;
+    case 8: return 240;
+    default: return 224;
+    }
+}
 
 struct small_plan {
     int n_blocks, tiles_per_split, splits, cluster, groups_max;
@@ -834,39 +860,22 @@ int groups_for(const qv_variant *v, int tps)
     return gt <= tps ? (tps + gt - 1) / gt : 2;
 }
 
-/* The smallest M whose default plan uses clusters. Measured on the H200
- * (2026-11-29 22:13 UTC, w4a16-ch and fp8a16-ch, clusters of up to 8 against
- * none in the same run): M = 16 gains (Llama-3-70B block 282 -> 259 us,
- * Llama-2-7B 129 -> 104 us), M = 1-4 loses (70B 174 -> 207 us at M = 1): the
- * last-block sum of m x 512 fp32 per slice is short at small M, and clusters
- * of 8 cost more than it there. */
-constexpr int kClusterMinM = 9;
-
-/* The largest cluster for M rows: QVET_WO_SMALL_CLUSTER=<c> (measurements)
- * sets it to 1, 2, 4, 8 or 16 for every M (1: every slice's partials through
- * the workspace, the predecessor's sum); unset or another value,
- * kPortableCluster from M = kClusterMinM and 1 below. */
-int max_cluster(int m)
+/* The largest cluster: QVET_WO_SMALL_CLUSTER=<c> (measurements) sets it to
+ * 1, 2, 4, 8 or 16 (1: every slice's partials through the workspace, the
+ * predecessor's sum); unset or another value, kPortableCluster. */
+int max_cluster(void)
 {
     const char *s = getenv("QVET_WO_SMALL_CLUSTER");
     const long v = s && *s ? strtol(s, NULL, 10) : 0;
     if (v == 1 || v == 2 || v == 4 || v == 8 || v == kMaxCluster) return (int)v;
-    return m >= kClusterMinM ? kPortableCluster : 1;
+    return kPortableCluster;
 }
 
-/* The cluster size of a plan of `splits` K slices for blocks of `chunks`
- * 64-column chunks: the largest power of two up to cmax that divides it
- * (powers of two split a block's columns evenly and pack a GPC's SMs). A
- * cluster larger than `chunks` only when it is the only one (no counters),
- * so that the counters, one per (block, part), stay within one per 64
- * columns (wonly_small.cuh). */
-int cluster_for(int splits, int cmax, int chunks)
-{
-    int c = cmax;
-    while (c > 1 && splits % c != 0) c /= 2;
-    while (c > chunks && splits != c) c /= 2;
-    return c;
-}
+/* 1 when `splits` K slices can run in clusters of c (a power of two) for
+ * blocks of `chunks` 64-column chunks: c divides splits, and c exceeds chunks
+ * only as the only cluster (no counters), so that the counters, one per
+ * (block, part), stay within one per 64 columns (wonly_small.cuh). */
+bool cluster_fits(int splits, int c, int chunks) { return splits % c == 0 && (c <= chunks || splits == c); }
 
 /* QVET_WO_SMALL_SPLITS=<s> (tests): the plan asks for s K slices (rounded to
  * whole groups and to the longest slice that fits); 0 or unset lets the cost
@@ -904,15 +913,22 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
         if (grouped && gt <= tps_max) tps = (tps + gt - 1) / gt * gt;
         return tps;
     };
-    int best_tps = tiles;
+    int best_tps = tiles, best_c = 1;
     const int forced = forced_splits();
-    const int cmax = max_cluster(m);
+    const int cmax = max_cluster();
     if (forced) {
+        /* The largest cluster the forced slice count allows. */
         best_tps = slice_tiles(forced < tiles ? forced : tiles);
         if (best_tps > tps_max) best_tps = tps_max;
+        const int splits = (tiles + best_tps - 1) / best_tps;
+        for (int c = 2; c <= cmax; c *= 2)
+            if (cluster_fits(splits, c, bn / 64)) best_c = c;
     } else {
-        /* Estimated time in 1/16 k16 tiles of one block's streaming:
-         * waves x (tiles per slice + fixed cost), plus the split-K sums:
+        /* Estimated time in 1/16 k16 tiles of one block's streaming, for
+         * every slice count and every cluster size that divides it:
+         * waves x (tiles per slice + fixed cost), the waves at the blocks
+         * that run at once in clusters of C (plan_slots), plus the split-K
+         * sums:
          *  - in a cluster of C slices, every block reads m x bn fp32 of its
          *    peers through distributed shared memory (about half the time of
          *    the same bytes from L2) and waits at two cluster barriers (about
@@ -923,26 +939,29 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
          *  - without clusters, the last block sums all slices: m * splits / 8
          *    tiles per 512 columns (bench/RESULTS.md third round), the
          *    predecessor's model unchanged, so that C = 1 plans as it did.
-         * Ties keep fewer slices. */
+         * Ties keep fewer slices, then smaller clusters. */
         int64_t best = -1;
         for (int sp = 1; sp <= tiles; sp++) {
             const int tps = slice_tiles(sp);
             if (tps > tps_max) continue;
             const int splits = (tiles + tps - 1) / tps;
-            const int c = cluster_for(splits, cmax, bn / 64), q = splits / c;
-            const int64_t slots = c >= 8 ? kPlanSlotsCluster8 : (int64_t)kPlanSms * kBlocksPerSm;
-            const int64_t waves = ((int64_t)pl.n_blocks * splits + slots - 1) / slots;
-            int64_t cost = 16 * waves * (tps + kPlanFillTiles);
-            if (c == 1)
-                cost += 16 * ((int64_t)splits * m * (bn / 512) / 8);
-            else
-                cost += (int64_t)m * (bn / 512) + 16 + (q > 1 ? 2 * (int64_t)q * m * (bn / 512) / c + 32 : 0);
-            if (best < 0 || cost < best) best = cost, best_tps = tps;
+            for (int c = 1; c <= cmax; c *= 2) {
+                if (!cluster_fits(splits, c, bn / 64)) continue;
+                const int q = splits / c;
+                const int64_t slots = plan_slots(c);
+                const int64_t waves = ((int64_t)pl.n_blocks * splits + slots - 1) / slots;
+                int64_t cost = 16 * waves * (tps + kPlanFillTiles);
+                if (c == 1)
+                    cost += 16 * ((int64_t)splits * m * (bn / 512) / 8);
+                else
+                    cost += (int64_t)m * (bn / 512) + 16 + (q > 1 ? 2 * (int64_t)q * m * (bn / 512) / c + 32 : 0);
+                if (best < 0 || cost < best) best = cost, best_tps = tps, best_c = c;
+            }
         }
     }
     pl.tiles_per_split = best_tps;
     pl.splits = (tiles + best_tps - 1) / best_tps;
-    pl.cluster = cluster_for(pl.splits, cmax, bn / 64);
+    pl.cluster = best_c;
     pl.groups_max = groups_for(v, best_tps);
     pl.smem = small_smem(m, best_tps, pl.groups_max, grouped, v->zero_point, bn, row_bytes).bytes;
     /* Counters (with more than one cluster per column tile): one per (block,

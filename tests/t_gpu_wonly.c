@@ -575,9 +575,9 @@ END_TEST
  * for bit against the CPU model (each slice counted once, in its place),
  * random against the certified truth (the fixed summation order within the
  * declared bound), and two launches bitwise identical. The cases cap the
- * cluster at 8 (QVET_WO_SMALL_CLUSTER, so that M <= 8, which runs without
- * clusters by default, takes them too), one at 16 (16 slices: one cluster of
- * 16, non-portable), one leaves the default. Channel and tensor rows
+ * cluster at 8 (QVET_WO_SMALL_CLUSTER; the forced slice count then takes the
+ * largest cluster that divides it), one at 16 (16 slices: one cluster of 16,
+ * non-portable), one leaves the default. Channel and tensor rows
  * have 257 k16 tiles (K = 4112): 8 slices give C = 8, Q = 1; 16 C = 8, Q = 2;
  * 24 C = 8, Q = 3; 12 C = 4, Q = 3; 6 C = 2, Q = 3; 5 C = 1, Q = 5; 4 (at
  * M = 8, whose 65-tile slices fit) C = 4, Q = 1. Grouped rows have 32 groups
