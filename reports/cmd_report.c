@@ -63,18 +63,23 @@ typedef struct report {
     int bad_lines;
 } report;
 
-#define GROW(arr, n, cap)                                                      \
-    do {                                                                       \
-        if ((n) == (cap)) {                                                    \
-            (cap) = (cap) ? 2 * (cap) : 64;                                    \
-            void *grown_ = realloc((arr), (size_t)(cap) * sizeof *(arr));       \
-            if (!grown_) {                                                     \
-                fprintf(stderr, "qvet report: out of memory\n");               \
-                exit(3);                                                       \
-            }                                                                  \
-            (arr) = grown_;                                                    \
-        }                                                                      \
-    } while (0)
+/* arr (n records of `size` bytes, room for *cap) with room for one more:
+ * the capacity doubles, from 64. */
+static void *grow(void *arr, int n, int *cap, size_t size)
+{
+    if (n < *cap) return arr;
+    *cap = *cap ? 2 * *cap : 64;
+    void *grown = realloc(arr, (size_t)*cap * size);
+    if (!grown) {
+        fprintf(stderr, "qvet report: out of memory\n");
+        exit(3);
+    }
+    return grown;
+}
+
+/* A new record at the end of arr (n records, room for cap), zeroed. */
+#define APPEND(arr, n, cap)                                                                                   \
+    ((arr) = grow((arr), (n), &(cap), sizeof *(arr)), memset(&(arr)[(n)], 0, sizeof *(arr)), &(arr)[(n)++])
 
 /* A string member as an owned copy; "" when absent or not a string. Numbers
  * and booleans are rendered as their JSON text so provenance keeps them. */
@@ -101,87 +106,77 @@ static void read_hist(const qv_json *o, const char *key, double *h, int n, int *
     for (int i = 0; i < n; i++) h[i] = *has ? qv_json_num(qv_json_at(a, i), 0) : 0;
 }
 
+/* The next key of the space-separated list *keys, copied into key (64 bytes);
+ * *keys moves past it. A record that lists more fields than keys is a
+ * programmer error. */
+static const char *next_key(const char **keys, char *key)
+{
+    int len = 0;
+    QV_ASSERT(sscanf(*keys, " %63s%n", key, &len) == 1, "a record lists more fields than keys");
+    *keys += len;
+    return key;
+}
+
+/* Reads the members named in `keys` into the fields listed in dst (NULL
+ * ends it), in the same order: strings as owned copies (dup_member). */
+static void read_strs(const qv_json *o, const char *keys, char **const *dst)
+{
+    char key[64];
+    for (int i = 0; dst[i]; i++) *dst[i] = dup_member(o, next_key(&keys, key));
+    QV_ASSERT(keys[strspn(keys, " ")] == '\0', "a record lists fewer fields than keys");
+}
+
+/* The same for numbers: doubles, NaN when absent or not a number. */
+static void read_nums(const qv_json *o, const char *keys, double *const *dst)
+{
+    char key[64];
+    for (int i = 0; dst[i]; i++) *dst[i] = num(o, next_key(&keys, key));
+    QV_ASSERT(keys[strspn(keys, " ")] == '\0', "a record lists fewer fields than keys");
+}
+
 static void add_line(report *r, const qv_json *o, const char *source)
 {
     const char *kind = qv_json_str(qv_json_get(o, "kind"));
     if (!kind) kind = "";
     if (!strcmp(kind, "case")) {
-        GROW(r->cases, r->n_cases, r->cap_cases);
-        rep_case *c = &r->cases[r->n_cases++];
-        c->variant = dup_member(o, "variant");
-        c->probe = dup_member(o, "probe");
-        c->shape_class = dup_member(o, "shape_class");
-        c->verdict = dup_member(o, "verdict");
-        c->replay = dup_member(o, "replay");
-        c->backend = dup_member(o, "backend");
-        c->reason = dup_member(o, "reason");
-        c->m = num(o, "m");
-        c->n = num(o, "n");
-        c->k = num(o, "k");
-        c->err_over_bound = num(o, "max_err_over_bound");
-        c->max_abs_err = num(o, "max_abs_err");
-        c->alpha_g = num(o, "alpha_g_max");
-        c->max_ulp = num(o, "max_ulp");
+        rep_case *c = APPEND(r->cases, r->n_cases, r->cap_cases);
+        read_strs(o, "variant probe shape_class verdict replay backend reason",
+                  (char **[]){&c->variant, &c->probe, &c->shape_class, &c->verdict, &c->replay, &c->backend,
+                              &c->reason, NULL});
+        read_nums(o, "m n k max_err_over_bound max_abs_err alpha_g_max max_ulp",
+                  (double *[]){&c->m, &c->n, &c->k, &c->err_over_bound, &c->max_abs_err, &c->alpha_g, &c->max_ulp,
+                               NULL});
         read_hist(o, "hist_err_over_bound", c->hist_eb, 21, &c->has_hist_eb);
         read_hist(o, "hist_ulp", c->hist_ulp, 7, &c->has_hist_ulp);
     } else if (!strcmp(kind, "bench")) {
-        GROW(r->bench, r->n_bench, r->cap_bench);
-        rep_bench *b = &r->bench[r->n_bench++];
-        b->variant = dup_member(o, "variant");
-        b->model = dup_member(o, "model");
-        b->layer = dup_member(o, "layer");
-        b->m = num(o, "m");
-        b->median_us = num(o, "median_us");
-        b->floor_us = num(o, "floor_us");
-        b->floor_fraction = num(o, "floor_fraction");
-        b->vs_cublas = num(o, "vs_cublas");
+        rep_bench *b = APPEND(r->bench, r->n_bench, r->cap_bench);
+        read_strs(o, "variant model layer", (char **[]){&b->variant, &b->model, &b->layer, NULL});
+        read_nums(o, "m median_us floor_us floor_fraction vs_cublas",
+                  (double *[]){&b->m, &b->median_us, &b->floor_us, &b->floor_fraction, &b->vs_cublas, NULL});
     } else if (!strcmp(kind, "mutant")) {
-        GROW(r->mutants, r->n_mutants, r->cap_mutants);
-        rep_mutant *mu = &r->mutants[r->n_mutants++];
-        mu->mutant = dup_member(o, "mutant");
-        mu->cites = dup_member(o, "cites");
-        mu->killed_by = dup_member(o, "killed_by");
-        mu->variant = dup_member(o, "variant");
-        mu->backend = dup_member(o, "backend");
-        mu->bug_class = num(o, "bug_class");
-        mu->cases_to_kill = num(o, "cases_to_kill");
+        rep_mutant *mu = APPEND(r->mutants, r->n_mutants, r->cap_mutants);
+        read_strs(o, "mutant cites killed_by variant backend",
+                  (char **[]){&mu->mutant, &mu->cites, &mu->killed_by, &mu->variant, &mu->backend, NULL});
+        read_nums(o, "bug_class cases_to_kill", (double *[]){&mu->bug_class, &mu->cases_to_kill, NULL});
         mu->killed = qv_json_bool(qv_json_get(o, "killed"), 0);
+        /* -1: the line does not say (the table shows "–"). */
         mu->marlin_pass = qv_json_bool(qv_json_get(o, "marlin_pass"), -1);
         mu->vllm_pass = qv_json_bool(qv_json_get(o, "vllm_pass"), -1);
         mu->cosine_pass = qv_json_bool(qv_json_get(o, "cosine_pass"), -1);
         mu->nmse_pass = qv_json_bool(qv_json_get(o, "nmse_pass"), -1);
     } else if (!strcmp(kind, "ppl")) {
-        GROW(r->ppl, r->n_ppl, r->cap_ppl);
-        rep_ppl *p = &r->ppl[r->n_ppl++];
-        p->variant = dup_member(o, "variant");
-        p->backend = dup_member(o, "backend");
-        p->model = dup_member(o, "model");
-        p->model_sha = dup_member(o, "model_sha256");
-        p->text_sha = dup_member(o, "text_sha256");
-        p->tokens = num(o, "tokens");
-        p->ctx = num(o, "ctx");
-        p->chunks = num(o, "chunks");
-        p->ppl = num(o, "ppl");
-        p->ppl_se = num(o, "ppl_stderr");
-        p->dppl = num(o, "dppl");
-        p->dppl_se = num(o, "dppl_stderr");
-        p->kld = num(o, "kld_mean");
-        p->kld_se = num(o, "kld_stderr");
-        p->kld_p99 = num(o, "kld_p99");
-        p->kld_max = num(o, "kld_max");
-        p->top1 = num(o, "same_top1");
-        p->rms_dp = num(o, "rms_dp");
+        rep_ppl *p = APPEND(r->ppl, r->n_ppl, r->cap_ppl);
+        read_strs(o, "variant backend model model_sha256 text_sha256",
+                  (char **[]){&p->variant, &p->backend, &p->model, &p->model_sha, &p->text_sha, NULL});
+        read_nums(o, "tokens ctx chunks ppl ppl_stderr dppl dppl_stderr kld_mean kld_stderr kld_p99 kld_max "
+                     "same_top1 rms_dp",
+                  (double *[]){&p->tokens, &p->ctx, &p->chunks, &p->ppl, &p->ppl_se, &p->dppl, &p->dppl_se,
+                               &p->kld, &p->kld_se, &p->kld_p99, &p->kld_max, &p->top1, &p->rms_dp, NULL});
     } else if (!strcmp(kind, "run")) {
-        GROW(r->runs, r->n_runs, r->cap_runs);
-        rep_run *u = &r->runs[r->n_runs++];
-        u->command = dup_member(o, "command");
-        u->commit = dup_member(o, "commit");
-        u->date = dup_member(o, "date");
-        u->backend = dup_member(o, "backend");
-        u->gpu = dup_member(o, "gpu");
-        u->driver = dup_member(o, "driver");
-        u->cuda = dup_member(o, "cuda");
-        u->seed = dup_member(o, "seed");
+        rep_run *u = APPEND(r->runs, r->n_runs, r->cap_runs);
+        read_strs(o, "command commit date backend gpu driver cuda seed",
+                  (char **[]){&u->command, &u->commit, &u->date, &u->backend, &u->gpu, &u->driver, &u->cuda,
+                              &u->seed, NULL});
         u->source = strdup(source);
     }
 }
@@ -329,6 +324,19 @@ static int render(plot_ctx *pc, const char *name, const char *script)
     return 1;
 }
 
+/* Opens DIR/plots/NAME.dat for writing and names it in data_name (cap bytes)
+ * as the scripts, run inside the plots folder, refer to it: "NAME.dat". NULL
+ * (the report marked failed) when it cannot be created. */
+static FILE *open_plot_data(plot_ctx *pc, const char *name, char *data_name, size_t cap)
+{
+    char data[4096];
+    snprintf(data, sizeof data, "%s/plots/%s.dat", pc->dir, name);
+    snprintf(data_name, cap, "%s.dat", name);
+    FILE *d = fopen(data, "w");
+    if (!d) pc->failed = 1;
+    return d;
+}
+
 /* ---- sections --------------------------------------------------------------- */
 
 static const char *const verdicts[] = {"PASS", "MARGINAL", "FAIL"};
@@ -400,18 +408,12 @@ static void section_variant_plots(FILE *md, report *r, plot_ctx *pc)
                 "Right: max |err| against K beside the model's α·G; an accumulator cheaper than the "
                 "declared one shows up as points climbing towards or above the α·G line.\n\n");
     for (int v = 0; v < nv; v++) {
-        char name[256], data[4096];
+        char name[256], data_name[300];
         slug(vars[v], name, sizeof name);
         /* Histograms: bins of err/E in [0, 1) by 0.05 plus >= 1; ulps 0,1,2,3,4-7,8-15,>=16. */
         double eb[21] = {0}, ulp[7] = {0};
-        char data_name[300];
-        snprintf(data, sizeof data, "%s/plots/%s.dat", pc->dir, name);
-        snprintf(data_name, sizeof data_name, "%s.dat", name);
-        FILE *d = fopen(data, "w");
-        if (!d) {
-            pc->failed = 1;
-            continue;
-        }
+        FILE *d = open_plot_data(pc, name, data_name, sizeof data_name);
+        if (!d) continue;
         int have_k = 0;
         for (int i = 0; i < r->n_cases; i++) {
             rep_case *c = &r->cases[i];
@@ -565,17 +567,11 @@ static void section_bench(FILE *md, report *r, plot_ctx *pc)
     int nm = distinct(r->bench, r->n_bench, sizeof(rep_bench), offsetof(rep_bench, model), &models);
     int nv = distinct(r->bench, r->n_bench, sizeof(rep_bench), offsetof(rep_bench, variant), &vars);
     for (int mi = 0; mi < nm; mi++) {
-        char name[256], data[4096];
+        char name[256], data_name[300];
         snprintf(name, sizeof name, "speed_");
         slug(models[mi], name + 6, sizeof name - 6);
-        char data_name[300];
-        snprintf(data, sizeof data, "%s/plots/%s.dat", pc->dir, name);
-        snprintf(data_name, sizeof data_name, "%s.dat", name);
-        FILE *d = fopen(data, "w");
-        if (!d) {
-            pc->failed = 1;
-            continue;
-        }
+        FILE *d = open_plot_data(pc, name, data_name, sizeof data_name);
+        if (!d) continue;
         char plot[8192];
         int off = snprintf(plot, sizeof plot,
                            "set title 'block time, %s'\nset logscale xy\nset xlabel 'M'\n"
