@@ -6,6 +6,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,36 @@ static void usage(FILE *f, const char *cmd)
                 "the inputs, the output and the reference as .npy; --shrink shrinks a FAIL first.\n");
 }
 
+/* The options that take a string, and the field it goes to. */
+static const struct str_opt {
+    const char *name;
+    unsigned flag;      /* the OPT_ bit that allows it */
+    size_t field;       /* offsetof(camp_opts, ...): a const char * */
+} str_opts[] = {
+    {"--variant", OPT_VARIANT, offsetof(camp_opts, glob)},
+    {"--out", OPT_OUT, offsetof(camp_opts, out_path)},
+    {"--plugin", OPT_PLUGIN, offsetof(camp_opts, plugin_path)},
+    {"--fail-dir", OPT_FAILDIR, offsetof(camp_opts, fail_dir)},
+    {"--dump", OPT_DUMP, offsetof(camp_opts, dump_dir)},
+};
+
+/* The options without a value, and the value they set. */
+static const struct flag_opt {
+    const char *name;
+    unsigned flag;      /* the OPT_ bit that allows it */
+    size_t field;       /* offsetof(camp_opts, ...): an int */
+    int value;
+} flag_opts[] = {
+    {"--gpu", OPT_BACKEND, offsetof(camp_opts, want_gpu), 1},
+    {"--cpu", OPT_BACKEND, offsetof(camp_opts, want_cpu), 1},
+    {"--check", OPT_CASE, offsetof(camp_opts, suite), 1},
+    {"--shrink", OPT_DUMP, offsetof(camp_opts, shrink), 1},
+    {"--no-shrink", OPT_FAILDIR, offsetof(camp_opts, shrink), 0},
+    {"--quiet", OPT_FAILDIR, offsetof(camp_opts, quiet), 1},
+};
+
+#define N_OF(table) (sizeof table / sizeof table[0])
+
 /* Parses the options `allowed` lets through; returns -1 after printing the
  * usage for a bad one, 1 for --help, 0 otherwise. */
 static int parse_opts(int argc, char **argv, unsigned allowed, camp_opts *o)
@@ -98,29 +129,22 @@ static int parse_opts(int argc, char **argv, unsigned allowed, camp_opts *o)
             usage(stdout, o->cmd);
             return 1;
         }
+        const struct str_opt *so = NULL;
+        const struct flag_opt *fo = NULL;
+        for (size_t t = 0; t < N_OF(str_opts); t++)
+            if (!strcmp(a, str_opts[t].name)) so = &str_opts[t];
+        for (size_t t = 0; t < N_OF(flag_opts); t++)
+            if (!strcmp(a, flag_opts[t].name)) fo = &flag_opts[t];
 #define NEEDS(flag)                                                            \
     if (!(allowed & (flag))) goto bad;
-        if (!strcmp(a, "--variant")) {
-            NEEDS(OPT_VARIANT);
+        if (so) {
+            NEEDS(so->flag);
             if (!val) goto missing;
-            o->glob = val;
+            *(const char **)((char *)o + so->field) = val;
             i++;
-        } else if (!strcmp(a, "--gpu")) {
-            NEEDS(OPT_BACKEND);
-            o->want_gpu = 1;
-        } else if (!strcmp(a, "--cpu")) {
-            NEEDS(OPT_BACKEND);
-            o->want_cpu = 1;
-        } else if (!strcmp(a, "--out")) {
-            NEEDS(OPT_OUT);
-            if (!val) goto missing;
-            o->out_path = val;
-            i++;
-        } else if (!strcmp(a, "--plugin")) {
-            NEEDS(OPT_PLUGIN);
-            if (!val) goto missing;
-            o->plugin_path = val;
-            i++;
+        } else if (fo) {
+            NEEDS(fo->flag);
+            *(int *)((char *)o + fo->field) = fo->value;
         } else if (!strcmp(a, "--seed")) {
             NEEDS(OPT_SEED);
             if (!val) goto missing;
@@ -162,33 +186,11 @@ static int parse_opts(int argc, char **argv, unsigned allowed, camp_opts *o)
             o->case_index = x;
             o->case_set = 1;
             i++;
-        } else if (!strcmp(a, "--check")) {
-            NEEDS(OPT_CASE);
-            o->suite = 1;
-        } else if (!strcmp(a, "--shrink")) {
-            NEEDS(OPT_DUMP);
-            o->shrink = 1;
-        } else if (!strcmp(a, "--no-shrink")) {
-            NEEDS(OPT_FAILDIR);
-            o->shrink = 0;
-        } else if (!strcmp(a, "--quiet")) {
-            NEEDS(OPT_FAILDIR);
-            o->quiet = 1;
         } else if (!strcmp(a, "--cap")) {
             NEEDS(OPT_CAP);
             if (qv_opt_long("--cap", val, 1, (long long)1 << 50, &x)) goto fail;
             o->cap = x;
             o->cap_set = 1;
-            i++;
-        } else if (!strcmp(a, "--fail-dir")) {
-            NEEDS(OPT_FAILDIR);
-            if (!val) goto missing;
-            o->fail_dir = val;
-            i++;
-        } else if (!strcmp(a, "--dump")) {
-            NEEDS(OPT_DUMP);
-            if (!val) goto missing;
-            o->dump_dir = val;
             i++;
         } else {
             goto bad;
@@ -263,10 +265,18 @@ static int pick_backend(const camp_opts *o, qv_backend *b, qv_plugin *pl)
 
 /* ---- provenance ---- */
 
-static void json_str_or_null(FILE *f, const char *s)
+/* The member ,"key":"s" of a JSON object being written. */
+static void json_member(FILE *f, const char *key, const char *s)
 {
-    if (s && *s) qv_json_fput_str(f, s);
-    else fputs("null", f);
+    fprintf(f, ",\"%s\":", key);
+    qv_json_fput_str(f, s);
+}
+
+/* The same, with null for a missing or empty s. */
+static void json_member_or_null(FILE *f, const char *key, const char *s)
+{
+    if (s && *s) json_member(f, key, s);
+    else fprintf(f, ",\"%s\":null", key);
 }
 
 /* The git commit of the working directory's repository, or QV_GIT_COMMIT
@@ -330,34 +340,21 @@ static void write_run_line(FILE *f, int argc, char **argv, const camp_opts *o, c
         if (!drv[0]) snprintf(drv, sizeof drv, "%d.%d", gi.driver / 1000, gi.driver % 1000 / 10);
         snprintf(cuda, sizeof cuda, "%d.%d", gi.runtime / 1000, gi.runtime % 1000 / 10);
     }
-    fputs("{\"kind\":\"run\",\"command\":", f);
-    qv_json_fput_str(f, cmd);
-    fputs(",\"qvet_version\":", f);
-    qv_json_fput_str(f, QV_VERSION);
-    fputs(",\"commit\":", f);
-    qv_json_fput_str(f, commit);
-    fputs(",\"date\":", f);
-    qv_json_fput_str(f, date);
-    fputs(",\"host\":", f);
-    qv_json_fput_str(f, host);
-    fputs(",\"backend\":", f);
-    qv_json_fput_str(f, b->name);
-    fputs(",\"gpu\":", f);
-    json_str_or_null(f, gi.present ? gi.name : NULL);
-    fputs(",\"driver\":", f);
-    json_str_or_null(f, drv);
-    fputs(",\"cuda\":", f);
-    json_str_or_null(f, cuda);
-    fprintf(f, ",\"seed\":%llu,\"shard\":\"%lld/%lld\",\"suite\":", (unsigned long long)o->seed, o->shard_i,
-            o->shard_n);
-    qv_json_fput_str(f, o->cmd);
-    fputs(",\"variant_glob\":", f);
-    json_str_or_null(f, o->glob);
+    fputs("{\"kind\":\"run\"", f);
+    json_member(f, "command", cmd);
+    json_member(f, "qvet_version", QV_VERSION);
+    json_member(f, "commit", commit);
+    json_member(f, "date", date);
+    json_member(f, "host", host);
+    json_member(f, "backend", b->name);
+    json_member_or_null(f, "gpu", gi.present ? gi.name : NULL);
+    json_member_or_null(f, "driver", drv);
+    json_member_or_null(f, "cuda", cuda);
+    fprintf(f, ",\"seed\":%llu,\"shard\":\"%lld/%lld\"", (unsigned long long)o->seed, o->shard_i, o->shard_n);
+    json_member(f, "suite", o->cmd);
+    json_member_or_null(f, "variant_glob", o->glob);
     fprintf(f, ",\"cpu_cap_mnk\":%lld", (long long)b->cap_mnk);
-    if (b->plugin_path[0]) {
-        fputs(",\"plugin\":", f);
-        qv_json_fput_str(f, b->plugin_path);
-    }
+    if (b->plugin_path[0]) json_member(f, "plugin", b->plugin_path);
     fputs("}\n", f);
 }
 
@@ -520,7 +517,7 @@ static int run_one(campaign *cp, const qv_case *c, int print_fail)
 }
 
 /* Common start: options, backend, generator, results file. Returns -1 to go
- * on, or the exit code. */
+ * on, or the exit code (the plugin then closed). */
 static int campaign_start(campaign *cp, camp_opts *o, qv_backend *b, qv_plugin *pl, int argc, char **argv)
 {
     memset(cp, 0, sizeof *cp);
@@ -532,15 +529,33 @@ static int campaign_start(campaign *cp, camp_opts *o, qv_backend *b, qv_plugin *
      * tens of milliseconds of dgemm on one core. */
     openblas_set_num_threads(1);
     int rc = pick_backend(o, b, pl);
-    if (rc) return rc;
-    if (qv_gen_init(&cp->gen, o->glob, b) != QV_OK) {
+    if (!rc && qv_gen_init(&cp->gen, o->glob, b) != QV_OK) {
         fprintf(stderr, "qvet %s: %s\n", o->cmd, qv_errmsg());
-        return 2;
+        rc = 2;
     }
-    for (int i = 0; i < cp->gen.n_variants; i++) cp->tallies[i].v = cp->gen.variants[i];
-    if (results_open(&cp->res, o->out_path, o->cmd)) return 2;
+    if (!rc) {
+        for (int i = 0; i < cp->gen.n_variants; i++) cp->tallies[i].v = cp->gen.variants[i];
+        if (results_open(&cp->res, o->out_path, o->cmd)) rc = 2;
+    }
+    if (rc) {
+        qv_plugin_close(pl);
+        return rc;
+    }
     if (cp->res.f) write_run_line(cp->res.f, argc, argv, o, b);
     return -1;
+}
+
+/* The end of check and fuzz: the summary table, the results file and the
+ * last line ("<cmd>: N cases, F failed"); closes the plugin and returns the
+ * exit code: rc when an error stopped the run, else 1 when a case FAILed. */
+static int campaign_end(campaign *cp, qv_plugin *pl, int rc)
+{
+    print_table(stdout, cp->tallies, cp->gen.n_variants);
+    if (cp->o->out_path) printf("results: %s\n", cp->o->out_path);
+    printf("%s: %lld cases, %lld failed\n", cp->o->cmd, cp->n_cases, cp->n_fail);
+    qv_plugin_close(pl);
+    if (rc) return rc;
+    return cp->n_fail ? 1 : 0;
 }
 
 static void opts_defaults(camp_opts *o, const char *cmd)
@@ -565,10 +580,7 @@ int qv_cmd_check(int argc, char **argv)
     qv_plugin pl = {0};
     campaign cp;
     int rc = campaign_start(&cp, &o, &b, &pl, argc, argv);
-    if (rc >= 0) {
-        qv_plugin_close(&pl);
-        return rc;
-    }
+    if (rc >= 0) return rc;
     long long total = 0;
     for (int i = 0; i < cp.gen.n_variants; i++) total += qv_suite_count(cp.gen.variants[i], b.cap_mnk);
     printf("qvet check: %d variants, %lld cases on %s, seed %llu", cp.gen.n_variants, total, b.name,
@@ -591,12 +603,7 @@ int qv_cmd_check(int argc, char **argv)
     }
     if (results_close(&cp.res, o.cmd) && !rc) rc = 2;
     printf("\n");
-    print_table(stdout, cp.tallies, cp.gen.n_variants);
-    if (o.out_path) printf("results: %s\n", o.out_path);
-    printf("check: %lld cases, %lld failed\n", cp.n_cases, cp.n_fail);
-    qv_plugin_close(&pl);
-    if (rc) return rc;
-    return cp.n_fail ? 1 : 0;
+    return campaign_end(&cp, &pl, rc);
 }
 
 /* ---- qvet fuzz ---- */
@@ -638,10 +645,7 @@ int qv_cmd_fuzz(int argc, char **argv)
     qv_plugin pl = {0};
     campaign cp;
     int rc = campaign_start(&cp, &o, &b, &pl, argc, argv);
-    if (rc >= 0) {
-        qv_plugin_close(&pl);
-        return rc;
-    }
+    if (rc >= 0) return rc;
     printf("qvet fuzz: seed %llu, shard %lld/%lld, %d variants on %s, ", (unsigned long long)o.seed, o.shard_i,
            o.shard_n, cp.gen.n_variants, b.name);
     if (o.cases) printf("%lld cases", o.cases);
@@ -678,12 +682,7 @@ int qv_cmd_fuzz(int argc, char **argv)
     if (results_close(&cp.res, o.cmd) && !rc) rc = 2;
     double secs = wall_s() - t0;
     printf("%.1f s, %.1f cases/s\n", secs, cp.n_cases / (secs > 1e-9 ? secs : 1e-9));
-    print_table(stdout, cp.tallies, cp.gen.n_variants);
-    if (o.out_path) printf("results: %s\n", o.out_path);
-    printf("fuzz: %lld cases, %lld failed\n", cp.n_cases, cp.n_fail);
-    qv_plugin_close(&pl);
-    if (rc) return rc;
-    return cp.n_fail ? 1 : 0;
+    return campaign_end(&cp, &pl, rc);
 }
 
 /* ---- qvet replay ---- */
@@ -704,10 +703,7 @@ int qv_cmd_replay(int argc, char **argv)
     qv_plugin pl = {0};
     campaign cp;
     int rc = campaign_start(&cp, &o, &b, &pl, argc, argv);
-    if (rc >= 0) {
-        qv_plugin_close(&pl);
-        return rc;
-    }
+    if (rc >= 0) return rc;
     rc = 0;
     qv_case c;
     if (o.suite) {
