@@ -19,47 +19,11 @@
 #include "qvet/array.h"
 
 #include "support/files.h"
+#include "support/fixture.h"
+#include "support/suite.h"
 
 #define FIXTURES "tests/data/npy/"
 #define GOLDEN "../shared/golden"
-
-/* ---- the fixture formula (see tests/data/make_fixtures.py) ---- */
-
-static int64_t s_of(int64_t i) { return (i * 37 + 11) % 255 - 127; }
-static uint64_t u_of(int64_t i) { return (uint64_t)((i * 37 + 11) % 256); }
-
-/* Byte-repetition multipliers: the value s or u repeated in every byte lane. */
-static const uint64_t rep8 = 0x0101010101010101ull;
-
-/* IEEE binary16 decoded by hand (independent of the library's converters). */
-static double f16_value(uint16_t h)
-{
-    int sign = h >> 15, e = (h >> 10) & 0x1F, m = h & 0x3FF;
-    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
-    return sign ? -v : v;
-}
-
-/* 1 if element i of a (any supported dtype) holds the formula's value. */
-static int element_ok(const qv_array *a, int64_t i)
-{
-    const void *d = a->data;
-    int64_t s = s_of(i);
-    uint64_t u = u_of(i);
-    switch (a->dtype) {
-    case QV_DT_I1: return ((const int8_t *)d)[i] == s;
-    case QV_DT_I2: return ((const int16_t *)d)[i] == s * 0x0101;
-    case QV_DT_I4: return ((const int32_t *)d)[i] == s * 0x01010101;
-    case QV_DT_I8: return ((const int64_t *)d)[i] == s * (int64_t)rep8;
-    case QV_DT_U1: return ((const uint8_t *)d)[i] == u;
-    case QV_DT_U2: return ((const uint16_t *)d)[i] == u * 0x0101;
-    case QV_DT_U4: return ((const uint32_t *)d)[i] == u * 0x01010101u;
-    case QV_DT_U8: return ((const uint64_t *)d)[i] == u * rep8;
-    case QV_DT_F2: return f16_value(((const uint16_t *)d)[i]) == (double)s / 8;
-    case QV_DT_F4: return ((const float *)d)[i] == (double)s / 8;
-    case QV_DT_F8: return ((const double *)d)[i] == (double)s / 8;
-    default: return 0;
-    }
-}
 
 /* ---- helpers ---- */
 
@@ -71,14 +35,7 @@ static void remove_tmpdir(void) { tmpdir_remove(tmpdir); }
 
 /* ---- numpy-written fixtures: values and byte-exact re-save ---- */
 
-typedef struct fixture {
-    const char *stem;
-    qv_dtype dtype;
-    int ndim;
-    int64_t shape[4];
-} fixture;
-
-static const fixture fixtures[] = {
+static const fixture_spec fixtures[] = {
     {"i1_7", QV_DT_I1, 1, {7}},
     {"u1_2x3", QV_DT_U1, 2, {2, 3}},
     {"u1_1000", QV_DT_U1, 1, {1000}},
@@ -95,36 +52,25 @@ static const fixture fixtures[] = {
 };
 #define N_FIXTURES ((int)(sizeof fixtures / sizeof fixtures[0]))
 
-static void check_fixture(const char *path, const fixture *fx)
+static void check_fixture(const char *path, const fixture_spec *fx)
 {
     qv_array a;
     ck_assert_msg(qv_npy_load(path, &a) == QV_OK, "%s: %s", path, qv_errmsg());
-    ck_assert_msg(a.dtype == fx->dtype, "%s: dtype %s, expected %s", path, qv_dtype_name(a.dtype),
-                  qv_dtype_name(fx->dtype));
-    ck_assert_int_eq(a.ndim, fx->ndim);
-    int64_t count = 1;
-    for (int d = 0; d < fx->ndim; d++) {
-        ck_assert_int_eq(a.shape[d], fx->shape[d]);
-        count *= fx->shape[d];
-    }
-    ck_assert_int_eq(a.count, count);
-    ck_assert_uint_eq(a.nbytes, (size_t)count * qv_dtype_size(fx->dtype));
-    for (int64_t i = 0; i < a.count; i++)
-        ck_assert_msg(element_ok(&a, i), "%s: element %" PRId64 " differs from the formula", path, i);
+    fixture_assert_array(&a, fx, path);
     qv_array_destroy(&a);
 }
 
 START_TEST(test_fixture)
 {
-    const fixture *fx = &fixtures[_i];
+    const fixture_spec *fx = &fixtures[_i];
     char path[256], out[256];
-    snprintf(path, sizeof path, FIXTURES "%s.npy", fx->stem);
+    snprintf(path, sizeof path, FIXTURES "%s.npy", fx->name);
     check_fixture(path, fx);
     /* Re-saving what was read gives numpy's bytes exactly. */
     qv_array a;
     ck_assert_msg(qv_npy_load(path, &a) == QV_OK, "%s", qv_errmsg());
     make_tmpdir();
-    snprintf(out, sizeof out, "%s/%s.npy", tmpdir, fx->stem);
+    snprintf(out, sizeof out, "%s/%s.npy", tmpdir, fx->name);
     ck_assert_msg(qv_npy_save(out, &a) == QV_OK, "%s", qv_errmsg());
     assert_same_bytes(path, out);
     qv_array_destroy(&a);
@@ -134,7 +80,7 @@ END_TEST
 
 START_TEST(test_versions_2_and_3)
 {
-    static const fixture f43 = {"f4_3x4", QV_DT_F4, 2, {3, 4}};
+    static const fixture_spec f43 = {"f4_3x4", QV_DT_F4, 2, {3, 4}};
     check_fixture(FIXTURES "f4_3x4_v2.npy", &f43);
     check_fixture(FIXTURES "f4_3x4_v3.npy", &f43);
     /* Both save back as the 1.0 file numpy writes for the same array. */
@@ -183,9 +129,7 @@ START_TEST(test_refused_files)
     qv_array a;
     qv_status st = qv_npy_load(path, &a);
     printf("%s: %s\n", r->file, qv_errmsg());
-    ck_assert_msg(st == r->st, "%s: status %s, expected %s", r->file, qv_status_str(st), qv_status_str(r->st));
-    ck_assert_msg(strstr(qv_errmsg(), r->needle), "%s: message \"%s\" lacks \"%s\"", r->file, qv_errmsg(),
-                  r->needle);
+    fixture_assert_refused(st, r->st, r->needle, r->file);
     ck_assert_msg(strstr(qv_errmsg(), path), "message does not name the file");
     ck_assert_ptr_null(a.data);
 }
@@ -193,25 +137,17 @@ END_TEST
 
 /* ---- round trips of every dtype and ndim 0..4 ---- */
 
-/* A small deterministic generator so the bytes differ per (seed, index). */
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 START_TEST(test_roundtrip)
 {
     /* _i enumerates (dtype, ndim): every dtype with 0..4 dimensions. */
     qv_dtype dt = (qv_dtype)(QV_DT_I1 + _i / 5);
     int ndim = _i % 5;
     static const int64_t dims[4] = {3, 1, 4, 2};
-    uint64_t seed = 20261129u * 100u + (uint64_t)_i;
+    const uint64_t seed = 20261129u * 100u + (uint64_t)_i;
+    printf("roundtrip %s ndim=%d seed=%" PRIu64 "\n", qv_dtype_name(dt), ndim, seed);
     qv_array a, b;
     ck_assert(qv_array_create(&a, dt, ndim, dims) == QV_OK);
-    for (size_t k = 0; k < a.nbytes; k++) ((unsigned char *)a.data)[k] = (unsigned char)splitmix(&seed);
+    fixture_fill_random(&a, seed, 0);
     make_tmpdir();
     char path[256];
     snprintf(path, sizeof path, "%s/rt.npy", tmpdir);
@@ -350,10 +286,7 @@ START_TEST(test_malformed)
     qv_array a;
     qv_status st = qv_npy_parse(exact, len, &a);
     printf("%-32s %s\n", c->what, qv_errmsg());
-    ck_assert_msg(st == c->st, "%s: status %s, expected %s (%s)", c->what, qv_status_str(st),
-                  qv_status_str(c->st), qv_errmsg());
-    ck_assert_msg(strstr(qv_errmsg(), c->needle), "%s: message \"%s\" lacks \"%s\"", c->what, qv_errmsg(),
-                  c->needle);
+    fixture_assert_refused(st, c->st, c->needle, c->what);
     ck_assert_ptr_null(a.data);
     free(exact);
     free(buf);
@@ -391,24 +324,18 @@ START_TEST(test_bad_preamble)
 END_TEST
 
 /* Every proper prefix of a valid file is refused (never read past its end). */
+/* qv_npy_parse as fixture_assert_prefixes_refused calls it. */
+static qv_status parse_npy(const void *buf, size_t len)
+{
+    qv_array a;
+    const qv_status st = qv_npy_parse(buf, len, &a);
+    if (st == QV_OK) qv_array_destroy(&a);
+    return st;
+}
+
 START_TEST(test_every_truncation)
 {
-    void *raw;
-    size_t len;
-    ck_assert(qv_file_read(FIXTURES "f8_2x3x1x2.npy", &raw, &len) == QV_OK);
-    for (size_t n = 0; n < len; n++) {
-        unsigned char *cut = malloc(n ? n : 1);
-        memcpy(cut, raw, n);
-        qv_array a;
-        qv_status st = qv_npy_parse(cut, n, &a);
-        ck_assert_msg(st == QV_ERR_FORMAT, "prefix of %zu bytes: status %s", n, qv_status_str(st));
-        ck_assert_msg(qv_errmsg()[0], "prefix of %zu bytes: no message", n);
-        free(cut);
-    }
-    qv_array a;
-    ck_assert(qv_npy_parse(raw, len, &a) == QV_OK);
-    qv_array_destroy(&a);
-    free(raw);
+    fixture_assert_prefixes_refused(FIXTURES "f8_2x3x1x2.npy", parse_npy);
 }
 END_TEST
 
@@ -553,9 +480,5 @@ int main(void)
     tcase_add_test(tc, test_io_errors);
     tcase_add_test(tc, test_golden);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(s);
 }

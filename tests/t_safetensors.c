@@ -15,44 +15,10 @@
 #include "qvet/json.h"
 
 #include "support/files.h"
+#include "support/fixture.h"
+#include "support/suite.h"
 
 #define FIXTURES "tests/data/st/"
-
-/* The fixture formula (tests/data/make_fixtures.py). */
-static int64_t s_of(int64_t i) { return (i * 37 + 11) % 255 - 127; }
-static uint64_t u_of(int64_t i) { return (uint64_t)((i * 37 + 11) % 256); }
-static const uint64_t rep8 = 0x0101010101010101ull;
-
-/* 1 if element i holds the formula's value; fp16 is compared by bits, since
- * s/8 is exact in fp16: sign, then exponent and mantissa computed here. */
-static int element_ok(const qv_array *a, int64_t i)
-{
-    const void *d = a->data;
-    int64_t s = s_of(i);
-    uint64_t u = u_of(i);
-    switch (a->dtype) {
-    case QV_DT_I1: return ((const int8_t *)d)[i] == s;
-    case QV_DT_I2: return ((const int16_t *)d)[i] == s * 0x0101;
-    case QV_DT_I4: return ((const int32_t *)d)[i] == s * 0x01010101;
-    case QV_DT_I8: return ((const int64_t *)d)[i] == s * (int64_t)rep8;
-    case QV_DT_U1: return ((const uint8_t *)d)[i] == u;
-    case QV_DT_U2: return ((const uint16_t *)d)[i] == u * 0x0101;
-    case QV_DT_U4: return ((const uint32_t *)d)[i] == u * 0x01010101u;
-    case QV_DT_U8: return ((const uint64_t *)d)[i] == u * rep8;
-    case QV_DT_F4: return ((const float *)d)[i] == (double)s / 8;
-    case QV_DT_F8: return ((const double *)d)[i] == (double)s / 8;
-    case QV_DT_F2: {
-        uint16_t h = ((const uint16_t *)d)[i];
-        uint64_t mag = (uint64_t)(s < 0 ? -s : s); /* |s|/8 = mag * 2^-3 */
-        if (mag == 0) return h == 0;
-        int e = 63 - __builtin_clzll(mag);          /* mag = 1.f * 2^e */
-        uint16_t m = (uint16_t)((mag << (10 - e)) & 0x3FF);
-        uint16_t want = (uint16_t)((s < 0 ? 0x8000 : 0) | (uint16_t)(e - 3 + 15) << 10 | m);
-        return h == want;
-    }
-    default: return 0;
-    }
-}
 
 static char tmpdir[64];
 
@@ -62,14 +28,7 @@ static void remove_tmpdir(void) { tmpdir_remove(tmpdir); }
 
 /* ---- the reference implementation's files ---- */
 
-typedef struct expect {
-    const char *name;
-    qv_dtype dtype;
-    int ndim;
-    int64_t shape[4];
-} expect;
-
-static const expect mixed[] = {
+static const fixture_spec mixed[] = {
     {"w.f64", QV_DT_F8, 2, {2, 3}},        {"w.f32", QV_DT_F4, 1, {4}},
     {"w.f16", QV_DT_F2, 3, {2, 2, 2}},     {"w.i64", QV_DT_I8, 1, {3}},
     {"w.i32", QV_DT_I4, 4, {1, 2, 3, 1}},  {"w.i16", QV_DT_I2, 0, {0}},
@@ -79,23 +38,13 @@ static const expect mixed[] = {
 };
 #define N_MIXED ((int)(sizeof mixed / sizeof mixed[0]))
 
-static void check_tensor(const qv_st_file *f, const expect *x)
+static void check_tensor(const qv_st_file *f, const fixture_spec *x)
 {
     qv_array v;
     ck_assert_msg(qv_st_get(f, x->name, &v) == QV_OK, "%s: %s", x->name, qv_errmsg());
-    ck_assert_msg(v.dtype == x->dtype, "%s: dtype %s", x->name, qv_dtype_name(v.dtype));
-    ck_assert_int_eq(v.ndim, x->ndim);
-    int64_t count = 1;
-    for (int d = 0; d < x->ndim; d++) {
-        ck_assert_int_eq(v.shape[d], x->shape[d]);
-        count *= x->shape[d];
-    }
-    ck_assert_int_eq(v.count, count);
-    ck_assert_uint_eq(v.nbytes, (size_t)count * qv_dtype_size(x->dtype));
     ck_assert_int_eq(v.borrowed, 1);
     ck_assert_uint_eq((uintptr_t)v.data % qv_dtype_size(v.dtype), 0);
-    for (int64_t i = 0; i < count; i++)
-        ck_assert_msg(element_ok(&v, i), "%s: element %" PRId64 " differs from the formula", x->name, i);
+    fixture_assert_array(&v, x, x->name);
     /* Destroying a view frees nothing it does not own. */
     qv_array_destroy(&v);
 }
@@ -130,7 +79,7 @@ END_TEST
 
 START_TEST(test_metadata)
 {
-    static const expect a = {"a", QV_DT_F4, 2, {2, 2}}, b = {"b", QV_DT_I1, 1, {3}};
+    static const fixture_spec a = {"a", QV_DT_F4, 2, {2, 2}}, b = {"b", QV_DT_I1, 1, {3}};
     qv_st_file *f;
     ck_assert_msg(qv_st_open(FIXTURES "meta.safetensors", &f) == QV_OK, "%s", qv_errmsg());
     ck_assert_int_eq(qv_st_count(f), 2);
@@ -145,21 +94,13 @@ END_TEST
 
 /* ---- round trips: every dtype, ndim 0..4, in one file ---- */
 
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 START_TEST(test_roundtrip)
 {
     /* _i is the number of dimensions; one tensor of every dtype. */
     int ndim = _i;
     enum { NT = QV_DT_COUNT - QV_DT_I1 };
     static const int64_t dims[4] = {2, 3, 1, 5};
-    uint64_t seed = 20261129u * 1000u + (uint64_t)_i;
+    const uint64_t seed = 20261129u * 1000u + (uint64_t)_i;
     printf("roundtrip ndim=%d seed=%" PRIu64 "\n", ndim, seed);
     qv_array arrays[NT];
     char namebuf[NT][32];
@@ -167,8 +108,7 @@ START_TEST(test_roundtrip)
     for (int t = 0; t < NT; t++) {
         qv_dtype dt = (qv_dtype)(QV_DT_I1 + t);
         ck_assert(qv_array_create(&arrays[t], dt, ndim, dims) == QV_OK);
-        for (size_t k = 0; k < arrays[t].nbytes; k++)
-            ((unsigned char *)arrays[t].data)[k] = (unsigned char)splitmix(&seed);
+        fixture_fill_random(&arrays[t], seed, (uint64_t)t);
         /* Names in reverse dtype order, so the writer's sort has work to do. */
         snprintf(namebuf[t], sizeof namebuf[t], "t%02d.%s", NT - t, qv_dtype_name(dt));
         names[t] = namebuf[t];
@@ -304,10 +244,7 @@ START_TEST(test_malformed)
     qv_st_file *f = (qv_st_file *)buf; /* must be reset to NULL on failure */
     qv_status st = qv_st_parse(buf, len, &f);
     printf("%-28s %s\n", c->what, qv_errmsg());
-    ck_assert_msg(st == c->st, "%s: status %s, expected %s (%s)", c->what, qv_status_str(st), qv_status_str(c->st),
-                  qv_errmsg());
-    ck_assert_msg(strstr(qv_errmsg(), c->needle), "%s: message \"%s\" lacks \"%s\"", c->what, qv_errmsg(),
-                  c->needle);
+    fixture_assert_refused(st, c->st, c->needle, c->what);
     ck_assert_ptr_null(f);
     free(buf);
 }
@@ -332,24 +269,19 @@ START_TEST(test_short_inputs)
 }
 END_TEST
 
+/* qv_st_parse as fixture_assert_prefixes_refused calls it. */
+static qv_status parse_st(const void *buf, size_t len)
+{
+    qv_st_file *f;
+    const qv_status st = qv_st_parse(buf, len, &f);
+    if (st == QV_OK) qv_st_close(f);
+    return st;
+}
+
 /* Every proper prefix of a valid file is refused. */
 START_TEST(test_every_truncation)
 {
-    void *raw;
-    size_t len;
-    ck_assert(qv_file_read(FIXTURES "mixed.safetensors", &raw, &len) == QV_OK);
-    for (size_t n = 0; n < len; n++) {
-        unsigned char *cut = malloc(n ? n : 1);
-        memcpy(cut, raw, n);
-        qv_st_file *f;
-        qv_status st = qv_st_parse(cut, n, &f);
-        ck_assert_msg(st == QV_ERR_FORMAT, "prefix of %zu bytes: status %s", n, qv_status_str(st));
-        free(cut);
-    }
-    qv_st_file *f;
-    ck_assert(qv_st_parse(raw, len, &f) == QV_OK);
-    qv_st_close(f);
-    free(raw);
+    fixture_assert_prefixes_refused(FIXTURES "mixed.safetensors", parse_st);
 }
 END_TEST
 
@@ -425,9 +357,5 @@ int main(void)
     tcase_add_test(tc, test_misaligned_tensor);
     tcase_add_test(tc, test_save_refusals);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(s);
 }
