@@ -97,19 +97,34 @@ void ev_acts_stamp_set(ev_acts_stamp *s, int layer, qv_llama_lin which, const fl
 
 typedef struct out_job {
     qv_fmt ofmt;
-    const void *out;        /* (t, n_pad) codes */
+    int products;           /* 1: out holds f32 products to round to ofmt */
+    const void *out;        /* (t, n_pad) codes of ofmt, or f32 products */
     int64_t n_pad;
     int n;
     float *y;               /* (t, n) */
 } out_job;
 
-/* Output rows [lo, hi) as f32. */
+/* Rounds an f32 to the output format and back (the kernel's output cast). */
+static float out_round(qv_fmt f, float x)
+{
+    switch (f) {
+    case QV_FMT_F16: return qv_f16_to_f32(qv_f32_to_f16(x));
+    case QV_FMT_BF16: return qv_bf16_to_f32(qv_f32_to_bf16(x));
+    default: return x;
+    }
+}
+
+/* Output rows [lo, hi) as f32: the codes decoded, or the products rounded. */
 static void out_rows(void *vj, int64_t lo, int64_t hi)
 {
     const out_job *j = vj;
     for (int64_t i = lo; i < hi; i++) {
         float *yi = j->y + (size_t)i * j->n;
         int64_t base = i * j->n_pad;
+        if (j->products) {
+            for (int c = 0; c < j->n; c++) yi[c] = out_round(j->ofmt, ((const float *)j->out)[base + c]);
+            continue;
+        }
         switch (j->ofmt) {
         case QV_FMT_F16:
             for (int c = 0; c < j->n; c++) yi[c] = qv_f16_to_f32(((const uint16_t *)j->out)[base + c]);
@@ -126,6 +141,12 @@ static void out_rows(void *vj, int64_t lo, int64_t hi)
 
 void ev_decode_out(qv_fmt f, const void *out, int64_t n_pad, int t, int n, float *y)
 {
-    out_job j = {f, out, n_pad, n, y};
+    out_job j = {f, 0, out, n_pad, n, y};
+    ev_parallel_for(t, ev_grain(t, EV_ROW_GRAIN), out_rows, &j);
+}
+
+void ev_round_out(qv_fmt f, const float *yy, int64_t n_pad, int t, int n, float *y)
+{
+    out_job j = {f, 1, yy, n_pad, n, y};
     ev_parallel_for(t, ev_grain(t, EV_ROW_GRAIN), out_rows, &j);
 }

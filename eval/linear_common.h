@@ -67,5 +67,8 @@ void ev_acts_stamp_set(ev_acts_stamp *s, int layer, qv_llama_lin which, const fl
 /* Decodes output codes to f32 on the thread pool: out (t, n_pad) codes of f
  * (f16, bf16 or f32) row-major; y (t, n) f32 receives the first n columns. */
 void ev_decode_out(qv_fmt f, const void *out, int64_t n_pad, int t, int n, float *y);
+/* The same for f32 products yy (t, n_pad): each rounded to f (the kernel's
+ * output cast) and back to f32. */
+void ev_round_out(qv_fmt f, const float *yy, int64_t n_pad, int t, int n, float *y);
 
 #endif

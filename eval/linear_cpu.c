@@ -35,16 +35,6 @@ typedef struct cpu_ctx {
     double acts_s, gemm_s;  /* wall time in activation quantization and in the GEMMs */
 } cpu_ctx;
 
-/* Rounds an f32 to the output format and back (the kernel's output cast). */
-static float out_round(qv_fmt f, float x)
-{
-    switch (f) {
-    case QV_FMT_F16: return qv_f16_to_f32(qv_f32_to_f16(x));
-    case QV_FMT_BF16: return qv_bf16_to_f32(qv_f32_to_bf16(x));
-    default: return x;
-    }
-}
-
 static void free_scratch(cpu_ctx *c)
 {
     free(c->a); free(c->a_scale); free(c->azp); free(c->a_f32); free(c->yy);
@@ -101,22 +91,6 @@ static void acts_rows(void *vj, int64_t lo, int64_t hi)
         }
 }
 
-typedef struct round_job {
-    qv_fmt ofmt;
-    const float *yy;        /* (t, n_pad) f32 products */
-    int64_t n_pad;
-    int n;
-    float *y;               /* (t, n) */
-} round_job;
-
-/* Output rows [lo, hi) of the fast path: the products rounded to the output format. */
-static void round_rows(void *vj, int64_t lo, int64_t hi)
-{
-    const round_job *j = vj;
-    for (int64_t i = lo; i < hi; i++)
-        for (int c = 0; c < j->n; c++) j->y[(size_t)i * j->n + c] = out_round(j->ofmt, j->yy[i * j->n_pad + c]);
-}
-
 static qv_status cpu_run(void *vctx, const qv_llama *m, int layer, qv_llama_lin which, const float *x, int t, float *y)
 {
     cpu_ctx *c = vctx;
@@ -149,8 +123,7 @@ static qv_status cpu_run(void *vctx, const qv_llama *m, int layer, qv_llama_lin 
         /* yy (t, np) = a (t, kp) . w_eff (kp, np) */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, (int)np_, (int)kp, 1.0f, c->a_f32, (int)kp,
                     c->w_eff[li], (int)np_, 0.0f, c->yy, (int)np_);
-        round_job rj = {c->v->ofmt, c->yy, np_, L->n, y};
-        ev_parallel_for(t, ev_grain(t, EV_ROW_GRAIN), round_rows, &rj);
+        ev_round_out(c->v->ofmt, c->yy, np_, t, L->n, y);
     }
     c->gemm_s += ev_now() - t1;
     return st;
