@@ -112,7 +112,8 @@ static void read_hist(const qv_json *o, const char *key, double *h, int n, int *
 static const char *next_key(const char **keys, char *key)
 {
     int len = 0;
-    QV_ASSERT(sscanf(*keys, " %63s%n", key, &len) == 1, "a record lists more fields than keys");
+    const int found = sscanf(*keys, " %63s%n", key, &len);
+    QV_ASSERT(found == 1, "a record lists more fields than keys");
     *keys += len;
     return key;
 }
