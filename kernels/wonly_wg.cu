@@ -27,22 +27,15 @@
  * reads its lanes' words of those quarters (each quarter holds the fragments
  * of two n8 tiles) and feeds quarter i as its 16 rows of the warpgroup's i-th
  * m64 tile. Activations, packed weights, group scales and zero points
- * travel global -> shared through a 5-stage ring of 64 k each (one 128-byte
- * swizzle row of activations), three stages ahead: one thread issues each
- * stage as a tensor-map copy of the activations (swizzled by the copy engine)
- * and bulk copies of the weight rows, scales and zero points, all completing
- * on the stage's "full" mbarrier; each warp releases a stage on its "empty"
- * mbarrier once the wgmma groups that read it have completed. No thread but
- * the issuing one computes an address, and the warpgroups never meet at a
- * block-wide barrier. */
-#include <cuda.h>
+ * travel global -> shared through a 5-stage cp.async ring of 64 k each (one
+ * 128-byte swizzle row of activations). */
 #include <cuda_runtime.h>
-#include <cudaTypedefs.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dequant.cuh"
+#include "mma.cuh"
 #include "qvet/gemm.h"
 #include "qvet/gpu.h"
 #include "wonly_small.cuh"
@@ -62,8 +55,8 @@ constexpr int kKs = 4;                 /* k16 tiles per stage: 64 fp16 = one 128
 constexpr int kStages = 5;             /* ring depth */
 /* Stages requested ahead of the one computed: kStages - 2, so that the slot
  * refilled at step s is the one read at step s - 2, whose wgmma groups are
- * complete once step s - 1 has waited for all but its latest group: the
- * tensor cores never drain at a stage boundary. */
+ * complete once step s - 1 has waited for all but its latest two: the tensor
+ * cores never drain at a stage boundary. */
 constexpr int kAhead = kStages - 2;
 constexpr int kSwizzleAtom = 1024;     /* 8 rows of 128 bytes: the 128-byte swizzle's repeat */
 
@@ -85,6 +78,7 @@ template <int TPW> struct tile_cfg {
 template <int WT> struct wt_traits {
     static constexpr bool four = WT == WT_INT4 || WT == WT_INT4_ZP;
     static constexpr int lane_bytes = four ? 16 : 32;        /* packed bytes per lane per (k16, chunk) */
+    static constexpr int parts = lane_bytes / 16;            /* 16-byte copies per lane */
     /* int32 words per (k16, 64 columns): 16 x 64 codes of 4 or 8 bits, i.e.
      * 32 lanes' bytes. */
     static constexpr int chunk_words = 32 * lane_bytes / 4;
@@ -164,69 +158,12 @@ __device__ __forceinline__ void wg_wait()
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 
-/* ---- the ring: bulk copies and tensor-map (TMA) copies completing on
- * mbarriers (PTX ISA "mbarrier", "cp.async.bulk", "cp.async.bulk.tensor") ---- */
-
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count)
+/* Makes the generic-proxy writes of cp.async visible to wgmma, which reads
+ * shared memory through the async proxy (PTX ISA "Memory Consistency Model",
+ * proxies; fence.proxy.async). */
+__device__ __forceinline__ void wg_fence_proxy_async()
 {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
-}
-
-/* Makes initialised barriers visible to the async proxy (the copies). */
-__device__ __forceinline__ void mbar_fence_init()
-{
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-
-/* One arrival (release: this thread's earlier accesses are ordered before
- * whatever a waiter on the phase does next). */
-__device__ __forceinline__ void mbar_arrive(uint32_t bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-
-/* One arrival that also announces `bytes` of copy data for the phase. */
-__device__ __forceinline__ void mbar_arrive_tx(uint32_t bar, uint32_t bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-
-/* Spins until the barrier's phase with the given parity has completed. */
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
-{
-    asm volatile("{\n"
-                 ".reg .pred done;\n"
-                 "WG_WAIT_%=:\n"
-                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-                 "@!done bra WG_WAIT_%=;\n"
-                 "}\n" ::"r"(bar),
-                 "r"(parity)
-                 : "memory");
-}
-
-/* Orders this thread's earlier generic-proxy shared-memory accesses (and
- * those it acquired through a barrier) before its later copies, which write
- * through the async proxy (PTX ISA "Memory Consistency Model", proxies). */
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-
-/* bytes (a multiple of 16) from global src to shared dst, both 16-byte
- * aligned, completing on barrier bar. */
-__device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
-{
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-                 "l"(src), "r"(bytes), "r"(bar)
-                 : "memory");
-}
-
-/* The box of the 2D tensor map at element coordinates (x = k, y = token) to
- * shared dst (1024-byte aligned for the 128-byte swizzle the map declares),
- * completing on bar; elements outside the tensor arrive as zeros. */
-__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap *map, int x, int y, uint32_t bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
-                 "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar)
-                 : "memory");
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
 /* D (64 x N, fp32) += A (64 x 16, registers) . B (16 x N, shared memory
@@ -349,8 +286,7 @@ __device__ __forceinline__ float epilogue_scale(const wg_params &p, int col)
  * over the whole of K. Up to 255 registers per thread (128 of them
  * accumulators), so one block per SM. */
 template <int WT, bool IS_BF16, int TPW>
-__global__ void __launch_bounds__(kThreads, 1)
-    k_gemm_wonly_wgmma(const wg_params p, const __grid_constant__ CUtensorMap a_map)
+__global__ void __launch_bounds__(kThreads, 1) k_gemm_wonly_wgmma(const wg_params p)
 {
     using T = wt_traits<WT>;
     using C = tile_cfg<TPW>;
@@ -382,64 +318,64 @@ __global__ void __launch_bounds__(kThreads, 1)
     /* A warpgroup whose TPW chunks all lie past N has nothing to compute
      * (uniform over the warpgroup, as wgmma requires). */
     const bool wg_active = c0 + TPW * wgi < n_chunks;
+    const uint16_t *a16 = static_cast<const uint16_t *>(p.a);
     const int64_t b_row_words = (int64_t)n_chunks * T::chunk_words;
 
-    /* The ring's barriers: full[s] completes when stage s's copies have
-     * landed (one arrival, the issuing thread's, plus the bytes); empty[s]
-     * when each of the 8 warps has finished reading it (its wgmma groups
-     * complete, its weight and scale loads done). */
-    __shared__ __align__(8) uint64_t bars[2 * kStages];
-    const uint32_t full0 = (uint32_t)__cvta_generic_to_shared(&bars[0]);
-    const uint32_t empty0 = (uint32_t)__cvta_generic_to_shared(&bars[kStages]);
-    const uint32_t smem_addr = (uint32_t)__cvta_generic_to_shared(smem);
-    /* Valid chunks of the block (N tail) and their packed bytes per k16 row. */
-    const int v_chunks = n_chunks - c0 < C::chunks ? n_chunks - c0 : C::chunks;
-    const uint32_t b_row_bytes = (uint32_t)v_chunks * T::chunk_words * 4;
-
-    /* Thread 0 issues pipeline step `step` into ring slot step % kStages:
-     * A, the bx x 64 box of activations at (k, token) = (64 step, m0) through
-     *    the tensor map, which writes it 128-byte swizzled (chunk c of row r
-     *    at c ^ (r % 8), as the descriptor declares) and fills rows past M
-     *    and columns past K with zeros;
-     * B, per k16 tile u, the block's valid chunks, contiguous in the Marlin
-     *    layout, as [u][chunk][lane][lane_bytes];
-     * scales and zero points, one contiguous row per group the stage touches.
-     * The byte count announced first is exactly what the copies deliver. */
-    auto issue_stage = [&](int step) {
-        const int slot = step % kStages;
-        const uint32_t st = smem_addr + slot * L::bytes;
-        const uint32_t bar = full0 + 8 * slot;
+    /* Issues the copies of pipeline step `step` into ring slot `slot`.
+     * A: bx token rows x 8 chunks of 16 bytes, chunk c of row r stored at
+     *    c ^ (r % 8) (the 128-byte swizzle the descriptor declares); rows past
+     *    M and k16 tiles past K are zero-filled without a read.
+     * B: each (k16 tile u, chunk, 16-byte part q) as 32 lanes' 16 bytes in a
+     *    row, so a warp's read of one part is 512 contiguous bytes.
+     * Scales: s_rows rows of bn halves; zero points: s_rows rows of bn/8 words. */
+    auto load_stage = [&](int step, int slot) {
+        unsigned char *st = smem + slot * L::bytes;
         const int kt0 = step * kKs;
-        const int nk = kt_total - kt0 < kKs ? kt_total - kt0 : kKs;
-        int rows = 0;
-        if (grouped)
-            for (int r = 0; r < s_rows; r++) rows += kt0 + (r << p.g_shift) < kt_total;
-        /* Per group row: v_chunks x 64 halves of scales, x 8 words of zero points. */
-        const uint32_t row_bytes = (uint32_t)v_chunks * (64 * 2 + (WT == WT_INT4_ZP ? 32 : 0));
-        const uint32_t bytes = L::a_bytes + nk * b_row_bytes + rows * row_bytes;
-        mbar_arrive_tx(bar, bytes);
-        tma_load_2d(st + L::a_off, &a_map, kt0 * 16, m0, bar);
-        for (int u = 0; u < nk; u++)
-            bulk_copy(st + L::b_off + u * C::chunks * T::chunk_words * 4,
-                      p.b + (int64_t)(kt0 + u) * b_row_words + (int64_t)c0 * T::chunk_words, b_row_bytes, bar);
-        for (int r = 0; r < rows; r++) {
-            const int64_t grp = (int64_t)(kt0 >> p.g_shift) + r;
-            bulk_copy(st + L::s_off + r * C::bn * 2, static_cast<const uint16_t *>(p.scales) + grp * p.n + c0 * 64,
-                      (uint32_t)v_chunks * 64 * 2, bar);
-            if (WT == WT_INT4_ZP)
-                bulk_copy(st + L::z_off + r * (C::bn / 8) * 4, p.zeros + grp * (p.n / 8) + c0 * 8,
-                          (uint32_t)v_chunks * 32, bar);
+#pragma unroll
+        for (int i = 0; i < C::bx * 8 / kThreads; i++) {
+            const int c = tid + i * kThreads;
+            const int row = c >> 3, ch = c & 7;
+            const bool ok = m0 + row < p.m && kt0 + (ch >> 1) < kt_total;
+            const uint16_t *src = ok ? a16 + (int64_t)(m0 + row) * p.k + (int64_t)kt0 * 16 + ch * 8 : a16;
+            qv_cp_async16(st + L::a_off + row * 128 + ((ch ^ (row & 7)) << 4), src, ok);
+        }
+        constexpr int b_iters = kKs * C::chunks * 32 * T::parts / kThreads;
+#pragma unroll
+        for (int i = 0; i < b_iters; i++) {
+            const int c = tid + i * kThreads;
+            const int ln = c & 31;
+            const int part = (c >> 5) % T::parts;
+            const int ck = (c >> 5) / T::parts % C::chunks;
+            const int u = (c >> 5) / T::parts / C::chunks;
+            const bool ok = c0 + ck < n_chunks && kt0 + u < kt_total;
+            const uint32_t *src = ok ? p.b + (int64_t)(kt0 + u) * b_row_words + (int64_t)(c0 + ck) * T::chunk_words +
+                                           ln * (T::lane_bytes / 4) + part * 4
+                                     : p.b;
+            qv_cp_async16(st + L::b_off + (((u * C::chunks + ck) * T::parts + part) * 32 + ln) * 16, src, ok);
+        }
+        if (grouped) {
+            /* bn/8 copies of 16 bytes per scale row: at most 4 rows x 64. */
+            const int r = tid / (C::bn / 8), piece = tid % (C::bn / 8);
+            if (r < s_rows) {
+                const int64_t grp = (int64_t)(kt0 >> p.g_shift) + r;
+                const bool ok = kt0 + (r << p.g_shift) < kt_total && (c0 * 64 + piece * 8) < p.n;
+                const uint16_t *src =
+                    ok ? static_cast<const uint16_t *>(p.scales) + grp * p.n + c0 * 64 + piece * 8
+                       : static_cast<const uint16_t *>(p.scales);
+                qv_cp_async16(st + L::s_off + r * C::bn * 2 + piece * 16, src, ok);
+            }
+            if (WT == WT_INT4_ZP) {
+                /* bn/32 copies of 16 bytes (32 columns each) per zero-point row. */
+                const int rz = tid / (C::bn / 32), pz = tid % (C::bn / 32);
+                if (rz < s_rows) {
+                    const int64_t grp = (int64_t)(kt0 >> p.g_shift) + rz;
+                    const bool ok = kt0 + (rz << p.g_shift) < kt_total && (c0 * 64 + pz * 32) < p.n;
+                    const uint32_t *src = ok ? p.zeros + grp * (p.n / 8) + c0 * 8 + pz * 4 : p.zeros;
+                    qv_cp_async16(st + L::z_off + rz * (C::bn / 8) * 4 + pz * 16, src, ok);
+                }
+            }
         }
     };
-
-    if (tid == 0) {
-        for (int s2 = 0; s2 < kStages; s2++) {
-            mbar_init(full0 + 8 * s2, 1);
-            mbar_init(empty0 + 8 * s2, kThreads / 32);
-        }
-        mbar_fence_init();
-    }
-    __syncthreads();
 
     float acc[TPW][C::bx / 2];
 #pragma unroll
@@ -447,8 +383,11 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int r = 0; r < C::bx / 2; r++) acc[i][r] = 0.0f;
 
-    if (tid == 0)
-        for (int s2 = 0; s2 < kAhead && s2 < n_steps; s2++) issue_stage(s2);
+#pragma unroll
+    for (int s = 0; s < kAhead; s++) {
+        if (s < n_steps) load_stage(s, s);
+        qv_cp_async_commit();
+    }
 
     uint32_t sc[2 * TPW]; /* group scales of the current group, one half2 per n8 tile of the warp */
     uint32_t zw = 0;      /* packed zero points of the current group, nibble per n8 tile */
@@ -457,132 +396,134 @@ __global__ void __launch_bounds__(kThreads, 1)
     qv_dq4_consts<IS_BF16>(8u, sym);
 
     for (int step = 0; step < n_steps; step++) {
-        /* Refill the slot of step - 2 with step + kAhead: every warp released
-         * it at the end of step - 1, once all its wgmma groups but the latest
-         * had completed. Its previous phase is (step + kAhead) / kStages - 1. */
+        qv_cp_async_wait<kAhead - 1>();
+        wg_fence_proxy_async();
+        __syncthreads();
+        /* The slot refilled in this step was read in step - 2: every
+         * warpgroup has since waited until at most two wgmma groups were
+         * pending, both of step - 1 (every step but the last holds kKs >= 2
+         * k16 tiles). An active warpgroup issues its share of the copies
+         * after its first group of the step, so the tensor cores have work
+         * while the addresses are computed; one commit per step and thread. */
         const int next = step + kAhead;
-        if (tid == 0 && next < n_steps) {
-            if (next >= kStages) mbar_wait(empty0 + 8 * (next % kStages), (uint32_t)((next / kStages - 1) & 1));
-            fence_proxy_async();
-            issue_stage(next);
+        if (!wg_active) {
+            if (next < n_steps) load_stage(next, next % kStages);
+            qv_cp_async_commit();
+            continue;
         }
-        mbar_wait(full0 + 8 * (step % kStages), (uint32_t)((step / kStages) & 1));
-        /* wgmma is .sync.aligned: the warp runs it converged. */
-        __syncwarp();
-        if (wg_active) {
-            const unsigned char *st = smem + (step % kStages) * L::bytes;
-            const int kt0 = step * kKs;
-            const int nk = kt_total - kt0 < kKs ? kt_total - kt0 : kKs;
-            const uint64_t desc0 = wg_desc_sw128(st + L::a_off);
+
+        const unsigned char *st = smem + (step % kStages) * L::bytes;
+        const int kt0 = step * kKs;
+        const int nk = kt_total - kt0 < kKs ? kt_total - kt0 : kKs;
+        const uint64_t desc0 = wg_desc_sw128(st + L::a_off);
 #pragma unroll
-            for (int u = 0; u < kKs; u++) {
-                if (u >= nk) break;
-                /* This lane's packed words of its n8 tiles 2 q0 .. 2 (q0 + TPW) - 1:
-                 * 4-bit, word q holds n8 tiles 2q and 2q + 1; 8-bit, word j8 holds
-                 * n8 tile j8 and the lane's 32 bytes are two 16-byte parts. */
-                const unsigned char *blane = st + L::b_off + ((u * C::chunks + chunk_l) * 32 + lane) * T::lane_bytes;
-                uint32_t bw[T::four ? TPW : 2 * TPW];
-                if constexpr (T::four && TPW == 4) {
-                    const uint4 v = *reinterpret_cast<const uint4 *>(blane);
-                    bw[0] = v.x, bw[1] = v.y, bw[2] = v.z, bw[3] = v.w;
-                } else if constexpr (T::four) {
-                    const uint2 v = *reinterpret_cast<const uint2 *>(blane + 4 * q0);
-                    bw[0] = v.x, bw[1] = v.y;
-                } else {
+        for (int u = 0; u < kKs; u++) {
+            if (u >= nk) break;
+            /* This lane's packed words of its n8 tiles 2 q0 .. 2 (q0 + TPW) - 1:
+             * 4-bit, word q holds n8 tiles 2q and 2q + 1; 8-bit, word j8 holds
+             * n8 tile j8 and the lane's 32 bytes are two 16-byte parts. */
+            const unsigned char *blane = st + L::b_off + ((u * C::chunks + chunk_l) * T::parts * 32 + lane) * 16;
+            uint32_t bw[T::four ? TPW : 2 * TPW];
+            if constexpr (T::four && TPW == 4) {
+                const uint4 v = *reinterpret_cast<const uint4 *>(blane);
+                bw[0] = v.x, bw[1] = v.y, bw[2] = v.z, bw[3] = v.w;
+            } else if constexpr (T::four) {
+                const uint2 v = *reinterpret_cast<const uint2 *>(blane + 4 * q0);
+                bw[0] = v.x, bw[1] = v.y;
+            } else {
 #pragma unroll
-                    for (int q = 0; q < TPW / 2; q++) {
-                        const uint4 v = *reinterpret_cast<const uint4 *>(blane + (q0 / 2 + q) * 16);
-                        bw[4 * q] = v.x, bw[4 * q + 1] = v.y, bw[4 * q + 2] = v.z, bw[4 * q + 3] = v.w;
-                    }
+                for (int q = 0; q < TPW / 2; q++) {
+                    const uint4 v = *reinterpret_cast<const uint4 *>(blane + (q0 / 2 + q) * 512);
+                    bw[4 * q] = v.x, bw[4 * q + 1] = v.y, bw[4 * q + 2] = v.z, bw[4 * q + 3] = v.w;
                 }
-                /* Group scales of this lane's n8 tiles, reloaded only when the
-                 * group changes: positions 8*(lane/4)+j8 of the warp's chunk
-                 * (scale_perm puts column 8*j8 + lane/4 there), unless k == g uses
-                 * the channel permutation. */
-                if (grouped) {
-                    const int grp = (kt0 + u) >> p.g_shift;
-                    if (grp != cur_grp) {
-                        cur_grp = grp;
-                        const int r = u >> s_shift;
-                        const unsigned char *srow = st + L::s_off + r * C::bn * 2;
-                        if (!p.grp_single) {
-                            const unsigned char *sp = srow + (chunk_l * 64 + 8 * (lane >> 2) + 2 * q0) * 2;
-                            uint32_t s2[TPW];
-                            if constexpr (TPW == 4) {
-                                const uint4 sv = *reinterpret_cast<const uint4 *>(sp);
-                                s2[0] = sv.x, s2[1] = sv.y, s2[2] = sv.z, s2[3] = sv.w;
-                            } else {
-                                const uint2 sv = *reinterpret_cast<const uint2 *>(sp);
-                                s2[0] = sv.x, s2[1] = sv.y;
-                            }
-#pragma unroll
-                            for (int jj = 0; jj < 2 * TPW; jj++)
-                                sc[jj] = qv_h2<IS_BF16>::dup((s2[jj >> 1] >> (16 * (jj & 1))) & 0xFFFFu);
-                        } else {
-                            const uint16_t *s16 = reinterpret_cast<const uint16_t *>(srow);
-#pragma unroll
-                            for (int jj = 0; jj < 2 * TPW; jj++)
-                                sc[jj] = qv_h2<IS_BF16>::dup(
-                                    s16[single_perm_index(chunk_l * 64 + 8 * (2 * q0 + jj) + (lane >> 2))]);
-                        }
-                        if (WT == WT_FP8) {
-                            /* Exact: s * 2^s_pow2 * 2^-s_pow2 = s, a half-precision value. */
-#pragma unroll
-                            for (int jj = 0; jj < 2 * TPW; jj++) sc[jj] = qv_h2<IS_BF16>::mul(sc[jj], p.unbias_h2);
-                        }
-                        if (WT == WT_INT4_ZP)
-                            /* The word of column lane/4 of each of the chunk's n8 tiles. */
-                            zw = *reinterpret_cast<const uint32_t *>(st + L::z_off + r * (C::bn / 8) * 4 +
-                                                                     (chunk_l * 8 + (lane >> 2)) * 4);
-                    }
-                }
-                /* The m64 tile i takes n8 tiles 2(q0+i) (rows 0-7) and 2(q0+i)+1
-                 * (rows 8-15): A fragment {lo tile k0-7, hi tile k0-7, lo tile
-                 * k8-15, hi tile k8-15}. */
-                uint32_t af[TPW][4];
-#pragma unroll
-                for (int jj = 0; jj < 2 * TPW; jj++) {
-                    uint32_t bf[2];
-                    if (WT == WT_INT4) {
-                        qv_dq4<IS_BF16>(bw[jj >> 1] >> (8 * (jj & 1)), sym, bf);
-                    } else if (WT == WT_INT4_ZP) {
-                        /* Zero point of n8 tile j8 = 2 q0 + jj: packed position j8
-                         * sits at nibble j8/2 + 4*(j8%2) (interleave
-                         * [0,2,4,6,1,3,5,7]). The constants are rebuilt per tile
-                         * rather than kept: registers are the scarcest resource. */
-                        const int j8 = 2 * q0 + jj;
-                        uint32_t zc[2];
-                        qv_dq4_consts<IS_BF16>((zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1)))) & 0xFu, zc);
-                        qv_dq4<IS_BF16>(bw[jj >> 1] >> (8 * (jj & 1)), zc, bf);
-                    } else if (WT == WT_INT8) {
-                        qv_dq8<IS_BF16>(bw[jj], bf);
-                    } else {
-                        qv_dqfp8<IS_BF16>(bw[jj], bf);
-                    }
-                    if (grouped) {
-                        bf[0] = qv_h2<IS_BF16>::mul(bf[0], sc[jj]);
-                        bf[1] = qv_h2<IS_BF16>::mul(bf[1], sc[jj]);
-                    }
-                    af[jj >> 1][jj & 1] = bf[0];
-                    af[jj >> 1][2 + (jj & 1)] = bf[1];
-                }
-                wg_fence();
-                /* k16 tile u of the stage: 32 bytes into each 128-byte row. */
-                const uint64_t desc = desc0 + (uint64_t)(u * 32 >> 4);
-#pragma unroll
-                for (int i = 0; i < TPW; i++) wg_mma<C::bx, IS_BF16>::run(acc[i], af[i], desc);
-                wg_commit();
-                /* The previous k16 tile's group is done: its fragment registers
-                 * may be reused while this one runs. */
-                wg_wait<1>();
             }
+            /* Group scales of this lane's n8 tiles, reloaded only when the
+             * group changes: positions 8*(lane/4)+j8 of the warp's chunk
+             * (scale_perm puts column 8*j8 + lane/4 there), unless k == g uses
+             * the channel permutation. */
+            if (grouped) {
+                const int grp = (kt0 + u) >> p.g_shift;
+                if (grp != cur_grp) {
+                    cur_grp = grp;
+                    const int r = u >> s_shift;
+                    const unsigned char *srow = st + L::s_off + r * C::bn * 2;
+                    if (!p.grp_single) {
+                        const unsigned char *sp = srow + (chunk_l * 64 + 8 * (lane >> 2) + 2 * q0) * 2;
+                        uint32_t s2[TPW];
+                        if constexpr (TPW == 4) {
+                            const uint4 sv = *reinterpret_cast<const uint4 *>(sp);
+                            s2[0] = sv.x, s2[1] = sv.y, s2[2] = sv.z, s2[3] = sv.w;
+                        } else {
+                            const uint2 sv = *reinterpret_cast<const uint2 *>(sp);
+                            s2[0] = sv.x, s2[1] = sv.y;
+                        }
+#pragma unroll
+                        for (int jj = 0; jj < 2 * TPW; jj++)
+                            sc[jj] = qv_h2<IS_BF16>::dup((s2[jj >> 1] >> (16 * (jj & 1))) & 0xFFFFu);
+                    } else {
+                        const uint16_t *s16 = reinterpret_cast<const uint16_t *>(srow);
+#pragma unroll
+                        for (int jj = 0; jj < 2 * TPW; jj++)
+                            sc[jj] = qv_h2<IS_BF16>::dup(
+                                s16[single_perm_index(chunk_l * 64 + 8 * (2 * q0 + jj) + (lane >> 2))]);
+                    }
+                    if (WT == WT_FP8) {
+                        /* Exact: s * 2^s_pow2 * 2^-s_pow2 = s, a half-precision value. */
+#pragma unroll
+                        for (int jj = 0; jj < 2 * TPW; jj++) sc[jj] = qv_h2<IS_BF16>::mul(sc[jj], p.unbias_h2);
+                    }
+                    if (WT == WT_INT4_ZP)
+                        /* The word of column lane/4 of each of the chunk's n8 tiles. */
+                        zw = *reinterpret_cast<const uint32_t *>(st + L::z_off + r * (C::bn / 8) * 4 +
+                                                                 (chunk_l * 8 + (lane >> 2)) * 4);
+                }
+            }
+            /* The m64 tile i takes n8 tiles 2(q0+i) (rows 0-7) and 2(q0+i)+1
+             * (rows 8-15): A fragment {lo tile k0-7, hi tile k0-7, lo tile
+             * k8-15, hi tile k8-15}. */
+            uint32_t af[TPW][4];
+#pragma unroll
+            for (int jj = 0; jj < 2 * TPW; jj++) {
+                uint32_t bf[2];
+                if (WT == WT_INT4) {
+                    qv_dq4<IS_BF16>(bw[jj >> 1] >> (8 * (jj & 1)), sym, bf);
+                } else if (WT == WT_INT4_ZP) {
+                    /* Zero point of n8 tile j8 = 2 q0 + jj: packed position j8
+                     * sits at nibble j8/2 + 4*(j8%2) (interleave
+                     * [0,2,4,6,1,3,5,7]). The constants are rebuilt per tile
+                     * rather than kept: registers are the scarcest resource. */
+                    const int j8 = 2 * q0 + jj;
+                    uint32_t zc[2];
+                    qv_dq4_consts<IS_BF16>((zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1)))) & 0xFu, zc);
+                    qv_dq4<IS_BF16>(bw[jj >> 1] >> (8 * (jj & 1)), zc, bf);
+                } else if (WT == WT_INT8) {
+                    qv_dq8<IS_BF16>(bw[jj], bf);
+                } else {
+                    qv_dqfp8<IS_BF16>(bw[jj], bf);
+                }
+                if (grouped) {
+                    bf[0] = qv_h2<IS_BF16>::mul(bf[0], sc[jj]);
+                    bf[1] = qv_h2<IS_BF16>::mul(bf[1], sc[jj]);
+                }
+                af[jj >> 1][jj & 1] = bf[0];
+                af[jj >> 1][2 + (jj & 1)] = bf[1];
+            }
+            wg_fence();
+            /* k16 tile u of the stage: 32 bytes into each 128-byte row. */
+            const uint64_t desc = desc0 + (uint64_t)(u * 32 >> 4);
+#pragma unroll
+            for (int i = 0; i < TPW; i++) wg_mma<C::bx, IS_BF16>::run(acc[i], af[i], desc);
+            wg_commit();
+            /* The group of two k16 tiles back is done: its fragment registers
+             * may be reused while this tile's and the previous one's run, so
+             * the dequantization of the next tile overlaps two groups. */
+            wg_wait<2>();
+            if (u == 0 && next < n_steps) load_stage(next, next % kStages);
         }
-        /* All of this warp's groups but the latest (of this step) are
-         * complete: the previous step's slot may be refilled. */
-        __syncwarp();
-        if (lane == 0 && step > 0) mbar_arrive(empty0 + 8 * ((step - 1) % kStages));
+        qv_cp_async_commit();
     }
     wg_wait<0>();
+    qv_cp_async_wait<0>();
     if (!wg_active || c0 + chunk_l >= n_chunks) return;
 
     /* Epilogue: row 16w + lane/4 (+8) of m64 tile i is column
@@ -689,50 +630,10 @@ qv_status tpw_from_env(int *tpw)
                    "kernel), or unset for 128", s);
 }
 
-/* cuTensorMapEncodeTiled, a driver function, found through the runtime so
- * that nothing links libcuda directly; looked up once. */
-qv_status encode_fn(PFN_cuTensorMapEncodeTiled_v12000 *fn)
-{
-    static PFN_cuTensorMapEncodeTiled_v12000 cached = NULL;
-    if (!cached) {
-        void *f = NULL;
-        cudaDriverEntryPointQueryResult q;
-        /* 12000: the CUDA 12.0 signature of the function. */
-        QV_CUDA_TRY(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q),
-                    "cudaGetDriverEntryPointByVersion (cuTensorMapEncodeTiled)");
-        if (q != cudaDriverEntryPointSuccess || !f)
-            return qv_fail(QV_ERR_CUDA, "the driver has no cuTensorMapEncodeTiled (needs CUDA 12 or later)");
-        cached = (PFN_cuTensorMapEncodeTiled_v12000)f;
-    }
-    *fn = cached;
-    return QV_OK;
-}
-
-/* The tensor map of A (m, k) 16-bit codes, row-major, read in boxes of 64
- * k (128 bytes, the 128-byte swizzle's row) x bx tokens; out-of-range
- * elements read as zeros. */
-qv_status make_a_map(CUtensorMap *map, const void *a, int m, int k, int bx)
-{
-    PFN_cuTensorMapEncodeTiled_v12000 encode = NULL;
-    QV_TRY(encode_fn(&encode));
-    const cuuint64_t dims[2] = {(cuuint64_t)k, (cuuint64_t)m};
-    const cuuint64_t strides[1] = {(cuuint64_t)k * 2};
-    const cuuint32_t box[2] = {64, (cuuint32_t)bx};
-    const cuuint32_t elem_strides[2] = {1, 1};
-    CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<void *>(a), dims, strides, box,
-                        elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS)
-        return qv_fail(QV_ERR_CUDA, "cuTensorMapEncodeTiled (A of %d x %d, box 64 x %d): error %d", m, k, bx, (int)r);
-    return QV_OK;
-}
-
 template <int WT, bool BF, int TPW>
 qv_status launch_kernel(const wg_params &p, cudaStream_t stream)
 {
     using C = tile_cfg<TPW>;
-    CUtensorMap a_map;
-    QV_TRY(make_a_map(&a_map, p.a, p.m, p.k, C::bx));
     constexpr int smem = stage_layout<WT, TPW>::total;
     static bool attr_set = false;
     if (!attr_set) {
@@ -742,7 +643,7 @@ qv_status launch_kernel(const wg_params &p, cudaStream_t stream)
         attr_set = true;
     }
     const dim3 grid((unsigned)((p.m + C::bx - 1) / C::bx), (unsigned)((p.n + C::bn - 1) / C::bn));
-    k_gemm_wonly_wgmma<WT, BF, TPW><<<grid, kThreads, smem, stream>>>(p, a_map);
+    k_gemm_wonly_wgmma<WT, BF, TPW><<<grid, kThreads, smem, stream>>>(p);
     QV_CUDA_TRY(cudaGetLastError(), "wgmma weight-only kernel launch");
     return QV_OK;
 }
