@@ -17,8 +17,8 @@
  * by bulk copies (cp.async.bulk, one per k16 row of the block's chunks, which
  * are contiguous in the Marlin layout) that complete on mbarriers: up to
  * 64 KiB per block in flight, and no per-load address arithmetic in the warps
- * that do the math. Warp 0 refills a stage's slot once every warp has
- * arrived at the slot's named barrier after reading it. The slice's A
+ * that do the math. Thread 0 refills a stage's slot after a block barrier
+ * that follows every warp's reads of it. The slice's A
  * rows (gathered through perm under act_order), group scales and zero points
  * are staged in shared memory once, at block start, while the first stages are
  * in flight.
@@ -90,9 +90,6 @@ constexpr int kMaxTilesPerSplit = 256;
 constexpr int kStages = 4;
 constexpr int kStageBytes = 16384;
 static_assert(kStages <= 4, "the 128-byte shared-memory header holds the ring's barriers (small_smem)");
-/* The ring's named barriers: kRingBarrier + slot (0 is __syncthreads'; 16 exist). */
-constexpr int kRingBarrier = 1;
-static_assert(kRingBarrier + kStages <= 16, "sm_90 has 16 named barriers per block");
 /* Shared-memory budget of one block: two blocks per SM fit the H200's 227 KiB
  * (each block also takes 1 KiB of system shared memory). */
 constexpr size_t kSmemBudget = 112 * 1024;
@@ -144,10 +141,11 @@ struct small_params {
  * 16 bytes); a 16-byte zero line that rows >= m read; then groups_max rows of bn
  * group scales and of bn/8 zero-point words (bn: the block's columns).
  * row_bytes: one k16 row of the block's weights (bn/64 chunks).
- * After the K loop the ring (and what follows it, if needed) holds the block's
- * split-K partial tile: m rows of bn fp32 at red_stride floats, bn + 4 so that
- * rows stay 16-byte aligned and the 4 rows of a half-warp's 8-byte stores (m16
- * orientation) start 4 banks apart. */
+ * After the K loop the A rows and what follows them (extended if needed) hold
+ * the block's split-K partial tile: m rows of bn fp32 at red_stride floats,
+ * bn + 4 so that rows stay 16-byte aligned and the 4 rows of a half-warp's
+ * 8-byte stores (m16 orientation) start 4 banks apart. Never the ring: no
+ * bulk copy ever writes where the partial tile lives. */
 struct small_smem {
     int rows_per_stage, stage_bytes, ring_off, a_off, a_stride, zero_off, s_off, z_off, red_stride, bytes;
     __host__ __device__ small_smem(int m, int tiles_per_split, int groups_max, bool grouped, bool zp, int bn,
@@ -163,7 +161,7 @@ struct small_smem {
         z_off = s_off + (grouped ? groups_max * bn * 2 : 0);
         bytes = z_off + (zp ? groups_max * (bn / 8) * 4 : 0);
         red_stride = bn + 4;
-        const int red_end = ring_off + m * red_stride * 4;
+        const int red_end = a_off + m * red_stride * 4;
         if (bytes < red_end) bytes = red_end;
     }
 };
@@ -177,35 +175,6 @@ __device__ __forceinline__ void mbar_init(unsigned bar, unsigned count)
 
 /* Makes the initialised barriers visible to the bulk-copy (async) proxy. */
 __device__ __forceinline__ void mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
-
-/* Named barrier ID of COUNT threads (whole warps): arrive without waiting, or
- * arrive and wait for the count. Either orders the calling threads' earlier
- * memory accesses before what the waiting threads do after the barrier. The
- * id is a constant so that the kernel reserves only the barriers it uses. */
-template <int ID, int COUNT> __device__ __forceinline__ void named_arrive()
-{
-    asm volatile("bar.arrive %0, %1;\n" ::"n"(ID), "n"(COUNT) : "memory");
-}
-template <int ID, int COUNT> __device__ __forceinline__ void named_sync()
-{
-    asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(COUNT) : "memory");
-}
-
-/* Warp 0 waits at, the other warps arrive at, the named barrier of ring slot
- * `slot` (kRingBarrier + slot, kStages of them). */
-template <int BASE, int STAGES, int THREADS> __device__ __forceinline__ void ring_release(int slot, bool waits)
-{
-    if constexpr (STAGES > 0) {
-        if (slot == 0) {
-            if (waits)
-                named_sync<BASE, THREADS>();
-            else
-                named_arrive<BASE, THREADS>();
-        } else {
-            ring_release<BASE + 1, STAGES - 1, THREADS>(slot - 1, waits);
-        }
-    }
-}
 
 /* Orders this thread's earlier generic-proxy shared-memory accesses (and those
  * it has acquired) before its later bulk copies (async proxy). */
@@ -372,14 +341,13 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
      * goes to slot s % kStages: one bulk copy per k16 row of the chunks below N
      * (a row of B is n_chunks chunks of chunk_vecs 16-byte words, so the block's
      * chunks of one row are contiguous), completing on barrier full[slot]. A
-     * stage with a refill after it ends at named barrier kRingBarrier + slot:
-     * warps 1..7 arrive when they have read it, warp 0 arrives and waits, and
-     * then its thread 0 refills the slot with stage s + kStages; the barrier
-     * orders every warp's reads of the slot before the refill's bulk copies,
-     * and one barrier per slot keeps a fast warp's arrival for the slot's
-     * next stage from counting towards this one (that stage needs the refill
-     * first). Thread 0 issues the first kStages stages while A, the scales and
-     * the zero points are being staged. */
+     * stage with a refill after it ends at a block barrier, after which thread
+     * 0 refills its slot with stage s + kStages: the barrier orders every
+     * warp's reads of the slot before the refill's bulk copies. The warps wait
+     * for the same bytes anyway (full[slot]), so the barrier costs little:
+     * it only holds a warp that would otherwise run ahead into data already
+     * in flight. Thread 0 issues the first kStages stages while A, the scales
+     * and the zero points are being staged. */
     const unsigned smem_base = (unsigned)__cvta_generic_to_shared(smem);
     const unsigned bar_full = smem_base;
     const int rps = L.rows_per_stage;
@@ -606,8 +574,8 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     };
 
     /* 3. The K loop: wait for each stage, run the warp's chunk(s) of its rows,
-     * release the slot at its named barrier (warp 0 then refills it). Warps
-     * without a chunk below N still release every slot. */
+     * then (when a refill follows) the block barrier and thread 0's refill.
+     * Warps without a chunk below N still take every barrier. */
     {
         const unsigned char *my_words = smem + L.ring_off + (warp * CPW * T::chunk_vecs + lane * T::vecs) * 16;
         for (int st = 0; st < n_stages; st++) {
@@ -625,10 +593,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                     compute_tile(st * rps + r, cur);
                 }
             }
-            __syncwarp();
             if (st + kStages < n_stages) {
-                ring_release<kRingBarrier, kStages, kThreads>(slot, warp == 0);
-                if (warp == 0 && lane == 0) {
+                __syncthreads();
+                if (tid == 0) {
                     fence_proxy_async();
                     issue_stage(st + kStages);
                 }
@@ -637,7 +604,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     }
 
     /* 4. Split-K. Each slice's partial tile goes to its block's shared memory
-     * (the ring is idle now). The p.cluster = C consecutive slices of a
+     * (over A, which the K loop no longer reads). The p.cluster = C consecutive slices of a
      * cluster exchange them through distributed shared memory: block rank r
      * sums part r of the tile (the r-th C-th of its m x bcols outputs, in
      * 4-column pieces) over the peers' tiles in rank order 0..C-1. With one
@@ -653,10 +620,10 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
         const int Q = p.splits / C;
         const int rank = C > 1 ? (int)cluster_rank() : 0;
         const int q_idx = blockIdx.y / C;
-        float *red = reinterpret_cast<float *>(smem + L.ring_off);
+        float *red = reinterpret_cast<float *>(smem + L.a_off);
         /* Element r of (chunk c, tile j) in the block's partial tile. */
         auto red_at = [&](int c, int j, int r) { return red + elem_row(r) * L.red_stride + elem_col(c, j, r) - n0; };
-        __syncthreads(); /* every warp is past its last read of the ring */
+        __syncthreads(); /* every warp is past its last read of A and the scales */
 #pragma unroll
         for (int c = 0; c < CPW; c++)
             if (chunk_on[c])
@@ -711,7 +678,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
 
         /* The cluster's sum of part r: the C peers' loads in flight, then
          * their adds in rank order. */
-        const unsigned red_addr = smem_base + L.ring_off;
+        const unsigned red_addr = smem_base + L.a_off;
         for (int e = e_begin + tid; e < e_end; e += kThreads) {
             const int red_idx = (e / qpr) * L.red_stride + 4 * (e % qpr);
             float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -941,7 +908,13 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
          *    predecessor's model unchanged, so that C = 1 plans as it did.
          * Ties keep fewer slices, then smaller clusters. */
         int64_t best = -1;
-        for (int sp = 1; sp <= tiles; sp++) {
+        /* sp runs over 1..tiles but visits only the first sp of each value of
+         * ceil(tiles / sp) (the others repeat its candidate, and ties keep the
+         * first): O(sqrt(tiles)) candidates, since the plan is made at every
+         * launch and a launch's host time counts whenever the GPU is faster. */
+        for (int sp = 1, next = 2; sp <= tiles; sp = next) {
+            const int t = (tiles + sp - 1) / sp;
+            next = t > 1 ? (tiles - 1) / (t - 1) + 1 : tiles + 1;
             const int tps = slice_tiles(sp);
             if (tps > tps_max) continue;
             const int splits = (tiles + tps - 1) / tps;
@@ -1082,8 +1055,10 @@ int qv_wonly_small_wanted(int m)
 size_t qv_wonly_small_workspace(const qv_variant *v, int m, int n, int k)
 {
     if (m < 1 || m > QV_WO_SMALL_MAX_M) return 0;
-    /* Room for every configuration QVET_WO_SMALL can select. */
-    const size_t one = make_plan(v, m, n, k, 1).bytes, two = make_plan(v, m, n, k, 2).bytes;
+    /* Room for every configuration QVET_WO_SMALL can select; two chunks per
+     * warp run only swapped, M <= QV_WO_SMALL_SWAP_MAX_M. */
+    const size_t one = make_plan(v, m, n, k, 1).bytes;
+    const size_t two = m <= QV_WO_SMALL_SWAP_MAX_M ? make_plan(v, m, n, k, 2).bytes : 0;
     return one > two ? one : two;
 }
 
