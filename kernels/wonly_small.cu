@@ -604,8 +604,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     }
 
     /* 4. Split-K. Each slice's partial tile goes to its block's shared memory
-     * (over A, which the K loop no longer reads). The p.cluster = C consecutive slices of a
-     * cluster exchange them through distributed shared memory: block rank r
+     * (over A, which the K loop no longer reads). The p.cluster = C
+     * consecutive slices of a cluster exchange them through distributed
+     * shared memory: block rank r
      * sums part r of the tile (the r-th C-th of its m x bcols outputs, in
      * 4-column pieces) over the peers' tiles in rank order 0..C-1. With one
      * cluster per column tile (splits == C) that sum is final. Otherwise
