@@ -326,17 +326,20 @@ k_gemm_aq_mma(const aq_params p)
         __shared__ int aq_ticket;
         if (tid == 0) aq_ticket = atomicAdd(&p.counters[AQ_CTR_ENTRY + tile], 1);
         __syncthreads();
-#ifdef QV_MUTANT_gpu_aq_split_sum_not_zeroed
-        /* Mutant (class 6, marlin e7a312a): the integer split-K sum is never cleared, so
-         * a launch adds onto whatever the previous one left in the workspace. */
-        if (false) {
-#else
         if (aq_ticket == 0) {
-#endif
             int *sum = (int *)p.partial;
             const int rows = min(C::bm, p.m - m0), cols = min(C::bn, p.n - n0);
+#ifndef QV_MUTANT_gpu_aq_split_sum_not_zeroed
+            /* (Mutant QV_MUTANT_gpu_aq_split_sum_not_zeroed, class 6, marlin e7a312a, skips
+             * this clearing but still raises the flag: a launch adds onto whatever the
+             * previous one left in the workspace.) */
             for (int e = tid; e < rows * cols; e += C::threads)
                 sum[(int64_t)(m0 + e / cols) * N + n0 + e % cols] = 0;
+#else
+            (void)sum;
+            (void)rows;
+            (void)cols;
+#endif
             __threadfence();
             __syncthreads();
             if (tid == 0) atomicExch(&p.counters[AQ_CTR_ZEROED + tile], 1);
