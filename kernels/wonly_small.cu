@@ -50,10 +50,10 @@
  * orientation, "0" nothing (the general kernel). QVET_WO_SMALL_SPLITS=<s>
  * forces the number of K slices (tests), QVET_WO_SMALL_CLUSTER=<c> the
  * largest cluster, QVET_WO_SMALL_TRACE=1 prints each launch's plan and the
- * device's concurrent clusters (measurements). Measured on the H200 before the
- * cluster sums (2026-11-29, bench/RESULTS.md third round), Llama-3-70B block,
- * w4a16-ch: M = 1 174 us (the register-streaming predecessor of this kernel:
- * 276 us), M = 16 285 us (general kernel 434 us). */
+ * device's concurrent clusters (measurements). Measured on the H200
+ * (2026-11-29, bench/RESULTS.md fourth round), Llama-3-70B block, w4a16-ch:
+ * M = 1 170 us, M = 16 246 us (285 us without clusters in the same run; the
+ * register-streaming predecessor of this kernel: 276 and 436 us). */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
