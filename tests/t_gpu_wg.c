@@ -32,33 +32,19 @@
  * QVET_SEED=<seed> replays it. */
 #include <check.h>
 #include <fnmatch.h>
-#include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "../kernels/wonly_wg.cuh"
-#include "qvet/formats.h"
 #include "qvet/gemm.h"
 #include "qvet/gpu.h"
-#include "qvet/problem.h"
-#include "qvet/reference.h"
 #include "qvet/variant.h"
-#include "support/rand.h"
+#include "support/gpu.h"
+#include "support/wonly.h"
 
 static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
-
-static uint64_t rnd(uint64_t stream, uint64_t i) { return test_rnd(g_seed, stream, i); }
-
-static int64_t rnd_int(uint64_t stream, uint64_t i, int64_t lo, int64_t hi)
-{
-    return lo + (int64_t)(rnd(stream, i) % (uint64_t)(hi - lo + 1));
-}
-
-static double rnd_unit(uint64_t stream, uint64_t i) { return (double)(rnd(stream, i) >> 11) * 0x1p-53; }
 
 /* ---- the rows under test --------------------------------------------------- */
 
@@ -67,206 +53,20 @@ static int g_nrows;
 
 /* Every marlin row, or those QVET_WG_ROWS (an fnmatch pattern) names: the
  * sanitizer passes run one or two rows. */
-static void collect_rows(void)
+static int keep_row(const qv_variant *v)
 {
     const char *pat = getenv("QVET_WG_ROWS");
-    g_nrows = 0;
-    for (int i = 0; i < qv_registry_count() && g_nrows < 64; i++) {
-        const qv_variant *v = qv_registry_get(i);
-        if (pat && *pat && fnmatch(pat, v->name, 0) != 0) continue;
-        if (v->launch && !strcmp(v->family, "marlin")) g_rows[g_nrows++] = i;
-    }
-}
-
-/* ---- fills ------------------------------------------------------------------ */
-
-enum probe { PROBE_EXACT = 0, PROBE_ONEHOT, PROBE_RANDOM };
-static const char *const probe_names[] = {"exact", "one-hot", "random"};
-enum regime { REG_NORMAL = 0, REG_TINY, REG_LARGE };
-static const char *const regime_names[] = {"normal", "tiny", "large"};
-
-static uint32_t enc(qv_fmt f, double x) { return qv_encode(f, x, QV_SAT_FINITE); }
-
-/* A random finite e4m3 code (0x7F / 0xFF are NaN). */
-static uint8_t e4m3_random(uint64_t s, uint64_t i)
-{
-    uint8_t c = (uint8_t)rnd(s, i);
-    return (c & 0x7F) == 0x7F ? (uint8_t)(c - 1) : c;
-}
-
-static void put(qv_fmt f, void *buf, int64_t i, double x)
-{
-    if (f == QV_FMT_F32)
-        ((float *)buf)[i] = (float)x;
-    else
-        ((uint16_t *)buf)[i] = (uint16_t)enc(f, x);
-}
-
-/* Scale exponent window [lo, hi]. Exact probes keep 4 bits of spread so that
- * every partial sum stays exact in fp32 (4 bits of spread + 13 of K = 4112 +
- * 5 of |a * (q - z)| < 24); the tiny regime reaches fp16 subnormal products
- * (bf16: 2^-40 lower); fp8 rows keep scales below 2^7 so the packer's
- * exponent-bias folding (x 2^8 in fp16) cannot overflow. */
-static void scale_window(const qv_variant *v, int probe, int regime, double *lo, double *hi)
-{
-    const int bf = v->afmt == QV_FMT_BF16;
-    *lo = -6, *hi = 0;
-    if (probe != PROBE_RANDOM) *lo = -4;
-    if (regime == REG_TINY) *lo -= bf ? 40 : 14, *hi -= bf ? 40 : 14;
-    if (regime == REG_LARGE) *lo += 4, *hi += 6;
-}
-
-/* Fills every buffer of p for the probe; `idx` makes the case's random stream. */
-static void fill_problem(qv_problem *p, int probe, int regime, uint64_t idx)
-{
-    const qv_variant *v = p->v;
-    const int64_t m = p->m, n = p->n, k = p->k;
-    const uint64_t s = idx * 16;
-
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t kk = 0; kk < k; kk++) {
-            const uint64_t e = (uint64_t)(i * k + kk);
-            double x;
-            if (probe == PROBE_EXACT)
-                x = (double)rnd_int(s + 1, e, -3, 3);
-            else if (probe == PROBE_ONEHOT)
-                x = kk == (i * 7 + 3) % k;
-            else
-                x = (rnd(s + 7, e) & 1 ? -1 : 1) * exp2(-2.0 + 3.0 * rnd_unit(s + 1, e));
-            ((uint16_t *)p->a)[e] = (uint16_t)enc(v->afmt, x);
-        }
-
-    for (int64_t e = 0; e < k * n; e++) {
-        switch (v->wfmt) {
-        case QV_FMT_U4: ((uint8_t *)p->q)[e] = (uint8_t)rnd_int(s + 2, (uint64_t)e, 0, 15); break;
-        case QV_FMT_U8: ((uint8_t *)p->q)[e] = (uint8_t)rnd_int(s + 2, (uint64_t)e, 0, 255); break;
-        case QV_FMT_E4M3:
-            ((uint8_t *)p->q)[e] = probe == PROBE_EXACT
-                                       ? (uint8_t)enc(QV_FMT_E4M3, (double)rnd_int(s + 2, (uint64_t)e, -4, 4))
-                                       : e4m3_random(s + 2, (uint64_t)e);
-            break;
-        default: ck_abort_msg("%s: unexpected weight format", v->name);
-        }
-    }
-
-    double lo, hi;
-    scale_window(v, probe, regime, &lo, &hi);
-    if (p->scales) {
-        const int64_t cnt = qv_problem_scale_rows(p) * qv_problem_scale_cols(p);
-        for (int64_t e = 0; e < cnt; e++) {
-            double x = probe == PROBE_RANDOM ? exp2(lo + (hi - lo) * rnd_unit(s + 3, (uint64_t)e))
-                                             : ldexp(1.0, (int)rnd_int(s + 3, (uint64_t)e, (int64_t)lo, (int64_t)hi));
-            put(v->sfmt, p->scales, e, x);
-        }
-    }
-    if (p->zeros) {
-        const int64_t cnt = (k / p->g) * n;
-        for (int64_t e = 0; e < cnt; e++) p->zeros[e] = (uint8_t)rnd_int(s + 4, (uint64_t)e, 0, 15);
-    }
-    /* act_order: a random permutation of balanced groups, as GPTQ's desc_act
-     * produces: g_idx[perm[i]] = i / g. */
-    if (p->g_idx) {
-        int64_t *perm = malloc(sizeof(int64_t) * (size_t)k);
-        ck_assert_ptr_nonnull(perm);
-        for (int64_t i = 0; i < k; i++) perm[i] = i;
-        for (int64_t i = k - 1; i > 0; i--) {
-            int64_t j = rnd_int(s + 5, (uint64_t)i, 0, i), t = perm[i];
-            perm[i] = perm[j];
-            perm[j] = t;
-        }
-        for (int64_t i = 0; i < k; i++) p->g_idx[perm[i]] = (int32_t)(i / p->g);
-        free(perm);
-    }
+    if (pat && *pat && fnmatch(pat, v->name, 0) != 0) return 0;
+    return !strcmp(v->family, "marlin");
 }
 
 /* ---- one case ----------------------------------------------------------------- */
 
-/* After a bit-exact mismatch: which column positions inside a 64-column chunk
- * and which token positions inside a 64-token tile differ ('x'), the first
- * mismatches, and for the first one the columns of the same chunk whose
- * model value the kernel wrote there (a permuted fragment shows as another
- * column). Both outputs are (m, n) 16-bit codes. */
-static void diagnose(const qv_problem *p, const uint16_t *out, const uint16_t *model)
-{
-    char cols[65], toks[65];
-    memset(cols, '.', 64), memset(toks, '.', 64);
-    cols[64] = toks[64] = '\0';
-    int shown = 0;
-    for (int64_t i = 0; i < p->m; i++)
-        for (int64_t j = 0; j < p->n; j++) {
-            const int64_t e = i * p->n + j;
-            if (out[e] == model[e]) continue;
-            cols[j % 64] = 'x', toks[i % 64] = 'x';
-            if (shown++ >= 4) continue;
-            fprintf(stderr, "  (%" PRId64 ", %" PRId64 "): out 0x%04x model 0x%04x; model has it at columns", i, j,
-                    out[e], model[e]);
-            const int64_t c0 = j / 64 * 64;
-            int found = 0;
-            for (int64_t jj = c0; jj < c0 + 64 && found < 6; jj++)
-                if (model[i * p->n + jj] == out[e]) fprintf(stderr, " %" PRId64, jj), found++;
-            fprintf(stderr, "%s\n", found ? "" : " (none)");
-        }
-    fprintf(stderr, "  columns mod 64 differing: %s\n  tokens mod 64 differing:  %s\n", cols, toks);
-}
-
-/* Runs p twice on the GPU, then checks the verdicts; returns 1 when it passed. */
-static int run_case(qv_problem *p, int probe, const char *label)
-{
-    int take = 0;
-    ck_assert_int_eq(qv_wonly_wg_wanted(p->v, (int)p->m, (int)p->n, (int)p->k, &take), QV_OK);
-    ck_assert_msg(take, "%s: the wgmma path does not take this case", label);
-    const size_t ob = (size_t)qv_problem_out_bytes(p);
-    void *out = malloc(ob), *model = malloc(ob);
-    ck_assert_ptr_nonnull(out);
-    ck_assert_ptr_nonnull(model);
-    qv_gpu_stats st;
-    qv_status s = qv_gpu_run(p, NULL, 2, out, &st);
-    ck_assert_msg(s == QV_OK, "%s: qv_gpu_run: %s", label, qv_errmsg());
-    int ok = 1;
-    if (st.nondeterministic) {
-        fprintf(stderr, "FAIL %s: two launches differ, first at element %" PRId64 "\n", label, st.first_diff);
-        ok = 0;
-    }
-    if (st.guard_writes) {
-        fprintf(stderr, "FAIL %s: %" PRId64 " bytes written past the output\n", label, st.guard_writes);
-        ok = 0;
-    }
-    qv_result r;
-    if (probe != PROBE_RANDOM) {
-        ck_assert_msg(ref_model_run(p, model) == QV_OK, "%s: model: %s", label, qv_errmsg());
-        ref_verify_bitexact(p, model, out, &r);
-        if (r.grade != QV_PASS) {
-            fprintf(stderr, "FAIL %s (bit-exact vs model): %s\n", label, r.reason);
-            diagnose(p, out, model);
-            ok = 0;
-        }
-    } else {
-        ref_truth t;
-        ck_assert_msg(ref_truth_compute(p, &t) == QV_OK, "%s: truth: %s", label, qv_errmsg());
-        ref_verify(p, &t, out, &r);
-        ref_truth_clear(&t);
-        if (r.grade == QV_FAIL) {
-            fprintf(stderr, "FAIL %s (truth): %s\n", label, r.reason);
-            ok = 0;
-        }
-    }
-    free(out);
-    free(model);
-    return ok;
-}
-
+/* One case through the wgmma path (asserted), launched twice, with its
+ * verdicts and, on a bit-exact mismatch, where in the tile it lies. */
 static int one_case(const qv_variant *v, int64_t m, int64_t n, int64_t k, int probe, int regime, uint64_t idx)
 {
-    qv_problem p;
-    ck_assert_msg(qv_problem_create(&p, v, m, n, k) == QV_OK, "%s: %s", v->name, qv_errmsg());
-    fill_problem(&p, probe, regime, idx);
-    char label[200];
-    snprintf(label, sizeof label,
-             "%s m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " %s/%s seed=%" PRIu64 " case=%" PRIu64, v->name, m, n,
-             k, probe_names[probe], regime_names[regime], g_seed, idx);
-    int ok = run_case(&p, probe, label);
-    qv_problem_destroy(&p);
-    return ok;
+    return wonly_one_case(v, m, n, k, probe, regime, g_seed, idx, WONLY_WG);
 }
 
 /* K of kind `kw` for the row: on the group for grouped rows (K/g = 1, 3,
@@ -360,12 +160,10 @@ START_TEST(switch_and_refusals)
     const qv_variant *act = qv_variant_find("marlin-w4a16-g128-act-f16");
     ck_assert_ptr_nonnull(w4);
     ck_assert_ptr_nonnull(act);
-    const char *old = getenv("QVET_WO_WG_MIN_M");
-    char *saved = old ? strdup(old) : NULL;
     int take = 1;
 
     /* Unset or empty: the path is off at every M. */
-    ck_assert_int_eq(unsetenv("QVET_WO_WG_MIN_M"), 0);
+    char *saved = wonly_env_set("QVET_WO_WG_MIN_M", NULL);
     ck_assert_int_eq(qv_wonly_wg_wanted(w4, 1024, 4096, 4096, &take), QV_OK);
     ck_assert_int_eq(take, 0);
     ck_assert_int_eq(setenv("QVET_WO_WG_MIN_M", "", 1), 0);
@@ -406,51 +204,28 @@ START_TEST(switch_and_refusals)
     ck_assert_msg(strstr(qv_errmsg(), "QVET_WO_WG_TOKENS") != NULL, "message names the variable: %s", qv_errmsg());
     ck_assert_int_eq(unsetenv("QVET_WO_WG_TOKENS"), 0);
 
-    if (saved) {
-        ck_assert_int_eq(setenv("QVET_WO_WG_MIN_M", saved, 1), 0);
-        free(saved);
-    } else {
-        ck_assert_int_eq(unsetenv("QVET_WO_WG_MIN_M"), 0);
-    }
+    free(wonly_env_set("QVET_WO_WG_MIN_M", saved));
+    free(saved);
 }
 END_TEST
 
+/* quick: the sanitizer pass (registry_quick) instead of the whole set. */
 static Suite *wg_suite(int gpu, int quick)
 {
-    Suite *s = suite_create("gpu_wg");
-    TCase *tc = tcase_create("gpu");
-    tcase_set_timeout(tc, 900);
+    TCase *tc;
+    Suite *s = gpu_suite_create("gpu_wg", gpu, g_seed, g_nrows, &tc);
     tcase_add_test(tc, switch_and_refusals);
     if (gpu && quick)
         tcase_add_loop_test(tc, registry_quick, 0, g_nrows);
     else if (gpu)
         tcase_add_loop_test(tc, registry_shapes, 0, g_nrows);
-    suite_add_tcase(s, tc);
     return s;
-}
-
-/* A device is looked for through the driver's files first, so that a machine
- * without one never sees a CUDA call. */
-static int have_device(void)
-{
-    if (access("/dev/nvidia0", F_OK) != 0 && access("/dev/nvidiactl", F_OK) != 0) return 0;
-    return qv_gpu_info_get(NULL);
 }
 
 int main(void)
 {
-    const char *env = getenv("QVET_SEED");
-    if (env && *env) g_seed = strtoull(env, NULL, 0);
-    int gpu = have_device();
-    if (!gpu) printf("SKIP: no CUDA device\n");
-    collect_rows();
-    if (gpu)
-        printf("t_gpu_wg: seed %" PRIu64 " (QVET_SEED=%" PRIu64 " replays), %d rows\n", g_seed, g_seed, g_nrows);
+    const int gpu = gpu_suite_start(&g_seed);
+    g_nrows = gpu_registry_rows(keep_row, g_rows, 64);
     const char *q = getenv("QVET_WG_QUICK");
-    SRunner *sr = srunner_create(wg_suite(gpu, q && *q == '1'));
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return gpu_suite_run(wg_suite(gpu, q && *q == '1'));
 }

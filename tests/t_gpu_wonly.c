@@ -33,31 +33,18 @@
  * from (seed, index); the seed is printed and QVET_SEED=<seed> replays it. */
 #include <check.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "qvet/formats.h"
 #include "qvet/gemm.h"
 #include "qvet/gpu.h"
 #include "qvet/problem.h"
-#include "qvet/reference.h"
 #include "qvet/variant.h"
-#include "support/rand.h"
+#include "support/gpu.h"
+#include "support/wonly.h"
 
 static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
-
-/* The i-th random word of stream `stream`: a pure function of (seed, stream, i). */
-static uint64_t rnd(uint64_t stream, uint64_t i) { return test_rnd(g_seed, stream, i); }
-
-static int64_t rnd_int(uint64_t stream, uint64_t i, int64_t lo, int64_t hi)
-{
-    return lo + (int64_t)(rnd(stream, i) % (uint64_t)(hi - lo + 1));
-}
-
-static double rnd_unit(uint64_t stream, uint64_t i) { return (double)(rnd(stream, i) >> 11) * 0x1p-53; }
 
 /* ---- the rows under test --------------------------------------------------- */
 
@@ -66,20 +53,12 @@ static int g_nrows;
 
 /* QVET_WONLY_ROWS=<text> keeps only the rows whose name contains it (a
  * sanitizer pass on one row); unset, every row. */
-static void collect_rows(void)
+static int keep_row(const qv_variant *v)
 {
     const char *only = getenv("QVET_WONLY_ROWS");
-    g_nrows = 0;
-    for (int i = 0; i < qv_registry_count() && g_nrows < 64; i++) {
-        const qv_variant *v = qv_registry_get(i);
-        if (only && *only && !strstr(v->name, only)) continue;
-        if (v->launch && (!strcmp(v->family, "marlin") || !strcmp(v->family, "cublas"))) g_rows[g_nrows++] = i;
-    }
+    if (only && *only && !strstr(v->name, only)) return 0;
+    return !strcmp(v->family, "marlin") || !strcmp(v->family, "cublas");
 }
-
-/* The edge set of M (DESIGN.md §5). */
-static const int edge_m[] = {1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257};
-#define N_EDGE_M ((int)(sizeof edge_m / sizeof edge_m[0]))
 
 /* Shapes: N on the row's tile, at one tile past the kernel's 256-column block,
  * at the block, and past two blocks; K a multiple of g with K/g in {1, 3, 5}
@@ -105,172 +84,12 @@ static void shape_for(const qv_variant *v, int idx, int64_t m, int64_t *n, int64
     }
 }
 
-/* ---- fills ------------------------------------------------------------------ */
-
-enum probe { PROBE_EXACT = 0, PROBE_ONEHOT, PROBE_RANDOM, PROBE_COUNT };
-static const char *const probe_names[] = {"exact", "one-hot", "random"};
-enum regime { REG_NORMAL = 0, REG_TINY, REG_LARGE, REG_COUNT };
-static const char *const regime_names[] = {"normal", "tiny", "large"};
-
-static uint32_t enc(qv_fmt f, double x) { return qv_encode(f, x, QV_SAT_FINITE); }
-
-/* A random finite e4m3 code (0x7F / 0xFF are NaN). */
-static uint8_t e4m3_random(uint64_t s, uint64_t i)
-{
-    uint8_t c = (uint8_t)rnd(s, i);
-    return (c & 0x7F) == 0x7F ? (uint8_t)(c - 1) : c;
-}
-
-static void put(qv_fmt f, void *buf, int64_t i, double x)
-{
-    if (f == QV_FMT_F32)
-        ((float *)buf)[i] = (float)x;
-    else
-        ((uint16_t *)buf)[i] = (uint16_t)enc(f, x);
-}
-
-/* Scale exponent window [lo, hi] for the row, probe and regime. Exact probes
- * keep a narrow window so every partial sum stays exact in fp32 (4 bits of
- * spread + 11 of K + 5 of |a*q| < 24); fp8 rows keep scales below 2^7 so that
- * the packer's exponent-bias folding (x 2^8 in fp16) cannot overflow. */
-static void scale_window(const qv_variant *v, int probe, int regime, double *lo, double *hi)
-{
-    const int bf = v->afmt == QV_FMT_BF16;
-    *lo = -6, *hi = 0;
-    if (probe != PROBE_RANDOM) *lo = -4;
-    if (regime == REG_TINY) *lo -= bf ? 40 : 14, *hi -= bf ? 40 : 14;
-    if (regime == REG_LARGE) *lo += 4, *hi += 6;
-}
-
-/* Fills every buffer of p for the probe; `idx` makes the case's random stream. */
-static void fill_problem(qv_problem *p, int probe, int regime, uint64_t idx)
-{
-    const qv_variant *v = p->v;
-    const int64_t m = p->m, n = p->n, k = p->k;
-    const uint64_t s = idx * 16;
-
-    /* Activations: small integers, one-hot rows, or signed log-uniform values. */
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t kk = 0; kk < k; kk++) {
-            const uint64_t e = (uint64_t)(i * k + kk);
-            double x;
-            if (probe == PROBE_EXACT)
-                x = (double)rnd_int(s + 1, e, -3, 3);
-            else if (probe == PROBE_ONEHOT)
-                x = kk == (i * 7 + 3) % k;
-            else
-                x = (rnd(s + 7, e) & 1 ? -1 : 1) * exp2(-2.0 + 3.0 * rnd_unit(s + 1, e));
-            ((uint16_t *)p->a)[e] = (uint16_t)enc(v->afmt, x);
-        }
-
-    /* Weights: full code range; exact e4m3 probes use small integers. */
-    for (int64_t e = 0; e < k * n; e++) {
-        switch (v->wfmt) {
-        case QV_FMT_U4: ((uint8_t *)p->q)[e] = (uint8_t)rnd_int(s + 2, (uint64_t)e, 0, 15); break;
-        case QV_FMT_U8: ((uint8_t *)p->q)[e] = (uint8_t)rnd_int(s + 2, (uint64_t)e, 0, 255); break;
-        case QV_FMT_E4M3:
-            ((uint8_t *)p->q)[e] = probe == PROBE_EXACT
-                                       ? (uint8_t)enc(QV_FMT_E4M3, (double)rnd_int(s + 2, (uint64_t)e, -4, 4))
-                                       : e4m3_random(s + 2, (uint64_t)e);
-            break;
-        case QV_FMT_F16:
-        case QV_FMT_BF16: {
-            double x = probe == PROBE_RANDOM ? (rnd_unit(s + 2, (uint64_t)e) * 2.0 - 1.0)
-                                             : (double)rnd_int(s + 2, (uint64_t)e, -8, 7);
-            ((uint16_t *)p->q)[e] = (uint16_t)enc(v->wfmt, x);
-            break;
-        }
-        default: ck_abort_msg("%s: unexpected weight format", v->name);
-        }
-    }
-
-    /* Scales: one value per channel / group, never one repeated value. */
-    double lo, hi;
-    scale_window(v, probe, regime, &lo, &hi);
-    if (p->scales) {
-        const int64_t cnt = qv_problem_scale_rows(p) * qv_problem_scale_cols(p);
-        for (int64_t e = 0; e < cnt; e++) {
-            double x = probe == PROBE_RANDOM ? exp2(lo + (hi - lo) * rnd_unit(s + 3, (uint64_t)e))
-                                             : ldexp(1.0, (int)rnd_int(s + 3, (uint64_t)e, (int64_t)lo, (int64_t)hi));
-            put(v->sfmt, p->scales, e, x);
-        }
-    }
-    if (p->zeros) {
-        const int64_t cnt = (k / p->g) * n;
-        for (int64_t e = 0; e < cnt; e++) p->zeros[e] = (uint8_t)rnd_int(s + 4, (uint64_t)e, 0, 15);
-    }
-    /* act_order: a random permutation of balanced groups, as GPTQ's desc_act
-     * produces: g_idx[perm[i]] = i / g. */
-    if (p->g_idx) {
-        int64_t *perm = malloc(sizeof(int64_t) * (size_t)k);
-        ck_assert_ptr_nonnull(perm);
-        for (int64_t i = 0; i < k; i++) perm[i] = i;
-        for (int64_t i = k - 1; i > 0; i--) {
-            int64_t j = rnd_int(s + 5, (uint64_t)i, 0, i), t = perm[i];
-            perm[i] = perm[j];
-            perm[j] = t;
-        }
-        for (int64_t i = 0; i < k; i++) p->g_idx[perm[i]] = (int32_t)(i / p->g);
-        free(perm);
-    }
-}
-
 /* ---- one case ----------------------------------------------------------------- */
 
-/* Runs p twice on the GPU, then checks the verdicts; returns 1 when it passed. */
-static int run_case(qv_problem *p, int probe, const char *label)
-{
-    const size_t ob = (size_t)qv_problem_out_bytes(p);
-    void *out = malloc(ob), *model = malloc(ob);
-    ck_assert_ptr_nonnull(out);
-    ck_assert_ptr_nonnull(model);
-    qv_gpu_stats st;
-    qv_status s = qv_gpu_run(p, NULL, 2, out, &st);
-    ck_assert_msg(s == QV_OK, "%s: qv_gpu_run: %s", label, qv_errmsg());
-    int ok = 1;
-    if (st.nondeterministic) {
-        fprintf(stderr, "FAIL %s: two launches differ, first at element %" PRId64 "\n", label, st.first_diff);
-        ok = 0;
-    }
-    if (st.guard_writes) {
-        fprintf(stderr, "FAIL %s: %" PRId64 " bytes written past the output\n", label, st.guard_writes);
-        ok = 0;
-    }
-    qv_result r;
-    if (probe != PROBE_RANDOM) {
-        ck_assert_msg(ref_model_run(p, model) == QV_OK, "%s: model: %s", label, qv_errmsg());
-        ref_verify_bitexact(p, model, out, &r);
-        if (r.grade != QV_PASS) {
-            fprintf(stderr, "FAIL %s (bit-exact vs model): %s\n", label, r.reason);
-            ok = 0;
-        }
-    } else {
-        ref_truth t;
-        ck_assert_msg(ref_truth_compute(p, &t) == QV_OK, "%s: truth: %s", label, qv_errmsg());
-        ref_verify(p, &t, out, &r);
-        ref_truth_clear(&t);
-        if (r.grade == QV_FAIL) {
-            fprintf(stderr, "FAIL %s (truth): %s\n", label, r.reason);
-            ok = 0;
-        }
-    }
-    free(out);
-    free(model);
-    return ok;
-}
-
+/* One case, launched twice, with its verdicts; returns 1 when it passed. */
 static int one_case(const qv_variant *v, int64_t m, int64_t n, int64_t k, int probe, int regime, uint64_t idx)
 {
-    qv_problem p;
-    ck_assert_msg(qv_problem_create(&p, v, m, n, k) == QV_OK, "%s: %s", v->name, qv_errmsg());
-    fill_problem(&p, probe, regime, idx);
-    char label[200];
-    snprintf(label, sizeof label,
-             "%s m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " %s/%s seed=%" PRIu64 " case=%" PRIu64, v->name, m, n,
-             k, probe_names[probe], regime_names[regime], g_seed, idx);
-    int ok = run_case(&p, probe, label);
-    qv_problem_destroy(&p);
-    return ok;
+    return wonly_one_case(v, m, n, k, probe, regime, g_seed, idx, 0);
 }
 
 /* One registry row over the whole edge set of M, every probe. */
@@ -278,10 +97,10 @@ START_TEST(registry_edges)
 {
     const qv_variant *v = qv_registry_get(g_rows[_i]);
     int failed = 0, cases = 0;
-    for (int mi = 0; mi < N_EDGE_M; mi++)
+    for (int mi = 0; mi < GPU_N_EDGE_M; mi++)
         for (int probe = 0; probe < PROBE_COUNT; probe++) {
             int64_t n, k;
-            const int64_t m = edge_m[mi];
+            const int64_t m = gpu_edge_m[mi];
             shape_for(v, mi * PROBE_COUNT + probe, m, &n, &k);
             const int regime = probe == PROBE_RANDOM ? mi % REG_COUNT : REG_NORMAL;
             const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + (uint64_t)mi * 10 + (uint64_t)probe;
@@ -324,33 +143,22 @@ typedef struct env_saved {
     char *min_m, *chunk, *splitk;
 } env_saved;
 
-static char *env_set(const char *name, const char *val)
-{
-    const char *old = getenv(name);
-    char *copy = old ? strdup(old) : NULL;
-    if (val)
-        ck_assert_int_eq(setenv(name, val, 1), 0);
-    else
-        ck_assert_int_eq(unsetenv(name), 0);
-    return copy;
-}
-
 /* Sets QVET_WO_DQ_MIN_M, QVET_WO_DQ_CHUNK_MB and QVET_WO_DQ_SPLITK (NULL:
  * unset) for the cases that follow; env_restore puts back what the caller had. */
 static env_saved env_force(const char *min_m, const char *chunk, const char *splitk)
 {
     env_saved e;
-    e.min_m = env_set("QVET_WO_DQ_MIN_M", min_m);
-    e.chunk = env_set("QVET_WO_DQ_CHUNK_MB", chunk);
-    e.splitk = env_set("QVET_WO_DQ_SPLITK", splitk);
+    e.min_m = wonly_env_set("QVET_WO_DQ_MIN_M", min_m);
+    e.chunk = wonly_env_set("QVET_WO_DQ_CHUNK_MB", chunk);
+    e.splitk = wonly_env_set("QVET_WO_DQ_SPLITK", splitk);
     return e;
 }
 
 static void env_restore(env_saved e)
 {
-    free(env_set("QVET_WO_DQ_MIN_M", e.min_m));
-    free(env_set("QVET_WO_DQ_CHUNK_MB", e.chunk));
-    free(env_set("QVET_WO_DQ_SPLITK", e.splitk));
+    free(wonly_env_set("QVET_WO_DQ_MIN_M", e.min_m));
+    free(wonly_env_set("QVET_WO_DQ_CHUNK_MB", e.chunk));
+    free(wonly_env_set("QVET_WO_DQ_SPLITK", e.splitk));
     free(e.min_m);
     free(e.chunk);
     free(e.splitk);
@@ -499,7 +307,7 @@ static int64_t dq_k(const qv_variant *v, int which)
  * leave a 64-column last chunk and reuse both ping-pong buffers (N = 832:
  * 256 + 256 + 256 + 64), the default chunking and none, with and without
  * split K (QVET_WO_DQ_SPLITK=1: 2 or 4 slices where K allows), each with the
- * exact, one-hot and random probes through the verifier; run_case also checks
+ * exact, one-hot and random probes through the verifier; one_case also checks
  * that two launches are bitwise identical and that nothing lands past the
  * output. */
 START_TEST(dq_path)
@@ -545,16 +353,17 @@ START_TEST(dq_vs_mma)
             qv_problem p;
             ck_assert_msg(qv_problem_create(&p, v, ms[mi], 320, dq_k(v, 3)) == QV_OK, "%s: %s", v->name, qv_errmsg());
             const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 77000 + (uint64_t)mi * 10 + (uint64_t)probe;
-            fill_problem(&p, probe, REG_NORMAL, idx);
+            wonly_fill(&p, probe, REG_NORMAL, g_seed, idx);
             static const char *const min_m[3] = {"1000000000", "1", "1"};
             static const char *const splitk[3] = {NULL, NULL, "1"};
             static const char *const names[3] = {"mma", "dequant+cuBLAS", "dequant+cuBLAS split-K"};
             for (int path = 0; path < 3; path++) {
                 char label[200];
                 snprintf(label, sizeof label, "%s m=%" PRId64 " n=320 k=%" PRId64 " %s via %s seed=%" PRIu64
-                         " case=%" PRIu64, v->name, ms[mi], dq_k(v, 3), probe_names[probe], names[path], g_seed, idx);
+                         " case=%" PRIu64, v->name, ms[mi], dq_k(v, 3), wonly_probe_names[probe], names[path],
+                         g_seed, idx);
                 env_saved e = env_force(min_m[path], "0.01", splitk[path]);
-                failed += !run_case(&p, probe, label);
+                failed += !wonly_run_case(&p, probe, label, 0);
                 env_restore(e);
             }
             qv_problem_destroy(&p);
@@ -606,9 +415,9 @@ START_TEST(small_m_cluster_sums)
     for (int ci = 0; ci < N_CLUSTER_CASES; ci++) {
         char splits[16];
         snprintf(splits, sizeof splits, "%d", cluster_cases[ci].splits);
-        char *old_path = env_set("QVET_WO_SMALL", cluster_cases[ci].path);
-        char *old_splits = env_set("QVET_WO_SMALL_SPLITS", splits);
-        char *old_cluster = env_set("QVET_WO_SMALL_CLUSTER", cluster_cases[ci].cluster);
+        char *old_path = wonly_env_set("QVET_WO_SMALL", cluster_cases[ci].path);
+        char *old_splits = wonly_env_set("QVET_WO_SMALL_SPLITS", splits);
+        char *old_cluster = wonly_env_set("QVET_WO_SMALL_CLUSTER", cluster_cases[ci].cluster);
         const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 66000 + (uint64_t)ci;
         if (!one_case(v, cluster_cases[ci].m, cluster_cases[ci].n, k, cluster_cases[ci].probe,
                       cluster_cases[ci].regime, idx)) {
@@ -617,9 +426,9 @@ START_TEST(small_m_cluster_sums)
                     cluster_cases[ci].cluster ? cluster_cases[ci].cluster : "(unset)");
             failed++;
         }
-        free(env_set("QVET_WO_SMALL", old_path));
-        free(env_set("QVET_WO_SMALL_SPLITS", old_splits));
-        free(env_set("QVET_WO_SMALL_CLUSTER", old_cluster));
+        free(wonly_env_set("QVET_WO_SMALL", old_path));
+        free(wonly_env_set("QVET_WO_SMALL_SPLITS", old_splits));
+        free(wonly_env_set("QVET_WO_SMALL_CLUSTER", old_cluster));
         free(old_path);
         free(old_splits);
         free(old_cluster);
@@ -634,9 +443,8 @@ END_TEST
  * small-M split-K cluster cases only (small_m_cluster_sums). */
 static Suite *wonly_suite(int gpu, int quick)
 {
-    Suite *s = suite_create("gpu_wonly");
-    TCase *tc = tcase_create("gpu");
-    tcase_set_timeout(tc, 900);
+    TCase *tc;
+    Suite *s = gpu_suite_create("gpu_wonly", gpu, g_seed, g_nrows, &tc);
     tcase_add_test(tc, refusals);
     if (gpu && quick == 2) {
         tcase_add_loop_test(tc, small_m_cluster_sums, 0, g_nrows);
@@ -648,7 +456,6 @@ static Suite *wonly_suite(int gpu, int quick)
         tcase_add_loop_test(tc, small_m_both_paths, 0, g_nrows);
         tcase_add_loop_test(tc, small_m_cluster_sums, 0, g_nrows);
     }
-    suite_add_tcase(s, tc);
     if (gpu && !quick) {
         TCase *dq = tcase_create("gpu_large_m");
         tcase_set_timeout(dq, 900);
@@ -659,29 +466,11 @@ static Suite *wonly_suite(int gpu, int quick)
     return s;
 }
 
-/* A device is looked for through the driver's files first, so that a machine
- * without one never sees a CUDA call. */
-static int have_device(void)
-{
-    if (access("/dev/nvidia0", F_OK) != 0 && access("/dev/nvidiactl", F_OK) != 0) return 0;
-    return qv_gpu_info_get(NULL);
-}
-
 int main(void)
 {
-    const char *env = getenv("QVET_SEED");
-    if (env && *env) g_seed = strtoull(env, NULL, 0);
-    int gpu = have_device();
-    if (!gpu) printf("SKIP: no CUDA device\n");
-    collect_rows();
-    if (gpu)
-        printf("t_gpu_wonly: seed %" PRIu64 " (QVET_SEED=%" PRIu64 " replays), %d rows\n", g_seed, g_seed, g_nrows);
+    const int gpu = gpu_suite_start(&g_seed);
+    g_nrows = gpu_registry_rows(keep_row, g_rows, 64);
     const char *q = getenv("QVET_WONLY_QUICK");
     const int quick = q && *q == '1' ? 1 : q && *q == '2' ? 2 : 0;
-    SRunner *sr = srunner_create(wonly_suite(gpu, quick));
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return gpu_suite_run(wonly_suite(gpu, quick));
 }

@@ -1,6 +1,6 @@
 /* rand.h: the suites' random words, a pure function of (seed, stream, index),
  * so any case replays from the seed a suite prints. Included by the suites
- * that draw random inputs (t_formats, t_layout, t_pack_cli, t_gpu_wonly,
+ * that draw random inputs (t_formats, t_layout, t_pack_cli, support/wonly.c,
  * t_gpu_aq, t_gpu_ppl); linked into every test binary from tests/support/. */
 #ifndef QVET_TEST_RAND_H
 #define QVET_TEST_RAND_H

@@ -1,0 +1,230 @@
+/* wonly.c: wonly.h. */
+#include "support/wonly.h"
+
+#include <check.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../kernels/wonly_wg.cuh"
+#include "qvet/formats.h"
+#include "qvet/gpu.h"
+#include "qvet/probe.h"
+#include "qvet/reference.h"
+#include "support/gpu.h"
+#include "support/rand.h"
+
+const char *const wonly_probe_names[PROBE_COUNT] = {"exact", "one-hot", "random"};
+const char *const wonly_regime_names[REG_COUNT] = {"normal", "tiny", "large"};
+
+/* ---- fills ------------------------------------------------------------------ */
+
+static int64_t rnd_int(uint64_t seed, uint64_t stream, uint64_t i, int64_t lo, int64_t hi)
+{
+    return lo + (int64_t)(test_rnd(seed, stream, i) % (uint64_t)(hi - lo + 1));
+}
+
+static uint32_t enc(qv_fmt f, double x) { return qv_encode(f, x, QV_SAT_FINITE); }
+
+/* A random finite e4m3 code (0x7F / 0xFF are NaN). */
+static uint8_t e4m3_random(uint64_t seed, uint64_t s, uint64_t i)
+{
+    uint8_t c = (uint8_t)test_rnd(seed, s, i);
+    return (c & 0x7F) == 0x7F ? (uint8_t)(c - 1) : c;
+}
+
+/* Element i of buf, a scale array of format f (f32, else 16-bit codes). */
+static void put(qv_fmt f, void *buf, int64_t i, double x)
+{
+    if (f == QV_FMT_F32)
+        ((float *)buf)[i] = (float)x;
+    else
+        ((uint16_t *)buf)[i] = (uint16_t)enc(f, x);
+}
+
+/* Scale exponent window [lo, hi] for the row, probe and regime. Exact probes
+ * keep 4 bits of spread so that every partial sum stays exact in fp32 (4 bits
+ * of spread + 13 of K = 4112 + 5 of |a * (q - z)| < 24); the tiny regime
+ * reaches fp16 subnormal products (bf16: 2^-40 lower); fp8 rows keep scales
+ * below 2^7 so that the packer's exponent-bias folding (x 2^8 in fp16) cannot
+ * overflow. */
+static void scale_window(const qv_variant *v, int probe, int regime, double *lo, double *hi)
+{
+    const int bf = v->afmt == QV_FMT_BF16;
+    *lo = -6, *hi = 0;
+    if (probe != PROBE_RANDOM) *lo = -4;
+    if (regime == REG_TINY) *lo -= bf ? 40 : 14, *hi -= bf ? 40 : 14;
+    if (regime == REG_LARGE) *lo += 4, *hi += 6;
+}
+
+void wonly_fill(qv_problem *p, int probe, int regime, uint64_t seed, uint64_t idx)
+{
+    const qv_variant *v = p->v;
+    const int64_t m = p->m, n = p->n, k = p->k;
+    /* 16 streams per case: activations 1 and 7, weights 2, scales 3, zero
+     * points 4, the act_order permutation 5. */
+    const uint64_t s = idx * 16;
+
+    /* Activations: small integers, one-hot rows, or signed log-uniform values. */
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t kk = 0; kk < k; kk++) {
+            const uint64_t e = (uint64_t)(i * k + kk);
+            double x;
+            if (probe == PROBE_EXACT)
+                x = (double)rnd_int(seed, s + 1, e, -3, 3);
+            else if (probe == PROBE_ONEHOT)
+                x = kk == (i * 7 + 3) % k;
+            else
+                x = (test_rnd(seed, s + 7, e) & 1 ? -1 : 1) * exp2(-2.0 + 3.0 * test_rnd_unit(seed, s + 1, e));
+            ((uint16_t *)p->a)[e] = (uint16_t)enc(v->afmt, x);
+        }
+
+    /* Weights: full code range; exact e4m3 probes use small integers. */
+    for (int64_t e = 0; e < k * n; e++) {
+        switch (v->wfmt) {
+        case QV_FMT_U4: ((uint8_t *)p->q)[e] = (uint8_t)rnd_int(seed, s + 2, (uint64_t)e, 0, 15); break;
+        case QV_FMT_U8: ((uint8_t *)p->q)[e] = (uint8_t)rnd_int(seed, s + 2, (uint64_t)e, 0, 255); break;
+        case QV_FMT_E4M3:
+            ((uint8_t *)p->q)[e] = probe == PROBE_EXACT
+                                       ? (uint8_t)enc(QV_FMT_E4M3, (double)rnd_int(seed, s + 2, (uint64_t)e, -4, 4))
+                                       : e4m3_random(seed, s + 2, (uint64_t)e);
+            break;
+        case QV_FMT_F16:
+        case QV_FMT_BF16: {
+            double x = probe == PROBE_RANDOM ? (test_rnd_unit(seed, s + 2, (uint64_t)e) * 2.0 - 1.0)
+                                             : (double)rnd_int(seed, s + 2, (uint64_t)e, -8, 7);
+            ((uint16_t *)p->q)[e] = (uint16_t)enc(v->wfmt, x);
+            break;
+        }
+        default: ck_abort_msg("%s: unexpected weight format", v->name);
+        }
+    }
+
+    /* Scales: one value per channel / group, never one repeated value. */
+    double lo, hi;
+    scale_window(v, probe, regime, &lo, &hi);
+    if (p->scales) {
+        const int64_t cnt = qv_problem_scale_rows(p) * qv_problem_scale_cols(p);
+        for (int64_t e = 0; e < cnt; e++) {
+            double x = probe == PROBE_RANDOM
+                           ? exp2(lo + (hi - lo) * test_rnd_unit(seed, s + 3, (uint64_t)e))
+                           : ldexp(1.0, (int)rnd_int(seed, s + 3, (uint64_t)e, (int64_t)lo, (int64_t)hi));
+            put(v->sfmt, p->scales, e, x);
+        }
+    }
+    if (p->zeros) {
+        const int64_t cnt = (k / p->g) * n;
+        for (int64_t e = 0; e < cnt; e++) p->zeros[e] = (uint8_t)rnd_int(seed, s + 4, (uint64_t)e, 0, 15);
+    }
+    /* act_order: a random permutation of balanced groups, as GPTQ's desc_act
+     * produces: g_idx[perm[i]] = i / g. */
+    if (p->g_idx) {
+        int64_t *perm = malloc(sizeof(int64_t) * (size_t)k);
+        ck_assert_ptr_nonnull(perm);
+        for (int64_t i = 0; i < k; i++) perm[i] = i;
+        for (int64_t i = k - 1; i > 0; i--) {
+            int64_t j = rnd_int(seed, s + 5, (uint64_t)i, 0, i), t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+        }
+        for (int64_t i = 0; i < k; i++) p->g_idx[perm[i]] = (int32_t)(i / p->g);
+        free(perm);
+    }
+}
+
+/* ---- one case ----------------------------------------------------------------- */
+
+/* After a bit-exact mismatch of the wgmma kernel: which column positions
+ * inside a 64-column chunk and which token positions inside a 64-token tile
+ * differ ('x'), the first mismatches, and for the first ones the columns of
+ * the same chunk whose model value the kernel wrote there (a permuted
+ * fragment shows as another column). out and model: (m, n) 16-bit codes,
+ * row-major. */
+static void diagnose(const qv_problem *p, const uint16_t *out, const uint16_t *model)
+{
+    char cols[65], toks[65];
+    memset(cols, '.', 64), memset(toks, '.', 64);
+    cols[64] = toks[64] = '\0';
+    int shown = 0;
+    for (int64_t i = 0; i < p->m; i++)
+        for (int64_t j = 0; j < p->n; j++) {
+            const int64_t e = i * p->n + j;
+            if (out[e] == model[e]) continue;
+            cols[j % 64] = 'x', toks[i % 64] = 'x';
+            /* The first five mismatches in full: enough to see a pattern. */
+            if (shown++ >= 4) continue;
+            fprintf(stderr, "  (%" PRId64 ", %" PRId64 "): out 0x%04x model 0x%04x; model has it at columns", i, j,
+                    out[e], model[e]);
+            const int64_t c0 = j / 64 * 64;
+            int found = 0;
+            for (int64_t jj = c0; jj < c0 + 64 && found < 6; jj++)
+                if (model[i * p->n + jj] == out[e]) fprintf(stderr, " %" PRId64, jj), found++;
+            fprintf(stderr, "%s\n", found ? "" : " (none)");
+        }
+    fprintf(stderr, "  columns mod 64 differing: %s\n  tokens mod 64 differing:  %s\n", cols, toks);
+}
+
+int wonly_run_case(qv_problem *p, int probe, const char *label, unsigned flags)
+{
+    static const qv_probe_kind kinds[PROBE_COUNT] = {QV_PROBE_EXACT, QV_PROBE_ONEHOT, QV_PROBE_RANDOM};
+    if (flags & WONLY_WG) {
+        int take = 0;
+        ck_assert_int_eq(qv_wonly_wg_wanted(p->v, (int)p->m, (int)p->n, (int)p->k, &take), QV_OK);
+        ck_assert_msg(take, "%s: the wgmma path does not take this case", label);
+    }
+    const size_t ob = (size_t)qv_problem_out_bytes(p);
+    void *out = malloc(ob);
+    ck_assert_ptr_nonnull(out);
+    qv_gpu_stats st;
+    qv_status s = qv_gpu_run(p, NULL, 2, out, &st);
+    ck_assert_msg(s == QV_OK, "%s: qv_gpu_run: %s", label, qv_errmsg());
+    int ok = 1;
+    if (st.nondeterministic) {
+        fprintf(stderr, "FAIL %s: two launches differ, first at element %" PRId64 "\n", label, st.first_diff);
+        ok = 0;
+    }
+    if (st.guard_writes) {
+        fprintf(stderr, "FAIL %s: %" PRId64 " bytes written past the output\n", label, st.guard_writes);
+        ok = 0;
+    }
+    if (!gpu_verdict(p, kinds[probe], out, label, NULL)) {
+        ok = 0;
+        if ((flags & WONLY_WG) && probe != PROBE_RANDOM) {
+            void *model = malloc(ob);
+            ck_assert_ptr_nonnull(model);
+            ck_assert_msg(ref_model_run(p, model) == QV_OK, "%s: model: %s", label, qv_errmsg());
+            diagnose(p, out, model);
+            free(model);
+        }
+    }
+    free(out);
+    return ok;
+}
+
+int wonly_one_case(const qv_variant *v, int64_t m, int64_t n, int64_t k, int probe, int regime, uint64_t seed,
+                   uint64_t idx, unsigned flags)
+{
+    qv_problem p;
+    ck_assert_msg(qv_problem_create(&p, v, m, n, k) == QV_OK, "%s: %s", v->name, qv_errmsg());
+    wonly_fill(&p, probe, regime, seed, idx);
+    char label[200];
+    snprintf(label, sizeof label,
+             "%s m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " %s/%s seed=%" PRIu64 " case=%" PRIu64, v->name, m, n,
+             k, wonly_probe_names[probe], wonly_regime_names[regime], seed, idx);
+    int ok = wonly_run_case(&p, probe, label, flags);
+    qv_problem_destroy(&p);
+    return ok;
+}
+
+char *wonly_env_set(const char *name, const char *val)
+{
+    const char *old = getenv(name);
+    char *copy = old ? strdup(old) : NULL;
+    if (val)
+        ck_assert_int_eq(setenv(name, val, 1), 0);
+    else
+        ck_assert_int_eq(unsetenv(name), 0);
+    return copy;
+}

@@ -1,0 +1,55 @@
+/* wonly.h: what the weight-only GPU suites share: the three probes and their
+ * fills, and one case run twice on the GPU with its verdict. Included by
+ * t_gpu_wonly and t_gpu_wg; linked into every test binary from
+ * tests/support/. Rule: the fills are pure functions of (seed, case index),
+ * expected values come from the CPU model or the certified truth (never the
+ * kernel), and nothing here makes a CUDA call unless a suite calls
+ * wonly_run_case or wonly_one_case after gpu_suite_start found a device. */
+#ifndef QVET_TEST_WONLY_H
+#define QVET_TEST_WONLY_H
+
+#include <stdint.h>
+
+#include "qvet/problem.h"
+#include "qvet/variant.h"
+
+/* The probes: exact (small integers, power-of-two scales: the output is
+ * unique), one-hot (one activation of 1 per row: the output is one
+ * dequantized weight) and random (checked against the certified truth). */
+enum wonly_probe { PROBE_EXACT = 0, PROBE_ONEHOT, PROBE_RANDOM, PROBE_COUNT };
+/* The random probe's scale regimes. */
+enum wonly_regime { REG_NORMAL = 0, REG_TINY, REG_LARGE, REG_COUNT };
+
+/* The names the case labels use. */
+extern const char *const wonly_probe_names[PROBE_COUNT];
+extern const char *const wonly_regime_names[REG_COUNT];
+
+/* Fills every buffer of p for the probe in the regime; (seed, idx) makes the
+ * case's random stream. */
+void wonly_fill(qv_problem *p, int probe, int regime, uint64_t seed, uint64_t idx);
+
+/* wonly_run_case flags. WONLY_WG: the case must take the Hopper wgmma path
+ * (QVET_WO_WG_MIN_M routes it there), and a bit-exact mismatch also prints
+ * where inside the 64-column chunk and 64-token tile it lies. */
+#define WONLY_WG 1u
+
+/* Runs p twice on the GPU (qv_gpu_run: an output poisoned before each
+ * launch, a guard zone past it), then the verdicts: the two launches bitwise
+ * identical, nothing written past the output, and exact / one-hot probes bit
+ * for bit equal to the CPU model, random ones no FAIL against the certified
+ * truth. A failed verdict prints a FAIL line with label on stderr; returns 1
+ * when every verdict passed. */
+int wonly_run_case(qv_problem *p, int probe, const char *label, unsigned flags);
+
+/* Creates the (m, n, k) problem of row v, fills it (wonly_fill), names it
+ * "<row> m=.. n=.. k=.. <probe>/<regime> seed=.. case=.." and runs it
+ * (wonly_run_case); returns 1 when it passed. */
+int wonly_one_case(const qv_variant *v, int64_t m, int64_t n, int64_t k, int probe, int regime, uint64_t seed,
+                   uint64_t idx, unsigned flags);
+
+/* Sets environment variable name to val (NULL: unsets it) and returns a copy
+ * of its previous value (NULL: it was unset) for the caller to restore with
+ * another call and then free. */
+char *wonly_env_set(const char *name, const char *val);
+
+#endif
