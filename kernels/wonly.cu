@@ -29,18 +29,12 @@
 #include "mma.cuh"
 #include "qvet/gemm.h"
 #include "qvet/gpu.h"
+#include "wonly_common.cuh"
 #include "wonly_small.cuh"
 #include "wonly_dq.cuh"
 #include "wonly_wg.cuh"
 
 namespace {
-
-/* Weight code families the kernel instantiates. */
-enum { WT_INT4 = 0, WT_INT8 = 1, WT_FP8 = 2, WT_INT4_ZP = 3 };
-/* How the weight scale enters. */
-enum { SC_GROUP = 0, SC_CHANNEL = 1, SC_TENSOR = 2 };
-/* Storage of the epilogue scale. */
-enum { SF_F16 = 0, SF_BF16 = 1, SF_F32 = 2 };
 
 constexpr int kThreads = 256;  /* 8 warps */
 constexpr int kWarpsN = 4;     /* warps along N, 64 columns each */
@@ -99,23 +93,6 @@ struct wo_params {
     float unbias_f32;        /* fp8: 2^-s_pow2, undoes the exponent bias folded into the scales; else 1 */
     uint32_t unbias_h2;      /* the same power of two as a half2 of the activation format */
 };
-
-/* Packed index of logical column col for channelwise scales (scale_perm_single:
- * inside each 32 columns, position 8i + jj holds column 2i + {0,1,8,9,16,17,24,25}[jj]). */
-__device__ __forceinline__ int64_t single_perm_index(int col)
-{
-    int c = col & 31;
-    int i = (c & 7) >> 1;
-    int jj = 2 * (c >> 3) + (c & 1);
-    return (int64_t)(col & ~31) + 8 * i + jj;
-}
-
-__device__ __forceinline__ float load_scale(const void *s, int64_t idx, int fmt)
-{
-    if (fmt == SF_F32) return static_cast<const float *>(s)[idx];
-    uint16_t code = static_cast<const uint16_t *>(s)[idx];
-    return fmt == SF_F16 ? qv_h2<false>::to_float(code) : qv_h2<true>::to_float(code);
-}
 
 /* The fp32 epilogue of column col: times the channel or tensor scale. */
 __device__ __forceinline__ float epilogue_scale(const wo_params &p, int col)
@@ -532,19 +509,6 @@ struct geometry {
     size_t counters_off, aperm_off, partial_off, bytes;
 };
 
-int weight_type(const qv_variant *v)
-{
-    switch (v->layout) {
-    case QV_LAYOUT_MARLIN_W4: return WT_INT4;
-    case QV_LAYOUT_MARLIN_W4_ZP: return WT_INT4_ZP;
-    case QV_LAYOUT_MARLIN_W8: return WT_INT8;
-    case QV_LAYOUT_MARLIN_FP8: return WT_FP8;
-    default: return -1;
-    }
-}
-
-size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
-
 geometry plan(const qv_variant *v, int m, int n, int k)
 {
     geometry g;
@@ -747,27 +711,11 @@ extern "C" qv_status qv_launch_wonly(const qv_variant *v, const qv_gemm_args *a)
     p.g = v->scale_layout == QV_SCALE_GROUP ? v->g : 0;
     p.tiles_per_split = g.tiles_per_split;
     p.splits = g.splits;
-    p.scale_mode = v->scale_layout == QV_SCALE_GROUP ? SC_GROUP
-                   : v->scale_layout == QV_SCALE_CHANNEL ? SC_CHANNEL : SC_TENSOR;
-    p.scale_fmt = v->sfmt == QV_FMT_F32 ? SF_F32 : v->sfmt == QV_FMT_BF16 ? SF_BF16 : SF_F16;
-    p.g_shift = 0;
-    for (int t = p.g / 16; t > 1; t >>= 1) p.g_shift++;
-    /* layout.h: a single group (g == K) is stored in the channel order. */
-    p.grp_single = v->scale_layout == QV_SCALE_GROUP && a->k == v->g;
-    /* layout.h, MARLIN_FP8: the packed scales hold s * 2^8 (f16 activations) or
-     * s * 2^120 (bf16), for kernels whose bit-shift conversion of e4m3 yields
-     * value * 2^-8 (2^-120). This kernel converts e4m3 exactly (cvt), so it
-     * multiplies the scales by 2^-8 (2^-120) instead, which is exact.
-     * 0x1C00 is fp16 2^-8; 0x0380 is bf16 2^-120. */
-    bool fp8 = v->layout == QV_LAYOUT_MARLIN_FP8, bf = v->afmt == QV_FMT_BF16;
+    wo_set_scale_fields(p, v, a->k);
 #ifdef QV_MUTANT_gpu_wo_fp8_unbias_missing
     /* Mutant (class 8, vLLM #47315): the exponent bias folded into the scales is never taken out. */
     p.unbias_f32 = 1.0f;
-    p.unbias_h2 = bf ? 0x3F803F80u : 0x3C003C00u;
-    (void)fp8;
-#else
-    p.unbias_f32 = fp8 ? (bf ? 0x1p-120f : 0x1p-8f) : 1.0f;
-    p.unbias_h2 = fp8 ? (bf ? 0x03800380u : 0x1C001C00u) : (bf ? 0x3F803F80u : 0x3C003C00u);
+    p.unbias_h2 = v->afmt == QV_FMT_BF16 ? 0x3F803F80u : 0x3C003C00u;
 #endif
     dim3 grid(g.n_blocks, g.m_blocks, g.splits);
     if (g.m_blocks > 65535)

@@ -38,17 +38,11 @@
 #include "mma.cuh"
 #include "qvet/gemm.h"
 #include "qvet/gpu.h"
+#include "wonly_common.cuh"
 #include "wonly_small.cuh"
 #include "wonly_wg.cuh"
 
 namespace {
-
-/* Weight code families the kernel instantiates (the values of wonly.cu). */
-enum { WT_INT4 = 0, WT_INT8 = 1, WT_FP8 = 2, WT_INT4_ZP = 3 };
-/* How the weight scale enters. */
-enum { SC_GROUP = 0, SC_CHANNEL = 1, SC_TENSOR = 2 };
-/* Storage of the epilogue scale. */
-enum { SF_F16 = 0, SF_BF16 = 1, SF_F32 = 2 };
 
 constexpr int kThreads = 256;          /* two warpgroups of four warps */
 constexpr int kKs = 4;                 /* k16 tiles per stage: 64 fp16 = one 128-byte swizzle row */
@@ -174,103 +168,49 @@ __device__ __forceinline__ void wg_fence_proxy_async()
  * (no negation), imm-trans-b 0 (B is K-major). */
 template <int N, bool IS_BF16> struct wg_mma;
 
-template <> struct wg_mma<64, false> {
-    static __device__ __forceinline__ void run(float d[32], const uint32_t a[4], uint64_t desc_b)
-    {
-        asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
-                     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "
-                     "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-                     "{%32, %33, %34, %35}, %36, 1, 1, 1, 0;\n"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-                       "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-                       "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),
-                       "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
-                       "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
-    }
-};
+/* The operand text of the four instantiations: the accumulator registers
+ * {%0..%(N/2 - 1)}, the A fragment's four registers, then desc_b; and their
+ * constraints, d[0..N/2 - 1] read and written in order. */
+#define WG_REGS64                                                                                                    \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "                              \
+    "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "                                        \
+    "{%32, %33, %34, %35}, %36"
+#define WG_REGS128                                                                                                   \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "                              \
+    "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, "                               \
+    "%34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, "                               \
+    "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "                                        \
+    "{%64, %65, %66, %67}, %68"
+#define WG_D8(o)                                                                                                     \
+    "+f"(d[o]), "+f"(d[o + 1]), "+f"(d[o + 2]), "+f"(d[o + 3]), "+f"(d[o + 4]), "+f"(d[o + 5]), "+f"(d[o + 6]),      \
+        "+f"(d[o + 7])
+#define WG_D64 WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24)
+#define WG_D128 WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24), WG_D8(32), WG_D8(40), WG_D8(48), WG_D8(56)
 
-template <> struct wg_mma<64, true> {
-    static __device__ __forceinline__ void run(float d[32], const uint32_t a[4], uint64_t desc_b)
-    {
-        asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-                     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "
-                     "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-                     "{%32, %33, %34, %35}, %36, 1, 1, 1, 0;\n"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-                       "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-                       "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),
-                       "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
-                       "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
-    }
-};
+/* wg_mma<N, IS_BF16>: one wgmma.mma_async m64nNk16 of element type TYPE
+ * ("f16" or "bf16") with the operands REGS and accumulator constraints DOPS. */
+#define WG_MMA_SPEC(N, IS_BF16, TYPE, REGS, DOPS)                                                                    \
+    template <> struct wg_mma<N, IS_BF16> {                                                                          \
+        static __device__ __forceinline__ void run(float d[N / 2], const uint32_t a[4], uint64_t desc_b)             \
+        {                                                                                                            \
+            asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " " REGS                    \
+                         ", 1, 1, 1, 0;\n"                                                                           \
+                         : DOPS                                                                                      \
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));                                 \
+        }                                                                                                            \
+    };
 
-template <> struct wg_mma<128, false> {
-    static __device__ __forceinline__ void run(float d[64], const uint32_t a[4], uint64_t desc_b)
-    {
-        asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
-                     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "
-                     "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, "
-                     "%34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, "
-                     "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-                     "{%64, %65, %66, %67}, %68, 1, 1, 1, 0;\n"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-                       "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-                       "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),
-                       "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
-                       "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-                       "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]),
-                       "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]),
-                       "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
-                       "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-                       "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]),
-                       "+f"(d[62]), "+f"(d[63])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
-    }
-};
+WG_MMA_SPEC(64, false, "f16", WG_REGS64, WG_D64)
+WG_MMA_SPEC(64, true, "bf16", WG_REGS64, WG_D64)
+WG_MMA_SPEC(128, false, "f16", WG_REGS128, WG_D128)
+WG_MMA_SPEC(128, true, "bf16", WG_REGS128, WG_D128)
 
-template <> struct wg_mma<128, true> {
-    static __device__ __forceinline__ void run(float d[64], const uint32_t a[4], uint64_t desc_b)
-    {
-        asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-                     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "
-                     "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, "
-                     "%34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, "
-                     "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-                     "{%64, %65, %66, %67}, %68, 1, 1, 1, 0;\n"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-                       "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-                       "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),
-                       "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
-                       "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-                       "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]),
-                       "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]),
-                       "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
-                       "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-                       "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]),
-                       "+f"(d[62]), "+f"(d[63])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
-    }
-};
-
-
-/* Packed index of logical column col for channelwise scales (scale_perm_single:
- * inside each 32 columns, position 8i + jj holds column 2i + {0,1,8,9,16,17,24,25}[jj]). */
-__device__ __forceinline__ int64_t single_perm_index(int col)
-{
-    int c = col & 31;
-    int i = (c & 7) >> 1;
-    int jj = 2 * (c >> 3) + (c & 1);
-    return (int64_t)(col & ~31) + 8 * i + jj;
-}
-
-__device__ __forceinline__ float load_scale(const void *s, int64_t idx, int fmt)
-{
-    if (fmt == SF_F32) return static_cast<const float *>(s)[idx];
-    uint16_t code = static_cast<const uint16_t *>(s)[idx];
-    return fmt == SF_F16 ? qv_h2<false>::to_float(code) : qv_h2<true>::to_float(code);
-}
+#undef WG_MMA_SPEC
+#undef WG_D128
+#undef WG_D64
+#undef WG_D8
+#undef WG_REGS128
+#undef WG_REGS64
 
 /* The fp32 epilogue factor of column col: the channel or tensor scale (the
  * product with the power of two 2^-s_pow2 is exact and restores the stored
@@ -571,19 +511,6 @@ __global__ void k_wg_permute_cols(const uint16_t *a, const int32_t *perm, uint16
 
 /* ---- host side ---- */
 
-int weight_type(const qv_variant *v)
-{
-    switch (v->layout) {
-    case QV_LAYOUT_MARLIN_W4: return WT_INT4;
-    case QV_LAYOUT_MARLIN_W4_ZP: return WT_INT4_ZP;
-    case QV_LAYOUT_MARLIN_W8: return WT_INT8;
-    case QV_LAYOUT_MARLIN_FP8: return WT_FP8;
-    default: return -1;
-    }
-}
-
-size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
-
 /* Whether the kernel covers the problem: every weight-only Marlin row that
  * qv_launch_wonly accepts (it checks the rest), N on the 64-column chunk and
  * K on the k16 tile, and a grid within CUDA's limits. */
@@ -707,22 +634,8 @@ extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args 
     p.m = a->m;
     p.n = a->n;
     p.k = a->k;
-    p.scale_mode = v->scale_layout == QV_SCALE_GROUP     ? SC_GROUP
-                   : v->scale_layout == QV_SCALE_CHANNEL ? SC_CHANNEL
-                                                         : SC_TENSOR;
-    p.scale_fmt = v->sfmt == QV_FMT_F32 ? SF_F32 : v->sfmt == QV_FMT_BF16 ? SF_BF16 : SF_F16;
-    p.g_shift = 0;
-    if (v->scale_layout == QV_SCALE_GROUP)
-        for (int t = v->g / 16; t > 1; t >>= 1) p.g_shift++;
-    /* layout.h: a single group (g == K) is stored in the channel order. */
-    p.grp_single = v->scale_layout == QV_SCALE_GROUP && a->k == v->g;
-    /* layout.h, MARLIN_FP8: the packed scales hold s * 2^8 (f16) or s * 2^120
-     * (bf16); this kernel converts e4m3 exactly, so it multiplies the scales
-     * by 2^-8 (2^-120), which is exact. 0x1C00 is fp16 2^-8, 0x0380 bf16
-     * 2^-120; 0x3C00 and 0x3F80 are 1. */
-    const bool fp8 = v->layout == QV_LAYOUT_MARLIN_FP8, bf = v->afmt == QV_FMT_BF16;
-    p.unbias_f32 = fp8 ? (bf ? 0x1p-120f : 0x1p-8f) : 1.0f;
-    p.unbias_h2 = fp8 ? (bf ? 0x03800380u : 0x1C001C00u) : (bf ? 0x3F803F80u : 0x3C003C00u);
+    wo_set_scale_fields(p, v, a->k);
+    const bool bf = v->afmt == QV_FMT_BF16;
     const int wt = weight_type(v);
     if (tpw == 4) return bf ? launch_wt<true, 4>(wt, p, stream) : launch_wt<false, 4>(wt, p, stream);
     return bf ? launch_wt<true, 2>(wt, p, stream) : launch_wt<false, 2>(wt, p, stream);

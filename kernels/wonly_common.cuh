@@ -1,0 +1,85 @@
+/* wonly_common.cuh: what the weight-only kernels of wonly.cu (m16n8k16 mma)
+ * and wonly_wg.cu (Hopper wgmma) share: the weight code families and scale
+ * modes they instantiate, the channel-scale permutation, the scale load, and
+ * the host-side derivation of the scale fields of their launch parameters
+ * from the registry row. CUDA C++ only (included by .cu files). */
+#ifndef QVET_KERNELS_WONLY_COMMON_CUH
+#define QVET_KERNELS_WONLY_COMMON_CUH
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dequant.cuh"
+#include "qvet/variant.h"
+
+namespace {
+
+/* Weight code families the kernels instantiate. */
+enum { WT_INT4 = 0, WT_INT8 = 1, WT_FP8 = 2, WT_INT4_ZP = 3 };
+/* How the weight scale enters. */
+enum { SC_GROUP = 0, SC_CHANNEL = 1, SC_TENSOR = 2 };
+/* Storage of the epilogue scale. */
+enum { SF_F16 = 0, SF_BF16 = 1, SF_F32 = 2 };
+
+/* Packed index of logical column col for channelwise scales (scale_perm_single:
+ * inside each 32 columns, position 8i + jj holds column 2i + {0,1,8,9,16,17,24,25}[jj]). */
+__device__ __forceinline__ int64_t single_perm_index(int col)
+{
+    int c = col & 31;
+    int i = (c & 7) >> 1;
+    int jj = 2 * (c >> 3) + (c & 1);
+    return (int64_t)(col & ~31) + 8 * i + jj;
+}
+
+/* Element idx of a scale array s (f16, bf16 or f32 codes as fmt, an SF_*, says). */
+__device__ __forceinline__ float load_scale(const void *s, int64_t idx, int fmt)
+{
+    if (fmt == SF_F32) return static_cast<const float *>(s)[idx];
+    uint16_t code = static_cast<const uint16_t *>(s)[idx];
+    return fmt == SF_F16 ? qv_h2<false>::to_float(code) : qv_h2<true>::to_float(code);
+}
+
+/* The WT_* code family of a Marlin layout, or -1 for another layout. */
+inline int weight_type(const qv_variant *v)
+{
+    switch (v->layout) {
+    case QV_LAYOUT_MARLIN_W4: return WT_INT4;
+    case QV_LAYOUT_MARLIN_W4_ZP: return WT_INT4_ZP;
+    case QV_LAYOUT_MARLIN_W8: return WT_INT8;
+    case QV_LAYOUT_MARLIN_FP8: return WT_FP8;
+    default: return -1;
+    }
+}
+
+/* x rounded up to a multiple of 256 bytes: the alignment of every workspace
+ * region (cudaMalloc's own). */
+inline size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
+
+/* Sets the scale fields of launch parameters p (a wo_params or wg_params:
+ * scale_mode, scale_fmt, g_shift, grp_single, unbias_f32, unbias_h2) for row
+ * v at depth k. */
+template <typename P> inline void wo_set_scale_fields(P &p, const qv_variant *v, int k)
+{
+    p.scale_mode = v->scale_layout == QV_SCALE_GROUP     ? SC_GROUP
+                   : v->scale_layout == QV_SCALE_CHANNEL ? SC_CHANNEL
+                                                         : SC_TENSOR;
+    p.scale_fmt = v->sfmt == QV_FMT_F32 ? SF_F32 : v->sfmt == QV_FMT_BF16 ? SF_BF16 : SF_F16;
+    /* log2(g / 16): the group of k16 tile kt is kt >> g_shift. */
+    p.g_shift = 0;
+    if (v->scale_layout == QV_SCALE_GROUP)
+        for (int t = v->g / 16; t > 1; t >>= 1) p.g_shift++;
+    /* layout.h: a single group (g == K) is stored in the channel order. */
+    p.grp_single = v->scale_layout == QV_SCALE_GROUP && k == v->g;
+    /* layout.h, MARLIN_FP8: the packed scales hold s * 2^8 (f16 activations)
+     * or s * 2^120 (bf16), for kernels whose bit-shift conversion of e4m3
+     * yields value * 2^-8 (2^-120). These kernels convert e4m3 exactly (cvt),
+     * so they multiply the scales by 2^-8 (2^-120) instead, which is exact.
+     * 0x1C00 is fp16 2^-8, 0x0380 bf16 2^-120; 0x3C00 and 0x3F80 are 1. */
+    const bool fp8 = v->layout == QV_LAYOUT_MARLIN_FP8, bf = v->afmt == QV_FMT_BF16;
+    p.unbias_f32 = fp8 ? (bf ? 0x1p-120f : 0x1p-8f) : 1.0f;
+    p.unbias_h2 = fp8 ? (bf ? 0x03800380u : 0x1C001C00u) : (bf ? 0x3F803F80u : 0x3C003C00u);
+}
+
+} /* namespace */
+
+#endif
