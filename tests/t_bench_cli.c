@@ -6,46 +6,22 @@
  * this test's folder (BUILD/qvet for BUILD/tests/t_bench_cli). The timings
  * themselves need the H200 (README, bench/RESULTS.md). */
 #include <check.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "support/run.h"
-
-static char qvet_bin[4096];
-
-static void find_qvet(void)
-{
-    const char *env = getenv("QVET_BIN");
-    if (env && *env) {
-        snprintf(qvet_bin, sizeof qvet_bin, "%s", env);
-        return;
-    }
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) {
-        snprintf(qvet_bin, sizeof qvet_bin, "build/qvet");
-        return;
-    }
-    self[n] = '\0';
-    snprintf(qvet_bin, sizeof qvet_bin, "%s/../qvet", dirname(self));
-}
+#include "support/cli.h"
+#include "support/suite.h"
 
 /* The driver's files, looked at without a CUDA call. */
 static int have_device(void) { return access("/dev/nvidia0", F_OK) == 0 || access("/dev/nvidiactl", F_OK) == 0; }
 
 START_TEST(help)
 {
-    run_result r = run_program(qvet_bin, (const char *[]){"bench", "--help", NULL});
-    ck_assert_int_eq(r.rc, 0);
-    ck_assert_ptr_nonnull(strstr(r.out, "usage: qvet bench"));
     /* the activation-quantized family's baselines and the comma-separated globs */
-    ck_assert_ptr_nonnull(strstr(r.out, "cuBLASLt fp8 and int8"));
-    ck_assert_ptr_nonnull(strstr(r.out, "'qqq-*,w8a8-*'"));
-    ck_assert_str_eq(r.err, "");
-    run_free(&r);
+    qvet_expect((const char *[]){"bench", "--help", NULL}, 0,
+                (const char *[]){"usage: qvet bench", "cuBLASLt fp8 and int8", "'qqq-*,w8a8-*'", NULL});
 }
 END_TEST
 
@@ -71,7 +47,7 @@ static const struct bad_opt {
 START_TEST(bad_option)
 {
     const struct bad_opt *b = &bad_opts[_i];
-    run_result r = run_program(qvet_bin, b->args);
+    run_result r = qvet_run(b->args);
     ck_assert_msg(r.rc == 2, "case %d: exit %d, expected 2 (stderr: %s)", _i, r.rc, r.err);
     ck_assert_msg(strstr(r.err, b->says) != NULL, "case %d: stderr lacks '%s': %s", _i, b->says, r.err);
     ck_assert_msg(strstr(r.out, "device:") == NULL, "case %d: timing started: %s", _i, r.out);
@@ -88,9 +64,9 @@ END_TEST
  * per-token x channel and per-128-K fp8 ones; a weight-only row brings none. */
 START_TEST(dry_run_rows)
 {
-    run_result r = run_program(qvet_bin, (const char *[]){"bench", "--dry-run", "--variant",
-                                                           "qqq-w4a8-ch,w8a8-i8-tensor,w8a8-fp8-block128", "--model",
-                                                           "llama2-7b", "--m", "1,16", NULL});
+    run_result r = qvet_run((const char *[]){"bench", "--dry-run", "--variant",
+                                              "qqq-w4a8-ch,w8a8-i8-tensor,w8a8-fp8-block128", "--model", "llama2-7b",
+                                              "--m", "1,16", NULL});
     ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
     const char *const want[] = {
         "cublas-f16                 reference: cuBLAS fp16\n",
@@ -115,8 +91,7 @@ START_TEST(dry_run_rows)
     ck_assert_msg(strstr(r.out, "act-quant-e4m3 ") == NULL, "per-token e4m3 quantizer listed without its row");
     run_free(&r);
 
-    r = run_program(qvet_bin, (const char *[]){"bench", "--dry-run", "--variant", "marlin-w4a16-ch-f16", "--runs",
-                                               "7", NULL});
+    r = qvet_run((const char *[]){"bench", "--dry-run", "--variant", "marlin-w4a16-ch-f16", "--runs", "7", NULL});
     ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
     ck_assert_msg(strstr(r.out, "cublaslt") == NULL && strstr(r.out, "act-quant") == NULL, "%s", r.out);
     /* (reference + 1 row) x 2 models x 4 layers x the 9 default M values */
@@ -143,7 +118,7 @@ START_TEST(no_device)
         {"bench", "--variant", "marlin-w4a16-ch-f16", "--model", "llama3-70b", "--runs", "3", NULL},
     };
     for (int i = 0; i < 3; i++) {
-        run_result r = run_program(qvet_bin, sets[i]);
+        run_result r = qvet_run(sets[i]);
         ck_assert_msg(r.rc == 3, "set %d: exit %d, expected 3 (stderr: %s)", i, r.rc, r.err);
         ck_assert_msg(strstr(r.err, "qvet bench: no CUDA device") != NULL, "set %d: stderr: %s", i, r.err);
         ck_assert_str_eq(r.out, "");
@@ -156,8 +131,7 @@ END_TEST
 
 int main(void)
 {
-    find_qvet();
-    printf("qvet binary: %s\n", qvet_bin);
+    printf("qvet binary: %s\n", qvet_path());
     Suite *s = suite_create("bench_cli");
     TCase *tc = tcase_create("cli");
     tcase_set_timeout(tc, 60);
@@ -166,9 +140,5 @@ int main(void)
     tcase_add_test(tc, dry_run_rows);
     tcase_add_test(tc, no_device);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return suite_run(s);
 }

@@ -3,95 +3,49 @@
  * The binary is $QVET_BIN, or ../qvet next to this test's folder (BUILD/qvet
  * for BUILD/tests/t_cli), so `make check` tests the qvet it just built. */
 #include <check.h>
-#include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "qvet/json.h"
 #include "qvet/variant.h"
 
-#include "support/run.h"
+#include "support/cli.h"
+#include "support/suite.h"
 
-static char qvet_bin[4096];
 
-static void find_qvet(void)
-{
-    const char *env = getenv("QVET_BIN");
-    if (env && *env) {
-        snprintf(qvet_bin, sizeof qvet_bin, "%s", env);
-        return;
-    }
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) {
-        snprintf(qvet_bin, sizeof qvet_bin, "build/qvet");
-        return;
-    }
-    self[n] = '\0';
-    snprintf(qvet_bin, sizeof qvet_bin, "%s/../qvet", dirname(self));
-}
-
-/* Runs qvet with args (NULL-terminated, without argv[0]). */
-static run_result run_qvet(const char *const *args)
-{
-    return run_program(qvet_bin, args);
-}
-
+/* Help on stdout with exit 0; usage errors on stderr with exit 2; the other
+ * stream stays empty (qvet_expect). */
 START_TEST(test_help)
 {
-    run_result r = run_qvet((const char *[]){"--help", NULL});
-    ck_assert_int_eq(r.rc, 0);
-    ck_assert_ptr_nonnull(strstr(r.out, "usage: qvet"));
-    ck_assert_ptr_nonnull(strstr(r.out, "list"));
-    ck_assert_str_eq(r.err, "");
-    run_free(&r);
+    qvet_expect((const char *[]){"--help", NULL}, 0, (const char *[]){"usage: qvet", "list", NULL});
 }
 END_TEST
 
 START_TEST(test_no_arguments)
 {
-    run_result r = run_qvet((const char *[]){NULL});
-    ck_assert_int_eq(r.rc, 2);
-    ck_assert_ptr_nonnull(strstr(r.err, "usage: qvet"));
-    ck_assert_str_eq(r.out, "");
-    run_free(&r);
+    qvet_expect((const char *[]){NULL}, 2, (const char *[]){"usage: qvet", NULL});
 }
 END_TEST
 
 START_TEST(test_unknown_subcommand)
 {
-    run_result r = run_qvet((const char *[]){"frobnicate", NULL});
-    ck_assert_int_eq(r.rc, 2);
-    ck_assert_ptr_nonnull(strstr(r.err, "unknown subcommand 'frobnicate'"));
-    ck_assert_ptr_nonnull(strstr(r.err, "usage: qvet"));
-    ck_assert_str_eq(r.out, "");
-    run_free(&r);
+    qvet_expect((const char *[]){"frobnicate", NULL}, 2,
+                (const char *[]){"unknown subcommand 'frobnicate'", "usage: qvet", NULL});
 }
 END_TEST
 
 START_TEST(test_list_help)
 {
-    run_result r = run_qvet((const char *[]){"list", "--help", NULL});
-    ck_assert_int_eq(r.rc, 0);
-    ck_assert_ptr_nonnull(strstr(r.out, "usage: qvet list"));
-    ck_assert_str_eq(r.err, "");
-    run_free(&r);
+    qvet_expect((const char *[]){"list", "--help", NULL}, 0, (const char *[]){"usage: qvet list", NULL});
 }
 END_TEST
 
 START_TEST(test_list_bad_option)
 {
-    run_result r = run_qvet((const char *[]){"list", "--bogus", NULL});
-    ck_assert_int_eq(r.rc, 2);
-    ck_assert_ptr_nonnull(strstr(r.err, "unknown option '--bogus'"));
-    ck_assert_ptr_nonnull(strstr(r.err, "usage: qvet list"));
-    ck_assert_str_eq(r.out, "");
-    run_free(&r);
-    r = run_qvet((const char *[]){"list", "no-such-variant-*", NULL});
+    qvet_expect((const char *[]){"list", "--bogus", NULL}, 2,
+                (const char *[]){"unknown option '--bogus'", "usage: qvet list", NULL});
+    run_result r = qvet_run((const char *[]){"list", "no-such-variant-*", NULL});
     ck_assert_int_eq(r.rc, 2);
     ck_assert_ptr_nonnull(strstr(r.err, "no variant matches"));
     run_free(&r);
@@ -101,7 +55,7 @@ END_TEST
 /* The table has a header line and one line per variant, each starting with its name. */
 START_TEST(test_list_table)
 {
-    run_result r = run_qvet((const char *[]){"list", NULL});
+    run_result r = qvet_run((const char *[]){"list", NULL});
     ck_assert_int_eq(r.rc, 0);
     int lines = 0;
     for (char *p = r.out; *p; p++) lines += *p == '\n';
@@ -117,7 +71,7 @@ END_TEST
 
 static qv_json *list_json(const char *pattern)
 {
-    run_result r = run_qvet((const char *[]){"list", "--json", pattern, NULL});
+    run_result r = qvet_run((const char *[]){"list", "--json", pattern, NULL});
     ck_assert_msg(r.rc == 0, "qvet list --json exited %d: %s", r.rc, r.err);
     qv_json *j;
     ck_assert_msg(qv_json_parse(r.out, strlen(r.out), &j) == QV_OK, "qvet list --json is not JSON: %s",
@@ -213,8 +167,7 @@ END_TEST
 
 int main(void)
 {
-    find_qvet();
-    printf("qvet binary: %s\n", qvet_bin);
+    printf("qvet binary: %s\n", qvet_path());
     Suite *s = suite_create("cli");
     TCase *tc = tcase_create("cli");
     tcase_set_timeout(tc, 60);
@@ -227,9 +180,5 @@ int main(void)
     tcase_add_loop_test(tc, test_list_json_row, 0, qv_registry_count());
     tcase_add_test(tc, test_list_json_families);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(s);
 }

@@ -14,22 +14,16 @@
 #include "qvet/formats.h"
 #include "qvet/probe.h"
 #include "qvet/reference.h"
+#include "support/cases.h"
+#include "support/suite.h"
 
 #define CASES_PER_VARIANT 200
 
-static uint64_t base_seed(void)
-{
-    const char *s = getenv("QVET_SEED");
-    return s ? strtoull(s, NULL, 0) : 1;
-}
+/* The suite's seed: QVET_SEED, default 1. */
+static uint64_t base_seed(void) { return case_seed(1); }
 
-static uint64_t mix(uint64_t a, uint64_t b)
-{
-    uint64_t z = a * 0x9E3779B97F4A7C15ull + b + 0x632BE59BD9B4E019ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+/* This suite's case seeds (its own salt: an arbitrary odd constant). */
+static uint64_t mix(uint64_t a, uint64_t b) { return case_mix(a, b, 0x632BE59BD9B4E019ull); }
 
 /* A small legal shape for the row, drawn from the seed. */
 static void pick_shape(const qv_variant *v, uint64_t s, int64_t *m, int64_t *n, int64_t *k)
@@ -45,6 +39,17 @@ static void pick_shape(const qv_variant *v, uint64_t s, int64_t *m, int64_t *n, 
 }
 
 static size_t out_bytes(const qv_problem *p) { return (size_t)qv_problem_out_bytes(p); }
+
+/* The random case of seed s: a shape from pick_shape and a regime from bits
+ * 40 and up, filled by the random probe into p (the caller destroys it). */
+static qv_regime random_case(const qv_variant *v, uint64_t s, qv_problem *p)
+{
+    int64_t m, n, k;
+    pick_shape(v, s, &m, &n, &k);
+    qv_regime rg = (qv_regime)((s >> 40) % QV_REGIME_COUNT);
+    case_fill(p, v, m, n, k, QV_PROBE_RANDOM, rg, s);
+    return rg;
+}
 
 /* The output codes that the correctly rounded exact values give. */
 static void expected_from_truth(const qv_problem *p, const ref_truth *t, void *exp)
@@ -66,28 +71,23 @@ START_TEST(bound_holds_for_model)
     int marginal = 0;
     for (int c = 0; c < CASES_PER_VARIANT; c++) {
         uint64_t s = mix(seed, (uint64_t)_i * 100003 + (uint64_t)c);
-        int64_t m, n, k;
-        pick_shape(v, s, &m, &n, &k);
-        qv_regime rg = (qv_regime)(s >> 40) % QV_REGIME_COUNT;
         qv_problem p;
-        ck_assert_int_eq(qv_problem_create(&p, v, m, n, k), QV_OK);
-        ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_RANDOM, rg, s), QV_OK);
+        qv_regime rg = random_case(v, s, &p);
         void *out = malloc(out_bytes(&p));
         ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
         ref_truth t;
-        ck_assert_int_eq(ref_truth_compute(&p, &t), QV_OK);
+        case_truth(&p, &t);
         qv_result r;
         ref_verify(&p, &t, out, &r);
         if (r.grade == QV_FAIL)
             ck_abort_msg("%s seed=%llu case=%d m=%lld n=%lld k=%lld regime=%s path=%s: %s", v->name,
-                         (unsigned long long)seed, c, (long long)m, (long long)n, (long long)k,
+                         (unsigned long long)seed, c, (long long)p.m, (long long)p.n, (long long)p.k,
                          qv_regime_name(rg), t.path, r.reason);
         ck_assert_msg(r.max_err_over_bound <= 1.0, "%s case %d: max err/E %.3g > 1 in a passing case", v->name, c,
                       r.max_err_over_bound);
         marginal += r.grade == QV_MARGINAL;
         free(out);
-        ref_truth_clear(&t);
-        qv_problem_destroy(&p);
+        case_release(&p, &t);
     }
     /* The monitors are statistical: a correct model may trip one rarely, never often. */
     ck_assert_msg(marginal <= CASES_PER_VARIANT / 20, "%s: %d of %d model cases graded MARGINAL (seed %llu)",
@@ -168,10 +168,9 @@ START_TEST(fp8_witness_separates)
     w.arith.promote_nc = 128;
     const qv_variant *v = &w;
     qv_problem p;
-    ck_assert_int_eq(qv_problem_create(&p, v, 1, 8, 1024), QV_OK);
-    ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_WITNESS_FP8_PROMOTE, QV_REGIME_LOGUNIFORM, 1), QV_OK);
+    case_fill(&p, v, 1, 8, 1024, QV_PROBE_WITNESS_FP8_PROMOTE, QV_REGIME_LOGUNIFORM, 1);
     ref_truth t;
-    ck_assert_int_eq(ref_truth_compute(&p, &t), QV_OK);
+    case_truth(&p, &t);
     ck_assert_double_eq(t.y[0], (65536.0 + 1024.0 - 128.0) / 32.0);
     uint16_t out[8];
     ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
@@ -188,8 +187,7 @@ START_TEST(fp8_witness_separates)
     for (int64_t kk = 1; kk < 128; kk++) ((uint8_t *)p.a)[kk] = (uint8_t)qv_encode(QV_FMT_E4M3, 1.0, QV_SAT_FINITE);
     ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
     ck_assert_double_eq(qv_decode(QV_FMT_F16, out[0]), (65536.0 + 1023.0 - 127.0) / 32.0);
-    ref_truth_clear(&t);
-    qv_problem_destroy(&p);
+    case_release(&p, &t);
 }
 END_TEST
 
@@ -198,8 +196,7 @@ START_TEST(splitk_witness_value)
 {
     const qv_variant *v = qv_variant_find("marlin-w4a16-g128-f16");
     qv_problem p;
-    ck_assert_int_eq(qv_problem_create(&p, v, 2, 64, 256), QV_OK);
-    ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_WITNESS_SPLITK, QV_REGIME_LOGUNIFORM, 5), QV_OK);
+    case_fill(&p, v, 2, 64, 256, QV_PROBE_WITNESS_SPLITK, QV_REGIME_LOGUNIFORM, 5);
     uint16_t out[128];
     ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
     for (int e = 0; e < 128; e++) ck_assert_double_eq(qv_decode(QV_FMT_F16, out[e]), 1.0);
@@ -212,10 +209,9 @@ START_TEST(rne_tie_witness_values)
 {
     const qv_variant *v = qv_variant_find("w8a8-i8-tok-ch");
     qv_problem p;
-    ck_assert_int_eq(qv_problem_create(&p, v, 1, 16, 64), QV_OK);
-    ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_WITNESS_RNE_TIE, QV_REGIME_LOGUNIFORM, 9), QV_OK);
+    case_fill(&p, v, 1, 16, 64, QV_PROBE_WITNESS_RNE_TIE, QV_REGIME_LOGUNIFORM, 9);
     ref_truth t;
-    ck_assert_int_eq(ref_truth_compute(&p, &t), QV_OK);
+    case_truth(&p, &t);
     uint16_t out[16];
     ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
     for (int j = 0; j < 16; j++) {
@@ -224,8 +220,7 @@ START_TEST(rne_tie_witness_values)
         double want = copysign(a == 2049 ? 2048 : 2052, y);
         ck_assert_double_eq(qv_decode(QV_FMT_F16, out[j]), want);
     }
-    ref_truth_clear(&t);
-    qv_problem_destroy(&p);
+    case_release(&p, &t);
 }
 END_TEST
 
@@ -234,10 +229,8 @@ START_TEST(probes_deterministic)
 {
     const qv_variant *v = qv_variant_find("marlin-w4a16-g128-act-f16");
     qv_problem a, b;
-    ck_assert_int_eq(qv_problem_create(&a, v, 3, 64, 256), QV_OK);
-    ck_assert_int_eq(qv_problem_create(&b, v, 3, 64, 256), QV_OK);
-    ck_assert_int_eq(ref_probe_fill(&a, QV_PROBE_RANDOM, QV_REGIME_OUTLIER, 42), QV_OK);
-    ck_assert_int_eq(ref_probe_fill(&b, QV_PROBE_RANDOM, QV_REGIME_OUTLIER, 42), QV_OK);
+    case_fill(&a, v, 3, 64, 256, QV_PROBE_RANDOM, QV_REGIME_OUTLIER, 42);
+    case_fill(&b, v, 3, 64, 256, QV_PROBE_RANDOM, QV_REGIME_OUTLIER, 42);
     ck_assert_mem_eq(a.a, b.a, 3 * 256 * 2);
     ck_assert_mem_eq(a.q, b.q, 256 * 64);
     ck_assert_mem_eq(a.g_idx, b.g_idx, 256 * 4);
@@ -295,24 +288,19 @@ START_TEST(bound_holds_for_tensor_core_rendering)
     uint64_t seed = base_seed();
     for (int c = 0; c < 25; c++) {
         uint64_t s = mix(seed, 90000 + (uint64_t)_i * 977 + (uint64_t)c);
-        int64_t m, n, k;
-        pick_shape(v, s, &m, &n, &k);
-        qv_regime rg = (qv_regime)((s >> 40) % QV_REGIME_COUNT);
         qv_problem p;
-        ck_assert_int_eq(qv_problem_create(&p, v, m, n, k), QV_OK);
-        ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_RANDOM, rg, s), QV_OK);
+        qv_regime rg = random_case(v, s, &p);
         uint16_t *out = malloc(out_bytes(&p));
         tensor_core_model(&p, out);
         ref_truth t;
-        ck_assert_int_eq(ref_truth_compute(&p, &t), QV_OK);
+        case_truth(&p, &t);
         qv_result r;
         ref_verify(&p, &t, out, &r);
         ck_assert_msg(r.grade != QV_FAIL, "%s seed=%llu case=%d m=%lld n=%lld k=%lld regime=%s: %s", v->name,
-                      (unsigned long long)seed, c, (long long)m, (long long)n, (long long)k, qv_regime_name(rg),
-                      r.reason);
+                      (unsigned long long)seed, c, (long long)p.m, (long long)p.n, (long long)p.k,
+                      qv_regime_name(rg), r.reason);
         free(out);
-        ref_truth_clear(&t);
-        qv_problem_destroy(&p);
+        case_release(&p, &t);
     }
 }
 END_TEST
@@ -355,9 +343,5 @@ int main(void)
     tcase_add_test(tc, rne_tie_witness_values);
     tcase_add_test(tc, probes_deterministic);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(s);
 }

@@ -14,31 +14,23 @@
 #include "qvet/formats.h"
 #include "qvet/probe.h"
 #include "qvet/reference.h"
+#include "support/cases.h"
+#include "support/suite.h"
 
 #define CASES_PER_VARIANT 12
 
-static uint64_t base_seed(void)
-{
-    const char *s = getenv("QVET_SEED");
-    return s ? strtoull(s, NULL, 0) : 1;
-}
+/* The suite's seed: QVET_SEED, default 1. */
+static uint64_t base_seed(void) { return case_seed(1); }
 
-static uint64_t mix(uint64_t a, uint64_t b)
-{
-    uint64_t z = a * 0x9E3779B97F4A7C15ull + b + 0x2545F4914F6CDD1Dull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+/* This suite's case seeds (its own salt: an arbitrary odd constant). */
+static uint64_t mix(uint64_t a, uint64_t b) { return case_mix(a, b, 0x2545F4914F6CDD1Dull); }
 
 static void make_case(const qv_variant *v, uint64_t s, qv_problem *p)
 {
     int64_t m = 1 + (int64_t)(s % 4), n = v->n_tile;
     int64_t step = v->g > v->k_tile ? v->g : v->k_tile;
     int64_t k = step * (1 + (int64_t)((s >> 8) % 3)) * (step < 64 ? 8 : 1);
-    ck_assert_int_eq(qv_problem_create(p, v, m, n, k), QV_OK);
-    qv_regime rg = (qv_regime)((s >> 20) % QV_REGIME_COUNT);
-    ck_assert_int_eq(ref_probe_fill(p, QV_PROBE_RANDOM, rg, s), QV_OK);
+    case_fill(p, v, m, n, k, QV_PROBE_RANDOM, (qv_regime)((s >> 20) % QV_REGIME_COUNT), s);
 }
 
 static int same_double(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
@@ -122,7 +114,7 @@ START_TEST(hand_derived_case)
         for (int j = 0; j < 64; j++) q[kk * 64 + j] = (uint8_t)(8 + (kk % 8) - 4);
     for (int j = 0; j < 64; j++) s[j] = 0x3000; /* 2^-3 in f16 */
     ref_truth t;
-    ck_assert_int_eq(ref_truth_compute(&p, &t), QV_OK);
+    case_truth(&p, &t);
     ck_assert_str_eq(t.path, "fixed128");
     /* G = 1.5 * 2 * (4+3+2+1+0+1+2+3) = 48 in accumulator units; alpha for K=16,
      * b=16: 2 * (17/16) * 16 * 2^-23; one epilogue multiply. */
@@ -134,8 +126,7 @@ START_TEST(hand_derived_case)
         ck_assert_msg(t.bound[j] >= dacc + ldexp(1.0, -24) * 1.5 && t.bound[j] <= 1.001 * (dacc + ldexp(1.0, -24) * (1.5 + dacc)) + 1e-30,
                       "E = %.17g", t.bound[j]);
     }
-    ref_truth_clear(&t);
-    qv_problem_destroy(&p);
+    case_release(&p, &t);
 }
 END_TEST
 
@@ -153,7 +144,7 @@ START_TEST(wide_range_uses_mpfr)
     for (int kk = 0; kk < 8; kk++)
         for (int j = 0; j < 8; j++) w[kk * 8 + j] = 0x3F80; /* 1.0 */
     ref_truth t;
-    ck_assert_int_eq(ref_truth_compute(&p, &t), QV_OK);
+    case_truth(&p, &t);
     ck_assert_str_eq(t.path, "mpfr");
     for (int j = 0; j < 8; j++) ck_assert_double_eq(t.y[j], ldexp(1.0, -100));
     ck_assert_int_eq(ref_truth_compute_path(&p, "fixed128", &t), QV_ERR_UNSUPPORTED);
@@ -171,13 +162,11 @@ START_TEST(large_case_fast_path)
     ck_assert_msg(sec > 0 && sec < 3.0, "certifying took %.3f s", sec);
     const qv_variant *v = qv_variant_find("marlin-w4a16-g128-f16");
     qv_problem p;
-    ck_assert_int_eq(qv_problem_create(&p, v, 16, 1024, 4096), QV_OK);
-    ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 1), QV_OK);
+    case_fill(&p, v, 16, 1024, 4096, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 1);
     ref_truth t;
-    ck_assert_int_eq(ref_truth_compute(&p, &t), QV_OK);
+    case_truth(&p, &t);
     ck_assert_str_eq(t.path, "dgemm+cert");
-    ref_truth_clear(&t);
-    qv_problem_destroy(&p);
+    case_release(&p, &t);
 }
 END_TEST
 
@@ -194,9 +183,5 @@ int main(void)
     tcase_add_test(tc, wide_range_uses_mpfr);
     tcase_add_test(tc, large_case_fast_path);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(s);
 }

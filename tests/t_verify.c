@@ -17,7 +17,9 @@
 #include "qvet/formats.h"
 #include "qvet/probe.h"
 #include "qvet/reference.h"
+#include "support/cases.h"
 #include "support/golden.h"
+#include "support/suite.h"
 
 typedef enum mutation { MUT_NONE, MUT_SWAP_COLUMNS, MUT_PERMUTED_CHANNEL, MUT_SHIFTED_GROUP } mutation;
 
@@ -76,7 +78,7 @@ static qv_grade golden_qqq(int grouped, int m, mutation mut, qv_result *res)
         }
     }
     ref_truth t;
-    ck_assert_int_eq(ref_truth_compute(&p, &t), QV_OK);
+    case_truth(&p, &t);
     ck_assert_str_eq(t.path, "int64");
     ref_verify(&p, &t, out, res);
     ref_truth_clear(&t);
@@ -136,12 +138,11 @@ START_TEST(tamper_names_element)
     const qv_variant *v = qv_registry_get(_i);
     int64_t m = 5, n = v->n_tile * 2, k = v->g > 0 ? v->g * 2 : 256;
     qv_problem p;
-    ck_assert_int_eq(qv_problem_create(&p, v, m, n, k), QV_OK);
-    ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 100 + (uint64_t)_i), QV_OK);
+    case_fill(&p, v, m, n, k, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 100 + (uint64_t)_i);
     uint16_t *out = malloc((size_t)qv_problem_out_bytes(&p));
     ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
     ref_truth t;
-    ck_assert_int_eq(ref_truth_compute(&p, &t), QV_OK);
+    case_truth(&p, &t);
     qv_result r;
     ref_verify(&p, &t, out, &r);
     ck_assert_msg(r.grade != QV_FAIL, "%s: untampered model output fails: %s", v->name, r.reason);
@@ -165,8 +166,7 @@ START_TEST(tamper_names_element)
     ck_assert_int_eq(r.n_nan, 1);
     out[e] = saved;
     free(out);
-    ref_truth_clear(&t);
-    qv_problem_destroy(&p);
+    case_release(&p, &t);
 }
 END_TEST
 
@@ -174,13 +174,12 @@ START_TEST(vacuous_refused)
 {
     const qv_variant *v = qv_variant_find("marlin-w4a16-g128-f16");
     qv_problem p;
-    ck_assert_int_eq(qv_problem_create(&p, v, 2, 64, 128), QV_OK);
-    ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 3), QV_OK);
+    case_fill(&p, v, 2, 64, 128, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 3);
     memset(p.a, 0, 2 * 128 * 2); /* all activations +0 */
     uint16_t out[128];
     ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
     ref_truth t;
-    ck_assert_int_eq(ref_truth_compute(&p, &t), QV_OK);
+    case_truth(&p, &t);
     qv_result r;
     ref_verify(&p, &t, out, &r);
     ck_assert_int_eq(r.grade, QV_PASS);
@@ -193,8 +192,7 @@ START_TEST(vacuous_refused)
     out[3] = 0x0001;
     ref_verify(&p, &t, out, &r);
     ck_assert_int_eq(r.grade, QV_FAIL);
-    ref_truth_clear(&t);
-    qv_problem_destroy(&p);
+    case_release(&p, &t);
 }
 END_TEST
 
@@ -205,10 +203,9 @@ START_TEST(bias_is_marginal)
 {
     const qv_variant *v = qv_variant_find("marlin-w4a16-g128-f16");
     qv_problem p;
-    ck_assert_int_eq(qv_problem_create(&p, v, 16, 64, 256), QV_OK);
-    ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 11), QV_OK);
+    case_fill(&p, v, 16, 64, 256, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 11);
     ref_truth t;
-    ck_assert_int_eq(ref_truth_compute(&p, &t), QV_OK);
+    case_truth(&p, &t);
     uint16_t *out = malloc(16 * 64 * 2);
     for (int e = 0; e < 16 * 64; e++) out[e] = (uint16_t)qv_encode(QV_FMT_F16, t.y[e] + 0.3 * t.bound[e], QV_SAT_NONE);
     qv_result r;
@@ -216,13 +213,10 @@ START_TEST(bias_is_marginal)
     printf("biased output: %s z=%.3g p99=%.3g %s\n", qv_grade_name(r.grade), r.bias_z, r.p99_err_over_bound,
            r.reason);
     ck_assert_int_eq(r.grade, QV_MARGINAL);
-    ref_truth_clear(&t);
-    qv_problem_destroy(&p);
+    case_release(&p, &t);
 
-    v = qv_variant_find("w8a8-i8-tok-ch");
-    ck_assert_int_eq(qv_problem_create(&p, v, 16, 64, 256), QV_OK);
-    ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 11), QV_OK);
-    ck_assert_int_eq(ref_truth_compute(&p, &t), QV_OK);
+    case_fill(&p, qv_variant_find("w8a8-i8-tok-ch"), 16, 64, 256, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 11);
+    case_truth(&p, &t);
     for (int e = 0; e < 16 * 64; e++) {
         uint16_t c = (uint16_t)qv_encode(QV_FMT_F16, t.y[e], QV_SAT_NONE);
         if (qv_decode(QV_FMT_F16, c) < t.y[e]) c = code_above(c);
@@ -231,8 +225,7 @@ START_TEST(bias_is_marginal)
     ref_verify(&p, &t, out, &r);
     ck_assert_int_eq(r.grade, QV_FAIL);
     free(out);
-    ref_truth_clear(&t);
-    qv_problem_destroy(&p);
+    case_release(&p, &t);
 }
 END_TEST
 
@@ -247,9 +240,5 @@ int main(void)
     tcase_add_test(tc, vacuous_refused);
     tcase_add_test(tc, bias_is_marginal);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(s);
 }

@@ -1,0 +1,45 @@
+/* cli.c: cli.h. */
+#include "support/cli.h"
+
+#include <check.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* PATH_MAX on Linux: room for any path readlink can return. */
+#define PATH_CAP 4096
+
+const char *qvet_path(void)
+{
+    static char bin[PATH_CAP];
+    if (bin[0]) return bin;
+    const char *env = getenv("QVET_BIN");
+    if (env && *env) {
+        snprintf(bin, sizeof bin, "%s", env);
+        return bin;
+    }
+    char self[PATH_CAP];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        snprintf(bin, sizeof bin, "build/qvet");
+        return bin;
+    }
+    self[n] = '\0';
+    snprintf(bin, sizeof bin, "%s/../qvet", dirname(self));
+    return bin;
+}
+
+run_result qvet_run(const char *const *args) { return run_program(qvet_path(), args); }
+
+void qvet_expect(const char *const *args, int rc, const char *const *needles)
+{
+    run_result r = qvet_run(args);
+    ck_assert_msg(r.rc == rc, "qvet %s: exit %d, expected %d (stderr: %s)", args[0] ? args[0] : "", r.rc, rc, r.err);
+    const char *speaks = rc == 0 ? r.out : r.err, *quiet = rc == 0 ? r.err : r.out;
+    for (const char *const *w = needles; *w; w++)
+        ck_assert_msg(strstr(speaks, *w) != NULL, "qvet %s: '%s' missing from: %s", args[0] ? args[0] : "", *w, speaks);
+    ck_assert_str_eq(quiet, "");
+    run_free(&r);
+}

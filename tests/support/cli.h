@@ -1,0 +1,24 @@
+/* cli.h: finding the `qvet` binary a suite drives, and the check of a usage
+ * message. Included by the suites that run qvet as a user does (t_cli,
+ * t_bench_cli, t_pack_cli); linked into every test binary from tests/support/.
+ * Rule: every failure is a Check assertion; exit codes are compared, never
+ * interpreted here. */
+#ifndef QVET_TEST_CLI_H
+#define QVET_TEST_CLI_H
+
+#include "support/run.h"
+
+/* The qvet binary: $QVET_BIN when set and not empty, else ../qvet beside the
+ * running test (BUILD/qvet for BUILD/tests/t_*), else build/qvet when the
+ * test's own path cannot be read. Worked out once; the string is static. */
+const char *qvet_path(void);
+
+/* Runs qvet with args (NULL-terminated, without argv[0]). */
+run_result qvet_run(const char *const *args);
+
+/* Runs qvet with args and asserts exit code `rc`, that every string of
+ * `needles` (NULL-terminated) stands in the stream that speaks (stdout when rc
+ * is 0, else stderr), and that the other stream is empty. */
+void qvet_expect(const char *const *args, int rc, const char *const *needles);
+
+#endif
