@@ -26,8 +26,10 @@
 #include "qvet/layout.h"
 #include "qvet/problem.h"
 #include "qvet/reference.h"
+#include "support/cases.h"
 #include "support/golden.h"
 #include "support/rand.h"
+#include "support/suite.h"
 
 static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
 
@@ -551,6 +553,24 @@ START_TEST(refusals)
 }
 END_TEST
 
+/* Creates p, a 1 x 64 x k problem of row v, packs it into pk, and creates d,
+ * the same shape again for ref_unpack to fill; asserts all three succeed. */
+static void packed_pair(const qv_variant *v, int64_t k, qv_problem *p, qv_packed *pk, qv_problem *d)
+{
+    ck_assert(v != NULL);
+    ck_assert(qv_problem_create(p, v, 1, 64, k) == QV_OK);
+    ck_assert_int_eq(qv_pack(p, pk), QV_OK);
+    ck_assert(qv_problem_create(d, v, 1, 64, k) == QV_OK);
+}
+
+/* Releases what packed_pair made. */
+static void release_pair(qv_problem *p, qv_packed *pk, qv_problem *d)
+{
+    qv_packed_destroy(pk);
+    qv_problem_destroy(d);
+    qv_problem_destroy(p);
+}
+
 /* qv_pack on problems whose row declares what the layout cannot hold. */
 START_TEST(refusals_problem)
 {
@@ -582,17 +602,11 @@ START_TEST(refusals_problem)
     ck_assert_int_eq(ref_unpack(&pk, &d), QV_ERR_SHAPE);
     pk.s_rows--;
     ck_assert_int_eq(ref_unpack(&pk, &d), QV_OK);
-    qv_packed_destroy(&pk);
-    qv_problem_destroy(&d);
-    qv_problem_destroy(&p);
+    release_pair(&p, &pk, &d);
 
     /* A zero-point problem decoded from an operand without zero points, and
      * scales that the operand lacks, are refused, not read from NULL. */
-    const qv_variant *zpv = qv_variant_find("marlin-w4a16-g128-zp-f16");
-    ck_assert(zpv != NULL);
-    ck_assert(qv_problem_create(&p, zpv, 1, 64, 128) == QV_OK);
-    ck_assert_int_eq(qv_pack(&p, &pk), QV_OK);
-    ck_assert(qv_problem_create(&d, zpv, 1, 64, 128) == QV_OK);
+    packed_pair(qv_variant_find("marlin-w4a16-g128-zp-f16"), 128, &p, &pk, &d);
     void *keep = pk.zeros;
     pk.zeros = NULL;
     ck_assert_int_eq(ref_unpack(&pk, &d), QV_ERR_FORMAT);
@@ -602,20 +616,12 @@ START_TEST(refusals_problem)
     ck_assert_int_eq(ref_unpack(&pk, &d), QV_ERR_FORMAT);
     pk.scales = keep;
     ck_assert_int_eq(ref_unpack(&pk, &d), QV_OK);
-    qv_packed_destroy(&pk);
-    qv_problem_destroy(&d);
-    qv_problem_destroy(&p);
+    release_pair(&p, &pk, &d);
 
-    const qv_variant *act = qv_variant_find("marlin-w4a16-g128-act-f16");
-    ck_assert(act != NULL);
-    ck_assert(qv_problem_create(&p, act, 1, 64, 256) == QV_OK);
-    ck_assert_int_eq(qv_pack(&p, &pk), QV_OK);
-    ck_assert(qv_problem_create(&d, act, 1, 64, 256) == QV_OK);
+    packed_pair(qv_variant_find("marlin-w4a16-g128-act-f16"), 256, &p, &pk, &d);
     pk.perm[1] = pk.perm[0]; /* no longer a permutation */
     ck_assert_int_eq(ref_unpack(&pk, &d), QV_ERR_FORMAT);
-    qv_packed_destroy(&pk);
-    qv_problem_destroy(&d);
-    qv_problem_destroy(&p);
+    release_pair(&p, &pk, &d);
 }
 END_TEST
 
@@ -722,12 +728,7 @@ static Suite *layout_suite(void)
 
 int main(void)
 {
-    const char *env = getenv("QVET_SEED");
-    if (env && *env) g_seed = strtoull(env, NULL, 0);
+    g_seed = case_seed(g_seed);
     printf("t_layout: seed %" PRIu64 " (replay with QVET_SEED=%" PRIu64 ")\n", g_seed, g_seed);
-    SRunner *sr = srunner_create(layout_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return suite_run(layout_suite());
 }

@@ -9,7 +9,7 @@
  * (seed, index); the seed is printed and replayed with QVET_SEED=<seed>. */
 #include <check.h>
 #include <inttypes.h>
-#include <libgen.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,11 +19,13 @@
 
 #include "qvet/array.h"
 
+#include "support/cases.h"
+#include "support/cli.h"
 #include "support/files.h"
 #include "support/golden.h"
 #include "support/rand.h"
+#include "support/suite.h"
 
-static char g_qvet[4096];
 static char g_tmp[256];
 static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
 
@@ -32,9 +34,24 @@ static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
 static int run_qvet(const char *args)
 {
     char cmd[16384];
-    snprintf(cmd, sizeof cmd, "'%s' %s >'%s/out.log' 2>&1", g_qvet, args, g_tmp);
+    snprintf(cmd, sizeof cmd, "'%s' %s >'%s/out.log' 2>&1", qvet_path(), args, g_tmp);
     int rc = system(cmd);
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* Runs qvet with the printf-formatted shell word list and asserts that it
+ * exits `want`; a failure names the command and the seed. */
+static void expect_qvet(int want, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void expect_qvet(int want, const char *fmt, ...)
+{
+    char args[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    ck_assert_msg(len >= 0 && (size_t)len < sizeof args, "qvet command longer than %zu bytes", sizeof args);
+    int rc = run_qvet(args);
+    ck_assert_msg(rc == want, "qvet %s exited %d, expected %d (seed %" PRIu64 ")", args, rc, want, g_seed);
 }
 
 static size_t log_size(void)
@@ -90,9 +107,8 @@ START_TEST(golden_cli)
     snprintf(d, sizeof d, "%s/%s", golden_root(), gc->dir);
     char s2opt[1200] = "";
     if (gc->s2) snprintf(s2opt, sizeof s2opt, "--scales2 '%s/%s.npy'", d, gc->s2);
-    snprintf(args, sizeof args, "pack %s --q '%s/%s.npy' --scales '%s/%s.npy' %s -o '%s/%s'", gc->layout, d, gc->q, d,
-             gc->s, s2opt, g_tmp, gc->dir);
-    ck_assert_msg(run_qvet(args) == 0, "qvet %s failed", args);
+    expect_qvet(0, "pack %s --q '%s/%s.npy' --scales '%s/%s.npy' %s -o '%s/%s'", gc->layout, d, gc->q, d,
+                gc->s, s2opt, g_tmp, gc->dir);
     snprintf(a, sizeof a, "%s/%s/B.npy", g_tmp, gc->dir);
     snprintf(b, sizeof b, "%s/B_packed_int32.npy", d);
     assert_same_bytes(a, b);
@@ -114,8 +130,7 @@ START_TEST(golden_cli)
         snprintf(args, sizeof args, "cp '%s/%s.npy' '%s/scales2.npy'", d, gc->s2_packed, in);
         ck_assert_int_eq(system(args), 0);
     }
-    snprintf(args, sizeof args, "unpack %s '%s' -o '%s/%s-logical'", gc->layout, in, g_tmp, gc->dir);
-    ck_assert_msg(run_qvet(args) == 0, "qvet %s failed", args);
+    expect_qvet(0, "unpack %s '%s' -o '%s/%s-logical'", gc->layout, in, g_tmp, gc->dir);
     snprintf(a, sizeof a, "%s/%s-logical/q.npy", g_tmp, gc->dir);
     snprintf(b, sizeof b, "%s/%s.npy", d, gc->q);
     assert_same_bytes(a, b);
@@ -202,13 +217,11 @@ START_TEST(roundtrip_cli)
         save_arr("rs2.npy", QV_DT_F4, 2, 1, rc->n, st + 4, 0);
         e += (size_t)snprintf(extra + e, sizeof extra - e, " --scales2 '%s/rs2.npy'", g_tmp);
     }
-    char args[8192], a[600], b[600];
-    snprintf(args, sizeof args, "pack %s --q '%s/rq.npy' --scales '%s/rs.npy'%s -o '%s/rt%d'", rc->layout, g_tmp, g_tmp,
-             extra, g_tmp, _i);
-    ck_assert_msg(run_qvet(args) == 0, "qvet %s failed (seed %" PRIu64 ")", args, g_seed);
-    snprintf(args, sizeof args, "unpack %s '%s/rt%d' -o '%s/rt%d-out'%s", rc->layout, g_tmp, _i, g_tmp, _i,
-             !strcmp(rc->layout, "plain-nk") ? " --wfmt u8" : "");
-    ck_assert_msg(run_qvet(args) == 0, "qvet %s failed", args);
+    char a[600], b[600];
+    expect_qvet(0, "pack %s --q '%s/rq.npy' --scales '%s/rs.npy'%s -o '%s/rt%d'", rc->layout, g_tmp, g_tmp,
+                extra, g_tmp, _i);
+    expect_qvet(0, "unpack %s '%s/rt%d' -o '%s/rt%d-out'%s", rc->layout, g_tmp, _i, g_tmp, _i,
+                !strcmp(rc->layout, "plain-nk") ? " --wfmt u8" : "");
     /* q comes back as int8 for 4-bit layouts and uint8 for 8-bit ones: same bytes. */
     snprintf(a, sizeof a, "%s/rt%d-out/q.npy", g_tmp, _i);
     qv_array q0, q1;
@@ -334,36 +347,28 @@ START_TEST(checkpoint_cli)
     const char *t = g_tmp;
     /* GPTQ, symmetric (every z = 8, stored as 7), plain g_idx: marlin-w4. */
     write_layer(0, 256, 128, 64, 1, 0, 3000);
-    snprintf(args, sizeof args, "pack marlin-w4 --gptq '%s/ck.safetensors' --prefix blk -o '%s/c1'", t, t);
-    ck_assert_msg(run_qvet(args) == 0, "qvet %s failed (seed %" PRIu64 ")", args, g_seed);
-    snprintf(args, sizeof args, "pack marlin-w4 --q '%s/q.npy' --scales '%s/s.npy' -o '%s/c1ref'", t, t, t);
-    ck_assert_int_eq(run_qvet(args), 0);
+    expect_qvet(0, "pack marlin-w4 --gptq '%s/ck.safetensors' --prefix blk -o '%s/c1'", t, t);
+    expect_qvet(0, "pack marlin-w4 --q '%s/q.npy' --scales '%s/s.npy' -o '%s/c1ref'", t, t, t);
     same_outputs("c1", "c1ref", (const char *const[]){"B.npy", "scales.npy", NULL});
     snprintf(args, sizeof args, "%s/c1/perm.npy", t);
     ck_assert_msg(!exists(args), "a plain g_idx must not turn on act_order");
 
     /* GPTQ with a shuffled g_idx (desc_act): act_order, same as --g-idx. */
     write_layer(0, 256, 64, 32, 1, 1, 3100);
-    snprintf(args, sizeof args, "pack marlin-w4 --gptq '%s/ck.safetensors' --prefix blk -o '%s/c2'", t, t);
-    ck_assert_int_eq(run_qvet(args), 0);
-    snprintf(args, sizeof args, "pack marlin-w4 --q '%s/q.npy' --scales '%s/s.npy' --g-idx '%s/g.npy' -o '%s/c2ref'", t,
-             t, t, t);
-    ck_assert_int_eq(run_qvet(args), 0);
+    expect_qvet(0, "pack marlin-w4 --gptq '%s/ck.safetensors' --prefix blk -o '%s/c2'", t, t);
+    expect_qvet(0, "pack marlin-w4 --q '%s/q.npy' --scales '%s/s.npy' --g-idx '%s/g.npy' -o '%s/c2ref'", t,
+                t, t, t);
     same_outputs("c2", "c2ref", (const char *const[]){"B.npy", "scales.npy", "perm.npy", "g_idx.npy", NULL});
 
     /* GPTQ, asymmetric: refused as marlin-w4, packed with zero points as marlin-w4-zp. */
     write_layer(0, 128, 64, 32, 0, 0, 3200);
-    snprintf(args, sizeof args, "pack marlin-w4 --gptq '%s/ck.safetensors' --prefix blk -o '%s/c3bad'", t, t);
-    ck_assert_int_eq(run_qvet(args), 2);
-    snprintf(args, sizeof args, "pack marlin-w4-zp --gptq '%s/ck.safetensors' --prefix blk -o '%s/c3'", t, t);
-    ck_assert_int_eq(run_qvet(args), 0);
-    snprintf(args, sizeof args, "pack marlin-w4-zp --q '%s/q.npy' --scales '%s/s.npy' --zeros '%s/z.npy' -o '%s/c3ref'",
-             t, t, t, t);
-    ck_assert_int_eq(run_qvet(args), 0);
+    expect_qvet(2, "pack marlin-w4 --gptq '%s/ck.safetensors' --prefix blk -o '%s/c3bad'", t, t);
+    expect_qvet(0, "pack marlin-w4-zp --gptq '%s/ck.safetensors' --prefix blk -o '%s/c3'", t, t);
+    expect_qvet(0, "pack marlin-w4-zp --q '%s/q.npy' --scales '%s/s.npy' --zeros '%s/z.npy' -o '%s/c3ref'",
+                t, t, t, t);
     same_outputs("c3", "c3ref", (const char *const[]){"B.npy", "scales.npy", "zeros.npy", NULL});
     /* The same file read as v2 (z stored as is) gives other zero points. */
-    snprintf(args, sizeof args, "pack marlin-w4-zp --gptq '%s/ck.safetensors' --prefix blk --zeros-v2 -o '%s/c3v2'", t, t);
-    ck_assert_int_eq(run_qvet(args), 0);
+    expect_qvet(0, "pack marlin-w4-zp --gptq '%s/ck.safetensors' --prefix blk --zeros-v2 -o '%s/c3v2'", t, t);
     char a[600], b[600];
     size_t la, lb;
     snprintf(a, sizeof a, "%s/c3/zeros.npy", t);
@@ -376,21 +381,16 @@ START_TEST(checkpoint_cli)
 
     /* AWQ: nibbles along N in AWQ's order, zero points as stored. */
     write_layer(1, 128, 128, 64, 0, 0, 3300);
-    snprintf(args, sizeof args, "pack marlin-w4-zp --awq '%s/ck.safetensors' --prefix blk -o '%s/c4'", t, t);
-    ck_assert_int_eq(run_qvet(args), 0);
-    snprintf(args, sizeof args, "pack marlin-w4-zp --q '%s/q.npy' --scales '%s/s.npy' --zeros '%s/z.npy' -o '%s/c4ref'",
-             t, t, t, t);
-    ck_assert_int_eq(run_qvet(args), 0);
+    expect_qvet(0, "pack marlin-w4-zp --awq '%s/ck.safetensors' --prefix blk -o '%s/c4'", t, t);
+    expect_qvet(0, "pack marlin-w4-zp --q '%s/q.npy' --scales '%s/s.npy' --zeros '%s/z.npy' -o '%s/c4ref'",
+                t, t, t, t);
     same_outputs("c4", "c4ref", (const char *const[]){"B.npy", "scales.npy", "zeros.npy", NULL});
 
     /* Misuse: a checkpoint for an 8-bit layout, a missing prefix, both routes at once. */
-    snprintf(args, sizeof args, "pack marlin-w8 --awq '%s/ck.safetensors' --prefix blk -o '%s/c5'", t, t);
-    ck_assert_int_eq(run_qvet(args), 2);
-    snprintf(args, sizeof args, "pack marlin-w4-zp --awq '%s/ck.safetensors' --prefix nosuch -o '%s/c5'", t, t);
-    ck_assert_int_eq(run_qvet(args), 2);
-    snprintf(args, sizeof args, "pack marlin-w4-zp --awq '%s/ck.safetensors' --q '%s/q.npy' --prefix blk -o '%s/c5'", t,
-             t, t);
-    ck_assert_int_eq(run_qvet(args), 2);
+    expect_qvet(2, "pack marlin-w8 --awq '%s/ck.safetensors' --prefix blk -o '%s/c5'", t, t);
+    expect_qvet(2, "pack marlin-w4-zp --awq '%s/ck.safetensors' --prefix nosuch -o '%s/c5'", t, t);
+    expect_qvet(2, "pack marlin-w4-zp --awq '%s/ck.safetensors' --q '%s/q.npy' --prefix blk -o '%s/c5'", t,
+                t, t);
     snprintf(args, sizeof args, "%s/c5/B.npy", t);
     ck_assert(!exists(args));
 }
@@ -482,33 +482,21 @@ static Suite *pack_cli_suite(void)
     return s;
 }
 
-int main(int argc, char **argv)
+int main(void)
 {
-    (void)argc;
-    const char *env = getenv("QVET_SEED");
-    if (env && *env) g_seed = strtoull(env, NULL, 0);
-    const char *bin = getenv("QVET_BIN");
-    if (bin && *bin) {
-        snprintf(g_qvet, sizeof g_qvet, "%s", bin);
-    } else {
-        char self[4096];
-        snprintf(self, sizeof self, "%s", argv[0]);
-        snprintf(g_qvet, sizeof g_qvet, "%s/../qvet", dirname(self));
-    }
+    g_seed = case_seed(g_seed);
     snprintf(g_tmp, sizeof g_tmp, "/tmp/qvet_pack_cli.XXXXXX");
     if (!mkdtemp(g_tmp)) {
         perror("mkdtemp");
         return 1;
     }
     printf("t_pack_cli: seed %" PRIu64 " (replay with QVET_SEED=%" PRIu64 "), qvet = %s, work folder %s\n", g_seed,
-           g_seed, g_qvet, g_tmp);
-    if (access(g_qvet, X_OK) != 0) printf("t_pack_cli: %s is not executable; every test will fail\n", g_qvet);
-    SRunner *sr = srunner_create(pack_cli_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+           g_seed, qvet_path(), g_tmp);
+    if (access(qvet_path(), X_OK) != 0)
+        printf("t_pack_cli: %s is not executable; every test will fail\n", qvet_path());
+    const int status = suite_run(pack_cli_suite());
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
     if (system(cmd) != 0) fprintf(stderr, "t_pack_cli: could not remove %s\n", g_tmp);
-    return failed ? 1 : 0;
+    return status;
 }
