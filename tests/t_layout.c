@@ -27,6 +27,7 @@
 #include "qvet/problem.h"
 #include "qvet/reference.h"
 #include "support/cases.h"
+#include "support/ckpt.h"
 #include "support/golden.h"
 #include "support/rand.h"
 #include "support/suite.h"
@@ -350,38 +351,56 @@ static const golden_case goldens[] = {
      "s_group_packed_f16", "s_channel_logical_1xn_f32", "s_channel_packed_f32"},
 };
 
+/* The published arrays of one golden case: logical q and scales, their packed
+ * bytes, and for QQQ g128 the channel scales, logical and packed (zeroed
+ * arrays elsewhere, so that releasing them is a no-op). */
+typedef struct golden_set {
+    qv_array q, s, sp, b, s2, s2p;
+} golden_set;
+
+static void golden_set_load(const golden_case *gc, golden_set *g)
+{
+    *g = (golden_set){0};
+    golden_load(gc->dir, gc->q, &g->q);
+    golden_load(gc->dir, gc->s, &g->s);
+    golden_load(gc->dir, gc->s_packed, &g->sp);
+    golden_load(gc->dir, "B_packed_int32", &g->b);
+    if (gc->s2) {
+        golden_load(gc->dir, gc->s2, &g->s2);
+        golden_load(gc->dir, gc->s2_packed, &g->s2p);
+    }
+}
+
+static void golden_set_free(golden_set *g)
+{
+    qv_array_destroy(&g->q);
+    qv_array_destroy(&g->s);
+    qv_array_destroy(&g->sp);
+    qv_array_destroy(&g->b);
+    qv_array_destroy(&g->s2);
+    qv_array_destroy(&g->s2p);
+}
+
 START_TEST(golden_pack_bytes)
 {
     const golden_case *gc = &goldens[_i];
-    qv_array q, s, sp, b, s2 = {0}, s2p = {0};
-    golden_load(gc->dir, gc->q, &q);
-    golden_load(gc->dir, gc->s, &s);
-    golden_load(gc->dir, gc->s_packed, &sp);
-    golden_load(gc->dir, "B_packed_int32", &b);
-    if (gc->s2) {
-        golden_load(gc->dir, gc->s2, &s2);
-        golden_load(gc->dir, gc->s2_packed, &s2p);
-    }
+    golden_set g;
+    golden_set_load(gc, &g);
     qv_packed pk;
-    qv_status st = qv_pack_arrays(gc->layout, &q, &s, gc->s2 ? &s2 : NULL, NULL, NULL, &pk);
+    qv_status st = qv_pack_arrays(gc->layout, &g.q, &g.s, gc->s2 ? &g.s2 : NULL, NULL, NULL, &pk);
     ck_assert_msg(st == QV_OK, "%s: %s", gc->dir, qv_errmsg());
-    ck_assert_int_eq(b.ndim, 2);
-    ck_assert_int_eq(pk.b_rows, b.shape[0]);
-    ck_assert_int_eq(pk.b_cols, b.shape[1]);
-    ck_assert_msg(memcmp(pk.b, b.data, b.nbytes) == 0, "%s: packed B differs from the published bytes", gc->dir);
-    ck_assert_int_eq((int64_t)(pk.s_rows * pk.s_cols * (int64_t)pk.s_elem), (int64_t)sp.nbytes);
-    ck_assert_msg(memcmp(pk.scales, sp.data, sp.nbytes) == 0, "%s: packed scales differ", gc->dir);
+    ck_assert_int_eq(g.b.ndim, 2);
+    ck_assert_int_eq(pk.b_rows, g.b.shape[0]);
+    ck_assert_int_eq(pk.b_cols, g.b.shape[1]);
+    ck_assert_msg(memcmp(pk.b, g.b.data, g.b.nbytes) == 0, "%s: packed B differs from the published bytes", gc->dir);
+    ck_assert_int_eq((int64_t)(pk.s_rows * pk.s_cols * (int64_t)pk.s_elem), (int64_t)g.sp.nbytes);
+    ck_assert_msg(memcmp(pk.scales, g.sp.data, g.sp.nbytes) == 0, "%s: packed scales differ", gc->dir);
     if (gc->s2) {
-        ck_assert_int_eq(pk.s2_cols * 4, (int64_t)s2p.nbytes);
-        ck_assert_msg(memcmp(pk.scales2, s2p.data, s2p.nbytes) == 0, "%s: packed channel scales differ", gc->dir);
+        ck_assert_int_eq(pk.s2_cols * 4, (int64_t)g.s2p.nbytes);
+        ck_assert_msg(memcmp(pk.scales2, g.s2p.data, g.s2p.nbytes) == 0, "%s: packed channel scales differ", gc->dir);
     }
     qv_packed_destroy(&pk);
-    qv_array_destroy(&q);
-    qv_array_destroy(&s);
-    qv_array_destroy(&sp);
-    qv_array_destroy(&b);
-    qv_array_destroy(&s2);
-    qv_array_destroy(&s2p);
+    golden_set_free(&g);
 }
 END_TEST
 
@@ -389,47 +408,35 @@ END_TEST
 START_TEST(golden_decode)
 {
     const golden_case *gc = &goldens[_i];
-    qv_array q, s, sp, b, s2 = {0}, s2p = {0};
-    golden_load(gc->dir, gc->q, &q);
-    golden_load(gc->dir, gc->s, &s);
-    golden_load(gc->dir, gc->s_packed, &sp);
-    golden_load(gc->dir, "B_packed_int32", &b);
-    if (gc->s2) {
-        golden_load(gc->dir, gc->s2, &s2);
-        golden_load(gc->dir, gc->s2_packed, &s2p);
-    }
-    int64_t k = q.shape[0], n = q.shape[1];
-    int grouped = s.shape[0] > 1;
+    golden_set g;
+    golden_set_load(gc, &g);
+    int64_t k = g.q.shape[0], n = g.q.shape[1];
+    int grouped = g.s.shape[0] > 1;
     qv_variant v = {.name = gc->dir, .layout = gc->layout, .afmt = QV_FMT_F16, .n_tile = 64, .k_tile = 16};
     v.wfmt = gc->layout == QV_LAYOUT_QQQ_W4_CHANNEL ? QV_FMT_I4 : QV_FMT_U4;
-    v.sfmt = s.dtype == QV_DT_F4 ? QV_FMT_F32 : QV_FMT_F16;
+    v.sfmt = g.s.dtype == QV_DT_F4 ? QV_FMT_F32 : QV_FMT_F16;
     v.scale_layout = gc->s2 ? QV_SCALE_GROUP_CHANNEL : grouped ? QV_SCALE_GROUP : QV_SCALE_CHANNEL;
-    v.g = grouped ? (int)(k / s.shape[0]) : 0;
+    v.g = grouped ? (int)(k / g.s.shape[0]) : 0;
 
-    qv_packed pk = {.layout = gc->layout, .k = k, .n = n, .g = v.g, .b = b.data, .b_rows = b.shape[0],
-                    .b_cols = b.shape[1], .scales = sp.data, .s_rows = sp.shape[0], .s_cols = sp.shape[1],
-                    .s_elem = qv_dtype_size(sp.dtype),
+    qv_packed pk = {.layout = gc->layout, .k = k, .n = n, .g = v.g, .b = g.b.data, .b_rows = g.b.shape[0],
+                    .b_cols = g.b.shape[1], .scales = g.sp.data, .s_rows = g.sp.shape[0], .s_cols = g.sp.shape[1],
+                    .s_elem = qv_dtype_size(g.sp.dtype),
                     .s_order = grouped ? QV_SORDER_GROUP64 : QV_SORDER_CHANNEL32,
-                    .scales2 = gc->s2 ? s2p.data : NULL, .s2_cols = gc->s2 ? n : 0};
+                    .scales2 = gc->s2 ? g.s2p.data : NULL, .s2_cols = gc->s2 ? n : 0};
     uint8_t *qd = malloc((size_t)(k * n));
-    uint8_t *sd = malloc(s.nbytes);
+    uint8_t *sd = malloc(g.s.nbytes);
     float *s2d = gc->s2 ? malloc((size_t)n * 4) : NULL;
     memset(qd, 0xA5, (size_t)(k * n));
     qv_problem p = {.v = &v, .m = 1, .n = n, .k = k, .g = v.g, .q = qd, .scales = sd, .scales2 = s2d};
     qv_status st = ref_unpack(&pk, &p);
     ck_assert_msg(st == QV_OK, "%s: %s", gc->dir, qv_errmsg());
-    ck_assert_msg(memcmp(qd, q.data, q.nbytes) == 0, "%s: decoded q differs from the logical q", gc->dir);
-    ck_assert_msg(memcmp(sd, s.data, s.nbytes) == 0, "%s: decoded scales differ from the logical ones", gc->dir);
-    if (gc->s2) ck_assert_msg(memcmp(s2d, s2.data, s2.nbytes) == 0, "%s: decoded channel scales differ", gc->dir);
+    ck_assert_msg(memcmp(qd, g.q.data, g.q.nbytes) == 0, "%s: decoded q differs from the logical q", gc->dir);
+    ck_assert_msg(memcmp(sd, g.s.data, g.s.nbytes) == 0, "%s: decoded scales differ from the logical ones", gc->dir);
+    if (gc->s2) ck_assert_msg(memcmp(s2d, g.s2.data, g.s2.nbytes) == 0, "%s: decoded channel scales differ", gc->dir);
     free(qd);
     free(sd);
     free(s2d);
-    qv_array_destroy(&q);
-    qv_array_destroy(&s);
-    qv_array_destroy(&sp);
-    qv_array_destroy(&b);
-    qv_array_destroy(&s2);
-    qv_array_destroy(&s2p);
+    golden_set_free(&g);
 }
 END_TEST
 
@@ -627,16 +634,6 @@ END_TEST
 
 /* ---- GPTQ / AWQ checkpoint readers -------------------------------------- */
 
-/* Sets nibble i of a 32-bit word held in an int32 array (the bit-level
- * construction of the test, independent of the reader). */
-static void set_nibble(int32_t *words, int64_t at, int i, uint32_t v)
-{
-    uint32_t w;
-    memcpy(&w, words + at, 4);
-    w |= (v & 0xFu) << (4 * i);
-    memcpy(words + at, &w, 4);
-}
-
 START_TEST(gptq_reader)
 {
     int64_t k = 256, n = 64;
@@ -649,13 +646,9 @@ START_TEST(gptq_reader)
     q[7 * n] = 0xF; /* the top nibble of word (0, 0) is >= 8: a sign-extending reader fails */
     for (int64_t i = 0; i < groups * n; i++) z[i] = (uint8_t)(1 + rnd(901, (uint64_t)i) % 15); /* v1 needs z >= 1 */
     z[7] = 15;
-    for (int64_t kk = 0; kk < k; kk++)
-        for (int64_t j = 0; j < n; j++) set_nibble(qw, kk / 8 * n + j, (int)(kk % 8), q[kk * n + j]);
-    for (int64_t r = 0; r < groups; r++)
-        for (int64_t j = 0; j < n; j++) {
-            set_nibble(qz1, r * (n / 8) + j / 8, (int)(j % 8), z[r * n + j] - 1u);
-            set_nibble(qz2, r * (n / 8) + j / 8, (int)(j % 8), z[r * n + j]);
-        }
+    ckpt_pack_along_k(q, k, n, qw);
+    ckpt_pack_along_n(z, groups, n, NULL, 1, qz1); /* v1 stores z - 1 */
+    ckpt_pack_along_n(z, groups, n, NULL, 0, qz2);
     uint8_t *qo = malloc((size_t)(k * n)), *zo = malloc((size_t)(groups * n));
     ck_assert_int_eq(qv_gptq_unpack(qw, qz1, k, n, g, 1, qo, zo), QV_OK);
     ck_assert_msg(memcmp(qo, q, (size_t)(k * n)) == 0, "gptq qweight decoded wrong (seed %" PRIu64 ")", g_seed);
@@ -668,7 +661,7 @@ START_TEST(gptq_reader)
     qv_status st = qv_gptq_unpack(qw, qz2, k, n, g, 1, qo, zo);
     ck_assert(st == QV_ERR_RANGE || (st == QV_OK && memcmp(zo, z, (size_t)(groups * n)) != 0));
     /* v1 stores z-1: a stored 15 would be z = 16, which uint4 cannot hold. */
-    set_nibble(qz1, 0, 3, 0xF);
+    ckpt_put_nibble(qz1, 0, 3, 0xF);
     ck_assert_int_eq(qv_gptq_unpack(qw, qz1, k, n, g, 1, qo, zo), QV_ERR_RANGE);
     ck_assert_int_eq(qv_gptq_unpack(qw, qz2, 250, n, g, 0, qo, zo), QV_ERR_SHAPE);
     ck_assert_int_eq(qv_gptq_unpack(qw, qz2, k, 60, g, 0, qo, zo), QV_ERR_SHAPE);
@@ -679,7 +672,6 @@ END_TEST
 
 START_TEST(awq_reader)
 {
-    static const int order[8] = {0, 2, 4, 6, 1, 3, 5, 7}; /* AutoAWQ's pack order */
     int64_t k = 128, n = 128;
     int g = 32;
     int64_t groups = k / g;
@@ -689,12 +681,8 @@ START_TEST(awq_reader)
     for (int64_t i = 0; i < groups * n; i++) z[i] = (uint8_t)(rnd(911, (uint64_t)i) % 16);
     q[7] = 0xC; /* column 7 sits in the top nibble: sign extension would show */
     z[7] = 0xF;
-    for (int64_t r = 0; r < k; r++)
-        for (int64_t c = 0; c < n / 8; c++)
-            for (int i = 0; i < 8; i++) set_nibble(qw, r * (n / 8) + c, i, q[r * n + 8 * c + order[i]]);
-    for (int64_t r = 0; r < groups; r++)
-        for (int64_t c = 0; c < n / 8; c++)
-            for (int i = 0; i < 8; i++) set_nibble(qz, r * (n / 8) + c, i, z[r * n + 8 * c + order[i]]);
+    ckpt_pack_along_n(q, k, n, ckpt_awq_order, 0, qw);
+    ckpt_pack_along_n(z, groups, n, ckpt_awq_order, 0, qz);
     uint8_t *qo = malloc((size_t)(k * n)), *zo = malloc((size_t)(groups * n));
     ck_assert_int_eq(qv_awq_unpack(qw, qz, k, n, g, qo, zo), QV_OK);
     ck_assert_msg(memcmp(qo, q, (size_t)(k * n)) == 0, "awq qweight decoded wrong (seed %" PRIu64 ")", g_seed);

@@ -20,6 +20,7 @@
 #include "qvet/array.h"
 
 #include "support/cases.h"
+#include "support/ckpt.h"
 #include "support/cli.h"
 #include "support/files.h"
 #include "support/golden.h"
@@ -85,6 +86,15 @@ static int exists(const char *path)
     return stat(path, &st) == 0;
 }
 
+/* Asserts that dir_a/stem_a.npy and dir_b/stem_b.npy hold identical bytes. */
+static void same_npy(const char *dir_a, const char *stem_a, const char *dir_b, const char *stem_b)
+{
+    char a[1400], b[1400];
+    snprintf(a, sizeof a, "%s/%s.npy", dir_a, stem_a);
+    snprintf(b, sizeof b, "%s/%s.npy", dir_b, stem_b);
+    assert_same_bytes(a, b);
+}
+
 typedef struct golden_case {
     const char *dir, *layout, *q, *s, *s_packed, *s2, *s2_packed;
 } golden_case;
@@ -103,23 +113,17 @@ static const golden_case goldens[] = {
 START_TEST(golden_cli)
 {
     const golden_case *gc = &goldens[_i];
-    char d[1024], args[8192], a[1200], b[1200];
+    char d[1024], args[8192], out[600], logical[600];
     snprintf(d, sizeof d, "%s/%s", golden_root(), gc->dir);
+    snprintf(out, sizeof out, "%s/%s", g_tmp, gc->dir);
+    snprintf(logical, sizeof logical, "%s/%s-logical", g_tmp, gc->dir);
     char s2opt[1200] = "";
     if (gc->s2) snprintf(s2opt, sizeof s2opt, "--scales2 '%s/%s.npy'", d, gc->s2);
     expect_qvet(0, "pack %s --q '%s/%s.npy' --scales '%s/%s.npy' %s -o '%s/%s'", gc->layout, d, gc->q, d,
                 gc->s, s2opt, g_tmp, gc->dir);
-    snprintf(a, sizeof a, "%s/%s/B.npy", g_tmp, gc->dir);
-    snprintf(b, sizeof b, "%s/B_packed_int32.npy", d);
-    assert_same_bytes(a, b);
-    snprintf(a, sizeof a, "%s/%s/scales.npy", g_tmp, gc->dir);
-    snprintf(b, sizeof b, "%s/%s.npy", d, gc->s_packed);
-    assert_same_bytes(a, b);
-    if (gc->s2) {
-        snprintf(a, sizeof a, "%s/%s/scales2.npy", g_tmp, gc->dir);
-        snprintf(b, sizeof b, "%s/%s.npy", d, gc->s2_packed);
-        assert_same_bytes(a, b);
-    }
+    same_npy(out, "B", d, "B_packed_int32");
+    same_npy(out, "scales", d, gc->s_packed);
+    if (gc->s2) same_npy(out, "scales2", d, gc->s2_packed);
     /* Unpack the published bytes themselves: copy them into a pack folder. */
     char in[1024];
     snprintf(in, sizeof in, "%s/%s-published", g_tmp, gc->dir);
@@ -130,18 +134,10 @@ START_TEST(golden_cli)
         snprintf(args, sizeof args, "cp '%s/%s.npy' '%s/scales2.npy'", d, gc->s2_packed, in);
         ck_assert_int_eq(system(args), 0);
     }
-    expect_qvet(0, "unpack %s '%s' -o '%s/%s-logical'", gc->layout, in, g_tmp, gc->dir);
-    snprintf(a, sizeof a, "%s/%s-logical/q.npy", g_tmp, gc->dir);
-    snprintf(b, sizeof b, "%s/%s.npy", d, gc->q);
-    assert_same_bytes(a, b);
-    snprintf(a, sizeof a, "%s/%s-logical/scales.npy", g_tmp, gc->dir);
-    snprintf(b, sizeof b, "%s/%s.npy", d, gc->s);
-    assert_same_bytes(a, b);
-    if (gc->s2) {
-        snprintf(a, sizeof a, "%s/%s-logical/scales2.npy", g_tmp, gc->dir);
-        snprintf(b, sizeof b, "%s/%s.npy", d, gc->s2);
-        assert_same_bytes(a, b);
-    }
+    expect_qvet(0, "unpack %s '%s' -o '%s'", gc->layout, in, logical);
+    same_npy(logical, "q", d, gc->q);
+    same_npy(logical, "scales", d, gc->s);
+    if (gc->s2) same_npy(logical, "scales2", d, gc->s2);
 }
 END_TEST
 
@@ -217,13 +213,14 @@ START_TEST(roundtrip_cli)
         save_arr("rs2.npy", QV_DT_F4, 2, 1, rc->n, st + 4, 0);
         e += (size_t)snprintf(extra + e, sizeof extra - e, " --scales2 '%s/rs2.npy'", g_tmp);
     }
-    char a[600], b[600];
+    char a[700], b[600], out[600];
+    snprintf(out, sizeof out, "%s/rt%d-out", g_tmp, _i);
     expect_qvet(0, "pack %s --q '%s/rq.npy' --scales '%s/rs.npy'%s -o '%s/rt%d'", rc->layout, g_tmp, g_tmp,
                 extra, g_tmp, _i);
-    expect_qvet(0, "unpack %s '%s/rt%d' -o '%s/rt%d-out'%s", rc->layout, g_tmp, _i, g_tmp, _i,
+    expect_qvet(0, "unpack %s '%s/rt%d' -o '%s'%s", rc->layout, g_tmp, _i, out,
                 !strcmp(rc->layout, "plain-nk") ? " --wfmt u8" : "");
     /* q comes back as int8 for 4-bit layouts and uint8 for 8-bit ones: same bytes. */
-    snprintf(a, sizeof a, "%s/rt%d-out/q.npy", g_tmp, _i);
+    snprintf(a, sizeof a, "%s/q.npy", out);
     qv_array q0, q1;
     snprintf(b, sizeof b, "%s/rq.npy", g_tmp);
     ck_assert(qv_npy_load(a, &q1) == QV_OK);
@@ -232,37 +229,14 @@ START_TEST(roundtrip_cli)
                   rc->layout);
     qv_array_destroy(&q0);
     qv_array_destroy(&q1);
-    snprintf(a, sizeof a, "%s/rt%d-out/scales.npy", g_tmp, _i);
-    snprintf(b, sizeof b, "%s/rs.npy", g_tmp);
-    assert_same_bytes(a, b);
-    if (rc->zeros) {
-        snprintf(a, sizeof a, "%s/rt%d-out/zeros.npy", g_tmp, _i);
-        snprintf(b, sizeof b, "%s/rz.npy", g_tmp);
-        assert_same_bytes(a, b);
-    }
-    if (rc->act_order) {
-        snprintf(a, sizeof a, "%s/rt%d-out/g_idx.npy", g_tmp, _i);
-        snprintf(b, sizeof b, "%s/rg.npy", g_tmp);
-        assert_same_bytes(a, b);
-    }
-    if (rc->s2) {
-        snprintf(a, sizeof a, "%s/rt%d-out/scales2.npy", g_tmp, _i);
-        snprintf(b, sizeof b, "%s/rs2.npy", g_tmp);
-        assert_same_bytes(a, b);
-    }
+    same_npy(out, "scales", g_tmp, "rs");
+    if (rc->zeros) same_npy(out, "zeros", g_tmp, "rz");
+    if (rc->act_order) same_npy(out, "g_idx", g_tmp, "rg");
+    if (rc->s2) same_npy(out, "scales2", g_tmp, "rs2");
 }
 END_TEST
 
 /* ---- GPTQ / AWQ checkpoints --------------------------------------------- */
-
-/* ORs v into nibble i of words[at] (the test's own bit-level packing). */
-static void put_nibble(int32_t *words, int64_t at, int i, uint32_t v)
-{
-    uint32_t w;
-    memcpy(&w, words + at, 4);
-    w |= (v & 0xFu) << (4 * i);
-    memcpy(words + at, &w, 4);
-}
 
 static qv_array arr(qv_dtype dt, int ndim, int64_t d0, int64_t d1)
 {
@@ -284,7 +258,6 @@ static void save_npy(const char *name, const qv_array *a)
  * the logical q.npy, s.npy, z.npy, g.npy for the plain route. */
 static void write_layer(int awq, int64_t k, int64_t n, int g, int symmetric, int shuffled_gidx, uint64_t stream)
 {
-    static const int awq_order[8] = {0, 2, 4, 6, 1, 3, 5, 7};
     int64_t groups = k / g;
     qv_array q = arr(QV_DT_U1, 2, k, n), z = arr(QV_DT_U1, 2, groups, n), s = arr(QV_DT_F2, 2, groups, n),
              gi = arr(QV_DT_I4, 1, k, 0);
@@ -299,20 +272,12 @@ static void write_layer(int awq, int64_t k, int64_t n, int g, int symmetric, int
                                                 : (int32_t)(i / g);
     qv_array qw = awq ? arr(QV_DT_I4, 2, k, n / 8) : arr(QV_DT_I4, 2, k / 8, n);
     qv_array qz = arr(QV_DT_I4, 2, groups, n / 8);
-    if (!awq)
-        for (int64_t r = 0; r < k; r++)
-            for (int64_t j = 0; j < n; j++) put_nibble(qw.data, r / 8 * n + j, (int)(r % 8), qd[r * n + j]);
+    if (awq)
+        ckpt_pack_along_n(qd, k, n, ckpt_awq_order, 0, qw.data);
     else
-        for (int64_t r = 0; r < k; r++)
-            for (int64_t c = 0; c < n / 8; c++)
-                for (int i = 0; i < 8; i++) put_nibble(qw.data, r * (n / 8) + c, i, qd[r * n + 8 * c + awq_order[i]]);
-    for (int64_t r = 0; r < groups; r++)
-        for (int64_t c = 0; c < n / 8; c++)
-            for (int i = 0; i < 8; i++) {
-                int col = awq ? awq_order[i] : i;
-                uint32_t zz = zd[r * n + 8 * c + col];
-                put_nibble(qz.data, r * (n / 8) + c, i, awq ? zz : zz - 1);
-            }
+        ckpt_pack_along_k(qd, k, n, qw.data);
+    /* AWQ stores z as is; GPTQ v1 stores z - 1. */
+    ckpt_pack_along_n(zd, groups, n, awq ? ckpt_awq_order : NULL, awq ? 0 : 1, qz.data);
     const char *names[4] = {"blk.qweight", "blk.qzeros", "blk.scales", "blk.g_idx"};
     qv_array arrays[4] = {qw, qz, s, gi};
     char path[512];
@@ -330,14 +295,14 @@ static void write_layer(int awq, int64_t k, int64_t n, int g, int symmetric, int
     qv_array_destroy(&qz);
 }
 
-static void same_outputs(const char *d1, const char *d2, const char *const *files)
+/* Asserts that g_tmp/d1 and g_tmp/d2 hold the same bytes in each .npy of
+ * `stems` (NULL-terminated). */
+static void same_outputs(const char *d1, const char *d2, const char *const *stems)
 {
     char a[600], b[600];
-    for (int i = 0; files[i]; i++) {
-        snprintf(a, sizeof a, "%s/%s/%s", g_tmp, d1, files[i]);
-        snprintf(b, sizeof b, "%s/%s/%s", g_tmp, d2, files[i]);
-        assert_same_bytes(a, b);
-    }
+    snprintf(a, sizeof a, "%s/%s", g_tmp, d1);
+    snprintf(b, sizeof b, "%s/%s", g_tmp, d2);
+    for (int i = 0; stems[i]; i++) same_npy(a, stems[i], b, stems[i]);
 }
 
 /* A checkpoint packs to the same bytes as its logical arrays. */
@@ -349,7 +314,7 @@ START_TEST(checkpoint_cli)
     write_layer(0, 256, 128, 64, 1, 0, 3000);
     expect_qvet(0, "pack marlin-w4 --gptq '%s/ck.safetensors' --prefix blk -o '%s/c1'", t, t);
     expect_qvet(0, "pack marlin-w4 --q '%s/q.npy' --scales '%s/s.npy' -o '%s/c1ref'", t, t, t);
-    same_outputs("c1", "c1ref", (const char *const[]){"B.npy", "scales.npy", NULL});
+    same_outputs("c1", "c1ref", (const char *const[]){"B", "scales", NULL});
     snprintf(args, sizeof args, "%s/c1/perm.npy", t);
     ck_assert_msg(!exists(args), "a plain g_idx must not turn on act_order");
 
@@ -358,7 +323,7 @@ START_TEST(checkpoint_cli)
     expect_qvet(0, "pack marlin-w4 --gptq '%s/ck.safetensors' --prefix blk -o '%s/c2'", t, t);
     expect_qvet(0, "pack marlin-w4 --q '%s/q.npy' --scales '%s/s.npy' --g-idx '%s/g.npy' -o '%s/c2ref'", t,
                 t, t, t);
-    same_outputs("c2", "c2ref", (const char *const[]){"B.npy", "scales.npy", "perm.npy", "g_idx.npy", NULL});
+    same_outputs("c2", "c2ref", (const char *const[]){"B", "scales", "perm", "g_idx", NULL});
 
     /* GPTQ, asymmetric: refused as marlin-w4, packed with zero points as marlin-w4-zp. */
     write_layer(0, 128, 64, 32, 0, 0, 3200);
@@ -366,7 +331,7 @@ START_TEST(checkpoint_cli)
     expect_qvet(0, "pack marlin-w4-zp --gptq '%s/ck.safetensors' --prefix blk -o '%s/c3'", t, t);
     expect_qvet(0, "pack marlin-w4-zp --q '%s/q.npy' --scales '%s/s.npy' --zeros '%s/z.npy' -o '%s/c3ref'",
                 t, t, t, t);
-    same_outputs("c3", "c3ref", (const char *const[]){"B.npy", "scales.npy", "zeros.npy", NULL});
+    same_outputs("c3", "c3ref", (const char *const[]){"B", "scales", "zeros", NULL});
     /* The same file read as v2 (z stored as is) gives other zero points. */
     expect_qvet(0, "pack marlin-w4-zp --gptq '%s/ck.safetensors' --prefix blk --zeros-v2 -o '%s/c3v2'", t, t);
     char a[600], b[600];
@@ -384,7 +349,7 @@ START_TEST(checkpoint_cli)
     expect_qvet(0, "pack marlin-w4-zp --awq '%s/ck.safetensors' --prefix blk -o '%s/c4'", t, t);
     expect_qvet(0, "pack marlin-w4-zp --q '%s/q.npy' --scales '%s/s.npy' --zeros '%s/z.npy' -o '%s/c4ref'",
                 t, t, t, t);
-    same_outputs("c4", "c4ref", (const char *const[]){"B.npy", "scales.npy", "zeros.npy", NULL});
+    same_outputs("c4", "c4ref", (const char *const[]){"B", "scales", "zeros", NULL});
 
     /* Misuse: a checkpoint for an 8-bit layout, a missing prefix, both routes at once. */
     expect_qvet(2, "pack marlin-w8 --awq '%s/ck.safetensors' --prefix blk -o '%s/c5'", t, t);
