@@ -132,13 +132,11 @@ END_TEST
 int main(void)
 {
     printf("qvet binary: %s\n", qvet_path());
-    Suite *s = suite_create("bench_cli");
-    TCase *tc = tcase_create("cli");
-    tcase_set_timeout(tc, 60);
+    TCase *tc;
+    Suite *s = suite_single("bench_cli", "cli", 60, &tc);
     tcase_add_test(tc, help);
     tcase_add_loop_test(tc, bad_option, 0, (int)(sizeof bad_opts / sizeof bad_opts[0]));
     tcase_add_test(tc, dry_run_rows);
     tcase_add_test(tc, no_device);
-    suite_add_tcase(s, tc);
     return suite_run(s);
 }

@@ -168,9 +168,8 @@ END_TEST
 int main(void)
 {
     printf("qvet binary: %s\n", qvet_path());
-    Suite *s = suite_create("cli");
-    TCase *tc = tcase_create("cli");
-    tcase_set_timeout(tc, 60);
+    TCase *tc;
+    Suite *s = suite_single("cli", "cli", 60, &tc);
     tcase_add_test(tc, test_help);
     tcase_add_test(tc, test_no_arguments);
     tcase_add_test(tc, test_unknown_subcommand);
@@ -179,6 +178,5 @@ int main(void)
     tcase_add_test(tc, test_list_table);
     tcase_add_loop_test(tc, test_list_json_row, 0, qv_registry_count());
     tcase_add_test(tc, test_list_json_families);
-    suite_add_tcase(s, tc);
     return suite_run(s);
 }

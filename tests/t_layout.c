@@ -695,9 +695,8 @@ END_TEST
 
 static Suite *layout_suite(void)
 {
-    Suite *s = suite_create("layout");
-    TCase *tc = tcase_create("layout");
-    tcase_set_timeout(tc, 120);
+    TCase *tc;
+    Suite *s = suite_single("layout", "layout", 120, &tc);
     tcase_add_test(tc, scale_perm_tables);
     tcase_add_test(tc, onehot_zeros);
     tcase_add_loop_test(tc, golden_pack_bytes, 0, (int)(sizeof goldens / sizeof goldens[0]));
@@ -710,7 +709,6 @@ static Suite *layout_suite(void)
     tcase_add_test(tc, refusals_problem);
     tcase_add_test(tc, gptq_reader);
     tcase_add_test(tc, awq_reader);
-    suite_add_tcase(s, tc);
     return s;
 }
 

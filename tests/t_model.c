@@ -194,9 +194,8 @@ END_TEST
 /* Split-K witness: the exact output is 1 * scales; an fp16 reduction gives 0. */
 START_TEST(splitk_witness_value)
 {
-    const qv_variant *v = qv_variant_find("marlin-w4a16-g128-f16");
     qv_problem p;
-    case_fill(&p, v, 2, 64, 256, QV_PROBE_WITNESS_SPLITK, QV_REGIME_LOGUNIFORM, 5);
+    case_fill_row(&p, "marlin-w4a16-g128-f16", 2, 64, 256, QV_PROBE_WITNESS_SPLITK, QV_REGIME_LOGUNIFORM, 5);
     uint16_t out[128];
     ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
     for (int e = 0; e < 128; e++) ck_assert_double_eq(qv_decode(QV_FMT_F16, out[e]), 1.0);
@@ -207,9 +206,8 @@ END_TEST
 /* RNE-tie witness: every output is a tie, and RNE picks the even neighbour. */
 START_TEST(rne_tie_witness_values)
 {
-    const qv_variant *v = qv_variant_find("w8a8-i8-tok-ch");
     qv_problem p;
-    case_fill(&p, v, 1, 16, 64, QV_PROBE_WITNESS_RNE_TIE, QV_REGIME_LOGUNIFORM, 9);
+    case_fill_row(&p, "w8a8-i8-tok-ch", 1, 16, 64, QV_PROBE_WITNESS_RNE_TIE, QV_REGIME_LOGUNIFORM, 9);
     ref_truth t;
     case_truth(&p, &t);
     uint16_t out[16];
@@ -330,9 +328,8 @@ END_TEST
 int main(void)
 {
     printf("t_model: seed %llu (set QVET_SEED to replay)\n", (unsigned long long)base_seed());
-    Suite *s = suite_create("model");
-    TCase *tc = tcase_create("model");
-    tcase_set_timeout(tc, 120);
+    TCase *tc;
+    Suite *s = suite_single("model", "model", 120, &tc);
     int nv = qv_registry_count();
     tcase_add_loop_test(tc, bound_holds_for_model, 0, nv);
     tcase_add_loop_test(tc, unique_probes_bit_exact, 0, nv);
@@ -342,6 +339,5 @@ int main(void)
     tcase_add_test(tc, splitk_witness_value);
     tcase_add_test(tc, rne_tie_witness_values);
     tcase_add_test(tc, probes_deterministic);
-    suite_add_tcase(s, tc);
     return suite_run(s);
 }

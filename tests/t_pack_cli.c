@@ -435,15 +435,13 @@ END_TEST
 
 static Suite *pack_cli_suite(void)
 {
-    Suite *s = suite_create("pack_cli");
-    TCase *tc = tcase_create("pack_cli");
-    tcase_set_timeout(tc, 60);
+    TCase *tc;
+    Suite *s = suite_single("pack_cli", "pack_cli", 60, &tc);
     tcase_add_loop_test(tc, golden_cli, 0, (int)(sizeof goldens / sizeof goldens[0]));
     tcase_add_loop_test(tc, roundtrip_cli, 0, (int)(sizeof rts / sizeof rts[0]));
     tcase_add_loop_test(tc, refusals_cli, 0, (int)(sizeof bad_clis / sizeof bad_clis[0]));
     tcase_add_test(tc, checkpoint_cli);
     tcase_add_test(tc, help_exits_zero);
-    suite_add_tcase(s, tc);
     return s;
 }
 

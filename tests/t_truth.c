@@ -160,9 +160,8 @@ START_TEST(large_case_fast_path)
     double sec = ref_bench_verify(16, 4096, 4096);
     printf("certify 16x4096x4096 marlin-w4a16-g128-f16: %.3f s\n", sec);
     ck_assert_msg(sec > 0 && sec < 3.0, "certifying took %.3f s", sec);
-    const qv_variant *v = qv_variant_find("marlin-w4a16-g128-f16");
     qv_problem p;
-    case_fill(&p, v, 16, 1024, 4096, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 1);
+    case_fill_row(&p, "marlin-w4a16-g128-f16", 16, 1024, 4096, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 1);
     ref_truth t;
     case_truth(&p, &t);
     ck_assert_str_eq(t.path, "dgemm+cert");
@@ -173,15 +172,13 @@ END_TEST
 int main(void)
 {
     printf("t_truth: seed %llu (set QVET_SEED to replay)\n", (unsigned long long)base_seed());
-    Suite *s = suite_create("truth");
-    TCase *tc = tcase_create("truth");
-    tcase_set_timeout(tc, 60);
+    TCase *tc;
+    Suite *s = suite_single("truth", "truth", 60, &tc);
     int nv = qv_registry_count();
     tcase_add_loop_test(tc, exact_paths_agree, 0, nv);
     tcase_add_loop_test(tc, dgemm_within_its_term, 0, nv);
     tcase_add_test(tc, hand_derived_case);
     tcase_add_test(tc, wide_range_uses_mpfr);
     tcase_add_test(tc, large_case_fast_path);
-    suite_add_tcase(s, tc);
     return suite_run(s);
 }

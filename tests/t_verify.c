@@ -172,9 +172,8 @@ END_TEST
 
 START_TEST(vacuous_refused)
 {
-    const qv_variant *v = qv_variant_find("marlin-w4a16-g128-f16");
     qv_problem p;
-    case_fill(&p, v, 2, 64, 128, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 3);
+    case_fill_row(&p, "marlin-w4a16-g128-f16", 2, 64, 128, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 3);
     memset(p.a, 0, 2 * 128 * 2); /* all activations +0 */
     uint16_t out[128];
     ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
@@ -201,9 +200,8 @@ END_TEST
  * instead of RNE is a FAIL (bug class 17). */
 START_TEST(bias_is_marginal)
 {
-    const qv_variant *v = qv_variant_find("marlin-w4a16-g128-f16");
     qv_problem p;
-    case_fill(&p, v, 16, 64, 256, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 11);
+    case_fill_row(&p, "marlin-w4a16-g128-f16", 16, 64, 256, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 11);
     ref_truth t;
     case_truth(&p, &t);
     uint16_t *out = malloc(16 * 64 * 2);
@@ -215,7 +213,7 @@ START_TEST(bias_is_marginal)
     ck_assert_int_eq(r.grade, QV_MARGINAL);
     case_release(&p, &t);
 
-    case_fill(&p, qv_variant_find("w8a8-i8-tok-ch"), 16, 64, 256, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 11);
+    case_fill_row(&p, "w8a8-i8-tok-ch", 16, 64, 256, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 11);
     case_truth(&p, &t);
     for (int e = 0; e < 16 * 64; e++) {
         uint16_t c = (uint16_t)qv_encode(QV_FMT_F16, t.y[e], QV_SAT_NONE);
@@ -231,14 +229,12 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("verify");
-    TCase *tc = tcase_create("verify");
-    tcase_set_timeout(tc, 60);
+    TCase *tc;
+    Suite *s = suite_single("verify", "verify", 60, &tc);
     tcase_add_test(tc, golden_qqq_pass);
     tcase_add_test(tc, golden_qqq_mutations_fail);
     tcase_add_loop_test(tc, tamper_names_element, 0, qv_registry_count());
     tcase_add_test(tc, vacuous_refused);
     tcase_add_test(tc, bias_is_marginal);
-    suite_add_tcase(s, tc);
     return suite_run(s);
 }

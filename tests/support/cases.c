@@ -28,6 +28,14 @@ void case_fill(qv_problem *p, const qv_variant *v, int64_t m, int64_t n, int64_t
                   qv_probe_name(kind), (unsigned long long)seed, qv_errmsg());
 }
 
+void case_fill_row(qv_problem *p, const char *row, int64_t m, int64_t n, int64_t k, qv_probe_kind kind,
+                   qv_regime rg, uint64_t seed)
+{
+    const qv_variant *v = qv_variant_find(row);
+    ck_assert_msg(v != NULL, "no registry row named %s", row);
+    case_fill(p, v, m, n, k, kind, rg, seed);
+}
+
 void case_truth(const qv_problem *p, ref_truth *t)
 {
     ck_assert_msg(ref_truth_compute(p, t) == QV_OK, "%s: truth: %s", p->v->name, qv_errmsg());

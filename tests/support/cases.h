@@ -25,6 +25,10 @@ uint64_t case_mix(uint64_t a, uint64_t b, uint64_t salt);
 void case_fill(qv_problem *p, const qv_variant *v, int64_t m, int64_t n, int64_t k, qv_probe_kind kind, qv_regime rg,
                uint64_t seed);
 
+/* case_fill for the registry row named `row`; asserts that the row exists. */
+void case_fill_row(qv_problem *p, const char *row, int64_t m, int64_t n, int64_t k, qv_probe_kind kind,
+                   qv_regime rg, uint64_t seed);
+
 /* Computes p's exact truth into t (the caller clears it); asserts success. */
 void case_truth(const qv_problem *p, ref_truth *t);
 

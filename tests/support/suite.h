@@ -7,6 +7,11 @@
 
 #include <check.h>
 
+/* A new suite `name` holding one test case `tcase` (already added) whose tests
+ * time out after timeout_s seconds; *tc receives the case, for the caller to
+ * add its tests to. Used by the CPU suites with a single case. */
+Suite *suite_single(const char *name, const char *tcase, double timeout_s, TCase **tc);
+
 /* Runs every test of s, frees it, and returns main's exit status:
  * EXIT_SUCCESS when every test passed, else EXIT_FAILURE. */
 int suite_run(Suite *s);
