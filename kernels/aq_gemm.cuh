@@ -23,8 +23,8 @@
 
 #include <stdint.h>
 
+#include <limits.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include <type_traits>
 
@@ -73,8 +73,8 @@ struct aq_params {
     void *partial;           /* split-K: e4m3, (splits, m, n) f32 partials; integer paths,
                                 one (m, n) int32 sum that every slice adds into; NULL when
                                 splits = 1 */
-    int *counters;           /* split-K: AQ_COUNTER_SETS arrays of AQ_SPLIT_TILES_MAX ints
-                                (arrivals, entry tickets, "zeroed" flags), indexed by the
+    int *counters;           /* split-K: three arrays of AQ_SPLIT_TILES_MAX ints (AQ_CTR_*:
+                                arrivals, entry tickets, "zeroed" flags), indexed by the
                                 output tile blockIdx.y * gridDim.x + blockIdx.x; zero
                                 between launches */
     int splits;              /* K-range slices (gridDim.z) */
@@ -657,15 +657,22 @@ enum aq_tile { AQ_TILE_SMALL = 0, AQ_TILE_MEDIUM, AQ_TILE_LARGE };
  * function of (m, n, k); QVET_AQ_BLOCKS_PER_SM=<b> replaces the per-tile count
  * for comparisons (the plan before this rule was b = 4). */
 #define AQ_SMS 132
+
+/* A whole number in [lo, hi] from environment variable `name`, or dflt when
+ * it is unset, empty or anything else. Read at every call, as README says of
+ * every QVET_* variable. */
+static inline long aq_env_whole(const char *name, long lo, long hi, long dflt)
+{
+    const char *e = getenv(name);
+    if (!e || !*e) return dflt;
+    char *end = NULL;
+    const long v = strtol(e, &end, 10);
+    return *end == '\0' && v >= lo && v <= hi ? v : dflt;
+}
+
 static inline int aq_blocks_per_sm(aq_tile tile)
 {
-    const char *e = getenv("QVET_AQ_BLOCKS_PER_SM");
-    if (e && *e) {
-        char *end = NULL;
-        const long v = strtol(e, &end, 10);
-        if (*end == '\0' && v >= 1 && v <= 32) return (int)v;
-    }
-    return tile == AQ_TILE_LARGE ? 2 : 3;
+    return (int)aq_env_whole("QVET_AQ_BLOCKS_PER_SM", 1, 32, tile == AQ_TILE_LARGE ? 2 : 3);
 }
 /* Split-K partials never take more than this many bytes of workspace. */
 #define AQ_SPLIT_BYTES_MAX ((size_t)256 << 20)
@@ -713,14 +720,7 @@ static inline aq_plan aq_plan_for(int m, int n, int k)
  * unreadable value keeps the default. */
 static inline bool aq_pdl_wanted(int m)
 {
-    static long max_m = -1;
-    if (max_m < 0) {
-        const char *e = getenv("QVET_AQ_PDL_MAX_M");
-        char *end = NULL;
-        const long v = e ? strtol(e, &end, 10) : -1;
-        max_m = e && *e && end && *end == '\0' && v >= 0 ? v : 8;
-    }
-    return m <= max_m;
+    return m <= aq_env_whole("QVET_AQ_PDL_MAX_M", 0, LONG_MAX, 8);
 }
 
 template <int KIND, int MW, int WM, int WN, int NT>

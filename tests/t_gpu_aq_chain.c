@@ -130,7 +130,7 @@ END_TEST
 
 int main(void)
 {
-    /* every M of the suite through the dependent launch (read once per process) */
+    /* every M of the suite through the dependent launch */
     setenv("QVET_AQ_PDL_MAX_M", "100000", 1);
     const int gpu = gpu_suite_start(&g_seed);
     TCase *tc;
