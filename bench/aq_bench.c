@@ -40,7 +40,7 @@ typedef struct lt_ctx {
     void *ws;               /* LT_WORKSPACE bytes */
 } lt_ctx;
 
-static const char *const lt_scale_names[] = {"fp8", "fp8 tok-ch", "fp8 block"};
+static const char *const lt_scale_names[] = {"fp8", "fp8 tok-ch", "fp8 block", "fp8 blk128"};
 
 static qv_status lt_fail(cublasStatus_t s, const char *what)
 {
@@ -96,14 +96,18 @@ static qv_status lt_setup(lt_ctx *c, int m, int n, int k)
     LT_TRY(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_TRANSA, &tA, sizeof tA), "transa");
     LT_TRY(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_TRANSB, &nB, sizeof nB), "transb");
     if (c->fp8) {
-        static const int32_t modes[] = {CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F,
-                                        CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F,
-                                        CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F};
-        const int32_t mode = modes[c->scale];
+        /* cuBLASLt's A (the weights) and B (the activations) per scaling. */
+        static const int32_t a_modes[] = {
+            CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F,
+            CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F};
+        static const int32_t b_modes[] = {
+            CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F,
+            CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F};
+        const int32_t amode = a_modes[c->scale], bmode = b_modes[c->scale];
         const int8_t fast = 0;
-        LT_TRY(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof mode),
+        LT_TRY(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &amode, sizeof amode),
                "a scale mode");
-        LT_TRY(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof mode),
+        LT_TRY(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &bmode, sizeof bmode),
                "b scale mode");
         LT_TRY(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast),
                "fast accumulation off");
@@ -162,12 +166,14 @@ static void ab_free(ab_pool *pool)
     pool->n = 0;
 }
 
-/* Scale elements of one operand with `rows` rows (n weights, m activations). */
-static int64_t lt_scale_count(qv_bench_lt_scale scale, int64_t rows, int k)
+/* Scale elements of one operand with `rows` rows (weights: w != 0). */
+static int64_t lt_scale_count(qv_bench_lt_scale scale, int w, int64_t rows, int k)
 {
+    const int64_t kb = (k + LT_KB - 1) / LT_KB;
     switch (scale) {
     case QV_BENCH_LT_OUTER: return rows;
-    case QV_BENCH_LT_VEC128: return (int64_t)((k + LT_KB - 1) / LT_KB) * rows;
+    case QV_BENCH_LT_VEC128: return kb * rows;
+    case QV_BENCH_LT_BLK: return w ? (rows + LT_KB - 1) / LT_KB * ((kb + 3) / 4 * 4) : kb * rows;
     default: return 1;
     }
 }
@@ -184,7 +190,7 @@ static qv_status lt_layer(int fp8, qv_bench_lt_scale scale, int n, int k, const 
     int m_max = 1;
     for (int i = 0; i < n_m; i++) m_max = ms[i] > m_max ? ms[i] : m_max;
     const size_t wb = (size_t)n * (size_t)k; /* one byte per code */
-    const int64_t nsw = lt_scale_count(scale, n, k), nsa = lt_scale_count(scale, m_max, k);
+    const int64_t nsw = lt_scale_count(scale, 1, n, k), nsa = lt_scale_count(scale, 0, m_max, k);
     c.copies = (int)((LT_L2_TWICE + wb - 1) / wb);
     if (c.copies > LT_MAX_COPIES) c.copies = LT_MAX_COPIES;
     const qv_fmt code = fp8 ? QV_FMT_E4M3 : QV_FMT_I8;
@@ -234,7 +240,7 @@ qv_status qv_bench_lt_layer(int fp8, int n, int k, const int *ms, int n_m, int w
 qv_status qv_bench_lt_fp8_layer(qv_bench_lt_scale scale, int n, int k, const int *ms, int n_m, int warmup, int runs,
                                 qv_bench_timing *t, int *ok)
 {
-    QV_ASSERT(scale >= QV_BENCH_LT_TENSOR && scale <= QV_BENCH_LT_VEC128, "unknown cuBLASLt fp8 scaling mode");
+    QV_ASSERT(scale >= QV_BENCH_LT_TENSOR && scale <= QV_BENCH_LT_BLK, "unknown cuBLASLt fp8 scaling mode");
     return lt_layer(1, scale, n, k, ms, n_m, warmup, runs, t, ok);
 }
 

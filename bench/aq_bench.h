@@ -27,12 +27,20 @@ qv_status qv_bench_lt_layer(int fp8, int n, int k, const int *ms, int n_m, int w
 
 /* How a cuBLASLt fp8 baseline scales both operands: per tensor (SCALAR_32F,
  * what qv_bench_lt_layer times), per output channel x per token (OUTER_VEC_32F,
- * like w8a8-fp8-tok-ch), or one scale per 128 K of every weight and activation
- * row (VEC128_32F, what w8a8-fp8-block128's cuBLASLt path runs). */
-typedef enum qv_bench_lt_scale { QV_BENCH_LT_TENSOR = 0, QV_BENCH_LT_OUTER, QV_BENCH_LT_VEC128 } qv_bench_lt_scale;
+ * like w8a8-fp8-tok-ch), one scale per 128 K of every weight and activation
+ * row (VEC128_32F), or one per 128 x 128 block of the weights (BLK128x128_32F)
+ * and per 128 K of every activation row (VEC128_32F): the two forms
+ * w8a8-fp8-block128's cuBLASLt path runs (kernels/aq_lt_fp8.cu). */
+typedef enum qv_bench_lt_scale {
+    QV_BENCH_LT_TENSOR = 0,
+    QV_BENCH_LT_OUTER,
+    QV_BENCH_LT_VEC128,
+    QV_BENCH_LT_BLK
+} qv_bench_lt_scale;
 
 /* qv_bench_lt_layer's fp8 baseline with the scaling `scale`: f32 scales of 1.0
- * ((1), (n) / (m), or (ceil(k/128), n) / (ceil(k/128), m)), one weight-scale
+ * ((1), (n) / (m), (ceil(k/128), n) / (ceil(k/128), m), or (ceil(n/128),
+ * ceil(k/128) rounded up to 4) / (ceil(k/128), m)), one weight-scale
  * buffer per rotating weight copy; with outer-vector or VEC128 scales, split
  * K only through fp32 partials in the workspace (the e4m3 rows' own rule).
  * Same timing, results and errors. */

@@ -244,6 +244,7 @@ typedef enum row_kind {
     ROW_LT_FP8,        /* cuBLASLt fp8, per-tensor scales */
     ROW_LT_FP8_OUTER,  /* cuBLASLt fp8, per-token x per-channel scales */
     ROW_LT_FP8_VEC128, /* cuBLASLt fp8, one scale per 128 K of every row */
+    ROW_LT_FP8_BLK,    /* cuBLASLt fp8, weights per 128 x 128 block, activations per 128 K */
     ROW_LT_I8,
     ROW_ACTQ
 } row_kind;
@@ -273,6 +274,7 @@ static double row_floor_bytes(const bench_row *r, int m, int n, int k)
     /* the weight-scale floats as well: (n) or (ceil(k/128), n) */
     case ROW_LT_FP8_OUTER: return (double)n * (double)k + 4.0 * n;
     case ROW_LT_FP8_VEC128: return (double)n * (double)k + 4.0 * n * (double)((k + 127) / 128);
+    case ROW_LT_FP8_BLK: return (double)n * (double)k + 4.0 * (double)((n + 127) / 128) * (double)((k + 127) / 128);
     case ROW_ACTQ: {
         int rows, cols;
         if (!aqk_shape(r->aqk, m, k, &rows, &cols)) return NAN;
@@ -446,10 +448,12 @@ static qv_status bench_other_run(const bench_row *r, const bench_layer *L, const
             if (ok[mi]) t_out[mi] = timings[mi].median_us;
         return QV_OK;
     }
-    if (r->kind == ROW_LT_FP8_OUTER || r->kind == ROW_LT_FP8_VEC128) {
+    if (r->kind == ROW_LT_FP8_OUTER || r->kind == ROW_LT_FP8_VEC128 || r->kind == ROW_LT_FP8_BLK) {
         int ok[MAX_M];
-        QV_TRY(qv_bench_lt_fp8_layer(r->kind == ROW_LT_FP8_OUTER ? QV_BENCH_LT_OUTER : QV_BENCH_LT_VEC128, L->n, L->k,
-                                     o->ms, o->n_m, o->warmup, o->runs, timings, ok));
+        const qv_bench_lt_scale sc = r->kind == ROW_LT_FP8_OUTER    ? QV_BENCH_LT_OUTER
+                                     : r->kind == ROW_LT_FP8_VEC128 ? QV_BENCH_LT_VEC128
+                                                                    : QV_BENCH_LT_BLK;
+        QV_TRY(qv_bench_lt_fp8_layer(sc, L->n, L->k, o->ms, o->n_m, o->warmup, o->runs, timings, ok));
         for (int mi = 0; mi < o->n_m; mi++)
             if (ok[mi]) t_out[mi] = timings[mi].median_us;
         return QV_OK;
@@ -566,7 +570,7 @@ static int collect_rows(const bench_opts *o, const qv_variant *ref, bench_row *r
     int n = 0, aq_rows = 0, fp8_rows = 0, used[N_AQK] = {0};
     rows[n++] = (bench_row){ref->name, ROW_VARIANT, ref, AQK_NONE};
     const int first = n;
-    for (int i = 0; i < qv_registry_count() && n < MAX_ROWS - 4 - N_AQK; i++) {
+    for (int i = 0; i < qv_registry_count() && n < MAX_ROWS - 5 - N_AQK; i++) {
         const qv_variant *v = qv_registry_get(i);
         if (v == ref || !v->launch || !opts_match(o, v)) continue;
         const aq_kind q = row_aq_kind(v);
@@ -576,13 +580,14 @@ static int collect_rows(const bench_opts *o, const qv_variant *ref, bench_row *r
         if (v->afmt == QV_FMT_E4M3) fp8_rows++;
     }
     if (aq_rows) {
-        const int nb = fp8_rows ? 4 : 2;
+        const int nb = fp8_rows ? 5 : 2;
         memmove(&rows[first + nb], &rows[first], sizeof rows[0] * (size_t)(n - first));
         int at = first;
         rows[at++] = (bench_row){"cublaslt-fp8", ROW_LT_FP8, NULL, AQK_NONE};
         if (fp8_rows) {
             rows[at++] = (bench_row){"cublaslt-fp8-tok-ch", ROW_LT_FP8_OUTER, NULL, AQK_NONE};
             rows[at++] = (bench_row){"cublaslt-fp8-block", ROW_LT_FP8_VEC128, NULL, AQK_NONE};
+            rows[at++] = (bench_row){"cublaslt-fp8-blk128", ROW_LT_FP8_BLK, NULL, AQK_NONE};
         }
         rows[at++] = (bench_row){"cublaslt-int8", ROW_LT_I8, NULL, AQK_NONE};
         n += nb;
@@ -626,6 +631,11 @@ static void print_plan(const bench_opts *o, const bench_row *rows, int nr)
         case ROW_LT_FP8_VEC128:
             printf("baseline: cuBLASLt e4m3 x e4m3 -> f16, one scale per 128 K of every row (VEC128), "
                    "promoted accumulation, split K in fp32 only\n");
+            timings++;
+            break;
+        case ROW_LT_FP8_BLK:
+            printf("baseline: cuBLASLt e4m3 x e4m3 -> f16, weights per 128 x 128 block (BLK128x128), "
+                   "activations per 128 K (VEC128), promoted accumulation, split K in fp32 only\n");
             timings++;
             break;
         case ROW_LT_I8:

@@ -648,14 +648,19 @@ k_gemm_aq_mma(const aq_params p)
 enum aq_tile { AQ_TILE_SMALL = 0, AQ_TILE_MEDIUM, AQ_TILE_LARGE };
 
 /* The split-K plan fills one wave of resident blocks and no more: the H200's
- * 132 SMs times the blocks of a tile one SM holds (shared memory: 3 of the
- * small and medium tiles' 64-75 KB, 2 of the large integer tile's 96 KB). A
- * second, partial wave doubled the time of the layers it hit (ncu on the H200,
- * 2026-11-29: Llama-3-70B qkv at M = 16, 520 blocks of which 396 resident, 24 %
- * of DRAM bandwidth). K is split only when fewer than half a wave of tiles
- * exist. Fixed numbers, not a device query, so the workspace size is a pure
- * function of (m, n, k); QVET_AQ_BLOCKS_PER_SM=<b> replaces the per-tile count
- * for comparisons (the plan before this rule was b = 4). */
+ * 132 SMs times the blocks of the kind's tile one SM holds, from the tile's
+ * shared memory (aq_cfg::smem plus 1 KB the system reserves per block, out of
+ * 228 KB per SM): 3 of QQQ's small and medium tiles (64-74 KB), 2 of the int8
+ * and e4m3 ones (96-102 KB), 2 of the large tiles. A second, partial wave
+ * doubled the time of the layers it hit (ncu on the H200, 2026-11-29:
+ * Llama-3-70B qkv at M = 16, 520 blocks of which 396 resident, 24 % of DRAM
+ * bandwidth); counting 3 for the int8 and e4m3 tiles too (the fourth round's
+ * plan) made that second wave: Llama-3-70B block, µs, 3 / 2 per SM (H200,
+ * 2026-11-30): w8a8-i8-tok-ch M = 16 303.7 / 274.4, M = 64 428.8 / 367.8; the
+ * e4m3 mma kernel at M = 16 332.5 / 289.1. K is split only when fewer than
+ * half a wave of tiles exist. Fixed numbers, not a device query, so the
+ * workspace size is a pure function of (kind, m, n, k);
+ * QVET_AQ_BLOCKS_PER_SM=<b> replaces the per-tile count for comparisons. */
 #define AQ_SMS 132
 
 /* A whole number in [lo, hi] from environment variable `name`, or dflt when
@@ -670,9 +675,31 @@ static inline long aq_env_whole(const char *name, long lo, long hi, long dflt)
     return *end == '\0' && v >= lo && v <= hi ? v : dflt;
 }
 
-static inline int aq_blocks_per_sm(aq_tile tile)
+#define AQ_SM_SMEM (228 * 1024)  /* shared memory of one H200 SM */
+#define AQ_BLOCK_SYS_SMEM 1024    /* what the system reserves per resident block */
+
+/* Blocks of `smem` bytes one SM holds, at most 3. */
+static inline int aq_resident(int smem) { return AQ_SM_SMEM / (smem + AQ_BLOCK_SYS_SMEM) < 3 ? 2 : 3; }
+
+template <int KIND> static inline int aq_kind_blocks_per_sm(aq_tile tile)
 {
-    return (int)aq_env_whole("QVET_AQ_BLOCKS_PER_SM", 1, 32, tile == AQ_TILE_LARGE ? 2 : 3);
+    switch (tile) {
+    case AQ_TILE_SMALL: return aq_resident(aq_cfg<KIND, 1, 1, 4, 8>::smem);
+    case AQ_TILE_MEDIUM: return aq_resident(aq_cfg<KIND, 2, 2, 2, 8>::smem);
+    default: return 2;
+    }
+}
+
+static inline int aq_blocks_per_sm(int kind, aq_tile tile)
+{
+    int dflt;
+    switch (kind) {
+    case AQ_B_QQQ_CH: dflt = aq_kind_blocks_per_sm<AQ_B_QQQ_CH>(tile); break;
+    case AQ_B_QQQ_GROUP: dflt = aq_kind_blocks_per_sm<AQ_B_QQQ_GROUP>(tile); break;
+    case AQ_B_PLAIN_I8: dflt = aq_kind_blocks_per_sm<AQ_B_PLAIN_I8>(tile); break;
+    default: dflt = aq_kind_blocks_per_sm<AQ_B_PLAIN_E4M3>(tile); break;
+    }
+    return (int)aq_env_whole("QVET_AQ_BLOCKS_PER_SM", 1, 32, dflt);
 }
 /* Split-K partials never take more than this many bytes of workspace. */
 #define AQ_SPLIT_BYTES_MAX ((size_t)256 << 20)
@@ -692,7 +719,7 @@ struct aq_plan {
     size_t workspace;   /* bytes of split-K partials and tile counters (0 when splits == 1) */
 };
 
-static inline aq_plan aq_plan_for(int m, int n, int k)
+static inline aq_plan aq_plan_for(int kind, int m, int n, int k)
 {
     aq_plan pl;
     pl.tile = m <= 16 ? AQ_TILE_SMALL : m <= 64 ? AQ_TILE_MEDIUM : AQ_TILE_LARGE;
@@ -700,7 +727,7 @@ static inline aq_plan aq_plan_for(int m, int n, int k)
     pl.bn = pl.tile == AQ_TILE_SMALL ? 256 : 128;
     const int64_t blocks = (int64_t)((m + pl.bm - 1) / pl.bm) * ((n + pl.bn - 1) / pl.bn);
     const int ktiles = (k + AQ_BK - 1) / AQ_BK;
-    const int64_t wave = (int64_t)AQ_SMS * aq_blocks_per_sm(pl.tile);
+    const int64_t wave = (int64_t)AQ_SMS * aq_blocks_per_sm(kind, pl.tile);
     int64_t want = blocks >= wave / 2 ? 1 : wave / blocks;
     if (want > ktiles) want = ktiles;
     /* every slice gets at least 4 K tiles, so the pipeline fills */
@@ -765,7 +792,7 @@ static qv_status aq_launch_cfg(const aq_params &p, cudaStream_t stream)
 template <int KIND>
 static qv_status aq_launch(aq_params p, const qv_gemm_args *a, const char *name)
 {
-    const aq_plan pl = aq_plan_for(p.m, p.n, p.k);
+    const aq_plan pl = aq_plan_for(KIND, p.m, p.n, p.k);
     p.splits = pl.splits;
     p.kt_per_split = pl.kt_per_split;
     p.partial = NULL;

@@ -50,9 +50,9 @@ qv_status aq_lt_try(int kind, const aq_params &p, const qv_gemm_args *a, size_t 
 
 /* The byte offset of this path's region: the mma plan's bytes rounded up to
  * 256, never inside the split-K counters that start every workspace. */
-static inline size_t aq_lt_offset(int m, int n, int k)
+static inline size_t aq_lt_offset(int kind, int m, int n, int k)
 {
-    size_t w = aq_plan_for(m, n, k).workspace;
+    size_t w = aq_plan_for(kind, m, n, k).workspace;
     if (w < AQ_COUNTERS_BYTES) w = AQ_COUNTERS_BYTES;
     return (w + 255) & ~(size_t)255;
 }

@@ -8,18 +8,28 @@
  *   - w8a8-fp8-tensor:   SCALAR_32F x SCALAR_32F, both pointers used as they are;
  *   - w8a8-fp8-tok-ch:   OUTER_VEC_32F x OUTER_VEC_32F: the (n) channel scales
  *                        and the (m) token scales, as they are;
- *   - w8a8-fp8-block128: VEC128_32F x VEC128_32F, whose scale tensors are
- *                        k-block-major (index kb * rows + row, measured on the
- *                        H200): k_aq_lt_fp8_block_scales writes the weights'
- *                        (kb, n) expansion of the (kb, n/128) blocks and the
- *                        transpose of the (m, kb) activation scales into the
- *                        workspace at every launch. cuBLASLt takes VEC128
- *                        only at M % 4 == 0; other M run on M rounded up to 4
- *                        through padded copies of A and D in the workspace.
- *                        BLK128x128_32F itself is not usable there (refused
- *                        at the Llama shapes, wrong on a small one); the
- *                        expansion is the same arithmetic: each 128-K partial
- *                        times s_a(token, kb) * s_w(n, kb).
+ *   - w8a8-fp8-block128, two forms of one arithmetic (each 128-K partial
+ *                        times s_a(token, kb) * s_w(n, kb)):
+ *                        * below QV_AQ_LT_FP8_BLK_MIN_M rows, VEC128_32F x
+ *                          VEC128_32F, whose scale tensors are k-block-major
+ *                          (index kb * rows + row, measured on the H200):
+ *                          k_aq_lt_fp8_block_scales writes the weights' (kb, n)
+ *                          expansion of the (kb, n/128) blocks and the
+ *                          transpose of the (m, kb) activation scales into
+ *                          the workspace at every launch;
+ *                        * from it on, BLK128x128_32F for the weights x
+ *                          VEC128_32F for the activations: the block tensor
+ *                          holds, per 128-row block of W, its K blocks
+ *                          contiguous, padded to a multiple of 4 (index
+ *                          nb * roundup(kb, 4) + kb; the H200 gave outputs
+ *                          bit-identical to the expanded form with it), which
+ *                          k_aq_lt_fp8_blk_scales writes; cuBLASLt's
+ *                          BLK128x128 kernels are 20-30 % faster at M >= 256
+ *                          and slower at M <= 64 (bench/RESULTS.md, fifth
+ *                          round).
+ *                        cuBLASLt takes VEC128 only at M % 4 == 0; other M
+ *                        run on M rounded up to 4 through padded copies of A
+ *                        and D in the workspace.
  * fp32 compute and scale type, alpha 1, beta 0, fast accumulation explicitly off.
  * The algorithm of each (mode, m, n, k, alignments) is chosen once by the
  * heuristic, with the split-K reduction restricted to fp32 partials in the
@@ -51,20 +61,32 @@ constexpr int GRID_Y_MAX = 65535;
 /* The K width of one scale block and of one promotion. */
 constexpr int KB = 128;
 
-/* The three scaling modes this path runs (index into the descriptors). */
-enum lt_mode { MODE_TENSOR = 0, MODE_OUTER, MODE_VEC128, N_MODES };
+/* The scaling modes this path runs (index into the descriptors): per
+ * tensor, outer vectors, VEC128 for both operands, and 128x128 blocks for
+ * the weights with VEC128 for the activations. */
+enum lt_mode { MODE_TENSOR = 0, MODE_OUTER, MODE_VEC128, MODE_BLK, N_MODES };
 
-std::atomic<long long> g_runs(0);
+std::atomic<long long> g_runs(0), g_blk_runs(0);
 
-/* The default threshold of each mode (aq.h). */
-const int k_default_min_m[N_MODES] = {QV_AQ_LT_FP8_MIN_M_TENSOR, QV_AQ_LT_FP8_MIN_M_TOK_CH, QV_AQ_LT_FP8_MIN_M_BLOCK};
-
-/* QVET_AQ_LT_FP8_MIN_M: false when set to anything but a whole number >= 1
- * (digits only) or "off" (INT_MAX: no M reaches it); unset, the mode's default. */
-bool env_min_m(int mode, int *out)
+/* The default threshold of a mode at one shape (aq.h): per token x channel
+ * it depends on the layer's size, the others are one number. */
+int default_min_m(int mode, int n, int k)
 {
-    const char *s = getenv("QVET_AQ_LT_FP8_MIN_M");
-    *out = k_default_min_m[mode];
+    switch (mode) {
+    case MODE_TENSOR: return QV_AQ_LT_FP8_MIN_M_TENSOR;
+    case MODE_OUTER:
+        return (double)n * (double)k < 0x1p26 ? QV_AQ_LT_FP8_MIN_M_TOK_CH_SMALL : QV_AQ_LT_FP8_MIN_M_TOK_CH;
+    default: return QV_AQ_LT_FP8_MIN_M_BLOCK;
+    }
+}
+
+/* A whole-number threshold variable: false when set to anything but a whole
+ * number >= 1 (digits only) or "off" (INT_MAX: no M reaches it); unset or
+ * empty, `dflt`. */
+bool env_threshold(const char *name, int dflt, int *out)
+{
+    const char *s = getenv(name);
+    *out = dflt;
     if (!s || !*s) return true;
     if (!strcmp(s, "off")) {
         *out = INT_MAX;
@@ -78,6 +100,16 @@ bool env_min_m(int mode, int *out)
     *out = (int)v;
     return true;
 }
+
+/* QVET_AQ_LT_FP8_MIN_M: the smallest M of the path (every mode). */
+bool env_min_m(int mode, int n, int k, int *out)
+{
+    return env_threshold("QVET_AQ_LT_FP8_MIN_M", default_min_m(mode, n, k), out);
+}
+
+/* QVET_AQ_LT_FP8_BLK_MIN_M: the smallest M of the block rows' BLK128x128
+ * form (below it, VEC128 from the expanded scales). */
+bool env_blk_min_m(int *out) { return env_threshold("QVET_AQ_LT_FP8_BLK_MIN_M", QV_AQ_LT_FP8_BLK_MIN_M, out); }
 
 /* The mode of a (weight scale, activation scale) pair of aq_gemm.cuh, or -1
  * when this path has none for it. VEC128 needs K a multiple of 128: how
@@ -114,7 +146,8 @@ int vec128_m(int m) { return (m + 3) & ~3; }
 /* One launch's workspace layout (byte offsets from the region's 256-aligned base). */
 struct lt_plan {
     int m4;          /* the GEMM's M: m, or for VEC128 m rounded up to 4 */
-    size_t off_sw;   /* VEC128: (kb, n) f32 weight scales */
+    size_t off_sw;   /* VEC128: (kb, n) f32 weight scales; BLK128x128: (ceil(n/128), roundup(kb, 4)) f32,
+                        never larger (n >= 8: ceil(n/128) * roundup(kb, 4) <= kb * n) */
     size_t off_sa;   /* VEC128: (kb, m4) f32 activation scales */
     size_t off_a;    /* VEC128 with m4 > m: (m4, k) e4m3 activations, rows past m zero */
     size_t off_d;    /* VEC128 with m4 > m: (m4, n) f16 output */
@@ -167,6 +200,25 @@ k_aq_lt_fp8_block_scales(const float *w_scale, const float *a_scale, int m, int 
     }
 }
 
+/* The BLK128x128 x VEC128 scale tensors: w_scale (kb, nb) f32 row-major, nb =
+ * ceil(n/128) -> sw (nb, kb4) f32, kb4 = kb rounded up to 4, with sw[j kb4 +
+ * b] = w_scale[b nb + j] and 0 in the padding b >= kb (no K block reads it);
+ * sa as in k_aq_lt_fp8_block_scales. Grid (ceil((nb + m4) / SX_THREADS),
+ * kb4): block row b writes column b of sw for every j = x < nb, then row b of
+ * sa (b < kb) for i = x - nb. Pure copies. */
+__global__ void __launch_bounds__(SX_THREADS)
+k_aq_lt_fp8_blk_scales(const float *w_scale, const float *a_scale, int m, int m4, int nb, int kb, int kb4, float *sw,
+                       float *sa)
+{
+    const int x = (int)blockIdx.x * SX_THREADS + (int)threadIdx.x, b = (int)blockIdx.y;
+    if (x < nb) {
+        sw[(int64_t)x * kb4 + b] = b < kb ? w_scale[(int64_t)b * nb + x] : 0.0f;
+    } else if (x - nb < m4 && b < kb) {
+        const int i = x - nb;
+        sa[(int64_t)b * m4 + i] = i < m ? a_scale[(int64_t)i * kb + b] : 0.0f;
+    }
+}
+
 /* ---- cuBLASLt: one operation per mode, cached algorithm choices ------------- */
 
 /* e4m3 weights and activations, f16 D. Split-K only through fp32 partials in
@@ -174,7 +226,7 @@ k_aq_lt_fp8_block_scales(const float *w_scale, const float *a_scale, int m, int 
  * hardware picks) and never in the fp16 output type. */
 lt_cache g_lt = {"cuBLASLt fp8", CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_16F, CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE};
 std::mutex g_mu;
-cublasLtMatmulDesc_t g_desc[N_MODES] = {NULL, NULL, NULL};
+cublasLtMatmulDesc_t g_desc[N_MODES] = {NULL, NULL, NULL, NULL};
 
 /* The mode's operation: fp32 compute and scale, W^T-op x A, the mode's scale
  * interpretation for both operands, fast accumulation off. The scale
@@ -184,9 +236,13 @@ qv_status lt_init(int mode)
     if (g_desc[mode]) return QV_OK;
     cublasLtMatmulDesc_t d = NULL;
     QV_TRY(lt_desc_create(&g_lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, &d));
-    static const int32_t scale_mode[N_MODES] = {CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F,
-                                                CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F,
-                                                CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F};
+    /* cuBLASLt's A (our weights) and B (our activations) per mode. */
+    static const int32_t a_mode[N_MODES] = {
+        CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F,
+        CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F};
+    static const int32_t b_mode[N_MODES] = {
+        CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F,
+        CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F};
 #ifdef QV_MUTANT_gpu_lt_fp8_fast_accum
     /* Mutant (class 16, DeepSeek-V3 §3.3.2): cuBLASLt's fast accumulation, the
      * ~14-bit tensor-core sum over all of K without promotion to fp32. */
@@ -194,11 +250,10 @@ qv_status lt_init(int mode)
 #else
     const int8_t fast = 0;
 #endif
-    cublasStatus_t s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &scale_mode[mode],
-                                                      sizeof scale_mode[mode]);
+    cublasStatus_t s =
+        cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode[mode], sizeof a_mode[mode]);
     if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &scale_mode[mode],
-                                           sizeof scale_mode[mode]);
+        s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode[mode], sizeof b_mode[mode]);
     if (s == CUBLAS_STATUS_SUCCESS)
         s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast);
     if (s != CUBLAS_STATUS_SUCCESS) {
@@ -220,35 +275,42 @@ size_t aq_lt_fp8_workspace(const qv_variant *v, int m, int n, int k)
     if (mode < 0) return 0;
     int min_m;
     /* A malformed variable falls back to the default here; the launch reports it. */
-    if (!env_min_m(mode, &min_m)) min_m = k_default_min_m[mode];
+    if (!env_min_m(mode, n, k, &min_m)) min_m = default_min_m(mode, n, k);
     if (m < min_m) return 0;
+    /* Block rows: the VEC128 form's region, which also holds the BLK128x128 form's. */
     return plan_for(mode == MODE_VEC128, m, n, k).total;
 }
 
-extern "C" int qv_aq_lt_fp8_default_min_m(const qv_variant *v)
+extern "C" int qv_aq_lt_fp8_default_min_m(const qv_variant *v, int n, int k)
 {
     int wscale, ascale;
     row_scales(v, &wscale, &ascale);
-    /* The mode alone (K = 128 passes VEC128's shape rule). */
+    /* The scaling alone (K = 128 passes VEC128's shape rule). */
     const int mode = mode_for(wscale, ascale, KB);
-    return mode < 0 ? 0 : k_default_min_m[mode];
+    return mode < 0 || n < 1 || k < 1 ? 0 : default_min_m(mode, n, k);
 }
 
 qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_offset, const char *name, bool *taken)
 {
     *taken = false;
-    const int mode = mode_for(p.wscale, p.ascale, p.k);
-    int min_m;
-    /* The variable is checked whatever the shape, before any CUDA call. */
-    if (!env_min_m(mode < 0 ? MODE_TENSOR : mode, &min_m))
+    int mode = mode_for(p.wscale, p.ascale, p.k);
+    int min_m, blk_min_m;
+    /* The variables are checked whatever the shape, before any CUDA call. */
+    if (!env_min_m(mode < 0 ? MODE_TENSOR : mode, p.n, p.k, &min_m))
         return qv_fail(QV_ERR_USAGE, "%s: QVET_AQ_LT_FP8_MIN_M=\"%s\" is neither a whole number >= 1 nor \"off\"",
                        name, getenv("QVET_AQ_LT_FP8_MIN_M"));
+    if (!env_blk_min_m(&blk_min_m))
+        return qv_fail(QV_ERR_USAGE,
+                       "%s: QVET_AQ_LT_FP8_BLK_MIN_M=\"%s\" is neither a whole number >= 1 nor \"off\"", name,
+                       getenv("QVET_AQ_LT_FP8_BLK_MIN_M"));
     if (mode < 0 || p.m < min_m) return QV_OK;
     const bool block = mode == MODE_VEC128;
     const lt_plan pl = plan_for(block, p.m, p.n, p.k);
     const bool padded = pl.m4 != p.m;
-    /* The expansion grid: K blocks along y, n + m4 columns in 32-bit indices. */
-    if (block && (p.k / KB > GRID_Y_MAX || (int64_t)p.n + pl.m4 > INT_MAX - SX_THREADS)) return QV_OK;
+    /* The scale grids: K blocks (rounded up to 4) along y, n + m4 columns in
+     * 32-bit indices. */
+    const int kb = p.k / KB, kb4 = (kb + 3) / 4 * 4, nb = (p.n + KB - 1) / KB;
+    if (block && (kb4 > GRID_Y_MAX || (int64_t)p.n + pl.m4 > INT_MAX - SX_THREADS)) return QV_OK;
     uint8_t *base = lt_region(a, ws_offset, pl.total);
     if (!base) return QV_OK;
 
@@ -258,30 +320,43 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
     const void *a_ptr = padded ? (const void *)(base + pl.off_a) : (const void *)p.a;
     void *d_ptr = padded ? (void *)(base + pl.off_d) : (void *)p.c;
 
-    /* The scale tensors cuBLASLt reads: the rows' own, or (VEC128) the
-     * workspace copies k_aq_lt_fp8_block_scales writes below. */
+    /* The scale tensors cuBLASLt reads: the rows' own, or (block rows) the
+     * workspace copies a scale kernel writes below. */
     const void *ws_ptr = block ? (const void *)sw : p.w_scale;
     const void *as_ptr = block ? (const void *)sa : (const void *)p.a_scale;
 
     std::lock_guard<std::mutex> lock(g_mu);
-    QV_TRY(lt_init(mode));
-    cublasLtMatmulDesc_t d = g_desc[mode];
-    cublasStatus_t ls = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &ws_ptr, sizeof ws_ptr);
-    if (ls != CUBLAS_STATUS_SUCCESS) return lt_fail(&g_lt, ls, "weight scale pointer");
-    ls = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &as_ptr, sizeof as_ptr);
-    if (ls != CUBLAS_STATUS_SUCCESS) return lt_fail(&g_lt, ls, "activation scale pointer");
-    const lt_key key = {mode, pl.m4, p.n, p.k, lt_align_of(p.b), lt_align_of(a_ptr), lt_align_of(d_ptr)};
+    /* Block rows from blk_min_m: the BLK128x128 form where cuBLASLt has an
+     * algorithm for it, else the VEC128 form. */
     lt_entry *e = NULL;
-    QV_TRY(lt_lookup(&g_lt, d, key, &e));
+    for (int form = block && p.m >= blk_min_m ? MODE_BLK : mode;; form = mode) {
+        QV_TRY(lt_init(form));
+        cublasLtMatmulDesc_t d = g_desc[form];
+        cublasStatus_t ls =
+            cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &ws_ptr, sizeof ws_ptr);
+        if (ls != CUBLAS_STATUS_SUCCESS) return lt_fail(&g_lt, ls, "weight scale pointer");
+        ls = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &as_ptr, sizeof as_ptr);
+        if (ls != CUBLAS_STATUS_SUCCESS) return lt_fail(&g_lt, ls, "activation scale pointer");
+        const lt_key key = {form, pl.m4, p.n, p.k, lt_align_of(p.b), lt_align_of(a_ptr), lt_align_of(d_ptr)};
+        QV_TRY(lt_lookup(&g_lt, d, key, &e));
+        if (e->found || form == mode) {
+            mode = form;
+            break;
+        }
+    }
     if (!e->found) return QV_OK;
 
     cudaStream_t st = (cudaStream_t)a->stream;
-    if (block) {
-        const int kb = p.k / KB;
+    if (mode == MODE_VEC128) {
         const dim3 grid((unsigned)(((int64_t)p.n + pl.m4 + SX_THREADS - 1) / SX_THREADS), (unsigned)kb);
         k_aq_lt_fp8_block_scales<<<grid, SX_THREADS, 0, st>>>((const float *)p.w_scale, p.a_scale, p.m, pl.m4, p.n,
                                                                 kb, sw, sa);
         QV_CUDA_TRY(cudaGetLastError(), "launching k_aq_lt_fp8_block_scales");
+    } else if (mode == MODE_BLK) {
+        const dim3 grid((unsigned)(((int64_t)nb + pl.m4 + SX_THREADS - 1) / SX_THREADS), (unsigned)kb4);
+        k_aq_lt_fp8_blk_scales<<<grid, SX_THREADS, 0, st>>>((const float *)p.w_scale, p.a_scale, p.m, pl.m4, nb, kb,
+                                                              kb4, sw, sa);
+        QV_CUDA_TRY(cudaGetLastError(), "launching k_aq_lt_fp8_blk_scales");
     }
     if (padded) {
         /* A's m rows, then zero rows up to m4 (their outputs are never copied out). */
@@ -294,7 +369,7 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
     /* fp32 alpha = 1, beta = 0: D is the scaled product, C is never read. */
     const float one = 1.0f, zero = 0.0f;
     bool ran;
-    QV_TRY(lt_matmul(&g_lt, d, e, &one, p.b, a_ptr, &zero, d_ptr, base, st, &ran));
+    QV_TRY(lt_matmul(&g_lt, g_desc[mode], e, &one, p.b, a_ptr, &zero, d_ptr, base, st, &ran));
     /* Refused before writing D: the shape goes to the mma kernel from now on. */
     if (!ran) return QV_OK;
     if (padded)
@@ -302,8 +377,11 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
                                     st),
                     "copying the first M rows of the padded VEC128 output");
     g_runs++;
+    if (mode == MODE_BLK) g_blk_runs++;
     *taken = true;
     return QV_OK;
 }
 
 extern "C" long long qv_aq_lt_fp8_runs(void) { return g_runs.load(); }
+
+extern "C" long long qv_aq_lt_fp8_blk_runs(void) { return g_blk_runs.load(); }

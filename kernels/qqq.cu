@@ -17,7 +17,7 @@ extern "C" size_t qv_workspace_qqq(const qv_variant *v, int m, int n, int k)
     if (m < 1 || n < 1 || k < 1) return 0;
     const int kind = v->layout == QV_LAYOUT_QQQ_W4_GROUP ? AQ_B_QQQ_GROUP : AQ_B_QQQ_CH;
     const size_t lt = aq_lt_workspace(kind, false, m, n, k);
-    return lt ? aq_lt_offset(m, n, k) + lt : aq_plan_for(m, n, k).workspace;
+    return lt ? aq_lt_offset(kind, m, n, k) + lt : aq_plan_for(kind, m, n, k).workspace;
 }
 
 extern "C" qv_status qv_launch_qqq(const qv_variant *v, const qv_gemm_args *a)
@@ -48,7 +48,8 @@ extern "C" qv_status qv_launch_qqq(const qv_variant *v, const qv_gemm_args *a)
     p.azpm = AQ_AZP_NONE;
     /* Large M: dequantize to int8 chunks, cuBLASLt int8 IGMMA, the same epilogue. */
     bool taken = false;
-    QV_TRY(aq_lt_try(group ? AQ_B_QQQ_GROUP : AQ_B_QQQ_CH, p, a, aq_lt_offset(p.m, p.n, p.k), v->name, &taken));
+    const int kind = group ? AQ_B_QQQ_GROUP : AQ_B_QQQ_CH;
+    QV_TRY(aq_lt_try(kind, p, a, aq_lt_offset(kind, p.m, p.n, p.k), v->name, &taken));
     if (taken) return QV_OK;
     return group ? aq_launch<AQ_B_QQQ_GROUP>(p, a, v->name) : aq_launch<AQ_B_QQQ_CH>(p, a, v->name);
 }

@@ -28,7 +28,8 @@ extern "C" size_t qv_workspace_w8a8(const qv_variant *v, int m, int n, int k)
     const size_t lt = v->wfmt == QV_FMT_I8 ? aq_lt_workspace(AQ_B_PLAIN_I8, v->azp != QV_AZP_NONE, m, n, k)
                       : v->wfmt == QV_FMT_E4M3 ? aq_lt_fp8_workspace(v, m, n, k)
                                                : 0;
-    return lt ? aq_lt_offset(m, n, k) + lt : aq_plan_for(m, n, k).workspace;
+    const int kind = v->wfmt == QV_FMT_E4M3 ? AQ_B_PLAIN_E4M3 : AQ_B_PLAIN_I8;
+    return lt ? aq_lt_offset(kind, m, n, k) + lt : aq_plan_for(kind, m, n, k).workspace;
 }
 
 extern "C" qv_status qv_launch_w8a8(const qv_variant *v, const qv_gemm_args *a)
@@ -74,11 +75,11 @@ extern "C" qv_status qv_launch_w8a8(const qv_variant *v, const qv_gemm_args *a)
     bool taken = false;
     if (fp8) {
         /* Large M: cuBLASLt fp8 with its own scaling modes, when it takes the shape. */
-        QV_TRY(aq_lt_fp8_try(p, a, aq_lt_offset(p.m, p.n, p.k), v->name, &taken));
+        QV_TRY(aq_lt_fp8_try(p, a, aq_lt_offset(AQ_B_PLAIN_E4M3, p.m, p.n, p.k), v->name, &taken));
         return taken ? QV_OK : aq_launch<AQ_B_PLAIN_E4M3>(p, a, v->name);
     }
     /* Large M: cuBLASLt int8 IGMMA and the same epilogue, when it takes the shape. */
-    QV_TRY(aq_lt_try(AQ_B_PLAIN_I8, p, a, aq_lt_offset(p.m, p.n, p.k), v->name, &taken));
+    QV_TRY(aq_lt_try(AQ_B_PLAIN_I8, p, a, aq_lt_offset(AQ_B_PLAIN_I8, p.m, p.n, p.k), v->name, &taken));
     return taken ? QV_OK : aq_launch<AQ_B_PLAIN_I8>(p, a, v->name);
 }
 

@@ -905,8 +905,12 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
          *    reads Q x m x bn / C fp32 from L2 after a global hand-off (about
          *    two tiles);
          *  - without clusters, the last block sums all slices: m * splits / 8
-         *    tiles per 512 columns (bench/RESULTS.md third round), the
-         *    predecessor's model unchanged, so that C = 1 plans as it did.
+         *    tiles per 512 columns (bench/RESULTS.md third round), twice that
+         *    in the m16 orientation (M > QV_WO_SMALL_SWAP_MAX_M): at M = 16
+         *    the first model chose 9 slices without clusters for
+         *    Llama-3-70B gate_up (122.7 us w4a16-ch, 166.3 us fp8a16-ch,
+         *    H200 2026-11-30), where 8 slices in clusters of 8 took 113.2
+         *    and 146.4 us.
          * Ties keep fewer slices, then smaller clusters. */
         int64_t best = -1;
         /* sp runs over 1..tiles but visits only the first sp of each value of
@@ -926,7 +930,7 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
                 const int64_t waves = ((int64_t)pl.n_blocks * splits + slots - 1) / slots;
                 int64_t cost = 16 * waves * (tps + kPlanFillTiles);
                 if (c == 1)
-                    cost += 16 * ((int64_t)splits * m * (bn / 512) / 8);
+                    cost += 16 * ((int64_t)splits * m * (bn / 512) / (m > QV_WO_SMALL_SWAP_MAX_M ? 4 : 8));
                 else
                     cost += (int64_t)m * (bn / 512) + 16 + (q > 1 ? 2 * (int64_t)q * m * (bn / 512) / c + 32 : 0);
                 if (best < 0 || cost < best) best = cost, best_tps = tps, best_c = c;

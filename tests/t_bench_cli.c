@@ -73,14 +73,15 @@ START_TEST(dry_run_rows)
         "cublaslt-fp8               baseline: cuBLASLt e4m3 x e4m3 -> f16",
         "cublaslt-fp8-tok-ch        baseline: cuBLASLt e4m3 x e4m3 -> f16, per-token x per-channel",
         "cublaslt-fp8-block         baseline: cuBLASLt e4m3 x e4m3 -> f16, one scale per 128 K",
+        "cublaslt-fp8-blk128        baseline: cuBLASLt e4m3 x e4m3 -> f16, weights per 128 x 128 block",
         "cublaslt-int8              baseline: cuBLASLt int8 x int8 -> int32\n",
         "qqq-w4a8-ch                GEMM, and +aq: act-quant-i8 in front\n",
         "w8a8-i8-tensor             GEMM (no per-token quantizer",
         "w8a8-fp8-block128          GEMM, and +aq: act-quant-e4m3-g128 in front\n",
         "act-quant-i8               quantizer alone: f16 -> int8 per token\n",
         "act-quant-e4m3-g128        quantizer alone: f16 -> e4m3 per token and 128-K group\n",
-        /* (1 + 4 baselines + 3 rows + 2 with +aq + 2 quantizers) x 1 model x 4 layers x 2 M */
-        "10 rows, 1 model(s) x 4 layers x 2 M values: 96 timings of 5 + 50 launches\n",
+        /* (1 + 5 baselines + 3 rows + 2 with +aq + 2 quantizers) x 1 model x 4 layers x 2 M */
+        "11 rows, 1 model(s) x 4 layers x 2 M values: 104 timings of 5 + 50 launches\n",
     };
     const char *at = r.out;
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {

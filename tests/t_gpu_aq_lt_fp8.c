@@ -9,7 +9,11 @@
  *    values (8, 16), on and past 128 (K tails of 16 for the rows that allow
  *    them), with the exact, one-hot, random and fp8-promotion probes of
  *    reference/probe.c, each through the path (QVET_AQ_LT_FP8_MIN_M=1) and
- *    through the mma kernel (QVET_AQ_LT_FP8_MIN_M=off): unique probes must
+ *    through the mma kernel (QVET_AQ_LT_FP8_MIN_M=off), and for the block row
+ *    also through cuBLASLt's BLK128x128 form at every M
+ *    (QVET_AQ_LT_FP8_BLK_MIN_M=1; qv_aq_lt_fp8_blk_runs shows it ran, and
+ *    that the default runs the VEC128 form below QV_AQ_LT_FP8_BLK_MIN_M and
+ *    BLK128x128 from it on): unique probes must
  *    equal the CPU model bit for bit, random ones must PASS ref_verify against
  *    the certified truth; every run launches twice into a poisoned output and
  *    must be bitwise identical with nothing written past the output; the path
@@ -19,9 +23,10 @@
  *    (65536 + K - 128) / 32, which differs from the exact sum and from
  *    unpromoted (fast) accumulation, and the promotion witness of probe.c must
  *    give the exact sum on both paths;
- *  - the default thresholds of aq.h (per scaling): M one below the row's runs
- *    the mma kernel, the first M at or above it that cuBLASLt takes the path;
- *  - a malformed QVET_AQ_LT_FP8_MIN_M is refused with a status before any
+ *  - the default thresholds of aq.h (per scaling, and per token x channel
+ *    per layer size): M one below the row's runs the mma kernel, the first M
+ *    at or above it that cuBLASLt takes the path;
+ *  - a malformed QVET_AQ_LT_FP8_MIN_M or QVET_AQ_LT_FP8_BLK_MIN_M is refused with a status before any
  *    CUDA call, and the workspace grows by the path's region exactly where
  *    the path can run.
  * Without a CUDA device the suite prints exactly "SKIP: no CUDA device" and
@@ -50,13 +55,16 @@ static int g_nrows;
 /* The e4m3 W8A8 rows. */
 static int is_e4m3_row(const qv_variant *v) { return !strcmp(v->family, "w8a8") && v->wfmt == QV_FMT_E4M3; }
 
-static void set_min_m(const char *s)
+static void set_env(const char *name, const char *s)
 {
     if (s)
-        setenv("QVET_AQ_LT_FP8_MIN_M", s, 1);
+        setenv(name, s, 1);
     else
-        unsetenv("QVET_AQ_LT_FP8_MIN_M");
+        unsetenv(name);
 }
+
+static void set_min_m(const char *s) { set_env("QVET_AQ_LT_FP8_MIN_M", s); }
+static void set_blk_min_m(const char *s) { set_env("QVET_AQ_LT_FP8_BLK_MIN_M", s); }
 
 /* The path's own rule (kernels/aq_lt_fp8.cu): block rows need whole 128-K
  * blocks (any M: cuBLASLt's VEC128 takes M % 4 == 0 only, so other M run
@@ -83,6 +91,7 @@ static const struct lt_shape {
 } shapes[] = {
     {1, 8, 16},     {1, 264, 1040},  {2, 136, 128},  {4, 136, 1152}, {7, 8, 4096},     {17, 72, 144},
     {31, 256, 256}, {33, 264, 1152}, {36, 8, 384},   {64, 128, 512}, {129, 136, 272}, {300, 64, 1024},
+    {130, 272, 384}, {132, 384, 640},
 };
 #define N_SHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
@@ -100,7 +109,8 @@ START_TEST(paths_verified)
     const qv_variant *v = qv_registry_get(g_rows[_i]);
     static const qv_probe_kind probes[] = {QV_PROBE_EXACT, QV_PROBE_ONEHOT, QV_PROBE_RANDOM,
                                            QV_PROBE_WITNESS_FP8_PROMOTE};
-    int cases = 0, failed = 0, taken = 0, declined = 0;
+    const int blk = v->scale_layout == QV_SCALE_BLOCK;
+    int cases = 0, failed = 0, taken = 0, declined = 0, blk_taken = 0, blk_default = 0, vec_default = 0;
     for (int si = 0; si < N_SHAPES; si++)
         for (int pi = 0; pi < (int)(sizeof probes / sizeof probes[0]); pi++) {
             const int64_t m = shapes[si].m, n = shapes[si].n, k = shapes[si].k;
@@ -121,7 +131,30 @@ START_TEST(paths_verified)
             ck_assert_msg(run_twice(&p, o_mma, label, "mma") == 0, "%s: QVET_AQ_LT_FP8_MIN_M=off took the path",
                           label);
             set_min_m("1");
+            const long long blk_before = qv_aq_lt_fp8_blk_runs();
             const int ran = run_twice(&p, o_lt, label, "cuBLASLt");
+            /* The default form of the block row: BLK128x128 from QV_AQ_LT_FP8_BLK_MIN_M on. */
+            const long long blk_ran = qv_aq_lt_fp8_blk_runs() - blk_before;
+            if (ran && blk) {
+                ck_assert_msg(blk_ran == (m >= QV_AQ_LT_FP8_BLK_MIN_M ? 2 : 0) || (blk_ran == 0 && m >= QV_AQ_LT_FP8_BLK_MIN_M),
+                              "%s: %lld BLK128x128 launches at the default", label, blk_ran);
+                if (blk_ran) blk_default++; else vec_default++;
+            }
+            if (blk && eligible(v, k)) {
+                /* The BLK128x128 form at this M, through the same model. */
+                uint8_t *o_blk = malloc(ob);
+                ck_assert_ptr_nonnull(o_blk);
+                set_blk_min_m("1");
+                const long long b0 = qv_aq_lt_fp8_blk_runs();
+                const int ran_b = run_twice(&p, o_blk, label, "cuBLASLt BLK128x128");
+                const long long b = qv_aq_lt_fp8_blk_runs() - b0;
+                set_blk_min_m(NULL);
+                ck_assert_msg(b == 0 || b == 2, "%s: %lld of 2 launches ran BLK128x128", label, b);
+                if (must_take(v, n, k)) ck_assert_msg(ran_b == 2, "%s: cuBLASLt declined the block form", label);
+                if (b) blk_taken++;
+                failed += !gpu_verdict(&p, probe, o_blk, label, b ? "cuBLASLt BLK128x128" : ran_b ? "cuBLASLt VEC128" : "mma (declined)");
+                free(o_blk);
+            }
             set_min_m(NULL);
             if (!eligible(v, k))
                 ck_assert_msg(ran == 0, "%s: the VEC128 path took a shape its rule refuses", label);
@@ -144,6 +177,13 @@ START_TEST(paths_verified)
     printf("%s: %d cases x 2 paths, %d through cuBLASLt, %d shapes declined, %d verdicts failed\n", v->name, cases,
            taken, declined, failed);
     ck_assert_msg(taken > 0, "%s: no case took the cuBLASLt path", v->name);
+    if (blk) {
+        printf("%s: BLK128x128 form forced: %d cases; at the default: %d BLK128x128, %d VEC128\n", v->name, blk_taken,
+               blk_default, vec_default);
+        ck_assert_msg(blk_taken > 0 && blk_default > 0 && vec_default > 0,
+                      "%s: the block forms were not both exercised (%d forced, %d / %d default)", v->name, blk_taken,
+                      blk_default, vec_default);
+    }
     ck_assert_msg(failed == 0, "%s: %d verdicts failed (see stderr)", v->name, failed);
 }
 END_TEST
@@ -158,7 +198,7 @@ START_TEST(accumulator_declared)
 {
     const qv_variant *v = qv_registry_get(g_rows[_i / 2]);
     const int64_t m = 32, n = 128, k = _i % 2 ? 4096 : 1024;
-    ck_assert_int_le(qv_aq_lt_fp8_default_min_m(v), m);
+    ck_assert_int_le(qv_aq_lt_fp8_default_min_m(v, (int)n, (int)k), m);
     qv_problem p;
     ck_assert_int_eq(qv_problem_create(&p, v, m, n, k), QV_OK);
     ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_WITNESS_FP8_PROMOTE, QV_REGIME_LOGUNIFORM, g_seed), QV_OK);
@@ -225,12 +265,13 @@ END_TEST
 START_TEST(default_threshold)
 {
     const qv_variant *v = qv_registry_get(g_rows[_i]);
-    const int t = qv_aq_lt_fp8_default_min_m(v);
+    const int64_t n = 256, k = 512;
+    const int t = qv_aq_lt_fp8_default_min_m(v, (int)n, (int)k);
     ck_assert_int_ge(t, 1);
     set_min_m(NULL);
     for (int d = 1; d >= 0; d--) {
         if (d && t == 1) continue; /* no M below the threshold */
-        const int64_t m = d ? t - 1 : t, n = 256, k = 512;
+        const int64_t m = d ? t - 1 : t;
         qv_problem p;
         ck_assert_int_eq(qv_problem_create(&p, v, m, n, k), QV_OK);
         ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_EXACT, QV_REGIME_LOGUNIFORM, g_seed + (uint64_t)d), QV_OK);
@@ -263,16 +304,51 @@ START_TEST(env_refusals)
             ck_assert_msg(v->launch(v, &a) == QV_ERR_USAGE, "%s: QVET_AQ_LT_FP8_MIN_M=\"%s\" accepted", v->name,
                           bad[i]);
             ck_assert_msg(strstr(qv_errmsg(), "QVET_AQ_LT_FP8_MIN_M") != NULL, "message: %s", qv_errmsg());
+            set_min_m(NULL);
+            set_blk_min_m(bad[i]);
+            ck_assert_msg(v->launch(v, &a) == QV_ERR_USAGE, "%s: QVET_AQ_LT_FP8_BLK_MIN_M=\"%s\" accepted", v->name,
+                          bad[i]);
+            ck_assert_msg(strstr(qv_errmsg(), "QVET_AQ_LT_FP8_BLK_MIN_M") != NULL, "message: %s", qv_errmsg());
+            set_blk_min_m(NULL);
         }
     }
     set_min_m(NULL);
+    /* The per-token x channel thresholds by layer size (aq.h): the Llama
+     * layers the bench measured, at the tiers' edges. */
+    const qv_variant *tc_row = qv_variant_find("w8a8-fp8-tok-ch");
+    ck_assert_ptr_nonnull(tc_row);
+    static const struct {
+        int n, k, t;
+    } tiers[] = {
+        {12288, 4096, QV_AQ_LT_FP8_MIN_M_TOK_CH_SMALL},  /* Llama-2-7B qkv, N K = 2^25.6 */
+        {4096, 11008, QV_AQ_LT_FP8_MIN_M_TOK_CH_SMALL},  /* Llama-2-7B down */
+        {4096, 16383, QV_AQ_LT_FP8_MIN_M_TOK_CH_SMALL},  /* just below 2^26 */
+        {4096, 16384, QV_AQ_LT_FP8_MIN_M_TOK_CH},        /* 2^26 */
+        {8192, 8192, QV_AQ_LT_FP8_MIN_M_TOK_CH},         /* Llama-3-70B o */
+        {22016, 4096, QV_AQ_LT_FP8_MIN_M_TOK_CH},        /* Llama-2-7B gate_up */
+        {10240, 8192, QV_AQ_LT_FP8_MIN_M_TOK_CH},        /* Llama-3-70B qkv */
+        {8192, 28672, QV_AQ_LT_FP8_MIN_M_TOK_CH},        /* Llama-3-70B down */
+        {57344, 8192, QV_AQ_LT_FP8_MIN_M_TOK_CH},        /* Llama-3-70B gate_up */
+    };
+    for (size_t i = 0; i < sizeof tiers / sizeof tiers[0]; i++)
+        ck_assert_msg(qv_aq_lt_fp8_default_min_m(tc_row, tiers[i].n, tiers[i].k) == tiers[i].t,
+                      "w8a8-fp8-tok-ch n=%d k=%d: threshold %d, aq.h says %d", tiers[i].n, tiers[i].k,
+                      qv_aq_lt_fp8_default_min_m(tc_row, tiers[i].n, tiers[i].k), tiers[i].t);
+    ck_assert_int_eq(QV_AQ_LT_FP8_MIN_M_TOK_CH_SMALL, 12);
+    ck_assert_int_eq(QV_AQ_LT_FP8_MIN_M_TOK_CH, 17);
+    /* The scalings without tiers, and rows of no e4m3 W8A8 scaling. */
+    ck_assert_int_eq(qv_aq_lt_fp8_default_min_m(qv_variant_find("w8a8-fp8-tensor"), 57344, 8192), 1);
+    ck_assert_int_eq(qv_aq_lt_fp8_default_min_m(qv_variant_find("w8a8-fp8-block128"), 57344, 8192), 4);
+    ck_assert_int_eq(qv_aq_lt_fp8_default_min_m(qv_variant_find("w8a8-fp8-block128"), 256, 512), 4);
+    ck_assert_int_eq(qv_aq_lt_fp8_default_min_m(qv_variant_find("qqq-w4a8-ch"), 256, 512), 0);
+    ck_assert_int_eq(qv_aq_lt_fp8_default_min_m(tc_row, 0, 512), 0);
     /* The workspace holds cuBLASLt's 32 MiB from the row's threshold on (for
      * block rows only at K % 128 == 0), nothing of it below or with "off"; at
      * these shapes the mma kernel's own split-K region is far smaller. */
     const size_t lt_ws = (size_t)32 << 20;
     for (int r = 0; r < g_nrows; r++) {
         const qv_variant *v = qv_registry_get(g_rows[r]);
-        const int t = qv_aq_lt_fp8_default_min_m(v);
+        const int t = qv_aq_lt_fp8_default_min_m(v, 512, 512);
         const int blk = v->scale_layout == QV_SCALE_BLOCK;
         ck_assert_int_ge(t, 1);
         ck_assert_int_le(t, 32);

@@ -40,30 +40,49 @@ int qv_aq_bench(void);
 long long qv_aq_lt_runs(void);
 
 /* The default smallest M of the W8A8 e4m3 rows' cuBLASLt path, per scaling
- * (QVET_AQ_LT_FP8_MIN_M overrides all three; "off" never takes the path).
- * Llama-3-70B block, H200, 2026-11-29, µs (qvet bench --runs 10):
- *  - per tensor: cuBLASLt 227-235 at M = 1..32, the mma kernel 265-342: M >= 1;
- *  - per token x channel: cuBLASLt's outer vectors 407/395/390 at M = 1/4/16,
- *    the mma kernel 281/295/364; past its 16-row tile the mma kernel runs
- *    64-row tiles (621 at M = 64) and cuBLASLt 365 at M = 32: M >= 17;
- *  - 128x128 blocks: cuBLASLt (VEC128) 236 at M = 4 and 16, the mma kernel
- *    297, 307 and 364 at M = 1, 4 and 16; other M run on M rounded up to 4
- *    (kernels/aq_lt_fp8.cu): M >= 1. */
+ * (QVET_AQ_LT_FP8_MIN_M overrides all of them; "off" never takes the path).
+ * H200, qvet bench, µs per layer:
+ *  - per tensor: cuBLASLt 227-235 at M = 1..32 on the Llama-3-70B block, the
+ *    mma kernel 265-342: M >= 1;
+ *  - per token x channel, by the layer's size N x K (2026-11-30, --runs 15,
+ *    the mma kernel with its one-wave plan / cuBLASLt's outer vectors):
+ *    - N K < 2^26 (Llama-2-7B qkv, o, down): M = 8 qkv 27.1 / 28.4, o 17.2 /
+ *      16.6, down 31.1 / 35.5; M = 12 30.3 / 27.8, 20.1 / 16.8, 36.9 / 32.9:
+ *      M >= 12;
+ *    - larger: the mma kernel at M = 16 Llama-2-7B gate_up 43.3 / 42.8,
+ *      Llama-3-70B qkv 47.2 / 49.2, o 37.5 / 42.0, gate_up 126.9 / 181.2,
+ *      down 77.6 / 112.4; past its 16-row tile the mma kernel runs 64-row
+ *      tiles (621 at M = 64 on the Llama-3-70B block): M >= 17;
+ *  - 128x128 blocks: cuBLASLt (VEC128, M rounded up to 4) 116.3 / 299.3 on the
+ *    Llama-2-7B / Llama-3-70B block at M = 1, the mma kernel 107.0 / 291.6;
+ *    at M = 4 cuBLASLt 89.5 / 262.2, the mma kernel 115.9 / 301.3: M >= 4. */
 #define QV_AQ_LT_FP8_MIN_M_TENSOR 1
+#define QV_AQ_LT_FP8_MIN_M_TOK_CH_SMALL 12
 #define QV_AQ_LT_FP8_MIN_M_TOK_CH 17
-#define QV_AQ_LT_FP8_MIN_M_BLOCK 1
+#define QV_AQ_LT_FP8_MIN_M_BLOCK 4
+
+/* From this M on, the 128x128-block row runs cuBLASLt's BLK128x128 weight
+ * scaling instead of VEC128 over expanded weight scales (same arithmetic);
+ * QVET_AQ_LT_FP8_BLK_MIN_M overrides it ("off": never). H200, 2026-11-30,
+ * cuBLASLt alone, µs, BLK128x128 / VEC128: Llama-3-70B gate_up M = 64 140.5
+ * / 123.9, M = 256 192.2 / 233.8, M = 1024 691.5 / 1014.4; Llama-2-7B o M =
+ * 64 17.1 / 10.7, M = 256 17.5 / 18.0. */
+#define QV_AQ_LT_FP8_BLK_MIN_M 128
 
 struct qv_variant;
 
-/* The default smallest M above for row v (0 when v is not a W8A8 e4m3 row
- * with one of the three scalings). Makes no CUDA call. */
-int qv_aq_lt_fp8_default_min_m(const struct qv_variant *v);
+/* The default smallest M above for row v at an N x K layer (0 when v is not
+ * a W8A8 e4m3 row with one of the three scalings, or N or K < 1). Makes no
+ * CUDA call. */
+int qv_aq_lt_fp8_default_min_m(const struct qv_variant *v, int n, int k);
 
 /* How many launches of the W8A8 e4m3 rows in this process took the cuBLASLt
  * fp8 path (kernels/aq_lt_fp8.cu: cuBLASLt's scaling modes, promoted
- * accumulation) instead of the mma kernel; the GPU suite reads it to prove
- * which path ran. Makes no CUDA call. */
+ * accumulation) instead of the mma kernel, and how many of them ran the
+ * BLK128x128 form of the block row; the GPU suite reads them to prove which
+ * path ran. Make no CUDA call. */
 long long qv_aq_lt_fp8_runs(void);
+long long qv_aq_lt_fp8_blk_runs(void);
 
 #ifdef __cplusplus
 }
