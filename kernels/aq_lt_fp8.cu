@@ -21,8 +21,9 @@
  *                          VEC128_32F for the activations: the block tensor
  *                          holds, per 128-row block of W, its K blocks
  *                          contiguous, padded to a multiple of 4 (index
- *                          nb * roundup(kb, 4) + kb; the H200 gave outputs
- *                          bit-identical to the expanded form with it), which
+ *                          nb * roundup(kb, 4) + kb; on the H200 its
+ *                          outputs equal the expanded form's up to the
+ *                          summation order, tools/probe-blk128.cu), which
  *                          k_aq_lt_fp8_blk_scales writes; cuBLASLt's
  *                          BLK128x128 kernels are 20-30 % faster at M >= 256
  *                          and slower at M <= 64 (bench/RESULTS.md, fifth

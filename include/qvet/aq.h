@@ -64,9 +64,9 @@ long long qv_aq_lt_runs(void);
 /* From this M on, the 128x128-block row runs cuBLASLt's BLK128x128 weight
  * scaling instead of VEC128 over expanded weight scales (same arithmetic);
  * QVET_AQ_LT_FP8_BLK_MIN_M overrides it ("off": never). H200, 2026-11-30,
- * cuBLASLt alone, µs, BLK128x128 / VEC128: Llama-3-70B gate_up M = 64 140.5
- * / 123.9, M = 256 192.2 / 233.8, M = 1024 691.5 / 1014.4; Llama-2-7B o M =
- * 64 17.1 / 10.7, M = 256 17.5 / 18.0. */
+ * cuBLASLt alone (tools/probe-blk128.cu), µs, BLK128x128 / VEC128:
+ * Llama-3-70B gate_up M = 64 143.6 / 128.4, M = 256 198.4 / 238.0, M = 1024
+ * 698.5 / 879.5; Llama-2-7B o M = 64 16.8 / 10.4, M = 256 17.2 / 17.6. */
 #define QV_AQ_LT_FP8_BLK_MIN_M 128
 
 struct qv_variant;
