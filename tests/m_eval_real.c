@@ -17,6 +17,8 @@
 
 #include "qvet/eval.h"
 
+#include "support/suite.h"
+
 static const char *model_path(void)
 {
     const char *p = getenv("QV_EVAL_MODEL");
@@ -157,9 +159,5 @@ int main(void)
     tcase_add_test(tc, test_logits_vs_reference);
     tcase_add_test(tc, test_tokenizer_vs_reference);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf ? 1 : 0;
+    return suite_run(s);
 }

@@ -19,6 +19,8 @@
 
 #include "qvet/formats.h"
 
+#include "support/suite.h"
+
 static uint32_t bits(float f)
 {
     uint32_t u;
@@ -100,9 +102,5 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, division_identity, 0, (int)(sizeof div_cases / sizeof div_cases[0]));
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return suite_run(s);
 }

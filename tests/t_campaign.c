@@ -24,6 +24,7 @@
 #include "qvet/json.h"
 
 #include "support/run.h"
+#include "support/suite.h"
 
 #define SEED 20261129ull /* the date the suite was written; every case prints its index */
 
@@ -605,9 +606,5 @@ int main(void)
 {
     find_qvet();
     printf("t_campaign: seed %llu\n", (unsigned long long)SEED);
-    SRunner *sr = srunner_create(campaign_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return suite_run(campaign_suite());
 }

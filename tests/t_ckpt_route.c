@@ -14,6 +14,8 @@
 #include "qvet/layout.h"
 #include "qvet/variant.h"
 
+#include "support/suite.h"
+
 #define SEED 20261129ull /* the default campaign seed; case i uses (SEED, i) */
 
 /* One int32 word from eight nibbles, nib[0] lowest: the formats' definition. */
@@ -154,9 +156,5 @@ static Suite *route_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(route_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(route_suite());
 }

@@ -5,6 +5,8 @@
 
 #include "qvet/result.h"
 
+#include "support/suite.h"
+
 START_TEST(identical_output_passes_everything)
 {
     double ref[4] = {1, -2, 3, -4};
@@ -65,9 +67,5 @@ int main(void)
     tcase_add_test(tc, swapped_pair_fails_all_but_loose);
     tcase_add_test(tc, nan_never_passes);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return suite_run(s);
 }

@@ -15,6 +15,8 @@
 #include "qvet/formats.h"
 #include "qvet/gguf.h"
 
+#include "support/suite.h"
+
 /* --- a raw image builder, independent of the library's writer -------------- */
 typedef struct raw {
     uint8_t b[1 << 16];
@@ -412,9 +414,5 @@ int main(void)
     tcase_add_test(tc, test_duplicates_and_alignment_key);
     tcase_add_test(tc, test_missing_file);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf ? 1 : 0;
+    return suite_run(s);
 }

@@ -10,6 +10,8 @@
 
 #include "qvet/json.h"
 
+#include "support/suite.h"
+
 static qv_json *parse_ok(const char *text)
 {
     qv_json *j;
@@ -283,9 +285,5 @@ int main(void)
     tcase_add_test(tc, test_writer_strings);
     tcase_add_test(tc, test_writer_numbers);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(s);
 }

@@ -24,6 +24,8 @@
 #include "qvet/formats.h"
 #include "qvet/gguf.h"
 
+#include "support/suite.h"
+
 /* The tiny model: shapes chosen so kv_dim (32) and the K of 64 need padding
  * for 64-wide N tiles and g = 128. */
 enum { DIM = 64, HID = 128, LAYERS = 2, HEADS = 4, KV_HEADS = 2, HD = DIM / HEADS, VOCAB = 96 };
@@ -591,9 +593,5 @@ int main(void)
     tcase_add_loop_test(tc, test_backend_input_reuse, 0, qv_registry_count());
     tcase_add_test(tc, test_cli_refusals);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf ? 1 : 0;
+    return suite_run(s);
 }

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "support/suite.h"
+
 #define N_CLASSES 20 /* the rows of DESIGN.md §6 */
 #define MAX_ROWS 256
 
@@ -167,9 +169,5 @@ static Suite *mutants_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(mutants_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(mutants_suite());
 }

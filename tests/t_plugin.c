@@ -18,6 +18,7 @@
 #include "qvet/plugin.h"
 
 #include "support/run.h"
+#include "support/suite.h"
 
 #define SEED 20261129ull /* the date the suite was written */
 
@@ -188,9 +189,5 @@ int main(void)
     tcase_add_test(t, cli_runs_the_plugin);
     tcase_set_timeout(t, 60);
     suite_add_tcase(s, t);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return suite_run(s);
 }

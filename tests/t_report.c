@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "support/suite.h"
+
 static char qvet_bin[4096];
 static const char *fixture = "tests/data/report_fixture.jsonl";
 
@@ -281,9 +283,5 @@ int main(int argc, char **argv)
     tcase_add_test(tc, deterministic_bytes);
     tcase_add_test(tc, bad_invocations_exit_2);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return suite_run(s);
 }

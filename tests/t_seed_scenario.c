@@ -22,6 +22,8 @@
 #include "qvet/probe.h"
 #include "qvet/reference.h"
 
+#include "support/suite.h"
+
 #define SEED 20261129ull /* the date of the regression; case i uses SEED + i */
 #define M 16             /* one Marlin row tile */
 #define N 256            /* 8 scale_perm_single blocks of 32 channels */
@@ -152,9 +154,5 @@ static Suite *seed_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(seed_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(seed_suite());
 }

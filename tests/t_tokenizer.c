@@ -13,6 +13,8 @@
 #include "qvet/eval.h"
 #include "qvet/gguf.h"
 
+#include "support/suite.h"
+
 typedef struct fixture {
     char **tokens;
     int n_tokens;
@@ -295,9 +297,5 @@ int main(void)
     tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_sha256_vectors);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf ? 1 : 0;
+    return suite_run(s);
 }

@@ -1,7 +1,8 @@
 /* suite.h: running a CPU suite the usual Check way (each test forked, normal
- * output). Included by t_npy and t_safetensors; linked into every test binary
- * from tests/support/. GPU suites use gpu_suite_run (gpu.h), which does not
- * fork. */
+ * output). Included by the CPU suites that need no runner setting of their own
+ * (t_formats and t_status set the fork mode themselves); linked into every
+ * test binary from tests/support/. GPU suites use gpu_suite_run (gpu.h), which
+ * does not fork. */
 #ifndef QVET_TEST_SUITE_H
 #define QVET_TEST_SUITE_H
 
