@@ -296,29 +296,14 @@ int qv_cmd_pack(int argc, char **argv)
     return st == QV_OK ? 0 : fail_exit("pack", st);
 }
 
-/* Loads DIR/name if the file exists; *present tells whether it did. */
-static qv_status load_opt(const char *dir, const char *name, qv_array *a, int *present)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    struct stat stt;
-    *present = stat(path, &stt) == 0;
-    return *present ? qv_npy_load(path, a) : QV_OK;
-}
-
 /* Builds the packed operand and the problem to decode into from the files of
  * DIR, checking every shape and dtype before ref_unpack runs. */
 static qv_status unpack_dir(qv_layout layout, qv_fmt plain_wfmt, const char *dir, const char *out)
 {
-    qv_array b = {0}, s = {0}, s2 = {0}, z = {0}, perm = {0}, gi = {0};
-    int has_b = 0, has_s = 0, has_s2 = 0, has_z = 0, has_perm = 0, has_gi = 0;
-    qv_status st = load_opt(dir, "B.npy", &b, &has_b);
-    if (st == QV_OK && !has_b) st = qv_fail(QV_ERR_IO, "%s/B.npy does not exist", dir);
-    if (st == QV_OK) st = load_opt(dir, "scales.npy", &s, &has_s);
-    if (st == QV_OK) st = load_opt(dir, "scales2.npy", &s2, &has_s2);
-    if (st == QV_OK) st = load_opt(dir, "zeros.npy", &z, &has_z);
-    if (st == QV_OK) st = load_opt(dir, "perm.npy", &perm, &has_perm);
-    if (st == QV_OK) st = load_opt(dir, "g_idx.npy", &gi, &has_gi);
+    qv_pack_dir d;
+    qv_status st = qv_pack_dir_load(dir, &d);
+    const qv_array *b = &d.b, *s = &d.s, *s2 = &d.s2, *z = &d.z, *perm = &d.perm, *gi = &d.g_idx;
+    const int has_s = d.has_s, has_s2 = d.has_s2, has_z = d.has_z, has_perm = d.has_perm, has_gi = d.has_g_idx;
     const char *ln = qv_layout_name(layout);
     char buf[96];
 
@@ -332,42 +317,42 @@ static qv_status unpack_dir(qv_layout layout, qv_fmt plain_wfmt, const char *dir
     int bits = v.wfmt == QV_FMT_U4 || v.wfmt == QV_FMT_I4 ? 4 : v.wfmt == QV_FMT_F16 || v.wfmt == QV_FMT_BF16 ? 16 : 8;
     int per = 32 / bits;
     int64_t k = 0, n = 0;
-    if (st == QV_OK && (b.dtype != QV_DT_I4 || b.ndim != 2))
-        st = qv_fail(QV_ERR_FORMAT, "%s/B.npy is %s; expected a 2-D int32 array", dir, qv_array_describe(&b, buf, sizeof buf));
+    if (st == QV_OK && (b->dtype != QV_DT_I4 || b->ndim != 2))
+        st = qv_fail(QV_ERR_FORMAT, "%s/B.npy is %s; expected a 2-D int32 array", dir, qv_array_describe(b, buf, sizeof buf));
     if (st == QV_OK) {
         if (layout == QV_LAYOUT_PLAIN_NK) {
-            n = b.shape[0];
-            k = b.shape[1] * per;
+            n = b->shape[0];
+            k = b->shape[1] * per;
         } else {
-            k = b.shape[0] * 16;
-            n = b.shape[1] * per / 16;
+            k = b->shape[0] * 16;
+            n = b->shape[1] * per / 16;
         }
         if (k < 1 || n < 1 || (layout != QV_LAYOUT_PLAIN_NK && n % 64))
             st = qv_fail(QV_ERR_SHAPE, "%s/B.npy %s is not a legal %s operand", dir,
-                         qv_array_describe(&b, buf, sizeof buf), ln);
+                         qv_array_describe(b, buf, sizeof buf), ln);
     }
-    qv_packed pk = {.layout = layout, .k = k, .n = n, .b = b.data, .b_rows = b.shape[0], .b_cols = b.shape[1]};
+    qv_packed pk = {.layout = layout, .k = k, .n = n, .b = b->data, .b_rows = b->shape[0], .b_cols = b->shape[1]};
     if (st == QV_OK && layout != QV_LAYOUT_PLAIN_NK && !has_s) st = qv_fail(QV_ERR_IO, "%s/scales.npy does not exist", dir);
     if (st == QV_OK && has_s) {
-        if (s.dtype == QV_DT_F2) v.sfmt = QV_FMT_F16;
-        else if (s.dtype == QV_DT_U2) v.sfmt = QV_FMT_BF16, v.afmt = QV_FMT_BF16;
-        else if (s.dtype == QV_DT_F4) v.sfmt = QV_FMT_F32;
+        if (s->dtype == QV_DT_F2) v.sfmt = QV_FMT_F16;
+        else if (s->dtype == QV_DT_U2) v.sfmt = QV_FMT_BF16, v.afmt = QV_FMT_BF16;
+        else if (s->dtype == QV_DT_F4) v.sfmt = QV_FMT_F32;
         else st = qv_fail(QV_ERR_DTYPE, "%s/scales.npy must be float16, bf16 (<u2) or float32, not %s", dir,
-                          qv_dtype_name(s.dtype));
+                          qv_dtype_name(s->dtype));
     }
     if (st == QV_OK && has_s) {
-        int64_t rows = s.ndim == 2 ? s.shape[0] : 0, cols = s.ndim == 2 ? s.shape[1] : 0;
+        int64_t rows = s->ndim == 2 ? s->shape[0] : 0, cols = s->ndim == 2 ? s->shape[1] : 0;
         int tensor = rows == 1 && cols == 1 && n != 1;
         if (!tensor && (cols != n || rows < 1 || k % rows))
             st = qv_fail(QV_ERR_SHAPE, "%s/scales.npy is %s; expected (K/g, %lld) with K=%lld", dir,
-                         qv_array_describe(&s, buf, sizeof buf), (long long)n, (long long)k);
+                         qv_array_describe(s, buf, sizeof buf), (long long)n, (long long)k);
         v.scale_layout = tensor ? QV_SCALE_TENSOR : rows > 1 || has_s2 || has_z || has_perm ? QV_SCALE_GROUP
                                                                                              : QV_SCALE_CHANNEL;
         v.g = v.scale_layout == QV_SCALE_GROUP && rows > 0 ? (int)(k / rows) : 0;
-        pk.scales = s.data;
+        pk.scales = s->data;
         pk.s_rows = rows;
         pk.s_cols = cols;
-        pk.s_elem = qv_dtype_size(s.dtype);
+        pk.s_elem = qv_dtype_size(s->dtype);
         pk.g = v.g;
         pk.s_order = qv_layout_scale_order(layout, v.scale_layout, rows);
         pk.s_pow2 = qv_layout_scale_pow2(layout, v.afmt);
@@ -375,11 +360,11 @@ static qv_status unpack_dir(qv_layout layout, qv_fmt plain_wfmt, const char *dir
     if (st == QV_OK && has_s2) {
         if (layout != QV_LAYOUT_QQQ_W4_GROUP)
             st = qv_fail(QV_ERR_UNSUPPORTED, "%s has no scales2.npy", ln);
-        else if (s2.dtype != QV_DT_F4 || s2.ndim != 2 || s2.shape[0] != 1 || s2.shape[1] != n)
+        else if (s2->dtype != QV_DT_F4 || s2->ndim != 2 || s2->shape[0] != 1 || s2->shape[1] != n)
             st = qv_fail(QV_ERR_SHAPE, "%s/scales2.npy is %s; expected (1, %lld) float32", dir,
-                         qv_array_describe(&s2, buf, sizeof buf), (long long)n);
+                         qv_array_describe(s2, buf, sizeof buf), (long long)n);
         v.scale_layout = QV_SCALE_GROUP_CHANNEL;
-        pk.scales2 = s2.data;
+        pk.scales2 = s2->data;
         pk.s2_cols = n;
     } else if (st == QV_OK && layout == QV_LAYOUT_QQQ_W4_GROUP) {
         st = qv_fail(QV_ERR_IO, "%s/scales2.npy does not exist (qqq-w4-group has channel scales)", dir);
@@ -387,26 +372,26 @@ static qv_status unpack_dir(qv_layout layout, qv_fmt plain_wfmt, const char *dir
     if (st == QV_OK && has_z) {
         if (layout != QV_LAYOUT_MARLIN_W4_ZP)
             st = qv_fail(QV_ERR_UNSUPPORTED, "%s has no zeros.npy", ln);
-        else if (z.dtype != QV_DT_I4 || z.ndim != 2 || z.shape[0] != k / v.g || z.shape[1] * 8 != n)
+        else if (z->dtype != QV_DT_I4 || z->ndim != 2 || z->shape[0] != k / v.g || z->shape[1] * 8 != n)
             st = qv_fail(QV_ERR_SHAPE, "%s/zeros.npy is %s; expected (%lld, %lld) int32", dir,
-                         qv_array_describe(&z, buf, sizeof buf), (long long)(k / v.g), (long long)(n / 8));
+                         qv_array_describe(z, buf, sizeof buf), (long long)(k / v.g), (long long)(n / 8));
         v.zero_point = 1;
-        pk.zeros = z.data;
+        pk.zeros = z->data;
         pk.z_rows = k / v.g;
         pk.z_cols = n / 8;
-        pk.z_bytes = (int64_t)z.nbytes;
+        pk.z_bytes = (int64_t)z->nbytes;
     } else if (st == QV_OK && layout == QV_LAYOUT_MARLIN_W4_ZP) {
         st = qv_fail(QV_ERR_IO, "%s/zeros.npy does not exist (marlin-w4-zp has zero points)", dir);
     }
     if (st == QV_OK && (has_perm || has_gi)) {
         if (!has_perm || !has_gi || v.g < 1)
             st = qv_fail(QV_ERR_FORMAT, "act_order needs perm.npy, g_idx.npy and grouped scales together");
-        else if (perm.dtype != QV_DT_I4 || perm.ndim != 1 || perm.shape[0] != k || gi.dtype != QV_DT_I4 ||
-                 gi.ndim != 1 || gi.shape[0] != k)
+        else if (perm->dtype != QV_DT_I4 || perm->ndim != 1 || perm->shape[0] != k || gi->dtype != QV_DT_I4 ||
+                 gi->ndim != 1 || gi->shape[0] != k)
             st = qv_fail(QV_ERR_SHAPE, "perm.npy and g_idx.npy must be int32 (%lld)", (long long)k);
         v.act_order = 1;
-        pk.perm = perm.data;
-        pk.g_idx = gi.data;
+        pk.perm = perm->data;
+        pk.g_idx = gi->data;
     }
 
     qv_problem p = {.v = &v, .m = 1, .n = n, .k = k, .g = v.g};
@@ -416,7 +401,7 @@ static qv_status unpack_dir(qv_layout layout, qv_fmt plain_wfmt, const char *dir
                                                                : QV_DT_I1;
     if (st == QV_OK) {
         p.q = calloc((size_t)(k * n), qv_dtype_size(qdt));
-        p.scales = has_s ? calloc(1, s.nbytes) : NULL;
+        p.scales = has_s ? calloc(1, s->nbytes) : NULL;
         p.scales2 = has_s2 ? calloc((size_t)n, sizeof(float)) : NULL;
         p.zeros = has_z ? calloc((size_t)(k / v.g * n), 1) : NULL;
         p.g_idx = has_gi ? calloc((size_t)k, sizeof(int32_t)) : NULL;
@@ -430,7 +415,7 @@ static qv_status unpack_dir(qv_layout layout, qv_fmt plain_wfmt, const char *dir
                 st = qv_fail(QV_ERR_RANGE, "g_idx.npy entry %lld is outside [0, %lld)", (long long)i, (long long)(k / v.g));
     if (st == QV_OK) st = make_dir(out);
     if (st == QV_OK) st = save(out, "q.npy", qdt, 2, k, n, p.q);
-    if (st == QV_OK && p.scales) st = save(out, "scales.npy", s.dtype, 2, s.shape[0], s.shape[1], p.scales);
+    if (st == QV_OK && p.scales) st = save(out, "scales.npy", s->dtype, 2, s->shape[0], s->shape[1], p.scales);
     if (st == QV_OK && p.scales2) st = save(out, "scales2.npy", QV_DT_F4, 2, 1, n, p.scales2);
     if (st == QV_OK && p.zeros) st = save(out, "zeros.npy", QV_DT_U1, 2, k / v.g, n, p.zeros);
     if (st == QV_OK && p.g_idx) st = save(out, "g_idx.npy", QV_DT_I4, 1, k, 0, p.g_idx);
@@ -439,12 +424,7 @@ static qv_status unpack_dir(qv_layout layout, qv_fmt plain_wfmt, const char *dir
     free(p.scales2);
     free(p.zeros);
     free(p.g_idx);
-    qv_array_destroy(&b);
-    qv_array_destroy(&s);
-    qv_array_destroy(&s2);
-    qv_array_destroy(&z);
-    qv_array_destroy(&perm);
-    qv_array_destroy(&gi);
+    qv_pack_dir_destroy(&d);
     return st;
 }
 

@@ -140,82 +140,61 @@ static qv_status load_g_idx(const char *path, qv_problem *p)
     return st;
 }
 
-/* Loads DIR/name when it exists; *present says whether it did. */
-static qv_status load_opt(const char *dir, const char *name, qv_array *a, int *present)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    *present = f != NULL;
-    if (f) fclose(f);
-    return *present ? qv_npy_load(path, a) : QV_OK;
-}
-
 /* Weights from a `qvet pack` folder, through the reference's own decoder. */
 static qv_status load_packed(const char *dir, qv_problem *p)
 {
     const qv_variant *v = p->v;
-    qv_array b = {0}, s = {0}, s2 = {0}, z = {0}, perm = {0}, gi = {0};
-    int hb = 0, hs = 0, hs2 = 0, hz = 0, hp = 0, hg = 0;
+    qv_pack_dir d;
     char buf[96];
-    qv_status st = load_opt(dir, "B.npy", &b, &hb);
-    if (st == QV_OK && !hb) st = qv_fail(QV_ERR_IO, "%s/B.npy does not exist", dir);
-    if (st == QV_OK) st = load_opt(dir, "scales.npy", &s, &hs);
-    if (st == QV_OK) st = load_opt(dir, "scales2.npy", &s2, &hs2);
-    if (st == QV_OK) st = load_opt(dir, "zeros.npy", &z, &hz);
-    if (st == QV_OK) st = load_opt(dir, "perm.npy", &perm, &hp);
-    if (st == QV_OK) st = load_opt(dir, "g_idx.npy", &gi, &hg);
-    if (st == QV_OK && (b.dtype != QV_DT_I4 || b.ndim != 2))
-        st = qv_fail(QV_ERR_FORMAT, "%s/B.npy is %s; expected a 2-D int32 array", dir, qv_array_describe(&b, buf, sizeof buf));
+    qv_status st = qv_pack_dir_load(dir, &d);
+    const qv_array *b = &d.b, *s = &d.s, *s2 = &d.s2, *z = &d.z, *perm = &d.perm, *gi = &d.g_idx;
+    const int hs = d.has_s, hs2 = d.has_s2, hz = d.has_z, hp = d.has_perm, hg = d.has_g_idx;
+    if (st == QV_OK && (b->dtype != QV_DT_I4 || b->ndim != 2))
+        st = qv_fail(QV_ERR_FORMAT, "%s/B.npy is %s; expected a 2-D int32 array", dir, qv_array_describe(b, buf, sizeof buf));
     int64_t srows = qv_problem_scale_rows(p), scols = qv_problem_scale_cols(p);
     if (st == QV_OK && srows > 0) {
         if (!hs) st = qv_fail(QV_ERR_IO, "%s/scales.npy does not exist", dir);
-        else if (!dtype_fits(v->scale_layout == QV_SCALE_BLOCK ? QV_FMT_F32 : v->sfmt, s.dtype))
-            st = qv_fail(QV_ERR_DTYPE, "%s/scales.npy is %s; %s has %s scales", dir, qv_dtype_name(s.dtype), v->name,
+        else if (!dtype_fits(v->scale_layout == QV_SCALE_BLOCK ? QV_FMT_F32 : v->sfmt, s->dtype))
+            st = qv_fail(QV_ERR_DTYPE, "%s/scales.npy is %s; %s has %s scales", dir, qv_dtype_name(s->dtype), v->name,
                          qv_fmt_get(v->sfmt)->name);
         else
-            st = check_shape("scales", dir, &s, srows, scols);
+            st = check_shape("scales", dir, s, srows, scols);
     }
     if (st == QV_OK && p->scales2) {
         if (!hs2) st = qv_fail(QV_ERR_IO, "%s/scales2.npy does not exist (%s has channel scales)", dir, v->name);
-        else if (s2.dtype != QV_DT_F4) st = qv_fail(QV_ERR_DTYPE, "%s/scales2.npy must be float32", dir);
-        else st = check_shape("scales2", dir, &s2, 1, p->n);
+        else if (s2->dtype != QV_DT_F4) st = qv_fail(QV_ERR_DTYPE, "%s/scales2.npy must be float32", dir);
+        else st = check_shape("scales2", dir, s2, 1, p->n);
     }
     if (st == QV_OK && p->zeros) {
         if (!hz) st = qv_fail(QV_ERR_IO, "%s/zeros.npy does not exist (%s has zero points)", dir, v->name);
-        else if (z.dtype != QV_DT_I4 || z.count * 8 != p->k / p->g * p->n)
+        else if (z->dtype != QV_DT_I4 || z->count * 8 != p->k / p->g * p->n)
             st = qv_fail(QV_ERR_SHAPE, "%s/zeros.npy is %s; expected (%lld, %lld) int32", dir,
-                         qv_array_describe(&z, buf, sizeof buf), (long long)(p->k / p->g), (long long)(p->n / 8));
+                         qv_array_describe(z, buf, sizeof buf), (long long)(p->k / p->g), (long long)(p->n / 8));
     }
     if (st == QV_OK && p->g_idx) {
         if (!hp || !hg) st = qv_fail(QV_ERR_IO, "%s needs perm.npy and g_idx.npy (act_order)", dir);
-        else if (perm.dtype != QV_DT_I4 || perm.count != p->k || gi.dtype != QV_DT_I4 || gi.count != p->k)
+        else if (perm->dtype != QV_DT_I4 || perm->count != p->k || gi->dtype != QV_DT_I4 || gi->count != p->k)
             st = qv_fail(QV_ERR_SHAPE, "%s: perm.npy and g_idx.npy must be int32 (%lld)", dir, (long long)p->k);
     }
     if (st == QV_OK) {
         int tensor = v->scale_layout == QV_SCALE_TENSOR;
         qv_packed pk = {
             .layout = v->layout, .k = p->k, .n = p->n, .g = v->g,
-            .b = b.data, .b_rows = b.shape[0], .b_cols = b.shape[1],
-            .scales = hs ? s.data : NULL, .s_rows = srows, .s_cols = scols,
-            .s_elem = hs ? qv_dtype_size(s.dtype) : 0,
+            .b = b->data, .b_rows = b->shape[0], .b_cols = b->shape[1],
+            .scales = hs ? s->data : NULL, .s_rows = srows, .s_cols = scols,
+            .s_elem = hs ? qv_dtype_size(s->dtype) : 0,
             .s_order = tensor || v->layout == QV_LAYOUT_PLAIN_NK ? QV_SORDER_PLAIN
                        : (v->layout == QV_LAYOUT_QQQ_W4_GROUP || srows > 1) ? QV_SORDER_GROUP64
                                                                              : QV_SORDER_CHANNEL32,
             .s_pow2 = v->layout == QV_LAYOUT_MARLIN_FP8 ? (v->afmt == QV_FMT_BF16 ? 120 : 8) : 0,
-            .scales2 = p->scales2 ? s2.data : NULL, .s2_cols = p->scales2 ? p->n : 0,
-            .zeros = p->zeros ? z.data : NULL, .z_bytes = p->zeros ? (int64_t)z.nbytes : 0,
+            .scales2 = p->scales2 ? s2->data : NULL, .s2_cols = p->scales2 ? p->n : 0,
+            .zeros = p->zeros ? z->data : NULL, .z_bytes = p->zeros ? (int64_t)z->nbytes : 0,
             .z_rows = p->zeros ? p->k / p->g : 0, .z_cols = p->zeros ? p->n / 8 : 0,
-            .perm = p->g_idx ? perm.data : NULL, .g_idx = p->g_idx ? gi.data : NULL,
+            .perm = p->g_idx ? perm->data : NULL, .g_idx = p->g_idx ? gi->data : NULL,
         };
         st = ref_unpack(&pk, p);
     }
-    qv_array_destroy(&b);
-    qv_array_destroy(&s);
-    qv_array_destroy(&s2);
-    qv_array_destroy(&z);
-    qv_array_destroy(&perm);
-    qv_array_destroy(&gi);
+    qv_pack_dir_destroy(&d);
     return st;
 }
 

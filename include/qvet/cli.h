@@ -6,6 +6,9 @@
 #ifndef QVET_CLI_H
 #define QVET_CLI_H
 
+#include "qvet/array.h"
+#include "qvet/status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -25,6 +28,21 @@ int qv_cmd_bench(int argc, char **argv);   /* bench/cmd_bench.c */
  * clear message naming the option; return 0 on success, -1 on error. */
 int qv_opt_long(const char *opt, const char *val, long long lo, long long hi, long long *out);
 int qv_opt_double(const char *opt, const char *val, double *out);
+
+/* The arrays of a `qvet pack` folder, as `qvet unpack` and `qvet verify
+ * --packed` read them: B.npy always, scales.npy, scales2.npy, zeros.npy,
+ * perm.npy and g_idx.npy when present (has_*). Their dtypes and shapes are
+ * the caller's to check, against what its layout or variant needs. */
+typedef struct qv_pack_dir {
+    qv_array b, s, s2, z, perm, g_idx;
+    int has_s, has_s2, has_z, has_perm, has_g_idx;
+} qv_pack_dir;
+
+/* Loads the arrays of folder `dir` into *d (zeroed first). A missing B.npy,
+ * or any present file that is not a readable .npy, is a status naming the
+ * file; on any failure nothing stays allocated. */
+qv_status qv_pack_dir_load(const char *dir, qv_pack_dir *d);
+void qv_pack_dir_destroy(qv_pack_dir *d);
 
 #ifdef __cplusplus
 }
