@@ -133,10 +133,11 @@ START_TEST(paths_verified)
             set_min_m("1");
             const long long blk_before = qv_aq_lt_fp8_blk_runs();
             const int ran = run_twice(&p, o_lt, label, "cuBLASLt");
-            /* The default form of the block row: BLK128x128 from QV_AQ_LT_FP8_BLK_MIN_M on. */
+            /* The block row's default form: BLK128x128 only from QV_AQ_LT_FP8_BLK_MIN_M
+             * on, both launches (VEC128 where cuBLASLt declines BLK128x128). */
             const long long blk_ran = qv_aq_lt_fp8_blk_runs() - blk_before;
             if (ran && blk) {
-                ck_assert_msg(blk_ran == (m >= QV_AQ_LT_FP8_BLK_MIN_M ? 2 : 0) || (blk_ran == 0 && m >= QV_AQ_LT_FP8_BLK_MIN_M),
+                ck_assert_msg(blk_ran == 0 || (blk_ran == 2 && m >= QV_AQ_LT_FP8_BLK_MIN_M),
                               "%s: %lld BLK128x128 launches at the default", label, blk_ran);
                 if (blk_ran) blk_default++; else vec_default++;
             }
@@ -152,7 +153,8 @@ START_TEST(paths_verified)
                 ck_assert_msg(b == 0 || b == 2, "%s: %lld of 2 launches ran BLK128x128", label, b);
                 if (must_take(v, n, k)) ck_assert_msg(ran_b == 2, "%s: cuBLASLt declined the block form", label);
                 if (b) blk_taken++;
-                failed += !gpu_verdict(&p, probe, o_blk, label, b ? "cuBLASLt BLK128x128" : ran_b ? "cuBLASLt VEC128" : "mma (declined)");
+                failed += !gpu_verdict(&p, probe, o_blk, label,
+                                       b ? "cuBLASLt BLK128x128" : ran_b ? "cuBLASLt VEC128" : "mma (declined)");
                 free(o_blk);
             }
             set_min_m(NULL);
