@@ -89,9 +89,15 @@ constexpr int kMaxTilesPerSplit = 256;
  * per k16 row of the block's columns. 4 x 16 KiB in flight per block and two
  * blocks per SM is 128 KiB per SM, several times the bandwidth x latency
  * product of one SM's share of HBM (about 16 B/cycle x 1500 cycles). */
-constexpr int kStages = 4;
-constexpr int kStageBytes = 16384;
-static_assert(kStages <= 4, "the 128-byte shared-memory header holds the ring's barriers (small_smem)");
+#ifndef QV_WO_SMALL_STAGES /* measurements: -DQV_WO_SMALL_STAGES=<s> -DQV_WO_SMALL_STAGE_KIB=<k> */
+#define QV_WO_SMALL_STAGES 4
+#endif
+#ifndef QV_WO_SMALL_STAGE_KIB
+#define QV_WO_SMALL_STAGE_KIB 16
+#endif
+constexpr int kStages = QV_WO_SMALL_STAGES;
+constexpr int kStageBytes = QV_WO_SMALL_STAGE_KIB * 1024;
+static_assert(kStages * 8 <= 128, "the 128-byte shared-memory header holds the ring's barriers (small_smem)");
 /* Shared-memory budget of one block: two blocks per SM fit the H200's 227 KiB
  * (each block also takes 1 KiB of system shared memory). */
 constexpr size_t kSmemBudget = 112 * 1024;
@@ -132,7 +138,29 @@ struct small_params {
     int groups_max;          /* group rows of scales (and zero points) staged per block */
     float unbias_f32;        /* fp8: 2^-s_pow2, undoes the exponent bias folded into the scales; else 1 */
     uint32_t unbias_h2;      /* the same power of two as a half2 of the activation format */
+#ifdef QV_WO_SMALL_TIMELINE
+    unsigned long long *trace; /* kTracePoints global-timer stamps per block */
+#endif
 };
+
+/* A build with -DQV_WO_SMALL_TIMELINE (measurements only: the stamps cost
+ * registers the default build keeps for the K loop) has every block stamp the
+ * global timer at its start, at its first stage of weights, at the end of its
+ * K loop and at its exit; QVET_WO_SMALL_TRACE=2 prints each launch's time
+ * line (print_timeline). */
+enum { TR_START = 0, TR_FIRST, TR_LOOP, TR_END, kTracePoints };
+#ifdef QV_WO_SMALL_TIMELINE
+#define QV_WO_STAMP(point)                                                                        \
+    do {                                                                                          \
+        if (threadIdx.x == 0) {                                                                   \
+            unsigned long long t_;                                                                \
+            asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t_));                              \
+            p.trace[((int64_t)blockIdx.y * gridDim.x + blockIdx.x) * kTracePoints + (point)] = t_; \
+        }                                                                                         \
+    } while (0)
+#else
+#define QV_WO_STAMP(point) ((void)0)
+#endif
 
 /* Shared-memory byte layout of one block, the same on host and device: the
  * ring's kStages mbarriers in a 128-byte header; the
@@ -339,6 +367,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     constexpr int kRowBytes = (BN / 64) * T::chunk_vecs * 16;
     constexpr int kRps = kStageBytes / kRowBytes; /* k16 rows per ring stage (small_smem) */
     const small_smem L(p.m, p.tiles_per_split, p.groups_max, grouped, kZp, BN, kRowBytes);
+    QV_WO_STAMP(TR_START);
 
     /* 1. The weight ring. Stage s (k16 rows s*R .. s*R + R - 1 of the slice)
      * goes to slot s % kStages: one bulk copy per k16 row of the chunks below N
@@ -369,9 +398,11 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                       b_blk + (int64_t)(st * rps + r) * row_vecs, row_copy, bar_full + 8 * slot, pol);
     };
 
-    /* 2. Stage the slice's A rows, group scales and zero points. A plain A is
-     * requested before the weight stream: issued behind the first kStages
-     * stages of every block it would wait for them in the memory queues. */
+    /* 2. Stage the slice's A rows, group scales and zero points. A plain A
+     * and the scales are requested before the weight stream: issued behind
+     * the first kStages stages of every block they would wait for them in the
+     * memory queues (group scales issued after them cost Llama-3-70B
+     * w4a16-g128 about 2 µs per layer at M = 1, H200 2026-11-30). */
     const int a_chunks_row = nt * 2; /* 16-byte pieces of one A row in the slice */
     if (p.perm == NULL)
         for (int c = tid; c < p.m * a_chunks_row; c += kThreads) {
@@ -379,26 +410,6 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
             qv_cp_async16(smem + L.a_off + row * L.a_stride + ch * 16,
                           p.a + (int64_t)row * p.k + (int64_t)kt_begin * 16 + ch * 8, true);
         }
-    if (tid == 0) {
-        for (int i = 0; i < kStages; i++) {
-            mbar_init(bar_full + 8 * i, 1);
-        }
-        mbar_fence_init();
-        for (int st = 0; st < min(kStages, n_stages); st++) issue_stage(st);
-    }
-    if (p.perm != NULL) {
-        /* act_order: sorted column i of A is logical column perm[i]. */
-        uint16_t *as = reinterpret_cast<uint16_t *>(smem + L.a_off);
-        for (int e = tid; e < p.m * nt * 16; e += kThreads) {
-            const int row = e / (nt * 16), col = e % (nt * 16);
-#ifdef QV_MUTANT_gpu_wo_small_act_order_unpermuted
-            /* Mutant (class 13): A's columns not permuted to the sorted-row order. */
-            as[row * (L.a_stride / 2) + col] = p.a[(int64_t)row * p.k + kt_begin * 16 + col];
-#else
-            as[row * (L.a_stride / 2) + col] = p.a[(int64_t)row * p.k + p.perm[kt_begin * 16 + col]];
-#endif
-        }
-    }
     const int grp_begin = kt_begin >> p.g_shift;
     if (grouped) {
         const int n_grp = ((kt_end - 1) >> p.g_shift) - grp_begin + 1;
@@ -419,6 +430,24 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                     qv_cp_async16(smem + L.z_off + r * (BN / 8) * 4 + ch * 16,
                                   p.zeros + (int64_t)(grp_begin + r) * (p.n / 8) + n0 / 8 + ch * 4, true);
             }
+        }
+    }
+    if (tid == 0) {
+        for (int i = 0; i < kStages; i++) mbar_init(bar_full + 8 * i, 1);
+        mbar_fence_init();
+        for (int st = 0; st < min(kStages, n_stages); st++) issue_stage(st);
+    }
+    if (p.perm != NULL) {
+        /* act_order: sorted column i of A is logical column perm[i]. */
+        uint16_t *as = reinterpret_cast<uint16_t *>(smem + L.a_off);
+        for (int e = tid; e < p.m * nt * 16; e += kThreads) {
+            const int row = e / (nt * 16), col = e % (nt * 16);
+#ifdef QV_MUTANT_gpu_wo_small_act_order_unpermuted
+            /* Mutant (class 13): A's columns not permuted to the sorted-row order. */
+            as[row * (L.a_stride / 2) + col] = p.a[(int64_t)row * p.k + kt_begin * 16 + col];
+#else
+            as[row * (L.a_stride / 2) + col] = p.a[(int64_t)row * p.k + p.perm[kt_begin * 16 + col]];
+#endif
         }
     }
     if (tid == 0) *reinterpret_cast<uint4 *>(smem + L.zero_off) = make_uint4(0, 0, 0, 0);
@@ -596,6 +625,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
         for (int st = 0; st < n_stages; st++) {
             const int slot = st % kStages;
             mbar_wait(bar_full + 8 * slot, (st / kStages) & 1);
+            if (st == 0) QV_WO_STAMP(TR_FIRST);
             if (active) {
                 const int rows = min(rps, nt - st * rps);
                 const unsigned char *stage = my_words + slot * L.stage_bytes;
@@ -636,6 +666,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
             }
         }
     }
+    QV_WO_STAMP(TR_LOOP);
 
     /* 4. Split-K. Each slice's partial tile goes to its block's shared memory
      * (over A, which the K loop no longer reads). The p.cluster = C
@@ -752,43 +783,52 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
             if (s_is_last) {
                 __threadfence();
                 /* The clusters' sums 0..Q-1 of part r in that order, each thread
-                 * 2 x 4 outputs with the loads of 8 clusters in flight before
-                 * their adds (16-byte loads). */
-                constexpr int kU = 2, kZ = 8;
-                for (int e0 = e_begin + tid; e0 < e_end; e0 += kThreads * kU) {
-                    float4 sum[kU];
-                    int64_t off[kU];
-                    bool on[kU];
+                 * kU x 4 outputs with the loads of kZ clusters in flight before
+                 * their adds (16-byte loads): 1 x 16 when the part has no more
+                 * 4-output pieces than the block has threads (small M, where
+                 * the plan's Q reaches 16-33), else 2 x 8. */
+                auto sum_parts = [&](auto u_tag, auto z_tag) {
+                    constexpr int kU = decltype(u_tag)::value, kZ = decltype(z_tag)::value;
+                    for (int e0 = e_begin + tid; e0 < e_end; e0 += kThreads * kU) {
+                        float4 sum[kU];
+                        int64_t off[kU];
+                        bool on[kU];
 #pragma unroll
-                    for (int u = 0; u < kU; u++) {
-                        const int e = e0 + u * kThreads;
-                        on[u] = e < e_end;
-                        off[u] = on[u] ? out_off(e) : 0;
-                        sum[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                    }
-                    for (int z0 = 0; z0 < Q; z0 += kZ) {
-                        float4 v[kU][kZ];
+                        for (int u = 0; u < kU; u++) {
+                            const int e = e0 + u * kThreads;
+                            on[u] = e < e_end;
+                            off[u] = on[u] ? out_off(e) : 0;
+                            sum[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                        }
+                        for (int z0 = 0; z0 < Q; z0 += kZ) {
+                            float4 v[kU][kZ];
+#pragma unroll
+                            for (int u = 0; u < kU; u++)
+#pragma unroll
+                                for (int z = 0; z < kZ; z++)
+                                    if (on[u] && z0 + z < Q)
+                                        v[u][z] = __ldcg(
+                                            reinterpret_cast<const float4 *>(p.partial + (z0 + z) * slice + off[u]));
+#pragma unroll
+                            for (int u = 0; u < kU; u++)
+#pragma unroll
+                                for (int z = 0; z < kZ; z++)
+                                    if (on[u] && z0 + z < Q) sum[u] = z0 + z == 0 ? v[u][z] : add4(sum[u], v[u][z]);
+                        }
 #pragma unroll
                         for (int u = 0; u < kU; u++)
-#pragma unroll
-                            for (int z = 0; z < kZ; z++)
-                                if (on[u] && z0 + z < Q)
-                                    v[u][z] =
-                                        __ldcg(reinterpret_cast<const float4 *>(p.partial + (z0 + z) * slice + off[u]));
-#pragma unroll
-                        for (int u = 0; u < kU; u++)
-#pragma unroll
-                            for (int z = 0; z < kZ; z++)
-                                if (on[u] && z0 + z < Q) sum[u] = z0 + z == 0 ? v[u][z] : add4(sum[u], v[u][z]);
+                            if (on[u]) finish(off[u], sum[u]);
                     }
-#pragma unroll
-                    for (int u = 0; u < kU; u++)
-                        if (on[u]) finish(off[u], sum[u]);
-                }
+                };
+                if (e_end - e_begin <= kThreads)
+                    sum_parts(std::integral_constant<int, 1>{}, std::integral_constant<int, 16>{});
+                else
+                    sum_parts(std::integral_constant<int, 2>{}, std::integral_constant<int, 8>{});
             }
         }
         /* The peers have read this block's tile before it exits. */
         if (C > 1) cluster_wait();
+        QV_WO_STAMP(TR_END);
         return;
     }
 
@@ -809,6 +849,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                 out[(int64_t)row * p.n + col] = (uint16_t)(qv_h2<IS_BF16>::pack(y, 0.0f) & 0xFFFFu);
             }
     }
+    QV_WO_STAMP(TR_END);
 }
 
 /* ---- host side ---- */
@@ -976,6 +1017,11 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
     pl.cluster = best_c;
     pl.groups_max = groups_for(v, best_tps);
     pl.smem = small_smem(m, best_tps, pl.groups_max, grouped, v->zero_point, bn, row_bytes).bytes;
+    /* The split-K tile after the K loop (m x bn fp32) is not shortened by the
+     * slice length: a ring built with a larger QV_WO_SMALL_STAGES x
+     * QV_WO_SMALL_STAGE_KIB can leave no room for it at M = 16. */
+    QV_ASSERT((size_t)pl.smem <= kSmemBudget,
+              "small-M plan over its shared-memory budget (QV_WO_SMALL_STAGES x QV_WO_SMALL_STAGE_KIB too large)");
     /* Counters (with more than one cluster per column tile): one per (block,
      * part), n_blocks x cluster <= n / 64 rounded up to a multiple of bn / 64,
      * within the 64-int multiple that qv_wonly_counters_bytes reserves
@@ -990,9 +1036,46 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
     return pl;
 }
 
-template <int WT, bool BF, bool SWAP, int CPW>
-qv_status launch_kernel(const small_params &p, dim3 grid, int smem, cudaStream_t stream)
+#ifdef QV_WO_SMALL_TIMELINE
+int cmp_u64(const void *a, const void *b)
 {
+    const unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+    return (x > y) - (x < y);
+}
+
+/* One launch's time line from its blocks' stamps (TR_*), on stderr: the span
+ * from the first block's start to the last block's exit, then the median and
+ * the largest of each block's start (after the first block's), wait for its
+ * first stage, K loop after it, and split-K sum with epilogue, in µs. */
+void print_timeline(const small_params &p, const unsigned long long *t, int blocks)
+{
+    unsigned long long t0 = t[TR_START], t1 = t[TR_END];
+    for (int b = 0; b < blocks; b++) {
+        if (t[b * kTracePoints + TR_START] < t0) t0 = t[b * kTracePoints + TR_START];
+        if (t[b * kTracePoints + TR_END] > t1) t1 = t[b * kTracePoints + TR_END];
+    }
+    unsigned long long *d = (unsigned long long *)malloc(sizeof *d * (size_t)blocks);
+    if (!d) return;
+    fprintf(stderr, "wonly_small timeline: m=%d n=%d k=%d blocks=%d span=%.2f", p.m, p.n, p.k, blocks,
+            (double)(t1 - t0) * 1e-3);
+    static const char *const name[kTracePoints] = {"start", "first", "loop", "sum"};
+    for (int ph = 0; ph < kTracePoints; ph++) {
+        for (int b = 0; b < blocks; b++) {
+            const unsigned long long *tb = t + b * kTracePoints;
+            d[b] = ph == TR_START ? tb[TR_START] - t0 : tb[ph] - tb[ph - 1];
+        }
+        qsort(d, (size_t)blocks, sizeof *d, cmp_u64);
+        fprintf(stderr, " %s=%.2f/%.2f", name[ph], (double)d[blocks / 2] * 1e-3, (double)d[blocks - 1] * 1e-3);
+    }
+    fprintf(stderr, "\n");
+    free(d);
+}
+#endif
+
+template <int WT, bool BF, bool SWAP, int CPW>
+qv_status launch_kernel(const small_params &p_in, dim3 grid, int smem, cudaStream_t stream)
+{
+    small_params p = p_in;
     static bool attr_set = false;
     if (!attr_set) {
         QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_small<WT, BF, SWAP, CPW>,
@@ -1025,7 +1108,7 @@ qv_status launch_kernel(const small_params &p, dim3 grid, int smem, cudaStream_t
     /* QVET_WO_SMALL_TRACE=1 (measurements): the plan of each launch and how
      * many of its clusters the device runs at once, on stderr. */
     const char *trace = getenv("QVET_WO_SMALL_TRACE");
-    if (trace && *trace == '1') {
+    if (trace && (*trace == '1' || *trace == '2')) {
         int active = 0;
         if (p.cluster > 1)
             QV_CUDA_TRY(cudaOccupancyMaxActiveClusters(&active, k_gemm_wonly_small<WT, BF, SWAP, CPW>, &cfg),
@@ -1036,9 +1119,29 @@ qv_status launch_kernel(const small_params &p, dim3 grid, int smem, cudaStream_t
                 p.m, p.n, p.k, SWAP ? "swap" : "m16", CPW, grid.x, grid.y, p.tiles_per_split, p.cluster, smem,
                 active, active * p.cluster);
     }
+#ifdef QV_WO_SMALL_TIMELINE
+    const int blocks = (int)(grid.x * grid.y);
+    const size_t trace_bytes = sizeof(unsigned long long) * kTracePoints * (size_t)blocks;
+    QV_CUDA_TRY(cudaMalloc((void **)&p.trace, trace_bytes), "cudaMalloc (small-M time line)");
+    cudaError_t rc = cudaLaunchKernelEx(&cfg, k_gemm_wonly_small<WT, BF, SWAP, CPW>, p);
+    if (rc == cudaSuccess) rc = cudaGetLastError();
+    if (trace && trace[0] == '2') {
+        unsigned long long *h = (unsigned long long *)malloc(trace_bytes);
+        if (rc == cudaSuccess) rc = cudaStreamSynchronize(stream);
+        if (rc == cudaSuccess && h) rc = cudaMemcpy(h, p.trace, trace_bytes, cudaMemcpyDeviceToHost);
+        if (rc == cudaSuccess && h) print_timeline(p, h, blocks);
+        free(h);
+    } else if (rc == cudaSuccess) {
+        rc = cudaStreamSynchronize(stream);
+    }
+    const cudaError_t rf = cudaFree(p.trace);
+    if (rc == cudaSuccess) rc = rf;
+    if (rc != cudaSuccess) return qv_cuda_fail((int)rc, "small-M weight-only kernel launch", __FILE__, __LINE__);
+#else
     QV_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_gemm_wonly_small<WT, BF, SWAP, CPW>, p),
                 "small-M weight-only kernel launch");
     QV_CUDA_TRY(cudaGetLastError(), "small-M weight-only kernel launch");
+#endif
     return QV_OK;
 }
 
