@@ -657,7 +657,14 @@ enum aq_tile { AQ_TILE_SMALL = 0, AQ_TILE_MEDIUM, AQ_TILE_LARGE };
  * bandwidth); counting 3 for the int8 and e4m3 tiles too (the fourth round's
  * plan) made that second wave: Llama-3-70B block, µs, 3 / 2 per SM (H200,
  * 2026-11-30): w8a8-i8-tok-ch M = 16 303.7 / 274.4, M = 64 428.8 / 367.8; the
- * e4m3 mma kernel at M = 16 332.5 / 289.1. K is split only when fewer than
+ * e4m3 mma kernel at M = 16 332.5 / 289.1. QQQ from M = 9 in the small tile
+ * plans for 2 per SM even though 3 fit: the longer slices won at M = 16 on
+ * both models and both scalings (H200 2026-11-30, µs per block, GEMM alone /
+ * with its quantizer, 3 / 2 per SM: Llama-2-7B qqq-ch 107.0 / 101.0 and
+ * 123.3 / 116.6, qqq-g128 119.6 / 113.8 and 135.2 / 129.9; Llama-3-70B
+ * qqq-ch 188.8 / 184.8 and 206.9 / 202.1, qqq-g128 255.3 / 255.5 and
+ * 273.1 / 272.9), while at M = 1 the quantizer pair lost with 2 (Llama-3-70B
+ * qqq-ch 165.2 / 178.0). K is split only when fewer than
  * half a wave of tiles exist. Fixed numbers, not a device query, so the
  * workspace size is a pure function of (kind, m, n, k);
  * QVET_AQ_BLOCKS_PER_SM=<b> replaces the per-tile count for comparisons. */
@@ -690,7 +697,7 @@ template <int KIND> static inline int aq_kind_blocks_per_sm(aq_tile tile)
     }
 }
 
-static inline int aq_blocks_per_sm(int kind, aq_tile tile)
+static inline int aq_blocks_per_sm(int kind, aq_tile tile, int m)
 {
     int dflt;
     switch (kind) {
@@ -699,6 +706,7 @@ static inline int aq_blocks_per_sm(int kind, aq_tile tile)
     case AQ_B_PLAIN_I8: dflt = aq_kind_blocks_per_sm<AQ_B_PLAIN_I8>(tile); break;
     default: dflt = aq_kind_blocks_per_sm<AQ_B_PLAIN_E4M3>(tile); break;
     }
+    if ((kind == AQ_B_QQQ_CH || kind == AQ_B_QQQ_GROUP) && tile == AQ_TILE_SMALL && m > 8) dflt = 2;
     return (int)aq_env_whole("QVET_AQ_BLOCKS_PER_SM", 1, 32, dflt);
 }
 /* Split-K partials never take more than this many bytes of workspace. */
@@ -727,7 +735,7 @@ static inline aq_plan aq_plan_for(int kind, int m, int n, int k)
     pl.bn = pl.tile == AQ_TILE_SMALL ? 256 : 128;
     const int64_t blocks = (int64_t)((m + pl.bm - 1) / pl.bm) * ((n + pl.bn - 1) / pl.bn);
     const int ktiles = (k + AQ_BK - 1) / AQ_BK;
-    const int64_t wave = (int64_t)AQ_SMS * aq_blocks_per_sm(kind, pl.tile);
+    const int64_t wave = (int64_t)AQ_SMS * aq_blocks_per_sm(kind, pl.tile, m);
     int64_t want = blocks >= wave / 2 ? 1 : wave / blocks;
     if (want > ktiles) want = ktiles;
     /* every slice gets at least 4 K tiles, so the pipeline fills */
