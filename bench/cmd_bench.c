@@ -9,8 +9,11 @@
  * device-to-device copy bandwidth and cuBLAS fp16 (the cublas-f16 row), and
  * reports per layer and per block: median µs, the fraction of the weight-read
  * floor (packed weight, scale and zero-point bytes at the copy bandwidth), and
- * cuBLAS fp16 time / the row's time. Any family's rows, baselines included,
- * show up here by being registry rows with a launch function.
+ * cuBLAS fp16 time / the row's time. Every registry row is also timed on the
+ * whole block with its four layers launched back to back between two events
+ * ("chain"), as a forward pass runs them: no event between the layers, and a
+ * kernel may overlap the one before it. Any family's rows, baselines
+ * included, show up here by being registry rows with a launch function.
  *
  * Activation-quantized rows (int8 or e4m3 activations) bring their own
  * baselines and costs into the same run:
@@ -166,7 +169,7 @@ static qv_status launch_with_aq(void *ctx, int iter, void *stream)
 
 /* Device allocations of one (variant, layer), freed together. */
 typedef struct dev_pool {
-    void *p[512];
+    void *p[2048];
     int n;
 } dev_pool;
 
@@ -261,6 +264,9 @@ typedef struct bench_row {
 static double t_us[MAX_ROWS][N_MODELS][N_LAYERS][MAX_M];
 static double t_aq_us[MAX_ROWS][N_MODELS][N_LAYERS][MAX_M];
 static double floor_b[MAX_ROWS][N_MODELS][N_LAYERS][MAX_M];
+/* Per (registry row, model, M): the median µs of the block's four layers
+ * launched as one sequence (bench_chain_run); NAN for other rows. */
+static double t_chain_us[MAX_ROWS][N_MODELS][MAX_M];
 
 /* The bytes whose transfer at the copy bandwidth bounds a row's time: packed
  * weights, scales and zero points for a GEMM (activations are not counted);
@@ -322,6 +328,87 @@ static void emit(FILE *jf, const bench_row *r, const char *model, const char *la
     fprintf(jf, "}\n");
 }
 
+/* The device buffers of one (row, layer): n_sets copies of the packed
+ * weights (seeds from seed0), activations, output, per-token data and
+ * workspace sized for the largest M of the run, all from pool; c gets the
+ * buffers (c->args without m). */
+static qv_status layer_alloc(const bench_row *r, const bench_layer *L, const bench_opts *o, int n_sets,
+                             uint64_t seed0, dev_pool *pool, weight_set *sets, launch_ctx *c)
+{
+    const qv_variant *v = r->v;
+    const weight_bytes wb = weight_sizes(v, L->n, L->k);
+    int m_max = 1;
+    for (int mi = 0; mi < o->n_m; mi++) m_max = o->ms[mi] > m_max ? o->ms[mi] : m_max;
+    for (int s = 0; s < n_sets; s++) {
+        weight_set *w = &sets[s];
+        const uint64_t seed = seed0 + (uint64_t)s * 16;
+        QV_TRY(pool_alloc(pool, wb.b, &w->b));
+        QV_TRY(pool_alloc(pool, wb.scales, &w->scales));
+        QV_TRY(pool_alloc(pool, wb.scales2, &w->scales2));
+        QV_TRY(pool_alloc(pool, wb.zeros, &w->zeros));
+        QV_TRY(fill_weights(v, w->b, wb.b, seed));
+        QV_TRY(fill_scales(v, w->scales, wb.scales, seed + 1));
+        if (wb.scales2)
+            QV_TRY(qv_bench_fill(w->scales2, (int64_t)(wb.scales2 / 4), QV_FMT_F32, seed + 2, SCALE_LO, SCALE_HI, 0,
+                                 NULL));
+        if (wb.zeros) QV_TRY(qv_bench_fill(w->zeros, (int64_t)(wb.zeros / 4), QV_FMT_I32, seed + 3, 0, 0, 0, NULL));
+    }
+    memset(c, 0, sizeof *c);
+    c->v = v, c->sets = sets, c->n_sets = n_sets, c->aqk = r->aqk;
+    void *a = NULL, *out = NULL, *ascale = NULL, *azp = NULL, *perm = NULL, *ws = NULL, *x16 = NULL;
+    size_t ws_bytes = 0;
+    for (int mi = 0; mi < o->n_m; mi++) {
+        size_t w = v->workspace ? v->workspace(v, o->ms[mi], L->n, L->k) : 0;
+        ws_bytes = w > ws_bytes ? w : ws_bytes;
+    }
+    QV_TRY(pool_alloc(pool, (size_t)m_max * L->k * qv_fmt_storage_bytes(v->afmt), &a));
+    QV_TRY(pool_alloc(pool, (size_t)m_max * L->n * qv_fmt_storage_bytes(v->ofmt), &out));
+    QV_TRY(fill_acts(v, a, (int64_t)m_max * L->k, 77));
+    if (v->act_scale != QV_ASCALE_NONE) {
+        size_t cnt = (size_t)m_max * (size_t)((L->k + 127) / 128); /* covers every act_scale layout */
+        QV_TRY(pool_alloc(pool, cnt * sizeof(float), &ascale));
+        QV_TRY(qv_bench_fill(ascale, (int64_t)cnt, QV_FMT_F32, 78, 0.01f, 0.02f, 0, NULL));
+    }
+    if (r->aqk != AQK_NONE) {
+        /* fp16 activations of a hidden state, magnitudes up to 4, for the quantizer. */
+        QV_TRY(pool_alloc(pool, (size_t)m_max * L->k * 2, &x16));
+        QV_TRY(qv_bench_fill(x16, (int64_t)m_max * L->k, QV_FMT_F16, 79, 0.01f, 4.0f, 1, NULL));
+    }
+    if (v->azp != QV_AZP_NONE) {
+        QV_TRY(pool_alloc(pool, (size_t)m_max * sizeof(int32_t), &azp));
+        QV_CUDA_TRY(cudaMemset(azp, 0, (size_t)m_max * sizeof(int32_t)), "cudaMemset (azp)");
+    }
+    if (v->act_order) {
+        /* A random permutation is no slower to gather than the reversal; the
+         * reversal keeps the host side trivial. */
+        int32_t *h = malloc(sizeof(int32_t) * (size_t)L->k);
+        if (!h) return qv_fail(QV_ERR_NOMEM, "permutation of %d rows", L->k);
+        for (int i = 0; i < L->k; i++) h[i] = L->k - 1 - i;
+        qv_status st = pool_alloc(pool, sizeof(int32_t) * (size_t)L->k, &perm);
+        if (st == QV_OK && cudaMemcpy(perm, h, sizeof(int32_t) * (size_t)L->k, cudaMemcpyHostToDevice) != cudaSuccess)
+            st = qv_cuda_fail((int)cudaGetLastError(), "cudaMemcpy (perm)", __FILE__, __LINE__);
+        free(h);
+        QV_TRY(st);
+    }
+    if (ws_bytes) {
+        QV_TRY(pool_alloc(pool, ws_bytes, &ws));
+        QV_CUDA_TRY(cudaMemset(ws, 0, ws_bytes), "cudaMemset (workspace)");
+    }
+    c->x16 = x16;
+    c->args.n = L->n, c->args.k = L->k, c->args.g = v->g;
+    c->args.a = a, c->args.a_scale = ascale, c->args.azp = azp, c->args.perm = perm, c->args.c = out;
+    c->args.workspace = ws, c->args.workspace_bytes = ws_bytes;
+    QV_CUDA_TRY(cudaDeviceSynchronize(), "benchmark buffer fills");
+    return QV_OK;
+}
+
+/* Weight copies of `bytes` each that, rotated, exceed the L2 twice over. */
+static int rotation_sets(size_t bytes)
+{
+    size_t n = (L2_TWICE + bytes - 1) / (bytes ? bytes : 1);
+    return n < 1 ? 1 : n > 64 ? 64 : (int)n; /* weight_set sets[64] */
+}
+
 /* Times one registry row on one layer at every M: t_out[mi] the GEMM alone,
  * aq_out[mi] the quantizer + GEMM pair when the row has a quantizer (NAN when
  * a shape is refused or a launch fails: the message goes to stderr). */
@@ -334,85 +421,15 @@ static qv_status bench_layer_run(const bench_row *r, const bench_layer *L, const
         fprintf(stderr, "qvet bench: %s skips %s: %s\n", v->name, L->name, qv_errmsg());
         return QV_OK;
     }
-    weight_bytes wb = weight_sizes(v, L->n, L->k);
-    size_t per_set = weight_total(wb);
-    int n_sets = (int)((L2_TWICE + per_set - 1) / per_set);
-    if (n_sets < 1) n_sets = 1;
-    if (n_sets > 64) n_sets = 64; /* weight_set sets[64] */
-
-    int m_max = 1;
-    for (int mi = 0; mi < o->n_m; mi++) m_max = o->ms[mi] > m_max ? o->ms[mi] : m_max;
     dev_pool pool = {.n = 0};
     weight_set sets[64];
-    qv_status st = QV_OK;
-    for (int s = 0; s < n_sets && st == QV_OK; s++) {
-        weight_set *w = &sets[s];
-        uint64_t seed = 1000 + (uint64_t)s * 16;
-        st = pool_alloc(&pool, wb.b, &w->b);
-        if (st == QV_OK) st = pool_alloc(&pool, wb.scales, &w->scales);
-        if (st == QV_OK) st = pool_alloc(&pool, wb.scales2, &w->scales2);
-        if (st == QV_OK) st = pool_alloc(&pool, wb.zeros, &w->zeros);
-        if (st == QV_OK) st = fill_weights(v, w->b, wb.b, seed);
-        if (st == QV_OK) st = fill_scales(v, w->scales, wb.scales, seed + 1);
-        if (st == QV_OK && wb.scales2)
-            st = qv_bench_fill(w->scales2, (int64_t)(wb.scales2 / 4), QV_FMT_F32, seed + 2, SCALE_LO, SCALE_HI, 0,
-                               NULL);
-        if (st == QV_OK && wb.zeros) st = qv_bench_fill(w->zeros, (int64_t)(wb.zeros / 4), QV_FMT_I32, seed + 3, 0, 0, 0, NULL);
-    }
-    /* Activations, output, per-token data and workspace, sized for the largest M. */
     launch_ctx c;
-    memset(&c, 0, sizeof c);
-    c.v = v, c.sets = sets, c.n_sets = n_sets, c.aqk = r->aqk;
-    void *a = NULL, *out = NULL, *ascale = NULL, *azp = NULL, *perm = NULL, *ws = NULL, *x16 = NULL;
-    size_t ws_bytes = 0;
-    for (int mi = 0; mi < o->n_m; mi++) {
-        size_t w = v->workspace ? v->workspace(v, o->ms[mi], L->n, L->k) : 0;
-        ws_bytes = w > ws_bytes ? w : ws_bytes;
-    }
-    if (st == QV_OK) st = pool_alloc(&pool, (size_t)m_max * L->k * qv_fmt_storage_bytes(v->afmt), &a);
-    if (st == QV_OK) st = pool_alloc(&pool, (size_t)m_max * L->n * qv_fmt_storage_bytes(v->ofmt), &out);
-    if (st == QV_OK) st = fill_acts(v, a, (int64_t)m_max * L->k, 77);
-    if (st == QV_OK && v->act_scale != QV_ASCALE_NONE) {
-        size_t cnt = (size_t)m_max * (size_t)((L->k + 127) / 128); /* covers every act_scale layout */
-        st = pool_alloc(&pool, cnt * sizeof(float), &ascale);
-        if (st == QV_OK) st = qv_bench_fill(ascale, (int64_t)cnt, QV_FMT_F32, 78, 0.01f, 0.02f, 0, NULL);
-    }
-    if (st == QV_OK && r->aqk != AQK_NONE) {
-        /* fp16 activations of a hidden state, magnitudes up to 4, for the quantizer. */
-        st = pool_alloc(&pool, (size_t)m_max * L->k * 2, &x16);
-        if (st == QV_OK) st = qv_bench_fill(x16, (int64_t)m_max * L->k, QV_FMT_F16, 79, 0.01f, 4.0f, 1, NULL);
-    }
-    if (st == QV_OK && v->azp != QV_AZP_NONE) {
-        st = pool_alloc(&pool, (size_t)m_max * sizeof(int32_t), &azp);
-        if (st == QV_OK && cudaMemset(azp, 0, (size_t)m_max * sizeof(int32_t)) != cudaSuccess)
-            st = qv_cuda_fail((int)cudaGetLastError(), "cudaMemset (azp)", __FILE__, __LINE__);
-    }
-    if (st == QV_OK && v->act_order) {
-        /* A random permutation is no slower to gather than the reversal; the
-         * reversal keeps the host side trivial. */
-        int32_t *h = malloc(sizeof(int32_t) * (size_t)L->k);
-        if (!h) st = qv_fail(QV_ERR_NOMEM, "permutation of %d rows", L->k);
-        for (int i = 0; h && i < L->k; i++) h[i] = L->k - 1 - i;
-        if (st == QV_OK) st = pool_alloc(&pool, sizeof(int32_t) * (size_t)L->k, &perm);
-        if (st == QV_OK && cudaMemcpy(perm, h, sizeof(int32_t) * (size_t)L->k, cudaMemcpyHostToDevice) != cudaSuccess)
-            st = qv_cuda_fail((int)cudaGetLastError(), "cudaMemcpy (perm)", __FILE__, __LINE__);
-        free(h);
-    }
-    if (st == QV_OK && ws_bytes) {
-        st = pool_alloc(&pool, ws_bytes, &ws);
-        if (st == QV_OK && cudaMemset(ws, 0, ws_bytes) != cudaSuccess)
-            st = qv_cuda_fail((int)cudaGetLastError(), "cudaMemset (workspace)", __FILE__, __LINE__);
-    }
-    if (st == QV_OK && cudaDeviceSynchronize() != cudaSuccess)
-        st = qv_cuda_fail((int)cudaGetLastError(), "benchmark buffer fills", __FILE__, __LINE__);
-
-    c.x16 = x16;
+    qv_status st = layer_alloc(r, L, o, rotation_sets(weight_total(weight_sizes(v, L->n, L->k))), 1000, &pool, sets,
+                               &c);
     for (int mi = 0; mi < o->n_m && st == QV_OK; mi++) {
         const int m = o->ms[mi];
         if (qv_variant_check_shape(v, m, L->n, L->k) != QV_OK) continue;
-        c.args.m = m, c.args.n = L->n, c.args.k = L->k, c.args.g = v->g;
-        c.args.a = a, c.args.a_scale = ascale, c.args.azp = azp, c.args.perm = perm, c.args.c = out;
-        c.args.workspace = ws, c.args.workspace_bytes = ws_bytes;
+        c.args.m = m;
         qv_bench_timing t;
         qv_status ps = qv_bench_time(launch_rotating, &c, o->warmup, o->runs, NULL, &t);
         if (ps != QV_OK) {
@@ -429,6 +446,59 @@ static qv_status bench_layer_run(const bench_row *r, const bench_layer *L, const
             else
                 fprintf(stderr, "qvet bench: %s +aq %s m=%d: %s\n", v->name, L->name, m, qv_errmsg());
         }
+    }
+    pool_free(&pool);
+    return st;
+}
+
+/* The four layers of a block, launched back to back as one timed sequence. */
+typedef struct chain_ctx {
+    launch_ctx layer[N_LAYERS];
+} chain_ctx;
+
+static qv_status launch_chain(void *ctx, int iter, void *stream)
+{
+    chain_ctx *ch = ctx;
+    for (int li = 0; li < N_LAYERS; li++) QV_TRY(launch_rotating(&ch->layer[li], iter, stream));
+    return QV_OK;
+}
+
+/* Times one registry row on a whole block at every M: the four layers
+ * launched back to back between two events, as a model's forward pass runs
+ * them, so that a kernel may overlap the one before it (programmatic
+ * dependent launch) and no event sits between them. Weight copies rotate as a
+ * block. t_out[mi] NAN when a layer refuses the shape or a launch fails. */
+static qv_status bench_chain_run(const bench_row *r, const bench_model *md, const bench_opts *o, double *t_out,
+                                 qv_bench_timing *timings)
+{
+    const qv_variant *v = r->v;
+    for (int mi = 0; mi < o->n_m; mi++) t_out[mi] = NAN;
+    size_t block_bytes = 0;
+    for (int li = 0; li < N_LAYERS; li++) {
+        if (qv_variant_check_shape(v, 1, md->layers[li].n, md->layers[li].k) != QV_OK) return QV_OK;
+        block_bytes += weight_total(weight_sizes(v, md->layers[li].n, md->layers[li].k));
+    }
+    const int n_sets = rotation_sets(block_bytes);
+    dev_pool pool = {.n = 0};
+    static weight_set sets[N_LAYERS][64];
+    static chain_ctx ch;
+    qv_status st = QV_OK;
+    for (int li = 0; li < N_LAYERS && st == QV_OK; li++)
+        st = layer_alloc(r, &md->layers[li], o, n_sets, 2000 + 100 * (uint64_t)li, &pool, sets[li], &ch.layer[li]);
+    for (int mi = 0; mi < o->n_m && st == QV_OK; mi++) {
+        const int m = o->ms[mi];
+        int ok = 1;
+        for (int li = 0; li < N_LAYERS; li++) {
+            ok &= qv_variant_check_shape(v, m, md->layers[li].n, md->layers[li].k) == QV_OK;
+            ch.layer[li].args.m = m;
+        }
+        if (!ok) continue;
+        qv_status ps = qv_bench_time(launch_chain, &ch, o->warmup, o->runs, NULL, &timings[mi]);
+        if (ps != QV_OK) {
+            fprintf(stderr, "qvet bench: %s %s chained m=%d: %s\n", v->name, md->name, m, qv_errmsg());
+            continue;
+        }
+        t_out[mi] = timings[mi].median_us;
     }
     pool_free(&pool);
     return st;
@@ -525,7 +595,8 @@ static void usage(FILE *f)
             "the L2 cache and CUDA-event medians. With an activation-quantized row (int8\n"
             "or e4m3 activations) the same run also times cuBLASLt fp8 and int8 W8A8, each\n"
             "per-token row with its activation quantization in front (\"+aq\"), and the\n"
-            "quantizer alone.\n"
+            "quantizer alone. Every registry row is also timed on the whole block, its\n"
+            "four layers launched back to back (\"chain\").\n"
             "  --variant GLOB  rows to time (fnmatch, e.g. 'marlin-w4*'; several patterns\n"
             "                  separated by commas, e.g. 'qqq-*,w8a8-*'); cublas-f16 is\n"
             "                  always timed as the reference\n"
@@ -603,7 +674,7 @@ static void print_plan(const bench_opts *o, const bench_row *rows, int nr)
     static const char *const aqk_what[N_AQK] = {"f16 -> int8 per token", "f16 -> e4m3 per token",
                                                 "f16 -> e4m3 per token and 128-K group"};
     const int models_n = (o->model_mask & 1) + ((o->model_mask >> 1) & 1);
-    long timings = 0;
+    long timings = 0, chains = 0;
     for (int ri = 0; ri < nr; ri++) {
         const bench_row *r = &rows[ri];
         printf("%-26s ", r->name);
@@ -618,6 +689,7 @@ static void print_plan(const bench_opts *o, const bench_row *rows, int nr)
             else
                 printf("GEMM\n");
             timings += r->aqk != AQK_NONE ? 2 : 1;
+            chains++;
             break;
         case ROW_LT_FP8:
             printf("baseline: cuBLASLt e4m3 x e4m3 -> f16, per-tensor scales, promoted accumulation\n");
@@ -649,8 +721,10 @@ static void print_plan(const bench_opts *o, const bench_row *rows, int nr)
         }
     }
     timings *= (long)models_n * N_LAYERS * o->n_m;
-    printf("%d rows, %d model(s) x %d layers x %d M values: %ld timings of %d + %d launches\n", nr, models_n, N_LAYERS,
-           o->n_m, timings, o->warmup, o->runs);
+    chains *= (long)models_n * o->n_m;
+    printf("%d rows, %d model(s) x %d layers x %d M values: %ld timings of %d + %d launches, and %ld of the block's\n"
+           "four layers launched back to back (chain)\n",
+           nr, models_n, N_LAYERS, o->n_m, timings, o->warmup, o->runs, chains);
 }
 
 /* One table cell: "time [ratio floor%]"; `ratio` NAN leaves its place blank. */
@@ -714,6 +788,18 @@ static void print_table(const bench_opts *o, const bench_row *rows, int nr, int 
                 print_cell(blk_aq[ri][mi], blk[0][mi] / blk_aq[ri][mi], blk_floor[ri][mi] / blk_aq[ri][mi]);
             printf("\n");
         }
+    }
+    printf("%s block chained (its four layers launched back to back between two events):\n"
+           "median us [cuBLAS f16 chained / this, floor / this]\n",
+           models[md].name);
+    for (int ri = 0; ri < nr; ri++) {
+        const bench_row *r = &rows[ri];
+        if (r->kind != ROW_VARIANT) continue;
+        printf("%-26s", r->name);
+        for (int mi = 0; mi < o->n_m; mi++)
+            print_cell(t_chain_us[ri][md][mi], t_chain_us[0][md][mi] / t_chain_us[ri][md][mi],
+                       blk_floor[ri][mi] / t_chain_us[ri][md][mi]);
+        printf("\n");
     }
     int any = 0;
     for (int ri = 0; ri < nr; ri++) any |= rows[ri].kind == ROW_VARIANT && rows[ri].aqk != AQK_NONE;
@@ -859,6 +945,21 @@ int qv_cmd_bench(int argc, char **argv)
                     ref_s += t_us[0][md][li][mi];
                 }
                 emit(jf, r, models[md].name, "block", o.ms[mi], 0, 0, s, NULL, o.runs, fb, bw, ref_s, sa);
+            }
+            for (int mi = 0; mi < o.n_m; mi++) t_chain_us[ri][md][mi] = NAN;
+            if (r->kind != ROW_VARIANT) continue;
+            qv_bench_timing tc[MAX_M];
+            st = bench_chain_run(r, &models[md], &o, t_chain_us[ri][md], tc);
+            if (st != QV_OK) {
+                fprintf(stderr, "qvet bench: %s %s chained: %s\n", r->name, models[md].name, qv_errmsg());
+                if (jf) fclose(jf);
+                return qv_status_exit_code(st);
+            }
+            for (int mi = 0; mi < o.n_m; mi++) {
+                double fb = 0;
+                for (int li = 0; li < N_LAYERS; li++) fb += floor_b[ri][md][li][mi];
+                emit(jf, r, models[md].name, "chain", o.ms[mi], 0, 0, t_chain_us[ri][md][mi], &tc[mi], o.runs, fb, bw,
+                     t_chain_us[0][md][mi], NAN);
             }
         }
         printf("timed %s\n", r->name);

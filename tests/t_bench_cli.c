@@ -80,8 +80,10 @@ START_TEST(dry_run_rows)
         "w8a8-fp8-block128          GEMM, and +aq: act-quant-e4m3-g128 in front\n",
         "act-quant-i8               quantizer alone: f16 -> int8 per token\n",
         "act-quant-e4m3-g128        quantizer alone: f16 -> e4m3 per token and 128-K group\n",
-        /* (1 + 5 baselines + 3 rows + 2 with +aq + 2 quantizers) x 1 model x 4 layers x 2 M */
-        "11 rows, 1 model(s) x 4 layers x 2 M values: 104 timings of 5 + 50 launches\n",
+        /* (1 + 5 baselines + 3 rows + 2 with +aq + 2 quantizers) x 1 model x 4 layers x 2 M,
+         * and the 4 registry rows (reference included) chained x 1 model x 2 M */
+        "11 rows, 1 model(s) x 4 layers x 2 M values: 104 timings of 5 + 50 launches, and 8 of the block's\n"
+        "four layers launched back to back (chain)\n",
     };
     const char *at = r.out;
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -95,8 +97,10 @@ START_TEST(dry_run_rows)
     r = qvet_run((const char *[]){"bench", "--dry-run", "--variant", "marlin-w4a16-ch-f16", "--runs", "7", NULL});
     ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
     ck_assert_msg(strstr(r.out, "cublaslt") == NULL && strstr(r.out, "act-quant") == NULL, "%s", r.out);
-    /* (reference + 1 row) x 2 models x 4 layers x the 9 default M values */
-    ck_assert_msg(strstr(r.out, "2 rows, 2 model(s) x 4 layers x 9 M values: 144 timings of 5 + 7 launches\n"),
+    /* (reference + 1 row) x 2 models x 4 layers x the 9 default M values; the
+     * same 2 rows chained x 2 models x 9 M */
+    ck_assert_msg(strstr(r.out, "2 rows, 2 model(s) x 4 layers x 9 M values: 144 timings of 5 + 7 launches, and 36 of "
+                                "the block's\nfour layers launched back to back (chain)\n"),
                   "%s", r.out);
     run_free(&r);
 }
