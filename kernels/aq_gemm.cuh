@@ -664,7 +664,12 @@ enum aq_tile { AQ_TILE_SMALL = 0, AQ_TILE_MEDIUM, AQ_TILE_LARGE };
  * 123.3 / 116.6, qqq-g128 119.6 / 113.8 and 135.2 / 129.9; Llama-3-70B
  * qqq-ch 188.8 / 184.8 and 206.9 / 202.1, qqq-g128 255.3 / 255.5 and
  * 273.1 / 272.9), while at M = 1 the quantizer pair lost with 2 (Llama-3-70B
- * qqq-ch 165.2 / 178.0). K is split only when fewer than
+ * qqq-ch 165.2 / 178.0). qqq-ch also plans 2 per SM in the medium tile from
+ * M = 33 (µs per block, 3 / 2 per SM, same run: Llama-2-7B M = 48 152.3 /
+ * 146.2, M = 64 176.2 / 160.5; Llama-3-70B M = 48 328.3 / 329.2, M = 64
+ * 348.2 / 345.3; at M = 24-32 3 stays ahead, 117.6 / 124.2 on Llama-2-7B
+ * at M = 24), while qqq-g128 keeps 3 there (Llama-3-70B M = 64 488.1 /
+ * 499.0). K is split only when fewer than
  * half a wave of tiles exist. Fixed numbers, not a device query, so the
  * workspace size is a pure function of (kind, m, n, k);
  * QVET_AQ_BLOCKS_PER_SM=<b> replaces the per-tile count for comparisons. */
@@ -707,6 +712,7 @@ static inline int aq_blocks_per_sm(int kind, aq_tile tile, int m)
     default: dflt = aq_kind_blocks_per_sm<AQ_B_PLAIN_E4M3>(tile); break;
     }
     if ((kind == AQ_B_QQQ_CH || kind == AQ_B_QQQ_GROUP) && tile == AQ_TILE_SMALL && m > 8) dflt = 2;
+    if (kind == AQ_B_QQQ_CH && tile == AQ_TILE_MEDIUM && m > 32) dflt = 2;
     return (int)aq_env_whole("QVET_AQ_BLOCKS_PER_SM", 1, 32, dflt);
 }
 /* Split-K partials never take more than this many bytes of workspace. */
