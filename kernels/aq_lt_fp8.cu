@@ -213,7 +213,13 @@ k_aq_lt_fp8_blk_scales(const float *w_scale, const float *a_scale, int m, int m4
 {
     const int x = (int)blockIdx.x * SX_THREADS + (int)threadIdx.x, b = (int)blockIdx.y;
     if (x < nb) {
+#ifdef QV_MUTANT_gpu_lt_fp8_blk_unpadded
+        /* Mutant (class 12): the block scales laid out with a row stride of
+         * kb, not kb rounded up to 4 as cuBLASLt's BLK128x128 reads them. */
+        if (b < kb) sw[(int64_t)x * kb + b] = w_scale[(int64_t)b * nb + x];
+#else
         sw[(int64_t)x * kb4 + b] = b < kb ? w_scale[(int64_t)b * nb + x] : 0.0f;
+#endif
     } else if (x - nb < m4 && b < kb) {
         const int i = x - nb;
         sa[(int64_t)b * m4 + i] = i < m ? a_scale[(int64_t)i * kb + b] : 0.0f;

@@ -189,12 +189,17 @@ def read_cases(out_jsonl):
 # sends every M there (t_gpu_aq_lt_fp8 checks that path clean on every row).
 PATH_ENV = {"kernels/wonly_small.cu": {"QVET_WO_SMALL": "swap"},
             "kernels/aq_lt_fp8.cu": {"QVET_AQ_LT_FP8_MIN_M": "1"}}
+# A switch inside one form of such a path: the block rows take cuBLASLt's
+# BLK128x128 scaling only from M = 128 by default; 1 sends every M through it
+# (t_gpu_aq_lt_fp8 checks that form clean on every block-row case).
+MUTANT_ENV = {"gpu_lt_fp8_blk_unpadded": {"QVET_AQ_LT_FP8_BLK_MIN_M": "1"}}
 
 
 def mutant_env(name):
     env = {}
     for f in files_with_switch(name):
         env.update(PATH_ENV.get(f, {}))
+    env.update(MUTANT_ENV.get(name, {}))
     return env
 
 
