@@ -53,7 +53,9 @@
  * device's concurrent clusters (measurements). Measured on the H200
  * (2026-11-29, bench/RESULTS.md fourth round), Llama-3-70B block, w4a16-ch:
  * M = 1 170 us, M = 16 246 us (285 us without clusters in the same run; the
- * register-streaming predecessor of this kernel: 276 and 436 us). */
+ * register-streaming predecessor of this kernel: 276 and 436 us); sixth round
+ * (2026-11-30): 160.5 and 227.3 us, and where the rest goes (a time line per
+ * block, -DQV_WO_SMALL_TIMELINE) in bench/RESULTS.md. */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
