@@ -1075,9 +1075,8 @@ void print_timeline(const small_params &p, const unsigned long long *t, int bloc
 #endif
 
 template <int WT, bool BF, bool SWAP, int CPW>
-qv_status launch_kernel(const small_params &p_in, dim3 grid, int smem, cudaStream_t stream)
+qv_status launch_kernel(const small_params &p, dim3 grid, int smem, cudaStream_t stream)
 {
-    small_params p = p_in;
     static bool attr_set = false;
     if (!attr_set) {
         QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_small<WT, BF, SWAP, CPW>,
@@ -1122,21 +1121,23 @@ qv_status launch_kernel(const small_params &p_in, dim3 grid, int smem, cudaStrea
                 active, active * p.cluster);
     }
 #ifdef QV_WO_SMALL_TIMELINE
+    /* The launch's own parameters with a stamp buffer. */
+    small_params pt = p;
     const int blocks = (int)(grid.x * grid.y);
     const size_t trace_bytes = sizeof(unsigned long long) * kTracePoints * (size_t)blocks;
-    QV_CUDA_TRY(cudaMalloc((void **)&p.trace, trace_bytes), "cudaMalloc (small-M time line)");
-    cudaError_t rc = cudaLaunchKernelEx(&cfg, k_gemm_wonly_small<WT, BF, SWAP, CPW>, p);
+    QV_CUDA_TRY(cudaMalloc((void **)&pt.trace, trace_bytes), "cudaMalloc (small-M time line)");
+    cudaError_t rc = cudaLaunchKernelEx(&cfg, k_gemm_wonly_small<WT, BF, SWAP, CPW>, pt);
     if (rc == cudaSuccess) rc = cudaGetLastError();
     if (trace && trace[0] == '2') {
         unsigned long long *h = (unsigned long long *)malloc(trace_bytes);
         if (rc == cudaSuccess) rc = cudaStreamSynchronize(stream);
-        if (rc == cudaSuccess && h) rc = cudaMemcpy(h, p.trace, trace_bytes, cudaMemcpyDeviceToHost);
+        if (rc == cudaSuccess && h) rc = cudaMemcpy(h, pt.trace, trace_bytes, cudaMemcpyDeviceToHost);
         if (rc == cudaSuccess && h) print_timeline(p, h, blocks);
         free(h);
     } else if (rc == cudaSuccess) {
         rc = cudaStreamSynchronize(stream);
     }
-    const cudaError_t rf = cudaFree(p.trace);
+    const cudaError_t rf = cudaFree(pt.trace);
     if (rc == cudaSuccess) rc = rf;
     if (rc != cudaSuccess) return qv_cuda_fail((int)rc, "small-M weight-only kernel launch", __FILE__, __LINE__);
 #else
