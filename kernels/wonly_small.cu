@@ -64,6 +64,7 @@
 
 #include <type_traits>
 
+#include "async_copy.cuh"
 #include "dequant.cuh"
 #include "mma.cuh"
 #include "qvet/gemm.h"
@@ -198,58 +199,7 @@ struct small_smem {
     }
 };
 
-/* ---- the weight ring: bulk copies completing on mbarriers (PTX ISA 8.0, sm_90) ---- */
-
-__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
-}
-
-/* Makes the initialised barriers visible to the bulk-copy (async) proxy. */
-__device__ __forceinline__ void mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
-
-/* Orders this thread's earlier generic-proxy shared-memory accesses (and those
- * it has acquired) before its later bulk copies (async proxy). */
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-
-/* One arrival that also announces `bytes` of bulk-copy data for the phase. */
-__device__ __forceinline__ void mbar_arrive_tx(unsigned bar, unsigned bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-
-/* Spins until the barrier's phase with the given parity has completed. */
-__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity)
-{
-    asm volatile("{\n"
-                 ".reg .pred done;\n"
-                 "WAIT_%=:\n"
-                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-                 "@!done bra WAIT_%=;\n"
-                 "}\n" ::"r"(bar),
-                 "r"(parity)
-                 : "memory");
-}
-
-/* An L2 policy that evicts the streamed weights first: every weight byte is
- * read once per launch, while A, the scales and the split-K partials are reused. */
-__device__ __forceinline__ uint64_t l2_evict_first()
-{
-    uint64_t pol;
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
-    return pol;
-}
-
-/* bytes (a multiple of 16) from global src to shared dst (both 16-byte
- * aligned), completing on barrier bar. src is an input nothing writes during
- * the kernel. */
-__device__ __forceinline__ void bulk_copy(unsigned dst, const void *src, unsigned bytes, unsigned bar, uint64_t pol)
-{
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-                 " [%0], [%1], %2, [%3], %4;\n" ::"r"(dst),
-                 "l"(src), "r"(bytes), "r"(bar), "l"(pol)
-                 : "memory");
-}
+/* The weight ring's mbarriers and bulk copies: kernels/async_copy.cuh. */
 
 /* ---- thread-block clusters along K (PTX ISA 7.8, sm_90) ---- */
 
@@ -396,7 +346,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
         const int rows = min(rps, nt - st * rps);
         mbar_arrive_tx(bar_full + 8 * slot, rows * row_copy);
         for (int r = 0; r < rows; r++)
-            bulk_copy(smem_base + L.ring_off + slot * L.stage_bytes + r * kRowBytes,
+            bulk_copy_hint(smem_base + L.ring_off + slot * L.stage_bytes + r * kRowBytes,
                       b_blk + (int64_t)(st * rps + r) * row_vecs, row_copy, bar_full + 8 * slot, pol);
     };
 

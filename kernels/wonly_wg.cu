@@ -21,21 +21,34 @@
  *  - products summed by the tensor cores into fp32, k16 by k16 in increasing
  *    k (one accumulator per output, no split K); output cast RNE.
  *
- * Structure: a block of two warpgroups computes a bn-column x bx-token tile
- * of Y^T (tile_cfg: 256 x 128 by default, 512 x 64 with QVET_WO_WG_TOKENS=64).
+ * Structure: a persistent grid (one block per SM) walks the output tiles
+ * (tile_cfg: 256 columns x 128 tokens by default, 512 x 64 with
+ * QVET_WO_WG_TOKENS=64), tokens fastest, so the blocks working at one time
+ * share their weight columns in L2. Each block is warp-specialized:
+ *  - one producer warpgroup, of which one thread issues every copy (the
+ *    others hand their registers to the consumers): per stage of
+ *    64 k, a tensor-map copy of the activations (swizzled by the copy engine,
+ *    rows past M and k past K filled with zeros) and bulk copies of the
+ *    block's packed weight rows, group scales and zero points, all completing
+ *    on the stage's "full" mbarrier; it runs up to kStages stages ahead,
+ *    across tile boundaries, so the ring is already full when a tile starts;
+ *  - two consumer warpgroups, each the wgmma A operand of half the tile's
+ *    columns: per k16 tile they read their lanes' packed words, dequantize
+ *    and issue the wgmma, keeping two groups in flight while the next is
+ *    prepared, and release a stage on its "empty" mbarrier (one arrival per
+ *    thread) once the groups that read it have completed; after a tile's last
+ *    stage, the epilogue writes the tile while the producer streams the next.
  * Each warp owns TPW quarters of a 64-column Marlin chunk: per k16 tile it
- * reads its lanes' words of those quarters (each quarter holds the fragments
- * of two n8 tiles) and feeds quarter i as its 16 rows of the warpgroup's i-th
- * m64 tile. Activations, packed weights, group scales and zero points
- * travel global -> shared through a 5-stage cp.async ring of 64 k each (one
- * 128-byte swizzle row of activations). */
+ * feeds quarter i as its 16 rows of the warpgroup's i-th m64 tile. */
+#include <cuda.h>
 #include <cuda_runtime.h>
+#include <cudaTypedefs.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "async_copy.cuh"
 #include "dequant.cuh"
-#include "mma.cuh"
 #include "qvet/gemm.h"
 #include "qvet/gpu.h"
 #include "wonly_common.cuh"
@@ -44,15 +57,27 @@
 
 namespace {
 
-constexpr int kThreads = 256;          /* two warpgroups of four warps */
+constexpr int kConsumerWarps = 8;                   /* two warpgroups */
+constexpr int kThreads = 32 * (kConsumerWarps + 4); /* plus the producer warpgroup */
+/* Registers per thread after setmaxnreg: the producer warpgroup gives up what
+ * the consumers take (128 x 24 + 256 x 240 <= 65536); the kernel starts with
+ * 168 (65536 / 384, __launch_bounds__). */
+constexpr int kProducerRegs = 24;
+constexpr int kConsumerRegs = 240;
 constexpr int kKs = 4;                 /* k16 tiles per stage: 64 fp16 = one 128-byte swizzle row */
-constexpr int kStages = 5;             /* ring depth */
-/* Stages requested ahead of the one computed: kStages - 2, so that the slot
- * refilled at step s is the one read at step s - 2, whose wgmma groups are
- * complete once step s - 1 has waited for all but its latest two: the tensor
- * cores never drain at a stage boundary. */
-constexpr int kAhead = kStages - 2;
+constexpr int kMaxStages = 8;
+/* wgmma groups (one per k16 tile) a warpgroup keeps queued while it builds
+ * the next tile's fragments: 2 (default) or 1 (-DQV_WG_INFLIGHT=1, for
+ * comparisons). Each queued group holds its fragment registers. */
+#ifndef QV_WG_INFLIGHT
+#define QV_WG_INFLIGHT 2
+#endif
+constexpr int kInFlight = QV_WG_INFLIGHT;
+static_assert(kInFlight == 1 || kInFlight == 2, "one or two wgmma groups in flight");
 constexpr int kSwizzleAtom = 1024;     /* 8 rows of 128 bytes: the 128-byte swizzle's repeat */
+/* Dynamic shared memory of one block: the H200's 227 KiB less one atom of
+ * slack (the dynamic base is only 16-byte aligned). */
+constexpr int kSmemMax = 227 * 1024;
 
 /* The block's tile, by m64 tiles per warpgroup (TPW, 4 or 2): each warp
  * feeds TPW x 16 rows of weights, its lanes' words for TPW pairs of n8 tiles
@@ -60,10 +85,12 @@ constexpr int kSwizzleAtom = 1024;     /* 8 rows of 128 bytes: the 128-byte swiz
  * chunks and the block 2 TPW chunks; the 128 fp32 accumulators per thread
  * then hold 256 / TPW tokens, the wgmma N.
  *   TPW = 4: 512 columns x 64 tokens; each warp reads all of one chunk.
+ *   TPW = 1: 128 columns x 256 tokens; each warp reads a quarter of one
+ *            chunk, and every dequantized weight serves 256 tokens.
  *   TPW = 2: 256 columns x 128 tokens; each warp reads half of one chunk, and
  *            every dequantized weight serves twice as many tokens. */
 template <int TPW> struct tile_cfg {
-    static_assert(TPW == 2 || TPW == 4, "two or four m64 tiles per warpgroup");
+    static_assert(TPW == 1 || TPW == 2 || TPW == 4, "one, two or four m64 tiles per warpgroup");
     static constexpr int bx = 256 / TPW;        /* tokens per block: the wgmma N */
     static constexpr int chunks = 2 * TPW;      /* 64-column chunks per block */
     static constexpr int bn = 64 * chunks;      /* output columns per block */
@@ -72,36 +99,37 @@ template <int TPW> struct tile_cfg {
 template <int WT> struct wt_traits {
     static constexpr bool four = WT == WT_INT4 || WT == WT_INT4_ZP;
     static constexpr int lane_bytes = four ? 16 : 32;        /* packed bytes per lane per (k16, chunk) */
-    static constexpr int parts = lane_bytes / 16;            /* 16-byte copies per lane */
-    /* int32 words per (k16, 64 columns): 16 x 64 codes of 4 or 8 bits, i.e.
-     * 32 lanes' bytes. */
-    static constexpr int chunk_words = 32 * lane_bytes / 4;
-    static_assert(chunk_words * 32 == 16 * 64 * (four ? 4 : 8), "a chunk is one k16 x 64-column tile");
+    static constexpr int chunk_bytes = 32 * lane_bytes;      /* one k16 x 64-column tile of codes */
+    static_assert(chunk_bytes * 8 == 16 * 64 * (four ? 4 : 8), "a chunk is one k16 x 64-column tile");
 };
 
-/* Shared-memory byte layout of one stage. Activations first, so every stage
- * starts on a swizzle atom; group scales and zero points hold up to kKs group
- * rows (g = 16 gives one per k16 tile). At most (8-bit weights, TPW = 4)
- * 44 KiB a stage, 221 KiB for the ring, within the 227 KiB of one block. */
-template <int WT, int TPW> struct stage_layout {
+/* Shared-memory byte layout: the ring's barriers (full[s], empty[s]) in a
+ * 1024-byte header, then kStages stages. A stage holds the activations first
+ * (bx rows of 128 bytes, on a swizzle atom), then kKs k16 rows of the block's
+ * packed weights in their global order (chunk, lane, bytes), then, for group
+ * scales, up to kKs group rows of bn halves and of bn/8 zero-point words (g =
+ * 16 gives one per k16 tile). As many stages as fit, at most kMaxStages. */
+template <int WT, int TPW, bool GROUPED> struct stage_layout {
     using C = tile_cfg<TPW>;
     static constexpr int a_bytes = C::bx * 128;
-    static constexpr int b_bytes = kKs * C::chunks * 32 * wt_traits<WT>::lane_bytes;
-    static constexpr int s_bytes = kKs * C::bn * 2;
-    static constexpr int z_bytes = WT == WT_INT4_ZP ? kKs * (C::bn / 8) * 4 : 0;
+    static constexpr int row_bytes = C::chunks * wt_traits<WT>::chunk_bytes;  /* one k16 row of weights */
+    static constexpr int w_bytes = kKs * row_bytes;
+    static constexpr int s_bytes = GROUPED ? kKs * C::bn * 2 : 0;
+    static constexpr int z_bytes = GROUPED && WT == WT_INT4_ZP ? kKs * (C::bn / 8) * 4 : 0;
     static constexpr int a_off = 0;
-    static constexpr int b_off = a_off + a_bytes;
-    static constexpr int s_off = b_off + b_bytes;
+    static constexpr int w_off = a_off + a_bytes;
+    static constexpr int s_off = w_off + w_bytes;
     static constexpr int z_off = s_off + s_bytes;
     static constexpr int bytes = (z_off + z_bytes + kSwizzleAtom - 1) / kSwizzleAtom * kSwizzleAtom;
-    static_assert(kStages * bytes + kSwizzleAtom <= 227 * 1024, "the ring fits one block's shared memory");
-    /* The dynamic shared memory base is only 16-byte aligned: one atom of
-     * slack lets the kernel round it up to 1024. */
-    static constexpr int total = kStages * bytes + kSwizzleAtom;
+    static constexpr int header = kSwizzleAtom;
+    static constexpr int fit = (kSmemMax - kSwizzleAtom - header) / bytes;
+    static constexpr int stages = fit < kMaxStages ? fit : kMaxStages;
+    static_assert(stages >= 3, "at least three stages fit");
+    static_assert(2 * stages * 8 <= header, "the barriers fit the header");
+    static constexpr int total = kSwizzleAtom + header + stages * bytes;
 };
 
 struct wg_params {
-    const void *a;           /* (m, k) fp16/bf16 codes, row-major (sorted columns under act_order) */
     const uint32_t *b;       /* Marlin-packed weights, (k/16, 2n) or (k/16, 4n) int32 */
     const void *scales;      /* packed scales: (k/g, n) group, (1, n) channel (f16/bf16), (1) tensor */
     const uint32_t *zeros;   /* packed zero points (k/g, n/8) int32, or NULL */
@@ -113,6 +141,99 @@ struct wg_params {
     int grp_single;          /* 1: group scales use the 32-wide channel permutation (k == g) */
     float unbias_f32;        /* fp8: 2^-s_pow2, undoes the exponent bias folded into the scales; else 1 */
     uint32_t unbias_h2;      /* the same power of two as a half2 of the activation format */
+    int *counters;           /* stream-K tail: one arrival counter per tail tile, zero between launches */
+    float *partial;          /* stream-K tail: 2 x grid slots of one tile's fp32 accumulators */
+};
+
+/* fp32 accumulators of one tile: 128 per consumer thread, every tile_cfg. */
+constexpr int kTileFloats = 128 * 32 * kConsumerWarps;
+
+/* The persistent grid's schedule, the same on host and device. Block b takes
+ * the whole tiles b, b + grid, ... below dp_tiles; the sk_tiles tiles after
+ * them (the "stream-K" tail, when the last round would leave many blocks
+ * idle; every tile when there are fewer tiles than blocks) are cut into
+ * their k64 stages, unit u = t * n_steps + s for tail tile t, and block
+ * b < sk_grid takes units [unit_start(b), unit_start(b + 1)): at least one,
+ * fewer than one tile's worth, so at most two pieces. The pieces of a tail
+ * tile are its parts, in increasing k; each part's fp32 accumulators go to
+ * the partial slot 2b + j (its block's j-th piece), and the block whose part
+ * arrives last adds all parts in part order (fp32, QV_RED_F32), so the sum
+ * never depends on arrival order. */
+struct wg_sched {
+    int tiles, tiles_m, n_steps, grid, dp_tiles, sk_tiles;
+    int sk_grid; /* blocks that take tail units: min(grid, units), so none gets an empty range */
+    /* 32-bit: the plan keeps grid x sk_tiles x n_steps below 2^31 (a 64-bit
+     * division would be a call, and the accumulators would spill around it). */
+    __host__ __device__ int unit_start(int b) const { return b * (sk_tiles * n_steps) / sk_grid; }
+    /* The block whose units hold unit x: the largest b with unit_start(b)
+     * <= x, i.e. b U < (x + 1) sk_grid for U = sk_tiles x n_steps. */
+    __host__ __device__ int owner(int x) const { return ((x + 1) * sk_grid - 1) / (sk_tiles * n_steps); }
+};
+
+/* Plans the schedule of an (m, n, k) problem in token tile tpw on `blocks`
+ * persistent blocks: when `tail` allows it and there is more than one k64
+ * stage to share, the last round of whole tiles is shared along K if it
+ * would keep fewer than 7/8 of the blocks busy; so are all the tiles when
+ * there are fewer than 7/8 as many as blocks. */
+inline wg_sched plan_sched(int m, int n, int k, int tpw, int blocks, bool tail)
+{
+    const int bx = 256 / tpw, chunks = 2 * tpw;
+    wg_sched sc;
+    sc.tiles_m = (m + bx - 1) / bx;
+    sc.tiles = sc.tiles_m * ((n / 64 + chunks - 1) / chunks);
+    sc.n_steps = (k / 16 + 3) / 4;
+    sc.grid = sc.tiles < blocks ? sc.tiles : blocks;
+    sc.dp_tiles = sc.tiles;
+    sc.sk_tiles = 0;
+    sc.sk_grid = 1;
+    if (!tail || sc.n_steps < 2) return sc;
+    if (sc.tiles < blocks) {
+        /* Fewer tiles than blocks: all of them shared along K by every block. */
+        if (sc.tiles * 8 < blocks * 7 && (int64_t)blocks * sc.tiles * sc.n_steps < ((int64_t)1 << 31)) {
+            sc.grid = blocks;
+            sc.dp_tiles = 0;
+            sc.sk_tiles = sc.tiles;
+            sc.sk_grid = sc.tiles * sc.n_steps < blocks ? sc.tiles * sc.n_steps : blocks;
+        }
+        return sc;
+    }
+    const int waves = sc.tiles / sc.grid, rem = sc.tiles - waves * sc.grid;
+    if (rem > 0 && rem * 8 < sc.grid * 7 && (int64_t)sc.grid * rem * sc.n_steps < ((int64_t)1 << 31)) {
+        sc.dp_tiles = waves * sc.grid;
+        sc.sk_tiles = rem;
+        sc.sk_grid = rem * sc.n_steps < sc.grid ? rem * sc.n_steps : sc.grid;
+    }
+    return sc;
+}
+
+/* A block's pieces of work in schedule order: its whole tiles, then its
+ * units of the tail. Each piece is stages s0 .. s1 - 1 of tile `tile`; a tail
+ * piece also names its tail tile (sk_t, else -1) and its ordinal j among the
+ * block's tail pieces. */
+struct wg_pieces {
+    int tile, s0, s1, sk_t, j;
+    int dp_next, x, end;
+    __device__ wg_pieces(const wg_sched &sc, int b)
+        : tile(0), s0(0), s1(0), sk_t(-1), j(-1), dp_next(b), x(sc.sk_tiles && b < sc.sk_grid ? sc.unit_start(b) : 0),
+          end(sc.sk_tiles && b < sc.sk_grid ? sc.unit_start(b + 1) : 0)
+    {
+    }
+    __device__ bool next(const wg_sched &sc)
+    {
+        if (dp_next < sc.dp_tiles) {
+            tile = dp_next, s0 = 0, s1 = sc.n_steps, sk_t = -1;
+            dp_next += sc.grid;
+            return true;
+        }
+        if (x >= end) return false;
+        sk_t = x / sc.n_steps;
+        s0 = x - sk_t * sc.n_steps;
+        s1 = end - x < sc.n_steps - s0 ? s0 + (end - x) : sc.n_steps;
+        tile = sc.dp_tiles + sk_t;
+        j++;
+        x += s1 - s0;
+        return true;
+    }
 };
 
 /* ---- wgmma (PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate
@@ -152,16 +273,8 @@ __device__ __forceinline__ void wg_wait()
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 
-/* Makes the generic-proxy writes of cp.async visible to wgmma, which reads
- * shared memory through the async proxy (PTX ISA "Memory Consistency Model",
- * proxies; fence.proxy.async). */
-__device__ __forceinline__ void wg_fence_proxy_async()
-{
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
 /* D (64 x N, fp32) += A (64 x 16, registers) . B (16 x N, shared memory
- * through `desc_b`), wgmma m64nNk16 with fp32 accumulation, N = 64 or 128.
+ * through `desc_b`), wgmma m64nNk16 with fp32 accumulation, N = 64, 128 or 256.
  * a[0..3]: this warp's 16 rows as the m16n8k16 A fragment; d[4j + {0,1}]: row
  * lane/4, tokens 8j + 2(lane%4) + {0,1}; d[4j + {2,3}]: the same tokens of
  * row lane/4 + 8. Operands after B: scale-d 1 (accumulate), imm-scale-a/b 1
@@ -181,11 +294,22 @@ template <int N, bool IS_BF16> struct wg_mma;
     "%34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, "                               \
     "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "                                        \
     "{%64, %65, %66, %67}, %68"
+#define WG_REGS256                                                                                                   \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "     \
+    "%23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "      \
+    "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, "      \
+    "%65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, "      \
+    "%86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, "     \
+    "%106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, "         \
+    "%123, %124, %125, %126, %127}, "                                                                                \
+    "{%128, %129, %130, %131}, %132"
 #define WG_D8(o)                                                                                                     \
     "+f"(d[o]), "+f"(d[o + 1]), "+f"(d[o + 2]), "+f"(d[o + 3]), "+f"(d[o + 4]), "+f"(d[o + 5]), "+f"(d[o + 6]),      \
         "+f"(d[o + 7])
 #define WG_D64 WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24)
 #define WG_D128 WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24), WG_D8(32), WG_D8(40), WG_D8(48), WG_D8(56)
+#define WG_D256                                                                                                      \
+    WG_D128, WG_D8(64), WG_D8(72), WG_D8(80), WG_D8(88), WG_D8(96), WG_D8(104), WG_D8(112), WG_D8(120)
 
 /* wg_mma<N, IS_BF16>: one wgmma.mma_async m64nNk16 of element type TYPE
  * ("f16" or "bf16") with the operands REGS and accumulator constraints DOPS. */
@@ -204,11 +328,15 @@ WG_MMA_SPEC(64, false, "f16", WG_REGS64, WG_D64)
 WG_MMA_SPEC(64, true, "bf16", WG_REGS64, WG_D64)
 WG_MMA_SPEC(128, false, "f16", WG_REGS128, WG_D128)
 WG_MMA_SPEC(128, true, "bf16", WG_REGS128, WG_D128)
+WG_MMA_SPEC(256, false, "f16", WG_REGS256, WG_D256)
+WG_MMA_SPEC(256, true, "bf16", WG_REGS256, WG_D256)
 
 #undef WG_MMA_SPEC
+#undef WG_D256
 #undef WG_D128
 #undef WG_D64
 #undef WG_D8
+#undef WG_REGS256
 #undef WG_REGS128
 #undef WG_REGS64
 
@@ -222,279 +350,420 @@ __device__ __forceinline__ float epilogue_scale(const wg_params &p, int col)
     return 1.0f;
 }
 
-/* One block: a tile_cfg<TPW>::bn-column x tile_cfg<TPW>::bx-token tile of Y^T
- * over the whole of K. Up to 255 registers per thread (128 of them
- * accumulators), so one block per SM. */
+/* The group-scale registers of one warp's n8 tiles (half2 each, the scale in
+ * both halves), the zero-point constants of its 4-bit tiles with zero points,
+ * and the constants of the symmetric "q+8" codes. */
+template <int WT, bool IS_BF16, int TPW> struct grp_regs {
+    uint32_t sc[2 * TPW];
+    uint32_t zc[2 * TPW][2]; /* WT_INT4_ZP only */
+};
+
+/* Dequantizes this lane's packed words `bw` of one k16 tile into the A
+ * fragments of its TPW m64 tiles: m64 tile i takes n8 tiles 2(q0+i) (rows
+ * 0-7) and 2(q0+i)+1 (rows 8-15), fragment {lo tile k0-7, hi tile k0-7, lo
+ * tile k8-15, hi tile k8-15}. 4-bit: word q holds n8 tiles 2q and 2q + 1;
+ * 8-bit: word j8 holds n8 tile j8. */
+template <int WT, bool IS_BF16, int TPW, bool GROUPED>
+__device__ __forceinline__ void dequant_tile(const uint32_t *bw, const grp_regs<WT, IS_BF16, TPW> &g,
+                                             const uint32_t sym[2], uint32_t af[TPW][4])
+{
+#pragma unroll
+    for (int jj = 0; jj < 2 * TPW; jj++) {
+        uint32_t bf[2];
+        if (WT == WT_INT4) {
+            qv_dq4<IS_BF16>(bw[jj >> 1] >> (8 * (jj & 1)), sym, bf);
+        } else if (WT == WT_INT4_ZP) {
+            qv_dq4<IS_BF16>(bw[jj >> 1] >> (8 * (jj & 1)), g.zc[jj], bf);
+        } else if (WT == WT_INT8) {
+            qv_dq8<IS_BF16>(bw[jj], bf);
+        } else {
+            qv_dqfp8<IS_BF16>(bw[jj], bf);
+        }
+        if (GROUPED) {
+            bf[0] = qv_h2<IS_BF16>::mul(bf[0], g.sc[jj]);
+            bf[1] = qv_h2<IS_BF16>::mul(bf[1], g.sc[jj]);
+        }
+        af[jj >> 1][jj & 1] = bf[0];
+        af[jj >> 1][2 + (jj & 1)] = bf[1];
+    }
+}
+
+/* Turns 2 TPW group-scale codes (positions 2 q0 .. 2 q0 + 2 TPW - 1 of the
+ * lane's packed row, two per word of s2) into the warp's scale registers;
+ * fp8 codes also undo the exponent bias folded into the scales (exact:
+ * s * 2^s_pow2 * 2^-s_pow2 = s, a half-precision value). */
 template <int WT, bool IS_BF16, int TPW>
-__global__ void __launch_bounds__(kThreads, 1) k_gemm_wonly_wgmma(const wg_params p)
+__device__ __forceinline__ void set_scales(grp_regs<WT, IS_BF16, TPW> &g, const uint32_t *codes, uint32_t unbias_h2)
+{
+#pragma unroll
+    for (int jj = 0; jj < 2 * TPW; jj++) {
+        g.sc[jj] = qv_h2<IS_BF16>::dup(codes[jj]);
+        if (WT == WT_FP8) g.sc[jj] = qv_h2<IS_BF16>::mul(g.sc[jj], unbias_h2);
+    }
+}
+
+/* The zero-point constants of the warp's n8 tiles j8 = 2 q0 + jj from the
+ * packed word zw of column lane/4 (the nibble of n8 tile j8 sits at j8/2 +
+ * 4*(j8%2): interleave [0,2,4,6,1,3,5,7]). */
+template <int WT, bool IS_BF16, int TPW>
+__device__ __forceinline__ void set_zeros(grp_regs<WT, IS_BF16, TPW> &g, uint32_t zw, int q0)
+{
+    if constexpr (WT == WT_INT4_ZP) {
+#pragma unroll
+        for (int jj = 0; jj < 2 * TPW; jj++) {
+            const int j8 = 2 * q0 + jj;
+            qv_dq4_consts<IS_BF16>((zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1)))) & 0xFu, g.zc[jj]);
+        }
+    }
+}
+
+/* The persistent, warp-specialized kernel (see the file comment). One block
+ * per SM: 232 registers per consumer thread, 128 of them its accumulators,
+ * and most of the SM's shared memory for the ring. */
+template <int WT, bool IS_BF16, int TPW, bool GROUPED>
+__global__ void __launch_bounds__(kThreads, 1)
+    k_gemm_wonly_wgmma(const wg_params p, const wg_sched sc, const __grid_constant__ CUtensorMap a_map)
 {
     using T = wt_traits<WT>;
     using C = tile_cfg<TPW>;
-    using L = stage_layout<WT, TPW>;
+    using L = stage_layout<WT, TPW, GROUPED>;
+    constexpr int S = L::stages;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     /* Rounded up to a swizzle atom in the shared address space, which is
-     * what the descriptors and the hardware's XOR see. */
+     * what the descriptors, the tensor-map copies and the hardware's XOR see. */
     const uint32_t raw_addr = (uint32_t)__cvta_generic_to_shared(smem_raw);
-    unsigned char *smem = smem_raw + ((kSwizzleAtom - (raw_addr & (kSwizzleAtom - 1))) & (kSwizzleAtom - 1));
+    const uint32_t pad = (kSwizzleAtom - (raw_addr & (kSwizzleAtom - 1))) & (kSwizzleAtom - 1);
+    unsigned char *smem = smem_raw + pad;
+    const uint32_t smem_addr = raw_addr + pad;
+    const uint32_t full0 = smem_addr, empty0 = smem_addr + 8 * S;
+    unsigned char *ring = smem + L::header;
+    const uint32_t ring_addr = smem_addr + L::header;
 
     const int tid = threadIdx.x;
     const int lane = tid & 31;
     const int warp = tid >> 5;
+    const int n_chunks = p.n / 64;
+    const int kt_total = p.k / 16;
+    const int n_steps = sc.n_steps;
+    const int tiles_m = sc.tiles_m;
+    /* Group-scale rows per stage: one per group the stage's kKs k16 tiles
+     * touch (groups are whole, aligned multiples of 16 rows). */
+    const int s_shift = p.g_shift < 2 ? p.g_shift : 2;
+    const int s_rows = GROUPED && !p.grp_single ? kKs >> s_shift : 0;
+
+    if (tid == 0) {
+        for (int s = 0; s < S; s++) {
+            mbar_init(full0 + 8 * s, 1);
+            mbar_init(empty0 + 8 * s, 32 * kConsumerWarps);
+        }
+        mbar_fence_init();
+    }
+    __syncthreads();
+
+    if (warp >= kConsumerWarps) {
+        /* The producer: every stage of every tile of this block, in order,
+         * each into the next slot once its consumers have released it. One
+         * thread issues them all; its warpgroup hands its registers over. */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+        if (warp != kConsumerWarps || lane != 0) return;
+        const int64_t row_words = (int64_t)n_chunks * (T::chunk_bytes / 4);
+        uint32_t slot = 0, phase = 0;
+        /* Stages s0 .. s1 - 1 of tile `tile`. */
+        auto produce = [&](int tile, int s0, int s1) {
+            const int m0 = tile % tiles_m * C::bx;
+            const int c0 = tile / tiles_m * C::chunks;
+            const int v_chunks = n_chunks - c0 < C::chunks ? n_chunks - c0 : C::chunks;
+            const uint32_t w_row = (uint32_t)v_chunks * T::chunk_bytes;
+            const uint32_t s_row = (uint32_t)v_chunks * 64 * 2;
+            const uint32_t z_row = WT == WT_INT4_ZP ? (uint32_t)v_chunks * 32 : 0;
+            for (int step = s0; step < s1; step++) {
+                const int kt0 = step * kKs;
+                const int nk = kt_total - kt0 < kKs ? kt_total - kt0 : kKs;
+                int rows = 0;
+                for (int r = 0; r < s_rows; r++) rows += kt0 + (r << s_shift) < kt_total;
+                mbar_wait(empty0 + 8 * slot, phase ^ 1);
+                const uint32_t st = ring_addr + slot * L::bytes, bar = full0 + 8 * slot;
+                mbar_arrive_tx(bar, L::a_bytes + nk * w_row + rows * (s_row + z_row));
+                tma_load_2d(st + L::a_off, &a_map, kt0 * 16, m0, bar);
+                for (int u = 0; u < nk; u++)
+                    bulk_copy(st + L::w_off + u * L::row_bytes,
+                              p.b + (int64_t)(kt0 + u) * row_words + (int64_t)c0 * (T::chunk_bytes / 4), w_row, bar);
+                for (int r = 0; r < rows; r++) {
+                    const int64_t grp = (int64_t)(kt0 >> p.g_shift) + r;
+                    bulk_copy(st + L::s_off + r * C::bn * 2,
+                              static_cast<const uint16_t *>(p.scales) + grp * p.n + c0 * 64, s_row, bar);
+                    if (WT == WT_INT4_ZP)
+                        bulk_copy(st + L::z_off + r * (C::bn / 8) * 4, p.zeros + grp * (p.n / 8) + c0 * 8, z_row,
+                                  bar);
+                }
+                if (++slot == S) slot = 0, phase ^= 1;
+            }
+        };
+        for (wg_pieces pc(sc, blockIdx.x); pc.next(sc);) produce(pc.tile, pc.s0, pc.s1);
+        return;
+    }
+
+    /* The consumers. */
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
     const int wgi = warp >> 2;              /* warpgroup */
     const int chunk_l = warp * TPW / 4;     /* this warp's chunk inside the block */
     /* The first of this warp's TPW quarter-chunks (4-bit words): m64 tile i
      * takes n8 tiles 2 (q0 + i) and 2 (q0 + i) + 1 of the chunk. */
     const int q0 = warp * TPW % 4;
-    const int m0 = blockIdx.x * C::bx;
-    const int c0 = blockIdx.y * C::chunks;  /* the block's first chunk */
-    const int n_chunks = p.n / 64;
-    const int kt_total = p.k / 16;
-    const int n_steps = (kt_total + kKs - 1) / kKs;
-    const bool grouped = p.scale_mode == SC_GROUP;
-    /* Group-scale rows per stage: one per group the stage's 4 k16 tiles touch
-     * (groups are whole, aligned multiples of 16 rows). */
-    const int s_shift = p.g_shift < 2 ? p.g_shift : 2;
-    const int s_rows = grouped ? kKs >> s_shift : 0;
-    /* A warpgroup whose TPW chunks all lie past N has nothing to compute
-     * (uniform over the warpgroup, as wgmma requires). */
-    const bool wg_active = c0 + TPW * wgi < n_chunks;
-    const uint16_t *a16 = static_cast<const uint16_t *>(p.a);
-    const int64_t b_row_words = (int64_t)n_chunks * T::chunk_words;
-
-    /* Issues the copies of pipeline step `step` into ring slot `slot`.
-     * A: bx token rows x 8 chunks of 16 bytes, chunk c of row r stored at
-     *    c ^ (r % 8) (the 128-byte swizzle the descriptor declares); rows past
-     *    M and k16 tiles past K are zero-filled without a read.
-     * B: each (k16 tile u, chunk, 16-byte part q) as 32 lanes' 16 bytes in a
-     *    row, so a warp's read of one part is 512 contiguous bytes.
-     * Scales: s_rows rows of bn halves; zero points: s_rows rows of bn/8 words. */
-    auto load_stage = [&](int step, int slot) {
-        unsigned char *st = smem + slot * L::bytes;
-        const int kt0 = step * kKs;
+    /* This lane's bytes in a k16 row of the stage: TPW 4-bit words from word
+     * q0, or 2 TPW 8-bit words from word 2 q0 (16 bytes per pair of m64 tiles). */
+    const int lane_off = chunk_l * T::chunk_bytes + lane * T::lane_bytes + (T::four ? 4 * q0 : 8 * q0);
+    /* This lane's group scales in a staged row: positions 8*(lane/4) + j8 of
+     * the warp's chunk (scale_perm puts column 8*j8 + lane/4 there); its
+     * zero-point word: column lane/4 of the chunk's n8 tiles. */
+    const int s_lane = (chunk_l * 64 + 8 * (lane >> 2) + 2 * q0) * 2;
+    const int z_lane = (chunk_l * 8 + (lane >> 2)) * 4;
+    uint32_t sym[2]; /* "q+8" codes: zero point 8 */
+    qv_dq4_consts<IS_BF16>(8u, sym);
+    grp_regs<WT, IS_BF16, TPW> g;
 #pragma unroll
-        for (int i = 0; i < C::bx * 8 / kThreads; i++) {
-            const int c = tid + i * kThreads;
-            const int row = c >> 3, ch = c & 7;
-            const bool ok = m0 + row < p.m && kt0 + (ch >> 1) < kt_total;
-            const uint16_t *src = ok ? a16 + (int64_t)(m0 + row) * p.k + (int64_t)kt0 * 16 + ch * 8 : a16;
-            qv_cp_async16(st + L::a_off + row * 128 + ((ch ^ (row & 7)) << 4), src, ok);
-        }
-        constexpr int b_iters = kKs * C::chunks * 32 * T::parts / kThreads;
+    for (int jj = 0; jj < 2 * TPW; jj++) g.sc[jj] = 0;
+    if (WT == WT_INT4_ZP)
 #pragma unroll
-        for (int i = 0; i < b_iters; i++) {
-            const int c = tid + i * kThreads;
-            const int ln = c & 31;
-            const int part = (c >> 5) % T::parts;
-            const int ck = (c >> 5) / T::parts % C::chunks;
-            const int u = (c >> 5) / T::parts / C::chunks;
-            const bool ok = c0 + ck < n_chunks && kt0 + u < kt_total;
-            const uint32_t *src = ok ? p.b + (int64_t)(kt0 + u) * b_row_words + (int64_t)(c0 + ck) * T::chunk_words +
-                                           ln * (T::lane_bytes / 4) + part * 4
-                                     : p.b;
-            qv_cp_async16(st + L::b_off + (((u * C::chunks + ck) * T::parts + part) * 32 + ln) * 16, src, ok);
-        }
-        if (grouped) {
-            /* bn/8 copies of 16 bytes per scale row: at most 4 rows x 64. */
-            const int r = tid / (C::bn / 8), piece = tid % (C::bn / 8);
-            if (r < s_rows) {
-                const int64_t grp = (int64_t)(kt0 >> p.g_shift) + r;
-                const bool ok = kt0 + (r << p.g_shift) < kt_total && (c0 * 64 + piece * 8) < p.n;
-                const uint16_t *src =
-                    ok ? static_cast<const uint16_t *>(p.scales) + grp * p.n + c0 * 64 + piece * 8
-                       : static_cast<const uint16_t *>(p.scales);
-                qv_cp_async16(st + L::s_off + r * C::bn * 2 + piece * 16, src, ok);
-            }
-            if (WT == WT_INT4_ZP) {
-                /* bn/32 copies of 16 bytes (32 columns each) per zero-point row. */
-                const int rz = tid / (C::bn / 32), pz = tid % (C::bn / 32);
-                if (rz < s_rows) {
-                    const int64_t grp = (int64_t)(kt0 >> p.g_shift) + rz;
-                    const bool ok = kt0 + (rz << p.g_shift) < kt_total && (c0 * 64 + pz * 32) < p.n;
-                    const uint32_t *src = ok ? p.zeros + grp * (p.n / 8) + c0 * 8 + pz * 4 : p.zeros;
-                    qv_cp_async16(st + L::z_off + rz * (C::bn / 8) * 4 + pz * 16, src, ok);
-                }
-            }
-        }
-    };
+        for (int jj = 0; jj < 2 * TPW; jj++) g.zc[jj][0] = g.zc[jj][1] = 0;
 
     float acc[TPW][C::bx / 2];
+    uint32_t slot = 0, phase = 0;
+    const int ct = tid;                    /* consumer thread 0..255 */
+    volatile int *last_flag = reinterpret_cast<volatile int *>(smem + 512);
+    for (wg_pieces pc(sc, blockIdx.x); pc.next(sc);) {
+        const int tile = pc.tile;
+        const int m0 = tile % tiles_m * C::bx;
+        const int c0 = tile / tiles_m * C::chunks;
+        /* A warpgroup whose TPW chunks all lie past N has nothing to compute
+         * (uniform over the warpgroup, as wgmma requires); a warp of an
+         * active warpgroup whose chunk lies past N feeds zeros. */
+        const bool wg_active = c0 + TPW * wgi < n_chunks;
+        const bool chunk_ok = c0 + chunk_l < n_chunks;
 #pragma unroll
-    for (int i = 0; i < TPW; i++)
+        for (int i = 0; i < TPW; i++)
 #pragma unroll
-        for (int r = 0; r < C::bx / 2; r++) acc[i][r] = 0.0f;
-
+            for (int r = 0; r < C::bx / 2; r++) acc[i][r] = 0.0f;
+        if (GROUPED && p.grp_single && chunk_ok) {
+            /* k == g: one group for all of K, its scales in the channel order,
+             * read once per tile. */
+            uint32_t codes[2 * TPW];
+            const uint16_t *s16 = static_cast<const uint16_t *>(p.scales);
 #pragma unroll
-    for (int s = 0; s < kAhead; s++) {
-        if (s < n_steps) load_stage(s, s);
-        qv_cp_async_commit();
-    }
-
-    uint32_t sc[2 * TPW]; /* group scales of the current group, one half2 per n8 tile of the warp */
-    uint32_t zw = 0;      /* packed zero points of the current group, nibble per n8 tile */
-    int cur_grp = -1;
-    uint32_t sym[2];      /* "q+8" codes: zero point 8 */
-    qv_dq4_consts<IS_BF16>(8u, sym);
-
-    for (int step = 0; step < n_steps; step++) {
-        qv_cp_async_wait<kAhead - 1>();
-        wg_fence_proxy_async();
-        __syncthreads();
-        /* The slot refilled in this step was read in step - 2: every
-         * warpgroup has since waited until at most two wgmma groups were
-         * pending, both of step - 1 (every step but the last holds kKs >= 2
-         * k16 tiles). An active warpgroup issues its share of the copies
-         * after its first group of the step, so the tensor cores have work
-         * while the addresses are computed; one commit per step and thread. */
-        const int next = step + kAhead;
-        if (!wg_active) {
-            if (next < n_steps) load_stage(next, next % kStages);
-            qv_cp_async_commit();
-            continue;
+            for (int jj = 0; jj < 2 * TPW; jj++)
+                codes[jj] = s16[single_perm_index((c0 + chunk_l) * 64 + 8 * (2 * q0 + jj) + (lane >> 2))];
+            set_scales(g, codes, p.unbias_h2);
+            /* Its zero points keep the grouped layout: the word of column
+             * lane/4 of the warp's chunk in the one group row. */
+            if (WT == WT_INT4_ZP) set_zeros(g, p.zeros[(c0 + chunk_l) * 8 + (lane >> 2)], q0);
         }
 
-        const unsigned char *st = smem + (step % kStages) * L::bytes;
-        const int kt0 = step * kKs;
-        const int nk = kt_total - kt0 < kKs ? kt_total - kt0 : kKs;
-        const uint64_t desc0 = wg_desc_sw128(st + L::a_off);
-#pragma unroll
-        for (int u = 0; u < kKs; u++) {
-            if (u >= nk) break;
-            /* This lane's packed words of its n8 tiles 2 q0 .. 2 (q0 + TPW) - 1:
-             * 4-bit, word q holds n8 tiles 2q and 2q + 1; 8-bit, word j8 holds
-             * n8 tile j8 and the lane's 32 bytes are two 16-byte parts. */
-            const unsigned char *blane = st + L::b_off + ((u * C::chunks + chunk_l) * T::parts * 32 + lane) * 16;
-            uint32_t bw[T::four ? TPW : 2 * TPW];
-            if constexpr (T::four && TPW == 4) {
-                const uint4 v = *reinterpret_cast<const uint4 *>(blane);
-                bw[0] = v.x, bw[1] = v.y, bw[2] = v.z, bw[3] = v.w;
-            } else if constexpr (T::four) {
-                const uint2 v = *reinterpret_cast<const uint2 *>(blane + 4 * q0);
-                bw[0] = v.x, bw[1] = v.y;
-            } else {
-#pragma unroll
-                for (int q = 0; q < TPW / 2; q++) {
-                    const uint4 v = *reinterpret_cast<const uint4 *>(blane + (q0 / 2 + q) * 512);
-                    bw[4 * q] = v.x, bw[4 * q + 1] = v.y, bw[4 * q + 2] = v.z, bw[4 * q + 3] = v.w;
-                }
-            }
-            /* Group scales of this lane's n8 tiles, reloaded only when the
-             * group changes: positions 8*(lane/4)+j8 of the warp's chunk
-             * (scale_perm puts column 8*j8 + lane/4 there), unless k == g uses
-             * the channel permutation. */
-            if (grouped) {
-                const int grp = (kt0 + u) >> p.g_shift;
-                if (grp != cur_grp) {
-                    cur_grp = grp;
-                    const int r = u >> s_shift;
-                    const unsigned char *srow = st + L::s_off + r * C::bn * 2;
-                    if (!p.grp_single) {
-                        const unsigned char *sp = srow + (chunk_l * 64 + 8 * (lane >> 2) + 2 * q0) * 2;
-                        uint32_t s2[TPW];
-                        if constexpr (TPW == 4) {
-                            const uint4 sv = *reinterpret_cast<const uint4 *>(sp);
-                            s2[0] = sv.x, s2[1] = sv.y, s2[2] = sv.z, s2[3] = sv.w;
-                        } else {
-                            const uint2 sv = *reinterpret_cast<const uint2 *>(sp);
-                            s2[0] = sv.x, s2[1] = sv.y;
-                        }
-#pragma unroll
-                        for (int jj = 0; jj < 2 * TPW; jj++)
-                            sc[jj] = qv_h2<IS_BF16>::dup((s2[jj >> 1] >> (16 * (jj & 1))) & 0xFFFFu);
+        /* A tail piece that is not the whole tile is one of its parts
+         * (computed before the accumulators fill the registers): the first
+         * part's block, the number of parts, and whether the first part is
+         * its block's second piece (its units start in the tile before). */
+        int sk_first = 0, sk_parts = 0, sk_j0 = 0;
+        if (pc.sk_t >= 0 && (pc.s0 > 0 || pc.s1 < n_steps)) {
+            const int u0 = pc.sk_t * n_steps;
+            sk_first = sc.owner(u0);
+            sk_parts = sc.owner(u0 + n_steps - 1) - sk_first + 1;
+            sk_j0 = sc.unit_start(sk_first) < u0 ? 1 : 0;
+        }
+        int pend = -1; /* the previous stage's slot, until it goes back to the producer */
+        for (int step = pc.s0; step < pc.s1; step++) {
+            const int kt0 = step * kKs;
+            const int nk = kt_total - kt0 < kKs ? kt_total - kt0 : kKs;
+            mbar_wait(full0 + 8 * slot, phase);
+            const unsigned char *st = ring + slot * L::bytes;
+            if (wg_active) {
+                /* This lane's words of k16 row u of the stage (zeros past K
+                 * and for a chunk past N). With at most 16 words in the stage
+                 * (8 beside the zero-point constants of four m64 tiles), every
+                 * row's words are read at the start of the stage: one wait
+                 * for shared memory per stage; else row by row. */
+                constexpr int kWords = T::four ? TPW : 2 * TPW;
+                constexpr bool kAllRows = kWords * kKs <= (WT == WT_INT4_ZP && TPW == 4 ? 8 : 16);
+                auto load_row = [&](int u, uint32_t *w) {
+                    const unsigned char *src = st + L::w_off + u * L::row_bytes + lane_off;
+                    const bool ok = chunk_ok && u < nk;
+                    if constexpr (kWords == 1) {
+                        w[0] = ok ? *reinterpret_cast<const uint32_t *>(src) : 0u;
+                    } else if constexpr (kWords == 2) {
+                        const uint2 v = ok ? *reinterpret_cast<const uint2 *>(src) : make_uint2(0, 0);
+                        w[0] = v.x, w[1] = v.y;
                     } else {
-                        const uint16_t *s16 = reinterpret_cast<const uint16_t *>(srow);
 #pragma unroll
-                        for (int jj = 0; jj < 2 * TPW; jj++)
-                            sc[jj] = qv_h2<IS_BF16>::dup(
-                                s16[single_perm_index(chunk_l * 64 + 8 * (2 * q0 + jj) + (lane >> 2))]);
+                        for (int q = 0; q < kWords / 4; q++) {
+                            const uint4 v =
+                                ok ? *reinterpret_cast<const uint4 *>(src + 16 * q) : make_uint4(0, 0, 0, 0);
+                            w[4 * q] = v.x, w[4 * q + 1] = v.y, w[4 * q + 2] = v.z, w[4 * q + 3] = v.w;
+                        }
                     }
-                    if (WT == WT_FP8) {
-                        /* Exact: s * 2^s_pow2 * 2^-s_pow2 = s, a half-precision value. */
+                };
+                uint32_t bw[kAllRows ? kKs : 1][kWords];
+                if constexpr (kAllRows) {
 #pragma unroll
-                        for (int jj = 0; jj < 2 * TPW; jj++) sc[jj] = qv_h2<IS_BF16>::mul(sc[jj], p.unbias_h2);
+                    for (int u = 0; u < kKs; u++) load_row(u, bw[u]);
+                }
+                const uint64_t desc0 = wg_desc_sw128(st + L::a_off);
+#pragma unroll
+                for (int u = 0; u < kKs; u++) {
+                    /* (A branch around the body, not a break: ptxas then keeps
+                     * the wgmma groups asynchronous.) */
+                    if (u < nk) {
+                        if (GROUPED && !p.grp_single && (u == 0 || (u & ((1 << s_shift) - 1)) == 0)) {
+                            /* The stage's group row of k16 tile u. */
+                            const int r = u >> s_shift;
+                            uint32_t codes[2 * TPW];
+                            if (chunk_ok) {
+                                const unsigned char *sp = st + L::s_off + r * C::bn * 2 + s_lane;
+                                if constexpr (TPW == 1) {
+                                    const uint32_t sv = *reinterpret_cast<const uint32_t *>(sp);
+                                    codes[0] = sv & 0xFFFFu, codes[1] = sv >> 16;
+                                } else if constexpr (TPW == 4) {
+                                    const uint4 sv = *reinterpret_cast<const uint4 *>(sp);
+                                    codes[0] = sv.x & 0xFFFFu, codes[1] = sv.x >> 16, codes[2] = sv.y & 0xFFFFu;
+                                    codes[3] = sv.y >> 16, codes[4] = sv.z & 0xFFFFu, codes[5] = sv.z >> 16;
+                                    codes[6] = sv.w & 0xFFFFu, codes[7] = sv.w >> 16;
+                                } else {
+                                    const uint2 sv = *reinterpret_cast<const uint2 *>(sp);
+                                    codes[0] = sv.x & 0xFFFFu, codes[1] = sv.x >> 16;
+                                    codes[2] = sv.y & 0xFFFFu, codes[3] = sv.y >> 16;
+                                }
+                            } else {
+#pragma unroll
+                                for (int jj = 0; jj < 2 * TPW; jj++) codes[jj] = 0;
+                            }
+                            set_scales(g, codes, p.unbias_h2);
+                            if (WT == WT_INT4_ZP)
+                                set_zeros(g, chunk_ok ? *reinterpret_cast<const uint32_t *>(st + L::z_off +
+                                                                                       r * (C::bn / 8) * 4 + z_lane)
+                                                      : 0u,
+                                          q0);
+                        }
+                        if constexpr (!kAllRows) load_row(u, bw[0]);
+                        uint32_t af[TPW][4];
+                        dequant_tile<WT, IS_BF16, TPW, GROUPED>(bw[kAllRows ? u : 0], g, sym, af);
+                        /* kInFlight = 2: the fragments were built while the two
+                         * latest groups ran; now all but the latest are done,
+                         * and (u = 1) so is every group of the previous stage. */
+                        if (kInFlight == 2) {
+                            wg_wait<1>();
+                            if (u == 1 && pend >= 0) {
+                                mbar_arrive(empty0 + 8 * pend);
+                                pend = -1;
+                            }
+                        }
+                        wg_fence();
+                        /* k16 tile u of the stage: 32 bytes into each 128-byte row. */
+                        const uint64_t desc = desc0 + (uint64_t)(u * 32 >> 4);
+#pragma unroll
+                        for (int i = 0; i < TPW; i++) wg_mma<C::bx, IS_BF16>::run(acc[i], af[i], desc);
+                        wg_commit();
+                        /* kInFlight = 1: the previous group is done once this one
+                         * is queued, and (u = 0) every group of the previous stage. */
+                        if (kInFlight == 1) {
+                            wg_wait<1>();
+                            if (u == 0 && pend >= 0) {
+                                mbar_arrive(empty0 + 8 * pend);
+                                pend = -1;
+                            }
+                        }
                     }
-                    if (WT == WT_INT4_ZP)
-                        /* The word of column lane/4 of each of the chunk's n8 tiles. */
-                        zw = *reinterpret_cast<const uint32_t *>(st + L::z_off + r * (C::bn / 8) * 4 +
-                                                                 (chunk_l * 8 + (lane >> 2)) * 4);
                 }
+                /* A last stage too short to release the previous one. */
+                if (pend >= 0) {
+                    wg_wait<0>();
+                    mbar_arrive(empty0 + 8 * pend);
+                }
+                pend = (int)slot;
+            } else {
+                /* Nothing of the stage is read. */
+                mbar_arrive(empty0 + 8 * slot);
             }
-            /* The m64 tile i takes n8 tiles 2(q0+i) (rows 0-7) and 2(q0+i)+1
-             * (rows 8-15): A fragment {lo tile k0-7, hi tile k0-7, lo tile
-             * k8-15, hi tile k8-15}. */
-            uint32_t af[TPW][4];
-#pragma unroll
-            for (int jj = 0; jj < 2 * TPW; jj++) {
-                uint32_t bf[2];
-                if (WT == WT_INT4) {
-                    qv_dq4<IS_BF16>(bw[jj >> 1] >> (8 * (jj & 1)), sym, bf);
-                } else if (WT == WT_INT4_ZP) {
-                    /* Zero point of n8 tile j8 = 2 q0 + jj: packed position j8
-                     * sits at nibble j8/2 + 4*(j8%2) (interleave
-                     * [0,2,4,6,1,3,5,7]). The constants are rebuilt per tile
-                     * rather than kept: registers are the scarcest resource. */
-                    const int j8 = 2 * q0 + jj;
-                    uint32_t zc[2];
-                    qv_dq4_consts<IS_BF16>((zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1)))) & 0xFu, zc);
-                    qv_dq4<IS_BF16>(bw[jj >> 1] >> (8 * (jj & 1)), zc, bf);
-                } else if (WT == WT_INT8) {
-                    qv_dq8<IS_BF16>(bw[jj], bf);
-                } else {
-                    qv_dqfp8<IS_BF16>(bw[jj], bf);
-                }
-                if (grouped) {
-                    bf[0] = qv_h2<IS_BF16>::mul(bf[0], sc[jj]);
-                    bf[1] = qv_h2<IS_BF16>::mul(bf[1], sc[jj]);
-                }
-                af[jj >> 1][jj & 1] = bf[0];
-                af[jj >> 1][2 + (jj & 1)] = bf[1];
-            }
-            wg_fence();
-            /* k16 tile u of the stage: 32 bytes into each 128-byte row. */
-            const uint64_t desc = desc0 + (uint64_t)(u * 32 >> 4);
-#pragma unroll
-            for (int i = 0; i < TPW; i++) wg_mma<C::bx, IS_BF16>::run(acc[i], af[i], desc);
-            wg_commit();
-            /* The group of two k16 tiles back is done: its fragment registers
-             * may be reused while this tile's and the previous one's run, so
-             * the dequantization of the next tile overlaps two groups. */
-            wg_wait<2>();
-            if (u == 0 && next < n_steps) load_stage(next, next % kStages);
+            if (++slot == S) slot = 0, phase ^= 1;
         }
-        qv_cp_async_commit();
-    }
-    wg_wait<0>();
-    qv_cp_async_wait<0>();
-    if (!wg_active || c0 + chunk_l >= n_chunks) return;
+        wg_wait<0>();
+        if (pend >= 0) mbar_arrive(empty0 + 8 * pend);
 
-    /* Epilogue: row 16w + lane/4 (+8) of m64 tile i is column
-     * 64*chunk + 16(q0+i) + lane/4 (+8); accumulator 4j + 2h + e holds token
-     * 8j + 2(lane%4) + e. Lanes lane and lane^4 hold neighbouring columns of
-     * the same tokens: after one exchange, the even-column lane stores both
-     * columns of its even token and the odd-column lane both of its odd token,
-     * as one 4-byte word each. */
-    const int gq = lane >> 2, tq = lane & 3;
-    const bool even = (gq & 1) == 0;
+        if (sk_parts > 0) {
+            /* A part of a tail tile: its accumulators to its slot (each
+             * thread its own 128, 16 bytes at a time, so every block's thread
+             * ct holds the same elements); the last part to arrive adds all
+             * of them in part order and writes the tile. */
+            const int parts = sk_parts;
+            float4 *slot_mine = reinterpret_cast<float4 *>(p.partial + (int64_t)(2 * blockIdx.x + pc.j) * kTileFloats);
+            constexpr int kQ = C::bx / 8; /* float4s per m64 tile */
 #pragma unroll
-    for (int i = 0; i < TPW; i++)
+            for (int q = 0; q < TPW * kQ; q++)
+                slot_mine[q * 256 + ct] = make_float4(acc[q / kQ][4 * (q % kQ)], acc[q / kQ][4 * (q % kQ) + 1],
+                                                      acc[q / kQ][4 * (q % kQ) + 2], acc[q / kQ][4 * (q % kQ) + 3]);
+            __threadfence();
+            asm volatile("bar.sync 1, %0;\n" ::"n"(32 * kConsumerWarps) : "memory");
+            if (ct == 0) *last_flag = atomicAdd(&p.counters[pc.sk_t], 1) == parts - 1;
+            asm volatile("bar.sync 1, %0;\n" ::"n"(32 * kConsumerWarps) : "memory");
+            if (!*last_flag) continue;
+            __threadfence();
+            /* Part i of the tile lives in block sk_first + i's slot: its
+             * first tail piece, except that part 0 is its block's second
+             * piece when that block's units start in the tile before. This
+             * block's own part is read back from its slot too, so the sum is
+             * ((p0 + p1) + p2) + ... whoever adds it. */
+            const float4 *src0 = reinterpret_cast<const float4 *>(p.partial) + ct;
+#pragma unroll 1
+            for (int i = 0; i < parts; i++) {
+                const int slot_i = i == 0 ? 2 * sk_first + sk_j0 : 2 * (sk_first + i);
+                const float4 *src = src0 + (int64_t)slot_i * (kTileFloats / 4);
+                if (i == 0) {
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int col = (c0 + chunk_l) * 64 + 16 * (q0 + i) + 8 * h + gq;
-            const float s = epilogue_scale(p, col);
+                    for (int q = 0; q < TPW * kQ; q++) {
+                        const float4 v = __ldcg(src + q * 256);
+                        acc[q / kQ][4 * (q % kQ)] = v.x, acc[q / kQ][4 * (q % kQ) + 1] = v.y;
+                        acc[q / kQ][4 * (q % kQ) + 2] = v.z, acc[q / kQ][4 * (q % kQ) + 3] = v.w;
+                    }
+                } else {
 #pragma unroll
-            for (int j = 0; j < C::bx / 8; j++) {
-                float y0 = acc[i][4 * j + 2 * h], y1 = acc[i][4 * j + 2 * h + 1];
-                if (!grouped) {
-                    y0 = y0 * s;
-                    y1 = y1 * s;
+                    for (int q = 0; q < TPW * kQ; q++) {
+                        const float4 v = __ldcg(src + q * 256);
+                        acc[q / kQ][4 * (q % kQ)] += v.x, acc[q / kQ][4 * (q % kQ) + 1] += v.y;
+                        acc[q / kQ][4 * (q % kQ) + 2] += v.z, acc[q / kQ][4 * (q % kQ) + 3] += v.w;
+                    }
                 }
-                const float recv = __shfl_xor_sync(0xFFFFFFFFu, even ? y1 : y0, 4);
-                const int tok = m0 + 8 * j + 2 * tq + (even ? 0 : 1);
-                const int cp = even ? col : col - 1;
-                if (tok < p.m)
-                    *reinterpret_cast<uint32_t *>(static_cast<uint16_t *>(p.c) + (int64_t)tok * p.n + cp) =
-                        even ? qv_h2<IS_BF16>::pack(y0, recv) : qv_h2<IS_BF16>::pack(recv, y1);
             }
+            if (ct == 0) p.counters[pc.sk_t] = 0;
         }
+        if (!wg_active || !chunk_ok) continue;
+
+        /* Epilogue: row 16w + lane/4 (+8) of m64 tile i is column
+         * 64*chunk + 16(q0+i) + lane/4 (+8); accumulator 4j + 2h + e holds token
+         * 8j + 2(lane%4) + e. Lanes lane and lane^4 hold neighbouring columns of
+         * the same tokens: after one exchange, the even-column lane stores both
+         * columns of its even token and the odd-column lane both of its odd token,
+         * as one 4-byte word each. */
+        const int gq = lane >> 2, tq = lane & 3;
+        const bool even = (gq & 1) == 0;
+#pragma unroll
+        for (int i = 0; i < TPW; i++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int col = (c0 + chunk_l) * 64 + 16 * (q0 + i) + 8 * h + gq;
+                const float s = GROUPED ? 1.0f : epilogue_scale(p, col);
+#pragma unroll
+                for (int j = 0; j < C::bx / 8; j++) {
+                    float y0 = acc[i][4 * j + 2 * h], y1 = acc[i][4 * j + 2 * h + 1];
+                    if (!GROUPED) {
+                        y0 = y0 * s;
+                        y1 = y1 * s;
+                    }
+                    const float recv = __shfl_xor_sync(0xFFFFFFFFu, even ? y1 : y0, 4);
+                    const int tok = m0 + 8 * j + 2 * tq + (even ? 0 : 1);
+                    const int cp = even ? col : col - 1;
+                    if (tok < p.m)
+                        *reinterpret_cast<uint32_t *>(static_cast<uint16_t *>(p.c) + (int64_t)tok * p.n + cp) =
+                            even ? qv_h2<IS_BF16>::pack(y0, recv) : qv_h2<IS_BF16>::pack(recv, y1);
+                }
+            }
+    }
 }
 
 /* act_order: out[i][j] = a[i][perm[j]], the activations in sorted-row order. */
@@ -526,63 +795,174 @@ bool covers(const qv_variant *v, int m, int n, int k)
     return (n + 255) / 256 <= 65535;
 }
 
-/* QVET_WO_WG_MIN_M: 0 when unset or empty (the path is off), else the whole
- * number >= 1 it holds; anything else is a usage error. */
+/* The M range that takes the kernel by default, measured against
+ * dequantize + cuBLAS (wonly_dq.cu) on the H200 (bench/RESULTS.md, seventh
+ * round): every row from M = 128; rows with group scales only below M = 512,
+ * where the fp16 multiply of every weight by its group scale makes the
+ * kernel slower than dequantizing once for cuBLAS. */
+constexpr long kDefaultMinM = 128;
+constexpr long kDefaultGroupMaxM = 512;
+
+/* QVET_WO_WG_MIN_M: kDefaultMinM when unset or empty, 0 (the path is off)
+ * for "off", else the whole number >= 1 it holds; anything else is a usage
+ * error. */
 qv_status min_m_from_env(long *min_m)
 {
     const char *s = getenv("QVET_WO_WG_MIN_M");
-    *min_m = 0;
+    *min_m = kDefaultMinM;
     if (!s || !*s) return QV_OK;
+    *min_m = 0;
+    if (!strcmp(s, "off")) return QV_OK;
     char *end = NULL;
     long v = strtol(s, &end, 10);
     if (!end || *end != '\0' || v < 1)
         return qv_fail(QV_ERR_USAGE, "QVET_WO_WG_MIN_M=\"%s\": expected a whole number >= 1 (the smallest M "
-                       "that takes the wgmma kernel), or unset to turn the path off", s);
+                       "that takes the wgmma kernel), \"off\", or unset for %ld", s, kDefaultMinM);
     *min_m = v;
     return QV_OK;
 }
 
-/* QVET_WO_WG_TOKENS: the block's token tile, 128 (default: two m64 tiles
- * per warpgroup) or 64 (four); anything else is a usage error. */
+/* QVET_WO_WG_TOKENS: the block's token tile, 256 (default: one m64 tile
+ * per warpgroup, measured fastest on the H200 at M = 256-1024), 128 (two) or
+ * 64 (four); anything else is a usage error. */
 qv_status tpw_from_env(int *tpw)
 {
     const char *s = getenv("QVET_WO_WG_TOKENS");
-    *tpw = 2;
-    if (!s || !*s || !strcmp(s, "128")) return QV_OK;
+    *tpw = 1;
+    if (!s || !*s || !strcmp(s, "256")) return QV_OK;
+    if (!strcmp(s, "128")) {
+        *tpw = 2;
+        return QV_OK;
+    }
     if (!strcmp(s, "64")) {
         *tpw = 4;
         return QV_OK;
     }
-    return qv_fail(QV_ERR_USAGE, "QVET_WO_WG_TOKENS=\"%s\": expected 64 or 128 (tokens per block of the wgmma "
-                   "kernel), or unset for 128", s);
+    return qv_fail(QV_ERR_USAGE, "QVET_WO_WG_TOKENS=\"%s\": expected 64, 128 or 256 (tokens per block of the "
+                   "wgmma kernel), or unset for 256", s);
 }
 
-template <int WT, bool BF, int TPW>
-qv_status launch_kernel(const wg_params &p, cudaStream_t stream)
+/* cuTensorMapEncodeTiled, a driver function, found through the runtime so
+ * that nothing links libcuda directly; looked up once. */
+qv_status encode_fn(PFN_cuTensorMapEncodeTiled_v12000 *fn)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 cached = NULL;
+    if (!cached) {
+        void *f = NULL;
+        cudaDriverEntryPointQueryResult q;
+        /* 12000: the CUDA 12.0 signature of the function. */
+        QV_CUDA_TRY(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q),
+                    "cudaGetDriverEntryPointByVersion (cuTensorMapEncodeTiled)");
+        if (q != cudaDriverEntryPointSuccess || !f)
+            return qv_fail(QV_ERR_CUDA, "the driver has no cuTensorMapEncodeTiled (needs CUDA 12 or later)");
+        cached = (PFN_cuTensorMapEncodeTiled_v12000)f;
+    }
+    *fn = cached;
+    return QV_OK;
+}
+
+/* The tensor map of A (m, k) 16-bit codes, row-major, read in boxes of 64
+ * k (128 bytes, the 128-byte swizzle's row) x bx tokens; out-of-range
+ * elements read as zeros. A's base is 256-byte aligned and its rows are
+ * 2k bytes apart, a multiple of 16 (k % 16 == 0), as the map requires. */
+qv_status make_a_map(CUtensorMap *map, const void *a, int m, int k, int bx)
+{
+    PFN_cuTensorMapEncodeTiled_v12000 encode = NULL;
+    QV_TRY(encode_fn(&encode));
+    const cuuint64_t dims[2] = {(cuuint64_t)k, (cuuint64_t)m};
+    const cuuint64_t strides[1] = {(cuuint64_t)k * 2};
+    const cuuint32_t box[2] = {64, (cuuint32_t)bx};
+    const cuuint32_t elem_strides[2] = {1, 1};
+    CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<void *>(a), dims, strides, box,
+                        elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        return qv_fail(QV_ERR_CUDA, "cuTensorMapEncodeTiled (A of %d x %d, box 64 x %d): error %d", m, k, bx, (int)r);
+    return QV_OK;
+}
+
+/* The persistent grid assumes the H200's 132 SMs rather than asking the
+ * device, so that the schedule, and with it the workspace size, is known
+ * without a CUDA call (a device with other SMs runs the same schedule: no
+ * block ever waits for another). QVET_WO_WG_BLOCKS=<b> (tests) plans b blocks
+ * instead, 1 <= b <= 264 (the counters area's size, wonly_small.cuh). */
+constexpr int kPlanBlocks = 132;
+constexpr int kMaxBlocks = 264;
+
+qv_status blocks_from_env(int *blocks)
+{
+    const char *s = getenv("QVET_WO_WG_BLOCKS");
+    *blocks = kPlanBlocks;
+    if (!s || !*s) return QV_OK;
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (!end || *end != '\0' || v < 1 || v > kMaxBlocks)
+        return qv_fail(QV_ERR_USAGE, "QVET_WO_WG_BLOCKS=\"%s\": expected a whole number from 1 to %d (blocks of the "
+                       "wgmma kernel's persistent grid), or unset for %d", s, kMaxBlocks, kPlanBlocks);
+    *blocks = (int)v;
+    return QV_OK;
+}
+
+/* The schedule and workspace layout of one problem: the counters area at 0
+ * (every weight-only path keeps it there, zero between launches), act_order's
+ * sorted copy of A, then the stream-K tail's partial slots. */
+struct wg_plan {
+    wg_sched sc;
+    size_t aperm_off, partial_off, bytes;
+};
+
+qv_status plan(const qv_variant *v, int m, int n, int k, wg_plan *pl)
+{
+    int tpw, blocks;
+    QV_TRY(tpw_from_env(&tpw));
+    QV_TRY(blocks_from_env(&blocks));
+    /* QVET_WO_WG_STREAMK=0 keeps the last round whole (comparisons). */
+    const char *e = getenv("QVET_WO_WG_STREAMK");
+    pl->sc = plan_sched(m, n, k, tpw, blocks, !(e && !strcmp(e, "0")));
+    size_t off = qv_wonly_counters_bytes(n);
+    pl->aperm_off = off;
+    if (v->act_order) off += align256((size_t)m * (size_t)k * 2);
+    pl->partial_off = off;
+    if (pl->sc.sk_tiles > 0) off += (size_t)2 * pl->sc.grid * kTileFloats * sizeof(float);
+    pl->bytes = v->act_order || pl->sc.sk_tiles > 0 ? off : 0;
+    return QV_OK;
+}
+
+template <int WT, bool BF, int TPW, bool GROUPED>
+qv_status launch_kernel(const wg_params &p, const wg_sched &sc, const void *a, cudaStream_t stream)
 {
     using C = tile_cfg<TPW>;
-    constexpr int smem = stage_layout<WT, TPW>::total;
+    constexpr int smem = stage_layout<WT, TPW, GROUPED>::total;
+    static_assert(smem <= kSmemMax, "the ring fits one block's shared memory");
+    CUtensorMap a_map;
+    QV_TRY(make_a_map(&a_map, a, p.m, p.k, C::bx));
     static bool attr_set = false;
     if (!attr_set) {
-        QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_wgmma<WT, BF, TPW>,
+        QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_wgmma<WT, BF, TPW, GROUPED>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
                     "cudaFuncSetAttribute (wgmma weight-only kernel shared memory)");
         attr_set = true;
     }
-    const dim3 grid((unsigned)((p.m + C::bx - 1) / C::bx), (unsigned)((p.n + C::bn - 1) / C::bn));
-    k_gemm_wonly_wgmma<WT, BF, TPW><<<grid, kThreads, smem, stream>>>(p);
+    k_gemm_wonly_wgmma<WT, BF, TPW, GROUPED><<<sc.grid, kThreads, smem, stream>>>(p, sc, a_map);
     QV_CUDA_TRY(cudaGetLastError(), "wgmma weight-only kernel launch");
     return QV_OK;
 }
 
 template <bool BF, int TPW>
-qv_status launch_wt(int wt, const wg_params &p, cudaStream_t stream)
+qv_status launch_wt(int wt, bool grouped, const wg_params &p, const wg_sched &sc, const void *a,
+                    cudaStream_t stream)
 {
     switch (wt) {
-    case WT_INT4: return launch_kernel<WT_INT4, BF, TPW>(p, stream);
-    case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF, TPW>(p, stream);
-    case WT_INT8: return launch_kernel<WT_INT8, BF, TPW>(p, stream);
-    default: return launch_kernel<WT_FP8, BF, TPW>(p, stream);
+    case WT_INT4:
+        return grouped ? launch_kernel<WT_INT4, BF, TPW, true>(p, sc, a, stream)
+                       : launch_kernel<WT_INT4, BF, TPW, false>(p, sc, a, stream);
+    case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF, TPW, true>(p, sc, a, stream);
+    case WT_INT8:
+        return grouped ? launch_kernel<WT_INT8, BF, TPW, true>(p, sc, a, stream)
+                       : launch_kernel<WT_INT8, BF, TPW, false>(p, sc, a, stream);
+    default:
+        return grouped ? launch_kernel<WT_FP8, BF, TPW, true>(p, sc, a, stream)
+                       : launch_kernel<WT_FP8, BF, TPW, false>(p, sc, a, stream);
     }
 }
 
@@ -593,14 +973,27 @@ extern "C" qv_status qv_wonly_wg_wanted(const qv_variant *v, int m, int n, int k
     long min_m;
     *take = 0;
     QV_TRY(min_m_from_env(&min_m));
+    /* A threshold set in the environment applies to every row; the default
+     * keeps grouped rows below kDefaultGroupMaxM. */
+    const char *e = getenv("QVET_WO_WG_MIN_M");
+    const bool dflt = !e || !*e;
+    if (dflt && v->scale_layout == QV_SCALE_GROUP && m >= kDefaultGroupMaxM) return QV_OK;
     *take = min_m >= 1 && m >= min_m && covers(v, m, n, k);
     return QV_OK;
 }
 
 extern "C" size_t qv_wonly_wg_workspace(const qv_variant *v, int m, int n, int k)
 {
-    if (!v->act_order) return 0;
-    return qv_wonly_counters_bytes(n) + align256((size_t)m * (size_t)k * 2);
+    wg_plan pl;
+    if (m < 1 || n < 64 || k < 16 || plan(v, m, n, k, &pl) != QV_OK) return 0;
+    return pl.bytes;
+}
+
+extern "C" int qv_wonly_wg_tail_tiles(const qv_variant *v, int m, int n, int k)
+{
+    wg_plan pl;
+    if (plan(v, m, n, k, &pl) != QV_OK) return -1;
+    return pl.sc.sk_tiles;
 }
 
 extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args *a)
@@ -610,22 +1003,24 @@ extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args 
                        v->name, a->m, a->n, a->k);
     int tpw;
     QV_TRY(tpw_from_env(&tpw));
-    const size_t need = qv_wonly_wg_workspace(v, a->m, a->n, a->k);
-    if (need > a->workspace_bytes || (need && !a->workspace))
+    wg_plan pl;
+    QV_TRY(plan(v, a->m, a->n, a->k, &pl));
+    if (pl.bytes > a->workspace_bytes || (pl.bytes && !a->workspace))
         return qv_fail(QV_ERR_USAGE, "%s: workspace of %zu bytes given, %zu needed (qv_workspace_wonly)", v->name,
-                       a->workspace_bytes, need);
+                       a->workspace_bytes, pl.bytes);
+    unsigned char *ws = (unsigned char *)a->workspace;
     cudaStream_t stream = (cudaStream_t)a->stream;
 
     wg_params p;
-    p.a = a->a;
+    const void *act = a->a;
     if (v->act_order) {
-        uint16_t *ap = (uint16_t *)((unsigned char *)a->workspace + qv_wonly_counters_bytes(a->n));
+        uint16_t *ap = (uint16_t *)(ws + pl.aperm_off);
         const int64_t total = (int64_t)a->m * a->k;
         /* 256 threads per block; at most 4096 blocks, each then loops. */
         const int blocks = (int)((total + 255) / 256 < 4096 ? (total + 255) / 256 : 4096);
         k_wg_permute_cols<<<blocks, 256, 0, stream>>>((const uint16_t *)a->a, a->perm, ap, a->m, a->k);
         QV_CUDA_TRY(cudaGetLastError(), "act_order column permutation launch");
-        p.a = ap;
+        act = ap;
     }
     p.b = (const uint32_t *)a->b;
     p.scales = a->scales;
@@ -634,9 +1029,18 @@ extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args 
     p.m = a->m;
     p.n = a->n;
     p.k = a->k;
+    p.counters = (int *)ws;
+    p.partial = pl.sc.sk_tiles > 0 ? (float *)(ws + pl.partial_off) : NULL;
     wo_set_scale_fields(p, v, a->k);
     const bool bf = v->afmt == QV_FMT_BF16;
     const int wt = weight_type(v);
-    if (tpw == 4) return bf ? launch_wt<true, 4>(wt, p, stream) : launch_wt<false, 4>(wt, p, stream);
-    return bf ? launch_wt<true, 2>(wt, p, stream) : launch_wt<false, 2>(wt, p, stream);
+    const bool grouped = p.scale_mode == SC_GROUP;
+    if (tpw == 4)
+        return bf ? launch_wt<true, 4>(wt, grouped, p, pl.sc, act, stream)
+                  : launch_wt<false, 4>(wt, grouped, p, pl.sc, act, stream);
+    if (tpw == 1)
+        return bf ? launch_wt<true, 1>(wt, grouped, p, pl.sc, act, stream)
+                  : launch_wt<false, 1>(wt, grouped, p, pl.sc, act, stream);
+    return bf ? launch_wt<true, 2>(wt, grouped, p, pl.sc, act, stream)
+              : launch_wt<false, 2>(wt, grouped, p, pl.sc, act, stream);
 }

@@ -5,7 +5,7 @@
  * Rule: the path computes each row's declared arithmetic (src/registry.c rows
  * of family "marlin"), the same function as the mma kernel; it is only
  * entered after qv_launch_wonly has validated the variant, the shape and the
- * buffers, and only when QVET_WO_WG_MIN_M asks for it. */
+ * buffers, from the M that QVET_WO_WG_MIN_M sets (default 128). */
 #ifndef QVET_KERNELS_WONLY_WG_CUH
 #define QVET_KERNELS_WONLY_WG_CUH
 
@@ -19,26 +19,38 @@
 extern "C" {
 #endif
 
-/* Whether an (m, n, k) problem of v takes the wgmma path: *take = 1 when the
- * environment variable QVET_WO_WG_MIN_M holds a whole number >= 1, m is at
- * least that number and the kernel covers v and the shape; 0 otherwise (the
- * path is off while the variable is unset or empty). A value that is not a
- * whole number >= 1 returns QV_ERR_USAGE with a message. Read at every call
+/* Whether an (m, n, k) problem of v takes the wgmma path: *take = 1 when m
+ * is at least the threshold and the kernel covers v and the shape; 0
+ * otherwise. The environment variable QVET_WO_WG_MIN_M sets the threshold for
+ * every row: a whole number >= 1, or "off" (never); unset or empty, the
+ * default takes M >= 128, and for rows with group scales only M < 512. Any
+ * other value returns QV_ERR_USAGE with a message. Read at every call
  * (tests and benchmarks switch it in one process); no CUDA call. v must
  * already be a weight-only Marlin row that qv_launch_wonly accepts. */
 qv_status qv_wonly_wg_wanted(const qv_variant *v, int m, int n, int k, int *take);
 
 /* Workspace bytes of this path: the arrival-counter area every weight-only
- * path keeps (wonly_small.cuh) and, for act_order rows, A's columns in sorted
- * order, (m, k) halves. 0 for rows without act_order. No CUDA call. */
+ * path keeps (wonly_small.cuh), for act_order rows A's columns in sorted
+ * order, (m, k) halves, and when the schedule has a stream-K tail its fp32
+ * partial tiles (2 per block of the grid, 128 KiB each). 0 when none of these
+ * is needed. No CUDA call. */
 size_t qv_wonly_wg_workspace(const qv_variant *v, int m, int n, int k);
+
+/* The tiles of an (m, n, k) problem of v that the kernel's schedule shares
+ * over every block along K (its "stream-K" tail; 0 when the last round of
+ * whole tiles is kept), for the environment as it is now
+ * (QVET_WO_WG_TOKENS, QVET_WO_WG_BLOCKS); -1 when either variable is bad.
+ * No CUDA call. Tests use it to know that a case reaches the tail. */
+int qv_wonly_wg_tail_tiles(const qv_variant *v, int m, int n, int k);
 
 /* Runs Y = A x W on the wgmma kernel. The caller (qv_launch_wonly) has checked
  * v, the shape, g and the buffers; this checks the workspace and refuses
  * (QV_ERR_UNSUPPORTED) any problem qv_wonly_wg_wanted would not take. The
- * environment variable QVET_WO_WG_TOKENS picks the block's token tile: 128
- * (unset or "128": 256 columns x 128 tokens) or "64" (512 columns x 64
- * tokens); any other value returns QV_ERR_USAGE before any CUDA call. */
+ * environment variable QVET_WO_WG_TOKENS picks the block's token tile: 256
+ * (unset or "256": 128 columns x 256 tokens), "128" (256 columns x 128) or
+ * "64" (512 columns x 64), and QVET_WO_WG_BLOCKS the persistent grid's
+ * blocks (unset: 132, else 1 to 264); any other value of either returns
+ * QV_ERR_USAGE before any CUDA call. */
 qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args *a);
 
 #ifdef __cplusplus

@@ -18,11 +18,12 @@
  *      random  full-range codes and log-uniform scales in three regimes
  *              (normal, tiny, large): ref_verify against the certified truth
  *              (tensor-core fp32 accumulation in blocks of 16) must not FAIL;
- *    each in both token tiles (QVET_WO_WG_TOKENS = 128 and 64);
+ *    each in every token tile (QVET_WO_WG_TOKENS = 128, 64 and 256);
  *    every case asserts that the wgmma path takes it, launches twice on an
  *    output poisoned before each launch (qv_gpu_run) and must be bitwise
  *    identical, with nothing written past the output (the runner's guard);
- *  - QVET_WO_WG_MIN_M: unset leaves the path off, a bad value (or a bad
+ *  - QVET_WO_WG_MIN_M: unset takes M >= 128 (grouped rows below 512), a set
+ *    value every row from it, "off" never, a bad value (or a bad
  *    QVET_WO_WG_TOKENS) is a usage error before any CUDA call, and
  *    act_order's workspace holds A's sorted copy (no CUDA call).
  * QVET_WG_QUICK=1 runs two small cases per row instead, and QVET_WG_ROWS=<glob>
@@ -106,8 +107,10 @@ static void route_to_wg(void)
     ck_assert_int_eq(setenv("QVET_WO_SMALL", "0", 1), 0);
 }
 
-/* Both token tiles (QVET_WO_WG_TOKENS): 128 tokens x 256 columns and 64 x 512. */
-static const char *const token_tiles[2] = {"128", "64"};
+/* Every token tile (QVET_WO_WG_TOKENS): 128 tokens x 256 columns, 64 x 512
+ * and 256 x 128. */
+#define N_TILES 3
+static const char *const token_tiles[N_TILES] = {"128", "64", "256"};
 
 START_TEST(registry_shapes)
 {
@@ -116,7 +119,7 @@ START_TEST(registry_shapes)
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     int failed = 0;
-    for (int t = 0; t < 2; t++) {
+    for (int t = 0; t < N_TILES; t++) {
         ck_assert_int_eq(setenv("QVET_WO_WG_TOKENS", token_tiles[t], 1), 0);
         for (int c = 0; c < N_CASES; c++) {
             const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 60000 + (uint64_t)c;
@@ -128,9 +131,53 @@ START_TEST(registry_shapes)
     }
     ck_assert_int_eq(unsetenv("QVET_WO_WG_TOKENS"), 0);
     clock_gettime(CLOCK_MONOTONIC, &b);
-    printf("%s: %d wgmma cases, %d failed (%.1f s)\n", v->name, 2 * N_CASES, failed,
+    printf("%s: %d wgmma cases, %d failed (%.1f s)\n", v->name, N_TILES * N_CASES, failed,
            (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec));
-    ck_assert_msg(failed == 0, "%s: %d of %d wgmma cases failed (see stderr)", v->name, failed, 2 * N_CASES);
+    ck_assert_msg(failed == 0, "%s: %d of %d wgmma cases failed (see stderr)", v->name, failed, N_TILES * N_CASES);
+}
+END_TEST
+
+/* The stream-K tail: with the persistent grid planned on 2, 3 or 7 blocks
+ * (QVET_WO_WG_BLOCKS), these shapes leave a last round the schedule shares
+ * along K, or (7 blocks) have fewer tiles than blocks and share all of them
+ * (asserted, qv_wonly_wg_tail_tiles), so their tail tiles are summed from 2
+ * to 17 parts; K = 1040 (65 k16 tiles: a partial last stage) or 8g. */
+static const struct {
+    int64_t m, n;
+    int probe;
+} sk_cases[] = {{257, 256, PROBE_RANDOM}, {130, 384, PROBE_EXACT}, {257, 256, PROBE_ONEHOT}};
+#define N_SK ((int)(sizeof sk_cases / sizeof sk_cases[0]))
+
+START_TEST(stream_k_tail)
+{
+    const qv_variant *v = qv_registry_get(g_rows[_i]);
+    route_to_wg();
+    static const char *const blocks[3] = {"2", "3", "7"};
+    const int64_t k = v->g > 0 ? 8 * v->g : 1040;
+    int failed = 0, tails = 0;
+    for (int t = 0; t < N_TILES; t++) {
+        ck_assert_int_eq(setenv("QVET_WO_WG_TOKENS", token_tiles[t], 1), 0);
+        for (int bl = 0; bl < 3; bl++) {
+            ck_assert_int_eq(setenv("QVET_WO_WG_BLOCKS", blocks[bl], 1), 0);
+            for (int c = 0; c < N_SK; c++) {
+                const int tail = qv_wonly_wg_tail_tiles(v, (int)sk_cases[c].m, (int)sk_cases[c].n, (int)k);
+                ck_assert_int_ge(tail, 0);
+                if (tail == 0) continue;
+                tails++;
+                const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 70000 + (uint64_t)(100 * t + 10 * bl + c);
+                if (!one_case(v, sk_cases[c].m, sk_cases[c].n, k, sk_cases[c].probe, REG_NORMAL, idx)) {
+                    fprintf(stderr, "  (QVET_WO_WG_TOKENS=%s QVET_WO_WG_BLOCKS=%s)\n", token_tiles[t], blocks[bl]);
+                    failed++;
+                }
+            }
+        }
+    }
+    ck_assert_int_eq(unsetenv("QVET_WO_WG_TOKENS"), 0);
+    ck_assert_int_eq(unsetenv("QVET_WO_WG_BLOCKS"), 0);
+    printf("%s: %d stream-K tail cases, %d failed\n", v->name, tails, failed);
+    /* Every token tile reaches the tail with two of the three grids. */
+    ck_assert_int_ge(tails, 2 * N_TILES);
+    ck_assert_msg(failed == 0, "%s: %d of %d stream-K tail cases failed (see stderr)", v->name, failed, tails);
 }
 END_TEST
 
@@ -141,14 +188,21 @@ START_TEST(registry_quick)
     const qv_variant *v = qv_registry_get(g_rows[_i]);
     route_to_wg();
     const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 50000;
-    for (int t = 0; t < 2; t++) {
+    for (int t = 0; t < N_TILES; t++) {
         ck_assert_int_eq(setenv("QVET_WO_WG_TOKENS", token_tiles[t], 1), 0);
-        ck_assert_msg(one_case(v, 70, 576, k_for(v, 1), PROBE_EXACT, REG_NORMAL, idx), "%s: quick case failed (%s tokens)",
-                      v->name, token_tiles[t]);
+        ck_assert_msg(one_case(v, 70, 576, k_for(v, 1), PROBE_EXACT, REG_NORMAL, idx),
+                      "%s: quick case failed (%s tokens)", v->name, token_tiles[t]);
         ck_assert_msg(one_case(v, 5, 192, v->g > 0 ? 5 * v->g : 272, PROBE_ONEHOT, REG_NORMAL, idx + 1),
                       "%s: quick case failed (%s tokens)", v->name, token_tiles[t]);
     }
     ck_assert_int_eq(unsetenv("QVET_WO_WG_TOKENS"), 0);
+    /* And one stream-K tail (the partial slots, counters and in-order sum). */
+    ck_assert_int_eq(setenv("QVET_WO_WG_BLOCKS", "3", 1), 0);
+    const int64_t k = v->g > 0 ? 8 * v->g : 1040;
+    ck_assert_int_gt(qv_wonly_wg_tail_tiles(v, 257, 256, (int)k), 0);
+    ck_assert_msg(one_case(v, 257, 256, k, PROBE_EXACT, REG_NORMAL, idx + 2), "%s: quick stream-K case failed",
+                  v->name);
+    ck_assert_int_eq(unsetenv("QVET_WO_WG_BLOCKS"), 0);
 }
 END_TEST
 
@@ -162,12 +216,30 @@ START_TEST(switch_and_refusals)
     ck_assert_ptr_nonnull(act);
     int take = 1;
 
-    /* Unset or empty: the path is off at every M. */
+    /* Unset or empty: the default, every row from M = 128 ... */
     char *saved = wonly_env_set("QVET_WO_WG_MIN_M", NULL);
-    ck_assert_int_eq(qv_wonly_wg_wanted(w4, 1024, 4096, 4096, &take), QV_OK);
+    ck_assert_int_eq(qv_wonly_wg_wanted(w4, 128, 4096, 4096, &take), QV_OK);
+    ck_assert_int_eq(take, 1);
+    ck_assert_int_eq(qv_wonly_wg_wanted(w4, 127, 4096, 4096, &take), QV_OK);
     ck_assert_int_eq(take, 0);
-    ck_assert_int_eq(setenv("QVET_WO_WG_MIN_M", "", 1), 0);
+    /* ... a grouped row below M = 512 only, unless a threshold is set. */
+    const qv_variant *ch = qv_variant_find("marlin-w4a16-ch-f16");
+    ck_assert_ptr_nonnull(ch);
+    ck_assert_int_eq(qv_wonly_wg_wanted(ch, 1024, 4096, 4096, &take), QV_OK);
+    ck_assert_int_eq(take, 1);
+    ck_assert_int_eq(qv_wonly_wg_wanted(w4, 511, 4096, 4096, &take), QV_OK);
+    ck_assert_int_eq(take, 1);
+    ck_assert_int_eq(qv_wonly_wg_wanted(w4, 512, 4096, 4096, &take), QV_OK);
+    ck_assert_int_eq(take, 0);
+    ck_assert_int_eq(setenv("QVET_WO_WG_MIN_M", "128", 1), 0);
     ck_assert_int_eq(qv_wonly_wg_wanted(w4, 1024, 4096, 4096, &take), QV_OK);
+    ck_assert_int_eq(take, 1);
+    ck_assert_int_eq(setenv("QVET_WO_WG_MIN_M", "", 1), 0);
+    ck_assert_int_eq(qv_wonly_wg_wanted(ch, 1024, 4096, 4096, &take), QV_OK);
+    ck_assert_int_eq(take, 1);
+    /* "off": never. */
+    ck_assert_int_eq(setenv("QVET_WO_WG_MIN_M", "off", 1), 0);
+    ck_assert_int_eq(qv_wonly_wg_wanted(ch, 1024, 4096, 4096, &take), QV_OK);
     ck_assert_int_eq(take, 0);
 
     /* A threshold: M below it stays off, M at it is taken. */
@@ -197,12 +269,32 @@ START_TEST(switch_and_refusals)
                       qv_errmsg());
         ck_assert_int_eq(qv_launch_wonly(w4, &a), QV_ERR_USAGE);
     }
-    /* A token tile other than 64 or 128: a usage error, before any CUDA call. */
+    /* A token tile other than 64, 128 or 256: a usage error, before any CUDA call. */
     ck_assert_int_eq(setenv("QVET_WO_WG_MIN_M", "64", 1), 0);
     ck_assert_int_eq(setenv("QVET_WO_WG_TOKENS", "96", 1), 0);
     ck_assert_int_eq(qv_launch_wonly(w4, &a), QV_ERR_USAGE);
     ck_assert_msg(strstr(qv_errmsg(), "QVET_WO_WG_TOKENS") != NULL, "message names the variable: %s", qv_errmsg());
+    ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 1024, 4096, 4096), -1);
     ck_assert_int_eq(unsetenv("QVET_WO_WG_TOKENS"), 0);
+    /* So is a grid outside 1..264 blocks. */
+    static const char *const bad_blocks[] = {"0", "265", "12x", "-3"};
+    for (int i = 0; i < (int)(sizeof bad_blocks / sizeof bad_blocks[0]); i++) {
+        ck_assert_int_eq(setenv("QVET_WO_WG_BLOCKS", bad_blocks[i], 1), 0);
+        ck_assert_int_eq(qv_launch_wonly(w4, &a), QV_ERR_USAGE);
+        ck_assert_msg(strstr(qv_errmsg(), "QVET_WO_WG_BLOCKS") != NULL, "message names the variable: %s",
+                      qv_errmsg());
+        ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 1024, 4096, 4096), -1);
+    }
+    ck_assert_int_eq(unsetenv("QVET_WO_WG_BLOCKS"), 0);
+    /* The schedule (no CUDA call): Llama-3-70B qkv at M = 1024 in the default
+     * tile is 4 x 80 = 320 tiles on 132 blocks, two whole rounds and a tail of
+     * 56 tiles shared along K; o's 4 x 64 = 256 tiles leave 124 for the last
+     * round, which stays whole; Llama-2-7B o at M = 256 (1 x 32 tiles) is
+     * shared whole over the 132 blocks, unless K is one stage. */
+    ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 1024, 10240, 8192), 56);
+    ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 1024, 8192, 8192), 0);
+    ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 256, 4096, 4096), 32);
+    ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 256, 4096, 64), 0);
 
     free(wonly_env_set("QVET_WO_WG_MIN_M", saved));
     free(saved);
@@ -217,8 +309,10 @@ static Suite *wg_suite(int gpu, int quick)
     tcase_add_test(tc, switch_and_refusals);
     if (gpu && quick)
         tcase_add_loop_test(tc, registry_quick, 0, g_nrows);
-    else if (gpu)
+    else if (gpu) {
         tcase_add_loop_test(tc, registry_shapes, 0, g_nrows);
+        tcase_add_loop_test(tc, stream_k_tail, 0, g_nrows);
+    }
     return s;
 }
 

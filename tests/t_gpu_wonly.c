@@ -140,14 +140,17 @@ END_TEST
 
 /* The previous values of the overrides of the large-M path, to restore. */
 typedef struct env_saved {
-    char *min_m, *chunk, *splitk;
+    char *min_m, *chunk, *splitk, *wg;
 } env_saved;
 
 /* Sets QVET_WO_DQ_MIN_M, QVET_WO_DQ_CHUNK_MB and QVET_WO_DQ_SPLITK (NULL:
- * unset) for the cases that follow; env_restore puts back what the caller had. */
+ * unset) for the cases that follow, with the wgmma path (which the
+ * dispatcher asks first, from M = 128 by default) off; env_restore puts back
+ * what the caller had. */
 static env_saved env_force(const char *min_m, const char *chunk, const char *splitk)
 {
     env_saved e;
+    e.wg = wonly_env_set("QVET_WO_WG_MIN_M", "off");
     e.min_m = wonly_env_set("QVET_WO_DQ_MIN_M", min_m);
     e.chunk = wonly_env_set("QVET_WO_DQ_CHUNK_MB", chunk);
     e.splitk = wonly_env_set("QVET_WO_DQ_SPLITK", splitk);
@@ -159,6 +162,8 @@ static void env_restore(env_saved e)
     free(wonly_env_set("QVET_WO_DQ_MIN_M", e.min_m));
     free(wonly_env_set("QVET_WO_DQ_CHUNK_MB", e.chunk));
     free(wonly_env_set("QVET_WO_DQ_SPLITK", e.splitk));
+    free(wonly_env_set("QVET_WO_WG_MIN_M", e.wg));
+    free(e.wg);
     free(e.min_m);
     free(e.chunk);
     free(e.splitk);
