@@ -347,7 +347,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
         mbar_arrive_tx(bar_full + 8 * slot, rows * row_copy);
         for (int r = 0; r < rows; r++)
             bulk_copy_hint(smem_base + L.ring_off + slot * L.stage_bytes + r * kRowBytes,
-                      b_blk + (int64_t)(st * rps + r) * row_vecs, row_copy, bar_full + 8 * slot, pol);
+                           b_blk + (int64_t)(st * rps + r) * row_vecs, row_copy, bar_full + 8 * slot, pol);
     };
 
     /* 2. Stage the slice's A rows, group scales and zero points. A plain A

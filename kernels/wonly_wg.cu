@@ -79,7 +79,7 @@ constexpr int kSwizzleAtom = 1024;     /* 8 rows of 128 bytes: the 128-byte swiz
  * slack (the dynamic base is only 16-byte aligned). */
 constexpr int kSmemMax = 227 * 1024;
 
-/* The block's tile, by m64 tiles per warpgroup (TPW, 4 or 2): each warp
+/* The block's tile, by m64 tiles per warpgroup (TPW, 1, 2 or 4): each warp
  * feeds TPW x 16 rows of weights, its lanes' words for TPW pairs of n8 tiles
  * (a quarter of a 64-column Marlin chunk per pair), so a warpgroup covers TPW
  * chunks and the block 2 TPW chunks; the 128 fp32 accumulators per thread
@@ -351,8 +351,8 @@ __device__ __forceinline__ float epilogue_scale(const wg_params &p, int col)
 }
 
 /* The group-scale registers of one warp's n8 tiles (half2 each, the scale in
- * both halves), the zero-point constants of its 4-bit tiles with zero points,
- * and the constants of the symmetric "q+8" codes. */
+ * both halves) and the zero-point constants of its 4-bit tiles with zero
+ * points. */
 template <int WT, bool IS_BF16, int TPW> struct grp_regs {
     uint32_t sc[2 * TPW];
     uint32_t zc[2 * TPW][2]; /* WT_INT4_ZP only */
@@ -388,8 +388,9 @@ __device__ __forceinline__ void dequant_tile(const uint32_t *bw, const grp_regs<
     }
 }
 
-/* Turns 2 TPW group-scale codes (positions 2 q0 .. 2 q0 + 2 TPW - 1 of the
- * lane's packed row, two per word of s2) into the warp's scale registers;
+/* Turns 2 TPW 16-bit group-scale codes (positions 2 q0 .. 2 q0 + 2 TPW - 1
+ * of the lane's packed row, one per element of codes) into the warp's scale
+ * registers;
  * fp8 codes also undo the exponent bias folded into the scales (exact:
  * s * 2^s_pow2 * 2^-s_pow2 = s, a half-precision value). */
 template <int WT, bool IS_BF16, int TPW>
@@ -418,7 +419,7 @@ __device__ __forceinline__ void set_zeros(grp_regs<WT, IS_BF16, TPW> &g, uint32_
 }
 
 /* The persistent, warp-specialized kernel (see the file comment). One block
- * per SM: 232 registers per consumer thread, 128 of them its accumulators,
+ * per SM: 240 registers per consumer thread, 128 of them its accumulators,
  * and most of the SM's shared memory for the ring. */
 template <int WT, bool IS_BF16, int TPW, bool GROUPED>
 __global__ void __launch_bounds__(kThreads, 1)
@@ -708,7 +709,9 @@ __global__ void __launch_bounds__(kThreads, 1)
              * first tail piece, except that part 0 is its block's second
              * piece when that block's units start in the tile before. This
              * block's own part is read back from its slot too, so the sum is
-             * ((p0 + p1) + p2) + ... whoever adds it. */
+             * ((p0 + p1) + p2) + ... whoever adds it. (Part 0 and the
+             * others are two loops: one loop with a select per element made
+             * ptxas spill the accumulators.) */
             const float4 *src0 = reinterpret_cast<const float4 *>(p.partial) + ct;
 #pragma unroll 1
             for (int i = 0; i < parts; i++) {
@@ -791,8 +794,9 @@ bool covers(const qv_variant *v, int m, int n, int k)
         v->scale_layout != QV_SCALE_TENSOR)
         return false;
     if (m < 1 || n < 64 || n % 64 || k < 16 || k % 16) return false;
-    /* gridDim.y counts 256- or 512-column blocks (at most 65535). */
-    return (n + 255) / 256 <= 65535;
+    /* N below 2^24, and the schedule's tile count (at most (m / 64) x
+     * (n / 128), over every token tile) within an int. */
+    return (n + 255) / 256 <= 65535 && ((int64_t)m + 63) / 64 * (n / 128 + 1) < ((int64_t)1 << 31);
 }
 
 /* The M range that takes the kernel by default, measured against
@@ -803,14 +807,15 @@ bool covers(const qv_variant *v, int m, int n, int k)
 constexpr long kDefaultMinM = 128;
 constexpr long kDefaultGroupMaxM = 512;
 
-/* QVET_WO_WG_MIN_M: kDefaultMinM when unset or empty, 0 (the path is off)
- * for "off", else the whole number >= 1 it holds; anything else is a usage
- * error. */
-qv_status min_m_from_env(long *min_m)
+/* QVET_WO_WG_MIN_M: kDefaultMinM when unset or empty (*dflt = true), 0
+ * (the path is off) for "off", else the whole number >= 1 it holds; anything
+ * else is a usage error. */
+qv_status min_m_from_env(long *min_m, bool *dflt)
 {
     const char *s = getenv("QVET_WO_WG_MIN_M");
     *min_m = kDefaultMinM;
-    if (!s || !*s) return QV_OK;
+    *dflt = !s || !*s;
+    if (*dflt) return QV_OK;
     *min_m = 0;
     if (!strcmp(s, "off")) return QV_OK;
     char *end = NULL;
@@ -907,18 +912,19 @@ qv_status blocks_from_env(int *blocks)
  * (every weight-only path keeps it there, zero between launches), act_order's
  * sorted copy of A, then the stream-K tail's partial slots. */
 struct wg_plan {
+    int tpw; /* m64 tiles per warpgroup (QVET_WO_WG_TOKENS) */
     wg_sched sc;
     size_t aperm_off, partial_off, bytes;
 };
 
 qv_status plan(const qv_variant *v, int m, int n, int k, wg_plan *pl)
 {
-    int tpw, blocks;
-    QV_TRY(tpw_from_env(&tpw));
+    int blocks;
+    QV_TRY(tpw_from_env(&pl->tpw));
     QV_TRY(blocks_from_env(&blocks));
     /* QVET_WO_WG_STREAMK=0 keeps the last round whole (comparisons). */
     const char *e = getenv("QVET_WO_WG_STREAMK");
-    pl->sc = plan_sched(m, n, k, tpw, blocks, !(e && !strcmp(e, "0")));
+    pl->sc = plan_sched(m, n, k, pl->tpw, blocks, !(e && !strcmp(e, "0")));
     size_t off = qv_wonly_counters_bytes(n);
     pl->aperm_off = off;
     if (v->act_order) off += align256((size_t)m * (size_t)k * 2);
@@ -971,12 +977,11 @@ qv_status launch_wt(int wt, bool grouped, const wg_params &p, const wg_sched &sc
 extern "C" qv_status qv_wonly_wg_wanted(const qv_variant *v, int m, int n, int k, int *take)
 {
     long min_m;
+    bool dflt;
     *take = 0;
-    QV_TRY(min_m_from_env(&min_m));
+    QV_TRY(min_m_from_env(&min_m, &dflt));
     /* A threshold set in the environment applies to every row; the default
      * keeps grouped rows below kDefaultGroupMaxM. */
-    const char *e = getenv("QVET_WO_WG_MIN_M");
-    const bool dflt = !e || !*e;
     if (dflt && v->scale_layout == QV_SCALE_GROUP && m >= kDefaultGroupMaxM) return QV_OK;
     *take = min_m >= 1 && m >= min_m && covers(v, m, n, k);
     return QV_OK;
@@ -1001,10 +1006,9 @@ extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args 
     if (!covers(v, a->m, a->n, a->k))
         return qv_fail(QV_ERR_UNSUPPORTED, "%s: m=%d n=%d k=%d is not covered by the wgmma weight-only kernel",
                        v->name, a->m, a->n, a->k);
-    int tpw;
-    QV_TRY(tpw_from_env(&tpw));
     wg_plan pl;
     QV_TRY(plan(v, a->m, a->n, a->k, &pl));
+    const int tpw = pl.tpw;
     if (pl.bytes > a->workspace_bytes || (pl.bytes && !a->workspace))
         return qv_fail(QV_ERR_USAGE, "%s: workspace of %zu bytes given, %zu needed (qv_workspace_wonly)", v->name,
                        a->workspace_bytes, pl.bytes);
