@@ -27,11 +27,15 @@
  * share their weight columns in L2. Each block is warp-specialized:
  *  - one producer warpgroup, of which one thread issues every copy (the
  *    others hand their registers to the consumers): per stage of
- *    64 k, a tensor-map copy of the activations (swizzled by the copy engine,
- *    rows past M and k past K filled with zeros) and bulk copies of the
- *    block's packed weight rows, group scales and zero points, all completing
- *    on the stage's "full" mbarrier; it runs up to kStages stages ahead,
- *    across tile boundaries, so the ring is already full when a tile starts;
+ *    64 k, tensor-map copies of the activations (swizzled by the copy engine),
+ *    of the block's packed weights (its kKs k16 rows, in one to four boxes)
+ *    and of its group scales and zero points, elements past M, N and K
+ *    filled with zeros, all completing on the stage's "full" mbarrier; it
+ *    runs up to kStages stages ahead, across tile boundaries, so the ring is
+ *    already full when a tile starts (one copy per operand and stage keeps
+ *    this thread's work per stage short: with one bulk copy per k16 row it
+ *    was busy about three quarters of the time and, with group scales, let
+ *    the consumers wait, H200 2026-12-01);
  *  - two consumer warpgroups, each the wgmma A operand of half the tile's
  *    columns: per k16 tile they read their lanes' packed words, dequantize
  *    and issue the wgmma, keeping two groups in flight while the next is
@@ -65,6 +69,11 @@ constexpr int kThreads = 32 * (kConsumerWarps + 4); /* plus the producer warpgro
 constexpr int kProducerRegs = 24;
 constexpr int kConsumerRegs = 240;
 constexpr int kKs = 4;                 /* k16 tiles per stage: 64 fp16 = one 128-byte swizzle row */
+/* How a kernel applies its scales (a template parameter): SM_NONE, tensor
+ * or channel scales in the epilogue; SM_ROW, group scales constant over a
+ * stage (g >= 64, or k == g), made into registers once per stage; SM_TILE,
+ * group scales of g = 16 or 32, made into registers before every k16 tile. */
+constexpr int SM_NONE = 0, SM_ROW = 1, SM_TILE = 2;
 constexpr int kMaxStages = 8;
 /* wgmma groups (one per k16 tile) a warpgroup keeps queued while it builds
  * the next tile's fragments: 2 (default) or 1 (-DQV_WG_INFLIGHT=1, for
@@ -106,14 +115,25 @@ template <int WT> struct wt_traits {
 /* Shared-memory byte layout: the ring's barriers (full[s], empty[s]) in a
  * 1024-byte header, then kStages stages. A stage holds the activations first
  * (bx rows of 128 bytes, on a swizzle atom), then kKs k16 rows of the block's
- * packed weights in their global order (chunk, lane, bytes), then, for group
+ * packed weights, each in its global order (chunk, lane, bytes) but cut into
+ * segments of at most 2 KiB (one box row; below), then, for group
  * scales, up to kKs group rows of bn halves and of bn/8 zero-point words (g =
  * 16 gives one per k16 tile). As many stages as fit, at most kMaxStages. */
 template <int WT, int TPW, bool GROUPED> struct stage_layout {
     using C = tile_cfg<TPW>;
     static constexpr int a_bytes = C::bx * 128;
     static constexpr int row_bytes = C::chunks * wt_traits<WT>::chunk_bytes;  /* one k16 row of weights */
+    /* The weights arrive as tensor-map boxes of kKs k16 rows x seg_bytes
+     * (a box row holds at most 256 elements of 8 bytes), n_seg of them per
+     * stage, each kKs x seg_bytes bytes in the stage: byte b of k16 row u is
+     * at (b / seg_bytes) kKs seg_bytes + u seg_bytes + b % seg_bytes. */
+    static constexpr int seg_bytes = row_bytes < 2048 ? row_bytes : 2048;
+    static constexpr int n_seg = row_bytes / seg_bytes;
+    static_assert(n_seg * seg_bytes == row_bytes && seg_bytes % wt_traits<WT>::chunk_bytes == 0,
+                  "a k16 row is whole segments of whole chunks");
     static constexpr int w_bytes = kKs * row_bytes;
+    /* Group scales and zero points: one box of up to kKs group rows (the
+     * rows the stage touches; rows past K / g read as zeros). */
     static constexpr int s_bytes = GROUPED ? kKs * C::bn * 2 : 0;
     static constexpr int z_bytes = GROUPED && WT == WT_INT4_ZP ? kKs * (C::bn / 8) * 4 : 0;
     static constexpr int a_off = 0;
@@ -139,6 +159,7 @@ struct wg_params {
     int scale_fmt;           /* SF_*: storage of the epilogue scale */
     int g_shift;             /* log2(g / 16): the group of k16 tile kt is kt >> g_shift */
     int grp_single;          /* 1: group scales use the 32-wide channel permutation (k == g) */
+    int s_rows;              /* group rows per stage (one per group its kKs k16 tiles touch), 0: none staged */
     float unbias_f32;        /* fp8: 2^-s_pow2, undoes the exponent bias folded into the scales; else 1 */
     uint32_t unbias_h2;      /* the same power of two as a half2 of the activation format */
     int *counters;           /* stream-K tail: one arrival counter per tail tile, zero between launches */
@@ -421,10 +442,13 @@ __device__ __forceinline__ void set_zeros(grp_regs<WT, IS_BF16, TPW> &g, uint32_
 /* The persistent, warp-specialized kernel (see the file comment). One block
  * per SM: 240 registers per consumer thread, 128 of them its accumulators,
  * and most of the SM's shared memory for the ring. */
-template <int WT, bool IS_BF16, int TPW, bool GROUPED>
+template <int WT, bool IS_BF16, int TPW, int SM>
 __global__ void __launch_bounds__(kThreads, 1)
-    k_gemm_wonly_wgmma(const wg_params p, const wg_sched sc, const __grid_constant__ CUtensorMap a_map)
+    k_gemm_wonly_wgmma(const wg_params p, const wg_sched sc, const __grid_constant__ CUtensorMap a_map,
+                       const __grid_constant__ CUtensorMap w_map, const __grid_constant__ CUtensorMap s_map,
+                       const __grid_constant__ CUtensorMap z_map)
 {
+    constexpr bool GROUPED = SM != SM_NONE;
     using T = wt_traits<WT>;
     using C = tile_cfg<TPW>;
     using L = stage_layout<WT, TPW, GROUPED>;
@@ -447,10 +471,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int kt_total = p.k / 16;
     const int n_steps = sc.n_steps;
     const int tiles_m = sc.tiles_m;
-    /* Group-scale rows per stage: one per group the stage's kKs k16 tiles
-     * touch (groups are whole, aligned multiples of 16 rows). */
+    /* k16 tiles u and u + 1 << s_shift of a stage have their group rows
+     * apart (groups are whole, aligned multiples of 16 rows). */
     const int s_shift = p.g_shift < 2 ? p.g_shift : 2;
-    const int s_rows = GROUPED && !p.grp_single ? kKs >> s_shift : 0;
+    const int s_rows = GROUPED ? p.s_rows : 0;
 
     if (tid == 0) {
         for (int s = 0; s < S; s++) {
@@ -467,35 +491,32 @@ __global__ void __launch_bounds__(kThreads, 1)
          * thread issues them all; its warpgroup hands its registers over. */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
         if (warp != kConsumerWarps || lane != 0) return;
-        const int64_t row_words = (int64_t)n_chunks * (T::chunk_bytes / 4);
+        /* Every stage announces the same bytes: the tensor-map copies write
+         * whole boxes, zeros past M, N and K included. */
+        const uint32_t tx = L::a_bytes + L::w_bytes +
+                            (uint32_t)s_rows * (C::bn * 2 + (WT == WT_INT4_ZP ? (C::bn / 8) * 4 : 0));
         uint32_t slot = 0, phase = 0;
         /* Stages s0 .. s1 - 1 of tile `tile`. */
         auto produce = [&](int tile, int s0, int s1) {
             const int m0 = tile % tiles_m * C::bx;
             const int c0 = tile / tiles_m * C::chunks;
-            const int v_chunks = n_chunks - c0 < C::chunks ? n_chunks - c0 : C::chunks;
-            const uint32_t w_row = (uint32_t)v_chunks * T::chunk_bytes;
-            const uint32_t s_row = (uint32_t)v_chunks * 64 * 2;
-            const uint32_t z_row = WT == WT_INT4_ZP ? (uint32_t)v_chunks * 32 : 0;
+            /* The tile's first weight element (8 bytes) in a k16 row, its
+             * first group-scale pair and zero-point word. */
+            const int w_x = c0 * (T::chunk_bytes / 8), s_x = c0 * 32, z_x = c0 * 8;
             for (int step = s0; step < s1; step++) {
                 const int kt0 = step * kKs;
-                const int nk = kt_total - kt0 < kKs ? kt_total - kt0 : kKs;
-                int rows = 0;
-                for (int r = 0; r < s_rows; r++) rows += kt0 + (r << s_shift) < kt_total;
                 mbar_wait(empty0 + 8 * slot, phase ^ 1);
                 const uint32_t st = ring_addr + slot * L::bytes, bar = full0 + 8 * slot;
-                mbar_arrive_tx(bar, L::a_bytes + nk * w_row + rows * (s_row + z_row));
+                mbar_arrive_tx(bar, tx);
                 tma_load_2d(st + L::a_off, &a_map, kt0 * 16, m0, bar);
-                for (int u = 0; u < nk; u++)
-                    bulk_copy(st + L::w_off + u * L::row_bytes,
-                              p.b + (int64_t)(kt0 + u) * row_words + (int64_t)c0 * (T::chunk_bytes / 4), w_row, bar);
-                for (int r = 0; r < rows; r++) {
-                    const int64_t grp = (int64_t)(kt0 >> p.g_shift) + r;
-                    bulk_copy(st + L::s_off + r * C::bn * 2,
-                              static_cast<const uint16_t *>(p.scales) + grp * p.n + c0 * 64, s_row, bar);
-                    if (WT == WT_INT4_ZP)
-                        bulk_copy(st + L::z_off + r * (C::bn / 8) * 4, p.zeros + grp * (p.n / 8) + c0 * 8, z_row,
-                                  bar);
+#pragma unroll
+                for (int j = 0; j < L::n_seg; j++)
+                    tma_load_2d(st + L::w_off + j * kKs * L::seg_bytes, &w_map, w_x + j * (L::seg_bytes / 8), kt0,
+                                bar);
+                if (s_rows > 0) {
+                    const int grp = kt0 >> p.g_shift;
+                    tma_load_2d(st + L::s_off, &s_map, s_x, grp, bar);
+                    if (WT == WT_INT4_ZP) tma_load_2d(st + L::z_off, &z_map, z_x, grp, bar);
                 }
                 if (++slot == S) slot = 0, phase ^= 1;
             }
@@ -514,6 +535,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     /* This lane's bytes in a k16 row of the stage: TPW 4-bit words from word
      * q0, or 2 TPW 8-bit words from word 2 q0 (16 bytes per pair of m64 tiles). */
     const int lane_off = chunk_l * T::chunk_bytes + lane * T::lane_bytes + (T::four ? 4 * q0 : 8 * q0);
+    /* The same bytes of k16 row 0 in the stage's segmented weight boxes. */
+    const int w_lane = lane_off / L::seg_bytes * (kKs * L::seg_bytes) + lane_off % L::seg_bytes;
     /* This lane's group scales in a staged row: positions 8*(lane/4) + j8 of
      * the warp's chunk (scale_perm puts column 8*j8 + lane/4 there); its
      * zero-point word: column lane/4 of the chunk's n8 tiles. */
@@ -527,6 +550,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (WT == WT_INT4_ZP)
 #pragma unroll
         for (int jj = 0; jj < 2 * TPW; jj++) g.zc[jj][0] = g.zc[jj][1] = 0;
+    /* k == g: the tile's scale codes and zero-point word. */
+    uint32_t tcode[TPW], tzero = 0;
+#pragma unroll
+    for (int w = 0; w < TPW; w++) tcode[w] = 0;
 
     float acc[TPW][C::bx / 2];
     uint32_t slot = 0, phase = 0;
@@ -547,16 +574,16 @@ __global__ void __launch_bounds__(kThreads, 1)
             for (int r = 0; r < C::bx / 2; r++) acc[i][r] = 0.0f;
         if (GROUPED && p.grp_single && chunk_ok) {
             /* k == g: one group for all of K, its scales in the channel order,
-             * read once per tile. */
-            uint32_t codes[2 * TPW];
+             * read once per tile (codes 2w and 2w + 1 in word w). */
             const uint16_t *s16 = static_cast<const uint16_t *>(p.scales);
 #pragma unroll
-            for (int jj = 0; jj < 2 * TPW; jj++)
-                codes[jj] = s16[single_perm_index((c0 + chunk_l) * 64 + 8 * (2 * q0 + jj) + (lane >> 2))];
-            set_scales(g, codes, p.unbias_h2);
+            for (int w = 0; w < TPW; w++) {
+                const int col = (c0 + chunk_l) * 64 + 8 * (2 * q0 + 2 * w) + (lane >> 2);
+                tcode[w] = (uint32_t)s16[single_perm_index(col)] | (uint32_t)s16[single_perm_index(col + 8)] << 16;
+            }
             /* Its zero points keep the grouped layout: the word of column
              * lane/4 of the warp's chunk in the one group row. */
-            if (WT == WT_INT4_ZP) set_zeros(g, p.zeros[(c0 + chunk_l) * 8 + (lane >> 2)], q0);
+            if (WT == WT_INT4_ZP) tzero = p.zeros[(c0 + chunk_l) * 8 + (lane >> 2)];
         }
 
         /* A tail piece that is not the whole tile is one of its parts
@@ -585,7 +612,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 constexpr int kWords = T::four ? TPW : 2 * TPW;
                 constexpr bool kAllRows = kWords * kKs <= (WT == WT_INT4_ZP && TPW == 4 ? 8 : 16);
                 auto load_row = [&](int u, uint32_t *w) {
-                    const unsigned char *src = st + L::w_off + u * L::row_bytes + lane_off;
+                    const unsigned char *src = st + L::w_off + w_lane + u * L::seg_bytes;
                     const bool ok = chunk_ok && u < nk;
                     if constexpr (kWords == 1) {
                         w[0] = ok ? *reinterpret_cast<const uint32_t *>(src) : 0u;
@@ -607,71 +634,92 @@ __global__ void __launch_bounds__(kThreads, 1)
                     for (int u = 0; u < kKs; u++) load_row(u, bw[u]);
                 }
                 const uint64_t desc0 = wg_desc_sw128(st + L::a_off);
+                /* Group scales (and zero points), read at the start of the
+                 * stage so that the k16 tiles below have no branch between
+                 * them (a reload under a test per k16 tile left ptxas a block
+                 * per tile and the dequantization's latency in the open; H200
+                 * 2026-12-01): SM_ROW, the stage's one group row (or, with
+                 * k == g, the tile's constants), made into registers once;
+                 * SM_TILE, the row of every k16 tile u (u >> s_shift), made
+                 * into registers before it. 2 TPW 16-bit codes per lane in
+                 * TPW words. */
+                constexpr int kRows = SM == SM_TILE ? kKs : 1;
+                uint32_t scw[kRows][TPW];
+                uint32_t zw[WT == WT_INT4_ZP ? kRows : 1];
+                if constexpr (GROUPED) {
+                    const bool ld = !p.grp_single && chunk_ok;
 #pragma unroll
-                for (int u = 0; u < kKs; u++) {
-                    /* (A branch around the body, not a break: ptxas then keeps
-                     * the wgmma groups asynchronous.) */
-                    if (u < nk) {
-                        if (GROUPED && !p.grp_single && (u == 0 || (u & ((1 << s_shift) - 1)) == 0)) {
-                            /* The stage's group row of k16 tile u. */
-                            const int r = u >> s_shift;
-                            uint32_t codes[2 * TPW];
-                            if (chunk_ok) {
-                                const unsigned char *sp = st + L::s_off + r * C::bn * 2 + s_lane;
-                                if constexpr (TPW == 1) {
-                                    const uint32_t sv = *reinterpret_cast<const uint32_t *>(sp);
-                                    codes[0] = sv & 0xFFFFu, codes[1] = sv >> 16;
-                                } else if constexpr (TPW == 4) {
-                                    const uint4 sv = *reinterpret_cast<const uint4 *>(sp);
-                                    codes[0] = sv.x & 0xFFFFu, codes[1] = sv.x >> 16, codes[2] = sv.y & 0xFFFFu;
-                                    codes[3] = sv.y >> 16, codes[4] = sv.z & 0xFFFFu, codes[5] = sv.z >> 16;
-                                    codes[6] = sv.w & 0xFFFFu, codes[7] = sv.w >> 16;
-                                } else {
-                                    const uint2 sv = *reinterpret_cast<const uint2 *>(sp);
-                                    codes[0] = sv.x & 0xFFFFu, codes[1] = sv.x >> 16;
-                                    codes[2] = sv.y & 0xFFFFu, codes[3] = sv.y >> 16;
-                                }
-                            } else {
-#pragma unroll
-                                for (int jj = 0; jj < 2 * TPW; jj++) codes[jj] = 0;
-                            }
-                            set_scales(g, codes, p.unbias_h2);
-                            if (WT == WT_INT4_ZP)
-                                set_zeros(g, chunk_ok ? *reinterpret_cast<const uint32_t *>(st + L::z_off +
-                                                                                       r * (C::bn / 8) * 4 + z_lane)
-                                                      : 0u,
-                                          q0);
+                    for (int u = 0; u < kRows; u++) {
+                        const int r = u >> s_shift;
+                        const unsigned char *sp = st + L::s_off + r * C::bn * 2 + s_lane;
+                        uint32_t v[TPW];
+                        if constexpr (TPW == 1) {
+                            v[0] = ld ? *reinterpret_cast<const uint32_t *>(sp) : 0u;
+                        } else if constexpr (TPW == 2) {
+                            const uint2 x = ld ? *reinterpret_cast<const uint2 *>(sp) : make_uint2(0, 0);
+                            v[0] = x.x, v[1] = x.y;
+                        } else {
+                            const uint4 x = ld ? *reinterpret_cast<const uint4 *>(sp) : make_uint4(0, 0, 0, 0);
+                            v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
                         }
-                        if constexpr (!kAllRows) load_row(u, bw[0]);
-                        uint32_t af[TPW][4];
-                        dequant_tile<WT, IS_BF16, TPW, GROUPED>(bw[kAllRows ? u : 0], g, sym, af);
-                        /* kInFlight = 2: the fragments were built while the two
-                         * latest groups ran; now all but the latest are done,
-                         * and (u = 1) so is every group of the previous stage. */
-                        if (kInFlight == 2) {
-                            wg_wait<1>();
-                            if (u == 1 && pend >= 0) {
-                                mbar_arrive(empty0 + 8 * pend);
-                                pend = -1;
-                            }
-                        }
-                        wg_fence();
-                        /* k16 tile u of the stage: 32 bytes into each 128-byte row. */
-                        const uint64_t desc = desc0 + (uint64_t)(u * 32 >> 4);
 #pragma unroll
-                        for (int i = 0; i < TPW; i++) wg_mma<C::bx, IS_BF16>::run(acc[i], af[i], desc);
-                        wg_commit();
-                        /* kInFlight = 1: the previous group is done once this one
-                         * is queued, and (u = 0) every group of the previous stage. */
-                        if (kInFlight == 1) {
-                            wg_wait<1>();
-                            if (u == 0 && pend >= 0) {
-                                mbar_arrive(empty0 + 8 * pend);
-                                pend = -1;
-                            }
+                        for (int w = 0; w < TPW; w++) scw[u][w] = p.grp_single ? tcode[w] : v[w];
+                        if constexpr (WT == WT_INT4_ZP) {
+                            const uint32_t z =
+                                ld ? *reinterpret_cast<const uint32_t *>(st + L::z_off + r * (C::bn / 8) * 4 + z_lane)
+                                   : 0u;
+                            zw[u] = p.grp_single ? tzero : z;
                         }
                     }
                 }
+                /* The scale and zero-point registers from row u's codes. */
+                auto use_row = [&](int u) {
+                    uint32_t codes[2 * TPW];
+#pragma unroll
+                    for (int w = 0; w < TPW; w++) codes[2 * w] = scw[u][w] & 0xFFFFu, codes[2 * w + 1] = scw[u][w] >> 16;
+                    set_scales(g, codes, p.unbias_h2);
+                    if constexpr (WT == WT_INT4_ZP) set_zeros(g, zw[u], q0);
+                };
+                if constexpr (SM == SM_ROW) use_row(0);
+                /* k16 tile u of the stage. */
+                auto k16 = [&](int u) {
+                    if constexpr (SM == SM_TILE) use_row(u);
+                    if constexpr (!kAllRows) load_row(u, bw[0]);
+                    uint32_t af[TPW][4];
+                    dequant_tile<WT, IS_BF16, TPW, GROUPED>(bw[kAllRows ? u : 0], g, sym, af);
+                    /* kInFlight = 2: the fragments were built while the two
+                     * latest groups ran; now all but the latest are done,
+                     * and (u = 1) so is every group of the previous stage. */
+                    if (kInFlight == 2) {
+                        wg_wait<1>();
+                        if (u == 1 && pend >= 0) {
+                            mbar_arrive(empty0 + 8 * pend);
+                            pend = -1;
+                        }
+                    }
+                    wg_fence();
+                    /* 32 bytes into each 128-byte row. */
+                    const uint64_t desc = desc0 + (uint64_t)(u * 32 >> 4);
+#pragma unroll
+                    for (int i = 0; i < TPW; i++) wg_mma<C::bx, IS_BF16>::run(acc[i], af[i], desc);
+                    wg_commit();
+                    /* kInFlight = 1: the previous group is done once this one
+                     * is queued, and (u = 0) every group of the previous stage. */
+                    if (kInFlight == 1) {
+                        wg_wait<1>();
+                        if (u == 0 && pend >= 0) {
+                            mbar_arrive(empty0 + 8 * pend);
+                            pend = -1;
+                        }
+                    }
+                };
+                /* (A branch around the body, not a break: ptxas then keeps
+                 * the wgmma groups asynchronous. Two copies of the loop, one
+                 * without the test for whole stages, made ptxas serialize
+                 * them.) */
+#pragma unroll
+                for (int u = 0; u < kKs; u++)
+                    if (u < nk) k16(u);
                 /* A last stage too short to release the previous one. */
                 if (pend >= 0) {
                     wg_wait<0>();
@@ -799,23 +847,22 @@ bool covers(const qv_variant *v, int m, int n, int k)
     return (n + 255) / 256 <= 65535 && ((int64_t)m + 63) / 64 * (n / 128 + 1) < ((int64_t)1 << 31);
 }
 
-/* The M range that takes the kernel by default, measured against
+/* The smallest M that takes the kernel by default, measured against
  * dequantize + cuBLAS (wonly_dq.cu) on the H200 (bench/RESULTS.md, seventh
- * round): every row from M = 128; rows with group scales only below M = 512,
- * where the fp16 multiply of every weight by its group scale makes the
- * kernel slower than dequantizing once for cuBLAS. */
+ * and eighth rounds): every row from M = 128, group scales included since
+ * the tensor-map producer and the per-stage scale registers (eighth round;
+ * before them, rows with group scales were faster through cuBLAS from
+ * M = 512). */
 constexpr long kDefaultMinM = 128;
-constexpr long kDefaultGroupMaxM = 512;
 
-/* QVET_WO_WG_MIN_M: kDefaultMinM when unset or empty (*dflt = true), 0
- * (the path is off) for "off", else the whole number >= 1 it holds; anything
- * else is a usage error. */
-qv_status min_m_from_env(long *min_m, bool *dflt)
+/* QVET_WO_WG_MIN_M: kDefaultMinM when unset or empty, 0 (the path is off)
+ * for "off", else the whole number >= 1 it holds; anything else is a usage
+ * error. */
+qv_status min_m_from_env(long *min_m)
 {
     const char *s = getenv("QVET_WO_WG_MIN_M");
     *min_m = kDefaultMinM;
-    *dflt = !s || !*s;
-    if (*dflt) return QV_OK;
+    if (!s || !*s) return QV_OK;
     *min_m = 0;
     if (!strcmp(s, "off")) return QV_OK;
     char *end = NULL;
@@ -866,23 +913,65 @@ qv_status encode_fn(PFN_cuTensorMapEncodeTiled_v12000 *fn)
     return QV_OK;
 }
 
-/* The tensor map of A (m, k) 16-bit codes, row-major, read in boxes of 64
- * k (128 bytes, the 128-byte swizzle's row) x bx tokens; out-of-range
- * elements read as zeros. A's base is 256-byte aligned and its rows are
- * 2k bytes apart, a multiple of 16 (k % 16 == 0), as the map requires. */
-qv_status make_a_map(CUtensorMap *map, const void *a, int m, int k, int bx)
+/* A 2D tensor map over `base`: dim0 elements of `elem` bytes per row (x,
+ * innermost), dim1 rows `stride` bytes apart, read in boxes of box0 x box1;
+ * elements out of range read as zeros and count toward the copy's bytes.
+ * `what` names the operand in a failure. */
+qv_status make_map_2d(CUtensorMap *map, const void *base, CUtensorMapDataType type, int elem, uint64_t dim0,
+                      uint64_t dim1, uint64_t stride, uint32_t box0, uint32_t box1, CUtensorMapSwizzle swz,
+                      const char *what)
 {
     PFN_cuTensorMapEncodeTiled_v12000 encode = NULL;
     QV_TRY(encode_fn(&encode));
-    const cuuint64_t dims[2] = {(cuuint64_t)k, (cuuint64_t)m};
-    const cuuint64_t strides[1] = {(cuuint64_t)k * 2};
-    const cuuint32_t box[2] = {64, (cuuint32_t)bx};
+    const cuuint64_t dims[2] = {(cuuint64_t)dim0, (cuuint64_t)dim1};
+    const cuuint64_t strides[1] = {(cuuint64_t)stride};
+    const cuuint32_t box[2] = {box0, box1};
     const cuuint32_t elem_strides[2] = {1, 1};
-    CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<void *>(a), dims, strides, box,
-                        elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    CUresult r = encode(map, type, 2, const_cast<void *>(base), dims, strides, box, elem_strides,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, swz, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
-        return qv_fail(QV_ERR_CUDA, "cuTensorMapEncodeTiled (A of %d x %d, box 64 x %d): error %d", m, k, bx, (int)r);
+        return qv_fail(QV_ERR_CUDA, "cuTensorMapEncodeTiled (%s: %llu x %llu elements of %d bytes, box %u x %u): "
+                       "error %d", what, (unsigned long long)dim1, (unsigned long long)dim0, elem, box1, box0,
+                       (int)r);
+    return QV_OK;
+}
+
+/* The kernel's tensor maps (every base 16-byte aligned and every row a
+ * multiple of 16 bytes, as the maps require: qv_launch_wonly checks the
+ * bases, and n % 64 == 0, k % 16 == 0 give the rows):
+ *  - A (m, k) 16-bit codes, boxes of 64 k (128 bytes, the 128-byte
+ *    swizzle's row) x bx tokens;
+ *  - the packed weights, k / 16 rows of n / 64 chunks, as 8-byte elements,
+ *    boxes of kKs rows x one segment (stage_layout);
+ *  - group scales (k / g, n) 16-bit as pairs, boxes of s_rows rows x bn / 2
+ *    pairs, and zero points (k / g, n / 8) words, s_rows rows x bn / 8 (only
+ *    with group rows staged, s_rows > 0). */
+struct wg_maps {
+    CUtensorMap a, w, s, z;
+};
+
+template <int WT, int TPW, bool GROUPED>
+qv_status make_maps(wg_maps *mp, const wg_params &p, const void *a)
+{
+    using C = tile_cfg<TPW>;
+    using L = stage_layout<WT, TPW, GROUPED>;
+    memset(mp, 0, sizeof *mp);
+    QV_TRY(make_map_2d(&mp->a, a, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, (uint64_t)p.k, (uint64_t)p.m,
+                       (uint64_t)p.k * 2, 64, C::bx, CU_TENSOR_MAP_SWIZZLE_128B, "A"));
+    const uint64_t row = (uint64_t)(p.n / 64) * wt_traits<WT>::chunk_bytes;
+    QV_TRY(make_map_2d(&mp->w, p.b, CU_TENSOR_MAP_DATA_TYPE_UINT64, 8, row / 8, (uint64_t)(p.k / 16), row,
+                       L::seg_bytes / 8, kKs, CU_TENSOR_MAP_SWIZZLE_NONE, "packed weights"));
+    if (GROUPED && p.s_rows > 0) {
+        const uint64_t groups = (uint64_t)(p.k / 16) >> p.g_shift;
+        QV_TRY(make_map_2d(&mp->s, p.scales, CU_TENSOR_MAP_DATA_TYPE_UINT32, 4, (uint64_t)p.n / 2, groups,
+                           (uint64_t)p.n * 2, C::bn / 2, (uint32_t)p.s_rows, CU_TENSOR_MAP_SWIZZLE_NONE,
+                           "group scales"));
+        if (WT == WT_INT4_ZP)
+            QV_TRY(make_map_2d(&mp->z, p.zeros, CU_TENSOR_MAP_DATA_TYPE_UINT32, 4, (uint64_t)p.n / 8, groups,
+                               (uint64_t)p.n / 2, C::bn / 8, (uint32_t)p.s_rows, CU_TENSOR_MAP_SWIZZLE_NONE,
+                               "zero points"));
+    }
     return QV_OK;
 }
 
@@ -934,42 +1023,51 @@ qv_status plan(const qv_variant *v, int m, int n, int k, wg_plan *pl)
     return QV_OK;
 }
 
-template <int WT, bool BF, int TPW, bool GROUPED>
+template <int WT, bool BF, int TPW, int SM>
 qv_status launch_kernel(const wg_params &p, const wg_sched &sc, const void *a, cudaStream_t stream)
 {
-    using C = tile_cfg<TPW>;
+    constexpr bool GROUPED = SM != SM_NONE;
     constexpr int smem = stage_layout<WT, TPW, GROUPED>::total;
     static_assert(smem <= kSmemMax, "the ring fits one block's shared memory");
-    CUtensorMap a_map;
-    QV_TRY(make_a_map(&a_map, a, p.m, p.k, C::bx));
+    wg_maps mp;
+    QV_TRY((make_maps<WT, TPW, GROUPED>(&mp, p, a)));
     static bool attr_set = false;
     if (!attr_set) {
-        QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_wgmma<WT, BF, TPW, GROUPED>,
+        QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_wgmma<WT, BF, TPW, SM>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
                     "cudaFuncSetAttribute (wgmma weight-only kernel shared memory)");
         attr_set = true;
     }
-    k_gemm_wonly_wgmma<WT, BF, TPW, GROUPED><<<sc.grid, kThreads, smem, stream>>>(p, sc, a_map);
+    k_gemm_wonly_wgmma<WT, BF, TPW, SM><<<sc.grid, kThreads, smem, stream>>>(p, sc, mp.a, mp.w, mp.s, mp.z);
     QV_CUDA_TRY(cudaGetLastError(), "wgmma weight-only kernel launch");
     return QV_OK;
 }
 
-template <bool BF, int TPW>
-qv_status launch_wt(int wt, bool grouped, const wg_params &p, const wg_sched &sc, const void *a,
-                    cudaStream_t stream)
+/* sm: SM_NONE, SM_ROW or SM_TILE (launch_sm). */
+template <bool BF, int TPW, int SM>
+qv_status launch_wt(int wt, const wg_params &p, const wg_sched &sc, const void *a, cudaStream_t stream)
 {
     switch (wt) {
-    case WT_INT4:
-        return grouped ? launch_kernel<WT_INT4, BF, TPW, true>(p, sc, a, stream)
-                       : launch_kernel<WT_INT4, BF, TPW, false>(p, sc, a, stream);
-    case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF, TPW, true>(p, sc, a, stream);
-    case WT_INT8:
-        return grouped ? launch_kernel<WT_INT8, BF, TPW, true>(p, sc, a, stream)
-                       : launch_kernel<WT_INT8, BF, TPW, false>(p, sc, a, stream);
-    default:
-        return grouped ? launch_kernel<WT_FP8, BF, TPW, true>(p, sc, a, stream)
-                       : launch_kernel<WT_FP8, BF, TPW, false>(p, sc, a, stream);
+    case WT_INT4: return launch_kernel<WT_INT4, BF, TPW, SM>(p, sc, a, stream);
+    case WT_INT4_ZP:
+        /* Zero points come with group scales only (no row has them otherwise). */
+        if constexpr (SM == SM_NONE)
+            return qv_fail(QV_ERR_UNSUPPORTED, "4-bit weights with zero points need group scales");
+        else
+            return launch_kernel<WT_INT4_ZP, BF, TPW, SM>(p, sc, a, stream);
+    case WT_INT8: return launch_kernel<WT_INT8, BF, TPW, SM>(p, sc, a, stream);
+    default: return launch_kernel<WT_FP8, BF, TPW, SM>(p, sc, a, stream);
     }
+}
+
+/* Group scales take SM_ROW when a stage's 64 k lie in one group (g >= 64,
+ * or k == g: one group), SM_TILE for g = 16 or 32. */
+template <bool BF, int TPW>
+qv_status launch_sm(int wt, const wg_params &p, const wg_sched &sc, const void *a, cudaStream_t stream)
+{
+    if (p.scale_mode != SC_GROUP) return launch_wt<BF, TPW, SM_NONE>(wt, p, sc, a, stream);
+    if (p.grp_single || p.g_shift >= 2) return launch_wt<BF, TPW, SM_ROW>(wt, p, sc, a, stream);
+    return launch_wt<BF, TPW, SM_TILE>(wt, p, sc, a, stream);
 }
 
 } /* namespace */
@@ -977,12 +1075,8 @@ qv_status launch_wt(int wt, bool grouped, const wg_params &p, const wg_sched &sc
 extern "C" qv_status qv_wonly_wg_wanted(const qv_variant *v, int m, int n, int k, int *take)
 {
     long min_m;
-    bool dflt;
     *take = 0;
-    QV_TRY(min_m_from_env(&min_m, &dflt));
-    /* A threshold set in the environment applies to every row; the default
-     * keeps grouped rows below kDefaultGroupMaxM. */
-    if (dflt && v->scale_layout == QV_SCALE_GROUP && m >= kDefaultGroupMaxM) return QV_OK;
+    QV_TRY(min_m_from_env(&min_m));
     *take = min_m >= 1 && m >= min_m && covers(v, m, n, k);
     return QV_OK;
 }
@@ -1036,15 +1130,14 @@ extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args 
     p.counters = (int *)ws;
     p.partial = pl.sc.sk_tiles > 0 ? (float *)(ws + pl.partial_off) : NULL;
     wo_set_scale_fields(p, v, a->k);
+    /* Group rows staged per stage: one per group of its kKs k16 tiles (g
+     * = 16 << g_shift), none when k == g (the one row is read directly). */
+    p.s_rows = p.scale_mode == SC_GROUP && !p.grp_single ? kKs >> (p.g_shift < 2 ? p.g_shift : 2) : 0;
     const bool bf = v->afmt == QV_FMT_BF16;
     const int wt = weight_type(v);
-    const bool grouped = p.scale_mode == SC_GROUP;
     if (tpw == 4)
-        return bf ? launch_wt<true, 4>(wt, grouped, p, pl.sc, act, stream)
-                  : launch_wt<false, 4>(wt, grouped, p, pl.sc, act, stream);
+        return bf ? launch_sm<true, 4>(wt, p, pl.sc, act, stream) : launch_sm<false, 4>(wt, p, pl.sc, act, stream);
     if (tpw == 1)
-        return bf ? launch_wt<true, 1>(wt, grouped, p, pl.sc, act, stream)
-                  : launch_wt<false, 1>(wt, grouped, p, pl.sc, act, stream);
-    return bf ? launch_wt<true, 2>(wt, grouped, p, pl.sc, act, stream)
-              : launch_wt<false, 2>(wt, grouped, p, pl.sc, act, stream);
+        return bf ? launch_sm<true, 1>(wt, p, pl.sc, act, stream) : launch_sm<false, 1>(wt, p, pl.sc, act, stream);
+    return bf ? launch_sm<true, 2>(wt, p, pl.sc, act, stream) : launch_sm<false, 2>(wt, p, pl.sc, act, stream);
 }

@@ -23,7 +23,7 @@ extern "C" {
  * is at least the threshold and the kernel covers v and the shape; 0
  * otherwise. The environment variable QVET_WO_WG_MIN_M sets the threshold for
  * every row: a whole number >= 1, or "off" (never); unset or empty, the
- * default takes M >= 128, and for rows with group scales only M < 512. Any
+ * default takes M >= 128. Any
  * other value returns QV_ERR_USAGE with a message. Read at every call
  * (tests and benchmarks switch it in one process); no CUDA call. v must
  * already be a weight-only Marlin row that qv_launch_wonly accepts. */

@@ -222,19 +222,18 @@ START_TEST(switch_and_refusals)
     ck_assert_int_eq(take, 1);
     ck_assert_int_eq(qv_wonly_wg_wanted(w4, 127, 4096, 4096, &take), QV_OK);
     ck_assert_int_eq(take, 0);
-    /* ... a grouped row below M = 512 only, unless a threshold is set. */
+    /* ... with or without group scales, at every M above. */
     const qv_variant *ch = qv_variant_find("marlin-w4a16-ch-f16");
     ck_assert_ptr_nonnull(ch);
     ck_assert_int_eq(qv_wonly_wg_wanted(ch, 1024, 4096, 4096, &take), QV_OK);
     ck_assert_int_eq(take, 1);
-    ck_assert_int_eq(qv_wonly_wg_wanted(w4, 511, 4096, 4096, &take), QV_OK);
-    ck_assert_int_eq(take, 1);
     ck_assert_int_eq(qv_wonly_wg_wanted(w4, 512, 4096, 4096, &take), QV_OK);
-    ck_assert_int_eq(take, 0);
-    ck_assert_int_eq(setenv("QVET_WO_WG_MIN_M", "128", 1), 0);
-    ck_assert_int_eq(qv_wonly_wg_wanted(w4, 1024, 4096, 4096, &take), QV_OK);
+    ck_assert_int_eq(take, 1);
+    ck_assert_int_eq(qv_wonly_wg_wanted(w4, 8192, 4096, 4096, &take), QV_OK);
     ck_assert_int_eq(take, 1);
     ck_assert_int_eq(setenv("QVET_WO_WG_MIN_M", "", 1), 0);
+    ck_assert_int_eq(qv_wonly_wg_wanted(ch, 127, 4096, 4096, &take), QV_OK);
+    ck_assert_int_eq(take, 0);
     ck_assert_int_eq(qv_wonly_wg_wanted(ch, 1024, 4096, 4096, &take), QV_OK);
     ck_assert_int_eq(take, 1);
     /* "off": never. */
