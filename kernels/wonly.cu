@@ -646,7 +646,7 @@ extern "C" size_t qv_workspace_wonly(const qv_variant *v, int m, int n, int k)
         size_t small = qv_wonly_small_workspace(v, m, n, k);
         if (small > bytes) bytes = small;
     }
-    /* M >= QVET_WO_WG_MIN_M (default 128) takes the wgmma kernel (wonly_wg.cu): room for either. */
+    /* M >= QVET_WO_WG_MIN_M (default 17) takes the wgmma kernel (wonly_wg.cu): room for either. */
     int wg = 0;
     if (qv_wonly_wg_wanted(v, m, n, k, &wg) == QV_OK && wg) {
         size_t w = qv_wonly_wg_workspace(v, m, n, k);
@@ -676,7 +676,7 @@ extern "C" qv_status qv_launch_wonly(const qv_variant *v, const qv_gemm_args *a)
         return qv_fail(QV_ERR_SHAPE, "%s: N=%d gives packed B rows of 2^31 words or more", v->name, a->n);
     /* Small M (M <= 8, K >= 8192; QVET_WO_SMALL chooses, wonly_small.cuh): the small-M kernel. */
     if (qv_wonly_small_wanted(a->m)) return qv_wonly_small_launch(v, a);
-    /* M >= QVET_WO_WG_MIN_M (default 128): the Hopper wgmma kernel (wonly_wg.cu). */
+    /* M >= QVET_WO_WG_MIN_M (default 17): the Hopper wgmma kernel (wonly_wg.cu). */
     int wg = 0;
     QV_TRY(qv_wonly_wg_wanted(v, a->m, a->n, a->k, &wg));
     if (wg) return qv_wonly_wg_launch(v, a);

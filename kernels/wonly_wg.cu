@@ -817,7 +817,40 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
 }
 
-/* act_order: out[i][j] = a[i][perm[j]], the activations in sorted-row order. */
+/* act_order: out[i][j] = a[i][perm[j]], the activations in sorted-row order.
+ * Each block stages `rows` whole rows of A in shared memory (16-byte loads,
+ * so A is read once, coalesced) and writes their permuted copies two
+ * columns at a time; a perm entry outside [0, k) writes zeros (never a read
+ * outside the staged rows). Before it, one gather from global memory per
+ * element cost a 32-byte sector per 2 bytes: about 67 us per Llama-3-70B
+ * layer at M = 1024 (H200, eighth round). */
+constexpr int kPermSmem = 200 * 1024; /* staged rows per block: at most this many bytes */
+constexpr int kPermThreads = 512;
+
+__global__ void __launch_bounds__(kPermThreads)
+    k_wg_permute_rows(const uint16_t *a, const int32_t *perm, uint16_t *out, int m, int k, int rows)
+{
+    extern __shared__ uint4 stage4[];
+    const uint16_t *stage = reinterpret_cast<const uint16_t *>(stage4);
+    const int i0 = blockIdx.x * rows;
+    const int r_n = m - i0 < rows ? m - i0 : rows;
+    /* k % 16 == 0 and A 16-byte aligned: every row is whole 16-byte vectors. */
+    const int vecs = r_n * (k / 8);
+    const uint4 *src = reinterpret_cast<const uint4 *>(a + (int64_t)i0 * k);
+    for (int v = threadIdx.x; v < vecs; v += kPermThreads) stage4[v] = src[v];
+    __syncthreads();
+    for (int j = 2 * threadIdx.x; j < k; j += 2 * kPermThreads) {
+        const int2 pj = *reinterpret_cast<const int2 *>(perm + j);
+        const bool ok0 = (unsigned)pj.x < (unsigned)k, ok1 = (unsigned)pj.y < (unsigned)k;
+        for (int r = 0; r < r_n; r++) {
+            const uint32_t lo = ok0 ? stage[r * k + pj.x] : 0u, hi = ok1 ? stage[r * k + pj.y] : 0u;
+            *reinterpret_cast<uint32_t *>(out + (int64_t)(i0 + r) * k + j) = lo | hi << 16;
+        }
+    }
+}
+
+/* The same, one element at a time from global memory, for rows too long to
+ * stage (k > kPermSmem / 2) or a perm not 8-byte aligned. */
 __global__ void k_wg_permute_cols(const uint16_t *a, const int32_t *perm, uint16_t *out, int m, int k)
 {
     const int64_t total = (int64_t)m * k;
@@ -847,13 +880,13 @@ bool covers(const qv_variant *v, int m, int n, int k)
     return (n + 255) / 256 <= 65535 && ((int64_t)m + 63) / 64 * (n / 128 + 1) < ((int64_t)1 << 31);
 }
 
-/* The smallest M that takes the kernel by default, measured against
- * dequantize + cuBLAS (wonly_dq.cu) on the H200 (bench/RESULTS.md, seventh
- * and eighth rounds): every row from M = 128, group scales included since
- * the tensor-map producer and the per-stage scale registers (eighth round;
- * before them, rows with group scales were faster through cuBLAS from
- * M = 512). */
-constexpr long kDefaultMinM = 128;
+/* The smallest M that takes the kernel by default, measured on the H200
+ * (bench/RESULTS.md, eighth round) against the mma kernel (wonly.cu, 2.4-3.4x
+ * slower at M = 32 and 64 on both models' blocks) and dequantize + cuBLAS
+ * (wonly_dq.cu, slower at M = 512 and 1024 since the tensor-map producer and
+ * the per-stage scale registers); at M <= 16 the small-M and mma kernels are
+ * faster. Every row, group scales included. */
+constexpr long kDefaultMinM = 17;
 
 /* QVET_WO_WG_MIN_M: kDefaultMinM when unset or empty, 0 (the path is off)
  * for "off", else the whole number >= 1 it holds; anything else is a usage
@@ -874,14 +907,21 @@ qv_status min_m_from_env(long *min_m)
     return QV_OK;
 }
 
-/* QVET_WO_WG_TOKENS: the block's token tile, 256 (default: one m64 tile
- * per warpgroup, measured fastest on the H200 at M = 256-1024), 128 (two) or
- * 64 (four); anything else is a usage error. */
-qv_status tpw_from_env(int *tpw)
+/* QVET_WO_WG_TOKENS: the block's token tile, 256 (one m64 tile per
+ * warpgroup), 128 (two) or 64 (four); unset or empty, the default for m:
+ * the smallest tile that holds m up to 128 tokens, else 256 (the H200,
+ * eighth round: 256 fastest at M = 256-1024; at M = 64 and 128 the 64- and
+ * 128-token tiles 1.6-2.7x faster than 256 rows half or three quarters
+ * empty); anything else is a usage error. */
+qv_status tpw_from_env(int m, int *tpw)
 {
     const char *s = getenv("QVET_WO_WG_TOKENS");
     *tpw = 1;
-    if (!s || !*s || !strcmp(s, "256")) return QV_OK;
+    if (!s || !*s) {
+        *tpw = m <= 64 ? 4 : m <= 128 ? 2 : 1;
+        return QV_OK;
+    }
+    if (!strcmp(s, "256")) return QV_OK;
     if (!strcmp(s, "128")) {
         *tpw = 2;
         return QV_OK;
@@ -1009,7 +1049,7 @@ struct wg_plan {
 qv_status plan(const qv_variant *v, int m, int n, int k, wg_plan *pl)
 {
     int blocks;
-    QV_TRY(tpw_from_env(&pl->tpw));
+    QV_TRY(tpw_from_env(m, &pl->tpw));
     QV_TRY(blocks_from_env(&blocks));
     /* QVET_WO_WG_STREAMK=0 keeps the last round whole (comparisons). */
     const char *e = getenv("QVET_WO_WG_STREAMK");
@@ -1114,9 +1154,28 @@ extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args 
     if (v->act_order) {
         uint16_t *ap = (uint16_t *)(ws + pl.aperm_off);
         const int64_t total = (int64_t)a->m * a->k;
-        /* 256 threads per block; at most 4096 blocks, each then loops. */
-        const int blocks = (int)((total + 255) / 256 < 4096 ? (total + 255) / 256 : 4096);
-        k_wg_permute_cols<<<blocks, 256, 0, stream>>>((const uint16_t *)a->a, a->perm, ap, a->m, a->k);
+        const int64_t row_bytes = (int64_t)a->k * 2;
+        /* (The staged kernel reads perm two entries at a time.) */
+        if (row_bytes <= kPermSmem && ((uintptr_t)a->perm & 7) == 0) {
+            /* As many rows per block as give about 256 blocks (at least one,
+             * at most what fits the shared memory). */
+            const int fit = (int)(kPermSmem / row_bytes);
+            int rows = a->m / 256 > 1 ? a->m / 256 : 1;
+            if (rows > fit) rows = fit;
+            static bool attr_set = false;
+            if (!attr_set) {
+                QV_CUDA_TRY(cudaFuncSetAttribute(k_wg_permute_rows, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 kPermSmem),
+                            "cudaFuncSetAttribute (act_order permutation shared memory)");
+                attr_set = true;
+            }
+            k_wg_permute_rows<<<(a->m + rows - 1) / rows, kPermThreads, (size_t)rows * row_bytes, stream>>>(
+                (const uint16_t *)a->a, a->perm, ap, a->m, a->k, rows);
+        } else {
+            /* 256 threads per block; at most 4096 blocks, each then loops. */
+            const int blocks = (int)((total + 255) / 256 < 4096 ? (total + 255) / 256 : 4096);
+            k_wg_permute_cols<<<blocks, 256, 0, stream>>>((const uint16_t *)a->a, a->perm, ap, a->m, a->k);
+        }
         QV_CUDA_TRY(cudaGetLastError(), "act_order column permutation launch");
         act = ap;
     }

@@ -5,7 +5,7 @@
  * Rule: the path computes each row's declared arithmetic (src/registry.c rows
  * of family "marlin"), the same function as the mma kernel; it is only
  * entered after qv_launch_wonly has validated the variant, the shape and the
- * buffers, from the M that QVET_WO_WG_MIN_M sets (default 128). */
+ * buffers, from the M that QVET_WO_WG_MIN_M sets (default 17). */
 #ifndef QVET_KERNELS_WONLY_WG_CUH
 #define QVET_KERNELS_WONLY_WG_CUH
 
@@ -23,7 +23,7 @@ extern "C" {
  * is at least the threshold and the kernel covers v and the shape; 0
  * otherwise. The environment variable QVET_WO_WG_MIN_M sets the threshold for
  * every row: a whole number >= 1, or "off" (never); unset or empty, the
- * default takes M >= 128. Any
+ * default takes M >= 17. Any
  * other value returns QV_ERR_USAGE with a message. Read at every call
  * (tests and benchmarks switch it in one process); no CUDA call. v must
  * already be a weight-only Marlin row that qv_launch_wonly accepts. */

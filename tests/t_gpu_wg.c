@@ -22,7 +22,7 @@
  *    every case asserts that the wgmma path takes it, launches twice on an
  *    output poisoned before each launch (qv_gpu_run) and must be bitwise
  *    identical, with nothing written past the output (the runner's guard);
- *  - QVET_WO_WG_MIN_M: unset takes M >= 128 (grouped rows below 512), a set
+ *  - QVET_WO_WG_MIN_M: unset takes M >= 17 (every row), a set
  *    value every row from it, "off" never, a bad value (or a bad
  *    QVET_WO_WG_TOKENS) is a usage error before any CUDA call, and
  *    act_order's workspace holds A's sorted copy (no CUDA call).
@@ -216,11 +216,11 @@ START_TEST(switch_and_refusals)
     ck_assert_ptr_nonnull(act);
     int take = 1;
 
-    /* Unset or empty: the default, every row from M = 128 ... */
+    /* Unset or empty: the default, every row from M = 17 ... */
     char *saved = wonly_env_set("QVET_WO_WG_MIN_M", NULL);
-    ck_assert_int_eq(qv_wonly_wg_wanted(w4, 128, 4096, 4096, &take), QV_OK);
+    ck_assert_int_eq(qv_wonly_wg_wanted(w4, 17, 4096, 4096, &take), QV_OK);
     ck_assert_int_eq(take, 1);
-    ck_assert_int_eq(qv_wonly_wg_wanted(w4, 127, 4096, 4096, &take), QV_OK);
+    ck_assert_int_eq(qv_wonly_wg_wanted(w4, 16, 4096, 4096, &take), QV_OK);
     ck_assert_int_eq(take, 0);
     /* ... with or without group scales, at every M above. */
     const qv_variant *ch = qv_variant_find("marlin-w4a16-ch-f16");
@@ -232,7 +232,7 @@ START_TEST(switch_and_refusals)
     ck_assert_int_eq(qv_wonly_wg_wanted(w4, 8192, 4096, 4096, &take), QV_OK);
     ck_assert_int_eq(take, 1);
     ck_assert_int_eq(setenv("QVET_WO_WG_MIN_M", "", 1), 0);
-    ck_assert_int_eq(qv_wonly_wg_wanted(ch, 127, 4096, 4096, &take), QV_OK);
+    ck_assert_int_eq(qv_wonly_wg_wanted(ch, 16, 4096, 4096, &take), QV_OK);
     ck_assert_int_eq(take, 0);
     ck_assert_int_eq(qv_wonly_wg_wanted(ch, 1024, 4096, 4096, &take), QV_OK);
     ck_assert_int_eq(take, 1);
@@ -294,6 +294,12 @@ START_TEST(switch_and_refusals)
     ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 1024, 8192, 8192), 0);
     ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 256, 4096, 4096), 32);
     ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 256, 4096, 64), 0);
+    /* The default token tile follows M: qkv at M = 64 in 64 x 512 tiles is
+     * 1 x 20 tiles, at M = 128 in 128 x 256 tiles 1 x 40, at M = 129 in
+     * 256 x 128 tiles 1 x 80, each fewer than 7/8 of 132 and so all shared. */
+    ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 64, 10240, 8192), 20);
+    ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 128, 10240, 8192), 40);
+    ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 129, 10240, 8192), 80);
 
     free(wonly_env_set("QVET_WO_WG_MIN_M", saved));
     free(saved);

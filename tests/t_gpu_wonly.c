@@ -145,7 +145,7 @@ typedef struct env_saved {
 
 /* Sets QVET_WO_DQ_MIN_M, QVET_WO_DQ_CHUNK_MB and QVET_WO_DQ_SPLITK (NULL:
  * unset) for the cases that follow, with the wgmma path (which the
- * dispatcher asks first, from M = 128 by default) off; env_restore puts back
+ * dispatcher asks first, from M = 17 by default) off; env_restore puts back
  * what the caller had. */
 static env_saved env_force(const char *min_m, const char *chunk, const char *splitk)
 {
