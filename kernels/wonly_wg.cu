@@ -434,7 +434,12 @@ __device__ __forceinline__ void set_zeros(grp_regs<WT, IS_BF16, TPW> &g, uint32_
 #pragma unroll
         for (int jj = 0; jj < 2 * TPW; jj++) {
             const int j8 = 2 * q0 + jj;
+#ifdef QV_MUTANT_gpu_wg_zp_mask_missing
+            /* Mutant (class 10, AutoGPTQ #484): the zero-point nibble taken without & 0xF. */
+            qv_dq4_consts<IS_BF16>(zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1))), g.zc[jj]);
+#else
             qv_dq4_consts<IS_BF16>((zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1)))) & 0xFu, g.zc[jj]);
+#endif
         }
     }
 }
@@ -514,7 +519,12 @@ __global__ void __launch_bounds__(kThreads, 1)
                     tma_load_2d(st + L::w_off + j * kKs * L::seg_bytes, &w_map, w_x + j * (L::seg_bytes / 8), kt0,
                                 bar);
                 if (s_rows > 0) {
+#ifdef QV_MUTANT_gpu_wg_group_index_shift
+                    /* Mutant (class 18): a stage's group rows taken from the stage before it. */
+                    const int grp = (kt0 >= kKs ? kt0 - kKs : 0) >> p.g_shift;
+#else
                     const int grp = kt0 >> p.g_shift;
+#endif
                     tma_load_2d(st + L::s_off, &s_map, s_x, grp, bar);
                     if (WT == WT_INT4_ZP) tma_load_2d(st + L::z_off, &z_map, z_x, grp, bar);
                 }
@@ -761,8 +771,15 @@ __global__ void __launch_bounds__(kThreads, 1)
              * others are two loops: one loop with a select per element made
              * ptxas spill the accumulators.) */
             const float4 *src0 = reinterpret_cast<const float4 *>(p.partial) + ct;
+#ifdef QV_MUTANT_gpu_wg_streamk_part_dropped
+            /* Mutant (class 11, vLLM #13227): the last part of a shared tile, its last K
+             * stages, is left out of the sum. */
+            const int n_sum = parts - 1;
+#else
+            const int n_sum = parts;
+#endif
 #pragma unroll 1
-            for (int i = 0; i < parts; i++) {
+            for (int i = 0; i < n_sum; i++) {
                 const int slot_i = i == 0 ? 2 * sk_first + sk_j0 : 2 * (sk_first + i);
                 const float4 *src = src0 + (int64_t)slot_i * (kTileFloats / 4);
                 if (i == 0) {
@@ -1189,6 +1206,11 @@ extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args 
     p.counters = (int *)ws;
     p.partial = pl.sc.sk_tiles > 0 ? (float *)(ws + pl.partial_off) : NULL;
     wo_set_scale_fields(p, v, a->k);
+#ifdef QV_MUTANT_gpu_wg_fp8_unbias_missing
+    /* Mutant (class 8, vLLM #47315): the exponent bias folded into the scales is never taken out. */
+    p.unbias_f32 = 1.0f;
+    p.unbias_h2 = v->afmt == QV_FMT_BF16 ? 0x3F803F80u : 0x3C003C00u;
+#endif
     /* Group rows staged per stage: one per group of its kKs k16 tiles (g
      * = 16 << g_shift), none when k == g (the one row is read directly). */
     p.s_rows = p.scale_mode == SC_GROUP && !p.grp_single ? kKs >> (p.g_shift < 2 ? p.g_shift : 2) : 0;

@@ -187,8 +187,14 @@ def read_cases(out_jsonl):
 # from K = 8192 on; "swap" sends it every M <= 8 (t_gpu_wonly checks that path
 # clean on every row). The e4m3 cuBLASLt path runs from M = 32 by default; 1
 # sends every M there (t_gpu_aq_lt_fp8 checks that path clean on every row).
+# Weight-only M >= 17 takes the wgmma kernel by default (kernels/wonly_wg.cu):
+# the mma kernel keeps M = 17-63 as before it with QVET_WO_WG_MIN_M=64, and the
+# dequantize + cuBLAS path, which the default no longer takes, every M >= 64
+# with "off" (t_gpu_wonly checks both clean on every row).
 PATH_ENV = {"kernels/wonly_small.cu": {"QVET_WO_SMALL": "swap"},
-            "kernels/aq_lt_fp8.cu": {"QVET_AQ_LT_FP8_MIN_M": "1"}}
+            "kernels/aq_lt_fp8.cu": {"QVET_AQ_LT_FP8_MIN_M": "1"},
+            "kernels/wonly.cu": {"QVET_WO_WG_MIN_M": "64"},
+            "kernels/wonly_dq.cu": {"QVET_WO_WG_MIN_M": "off"}}
 # A switch inside one form of such a path: the block rows take cuBLASLt's
 # BLK128x128 scaling only from M = 128 by default; 1 sends every M through it
 # (t_gpu_aq_lt_fp8 checks that form clean on every block-row case).
