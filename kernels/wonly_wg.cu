@@ -444,6 +444,26 @@ __device__ __forceinline__ void set_zeros(grp_regs<WT, IS_BF16, TPW> &g, uint32_
     }
 }
 
+/* N 32-bit words (1, 2 or a multiple of 4) from shared memory at src, in
+ * loads of their whole size (src aligned to it), or zeros when !ok. */
+template <int N>
+__device__ __forceinline__ void ld_words(const unsigned char *src, bool ok, uint32_t *w)
+{
+    static_assert(N == 1 || N == 2 || N % 4 == 0, "one word, two or whole 16-byte vectors");
+    if constexpr (N == 1) {
+        w[0] = ok ? *reinterpret_cast<const uint32_t *>(src) : 0u;
+    } else if constexpr (N == 2) {
+        const uint2 v = ok ? *reinterpret_cast<const uint2 *>(src) : make_uint2(0, 0);
+        w[0] = v.x, w[1] = v.y;
+    } else {
+#pragma unroll
+        for (int q = 0; q < N / 4; q++) {
+            const uint4 v = ok ? *reinterpret_cast<const uint4 *>(src + 16 * q) : make_uint4(0, 0, 0, 0);
+            w[4 * q] = v.x, w[4 * q + 1] = v.y, w[4 * q + 2] = v.z, w[4 * q + 3] = v.w;
+        }
+    }
+}
+
 /* The persistent, warp-specialized kernel (see the file comment). One block
  * per SM: 240 registers per consumer thread, 128 of them its accumulators,
  * and most of the SM's shared memory for the ring. */
@@ -622,21 +642,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 constexpr int kWords = T::four ? TPW : 2 * TPW;
                 constexpr bool kAllRows = kWords * kKs <= (WT == WT_INT4_ZP && TPW == 4 ? 8 : 16);
                 auto load_row = [&](int u, uint32_t *w) {
-                    const unsigned char *src = st + L::w_off + w_lane + u * L::seg_bytes;
-                    const bool ok = chunk_ok && u < nk;
-                    if constexpr (kWords == 1) {
-                        w[0] = ok ? *reinterpret_cast<const uint32_t *>(src) : 0u;
-                    } else if constexpr (kWords == 2) {
-                        const uint2 v = ok ? *reinterpret_cast<const uint2 *>(src) : make_uint2(0, 0);
-                        w[0] = v.x, w[1] = v.y;
-                    } else {
-#pragma unroll
-                        for (int q = 0; q < kWords / 4; q++) {
-                            const uint4 v =
-                                ok ? *reinterpret_cast<const uint4 *>(src + 16 * q) : make_uint4(0, 0, 0, 0);
-                            w[4 * q] = v.x, w[4 * q + 1] = v.y, w[4 * q + 2] = v.z, w[4 * q + 3] = v.w;
-                        }
-                    }
+                    ld_words<kWords>(st + L::w_off + w_lane + u * L::seg_bytes, chunk_ok && u < nk, w);
                 };
                 uint32_t bw[kAllRows ? kKs : 1][kWords];
                 if constexpr (kAllRows) {
@@ -661,17 +667,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
                     for (int u = 0; u < kRows; u++) {
                         const int r = u >> s_shift;
-                        const unsigned char *sp = st + L::s_off + r * C::bn * 2 + s_lane;
                         uint32_t v[TPW];
-                        if constexpr (TPW == 1) {
-                            v[0] = ld ? *reinterpret_cast<const uint32_t *>(sp) : 0u;
-                        } else if constexpr (TPW == 2) {
-                            const uint2 x = ld ? *reinterpret_cast<const uint2 *>(sp) : make_uint2(0, 0);
-                            v[0] = x.x, v[1] = x.y;
-                        } else {
-                            const uint4 x = ld ? *reinterpret_cast<const uint4 *>(sp) : make_uint4(0, 0, 0, 0);
-                            v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
-                        }
+                        ld_words<TPW>(st + L::s_off + r * C::bn * 2 + s_lane, ld, v);
 #pragma unroll
                         for (int w = 0; w < TPW; w++) scw[u][w] = p.grp_single ? tcode[w] : v[w];
                         if constexpr (WT == WT_INT4_ZP) {
