@@ -1,4 +1,4 @@
-/* wonly_wg.cu: the weight-only GEMM family at large M on Hopper (sm_90a):
+/* wonly_wg.cu: the weight-only GEMM family from M = 17 on Hopper (sm_90a):
  * Y (m, n) = A (m, k) x W (k, n) with A in fp16/bf16 and W Marlin-packed
  * (int4 "q+8" or with zero points, int8 "q+128", fp8 e4m3; layout.h), computed
  * as the transposed product Y^T (n, m) = W^T (n, k) . A^T (k, m) on wgmma:
@@ -6,11 +6,11 @@
  *    warpgroup, dequantized in registers straight from the packed words (the
  *    per-warp register fragment of wgmma's A is the m16n8k16 A fragment, and
  *    two n8 B fragments of a Marlin lane make one: kernels/dequant.cuh);
- *  - the activations are the wgmma B operand, 128 (or 64) tokens x 16 k read
+ *  - the activations are the wgmma B operand, 256, 128 or 64 tokens x 16 k read
  *    from shared memory through a matrix descriptor, K-major (K contiguous,
  *    no transpose) with the 128-byte swizzle.
- * The packed weights are read and dequantized once per 128 (64) tokens, never
- * expanded to memory.
+ * The packed weights are read and dequantized once per 256 (128, 64) tokens,
+ * never expanded to memory.
  *
  * Declared arithmetic (src/registry.c, rows of family "marlin"), as in
  * wonly.cu:
@@ -22,8 +22,8 @@
  *    k (one accumulator per output, no split K); output cast RNE.
  *
  * Structure: a persistent grid (one block per SM) walks the output tiles
- * (tile_cfg: 256 columns x 128 tokens by default, 512 x 64 with
- * QVET_WO_WG_TOKENS=64), tokens fastest, so the blocks working at one time
+ * (tile_cfg: 128 columns x 256 tokens, 256 x 128 or 512 x 64, by M unless
+ * QVET_WO_WG_TOKENS says: tpw_from_env), tokens fastest, so the blocks working at one time
  * share their weight columns in L2. Each block is warp-specialized:
  *  - one producer warpgroup, of which one thread issues every copy (the
  *    others hand their registers to the consumers): per stage of
