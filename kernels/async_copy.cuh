@@ -66,16 +66,8 @@ __device__ __forceinline__ uint64_t l2_evict_first()
 }
 
 /* bytes (a multiple of 16) from global src to shared dst, both 16-byte
- * aligned, completing on barrier bar. src is an input nothing writes during
- * the kernel. */
-__device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
-{
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-                 "l"(src), "r"(bytes), "r"(bar)
-                 : "memory");
-}
-
-/* The same with an L2 cache policy (l2_evict_first). */
+ * aligned, completing on barrier bar, under L2 cache policy pol
+ * (l2_evict_first). src is an input nothing writes during the kernel. */
 __device__ __forceinline__ void bulk_copy_hint(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar,
                                                uint64_t pol)
 {

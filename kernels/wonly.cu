@@ -637,6 +637,17 @@ bool aligned16(const void *ptr) { return ((uintptr_t)ptr & 15) == 0; }
 
 } /* namespace */
 
+qv_status wo_permute_cols_gather(const uint16_t *a, const int32_t *perm, uint16_t *out, int m, int k,
+                                 cudaStream_t stream)
+{
+    /* 256 threads per block; at most 4096 blocks, each then loops. */
+    const int64_t total = (int64_t)m * k;
+    const int blocks = (int)((total + 255) / 256 < 4096 ? (total + 255) / 256 : 4096);
+    k_permute_cols<<<blocks, 256, 0, stream>>>(a, perm, out, m, k);
+    QV_CUDA_TRY(cudaGetLastError(), "act_order column permutation launch");
+    return QV_OK;
+}
+
 extern "C" size_t qv_workspace_wonly(const qv_variant *v, int m, int n, int k)
 {
     if (check_variant(v) != QV_OK || m < 1 || n < 1 || k < 16) return 0;
@@ -693,10 +704,7 @@ extern "C" qv_status qv_launch_wonly(const qv_variant *v, const qv_gemm_args *a)
     p.a = a->a;
     if (v->act_order) {
         uint16_t *ap = (uint16_t *)(ws + g.aperm_off);
-        int64_t total = (int64_t)a->m * a->k;
-        int blocks = (int)((total + 255) / 256 < 4096 ? (total + 255) / 256 : 4096);
-        k_permute_cols<<<blocks, 256, 0, stream>>>((const uint16_t *)a->a, a->perm, ap, a->m, a->k);
-        QV_CUDA_TRY(cudaGetLastError(), "act_order column permutation launch");
+        QV_TRY(wo_permute_cols_gather((const uint16_t *)a->a, a->perm, ap, a->m, a->k, stream));
         p.a = ap;
     }
     p.b = (const uint32_t *)a->b;

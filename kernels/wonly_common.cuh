@@ -6,10 +6,12 @@
 #ifndef QVET_KERNELS_WONLY_COMMON_CUH
 #define QVET_KERNELS_WONLY_COMMON_CUH
 
+#include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "dequant.cuh"
+#include "qvet/status.h"
 #include "qvet/variant.h"
 
 namespace {
@@ -81,5 +83,12 @@ template <typename P> inline void wo_set_scale_fields(P &p, const qv_variant *v,
 }
 
 } /* namespace */
+
+/* act_order: out[i][j] = a[i][perm[j]] for the (m, k) 16-bit activations a
+ * (the sorted-row order of the packed weights), one element at a time from
+ * global memory, on stream; checks the launch. Defined in wonly.cu, whose
+ * path uses it; wonly_wg.cu where rows are too long to stage. */
+qv_status wo_permute_cols_gather(const uint16_t *a, const int32_t *perm, uint16_t *out, int m, int k,
+                                 cudaStream_t stream);
 
 #endif

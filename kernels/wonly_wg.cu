@@ -863,19 +863,6 @@ __global__ void __launch_bounds__(kPermThreads)
     }
 }
 
-/* The same, one element at a time from global memory, for rows too long to
- * stage (k > kPermSmem / 2) or a perm not 8-byte aligned. */
-__global__ void k_wg_permute_cols(const uint16_t *a, const int32_t *perm, uint16_t *out, int m, int k)
-{
-    const int64_t total = (int64_t)m * k;
-    for (int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; idx < total;
-         idx += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t i = idx / k;
-        const int j = (int)(idx % k);
-        out[idx] = a[i * k + perm[j]];
-    }
-}
-
 /* ---- host side ---- */
 
 /* Whether the kernel covers the problem: every weight-only Marlin row that
@@ -1167,7 +1154,6 @@ extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args 
     const void *act = a->a;
     if (v->act_order) {
         uint16_t *ap = (uint16_t *)(ws + pl.aperm_off);
-        const int64_t total = (int64_t)a->m * a->k;
         const int64_t row_bytes = (int64_t)a->k * 2;
         /* (The staged kernel reads perm two entries at a time.) */
         if (row_bytes <= kPermSmem && ((uintptr_t)a->perm & 7) == 0) {
@@ -1185,12 +1171,11 @@ extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args 
             }
             k_wg_permute_rows<<<(a->m + rows - 1) / rows, kPermThreads, (size_t)rows * row_bytes, stream>>>(
                 (const uint16_t *)a->a, a->perm, ap, a->m, a->k, rows);
+            QV_CUDA_TRY(cudaGetLastError(), "act_order column permutation launch");
         } else {
-            /* 256 threads per block; at most 4096 blocks, each then loops. */
-            const int blocks = (int)((total + 255) / 256 < 4096 ? (total + 255) / 256 : 4096);
-            k_wg_permute_cols<<<blocks, 256, 0, stream>>>((const uint16_t *)a->a, a->perm, ap, a->m, a->k);
+            /* Rows too long to stage (k > kPermSmem / 2), or a perm not 8-byte aligned. */
+            QV_TRY(wo_permute_cols_gather((const uint16_t *)a->a, a->perm, ap, a->m, a->k, stream));
         }
-        QV_CUDA_TRY(cudaGetLastError(), "act_order column permutation launch");
         act = ap;
     }
     p.b = (const uint32_t *)a->b;

@@ -46,9 +46,10 @@ int qv_wonly_wg_tail_tiles(const qv_variant *v, int m, int n, int k);
 /* Runs Y = A x W on the wgmma kernel. The caller (qv_launch_wonly) has checked
  * v, the shape, g and the buffers; this checks the workspace and refuses
  * (QV_ERR_UNSUPPORTED) any problem qv_wonly_wg_wanted would not take. The
- * environment variable QVET_WO_WG_TOKENS picks the block's token tile: 256
- * (unset or "256": 128 columns x 256 tokens), "128" (256 columns x 128) or
- * "64" (512 columns x 64), and QVET_WO_WG_BLOCKS the persistent grid's
+ * environment variable QVET_WO_WG_TOKENS picks the block's token tile: "256"
+ * (128 columns x 256 tokens), "128" (256 columns x 128) or "64" (512 columns
+ * x 64); unset or empty, the smallest that holds M up to 128 tokens, else
+ * 256; and QVET_WO_WG_BLOCKS the persistent grid's
  * blocks (unset: 132, else 1 to 264); any other value of either returns
  * QV_ERR_USAGE before any CUDA call. */
 qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args *a);
