@@ -116,6 +116,18 @@ __device__ __forceinline__ float aq_load_as(const aq_params &p, int row)
     return p.ascale == AQ_AS_TENSOR ? p.a_scale[0] : p.a_scale[row];
 }
 
+/* Outputs (row, col) and (row, col + 1), RNE to fp16 (overflow gives
+ * +-Inf), as one 4-byte store; every activation-quantized kernel's last step. */
+__device__ __forceinline__ void aq_store_f16x2(const aq_params &p, int64_t row, int64_t col, float o0, float o1)
+{
+#ifdef QV_MUTANT_gpu_aq_output_truncation
+    /* Mutant (class 17): the output cast truncates toward zero where RNE is declared. */
+    *(__half2 *)(p.c + row * p.n + col) = __halves2half2(__float2half_rz(o0), __float2half_rz(o1));
+#else
+    *(__half2 *)(p.c + row * p.n + col) = __halves2half2(__float2half_rn(o0), __float2half_rn(o1));
+#endif
+}
+
 /* The epilogue of two adjacent outputs (row, col), (row, col+1) from their
  * accumulated values (int32, or the promoted fp32 total), per the row's
  * declared order: int32 -> fp32, * weight scale, * activation scale, each RN,
@@ -151,12 +163,7 @@ __device__ __forceinline__ void aq_finish(const aq_params &p, int64_t row, int64
         o0 = aq_scale_out(__int2float_rn(v0), s0, sa);
         o1 = aq_scale_out(__int2float_rn(v1), s1, sa);
     }
-#ifdef QV_MUTANT_gpu_aq_output_truncation
-    /* Mutant (class 17): the output cast truncates toward zero where RNE is declared. */
-    *(__half2 *)(p.c + row * p.n + col) = __halves2half2(__float2half_rz(o0), __float2half_rz(o1));
-#else
-    *(__half2 *)(p.c + row * p.n + col) = __halves2half2(__float2half_rn(o0), __float2half_rn(o1));
-#endif
+    aq_store_f16x2(p, row, col, o0, o1);
 }
 
 template <int KIND, int MW, int WM, int WN, int NT>

@@ -1,7 +1,9 @@
 /* qqq.cu: QQQ W4A8 (int4 weights x int8 per-token activations, int8 tensor
  * cores) in the published HandH1998/QQQ layouts, channelwise and per group.
- * The launcher checks the row and the shape, then runs aq_gemm.cuh's kernel,
- * or at large M the bit-identical cuBLASLt path of aq_lt.cuh.
+ * The launcher checks the row and the shape, then runs from M = 17 the wgmma
+ * kernel of qqq_wg.cu, else aq_gemm.cuh's mma kernel (or, with the wgmma path
+ * off, the cuBLASLt path of aq_lt.cuh from M = 128); all three give the same
+ * bits.
  * Arithmetic (registry rows qqq-w4a8-*, golden/README.md): channelwise sees
  * each nibble as 16*q in an int8 and scales by the stored s_ch = true/16; per
  * group re-rounds each weight to int8 as w8 = rne((q-8)*s_group) in one fp16
@@ -9,15 +11,19 @@
 #include "aq_args.cuh"
 #include "aq_gemm.cuh"
 #include "aq_lt.cuh"
+#include "qqq_wg.cuh"
 
 /* The mma kernel's split-K region, then (M >= the cuBLASLt threshold) the
- * cuBLASLt path's region after it (aq_lt.cuh). */
+ * cuBLASLt path's region after it (aq_lt.cuh); at least the wgmma path's
+ * (its counters are the same first bytes), whichever path the launch takes. */
 extern "C" size_t qv_workspace_qqq(const qv_variant *v, int m, int n, int k)
 {
     if (m < 1 || n < 1 || k < 1) return 0;
     const int kind = v->layout == QV_LAYOUT_QQQ_W4_GROUP ? AQ_B_QQQ_GROUP : AQ_B_QQQ_CH;
     const size_t lt = aq_lt_workspace(kind, false, m, n, k);
-    return lt ? aq_lt_offset(kind, m, n, k) + lt : aq_plan_for(kind, m, n, k).workspace;
+    const size_t mma = lt ? aq_lt_offset(kind, m, n, k) + lt : aq_plan_for(kind, m, n, k).workspace;
+    const size_t wg = qv_qqq_wg_workspace(m, n, k);
+    return mma > wg ? mma : wg;
 }
 
 extern "C" qv_status qv_launch_qqq(const qv_variant *v, const qv_gemm_args *a)
@@ -46,6 +52,10 @@ extern "C" qv_status qv_launch_qqq(const qv_variant *v, const qv_gemm_args *a)
     p.w_scale2 = (const float *)a->scales2;
     p.wscale = AQ_WS_CHANNEL_PERM32;
     p.azpm = AQ_AZP_NONE;
+    /* From QVET_AQ_WG_MIN_M: the wgmma kernel, int8 weights made in registers. */
+    int wg = 0;
+    QV_TRY(qv_qqq_wg_wanted(v, a->m, a->n, a->k, a->g, &wg));
+    if (wg) return qv_qqq_wg_launch(v, &p, a);
     /* Large M: dequantize to int8 chunks, cuBLASLt int8 IGMMA, the same epilogue. */
     bool taken = false;
     const int kind = group ? AQ_B_QQQ_GROUP : AQ_B_QQQ_CH;

@@ -213,6 +213,9 @@ int main(void)
 {
     g_quick = gpu_env_flag("QVET_AQ_QUICK");
     clear_paths();
+    /* The QQQ rows' wgmma path (t_gpu_aq_wg) stays off: "mma" here means
+     * aq_gemm.cuh's kernel. */
+    setenv("QVET_AQ_WG_MIN_M", "off", 1);
     const int gpu = gpu_suite_start(&g_seed);
     g_nrows = gpu_registry_rows(is_int_row, g_rows, 64);
     TCase *tc;

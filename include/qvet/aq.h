@@ -39,6 +39,17 @@ int qv_aq_bench(void);
  * which path ran. Makes no CUDA call. */
 long long qv_aq_lt_runs(void);
 
+/* How many launches of the QQQ W4A8 rows in this process took the wgmma
+ * kernel (kernels/qqq_wg.cu, sm_90a; from M = QVET_AQ_WG_MIN_M, default 17);
+ * read by the GPU suite like qv_aq_lt_runs. No CUDA call. */
+long long qv_qqq_wg_runs(void);
+
+/* The tiles of an (m, n, k) QQQ problem that the wgmma kernel's schedule
+ * shares over the blocks along K (its stream-K tail; 0 when none), for the
+ * environment as it is now (QVET_AQ_WG_TILE, QVET_AQ_WG_BLOCKS,
+ * QVET_AQ_WG_STREAMK); -1 when one of them is malformed. No CUDA call. */
+int qv_qqq_wg_tail_tiles(int m, int n, int k);
+
 /* The default smallest M of the W8A8 e4m3 rows' cuBLASLt path, per scaling
  * (QVET_AQ_LT_FP8_MIN_M overrides all of them; "off" never takes the path).
  * H200, qvet bench, µs per layer:

@@ -1,0 +1,40 @@
+/* qqq_wg.cuh: the Hopper path of the QQQ W4A8 rows, kernels/qqq_wg.cu (a
+ * persistent wgmma GEMM that makes the int8 weights in registers), as seen by
+ * the launcher in kernels/qqq.cu. Rule: the path computes the rows' declared
+ * arithmetic, the same function as aq_gemm.cuh's kernel bit for bit; it is
+ * entered only after qv_launch_qqq has validated the row, the shape, g and
+ * the buffers. Its counters (qv_qqq_wg_runs, qv_qqq_wg_tail_tiles) are in
+ * qvet/aq.h. */
+#ifndef QVET_KERNELS_QQQ_WG_CUH
+#define QVET_KERNELS_QQQ_WG_CUH
+
+#include <stddef.h>
+
+#include "aq_gemm.cuh"
+#include "qvet/gemm.h"
+#include "qvet/status.h"
+#include "qvet/variant.h"
+
+/* Whether an (m, n, k) problem of v with group size g takes the path: *take
+ * = 1 when m reaches QVET_AQ_WG_MIN_M (a whole number >= 1, or "off" for
+ * never; unset or empty, 17) and the kernel covers the shape (N % 64 == 0,
+ * K % 16 == 0, per group g a multiple of 128 dividing K). A malformed value
+ * returns QV_ERR_USAGE with a message. Read at every call; no CUDA call. */
+extern "C" qv_status qv_qqq_wg_wanted(const qv_variant *v, int m, int n, int k, int g, int *take);
+
+/* Workspace bytes of the path: 0, or when the schedule has a stream-K tail
+ * the family's counter area (AQ_COUNTERS_BYTES, zero between launches) and
+ * 2 x grid int32 partial tiles of 128 KiB. No CUDA call. */
+extern "C" size_t qv_qqq_wg_workspace(int m, int n, int k);
+
+/* Runs the problem on the wgmma kernel: ap holds the launcher's filled
+ * epilogue fields (aq_params_of, per-token scales, the perm32 channel scales
+ * and for per-group rows the fp16 group table and the channel scales in
+ * w_scale2). Checks the cover, the alignment the tensor maps need and the
+ * workspace; QVET_AQ_WG_TILE (the block's columns x tokens: 128x256,
+ * 256x128, 128x128, 512x64 or 128x64; unset: by M), QVET_AQ_WG_BLOCKS (1 to 264; unset: 132) and QVET_AQ_WG_STREAMK (0 or 1)
+ * shape the schedule, and a malformed one returns QV_ERR_USAGE before any
+ * CUDA call. */
+extern "C" qv_status qv_qqq_wg_launch(const qv_variant *v, const aq_params *ap, const qv_gemm_args *a);
+
+#endif

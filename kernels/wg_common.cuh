@@ -1,0 +1,284 @@
+/* wg_common.cuh: what the two persistent wgmma kernels (sm_90a) share:
+ * kernels/wonly_wg.cu (weight-only, fp16/bf16 activations) and
+ * kernels/qqq_wg.cu (QQQ W4A8, int8 activations). Both compute Y^T = W^T .
+ * A^T with the dequantized weights as the register A operand of wgmma and the
+ * activations as its shared-memory B operand, on one producer warpgroup and
+ * two consumer warpgroups per block, over the same persistent schedule with
+ * a stream-K tail. Here: the block's shape, the schedule (host and device),
+ * the wgmma fences and descriptors, and the host's tensor-map encoding. Rule:
+ * nothing here knows a weight format; each kernel file keeps its own stage
+ * layout, dequantization and epilogue. Everything sits in an unnamed
+ * namespace: each translation unit has its own copy, as nvcc's whole-program
+ * device code needs anyway. */
+#ifndef QVET_KERNELS_WG_COMMON_CUH
+#define QVET_KERNELS_WG_COMMON_CUH
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <cudaTypedefs.h>
+#include <stdint.h>
+
+#include "qvet/gpu.h"
+
+namespace {
+
+constexpr int kConsumerWarps = 8;                   /* two warpgroups */
+constexpr int kThreads = 32 * (kConsumerWarps + 4); /* plus the producer warpgroup */
+/* Registers per thread after setmaxnreg: the producer warpgroup gives up what
+ * the consumers take (128 x 24 + 256 x 240 <= 65536); the kernel starts with
+ * 168 (65536 / 384, __launch_bounds__). */
+constexpr int kProducerRegs = 24;
+constexpr int kConsumerRegs = 240;
+constexpr int kSwizzleAtom = 1024;     /* 8 rows of 128 bytes: the 128-byte swizzle's repeat */
+/* Dynamic shared memory of one block: the H200's 227 KiB less one atom of
+ * slack (the dynamic base is only 16-byte aligned). */
+constexpr int kSmemMax = 227 * 1024;
+
+/* The block's tile, by m64 tiles per warpgroup (TPW, 1, 2 or 4) and tokens
+ * (BX, the wgmma N: 256 / TPW unless given): each warp feeds TPW x 16 rows of
+ * weights, its lanes' words for TPW pairs of n8 tiles (a quarter of a
+ * 64-column chunk per pair), so a warpgroup covers TPW chunks and the block
+ * 2 TPW chunks; each thread holds TPW x BX / 2 accumulators (at most 128).
+ *   TPW = 4: 512 columns x 64 tokens; each warp reads all of one chunk.
+ *   TPW = 1: 128 columns x 256 tokens; each warp reads a quarter of one
+ *            chunk, and every dequantized weight serves 256 tokens.
+ *   TPW = 2: 256 columns x 128 tokens; each warp reads half of one chunk, and
+ *            every dequantized weight serves twice as many tokens.
+ *   TPW = 1, BX = 64 or 128: 128 columns x 64 or 128 tokens, four or two
+ *            times as many tiles as the full-register forms of those tokens
+ *            (small layers: fewer parts per tile in the stream-K tail). */
+template <int TPW, int BX = 256 / TPW> struct tile_cfg {
+    static_assert(TPW == 1 || TPW == 2 || TPW == 4, "one, two or four m64 tiles per warpgroup");
+    static_assert((BX == 64 || BX == 128 || BX == 256) && TPW * BX <= 256, "64, 128 or 256 tokens, at most 128 "
+                  "accumulators per thread");
+    static constexpr int bx = BX;               /* tokens per block: the wgmma N */
+    static constexpr int chunks = 2 * TPW;      /* 64-column chunks per block */
+    static constexpr int bn = 64 * chunks;      /* output columns per block */
+};
+
+/* 32-bit accumulators of one tile (fp32 or int32): at most 128 per consumer
+ * thread (a stream-K slot's size, whatever the tile). */
+constexpr int kTileFloats = 128 * 32 * kConsumerWarps;
+
+/* The persistent grid's schedule, the same on host and device. Block b takes
+ * the whole tiles b, b + grid, ... below dp_tiles; the sk_tiles tiles after
+ * them (the "stream-K" tail, when the last round would leave many blocks
+ * idle; every tile when there are fewer tiles than blocks) are cut into
+ * their stages, unit u = t * n_steps + s for tail tile t, and block
+ * b < sk_grid takes units [unit_start(b), unit_start(b + 1)): at least one,
+ * fewer than one tile's worth, so at most two pieces. The pieces of a tail
+ * tile are its parts, in increasing k; each part's accumulators go to
+ * the partial slot 2b + j (its block's j-th piece), and the block whose part
+ * arrives last adds all parts in part order (fp32, QV_RED_F32, or exact
+ * int32), so the sum never depends on arrival order. */
+struct wg_sched {
+    int tiles, tiles_m, n_steps, grid, dp_tiles, sk_tiles;
+    int sk_grid; /* blocks that take tail units: min(grid, units), so none gets an empty range */
+    /* 32-bit: the plan keeps grid x sk_tiles x n_steps below 2^31 (a 64-bit
+     * division would be a call, and the accumulators would spill around it). */
+    __host__ __device__ int unit_start(int b) const { return b * (sk_tiles * n_steps) / sk_grid; }
+    /* The block whose units hold unit x: the largest b with unit_start(b)
+     * <= x, i.e. b U < (x + 1) sk_grid for U = sk_tiles x n_steps. */
+    __host__ __device__ int owner(int x) const { return ((x + 1) * sk_grid - 1) / (sk_tiles * n_steps); }
+};
+
+/* Plans the schedule of an (m, n, k) problem in token tile tpw on `blocks`
+ * persistent blocks (tile_cfg<tpw, bx>), kks k16 tiles per stage (4 for the weight-only kernel's
+ * k64 stages, 8 for the W4A8 kernel's k128): when `tail` allows it and there
+ * is more than one stage to share, the last round of whole tiles is shared along K if it
+ * would keep fewer than 7/8 of the blocks busy; so are all the tiles when
+ * there are fewer than 7/8 as many as blocks. */
+inline wg_sched plan_sched(int m, int n, int k, int tpw, int bx, int kks, int blocks, bool tail)
+{
+    const int chunks = 2 * tpw;
+    wg_sched sc;
+    sc.tiles_m = (m + bx - 1) / bx;
+    sc.tiles = sc.tiles_m * ((n / 64 + chunks - 1) / chunks);
+    sc.n_steps = (k / 16 + kks - 1) / kks;
+    sc.grid = sc.tiles < blocks ? sc.tiles : blocks;
+    sc.dp_tiles = sc.tiles;
+    sc.sk_tiles = 0;
+    sc.sk_grid = 1;
+    if (!tail || sc.n_steps < 2) return sc;
+    if (sc.tiles < blocks) {
+        /* Fewer tiles than blocks: all of them shared along K by every block. */
+        if (sc.tiles * 8 < blocks * 7 && (int64_t)blocks * sc.tiles * sc.n_steps < ((int64_t)1 << 31)) {
+            sc.grid = blocks;
+            sc.dp_tiles = 0;
+            sc.sk_tiles = sc.tiles;
+            sc.sk_grid = sc.tiles * sc.n_steps < blocks ? sc.tiles * sc.n_steps : blocks;
+        }
+        return sc;
+    }
+    const int waves = sc.tiles / sc.grid, rem = sc.tiles - waves * sc.grid;
+    if (rem > 0 && rem * 8 < sc.grid * 7 && (int64_t)sc.grid * rem * sc.n_steps < ((int64_t)1 << 31)) {
+        sc.dp_tiles = waves * sc.grid;
+        sc.sk_tiles = rem;
+        sc.sk_grid = rem * sc.n_steps < sc.grid ? rem * sc.n_steps : sc.grid;
+    }
+    return sc;
+}
+
+/* A block's pieces of work in schedule order: its whole tiles, then its
+ * units of the tail. Each piece is stages s0 .. s1 - 1 of tile `tile`; a tail
+ * piece also names its tail tile (sk_t, else -1) and its ordinal j among the
+ * block's tail pieces. */
+struct wg_pieces {
+    int tile, s0, s1, sk_t, j;
+    int dp_next, x, end;
+    __device__ wg_pieces(const wg_sched &sc, int b)
+        : tile(0), s0(0), s1(0), sk_t(-1), j(-1), dp_next(b), x(sc.sk_tiles && b < sc.sk_grid ? sc.unit_start(b) : 0),
+          end(sc.sk_tiles && b < sc.sk_grid ? sc.unit_start(b + 1) : 0)
+    {
+    }
+    __device__ bool next(const wg_sched &sc)
+    {
+        if (dp_next < sc.dp_tiles) {
+            tile = dp_next, s0 = 0, s1 = sc.n_steps, sk_t = -1;
+            dp_next += sc.grid;
+            return true;
+        }
+        if (x >= end) return false;
+        sk_t = x / sc.n_steps;
+        s0 = x - sk_t * sc.n_steps;
+        s1 = end - x < sc.n_steps - s0 ? s0 + (end - x) : sc.n_steps;
+        tile = sc.dp_tiles + sk_t;
+        j++;
+        x += s1 - s0;
+        return true;
+    }
+};
+
+/* ---- wgmma (PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate
+ * Instructions", sections wgmma.mma_async, wgmma.fence, wgmma.commit_group,
+ * wgmma.wait_group and "Matrix Descriptor Format") ---- */
+
+/* The 64-bit shared-memory matrix descriptor of a K-major operand tile with
+ * the 128-byte swizzle (PTX ISA "Matrix Descriptor Format"): bits 0-13 the
+ * start address >> 4, bits 16-29 the leading-dimension byte offset >> 4
+ * (unused by swizzled K-major layouts; 1 by convention), bits 32-45 the
+ * stride byte offset >> 4 (1024: from one 8-row swizzle atom to the next
+ * along the tokens), bits 49-51 the base offset (0: every atom starts on a
+ * 1024-byte boundary), bits 62-63 the swizzle mode (1 = 128-byte). Stepping
+ * k16 inside the atom adds 32 bytes (2 in address >> 4) to the start address;
+ * the hardware applies the XOR of the swizzle to the full address. */
+__device__ __forceinline__ uint64_t wg_desc_sw128(const void *smem_tile)
+{
+    const uint32_t addr = (uint32_t)__cvta_generic_to_shared(smem_tile);
+    uint64_t d = (uint64_t)((addr & 0x3FFFF) >> 4);
+    d |= (uint64_t)1 << 16;
+    d |= (uint64_t)(kSwizzleAtom >> 4) << 32;
+    d |= (uint64_t)1 << 62;
+    return d;
+}
+
+/* Orders this warpgroup's register and shared-memory accesses before the
+ * wgmma.mma_async that follow (required whenever the A fragments or the
+ * accumulators were written by other instructions). */
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+
+/* Waits until at most N committed wgmma groups of this warpgroup are pending. */
+template <int N>
+__device__ __forceinline__ void wg_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+/* The operand text of a register-A wgmma of N = 64, 128 or 256: the
+ * accumulator registers {%0..%(N/2 - 1)}, the A fragment's four registers,
+ * then desc_b; and their constraints, d[0..N/2 - 1] read and written in
+ * order with constraint C ("+f" for fp32, "+r" for int32 accumulators). */
+#define WG_REGS64                                                                                                    \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "                              \
+    "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "                                        \
+    "{%32, %33, %34, %35}, %36"
+#define WG_REGS128                                                                                                   \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "                              \
+    "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, "                               \
+    "%34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, "                               \
+    "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "                                        \
+    "{%64, %65, %66, %67}, %68"
+#define WG_REGS256                                                                                                   \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "     \
+    "%23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "      \
+    "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, "      \
+    "%65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, "      \
+    "%86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, "     \
+    "%106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, "         \
+    "%123, %124, %125, %126, %127}, "                                                                                \
+    "{%128, %129, %130, %131}, %132"
+#define WG_D8(C, o) C(d[o]), C(d[o + 1]), C(d[o + 2]), C(d[o + 3]), C(d[o + 4]), C(d[o + 5]), C(d[o + 6]), C(d[o + 7])
+#define WG_D64(C) WG_D8(C, 0), WG_D8(C, 8), WG_D8(C, 16), WG_D8(C, 24)
+#define WG_D128(C) WG_D64(C), WG_D8(C, 32), WG_D8(C, 40), WG_D8(C, 48), WG_D8(C, 56)
+#define WG_D256(C)                                                                                                   \
+    WG_D128(C), WG_D8(C, 64), WG_D8(C, 72), WG_D8(C, 80), WG_D8(C, 88), WG_D8(C, 96), WG_D8(C, 104), WG_D8(C, 112), \
+        WG_D8(C, 120)
+
+/* N 32-bit words (1, 2 or a multiple of 4) from shared memory at src, in
+ * loads of their whole size (src aligned to it), or zeros when !ok. */
+template <int N>
+__device__ __forceinline__ void ld_words(const unsigned char *src, bool ok, uint32_t *w)
+{
+    static_assert(N == 1 || N == 2 || N % 4 == 0, "one word, two or whole 16-byte vectors");
+    if constexpr (N == 1) {
+        w[0] = ok ? *reinterpret_cast<const uint32_t *>(src) : 0u;
+    } else if constexpr (N == 2) {
+        const uint2 v = ok ? *reinterpret_cast<const uint2 *>(src) : make_uint2(0, 0);
+        w[0] = v.x, w[1] = v.y;
+    } else {
+#pragma unroll
+        for (int q = 0; q < N / 4; q++) {
+            const uint4 v = ok ? *reinterpret_cast<const uint4 *>(src + 16 * q) : make_uint4(0, 0, 0, 0);
+            w[4 * q] = v.x, w[4 * q + 1] = v.y, w[4 * q + 2] = v.z, w[4 * q + 3] = v.w;
+        }
+    }
+}
+
+/* cuTensorMapEncodeTiled, a driver function, found through the runtime so
+ * that nothing links libcuda directly; looked up once. */
+qv_status encode_fn(PFN_cuTensorMapEncodeTiled_v12000 *fn)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 cached = NULL;
+    if (!cached) {
+        void *f = NULL;
+        cudaDriverEntryPointQueryResult q;
+        /* 12000: the CUDA 12.0 signature of the function. */
+        QV_CUDA_TRY(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q),
+                    "cudaGetDriverEntryPointByVersion (cuTensorMapEncodeTiled)");
+        if (q != cudaDriverEntryPointSuccess || !f)
+            return qv_fail(QV_ERR_CUDA, "the driver has no cuTensorMapEncodeTiled (needs CUDA 12 or later)");
+        cached = (PFN_cuTensorMapEncodeTiled_v12000)f;
+    }
+    *fn = cached;
+    return QV_OK;
+}
+
+/* A 2D tensor map over `base`: dim0 elements of `elem` bytes per row (x,
+ * innermost), dim1 rows `stride` bytes apart, read in boxes of box0 x box1;
+ * elements out of range read as zeros and count toward the copy's bytes.
+ * `what` names the operand in a failure. */
+qv_status make_map_2d(CUtensorMap *map, const void *base, CUtensorMapDataType type, int elem, uint64_t dim0,
+                      uint64_t dim1, uint64_t stride, uint32_t box0, uint32_t box1, CUtensorMapSwizzle swz,
+                      const char *what)
+{
+    PFN_cuTensorMapEncodeTiled_v12000 encode = NULL;
+    QV_TRY(encode_fn(&encode));
+    const cuuint64_t dims[2] = {(cuuint64_t)dim0, (cuuint64_t)dim1};
+    const cuuint64_t strides[1] = {(cuuint64_t)stride};
+    const cuuint32_t box[2] = {box0, box1};
+    const cuuint32_t elem_strides[2] = {1, 1};
+    CUresult r = encode(map, type, 2, const_cast<void *>(base), dims, strides, box, elem_strides,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, swz, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        return qv_fail(QV_ERR_CUDA, "cuTensorMapEncodeTiled (%s: %llu x %llu elements of %d bytes, box %u x %u): "
+                       "error %d", what, (unsigned long long)dim1, (unsigned long long)dim0, elem, box1, box0,
+                       (int)r);
+    return QV_OK;
+}
+
+} /* namespace */
+
+#endif

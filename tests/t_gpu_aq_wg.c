@@ -1,0 +1,300 @@
+/* t_gpu_aq_wg.c: the Hopper wgmma kernel of the QQQ W4A8 rows
+ * (kernels/qqq_wg.cu), which QVET_AQ_WG_MIN_M routes M >= its value to
+ * (default 17).
+ *
+ * Witnesses, none of them the kernel's own output:
+ *  - both QQQ rows (channelwise, per group) over M in {1, 17, 64, 65, 128,
+ *    129, 300}, N in {64, 192, 320, 576} (one 64-column chunk, a partial
+ *    warpgroup, past a block of 128 / 256 / 512 columns) and K on the k16 row
+ *    (channelwise: 16, 144, 1040, a 16-row tail past 128-row stages) or the
+ *    group (128, 384, 1152), with the exact, one-hot and random probes: the
+ *    rows accumulate in exact int32 and end in one fixed fp32 epilogue, so
+ *    every output is unique and must equal the CPU model (ref_model_run) bit
+ *    for bit, and equal the mma kernel's output (QVET_AQ_WG_MIN_M=off) bit for
+ *    bit; each in every block tile (QVET_AQ_WG_TILE, five of them); every
+ *    launch is asserted to have taken the path (qv_qqq_wg_runs) and runs
+ *    twice on a poisoned output, bitwise identical, nothing written past it;
+ *  - the stream-K tail: long K on a few blocks (QVET_AQ_WG_BLOCKS) so that
+ *    tiles are cut into parts in several blocks, which qv_qqq_wg_tail_tiles
+ *    must report, with the same bit-for-bit witnesses;
+ *  - the published QQQ vectors in ../shared/golden (QVET_GOLDEN overrides the
+ *    folder) forced through the path in every block tile: the real QQQ
+ *    kernel's D bit for bit;
+ *  - the schedule's tail, derived by hand from the plan (Llama shapes), and
+ *    malformed QVET_AQ_WG_* values refused with a status before any CUDA
+ *    call.
+ * Without a CUDA device the suite prints exactly "SKIP: no CUDA device" and
+ * runs only the checks that make no CUDA call. QVET_AQ_QUICK=1 keeps one shape
+ * per row and tile (the compute-sanitizer run). Random cases come from (seed,
+ * index); the seed is printed and QVET_SEED=<seed> replays it. */
+#include <check.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qvet/aq.h"
+#include "qvet/gemm.h"
+#include "qvet/probe.h"
+#include "qvet/problem.h"
+#include "qvet/reference.h"
+#include "qvet/variant.h"
+#include "support/gpu.h"
+
+static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
+static int g_quick;
+
+static int g_rows[8];
+static int g_nrows;
+
+static int is_qqq_row(const qv_variant *v) { return !strcmp(v->family, "qqq"); }
+
+static const char *const kEnv[] = {"QVET_AQ_WG_MIN_M", "QVET_AQ_WG_TILE", "QVET_AQ_WG_BLOCKS",
+                                   "QVET_AQ_WG_STREAMK", "QVET_AQ_LT_MIN_M"};
+
+static void clear_env(void)
+{
+    for (size_t i = 0; i < sizeof kEnv / sizeof kEnv[0]; i++) unsetenv(kEnv[i]);
+}
+
+/* Runs p twice under the current environment; `wg` says whether both
+ * launches must have taken the wgmma path. */
+static void run_path(const qv_problem *p, void *out, int wg, const char *label, const char *path)
+{
+    const long long before = qv_qqq_wg_runs();
+    gpu_run_twice(p, out, label, path);
+    const long long ran = qv_qqq_wg_runs() - before;
+    ck_assert_msg(ran == (wg ? 2 : 0), "%s [%s]: %lld of 2 launches took the wgmma path, expected %d", label, path,
+                  ran, wg ? 2 : 0);
+}
+
+/* First differing output of two (m, n) fp16 outputs, or -1. */
+static int64_t first_diff(const uint16_t *x, const uint16_t *y, int64_t elems)
+{
+    for (int64_t e = 0; e < elems; e++)
+        if (x[e] != y[e]) return e;
+    return -1;
+}
+
+/* Every block tile (columns x tokens); the last is the largest. */
+static const char *const kTiles[] = {"128x64", "512x64", "128x128", "256x128", "128x256"};
+#define N_TILES ((int)(sizeof kTiles / sizeof kTiles[0]))
+
+/* One problem: the mma kernel's output, then the wgmma kernel's in every
+ * block tile (with `blocks` persistent blocks, NULL for the default), each
+ * equal to the model and to the mma kernel bit for bit. Returns the tail
+ * tiles seen in the largest tile's schedule. */
+static int one_problem(const qv_variant *v, int64_t m, int64_t n, int64_t k, qv_probe_kind probe, qv_regime regime,
+                       uint64_t seed, const char *blocks)
+{
+    qv_problem p;
+    char label[192];
+    gpu_problem_probe(&p, v, m, n, k, probe, regime, seed, label, sizeof label);
+    const int64_t elems = m * n;
+    const size_t ob = (size_t)qv_problem_out_bytes(&p);
+    uint16_t *model = malloc(ob), *o_mma = malloc(ob), *o_wg = malloc(ob);
+    ck_assert(model && o_mma && o_wg);
+    ck_assert_msg(ref_model_run(&p, model) == QV_OK, "%s: model: %s", label, qv_errmsg());
+
+    clear_env();
+    setenv("QVET_AQ_WG_MIN_M", "off", 1);
+    setenv("QVET_AQ_LT_MIN_M", "2000000000", 1);
+    run_path(&p, o_mma, 0, label, "mma");
+    int64_t d = first_diff(o_mma, model, elems);
+    ck_assert_msg(d < 0, "%s: the mma kernel differs from the model at (%" PRId64 ", %" PRId64 "): 0x%04x vs 0x%04x",
+                  label, d / n, d % n, d < 0 ? 0 : o_mma[d], d < 0 ? 0 : model[d]);
+    int tail = 0;
+    for (int t = 0; t < N_TILES; t++) {
+        if (g_quick && t != 0 && t != N_TILES - 1) continue;
+        clear_env();
+        setenv("QVET_AQ_WG_MIN_M", "1", 1);
+        setenv("QVET_AQ_WG_TILE", kTiles[t], 1);
+        if (blocks) setenv("QVET_AQ_WG_BLOCKS", blocks, 1);
+        const int tt = qv_qqq_wg_tail_tiles((int)m, (int)n, (int)k);
+        ck_assert_int_ge(tt, 0);
+        if (t == N_TILES - 1) tail = tt;
+        char path[80];
+        snprintf(path, sizeof path, "wgmma, tile %s%s%s, %d tail tiles", kTiles[t], blocks ? ", blocks " : "",
+                 blocks ? blocks : "", tt);
+        memset(o_wg, 0, ob);
+        run_path(&p, o_wg, 1, label, path);
+        d = first_diff(o_wg, model, elems);
+        ck_assert_msg(d < 0, "%s [%s]: differs from the model at (%" PRId64 ", %" PRId64 "): 0x%04x vs 0x%04x",
+                      label, path, d / n, d % n, d < 0 ? 0 : o_wg[d], d < 0 ? 0 : model[d]);
+        ck_assert_msg(first_diff(o_wg, o_mma, elems) < 0, "%s [%s]: differs from the mma kernel", label, path);
+    }
+    clear_env();
+    free(model);
+    free(o_mma);
+    free(o_wg);
+    qv_problem_destroy(&p);
+    return tail;
+}
+
+static const int wg_m[] = {1, 17, 64, 65, 128, 129, 300};
+#define N_WG_M ((int)(sizeof wg_m / sizeof wg_m[0]))
+
+START_TEST(paths_equal)
+{
+    const qv_variant *v = qv_registry_get(g_rows[_i]);
+    const int64_t ns[4] = {64, 192, 320, 576};
+    const int64_t ks_ch[4] = {16, 144, 1040, 128}, ks_g[4] = {128, 384, 1152, 256};
+    const qv_probe_kind probes[3] = {QV_PROBE_EXACT, QV_PROBE_ONEHOT, QV_PROBE_RANDOM};
+    int cases = 0;
+    for (int mi = 0; mi < N_WG_M; mi++)
+        for (int pi = 0; pi < 3; pi++) {
+            const int64_t m = wg_m[mi];
+            if (g_quick && (m != 129 || pi != 2)) continue;
+            const int64_t n = ns[(mi + pi) % 4];
+            const int64_t k = (v->g > 0 ? ks_g : ks_ch)[(2 * mi + pi) % 4];
+            if (qv_variant_check_shape(v, m, n, k) != QV_OK || !ref_probe_applies(v, probes[pi], m, n, k)) continue;
+            const qv_regime regime = probes[pi] == QV_PROBE_RANDOM ? (qv_regime)(mi % QV_REGIME_COUNT)
+                                                                    : QV_REGIME_LOGUNIFORM;
+            one_problem(v, m, n, k, probes[pi], regime, g_seed + (uint64_t)g_rows[_i] * 1000 + (uint64_t)mi * 10 + pi,
+                        NULL);
+            cases++;
+        }
+    printf("%s: %d shapes x %d block tiles, wgmma == mma kernel == model, bit for bit\n", v->name, cases,
+           g_quick ? 2 : N_TILES);
+    ck_assert_msg(cases >= (g_quick ? 1 : 2 * N_WG_M), "%s: only %d legal shapes", v->name, cases);
+}
+END_TEST
+
+/* Long K on 2 and 7 blocks: in the 128x256 tile, 3 tiles on 2 blocks (one
+ * whole round, then the last tile shared) and 4 tiles on 7 blocks (every
+ * tile shared), in parts that end and start inside other blocks' ranges. */
+START_TEST(stream_k)
+{
+    const qv_variant *v = qv_registry_get(g_rows[_i]);
+    static const char *const blocks[2] = {"2", "7"};
+    int with_tail = 0;
+    for (int bi = 0; bi < 2; bi++) {
+        if (g_quick && bi) continue;
+        const int64_t m = bi ? 300 : 70, n = bi ? 192 : 320, k = bi ? 2048 : 3072;
+        with_tail += one_problem(v, m, n, k, QV_PROBE_RANDOM, (qv_regime)bi, g_seed + 77 + (uint64_t)bi, blocks[bi]) > 0;
+    }
+    ck_assert_msg(with_tail == (g_quick ? 1 : 2), "%s: only %d of the stream-K cases had a tail", v->name, with_tail);
+    printf("%s: stream-K tails on %d block counts, bit for bit\n", v->name, with_tail);
+}
+END_TEST
+
+static const char *const qqq_goldens[] = {"qqq_w4a8_k128_n256_g-1", "qqq_w4a8_k256_n256_g128"};
+
+START_TEST(golden_qqq_wg)
+{
+    gpu_qqq_golden gq;
+    gpu_qqq_golden_open(&gq, qqq_goldens[_i / N_TILES]);
+    const char *tile = kTiles[_i % N_TILES];
+    clear_env();
+    setenv("QVET_AQ_WG_MIN_M", "1", 1);
+    setenv("QVET_AQ_WG_TILE", tile, 1);
+    for (int mi = 0; mi < gq.n_ms; mi++) {
+        const int m = gq.ms[mi];
+        gpu_qqq_case c;
+        gpu_qqq_case_load(&gq, m, &c);
+        uint16_t *out = malloc(sizeof(uint16_t) * (size_t)m * gq.n);
+        ck_assert_ptr_nonnull(out);
+        const long long before = qv_qqq_wg_runs();
+        gpu_qqq_case_launch(&gq, &c, out);
+        ck_assert_msg(qv_qqq_wg_runs() == before + 1, "%s m=%d: the launch did not take the wgmma path", gq.name, m);
+        gpu_qqq_case_assert(&gq, &c, out, " (wgmma path)");
+        printf("golden %s m=%d through the wgmma kernel (tile %s): equal to the real QQQ kernel bit for bit\n",
+               gq.name, m, tile);
+        free(out);
+        gpu_qqq_case_free(&c);
+    }
+    clear_env();
+    gpu_qqq_golden_close(&gq);
+}
+END_TEST
+
+/* ---- no CUDA call ------------------------------------------------------------- */
+
+/* The tail of the schedule, derived by hand from the plan: 132 blocks; the
+ * default tile has the tokens that hold M (64, 128, else 256) in its wide
+ * form (512x64, 256x128, 128x256) unless that has fewer than 115.5 tiles
+ * and fewer than 38 x 132 = 5016 tile-stages of 128 k, then in its narrow
+ * form (128x64, 128x128); the last round of tiles (all of them when there
+ * are fewer than blocks) is shared along K when it would keep fewer than 7/8
+ * of the blocks (115.5) busy. */
+START_TEST(schedule)
+{
+    clear_env();
+    /* Llama-3-70B qkv, N = 10240, K = 8192 (64 stages). M = 1024: 4 x 80 =
+     * 320 wide tiles = 2 rounds + 56, 56 < 115.5: 56 shared. M = 129: 80 wide
+     * tiles x 64 = 5120 >= 5016: wide, all 80 shared. M = 128: 40 wide tiles
+     * x 64 = 2560: narrow, 80 tiles, all shared. M = 64: 20 wide tiles:
+     * narrow, 80; forced to 512x64, 20. */
+    ck_assert_int_eq(qv_qqq_wg_tail_tiles(1024, 10240, 8192), 56);
+    ck_assert_int_eq(qv_qqq_wg_tail_tiles(129, 10240, 8192), 80);
+    ck_assert_int_eq(qv_qqq_wg_tail_tiles(128, 10240, 8192), 80);
+    ck_assert_int_eq(qv_qqq_wg_tail_tiles(64, 10240, 8192), 80);
+    setenv("QVET_AQ_WG_TILE", "512x64", 1);
+    ck_assert_int_eq(qv_qqq_wg_tail_tiles(64, 10240, 8192), 20);
+    clear_env();
+    /* Llama-2-7B gate_up, N = 22016, K = 4096, M = 1024: 4 x 172 = 688 tiles
+     * = 5 rounds + 28: 28 shared. M = 512: 2 x 172 = 344 = 2 rounds + 80. */
+    ck_assert_int_eq(qv_qqq_wg_tail_tiles(1024, 22016, 4096), 28);
+    ck_assert_int_eq(qv_qqq_wg_tail_tiles(512, 22016, 4096), 80);
+    /* Llama-2-7B o, N = K = 4096 (32 stages), M = 256: 32 wide tiles x 32:
+     * narrow, 2 x 32 = 64 tiles, all shared. */
+    ck_assert_int_eq(qv_qqq_wg_tail_tiles(256, 4096, 4096), 64);
+    /* 7/8 of the blocks or more stay whole: M = 1024, N = 15872 (124 tile
+     * columns): 496 tiles = 3 rounds + 100, shared; N = 16384 (128): 512 =
+     * 3 rounds + 116, 116 >= 115.5: whole. */
+    ck_assert_int_eq(qv_qqq_wg_tail_tiles(1024, 15872, 4096), 100);
+    ck_assert_int_eq(qv_qqq_wg_tail_tiles(1024, 16384, 4096), 0);
+    /* One k128 stage has nothing to share. */
+    ck_assert_int_eq(qv_qqq_wg_tail_tiles(129, 10240, 128), 0);
+    setenv("QVET_AQ_WG_STREAMK", "0", 1);
+    ck_assert_int_eq(qv_qqq_wg_tail_tiles(1024, 10240, 8192), 0);
+    clear_env();
+}
+END_TEST
+
+START_TEST(env_refusals)
+{
+    const qv_variant *ch = qv_variant_find("qqq-w4a8-ch");
+    ck_assert_ptr_nonnull(ch);
+    qv_gemm_args a = gpu_placeholder_args(256, 128, 256);
+    static const struct { const char *var, *val; } bad[] = {
+        {"QVET_AQ_WG_MIN_M", "abc"}, {"QVET_AQ_WG_MIN_M", "0"},    {"QVET_AQ_WG_MIN_M", "-3"},
+        {"QVET_AQ_WG_MIN_M", "9x"},  {"QVET_AQ_WG_TILE", "64"},    {"QVET_AQ_WG_TILE", "128x256x"},
+        {"QVET_AQ_WG_BLOCKS", "0"},  {"QVET_AQ_WG_BLOCKS", "265"}, {"QVET_AQ_WG_STREAMK", "2"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        clear_env();
+        setenv("QVET_AQ_WG_MIN_M", "1", 1);
+        setenv(bad[i].var, bad[i].val, 1);
+        ck_assert_int_eq(ch->launch(ch, &a), QV_ERR_USAGE);
+        ck_assert_msg(strstr(qv_errmsg(), bad[i].var) != NULL, "%s=%s: message: %s", bad[i].var, bad[i].val,
+                      qv_errmsg());
+    }
+    /* A bad tile or block count also makes the tail query say so. */
+    clear_env();
+    setenv("QVET_AQ_WG_TILE", "256", 1);
+    ck_assert_int_eq(qv_qqq_wg_tail_tiles(1024, 4096, 4096), -1);
+    clear_env();
+    /* The workspace holds the stream-K slots when the schedule has a tail
+     * (M = 129 on N = 4096: 32 tiles, all shared): 2 x 132 tiles of 128 KiB. */
+    ck_assert_uint_ge(ch->workspace(ch, 129, 4096, 4096), (size_t)2 * 132 * 128 * 1024);
+}
+END_TEST
+
+int main(void)
+{
+    g_quick = gpu_env_flag("QVET_AQ_QUICK");
+    clear_env();
+    const int gpu = gpu_suite_start(&g_seed);
+    g_nrows = gpu_registry_rows(is_qqq_row, g_rows, 8);
+    TCase *tc;
+    Suite *s = gpu_suite_create("gpu_aq_wg", gpu, g_seed, g_nrows, &tc);
+    if (gpu) {
+        tcase_add_loop_test(tc, paths_equal, 0, g_nrows);
+        tcase_add_loop_test(tc, stream_k, 0, g_nrows);
+        tcase_add_loop_test(tc, golden_qqq_wg, 0, N_TILES * (int)(sizeof qqq_goldens / sizeof qqq_goldens[0]));
+    }
+    tcase_add_test(tc, schedule);
+    tcase_add_test(tc, env_refusals);
+    return gpu_suite_run(s);
+}
