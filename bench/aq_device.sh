@@ -5,13 +5,14 @@
 # then `qvet bench` on the family's rows with their baselines, table last. Run
 # from the repository root with the build folder carried:
 #   bash bench/aq_device.sh build-aq [suite|sanitize|bench ...]
-# BIN overrides the suite binary (default $B/tests/t_gpu_aq) and QVET the qvet
+# BIN overrides the suite binaries (default $B/tests/t_gpu_aq and
+# $B/tests/t_gpu_aq_wg, the QQQ wgmma kernel's) and QVET the qvet
 # binary (default $B/qvet), e.g. to compare an earlier build; TAG names the
 # logs; RUNS (default 50), MS (M list) and MODEL narrow the benchmark.
 set -u
 B=${1:-build-aq}
 shift
-BIN=${BIN:-$B/tests/t_gpu_aq}
+BIN=${BIN:-$B/tests/t_gpu_aq $B/tests/t_gpu_aq_wg}
 QVET=${QVET:-$B/qvet}
 TAG=${TAG:-}
 steps=${*:-suite sanitize bench}
@@ -22,17 +23,23 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noh
 for s in $steps; do
     case $s in
     suite)
-        echo "== GPU suite"
-        /usr/bin/time -f "suite: %e s" $BIN >$out/suite$TAG.log 2>&1
-        echo "suite rc=$?"
-        grep -E "^[0-9]+%|cases|golden|witness|FAIL|SKIP|Checks|error" $out/suite$TAG.log | head -60
+        for bin in $BIN; do
+            name=$(basename $bin)
+            echo "== GPU suite $name"
+            /usr/bin/time -f "suite: %e s" $bin >$out/suite$TAG-$name.log 2>&1
+            echo "suite rc=$?"
+            grep -E "^[0-9]+%|cases|golden|witness|FAIL|SKIP|Checks|error" $out/suite$TAG-$name.log | head -60
+        done
         ;;
     sanitize)
         echo "== compute-sanitizer (QVET_AQ_QUICK=1)"
-        for tool in memcheck racecheck; do
-            QVET_AQ_QUICK=1 timeout 240 $cs --tool $tool --print-limit 20 $BIN >$out/san_$tool$TAG.log 2>&1
-            echo "$tool rc=$?"
-            grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Checks|Invalid|hazard" $out/san_$tool$TAG.log | head -8
+        for bin in $BIN; do
+            name=$(basename $bin)
+            for tool in memcheck racecheck; do
+                QVET_AQ_QUICK=1 timeout 240 $cs --tool $tool --print-limit 20 $bin >$out/san_$tool$TAG-$name.log 2>&1
+                echo "$name $tool rc=$?"
+                grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Checks|Invalid|hazard" $out/san_$tool$TAG-$name.log | head -8
+            done
         done
         ;;
     bench)

@@ -190,11 +190,18 @@ def read_cases(out_jsonl):
 # Weight-only M >= 17 takes the wgmma kernel by default (kernels/wonly_wg.cu):
 # the mma kernel keeps M = 17-63 as before it with QVET_WO_WG_MIN_M=64, and the
 # dequantize + cuBLAS path, which the default no longer takes, every M >= 64
-# with "off" (t_gpu_wonly checks both clean on every row).
+# with "off" (t_gpu_wonly checks both clean on every row). QQQ W4A8 M >= 17
+# takes its wgmma kernel (kernels/qqq_wg.cu): its own mutants run with every M
+# sent there (1), and those of the mma kernel and the cuBLASLt path, which the
+# QQQ rows now reach only at M <= 16 or with the path off, run with "off"
+# (t_gpu_aq_wg and t_gpu_aq_lt check all three clean and bit-identical).
 PATH_ENV = {"kernels/wonly_small.cu": {"QVET_WO_SMALL": "swap"},
             "kernels/aq_lt_fp8.cu": {"QVET_AQ_LT_FP8_MIN_M": "1"},
             "kernels/wonly.cu": {"QVET_WO_WG_MIN_M": "64"},
-            "kernels/wonly_dq.cu": {"QVET_WO_WG_MIN_M": "off"}}
+            "kernels/wonly_dq.cu": {"QVET_WO_WG_MIN_M": "off"},
+            "kernels/qqq_wg.cu": {"QVET_AQ_WG_MIN_M": "1"},
+            "kernels/aq_gemm.cuh": {"QVET_AQ_WG_MIN_M": "off"},
+            "kernels/aq_lt.cu": {"QVET_AQ_WG_MIN_M": "off"}}
 # A switch inside one form of such a path: the block rows take cuBLASLt's
 # BLK128x128 scaling only from M = 128 by default; 1 sends every M through it
 # (t_gpu_aq_lt_fp8 checks that form clean on every block-row case).
