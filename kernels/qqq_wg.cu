@@ -432,8 +432,8 @@ bool covers(const qv_variant *v, int m, int n, int k, int g)
 
 /* The smallest M that takes the kernel by default: from M = 24 on it beat
  * the mma kernel on every layer of both Llama blocks, both rows, in its
- * default tile (H200, bench/RESULTS.md, ninth round); at M = 16 it lost on
- * three Llama-3-70B layers. */
+ * default tile (H200, bench/RESULTS.md, ninth round); at M = 16 it lost at
+ * six of the 16 layer points. */
 constexpr long kDefaultMinM = 17;
 
 /* A whole number >= lo from environment variable `name` (dflt when unset or
