@@ -2,7 +2,8 @@
  * W4A8 channelwise and per group, W8A8 int8 with or without activation zero
  * point): cuBLASLt int8 x int8 -> int32 GEMM (IGMMA) followed by the fp32
  * epilogue of aq_gemm.cuh. Included by kernels/qqq.cu and kernels/w8a8.cu,
- * whose launchers try this path first. Rule: int32 accumulation is exact, so
+ * whose launchers try this path before the mma kernel (the QQQ launcher
+ * only with its wgmma path, qqq_wg.cu, off: QVET_AQ_WG_MIN_M). Rule: int32 accumulation is exact, so
  * the path gives the same bits as k_gemm_aq_mma on every input; it runs only
  * where cuBLASLt takes the shape, and otherwise leaves the launch to the mma
  * kernel, never to a different arithmetic.
