@@ -63,22 +63,19 @@ template <int TPW, int BX, bool GROUP> struct q_layout {
     using C = tile_cfg<TPW, BX>;
     static constexpr int a_bytes = C::bx * 128;
     static constexpr int row_bytes = C::chunks * kChunkBytes;
-    static constexpr int seg_bytes = row_bytes < 2048 ? row_bytes : 2048;
-    static constexpr int n_seg = row_bytes / seg_bytes;
-    static_assert(n_seg * seg_bytes == row_bytes && seg_bytes % kChunkBytes == 0,
-                  "a k16 row is whole segments of whole chunks");
+    using G = wg_segments<row_bytes, kChunkBytes>;
+    static constexpr int seg_bytes = G::seg_bytes;
+    static constexpr int n_seg = G::n_seg;
     static constexpr int w_bytes = kKs * row_bytes;
     static constexpr int s_bytes = GROUP ? C::bn * 2 : 0;
     static constexpr int a_off = 0;
     static constexpr int w_off = a_off + a_bytes;
     static constexpr int s_off = w_off + w_bytes;
-    static constexpr int bytes = (s_off + s_bytes + kSwizzleAtom - 1) / kSwizzleAtom * kSwizzleAtom;
-    static constexpr int header = kSwizzleAtom;
-    static constexpr int fit = (kSmemMax - kSwizzleAtom - header) / bytes;
-    static constexpr int stages = fit < kMaxStages ? fit : kMaxStages;
-    static_assert(stages >= 3, "at least three stages fit");
-    static_assert(2 * stages * 8 <= header, "the barriers fit the header");
-    static constexpr int total = kSwizzleAtom + header + stages * bytes;
+    using R = wg_ring<s_off + s_bytes, kMaxStages>;
+    static constexpr int bytes = R::bytes;
+    static constexpr int header = R::header;
+    static constexpr int stages = R::stages;
+    static constexpr int total = R::total;
 };
 
 struct qwg_params {
@@ -259,11 +256,12 @@ __global__ void __launch_bounds__(kThreads, 1)
             const unsigned char *st = ring + slot * L::bytes;
             if (wg_active) {
                 /* This lane's TPW words of k16 row u (the copy engine wrote
-                 * zeros past K and for a chunk past N, so no test): all eight rows at the start of the stage for
-                 * one m64 tile per warpgroup, else two rows per k32 step (with
-                 * 16 words held across the stage, ptxas had too few registers
-                 * left to keep two steps' fragments apart and serialized the
-                 * wgmma, warning C7520). */
+                 * zeros past K and for a chunk past N, so no test): all eight
+                 * rows at the start of the stage for one m64 tile per
+                 * warpgroup, else two rows per k32 step (with 16 words held
+                 * across the stage, ptxas had too few registers left to keep
+                 * two steps' fragments apart and serialized the wgmma,
+                 * warning C7520). */
                 constexpr bool kAllRows = TPW == 1;
                 auto load_row = [&](int u, uint32_t *w) {
                     ld_words<TPW>(st + L::w_off + w_lane + u * L::seg_bytes, true, w);
@@ -296,9 +294,6 @@ __global__ void __launch_bounds__(kThreads, 1)
                         load_row(2 * kk + 1, bw[1]);
                         qqq_frags<TPW, GROUP>(bw[0], bw[1], gs, af);
                     }
-                    /* The fragments were made while the two latest groups ran;
-                     * now all but the latest are done, and (kk = 1) so is every
-                     * group of the previous stage. */
                     /* Every fragment made before the fence: the channelwise
                      * ones are two logic operations each, and ptxas otherwise
                      * moved some between the TPW wgmma of one step, which made
@@ -306,6 +301,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
                     for (int i = 0; i < TPW; i++)
                         asm volatile("" : "+r"(af[i][0]), "+r"(af[i][1]), "+r"(af[i][2]), "+r"(af[i][3]));
+                    /* The fragments were made while the two latest groups ran;
+                     * now all but the latest are done, and (kk = 1) so is every
+                     * group of the previous stage. */
                     wg_wait<1>();
                     if (kk == 1 && pend >= 0) {
                         mbar_arrive(empty0 + 8 * pend);

@@ -32,7 +32,8 @@ extern "C" size_t qv_qqq_wg_workspace(int m, int n, int k);
  * and for per-group rows the fp16 group table and the channel scales in
  * w_scale2). Checks the cover, the alignment the tensor maps need and the
  * workspace; QVET_AQ_WG_TILE (the block's columns x tokens: 128x256,
- * 256x128, 128x128, 512x64 or 128x64; unset: by M), QVET_AQ_WG_BLOCKS (1 to 264; unset: 132) and QVET_AQ_WG_STREAMK (0 or 1)
+ * 256x128, 128x128, 512x64 or 128x64; unset: by M and the layer's size),
+ * QVET_AQ_WG_BLOCKS (1 to 264; unset: 132) and QVET_AQ_WG_STREAMK (0 or 1)
  * shape the schedule, and a malformed one returns QV_ERR_USAGE before any
  * CUDA call. */
 extern "C" qv_status qv_qqq_wg_launch(const qv_variant *v, const aq_params *ap, const qv_gemm_args *a);

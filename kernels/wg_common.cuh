@@ -56,6 +56,32 @@ template <int TPW, int BX = 256 / TPW> struct tile_cfg {
     static constexpr int bn = 64 * chunks;      /* output columns per block */
 };
 
+/* One k16 row of ROW_BYTES packed weight bytes (whole chunks of
+ * CHUNK_BYTES) as tensor-map boxes: a box row holds at most 256 elements of
+ * 8 bytes, so the row is cut into n_seg segments of seg_bytes, and a stage of
+ * kks rows holds each segment's kks rows together: byte b of k16 row u is at
+ * (b / seg_bytes) kks seg_bytes + u seg_bytes + b % seg_bytes. */
+template <int ROW_BYTES, int CHUNK_BYTES> struct wg_segments {
+    static constexpr int seg_bytes = ROW_BYTES < 2048 ? ROW_BYTES : 2048;
+    static constexpr int n_seg = ROW_BYTES / seg_bytes;
+    static_assert(n_seg * seg_bytes == ROW_BYTES && seg_bytes % CHUNK_BYTES == 0,
+                  "a k16 row is whole segments of whole chunks");
+};
+
+/* The ring of a block's shared memory: the barriers (full[s], empty[s]) in
+ * a header of one swizzle atom, then stages of USED bytes rounded up to a
+ * swizzle atom, as many as fit (one atom kept for aligning the dynamic base),
+ * at most MAX_STAGES and at least three. */
+template <int USED, int MAX_STAGES> struct wg_ring {
+    static constexpr int bytes = (USED + kSwizzleAtom - 1) / kSwizzleAtom * kSwizzleAtom;
+    static constexpr int header = kSwizzleAtom;
+    static constexpr int fit = (kSmemMax - kSwizzleAtom - header) / bytes;
+    static constexpr int stages = fit < MAX_STAGES ? fit : MAX_STAGES;
+    static_assert(stages >= 3, "at least three stages fit");
+    static_assert(2 * stages * 8 <= header, "the barriers fit the header");
+    static constexpr int total = kSwizzleAtom + header + stages * bytes;
+};
+
 /* 32-bit accumulators of one tile (fp32 or int32): at most 128 per consumer
  * thread (a stream-K slot's size, whatever the tile). */
 constexpr int kTileFloats = 128 * 32 * kConsumerWarps;

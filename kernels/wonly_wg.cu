@@ -96,14 +96,11 @@ template <int WT, int TPW, bool GROUPED> struct stage_layout {
     using C = tile_cfg<TPW>;
     static constexpr int a_bytes = C::bx * 128;
     static constexpr int row_bytes = C::chunks * wt_traits<WT>::chunk_bytes;  /* one k16 row of weights */
-    /* The weights arrive as tensor-map boxes of kKs k16 rows x seg_bytes
-     * (a box row holds at most 256 elements of 8 bytes), n_seg of them per
-     * stage, each kKs x seg_bytes bytes in the stage: byte b of k16 row u is
-     * at (b / seg_bytes) kKs seg_bytes + u seg_bytes + b % seg_bytes. */
-    static constexpr int seg_bytes = row_bytes < 2048 ? row_bytes : 2048;
-    static constexpr int n_seg = row_bytes / seg_bytes;
-    static_assert(n_seg * seg_bytes == row_bytes && seg_bytes % wt_traits<WT>::chunk_bytes == 0,
-                  "a k16 row is whole segments of whole chunks");
+    /* The weights arrive as tensor-map boxes of kKs k16 rows x seg_bytes,
+     * n_seg of them per stage (wg_segments gives the bytes' places). */
+    using G = wg_segments<row_bytes, wt_traits<WT>::chunk_bytes>;
+    static constexpr int seg_bytes = G::seg_bytes;
+    static constexpr int n_seg = G::n_seg;
     static constexpr int w_bytes = kKs * row_bytes;
     /* Group scales and zero points: one box of up to kKs group rows (the
      * rows the stage touches; rows past K / g read as zeros). */
@@ -113,13 +110,11 @@ template <int WT, int TPW, bool GROUPED> struct stage_layout {
     static constexpr int w_off = a_off + a_bytes;
     static constexpr int s_off = w_off + w_bytes;
     static constexpr int z_off = s_off + s_bytes;
-    static constexpr int bytes = (z_off + z_bytes + kSwizzleAtom - 1) / kSwizzleAtom * kSwizzleAtom;
-    static constexpr int header = kSwizzleAtom;
-    static constexpr int fit = (kSmemMax - kSwizzleAtom - header) / bytes;
-    static constexpr int stages = fit < kMaxStages ? fit : kMaxStages;
-    static_assert(stages >= 3, "at least three stages fit");
-    static_assert(2 * stages * 8 <= header, "the barriers fit the header");
-    static constexpr int total = kSwizzleAtom + header + stages * bytes;
+    using R = wg_ring<z_off + z_bytes, kMaxStages>;
+    static constexpr int bytes = R::bytes;
+    static constexpr int header = R::header;
+    static constexpr int stages = R::stages;
+    static constexpr int total = R::total;
 };
 
 struct wg_params {
