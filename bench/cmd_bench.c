@@ -13,7 +13,10 @@
  * whole block with its four layers launched back to back between two events
  * ("chain"), as a forward pass runs them: no event between the layers, and a
  * kernel may overlap the one before it. Any family's rows, baselines
- * included, show up here by being registry rows with a launch function.
+ * included, show up here by being registry rows with a launch function. The
+ * run goes one M at a time, smallest first (every row, model and layer at
+ * that M), so that no small-M point is timed on clocks that a larger M's
+ * power draw has lowered.
  *
  * Activation-quantized rows (int8 or e4m3 activations) bring their own
  * baselines and costs into the same run:
@@ -914,29 +917,45 @@ int qv_cmd_bench(int argc, char **argv)
                     "\"median_us\":%.3f,\"p10_us\":%.3f,\"p90_us\":%.3f,\"runs\":%d,\"bytes_per_s\":%.6g}\n",
                 ct.median_us, ct.p10_us, ct.p90_us, ct.runs, bw);
 
-    for (int ri = 0; ri < nr; ri++) {
-        const bench_row *r = &rows[ri];
-        for (int md = 0; md < N_MODELS; md++) {
-            if (!(o.model_mask & (1 << md))) continue;
-            for (int li = 0; li < N_LAYERS; li++) {
-                const bench_layer *L = &models[md].layers[li];
-                qv_bench_timing tm[MAX_M];
-                double *tu = t_us[ri][md][li], *ta = t_aq_us[ri][md][li];
-                for (int mi = 0; mi < o.n_m; mi++) ta[mi] = NAN;
-                st = r->kind == ROW_VARIANT ? bench_layer_run(r, L, &o, tu, ta, tm)
-                                            : bench_other_run(r, L, &o, tu, ta, tm);
-                if (st != QV_OK) {
-                    fprintf(stderr, "qvet bench: %s %s %s: %s\n", r->name, models[md].name, L->name, qv_errmsg());
-                    if (jf) fclose(jf);
-                    return qv_status_exit_code(st);
-                }
-                for (int mi = 0; mi < o.n_m; mi++) {
+    /* One pass per M, smallest first, each over every row, model and layer:
+     * the large-M points draw the H200 to its power limit (about 700 W),
+     * and the clocks it then lowers stay lowered for a second or more. Timed
+     * after them, the small-M points ran up to 20 % slower than alone (the
+     * tenth round, bench/RESULTS.md: SM clocks 1350-1680 MHz with the power
+     * cap active, 1980 MHz without). A point's time thus no longer depends on
+     * the larger Ms of the run, and rows at one M are timed side by side. */
+    int order[MAX_M];
+    for (int i = 0; i < o.n_m; i++) {
+        int j = i;
+        for (; j > 0 && o.ms[order[j - 1]] > o.ms[i]; j--) order[j] = order[j - 1];
+        order[j] = i;
+    }
+    for (int pi = 0; pi < o.n_m; pi++) {
+        const int mi = order[pi];
+        bench_opts op = o;
+        op.n_m = 1;
+        op.ms[0] = o.ms[mi];
+        for (int ri = 0; ri < nr; ri++) {
+            const bench_row *r = &rows[ri];
+            for (int md = 0; md < N_MODELS; md++) {
+                if (!(o.model_mask & (1 << md))) continue;
+                for (int li = 0; li < N_LAYERS; li++) {
+                    const bench_layer *L = &models[md].layers[li];
+                    qv_bench_timing tm[1];
+                    double *tu = &t_us[ri][md][li][mi], *ta = &t_aq_us[ri][md][li][mi];
+                    *ta = NAN;
+                    st = r->kind == ROW_VARIANT ? bench_layer_run(r, L, &op, tu, ta, tm)
+                                                : bench_other_run(r, L, &op, tu, ta, tm);
+                    if (st != QV_OK) {
+                        fprintf(stderr, "qvet bench: %s %s %s: %s\n", r->name, models[md].name, L->name,
+                                qv_errmsg());
+                        if (jf) fclose(jf);
+                        return qv_status_exit_code(st);
+                    }
                     floor_b[ri][md][li][mi] = row_floor_bytes(r, o.ms[mi], L->n, L->k);
-                    emit(jf, r, models[md].name, L->name, o.ms[mi], L->n, L->k, tu[mi], &tm[mi], o.runs,
-                         floor_b[ri][md][li][mi], bw, t_us[0][md][li][mi], ta[mi]);
+                    emit(jf, r, models[md].name, L->name, o.ms[mi], L->n, L->k, *tu, &tm[0], o.runs,
+                         floor_b[ri][md][li][mi], bw, t_us[0][md][li][mi], *ta);
                 }
-            }
-            for (int mi = 0; mi < o.n_m; mi++) {
                 double s = 0, sa = 0, fb = 0, ref_s = 0;
                 for (int li = 0; li < N_LAYERS; li++) {
                     s += t_us[ri][md][li][mi];
@@ -945,24 +964,20 @@ int qv_cmd_bench(int argc, char **argv)
                     ref_s += t_us[0][md][li][mi];
                 }
                 emit(jf, r, models[md].name, "block", o.ms[mi], 0, 0, s, NULL, o.runs, fb, bw, ref_s, sa);
-            }
-            for (int mi = 0; mi < o.n_m; mi++) t_chain_us[ri][md][mi] = NAN;
-            if (r->kind != ROW_VARIANT) continue;
-            qv_bench_timing tc[MAX_M];
-            st = bench_chain_run(r, &models[md], &o, t_chain_us[ri][md], tc);
-            if (st != QV_OK) {
-                fprintf(stderr, "qvet bench: %s %s chained: %s\n", r->name, models[md].name, qv_errmsg());
-                if (jf) fclose(jf);
-                return qv_status_exit_code(st);
-            }
-            for (int mi = 0; mi < o.n_m; mi++) {
-                double fb = 0;
-                for (int li = 0; li < N_LAYERS; li++) fb += floor_b[ri][md][li][mi];
-                emit(jf, r, models[md].name, "chain", o.ms[mi], 0, 0, t_chain_us[ri][md][mi], &tc[mi], o.runs, fb, bw,
-                     t_chain_us[0][md][mi], NAN);
+                t_chain_us[ri][md][mi] = NAN;
+                if (r->kind != ROW_VARIANT) continue;
+                qv_bench_timing tc[1];
+                st = bench_chain_run(r, &models[md], &op, &t_chain_us[ri][md][mi], tc);
+                if (st != QV_OK) {
+                    fprintf(stderr, "qvet bench: %s %s chained: %s\n", r->name, models[md].name, qv_errmsg());
+                    if (jf) fclose(jf);
+                    return qv_status_exit_code(st);
+                }
+                emit(jf, r, models[md].name, "chain", o.ms[mi], 0, 0, t_chain_us[ri][md][mi], &tc[0], o.runs, fb,
+                     bw, t_chain_us[0][md][mi], NAN);
             }
         }
-        printf("timed %s\n", r->name);
+        printf("timed M = %d (%d rows)\n", o.ms[mi], nr);
         fflush(stdout);
     }
     if (jf) fclose(jf);
