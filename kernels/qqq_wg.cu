@@ -434,76 +434,18 @@ bool covers(const qv_variant *v, int m, int n, int k, int g)
  * six of the 16 layer points. */
 constexpr long kDefaultMinM = 17;
 
-/* A whole number >= lo from environment variable `name` (dflt when unset or
- * empty; "off" gives 0 where off_ok); anything else is a usage error naming
- * `what`. */
-qv_status env_whole(const char *name, long lo, long hi, long dflt, bool off_ok, const char *what, long *out)
+/* The default tile (wg_common.cuh's tile_default): the narrow form below 38
+ * k128 stages per block. Measured on the H200 (bench/RESULTS.md, ninth
+ * round: every Llama-2-7B and Llama-3-70B layer, both QQQ rows, M = 16-1024,
+ * each tile forced, 192 points): the rule's tile is within 2 % of the
+ * fastest at 177 points and more than 5 % slower at 7 (at most 18 %, all
+ * channelwise), 0.8 % above the fastest tile's sum over all points. */
+constexpr int kNarrowStages = 38;
+
+qv_status plan_tile(int m, int n, int k, int *tile)
 {
-    const char *s = getenv(name);
-    *out = dflt;
-    if (!s || !*s) return QV_OK;
-    if (off_ok && !strcmp(s, "off")) {
-        *out = 0;
-        return QV_OK;
-    }
-    char *end = NULL;
-    const long v = strtol(s, &end, 10);
-    if (!end || *end != '\0' || v < lo || v > hi)
-        return qv_fail(QV_ERR_USAGE, "%s=\"%s\": expected a whole number from %ld to %ld (%s)%s, or unset for %ld",
-                       name, s, lo, hi, what, off_ok ? ", \"off\"" : "", dflt);
-    *out = v;
-    return QV_OK;
+    return tile_from_env("QVET_AQ_WG_TILE", "QQQ wgmma kernel", m, n, k, kKs, kNarrowStages, tile);
 }
-
-constexpr int kPlanBlocks = 132; /* the H200's SMs: the schedule is a pure function of the shape */
-constexpr int kMaxBlocks = 264;
-
-/* The block tiles (tile_cfg): columns x tokens. */
-struct tile_form {
-    const char *name;
-    int tpw, bx;
-};
-constexpr tile_form kTiles[] = {{"128x256", 1, 256}, {"256x128", 2, 128}, {"128x128", 1, 128},
-                                {"512x64", 4, 64},   {"128x64", 1, 64}};
-constexpr int kNTiles = (int)(sizeof kTiles / sizeof kTiles[0]);
-
-/* The default tile for (m, n, k): the token count that holds m (64 up to
- * M = 64, 128 up to 128, else 256) in its wide form (512x64, 256x128,
- * 128x256), unless that form has fewer tiles than 7/8 of the H200's 132
- * blocks and gives each block fewer than 38 k128 stages of work (tiles x
- * k / 128 < 38 x 132): then the narrow form (128x64, 128x128, 128x128), with
- * two or four times the tiles and so fewer parts per tile in the stream-K
- * tail, whose partial sums (up to 128 KiB a part) dominate small layers.
- * Measured on the H200 (bench/RESULTS.md, ninth round: every Llama-2-7B and
- * Llama-3-70B layer, both QQQ rows, M = 16-1024, each tile forced, 192
- * points): the rule's tile is within 2 % of the fastest at 177 points and
- * more than 5 % slower at 7 (at most 18 %, all channelwise), 0.8 % above
- * the fastest tile's sum over all points. */
-int tile_default(int m, int n, int k)
-{
-    const int wide = m <= 64 ? 3 : m <= 128 ? 1 : 0, narrow = m <= 64 ? 4 : 2;
-    const tile_form &w = kTiles[wide];
-    const int64_t tiles = (int64_t)((m + w.bx - 1) / w.bx) * ((n / 64 + 2 * w.tpw - 1) / (2 * w.tpw));
-    const int64_t steps = ((int64_t)k / 16 + kKs - 1) / kKs;
-    return tiles * 8 < (int64_t)kPlanBlocks * 7 && tiles * steps < (int64_t)38 * kPlanBlocks ? narrow : wide;
-}
-
-/* QVET_AQ_WG_TILE: the block's tile, one of kTiles by name; unset or empty,
- * tile_default; anything else is a usage error. */
-qv_status tile_from_env(int m, int n, int k, int *tile)
-{
-    const char *s = getenv("QVET_AQ_WG_TILE");
-    *tile = tile_default(m, n, k);
-    if (!s || !*s) return QV_OK;
-    for (int i = 0; i < kNTiles; i++)
-        if (!strcmp(s, kTiles[i].name)) {
-            *tile = i;
-            return QV_OK;
-        }
-    return qv_fail(QV_ERR_USAGE, "QVET_AQ_WG_TILE=\"%s\": expected 128x256, 256x128, 128x128, 512x64 or 128x64 "
-                   "(columns x tokens of the QQQ wgmma kernel's block), or unset for the default by M", s);
-}
-
 
 /* The workspace: the activation-quantized family's counters at 0 (every path
  * of the family keeps them zero between launches; this kernel uses the
@@ -517,7 +459,7 @@ struct qwg_plan {
 qv_status plan(int m, int n, int k, qwg_plan *pl)
 {
     long blocks, streamk;
-    QV_TRY(tile_from_env(m, n, k, &pl->tile));
+    QV_TRY(plan_tile(m, n, k, &pl->tile));
     QV_TRY(env_whole("QVET_AQ_WG_BLOCKS", 1, kMaxBlocks, kPlanBlocks, false,
                      "blocks of the QQQ wgmma kernel's persistent grid", &blocks));
     QV_TRY(env_whole("QVET_AQ_WG_STREAMK", 0, 1, 1, false, "1: share the last round of tiles along K, 0: keep it "

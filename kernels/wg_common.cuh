@@ -5,7 +5,8 @@
  * activations as its shared-memory B operand, on one producer warpgroup and
  * two consumer warpgroups per block, over the same persistent schedule with
  * a stream-K tail. Here: the block's shape, the schedule (host and device),
- * the wgmma fences and descriptors, and the host's tensor-map encoding. Rule:
+ * the wgmma fences and descriptors, the host's tensor-map encoding, tile
+ * rule and environment parsing. Rule:
  * nothing here knows a weight format; each kernel file keeps its own stage
  * layout, dequantization and epilogue. Everything sits in an unnamed
  * namespace: each translation unit has its own copy, as nvcc's whole-program
@@ -17,6 +18,8 @@
 #include <cuda_runtime.h>
 #include <cudaTypedefs.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "qvet/gpu.h"
 
@@ -303,6 +306,84 @@ qv_status make_map_2d(CUtensorMap *map, const void *base, CUtensorMapDataType ty
                        "error %d", what, (unsigned long long)dim1, (unsigned long long)dim0, elem, box1, box0,
                        (int)r);
     return QV_OK;
+}
+
+/* ---- the host's plan: block count, tile and switches -------------------- */
+
+/* The persistent grid assumes the H200's 132 SMs rather than asking the
+ * device, so that the schedule, and with it the workspace size, is a pure
+ * function of the shape (a device with other SMs runs the same schedule: no
+ * block ever waits for another). A *_BLOCKS variable (tests) plans 1 to
+ * kMaxBlocks blocks instead (the counters area's size). */
+constexpr int kPlanBlocks = 132;
+constexpr int kMaxBlocks = 264;
+
+/* A whole number from lo to hi from environment variable `name` (dflt when
+ * unset or empty; "off" gives 0 where off_ok); anything else is a usage
+ * error naming `what`. */
+qv_status env_whole(const char *name, long lo, long hi, long dflt, bool off_ok, const char *what, long *out)
+{
+    const char *s = getenv(name);
+    *out = dflt;
+    if (!s || !*s) return QV_OK;
+    if (off_ok && !strcmp(s, "off")) {
+        *out = 0;
+        return QV_OK;
+    }
+    char *end = NULL;
+    const long v = strtol(s, &end, 10);
+    if (!end || *end != '\0' || v < lo || v > hi)
+        return qv_fail(QV_ERR_USAGE, "%s=\"%s\": expected a whole number from %ld to %ld (%s)%s, or unset for %ld",
+                       name, s, lo, hi, what, off_ok ? ", \"off\"" : "", dflt);
+    *out = v;
+    return QV_OK;
+}
+
+/* The block tiles (tile_cfg), columns x tokens, by name. */
+struct tile_form {
+    const char *name;
+    int tpw, bx;
+};
+constexpr tile_form kTiles[] = {{"128x256", 1, 256}, {"256x128", 2, 128}, {"128x128", 1, 128},
+                                {"512x64", 4, 64},   {"128x64", 1, 64}};
+constexpr int kNTiles = (int)(sizeof kTiles / sizeof kTiles[0]);
+
+/* Both kernels' default tile for (m, n, k), with kks k16 tiles per stage:
+ * the token count that holds m (64 up to M = 64, 128 up to 128, else 256:
+ * the H200, eighth round, weight-only: 256 fastest at M = 256-1024, the 64-
+ * and 128-token tiles 1.6-2.7x faster than 256 at M = 64 and 128) in its
+ * wide form (512x64, 256x128, 128x256), unless that form has fewer tiles
+ * than 7/8 of the 132 blocks and gives each block fewer than narrow_stages
+ * stages of work (tiles x stages < narrow_stages x 132): then the narrow form
+ * (128x64, 128x128, 128x128), with two or four times the tiles and so fewer
+ * parts per tile in the stream-K tail, whose partial sums (up to 128 KiB a
+ * part) dominate small layers. Each kernel file gives its threshold and the
+ * H200 sweep behind it. */
+int tile_default(int m, int n, int k, int kks, int narrow_stages)
+{
+    const int wide = m <= 64 ? 3 : m <= 128 ? 1 : 0, narrow = m <= 64 ? 4 : 2;
+    const tile_form &w = kTiles[wide];
+    const int64_t tiles = (int64_t)((m + w.bx - 1) / w.bx) * ((n / 64 + 2 * w.tpw - 1) / (2 * w.tpw));
+    const int64_t steps = ((int64_t)k / 16 + kks - 1) / kks;
+    return tiles * 8 < (int64_t)kPlanBlocks * 7 && tiles * steps < (int64_t)narrow_stages * kPlanBlocks ? narrow
+                                                                                                        : wide;
+}
+
+/* The tile from environment variable `name`: one of kTiles by name; unset or
+ * empty, tile_default; anything else is a usage error naming `kernel`. */
+qv_status tile_from_env(const char *name, const char *kernel, int m, int n, int k, int kks, int narrow_stages,
+                        int *tile)
+{
+    const char *s = getenv(name);
+    *tile = tile_default(m, n, k, kks, narrow_stages);
+    if (!s || !*s) return QV_OK;
+    for (int i = 0; i < kNTiles; i++)
+        if (!strcmp(s, kTiles[i].name)) {
+            *tile = i;
+            return QV_OK;
+        }
+    return qv_fail(QV_ERR_USAGE, "%s=\"%s\": expected 128x256, 256x128, 128x128, 512x64 or 128x64 (columns x "
+                   "tokens of the %s's block), or unset for the default by M and layer size", name, s, kernel);
 }
 
 } /* namespace */

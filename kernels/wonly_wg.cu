@@ -22,9 +22,10 @@
  *    k (one accumulator per output, no split K); output cast RNE.
  *
  * Structure: a persistent grid (one block per SM) walks the output tiles
- * (tile_cfg: 128 columns x 256 tokens, 256 x 128 or 512 x 64, by M unless
- * QVET_WO_WG_TOKENS says: tpw_from_env), tokens fastest, so the blocks working at one time
- * share their weight columns in L2. Each block is warp-specialized:
+ * (tile_cfg, columns x tokens: 128x256, 256x128, 128x128, 512x64 or 128x64,
+ * by M and the layer's size unless QVET_WO_WG_TILE says: tile_from_env),
+ * tokens fastest, so the blocks working at one time share their weight
+ * columns in L2. Each block is warp-specialized:
  *  - one producer warpgroup, of which one thread issues every copy (the
  *    others hand their registers to the consumers): per stage of
  *    64 k, tensor-map copies of the activations (swizzled by the copy engine),
@@ -92,8 +93,8 @@ template <int WT> struct wt_traits {
  * segments of at most 2 KiB (one box row; below), then, for group
  * scales, up to kKs group rows of bn halves and of bn/8 zero-point words (g =
  * 16 gives one per k16 tile). As many stages as fit, at most kMaxStages. */
-template <int WT, int TPW, bool GROUPED> struct stage_layout {
-    using C = tile_cfg<TPW>;
+template <int WT, int TPW, int BX, bool GROUPED> struct stage_layout {
+    using C = tile_cfg<TPW, BX>;
     static constexpr int a_bytes = C::bx * 128;
     static constexpr int row_bytes = C::chunks * wt_traits<WT>::chunk_bytes;  /* one k16 row of weights */
     /* The weights arrive as tensor-map boxes of kKs k16 rows x seg_bytes,
@@ -250,7 +251,7 @@ __device__ __forceinline__ void set_zeros(grp_regs<WT, IS_BF16, TPW> &g, uint32_
 /* The persistent, warp-specialized kernel (see the file comment). One block
  * per SM: 240 registers per consumer thread, 128 of them its accumulators,
  * and most of the SM's shared memory for the ring. */
-template <int WT, bool IS_BF16, int TPW, int SM>
+template <int WT, bool IS_BF16, int TPW, int BX, int SM>
 __global__ void __launch_bounds__(kThreads, 1)
     k_gemm_wonly_wgmma(const wg_params p, const wg_sched sc, const __grid_constant__ CUtensorMap a_map,
                        const __grid_constant__ CUtensorMap w_map, const __grid_constant__ CUtensorMap s_map,
@@ -258,8 +259,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 {
     constexpr bool GROUPED = SM != SM_NONE;
     using T = wt_traits<WT>;
-    using C = tile_cfg<TPW>;
-    using L = stage_layout<WT, TPW, GROUPED>;
+    using C = tile_cfg<TPW, BX>;
+    using L = stage_layout<WT, TPW, BX, GROUPED>;
     constexpr int S = L::stages;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     /* Rounded up to a swizzle atom in the shared address space, which is
@@ -673,49 +674,21 @@ bool covers(const qv_variant *v, int m, int n, int k)
 constexpr long kDefaultMinM = 17;
 
 /* QVET_WO_WG_MIN_M: kDefaultMinM when unset or empty, 0 (the path is off)
- * for "off", else the whole number >= 1 it holds; anything else is a usage
- * error. */
+ * for "off", else the whole number >= 1 it holds. */
 qv_status min_m_from_env(long *min_m)
 {
-    const char *s = getenv("QVET_WO_WG_MIN_M");
-    *min_m = kDefaultMinM;
-    if (!s || !*s) return QV_OK;
-    *min_m = 0;
-    if (!strcmp(s, "off")) return QV_OK;
-    char *end = NULL;
-    long v = strtol(s, &end, 10);
-    if (!end || *end != '\0' || v < 1)
-        return qv_fail(QV_ERR_USAGE, "QVET_WO_WG_MIN_M=\"%s\": expected a whole number >= 1 (the smallest M "
-                       "that takes the wgmma kernel), \"off\", or unset for %ld", s, kDefaultMinM);
-    *min_m = v;
-    return QV_OK;
+    return env_whole("QVET_WO_WG_MIN_M", 1, 2147483647L, kDefaultMinM, true,
+                     "the smallest M that takes the wgmma kernel", min_m);
 }
 
-/* QVET_WO_WG_TOKENS: the block's token tile, 256 (one m64 tile per
- * warpgroup), 128 (two) or 64 (four); unset or empty, the default for m:
- * the smallest tile that holds m up to 128 tokens, else 256 (the H200,
- * eighth round: 256 fastest at M = 256-1024; at M = 64 and 128 the 64- and
- * 128-token tiles 1.6-2.7x faster than 256 rows half or three quarters
- * empty); anything else is a usage error. */
-qv_status tpw_from_env(int m, int *tpw)
+/* The default tile (wg_common.cuh's tile_default): the narrow form below
+ * kNarrowStages k64 stages per block (bench/RESULTS.md, tenth round, has the
+ * sweep behind this kernel's threshold). */
+constexpr int kNarrowStages = 38;
+
+qv_status plan_tile(int m, int n, int k, int *tile)
 {
-    const char *s = getenv("QVET_WO_WG_TOKENS");
-    *tpw = 1;
-    if (!s || !*s) {
-        *tpw = m <= 64 ? 4 : m <= 128 ? 2 : 1;
-        return QV_OK;
-    }
-    if (!strcmp(s, "256")) return QV_OK;
-    if (!strcmp(s, "128")) {
-        *tpw = 2;
-        return QV_OK;
-    }
-    if (!strcmp(s, "64")) {
-        *tpw = 4;
-        return QV_OK;
-    }
-    return qv_fail(QV_ERR_USAGE, "QVET_WO_WG_TOKENS=\"%s\": expected 64, 128 or 256 (tokens per block of the "
-                   "wgmma kernel), or unset for 256", s);
+    return tile_from_env("QVET_WO_WG_TILE", "wgmma weight-only kernel", m, n, k, kKs, kNarrowStages, tile);
 }
 
 /* The kernel's tensor maps (every base 16-byte aligned and every row a
@@ -732,11 +705,11 @@ struct wg_maps {
     CUtensorMap a, w, s, z;
 };
 
-template <int WT, int TPW, bool GROUPED>
+template <int WT, int TPW, int BX, bool GROUPED>
 qv_status make_maps(wg_maps *mp, const wg_params &p, const void *a)
 {
-    using C = tile_cfg<TPW>;
-    using L = stage_layout<WT, TPW, GROUPED>;
+    using C = tile_cfg<TPW, BX>;
+    using L = stage_layout<WT, TPW, BX, GROUPED>;
     memset(mp, 0, sizeof *mp);
     QV_TRY(make_map_2d(&mp->a, a, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, (uint64_t)p.k, (uint64_t)p.m,
                        (uint64_t)p.k * 2, 64, C::bx, CU_TENSOR_MAP_SWIZZLE_128B, "A"));
@@ -756,45 +729,24 @@ qv_status make_maps(wg_maps *mp, const wg_params &p, const void *a)
     return QV_OK;
 }
 
-/* The persistent grid assumes the H200's 132 SMs rather than asking the
- * device, so that the schedule, and with it the workspace size, is known
- * without a CUDA call (a device with other SMs runs the same schedule: no
- * block ever waits for another). QVET_WO_WG_BLOCKS=<b> (tests) plans b blocks
- * instead, 1 <= b <= 264 (the counters area's size, wonly_small.cuh). */
-constexpr int kPlanBlocks = 132;
-constexpr int kMaxBlocks = 264;
-
-qv_status blocks_from_env(int *blocks)
-{
-    const char *s = getenv("QVET_WO_WG_BLOCKS");
-    *blocks = kPlanBlocks;
-    if (!s || !*s) return QV_OK;
-    char *end = NULL;
-    long v = strtol(s, &end, 10);
-    if (!end || *end != '\0' || v < 1 || v > kMaxBlocks)
-        return qv_fail(QV_ERR_USAGE, "QVET_WO_WG_BLOCKS=\"%s\": expected a whole number from 1 to %d (blocks of the "
-                       "wgmma kernel's persistent grid), or unset for %d", s, kMaxBlocks, kPlanBlocks);
-    *blocks = (int)v;
-    return QV_OK;
-}
-
 /* The schedule and workspace layout of one problem: the counters area at 0
  * (every weight-only path keeps it there, zero between launches), act_order's
  * sorted copy of A, then the stream-K tail's partial slots. */
 struct wg_plan {
-    int tpw; /* m64 tiles per warpgroup (QVET_WO_WG_TOKENS) */
+    int tile; /* index into kTiles (QVET_WO_WG_TILE) */
     wg_sched sc;
     size_t aperm_off, partial_off, bytes;
 };
 
 qv_status plan(const qv_variant *v, int m, int n, int k, wg_plan *pl)
 {
-    int blocks;
-    QV_TRY(tpw_from_env(m, &pl->tpw));
-    QV_TRY(blocks_from_env(&blocks));
-    /* QVET_WO_WG_STREAMK=0 keeps the last round whole (comparisons). */
-    const char *e = getenv("QVET_WO_WG_STREAMK");
-    pl->sc = plan_sched(m, n, k, pl->tpw, 256 / pl->tpw, kKs, blocks, !(e && !strcmp(e, "0")));
+    long blocks, streamk;
+    QV_TRY(plan_tile(m, n, k, &pl->tile));
+    QV_TRY(env_whole("QVET_WO_WG_BLOCKS", 1, kMaxBlocks, kPlanBlocks, false,
+                     "blocks of the wgmma kernel's persistent grid", &blocks));
+    QV_TRY(env_whole("QVET_WO_WG_STREAMK", 0, 1, 1, false, "1: share the last round of tiles along K, 0: keep it "
+                     "whole", &streamk));
+    pl->sc = plan_sched(m, n, k, kTiles[pl->tile].tpw, kTiles[pl->tile].bx, kKs, (int)blocks, streamk != 0);
     size_t off = qv_wonly_counters_bytes(n);
     pl->aperm_off = off;
     if (v->act_order) off += align256((size_t)m * (size_t)k * 2);
@@ -804,51 +756,51 @@ qv_status plan(const qv_variant *v, int m, int n, int k, wg_plan *pl)
     return QV_OK;
 }
 
-template <int WT, bool BF, int TPW, int SM>
+template <int WT, bool BF, int TPW, int BX, int SM>
 qv_status launch_kernel(const wg_params &p, const wg_sched &sc, const void *a, cudaStream_t stream)
 {
     constexpr bool GROUPED = SM != SM_NONE;
-    constexpr int smem = stage_layout<WT, TPW, GROUPED>::total;
+    constexpr int smem = stage_layout<WT, TPW, BX, GROUPED>::total;
     static_assert(smem <= kSmemMax, "the ring fits one block's shared memory");
     wg_maps mp;
-    QV_TRY((make_maps<WT, TPW, GROUPED>(&mp, p, a)));
+    QV_TRY((make_maps<WT, TPW, BX, GROUPED>(&mp, p, a)));
     static bool attr_set = false;
     if (!attr_set) {
-        QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_wgmma<WT, BF, TPW, SM>,
+        QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_wgmma<WT, BF, TPW, BX, SM>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
                     "cudaFuncSetAttribute (wgmma weight-only kernel shared memory)");
         attr_set = true;
     }
-    k_gemm_wonly_wgmma<WT, BF, TPW, SM><<<sc.grid, kThreads, smem, stream>>>(p, sc, mp.a, mp.w, mp.s, mp.z);
+    k_gemm_wonly_wgmma<WT, BF, TPW, BX, SM><<<sc.grid, kThreads, smem, stream>>>(p, sc, mp.a, mp.w, mp.s, mp.z);
     QV_CUDA_TRY(cudaGetLastError(), "wgmma weight-only kernel launch");
     return QV_OK;
 }
 
 /* sm: SM_NONE, SM_ROW or SM_TILE (launch_sm). */
-template <bool BF, int TPW, int SM>
+template <bool BF, int TPW, int BX, int SM>
 qv_status launch_wt(int wt, const wg_params &p, const wg_sched &sc, const void *a, cudaStream_t stream)
 {
     switch (wt) {
-    case WT_INT4: return launch_kernel<WT_INT4, BF, TPW, SM>(p, sc, a, stream);
+    case WT_INT4: return launch_kernel<WT_INT4, BF, TPW, BX, SM>(p, sc, a, stream);
     case WT_INT4_ZP:
         /* Zero points come with group scales only (no row has them otherwise). */
         if constexpr (SM == SM_NONE)
             return qv_fail(QV_ERR_UNSUPPORTED, "4-bit weights with zero points need group scales");
         else
-            return launch_kernel<WT_INT4_ZP, BF, TPW, SM>(p, sc, a, stream);
-    case WT_INT8: return launch_kernel<WT_INT8, BF, TPW, SM>(p, sc, a, stream);
-    default: return launch_kernel<WT_FP8, BF, TPW, SM>(p, sc, a, stream);
+            return launch_kernel<WT_INT4_ZP, BF, TPW, BX, SM>(p, sc, a, stream);
+    case WT_INT8: return launch_kernel<WT_INT8, BF, TPW, BX, SM>(p, sc, a, stream);
+    default: return launch_kernel<WT_FP8, BF, TPW, BX, SM>(p, sc, a, stream);
     }
 }
 
 /* Group scales take SM_ROW when a stage's 64 k lie in one group (g >= 64,
  * or k == g: one group), SM_TILE for g = 16 or 32. */
-template <bool BF, int TPW>
+template <bool BF, int TPW, int BX>
 qv_status launch_sm(int wt, const wg_params &p, const wg_sched &sc, const void *a, cudaStream_t stream)
 {
-    if (p.scale_mode != SC_GROUP) return launch_wt<BF, TPW, SM_NONE>(wt, p, sc, a, stream);
-    if (p.grp_single || p.g_shift >= 2) return launch_wt<BF, TPW, SM_ROW>(wt, p, sc, a, stream);
-    return launch_wt<BF, TPW, SM_TILE>(wt, p, sc, a, stream);
+    if (p.scale_mode != SC_GROUP) return launch_wt<BF, TPW, BX, SM_NONE>(wt, p, sc, a, stream);
+    if (p.grp_single || p.g_shift >= 2) return launch_wt<BF, TPW, BX, SM_ROW>(wt, p, sc, a, stream);
+    return launch_wt<BF, TPW, BX, SM_TILE>(wt, p, sc, a, stream);
 }
 
 } /* namespace */
@@ -883,7 +835,6 @@ extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args 
                        v->name, a->m, a->n, a->k);
     wg_plan pl;
     QV_TRY(plan(v, a->m, a->n, a->k, &pl));
-    const int tpw = pl.tpw;
     if (pl.bytes > a->workspace_bytes || (pl.bytes && !a->workspace))
         return qv_fail(QV_ERR_USAGE, "%s: workspace of %zu bytes given, %zu needed (qv_workspace_wonly)", v->name,
                        a->workspace_bytes, pl.bytes);
@@ -938,9 +889,11 @@ extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args 
     p.s_rows = p.scale_mode == SC_GROUP && !p.grp_single ? kKs >> (p.g_shift < 2 ? p.g_shift : 2) : 0;
     const bool bf = v->afmt == QV_FMT_BF16;
     const int wt = weight_type(v);
-    if (tpw == 4)
-        return bf ? launch_sm<true, 4>(wt, p, pl.sc, act, stream) : launch_sm<false, 4>(wt, p, pl.sc, act, stream);
-    if (tpw == 1)
-        return bf ? launch_sm<true, 1>(wt, p, pl.sc, act, stream) : launch_sm<false, 1>(wt, p, pl.sc, act, stream);
-    return bf ? launch_sm<true, 2>(wt, p, pl.sc, act, stream) : launch_sm<false, 2>(wt, p, pl.sc, act, stream);
+    switch (pl.tile) {
+    case 0: return bf ? launch_sm<true, 1, 256>(wt, p, pl.sc, act, stream) : launch_sm<false, 1, 256>(wt, p, pl.sc, act, stream);
+    case 1: return bf ? launch_sm<true, 2, 128>(wt, p, pl.sc, act, stream) : launch_sm<false, 2, 128>(wt, p, pl.sc, act, stream);
+    case 2: return bf ? launch_sm<true, 1, 128>(wt, p, pl.sc, act, stream) : launch_sm<false, 1, 128>(wt, p, pl.sc, act, stream);
+    case 3: return bf ? launch_sm<true, 4, 64>(wt, p, pl.sc, act, stream) : launch_sm<false, 4, 64>(wt, p, pl.sc, act, stream);
+    default: return bf ? launch_sm<true, 1, 64>(wt, p, pl.sc, act, stream) : launch_sm<false, 1, 64>(wt, p, pl.sc, act, stream);
+    }
 }

@@ -39,17 +39,18 @@ size_t qv_wonly_wg_workspace(const qv_variant *v, int m, int n, int k);
 /* The tiles of an (m, n, k) problem of v that the kernel's schedule shares
  * over every block along K (its "stream-K" tail; 0 when the last round of
  * whole tiles is kept), for the environment as it is now
- * (QVET_WO_WG_TOKENS, QVET_WO_WG_BLOCKS); -1 when either variable is bad.
+ * (QVET_WO_WG_TILE, QVET_WO_WG_BLOCKS); -1 when either variable is bad.
  * No CUDA call. Tests use it to know that a case reaches the tail. */
 int qv_wonly_wg_tail_tiles(const qv_variant *v, int m, int n, int k);
 
 /* Runs Y = A x W on the wgmma kernel. The caller (qv_launch_wonly) has checked
  * v, the shape, g and the buffers; this checks the workspace and refuses
  * (QV_ERR_UNSUPPORTED) any problem qv_wonly_wg_wanted would not take. The
- * environment variable QVET_WO_WG_TOKENS picks the block's token tile: "256"
- * (128 columns x 256 tokens), "128" (256 columns x 128) or "64" (512 columns
- * x 64); unset or empty, the smallest that holds M up to 128 tokens, else
- * 256; and QVET_WO_WG_BLOCKS the persistent grid's
+ * environment variable QVET_WO_WG_TILE picks the block's tile, columns x
+ * tokens: "128x256", "256x128", "128x128", "512x64" or "128x64"; unset or
+ * empty, the tokens that hold M (64, 128, else 256) in the wide form unless
+ * the layer is too small for it (wonly_wg.cu, tile_default); and
+ * QVET_WO_WG_BLOCKS the persistent grid's
  * blocks (unset: 132, else 1 to 264); any other value of either returns
  * QV_ERR_USAGE before any CUDA call. */
 qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args *a);

@@ -18,13 +18,14 @@
  *      random  full-range codes and log-uniform scales in three regimes
  *              (normal, tiny, large): ref_verify against the certified truth
  *              (tensor-core fp32 accumulation in blocks of 16) must not FAIL;
- *    each in every token tile (QVET_WO_WG_TOKENS = 128, 64 and 256);
+ *    each in every block tile (QVET_WO_WG_TILE: 256x128, 512x64, 128x256,
+ *    128x128, 128x64);
  *    every case asserts that the wgmma path takes it, launches twice on an
  *    output poisoned before each launch (qv_gpu_run) and must be bitwise
  *    identical, with nothing written past the output (the runner's guard);
  *  - QVET_WO_WG_MIN_M: unset takes M >= 17 (every row), a set
  *    value every row from it, "off" never, a bad value (or a bad
- *    QVET_WO_WG_TOKENS) is a usage error before any CUDA call, and
+ *    QVET_WO_WG_TILE) is a usage error before any CUDA call, and
  *    act_order's workspace holds A's sorted copy (no CUDA call).
  * QVET_WG_QUICK=1 runs two small cases per row instead, and QVET_WG_ROWS=<glob>
  * only the rows it matches, for the compute-sanitizer passes. Without a CUDA device the suite prints exactly
@@ -107,10 +108,9 @@ static void route_to_wg(void)
     ck_assert_int_eq(setenv("QVET_WO_SMALL", "0", 1), 0);
 }
 
-/* Every token tile (QVET_WO_WG_TOKENS): 128 tokens x 256 columns, 64 x 512
- * and 256 x 128. */
-#define N_TILES 3
-static const char *const token_tiles[N_TILES] = {"128", "64", "256"};
+/* Every block tile (QVET_WO_WG_TILE), columns x tokens. */
+#define N_TILES 5
+static const char *const token_tiles[N_TILES] = {"256x128", "512x64", "128x256", "128x128", "128x64"};
 
 START_TEST(registry_shapes)
 {
@@ -120,16 +120,16 @@ START_TEST(registry_shapes)
     clock_gettime(CLOCK_MONOTONIC, &a);
     int failed = 0;
     for (int t = 0; t < N_TILES; t++) {
-        ck_assert_int_eq(setenv("QVET_WO_WG_TOKENS", token_tiles[t], 1), 0);
+        ck_assert_int_eq(setenv("QVET_WO_WG_TILE", token_tiles[t], 1), 0);
         for (int c = 0; c < N_CASES; c++) {
             const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 60000 + (uint64_t)c;
             if (!one_case(v, cases[c].m, cases[c].n, k_for(v, cases[c].kw), cases[c].probe, cases[c].regime, idx)) {
-                fprintf(stderr, "  (QVET_WO_WG_TOKENS=%s)\n", token_tiles[t]);
+                fprintf(stderr, "  (QVET_WO_WG_TILE=%s)\n", token_tiles[t]);
                 failed++;
             }
         }
     }
-    ck_assert_int_eq(unsetenv("QVET_WO_WG_TOKENS"), 0);
+    ck_assert_int_eq(unsetenv("QVET_WO_WG_TILE"), 0);
     clock_gettime(CLOCK_MONOTONIC, &b);
     printf("%s: %d wgmma cases, %d failed (%.1f s)\n", v->name, N_TILES * N_CASES, failed,
            (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec));
@@ -156,7 +156,7 @@ START_TEST(stream_k_tail)
     const int64_t k = v->g > 0 ? 8 * v->g : 1040;
     int failed = 0, tails = 0;
     for (int t = 0; t < N_TILES; t++) {
-        ck_assert_int_eq(setenv("QVET_WO_WG_TOKENS", token_tiles[t], 1), 0);
+        ck_assert_int_eq(setenv("QVET_WO_WG_TILE", token_tiles[t], 1), 0);
         for (int bl = 0; bl < 3; bl++) {
             ck_assert_int_eq(setenv("QVET_WO_WG_BLOCKS", blocks[bl], 1), 0);
             for (int c = 0; c < N_SK; c++) {
@@ -166,13 +166,13 @@ START_TEST(stream_k_tail)
                 tails++;
                 const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 70000 + (uint64_t)(100 * t + 10 * bl + c);
                 if (!one_case(v, sk_cases[c].m, sk_cases[c].n, k, sk_cases[c].probe, REG_NORMAL, idx)) {
-                    fprintf(stderr, "  (QVET_WO_WG_TOKENS=%s QVET_WO_WG_BLOCKS=%s)\n", token_tiles[t], blocks[bl]);
+                    fprintf(stderr, "  (QVET_WO_WG_TILE=%s QVET_WO_WG_BLOCKS=%s)\n", token_tiles[t], blocks[bl]);
                     failed++;
                 }
             }
         }
     }
-    ck_assert_int_eq(unsetenv("QVET_WO_WG_TOKENS"), 0);
+    ck_assert_int_eq(unsetenv("QVET_WO_WG_TILE"), 0);
     ck_assert_int_eq(unsetenv("QVET_WO_WG_BLOCKS"), 0);
     printf("%s: %d stream-K tail cases, %d failed\n", v->name, tails, failed);
     /* Every token tile reaches the tail with two of the three grids. */
@@ -189,20 +189,24 @@ START_TEST(registry_quick)
     route_to_wg();
     const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 50000;
     for (int t = 0; t < N_TILES; t++) {
-        ck_assert_int_eq(setenv("QVET_WO_WG_TOKENS", token_tiles[t], 1), 0);
+        ck_assert_int_eq(setenv("QVET_WO_WG_TILE", token_tiles[t], 1), 0);
         ck_assert_msg(one_case(v, 70, 576, k_for(v, 1), PROBE_EXACT, REG_NORMAL, idx),
-                      "%s: quick case failed (%s tokens)", v->name, token_tiles[t]);
+                      "%s: quick case failed (tile %s)", v->name, token_tiles[t]);
         ck_assert_msg(one_case(v, 5, 192, v->g > 0 ? 5 * v->g : 272, PROBE_ONEHOT, REG_NORMAL, idx + 1),
-                      "%s: quick case failed (%s tokens)", v->name, token_tiles[t]);
+                      "%s: quick case failed (tile %s)", v->name, token_tiles[t]);
     }
-    ck_assert_int_eq(unsetenv("QVET_WO_WG_TOKENS"), 0);
-    /* And one stream-K tail (the partial slots, counters and in-order sum). */
+    ck_assert_int_eq(unsetenv("QVET_WO_WG_TILE"), 0);
+    /* And one stream-K tail (the partial slots, counters and in-order sum):
+     * 128x256 tiles make 2 x 2 of them for 3 blocks (the default tile for
+     * this shape, 128x128, makes 6, a tail-free 2 rounds). */
     ck_assert_int_eq(setenv("QVET_WO_WG_BLOCKS", "3", 1), 0);
+    ck_assert_int_eq(setenv("QVET_WO_WG_TILE", "128x256", 1), 0);
     const int64_t k = v->g > 0 ? 8 * v->g : 1040;
     ck_assert_int_gt(qv_wonly_wg_tail_tiles(v, 257, 256, (int)k), 0);
     ck_assert_msg(one_case(v, 257, 256, k, PROBE_EXACT, REG_NORMAL, idx + 2), "%s: quick stream-K case failed",
                   v->name);
     ck_assert_int_eq(unsetenv("QVET_WO_WG_BLOCKS"), 0);
+    ck_assert_int_eq(unsetenv("QVET_WO_WG_TILE"), 0);
 }
 END_TEST
 
@@ -268,13 +272,13 @@ START_TEST(switch_and_refusals)
                       qv_errmsg());
         ck_assert_int_eq(qv_launch_wonly(w4, &a), QV_ERR_USAGE);
     }
-    /* A token tile other than 64, 128 or 256: a usage error, before any CUDA call. */
+    /* A tile other than the five: a usage error, before any CUDA call. */
     ck_assert_int_eq(setenv("QVET_WO_WG_MIN_M", "64", 1), 0);
-    ck_assert_int_eq(setenv("QVET_WO_WG_TOKENS", "96", 1), 0);
+    ck_assert_int_eq(setenv("QVET_WO_WG_TILE", "96", 1), 0);
     ck_assert_int_eq(qv_launch_wonly(w4, &a), QV_ERR_USAGE);
-    ck_assert_msg(strstr(qv_errmsg(), "QVET_WO_WG_TOKENS") != NULL, "message names the variable: %s", qv_errmsg());
+    ck_assert_msg(strstr(qv_errmsg(), "QVET_WO_WG_TILE") != NULL, "message names the variable: %s", qv_errmsg());
     ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 1024, 4096, 4096), -1);
-    ck_assert_int_eq(unsetenv("QVET_WO_WG_TOKENS"), 0);
+    ck_assert_int_eq(unsetenv("QVET_WO_WG_TILE"), 0);
     /* So is a grid outside 1..264 blocks. */
     static const char *const bad_blocks[] = {"0", "265", "12x", "-3"};
     for (int i = 0; i < (int)(sizeof bad_blocks / sizeof bad_blocks[0]); i++) {
@@ -285,19 +289,27 @@ START_TEST(switch_and_refusals)
         ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 1024, 4096, 4096), -1);
     }
     ck_assert_int_eq(unsetenv("QVET_WO_WG_BLOCKS"), 0);
-    /* The schedule (no CUDA call): Llama-3-70B qkv at M = 1024 in the default
-     * tile is 4 x 80 = 320 tiles on 132 blocks, two whole rounds and a tail of
-     * 56 tiles shared along K; o's 4 x 64 = 256 tiles leave 124 for the last
-     * round, which stays whole; Llama-2-7B o at M = 256 (1 x 32 tiles) is
-     * shared whole over the 132 blocks, unless K is one stage. */
+    /* The schedule (no CUDA call), derived by hand: the default tile has the
+     * tokens that hold M (64, 128, else 256) in its wide form (512x64,
+     * 256x128, 128x256) unless that has fewer than 115.5 tiles and fewer than
+     * 38 x 132 = 5016 tile-stages of 64 k, then its narrow form (128x64,
+     * 128x128). Llama-3-70B qkv at M = 1024: 4 x 80 = 320 wide tiles on 132
+     * blocks, two whole rounds and a tail of 56 tiles shared along K; o's
+     * 4 x 64 = 256 tiles leave 124 for the last round, which stays whole;
+     * Llama-2-7B o at M = 256: 32 wide tiles x 64 stages = 2048, so 2 x 32
+     * narrow tiles, all shared, unless K is one stage. */
     ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 1024, 10240, 8192), 56);
     ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 1024, 8192, 8192), 0);
-    ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 256, 4096, 4096), 32);
+    ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 256, 4096, 4096), 64);
     ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 256, 4096, 64), 0);
-    /* The default token tile follows M: qkv at M = 64 in 64 x 512 tiles is
-     * 1 x 20 tiles, at M = 128 in 128 x 256 tiles 1 x 40, at M = 129 in
-     * 256 x 128 tiles 1 x 80, each fewer than 7/8 of 132 and so all shared. */
+    /* The tokens follow M: qkv at M = 64 has 1 x 20 wide tiles x 128 stages
+     * = 2560, so 1 x 80 narrow 128x64 tiles (20 when 512x64 is forced); at
+     * M = 128 1 x 40 wide 256x128 tiles x 128 = 5120, wide; at M = 129 1 x 80
+     * 128x256 tiles; each fewer than 7/8 of 132 and so all shared. */
+    ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 64, 10240, 8192), 80);
+    ck_assert_int_eq(setenv("QVET_WO_WG_TILE", "512x64", 1), 0);
     ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 64, 10240, 8192), 20);
+    ck_assert_int_eq(unsetenv("QVET_WO_WG_TILE"), 0);
     ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 128, 10240, 8192), 40);
     ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 129, 10240, 8192), 80);
 
