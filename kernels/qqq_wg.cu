@@ -444,7 +444,7 @@ constexpr int kNarrowStages = 38;
 
 qv_status plan_tile(int m, int n, int k, int *tile)
 {
-    return tile_from_env("QVET_AQ_WG_TILE", "QQQ wgmma kernel", m, n, k, kKs, kNarrowStages, tile);
+    return tile_from_env("QVET_AQ_WG_TILE", "QQQ wgmma kernel", m, n, k, kKs, kNarrowStages, kNTilesQqq, tile);
 }
 
 /* The workspace: the activation-quantized family's counters at 0 (every path

@@ -52,8 +52,8 @@ constexpr int kSmemMax = 227 * 1024;
  *            (small layers: fewer parts per tile in the stream-K tail). */
 template <int TPW, int BX = 256 / TPW> struct tile_cfg {
     static_assert(TPW == 1 || TPW == 2 || TPW == 4, "one, two or four m64 tiles per warpgroup");
-    static_assert((BX == 64 || BX == 128 || BX == 256) && TPW * BX <= 256, "64, 128 or 256 tokens, at most 128 "
-                  "accumulators per thread");
+    static_assert((BX == 16 || BX == 32 || BX == 64 || BX == 128 || BX == 256) && TPW * BX <= 256,
+                  "16, 32, 64, 128 or 256 tokens, at most 128 accumulators per thread");
     static constexpr int bx = BX;               /* tokens per block: the wgmma N */
     static constexpr int chunks = 2 * TPW;      /* 64-column chunks per block */
     static constexpr int bn = 64 * chunks;      /* output columns per block */
@@ -215,10 +215,13 @@ __device__ __forceinline__ void wg_wait()
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 
-/* The operand text of a register-A wgmma of N = 64, 128 or 256: the
+/* The operand text of a register-A wgmma of N = 16, 32, 64, 128 or 256: the
  * accumulator registers {%0..%(N/2 - 1)}, the A fragment's four registers,
  * then desc_b; and their constraints, d[0..N/2 - 1] read and written in
  * order with constraint C ("+f" for fp32, "+r" for int32 accumulators). */
+#define WG_REGS16 "{%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12"
+#define WG_REGS32                                                                                                    \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20"
 #define WG_REGS64                                                                                                    \
     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "                              \
     "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "                                        \
@@ -239,6 +242,8 @@ __device__ __forceinline__ void wg_wait()
     "%123, %124, %125, %126, %127}, "                                                                                \
     "{%128, %129, %130, %131}, %132"
 #define WG_D8(C, o) C(d[o]), C(d[o + 1]), C(d[o + 2]), C(d[o + 3]), C(d[o + 4]), C(d[o + 5]), C(d[o + 6]), C(d[o + 7])
+#define WG_D16(C) WG_D8(C, 0)
+#define WG_D32(C) WG_D8(C, 0), WG_D8(C, 8)
 #define WG_D64(C) WG_D8(C, 0), WG_D8(C, 8), WG_D8(C, 16), WG_D8(C, 24)
 #define WG_D128(C) WG_D64(C), WG_D8(C, 32), WG_D8(C, 40), WG_D8(C, 48), WG_D8(C, 56)
 #define WG_D256(C)                                                                                                   \
@@ -344,8 +349,11 @@ struct tile_form {
     const char *name;
     int tpw, bx;
 };
-constexpr tile_form kTiles[] = {{"128x256", 1, 256}, {"256x128", 2, 128}, {"128x128", 1, 128},
-                                {"512x64", 4, 64},   {"128x64", 1, 64}};
+constexpr tile_form kTiles[] = {{"128x256", 1, 256}, {"256x128", 2, 128}, {"128x128", 1, 128}, {"512x64", 4, 64},
+                                {"128x64", 1, 64},   {"512x32", 4, 32},   {"128x32", 1, 32},   {"512x16", 4, 16},
+                                {"128x16", 1, 16}};
+/* The QQQ kernel has the first five; the weight-only kernel all nine. */
+constexpr int kNTilesQqq = 5;
 constexpr int kNTiles = (int)(sizeof kTiles / sizeof kTiles[0]);
 
 /* Both kernels' default tile for (m, n, k), with kks k16 tiles per stage:
@@ -359,9 +367,10 @@ constexpr int kNTiles = (int)(sizeof kTiles / sizeof kTiles[0]);
  * parts per tile in the stream-K tail, whose partial sums (up to 128 KiB a
  * part) dominate small layers. Each kernel file gives its threshold and the
  * H200 sweep behind it. */
-int tile_default(int m, int n, int k, int kks, int narrow_stages)
+int tile_default(int m, int n, int k, int kks, int narrow_stages, int ntiles)
 {
-    const int wide = m <= 64 ? 3 : m <= 128 ? 1 : 0, narrow = m <= 64 ? 4 : 2;
+    int wide = m <= 64 ? 3 : m <= 128 ? 1 : 0, narrow = m <= 64 ? 4 : 2;
+    if (ntiles > 5 && m <= 32) wide = m <= 16 ? 7 : 5, narrow = wide + 1;
     const tile_form &w = kTiles[wide];
     const int64_t tiles = (int64_t)((m + w.bx - 1) / w.bx) * ((n / 64 + 2 * w.tpw - 1) / (2 * w.tpw));
     const int64_t steps = ((int64_t)k / 16 + kks - 1) / kks;
@@ -372,18 +381,19 @@ int tile_default(int m, int n, int k, int kks, int narrow_stages)
 /* The tile from environment variable `name`: one of kTiles by name; unset or
  * empty, tile_default; anything else is a usage error naming `kernel`. */
 qv_status tile_from_env(const char *name, const char *kernel, int m, int n, int k, int kks, int narrow_stages,
-                        int *tile)
+                        int ntiles, int *tile)
 {
     const char *s = getenv(name);
-    *tile = tile_default(m, n, k, kks, narrow_stages);
+    *tile = tile_default(m, n, k, kks, narrow_stages, ntiles);
     if (!s || !*s) return QV_OK;
-    for (int i = 0; i < kNTiles; i++)
+    for (int i = 0; i < ntiles; i++)
         if (!strcmp(s, kTiles[i].name)) {
             *tile = i;
             return QV_OK;
         }
-    return qv_fail(QV_ERR_USAGE, "%s=\"%s\": expected 128x256, 256x128, 128x128, 512x64 or 128x64 (columns x "
-                   "tokens of the %s's block), or unset for the default by M and layer size", name, s, kernel);
+    return qv_fail(QV_ERR_USAGE, "%s=\"%s\": expected 128x256, 256x128, 128x128, 512x64, 128x64%s (columns x "
+                   "tokens of the %s's block), or unset for the default by M and layer size", name, s,
+                   ntiles > 5 ? ", 512x32, 128x32, 512x16 or 128x16" : "", kernel);
 }
 
 } /* namespace */

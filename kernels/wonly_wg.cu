@@ -22,8 +22,9 @@
  *    k (one accumulator per output, no split K); output cast RNE.
  *
  * Structure: a persistent grid (one block per SM) walks the output tiles
- * (tile_cfg, columns x tokens: 128x256, 256x128, 128x128, 512x64 or 128x64,
- * by M and the layer's size unless QVET_WO_WG_TILE says: tile_from_env),
+ * (tile_cfg, columns x tokens: 128x256, 256x128, 128x128, 512x64, 128x64,
+ * 512x32, 128x32, 512x16 or 128x16, by M and the layer's size unless
+ * QVET_WO_WG_TILE says: tile_from_env),
  * tokens fastest, so the blocks working at one time share their weight
  * columns in L2. Each block is warp-specialized:
  *  - one producer warpgroup, of which one thread issues every copy (the
@@ -156,6 +157,10 @@ template <int N, bool IS_BF16> struct wg_mma;
         }                                                                                                            \
     };
 
+WG_MMA_SPEC(16, false, "f16", WG_REGS16, WG_D16("+f"))
+WG_MMA_SPEC(16, true, "bf16", WG_REGS16, WG_D16("+f"))
+WG_MMA_SPEC(32, false, "f16", WG_REGS32, WG_D32("+f"))
+WG_MMA_SPEC(32, true, "bf16", WG_REGS32, WG_D32("+f"))
 WG_MMA_SPEC(64, false, "f16", WG_REGS64, WG_D64("+f"))
 WG_MMA_SPEC(64, true, "bf16", WG_REGS64, WG_D64("+f"))
 WG_MMA_SPEC(128, false, "f16", WG_REGS128, WG_D128("+f"))
@@ -660,9 +665,9 @@ bool covers(const qv_variant *v, int m, int n, int k)
         v->scale_layout != QV_SCALE_TENSOR)
         return false;
     if (m < 1 || n < 64 || n % 64 || k < 16 || k % 16) return false;
-    /* N below 2^24, and the schedule's tile count (at most (m / 64) x
+    /* N below 2^24, and the schedule's tile count (at most (m / 16) x
      * (n / 128), over every token tile) within an int. */
-    return (n + 255) / 256 <= 65535 && ((int64_t)m + 63) / 64 * (n / 128 + 1) < ((int64_t)1 << 31);
+    return (n + 255) / 256 <= 65535 && ((int64_t)m + 15) / 16 * (n / 128 + 1) < ((int64_t)1 << 31);
 }
 
 /* The smallest M that takes the kernel by default, measured on the H200
@@ -670,8 +675,14 @@ bool covers(const qv_variant *v, int m, int n, int k)
  * slower at M = 32 and 64 on both models' blocks) and dequantize + cuBLAS
  * (wonly_dq.cu, slower at M = 512 and 1024 since the tensor-map producer and
  * the per-stage scale registers); at M <= 16 the small-M and mma kernels are
- * faster. Every row, group scales included. */
+ * faster, except on large layers from M = 9: with the 16-token tiles the
+ * kernel beat the mma kernel at M = 16 on every layer of at least 2^27
+ * weights (Llama-3-70B gate_up and down, 1.11-1.34x, the four rows of the
+ * tenth round's sweep) and lost on most smaller ones (Llama-3-70B qkv and o,
+ * Llama-2-7B: down to 0.73x). Every row, group scales included. */
 constexpr long kDefaultMinM = 17;
+constexpr long kLargeMinM = 9;
+constexpr int64_t kLargeWeights = (int64_t)1 << 27;
 
 /* QVET_WO_WG_MIN_M: kDefaultMinM when unset or empty, 0 (the path is off)
  * for "off", else the whole number >= 1 it holds. */
@@ -688,7 +699,8 @@ constexpr int kNarrowStages = 38;
 
 qv_status plan_tile(int m, int n, int k, int *tile)
 {
-    return tile_from_env("QVET_WO_WG_TILE", "wgmma weight-only kernel", m, n, k, kKs, kNarrowStages, tile);
+    return tile_from_env("QVET_WO_WG_TILE", "wgmma weight-only kernel", m, n, k, kKs, kNarrowStages, kNTiles,
+                         tile);
 }
 
 /* The kernel's tensor maps (every base 16-byte aligned and every row a
@@ -810,6 +822,10 @@ extern "C" qv_status qv_wonly_wg_wanted(const qv_variant *v, int m, int n, int k
     long min_m;
     *take = 0;
     QV_TRY(min_m_from_env(&min_m));
+    const char *set = getenv("QVET_WO_WG_MIN_M");
+    /* Unset: from kDefaultMinM, and from kLargeMinM on layers of at least
+     * kLargeWeights weights; a set value is the one threshold for all. */
+    if ((!set || !*set) && (int64_t)n * k >= kLargeWeights) min_m = kLargeMinM;
     *take = min_m >= 1 && m >= min_m && covers(v, m, n, k);
     return QV_OK;
 }
@@ -894,6 +910,10 @@ extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args 
     case 1: return bf ? launch_sm<true, 2, 128>(wt, p, pl.sc, act, stream) : launch_sm<false, 2, 128>(wt, p, pl.sc, act, stream);
     case 2: return bf ? launch_sm<true, 1, 128>(wt, p, pl.sc, act, stream) : launch_sm<false, 1, 128>(wt, p, pl.sc, act, stream);
     case 3: return bf ? launch_sm<true, 4, 64>(wt, p, pl.sc, act, stream) : launch_sm<false, 4, 64>(wt, p, pl.sc, act, stream);
-    default: return bf ? launch_sm<true, 1, 64>(wt, p, pl.sc, act, stream) : launch_sm<false, 1, 64>(wt, p, pl.sc, act, stream);
+    case 4: return bf ? launch_sm<true, 1, 64>(wt, p, pl.sc, act, stream) : launch_sm<false, 1, 64>(wt, p, pl.sc, act, stream);
+    case 5: return bf ? launch_sm<true, 4, 32>(wt, p, pl.sc, act, stream) : launch_sm<false, 4, 32>(wt, p, pl.sc, act, stream);
+    case 6: return bf ? launch_sm<true, 1, 32>(wt, p, pl.sc, act, stream) : launch_sm<false, 1, 32>(wt, p, pl.sc, act, stream);
+    case 7: return bf ? launch_sm<true, 4, 16>(wt, p, pl.sc, act, stream) : launch_sm<false, 4, 16>(wt, p, pl.sc, act, stream);
+    default: return bf ? launch_sm<true, 1, 16>(wt, p, pl.sc, act, stream) : launch_sm<false, 1, 16>(wt, p, pl.sc, act, stream);
     }
 }

@@ -261,6 +261,8 @@ START_TEST(env_refusals)
         {"QVET_AQ_WG_MIN_M", "abc"}, {"QVET_AQ_WG_MIN_M", "0"},    {"QVET_AQ_WG_MIN_M", "-3"},
         {"QVET_AQ_WG_MIN_M", "9x"},  {"QVET_AQ_WG_TILE", "64"},    {"QVET_AQ_WG_TILE", "128x256x"},
         {"QVET_AQ_WG_BLOCKS", "0"},  {"QVET_AQ_WG_BLOCKS", "265"}, {"QVET_AQ_WG_STREAMK", "2"},
+        /* the weight-only kernel's 32- and 16-token tiles, which this kernel lacks */
+        {"QVET_AQ_WG_TILE", "512x32"}, {"QVET_AQ_WG_TILE", "128x16"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         clear_env();

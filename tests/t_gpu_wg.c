@@ -19,7 +19,7 @@
  *              (normal, tiny, large): ref_verify against the certified truth
  *              (tensor-core fp32 accumulation in blocks of 16) must not FAIL;
  *    each in every block tile (QVET_WO_WG_TILE: 256x128, 512x64, 128x256,
- *    128x128, 128x64);
+ *    128x128, 128x64, 512x32, 128x32, 512x16, 128x16);
  *    every case asserts that the wgmma path takes it, launches twice on an
  *    output poisoned before each launch (qv_gpu_run) and must be bitwise
  *    identical, with nothing written past the output (the runner's guard);
@@ -109,8 +109,9 @@ static void route_to_wg(void)
 }
 
 /* Every block tile (QVET_WO_WG_TILE), columns x tokens. */
-#define N_TILES 5
-static const char *const token_tiles[N_TILES] = {"256x128", "512x64", "128x256", "128x128", "128x64"};
+#define N_TILES 9
+static const char *const token_tiles[N_TILES] = {"256x128", "512x64", "128x256", "128x128", "128x64",
+                                                 "512x32",  "128x32", "512x16",  "128x16"};
 
 START_TEST(registry_shapes)
 {
@@ -226,6 +227,14 @@ START_TEST(switch_and_refusals)
     ck_assert_int_eq(take, 1);
     ck_assert_int_eq(qv_wonly_wg_wanted(w4, 16, 4096, 4096, &take), QV_OK);
     ck_assert_int_eq(take, 0);
+    /* ... and from M = 9 on layers of 2^27 weights or more (Llama-3-70B
+     * down: 8192 x 28672 = 1.75 x 2^27; qkv: 10240 x 8192 = 0.625 x 2^27). */
+    ck_assert_int_eq(qv_wonly_wg_wanted(w4, 9, 8192, 28672, &take), QV_OK);
+    ck_assert_int_eq(take, 1);
+    ck_assert_int_eq(qv_wonly_wg_wanted(w4, 8, 8192, 28672, &take), QV_OK);
+    ck_assert_int_eq(take, 0);
+    ck_assert_int_eq(qv_wonly_wg_wanted(w4, 16, 10240, 8192, &take), QV_OK);
+    ck_assert_int_eq(take, 0);
     /* ... with or without group scales, at every M above. */
     const qv_variant *ch = qv_variant_find("marlin-w4a16-ch-f16");
     ck_assert_ptr_nonnull(ch);
@@ -245,9 +254,11 @@ START_TEST(switch_and_refusals)
     ck_assert_int_eq(qv_wonly_wg_wanted(ch, 1024, 4096, 4096, &take), QV_OK);
     ck_assert_int_eq(take, 0);
 
-    /* A threshold: M below it stays off, M at it is taken. */
+    /* A threshold: M below it stays off, M at it is taken, on every layer. */
     ck_assert_int_eq(setenv("QVET_WO_WG_MIN_M", "64", 1), 0);
     ck_assert_int_eq(qv_wonly_wg_wanted(w4, 63, 4096, 4096, &take), QV_OK);
+    ck_assert_int_eq(take, 0);
+    ck_assert_int_eq(qv_wonly_wg_wanted(w4, 16, 8192, 28672, &take), QV_OK);
     ck_assert_int_eq(take, 0);
     ck_assert_int_eq(qv_wonly_wg_wanted(w4, 64, 4096, 4096, &take), QV_OK);
     ck_assert_int_eq(take, 1);
@@ -312,6 +323,18 @@ START_TEST(switch_and_refusals)
     ck_assert_int_eq(unsetenv("QVET_WO_WG_TILE"), 0);
     ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 128, 10240, 8192), 40);
     ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 129, 10240, 8192), 80);
+    /* Up to M = 32 the tokens are 32, up to 16 they are 16 (512x32 and
+     * 512x16 wide, 128x32 and 128x16 narrow): qkv at M = 32 and 16 has 20
+     * wide tiles x 128 stages = 2560, so 80 narrow ones (20 with 512x16
+     * forced); gate_up (N = 57344) at M = 16 has 112 wide tiles, fewer than
+     * 115.5 but 112 x 128 = 14336 stages, so it stays wide, all shared. */
+    ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 32, 10240, 8192), 80);
+    ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 16, 10240, 8192), 80);
+    ck_assert_int_eq(setenv("QVET_WO_WG_TILE", "512x16", 1), 0);
+    ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 16, 10240, 8192), 20);
+    ck_assert_int_eq(unsetenv("QVET_WO_WG_TILE"), 0);
+    ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 16, 57344, 8192), 112);
+    ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 17, 57344, 8192), 112);
 
     free(wonly_env_set("QVET_WO_WG_MIN_M", saved));
     free(saved);
