@@ -678,8 +678,8 @@ bool covers(const qv_variant *v, int m, int n, int k)
  * faster, except on large layers from M = 9: with the 16-token tiles the
  * kernel beat the mma kernel at M = 16 on every layer of at least 2^27
  * weights (Llama-3-70B gate_up and down, 1.11-1.34x, the four rows of the
- * tenth round's sweep) and lost on most smaller ones (Llama-3-70B qkv and o,
- * Llama-2-7B: down to 0.73x). Every row, group scales included. */
+ * tenth round's sweep) and lost on 16 of 24 smaller layer points (Llama-3-70B
+ * qkv and o, Llama-2-7B: down to 0.73x). Every row, group scales included. */
 constexpr long kDefaultMinM = 17;
 constexpr long kLargeMinM = 9;
 constexpr int64_t kLargeWeights = (int64_t)1 << 27;
