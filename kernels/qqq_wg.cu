@@ -458,14 +458,9 @@ struct qwg_plan {
 
 qv_status plan(int m, int n, int k, qwg_plan *pl)
 {
-    long blocks, streamk;
     QV_TRY(plan_tile(m, n, k, &pl->tile));
-    QV_TRY(env_whole("QVET_AQ_WG_BLOCKS", 1, kMaxBlocks, kPlanBlocks, false,
-                     "blocks of the QQQ wgmma kernel's persistent grid", &blocks));
-    QV_TRY(env_whole("QVET_AQ_WG_STREAMK", 0, 1, 1, false, "1: share the last round of tiles along K, 0: keep it "
-                     "whole", &streamk));
-    const tile_form &t = kTiles[pl->tile];
-    pl->sc = plan_sched(m, n, k, t.tpw, t.bx, kKs, (int)blocks, streamk != 0);
+    QV_TRY(plan_grid("QVET_AQ_WG_BLOCKS", "QVET_AQ_WG_STREAMK", "QQQ wgmma kernel", m, n, k, kTiles[pl->tile], kKs,
+                     &pl->sc));
     pl->partial_off = AQ_COUNTERS_BYTES;
     pl->bytes = pl->sc.sk_tiles > 0 ? AQ_COUNTERS_BYTES + (size_t)2 * pl->sc.grid * kTileFloats * sizeof(int) : 0;
     return QV_OK;

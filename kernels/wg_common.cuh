@@ -18,6 +18,7 @@
 #include <cuda_runtime.h>
 #include <cudaTypedefs.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -355,6 +356,23 @@ constexpr tile_form kTiles[] = {{"128x256", 1, 256}, {"256x128", 2, 128}, {"128x
 /* The QQQ kernel has the first five; the weight-only kernel all nine. */
 constexpr int kNTilesQqq = 5;
 constexpr int kNTiles = (int)(sizeof kTiles / sizeof kTiles[0]);
+
+/* The schedule of an (m, n, k) problem in tile t with kks k16 tiles per
+ * stage, on as many blocks as environment variable blocks_var says (1 to
+ * kMaxBlocks; unset, kPlanBlocks), with the stream-K tail unless streamk_var
+ * is 0 (for comparisons); other values are usage errors naming the kernel. */
+qv_status plan_grid(const char *blocks_var, const char *streamk_var, const char *kernel, int m, int n, int k,
+                    const tile_form &t, int kks, wg_sched *sc)
+{
+    char what[160];
+    long blocks, streamk;
+    snprintf(what, sizeof what, "blocks of the %s's persistent grid", kernel);
+    QV_TRY(env_whole(blocks_var, 1, kMaxBlocks, kPlanBlocks, false, what, &blocks));
+    QV_TRY(env_whole(streamk_var, 0, 1, 1, false, "1: share the last round of tiles along K, 0: keep it whole",
+                     &streamk));
+    *sc = plan_sched(m, n, k, t.tpw, t.bx, kks, (int)blocks, streamk != 0);
+    return QV_OK;
+}
 
 /* Both kernels' default tile for (m, n, k), with kks k16 tiles per stage:
  * the token count that holds m (64 up to M = 64, 128 up to 128, else 256:

@@ -752,13 +752,9 @@ struct wg_plan {
 
 qv_status plan(const qv_variant *v, int m, int n, int k, wg_plan *pl)
 {
-    long blocks, streamk;
     QV_TRY(plan_tile(m, n, k, &pl->tile));
-    QV_TRY(env_whole("QVET_WO_WG_BLOCKS", 1, kMaxBlocks, kPlanBlocks, false,
-                     "blocks of the wgmma kernel's persistent grid", &blocks));
-    QV_TRY(env_whole("QVET_WO_WG_STREAMK", 0, 1, 1, false, "1: share the last round of tiles along K, 0: keep it "
-                     "whole", &streamk));
-    pl->sc = plan_sched(m, n, k, kTiles[pl->tile].tpw, kTiles[pl->tile].bx, kKs, (int)blocks, streamk != 0);
+    QV_TRY(plan_grid("QVET_WO_WG_BLOCKS", "QVET_WO_WG_STREAMK", "wgmma weight-only kernel", m, n, k,
+                     kTiles[pl->tile], kKs, &pl->sc));
     size_t off = qv_wonly_counters_bytes(n);
     pl->aperm_off = off;
     if (v->act_order) off += align256((size_t)m * (size_t)k * 2);
