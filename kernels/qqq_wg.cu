@@ -502,15 +502,23 @@ qv_status launch_kernel(const qwg_params &p, const wg_sched &sc, cudaStream_t st
     return QV_OK;
 }
 
+/* Tile kTiles[I] (of the first kNTilesQqq), its shape taken from the table. */
+template <int I, bool GROUP>
+qv_status launch_form(const qwg_params &p, const wg_sched &sc, cudaStream_t stream)
+{
+    static_assert(I < kNTilesQqq, "a tile of this kernel");
+    return launch_kernel<kTiles[I].tpw, kTiles[I].bx, GROUP>(p, sc, stream);
+}
+
 template <bool GROUP>
 qv_status launch_tile(int tile, const qwg_params &p, const wg_sched &sc, cudaStream_t stream)
 {
     switch (tile) {
-    case 0: return launch_kernel<1, 256, GROUP>(p, sc, stream);
-    case 1: return launch_kernel<2, 128, GROUP>(p, sc, stream);
-    case 2: return launch_kernel<1, 128, GROUP>(p, sc, stream);
-    case 3: return launch_kernel<4, 64, GROUP>(p, sc, stream);
-    default: return launch_kernel<1, 64, GROUP>(p, sc, stream);
+    case 0: return launch_form<0, GROUP>(p, sc, stream);
+    case 1: return launch_form<1, GROUP>(p, sc, stream);
+    case 2: return launch_form<2, GROUP>(p, sc, stream);
+    case 3: return launch_form<3, GROUP>(p, sc, stream);
+    default: return launch_form<4, GROUP>(p, sc, stream);
     }
 }
 

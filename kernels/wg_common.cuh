@@ -50,7 +50,10 @@ constexpr int kSmemMax = 227 * 1024;
  *            every dequantized weight serves twice as many tokens.
  *   TPW = 1, BX = 64 or 128: 128 columns x 64 or 128 tokens, four or two
  *            times as many tiles as the full-register forms of those tokens
- *            (small layers: fewer parts per tile in the stream-K tail). */
+ *            (small layers: fewer parts per tile in the stream-K tail).
+ *   TPW = 4 or 1, BX = 32 or 16 (weight-only kernel): 512 or 128 columns x
+ *            32 or 16 tokens, so that M <= 32 does not pay for 64 tokens'
+ *            tensor work. */
 template <int TPW, int BX = 256 / TPW> struct tile_cfg {
     static_assert(TPW == 1 || TPW == 2 || TPW == 4, "one, two or four m64 tiles per warpgroup");
     static_assert((BX == 16 || BX == 32 || BX == 64 || BX == 128 || BX == 256) && TPW * BX <= 256,
@@ -375,15 +378,16 @@ qv_status plan_grid(const char *blocks_var, const char *streamk_var, const char 
 }
 
 /* Both kernels' default tile for (m, n, k), with kks k16 tiles per stage:
- * the token count that holds m (64 up to M = 64, 128 up to 128, else 256:
+ * the token count that holds m (with all nine tiles, ntiles > 5, 16 up to
+ * M = 16 and 32 up to 32; then 64 up to M = 64, 128 up to 128, else 256:
  * the H200, eighth round, weight-only: 256 fastest at M = 256-1024, the 64-
  * and 128-token tiles 1.6-2.7x faster than 256 at M = 64 and 128) in its
- * wide form (512x64, 256x128, 128x256), unless that form has fewer tiles
- * than 7/8 of the 132 blocks and gives each block fewer than narrow_stages
- * stages of work (tiles x stages < narrow_stages x 132): then the narrow form
- * (128x64, 128x128, 128x128), with two or four times the tiles and so fewer
- * parts per tile in the stream-K tail, whose partial sums (up to 128 KiB a
- * part) dominate small layers. Each kernel file gives its threshold and the
+ * wide form (512x16, 512x32, 512x64, 256x128, 128x256), unless that form has
+ * fewer tiles than 7/8 of the 132 blocks and gives each block fewer than
+ * narrow_stages stages of work (tiles x stages < narrow_stages x 132): then
+ * the narrow form (128x16, 128x32, 128x64, 128x128, 128x128), with two or
+ * four times the tiles and so fewer parts per tile in the stream-K tail,
+ * whose partial sums (up to 128 KiB a part) dominate small layers. Each kernel file gives its threshold and the
  * H200 sweep behind it. */
 int tile_default(int m, int n, int k, int kks, int narrow_stages, int ntiles)
 {
@@ -404,14 +408,18 @@ qv_status tile_from_env(const char *name, const char *kernel, int m, int n, int 
     const char *s = getenv(name);
     *tile = tile_default(m, n, k, kks, narrow_stages, ntiles);
     if (!s || !*s) return QV_OK;
-    for (int i = 0; i < ntiles; i++)
+    char names[128] = "";
+    for (int i = 0; i < ntiles; i++) {
         if (!strcmp(s, kTiles[i].name)) {
             *tile = i;
             return QV_OK;
         }
-    return qv_fail(QV_ERR_USAGE, "%s=\"%s\": expected 128x256, 256x128, 128x128, 512x64, 128x64%s (columns x "
-                   "tokens of the %s's block), or unset for the default by M and layer size", name, s,
-                   ntiles > 5 ? ", 512x32, 128x32, 512x16 or 128x16" : "", kernel);
+        const size_t used = strlen(names);
+        snprintf(names + used, sizeof names - used, "%s%s", i == 0 ? "" : i == ntiles - 1 ? " or " : ", ",
+                 kTiles[i].name);
+    }
+    return qv_fail(QV_ERR_USAGE, "%s=\"%s\": expected %s (columns x tokens of the %s's block), or unset for the "
+                   "default by M and layer size", name, s, names, kernel);
 }
 
 } /* namespace */

@@ -137,7 +137,8 @@ struct wg_params {
 };
 
 /* D (64 x N, fp32) += A (64 x 16, registers) . B (16 x N, shared memory
- * through `desc_b`), wgmma m64nNk16 with fp32 accumulation, N = 64, 128 or 256.
+ * through `desc_b`), wgmma m64nNk16 with fp32 accumulation, N = 16, 32, 64, 128
+ * or 256 (the tile's tokens).
  * a[0..3]: this warp's 16 rows as the m16n8k16 A fragment; d[4j + {0,1}]: row
  * lane/4, tokens 8j + 2(lane%4) + {0,1}; d[4j + {2,3}]: the same tokens of
  * row lane/4 + 8. Operands after B: scale-d 1 (accumulate), imm-scale-a/b 1
@@ -811,6 +812,15 @@ qv_status launch_sm(int wt, const wg_params &p, const wg_sched &sc, const void *
     return launch_wt<BF, TPW, BX, SM_TILE>(wt, p, sc, a, stream);
 }
 
+/* Tile kTiles[I], its shape taken from the table. */
+template <int I>
+qv_status launch_form(bool bf, int wt, const wg_params &p, const wg_sched &sc, const void *a, cudaStream_t stream)
+{
+    static_assert(I < kNTiles, "a tile of the table");
+    constexpr int TPW = kTiles[I].tpw, BX = kTiles[I].bx;
+    return bf ? launch_sm<true, TPW, BX>(wt, p, sc, a, stream) : launch_sm<false, TPW, BX>(wt, p, sc, a, stream);
+}
+
 } /* namespace */
 
 extern "C" qv_status qv_wonly_wg_wanted(const qv_variant *v, int m, int n, int k, int *take)
@@ -902,14 +912,14 @@ extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args 
     const bool bf = v->afmt == QV_FMT_BF16;
     const int wt = weight_type(v);
     switch (pl.tile) {
-    case 0: return bf ? launch_sm<true, 1, 256>(wt, p, pl.sc, act, stream) : launch_sm<false, 1, 256>(wt, p, pl.sc, act, stream);
-    case 1: return bf ? launch_sm<true, 2, 128>(wt, p, pl.sc, act, stream) : launch_sm<false, 2, 128>(wt, p, pl.sc, act, stream);
-    case 2: return bf ? launch_sm<true, 1, 128>(wt, p, pl.sc, act, stream) : launch_sm<false, 1, 128>(wt, p, pl.sc, act, stream);
-    case 3: return bf ? launch_sm<true, 4, 64>(wt, p, pl.sc, act, stream) : launch_sm<false, 4, 64>(wt, p, pl.sc, act, stream);
-    case 4: return bf ? launch_sm<true, 1, 64>(wt, p, pl.sc, act, stream) : launch_sm<false, 1, 64>(wt, p, pl.sc, act, stream);
-    case 5: return bf ? launch_sm<true, 4, 32>(wt, p, pl.sc, act, stream) : launch_sm<false, 4, 32>(wt, p, pl.sc, act, stream);
-    case 6: return bf ? launch_sm<true, 1, 32>(wt, p, pl.sc, act, stream) : launch_sm<false, 1, 32>(wt, p, pl.sc, act, stream);
-    case 7: return bf ? launch_sm<true, 4, 16>(wt, p, pl.sc, act, stream) : launch_sm<false, 4, 16>(wt, p, pl.sc, act, stream);
-    default: return bf ? launch_sm<true, 1, 16>(wt, p, pl.sc, act, stream) : launch_sm<false, 1, 16>(wt, p, pl.sc, act, stream);
+    case 0: return launch_form<0>(bf, wt, p, pl.sc, act, stream);
+    case 1: return launch_form<1>(bf, wt, p, pl.sc, act, stream);
+    case 2: return launch_form<2>(bf, wt, p, pl.sc, act, stream);
+    case 3: return launch_form<3>(bf, wt, p, pl.sc, act, stream);
+    case 4: return launch_form<4>(bf, wt, p, pl.sc, act, stream);
+    case 5: return launch_form<5>(bf, wt, p, pl.sc, act, stream);
+    case 6: return launch_form<6>(bf, wt, p, pl.sc, act, stream);
+    case 7: return launch_form<7>(bf, wt, p, pl.sc, act, stream);
+    default: return launch_form<8>(bf, wt, p, pl.sc, act, stream);
     }
 }
