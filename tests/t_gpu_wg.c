@@ -301,10 +301,10 @@ START_TEST(switch_and_refusals)
     }
     ck_assert_int_eq(unsetenv("QVET_WO_WG_BLOCKS"), 0);
     /* The schedule (no CUDA call), derived by hand: the default tile has the
-     * tokens that hold M (64, 128, else 256) in its wide form (512x64,
-     * 256x128, 128x256) unless that has fewer than 115.5 tiles and fewer than
-     * 38 x 132 = 5016 tile-stages of 64 k, then its narrow form (128x64,
-     * 128x128). Llama-3-70B qkv at M = 1024: 4 x 80 = 320 wide tiles on 132
+     * tokens that hold M (16, 32, 64, 128, else 256) in its wide form
+     * (512x16, 512x32, 512x64, 256x128, 128x256) unless that has fewer than
+     * 115.5 tiles and fewer than 38 x 132 = 5016 tile-stages of 64 k, then
+     * its narrow form (128x16, 128x32, 128x64, 128x128). Llama-3-70B qkv at M = 1024: 4 x 80 = 320 wide tiles on 132
      * blocks, two whole rounds and a tail of 56 tiles shared along K; o's
      * 4 x 64 = 256 tiles leave 124 for the last round, which stays whole;
      * Llama-2-7B o at M = 256: 32 wide tiles x 64 stages = 2048, so 2 x 32
