@@ -121,6 +121,27 @@ template <int WT> struct small_traits {
     static constexpr int chunk_vecs = 32 * vecs;  /* 16-byte words per (k16 tile, 64-column chunk) */
 };
 
+/* Whether a full ring stage runs as one straight line of kRps tiles (the K
+ * loop) for weight type WT with (g) or without group scales; otherwise its
+ * rows run one by one. Build-time switches for measurements:
+ * -DQV_WO_SMALL_FAST_GROUPED=0/1 (4-bit codes with group scales),
+ * -DQV_WO_SMALL_FAST_8BIT=0/1 (8-bit codes without them; with them they run
+ * row by row). Same-run A/B on the H200 (2026-12-02, bench/RESULTS.md
+ * eleventh round), Llama-3-70B block, µs, against the build whose tiles still
+ * branched on the scale layout: w4a16-g128-f16 M = 1 212 -> 182, M = 16 277
+ * -> 247; w4a16-ch-f16 M = 1 160 -> 156, M = 16 228 -> 221; fp8a16-tensor-f16
+ * straight-line M = 16 315 -> 310 (row by row 311). */
+#ifndef QV_WO_SMALL_FAST_GROUPED
+#define QV_WO_SMALL_FAST_GROUPED 1
+#endif
+#ifndef QV_WO_SMALL_FAST_8BIT
+#define QV_WO_SMALL_FAST_8BIT 1
+#endif
+template <int WT> __host__ __device__ constexpr bool stage_fast(bool g)
+{
+    return small_traits<WT>::four ? !g || QV_WO_SMALL_FAST_GROUPED : !g && QV_WO_SMALL_FAST_8BIT;
+}
+
 struct small_params {
     const uint16_t *a;       /* (m, k) fp16/bf16 codes, row-major, logical column order */
     const int32_t *perm;     /* act_order: (k) logical column of sorted row i; NULL otherwise */
@@ -442,8 +463,63 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     uint32_t zc[CPW == 1 ? 8 : 1][2];
     int cur_grp = -1;
 
-    /* One k16 tile: tl is its index in the slice, w the lane's weight words. */
-    auto compute_tile = [&](int tl, const uint4 (&w)[VW]) {
+    /* The group scales (and zero points) of k16 tile tl, read from shared
+     * memory into sc / zw / zc when tl starts a group other than the current
+     * one. Called before compute_tile on grouped rows: per tile in the
+     * general loop, once per stage when the stage lies in one group. */
+    auto group_of_tile = [&](int tl) {
+        const int grp = (kt_begin + tl) >> p.g_shift;
+        if (grp != cur_grp) {
+            cur_grp = grp;
+            const unsigned char *srow = smem + L.s_off + (grp - grp_begin) * BN * 2;
+#pragma unroll
+            for (int c = 0; c < CPW; c++) {
+                const int local = (warp * CPW + c) * 64; /* the chunk's first column in the block */
+                /* scale_perm puts column 8*j8 + lane/4 of a chunk at position
+                 * 8*(lane/4) + j8: one 16-byte vector per lane. A single group
+                 * (k == g) is stored in the channel order instead. */
+#ifdef QV_MUTANT_gpu_wo_small_scale_perm
+                /* Mutant (class 2): scale_perm_single read where scale_perm was stored. */
+                const bool single = true;
+#else
+                const bool single = p.grp_single;
+#endif
+                if (!single) {
+                    const uint4 sv = *reinterpret_cast<const uint4 *>(srow + (local + 8 * (lane >> 2)) * 2);
+                    const uint32_t s4[4] = {sv.x, sv.y, sv.z, sv.w};
+#pragma unroll
+                    for (int j8 = 0; j8 < 8; j8++)
+                        sc[c][j8] = qv_h2<IS_BF16>::dup((s4[j8 >> 1] >> (16 * (j8 & 1))) & 0xFFFFu);
+                } else {
+                    const uint16_t *s16 = reinterpret_cast<const uint16_t *>(srow);
+#pragma unroll
+                    for (int j8 = 0; j8 < 8; j8++)
+                        sc[c][j8] = qv_h2<IS_BF16>::dup(s16[single_perm_index(local + 8 * j8 + (lane >> 2))]);
+                }
+                if (WT == WT_FP8) {
+                    /* Exact: s * 2^s_pow2 * 2^-s_pow2 = s, a half-precision value. */
+#pragma unroll
+                    for (int j8 = 0; j8 < 8; j8++) sc[c][j8] = qv_h2<IS_BF16>::mul(sc[c][j8], p.unbias_h2);
+                }
+                if (kZp) {
+                    zw[c] = *reinterpret_cast<const uint32_t *>(
+                        smem + L.z_off + (grp - grp_begin) * (BN / 8) * 4 + (local / 8 + (lane >> 2)) * 4);
+                    if constexpr (CPW == 1) {
+#pragma unroll
+                        for (int j8 = 0; j8 < 8; j8++) qv_dq4_consts<IS_BF16>(zero_nibble(zw[0], j8), zc[j8]);
+                    }
+                }
+            }
+        }
+    };
+
+    /* One k16 tile: tl is its index in the slice, w the lane's weight words;
+     * G: the group scales multiply the fragments. Every call passes G as a
+     * literal, so that once inlined a tile's code has no branch on the scale
+     * layout: ptxas schedules only within a basic block, and the loops below
+     * run several tiles as one straight line. (A generic lambda with a
+     * compile-time tag here crashes the CUDA 13.0 front end.) */
+    auto compute_tile = [&](int tl, const uint4 (&w)[VW], const bool G) {
         uint32_t af[4];
         {
             const unsigned addr = a_addr0 + tl * a_step;
@@ -456,57 +532,8 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                              : "=r"(af[0]), "=r"(af[1]), "=r"(af[2]), "=r"(af[3])
                              : "r"(addr));
         }
-        if (grouped) {
-            const int grp = (kt_begin + tl) >> p.g_shift;
-            if (grp != cur_grp) {
-                cur_grp = grp;
-                const unsigned char *srow = smem + L.s_off + (grp - grp_begin) * BN * 2;
-#pragma unroll
-                for (int c = 0; c < CPW; c++) {
-                    const int local = (warp * CPW + c) * 64; /* the chunk's first column in the block */
-                    /* scale_perm puts column 8*j8 + lane/4 of a chunk at position
-                     * 8*(lane/4) + j8: one 16-byte vector per lane. A single group
-                     * (k == g) is stored in the channel order instead. */
-#ifdef QV_MUTANT_gpu_wo_small_scale_perm
-                    /* Mutant (class 2): scale_perm_single read where scale_perm was stored. */
-                    const bool single = true;
-#else
-                    const bool single = p.grp_single;
-#endif
-                    if (!single) {
-                        const uint4 sv = *reinterpret_cast<const uint4 *>(srow + (local + 8 * (lane >> 2)) * 2);
-                        const uint32_t s4[4] = {sv.x, sv.y, sv.z, sv.w};
-#pragma unroll
-                        for (int j8 = 0; j8 < 8; j8++)
-                            sc[c][j8] = qv_h2<IS_BF16>::dup((s4[j8 >> 1] >> (16 * (j8 & 1))) & 0xFFFFu);
-                    } else {
-                        const uint16_t *s16 = reinterpret_cast<const uint16_t *>(srow);
-#pragma unroll
-                        for (int j8 = 0; j8 < 8; j8++)
-                            sc[c][j8] = qv_h2<IS_BF16>::dup(s16[single_perm_index(local + 8 * j8 + (lane >> 2))]);
-                    }
-                    if (WT == WT_FP8) {
-                        /* Exact: s * 2^s_pow2 * 2^-s_pow2 = s, a half-precision value. */
-#pragma unroll
-                        for (int j8 = 0; j8 < 8; j8++) sc[c][j8] = qv_h2<IS_BF16>::mul(sc[c][j8], p.unbias_h2);
-                    }
-                    if (kZp) {
-                        zw[c] = *reinterpret_cast<const uint32_t *>(
-                            smem + L.z_off + (grp - grp_begin) * (BN / 8) * 4 + (local / 8 + (lane >> 2)) * 4);
-                        if constexpr (CPW == 1) {
-#pragma unroll
-                            for (int j8 = 0; j8 < 8; j8++) qv_dq4_consts<IS_BF16>(zero_nibble(zw[0], j8), zc[j8]);
-                        }
-                    }
-                }
-            }
-        }
-        /* The chunks' products; G: group scales multiply the fragments. Two
-         * copies of the body, chosen once per tile, so that the channel and
-         * tensor scalings run without a branch per fragment (ptxas schedules
-         * only within a basic block). */
-        auto chunks = [&](auto g_tag) {
-        constexpr bool G = decltype(g_tag)::value;
+        /* The chunks' products; G: group scales multiply the fragments (zero
+         * points come only with group scales, the AWQ rows). */
 #pragma unroll
         for (int c = 0; c < CPW; c++) {
             const uint4 *wc = w + c * T::vecs;
@@ -533,7 +560,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                 } else {
                     qv_dqfp8<IS_BF16>(bw[j8], bf);
                 }
-                if constexpr (G) {
+                if (G) {
                     bf[0] = qv_h2<IS_BF16>::mul(bf[0], sc[c][j8]);
                     bf[1] = qv_h2<IS_BF16>::mul(bf[1], sc[c][j8]);
                 }
@@ -561,12 +588,6 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                 }
             }
         }
-        };
-        /* Zero points come only with group scales (the AWQ rows). */
-        if (kZp || grouped)
-            chunks(std::true_type{});
-        else
-            chunks(std::false_type{});
     };
 
     /* 3. The K loop: wait for each stage, run the warp's chunk(s) of its rows,
@@ -587,27 +608,37 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                         cur[v] = *reinterpret_cast<const uint4 *>(stage + r * kRowBytes +
                                                                   ((v / T::vecs) * T::chunk_vecs + v % T::vecs) * 16);
                 };
-                if (T::four && !grouped && rows == kRps) {
-                    /* A full stage of 4-bit codes with channel or tensor
-                     * scales: every row's words loaded first, then the rows'
-                     * products, in one straight-line block, so the
-                     * shared-memory latency overlaps the first rows' math.
-                     * H200, 2026-11-30, Llama-3-70B w4a16-ch, µs: M = 1
-                     * 164.3-165.8 against 169.3, M = 4 174.9 / 181.1, M =
-                     * 16 227.4-229.9 / 235.7; with group scales, or 8-bit
-                     * codes (2 rows per stage), it lost 2-6 %. */
-                    uint4 cur[kRps][VW];
+                /* A full stage in one group (or without group scales): every
+                 * row's words loaded first, then the rows' products, in one
+                 * straight-line block, so that the shared-memory latency
+                 * overlaps the first rows' math; the stage's group scales are
+                 * read once, before it. Otherwise row by row, the group
+                 * scales checked per tile. The scale layout is a compile-time
+                 * tag in both (compute_tile). */
+                const int t0 = st * rps;
+                const bool one_group =
+                    !grouped || ((kt_begin + t0) >> p.g_shift) == ((kt_begin + t0 + rps - 1) >> p.g_shift);
+                auto run_stage = [&](const bool G) {
+                    if (stage_fast<WT>(G) && rows == kRps && one_group) {
+                        uint4 cur[kRps][VW];
 #pragma unroll
-                    for (int r = 0; r < kRps; r++) load_row(r, cur[r]);
+                        for (int r = 0; r < kRps; r++) load_row(r, cur[r]);
+                        if (G) group_of_tile(t0);
 #pragma unroll
-                    for (int r = 0; r < kRps; r++) compute_tile(st * kRps + r, cur[r]);
-                } else {
-                    for (int r = 0; r < rows; r++) {
-                        uint4 cur[VW];
-                        load_row(r, cur);
-                        compute_tile(st * rps + r, cur);
+                        for (int r = 0; r < kRps; r++) compute_tile(t0 + r, cur[r], G);
+                    } else {
+                        for (int r = 0; r < rows; r++) {
+                            uint4 cur[VW];
+                            load_row(r, cur);
+                            if (G) group_of_tile(t0 + r);
+                            compute_tile(t0 + r, cur, G);
+                        }
                     }
-                }
+                };
+                if (kZp || grouped) /* zero points come only with group scales */
+                    run_stage(true);
+                else
+                    run_stage(false);
             }
             if (st + kStages < n_stages) {
                 __syncthreads();
