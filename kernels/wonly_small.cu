@@ -74,8 +74,11 @@
 namespace {
 
 /* Weight code families, how the scale enters, and the epilogue scale's storage
- * (the same meanings as in wonly.cu). */
-enum { WT_INT4 = 0, WT_INT8 = 1, WT_FP8 = 2, WT_INT4_ZP = 3 };
+ * (the same meanings as in wonly.cu). Here 4-bit symmetric codes come in two
+ * kernels, WT_INT4 with channel or tensor scales and WT_INT4_G with group
+ * scales, so that each has only its own scale layout's code (registers and
+ * schedule); 8-bit codes read the layout at run time. */
+enum { WT_INT4 = 0, WT_INT8 = 1, WT_FP8 = 2, WT_INT4_ZP = 3, WT_INT4_G = 4 };
 enum { SC_GROUP = 0, SC_CHANNEL = 1, SC_TENSOR = 2 };
 enum { SF_F16 = 0, SF_BF16 = 1, SF_F32 = 2 };
 
@@ -116,7 +119,7 @@ constexpr int kPeerBatch = 8;
  * (4-bit: one word holds the lane's fragments of the chunk's 8 n8 tiles; 8-bit:
  * two words). */
 template <int WT> struct small_traits {
-    static constexpr bool four = WT == WT_INT4 || WT == WT_INT4_ZP;
+    static constexpr bool four = WT == WT_INT4 || WT == WT_INT4_G || WT == WT_INT4_ZP;
     static constexpr int vecs = four ? 1 : 2;
     static constexpr int chunk_vecs = 32 * vecs;  /* 16-byte words per (k16 tile, 64-column chunk) */
 };
@@ -125,21 +128,31 @@ template <int WT> struct small_traits {
  * loop) for weight type WT with (g) or without group scales; otherwise its
  * rows run one by one. Build-time switches for measurements:
  * -DQV_WO_SMALL_FAST_GROUPED=0/1 (4-bit codes with group scales),
- * -DQV_WO_SMALL_FAST_8BIT=0/1 (8-bit codes without them; with them they run
- * row by row). Same-run A/B on the H200 (2026-12-02, bench/RESULTS.md
- * eleventh round), Llama-3-70B block, µs, against the build whose tiles still
- * branched on the scale layout: w4a16-g128-f16 M = 1 212 -> 182, M = 16 277
- * -> 247; w4a16-ch-f16 M = 1 160 -> 156, M = 16 228 -> 221; fp8a16-tensor-f16
- * straight-line M = 16 315 -> 310 (row by row 311). */
+ * -DQV_WO_SMALL_FAST_8BIT=0/1 (8-bit codes without them),
+ * -DQV_WO_SMALL_FAST_8BIT_GROUPED=0/1 (8-bit codes with them). Same-run A/Bs
+ * on the H200 (2026-12-02, bench/RESULTS.md eleventh round, Llama-3-70B
+ * block, µs):
+ *  - against the build whose tiles still branched on the scale layout:
+ *    w4a16-g128-f16 M = 1 210.5 -> 180.2, M = 16 276.4 -> 247.0;
+ *    w4a16-ch-f16 157.9 -> 153.5 and 226.6 -> 219.9; fp8a16-tensor-f16 8-bit
+ *    stages in one line M = 16 308.9 -> 305.4;
+ *  - g = 32 in two halves, with the 4-bit kernels split by scale layout:
+ *    w4a16-g32-f16 M = 1 214.8 -> 202.5 (the other rows within 1.5 %; in one
+ *    kernel with the channel-scale rows those lost 1-2 %);
+ *  - 8-bit stages with group scales in one line: -2 to +1 %, so off. */
 #ifndef QV_WO_SMALL_FAST_GROUPED
 #define QV_WO_SMALL_FAST_GROUPED 1
 #endif
 #ifndef QV_WO_SMALL_FAST_8BIT
 #define QV_WO_SMALL_FAST_8BIT 1
 #endif
+#ifndef QV_WO_SMALL_FAST_8BIT_GROUPED
+#define QV_WO_SMALL_FAST_8BIT_GROUPED 0
+#endif
 template <int WT> __host__ __device__ constexpr bool stage_fast(bool g)
 {
-    return small_traits<WT>::four ? !g || QV_WO_SMALL_FAST_GROUPED : !g && QV_WO_SMALL_FAST_8BIT;
+    return small_traits<WT>::four ? !g || QV_WO_SMALL_FAST_GROUPED
+                                  : g ? QV_WO_SMALL_FAST_8BIT_GROUPED : QV_WO_SMALL_FAST_8BIT;
 }
 
 struct small_params {
@@ -335,7 +348,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     const int kt_begin = blockIdx.y * p.tiles_per_split;
     const int kt_end = min(p.k / 16, kt_begin + p.tiles_per_split);
     const int nt = kt_end - kt_begin;
-    const bool grouped = p.scale_mode == SC_GROUP;
+    const bool grouped = WT == WT_INT4_G || kZp || (!T::four && p.scale_mode == SC_GROUP);
     /* One k16 row of the block's weights in shared memory, all BN / 64 chunks. */
     constexpr int kRowBytes = (BN / 64) * T::chunk_vecs * 16;
     constexpr int kRps = kStageBytes / kRowBytes; /* k16 rows per ring stage (small_smem) */
@@ -463,13 +476,14 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     uint32_t zc[CPW == 1 ? 8 : 1][2];
     int cur_grp = -1;
 
-    /* The group scales (and zero points) of k16 tile tl, read from shared
-     * memory into sc / zw / zc when tl starts a group other than the current
-     * one. Called before compute_tile on grouped rows: per tile in the
-     * general loop, once per stage when the stage lies in one group. */
-    auto group_of_tile = [&](int tl) {
-        const int grp = (kt_begin + tl) >> p.g_shift;
-        if (grp != cur_grp) {
+    /* The group scales (and zero points) of group grp, read from shared
+     * memory into sc / zw / zc (load_group); group_of_tile(tl) does so when k16
+     * tile tl lies in a group other than the current one. Called before
+     * compute_tile on grouped rows: per tile in the general loop, once per
+     * stage when the stage lies in one group, or at its start and its middle
+     * when each half of it is one group (g = 32 with 4-bit codes). */
+    auto load_group = [&](int grp) {
+        {
             cur_grp = grp;
             const unsigned char *srow = smem + L.s_off + (grp - grp_begin) * BN * 2;
 #pragma unroll
@@ -512,6 +526,10 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
             }
         }
     };
+    auto group_of_tile = [&](int tl) {
+        const int grp = (kt_begin + tl) >> p.g_shift;
+        if (grp != cur_grp) load_group(grp);
+    };
 
     /* One k16 tile: tl is its index in the slice, w the lane's weight words;
      * G: the group scales multiply the fragments. Every call passes G as a
@@ -543,7 +561,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
             /* The B fragment of n8 tile j8: the exact codes, times the group
              * scale with one rounding (dequant.cuh). */
             auto dequant = [&](int j8, uint32_t bf[2]) {
-                if (WT == WT_INT4) {
+                if (WT == WT_INT4 || WT == WT_INT4_G) {
                     uint32_t sym[2];
                     qv_dq4_consts<IS_BF16>(8u, sym); /* "q+8" codes: zero point 8 */
                     qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), sym, bf);
@@ -608,37 +626,52 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                         cur[v] = *reinterpret_cast<const uint4 *>(stage + r * kRowBytes +
                                                                   ((v / T::vecs) * T::chunk_vecs + v % T::vecs) * 16);
                 };
-                /* A full stage in one group (or without group scales): every
-                 * row's words loaded first, then the rows' products, in one
-                 * straight-line block, so that the shared-memory latency
-                 * overlaps the first rows' math; the stage's group scales are
-                 * read once, before it. Otherwise row by row, the group
-                 * scales checked per tile. The scale layout is a compile-time
-                 * tag in both (compute_tile). */
+                /* A full stage in one group (or without group scales), or
+                 * whose two halves are one group each: every row's words
+                 * loaded first, then the rows' products, in one straight-line
+                 * block, so that the shared-memory latency overlaps the first
+                 * rows' math; the group scales are read before it, and for
+                 * the second half in its middle (H). Otherwise row by row,
+                 * the group scales checked per tile. Every call passes G and
+                 * H as literals (compute_tile). */
                 const int t0 = st * rps;
-                const bool one_group =
-                    !grouped || ((kt_begin + t0) >> p.g_shift) == ((kt_begin + t0 + rps - 1) >> p.g_shift);
-                auto run_stage = [&](const bool G) {
-                    if (stage_fast<WT>(G) && rows == kRps && one_group) {
-                        uint4 cur[kRps][VW];
+                const int g_first = (kt_begin + t0) >> p.g_shift, g_last = (kt_begin + t0 + rps - 1) >> p.g_shift;
+                const bool one_group = g_first == g_last;
+                const bool two_halves = g_last == g_first + 1 && ((kt_begin + t0 + rps / 2 - 1) >> p.g_shift) == g_first &&
+                                        ((kt_begin + t0 + rps / 2) >> p.g_shift) == g_last;
+                auto stage_line = [&](const bool G, const bool H) {
+                    uint4 cur[kRps][VW];
 #pragma unroll
-                        for (int r = 0; r < kRps; r++) load_row(r, cur[r]);
-                        if (G) group_of_tile(t0);
+                    for (int r = 0; r < kRps; r++) load_row(r, cur[r]);
+                    if (G) group_of_tile(t0);
 #pragma unroll
-                        for (int r = 0; r < kRps; r++) compute_tile(t0 + r, cur[r], G);
-                    } else {
-                        for (int r = 0; r < rows; r++) {
-                            uint4 cur[VW];
-                            load_row(r, cur);
-                            if (G) group_of_tile(t0 + r);
-                            compute_tile(t0 + r, cur, G);
-                        }
+                    for (int r = 0; r < kRps; r++) {
+                        if (G && H && r == kRps / 2) load_group(g_last);
+                        compute_tile(t0 + r, cur[r], G);
                     }
                 };
-                if (kZp || grouped) /* zero points come only with group scales */
-                    run_stage(true);
-                else
-                    run_stage(false);
+                auto stage_rows = [&](const bool G) {
+                    for (int r = 0; r < rows; r++) {
+                        uint4 cur[VW];
+                        load_row(r, cur);
+                        if (G) group_of_tile(t0 + r);
+                        compute_tile(t0 + r, cur, G);
+                    }
+                };
+                const bool full = rows == kRps;
+                if (grouped) { /* always with zero points */
+                    if (stage_fast<WT>(true) && full && one_group)
+                        stage_line(true, false);
+                    else if (stage_fast<WT>(true) && kRps % 2 == 0 && full && two_halves)
+                        stage_line(true, true);
+                    else
+                        stage_rows(true);
+                } else {
+                    if (stage_fast<WT>(false) && full)
+                        stage_line(false, false);
+                    else
+                        stage_rows(false);
+                }
             }
             if (st + kStages < n_stages) {
                 __syncthreads();
@@ -870,7 +903,7 @@ struct small_plan {
 int weight_type(const qv_variant *v)
 {
     switch (v->layout) {
-    case QV_LAYOUT_MARLIN_W4: return WT_INT4;
+    case QV_LAYOUT_MARLIN_W4: return v->scale_layout == QV_SCALE_GROUP ? WT_INT4_G : WT_INT4;
     case QV_LAYOUT_MARLIN_W4_ZP: return WT_INT4_ZP;
     case QV_LAYOUT_MARLIN_W8: return WT_INT8;
     default: return WT_FP8;
@@ -1130,17 +1163,21 @@ qv_status launch_kernel(const small_params &p, dim3 grid, int smem, cudaStream_t
 }
 
 /* The instantiations: m16 and swapped orientations with one chunk per warp,
- * and the swapped one with two chunks per warp for 4-bit weights. */
+ * and the swapped one with two chunks per warp for 4-bit weights (each of
+ * the three 4-bit kernels: channel or tensor scales, group scales, zero
+ * points). */
 template <bool BF>
 qv_status launch_wt(int wt, bool swap, int cpw, const small_params &p, dim3 grid, int smem, cudaStream_t stream)
 {
     if (swap && cpw == 2) {
         if (wt == WT_INT4) return launch_kernel<WT_INT4, BF, true, 2>(p, grid, smem, stream);
+        if (wt == WT_INT4_G) return launch_kernel<WT_INT4_G, BF, true, 2>(p, grid, smem, stream);
         return launch_kernel<WT_INT4_ZP, BF, true, 2>(p, grid, smem, stream);
     }
     if (swap) {
         switch (wt) {
         case WT_INT4: return launch_kernel<WT_INT4, BF, true, 1>(p, grid, smem, stream);
+        case WT_INT4_G: return launch_kernel<WT_INT4_G, BF, true, 1>(p, grid, smem, stream);
         case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF, true, 1>(p, grid, smem, stream);
         case WT_INT8: return launch_kernel<WT_INT8, BF, true, 1>(p, grid, smem, stream);
         default: return launch_kernel<WT_FP8, BF, true, 1>(p, grid, smem, stream);
@@ -1148,6 +1185,7 @@ qv_status launch_wt(int wt, bool swap, int cpw, const small_params &p, dim3 grid
     }
     switch (wt) {
     case WT_INT4: return launch_kernel<WT_INT4, BF, false, 1>(p, grid, smem, stream);
+    case WT_INT4_G: return launch_kernel<WT_INT4_G, BF, false, 1>(p, grid, smem, stream);
     case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF, false, 1>(p, grid, smem, stream);
     case WT_INT8: return launch_kernel<WT_INT8, BF, false, 1>(p, grid, smem, stream);
     default: return launch_kernel<WT_FP8, BF, false, 1>(p, grid, smem, stream);
@@ -1194,7 +1232,7 @@ qv_status qv_wonly_small_launch(const qv_variant *v, const qv_gemm_args *a)
     const int wt = weight_type(v);
     const int mode = small_mode();
     const bool swap = (mode == MODE_AUTO || mode == MODE_SWAP || mode == MODE_SWAP2) && a->m <= 8;
-    const int cpw = swap && mode == MODE_SWAP2 && (wt == WT_INT4 || wt == WT_INT4_ZP) ? 2 : 1;
+    const int cpw = swap && mode == MODE_SWAP2 && (wt == WT_INT4 || wt == WT_INT4_G || wt == WT_INT4_ZP) ? 2 : 1;
     const small_plan pl = make_plan(v, a->m, a->n, a->k, cpw);
     if (pl.bytes > a->workspace_bytes || (pl.bytes && !a->workspace))
         return qv_fail(QV_ERR_USAGE, "%s: workspace of %zu bytes given, %zu needed (qv_workspace_wonly)", v->name,
