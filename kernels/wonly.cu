@@ -32,6 +32,7 @@
 #include "wonly_common.cuh"
 #include "wonly_small.cuh"
 #include "wonly_dq.cuh"
+#include "wonly_route.h"
 #include "wonly_wg.cuh"
 
 namespace {
@@ -671,6 +672,27 @@ extern "C" size_t qv_workspace_wonly(const qv_variant *v, int m, int n, int k)
     return bytes;
 }
 
+extern "C" qv_status qv_wonly_route(const qv_variant *v, int m, int n, int k, qv_wo_path *path)
+{
+    /* The wgmma kernel first: its threshold (QVET_WO_WG_MIN_M, and on large
+     * layers the default M >= 9) reaches below the small-M kernel's M <= 16,
+     * and where both take M the wgmma kernel is the measured faster one
+     * (bench/RESULTS.md, tenth round: Llama-3-70B gate_up and down at M = 16,
+     * 1.11-1.34x). With the small-M kernel asked first, as before
+     * 2026-12-02, that default never took effect. */
+    int wg = 0;
+    QV_TRY(qv_wonly_wg_wanted(v, m, n, k, &wg));
+    if (wg)
+        *path = QV_WO_PATH_WG;
+    else if (qv_wonly_small_wanted(m))
+        *path = QV_WO_PATH_SMALL;
+    else if (qv_wonly_dq_wanted(m))
+        *path = QV_WO_PATH_DQ;
+    else
+        *path = QV_WO_PATH_MMA;
+    return QV_OK;
+}
+
 extern "C" qv_status qv_launch_wonly(const qv_variant *v, const qv_gemm_args *a)
 {
     QV_TRY(check_variant(v));
@@ -685,14 +707,11 @@ extern "C" qv_status qv_launch_wonly(const qv_variant *v, const qv_gemm_args *a)
                        v->name);
     if ((int64_t)a->n * 16 * qv_fmt_get(v->wfmt)->bits / 32 >= ((int64_t)1 << 31))
         return qv_fail(QV_ERR_SHAPE, "%s: N=%d gives packed B rows of 2^31 words or more", v->name, a->n);
-    /* Small M (M <= 8, K >= 8192; QVET_WO_SMALL chooses, wonly_small.cuh): the small-M kernel. */
-    if (qv_wonly_small_wanted(a->m)) return qv_wonly_small_launch(v, a);
-    /* M >= QVET_WO_WG_MIN_M (default 17): the Hopper wgmma kernel (wonly_wg.cu). */
-    int wg = 0;
-    QV_TRY(qv_wonly_wg_wanted(v, a->m, a->n, a->k, &wg));
-    if (wg) return qv_wonly_wg_launch(v, a);
-    /* M >= QVET_WO_DQ_MIN_M: dequantize into the workspace and multiply with cuBLAS (wonly_dq.cu). */
-    if (qv_wonly_dq_wanted(a->m)) return qv_wonly_dq_launch(v, a);
+    qv_wo_path path;
+    QV_TRY(qv_wonly_route(v, a->m, a->n, a->k, &path));
+    if (path == QV_WO_PATH_WG) return qv_wonly_wg_launch(v, a);
+    if (path == QV_WO_PATH_SMALL) return qv_wonly_small_launch(v, a);
+    if (path == QV_WO_PATH_DQ) return qv_wonly_dq_launch(v, a);
     geometry g = plan(v, a->m, a->n, a->k);
     if (g.bytes > a->workspace_bytes || (g.bytes && !a->workspace))
         return qv_fail(QV_ERR_USAGE, "%s: workspace of %zu bytes given, %zu needed (qv_workspace_wonly)",

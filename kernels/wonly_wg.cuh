@@ -23,7 +23,9 @@ extern "C" {
  * is at least the threshold and the kernel covers v and the shape; 0
  * otherwise. The environment variable QVET_WO_WG_MIN_M sets the threshold for
  * every row: a whole number >= 1, or "off" (never); unset or empty, the
- * default takes M >= 17. Any
+ * default takes M >= 17, and M >= 9 on layers of at least 2^27 weights
+ * (n x k). qv_wonly_route (wonly_route.h) asks this before the small-M
+ * kernel, so a threshold at or below 16 takes those M from it. Any
  * other value returns QV_ERR_USAGE with a message. Read at every call
  * (tests and benchmarks switch it in one process); no CUDA call. v must
  * already be a weight-only Marlin row that qv_launch_wonly accepts. */
@@ -47,9 +49,10 @@ int qv_wonly_wg_tail_tiles(const qv_variant *v, int m, int n, int k);
  * v, the shape, g and the buffers; this checks the workspace and refuses
  * (QV_ERR_UNSUPPORTED) any problem qv_wonly_wg_wanted would not take. The
  * environment variable QVET_WO_WG_TILE picks the block's tile, columns x
- * tokens: "128x256", "256x128", "128x128", "512x64" or "128x64"; unset or
- * empty, the tokens that hold M (64, 128, else 256) in the wide form unless
- * the layer is too small for it (wonly_wg.cu, tile_default); and
+ * tokens: "128x256", "256x128", "128x128", "512x64", "128x64", "512x32",
+ * "128x32", "512x16" or "128x16"; unset or empty, the tokens that hold M
+ * (16, 32, 64, 128, else 256) in the wide form unless the layer is too small
+ * for it (wg_common.cuh, tile_default); and
  * QVET_WO_WG_BLOCKS the persistent grid's
  * blocks (unset: 132, else 1 to 264); any other value of either returns
  * QV_ERR_USAGE before any CUDA call. */

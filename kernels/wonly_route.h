@@ -1,0 +1,35 @@
+/* wonly_route.h: which kernel qv_launch_wonly (kernels/wonly.cu) runs for a
+ * weight-only problem. Plain C, no CUDA call, so that CPU tests can check
+ * the routing the README documents without a device. */
+#ifndef QVET_KERNELS_WONLY_ROUTE_H
+#define QVET_KERNELS_WONLY_ROUTE_H
+
+#include "qvet/status.h"
+#include "qvet/variant.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    QV_WO_PATH_WG = 1,    /* the sm_90a wgmma kernel (wonly_wg.cu) */
+    QV_WO_PATH_SMALL = 2, /* the small-M kernel (wonly_small.cu) */
+    QV_WO_PATH_DQ = 3,    /* dequantize + cuBLAS (wonly_dq.cu) */
+    QV_WO_PATH_MMA = 4    /* the general mma kernel (wonly.cu) */
+} qv_wo_path;
+
+/* The path of an (m, n, k) problem of v, in this order: the wgmma kernel when
+ * qv_wonly_wg_wanted takes it (QVET_WO_WG_MIN_M; unset, M >= 17, and M >= 9
+ * on layers of at least 2^27 weights), else the small-M kernel when
+ * qv_wonly_small_wanted takes M (QVET_WO_SMALL; unset, M <= 16), else
+ * dequantize + cuBLAS from QVET_WO_DQ_MIN_M, else the mma kernel. v, m, n and
+ * k must be what qv_launch_wonly accepts (a weight-only Marlin row, a legal
+ * shape); a bad QVET_WO_WG_MIN_M returns QV_ERR_USAGE with its message. The
+ * environment is read at every call. */
+qv_status qv_wonly_route(const qv_variant *v, int m, int n, int k, qv_wo_path *path);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
