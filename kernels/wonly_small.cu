@@ -118,8 +118,9 @@ constexpr int kPeerBatch = 8;
 /* Per weight type: 16-byte words per lane per k16 tile and 64-column chunk
  * (4-bit: one word holds the lane's fragments of the chunk's 8 n8 tiles; 8-bit:
  * two words). */
+__host__ __device__ constexpr bool four_bit(int wt) { return wt == WT_INT4 || wt == WT_INT4_G || wt == WT_INT4_ZP; }
 template <int WT> struct small_traits {
-    static constexpr bool four = WT == WT_INT4 || WT == WT_INT4_G || WT == WT_INT4_ZP;
+    static constexpr bool four = four_bit(WT);
     static constexpr int vecs = four ? 1 : 2;
     static constexpr int chunk_vecs = 32 * vecs;  /* 16-byte words per (k16 tile, 64-column chunk) */
 };
@@ -483,45 +484,43 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
      * stage when the stage lies in one group, or at its start and its middle
      * when each half of it is one group (g = 32 with 4-bit codes). */
     auto load_group = [&](int grp) {
-        {
-            cur_grp = grp;
-            const unsigned char *srow = smem + L.s_off + (grp - grp_begin) * BN * 2;
+        cur_grp = grp;
+        const unsigned char *srow = smem + L.s_off + (grp - grp_begin) * BN * 2;
 #pragma unroll
-            for (int c = 0; c < CPW; c++) {
-                const int local = (warp * CPW + c) * 64; /* the chunk's first column in the block */
-                /* scale_perm puts column 8*j8 + lane/4 of a chunk at position
-                 * 8*(lane/4) + j8: one 16-byte vector per lane. A single group
-                 * (k == g) is stored in the channel order instead. */
+        for (int c = 0; c < CPW; c++) {
+            const int local = (warp * CPW + c) * 64; /* the chunk's first column in the block */
+            /* scale_perm puts column 8*j8 + lane/4 of a chunk at position
+             * 8*(lane/4) + j8: one 16-byte vector per lane. A single group
+             * (k == g) is stored in the channel order instead. */
 #ifdef QV_MUTANT_gpu_wo_small_scale_perm
-                /* Mutant (class 2): scale_perm_single read where scale_perm was stored. */
-                const bool single = true;
+            /* Mutant (class 2): scale_perm_single read where scale_perm was stored. */
+            const bool single = true;
 #else
-                const bool single = p.grp_single;
+            const bool single = p.grp_single;
 #endif
-                if (!single) {
-                    const uint4 sv = *reinterpret_cast<const uint4 *>(srow + (local + 8 * (lane >> 2)) * 2);
-                    const uint32_t s4[4] = {sv.x, sv.y, sv.z, sv.w};
+            if (!single) {
+                const uint4 sv = *reinterpret_cast<const uint4 *>(srow + (local + 8 * (lane >> 2)) * 2);
+                const uint32_t s4[4] = {sv.x, sv.y, sv.z, sv.w};
 #pragma unroll
-                    for (int j8 = 0; j8 < 8; j8++)
-                        sc[c][j8] = qv_h2<IS_BF16>::dup((s4[j8 >> 1] >> (16 * (j8 & 1))) & 0xFFFFu);
-                } else {
-                    const uint16_t *s16 = reinterpret_cast<const uint16_t *>(srow);
+                for (int j8 = 0; j8 < 8; j8++)
+                    sc[c][j8] = qv_h2<IS_BF16>::dup((s4[j8 >> 1] >> (16 * (j8 & 1))) & 0xFFFFu);
+            } else {
+                const uint16_t *s16 = reinterpret_cast<const uint16_t *>(srow);
 #pragma unroll
-                    for (int j8 = 0; j8 < 8; j8++)
-                        sc[c][j8] = qv_h2<IS_BF16>::dup(s16[single_perm_index(local + 8 * j8 + (lane >> 2))]);
-                }
-                if (WT == WT_FP8) {
-                    /* Exact: s * 2^s_pow2 * 2^-s_pow2 = s, a half-precision value. */
+                for (int j8 = 0; j8 < 8; j8++)
+                    sc[c][j8] = qv_h2<IS_BF16>::dup(s16[single_perm_index(local + 8 * j8 + (lane >> 2))]);
+            }
+            if (WT == WT_FP8) {
+                /* Exact: s * 2^s_pow2 * 2^-s_pow2 = s, a half-precision value. */
 #pragma unroll
-                    for (int j8 = 0; j8 < 8; j8++) sc[c][j8] = qv_h2<IS_BF16>::mul(sc[c][j8], p.unbias_h2);
-                }
-                if (kZp) {
-                    zw[c] = *reinterpret_cast<const uint32_t *>(
-                        smem + L.z_off + (grp - grp_begin) * (BN / 8) * 4 + (local / 8 + (lane >> 2)) * 4);
-                    if constexpr (CPW == 1) {
+                for (int j8 = 0; j8 < 8; j8++) sc[c][j8] = qv_h2<IS_BF16>::mul(sc[c][j8], p.unbias_h2);
+            }
+            if (kZp) {
+                zw[c] = *reinterpret_cast<const uint32_t *>(
+                    smem + L.z_off + (grp - grp_begin) * (BN / 8) * 4 + (local / 8 + (lane >> 2)) * 4);
+                if constexpr (CPW == 1) {
 #pragma unroll
-                        for (int j8 = 0; j8 < 8; j8++) qv_dq4_consts<IS_BF16>(zero_nibble(zw[0], j8), zc[j8]);
-                    }
+                    for (int j8 = 0; j8 < 8; j8++) qv_dq4_consts<IS_BF16>(zero_nibble(zw[0], j8), zc[j8]);
                 }
             }
         }
@@ -659,7 +658,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                     }
                 };
                 const bool full = rows == kRps;
-                if (grouped) { /* always with zero points */
+                if (grouped) { /* every zero-point row is grouped */
                     if (stage_fast<WT>(true) && full && one_group)
                         stage_line(true, false);
                     else if (stage_fast<WT>(true) && kRps % 2 == 0 && full && two_halves)
@@ -1232,7 +1231,7 @@ qv_status qv_wonly_small_launch(const qv_variant *v, const qv_gemm_args *a)
     const int wt = weight_type(v);
     const int mode = small_mode();
     const bool swap = (mode == MODE_AUTO || mode == MODE_SWAP || mode == MODE_SWAP2) && a->m <= 8;
-    const int cpw = swap && mode == MODE_SWAP2 && (wt == WT_INT4 || wt == WT_INT4_G || wt == WT_INT4_ZP) ? 2 : 1;
+    const int cpw = swap && mode == MODE_SWAP2 && four_bit(wt) ? 2 : 1;
     const small_plan pl = make_plan(v, a->m, a->n, a->k, cpw);
     if (pl.bytes > a->workspace_bytes || (pl.bytes && !a->workspace))
         return qv_fail(QV_ERR_USAGE, "%s: workspace of %zu bytes given, %zu needed (qv_workspace_wonly)", v->name,

@@ -685,12 +685,15 @@ constexpr long kDefaultMinM = 17;
 constexpr long kLargeMinM = 9;
 constexpr int64_t kLargeWeights = (int64_t)1 << 27;
 
-/* QVET_WO_WG_MIN_M: kDefaultMinM when unset or empty, 0 (the path is off)
- * for "off", else the whole number >= 1 it holds. */
-qv_status min_m_from_env(long *min_m)
+/* QVET_WO_WG_MIN_M for an n x k layer: the default when unset or empty
+ * (kLargeMinM on layers of at least kLargeWeights weights, else
+ * kDefaultMinM), 0 (the path is off) for "off", else the whole number >= 1 it
+ * holds, the one threshold for every layer. */
+qv_status min_m_from_env(int n, int k, long *min_m)
 {
-    return env_whole("QVET_WO_WG_MIN_M", 1, 2147483647L, kDefaultMinM, true,
-                     "the smallest M that takes the wgmma kernel", min_m);
+    const long dflt = (int64_t)n * k >= kLargeWeights ? kLargeMinM : kDefaultMinM;
+    return env_whole("QVET_WO_WG_MIN_M", 1, 2147483647L, dflt, true, "the smallest M that takes the wgmma kernel",
+                     min_m);
 }
 
 /* The default tile (wg_common.cuh's tile_default): the narrow form below
@@ -827,11 +830,7 @@ extern "C" qv_status qv_wonly_wg_wanted(const qv_variant *v, int m, int n, int k
 {
     long min_m;
     *take = 0;
-    QV_TRY(min_m_from_env(&min_m));
-    const char *set = getenv("QVET_WO_WG_MIN_M");
-    /* Unset: from kDefaultMinM, and from kLargeMinM on layers of at least
-     * kLargeWeights weights; a set value is the one threshold for all. */
-    if ((!set || !*set) && (int64_t)n * k >= kLargeWeights) min_m = kLargeMinM;
+    QV_TRY(min_m_from_env(n, k, &min_m));
     *take = min_m >= 1 && m >= min_m && covers(v, m, n, k);
     return QV_OK;
 }

@@ -24,11 +24,11 @@ extern "C" {
  * otherwise. The environment variable QVET_WO_WG_MIN_M sets the threshold for
  * every row: a whole number >= 1, or "off" (never); unset or empty, the
  * default takes M >= 17, and M >= 9 on layers of at least 2^27 weights
- * (n x k). qv_wonly_route (wonly_route.h) asks this before the small-M
- * kernel, so a threshold at or below 16 takes those M from it. Any
- * other value returns QV_ERR_USAGE with a message. Read at every call
- * (tests and benchmarks switch it in one process); no CUDA call. v must
- * already be a weight-only Marlin row that qv_launch_wonly accepts. */
+ * (n x k); any other value returns QV_ERR_USAGE with a message. Read at
+ * every call (tests and benchmarks switch it in one process); no CUDA call.
+ * qv_wonly_route (wonly_route.h) asks this before the small-M kernel, so a
+ * threshold at or below 16 takes those M from it. v must already be a
+ * weight-only Marlin row that qv_launch_wonly accepts. */
 qv_status qv_wonly_wg_wanted(const qv_variant *v, int m, int n, int k, int *take);
 
 /* Workspace bytes of this path: the arrival-counter area every weight-only
