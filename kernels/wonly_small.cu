@@ -690,16 +690,6 @@ struct small_plan {
     size_t partial_off, bytes;
 };
 
-int weight_type(const qv_variant *v)
-{
-    switch (v->layout) {
-    case QV_LAYOUT_MARLIN_W4: return v->scale_layout == QV_SCALE_GROUP ? WT_INT4_G : WT_INT4;
-    case QV_LAYOUT_MARLIN_W4_ZP: return WT_INT4_ZP;
-    case QV_LAYOUT_MARLIN_W8: return WT_INT8;
-    default: return WT_FP8;
-    }
-}
-
 /* Group rows one slice of tps tiles can touch: slices start at multiples of
  * the group length whenever a group fits in a slice (see make_plan). */
 int groups_for(const qv_variant *v, int tps)
@@ -1019,7 +1009,7 @@ size_t qv_wonly_small_workspace(const qv_variant *v, int m, int n, int k)
 qv_status qv_wonly_small_launch(const qv_variant *v, const qv_gemm_args *a)
 {
     QV_ASSERT(a->m >= 1 && a->m <= QV_WO_SMALL_MAX_M, "qv_launch_wonly sends only M <= 16 here");
-    const int wt = weight_type(v);
+    const int wt = small_weight_type(v);
     const int mode = small_mode();
     const bool swap = (mode == MODE_AUTO || mode == MODE_SWAP || mode == MODE_SWAP2) && a->m <= 8;
     const int cpw = swap && mode == MODE_SWAP2 && four_bit(wt) ? 2 : 1;
@@ -1043,22 +1033,9 @@ qv_status qv_wonly_small_launch(const qv_variant *v, const qv_gemm_args *a)
     p.tiles_per_split = pl.tiles_per_split;
     p.splits = pl.splits;
     p.cluster = pl.cluster;
-    p.scale_mode = v->scale_layout == QV_SCALE_GROUP ? SC_GROUP
-                   : v->scale_layout == QV_SCALE_CHANNEL ? SC_CHANNEL : SC_TENSOR;
-    p.scale_fmt = v->sfmt == QV_FMT_F32 ? SF_F32 : v->sfmt == QV_FMT_BF16 ? SF_BF16 : SF_F16;
-    p.g_shift = 0;
-    if (v->scale_layout == QV_SCALE_GROUP)
-        for (int t = v->g / 16; t > 1; t >>= 1) p.g_shift++;
-    /* layout.h: a single group (g == K) is stored in the channel order. */
-    p.grp_single = v->scale_layout == QV_SCALE_GROUP && a->k == v->g;
     p.groups_max = pl.groups_max;
-    /* layout.h, MARLIN_FP8: the packed scales hold s * 2^8 (f16) or s * 2^120
-     * (bf16); the e4m3 conversion here is exact (cvt), so the scales are
-     * multiplied by 2^-8 (2^-120), exactly. 0x1C00 is fp16 2^-8, 0x0380 bf16
-     * 2^-120, 0x3C00 / 0x3F80 are 1.0. */
-    const bool fp8 = v->layout == QV_LAYOUT_MARLIN_FP8, bf = v->afmt == QV_FMT_BF16;
-    p.unbias_f32 = fp8 ? (bf ? 0x1p-120f : 0x1p-8f) : 1.0f;
-    p.unbias_h2 = fp8 ? (bf ? 0x03800380u : 0x1C001C00u) : (bf ? 0x3F803F80u : 0x3C003C00u);
+    wo_set_scale_fields(p, v, a->k);
+    const bool bf = v->afmt == QV_FMT_BF16;
     const dim3 grid(pl.n_blocks, pl.splits, 1);
     if (pl.splits > 65535)
         return qv_fail(QV_ERR_SHAPE, "%s: k=%d needs more than 65535 K slices", v->name, a->k);

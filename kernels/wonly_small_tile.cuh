@@ -1,11 +1,11 @@
-/* wonly_small_tile.cuh: what the two M <= 16 weight-only kernels share, the
- * one-slice-per-block kernel (wonly_small.cu) and the persistent streaming
- * kernel (wonly_stream.cu): the weight code families, the warp's share of a
- * block (8 warps, one 64-column Marlin chunk each), the math of one k16 tile
- * (dequantization into mma fragments and the m16n8k16 products) and the
- * unpacking of one group row of scales and zero points. Rule: both kernels
- * compute every output with exactly these instructions, so their products and
- * fp32 sums within a K slice are the same bits. CUDA C++ only. */
+/* wonly_small_tile.cuh: the arithmetic of the M <= 16 weight-only kernel
+ * (wonly_small.cu), apart from its ring, K loop and split-K sums: the weight
+ * code families, the warp's share of a block (8 warps, one or two 64-column
+ * Marlin chunks each), the math of one k16 tile (dequantization into mma
+ * fragments and the m16n8k16 products) and the unpacking of one group row of
+ * scales and zero points. Rule: every product and fp32 sum of a K slice is
+ * made here, so a K loop of another shape computes the same bits. CUDA C++
+ * only. */
 #ifndef QVET_KERNELS_WONLY_SMALL_TILE_CUH
 #define QVET_KERNELS_WONLY_SMALL_TILE_CUH
 
@@ -14,17 +14,26 @@
 
 #include "dequant.cuh"
 #include "mma.cuh"
+#include "wonly_common.cuh"
 
 namespace {
 
-/* Weight code families, how the scale enters, and the epilogue scale's storage
- * (the same meanings as in wonly.cu). Here 4-bit symmetric codes come in two
- * kernels, WT_INT4 with channel or tensor scales and WT_INT4_G with group
- * scales, so that each has only its own scale layout's code (registers and
- * schedule); 8-bit codes read the layout at run time. */
-enum { WT_INT4 = 0, WT_INT8 = 1, WT_FP8 = 2, WT_INT4_ZP = 3, WT_INT4_G = 4 };
-enum { SC_GROUP = 0, SC_CHANNEL = 1, SC_TENSOR = 2 };
-enum { SF_F16 = 0, SF_BF16 = 1, SF_F32 = 2 };
+/* The code families of wonly_common.cuh, and here a fifth: 4-bit symmetric
+ * codes come in two kernels, WT_INT4 with channel or tensor scales and
+ * WT_INT4_G with group scales, so that each has only its own scale layout's
+ * code (registers and schedule); 8-bit codes read the layout at run time. */
+enum { WT_INT4_G = 4 };
+
+/* The code family of a Marlin weight-only row (host side). */
+inline int small_weight_type(const qv_variant *v)
+{
+    switch (v->layout) {
+    case QV_LAYOUT_MARLIN_W4: return v->scale_layout == QV_SCALE_GROUP ? (int)WT_INT4_G : (int)WT_INT4;
+    case QV_LAYOUT_MARLIN_W4_ZP: return WT_INT4_ZP;
+    case QV_LAYOUT_MARLIN_W8: return WT_INT8;
+    default: return WT_FP8;
+    }
+}
 
 constexpr int kWarps = 8; /* warps per block, one or two 64-column chunks each */
 constexpr int kThreads = 32 * kWarps;
@@ -68,25 +77,6 @@ template <int WT> __host__ __device__ constexpr bool stage_fast(bool g)
 {
     return small_traits<WT>::four ? !g || QV_WO_SMALL_FAST_GROUPED
                                   : g ? QV_WO_SMALL_FAST_8BIT_GROUPED : QV_WO_SMALL_FAST_8BIT;
-}
-
-/* Packed index of logical column col for scale_perm_single (layout.h,
- * QV_SORDER_CHANNEL32): inside each 32 columns, position 8i + jj holds column
- * 2i + {0,1,8,9,16,17,24,25}[jj]. */
-__device__ __forceinline__ int single_perm_index(int col)
-{
-    int c = col & 31;
-    int i = (c & 7) >> 1;
-    int jj = 2 * (c >> 3) + (c & 1);
-    return (col & ~31) + 8 * i + jj;
-}
-
-/* Element idx of a scale array s (f16, bf16 or f32 codes as fmt says). */
-__device__ __forceinline__ float load_scale(const void *s, int64_t idx, int fmt)
-{
-    if (fmt == SF_F32) return static_cast<const float *>(s)[idx];
-    uint16_t code = static_cast<const uint16_t *>(s)[idx];
-    return fmt == SF_F16 ? qv_h2<false>::to_float(code) : qv_h2<true>::to_float(code);
 }
 
 /* The fp32 epilogue factor of column col for launch parameters p (fields
