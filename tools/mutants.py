@@ -185,7 +185,8 @@ def read_cases(out_jsonl):
 # check and fuzz, not the unmutated base's) with the variable that sends every
 # eligible case down that path. The small-M kernel takes M <= 8 by default only
 # from K = 8192 on; "swap" sends it every M <= 8 (t_gpu_wonly checks that path
-# clean on every row). The e4m3 cuBLASLt path runs from M = 32 by default; 1
+# clean on every row), also for the switches in its tile math
+# (kernels/wonly_small_tile.cuh). The e4m3 cuBLASLt path runs from M = 32 by default; 1
 # sends every M there (t_gpu_aq_lt_fp8 checks that path clean on every row).
 # Weight-only M >= 17 takes the wgmma kernel by default (kernels/wonly_wg.cu):
 # the mma kernel keeps M = 17-63 as before it with QVET_WO_WG_MIN_M=64, and the
@@ -196,6 +197,7 @@ def read_cases(out_jsonl):
 # QQQ rows now reach only at M <= 16 or with the path off, run with "off"
 # (t_gpu_aq_wg and t_gpu_aq_lt check all three clean and bit-identical).
 PATH_ENV = {"kernels/wonly_small.cu": {"QVET_WO_SMALL": "swap"},
+            "kernels/wonly_small_tile.cuh": {"QVET_WO_SMALL": "swap"},
             "kernels/aq_lt_fp8.cu": {"QVET_AQ_LT_FP8_MIN_M": "1"},
             "kernels/wonly.cu": {"QVET_WO_WG_MIN_M": "64"},
             "kernels/wonly_dq.cu": {"QVET_WO_WG_MIN_M": "off"},
