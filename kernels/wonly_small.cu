@@ -235,6 +235,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     constexpr int VW = T::vecs * CPW;       /* 16-byte words per lane per k16 tile */
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ int s_is_last;
+    __shared__ int s_done[kStages]; /* warps done reading each ring slot (last_refill) */
 
     const int tid = threadIdx.x;
     const int lane = tid & 31;
@@ -320,7 +321,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
         }
     }
     if (tid == 0) {
-        for (int i = 0; i < kStages; i++) mbar_init(bar_full + 8 * i, 1);
+        for (int i = 0; i < kStages; i++) mbar_init(bar_full + 8 * i, 1), s_done[i] = 0;
         mbar_fence_init();
         for (int st = 0; st < min(kStages, n_stages); st++) issue_stage(st);
     }
@@ -399,8 +400,17 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     };
 
     /* 3. The K loop: wait for each stage, run the warp's chunk(s) of its rows,
-     * then (when a refill follows) the block barrier and thread 0's refill.
-     * Warps without a chunk below N still take every barrier. */
+     * then (when a refill follows) the block barrier and thread 0's refill,
+     * or, for last_refill, the refill by the last warp done with the slot:
+     * no block barrier, so thread 0's refill is not on every stage's critical
+     * path. Same-run A/B on the H200 (2026-12-02, bench/RESULTS.md twelfth
+     * round, all marlin rows, M = 1, 4, 8, 16): 8-bit codes without group
+     * scales 1-7 % faster (Llama-3-70B fp8a16-ch-f16 M = 1 250.6 -> 237.4 µs),
+     * with group scales in f16 1-7 % faster and in bf16 2-4 % slower;
+     * 4-bit codes with group scales 2-4 % slower on Llama-3-70B, with
+     * channel scales -3 to +2 %. Warps without a chunk below N still take
+     * every barrier and count every slot. */
+    const bool last_refill = !T::four && !(grouped && IS_BF16);
     {
         const unsigned char *my_words = smem + L.ring_off + (warp * CPW * T::chunk_vecs + lane * T::vecs) * 16;
         for (int st = 0; st < n_stages; st++) {
@@ -464,10 +474,24 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                 }
             }
             if (st + kStages < n_stages) {
-                __syncthreads();
-                if (tid == 0) {
-                    fence_proxy_async();
-                    issue_stage(st + kStages);
+                if (last_refill) {
+                    /* The last warp done with the slot refills it: every
+                     * lane's reads of the slot have returned (their words are
+                     * in the products), __syncwarp orders them before lane
+                     * 0's count, and no warp waits for the others unless the
+                     * ring runs dry. */
+                    __syncwarp();
+                    if (lane == 0 && atomicAdd(&s_done[slot], 1) == kWarps - 1) {
+                        s_done[slot] = 0;
+                        fence_proxy_async();
+                        issue_stage(st + kStages);
+                    }
+                } else {
+                    __syncthreads();
+                    if (tid == 0) {
+                        fence_proxy_async();
+                        issue_stage(st + kStages);
+                    }
                 }
             }
         }
