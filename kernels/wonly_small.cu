@@ -18,7 +18,9 @@
  * are contiguous in the Marlin layout) that complete on mbarriers: up to
  * 64 KiB per block in flight, and no per-load address arithmetic in the warps
  * that do the math. Thread 0 refills a stage's slot after a block barrier
- * that follows every warp's reads of it. The slice's A
+ * that follows every warp's reads of it; for 8-bit codes (but bf16 with group
+ * scales) the last warp done reading the slot refills it, with no block
+ * barrier in the K loop (last_refill, step 3). The slice's A
  * rows (gathered through perm under act_order), group scales and zero points
  * are staged in shared memory once, at block start, while the first stages are
  * in flight.
