@@ -41,6 +41,19 @@ __device__ __forceinline__ float load_scale(const void *s, int64_t idx, int fmt)
     return fmt == SF_F16 ? qv_h2<false>::to_float(code) : qv_h2<true>::to_float(code);
 }
 
+/* The fp32 epilogue factor of column col for launch parameters p (fields
+ * scales, scale_mode, scale_fmt, unbias_f32; wonly_wg.cu and wonly_small.cu):
+ * the channel or tensor scale (times the exact power of two 2^-s_pow2 for fp8,
+ * which restores the stored scale, layout.h MARLIN_FP8), or 1 for group
+ * scales, which were applied in the dequant. wonly.cu keeps its own, which
+ * carries a mutant switch of that kernel alone. */
+template <typename P> __device__ __forceinline__ float epilogue_scale(const P &p, int col)
+{
+    if (p.scale_mode == SC_CHANNEL) return load_scale(p.scales, single_perm_index(col), p.scale_fmt) * p.unbias_f32;
+    if (p.scale_mode == SC_TENSOR) return load_scale(p.scales, 0, p.scale_fmt) * p.unbias_f32;
+    return 1.0f;
+}
+
 /* The WT_* code family of a Marlin layout, or -1 for another layout. */
 inline int weight_type(const qv_variant *v)
 {

@@ -79,17 +79,6 @@ template <int WT> __host__ __device__ constexpr bool stage_fast(bool g)
                                   : g ? QV_WO_SMALL_FAST_8BIT_GROUPED : QV_WO_SMALL_FAST_8BIT;
 }
 
-/* The fp32 epilogue factor of column col for launch parameters p (fields
- * scales, scale_mode, scale_fmt, unbias_f32): the channel or tensor scale
- * (times the exact power of two 2^-s_pow2 for fp8, which restores the stored
- * scale), or 1 for group scales, which were applied in the dequant. */
-template <typename P> __device__ __forceinline__ float epilogue_scale(const P &p, int col)
-{
-    if (p.scale_mode == SC_CHANNEL) return load_scale(p.scales, single_perm_index(col), p.scale_fmt) * p.unbias_f32;
-    if (p.scale_mode == SC_TENSOR) return load_scale(p.scales, 0, p.scale_fmt) * p.unbias_f32;
-    return 1.0f;
-}
-
 /* The zero point of n8 tile j8 from the lane's packed zero-point word: nibble
  * j8/2 + 4*(j8%2) (interleave [0,2,4,6,1,3,5,7], layout.h). */
 __device__ __forceinline__ uint32_t zero_nibble(uint32_t zw, int j8)

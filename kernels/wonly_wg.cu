@@ -171,16 +171,6 @@ WG_MMA_SPEC(256, true, "bf16", WG_REGS256, WG_D256("+f"))
 
 #undef WG_MMA_SPEC
 
-/* The fp32 epilogue factor of column col: the channel or tensor scale (the
- * product with the power of two 2^-s_pow2 is exact and restores the stored
- * scale, layout.h MARLIN_FP8), or 1 for group scales. */
-__device__ __forceinline__ float epilogue_scale(const wg_params &p, int col)
-{
-    if (p.scale_mode == SC_CHANNEL) return load_scale(p.scales, single_perm_index(col), p.scale_fmt) * p.unbias_f32;
-    if (p.scale_mode == SC_TENSOR) return load_scale(p.scales, 0, p.scale_fmt) * p.unbias_f32;
-    return 1.0f;
-}
-
 /* The group-scale registers of one warp's n8 tiles (half2 each, the scale in
  * both halves) and the zero-point constants of its 4-bit tiles with zero
  * points. */
