@@ -15,15 +15,21 @@
  * K advances 128 per stage through a cp.async pipeline of 3 or 4 stages.
  * Rows past M, columns past N and the K tail are zero-filled in shared memory
  * (never read from global memory) and never stored.
- * Split-K: integer paths add their slices' int32 results atomically into one
- * sum (exact, so order-free); e4m3 slices write fp32 partials that the last
- * slice adds in slice order. */
+ * Split-K: the slices of an output tile run as one thread-block cluster
+ * where the device holds all of a launch's clusters at once; each keeps its
+ * partial tile in shared memory and block rank r sums the r-th part of the
+ * tile over its peers through distributed shared memory (int32 exact, e4m3
+ * fp32 in slice order). Otherwise integer paths add their slices' int32
+ * results atomically into one sum (exact, so order-free), and e4m3 slices
+ * write fp32 partials that the last slice adds in slice order: the same bits
+ * either way. */
 #ifndef QVET_AQ_GEMM_CUH
 #define QVET_AQ_GEMM_CUH
 
 #include <stdint.h>
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <type_traits>
@@ -55,6 +61,9 @@ enum aq_azpm { AQ_AZP_NONE = 0, AQ_AZP_TENSOR, AQ_AZP_TOKEN };
  * QVET_AQ_BLOCKS_PER_SM = 32): arrivals (every path), and for the integer
  * paths entry tickets and "sum zeroed" flags. */
 #define AQ_SPLIT_TILES_MAX 2112
+/* The most K slices one cluster sums (aq_params::cluster): 16, beyond sm_90's
+ * portable 8, is the most the H200 schedules. */
+#define AQ_CLUSTER_MAX 16
 #define AQ_CTR_ARRIVE 0
 #define AQ_CTR_ENTRY AQ_SPLIT_TILES_MAX
 #define AQ_CTR_ZEROED (2 * AQ_SPLIT_TILES_MAX)
@@ -79,6 +88,9 @@ struct aq_params {
                                 between launches */
     int splits;              /* K-range slices (gridDim.z) */
     int kt_per_split;        /* 128-wide K tiles per slice */
+    int cluster;             /* > 1: the splits slices of an output tile are one thread-block
+                                cluster (dims 1 x 1 x splits) that sums them through
+                                distributed shared memory; 0 or 1: partials and counters */
 };
 
 /* Logical column c -> position in a scale_perm_single (32-wide) block: c%32 =
@@ -188,6 +200,47 @@ struct aq_cfg {
     static constexpr int stages = a_stage + b_stage >= 32768 && threads <= 128 ? 3 : 4;
     static constexpr int smem = stages * (a_stage + b_stage + s_stage);
 };
+
+/* ---- thread-block clusters along K (PTX ISA 7.8, sm_90) ---- */
+
+/* This block's rank in its cluster. */
+__device__ __forceinline__ unsigned aq_cluster_rank()
+{
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+
+/* Every thread of every block of the cluster arrives (releasing its earlier
+ * shared-memory writes), then waits for all of them (acquiring theirs). */
+__device__ __forceinline__ void aq_cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+/* The 8 bytes at shared address addr (this block's window) of peer block
+ * `rank` of the cluster, through distributed shared memory. */
+__device__ __forceinline__ uint2 aq_ld_peer2(unsigned addr, unsigned rank)
+{
+    unsigned remote;
+    uint2 v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
+    asm volatile("ld.shared::cluster.v2.u32 {%0,%1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(remote) : "memory");
+    return v;
+}
+
+/* One more K slice's fp32 partial added to the running sum of an e4m3 split
+ * (slices in slice order, RN, never contracted). */
+__device__ __forceinline__ float aq_add_slice(float sum, float v)
+{
+#ifdef QV_MUTANT_gpu_aq_splitk_f16_reduce
+    /* Mutant (class 4, vLLM #6795): the K slices are reduced in fp16. */
+    return __half2float(__hadd(__float2half_rn(sum), __float2half_rn(v)));
+#else
+    return __fadd_rn(sum, v);
+#endif
+}
 
 /* Swizzled byte offset of 16-byte chunk c (0..7) of row r in a 128-byte-row
  * tile: chunk c goes to c ^ (r % 8), so the 8 rows an ldmatrix reads hit 8
@@ -327,7 +380,7 @@ k_gemm_aq_mma(const aq_params p)
      * zeroes the tile's part of the sum while its first stages are in flight
      * (whatever another launch left in the workspace) and raises the tile's
      * flag; the other slices look at the flag only when they come to add. */
-    const bool int_split = !C::fp8 && p.splits > 1;
+    const bool int_split = !C::fp8 && p.splits > 1 && p.cluster <= 1;
     const int tile = blockIdx.y * gridDim.x + blockIdx.x;
     if (int_split) {
         __shared__ int aq_ticket;
@@ -540,6 +593,76 @@ k_gemm_aq_mma(const aq_params p)
         }
     }
 
+    /* Split-K in a cluster (p.cluster = p.splits slices of this output tile,
+     * one block each): every block puts its partial tile in its own shared
+     * memory (the ring, which the K loop no longer reads), and after a
+     * cluster barrier block rank r sums the r-th of the tile's live column
+     * pairs over the peers' tiles in rank (= slice) order, through
+     * distributed shared memory, and applies the epilogue: no workspace, no
+     * counters, no atomics. Integer sums are exact (unsigned adds wrap as the
+     * atomic ones do; the total is in range, registry proof); e4m3 slices are
+     * added in slice order 0, 1, .., as the last-block sum below does, so both
+     * give the same bits. */
+    if (p.cluster > 1) {
+        constexpr int kRs = C::bn + 4; /* row stride in words: rows start 4 banks apart */
+        static_assert(C::bm * kRs * 4 <= C::smem, "the partial tile fits the ring");
+        acc_t *red = reinterpret_cast<acc_t *>(aq_smem);
+        __syncthreads(); /* every warp is past its last read of the ring */
+        if (warp_n_live) {
+#pragma unroll
+            for (int i = 0; i < MW; i++)
+#pragma unroll
+                for (int hh = 0; hh < 2; hh++) {
+                    const int r = (wm * MW + i) * 16 + (lane >> 2) + 8 * hh;
+                    if (m0 + r >= M) continue;
+#pragma unroll
+                    for (int t = 0; t < NT; t++) {
+                        acc_t *dst = red + r * kRs + (wcol0 - n0) + 8 * t + 2 * (lane & 3);
+                        dst[0] = acc[i][t][2 * hh];
+                        dst[1] = acc[i][t][2 * hh + 1];
+                    }
+                }
+        }
+#ifndef QV_MUTANT_gpu_aq_cluster_missing_barrier
+        /* (Mutant QV_MUTANT_gpu_aq_cluster_missing_barrier, class 5, vLLM #11493, drops this
+         * barrier: blocks read their peers' tiles before the peers have written them.) */
+        aq_cluster_sync();
+#endif
+        const int nc = p.cluster;
+        const unsigned rank = aq_cluster_rank();
+        const int rows = (int)min((int64_t)C::bm, M - m0), pairs = (int)min((int64_t)C::bn, N - n0) / 2;
+        const int items = rows * pairs;
+        const int e_end = (int)((rank + 1) * (unsigned)items / (unsigned)nc);
+        const unsigned red_addr = (unsigned)__cvta_generic_to_shared(aq_smem);
+        for (int e = (int)(rank * (unsigned)items / (unsigned)nc) + tid; e < e_end; e += C::threads) {
+            const int r = e / pairs, c2 = 2 * (e % pairs);
+            const unsigned addr = red_addr + 4u * (unsigned)(r * kRs + c2);
+            uint2 v[AQ_CLUSTER_MAX];
+#pragma unroll
+            for (int q = 0; q < AQ_CLUSTER_MAX; q++)
+                if (q < nc) v[q] = aq_ld_peer2(addr, (unsigned)q);
+            if constexpr (C::fp8) {
+                float s0 = __uint_as_float(v[0].x), s1 = __uint_as_float(v[0].y);
+#pragma unroll
+                for (int q = 1; q < AQ_CLUSTER_MAX; q++)
+                    if (q < nc) {
+                        s0 = aq_add_slice(s0, __uint_as_float(v[q].x));
+                        s1 = aq_add_slice(s1, __uint_as_float(v[q].y));
+                    }
+                aq_finish<KIND>(p, m0 + r, n0 + c2, s0, s1);
+            } else {
+                unsigned s0 = 0, s1 = 0;
+#pragma unroll
+                for (int q = 0; q < AQ_CLUSTER_MAX; q++)
+                    if (q < nc) s0 += v[q].x, s1 += v[q].y;
+                aq_finish<KIND>(p, m0 + r, n0 + c2, (int)s0, (int)s1);
+            }
+        }
+        /* The peers have read this block's tile before it exits. */
+        aq_cluster_sync();
+        return;
+    }
+
     if (int_split) {
         /* the tile's sum is zeroed before any slice adds into it */
         if (tid == 0) {
@@ -628,14 +751,8 @@ k_gemm_aq_mma(const aq_params p)
                     v0 = w0;
                     v1 = w1;
                 } else {
-#ifdef QV_MUTANT_gpu_aq_splitk_f16_reduce
-                    /* Mutant (class 4, vLLM #6795): the K slices are reduced in fp16. */
-                    v0 = __half2float(__hadd(__float2half_rn(v0), __float2half_rn(w0)));
-                    v1 = __half2float(__hadd(__float2half_rn(v1), __float2half_rn(w1)));
-#else
-                    v0 = __fadd_rn(v0, w0);
-                    v1 = __fadd_rn(v1, w1);
-#endif
+                    v0 = aq_add_slice(v0, w0);
+                    v1 = aq_add_slice(v1, w1);
                 }
             }
             aq_finish<KIND>(p, row, col, v0, v1);
@@ -664,14 +781,12 @@ enum aq_tile { AQ_TILE_SMALL = 0, AQ_TILE_MEDIUM, AQ_TILE_LARGE };
  * bandwidth); counting 3 for the int8 and e4m3 tiles too (the fourth round's
  * plan) made that second wave: Llama-3-70B block, µs, 3 / 2 per SM (H200,
  * 2026-11-30): w8a8-i8-tok-ch M = 16 303.7 / 274.4, M = 64 428.8 / 367.8; the
- * e4m3 mma kernel at M = 16 332.5 / 289.1. QQQ from M = 9 in the small tile
- * plans for 2 per SM even though 3 fit: the longer slices won at M = 16 on
- * both models and both scalings (H200 2026-11-30, µs per block, GEMM alone /
- * with its quantizer, 3 / 2 per SM: Llama-2-7B qqq-ch 107.0 / 101.0 and
- * 123.3 / 116.6, qqq-g128 119.6 / 113.8 and 135.2 / 129.9; Llama-3-70B
- * qqq-ch 188.8 / 184.8 and 206.9 / 202.1, qqq-g128 255.3 / 255.5 and
- * 273.1 / 272.9), while at M = 1 the quantizer pair lost with 2 (Llama-3-70B
- * qqq-ch 165.2 / 178.0). qqq-ch also plans 2 per SM in the medium tile from
+ * e4m3 mma kernel at M = 16 332.5 / 289.1. QQQ's small tile plans for 3 per
+ * SM at every M <= 16: with the slices summed in clusters (aq_launch_cfg),
+ * 3 beat 2 at M = 9-16 (H200 2026-12-02, µs per block with the quantizer, 2
+ * / 3 per SM, M = 16: Llama-2-7B qqq-ch 88.4 / 83.5, qqq-g128 109.9 / 101.7;
+ * Llama-3-70B qqq-ch 184.0 / 175.5, qqq-g128 230.6 / 222.9), where with
+ * atomic sums 2 had won (2026-11-30). qqq-ch also plans 2 per SM in the medium tile from
  * M = 33 (µs per block, 3 / 2 per SM, same run: Llama-2-7B M = 48 152.3 /
  * 146.2, M = 64 176.2 / 160.5; Llama-3-70B M = 48 328.3 / 329.2, M = 64
  * 348.2 / 345.3; at M = 24-32 3 stays ahead, 117.6 / 124.2 on Llama-2-7B
@@ -718,7 +833,6 @@ static inline int aq_blocks_per_sm(int kind, aq_tile tile, int m)
     case AQ_B_PLAIN_I8: dflt = aq_kind_blocks_per_sm<AQ_B_PLAIN_I8>(tile); break;
     default: dflt = aq_kind_blocks_per_sm<AQ_B_PLAIN_E4M3>(tile); break;
     }
-    if ((kind == AQ_B_QQQ_CH || kind == AQ_B_QQQ_GROUP) && tile == AQ_TILE_SMALL && m > 8) dflt = 2;
     if (kind == AQ_B_QQQ_CH && tile == AQ_TILE_MEDIUM && m > 32) dflt = 2;
     return (int)aq_env_whole("QVET_AQ_BLOCKS_PER_SM", 1, 32, dflt);
 }
@@ -753,6 +867,9 @@ static inline aq_plan aq_plan_for(int kind, int m, int n, int k)
     if (want > ktiles) want = ktiles;
     /* every slice gets at least 4 K tiles, so the pipeline fills */
     if (want > 1 && ktiles / want < 4) want = ktiles / 4 > 1 ? ktiles / 4 : 1;
+    /* QVET_AQ_SPLITS=<s> (tests, measurements): s slices, at most one per K tile */
+    const long forced = aq_env_whole("QVET_AQ_SPLITS", 1, 65535, 0);
+    if (forced > 0) want = forced < ktiles ? forced : ktiles;
     while (want > 1 && (size_t)want * (size_t)m * (size_t)n * 4 > AQ_SPLIT_BYTES_MAX) want--;
     pl.kt_per_split = (int)((ktiles + want - 1) / want);
     pl.splits = (ktiles + pl.kt_per_split - 1) / pl.kt_per_split;
@@ -761,26 +878,51 @@ static inline aq_plan aq_plan_for(int kind, int m, int n, int k)
 }
 
 /* Whether an M-row GEMM is launched as a programmatic dependent: for M up to
- * QVET_AQ_PDL_MAX_M (default 8; 0: never; the kernel waits either way).
+ * QVET_AQ_PDL_MAX_M (default 8; 0: never; the kernel waits either way), and
+ * up to M = 16 when its split-K slices are one cluster (`cluster`).
  * Measured on the H200 (bench/RESULTS.md, fourth round), quantizer + GEMM:
  * M = 1 gains 7-15 us per block, while at M = 16-32 the quantizer's clusters
- * hold most SMs and the early GEMM blocks cost up to 33 us on Llama-3-70B. An
- * unreadable value keeps the default. */
-static inline bool aq_pdl_wanted(int m)
+ * hold most SMs and the early GEMM blocks cost up to 33 us on Llama-3-70B.
+ * With the slices in clusters (2026-12-02, M = 9-16, µs per layer with the
+ * quantizer, without / with): Llama-2-7B qqq-w4a8-ch qkv 23.0 / 21.3, o 15.6
+ * / 13.3; Llama-3-70B o 24.9 / 22.4; but the workspace sum's long slices
+ * (Llama-3-70B down) 54.5 / 71.2. An unreadable value keeps the default. */
+static inline bool aq_pdl_wanted(int m, bool cluster)
 {
-    return m <= aq_env_whole("QVET_AQ_PDL_MAX_M", 0, LONG_MAX, 8);
+    const long most = aq_env_whole("QVET_AQ_PDL_MAX_M", 0, LONG_MAX, 8);
+    return m <= most || (cluster && most > 0 && m <= 16);
 }
 
+/* The largest cluster the split-K sum may use: QVET_AQ_CLUSTER_MAX=<c>, 0 or
+ * 1 for none (every split through the workspace's counters and atomics),
+ * default AQ_CLUSTER_MAX. */
+static inline int aq_cluster_max(void) { return (int)aq_env_whole("QVET_AQ_CLUSTER_MAX", 0, AQ_CLUSTER_MAX, AQ_CLUSTER_MAX); }
+
+/* QVET_AQ_TRACE=1 (measurements): each mma-kernel launch's plan on stderr. */
+static inline bool aq_trace(void)
+{
+    const char *t = getenv("QVET_AQ_TRACE");
+    return t && t[0] == '1';
+}
+
+/* Slices longer than this many 128-K tiles keep the workspace sum where the
+ * plan's 2 blocks per SM are not what the hardware places (aq_launch_cfg). */
+#define kAqClusterLongTiles 16
+
+/* bps: the blocks per SM the split-K plan counted on (aq_blocks_per_sm). */
 template <int KIND, int MW, int WM, int WN, int NT>
-static qv_status aq_launch_cfg(const aq_params &p, cudaStream_t stream)
+static qv_status aq_launch_cfg(aq_params p, cudaStream_t stream, int bps)
 {
     using C = aq_cfg<KIND, MW, WM, WN, NT>;
     void (*kern)(const aq_params) = k_gemm_aq_mma<KIND, MW, WM, WN, NT>;
-    /* Raising the dynamic shared memory limit once per instantiation is enough. */
+    /* Raising the dynamic shared memory limit and allowing clusters past the
+     * portable 8 once per instantiation is enough. */
     static int smem_set = 0;
     if (!smem_set) {
         QV_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::smem),
                     "cudaFuncSetAttribute(k_gemm_aq_mma shared memory)");
+        QV_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+                    "cudaFuncSetAttribute(k_gemm_aq_mma cluster size)");
         smem_set = 1;
     }
     const int64_t gy = ((int64_t)p.n + C::bn - 1) / C::bn;
@@ -793,16 +935,69 @@ static qv_status aq_launch_cfg(const aq_params &p, cudaStream_t stream)
      * (griddepcontrol.wait) while the activation quantizer in front finishes
      * (it allows dependents as soon as its blocks run), instead of starting
      * only after it has drained. */
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = aq_pdl_wanted(p.m);
+    cudaLaunchAttribute attr[2];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = dim3(C::threads);
     cfg.dynamicSmemBytes = C::smem;
     cfg.stream = stream;
-    cfg.attrs = &attr;
+    cfg.attrs = attr;
     cfg.numAttrs = 1;
+    /* Split-K in clusters of the splits slices of a tile (the kernel's
+     * distributed shared-memory sum) when the device runs all of the launch's
+     * clusters at once; else the workspace's counters and atomics. Either way
+     * every output bit is the same. The integer paths, whose sum is exact in
+     * any order, take fewer slices (down to 2) when that makes every cluster
+     * fit at once; e4m3, whose bits depend on the slices, keeps the plan's.
+     * The device's count of concurrent clusters of each size is asked once
+     * per instantiation. Clusters are placed a GPC at a time, so where the
+     * plan counts on 2 blocks per SM but 3 fit, some SMs get 3 slices and
+     * others fewer: long slices (more than kAqClusterLongTiles K tiles) then
+     * keep the workspace sum, whose cost (m x n x splits atomic adds) is small
+     * next to them (H200, 2026-12-02, Llama-3-70B at M = 16, µs, workspace /
+     * cluster: qqq-w4a8-g128 down, 28 tiles per slice, 67.0 / 73.9; o, 8
+     * tiles, 31.9 / 26.4; Llama-2-7B qqq-w4a8-ch block 101.3 / 74.2). Asking
+     * for the shared memory of 2 per SM instead cost the launches their
+     * clusters (fewer fit a GPC). */
+    p.cluster = 1;
+    const bool crowded = bps == 2 && aq_resident(C::smem) > 2;
+    const int ktiles = (p.k + AQ_BK - 1) / AQ_BK;
+    static int active[AQ_CLUSTER_MAX + 1];
+    const int most = aq_cluster_max();
+    const int s0 = C::fp8 ? (p.splits <= most ? p.splits : 0) : min(p.splits, most);
+    for (int s = s0; s >= 2 && p.cluster == 1; s = C::fp8 ? 0 : s - 1) {
+        const int kt = s == p.splits ? p.kt_per_split : (ktiles + s - 1) / s, sp = (ktiles + kt - 1) / kt;
+        /* Fewer slices only while they stay short: Llama-3-70B down (K =
+         * 28672) in 9 clusters of 25 tiles took 66.5 us at M = 1 against
+         * 55.8 in the plan's 12 slices of 19 through the workspace. */
+        if (sp < 2 || (kt > kAqClusterLongTiles && (crowded || s != p.splits))) continue;
+        attr[1].id = cudaLaunchAttributeClusterDimension;
+        attr[1].val.clusterDim.x = 1;
+        attr[1].val.clusterDim.y = 1;
+        attr[1].val.clusterDim.z = (unsigned)sp;
+        cfg.numAttrs = 2;
+        cfg.gridDim.z = (unsigned)sp;
+        if (!active[sp]) {
+            int n = 0;
+            QV_CUDA_TRY(cudaOccupancyMaxActiveClusters(&n, kern, &cfg),
+                        "cudaOccupancyMaxActiveClusters(k_gemm_aq_mma)");
+            active[sp] = n > 0 ? n : -1;
+        }
+        if ((int64_t)grid.x * grid.y <= (int64_t)active[sp]) {
+            p.cluster = p.splits = sp;
+            p.kt_per_split = kt;
+        }
+    }
+    if (p.cluster == 1) {
+        cfg.numAttrs = 1;
+        cfg.gridDim = grid;
+    }
+    attr[0].val.programmaticStreamSerializationAllowed = aq_pdl_wanted(p.m, p.cluster > 1);
+    if (aq_trace())
+        fprintf(stderr, "aq mma plan: kind=%d m=%d n=%d k=%d tile=%dx%d grid=%ux%ux%u slice=%d tiles cluster=%d pdl=%d"
+                " bps=%d\n", KIND, p.m, p.n, p.k, C::bm, C::bn, cfg.gridDim.x, cfg.gridDim.y, cfg.gridDim.z,
+                p.kt_per_split, p.cluster, (int)attr[0].val.programmaticStreamSerializationAllowed, bps);
     QV_CUDA_TRY(cudaLaunchKernelEx(&cfg, kern, p), "launching k_gemm_aq_mma");
     QV_CUDA_TRY(cudaGetLastError(), "launching k_gemm_aq_mma");
     return QV_OK;
@@ -825,15 +1020,16 @@ static qv_status aq_launch(aq_params p, const qv_gemm_args *a, const char *name)
         p.partial = (unsigned char *)a->workspace + AQ_COUNTERS_BYTES;
     }
     cudaStream_t st = (cudaStream_t)a->stream;
+    const int bps = aq_blocks_per_sm(KIND, pl.tile, p.m);
     switch (pl.tile) {
-    case AQ_TILE_SMALL: return aq_launch_cfg<KIND, 1, 1, 4, 8>(p, st);
-    case AQ_TILE_MEDIUM: return aq_launch_cfg<KIND, 2, 2, 2, 8>(p, st);
+    case AQ_TILE_SMALL: return aq_launch_cfg<KIND, 1, 1, 4, 8>(p, st, bps);
+    case AQ_TILE_MEDIUM: return aq_launch_cfg<KIND, 2, 2, 2, 8>(p, st, bps);
     default:
         /* QQQ dequantizes every B fragment in registers: 128 x 32 warp tiles
          * reuse each one for 8 row tiles. */
-        if constexpr (KIND == AQ_B_PLAIN_E4M3) return aq_launch_cfg<KIND, 2, 4, 2, 8>(p, st);
-        else if constexpr (KIND == AQ_B_PLAIN_I8) return aq_launch_cfg<KIND, 4, 2, 2, 8>(p, st);
-        else return aq_launch_cfg<KIND, 8, 1, 4, 4>(p, st);
+        if constexpr (KIND == AQ_B_PLAIN_E4M3) return aq_launch_cfg<KIND, 2, 4, 2, 8>(p, st, bps);
+        else if constexpr (KIND == AQ_B_PLAIN_I8) return aq_launch_cfg<KIND, 4, 2, 2, 8>(p, st, bps);
+        else return aq_launch_cfg<KIND, 8, 1, 4, 4>(p, st, bps);
     }
 }
 

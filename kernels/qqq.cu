@@ -1,7 +1,8 @@
 /* qqq.cu: QQQ W4A8 (int4 weights x int8 per-token activations, int8 tensor
  * cores) in the published HandH1998/QQQ layouts, channelwise and per group.
- * The launcher checks the row and the shape, then runs from M = 17 the wgmma
- * kernel of qqq_wg.cu, else aq_gemm.cuh's mma kernel (or, with the wgmma path
+ * The launcher checks the row and the shape, then runs from M = 17 (and on
+ * the widest layers below, qv_qqq_wg_wanted) the wgmma kernel of qqq_wg.cu,
+ * else aq_gemm.cuh's mma kernel (or, with the wgmma path
  * off, the cuBLASLt path of aq_lt.cuh from M = 128); all three give the same
  * bits.
  * Arithmetic (registry rows qqq-w4a8-*, golden/README.md): channelwise sees

@@ -7,7 +7,7 @@
  *    wgmma's register A fragment of one warp is the m16n8k32 A fragment, whose
  *    four registers are the 8-bit B fragments of a QQQ lane's two n8 tiles
  *    (rows g and g + 8) in two consecutive k16 rows;
- *  - the activations are the wgmma B operand, 256, 128 or 64 tokens x 32 k
+ *  - the activations are the wgmma B operand, 256, 128, 64, 32 or 16 tokens x 32 k
  *    read from shared memory through a matrix descriptor, K-major with the
  *    128-byte swizzle (one 128-byte row holds a stage's 128 k).
  * No int8 copy of the weights is ever written (the cuBLASLt path of aq_lt.cu
@@ -104,6 +104,8 @@ template <int N> struct wg_mma_s8;
         }                                                                                                            \
     };
 
+WG_MMA_S8_SPEC(16, WG_REGS16, WG_D16("+r"))
+WG_MMA_S8_SPEC(32, WG_REGS32, WG_D32("+r"))
 WG_MMA_S8_SPEC(64, WG_REGS64, WG_D64("+r"))
 WG_MMA_S8_SPEC(128, WG_REGS128, WG_D128("+r"))
 WG_MMA_S8_SPEC(256, WG_REGS256, WG_D256("+r"))
@@ -434,6 +436,23 @@ bool covers(const qv_variant *v, int m, int n, int k, int g)
  * six of the 16 layer points. */
 constexpr long kDefaultMinM = 17;
 
+/* Below that M, by default, the layers so wide that the mma kernel's plan
+ * does not split K (at least half a wave of its 256-column blocks): it then
+ * runs one slice per block over whole K, on SMs holding one or two of them,
+ * while this kernel's persistent schedule shares the last round of tiles
+ * along K. H200, 2026-12-02, Llama-3-70B gate_up (N = 57344, 224 blocks), µs,
+ * mma / wgmma in 16-token tiles: qqq-w4a8-g128 118.1 / 86.8 at M = 1, 119.3 /
+ * 88.1 at M = 16; qqq-w4a8-ch 77.2 / 72.7 at M = 4, 79.0 / 72.7 at M = 16.
+ * Every narrower Llama layer (its K split) stayed on the mma kernel: slower
+ * here at M = 1-8 (Llama-3-70B down g128 55.3 / 70.4 at M = 1). */
+bool wide_layer(const qv_variant *v, int m, int n)
+{
+    const int kind = v->layout == QV_LAYOUT_QQQ_W4_GROUP ? AQ_B_QQQ_GROUP : AQ_B_QQQ_CH;
+    if (m > 16) return false;
+    const int64_t blocks = ((int64_t)n + 255) / 256;
+    return 2 * blocks >= (int64_t)AQ_SMS * aq_blocks_per_sm(kind, AQ_TILE_SMALL, m);
+}
+
 /* The default tile (wg_common.cuh's tile_default): the narrow form below 38
  * k128 stages per block. Measured on the H200 (bench/RESULTS.md, ninth
  * round: every Llama-2-7B and Llama-3-70B layer, both QQQ rows, M = 16-1024,
@@ -518,7 +537,11 @@ qv_status launch_tile(int tile, const qwg_params &p, const wg_sched &sc, cudaStr
     case 1: return launch_form<1, GROUP>(p, sc, stream);
     case 2: return launch_form<2, GROUP>(p, sc, stream);
     case 3: return launch_form<3, GROUP>(p, sc, stream);
-    default: return launch_form<4, GROUP>(p, sc, stream);
+    case 4: return launch_form<4, GROUP>(p, sc, stream);
+    case 5: return launch_form<5, GROUP>(p, sc, stream);
+    case 6: return launch_form<6, GROUP>(p, sc, stream);
+    case 7: return launch_form<7, GROUP>(p, sc, stream);
+    default: return launch_form<8, GROUP>(p, sc, stream);
     }
 }
 
@@ -530,8 +553,18 @@ extern "C" qv_status qv_qqq_wg_wanted(const qv_variant *v, int m, int n, int k, 
     *take = 0;
     QV_TRY(env_whole("QVET_AQ_WG_MIN_M", 1, 2147483647L, kDefaultMinM, true,
                      "the smallest M that takes the QQQ wgmma kernel", &min_m));
-    *take = min_m >= 1 && m >= min_m && covers(v, m, n, k, g);
+    const char *set = getenv("QVET_AQ_WG_MIN_M");
+    const bool wide = (set == NULL || *set == '\0') && m < min_m && wide_layer(v, m, n);
+    *take = min_m >= 1 && (m >= min_m || wide) && covers(v, m, n, k, g);
     return QV_OK;
+}
+
+extern "C" int qv_qqq_wg_route(int group, int m, int n, int k, int g)
+{
+    const qv_variant *v = qv_variant_find(group ? "qqq-w4a8-g128" : "qqq-w4a8-ch");
+    int take = 0;
+    if (!v || qv_qqq_wg_wanted(v, m, n, k, g, &take) != QV_OK) return -1;
+    return take;
 }
 
 extern "C" size_t qv_qqq_wg_workspace(int m, int n, int k)

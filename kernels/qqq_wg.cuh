@@ -17,7 +17,8 @@
 
 /* Whether an (m, n, k) problem of v with group size g takes the path: *take
  * = 1 when m reaches QVET_AQ_WG_MIN_M (a whole number >= 1, or "off" for
- * never; unset or empty, 17) and the kernel covers the shape (N % 64 == 0,
+ * never; unset or empty, 17, and below that the layers so wide that the mma
+ * kernel would not split K) and the kernel covers the shape (N % 64 == 0,
  * K % 16 == 0, per group g a multiple of 128 dividing K). A malformed value
  * returns QV_ERR_USAGE with a message. Read at every call; no CUDA call. */
 extern "C" qv_status qv_qqq_wg_wanted(const qv_variant *v, int m, int n, int k, int g, int *take);
@@ -32,7 +33,8 @@ extern "C" size_t qv_qqq_wg_workspace(int m, int n, int k);
  * and for per-group rows the fp16 group table and the channel scales in
  * w_scale2). Checks the cover, the alignment the tensor maps need and the
  * workspace; QVET_AQ_WG_TILE (the block's columns x tokens: 128x256,
- * 256x128, 128x128, 512x64 or 128x64; unset: by M and the layer's size),
+ * 256x128, 128x128, 512x64, 128x64, 512x32, 128x32, 512x16 or 128x16;
+ * unset: by M and the layer's size),
  * QVET_AQ_WG_BLOCKS (1 to 264; unset: 132) and QVET_AQ_WG_STREAMK (0 or 1)
  * shape the schedule, and a malformed one returns QV_ERR_USAGE before any
  * CUDA call. */

@@ -51,7 +51,7 @@ constexpr int kSmemMax = 227 * 1024;
  *   TPW = 1, BX = 64 or 128: 128 columns x 64 or 128 tokens, four or two
  *            times as many tiles as the full-register forms of those tokens
  *            (small layers: fewer parts per tile in the stream-K tail).
- *   TPW = 4 or 1, BX = 32 or 16 (weight-only kernel): 512 or 128 columns x
+ *   TPW = 4 or 1, BX = 32 or 16: 512 or 128 columns x
  *            32 or 16 tokens, so that M <= 32 does not pay for 64 tokens'
  *            tensor work. */
 template <int TPW, int BX = 256 / TPW> struct tile_cfg {
@@ -356,9 +356,10 @@ struct tile_form {
 constexpr tile_form kTiles[] = {{"128x256", 1, 256}, {"256x128", 2, 128}, {"128x128", 1, 128}, {"512x64", 4, 64},
                                 {"128x64", 1, 64},   {"512x32", 4, 32},   {"128x32", 1, 32},   {"512x16", 4, 16},
                                 {"128x16", 1, 16}};
-/* The QQQ kernel has the first five; the weight-only kernel all nine. */
-constexpr int kNTilesQqq = 5;
 constexpr int kNTiles = (int)(sizeof kTiles / sizeof kTiles[0]);
+/* Both kernels have all nine (the QQQ kernel had the first five up to
+ * 2026-12-02). */
+constexpr int kNTilesQqq = kNTiles;
 
 /* The schedule of an (m, n, k) problem in tile t with kks k16 tiles per
  * stage, on as many blocks as environment variable blocks_var says (1 to

@@ -27,7 +27,8 @@
  *    (int8: s = absmax/127, q = rne(x/s); e4m3: s = absmax/448, q = RNE with
  *    saturation), codes and scales bit for bit.
  * Without a CUDA device the suite prints exactly "SKIP: no CUDA device" and
- * runs only the refusal checks, which make no CUDA call. QVET_AQ_BENCH=1 runs the family's benchmark instead:
+ * runs only the refusal checks, which make no CUDA call. QVET_AQ_ROWS=<text>
+ * keeps the rows whose name contains it. QVET_AQ_BENCH=1 runs the family's benchmark instead:
  * `qvet bench --variant 'qqq-*,w8a8-*' --m 1,16,64,1024` (bench/aq_bench.c). Random cases come from (seed, index); the seed is
  * printed and QVET_SEED=<seed> replays it. */
 #include <check.h>
@@ -53,7 +54,8 @@
 
 static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
 /* QVET_AQ_QUICK=1: one random case at M = 1, 17 and 129 per row (one per tile
- * configuration), no witnesses: the run under compute-sanitizer. */
+ * configuration), no witnesses, and the split sums at M = 1 in 5 slices only:
+ * the run under compute-sanitizer. */
 static int g_quick;
 
 /* Uniform double in [0, 1): a pure function of (seed, stream, i). */
@@ -64,7 +66,14 @@ static double rnd_unit(uint64_t stream, uint64_t i) { return test_rnd_unit(g_see
 static int g_rows[64];
 static int g_nrows;
 
-static int is_aq_row(const qv_variant *v) { return !strcmp(v->family, "qqq") || !strcmp(v->family, "w8a8"); }
+/* QVET_AQ_ROWS=<text> keeps only the rows whose name contains it (a sanitizer
+ * pass on one row); unset, every row of the family. */
+static int is_aq_row(const qv_variant *v)
+{
+    const char *only = getenv("QVET_AQ_ROWS");
+    if (only && *only && !strstr(v->name, only)) return 0;
+    return !strcmp(v->family, "qqq") || !strcmp(v->family, "w8a8");
+}
 
 /* Shapes on the row's tiles and at the smallest legal step past them, and past
  * the kernel's own block tiles (256 and 128 columns, 128 K per stage); the
@@ -154,6 +163,68 @@ START_TEST(registry_edges)
         }
     printf("%s: %d cases, %d failed\n", v->name, cases, failed);
     ck_assert_msg(failed == 0, "%s: %d of %d cases failed (see stderr)", v->name, failed, cases);
+}
+END_TEST
+
+/* ---- split-K sums: in a cluster, and through the workspace ----------------------- */
+
+/* The mma kernel's two split-K sums give the same bits: with QVET_AQ_SPLITS
+ * forcing 2, 3, 5, 8 and 16 K slices, the default launch (the slices of a
+ * tile in one cluster, summed through distributed shared memory) and
+ * QVET_AQ_CLUSTER_MAX=1 (atomic int32 adds, or the last e4m3 slice adding the
+ * fp32 partials) must each equal the CPU model on the exact probe, pass the
+ * verdict on a random one, and equal each other bit for bit there. Every row
+ * at M = 1, 5 and 16 on the mma kernel (e4m3 rows with the cuBLASLt path off;
+ * QQQ takes its wgmma kernel only from M = 17). */
+START_TEST(split_sums)
+{
+    const qv_variant *v = qv_registry_get(g_rows[_i]);
+    static const int ms[] = {1, 5, 16}, splits[] = {2, 3, 5, 8, 16};
+    const int64_t n = 512, k = 16 * 128;
+    setenv("QVET_AQ_LT_FP8_MIN_M", "off", 1);
+    int failed = 0, cases = 0;
+    for (int mi = 0; mi < (g_quick ? 1 : 3); mi++)
+        for (int si = 0; si < 5; si++) {
+            if (g_quick && splits[si] != 5) continue;
+            char sp[16];
+            snprintf(sp, sizeof sp, "%d", splits[si]);
+            setenv("QVET_AQ_SPLITS", sp, 1);
+            for (int pi = 0; pi < 2; pi++) {
+                const qv_probe_kind probe = pi ? QV_PROBE_RANDOM : QV_PROBE_EXACT;
+                if (!ref_probe_applies(v, probe, ms[mi], n, k)) continue;
+                qv_problem p;
+                char label[192], lab2[224];
+                gpu_problem_probe(&p, v, ms[mi], n, k, probe, (qv_regime)((mi + si) % QV_REGIME_COUNT),
+                                  g_seed + 500000 + (uint64_t)g_rows[_i] * 1000 + (uint64_t)(mi * 10 + si) * 2 + pi,
+                                  label, sizeof label);
+                const size_t ob = (size_t)qv_problem_out_bytes(&p);
+                void *out[2] = {malloc(ob), malloc(ob)};
+                ck_assert(out[0] && out[1]);
+                for (int path = 0; path < 2; path++) {
+                    if (path)
+                        setenv("QVET_AQ_CLUSTER_MAX", "1", 1);
+                    else
+                        unsetenv("QVET_AQ_CLUSTER_MAX");
+                    snprintf(lab2, sizeof lab2, "%s splits=%d %s", label, splits[si], path ? "workspace" : "cluster");
+                    gpu_run_twice(&p, out[path], lab2, NULL);
+                    failed += !gpu_verdict(&p, probe, out[path], lab2, NULL);
+                    cases++;
+                }
+                if (memcmp(out[0], out[1], ob)) {
+                    fprintf(stderr, "FAIL %s splits=%d: the cluster and workspace sums differ\n", label, splits[si]);
+                    failed++;
+                }
+                free(out[0]);
+                free(out[1]);
+                qv_problem_destroy(&p);
+            }
+        }
+    unsetenv("QVET_AQ_SPLITS");
+    unsetenv("QVET_AQ_CLUSTER_MAX");
+    unsetenv("QVET_AQ_LT_FP8_MIN_M");
+    printf("%s split sums: %d cases, %d failed\n", v->name, cases, failed);
+    ck_assert_msg(cases > 0, "%s: no split case applies", v->name);
+    ck_assert_msg(failed == 0, "%s: %d of %d split cases failed (see stderr)", v->name, failed, cases);
 }
 END_TEST
 
@@ -306,7 +377,9 @@ START_TEST(fp8_witness)
             qv_problem_destroy(&p);
         }
     }
-    ck_assert_msg(checked > 0, "no e4m3 row in the registry");
+    /* (QVET_AQ_ROWS may leave no e4m3 row: then the printed lines above only.) */
+    const char *only = getenv("QVET_AQ_ROWS");
+    ck_assert_msg(checked > 0 || (only && *only), "no e4m3 row in the registry");
 
     /* The raw instruction chain, printed for the record (the registry's
      * promote_nc / acc_bits come from these numbers). */
@@ -480,6 +553,7 @@ int main(void)
     /* The GPU cases only with a device; the refusals (no CUDA call) always. */
     if (gpu) {
         tcase_add_loop_test(tc, registry_edges, 0, g_nrows);
+        tcase_add_loop_test(tc, split_sums, 0, g_nrows);
         tcase_add_loop_test(tc, golden_qqq, 0, (int)(sizeof qqq_goldens / sizeof qqq_goldens[0]));
         tcase_add_test(tc, fp8_witness);
         tcase_add_loop_test(tc, act_quant, 0, (int)(sizeof aq_cases / sizeof aq_cases[0]));

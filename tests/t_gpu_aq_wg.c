@@ -11,7 +11,7 @@
  *    rows accumulate in exact int32 and end in one fixed fp32 epilogue, so
  *    every output is unique and must equal the CPU model (ref_model_run) bit
  *    for bit, and equal the mma kernel's output (QVET_AQ_WG_MIN_M=off) bit for
- *    bit; each in every block tile (QVET_AQ_WG_TILE, five of them); every
+ *    bit; each in every block tile (QVET_AQ_WG_TILE, nine of them); every
  *    launch is asserted to have taken the path (qv_qqq_wg_runs) and runs
  *    twice on a poisoned output, bitwise identical, nothing written past it;
  *  - the stream-K tail: long K on a few blocks (QVET_AQ_WG_BLOCKS) so that
@@ -77,7 +77,8 @@ static int64_t first_diff(const uint16_t *x, const uint16_t *y, int64_t elems)
 }
 
 /* Every block tile (columns x tokens); the last is the largest. */
-static const char *const kTiles[] = {"128x64", "512x64", "128x128", "256x128", "128x256"};
+static const char *const kTiles[] = {"128x16", "512x16", "128x32", "512x32", "128x64",
+                                     "512x64", "128x128", "256x128", "128x256"};
 #define N_TILES ((int)(sizeof kTiles / sizeof kTiles[0]))
 
 /* One problem: the mma kernel's output, then the wgmma kernel's in every
@@ -131,7 +132,7 @@ static int one_problem(const qv_variant *v, int64_t m, int64_t n, int64_t k, qv_
     return tail;
 }
 
-static const int wg_m[] = {1, 17, 64, 65, 128, 129, 300};
+static const int wg_m[] = {1, 16, 17, 33, 64, 65, 128, 129, 300};
 #define N_WG_M ((int)(sizeof wg_m / sizeof wg_m[0]))
 
 START_TEST(paths_equal)
@@ -232,6 +233,14 @@ START_TEST(schedule)
     setenv("QVET_AQ_WG_TILE", "512x64", 1);
     ck_assert_int_eq(qv_qqq_wg_tail_tiles(64, 10240, 8192), 20);
     clear_env();
+    /* M = 16 and 32: the 16- and 32-token tiles, 20 wide (512-column) tiles x
+     * 64 stages = 1280 < 5016: narrow, 80 tiles of 128 columns, all shared;
+     * forced to 512x16, 20. */
+    ck_assert_int_eq(qv_qqq_wg_tail_tiles(16, 10240, 8192), 80);
+    ck_assert_int_eq(qv_qqq_wg_tail_tiles(32, 10240, 8192), 80);
+    setenv("QVET_AQ_WG_TILE", "512x16", 1);
+    ck_assert_int_eq(qv_qqq_wg_tail_tiles(16, 10240, 8192), 20);
+    clear_env();
     /* Llama-2-7B gate_up, N = 22016, K = 4096, M = 1024: 4 x 172 = 688 tiles
      * = 5 rounds + 28: 28 shared. M = 512: 2 x 172 = 344 = 2 rounds + 80. */
     ck_assert_int_eq(qv_qqq_wg_tail_tiles(1024, 22016, 4096), 28);
@@ -252,6 +261,37 @@ START_TEST(schedule)
 }
 END_TEST
 
+/* The route, derived by hand: from M = 17 the wgmma kernel; below, only
+ * layers of at least half a wave of the mma kernel's 256-column blocks (132
+ * SMs x 3 blocks / 2 = 198 blocks), which that kernel would not split along
+ * K. A set QVET_AQ_WG_MIN_M is the one threshold. */
+START_TEST(route)
+{
+    clear_env();
+    /* Llama-3-70B gate_up, N = 57344: 224 blocks */
+    ck_assert_int_eq(qv_qqq_wg_route(0, 1, 57344, 8192, 0), 1);
+    ck_assert_int_eq(qv_qqq_wg_route(1, 16, 57344, 8192, 128), 1);
+    /* 198 blocks (N = 50688); 197 (N = 50432) not */
+    ck_assert_int_eq(qv_qqq_wg_route(0, 8, 50688, 4096, 0), 1);
+    ck_assert_int_eq(qv_qqq_wg_route(0, 8, 50432, 4096, 0), 0);
+    ck_assert_int_eq(qv_qqq_wg_route(1, 16, 50688, 4096, 128), 1);
+    ck_assert_int_eq(qv_qqq_wg_route(1, 16, 50432, 4096, 128), 0);
+    /* Llama-2-7B gate_up (86 blocks), Llama-3-70B down (32): the mma kernel */
+    ck_assert_int_eq(qv_qqq_wg_route(0, 16, 22016, 4096, 0), 0);
+    ck_assert_int_eq(qv_qqq_wg_route(1, 1, 8192, 28672, 128), 0);
+    ck_assert_int_eq(qv_qqq_wg_route(1, 17, 512, 256, 128), 1);
+    setenv("QVET_AQ_WG_MIN_M", "17", 1);
+    ck_assert_int_eq(qv_qqq_wg_route(0, 16, 57344, 8192, 0), 0);
+    ck_assert_int_eq(qv_qqq_wg_route(0, 17, 57344, 8192, 0), 1);
+    setenv("QVET_AQ_WG_MIN_M", "off", 1);
+    ck_assert_int_eq(qv_qqq_wg_route(0, 1, 57344, 8192, 0), 0);
+    ck_assert_int_eq(qv_qqq_wg_route(0, 1024, 57344, 8192, 0), 0);
+    setenv("QVET_AQ_WG_MIN_M", "x", 1);
+    ck_assert_int_eq(qv_qqq_wg_route(0, 1, 57344, 8192, 0), -1);
+    clear_env();
+}
+END_TEST
+
 START_TEST(env_refusals)
 {
     const qv_variant *ch = qv_variant_find("qqq-w4a8-ch");
@@ -261,8 +301,8 @@ START_TEST(env_refusals)
         {"QVET_AQ_WG_MIN_M", "abc"}, {"QVET_AQ_WG_MIN_M", "0"},    {"QVET_AQ_WG_MIN_M", "-3"},
         {"QVET_AQ_WG_MIN_M", "9x"},  {"QVET_AQ_WG_TILE", "64"},    {"QVET_AQ_WG_TILE", "128x256x"},
         {"QVET_AQ_WG_BLOCKS", "0"},  {"QVET_AQ_WG_BLOCKS", "265"}, {"QVET_AQ_WG_STREAMK", "2"},
-        /* the weight-only kernel's 32- and 16-token tiles, which this kernel lacks */
-        {"QVET_AQ_WG_TILE", "512x32"}, {"QVET_AQ_WG_TILE", "128x16"},
+        /* no 8-token or 1024-column tile */
+        {"QVET_AQ_WG_TILE", "512x8"}, {"QVET_AQ_WG_TILE", "1024x16"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         clear_env();
@@ -298,5 +338,6 @@ int main(void)
     }
     tcase_add_test(tc, schedule);
     tcase_add_test(tc, env_refusals);
+    tcase_add_test(tc, route);
     return gpu_suite_run(s);
 }

@@ -207,7 +207,14 @@ PATH_ENV = {"kernels/wonly_small.cu": {"QVET_WO_SMALL": "swap"},
 # A switch inside one form of such a path: the block rows take cuBLASLt's
 # BLK128x128 scaling only from M = 128 by default; 1 sends every M through it
 # (t_gpu_aq_lt_fp8 checks that form clean on every block-row case).
-MUTANT_ENV = {"gpu_lt_fp8_blk_unpadded": {"QVET_AQ_LT_FP8_BLK_MIN_M": "1"}}
+# The aq mma kernel sums split-K slices in a thread-block cluster when the
+# device runs the launch's clusters at once (up to 16 slices, the default at
+# M <= 16); its workspace sum (counters, atomic int32 adds) then runs only past
+# that, so the switches there run with QVET_AQ_CLUSTER_MAX=1, which sends every
+# split through it (t_gpu_aq's split_sums checks both sums clean and equal).
+MUTANT_ENV = {"gpu_lt_fp8_blk_unpadded": {"QVET_AQ_LT_FP8_BLK_MIN_M": "1"},
+              "gpu_aq_lock_not_reset": {"QVET_AQ_CLUSTER_MAX": "1"},
+              "gpu_aq_split_sum_not_zeroed": {"QVET_AQ_CLUSTER_MAX": "1"}}
 
 
 def mutant_env(name):

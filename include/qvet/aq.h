@@ -50,6 +50,13 @@ long long qv_qqq_wg_runs(void);
  * QVET_AQ_WG_STREAMK); -1 when one of them is malformed. No CUDA call. */
 int qv_qqq_wg_tail_tiles(int m, int n, int k);
 
+/* Which kernel an (m, n, k) QQQ problem (group: per-group rows, group size g)
+ * takes for the environment as it is now: 1 the wgmma kernel (by default
+ * from M = 17, and below that on layers so wide that the mma kernel would not
+ * split K), 0 the mma kernel (or cuBLASLt), -1 when QVET_AQ_WG_MIN_M is
+ * malformed. No CUDA call. */
+int qv_qqq_wg_route(int group, int m, int n, int k, int g);
+
 /* The default smallest M of the W8A8 e4m3 rows' cuBLASLt path, per scaling
  * (QVET_AQ_LT_FP8_MIN_M overrides all of them; "off" never takes the path).
  * H200, qvet bench, µs per layer:
