@@ -1,9 +1,10 @@
 /* t_gpu_aq_chain.c: the pair every W8A8 / W4A8 layer runs, activation
  * quantization (qv_act_quant) followed by the GEMM on one stream, with the
- * GEMM launched as a programmatic dependent of the quantizer
- * (kernels/aq_gemm.cuh): its blocks start while the quantizer runs, prefetch
- * weights, and must not read the activation codes or scales before the
- * quantizer has finished writing them.
+ * GEMM launched as a programmatic dependent of the quantizer (the mma kernel
+ * of kernels/aq_gemm.cuh, and QQQ's wgmma kernel, kernels/qqq_wg.cu, at M =
+ * 40): its blocks start while the quantizer runs, prefetch weights (mma
+ * kernel) or set up their ring (wgmma kernel), and must not read the
+ * activation codes or scales before the quantizer has finished writing them.
  *
  * Witness: on a stream, the codes and scales are first poisoned
  * (cudaMemsetAsync), then quantized from fp16, then multiplied; the output
@@ -11,8 +12,9 @@
  * after the device has drained (no overlap possible). A GEMM that read early
  * would multiply poison (0x5a codes, NaN scales) and differ. Each pair runs
  * three times, on the per-token rows whose small-M GEMMs take the mma kernel
- * (M = 1, 4, 16, 40; K = 4096 splits K, so the integer paths' atomic split-K
- * and its zeroing run under the overlap too), with the dependent launch
+ * (M = 1, 4, 16, 40; K = 4096 splits K, so the split-K sums run under the
+ * overlap too: in a cluster, and in the second repeat through the workspace,
+ * QVET_AQ_CLUSTER_MAX=1), with the dependent launch
  * forced at every M (QVET_AQ_PDL_MAX_M=100000; by default it stops at 8).
  * Without a CUDA device the suite prints exactly "SKIP: no CUDA device" and
  * checks only that the rows it needs exist with per-token activations. */
@@ -90,6 +92,11 @@ START_TEST(quantize_then_gemm)
     ck_assert_ptr_nonnull(alone);
     int differ = 0;
     for (int rep = 0; rep < REPEATS; rep++) {
+        /* the second repeat sums split-K slices through the workspace */
+        if (rep == 1)
+            setenv("QVET_AQ_CLUSTER_MAX", "1", 1);
+        else
+            unsetenv("QVET_AQ_CLUSTER_MAX");
         /* the pair, as a layer runs it, behind a poison of its inputs */
         ck_assert_int_eq(cudaMemsetAsync((void *)a.a, 0x5a, nx, st), cudaSuccess);
         ck_assert_int_eq(cudaMemsetAsync((void *)a.a_scale, 0xff, (size_t)m * sizeof(float), st), cudaSuccess);

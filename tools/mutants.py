@@ -212,9 +212,13 @@ PATH_ENV = {"kernels/wonly_small.cu": {"QVET_WO_SMALL": "swap"},
 # M <= 16); its workspace sum (counters, atomic int32 adds) then runs only past
 # that, so the switches there run with QVET_AQ_CLUSTER_MAX=1, which sends every
 # split through it (t_gpu_aq's split_sums checks both sums clean and equal).
+# The e4m3 rows' mma kernel runs only below the cuBLASLt path's M (12 or 17
+# for w8a8-fp8-tok-ch), where the check's e4m3 witness (M = 17) no longer
+# reaches it; "off" keeps every M on it for the two switches of its split-K.
 MUTANT_ENV = {"gpu_lt_fp8_blk_unpadded": {"QVET_AQ_LT_FP8_BLK_MIN_M": "1"},
-              "gpu_aq_lock_not_reset": {"QVET_AQ_CLUSTER_MAX": "1"},
-              "gpu_aq_split_sum_not_zeroed": {"QVET_AQ_CLUSTER_MAX": "1"}}
+              "gpu_aq_lock_not_reset": {"QVET_AQ_CLUSTER_MAX": "1", "QVET_AQ_LT_FP8_MIN_M": "off"},
+              "gpu_aq_split_sum_not_zeroed": {"QVET_AQ_CLUSTER_MAX": "1"},
+              "gpu_aq_splitk_f16_reduce": {"QVET_AQ_LT_FP8_MIN_M": "off"}}
 
 
 def mutant_env(name):
