@@ -142,6 +142,9 @@ static qv_status lt_setup(lt_ctx *c, int m, int n, int k)
         return qv_fail(QV_ERR_UNSUPPORTED, "cuBLASLt has no %s algorithm for m=%d n=%d k=%d",
                        c->fp8 ? lt_scale_names[c->scale] : "int8", m, n, k);
     c->algo = h.algo;
+    char label[64];
+    snprintf(label, sizeof label, "baseline %s", c->fp8 ? lt_scale_names[c->scale] : "int8");
+    qv_lt_trace_algo(label, m, n, k, &h.algo, h.workspaceSize, h.wavesCount);
     return QV_OK;
 }
 

@@ -1,8 +1,10 @@
 /* lt_cache.cu: the cuBLASLt operation, algorithm cache and call shared by the
  * two cuBLASLt paths of the activation-quantized rows (lt_cache.cuh). */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "lt_cache.cuh"
+#include "qvet/aq.h"
 #include "qvet/gpu.h"
 
 #define LT_TRY(c, call, what)                                                  \
@@ -98,9 +100,50 @@ qv_status lt_lookup(lt_cache *c, cublasLtMatmulDesc_t desc, const lt_key &key, l
      * mma kernel does, with arithmetic inside the row's declaration. */
     e->found = s == CUBLAS_STATUS_SUCCESS && count > 0 && h.state == CUBLAS_STATUS_SUCCESS;
     if (e->found) e->algo = h.algo;
+    char label[96];
+    snprintf(label, sizeof label, "%s op %d (align %u/%u/%u)", c->label, key.op, key.aw, key.aa, key.ad);
+    qv_lt_trace_algo(label, key.m, key.n, key.k, e->found ? &h.algo : NULL, e->found ? h.workspaceSize : 0,
+                     e->found ? h.wavesCount : 0.0f);
     e->key = key;
     *out = e;
     return QV_OK;
+}
+
+extern "C" void qv_lt_trace_algo(const char *label, int m, int n, int k, const void *algo, size_t ws_bytes,
+                                 float waves)
+{
+    const char *t = getenv("QVET_LT_TRACE");
+    if (!t || t[0] != '1') return;
+    if (!algo) {
+        fprintf(stderr, "cuBLASLt algo: %s m=%d n=%d k=%d: none\n", label, m, n, k);
+        return;
+    }
+    const cublasLtMatmulAlgo_t *a = static_cast<const cublasLtMatmulAlgo_t *>(algo);
+    static const struct {
+        cublasLtMatmulAlgoConfigAttributes_t attr;
+        const char *name;
+    } fields[] = {{CUBLASLT_ALGO_CONFIG_ID, "id"},
+                  {CUBLASLT_ALGO_CONFIG_TILE_ID, "tile"},
+                  {CUBLASLT_ALGO_CONFIG_STAGES_ID, "stages"},
+                  {CUBLASLT_ALGO_CONFIG_SPLITK_NUM, "splitk"},
+                  {CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, "reduction"},
+                  {CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, "swizzle"},
+                  {CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, "custom"},
+                  {CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, "cluster"},
+                  {CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, "inner"}};
+    fprintf(stderr, "cuBLASLt algo: %s m=%d n=%d k=%d:", label, m, n, k);
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        /* 32-bit fields, or the 16-bit shape ids: the size must match. */
+        uint32_t v32 = 0;
+        uint16_t v16 = 0;
+        size_t got = 0;
+        if (cublasLtMatmulAlgoConfigGetAttribute(a, fields[i].attr, &v32, sizeof v32, &got) == CUBLAS_STATUS_SUCCESS)
+            fprintf(stderr, " %s=%u", fields[i].name, (unsigned)v32);
+        else if (cublasLtMatmulAlgoConfigGetAttribute(a, fields[i].attr, &v16, sizeof v16, &got) ==
+                 CUBLAS_STATUS_SUCCESS)
+            fprintf(stderr, " %s=%u", fields[i].name, (unsigned)v16);
+    }
+    fprintf(stderr, " workspace=%zu waves=%.2f\n", ws_bytes, (double)waves);
 }
 
 qv_status lt_matmul(lt_cache *c, cublasLtMatmulDesc_t desc, lt_entry *e, const void *alpha, const void *w,

@@ -57,6 +57,13 @@ int qv_qqq_wg_tail_tiles(int m, int n, int k);
  * malformed. No CUDA call. */
 int qv_qqq_wg_route(int group, int m, int n, int k, int g);
 
+/* QVET_LT_TRACE=1 (measurements): one stderr line with the configuration of
+ * a cuBLASLt algorithm (algo: a cublasLtMatmulAlgo_t, or NULL for none) that
+ * `label`'s (m, n, k) got from the heuristic, with its workspace and waves.
+ * The activation-quantized rows' cuBLASLt paths and the benchmark's cuBLASLt
+ * baselines call it once per shape. */
+void qv_lt_trace_algo(const char *label, int m, int n, int k, const void *algo, size_t ws_bytes, float waves);
+
 /* The default smallest M of the W8A8 e4m3 rows' cuBLASLt path, per scaling
  * (QVET_AQ_LT_FP8_MIN_M overrides all of them; "off" never takes the path).
  * H200, qvet bench, µs per layer:
