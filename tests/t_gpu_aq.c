@@ -13,6 +13,10 @@
  *      fp32 epilogue) must still equal the model bit for bit;
  *    every case launches twice and must be bitwise identical, with no write
  *    past the output (the runner's guard zone);
+ *  - the mma kernel's two split-K sums (split_sums): with 2-16 forced K slices,
+ *    the slices summed in a thread-block cluster and through the workspace
+ *    must each equal the CPU model (exact probe) or pass the verdict
+ *    (random), and equal each other bit for bit;
  *  - the published QQQ vectors in ../shared/golden (QVET_GOLDEN overrides the
  *    folder): our kernel on the real A, s_token, packed B and scales must give
  *    the real QQQ kernel's D bit for bit, and the QQQ model computed here from
