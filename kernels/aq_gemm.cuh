@@ -38,6 +38,7 @@
 #include <cuda_runtime.h>
 
 #include "aq_mma.cuh"
+#include "cluster.cuh"
 #include "qvet/gemm.h"
 #include "qvet/gpu.h"
 
@@ -201,34 +202,7 @@ struct aq_cfg {
     static constexpr int smem = stages * (a_stage + b_stage + s_stage);
 };
 
-/* ---- thread-block clusters along K (PTX ISA 7.8, sm_90) ---- */
-
-/* This block's rank in its cluster. */
-__device__ __forceinline__ unsigned aq_cluster_rank()
-{
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-}
-
-/* Every thread of every block of the cluster arrives (releasing its earlier
- * shared-memory writes), then waits for all of them (acquiring theirs). */
-__device__ __forceinline__ void aq_cluster_sync()
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
-    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-
-/* The 8 bytes at shared address addr (this block's window) of peer block
- * `rank` of the cluster, through distributed shared memory. */
-__device__ __forceinline__ uint2 aq_ld_peer2(unsigned addr, unsigned rank)
-{
-    unsigned remote;
-    uint2 v;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
-    asm volatile("ld.shared::cluster.v2.u32 {%0,%1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(remote) : "memory");
-    return v;
-}
+/* Thread-block clusters along K: kernels/cluster.cuh. */
 
 /* One more K slice's fp32 partial added to the running sum of an e4m3 split
  * (slices in slice order, RN, never contracted). */
@@ -626,10 +600,11 @@ k_gemm_aq_mma(const aq_params p)
 #ifndef QV_MUTANT_gpu_aq_cluster_missing_barrier
         /* (Mutant QV_MUTANT_gpu_aq_cluster_missing_barrier, class 5, vLLM #11493, drops this
          * barrier: blocks read their peers' tiles before the peers have written them.) */
-        aq_cluster_sync();
+        cluster_arrive();
+        cluster_wait();
 #endif
         const int nc = p.cluster;
-        const unsigned rank = aq_cluster_rank();
+        const unsigned rank = cluster_rank();
         const int rows = (int)min((int64_t)C::bm, M - m0), pairs = (int)min((int64_t)C::bn, N - n0) / 2;
         const int items = rows * pairs;
         const int e_end = (int)((rank + 1) * (unsigned)items / (unsigned)nc);
@@ -640,7 +615,7 @@ k_gemm_aq_mma(const aq_params p)
             uint2 v[AQ_CLUSTER_MAX];
 #pragma unroll
             for (int q = 0; q < AQ_CLUSTER_MAX; q++)
-                if (q < nc) v[q] = aq_ld_peer2(addr, (unsigned)q);
+                if (q < nc) v[q] = cluster_ld_peer_u2(addr, (unsigned)q);
             if constexpr (C::fp8) {
                 float s0 = __uint_as_float(v[0].x), s1 = __uint_as_float(v[0].y);
 #pragma unroll
@@ -659,7 +634,8 @@ k_gemm_aq_mma(const aq_params p)
             }
         }
         /* The peers have read this block's tile before it exits. */
-        aq_cluster_sync();
+        cluster_arrive();
+        cluster_wait();
         return;
     }
 

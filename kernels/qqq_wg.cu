@@ -476,14 +476,13 @@ constexpr int kNarrowStages = 38;
  * 1492.9 / 1461.0). */
 bool pdl_wanted(int m)
 {
-    const char *e = getenv("QVET_AQ_WG_PDL");
-    if (e && e[0] != '\0' && e[1] == '\0' && (e[0] == '0' || e[0] == '1')) return e[0] == '1';
-    return m <= 128;
+    const long set = aq_env_whole("QVET_AQ_WG_PDL", 0, 1, -1);
+    return set < 0 ? m <= 128 : set == 1;
 }
 
 qv_status plan_tile(int m, int n, int k, int *tile)
 {
-    return tile_from_env("QVET_AQ_WG_TILE", "QQQ wgmma kernel", m, n, k, kKs, kNarrowStages, kNTilesQqq, tile);
+    return tile_from_env("QVET_AQ_WG_TILE", "QQQ wgmma kernel", m, n, k, kKs, kNarrowStages, tile);
 }
 
 /* The workspace: the activation-quantized family's counters at 0 (every path
@@ -555,11 +554,11 @@ qv_status launch_kernel(const qwg_params &p, const wg_sched &sc, cudaStream_t st
     return QV_OK;
 }
 
-/* Tile kTiles[I] (of the first kNTilesQqq), its shape taken from the table. */
+/* Tile kTiles[I], its shape taken from the table. */
 template <int I, bool GROUP>
 qv_status launch_form(const qwg_params &p, const wg_sched &sc, cudaStream_t stream)
 {
-    static_assert(I < kNTilesQqq, "a tile of this kernel");
+    static_assert(I < kNTiles, "a tile of the table");
     return launch_kernel<kTiles[I].tpw, kTiles[I].bx, GROUP>(p, sc, stream);
 }
 

@@ -356,10 +356,8 @@ struct tile_form {
 constexpr tile_form kTiles[] = {{"128x256", 1, 256}, {"256x128", 2, 128}, {"128x128", 1, 128}, {"512x64", 4, 64},
                                 {"128x64", 1, 64},   {"512x32", 4, 32},   {"128x32", 1, 32},   {"512x16", 4, 16},
                                 {"128x16", 1, 16}};
+/* Both kernels have all nine. */
 constexpr int kNTiles = (int)(sizeof kTiles / sizeof kTiles[0]);
-/* Both kernels have all nine (the QQQ kernel had the first five up to
- * 2026-12-02). */
-constexpr int kNTilesQqq = kNTiles;
 
 /* The schedule of an (m, n, k) problem in tile t with kks k16 tiles per
  * stage, on as many blocks as environment variable blocks_var says (1 to
@@ -379,8 +377,8 @@ qv_status plan_grid(const char *blocks_var, const char *streamk_var, const char 
 }
 
 /* Both kernels' default tile for (m, n, k), with kks k16 tiles per stage:
- * the token count that holds m (with all nine tiles, ntiles > 5, 16 up to
- * M = 16 and 32 up to 32; then 64 up to M = 64, 128 up to 128, else 256:
+ * the token count that holds m (16 up to M = 16, 32 up to 32, 64 up to 64,
+ * 128 up to 128, else 256:
  * the H200, eighth round, weight-only: 256 fastest at M = 256-1024, the 64-
  * and 128-token tiles 1.6-2.7x faster than 256 at M = 64 and 128) in its
  * wide form (512x16, 512x32, 512x64, 256x128, 128x256), unless that form has
@@ -390,10 +388,10 @@ qv_status plan_grid(const char *blocks_var, const char *streamk_var, const char 
  * four times the tiles and so fewer parts per tile in the stream-K tail,
  * whose partial sums (up to 128 KiB a part) dominate small layers. Each kernel file gives its threshold and the
  * H200 sweep behind it. */
-int tile_default(int m, int n, int k, int kks, int narrow_stages, int ntiles)
+int tile_default(int m, int n, int k, int kks, int narrow_stages)
 {
     int wide = m <= 64 ? 3 : m <= 128 ? 1 : 0, narrow = m <= 64 ? 4 : 2;
-    if (ntiles > 5 && m <= 32) wide = m <= 16 ? 7 : 5, narrow = wide + 1;
+    if (m <= 32) wide = m <= 16 ? 7 : 5, narrow = wide + 1;
     const tile_form &w = kTiles[wide];
     const int64_t tiles = (int64_t)((m + w.bx - 1) / w.bx) * ((n / 64 + 2 * w.tpw - 1) / (2 * w.tpw));
     const int64_t steps = ((int64_t)k / 16 + kks - 1) / kks;
@@ -404,19 +402,19 @@ int tile_default(int m, int n, int k, int kks, int narrow_stages, int ntiles)
 /* The tile from environment variable `name`: one of kTiles by name; unset or
  * empty, tile_default; anything else is a usage error naming `kernel`. */
 qv_status tile_from_env(const char *name, const char *kernel, int m, int n, int k, int kks, int narrow_stages,
-                        int ntiles, int *tile)
+                        int *tile)
 {
     const char *s = getenv(name);
-    *tile = tile_default(m, n, k, kks, narrow_stages, ntiles);
+    *tile = tile_default(m, n, k, kks, narrow_stages);
     if (!s || !*s) return QV_OK;
     char names[128] = "";
-    for (int i = 0; i < ntiles; i++) {
+    for (int i = 0; i < kNTiles; i++) {
         if (!strcmp(s, kTiles[i].name)) {
             *tile = i;
             return QV_OK;
         }
         const size_t used = strlen(names);
-        snprintf(names + used, sizeof names - used, "%s%s", i == 0 ? "" : i == ntiles - 1 ? " or " : ", ",
+        snprintf(names + used, sizeof names - used, "%s%s", i == 0 ? "" : i == kNTiles - 1 ? " or " : ", ",
                  kTiles[i].name);
     }
     return qv_fail(QV_ERR_USAGE, "%s=\"%s\": expected %s (columns x tokens of the %s's block), or unset for the "

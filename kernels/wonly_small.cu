@@ -67,6 +67,7 @@
 #include <type_traits>
 
 #include "async_copy.cuh"
+#include "cluster.cuh"
 #include "qvet/gemm.h"
 #include "qvet/gpu.h"
 #include "wonly_small.cuh"
@@ -185,43 +186,7 @@ struct small_smem {
 
 /* The weight ring's mbarriers and bulk copies: kernels/async_copy.cuh. */
 
-/* ---- thread-block clusters along K (PTX ISA 7.8, sm_90) ---- */
-
-/* This block's rank in its cluster (0 when the launch has no cluster). */
-__device__ __forceinline__ unsigned cluster_rank()
-{
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-}
-
-/* Arrival of every thread of the block at the cluster barrier, releasing its
- * earlier shared-memory writes to the peers that wait. */
-__device__ __forceinline__ void cluster_arrive()
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
-}
-
-/* Waits until every thread of every block of the cluster has arrived, and
- * acquires what they released. */
-__device__ __forceinline__ void cluster_wait()
-{
-    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-
-/* The 16 bytes at shared address addr (this block's window) of peer block
- * `rank` of the cluster, through distributed shared memory. */
-__device__ __forceinline__ float4 ld_peer(unsigned addr, unsigned rank)
-{
-    unsigned remote;
-    float4 v;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
-    asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];\n"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                 : "r"(remote)
-                 : "memory");
-    return v;
-}
+/* Thread-block clusters along K: kernels/cluster.cuh. */
 
 /* SWAP (M <= 8): the weights are the mma's A operand and A^T its B operand,
  * so one m16n8k16 covers 16 columns x 8 rows and a k16 tile of a 64-column
@@ -585,7 +550,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                     float4 v[kPeerBatch];
 #pragma unroll
                     for (int b = 0; b < kPeerBatch; b++)
-                        if (pr0 + b < C) v[b] = ld_peer(red_addr + 4u * (unsigned)red_idx, (unsigned)(pr0 + b));
+                        if (pr0 + b < C) v[b] = cluster_ld_peer_f4(red_addr + 4u * (unsigned)red_idx, (unsigned)(pr0 + b));
 #pragma unroll
                     for (int b = 0; b < kPeerBatch; b++)
                         if (pr0 + b < C) sum = pr0 + b == 0 ? v[b] : add4(sum, v[b]);

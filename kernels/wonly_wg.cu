@@ -693,8 +693,7 @@ constexpr int kNarrowStages = 38;
 
 qv_status plan_tile(int m, int n, int k, int *tile)
 {
-    return tile_from_env("QVET_WO_WG_TILE", "wgmma weight-only kernel", m, n, k, kKs, kNarrowStages, kNTiles,
-                         tile);
+    return tile_from_env("QVET_WO_WG_TILE", "wgmma weight-only kernel", m, n, k, kKs, kNarrowStages, tile);
 }
 
 /* The kernel's tensor maps (every base 16-byte aligned and every row a
