@@ -186,7 +186,8 @@ def read_cases(out_jsonl):
 # eligible case down that path. The small-M kernel takes M <= 8 by default only
 # from K = 8192 on; "swap" sends it every M <= 8 (t_gpu_wonly checks that path
 # clean on every row), also for the switches in its tile math
-# (kernels/wonly_small_tile.cuh). The e4m3 cuBLASLt path runs from M = 32 by default; 1
+# (kernels/wonly_small_tile.cuh). The e4m3 cuBLASLt path runs by default from
+# M = 1 (per tensor), 12 or 17 (per token x channel) and 4 (128x128 blocks); 1
 # sends every M there (t_gpu_aq_lt_fp8 checks that path clean on every row).
 # Weight-only M >= 17 takes the wgmma kernel by default (kernels/wonly_wg.cu):
 # the mma kernel keeps M = 17-63 as before it with QVET_WO_WG_MIN_M=64, and the
