@@ -16,7 +16,10 @@
  * included, show up here by being registry rows with a launch function. The
  * run goes one M at a time, smallest first (every row, model and layer at
  * that M), so that no small-M point is timed on clocks that a larger M's
- * power draw has lowered.
+ * power draw has lowered; at each M it makes --passes passes over the rows
+ * (default 2), every other one in reverse order, and a point's time is the
+ * mean of its pass medians, so that the rows timed last at a large M are not
+ * the only ones timed on a GPU its own power draw has slowed.
  *
  * Activation-quantized rows (int8 or e4m3 activations) bring their own
  * baselines and costs into the same run:
@@ -232,6 +235,7 @@ typedef struct bench_opts {
     int ms[MAX_M];
     int n_m;
     int runs, warmup;
+    int passes; /* passes over the rows at each M, every other one in reverse order */
     const char *out;
     int dry_run; /* list what would be timed, no CUDA call */
 } bench_opts;
@@ -270,6 +274,36 @@ static double floor_b[MAX_ROWS][N_MODELS][N_LAYERS][MAX_M];
 /* Per (registry row, model, M): the median µs of the block's four layers
  * launched as one sequence (bench_chain_run); NAN for other rows. */
 static double t_chain_us[MAX_ROWS][N_MODELS][MAX_M];
+
+/* One point's timings, pass by pass (--passes), at the M being timed. */
+#define MAX_PASSES 8
+typedef struct pass_acc {
+    double us[MAX_PASSES], aq[MAX_PASSES]; /* median of the GEMM alone; of the +aq pair (NAN: none) */
+    qv_bench_timing t[MAX_PASSES];
+} pass_acc;
+static pass_acc p_layer[MAX_ROWS][N_MODELS][N_LAYERS];
+static pass_acc p_chain[MAX_ROWS][N_MODELS];
+
+static void pass_add(pass_acc *a, double us, double aq, const qv_bench_timing *t, int pass)
+{
+    a->us[pass] = us, a->aq[pass] = aq, a->t[pass] = *t;
+}
+
+/* The point over `passes` passes: the mean of the pass medians (NAN when any
+ * pass has none), the lowest 10th and highest 90th percentile, all runs. */
+static void pass_result(const pass_acc *a, int passes, double *us, double *aq, qv_bench_timing *t)
+{
+    double su = 0, sa = 0;
+    memset(t, 0, sizeof *t);
+    for (int i = 0; i < passes; i++) {
+        su += a->us[i], sa += a->aq[i];
+        t->p10_us = i == 0 || a->t[i].p10_us < t->p10_us ? a->t[i].p10_us : t->p10_us;
+        t->p90_us = i == 0 || a->t[i].p90_us > t->p90_us ? a->t[i].p90_us : t->p90_us;
+        t->runs += a->t[i].runs;
+    }
+    *us = su / passes, *aq = sa / passes; /* NAN stays NAN */
+    t->median_us = *us;
+}
 
 /* The bytes whose transfer at the copy bandwidth bounds a row's time: packed
  * weights, scales and zero points for a GEMM (activations are not counted);
@@ -591,7 +625,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: qvet bench [--variant GLOB[,GLOB...]] [--model llama2-7b|llama3-70b|all]\n"
-            "                  [--m LIST] [--runs N] [--out FILE] [--dry-run]\n"
+            "                  [--m LIST] [--runs N] [--passes P] [--out FILE] [--dry-run]\n"
             "Times every registry row with a GPU kernel on the four linear layers of a\n"
             "Llama-2-7B or Llama-3-70B block (DESIGN.md §8) against cuBLAS fp16 and the\n"
             "weight-read floor at the measured copy bandwidth, with weights rotated past\n"
@@ -605,7 +639,9 @@ static void usage(FILE *f)
             "                  always timed as the reference\n"
             "  --model NAME    llama2-7b, llama3-70b or all (default all)\n"
             "  --m LIST        comma-separated M values (default 1,4,16,32,64,128,256,512,1024)\n"
-            "  --runs N        timed launches per point (default 50), after 5 warm-ups\n"
+            "  --runs N        timed launches per point and pass (default 50), after 5 warm-ups\n"
+            "  --passes P      passes over the rows at each M, 1 to 8 (default 2), every other\n"
+            "                  one in reverse row order; a point is the mean of its pass medians\n"
             "  --out FILE      JSON Lines results (docs/results-format.md, \"kind\":\"bench\")\n"
             "  --dry-run       list the rows and the number of timings, touch no GPU\n"
             "Exit: 0 ok, 2 bad option, 3 no CUDA device or a CUDA error.\n");
@@ -726,8 +762,10 @@ static void print_plan(const bench_opts *o, const bench_row *rows, int nr)
     timings *= (long)models_n * N_LAYERS * o->n_m;
     chains *= (long)models_n * o->n_m;
     printf("%d rows, %d model(s) x %d layers x %d M values: %ld timings of %d + %d launches, and %ld of the block's\n"
-           "four layers launched back to back (chain)\n",
-           nr, models_n, N_LAYERS, o->n_m, timings, o->warmup, o->runs, chains);
+           "four layers launched back to back (chain), in each of %d pass%s over the rows (every other one in\n"
+           "reverse order)\n",
+           nr, models_n, N_LAYERS, o->n_m, timings, o->warmup, o->runs, chains, o->passes,
+           o->passes == 1 ? "" : "es");
 }
 
 /* One table cell: "time [ratio floor%]"; `ratio` NAN leaves its place blank. */
@@ -827,7 +865,7 @@ int qv_cmd_bench(int argc, char **argv)
 {
     static bench_opts o;
     memset(&o, 0, sizeof o);
-    o.model_mask = 3, o.runs = 50, o.warmup = 5;
+    o.model_mask = 3, o.runs = 50, o.warmup = 5, o.passes = 2;
     for (int i = 0; i < (int)(sizeof default_m / sizeof default_m[0]); i++) o.ms[o.n_m++] = default_m[i];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -853,6 +891,10 @@ int qv_cmd_bench(int argc, char **argv)
             long long r;
             if (qv_opt_long("--runs", val, 1, 100000, &r)) return 2;
             o.runs = (int)r, i++;
+        } else if (!strcmp(a, "--passes") && val) {
+            long long r;
+            if (qv_opt_long("--passes", val, 1, MAX_PASSES, &r)) return 2;
+            o.passes = (int)r, i++;
         } else if (!strcmp(a, "--out") && val) {
             o.out = val, i++;
         } else if (!strcmp(a, "--dry-run")) {
@@ -935,26 +977,67 @@ int qv_cmd_bench(int argc, char **argv)
         bench_opts op = o;
         op.n_m = 1;
         op.ms[0] = o.ms[mi];
+        /* --passes over every row at this M, the row order reversed on every
+         * other pass: a row at place i of nr runs at places i and 2 nr - 1 -
+         * i of two passes, the same mean place for every row, so a drift of
+         * the clocks over the passes (the power cap at large M) weighs on
+         * every row alike instead of on the rows timed last. A point's time
+         * is the mean of its passes' medians. */
+        for (int pass = 0; pass < o.passes; pass++)
+            for (int rr = 0; rr < nr; rr++) {
+                const int ri = pass % 2 ? nr - 1 - rr : rr;
+                const bench_row *r = &rows[ri];
+                for (int md = 0; md < N_MODELS; md++) {
+                    if (!(o.model_mask & (1 << md))) continue;
+                    for (int li = 0; li < N_LAYERS; li++) {
+                        const bench_layer *L = &models[md].layers[li];
+                        double tu = NAN, ta = NAN;
+                        qv_bench_timing tm[1];
+                        memset(tm, 0, sizeof tm);
+                        st = r->kind == ROW_VARIANT ? bench_layer_run(r, L, &op, &tu, &ta, tm)
+                                                    : bench_other_run(r, L, &op, &tu, &ta, tm);
+                        if (st != QV_OK) {
+                            fprintf(stderr, "qvet bench: %s %s %s: %s\n", r->name, models[md].name, L->name,
+                                    qv_errmsg());
+                            if (jf) fclose(jf);
+                            return qv_status_exit_code(st);
+                        }
+                        pass_add(&p_layer[ri][md][li], tu, ta, &tm[0], pass);
+                    }
+                    if (r->kind != ROW_VARIANT) continue;
+                    qv_bench_timing tc[1];
+                    double tcu = NAN;
+                    memset(tc, 0, sizeof tc);
+                    st = bench_chain_run(r, &models[md], &op, &tcu, tc);
+                    if (st != QV_OK) {
+                        fprintf(stderr, "qvet bench: %s %s chained: %s\n", r->name, models[md].name, qv_errmsg());
+                        if (jf) fclose(jf);
+                        return qv_status_exit_code(st);
+                    }
+                    pass_add(&p_chain[ri][md], tcu, NAN, &tc[0], pass);
+                }
+            }
+        /* Every row's times first: each line below carries cublas-f16's ratio. */
+        for (int ri = 0; ri < nr; ri++)
+            for (int md = 0; md < N_MODELS; md++)
+                for (int li = 0; li < N_LAYERS; li++) {
+                    qv_bench_timing tm;
+                    if (o.model_mask & (1 << md))
+                        pass_result(&p_layer[ri][md][li], o.passes, &t_us[ri][md][li][mi],
+                                    &t_aq_us[ri][md][li][mi], &tm);
+                }
         for (int ri = 0; ri < nr; ri++) {
             const bench_row *r = &rows[ri];
             for (int md = 0; md < N_MODELS; md++) {
                 if (!(o.model_mask & (1 << md))) continue;
                 for (int li = 0; li < N_LAYERS; li++) {
                     const bench_layer *L = &models[md].layers[li];
-                    qv_bench_timing tm[1];
-                    double *tu = &t_us[ri][md][li][mi], *ta = &t_aq_us[ri][md][li][mi];
-                    *ta = NAN;
-                    st = r->kind == ROW_VARIANT ? bench_layer_run(r, L, &op, tu, ta, tm)
-                                                : bench_other_run(r, L, &op, tu, ta, tm);
-                    if (st != QV_OK) {
-                        fprintf(stderr, "qvet bench: %s %s %s: %s\n", r->name, models[md].name, L->name,
-                                qv_errmsg());
-                        if (jf) fclose(jf);
-                        return qv_status_exit_code(st);
-                    }
+                    qv_bench_timing tm;
+                    double tu, ta;
+                    pass_result(&p_layer[ri][md][li], o.passes, &tu, &ta, &tm);
                     floor_b[ri][md][li][mi] = row_floor_bytes(r, o.ms[mi], L->n, L->k);
-                    emit(jf, r, models[md].name, L->name, o.ms[mi], L->n, L->k, *tu, &tm[0], o.runs,
-                         floor_b[ri][md][li][mi], bw, t_us[0][md][li][mi], *ta);
+                    emit(jf, r, models[md].name, L->name, o.ms[mi], L->n, L->k, tu, &tm, o.runs * o.passes,
+                         floor_b[ri][md][li][mi], bw, t_us[0][md][li][mi], ta);
                 }
                 double s = 0, sa = 0, fb = 0, ref_s = 0;
                 for (int li = 0; li < N_LAYERS; li++) {
@@ -963,21 +1046,18 @@ int qv_cmd_bench(int argc, char **argv)
                     fb += floor_b[ri][md][li][mi];
                     ref_s += t_us[0][md][li][mi];
                 }
-                emit(jf, r, models[md].name, "block", o.ms[mi], 0, 0, s, NULL, o.runs, fb, bw, ref_s, sa);
+                emit(jf, r, models[md].name, "block", o.ms[mi], 0, 0, s, NULL, o.runs * o.passes, fb, bw, ref_s,
+                     sa);
                 t_chain_us[ri][md][mi] = NAN;
                 if (r->kind != ROW_VARIANT) continue;
-                qv_bench_timing tc[1];
-                st = bench_chain_run(r, &models[md], &op, &t_chain_us[ri][md][mi], tc);
-                if (st != QV_OK) {
-                    fprintf(stderr, "qvet bench: %s %s chained: %s\n", r->name, models[md].name, qv_errmsg());
-                    if (jf) fclose(jf);
-                    return qv_status_exit_code(st);
-                }
-                emit(jf, r, models[md].name, "chain", o.ms[mi], 0, 0, t_chain_us[ri][md][mi], &tc[0], o.runs, fb,
-                     bw, t_chain_us[0][md][mi], NAN);
+                qv_bench_timing tc;
+                double unused;
+                pass_result(&p_chain[ri][md], o.passes, &t_chain_us[ri][md][mi], &unused, &tc);
+                emit(jf, r, models[md].name, "chain", o.ms[mi], 0, 0, t_chain_us[ri][md][mi], &tc,
+                     o.runs * o.passes, fb, bw, t_chain_us[0][md][mi], NAN);
             }
         }
-        printf("timed M = %d (%d rows)\n", o.ms[mi], nr);
+        printf("timed M = %d (%d rows, %d pass%s)\n", o.ms[mi], nr, o.passes, o.passes == 1 ? "" : "es");
         fflush(stdout);
     }
     if (jf) fclose(jf);

@@ -6,8 +6,19 @@
  * as they are. Matrix "A" of cuBLASLt is our weights, "B" our activations, so
  * A's scale is the weight scale and B's the activation scale:
  *   - w8a8-fp8-tensor:   SCALAR_32F x SCALAR_32F, both pointers used as they are;
- *   - w8a8-fp8-tok-ch:   OUTER_VEC_32F x OUTER_VEC_32F: the (n) channel scales
- *                        and the (m) token scales, as they are;
+ *   - w8a8-fp8-tok-ch, two forms of one arithmetic:
+ *                        * below QV_AQ_LT_FP8_OUTER_MIN_M rows, two steps:
+ *                          cuBLASLt per tensor with unit scales into an fp32
+ *                          D in the workspace (the same promoted
+ *                          accumulator), then k_aq_lt_fp8_outer_scales
+ *                          multiplies by the channel and then the token
+ *                          scale in fp32, the order the row declares, and
+ *                          rounds to fp16: cuBLASLt's outer-vector kernels
+ *                          take 1.5-1.8x the per-tensor time at M <= 64
+ *                          (bench/RESULTS.md, fourteenth round);
+ *                        * from it on, OUTER_VEC_32F x OUTER_VEC_32F: the (n)
+ *                          channel scales and the (m) token scales, as they
+ *                          are;
  *   - w8a8-fp8-block128, two forms of one arithmetic (each 128-K partial
  *                        times s_a(token, kb) * s_w(n, kb)):
  *                        * below QV_AQ_LT_FP8_BLK_MIN_M rows, VEC128_32F x
@@ -65,18 +76,24 @@ constexpr int KB = 128;
 /* The scaling modes this path runs (index into the descriptors): per
  * tensor, outer vectors, VEC128 for both operands, and 128x128 blocks for
  * the weights with VEC128 for the activations. */
-enum lt_mode { MODE_TENSOR = 0, MODE_OUTER, MODE_VEC128, MODE_BLK, N_MODES };
+enum lt_mode { MODE_TENSOR = 0, MODE_OUTER, MODE_VEC128, MODE_BLK, MODE_UNIT, N_MODES };
+/* MODE_UNIT is the first step of per token x channel's two-step form: per
+ * tensor scaling with both scales 1, D in fp32 (its own lt_cache). */
 
-std::atomic<long long> g_runs(0), g_blk_runs(0);
+std::atomic<long long> g_runs(0), g_blk_runs(0), g_two_step_runs(0);
 
-/* The default threshold of a mode at one shape (aq.h): per token x channel
- * it depends on the layer's size, the others are one number. */
+/* The unit scale of MODE_UNIT, a device constant (cuBLASLt reads scale
+ * factors through device pointers). */
+__device__ const float g_unit_scale = 1.0f;
+
+/* The default threshold of a mode (aq.h), one number per scaling at every
+ * shape. */
 int default_min_m(int mode, int n, int k)
 {
+    (void)n, (void)k;
     switch (mode) {
     case MODE_TENSOR: return QV_AQ_LT_FP8_MIN_M_TENSOR;
-    case MODE_OUTER:
-        return (double)n * (double)k < 0x1p26 ? QV_AQ_LT_FP8_MIN_M_TOK_CH_SMALL : QV_AQ_LT_FP8_MIN_M_TOK_CH;
+    case MODE_OUTER: return QV_AQ_LT_FP8_MIN_M_TOK_CH;
     default: return QV_AQ_LT_FP8_MIN_M_BLOCK;
     }
 }
@@ -111,6 +128,13 @@ bool env_min_m(int mode, int n, int k, int *out)
 /* QVET_AQ_LT_FP8_BLK_MIN_M: the smallest M of the block rows' BLK128x128
  * form (below it, VEC128 from the expanded scales). */
 bool env_blk_min_m(int *out) { return env_threshold("QVET_AQ_LT_FP8_BLK_MIN_M", QV_AQ_LT_FP8_BLK_MIN_M, out); }
+
+/* QVET_AQ_LT_FP8_OUTER_MIN_M: the smallest M of per token x channel's
+ * outer-vector form (below it, the two-step form). */
+bool env_outer_min_m(int *out)
+{
+    return env_threshold("QVET_AQ_LT_FP8_OUTER_MIN_M", QV_AQ_LT_FP8_OUTER_MIN_M, out);
+}
 
 /* The mode of a (weight scale, activation scale) pair of aq_gemm.cuh, or -1
  * when this path has none for it. VEC128 needs K a multiple of 128: how
@@ -147,6 +171,7 @@ int vec128_m(int m) { return (m + 3) & ~3; }
 /* One launch's workspace layout (byte offsets from the region's 256-aligned base). */
 struct lt_plan {
     int m4;          /* the GEMM's M: m, or for VEC128 m rounded up to 4 */
+    size_t off_d32;  /* the two-step form: (m, n) f32 D of its first step */
     size_t off_sw;   /* VEC128: (kb, n) f32 weight scales; BLK128x128: (ceil(n/128), roundup(kb, 4)) f32,
                         never larger (n >= 8: ceil(n/128) * roundup(kb, 4) <= kb * n) */
     size_t off_sa;   /* VEC128: (kb, m4) f32 activation scales */
@@ -155,12 +180,13 @@ struct lt_plan {
     size_t total;    /* region bytes including 256 of alignment slack */
 };
 
-lt_plan plan_for(bool block, int m, int n, int k)
+lt_plan plan_for(bool block, bool two_step, int m, int n, int k)
 {
     lt_plan pl;
     size_t off = LT_WS_BYTES;
     pl.m4 = block ? vec128_m(m) : m;
-    pl.off_sw = pl.off_sa = pl.off_a = pl.off_d = off;
+    pl.off_sw = pl.off_sa = pl.off_a = pl.off_d = pl.off_d32 = off;
+    if (two_step) off += lt_align256((size_t)m * (size_t)n * 4);
     if (block) {
         const size_t kb = (size_t)k / KB;
         off += lt_align256(kb * (size_t)n * 4);
@@ -226,14 +252,43 @@ k_aq_lt_fp8_blk_scales(const float *w_scale, const float *a_scale, int m, int m4
     }
 }
 
+/* The second step of per token x channel's two-step form: c[i n + j] =
+ * f16_rn((d[i n + j] * w_scale[j]) * a_scale[i]), each product one fp32 RN
+ * rounding, in the order of the row's epilogue (MUL_WSCALE, then MUL_ASCALE;
+ * fp16 RNE, no saturation). Grid (ceil(n / SX_THREADS), min(m, GRID_Y_MAX)):
+ * thread x is column j, block row y rows y, y + gridDim.y, ... (coalesced
+ * along each row). */
+__global__ void __launch_bounds__(SX_THREADS)
+k_aq_lt_fp8_outer_scales(const float *__restrict__ d, const float *__restrict__ w_scale,
+                         const float *__restrict__ a_scale, int m, int n, __half *__restrict__ c)
+{
+    const int j = (int)blockIdx.x * SX_THREADS + (int)threadIdx.x;
+    if (j >= n) return;
+    const float sw = w_scale[j];
+    for (int i = (int)blockIdx.y; i < m; i += (int)gridDim.y) {
+        const int64_t e = (int64_t)i * n + j;
+#ifdef QV_MUTANT_gpu_lt_fp8_two_step_scale_swap
+        /* Mutant (class 19): the token scale indexed by the column, the
+         * channel scale by the row (wrapped): the two vectors swapped. */
+        c[e] = __float2half_rn(__fmul_rn(__fmul_rn(d[e], w_scale[i % n]), a_scale[j % m]));
+#else
+        c[e] = __float2half_rn(__fmul_rn(__fmul_rn(d[e], sw), a_scale[i]));
+#endif
+    }
+}
+
 /* ---- cuBLASLt: one operation per mode, cached algorithm choices ------------- */
 
 /* e4m3 weights and activations, f16 D. Split-K only through fp32 partials in
  * the workspace, summed in a fixed order: never in place (an order the
  * hardware picks) and never in the fp16 output type. */
 lt_cache g_lt = {"cuBLASLt fp8", CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_16F, CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE};
+/* MODE_UNIT's: the same operands and reduction rule, D in fp32. */
+lt_cache g_lt32 = {"cuBLASLt fp8 (fp32 D)", CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_32F,
+                   CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE};
+lt_cache *cache_of(int mode) { return mode == MODE_UNIT ? &g_lt32 : &g_lt; }
 std::mutex g_mu;
-cublasLtMatmulDesc_t g_desc[N_MODES] = {NULL, NULL, NULL, NULL};
+cublasLtMatmulDesc_t g_desc[N_MODES] = {NULL, NULL, NULL, NULL, NULL};
 
 /* The mode's operation: fp32 compute and scale, W^T-op x A, the mode's scale
  * interpretation for both operands, fast accumulation off. The scale
@@ -242,14 +297,16 @@ qv_status lt_init(int mode)
 {
     if (g_desc[mode]) return QV_OK;
     cublasLtMatmulDesc_t d = NULL;
-    QV_TRY(lt_desc_create(&g_lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, &d));
+    QV_TRY(lt_desc_create(cache_of(mode), CUBLAS_COMPUTE_32F, CUDA_R_32F, &d));
     /* cuBLASLt's A (our weights) and B (our activations) per mode. */
     static const int32_t a_mode[N_MODES] = {
         CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F,
-        CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F};
+        CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F,
+        CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F};
     static const int32_t b_mode[N_MODES] = {
         CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F,
-        CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F};
+        CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F,
+        CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F};
 #ifdef QV_MUTANT_gpu_lt_fp8_fast_accum
     /* Mutant (class 16, DeepSeek-V3 §3.3.2): cuBLASLt's fast accumulation, the
      * ~14-bit tensor-core sum over all of K without promotion to fp32. */
@@ -263,9 +320,21 @@ qv_status lt_init(int mode)
         s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode[mode], sizeof b_mode[mode]);
     if (s == CUBLAS_STATUS_SUCCESS)
         s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast);
+    if (mode == MODE_UNIT && s == CUBLAS_STATUS_SUCCESS) {
+        /* Both scales 1, for good: the descriptor's pointers never change. */
+        void *unit = NULL;
+        const cudaError_t ce = cudaGetSymbolAddress(&unit, g_unit_scale);
+        if (ce != cudaSuccess) {
+            cublasLtMatmulDescDestroy(d);
+            return qv_cuda_fail((int)ce, "cudaGetSymbolAddress(g_unit_scale)", __FILE__, __LINE__);
+        }
+        s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &unit, sizeof unit);
+        if (s == CUBLAS_STATUS_SUCCESS)
+            s = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &unit, sizeof unit);
+    }
     if (s != CUBLAS_STATUS_SUCCESS) {
         cublasLtMatmulDescDestroy(d);
-        return lt_fail(&g_lt, s, "matmul descriptor attributes");
+        return lt_fail(cache_of(mode), s, "matmul descriptor attributes");
     }
     g_desc[mode] = d;
     return QV_OK;
@@ -284,8 +353,11 @@ size_t aq_lt_fp8_workspace(const qv_variant *v, int m, int n, int k)
     /* A malformed variable falls back to the default here; the launch reports it. */
     if (!env_min_m(mode, n, k, &min_m)) min_m = default_min_m(mode, n, k);
     if (m < min_m) return 0;
-    /* Block rows: the VEC128 form's region, which also holds the BLK128x128 form's. */
-    return plan_for(mode == MODE_VEC128, m, n, k).total;
+    int outer_min_m;
+    if (!env_outer_min_m(&outer_min_m)) outer_min_m = QV_AQ_LT_FP8_OUTER_MIN_M;
+    /* Block rows: the VEC128 form's region, which also holds the BLK128x128
+     * form's; per token x channel below outer_min_m: the two-step form's D. */
+    return plan_for(mode == MODE_VEC128, mode == MODE_OUTER && m < outer_min_m, m, n, k).total;
 }
 
 extern "C" int qv_aq_lt_fp8_default_min_m(const qv_variant *v, int n, int k)
@@ -301,7 +373,7 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
 {
     *taken = false;
     int mode = mode_for(p.wscale, p.ascale, p.k);
-    int min_m, blk_min_m;
+    int min_m, blk_min_m, outer_min_m;
     /* The variables are checked whatever the shape, before any CUDA call. */
     if (!env_min_m(mode < 0 ? MODE_TENSOR : mode, p.n, p.k, &min_m))
         return qv_fail(QV_ERR_USAGE, "%s: QVET_AQ_LT_FP8_MIN_M=\"%s\" is neither a whole number >= 1 nor \"off\"",
@@ -310,9 +382,17 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
         return qv_fail(QV_ERR_USAGE,
                        "%s: QVET_AQ_LT_FP8_BLK_MIN_M=\"%s\" is neither a whole number >= 1 nor \"off\"", name,
                        getenv("QVET_AQ_LT_FP8_BLK_MIN_M"));
+    if (!env_outer_min_m(&outer_min_m))
+        return qv_fail(QV_ERR_USAGE,
+                       "%s: QVET_AQ_LT_FP8_OUTER_MIN_M=\"%s\" is neither a whole number >= 1 nor \"off\"", name,
+                       getenv("QVET_AQ_LT_FP8_OUTER_MIN_M"));
     if (mode < 0 || p.m < min_m) return QV_OK;
     const bool block = mode == MODE_VEC128;
-    const lt_plan pl = plan_for(block, p.m, p.n, p.k);
+    /* Per token x channel below outer_min_m: the two-step form, whose first
+     * step is MODE_UNIT (its own cache, fp32 D). */
+    const bool two_step = mode == MODE_OUTER && p.m < outer_min_m;
+    if (two_step) mode = MODE_UNIT;
+    const lt_plan pl = plan_for(block, two_step, p.m, p.n, p.k);
     const bool padded = pl.m4 != p.m;
     /* The scale grids: K blocks (rounded up to 4) along y, n + m4 columns in
      * 32-bit indices. */
@@ -325,7 +405,7 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
     /* The GEMM's activations and output: the caller's, or (M rounded up to 4)
      * the workspace's padded copies. */
     const void *a_ptr = padded ? (const void *)(base + pl.off_a) : (const void *)p.a;
-    void *d_ptr = padded ? (void *)(base + pl.off_d) : (void *)p.c;
+    void *d_ptr = padded ? (void *)(base + pl.off_d) : two_step ? (void *)(base + pl.off_d32) : (void *)p.c;
 
     /* The scale tensors cuBLASLt reads: the rows' own, or (block rows) the
      * workspace copies a scale kernel writes below. */
@@ -339,13 +419,15 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
     for (int form = block && p.m >= blk_min_m ? MODE_BLK : mode;; form = mode) {
         QV_TRY(lt_init(form));
         cublasLtMatmulDesc_t d = g_desc[form];
-        cublasStatus_t ls =
-            cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &ws_ptr, sizeof ws_ptr);
-        if (ls != CUBLAS_STATUS_SUCCESS) return lt_fail(&g_lt, ls, "weight scale pointer");
-        ls = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &as_ptr, sizeof as_ptr);
-        if (ls != CUBLAS_STATUS_SUCCESS) return lt_fail(&g_lt, ls, "activation scale pointer");
+        if (form != MODE_UNIT) {
+            cublasStatus_t ls =
+                cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &ws_ptr, sizeof ws_ptr);
+            if (ls != CUBLAS_STATUS_SUCCESS) return lt_fail(&g_lt, ls, "weight scale pointer");
+            ls = cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &as_ptr, sizeof as_ptr);
+            if (ls != CUBLAS_STATUS_SUCCESS) return lt_fail(&g_lt, ls, "activation scale pointer");
+        }
         const lt_key key = {form, pl.m4, p.n, p.k, lt_align_of(p.b), lt_align_of(a_ptr), lt_align_of(d_ptr)};
-        QV_TRY(lt_lookup(&g_lt, d, key, &e));
+        QV_TRY(lt_lookup(cache_of(form), d, key, &e));
         if (e->found || form == mode) {
             mode = form;
             break;
@@ -376,9 +458,17 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
     /* fp32 alpha = 1, beta = 0: D is the scaled product, C is never read. */
     const float one = 1.0f, zero = 0.0f;
     bool ran;
-    QV_TRY(lt_matmul(&g_lt, g_desc[mode], e, &one, p.b, a_ptr, &zero, d_ptr, base, st, &ran));
+    QV_TRY(lt_matmul(cache_of(mode), g_desc[mode], e, &one, p.b, a_ptr, &zero, d_ptr, base, st, &ran));
     /* Refused before writing D: the shape goes to the mma kernel from now on. */
     if (!ran) return QV_OK;
+    if (two_step) {
+        /* The scales, in the row's order, and the fp16 output. */
+        const dim3 grid((unsigned)((p.n + SX_THREADS - 1) / SX_THREADS), (unsigned)(p.m < GRID_Y_MAX ? p.m : GRID_Y_MAX));
+        k_aq_lt_fp8_outer_scales<<<grid, SX_THREADS, 0, st>>>((const float *)d_ptr, (const float *)p.w_scale,
+                                                               p.a_scale, p.m, p.n, (__half *)p.c);
+        QV_CUDA_TRY(cudaGetLastError(), "launching k_aq_lt_fp8_outer_scales");
+        g_two_step_runs++;
+    }
     if (padded)
         QV_CUDA_TRY(cudaMemcpyAsync(p.c, d_ptr, (size_t)p.m * (size_t)p.n * sizeof(__half), cudaMemcpyDeviceToDevice,
                                     st),
@@ -392,3 +482,5 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
 extern "C" long long qv_aq_lt_fp8_runs(void) { return g_runs.load(); }
 
 extern "C" long long qv_aq_lt_fp8_blk_runs(void) { return g_blk_runs.load(); }
+
+extern "C" long long qv_aq_lt_fp8_two_step_runs(void) { return g_two_step_runs.load(); }

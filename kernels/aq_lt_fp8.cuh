@@ -2,7 +2,8 @@
  * fp32 compute and cuBLASLt's own scaling modes (per-tensor scalars, per-token
  * x per-channel outer vectors, or one scale per 128 K per row for the 128x128
  * weight blocks), the default promoted accumulation (never fast accumulation),
- * D written directly as fp16. Included by kernels/w8a8.cu, whose launcher
+ * D written directly as fp16; or for per token x channel at small M, cuBLASLt
+ * per tensor into an fp32 D and the two scales applied after. Included by kernels/w8a8.cu, whose launcher
  * tries it first. Rule: the path runs only where cuBLASLt takes the shape and
  * keeps the registry row's declared arithmetic (a 14-bit accumulator promoted
  * to fp32 every 128 K, split-K partials summed in fp32, never in fp16, never
@@ -14,7 +15,10 @@
  * Environment:
  *   QVET_AQ_LT_FP8_MIN_M  smallest M that takes this path: a whole number >= 1,
  *                         or "off" for never (default per scaling:
- *                         QV_AQ_LT_FP8_MIN_M_TENSOR / _TOK_CH / _BLOCK, aq.h). */
+ *                         QV_AQ_LT_FP8_MIN_M_TENSOR / _TOK_CH / _BLOCK, aq.h);
+ *   QVET_AQ_LT_FP8_BLK_MIN_M, QVET_AQ_LT_FP8_OUTER_MIN_M  the M from which the
+ *                         block row and the per-token x channel row take their
+ *                         second form (aq.h; aq_lt_fp8.cu describes both). */
 #ifndef QVET_AQ_LT_FP8_CUH
 #define QVET_AQ_LT_FP8_CUH
 

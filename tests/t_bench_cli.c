@@ -42,6 +42,9 @@ static const struct bad_opt {
     {{"bench", "--variant", "a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q", NULL}, "at most 16 patterns"},
     {{"bench", "--frobnicate", NULL}, "unknown option or missing value: --frobnicate"},
     {{"bench", "--runs", NULL}, "unknown option or missing value: --runs"},
+    {{"bench", "--passes", "0", NULL}, "--passes"},
+    {{"bench", "--passes", "9", NULL}, "--passes"},
+    {{"bench", "--passes", "two", NULL}, "--passes"},
 };
 
 START_TEST(bad_option)
@@ -83,7 +86,8 @@ START_TEST(dry_run_rows)
         /* (1 + 5 baselines + 3 rows + 2 with +aq + 2 quantizers) x 1 model x 4 layers x 2 M,
          * and the 4 registry rows (reference included) chained x 1 model x 2 M */
         "11 rows, 1 model(s) x 4 layers x 2 M values: 104 timings of 5 + 50 launches, and 8 of the block's\n"
-        "four layers launched back to back (chain)\n",
+        "four layers launched back to back (chain), in each of 2 passes over the rows (every other one in\n"
+        "reverse order)\n",
     };
     const char *at = r.out;
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -94,13 +98,15 @@ START_TEST(dry_run_rows)
     ck_assert_msg(strstr(r.out, "act-quant-e4m3 ") == NULL, "per-token e4m3 quantizer listed without its row");
     run_free(&r);
 
-    r = qvet_run((const char *[]){"bench", "--dry-run", "--variant", "marlin-w4a16-ch-f16", "--runs", "7", NULL});
+    r = qvet_run((const char *[]){"bench", "--dry-run", "--variant", "marlin-w4a16-ch-f16", "--runs", "7", "--passes",
+                                   "1", NULL});
     ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
     ck_assert_msg(strstr(r.out, "cublaslt") == NULL && strstr(r.out, "act-quant") == NULL, "%s", r.out);
     /* (reference + 1 row) x 2 models x 4 layers x the 9 default M values; the
      * same 2 rows chained x 2 models x 9 M */
     ck_assert_msg(strstr(r.out, "2 rows, 2 model(s) x 4 layers x 9 M values: 144 timings of 5 + 7 launches, and 36 of "
-                                "the block's\nfour layers launched back to back (chain)\n"),
+                                "the block's\nfour layers launched back to back (chain), in each of 1 pass over the "
+                                "rows (every other one in\nreverse order)\n"),
                   "%s", r.out);
     run_free(&r);
 }

@@ -1,7 +1,7 @@
 /* t_gpu_aq_lt_fp8.c: the cuBLASLt path of the W8A8 e4m3 rows
  * (kernels/aq_lt_fp8.cu): cuBLASLt fp8 with its scaling modes (per tensor,
- * outer vectors, VEC128 from the expanded 128x128 blocks), promoted
- * accumulation, fp16 D.
+ * outer vectors or per tensor into fp32 with the scales after, VEC128 from
+ * the expanded 128x128 blocks), promoted accumulation, fp16 D.
  *
  * Witnesses, none of them the path's own output:
  *  - every e4m3 row of family "w8a8", on a table of shapes with M from the edge
@@ -23,10 +23,15 @@
  *    (65536 + K - 128) / 32, which differs from the exact sum and from
  *    unpromoted (fast) accumulation, and the promotion witness of probe.c must
  *    give the exact sum on both paths;
- *  - the default thresholds of aq.h (per scaling, and per token x channel
- *    per layer size): M one below the row's runs the mma kernel, the first M
- *    at or above it that cuBLASLt takes the path;
- *  - a malformed QVET_AQ_LT_FP8_MIN_M or QVET_AQ_LT_FP8_BLK_MIN_M is refused with a status before any
+ *  - per token x channel's two forms: each forced at every shape and probe
+ *    (QVET_AQ_LT_FP8_OUTER_MIN_M=off: two steps, cuBLASLt per tensor into
+ *    fp32 and the scales after; =1: cuBLASLt's outer vectors), through the
+ *    same verdicts, and at the default two steps exactly below
+ *    QV_AQ_LT_FP8_OUTER_MIN_M (qv_aq_lt_fp8_two_step_runs);
+ *  - the default thresholds of aq.h (per scaling): M one below the row's runs
+ *    the mma kernel, the first M at or above it that cuBLASLt takes the path;
+ *  - a malformed QVET_AQ_LT_FP8_MIN_M, QVET_AQ_LT_FP8_BLK_MIN_M or
+ *    QVET_AQ_LT_FP8_OUTER_MIN_M is refused with a status before any
  *    CUDA call, and the workspace grows by the path's region exactly where
  *    the path can run.
  * Without a CUDA device the suite prints exactly "SKIP: no CUDA device" and
@@ -65,6 +70,13 @@ static void set_env(const char *name, const char *s)
 
 static void set_min_m(const char *s) { set_env("QVET_AQ_LT_FP8_MIN_M", s); }
 static void set_blk_min_m(const char *s) { set_env("QVET_AQ_LT_FP8_BLK_MIN_M", s); }
+static void set_outer_min_m(const char *s) { set_env("QVET_AQ_LT_FP8_OUTER_MIN_M", s); }
+
+/* The per-token x per-channel row, whose two forms this suite tells apart. */
+static int is_tok_ch(const qv_variant *v)
+{
+    return v->scale_layout == QV_SCALE_CHANNEL && v->act_scale == QV_ASCALE_TOKEN;
+}
 
 /* The path's own rule (kernels/aq_lt_fp8.cu): block rows need whole 128-K
  * blocks (any M: cuBLASLt's VEC128 takes M % 4 == 0 only, so other M run
@@ -109,8 +121,9 @@ START_TEST(paths_verified)
     const qv_variant *v = qv_registry_get(g_rows[_i]);
     static const qv_probe_kind probes[] = {QV_PROBE_EXACT, QV_PROBE_ONEHOT, QV_PROBE_RANDOM,
                                            QV_PROBE_WITNESS_FP8_PROMOTE};
-    const int blk = v->scale_layout == QV_SCALE_BLOCK;
+    const int blk = v->scale_layout == QV_SCALE_BLOCK, tc = is_tok_ch(v);
     int cases = 0, failed = 0, taken = 0, declined = 0, blk_taken = 0, blk_default = 0, vec_default = 0;
+    int two_forced = 0, outer_forced = 0, two_default = 0, outer_default = 0;
     for (int si = 0; si < N_SHAPES; si++)
         for (int pi = 0; pi < (int)(sizeof probes / sizeof probes[0]); pi++) {
             const int64_t m = shapes[si].m, n = shapes[si].n, k = shapes[si].k;
@@ -131,8 +144,39 @@ START_TEST(paths_verified)
             ck_assert_msg(run_twice(&p, o_mma, label, "mma") == 0, "%s: QVET_AQ_LT_FP8_MIN_M=off took the path",
                           label);
             set_min_m("1");
-            const long long blk_before = qv_aq_lt_fp8_blk_runs();
+            const long long blk_before = qv_aq_lt_fp8_blk_runs(), two_before = qv_aq_lt_fp8_two_step_runs();
             const int ran = run_twice(&p, o_lt, label, "cuBLASLt");
+            /* Per token x channel's default form: the two steps below
+             * QV_AQ_LT_FP8_OUTER_MIN_M, the outer vectors from it on; no other
+             * row runs two steps. */
+            const long long two_ran = qv_aq_lt_fp8_two_step_runs() - two_before;
+            ck_assert_msg(two_ran == (ran && tc && m < QV_AQ_LT_FP8_OUTER_MIN_M ? 2 : 0),
+                          "%s: %lld two-step launches at the default", label, two_ran);
+            if (ran && tc) {
+                if (two_ran) two_default++; else outer_default++;
+            }
+            if (tc) {
+                /* Each form forced at this M, through the same model. */
+                for (int f = 0; f < 2; f++) {
+                    uint8_t *o_f = malloc(ob);
+                    ck_assert_ptr_nonnull(o_f);
+                    set_outer_min_m(f ? "off" : "1");
+                    const long long t0 = qv_aq_lt_fp8_two_step_runs();
+                    const int ran_f = run_twice(&p, o_f, label, f ? "cuBLASLt two steps" : "cuBLASLt outer vectors");
+                    const long long t = qv_aq_lt_fp8_two_step_runs() - t0;
+                    set_outer_min_m(NULL);
+                    ck_assert_msg(t == (f && ran_f ? 2 : 0), "%s: %lld of 2 launches ran two steps (forced %s)",
+                                  label, t, f ? "two steps" : "outer vectors");
+                    if (must_take(v, n, k)) ck_assert_msg(ran_f == 2, "%s: cuBLASLt declined the form", label);
+                    if (ran_f) {
+                        if (f) two_forced++; else outer_forced++;
+                    }
+                    failed += !gpu_verdict(&p, probe, o_f, label,
+                                           !ran_f ? "mma (declined)" : f ? "cuBLASLt two steps"
+                                                                         : "cuBLASLt outer vectors");
+                    free(o_f);
+                }
+            }
             /* The block row's default form: BLK128x128 only from QV_AQ_LT_FP8_BLK_MIN_M
              * on, both launches (VEC128 where cuBLASLt declines BLK128x128). */
             const long long blk_ran = qv_aq_lt_fp8_blk_runs() - blk_before;
@@ -179,6 +223,13 @@ START_TEST(paths_verified)
     printf("%s: %d cases x 2 paths, %d through cuBLASLt, %d shapes declined, %d verdicts failed\n", v->name, cases,
            taken, declined, failed);
     ck_assert_msg(taken > 0, "%s: no case took the cuBLASLt path", v->name);
+    if (tc) {
+        printf("%s: forced: %d cases in two steps, %d through outer vectors; at the default: %d / %d\n", v->name,
+               two_forced, outer_forced, two_default, outer_default);
+        ck_assert_msg(two_forced > 0 && outer_forced > 0 && two_default > 0 && outer_default > 0,
+                      "%s: the two forms were not both exercised (%d / %d forced, %d / %d default)", v->name,
+                      two_forced, outer_forced, two_default, outer_default);
+    }
     if (blk) {
         printf("%s: BLK128x128 form forced: %d cases; at the default: %d BLK128x128, %d VEC128\n", v->name, blk_taken,
                blk_default, vec_default);
@@ -312,33 +363,27 @@ START_TEST(env_refusals)
                           bad[i]);
             ck_assert_msg(strstr(qv_errmsg(), "QVET_AQ_LT_FP8_BLK_MIN_M") != NULL, "message: %s", qv_errmsg());
             set_blk_min_m(NULL);
+            set_outer_min_m(bad[i]);
+            ck_assert_msg(v->launch(v, &a) == QV_ERR_USAGE, "%s: QVET_AQ_LT_FP8_OUTER_MIN_M=\"%s\" accepted",
+                          v->name, bad[i]);
+            ck_assert_msg(strstr(qv_errmsg(), "QVET_AQ_LT_FP8_OUTER_MIN_M") != NULL, "message: %s", qv_errmsg());
+            set_outer_min_m(NULL);
         }
     }
     set_min_m(NULL);
-    /* The per-token x channel thresholds by layer size (aq.h): the Llama
-     * layers the bench measured, at the tiers' edges. */
+    /* The per-token x channel threshold (aq.h), one number at every layer
+     * size since its two-step form (the Llama layers the bench measures, and
+     * the edge of the size tiers it had before). */
     const qv_variant *tc_row = qv_variant_find("w8a8-fp8-tok-ch");
     ck_assert_ptr_nonnull(tc_row);
-    static const struct {
-        int n, k, t;
-    } tiers[] = {
-        {12288, 4096, QV_AQ_LT_FP8_MIN_M_TOK_CH_SMALL},  /* Llama-2-7B qkv, N K = 2^25.6 */
-        {4096, 11008, QV_AQ_LT_FP8_MIN_M_TOK_CH_SMALL},  /* Llama-2-7B down */
-        {4096, 16383, QV_AQ_LT_FP8_MIN_M_TOK_CH_SMALL},  /* just below 2^26 */
-        {4096, 16384, QV_AQ_LT_FP8_MIN_M_TOK_CH},        /* 2^26 */
-        {8192, 8192, QV_AQ_LT_FP8_MIN_M_TOK_CH},         /* Llama-3-70B o */
-        {22016, 4096, QV_AQ_LT_FP8_MIN_M_TOK_CH},        /* Llama-2-7B gate_up */
-        {10240, 8192, QV_AQ_LT_FP8_MIN_M_TOK_CH},        /* Llama-3-70B qkv */
-        {8192, 28672, QV_AQ_LT_FP8_MIN_M_TOK_CH},        /* Llama-3-70B down */
-        {57344, 8192, QV_AQ_LT_FP8_MIN_M_TOK_CH},        /* Llama-3-70B gate_up */
-    };
+    static const int tiers[][2] = {{12288, 4096}, {4096, 11008}, {4096, 16383}, {4096, 16384}, {8192, 8192},
+                                   {22016, 4096}, {10240, 8192}, {8192, 28672}, {57344, 8192}};
     for (size_t i = 0; i < sizeof tiers / sizeof tiers[0]; i++)
-        ck_assert_msg(qv_aq_lt_fp8_default_min_m(tc_row, tiers[i].n, tiers[i].k) == tiers[i].t,
-                      "w8a8-fp8-tok-ch n=%d k=%d: threshold %d, aq.h says %d", tiers[i].n, tiers[i].k,
-                      qv_aq_lt_fp8_default_min_m(tc_row, tiers[i].n, tiers[i].k), tiers[i].t);
-    ck_assert_int_eq(QV_AQ_LT_FP8_MIN_M_TOK_CH_SMALL, 12);
-    ck_assert_int_eq(QV_AQ_LT_FP8_MIN_M_TOK_CH, 17);
-    /* The scalings without tiers, and rows of no e4m3 W8A8 scaling. */
+        ck_assert_msg(qv_aq_lt_fp8_default_min_m(tc_row, tiers[i][0], tiers[i][1]) == 1,
+                      "w8a8-fp8-tok-ch n=%d k=%d: threshold %d, aq.h says 1", tiers[i][0], tiers[i][1],
+                      qv_aq_lt_fp8_default_min_m(tc_row, tiers[i][0], tiers[i][1]));
+    ck_assert_int_eq(QV_AQ_LT_FP8_MIN_M_TOK_CH, 1);
+    /* The other scalings, and rows of no e4m3 W8A8 scaling. */
     ck_assert_int_eq(qv_aq_lt_fp8_default_min_m(qv_variant_find("w8a8-fp8-tensor"), 57344, 8192), 1);
     ck_assert_int_eq(qv_aq_lt_fp8_default_min_m(qv_variant_find("w8a8-fp8-block128"), 57344, 8192), 4);
     ck_assert_int_eq(qv_aq_lt_fp8_default_min_m(qv_variant_find("w8a8-fp8-block128"), 256, 512), 4);
@@ -375,6 +420,21 @@ START_TEST(env_refusals)
     ck_assert_uint_ge(brow->workspace(brow, 1024, 8192, 8192), lt_ws + (size_t)64 * (8192 + 1024) * 4);
     ck_assert_uint_ge(brow->workspace(brow, 1023, 8192, 8192),
                       lt_ws + (size_t)64 * (8192 + 1024) * 4 + (size_t)1024 * 8192 * (1 + 2));
+    /* Per token x channel: below QV_AQ_LT_FP8_OUTER_MIN_M the region also
+     * holds the two-step form's (M, N) fp32 D; with the variable at 1
+     * (outer vectors at every M) it does not, with "off" (two steps at every
+     * M) it does at any M. */
+    ck_assert_int_eq(QV_AQ_LT_FP8_OUTER_MIN_M, 128);
+    const size_t two_64 = tc_row->workspace(tc_row, 64, 57344, 8192),
+                 two_4096 = (set_outer_min_m("off"), tc_row->workspace(tc_row, 4096, 57344, 8192));
+    set_outer_min_m("1");
+    const size_t outer_64 = tc_row->workspace(tc_row, 64, 57344, 8192),
+                 outer_4096 = tc_row->workspace(tc_row, 4096, 57344, 8192);
+    set_outer_min_m(NULL);
+    ck_assert_uint_ge(outer_64, lt_ws);
+    ck_assert_uint_eq(two_64 - outer_64, (size_t)64 * 57344 * 4);
+    ck_assert_uint_eq(two_4096 - outer_4096, (size_t)4096 * 57344 * 4);
+    ck_assert_uint_eq(tc_row->workspace(tc_row, 4096, 57344, 8192), outer_4096);
 }
 END_TEST
 

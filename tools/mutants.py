@@ -187,8 +187,9 @@ def read_cases(out_jsonl):
 # from K = 8192 on; "swap" sends it every M <= 8 (t_gpu_wonly checks that path
 # clean on every row), also for the switches in its tile math
 # (kernels/wonly_small_tile.cuh). The e4m3 cuBLASLt path runs by default from
-# M = 1 (per tensor), 12 or 17 (per token x channel) and 4 (128x128 blocks); 1
-# sends every M there (t_gpu_aq_lt_fp8 checks that path clean on every row).
+# M = 1 (per tensor, per token x channel) and 4 (128x128 blocks); 1 sends every
+# M there (t_gpu_aq_lt_fp8 checks that path clean on every row), per token x
+# channel below M = 128 in its two-step form.
 # Weight-only M >= 17 takes the wgmma kernel by default (kernels/wonly_wg.cu):
 # the mma kernel keeps M = 17-63 as before it with QVET_WO_WG_MIN_M=64, and the
 # dequantize + cuBLAS path, which the default no longer takes, every M >= 64
@@ -213,9 +214,10 @@ PATH_ENV = {"kernels/wonly_small.cu": {"QVET_WO_SMALL": "swap"},
 # M <= 16); its workspace sum (counters, atomic int32 adds) then runs only past
 # that, so the switches there run with QVET_AQ_CLUSTER_MAX=1, which sends every
 # split through it (t_gpu_aq's split_sums checks both sums clean and equal).
-# The e4m3 rows' mma kernel runs only below the cuBLASLt path's M (12 or 17
-# for w8a8-fp8-tok-ch), where the check's e4m3 witness (M = 17) no longer
-# reaches it; "off" keeps every M on it for the two switches of its split-K.
+# The e4m3 rows' mma kernel runs only below the cuBLASLt path's M (1 for
+# w8a8-fp8-tok-ch since its two-step form), which the check's e4m3 witness
+# (M = 17) never is; "off" keeps every M on it for the two switches of its
+# split-K.
 MUTANT_ENV = {"gpu_lt_fp8_blk_unpadded": {"QVET_AQ_LT_FP8_BLK_MIN_M": "1"},
               "gpu_aq_lock_not_reset": {"QVET_AQ_CLUSTER_MAX": "1", "QVET_AQ_LT_FP8_MIN_M": "off"},
               "gpu_aq_split_sum_not_zeroed": {"QVET_AQ_CLUSTER_MAX": "1"},

@@ -69,21 +69,18 @@ void qv_lt_trace_algo(const char *label, int m, int n, int k, const void *algo, 
  * H200, qvet bench, µs per layer:
  *  - per tensor: cuBLASLt 227-235 at M = 1..32 on the Llama-3-70B block, the
  *    mma kernel 265-342: M >= 1;
- *  - per token x channel, by the layer's size N x K (2026-11-30, --runs 15,
- *    the mma kernel with its one-wave plan / cuBLASLt's outer vectors):
- *    - N K < 2^26 (Llama-2-7B qkv, o, down): M = 8 qkv 27.1 / 28.4, o 17.2 /
- *      16.6, down 31.1 / 35.5; M = 12 30.3 / 27.8, 20.1 / 16.8, 36.9 / 32.9:
- *      M >= 12;
- *    - larger: the mma kernel at M = 16 Llama-2-7B gate_up 43.3 / 42.8,
- *      Llama-3-70B qkv 47.2 / 49.2, o 37.5 / 42.0, gate_up 126.9 / 181.2,
- *      down 77.6 / 112.4; past its 16-row tile the mma kernel runs 64-row
- *      tiles (621 at M = 64 on the Llama-3-70B block): M >= 17;
+ *  - per token x channel: cuBLASLt in two steps below
+ *    QV_AQ_LT_FP8_OUTER_MIN_M (2026-12-02, µs per block, Llama-2-7B /
+ *    Llama-3-70B, the mma kernel / two steps): M = 1 88.1 / 85.1, 253.5 /
+ *    240.2; M = 4 97.4 / 84.8, 261.8 / 240.2; M = 16 (then the mma kernel on
+ *    the two larger 7B layers and every 70B one) 103.7 / 89.8, 297.8 / 246.8:
+ *    M >= 1 (until the twelfth round, with cuBLASLt's outer vectors as the
+ *    only form, 12 on layers with N K < 2^26 and 17 on larger ones);
  *  - 128x128 blocks: cuBLASLt (VEC128, M rounded up to 4) 116.3 / 299.3 on the
  *    Llama-2-7B / Llama-3-70B block at M = 1, the mma kernel 107.0 / 291.6;
  *    at M = 4 cuBLASLt 89.5 / 262.2, the mma kernel 115.9 / 301.3: M >= 4. */
 #define QV_AQ_LT_FP8_MIN_M_TENSOR 1
-#define QV_AQ_LT_FP8_MIN_M_TOK_CH_SMALL 12
-#define QV_AQ_LT_FP8_MIN_M_TOK_CH 17
+#define QV_AQ_LT_FP8_MIN_M_TOK_CH 1
 #define QV_AQ_LT_FP8_MIN_M_BLOCK 4
 
 /* From this M on, the 128x128-block row runs cuBLASLt's BLK128x128 weight
@@ -93,6 +90,17 @@ void qv_lt_trace_algo(const char *label, int m, int n, int k, const void *algo, 
  * Llama-3-70B gate_up M = 64 143.6 / 128.4, M = 256 198.4 / 238.0, M = 1024
  * 698.5 / 879.5; Llama-2-7B o M = 64 16.8 / 10.4, M = 256 17.2 / 17.6. */
 #define QV_AQ_LT_FP8_BLK_MIN_M 128
+
+/* From this M on, the per-token x per-channel e4m3 row runs cuBLASLt's outer
+ * vector scaling; below it, the two-step form (cuBLASLt per tensor with unit
+ * scales into fp32, then the two scales and the fp16 rounding in a small
+ * kernel; same arithmetic). QVET_AQ_LT_FP8_OUTER_MIN_M overrides it ("off":
+ * never the outer vectors). H200, 2026-12-02, µs per block, Llama-2-7B /
+ * Llama-3-70B, outer vectors / two steps: M = 1 125.6 / 85.1, 388.6 / 240.2;
+ * M = 16 121.2 / 89.8, 377.9 / 246.8; M = 64 111.0 / 101.4, 320.8 / 274.7;
+ * M = 128 104.7 / 111.4, 272.3 / 307.9; M = 1024 368.6 / 526.1 (the
+ * cuBLASLt baseline's outer vectors), 1393.4 / 1633.7. */
+#define QV_AQ_LT_FP8_OUTER_MIN_M 128
 
 struct qv_variant;
 
@@ -108,6 +116,8 @@ int qv_aq_lt_fp8_default_min_m(const struct qv_variant *v, int n, int k);
  * path ran. Make no CUDA call. */
 long long qv_aq_lt_fp8_runs(void);
 long long qv_aq_lt_fp8_blk_runs(void);
+/* How many of them ran per token x channel's two-step form. */
+long long qv_aq_lt_fp8_two_step_runs(void);
 
 #ifdef __cplusplus
 }
