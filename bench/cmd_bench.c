@@ -58,6 +58,7 @@
 #include "qvet/gemm.h"
 #include "qvet/gpu.h"
 #include "qvet/json.h"
+#include "qvet/layout.h"
 #include "qvet/problem.h"
 #include "qvet/variant.h"
 
@@ -100,7 +101,9 @@ static weight_bytes weight_sizes(const qv_variant *v, int n, int k)
     w.b = (size_t)k * (size_t)n * (size_t)qv_fmt_get(v->wfmt)->bits / 8;
     size_t selem = v->scale_layout == QV_SCALE_BLOCK ? sizeof(float) : qv_fmt_storage_bytes(v->sfmt);
     w.scales = (size_t)(qv_problem_scale_rows(&shape) * qv_problem_scale_cols(&shape)) * selem;
-    w.scales2 = v->scale_layout == QV_SCALE_GROUP_CHANNEL ? (size_t)n * sizeof(float) : 0;
+    w.scales2 = v->scale_layout == QV_SCALE_GROUP_CHANNEL ? (size_t)n * sizeof(float)
+                : v->scale_layout == QV_SCALE_BLOCK   ? (size_t)qv_block_scales2_cols(n, k) * sizeof(float)
+                                                      : 0;
     w.zeros = v->zero_point && v->g > 0 ? (size_t)(k / v->g) * (size_t)n / 2 : 0;
     return w;
 }
@@ -124,9 +127,10 @@ static aq_kind row_aq_kind(const qv_variant *v)
 static qv_fmt aqk_fmt(aq_kind q) { return q == AQK_I8 ? QV_FMT_I8 : QV_FMT_E4M3; }
 
 /* The quantizer's launch for an (m, k) activation: per token, m rows of k; per
- * token and 128-K group, the same bytes as m*k/128 rows of 128, whose scales
- * land in (m, k/128) row-major order, the row's a_scale layout. 0 when the
- * kind does not apply (k not a multiple of 128 for the grouped kind). */
+ * token and 128-K group, m*k/128 rows of 128 (what qv_act_quant_groups runs
+ * for the +aq pair, its scales MN-major; the quantizer-alone row times the
+ * same rows through qv_act_quant, the same kernel and bytes). 0 when the kind
+ * does not apply (k not a multiple of 128 for the grouped kind). */
 static int aqk_shape(aq_kind q, int m, int k, int *rows, int *cols)
 {
     if (q == AQK_E4M3_G128) {
@@ -168,8 +172,13 @@ static qv_status launch_rotating(void *ctx, int iter, void *stream)
 static qv_status launch_with_aq(void *ctx, int iter, void *stream)
 {
     launch_ctx *c = ctx;
-    QV_TRY(qv_act_quant(QV_FMT_F16, aqk_fmt(c->aqk), c->aq_rows, c->aq_cols, c->x16, (void *)c->args.a,
-                        (float *)c->args.a_scale, stream));
+    if (c->aqk == AQK_E4M3_G128)
+        /* The (k/128, m) MN-major scales the row reads. */
+        QV_TRY(qv_act_quant_groups(QV_FMT_F16, QV_FMT_E4M3, c->args.m, c->args.k, c->x16, (void *)c->args.a,
+                                   (float *)c->args.a_scale, stream));
+    else
+        QV_TRY(qv_act_quant(QV_FMT_F16, aqk_fmt(c->aqk), c->aq_rows, c->aq_cols, c->x16, (void *)c->args.a,
+                            (float *)c->args.a_scale, stream));
     return launch_rotating(ctx, iter, stream);
 }
 

@@ -75,7 +75,6 @@ static void acts_rows(void *vj, int64_t lo, int64_t hi)
     const acts_job *j = vj;
     const qv_problem *p = j->p;
     const qv_variant *v = p->v;
-    int64_t nkb = (p->k + EV_ASCALE_BLOCK - 1) / EV_ASCALE_BLOCK;
     for (int64_t i = lo; i < hi; i++)
         for (int64_t kk = 0; kk < p->k; kk++) {
             double a = qv_problem_a(p, i, kk), s = 1.0;
@@ -85,7 +84,7 @@ static void acts_rows(void *vj, int64_t lo, int64_t hi)
             case QV_ASCALE_NONE: break;
             case QV_ASCALE_TENSOR: s = p->a_scale[0]; break;
             case QV_ASCALE_TOKEN: s = p->a_scale[i]; break;
-            case QV_ASCALE_TOKEN_BLOCK: s = p->a_scale[i * nkb + kk / EV_ASCALE_BLOCK]; break;
+            case QV_ASCALE_TOKEN_BLOCK: s = p->a_scale[(kk / EV_ASCALE_BLOCK) * p->m + i]; break; /* MN-major */
             }
             j->out[i * p->k + kk] = (float)(a * s);
         }

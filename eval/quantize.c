@@ -250,7 +250,7 @@ static void code_rows(void *vj, int64_t lo, int64_t hi)
                 s = (float)s;
             }
             if (per_tensor) { if (i == 0 && b == 0) { p->a_scale[0] = (float)s; if (p->azp) p->azp[0] = azp; } }
-            else if (v->act_scale == QV_ASCALE_TOKEN_BLOCK) p->a_scale[i * nkb + b] = (float)s;
+            else if (v->act_scale == QV_ASCALE_TOKEN_BLOCK) p->a_scale[b * p->m + i] = (float)s; /* MN-major */
             else { p->a_scale[i] = (float)s; if (p->azp) p->azp[i] = azp; }
             for (int64_t kk = b * kb; kk < (b + 1) * kb && kk < k; kk++) {
                 double xv = kk < k_real ? x[i * k_real + kk] : 0.0;

@@ -179,7 +179,7 @@ static double ascale_of(const qv_problem *p, int64_t i, int64_t kk)
     case QV_ASCALE_NONE: return 1.0;
     case QV_ASCALE_TENSOR: return fabs(p->a_scale[0]);
     case QV_ASCALE_TOKEN: return fabs(p->a_scale[i]);
-    case QV_ASCALE_TOKEN_BLOCK: return fabs(p->a_scale[i * ((p->k + 127) / 128) + kk / 128]);
+    case QV_ASCALE_TOKEN_BLOCK: return fabs(p->a_scale[(kk / 128) * p->m + i]); /* MN-major */
     }
     return 1.0;
 }

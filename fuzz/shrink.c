@@ -102,11 +102,12 @@ static qv_status window(const qv_problem *p, int64_t m0, int64_t m, int64_t n0, 
         for (int64_t i = 0; i < m; i++) w->a_scale[i] = p->a_scale[m0 + i];
         break;
     case QV_ASCALE_TOKEN_BLOCK: {
+        /* MN-major (ceil(k/128), m) in both, each with its own m. */
         int64_t kb = (k + 127) / 128, pkb = (p->k + 127) / 128;
         for (int64_t i = 0; i < m; i++)
             for (int64_t b = 0; b < kb; b++) {
                 int64_t sb = (k0 + 128 * b) / 128;
-                w->a_scale[i * kb + b] = p->a_scale[(m0 + i) * pkb + (sb < pkb ? sb : pkb - 1)];
+                w->a_scale[b * m + i] = p->a_scale[(sb < pkb ? sb : pkb - 1) * p->m + m0 + i];
             }
         break;
     }
@@ -340,7 +341,7 @@ qv_status qv_case_dump(const qv_backend *b, const qv_problem *p, int unique, con
         if (st == QV_OK) st = save(__VA_ARGS__);                               \
     } while (0)
     SAVE(dir, "A", dtype_of(v->afmt), 2, p->m, p->k, p->a);
-    if (v->act_scale == QV_ASCALE_TOKEN_BLOCK) SAVE(dir, "a_scale", QV_DT_F4, 2, p->m, na / p->m, p->a_scale);
+    if (v->act_scale == QV_ASCALE_TOKEN_BLOCK) SAVE(dir, "a_scale", QV_DT_F4, 2, na / p->m, p->m, p->a_scale);
     else if (v->act_scale == QV_ASCALE_TOKEN) SAVE(dir, "a_scale", QV_DT_F4, 2, p->m, 1, p->a_scale);
     else SAVE(dir, "a_scale", QV_DT_F4, 1, na, 0, p->a_scale);
     SAVE(dir, "azp", QV_DT_I4, 1, v->azp == QV_AZP_TOKEN ? p->m : 1, 0, p->azp);

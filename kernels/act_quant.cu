@@ -172,7 +172,10 @@ __device__ __forceinline__ void aq_store_slot(uint8_t *__restrict__ qr, int64_t 
 }
 
 /* x: (m, k) fp16 or bf16 bits, row-major; q: (m, k) int8 or e4m3 codes,
- * row-major; s: (m) f32 scales.
+ * row-major; s: (m) f32 scales, s[row] when sg = 1; with sg > 1 the rows are
+ * the sg K groups of m / sg tokens (qv_act_quant_groups) and row r's scale
+ * goes to s[(r % sg) (m / sg) + r / sg], the groups' (sg, tokens) MN-major
+ * order.
  * Without a cluster (CL false): a block holds blockDim / group rows, `group`
  * threads each (a power of two <= 32, or a multiple of 32).
  * With a cluster (CL true): each cluster of AQ_CLUSTER blocks holds one row,
@@ -181,7 +184,7 @@ __device__ __forceinline__ void aq_store_slot(uint8_t *__restrict__ qr, int64_t 
  * thread count), so consecutive threads load consecutive 16 bytes. */
 template <bool BF16, bool FP8, bool VEC, int VPT, bool CL>
 __device__ __forceinline__ void aq_rows(const uint16_t *__restrict__ x, uint8_t *__restrict__ q,
-                                        float *__restrict__ s, int64_t m, int64_t k, int group)
+                                        float *__restrict__ s, int64_t m, int64_t k, int group, int64_t sg)
 {
     __shared__ float red[AQ_MAX_THREADS / 32];
     __shared__ float block_max;
@@ -246,7 +249,7 @@ __device__ __forceinline__ void aq_rows(const uint16_t *__restrict__ x, uint8_t 
     }
 
     const float scale = aq_scale<FP8>(amax);
-    if (live && t == 0) s[row] = scale;
+    if (live && t == 0) s[sg == 1 ? row : (row % sg) * (m / sg) + row / sg] = scale;
     const aq_div d = aq_div_make(scale);
 #pragma unroll
     for (int j = 0; j < VPT; j++) {
@@ -270,10 +273,10 @@ constexpr int aq_block_limit(int vpt) { return vpt <= 4 ? 1024 : vpt == 8 ? 512 
 template <bool BF16, bool FP8, bool VEC, int VPT>
 __global__ void __launch_bounds__(aq_block_limit(VPT))
 k_act_quant(const uint16_t *__restrict__ x, uint8_t *__restrict__ q, float *__restrict__ s, int64_t m, int64_t k,
-            int group)
+            int group, int64_t sg)
 {
     aq_allow_dependents();
-    aq_rows<BF16, FP8, VEC, VPT, false>(x, q, s, m, k, group);
+    aq_rows<BF16, FP8, VEC, VPT, false>(x, q, s, m, k, group, sg);
 }
 
 /* One row per cluster of AQ_CLUSTER blocks (aq_rows with CL true); the cluster
@@ -285,7 +288,7 @@ k_act_quant_cluster(const uint16_t *__restrict__ x, uint8_t *__restrict__ q, flo
                     int64_t k)
 {
     aq_allow_dependents();
-    aq_rows<BF16, FP8, VEC, VPT, true>(x, q, s, m, k, 0);
+    aq_rows<BF16, FP8, VEC, VPT, true>(x, q, s, m, k, 0, 1);
 }
 
 /* Rows too long for a cluster's registers: block b quantizes row b in two
@@ -410,7 +413,7 @@ aq_plan aq_make_plan(int64_t m, int64_t k, bool vec)
 
 template <bool BF16, bool FP8, bool VEC, int VPT>
 cudaError_t aq_launch_rows(const aq_plan &p, const uint16_t *x, uint8_t *q, float *s, int64_t m, int64_t k,
-                           cudaStream_t st)
+                           int64_t sg, cudaStream_t st)
 {
     /* Only the pairs the plan makes are compiled: clusters with 2 or 4 slots
      * per thread, single blocks with 4 to AQ_VPT_BIG. */
@@ -420,19 +423,21 @@ cudaError_t aq_launch_rows(const aq_plan &p, const uint16_t *x, uint8_t *q, floa
         k_act_quant_cluster<BF16, FP8, VEC, VPT><<<(unsigned)p.blocks, p.threads, 0, st>>>(x, q, s, m, k);
     } else if constexpr (VPT > AQ_VPT_MAX) {
         QV_ASSERT(!cluster, "act quant plan: a cluster with more than AQ_VPT_MAX slots per thread");
-        k_act_quant<BF16, FP8, VEC, VPT><<<(unsigned)p.blocks, p.threads, 0, st>>>(x, q, s, m, k, p.group);
+        k_act_quant<BF16, FP8, VEC, VPT><<<(unsigned)p.blocks, p.threads, 0, st>>>(x, q, s, m, k, p.group, sg);
     } else if (cluster) {
         k_act_quant_cluster<BF16, FP8, VEC, VPT><<<(unsigned)p.blocks, p.threads, 0, st>>>(x, q, s, m, k);
     } else {
-        k_act_quant<BF16, FP8, VEC, VPT><<<(unsigned)p.blocks, p.threads, 0, st>>>(x, q, s, m, k, p.group);
+        k_act_quant<BF16, FP8, VEC, VPT><<<(unsigned)p.blocks, p.threads, 0, st>>>(x, q, s, m, k, p.group, sg);
     }
     return cudaGetLastError();
 }
 
 template <bool BF16, bool FP8>
 cudaError_t aq_launch(const aq_plan &p, const uint16_t *x, uint8_t *q, float *s, int64_t m, int64_t k,
-                      cudaStream_t st)
+                      int64_t sg, cudaStream_t st)
 {
+    /* Group rows (sg > 1) are 128 long: always a single block's row groups. */
+    QV_ASSERT(sg == 1 || (!p.longrow && p.cluster == 1), "act quant: group scales need the single-block kernel");
     if (p.longrow) {
         if (p.vec)
             k_act_quant_long<BF16, FP8, true><<<(unsigned)p.blocks, p.threads, 0, st>>>(x, q, s, k);
@@ -440,25 +445,26 @@ cudaError_t aq_launch(const aq_plan &p, const uint16_t *x, uint8_t *q, float *s,
             k_act_quant_long<BF16, FP8, false><<<(unsigned)p.blocks, p.threads, 0, st>>>(x, q, s, k);
         return cudaGetLastError();
     }
-    if (!p.vec) return aq_launch_rows<BF16, FP8, false, AQ_VPT_MAX>(p, x, q, s, m, k, st);
+    if (!p.vec) return aq_launch_rows<BF16, FP8, false, AQ_VPT_MAX>(p, x, q, s, m, k, sg, st);
     switch (p.vpt) {
-    case 2: return aq_launch_rows<BF16, FP8, true, 2>(p, x, q, s, m, k, st);
-    case 4: return aq_launch_rows<BF16, FP8, true, 4>(p, x, q, s, m, k, st);
-    case 8: return aq_launch_rows<BF16, FP8, true, 8>(p, x, q, s, m, k, st);
-    default: return aq_launch_rows<BF16, FP8, true, AQ_VPT_BIG>(p, x, q, s, m, k, st);
+    case 2: return aq_launch_rows<BF16, FP8, true, 2>(p, x, q, s, m, k, sg, st);
+    case 4: return aq_launch_rows<BF16, FP8, true, 4>(p, x, q, s, m, k, sg, st);
+    case 8: return aq_launch_rows<BF16, FP8, true, 8>(p, x, q, s, m, k, sg, st);
+    default: return aq_launch_rows<BF16, FP8, true, AQ_VPT_BIG>(p, x, q, s, m, k, sg, st);
     }
 }
 
 } /* namespace */
 
-extern "C" qv_status qv_act_quant(qv_fmt xfmt, qv_fmt qfmt, int m, int k, const void *x, void *q, float *s,
-                                  void *stream)
+/* Rows of k values, each with its scale at s[row] (sg = 1), or the sg groups
+ * of each token as rows with MN-major scales (sg > 1, k the group width). */
+static qv_status act_quant_rows(qv_fmt xfmt, qv_fmt qfmt, int64_t m, int64_t k, int64_t sg, const void *x, void *q,
+                                float *s, void *stream)
 {
     if (xfmt != QV_FMT_F16 && xfmt != QV_FMT_BF16)
         return qv_fail(QV_ERR_DTYPE, "act quant: activations must be f16 or bf16");
     if (qfmt != QV_FMT_I8 && qfmt != QV_FMT_E4M3)
         return qv_fail(QV_ERR_DTYPE, "act quant: the quantized format must be i8 or e4m3");
-    if (m < 1 || k < 1) return qv_fail(QV_ERR_SHAPE, "act quant: m=%d, k=%d must be >= 1", m, k);
     if (!x || !q || !s) return qv_fail(QV_ERR_USAGE, "act quant: a device buffer is missing");
     /* 16-byte loads need every row start 16-byte aligned: k % 8 == 0 and an
      * aligned base; 8-byte code stores likewise. */
@@ -466,16 +472,34 @@ extern "C" qv_status qv_act_quant(qv_fmt xfmt, qv_fmt qfmt, int m, int k, const 
     const aq_plan p = aq_make_plan(m, k, vec);
     /* CUDA's grid limit along x. */
     if (p.blocks > 2147483647LL)
-        return qv_fail(QV_ERR_SHAPE, "act quant: m=%d, k=%d needs more than 2^31-1 blocks", m, k);
+        return qv_fail(QV_ERR_SHAPE, "act quant: %lld rows of %lld need more than 2^31-1 blocks", (long long)m,
+                       (long long)k);
     const bool bf = xfmt == QV_FMT_BF16, f8 = qfmt == QV_FMT_E4M3;
     cudaStream_t st = (cudaStream_t)stream;
     const uint16_t *xx = (const uint16_t *)x;
     uint8_t *qq = (uint8_t *)q;
     cudaError_t rc;
-    if (bf && f8) rc = aq_launch<true, true>(p, xx, qq, s, m, k, st);
-    else if (bf) rc = aq_launch<true, false>(p, xx, qq, s, m, k, st);
-    else if (f8) rc = aq_launch<false, true>(p, xx, qq, s, m, k, st);
-    else rc = aq_launch<false, false>(p, xx, qq, s, m, k, st);
+    if (bf && f8) rc = aq_launch<true, true>(p, xx, qq, s, m, k, sg, st);
+    else if (bf) rc = aq_launch<true, false>(p, xx, qq, s, m, k, sg, st);
+    else if (f8) rc = aq_launch<false, true>(p, xx, qq, s, m, k, sg, st);
+    else rc = aq_launch<false, false>(p, xx, qq, s, m, k, sg, st);
     QV_CUDA_TRY(rc, "launching k_act_quant");
     return QV_OK;
+}
+
+extern "C" qv_status qv_act_quant(qv_fmt xfmt, qv_fmt qfmt, int m, int k, const void *x, void *q, float *s,
+                                  void *stream)
+{
+    if (m < 1 || k < 1) return qv_fail(QV_ERR_SHAPE, "act quant: m=%d, k=%d must be >= 1", m, k);
+    return act_quant_rows(xfmt, qfmt, m, k, 1, x, q, s, stream);
+}
+
+extern "C" qv_status qv_act_quant_groups(qv_fmt xfmt, qv_fmt qfmt, int m, int k, const void *x, void *q, float *s,
+                                         void *stream)
+{
+    if (m < 1 || k < 1 || k % QV_ACT_GROUP)
+        return qv_fail(QV_ERR_SHAPE, "act quant groups: m=%d must be >= 1 and k=%d a positive multiple of %d", m, k,
+                       QV_ACT_GROUP);
+    const int64_t sg = k / QV_ACT_GROUP;
+    return act_quant_rows(xfmt, qfmt, (int64_t)m * sg, QV_ACT_GROUP, sg, x, q, s, stream);
 }

@@ -512,18 +512,26 @@ k_gemm_aq_mma(const aq_params p)
              * lie in one 128-column block (8*NT of them, from a multiple of 8*NT). */
             const bool blk = p.wscale == AQ_WS_BLOCK;
             float sw = 0.0f;
+#ifdef QV_MUTANT_gpu_aq_block_scale_n_floor
+            /* Mutant (class 12, FBGEMM #6159, vLLM #49596): the weight block scales' row
+             * stride by floor(N/128), the trailing partial column block not counted. */
+            if (blk && warp_n_live) sw = ((const float *)p.w_scale)[(int64_t)kt * (N / 128) + wcol0 / 128];
+#else
             if (blk && warp_n_live) sw = ((const float *)p.w_scale)[(int64_t)kt * ((N + 127) / 128) + wcol0 / 128];
+#endif
 #pragma unroll
             for (int i = 0; i < MW; i++) {
 #pragma unroll
                 for (int hh = 0; hh < 2; hh++) {
                     const int64_t row = m0 + (wm * MW + i) * 16 + (lane >> 2) + 8 * hh;
                     float s_ab = 0.0f;
-#ifdef QV_MUTANT_gpu_aq_block_scale_k_floor
-                    /* Mutant (class 12, FBGEMM #6159, vLLM #49596): a_scale row stride by floor(K/128). */
-                    if (blk && row < M) s_ab = __fmul_rn(p.a_scale[row * (p.k / AQ_BK) + kt], sw);
-#else
+#ifdef QV_MUTANT_gpu_aq_block_scale_token_major
+                    /* Mutant (class 12): the activation scales read token-major, (M, K/128),
+                     * where the row declares them MN-major, (K/128, M). */
                     if (blk && row < M) s_ab = __fmul_rn(p.a_scale[row * ktiles + kt], sw);
+#else
+                    /* MN-major (variant.h): the M tokens of K group kt contiguous. */
+                    if (blk && row < M) s_ab = __fmul_rn(p.a_scale[(int64_t)kt * M + row], sw);
 #endif
 #pragma unroll
                     for (int t = 0; t < NT; t++)

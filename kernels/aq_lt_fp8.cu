@@ -20,28 +20,30 @@
  *                          channel scales and the (m) token scales, as they
  *                          are;
  *   - w8a8-fp8-block128, two forms of one arithmetic (each 128-K partial
- *                        times s_a(token, kb) * s_w(n, kb)):
+ *                        times s_a(token, kb) * s_w(n, kb)), both reading the
+ *                        weights' scales from the packed scales2, where the
+ *                        packer put the two layouts cuBLASLt reads (layout.h,
+ *                        qv_block_scales2_cols; without scales2 the mma kernel
+ *                        runs), and the activations' (K/128, M) scales as
+ *                        they are (variant.h: MN-major, the layout cuBLASLt's
+ *                        VEC128 reads, index kb * rows + row, measured on the
+ *                        H200):
  *                        * below QV_AQ_LT_FP8_BLK_MIN_M rows, VEC128_32F x
- *                          VEC128_32F, whose scale tensors are k-block-major
- *                          (index kb * rows + row, measured on the H200):
- *                          k_aq_lt_fp8_block_scales writes the weights' (kb, n)
- *                          expansion of the (kb, n/128) blocks and the
- *                          transpose of the (m, kb) activation scales into
- *                          the workspace at every launch;
+ *                          VEC128_32F: the weights' (kb, n) form;
  *                        * from it on, BLK128x128_32F for the weights x
- *                          VEC128_32F for the activations: the block tensor
- *                          holds, per 128-row block of W, its K blocks
- *                          contiguous, padded to a multiple of 4 (index
- *                          nb * roundup(kb, 4) + kb; on the H200 its
- *                          outputs equal the expanded form's up to the
- *                          summation order, tools/probe-blk128.cu), which
- *                          k_aq_lt_fp8_blk_scales writes; cuBLASLt's
- *                          BLK128x128 kernels are 20-30 % faster at M >= 256
- *                          and slower at M <= 64 (bench/RESULTS.md, fifth
- *                          round).
- *                        cuBLASLt takes VEC128 only at M % 4 == 0; other M
- *                        run on M rounded up to 4 through padded copies of A
- *                        and D in the workspace.
+ *                          VEC128_32F for the activations: the (nb,
+ *                          roundup(kb, 4)) form, per 128-row block of W its K
+ *                          blocks contiguous, padded to a multiple of 4 (on
+ *                          the H200 its outputs equal the other form's up to
+ *                          the summation order, tools/probe-blk128.cu);
+ *                          cuBLASLt's BLK128x128 kernels are 20-30 % faster at
+ *                          M >= 256 and slower at M <= 64 (bench/RESULTS.md,
+ *                          fifth round).
+ *                        Nothing runs in front of cuBLASLt when M % 4 == 0.
+ *                        cuBLASLt takes VEC128 only at M % 4 == 0; other M run
+ *                        on M rounded up to 4 through padded copies of A, of
+ *                        the activation scales (zero columns) and of D in the
+ *                        workspace.
  * fp32 compute and scale type, alpha 1, beta 0, fast accumulation explicitly off.
  * The algorithm of each (mode, m, n, k, alignments) is chosen once by the
  * heuristic, with the split-K reduction restricted to fp32 partials in the
@@ -172,9 +174,7 @@ int vec128_m(int m) { return (m + 3) & ~3; }
 struct lt_plan {
     int m4;          /* the GEMM's M: m, or for VEC128 m rounded up to 4 */
     size_t off_d32;  /* the two-step form: (m, n) f32 D of its first step */
-    size_t off_sw;   /* VEC128: (kb, n) f32 weight scales; BLK128x128: (ceil(n/128), roundup(kb, 4)) f32,
-                        never larger (n >= 8: ceil(n/128) * roundup(kb, 4) <= kb * n) */
-    size_t off_sa;   /* VEC128: (kb, m4) f32 activation scales */
+    size_t off_sa;   /* VEC128 with m4 > m: (kb, m4) f32 activation scales, columns past m zero */
     size_t off_a;    /* VEC128 with m4 > m: (m4, k) e4m3 activations, rows past m zero */
     size_t off_d;    /* VEC128 with m4 > m: (m4, n) f16 output */
     size_t total;    /* region bytes including 256 of alignment slack */
@@ -185,72 +185,21 @@ lt_plan plan_for(bool block, bool two_step, int m, int n, int k)
     lt_plan pl;
     size_t off = LT_WS_BYTES;
     pl.m4 = block ? vec128_m(m) : m;
-    pl.off_sw = pl.off_sa = pl.off_a = pl.off_d = pl.off_d32 = off;
+    pl.off_sa = pl.off_a = pl.off_d = pl.off_d32 = off;
     if (two_step) off += lt_align256((size_t)m * (size_t)n * 4);
-    if (block) {
-        const size_t kb = (size_t)k / KB;
-        off += lt_align256(kb * (size_t)n * 4);
+    if (block && pl.m4 != m) {
         pl.off_sa = off;
-        off += lt_align256(kb * (size_t)pl.m4 * 4);
-        if (pl.m4 != m) {
-            pl.off_a = off;
-            off += lt_align256((size_t)pl.m4 * (size_t)k);
-            pl.off_d = off;
-            off += lt_align256((size_t)pl.m4 * (size_t)n * 2);
-        }
+        off += lt_align256((size_t)(k / KB) * (size_t)pl.m4 * 4);
+        pl.off_a = off;
+        off += lt_align256((size_t)pl.m4 * (size_t)k);
+        pl.off_d = off;
+        off += lt_align256((size_t)pl.m4 * (size_t)n * 2);
     }
     pl.total = off + 256;
     return pl;
 }
 
 /* ---- device kernel --------------------------------------------------------- */
-
-/* The VEC128 scale tensors from the rows' block scales: w_scale (kb, ceil(n/128))
- * f32 row-major, a_scale (m, kb) f32 row-major -> sw (kb, n) f32 with
- * sw[b n + j] = w_scale[b ceil(n/128) + j/128], and sa (kb, m4) f32 with
- * sa[b m4 + i] = a_scale[i kb + b] for i < m and 0 for the padding rows
- * m <= i < m4. Pure copies: no value changes. Grid (ceil((n + m4) /
- * SX_THREADS), kb): block row b writes K block b, thread x column j = x of sw,
- * then row i = x - n of sa; 32-bit index arithmetic within a K block
- * (n + m4 < 2^31, the launcher's rule). */
-__global__ void __launch_bounds__(SX_THREADS)
-k_aq_lt_fp8_block_scales(const float *w_scale, const float *a_scale, int m, int m4, int n, int kb, float *sw,
-                         float *sa)
-{
-    const int x = (int)blockIdx.x * SX_THREADS + (int)threadIdx.x, b = (int)blockIdx.y;
-    const int nb = (n + KB - 1) / KB;
-    if (x < n) {
-        sw[(int64_t)b * n + x] = w_scale[(int64_t)b * nb + x / KB];
-    } else if (x - n < m4) {
-        const int i = x - n;
-        sa[(int64_t)b * m4 + i] = i < m ? a_scale[(int64_t)i * kb + b] : 0.0f;
-    }
-}
-
-/* The BLK128x128 x VEC128 scale tensors: w_scale (kb, nb) f32 row-major, nb =
- * ceil(n/128) -> sw (nb, kb4) f32, kb4 = kb rounded up to 4, with sw[j kb4 +
- * b] = w_scale[b nb + j] and 0 in the padding b >= kb (no K block reads it);
- * sa as in k_aq_lt_fp8_block_scales. Grid (ceil((nb + m4) / SX_THREADS),
- * kb4): block row b writes column b of sw for every j = x < nb, then row b of
- * sa (b < kb) for i = x - nb. Pure copies. */
-__global__ void __launch_bounds__(SX_THREADS)
-k_aq_lt_fp8_blk_scales(const float *w_scale, const float *a_scale, int m, int m4, int nb, int kb, int kb4, float *sw,
-                       float *sa)
-{
-    const int x = (int)blockIdx.x * SX_THREADS + (int)threadIdx.x, b = (int)blockIdx.y;
-    if (x < nb) {
-#ifdef QV_MUTANT_gpu_lt_fp8_blk_unpadded
-        /* Mutant (class 12): the block scales laid out with a row stride of
-         * kb, not kb rounded up to 4 as cuBLASLt's BLK128x128 reads them. */
-        if (b < kb) sw[(int64_t)x * kb + b] = w_scale[(int64_t)b * nb + x];
-#else
-        sw[(int64_t)x * kb4 + b] = b < kb ? w_scale[(int64_t)b * nb + x] : 0.0f;
-#endif
-    } else if (x - nb < m4 && b < kb) {
-        const int i = x - nb;
-        sa[(int64_t)b * m4 + i] = i < m ? a_scale[(int64_t)i * kb + b] : 0.0f;
-    }
-}
 
 /* The second step of per token x channel's two-step form: c[i n + j] =
  * f16_rn((d[i n + j] * w_scale[j]) * a_scale[i]), each product one fp32 RN
@@ -394,23 +343,18 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
     if (two_step) mode = MODE_UNIT;
     const lt_plan pl = plan_for(block, two_step, p.m, p.n, p.k);
     const bool padded = pl.m4 != p.m;
-    /* The scale grids: K blocks (rounded up to 4) along y, n + m4 columns in
-     * 32-bit indices. */
-    const int kb = p.k / KB, kb4 = (kb + 3) / 4 * 4, nb = (p.n + KB - 1) / KB;
-    if (block && (kb4 > GRID_Y_MAX || (int64_t)p.n + pl.m4 > INT_MAX - SX_THREADS)) return QV_OK;
+    const int kb = p.k / KB;
+    /* Block rows read the weights' scales in the layouts the packer derived
+     * (scales2); without them the mma kernel runs. */
+    if (block && !a->scales2) return QV_OK;
     uint8_t *base = lt_region(a, ws_offset, pl.total);
     if (!base) return QV_OK;
 
-    float *sw = (float *)(base + pl.off_sw), *sa = (float *)(base + pl.off_sa);
-    /* The GEMM's activations and output: the caller's, or (M rounded up to 4)
-     * the workspace's padded copies. */
+    /* The GEMM's activations, activation scales and output: the caller's, or
+     * (M rounded up to 4) the workspace's padded copies. */
     const void *a_ptr = padded ? (const void *)(base + pl.off_a) : (const void *)p.a;
     void *d_ptr = padded ? (void *)(base + pl.off_d) : two_step ? (void *)(base + pl.off_d32) : (void *)p.c;
-
-    /* The scale tensors cuBLASLt reads: the rows' own, or (block rows) the
-     * workspace copies a scale kernel writes below. */
-    const void *ws_ptr = block ? (const void *)sw : p.w_scale;
-    const void *as_ptr = block ? (const void *)sa : (const void *)p.a_scale;
+    const void *as_ptr = padded ? (const void *)(base + pl.off_sa) : (const void *)p.a_scale;
 
     std::lock_guard<std::mutex> lock(g_mu);
     /* Block rows from blk_min_m: the BLK128x128 form where cuBLASLt has an
@@ -420,6 +364,11 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
         QV_TRY(lt_init(form));
         cublasLtMatmulDesc_t d = g_desc[form];
         if (form != MODE_UNIT) {
+            /* The weights' scales: the row's own, or the block form's part of scales2. */
+            const float *s2 = (const float *)a->scales2;
+            const void *ws_ptr = form == MODE_VEC128 ? (const void *)s2
+                                 : form == MODE_BLK  ? (const void *)(s2 + (size_t)kb * (size_t)p.n)
+                                                     : p.w_scale;
             cublasStatus_t ls =
                 cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &ws_ptr, sizeof ws_ptr);
             if (ls != CUBLAS_STATUS_SUCCESS) return lt_fail(&g_lt, ls, "weight scale pointer");
@@ -436,19 +385,22 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
     if (!e->found) return QV_OK;
 
     cudaStream_t st = (cudaStream_t)a->stream;
-    if (mode == MODE_VEC128) {
-        const dim3 grid((unsigned)(((int64_t)p.n + pl.m4 + SX_THREADS - 1) / SX_THREADS), (unsigned)kb);
-        k_aq_lt_fp8_block_scales<<<grid, SX_THREADS, 0, st>>>((const float *)p.w_scale, p.a_scale, p.m, pl.m4, p.n,
-                                                                kb, sw, sa);
-        QV_CUDA_TRY(cudaGetLastError(), "launching k_aq_lt_fp8_block_scales");
-    } else if (mode == MODE_BLK) {
-        const dim3 grid((unsigned)(((int64_t)nb + pl.m4 + SX_THREADS - 1) / SX_THREADS), (unsigned)kb4);
-        k_aq_lt_fp8_blk_scales<<<grid, SX_THREADS, 0, st>>>((const float *)p.w_scale, p.a_scale, p.m, pl.m4, nb, kb,
-                                                              kb4, sw, sa);
-        QV_CUDA_TRY(cudaGetLastError(), "launching k_aq_lt_fp8_blk_scales");
-    }
     if (padded) {
-        /* A's m rows, then zero rows up to m4 (their outputs are never copied out). */
+        /* The activation scales: (kb, m) into (kb, m4), the padding columns
+         * zero; A's m rows, then zero rows up to m4 (their outputs are never
+         * copied out). */
+        uint8_t *sa4 = base + pl.off_sa;
+        QV_CUDA_TRY(cudaMemsetAsync(sa4, 0, (size_t)kb * (size_t)pl.m4 * 4, st), "zeroing the padded activation scales");
+#ifdef QV_MUTANT_gpu_lt_fp8_scales_unpadded
+        /* Mutant (class 12): the (kb, m) activation scales copied as they are,
+         * with a row pitch of m, where cuBLASLt reads a pitch of m rounded up to 4. */
+        QV_CUDA_TRY(cudaMemcpyAsync(sa4, p.a_scale, (size_t)kb * (size_t)p.m * 4, cudaMemcpyDeviceToDevice, st),
+                    "copying the activation scales");
+#else
+        QV_CUDA_TRY(cudaMemcpy2DAsync(sa4, (size_t)pl.m4 * 4, p.a_scale, (size_t)p.m * 4, (size_t)p.m * 4,
+                                      (size_t)kb, cudaMemcpyDeviceToDevice, st),
+                    "copying the activation scales into the padded VEC128 tensor");
+#endif
         uint8_t *a4 = base + pl.off_a;
         QV_CUDA_TRY(cudaMemcpyAsync(a4, p.a, (size_t)p.m * (size_t)p.k, cudaMemcpyDeviceToDevice, st),
                     "copying A into the padded VEC128 operand");

@@ -80,11 +80,11 @@ static float dot_fp8(const qv_problem *p, const double *a, const double *wt, int
     int nc = ar->promote_nc > 0 ? ar->promote_nc : 128;
     int bits = ar->acc_bits > 0 ? ar->acc_bits : 14;
     int block = p->v->scale_layout == QV_SCALE_BLOCK;
-    int64_t k = p->k, kb = (k + 127) / 128, nb = (p->n + 127) / 128;
-#ifdef QV_MUTANT_cpu_block_scale_k_floor
-    /* Mutant (class 12, FBGEMM #6159, vLLM #49596): the K block count by floor
-     * division drops the trailing partial block (wrong a_scale row stride). */
-    kb = k / 128;
+    int64_t k = p->k, nb = (p->n + 127) / 128;
+#ifdef QV_MUTANT_cpu_block_scale_n_floor
+    /* Mutant (class 12, FBGEMM #6159, vLLM #49596): the N block count by floor
+     * division drops the trailing partial block (wrong weight-scale row stride). */
+    nb = p->n / 128;
 #endif
 #ifdef QV_MUTANT_cpu_fp8_no_promotion
     /* Mutant (class 16, DeepSeek-V3 §3.3.2): no promotion; the whole K (or
@@ -112,7 +112,7 @@ static float dot_fp8(const qv_problem *p, const double *a, const double *wt, int
         if (block) {
             /* Block 128 along K: the promotion interval must divide 128. */
             QV_ASSERT(128 % nc == 0, "a block-128 row needs promote_nc dividing 128");
-            float sa = p->a_scale[i * kb + k0 / 128];
+            float sa = p->a_scale[(k0 / 128) * p->m + i]; /* MN-major (variant.h) */
             float sw = ((const float *)p->scales)[(k0 / 128) * nb + j / 128];
             float sc = sa * sw;
             acc = acc + pf * sc;

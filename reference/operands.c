@@ -106,9 +106,9 @@ static void decode_acts(const qv_problem *p, int fold_block, ref_operands *o)
             for (int64_t kk = 0; kk < p->k; kk++) o->a[i * p->k + kk] -= z;
         }
     if (fold_block && v->act_scale == QV_ASCALE_TOKEN_BLOCK) {
-        int64_t kb = (p->k + 127) / 128; /* one activation scale per 128-wide K group */
+        /* one activation scale per 128-wide K group, MN-major: (k/128, m) */
         for (int64_t i = 0; i < p->m; i++)
-            for (int64_t kk = 0; kk < p->k; kk++) o->a[i * p->k + kk] *= p->a_scale[i * kb + kk / 128];
+            for (int64_t kk = 0; kk < p->k; kk++) o->a[i * p->k + kk] *= p->a_scale[(kk / 128) * p->m + i];
     }
 }
 

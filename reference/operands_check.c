@@ -54,8 +54,7 @@ static double expect_a(const qv_problem *p, int64_t i, int64_t kk, int fold)
 {
     double a = qv_problem_a(p, i, kk) - azp_of(p, i);
     if (fold && p->v->act_scale == QV_ASCALE_TOKEN_BLOCK) {
-        int64_t blocks = (p->k + 127) / 128; /* a_scale is (m, ceil(k/128)) */
-        a *= p->a_scale[i * blocks + kk / 128];
+        a *= p->a_scale[(kk / 128) * p->m + i]; /* a_scale is (ceil(k/128), m), MN-major */
     }
     return a;
 }

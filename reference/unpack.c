@@ -183,6 +183,33 @@ static void scale_div_pow2(qv_fmt sfmt, void *elem, int e)
     }
 }
 
+/* The cuBLASLt forms of 128x128 block scales in scales2 (layout.h): their
+ * length, and every element against the block scale it must copy (bit for
+ * bit; 0 in the padding), read position by position. A mismatch would make
+ * the cuBLASLt path scale with other numbers than the problem's. */
+static qv_status check_block_scales2(const qv_packed *pk, const char *ln)
+{
+    const int64_t kb = pk->s_rows, nb = pk->s_cols, n = pk->n;
+    const int64_t kb4 = kb % 4 ? kb + 4 - kb % 4 : kb, want = kb * n + nb * kb4;
+    if (pk->s2_cols != want)
+        return qv_fail(QV_ERR_SHAPE, "%s: packed scales2 has %lld columns; (%lld, %lld) block scales need %lld", ln,
+                       (long long)pk->s2_cols, (long long)kb, (long long)nb, (long long)want);
+    const float *sc = pk->scales, *s2 = pk->scales2;
+    for (int64_t e = 0; e < want; e++) {
+        float expect = 0.0f;
+        if (e < kb * n) {
+            expect = sc[(e / n) * nb + (e % n) / 128];
+        } else {
+            const int64_t c = (e - kb * n) / kb4, b = (e - kb * n) % kb4;
+            if (b < kb) expect = sc[b * nb + c];
+        }
+        if (memcmp(&expect, &s2[e], sizeof expect))
+            return qv_fail(QV_ERR_FORMAT, "%s: packed scales2[%lld] = %g is not the block scale %g it must copy (%s form)",
+                           ln, (long long)e, (double)s2[e], (double)expect, e < kb * n ? "per-row" : "per-block");
+    }
+    return QV_OK;
+}
+
 qv_status ref_unpack(const qv_packed *pk, qv_problem *p)
 {
     QV_ASSERT(pk != NULL && p != NULL && p->v != NULL, "ref_unpack needs a packed operand and a problem");
@@ -227,13 +254,16 @@ qv_status ref_unpack(const qv_packed *pk, qv_problem *p)
     if (pk->s_pow2 != kernel_scale_pow2(v))
         return qv_fail(QV_ERR_FORMAT, "%s: packed scales carry 2^%d; the kernel's fp8 conversion needs 2^%d for %s activations",
                        ln, pk->s_pow2, kernel_scale_pow2(v), qv_fmt_get(v->afmt)->name);
-    if ((v->scale_layout == QV_SCALE_GROUP_CHANNEL) != (pk->scales2 != NULL))
+    /* Block scales may carry their cuBLASLt forms in scales2 (checked below). */
+    const int blk2 = v->scale_layout == QV_SCALE_BLOCK && pk->scales2 != NULL;
+    if (!blk2 && (v->scale_layout == QV_SCALE_GROUP_CHANNEL) != (pk->scales2 != NULL))
         return qv_fail(QV_ERR_FORMAT, "%s: the packed operand %s second-level scales but the problem %s", ln,
                        pk->scales2 ? "has" : "lacks", pk->scales2 ? "has none" : "needs them");
     if ((v->zero_point != 0) != (pk->zeros != NULL))
         return qv_fail(QV_ERR_FORMAT, "%s: the packed operand %s zero points but the problem %s", ln,
                        pk->zeros ? "has" : "lacks", pk->zeros ? "has none" : "needs them");
-    if (pk->scales2 && (v->scale_layout != QV_SCALE_GROUP_CHANNEL || pk->s2_cols != pk->n))
+    if (blk2) QV_TRY(check_block_scales2(pk, ln));
+    else if (pk->scales2 && (v->scale_layout != QV_SCALE_GROUP_CHANNEL || pk->s2_cols != pk->n))
         return qv_fail(QV_ERR_SHAPE, "%s: packed scales2 has %lld columns; the problem needs %s", ln,
                        (long long)pk->s2_cols, v->scale_layout == QV_SCALE_GROUP_CHANNEL ? "N" : "none");
     if (pk->zeros && (!v->zero_point || p->g < 1 || pk->z_rows != p->k / p->g || pk->z_cols * 8 != pk->n))
@@ -293,7 +323,7 @@ qv_status ref_unpack(const qv_packed *pk, qv_problem *p)
                 if (pk->s_pow2) scale_div_pow2(v->sfmt, to, pk->s_pow2);
             }
     }
-    if (pk->scales2) {
+    if (pk->scales2 && !blk2) {
         QV_ASSERT(p->scales2 != NULL, "ref_unpack needs the problem's scales2 buffer");
         const float *s2 = pk->scales2;
         /* PLAIN_NK keeps scales2 unpermuted; the Marlin family uses scale_perm_single. */

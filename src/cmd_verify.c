@@ -25,7 +25,8 @@ static void usage(FILE *f)
             "Every element must lie in the output rounding of [y - E, y + E] (y exact, E the\n"
             "certified bound); statistical monitors give MARGINAL.\n\n"
             "  --a A.npy         (M, K) activations: float16, bf16 as <u2 bits, int8, or e4m3 codes (uint8)\n"
-            "  --a-scale SA.npy  float32: (1) per tensor, (M, 1) per token, (M, ceil(K/128)) per block\n"
+            "  --a-scale SA.npy  float32: (1) per tensor, (M, 1) per token, (ceil(K/128), M) per block\n"
+            "                   (MN-major: the M tokens of each 128-K group contiguous)\n"
             "  --azp AZP.npy     int32 activation zero points: (1) or (M)\n"
             "  --q Q.npy         (K, N) weight codes: uint4 as int8/uint8 0..15, int4 as int8 -8..7,\n"
             "                    uint8 (q+128), int8, e4m3 codes (uint8), float16, bf16 (<u2)\n"
@@ -216,8 +217,9 @@ static qv_status load_problem(const verify_args *va, const qv_variant *v, qv_pro
     if (v->act_scale != QV_ASCALE_NONE) {
         if (!va->a_scale) return qv_fail(QV_ERR_USAGE, "%s needs --a-scale (%s activation scales)", v->name,
                                          qv_act_scale_name(v->act_scale));
-        int64_t rows = v->act_scale == QV_ASCALE_TENSOR ? 1 : m;
-        int64_t cols = v->act_scale == QV_ASCALE_TOKEN_BLOCK ? (k + 127) / 128 : 1;
+        /* Per token and 128-K group: (ceil(k/128), m), MN-major (variant.h). */
+        int64_t rows = v->act_scale == QV_ASCALE_TENSOR ? 1 : v->act_scale == QV_ASCALE_TOKEN_BLOCK ? (k + 127) / 128 : m;
+        int64_t cols = v->act_scale == QV_ASCALE_TOKEN_BLOCK ? m : 1;
         QV_TRY(load_into("--a-scale", va->a_scale, QV_FMT_F32, rows, cols, p->a_scale));
     } else if (va->a_scale) {
         return qv_fail(QV_ERR_USAGE, "%s has no activation scales; drop --a-scale", v->name);

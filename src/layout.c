@@ -447,6 +447,33 @@ void qv_packed_destroy(qv_packed *pk)
     memset(pk, 0, sizeof *pk);
 }
 
+int64_t qv_block_scales2_cols(int64_t n, int64_t k)
+{
+    const int64_t kb = (k + 127) / 128, nb = (n + 127) / 128, kb4 = (kb + 3) / 4 * 4;
+    return kb * n + nb * kb4;
+}
+
+/* The two forms of the (kb, nb) block scales s that cuBLASLt's fp8 scaling
+ * modes read (layout.h, QV_SCALE_BLOCK's scales2), into s2: first (kb, n),
+ * s2[b n + j] = s[b nb + j / 128]; then (nb, kb4), s2[kb n + c kb4 + b] =
+ * s[b nb + c] for b < kb and 0 in the padding. Pure copies. */
+static void block_scales2(const float *s, int64_t n, int64_t k, float *s2)
+{
+    const int64_t kb = (k + 127) / 128, nb = (n + 127) / 128, kb4 = (kb + 3) / 4 * 4;
+    for (int64_t b = 0; b < kb; b++)
+        for (int64_t j = 0; j < n; j++) s2[b * n + j] = s[b * nb + j / 128];
+    float *blk = s2 + kb * n;
+    for (int64_t c = 0; c < nb; c++)
+        for (int64_t b = 0; b < kb4; b++)
+#ifdef QV_MUTANT_blk_scales_unpadded
+            /* Mutant (class 12): the block form laid out with a row stride of
+             * kb, not kb rounded up to 4 as cuBLASLt's BLK128x128 reads it. */
+            if (b < kb) blk[c * kb + b] = s[b * nb + c];
+#else
+            blk[c * kb4 + b] = b < kb ? s[b * nb + c] : 0.0f;
+#endif
+}
+
 static void *zalloc(size_t n, int *fail)
 {
     if (!n) return NULL;
@@ -480,6 +507,7 @@ qv_status qv_pack(const qv_problem *p, qv_packed *out)
     out->s_cols = scale_cols(p);
     out->s_elem = scale_bytes(v->sfmt, v->scale_layout);
     if (v->scale_layout == QV_SCALE_GROUP_CHANNEL) out->s2_cols = p->n;
+    if (v->scale_layout == QV_SCALE_BLOCK) out->s2_cols = qv_block_scales2_cols(p->n, p->k);
     if (v->zero_point) {
         out->z_rows = p->k / p->g;
         out->z_cols = p->n / 8; /* 8 nibbles per int32 */
@@ -542,7 +570,9 @@ qv_status qv_pack(const qv_problem *p, qv_packed *out)
         gather_cols(p->scales, out->scales, out->s_rows, out->s_cols, out->s_elem, sps, SP_SINGLE);
     else if (s_total)
         memcpy(out->scales, p->scales, s_total);
-    if (out->scales2 && is_marlin_family(l))
+    if (out->scales2 && v->scale_layout == QV_SCALE_BLOCK)
+        block_scales2(p->scales, p->n, p->k, out->scales2);
+    else if (out->scales2 && is_marlin_family(l))
         gather_cols((const uint8_t *)p->scales2, out->scales2, 1, p->n, sizeof(float), sps, SP_SINGLE);
     else if (out->scales2)
         memcpy(out->scales2, p->scales2, (size_t)p->n * sizeof(float));

@@ -424,34 +424,41 @@ struct aq_case {
     int x_off;    /* x starts this many values into its buffer (alignment) */
     int zero_all; /* every value 0 */
     int tiny;     /* values times 2^-100 (bf16): scales below 2^-90, the kernel's exact-division path */
+    int groups;   /* qv_act_quant_groups: a scale per token and 128-K group, (k/128, m) MN-major */
 };
 static const struct aq_case aq_cases[] = {
-    {QV_FMT_F16, QV_FMT_I8, 1, 16, 0, 0, 0},         {QV_FMT_F16, QV_FMT_I8, 33, 4096, 0, 0, 0},
-    {QV_FMT_F16, QV_FMT_I8, 7, 1000, 0, 0, 0},       {QV_FMT_BF16, QV_FMT_I8, 257, 136, 0, 0, 0},
-    {QV_FMT_F16, QV_FMT_E4M3, 3, 4096, 0, 0, 0},     {QV_FMT_BF16, QV_FMT_E4M3, 65, 1003, 0, 0, 0},
-    {QV_FMT_F16, QV_FMT_E4M3, 129, 256, 0, 0, 0},    {QV_FMT_BF16, QV_FMT_I8, 2, 8192, 0, 0, 0},
+    {QV_FMT_F16, QV_FMT_I8, 1, 16, 0, 0, 0, 0},         {QV_FMT_F16, QV_FMT_I8, 33, 4096, 0, 0, 0, 0},
+    {QV_FMT_F16, QV_FMT_I8, 7, 1000, 0, 0, 0, 0},       {QV_FMT_BF16, QV_FMT_I8, 257, 136, 0, 0, 0, 0},
+    {QV_FMT_F16, QV_FMT_E4M3, 3, 4096, 0, 0, 0, 0},     {QV_FMT_BF16, QV_FMT_E4M3, 65, 1003, 0, 0, 0, 0},
+    {QV_FMT_F16, QV_FMT_E4M3, 129, 256, 0, 0, 0, 0},    {QV_FMT_BF16, QV_FMT_I8, 2, 8192, 0, 0, 0, 0},
     /* K tails and tiny K */
-    {QV_FMT_F16, QV_FMT_I8, 5, 1, 0, 0, 0},          {QV_FMT_BF16, QV_FMT_E4M3, 3, 7, 0, 0, 0},
-    {QV_FMT_F16, QV_FMT_E4M3, 40, 9, 0, 0, 0},       {QV_FMT_F16, QV_FMT_I8, 2, 2049, 0, 0, 0},
-    {QV_FMT_BF16, QV_FMT_I8, 100, 4103, 0, 0, 0},
+    {QV_FMT_F16, QV_FMT_I8, 5, 1, 0, 0, 0, 0},          {QV_FMT_BF16, QV_FMT_E4M3, 3, 7, 0, 0, 0, 0},
+    {QV_FMT_F16, QV_FMT_E4M3, 40, 9, 0, 0, 0, 0},       {QV_FMT_F16, QV_FMT_I8, 2, 2049, 0, 0, 0, 0},
+    {QV_FMT_BF16, QV_FMT_I8, 100, 4103, 0, 0, 0, 0},
     /* M = 1: the cluster path, the Llama K values, and an all-zero row */
-    {QV_FMT_F16, QV_FMT_I8, 1, 4096, 0, 0, 0},       {QV_FMT_F16, QV_FMT_E4M3, 1, 28672, 0, 0, 0},
-    {QV_FMT_BF16, QV_FMT_I8, 1, 11008, 0, 0, 0},     {QV_FMT_F16, QV_FMT_I8, 1, 8192, 0, 1, 0},
-    {QV_FMT_F16, QV_FMT_E4M3, 1, 2048, 0, 1, 0},     {QV_FMT_F16, QV_FMT_I8, 32, 8192, 0, 0, 0},
+    {QV_FMT_F16, QV_FMT_I8, 1, 4096, 0, 0, 0, 0},       {QV_FMT_F16, QV_FMT_E4M3, 1, 28672, 0, 0, 0, 0},
+    {QV_FMT_BF16, QV_FMT_I8, 1, 11008, 0, 0, 0, 0},     {QV_FMT_F16, QV_FMT_I8, 1, 8192, 0, 1, 0, 0},
+    {QV_FMT_F16, QV_FMT_E4M3, 1, 2048, 0, 1, 0, 0},     {QV_FMT_F16, QV_FMT_I8, 32, 8192, 0, 0, 0, 0},
     /* rows not 16-byte aligned: scalar loads, in a block and in a cluster */
-    {QV_FMT_F16, QV_FMT_I8, 9, 64, 1, 0, 0},         {QV_FMT_BF16, QV_FMT_E4M3, 2, 4096, 3, 0, 0},
-    {QV_FMT_F16, QV_FMT_E4M3, 200, 2051, 0, 0, 0},   {QV_FMT_F16, QV_FMT_I8, 300, 4096, 1, 0, 0},
+    {QV_FMT_F16, QV_FMT_I8, 9, 64, 1, 0, 0, 0},         {QV_FMT_BF16, QV_FMT_E4M3, 2, 4096, 3, 0, 0, 0},
+    {QV_FMT_F16, QV_FMT_E4M3, 200, 2051, 0, 0, 0, 0},   {QV_FMT_F16, QV_FMT_I8, 300, 4096, 1, 0, 0, 0},
     /* more rows than the cluster path takes: long rows in one block, 4, 8 and
      * 16 slots per thread */
-    {QV_FMT_BF16, QV_FMT_I8, 200, 4096, 0, 0, 0},    {QV_FMT_F16, QV_FMT_E4M3, 129, 11008, 0, 0, 0},
-    {QV_FMT_BF16, QV_FMT_E4M3, 200, 16392, 0, 0, 0}, {QV_FMT_F16, QV_FMT_I8, 150, 28672, 0, 0, 0},
+    {QV_FMT_BF16, QV_FMT_I8, 200, 4096, 0, 0, 0, 0},    {QV_FMT_F16, QV_FMT_E4M3, 129, 11008, 0, 0, 0, 0},
+    {QV_FMT_BF16, QV_FMT_E4M3, 200, 16392, 0, 0, 0, 0}, {QV_FMT_F16, QV_FMT_I8, 150, 28672, 0, 0, 0, 0},
     /* scales below 2^-90 */
-    {QV_FMT_BF16, QV_FMT_I8, 3, 4096, 0, 0, 1},   {QV_FMT_BF16, QV_FMT_E4M3, 140, 1003, 0, 0, 1},
+    {QV_FMT_BF16, QV_FMT_I8, 3, 4096, 0, 0, 1, 0},   {QV_FMT_BF16, QV_FMT_E4M3, 140, 1003, 0, 0, 1, 0},
     /* K past a block's registers (32768), past a cluster's (262144) */
-    {QV_FMT_F16, QV_FMT_I8, 129, 32776, 0, 0, 0},    {QV_FMT_BF16, QV_FMT_E4M3, 2, 262152, 0, 0, 0},
-    {QV_FMT_F16, QV_FMT_I8, 1, 300001, 0, 0, 0},
+    {QV_FMT_F16, QV_FMT_I8, 129, 32776, 0, 0, 0, 0},    {QV_FMT_BF16, QV_FMT_E4M3, 2, 262152, 0, 0, 0, 0},
+    {QV_FMT_F16, QV_FMT_I8, 1, 300001, 0, 0, 0, 0},
     /* large M: many blocks, and the Llama-3-70B down layer at M = 1024 */
-    {QV_FMT_F16, QV_FMT_I8, 70000, 16, 0, 0, 0},     {QV_FMT_F16, QV_FMT_E4M3, 1024, 28672, 0, 0, 0},
+    {QV_FMT_F16, QV_FMT_I8, 70000, 16, 0, 0, 0, 0},     {QV_FMT_F16, QV_FMT_E4M3, 1024, 28672, 0, 0, 0, 0},
+    /* per token and 128-K group, scales MN-major: one group, a few, the
+     * Llama K values, M = 1 and many rows, unaligned rows, an all-zero input */
+    {QV_FMT_F16, QV_FMT_E4M3, 1, 128, 0, 0, 0, 1},    {QV_FMT_F16, QV_FMT_E4M3, 5, 384, 0, 0, 0, 1},
+    {QV_FMT_BF16, QV_FMT_E4M3, 33, 4096, 0, 0, 0, 1}, {QV_FMT_F16, QV_FMT_E4M3, 1, 28672, 0, 0, 0, 1},
+    {QV_FMT_F16, QV_FMT_I8, 300, 11008, 0, 0, 0, 1},  {QV_FMT_BF16, QV_FMT_E4M3, 7, 1024, 3, 0, 0, 1},
+    {QV_FMT_F16, QV_FMT_E4M3, 4, 256, 0, 1, 0, 1},
 };
 
 START_TEST(act_quant)
@@ -466,7 +473,9 @@ START_TEST(act_quant)
     }
     uint16_t *x = malloc(sizeof(uint16_t) * (size_t)(m * k + off));
     uint8_t *q = malloc((size_t)(m * k));
-    float *s = malloc(sizeof(float) * (size_t)m);
+    /* Scales: one per row, or with groups one per (128-K group, row). */
+    const int64_t ng = c->groups ? k / 128 : 1, gw = c->groups ? 128 : k;
+    float *s = malloc(sizeof(float) * (size_t)(m * ng));
     ck_assert(x && q && s);
     const uint64_t st = 7000 + (uint64_t)_i;
     printf("act quant case %d: m=%" PRId64 " k=%" PRId64 " x_off=%" PRId64 ", stream %" PRIu64 "\n", _i, m, k, off,
@@ -487,33 +496,41 @@ START_TEST(act_quant)
     uint16_t *dx = gpu_dev_copy(x, sizeof(uint16_t) * (size_t)(m * k + off));
     void *dq = NULL, *ds = NULL;
     ck_assert_int_eq(cudaMalloc(&dq, (size_t)(m * k)), cudaSuccess);
-    ck_assert_int_eq(cudaMalloc(&ds, sizeof(float) * (size_t)m), cudaSuccess);
+    ck_assert_int_eq(cudaMalloc(&ds, sizeof(float) * (size_t)(m * ng)), cudaSuccess);
     /* Poison: every code and scale must be written. */
     ck_assert_int_eq(cudaMemset(dq, 0x5a, (size_t)(m * k)), cudaSuccess);
-    ck_assert_int_eq(cudaMemset(ds, 0xff, sizeof(float) * (size_t)m), cudaSuccess);
-    ck_assert_msg(qv_act_quant(c->xfmt, c->qfmt, c->m, c->k, dx + off, dq, ds, NULL) == QV_OK, "%s", qv_errmsg());
+    ck_assert_int_eq(cudaMemset(ds, 0xff, sizeof(float) * (size_t)(m * ng)), cudaSuccess);
+    if (c->groups)
+        ck_assert_msg(qv_act_quant_groups(c->xfmt, c->qfmt, c->m, c->k, dx + off, dq, ds, NULL) == QV_OK, "%s",
+                      qv_errmsg());
+    else
+        ck_assert_msg(qv_act_quant(c->xfmt, c->qfmt, c->m, c->k, dx + off, dq, ds, NULL) == QV_OK, "%s", qv_errmsg());
     ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(q, dq, (size_t)(m * k), cudaMemcpyDeviceToHost), cudaSuccess);
-    ck_assert_int_eq(cudaMemcpy(s, ds, sizeof(float) * (size_t)m, cudaMemcpyDeviceToHost), cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(s, ds, sizeof(float) * (size_t)(m * ng), cudaMemcpyDeviceToHost), cudaSuccess);
     const int f8 = c->qfmt == QV_FMT_E4M3;
     int64_t bad = 0;
-    for (int64_t i = 0; i < m; i++) {
-        float amax = 0.0f;
-        for (int64_t kk = 0; kk < k; kk++) amax = fmaxf(amax, fabsf((float)qv_decode(c->xfmt, xv[i * k + kk])));
-        const float scale = amax / (f8 ? 448.0f : 127.0f);
-        ck_assert_msg(memcmp(&scale, &s[i], 4) == 0, "case %d row %" PRId64 ": scale %.9g, expected %.9g", _i, i,
-                      s[i], scale);
-        for (int64_t kk = 0; kk < k; kk++) {
-            uint8_t want = 0;
-            if (scale > 0.0f) {
-                const float r = (float)qv_decode(c->xfmt, xv[i * k + kk]) / scale;
-                want = f8 ? e4m3_code((double)r) : (uint8_t)(int8_t)fmaxf(-128.0f, fminf(127.0f, rintf(r)));
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t g = 0; g < ng; g++) {
+            /* The group's scale sits at g m + i (MN-major); a whole row's at i. */
+            float amax = 0.0f;
+            for (int64_t kk = g * gw; kk < (g + 1) * gw; kk++)
+                amax = fmaxf(amax, fabsf((float)qv_decode(c->xfmt, xv[i * k + kk])));
+            const float scale = amax / (f8 ? 448.0f : 127.0f);
+            ck_assert_msg(memcmp(&scale, &s[g * m + i], 4) == 0,
+                          "case %d row %" PRId64 " group %" PRId64 ": scale %.9g, expected %.9g", _i, i, g, s[g * m + i],
+                          scale);
+            for (int64_t kk = g * gw; kk < (g + 1) * gw; kk++) {
+                uint8_t want = 0;
+                if (scale > 0.0f) {
+                    const float r = (float)qv_decode(c->xfmt, xv[i * k + kk]) / scale;
+                    want = f8 ? e4m3_code((double)r) : (uint8_t)(int8_t)fmaxf(-128.0f, fminf(127.0f, rintf(r)));
+                }
+                if (q[i * k + kk] != want && bad++ < 5)
+                    fprintf(stderr, "act quant case %d (%" PRId64 ", %" PRId64 "): got 0x%02x, expected 0x%02x\n", _i, i,
+                            kk, q[i * k + kk], want);
             }
-            if (q[i * k + kk] != want && bad++ < 5)
-                fprintf(stderr, "act quant case %d (%" PRId64 ", %" PRId64 "): got 0x%02x, expected 0x%02x\n", _i, i,
-                        kk, q[i * k + kk], want);
         }
-    }
     ck_assert_msg(bad == 0, "act quant case %d: %" PRId64 " codes differ", _i, bad);
     cudaFree(dx);
     cudaFree(dq);

@@ -412,14 +412,21 @@ START_TEST(env_refusals)
         ck_assert_uint_lt(v->workspace(v, 32, 512, 512), lt_ws);
         set_min_m(NULL);
     }
-    /* The block row's region also holds the (K/128, N) and (K/128, M) scale
-     * tensors, and for M % 4 != 0 the padded (M4, K) activations and (M4, N)
-     * f16 output, M4 = M rounded up to 4. */
+    /* The block row's region holds nothing past cuBLASLt's workspace at M %
+     * 4 == 0 (the weights' scales come packed in scales2, the activations'
+     * as they are); for M % 4 != 0 also the padded (K/128, M4) activation
+     * scales, (M4, K) activations and (M4, N) f16 output, M4 = M rounded up
+     * to 4. Measured against the mma kernel's workspace alone. */
     const qv_variant *brow = qv_variant_find("w8a8-fp8-block128");
     ck_assert_ptr_nonnull(brow);
-    ck_assert_uint_ge(brow->workspace(brow, 1024, 8192, 8192), lt_ws + (size_t)64 * (8192 + 1024) * 4);
-    ck_assert_uint_ge(brow->workspace(brow, 1023, 8192, 8192),
-                      lt_ws + (size_t)64 * (8192 + 1024) * 4 + (size_t)1024 * 8192 * (1 + 2));
+    set_min_m("off");
+    const size_t mma_1024 = brow->workspace(brow, 1024, 8192, 8192), mma_1023 = brow->workspace(brow, 1023, 8192, 8192);
+    set_min_m(NULL);
+    const size_t lt_1024 = brow->workspace(brow, 1024, 8192, 8192) - mma_1024,
+                 lt_1023 = brow->workspace(brow, 1023, 8192, 8192) - mma_1023;
+    ck_assert_uint_ge(lt_1024, lt_ws);
+    ck_assert_uint_le(lt_1024, lt_ws + 65536); /* alignment of the two regions only */
+    ck_assert_uint_ge(lt_1023, lt_ws + (size_t)64 * 1024 * 4 + (size_t)1024 * 8192 * (1 + 2));
     /* Per token x channel: below QV_AQ_LT_FP8_OUTER_MIN_M the region also
      * holds the two-step form's (M, N) fp32 D; with the variable at 1
      * (outer vectors at every M) it does not, with "off" (two steps at every

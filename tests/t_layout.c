@@ -150,6 +150,55 @@ START_TEST(roundtrip_registry)
 }
 END_TEST
 
+/* The cuBLASLt forms of 128x128 block scales that qv_pack puts in scales2
+ * (layout.h): K = 384 and N = 136 give 3 x 2 blocks, s[b][c] = 1 + 10 b + c.
+ * Expected positions from the layout's definition: the (kb, n) form repeats
+ * s[b][j / 128] along each row; the (nb, kb4) form holds block column c's
+ * K blocks contiguous, padded to 4 with zeros. ref_unpack must refuse a
+ * scales2 with one element changed, or of another length. */
+START_TEST(block_scales2)
+{
+    const qv_variant *v = qv_variant_find("w8a8-fp8-block128");
+    ck_assert_ptr_nonnull(v);
+    qv_problem p;
+    ck_assert_int_eq(qv_problem_create(&p, v, 1, 136, 384), QV_OK);
+    fill_random(&p, 77);
+    float *s = p.scales;
+    for (int b = 0; b < 3; b++)
+        for (int c = 0; c < 2; c++) s[b * 2 + c] = (float)(1 + 10 * b + c);
+    qv_packed pk;
+    ck_assert_msg(qv_pack(&p, &pk) == QV_OK, "%s", qv_errmsg());
+    ck_assert_int_eq(pk.s2_cols, 3 * 136 + 2 * 4);
+    ck_assert_int_eq(qv_block_scales2_cols(136, 384), 3 * 136 + 2 * 4);
+    const float *s2 = pk.scales2;
+    /* (kb, n): row b, columns 0..127 block 0, 128..135 block 1 */
+    ck_assert(s2[0] == 1.0f && s2[127] == 1.0f && s2[128] == 2.0f && s2[135] == 2.0f);
+    ck_assert(s2[136] == 11.0f && s2[136 + 128] == 12.0f && s2[2 * 136 + 5] == 21.0f && s2[2 * 136 + 135] == 22.0f);
+    /* (nb, kb4): column block 0 = 1, 11, 21, 0; column block 1 = 2, 12, 22, 0 */
+    const float *blk = s2 + 3 * 136;
+    static const float want[8] = {1, 11, 21, 0, 2, 12, 22, 0};
+    for (int i = 0; i < 8; i++) ck_assert_msg(blk[i] == want[i], "block form [%d] = %g, expected %g", i, blk[i], want[i]);
+
+    qv_problem d;
+    ck_assert_int_eq(qv_problem_create(&d, v, 1, 136, 384), QV_OK);
+    ck_assert_int_eq(ref_unpack(&pk, &d), QV_OK);
+    ((float *)pk.scales2)[136 + 130] = 11.0f; /* block (1, 1) is 12 */
+    ck_assert_int_eq(ref_unpack(&pk, &d), QV_ERR_FORMAT);
+    ck_assert_msg(strstr(qv_errmsg(), "scales2[266]") != NULL, "%s", qv_errmsg());
+    ((float *)pk.scales2)[136 + 130] = 12.0f;
+    ((float *)pk.scales2)[3 * 136 + 3] = 5.0f; /* padding must stay 0 */
+    ck_assert_int_eq(ref_unpack(&pk, &d), QV_ERR_FORMAT);
+    ((float *)pk.scales2)[3 * 136 + 3] = 0.0f;
+    pk.s2_cols--;
+    ck_assert_int_eq(ref_unpack(&pk, &d), QV_ERR_SHAPE);
+    pk.s2_cols++;
+    ck_assert_int_eq(ref_unpack(&pk, &d), QV_OK);
+    qv_problem_destroy(&d);
+    qv_packed_destroy(&pk);
+    qv_problem_destroy(&p);
+}
+END_TEST
+
 /* Every group size that is a multiple of 16 and divides K, on each grouped
  * Marlin-family layout, with and without act_order. */
 START_TEST(roundtrip_every_g)
@@ -704,6 +753,7 @@ static Suite *layout_suite(void)
     tcase_add_loop_test(tc, onehot_positions, 0, (int)(sizeof onehots / sizeof onehots[0]));
     tcase_add_loop_test(tc, roundtrip_registry, 0, qv_registry_count());
     tcase_add_test(tc, roundtrip_every_g);
+    tcase_add_test(tc, block_scales2);
     tcase_add_test(tc, plain_4bit);
     tcase_add_loop_test(tc, refusals, 0, (int)(sizeof bads / sizeof bads[0]));
     tcase_add_test(tc, refusals_problem);

@@ -218,10 +218,12 @@ PATH_ENV = {"kernels/wonly_small.cu": {"QVET_WO_SMALL": "swap"},
 # w8a8-fp8-tok-ch since its two-step form), which the check's e4m3 witness
 # (M = 17) never is; "off" keeps every M on it for the two switches of its
 # split-K.
-MUTANT_ENV = {"gpu_lt_fp8_blk_unpadded": {"QVET_AQ_LT_FP8_BLK_MIN_M": "1"},
+MUTANT_ENV = {"blk_scales_unpadded": {"QVET_AQ_LT_FP8_BLK_MIN_M": "1"},
               "gpu_aq_lock_not_reset": {"QVET_AQ_CLUSTER_MAX": "1", "QVET_AQ_LT_FP8_MIN_M": "off"},
               "gpu_aq_split_sum_not_zeroed": {"QVET_AQ_CLUSTER_MAX": "1"},
-              "gpu_aq_splitk_f16_reduce": {"QVET_AQ_LT_FP8_MIN_M": "off"}}
+              "gpu_aq_splitk_f16_reduce": {"QVET_AQ_LT_FP8_MIN_M": "off"},
+              "gpu_aq_block_scale_n_floor": {"QVET_AQ_LT_FP8_MIN_M": "off"},
+              "gpu_aq_block_scale_token_major": {"QVET_AQ_LT_FP8_MIN_M": "off"}}
 
 
 def mutant_env(name):

@@ -46,6 +46,15 @@ size_t    qv_workspace_w8a8(const qv_variant *v, int m, int n, int k);
 qv_status qv_act_quant(qv_fmt xfmt, qv_fmt qfmt, int m, int k, const void *x, void *q,
                        float *s, void *stream);
 
+/* The same per token and QV_ACT_GROUP-wide K group (w8a8-fp8-block128's
+ * activations): each group of QV_ACT_GROUP values of a row gets its own
+ * scale, written MN-major, s (k / QV_ACT_GROUP, m) with s[b m + i] the scale of
+ * token i's group b (variant.h, QV_ASCALE_TOKEN_BLOCK). k must be a multiple
+ * of QV_ACT_GROUP. */
+#define QV_ACT_GROUP 128
+qv_status qv_act_quant_groups(qv_fmt xfmt, qv_fmt qfmt, int m, int k, const void *x, void *q,
+                              float *s, void *stream);
+
 /* 1 when a CUDA device is usable; fills name/driver/runtime strings when not NULL. */
 int qv_cuda_available(char *name, size_t name_len, int *driver, int *runtime);
 

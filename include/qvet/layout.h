@@ -112,7 +112,9 @@ typedef struct qv_packed {
     qv_scale_order s_order;
     int s_pow2;          /* MARLIN_FP8: the scales hold s * 2^s_pow2 (8 for f16 activations,
                             120 for bf16), the exponent bias the kernel's fp8 conversion omits */
-    void *scales2;       /* permuted second-level scales (QQQ group: (1, n) f32) or NULL */
+    void *scales2;       /* permuted second-level scales (QQQ group: (1, n) f32) or NULL; for
+                            128x128 block scales (plain-nk), the same scales in the two
+                            layouts cuBLASLt's fp8 scaling reads (qv_block_scales2_cols) */
     int64_t s2_cols;
     void *zeros;         /* packed zero points (marlin-w4-zp): (k/g, n/8) int32, or NULL */
     int64_t z_bytes;
@@ -127,6 +129,16 @@ typedef struct qv_packed {
  * the caller frees it with qv_packed_destroy. */
 qv_status qv_pack(const qv_problem *p, qv_packed *out);
 void      qv_packed_destroy(qv_packed *pk);
+
+/* Columns of the (1, ...) f32 scales2 that qv_pack derives from (kb, nb) =
+ * (ceil(k/128), ceil(n/128)) block scales s: first (kb, n), one scale per
+ * 128 K of every weight row (cuBLASLt's VEC128: index b n + j holds s[b][j /
+ * 128]); then (nb, kb4), kb4 = kb rounded up to 4, the blocks of each 128
+ * rows with their K blocks contiguous (cuBLASLt's BLK128x128: index c kb4 +
+ * b holds s[b][c], 0 for b >= kb). kb n + nb kb4 in all. The weights' scales
+ * stay in `scales` as they are; these are what the cuBLASLt path of the
+ * block row reads instead of expanding them at every launch. */
+int64_t qv_block_scales2_cols(int64_t n, int64_t k);
 
 /* Packs from logical arrays (qvet pack), whose dtypes name the formats: q (K, N)
  * int8/uint8 codes (int8 -8..7 for qqq-w4-channel; uint8 for marlin-w8 and

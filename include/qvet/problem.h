@@ -24,7 +24,7 @@ typedef struct qv_problem {
     /* Activations, (m, k) row-major codes in v->afmt: uint16_t bits for F16/BF16,
      * int8_t for I8, uint8_t codes for E4M3. */
     void *a;
-    float *a_scale;     /* v->act_scale: (1), (m) or (m, ceil(k/128)); NULL for NONE */
+    float *a_scale;     /* v->act_scale: (1), (m) or (ceil(k/128), m) MN-major; NULL for NONE */
     int32_t *azp;       /* v->azp: (1) or (m); NULL for NONE */
 
     /* Weights, (k, n) row-major stored codes in v->wfmt: uint8_t for U4 (0..15),

@@ -30,7 +30,9 @@ typedef enum qv_act_scale {
     QV_ASCALE_NONE = 0,     /* fp16/bf16 activations */
     QV_ASCALE_TENSOR,       /* a_scale: (1) f32 */
     QV_ASCALE_TOKEN,        /* a_scale: (m) f32 */
-    QV_ASCALE_TOKEN_BLOCK   /* a_scale: (m, ceil(k/128)) f32, per token and 128-wide K group */
+    QV_ASCALE_TOKEN_BLOCK   /* a_scale: (ceil(k/128), m) f32, per token and 128-wide K group, stored
+                               MN-major: the m tokens of each K group contiguous (index kb * m + i),
+                               as cuBLASLt's VEC128 scaling and DeepGEMM-style kernels read them */
 } qv_act_scale;
 
 /* Activation zero point (W8A8 int8 asymmetric): out = s_a*s_w*(A_q.B_q - azp*colsum(B_q)). */
