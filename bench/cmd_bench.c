@@ -83,6 +83,8 @@ static const bench_model models[] = {
 #define MAX_ROWS 128
 #define MAX_GLOBS 16
 #define L2_TWICE ((size_t)120 << 20) /* twice the H200's 60 MB L2: weights rotate past it */
+#define BENCH_BLOCKER ((size_t)1 << 30) /* queue mode: a 1 GiB memset, about 300 us on the H200 */
+#define BENCH_BATCH 10                  /* timed launches queued behind one blocker */
 
 static const int default_m[] = {1, 4, 16, 32, 64, 128, 256, 512, 1024};
 
@@ -245,6 +247,7 @@ typedef struct bench_opts {
     int n_m;
     int runs, warmup;
     int passes; /* passes over the rows at each M, every other one in reverse order */
+    int no_queue; /* time launches as the host submits them (no blocker in front of each batch) */
     const char *out;
     int dry_run; /* list what would be timed, no CUDA call */
 } bench_opts;
@@ -634,7 +637,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: qvet bench [--variant GLOB[,GLOB...]] [--model llama2-7b|llama3-70b|all]\n"
-            "                  [--m LIST] [--runs N] [--passes P] [--out FILE] [--dry-run]\n"
+            "                  [--m LIST] [--runs N] [--passes P] [--no-queue] [--out FILE] [--dry-run]\n"
             "Times every registry row with a GPU kernel on the four linear layers of a\n"
             "Llama-2-7B or Llama-3-70B block (DESIGN.md §8) against cuBLAS fp16 and the\n"
             "weight-read floor at the measured copy bandwidth, with weights rotated past\n"
@@ -651,6 +654,9 @@ static void usage(FILE *f)
             "  --runs N        timed launches per point and pass (default 50), after 5 warm-ups\n"
             "  --passes P      passes over the rows at each M, 1 to 8 (default 2), every other\n"
             "                  one in reverse row order; a point is the mean of its pass medians\n"
+            "  --no-queue      time each launch as the host submits it; by default every batch of\n"
+            "                  10 timed launches is queued behind a 1 GiB memset, so that the events\n"
+            "                  time GPU work alone, not the host's launch overhead\n"
             "  --out FILE      JSON Lines results (docs/results-format.md, \"kind\":\"bench\")\n"
             "  --dry-run       list the rows and the number of timings, touch no GPU\n"
             "Exit: 0 ok, 2 bad option, 3 no CUDA device or a CUDA error.\n");
@@ -906,6 +912,8 @@ int qv_cmd_bench(int argc, char **argv)
             o.passes = (int)r, i++;
         } else if (!strcmp(a, "--out") && val) {
             o.out = val, i++;
+        } else if (!strcmp(a, "--no-queue")) {
+            o.no_queue = 1;
         } else if (!strcmp(a, "--dry-run")) {
             o.dry_run = 1;
         } else {
@@ -963,6 +971,22 @@ int qv_cmd_bench(int argc, char **argv)
     }
     printf("device: %s; copy bandwidth %.2f TB/s (1 GiB device-to-device, read+write, median of 20)\n", gi.name,
            bw * 1e-12);
+    /* From here on each batch of timed launches waits behind a blocker (bench.h). */
+    if (!o.no_queue) {
+        st = qv_bench_queue(BENCH_BLOCKER, BENCH_BATCH);
+        if (st != QV_OK) {
+            fprintf(stderr, "qvet bench: %s\n", qv_errmsg());
+            if (jf) fclose(jf);
+            return qv_status_exit_code(st);
+        }
+    }
+    if (o.no_queue)
+        printf("timing: each launch as the host submits it");
+    else
+        printf("timing: GPU time, every %d timed launches queued behind a %zu MiB memset", BENCH_BATCH,
+               BENCH_BLOCKER >> 20);
+    printf("; %d pass%s over the rows at each M, every other one in reverse order\n", o.passes,
+           o.passes == 1 ? "" : "es");
     if (jf)
         fprintf(jf, "{\"kind\":\"bench\",\"variant\":\"copy\",\"model\":null,\"layer\":null,\"m\":0,\"n\":0,\"k\":0,"
                     "\"median_us\":%.3f,\"p10_us\":%.3f,\"p90_us\":%.3f,\"runs\":%d,\"bytes_per_s\":%.6g}\n",
@@ -1070,6 +1094,7 @@ int qv_cmd_bench(int argc, char **argv)
         fflush(stdout);
     }
     if (jf) fclose(jf);
+    qv_bench_queue(0, 0);
 
     for (int md = 0; md < N_MODELS; md++)
         if (o.model_mask & (1 << md)) print_table(&o, rows, nr, md, bw);

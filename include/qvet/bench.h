@@ -31,6 +31,15 @@ typedef struct qv_bench_timing {
 qv_status qv_bench_time(qv_bench_launch_fn fn, void *ctx, int warmup, int runs, void *stream,
                         qv_bench_timing *out);
 
+/* Queue mode for every later qv_bench_time: each batch of `batch` timed
+ * launches is submitted behind a memset of `blocker_bytes` of device memory
+ * (a buffer allocated here), long enough that the host has queued the whole
+ * batch before the GPU reaches it; the events then time GPU work alone, with
+ * no gap for a launch the host has not yet submitted (what a CUDA graph or a
+ * busy inference stream sees). 0 bytes turns it off (the default): each launch
+ * is timed as the host submits it. */
+qv_status qv_bench_queue(size_t blocker_bytes, int batch);
+
 /* Device-to-device copy bandwidth in bytes per second, counting bytes read and
  * bytes written, as the median over `runs` copies of `bytes`. */
 qv_status qv_bench_copy_bandwidth(size_t bytes, int runs, double *bytes_per_s, qv_bench_timing *t);
