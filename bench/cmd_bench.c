@@ -16,10 +16,15 @@
  * included, show up here by being registry rows with a launch function. The
  * run goes one M at a time, smallest first (every row, model and layer at
  * that M), so that no small-M point is timed on clocks that a larger M's
- * power draw has lowered; at each M it makes --passes passes over the rows
- * (default 2), every other one in reverse order, and a point's time is the
- * mean of its pass medians, so that the rows timed last at a large M are not
- * the only ones timed on a GPU its own power draw has slowed.
+ * power draw has lowered. At each M it times every row's GEMMs alone, then
+ * the quantizer + GEMM pairs, then the chained blocks (so that a timing of
+ * one kind never follows a heavier one of another kind in some rows only),
+ * each phase in --passes passes over the rows (default 2), every other one
+ * in reverse order, and a point's time is the mean of its pass medians, so
+ * that the rows timed last at a large M are not the only ones timed on a GPU
+ * its own power draw has slowed. By default every batch of 10 timed launches
+ * is queued behind a 1 GiB memset (bench.h, qv_bench_queue), so that the
+ * events time GPU work and never a wait for the host's next launch.
  *
  * Activation-quantized rows (int8 or e4m3 activations) bring their own
  * baselines and costs into the same run:
@@ -458,11 +463,12 @@ static int rotation_sets(size_t bytes)
     return n < 1 ? 1 : n > 64 ? 64 : (int)n; /* weight_set sets[64] */
 }
 
-/* Times one registry row on one layer at every M: t_out[mi] the GEMM alone,
- * aq_out[mi] the quantizer + GEMM pair when the row has a quantizer (NAN when
- * a shape is refused or a launch fails: the message goes to stderr). */
+/* Times one registry row on one layer at every M: t_out[mi] the GEMM alone
+ * (when `alone`), aq_out[mi] the quantizer + GEMM pair when the row has a
+ * quantizer (when `pair`); NAN when a shape is refused or a launch fails (the
+ * message goes to stderr) or the timing was not asked for. */
 static qv_status bench_layer_run(const bench_row *r, const bench_layer *L, const bench_opts *o, double *t_out,
-                                 double *aq_out, qv_bench_timing *timings)
+                                 double *aq_out, qv_bench_timing *timings, int alone, int pair)
 {
     const qv_variant *v = r->v;
     for (int mi = 0; mi < o->n_m; mi++) t_out[mi] = aq_out[mi] = NAN;
@@ -480,14 +486,17 @@ static qv_status bench_layer_run(const bench_row *r, const bench_layer *L, const
         if (qv_variant_check_shape(v, m, L->n, L->k) != QV_OK) continue;
         c.args.m = m;
         qv_bench_timing t;
-        qv_status ps = qv_bench_time(launch_rotating, &c, o->warmup, o->runs, NULL, &t);
-        if (ps != QV_OK) {
-            fprintf(stderr, "qvet bench: %s %s m=%d: %s\n", v->name, L->name, m, qv_errmsg());
-            continue; /* a refused or failing row does not stop the others */
+        qv_status ps = QV_OK;
+        if (alone) {
+            ps = qv_bench_time(launch_rotating, &c, o->warmup, o->runs, NULL, &t);
+            if (ps != QV_OK) {
+                fprintf(stderr, "qvet bench: %s %s m=%d: %s\n", v->name, L->name, m, qv_errmsg());
+                continue; /* a refused or failing row does not stop the others */
+            }
+            t_out[mi] = t.median_us;
+            timings[mi] = t;
         }
-        t_out[mi] = t.median_us;
-        timings[mi] = t;
-        if (r->aqk != AQK_NONE && aqk_shape(r->aqk, m, L->k, &c.aq_rows, &c.aq_cols)) {
+        if (pair && r->aqk != AQK_NONE && aqk_shape(r->aqk, m, L->k, &c.aq_rows, &c.aq_cols)) {
             qv_bench_timing ta;
             ps = qv_bench_time(launch_with_aq, &c, o->warmup, o->runs, NULL, &ta);
             if (ps == QV_OK)
@@ -1016,40 +1025,54 @@ int qv_cmd_bench(int argc, char **argv)
          * the clocks over the passes (the power cap at large M) weighs on
          * every row alike instead of on the rows timed last. A point's time
          * is the mean of its passes' medians. */
-        for (int pass = 0; pass < o.passes; pass++)
-            for (int rr = 0; rr < nr; rr++) {
-                const int ri = pass % 2 ? nr - 1 - rr : rr;
-                const bench_row *r = &rows[ri];
-                for (int md = 0; md < N_MODELS; md++) {
-                    if (!(o.model_mask & (1 << md))) continue;
-                    for (int li = 0; li < N_LAYERS; li++) {
-                        const bench_layer *L = &models[md].layers[li];
-                        double tu = NAN, ta = NAN;
-                        qv_bench_timing tm[1];
-                        memset(tm, 0, sizeof tm);
-                        st = r->kind == ROW_VARIANT ? bench_layer_run(r, L, &op, &tu, &ta, tm)
-                                                    : bench_other_run(r, L, &op, &tu, &ta, tm);
-                        if (st != QV_OK) {
-                            fprintf(stderr, "qvet bench: %s %s %s: %s\n", r->name, models[md].name, L->name,
-                                    qv_errmsg());
-                            if (jf) fclose(jf);
-                            return qv_status_exit_code(st);
+        /* Three phases, each over every row in --passes passes: the GEMMs
+         * alone, then the quantizer + GEMM pairs, then the chained blocks, so
+         * that every timing of one kind follows timings of the same kind (a
+         * row's pairs or chain, run between its GEMMs, would heat the GPU
+         * for the next GEMM of that row only). */
+        for (int phase = 0; phase < 3; phase++)
+            for (int pass = 0; pass < o.passes; pass++)
+                for (int rr = 0; rr < nr; rr++) {
+                    const int ri = pass % 2 ? nr - 1 - rr : rr;
+                    const bench_row *r = &rows[ri];
+                    if (phase > 0 && r->kind != ROW_VARIANT) continue;
+                    if (phase == 1 && r->aqk == AQK_NONE) continue;
+                    for (int md = 0; md < N_MODELS; md++) {
+                        if (!(o.model_mask & (1 << md))) continue;
+                        if (phase == 2) {
+                            qv_bench_timing tc[1];
+                            double tcu = NAN;
+                            memset(tc, 0, sizeof tc);
+                            st = bench_chain_run(r, &models[md], &op, &tcu, tc);
+                            if (st != QV_OK) {
+                                fprintf(stderr, "qvet bench: %s %s chained: %s\n", r->name, models[md].name,
+                                        qv_errmsg());
+                                if (jf) fclose(jf);
+                                return qv_status_exit_code(st);
+                            }
+                            pass_add(&p_chain[ri][md], tcu, NAN, &tc[0], pass);
+                            continue;
                         }
-                        pass_add(&p_layer[ri][md][li], tu, ta, &tm[0], pass);
+                        for (int li = 0; li < N_LAYERS; li++) {
+                            const bench_layer *L = &models[md].layers[li];
+                            double tu = NAN, ta = NAN;
+                            qv_bench_timing tm[1];
+                            memset(tm, 0, sizeof tm);
+                            st = r->kind != ROW_VARIANT ? bench_other_run(r, L, &op, &tu, &ta, tm)
+                                                        : bench_layer_run(r, L, &op, &tu, &ta, tm, phase == 0,
+                                                                          phase == 1);
+                            if (st != QV_OK) {
+                                fprintf(stderr, "qvet bench: %s %s %s: %s\n", r->name, models[md].name, L->name,
+                                        qv_errmsg());
+                                if (jf) fclose(jf);
+                                return qv_status_exit_code(st);
+                            }
+                            pass_acc *pa = &p_layer[ri][md][li];
+                            if (phase == 0) pass_add(pa, tu, r->kind != ROW_VARIANT ? ta : NAN, &tm[0], pass);
+                            else pa->aq[pass] = ta;
+                        }
                     }
-                    if (r->kind != ROW_VARIANT) continue;
-                    qv_bench_timing tc[1];
-                    double tcu = NAN;
-                    memset(tc, 0, sizeof tc);
-                    st = bench_chain_run(r, &models[md], &op, &tcu, tc);
-                    if (st != QV_OK) {
-                        fprintf(stderr, "qvet bench: %s %s chained: %s\n", r->name, models[md].name, qv_errmsg());
-                        if (jf) fclose(jf);
-                        return qv_status_exit_code(st);
-                    }
-                    pass_add(&p_chain[ri][md], tcu, NAN, &tc[0], pass);
                 }
-            }
         /* Every row's times first: each line below carries cublas-f16's ratio. */
         for (int ri = 0; ri < nr; ri++)
             for (int md = 0; md < N_MODELS; md++)
