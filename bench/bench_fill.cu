@@ -47,7 +47,26 @@ __global__ void k_bench_fill(unsigned char *dev, int64_t count, int kind, uint64
     }
 }
 
+/* One thread waits `ns` nanoseconds of the global timer, sleeping between
+ * reads: it holds the stream, and almost none of the GPU's power. */
+__global__ void k_bench_wait(uint64_t ns)
+{
+    uint64_t t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do {
+        __nanosleep(1000);
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    } while (t - t0 < ns);
+}
+
 } /* namespace */
+
+extern "C" qv_status qv_bench_wait(double us, void *stream)
+{
+    k_bench_wait<<<1, 1, 0, (cudaStream_t)stream>>>((uint64_t)(us * 1000.0));
+    QV_CUDA_TRY(cudaGetLastError(), "benchmark wait launch");
+    return QV_OK;
+}
 
 extern "C" qv_status qv_bench_fill(void *dev, int64_t count, qv_fmt fmt, uint64_t seed, float lo, float hi,
                                    int signed_values, void *stream)

@@ -21,19 +21,15 @@ static double quantile(const double *s, int n, double q)
     return s[i < 0 ? 0 : i >= n ? n - 1 : i];
 }
 
-/* The queue mode (qv_bench_queue): a device buffer the blocker memsets fill,
- * its size, and the timed launches queued behind each blocker. */
-static void *g_blocker;
-static size_t g_blocker_bytes;
+/* The queue mode (qv_bench_queue): how long the wait in front of each batch
+ * holds the stream, and the timed launches queued behind it. */
+static double g_wait_us;
 static int g_batch;
 
-qv_status qv_bench_queue(size_t blocker_bytes, int batch)
+qv_status qv_bench_queue(double wait_us, int batch)
 {
-    if (g_blocker) cudaFree(g_blocker);
-    g_blocker = NULL, g_blocker_bytes = 0, g_batch = 0;
-    if (!blocker_bytes || batch < 1) return QV_OK;
-    QV_CUDA_TRY(cudaMalloc(&g_blocker, blocker_bytes), "cudaMalloc (benchmark queue blocker)");
-    g_blocker_bytes = blocker_bytes, g_batch = batch;
+    g_wait_us = wait_us > 0 && batch > 0 ? wait_us : 0;
+    g_batch = wait_us > 0 && batch > 0 ? batch : 0;
     return QV_OK;
 }
 
@@ -62,11 +58,12 @@ qv_status qv_bench_time(qv_bench_launch_fn fn, void *ctx, int warmup, int runs, 
     }
     for (int i = 0; st == QV_OK && i < runs; i++) {
         cudaError_t rc = cudaSuccess;
-        /* Queue mode: a long memset in front of every batch keeps the GPU
-         * busy while the host submits the batch, so that each pair of events
-         * brackets GPU work only, never a wait for the host's next launch. */
-        if (g_batch && i % g_batch == 0) rc = cudaMemsetAsync(g_blocker, i & 0xff, g_blocker_bytes, s);
-        if (rc == cudaSuccess) rc = cudaEventRecord(ev[2 * i], s);
+        /* Queue mode: a wait in front of every batch holds the stream while
+         * the host submits the batch, so that each pair of events brackets
+         * GPU work only, never a wait for the host's next launch. */
+        if (g_batch && i % g_batch == 0) st = qv_bench_wait(g_wait_us, stream);
+        if (st != QV_OK) break;
+        rc = cudaEventRecord(ev[2 * i], s);
         if (rc == cudaSuccess) st = fn(ctx, warmup + i, stream);
         if (st == QV_OK && rc == cudaSuccess) rc = cudaEventRecord(ev[2 * i + 1], s);
         if (rc != cudaSuccess) st = qv_cuda_fail((int)rc, "cudaEventRecord", __FILE__, __LINE__);

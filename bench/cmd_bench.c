@@ -23,8 +23,9 @@
  * in reverse order, and a point's time is the mean of its pass medians, so
  * that the rows timed last at a large M are not the only ones timed on a GPU
  * its own power draw has slowed. By default every batch of 10 timed launches
- * is queued behind a 1 GiB memset (bench.h, qv_bench_queue), so that the
- * events time GPU work and never a wait for the host's next launch.
+ * is queued behind a 500 us wait (bench.h, qv_bench_queue: one sleeping
+ * thread, no power drawn), so that the events time GPU work and never a wait
+ * for the host's next launch.
  *
  * Activation-quantized rows (int8 or e4m3 activations) bring their own
  * baselines and costs into the same run:
@@ -88,8 +89,8 @@ static const bench_model models[] = {
 #define MAX_ROWS 128
 #define MAX_GLOBS 16
 #define L2_TWICE ((size_t)120 << 20) /* twice the H200's 60 MB L2: weights rotate past it */
-#define BENCH_BLOCKER ((size_t)1 << 30) /* queue mode: a 1 GiB memset, about 300 us on the H200 */
-#define BENCH_BATCH 10                  /* timed launches queued behind one blocker */
+#define BENCH_WAIT_US 500.0 /* queue mode: the stream held this long in front of each batch */
+#define BENCH_BATCH 10       /* timed launches queued behind one wait */
 
 static const int default_m[] = {1, 4, 16, 32, 64, 128, 256, 512, 1024};
 
@@ -664,8 +665,8 @@ static void usage(FILE *f)
             "  --passes P      passes over the rows at each M, 1 to 8 (default 2), every other\n"
             "                  one in reverse row order; a point is the mean of its pass medians\n"
             "  --no-queue      time each launch as the host submits it; by default every batch of\n"
-            "                  10 timed launches is queued behind a 1 GiB memset, so that the events\n"
-            "                  time GPU work alone, not the host's launch overhead\n"
+            "                  10 timed launches is queued behind a 500 us wait kernel, so that the\n"
+            "                  events time GPU work alone, not the host's launch overhead\n"
             "  --out FILE      JSON Lines results (docs/results-format.md, \"kind\":\"bench\")\n"
             "  --dry-run       list the rows and the number of timings, touch no GPU\n"
             "Exit: 0 ok, 2 bad option, 3 no CUDA device or a CUDA error.\n");
@@ -982,7 +983,7 @@ int qv_cmd_bench(int argc, char **argv)
            bw * 1e-12);
     /* From here on each batch of timed launches waits behind a blocker (bench.h). */
     if (!o.no_queue) {
-        st = qv_bench_queue(BENCH_BLOCKER, BENCH_BATCH);
+        st = qv_bench_queue(BENCH_WAIT_US, BENCH_BATCH);
         if (st != QV_OK) {
             fprintf(stderr, "qvet bench: %s\n", qv_errmsg());
             if (jf) fclose(jf);
@@ -992,8 +993,8 @@ int qv_cmd_bench(int argc, char **argv)
     if (o.no_queue)
         printf("timing: each launch as the host submits it");
     else
-        printf("timing: GPU time, every %d timed launches queued behind a %zu MiB memset", BENCH_BATCH,
-               BENCH_BLOCKER >> 20);
+        printf("timing: GPU time, every %d timed launches queued behind a %.0f us wait", BENCH_BATCH,
+               BENCH_WAIT_US);
     printf("; %d pass%s over the rows at each M, every other one in reverse order\n", o.passes,
            o.passes == 1 ? "" : "es");
     if (jf)

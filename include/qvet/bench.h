@@ -32,13 +32,18 @@ qv_status qv_bench_time(qv_bench_launch_fn fn, void *ctx, int warmup, int runs, 
                         qv_bench_timing *out);
 
 /* Queue mode for every later qv_bench_time: each batch of `batch` timed
- * launches is submitted behind a memset of `blocker_bytes` of device memory
- * (a buffer allocated here), long enough that the host has queued the whole
- * batch before the GPU reaches it; the events then time GPU work alone, with
- * no gap for a launch the host has not yet submitted (what a CUDA graph or a
- * busy inference stream sees). 0 bytes turns it off (the default): each launch
- * is timed as the host submits it. */
-qv_status qv_bench_queue(size_t blocker_bytes, int batch);
+ * launches is submitted behind a kernel that holds the stream for `wait_us`
+ * (qv_bench_wait), long enough that the host has queued the whole batch
+ * before the GPU reaches it; the events then time GPU work alone, with no gap
+ * for a launch the host has not yet submitted (what a CUDA graph or a busy
+ * inference stream sees). A wait of 0 turns it off (the default): each
+ * launch is timed as the host submits it. */
+qv_status qv_bench_queue(double wait_us, int batch);
+
+/* One thread that sleeps on the stream for `us` microseconds of the GPU's
+ * global timer: the stream is held, with next to no power drawn (a memset of
+ * the same length would heat the GPU for the launches behind it). */
+qv_status qv_bench_wait(double us, void *stream);
 
 /* Device-to-device copy bandwidth in bytes per second, counting bytes read and
  * bytes written, as the median over `runs` copies of `bytes`. */
