@@ -136,6 +136,46 @@ START_TEST(generated_case_and_tamper)
 }
 END_TEST
 
+/* The 128x128-block fp8 row through the CLI: its activation scales are
+ * (ceil(K/128), M), MN-major. The model's output passes with them; the same
+ * numbers in the token-major (M, ceil(K/128)) shape are refused as a shape
+ * error, and token-major contents in the MN-major shape give a FAIL (the
+ * verifier reads the layout, not just the shape). */
+START_TEST(block_row_mn_major_scales)
+{
+    const qv_variant *v = qv_variant_find("w8a8-fp8-block128");
+    ck_assert_ptr_nonnull(v);
+    enum { M = 5, N = 136, K = 384, KB = 3, NB = 2 };
+    qv_problem p;
+    ck_assert_int_eq(qv_problem_create(&p, v, M, N, K), QV_OK);
+    ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 91), QV_OK);
+    /* Distinct scales per (group, token), so a transposed read cannot agree. */
+    for (int b = 0; b < KB; b++)
+        for (int i = 0; i < M; i++) p.a_scale[b * M + i] = (float)(0.25 * (1 + b + KB * i));
+    static uint16_t out[M * N];
+    ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
+    save("A8.npy", QV_DT_U1, M, K, p.a);
+    save("Q8.npy", QV_DT_U1, K, N, p.q);
+    save("S8.npy", QV_DT_F4, KB, NB, p.scales);
+    save("SA.npy", QV_DT_F4, KB, M, p.a_scale);
+    save("C8.npy", QV_DT_F2, M, N, out);
+    float tok[M * KB];
+    for (int b = 0; b < KB; b++)
+        for (int i = 0; i < M; i++) tok[i * KB + b] = p.a_scale[b * M + i];
+    save("SA_tok.npy", QV_DT_F4, M, KB, tok);
+    save("SA_tok_as_mn.npy", QV_DT_F4, KB, M, tok);
+    char a[4096];
+    const char *names[] = {"SA.npy", "SA_tok.npy", "SA_tok_as_mn.npy"};
+    const int want[] = {0, 2, 1};
+    for (int t = 0; t < 3; t++) {
+        snprintf(a, sizeof a, "verify %s --a %s/A8.npy --a-scale %s/%s --q %s/Q8.npy --scales %s/S8.npy --out %s/C8.npy",
+                 v->name, tmpdir, tmpdir, names[t], tmpdir, tmpdir, tmpdir);
+        ck_assert_msg(run(a) == want[t], "%s: exit status, expected %d", names[t], want[t]);
+    }
+    qv_problem_destroy(&p);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -156,6 +196,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, golden_pass_and_fail);
     tcase_add_test(tc, usage_and_input_errors);
     tcase_add_test(tc, generated_case_and_tamper);
+    tcase_add_test(tc, block_row_mn_major_scales);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
