@@ -27,7 +27,7 @@ typedef struct cpu_ctx {
     /* Per-call scratch, sized for cap_m rows of the widest layer. */
     int cap_m;
     void *a;                /* (cap_m, ls.cap_k) activation codes of v->afmt */
-    float *a_scale;         /* (cap_m, ceil(ls.cap_k / 128)) activation scales */
+    float *a_scale;         /* activation scales: room for (ceil(ls.cap_k / 128), cap_m) */
     int32_t *azp;           /* (cap_m) activation zero points */
     float *a_f32;           /* fast path: (cap_m, ls.cap_k) dequantized activations */
     float *yy;              /* fast path: (cap_m, ls.cap_n) product before the output cast */
