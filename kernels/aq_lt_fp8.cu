@@ -28,7 +28,8 @@
  *                        they are (variant.h: MN-major, the layout cuBLASLt's
  *                        VEC128 reads, index kb * rows + row, measured on the
  *                        H200):
- *                        * below QV_AQ_LT_FP8_BLK_MIN_M rows, VEC128_32F x
+ *                        * below QV_AQ_LT_FP8_BLK_MIN_M rows (_SMALL on layers of
+ *                          N, K <= 8192), VEC128_32F x
  *                          VEC128_32F: the weights' (kb, n) form;
  *                        * from it on, BLK128x128_32F for the weights x
  *                          VEC128_32F for the activations: the (nb,
@@ -128,8 +129,22 @@ bool env_min_m(int mode, int n, int k, int *out)
 }
 
 /* QVET_AQ_LT_FP8_BLK_MIN_M: the smallest M of the block rows' BLK128x128
- * form (below it, VEC128 from the expanded scales). */
-bool env_blk_min_m(int *out) { return env_threshold("QVET_AQ_LT_FP8_BLK_MIN_M", QV_AQ_LT_FP8_BLK_MIN_M, out); }
+ * form (below it, VEC128); unset, the default for an N x K layer. */
+bool env_blk_min_m(int n, int k, int *out)
+{
+    return env_threshold("QVET_AQ_LT_FP8_BLK_MIN_M", qv_aq_lt_fp8_blk_default_min_m(n, k), out);
+}
+
+/* Whether the block row takes the BLK128x128 form at M, from blk_min_m on:
+ * at M = 128 and from M = 193 (H200, 2026-12-02, µs per block, VEC128 /
+ * BLK128x128, r60: Llama-3-70B M = 128 304.3 / 270.0, M = 192 401.7 /
+ * 458.6, M = 256 500.9 / 420.2, Llama-2-7B M = 192 126.3 / 133.8; r61: VEC128
+ * at least as fast at M = 160 and 192, 15-34 % slower at M = 224, 320 and
+ * 448 on both models). */
+bool blk_form_wanted(int m, int blk_min_m)
+{
+    return m >= blk_min_m && (m % 128 == 0 || m > 192);
+}
 
 /* QVET_AQ_LT_FP8_OUTER_MIN_M: the smallest M of per token x channel's
  * outer-vector form (below it, the two-step form). */
@@ -309,6 +324,18 @@ size_t aq_lt_fp8_workspace(const qv_variant *v, int m, int n, int k)
     return plan_for(mode == MODE_VEC128, mode == MODE_OUTER && m < outer_min_m, m, n, k).total;
 }
 
+extern "C" int qv_aq_lt_fp8_blk_default_min_m(int n, int k)
+{
+    return n <= 8192 && k <= 8192 ? QV_AQ_LT_FP8_BLK_MIN_M_SMALL : QV_AQ_LT_FP8_BLK_MIN_M;
+}
+
+extern "C" int qv_aq_lt_fp8_blk_form(int m, int n, int k)
+{
+    int t;
+    if (!env_blk_min_m(n, k, &t)) t = qv_aq_lt_fp8_blk_default_min_m(n, k);
+    return blk_form_wanted(m, t);
+}
+
 extern "C" int qv_aq_lt_fp8_default_min_m(const qv_variant *v, int n, int k)
 {
     int wscale, ascale;
@@ -327,7 +354,7 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
     if (!env_min_m(mode < 0 ? MODE_TENSOR : mode, p.n, p.k, &min_m))
         return qv_fail(QV_ERR_USAGE, "%s: QVET_AQ_LT_FP8_MIN_M=\"%s\" is neither a whole number >= 1 nor \"off\"",
                        name, getenv("QVET_AQ_LT_FP8_MIN_M"));
-    if (!env_blk_min_m(&blk_min_m))
+    if (!env_blk_min_m(p.n, p.k, &blk_min_m))
         return qv_fail(QV_ERR_USAGE,
                        "%s: QVET_AQ_LT_FP8_BLK_MIN_M=\"%s\" is neither a whole number >= 1 nor \"off\"", name,
                        getenv("QVET_AQ_LT_FP8_BLK_MIN_M"));
@@ -360,7 +387,7 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
     /* Block rows from blk_min_m: the BLK128x128 form where cuBLASLt has an
      * algorithm for it, else the VEC128 form. */
     lt_entry *e = NULL;
-    for (int form = block && p.m >= blk_min_m ? MODE_BLK : mode;; form = mode) {
+    for (int form = block && blk_form_wanted(p.m, blk_min_m) ? MODE_BLK : mode;; form = mode) {
         QV_TRY(lt_init(form));
         cublasLtMatmulDesc_t d = g_desc[form];
         if (form != MODE_UNIT) {

@@ -90,6 +90,24 @@ void qv_lt_trace_algo(const char *label, int m, int n, int k, const void *algo, 
  * Llama-3-70B gate_up M = 64 143.6 / 128.4, M = 256 198.4 / 238.0, M = 1024
  * 698.5 / 879.5; Llama-2-7B o M = 64 16.8 / 10.4, M = 256 17.2 / 17.6. */
 #define QV_AQ_LT_FP8_BLK_MIN_M 128
+/* On layers with N <= 8192 and K <= 8192 (the o projections of both models)
+ * VEC128 stays faster up to M = 255: H200, 2026-12-02 (r57, cuBLASLt alone,
+ * VEC128 / BLK128x128 at M = 128), Llama-2-7B o 11.9 / 17.2 µs, Llama-3-70B
+ * o 30.0 / 31.3, while every other layer of the two models is faster in
+ * BLK128x128 (Llama-2-7B down, K = 11008: 26.3 / 24.5; qkv 27.3 / 19.9). */
+#define QV_AQ_LT_FP8_BLK_MIN_M_SMALL 256
+
+/* The M from which the block row takes the BLK128x128 form on an N x K layer
+ * by default: QV_AQ_LT_FP8_BLK_MIN_M_SMALL when N and K are at most 8192,
+ * else QV_AQ_LT_FP8_BLK_MIN_M (QVET_AQ_LT_FP8_BLK_MIN_M replaces both). No
+ * CUDA call. */
+int qv_aq_lt_fp8_blk_default_min_m(int n, int k);
+
+/* 1 when the block row on cuBLASLt asks for the BLK128x128 form at (m, n, k):
+ * from the threshold above (or QVET_AQ_LT_FP8_BLK_MIN_M; a malformed value
+ * reads as the default), at M = 128 and from M = 193 (VEC128 is faster at M =
+ * 129-192). No CUDA call. */
+int qv_aq_lt_fp8_blk_form(int m, int n, int k);
 
 /* From this M on, the per-token x per-channel e4m3 row runs cuBLASLt's outer
  * vector scaling; below it, the two-step form (cuBLASLt per tensor with unit
