@@ -57,13 +57,12 @@ qv_status qv_bench_time(qv_bench_launch_fn fn, void *ctx, int warmup, int runs, 
         }
     }
     for (int i = 0; st == QV_OK && i < runs; i++) {
-        cudaError_t rc = cudaSuccess;
         /* Queue mode: a wait in front of every batch holds the stream while
          * the host submits the batch, so that each pair of events brackets
          * GPU work only, never a wait for the host's next launch. */
         if (g_batch && i % g_batch == 0) st = qv_bench_wait(g_wait_us, stream);
         if (st != QV_OK) break;
-        rc = cudaEventRecord(ev[2 * i], s);
+        cudaError_t rc = cudaEventRecord(ev[2 * i], s);
         if (rc == cudaSuccess) st = fn(ctx, warmup + i, stream);
         if (st == QV_OK && rc == cudaSuccess) rc = cudaEventRecord(ev[2 * i + 1], s);
         if (rc != cudaSuccess) st = qv_cuda_fail((int)rc, "cudaEventRecord", __FILE__, __LINE__);

@@ -1074,15 +1074,8 @@ int qv_cmd_bench(int argc, char **argv)
                         }
                     }
                 }
-        /* Every row's times first: each line below carries cublas-f16's ratio. */
-        for (int ri = 0; ri < nr; ri++)
-            for (int md = 0; md < N_MODELS; md++)
-                for (int li = 0; li < N_LAYERS; li++) {
-                    qv_bench_timing tm;
-                    if (o.model_mask & (1 << md))
-                        pass_result(&p_layer[ri][md][li], o.passes, &t_us[ri][md][li][mi],
-                                    &t_aq_us[ri][md][li][mi], &tm);
-                }
+        /* Row 0 (cublas-f16, the reference of every ratio) comes first, so
+         * each line finds its reference's time already set. */
         for (int ri = 0; ri < nr; ri++) {
             const bench_row *r = &rows[ri];
             for (int md = 0; md < N_MODELS; md++) {
@@ -1090,11 +1083,11 @@ int qv_cmd_bench(int argc, char **argv)
                 for (int li = 0; li < N_LAYERS; li++) {
                     const bench_layer *L = &models[md].layers[li];
                     qv_bench_timing tm;
-                    double tu, ta;
-                    pass_result(&p_layer[ri][md][li], o.passes, &tu, &ta, &tm);
+                    double *tu = &t_us[ri][md][li][mi], *ta = &t_aq_us[ri][md][li][mi];
+                    pass_result(&p_layer[ri][md][li], o.passes, tu, ta, &tm);
                     floor_b[ri][md][li][mi] = row_floor_bytes(r, o.ms[mi], L->n, L->k);
-                    emit(jf, r, models[md].name, L->name, o.ms[mi], L->n, L->k, tu, &tm, o.runs * o.passes,
-                         floor_b[ri][md][li][mi], bw, t_us[0][md][li][mi], ta);
+                    emit(jf, r, models[md].name, L->name, o.ms[mi], L->n, L->k, *tu, &tm, o.runs * o.passes,
+                         floor_b[ri][md][li][mi], bw, t_us[0][md][li][mi], *ta);
                 }
                 double s = 0, sa = 0, fb = 0, ref_s = 0;
                 for (int li = 0; li < N_LAYERS; li++) {

@@ -68,10 +68,10 @@
 
 namespace {
 
-/* The scale expansion kernel: 256 threads per block, a common choice for an
- * element-wise copy (bandwidth, not occupancy, bounds it). */
+/* The two-step form's scale kernel: 256 threads per block, a common choice
+ * for an element-wise pass (bandwidth, not occupancy, bounds it). */
 constexpr int SX_THREADS = 256;
-/* The largest grid y dimension CUDA allows: K blocks of the expansion grid. */
+/* The largest grid y dimension CUDA allows: rows of the scale kernel's grid. */
 constexpr int GRID_Y_MAX = 65535;
 /* The K width of one scale block and of one promotion. */
 constexpr int KB = 128;
@@ -91,9 +91,8 @@ __device__ const float g_unit_scale = 1.0f;
 
 /* The default threshold of a mode (aq.h), one number per scaling at every
  * shape. */
-int default_min_m(int mode, int n, int k)
+int default_min_m(int mode)
 {
-    (void)n, (void)k;
     switch (mode) {
     case MODE_TENSOR: return QV_AQ_LT_FP8_MIN_M_TENSOR;
     case MODE_OUTER: return QV_AQ_LT_FP8_MIN_M_TOK_CH;
@@ -123,10 +122,7 @@ bool env_threshold(const char *name, int dflt, int *out)
 }
 
 /* QVET_AQ_LT_FP8_MIN_M: the smallest M of the path (every mode). */
-bool env_min_m(int mode, int n, int k, int *out)
-{
-    return env_threshold("QVET_AQ_LT_FP8_MIN_M", default_min_m(mode, n, k), out);
-}
+bool env_min_m(int mode, int *out) { return env_threshold("QVET_AQ_LT_FP8_MIN_M", default_min_m(mode), out); }
 
 /* QVET_AQ_LT_FP8_BLK_MIN_M: the smallest M of the block rows' BLK128x128
  * form (below it, VEC128); unset, the default for an N x K layer. */
@@ -304,7 +300,7 @@ size_t aq_lt_fp8_workspace(const qv_variant *v, int m, int n, int k)
     if (mode < 0) return 0;
     int min_m;
     /* A malformed variable falls back to the default here; the launch reports it. */
-    if (!env_min_m(mode, n, k, &min_m)) min_m = default_min_m(mode, n, k);
+    if (!env_min_m(mode, &min_m)) min_m = default_min_m(mode);
     if (m < min_m) return 0;
     int outer_min_m;
     if (!env_outer_min_m(&outer_min_m)) outer_min_m = QV_AQ_LT_FP8_OUTER_MIN_M;
@@ -324,7 +320,7 @@ extern "C" int qv_aq_lt_fp8_default_min_m(const qv_variant *v, int n, int k)
     row_scales(v, &wscale, &ascale);
     /* The scaling alone (K = 128 passes VEC128's shape rule). */
     const int mode = mode_for(wscale, ascale, KB);
-    return mode < 0 || n < 1 || k < 1 ? 0 : default_min_m(mode, n, k);
+    return mode < 0 || n < 1 || k < 1 ? 0 : default_min_m(mode);
 }
 
 qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_offset, const char *name, bool *taken)
@@ -333,7 +329,7 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
     int mode = mode_for(p.wscale, p.ascale, p.k);
     int min_m, blk_min_m, outer_min_m;
     /* The variables are checked whatever the shape, before any CUDA call. */
-    if (!env_min_m(mode < 0 ? MODE_TENSOR : mode, p.n, p.k, &min_m))
+    if (!env_min_m(mode < 0 ? MODE_TENSOR : mode, &min_m))
         return qv_fail(QV_ERR_USAGE, "%s: QVET_AQ_LT_FP8_MIN_M=\"%s\" is neither a whole number >= 1 nor \"off\"",
                        name, getenv("QVET_AQ_LT_FP8_MIN_M"));
     if (!env_blk_min_m(p.n, p.k, &blk_min_m))
