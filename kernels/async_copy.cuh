@@ -1,7 +1,9 @@
 /* async_copy.cuh: the shared-memory rings of the Hopper kernels (wonly_small.cu,
  * wonly_wg.cu): mbarriers, bulk copies and tensor-map copies that complete on
  * them (PTX ISA 8.0, sm_90: "mbarrier", "cp.async.bulk",
- * "cp.async.bulk.tensor", "Memory Consistency Model" for the proxies). Rule:
+ * "cp.async.bulk.tensor", "cp.async.bulk.commit_group", "cp.async.bulk.wait_group",
+ * "Memory Consistency Model" for the proxies), and the tensor-map stores of
+ * wonly_wg.cu's epilogue. Rule:
  * each wrapper is one PTX instruction (or one wait loop around one) with the
  * semantics its comment names; shared addresses are 32-bit shared-window
  * addresses (__cvta_generic_to_shared). CUDA C++ only. */
@@ -87,6 +89,38 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap *map
                  " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
                  "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar)
                  : "memory");
+}
+
+/* The box of a 2D tensor map at element coordinates (x, y) written from
+ * shared src (the layout a load of the same map would give, swizzle
+ * included), as part of this thread's current bulk async-group; elements
+ * outside the tensor are not written. The shared-memory writes of src must be
+ * made visible to the async proxy first (fence_proxy_async by each writer,
+ * then a barrier). */
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap *map, int x, int y, uint32_t src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                     reinterpret_cast<uint64_t>(map)),
+                 "r"(x), "r"(y), "r"(src)
+                 : "memory");
+}
+
+/* Closes this thread's current bulk async-group (the stores issued since the
+ * last commit). */
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+
+/* Waits until at most N of this thread's committed bulk async-groups still
+ * read their shared source (the source may then be overwritten). */
+template <int N> __device__ __forceinline__ void bulk_wait_read()
+{
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+
+/* Waits until at most N of this thread's committed bulk async-groups are
+ * incomplete (their global writes done). */
+template <int N> __device__ __forceinline__ void bulk_wait()
+{
+    asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 } /* namespace */

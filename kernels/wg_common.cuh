@@ -77,16 +77,19 @@ template <int ROW_BYTES, int CHUNK_BYTES> struct wg_segments {
 
 /* The ring of a block's shared memory: the barriers (full[s], empty[s]) in
  * a header of one swizzle atom, then stages of USED bytes rounded up to a
- * swizzle atom, as many as fit (one atom kept for aligning the dynamic base),
- * at most MAX_STAGES and at least three. */
-template <int USED, int MAX_STAGES> struct wg_ring {
+ * swizzle atom, as many as fit (one atom kept for aligning the dynamic base)
+ * beside EXTRA bytes after them (whole swizzle atoms, at `extra_off`), at
+ * most MAX_STAGES and at least three. */
+template <int USED, int MAX_STAGES, int EXTRA = 0> struct wg_ring {
+    static_assert(EXTRA % kSwizzleAtom == 0, "the extra bytes are whole swizzle atoms");
     static constexpr int bytes = (USED + kSwizzleAtom - 1) / kSwizzleAtom * kSwizzleAtom;
     static constexpr int header = kSwizzleAtom;
-    static constexpr int fit = (kSmemMax - kSwizzleAtom - header) / bytes;
+    static constexpr int fit = (kSmemMax - kSwizzleAtom - header - EXTRA) / bytes;
     static constexpr int stages = fit < MAX_STAGES ? fit : MAX_STAGES;
     static_assert(stages >= 3, "at least three stages fit");
     static_assert(2 * stages * 8 <= header, "the barriers fit the header");
-    static constexpr int total = kSwizzleAtom + header + stages * bytes;
+    static constexpr int extra_off = header + stages * bytes;
+    static constexpr int total = kSwizzleAtom + extra_off + EXTRA;
 };
 
 /* 32-bit accumulators of one tile (fp32 or int32): at most 128 per consumer

@@ -43,7 +43,10 @@
  *    and issue the wgmma, keeping two groups in flight while the next is
  *    prepared, and release a stage on its "empty" mbarrier (one arrival per
  *    thread) once the groups that read it have completed; after a tile's last
- *    stage, the epilogue writes the tile while the producer streams the next.
+ *    stage, the epilogue writes the tile while the producer streams the next:
+ *    through a staging area after the ring and tensor-map stores, which the
+ *    copy engine finishes while the consumers start the next tile (with C
+ *    only 4-byte aligned, direct stores from registers).
  * Each warp owns TPW quarters of a 64-column Marlin chunk: per k16 tile it
  * feeds quarter i as its 16 rows of the warpgroup's i-th m64 tile. */
 #include <cuda.h>
@@ -79,6 +82,17 @@ constexpr int kMaxStages = 8;
 #endif
 constexpr int kInFlight = QV_WG_INFLIGHT;
 static_assert(kInFlight == 1 || kInFlight == 2, "one or two wgmma groups in flight");
+/* Tokens of output per epilogue round (at most the tile's): each round the
+ * consumers write that many tokens of their columns into the staging area
+ * and one thread per warpgroup stores them with the tensor map while the
+ * next round is written (-DQV_WG_EPI_ROWS=16, 32, 64, 128 or 256, for
+ * comparisons; the area takes shared memory from the ring). */
+#ifndef QV_WG_EPI_ROWS
+#define QV_WG_EPI_ROWS 64
+#endif
+constexpr int kEpiRows = QV_WG_EPI_ROWS;
+static_assert(kEpiRows == 16 || kEpiRows == 32 || kEpiRows == 64 || kEpiRows == 128 || kEpiRows == 256,
+              "16 to 256 tokens per epilogue round, a power of two");
 
 template <int WT> struct wt_traits {
     static constexpr bool four = WT == WT_INT4 || WT == WT_INT4_ZP;
@@ -112,10 +126,18 @@ template <int WT, int TPW, int BX, bool GROUPED> struct stage_layout {
     static constexpr int w_off = a_off + a_bytes;
     static constexpr int s_off = w_off + w_bytes;
     static constexpr int z_off = s_off + s_bytes;
-    using R = wg_ring<z_off + z_bytes, kMaxStages>;
+    /* The epilogue's staging area after the ring: epi_rows tokens x 64
+     * columns of output codes per chunk of the block (128 bytes per token,
+     * on the 128-byte swizzle), which the tile's output passes through in
+     * rounds of epi_rows tokens on its way to the tensor-map stores. */
+    static constexpr int epi_rows = C::bx < kEpiRows ? C::bx : kEpiRows;
+    static constexpr int epi_chunk_bytes = epi_rows * 128;
+    static constexpr int epi_bytes = C::chunks * epi_chunk_bytes;
+    using R = wg_ring<z_off + z_bytes, kMaxStages, epi_bytes>;
     static constexpr int bytes = R::bytes;
     static constexpr int header = R::header;
     static constexpr int stages = R::stages;
+    static constexpr int epi_off = R::extra_off;
     static constexpr int total = R::total;
 };
 
@@ -130,6 +152,7 @@ struct wg_params {
     int g_shift;             /* log2(g / 16): the group of k16 tile kt is kt >> g_shift */
     int grp_single;          /* 1: group scales use the 32-wide channel permutation (k == g) */
     int s_rows;              /* group rows per stage (one per group its kKs k16 tiles touch), 0: none staged */
+    int c_tma;               /* 1: C is 16-byte aligned and the epilogue stores it through c_map */
     float unbias_f32;        /* fp8: 2^-s_pow2, undoes the exponent bias folded into the scales; else 1 */
     uint32_t unbias_h2;      /* the same power of two as a half2 of the activation format */
     int *counters;           /* stream-K tail: one arrival counter per tail tile, zero between launches */
@@ -170,6 +193,25 @@ WG_MMA_SPEC(256, false, "f16", WG_REGS256, WG_D256("+f"))
 WG_MMA_SPEC(256, true, "bf16", WG_REGS256, WG_D256("+f"))
 
 #undef WG_MMA_SPEC
+
+/* Four 8 x 8 matrices of 16-bit codes from the mma accumulator layout into
+ * shared memory, transposed: register e of lane l holds elements (l / 4,
+ * 2 (l % 4)) and (l / 4, 2 (l % 4) + 1) of matrix e (low half first), and
+ * row r of the stored matrix e (its column r before the transpose, 16
+ * bytes) goes to the address lane 8 e + r gives. */
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, const uint32_t v[4])
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v[0]),
+                 "r"(v[1]), "r"(v[2]), "r"(v[3])
+                 : "memory");
+}
+
+/* A barrier of the 128 threads of consumer warpgroup wgi (named barriers 2
+ * and 3; 1 is both consumer warpgroups'). */
+__device__ __forceinline__ void wg_bar(int wgi)
+{
+    asm volatile("bar.sync %0, 128;\n" ::"r"(2 + wgi) : "memory");
+}
 
 /* The group-scale registers of one warp's n8 tiles (half2 each, the scale in
  * both halves) and the zero-point constants of its 4-bit tiles with zero
@@ -251,7 +293,7 @@ template <int WT, bool IS_BF16, int TPW, int BX, int SM>
 __global__ void __launch_bounds__(kThreads, 1)
     k_gemm_wonly_wgmma(const wg_params p, const wg_sched sc, const __grid_constant__ CUtensorMap a_map,
                        const __grid_constant__ CUtensorMap w_map, const __grid_constant__ CUtensorMap s_map,
-                       const __grid_constant__ CUtensorMap z_map)
+                       const __grid_constant__ CUtensorMap z_map, const __grid_constant__ CUtensorMap c_map)
 {
     constexpr bool GROUPED = SM != SM_NONE;
     using T = wt_traits<WT>;
@@ -577,9 +619,88 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
             if (ct == 0) p.counters[pc.sk_t] = 0;
         }
-        if (!wg_active || !chunk_ok) continue;
+        if (!wg_active) continue;
 
-        /* Epilogue: row 16w + lane/4 (+8) of m64 tile i is column
+        if (p.c_tma) {
+            /* Epilogue through the staging area, in rounds of R tokens: each
+             * warp writes its 16 TPW columns of the round's tokens there as
+             * 8 x 8 matrices (stmatrix, transposed: the accumulators of one
+             * column and 8 tokens become 8 tokens' rows of 8 columns), each
+             * 64-column chunk as R rows of 128 bytes on the 128-byte swizzle
+             * (16-byte unit u of row r at u ^ (r % 8): conflict-free), then
+             * one thread of the warpgroup stores its chunks with the tensor
+             * map (rows past M and chunks past N are not written) and the
+             * warpgroup goes on while the copy engine writes. Arithmetic as
+             * in the direct form below: y * s in fp32, one rounding.
+             * Matrix mat of a round is token block jb = mat / (2 TPW), m64
+             * tile i = mat / 2 % TPW and column half h = mat % 2, its columns
+             * 16 (q0 + i) + 8 h + 0..7 of the warp's chunk: 16-byte unit
+             * 2 (q0 + i) + h of a staged row. */
+            constexpr int R = L::epi_rows, kRounds = C::bx / R, kMats = R / 8 * 2 * TPW;
+            static_assert(kMats % 4 == 0, "whole stmatrix.x4 groups");
+            const uint32_t epi_wg = smem_addr + L::epi_off + TPW * wgi * L::epi_chunk_bytes;
+            const uint32_t epi_warp = smem_addr + L::epi_off + chunk_l * L::epi_chunk_bytes;
+            const bool lead = (ct & 127) == 0;
+            const int gq = lane >> 2;
+            float sc[TPW][2];
+#pragma unroll
+            for (int i = 0; i < TPW; i++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    sc[i][h] = GROUPED || !chunk_ok ? 1.0f
+                                                    : epilogue_scale(p, (c0 + chunk_l) * 64 + 16 * (q0 + i) + 8 * h + gq);
+#pragma unroll
+            for (int r = 0; r < kRounds; r++) {
+                if (m0 + r * R >= p.m) break; /* the tile's rows past M (uniform over the block) */
+                /* The area is free once the stores of the round (or tile)
+                 * before have read it. */
+#ifndef QV_MUTANT_gpu_wg_epi_no_read_wait
+                if (lead) bulk_wait_read<0>();
+#else
+                /* Mutant (class 5): the staging area rewritten without waiting for the
+                 * stores of the round before to have read it. */
+#endif
+                wg_bar(wgi);
+#pragma unroll
+                for (int q = 0; q < kMats; q += 4) {
+                    uint32_t v[4];
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const int mat = q + e, jb = mat / (2 * TPW), i = mat / 2 % TPW, h = mat % 2;
+                        const int j = r * (R / 8) + jb;
+                        float y0 = acc[i][4 * j + 2 * h], y1 = acc[i][4 * j + 2 * h + 1];
+                        if (!GROUPED) {
+                            y0 = y0 * sc[i][h];
+                            y1 = y1 * sc[i][h];
+                        }
+                        v[e] = qv_h2<IS_BF16>::pack(y0, y1);
+                    }
+                    const int mat_l = q + (lane >> 3);
+                    const int row = mat_l / (2 * TPW) * 8 + (lane & 7);
+                    const int unit = 2 * (q0 + mat_l / 2 % TPW) + mat_l % 2;
+#ifdef QV_MUTANT_gpu_wg_epi_swizzle_missing
+                    /* Mutant (class 3): the staged rows written without the 128-byte swizzle
+                     * the store's tensor map reads them with (a chunk's columns permuted). */
+                    stmatrix_x4_trans(epi_warp + row * 128 + (unit << 4), v);
+#else
+                    stmatrix_x4_trans(epi_warp + row * 128 + ((unit ^ (lane & 7)) << 4), v);
+#endif
+                }
+                fence_proxy_async();
+                wg_bar(wgi);
+                if (lead) {
+#pragma unroll
+                    for (int c = 0; c < TPW; c++)
+                        if (c0 + TPW * wgi + c < n_chunks)
+                            tma_store_2d(&c_map, (c0 + TPW * wgi + c) * 64, m0 + r * R, epi_wg + c * L::epi_chunk_bytes);
+                    bulk_commit();
+                }
+            }
+            continue;
+        }
+        if (!chunk_ok) continue;
+
+        /* Epilogue with direct stores (C only 4-byte aligned): row 16w + lane/4 (+8) of m64 tile i is column
          * 64*chunk + 16(q0+i) + lane/4 (+8); accumulator 4j + 2h + e holds token
          * 8j + 2(lane%4) + e. Lanes lane and lane^4 hold neighbouring columns of
          * the same tokens: after one exchange, the even-column lane stores both
@@ -609,6 +730,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                 }
             }
     }
+    /* The staging area's last stores done before the block leaves. */
+    if (p.c_tma && (ct & 127) == 0) bulk_wait<0>();
 }
 
 /* act_order: out[i][j] = a[i][perm[j]], the activations in sorted-row order.
@@ -705,9 +828,12 @@ qv_status plan_tile(int m, int n, int k, int *tile)
  *    boxes of kKs rows x one segment (stage_layout);
  *  - group scales (k / g, n) 16-bit as pairs, boxes of s_rows rows x bn / 2
  *    pairs, and zero points (k / g, n / 8) words, s_rows rows x bn / 8 (only
- *    with group rows staged, s_rows > 0). */
+ *    with group rows staged, s_rows > 0);
+ *  - C (m, n) 16-bit codes, boxes of 64 columns (128 bytes) x epi_rows tokens
+ *    with the 128-byte swizzle, for the epilogue's stores (only with C
+ *    16-byte aligned, c_tma). */
 struct wg_maps {
-    CUtensorMap a, w, s, z;
+    CUtensorMap a, w, s, z, c;
 };
 
 template <int WT, int TPW, int BX, bool GROUPED>
@@ -731,6 +857,9 @@ qv_status make_maps(wg_maps *mp, const wg_params &p, const void *a)
                                (uint64_t)p.n / 2, C::bn / 8, (uint32_t)p.s_rows, CU_TENSOR_MAP_SWIZZLE_NONE,
                                "zero points"));
     }
+    if (p.c_tma)
+        QV_TRY(make_map_2d(&mp->c, p.c, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, (uint64_t)p.n, (uint64_t)p.m,
+                           (uint64_t)p.n * 2, 64, L::epi_rows, CU_TENSOR_MAP_SWIZZLE_128B, "C"));
     return QV_OK;
 }
 
@@ -772,7 +901,7 @@ qv_status launch_kernel(const wg_params &p, const wg_sched &sc, const void *a, c
                     "cudaFuncSetAttribute (wgmma weight-only kernel shared memory)");
         attr_set = true;
     }
-    k_gemm_wonly_wgmma<WT, BF, TPW, BX, SM><<<sc.grid, kThreads, smem, stream>>>(p, sc, mp.a, mp.w, mp.s, mp.z);
+    k_gemm_wonly_wgmma<WT, BF, TPW, BX, SM><<<sc.grid, kThreads, smem, stream>>>(p, sc, mp.a, mp.w, mp.s, mp.z, mp.c);
     QV_CUDA_TRY(cudaGetLastError(), "wgmma weight-only kernel launch");
     return QV_OK;
 }
@@ -883,6 +1012,8 @@ extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args 
     p.scales = a->scales;
     p.zeros = (const uint32_t *)a->zeros;
     p.c = a->c;
+    /* The tensor-map stores need a 16-byte aligned C (qv_launch_wonly asks for 4 bytes). */
+    p.c_tma = ((uintptr_t)a->c & 15) == 0;
     p.m = a->m;
     p.n = a->n;
     p.k = a->k;

@@ -23,6 +23,10 @@
  *    every case asserts that the wgmma path takes it, launches twice on an
  *    output poisoned before each launch (qv_gpu_run) and must be bitwise
  *    identical, with nothing written past the output (the runner's guard);
+ *  - the epilogue's two forms: tensor-map stores through shared memory (C
+ *    16-byte aligned, every case above) and direct stores from registers
+ *    (C only 4-byte aligned: the same cases with the output 4 bytes past a
+ *    16-byte boundary, a guard after it checked for stray writes);
  *  - QVET_WO_WG_MIN_M: unset takes M >= 17 (every row), a set
  *    value every row from it, "off" never, a bad value (or a bad
  *    QVET_WO_WG_TILE) is a usage error before any CUDA call, and
@@ -33,6 +37,7 @@
  * Random cases come from (seed, index); the seed is printed and
  * QVET_SEED=<seed> replays it. */
 #include <check.h>
+#include <cuda_runtime_api.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +47,7 @@
 #include "../kernels/wonly_wg.cuh"
 #include "qvet/gemm.h"
 #include "qvet/gpu.h"
+#include "qvet/reference.h"
 #include "qvet/variant.h"
 #include "support/gpu.h"
 #include "support/wonly.h"
@@ -211,6 +217,94 @@ START_TEST(registry_quick)
 }
 END_TEST
 
+/* ---- C only 4-byte aligned: the direct-store epilogue ------------------------ */
+
+/* A launch with the output 4 bytes past a 16-byte boundary (what
+ * qv_launch_wonly accepts, and too little for the tensor-map stores): the
+ * kernel writes into a scratch buffer there, poisoned first, output and
+ * guard alike, and the output is copied back to args->c for the verdict; a
+ * guard byte that lost its poison is an error (a write past the output). */
+#define OFF4_GUARD 2048 /* 16-bit codes of guard */
+static void *g_off4;
+static size_t g_off4_bytes;
+
+static qv_status launch_c_off4(const qv_variant *v, const qv_gemm_args *args)
+{
+    const size_t count = (size_t)args->m * (size_t)args->n, need = 16 + (count + OFF4_GUARD) * 2;
+    if (need > g_off4_bytes) {
+        if (g_off4) QV_CUDA_TRY(cudaFree(g_off4), "cudaFree");
+        g_off4 = NULL, g_off4_bytes = 0;
+        QV_CUDA_TRY(cudaMalloc(&g_off4, need), "cudaMalloc (4-byte offset output)");
+        g_off4_bytes = need;
+    }
+    uint16_t *c4 = (uint16_t *)((char *)g_off4 + 4);
+    QV_TRY(qv_gpu_poison(c4, v->ofmt, (int64_t)(count + OFF4_GUARD), NULL));
+    qv_gemm_args a = *args;
+    a.c = c4;
+    QV_TRY(v->launch(v, &a));
+    QV_CUDA_TRY(cudaGetLastError(), "kernel launch");
+    QV_CUDA_TRY(cudaDeviceSynchronize(), "kernel execution");
+    QV_CUDA_TRY(cudaMemcpy(args->c, c4, count * 2, cudaMemcpyDeviceToDevice), "cudaMemcpy (output back)");
+    static uint16_t guard[OFF4_GUARD];
+    QV_CUDA_TRY(cudaMemcpy(guard, c4 + count, sizeof guard, cudaMemcpyDeviceToHost), "cudaMemcpy (guard)");
+    const uint16_t code = (uint16_t)ref_poison_code(v->ofmt);
+    for (int i = 0; i < OFF4_GUARD; i++)
+        if (guard[i] != code) return qv_fail(QV_ERR_RANGE, "the guard after a 4-byte offset output: code %d past it was written", i);
+    return QV_OK;
+}
+
+/* One case through the wgmma path with the 4-byte offset output, launched
+ * twice, against the same witnesses as one_case. */
+static int off4_case(const qv_variant *v, int64_t m, int64_t n, int64_t k, int probe, uint64_t idx)
+{
+    static const qv_probe_kind kinds[PROBE_COUNT] = {QV_PROBE_EXACT, QV_PROBE_ONEHOT, QV_PROBE_RANDOM};
+    int take = 0;
+    ck_assert_int_eq(qv_wonly_wg_wanted(v, (int)m, (int)n, (int)k, &take), QV_OK);
+    ck_assert_msg(take, "%s: the wgmma path does not take m=%d", v->name, (int)m);
+    qv_problem p;
+    ck_assert_msg(qv_problem_create(&p, v, m, n, k) == QV_OK, "%s: %s", v->name, qv_errmsg());
+    wonly_fill(&p, probe, REG_NORMAL, g_seed, idx);
+    char label[200];
+    snprintf(label, sizeof label, "%s m=%d n=%d k=%d %s, C 4 bytes off (seed %llu case %llu)", v->name, (int)m,
+             (int)n, (int)k, wonly_probe_names[probe], (unsigned long long)g_seed, (unsigned long long)idx);
+    void *out = malloc((size_t)qv_problem_out_bytes(&p));
+    ck_assert_ptr_nonnull(out);
+    qv_gpu_stats st;
+    const qv_status s = qv_gpu_run(&p, launch_c_off4, 2, out, &st);
+    ck_assert_msg(s == QV_OK, "%s: %s", label, qv_errmsg());
+    int ok = !st.nondeterministic && st.guard_writes == 0;
+    if (!ok) fprintf(stderr, "FAIL %s: two launches differ or the guard was written\n", label);
+    if (!gpu_verdict(&p, kinds[probe], out, label, NULL)) ok = 0;
+    free(out);
+    qv_problem_destroy(&p);
+    return ok;
+}
+
+/* The direct stores in a 128-column tile (one chunk per warpgroup) and a
+ * 512-column one (four), with M, N and K tails, and in the stream-K tail. */
+START_TEST(direct_store_epilogue)
+{
+    const qv_variant *v = qv_registry_get(g_rows[_i]);
+    route_to_wg();
+    const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 80000;
+    static const char *const tiles[2] = {"128x256", "512x16"};
+    for (int t = 0; t < 2; t++) {
+        ck_assert_int_eq(setenv("QVET_WO_WG_TILE", tiles[t], 1), 0);
+        ck_assert_msg(off4_case(v, 70, 576, k_for(v, 1), PROBE_EXACT, idx + 10 * t), "%s: tile %s", v->name,
+                      tiles[t]);
+        ck_assert_msg(off4_case(v, 5, 192, k_for(v, 3), PROBE_ONEHOT, idx + 10 * t + 1), "%s: tile %s", v->name,
+                      tiles[t]);
+    }
+    ck_assert_int_eq(setenv("QVET_WO_WG_BLOCKS", "3", 1), 0);
+    ck_assert_int_eq(setenv("QVET_WO_WG_TILE", "128x256", 1), 0);
+    const int64_t k = v->g > 0 ? 8 * v->g : 1040;
+    ck_assert_int_gt(qv_wonly_wg_tail_tiles(v, 257, 256, (int)k), 0);
+    ck_assert_msg(off4_case(v, 257, 256, k, PROBE_RANDOM, idx + 30), "%s: stream-K tail", v->name);
+    ck_assert_int_eq(unsetenv("QVET_WO_WG_BLOCKS"), 0);
+    ck_assert_int_eq(unsetenv("QVET_WO_WG_TILE"), 0);
+}
+END_TEST
+
 /* ---- the switch (no CUDA call) ------------------------------------------------ */
 
 START_TEST(switch_and_refusals)
@@ -347,6 +441,7 @@ static Suite *wg_suite(int gpu, int quick)
     TCase *tc;
     Suite *s = gpu_suite_create("gpu_wg", gpu, g_seed, g_nrows, &tc);
     tcase_add_test(tc, switch_and_refusals);
+    if (gpu) tcase_add_loop_test(tc, direct_store_epilogue, 0, g_nrows);
     if (gpu && quick)
         tcase_add_loop_test(tc, registry_quick, 0, g_nrows);
     else if (gpu) {
