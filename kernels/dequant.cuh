@@ -30,6 +30,15 @@ __device__ __forceinline__ uint32_t qv_lop3_and_or(uint32_t a, uint32_t mask, ui
     return r;
 }
 
+/* (a & mask) ^ magic in one instruction: lop3 with the truth table of
+ * (A & B) ^ C, which is 0xF0 & 0xCC ^ 0xAA = 0x6A. */
+__device__ __forceinline__ uint32_t qv_lop3_and_xor(uint32_t a, uint32_t mask, uint32_t magic)
+{
+    uint32_t r;
+    asm("lop3.b32 %0, %1, %2, %3, 0x6A;\n" : "=r"(r) : "r"(a), "r"(mask), "r"(magic));
+    return r;
+}
+
 /* Two e4m3 codes (low byte first) -> f16x2, exactly (NaN stays NaN). */
 __device__ __forceinline__ uint32_t qv_e4m3x2_to_f16x2(uint32_t two_bytes)
 {
@@ -168,15 +177,21 @@ __device__ __forceinline__ void qv_dq8<false>(uint32_t w, uint32_t b[2])
 template <>
 __device__ __forceinline__ void qv_dq8<true>(uint32_t w, uint32_t b[2])
 {
-    /* bf16 cannot hold 128 + code exactly, so go through fp32: 0x4B0000bb is
-     * 2^23 + code (ulp 1), and subtracting 2^23 + 128 leaves the exact integer
-     * q - 128, which bf16 holds exactly (|q - 128| <= 128). */
-    float f0 = __int_as_float((int)__byte_perm(w, 0x4B000000u, 0x7440)) - 8388736.0f;
-    float f1 = __int_as_float((int)__byte_perm(w, 0x4B000000u, 0x7442)) - 8388736.0f;
-    float f8 = __int_as_float((int)__byte_perm(w, 0x4B000000u, 0x7441)) - 8388736.0f;
-    float f9 = __int_as_float((int)__byte_perm(w, 0x4B000000u, 0x7443)) - 8388736.0f;
-    b[0] = qv_h2<true>::pack(f0, f1);
-    b[1] = qv_h2<true>::pack(f8, f9);
+    /* bf16 holds 128 + x exactly for x < 128 (0x4300 | x: ulp 1 in [128,
+     * 256)), but not 128 + code for codes up to 255. So the low 7 bits of a
+     * code go into the mantissa of 128, and its bit 7 picks the subtrahend:
+     * 256 (0x4380) without it, 128 (0x4300) with it: (128 + low7) - 256 =
+     * code - 128 and (128 + low7) - 128 = low7 = code - 128, exact integers of
+     * magnitude at most 128, so the subtraction is exact too. The lo pair
+     * (bytes 0 and 2) sits in the low bytes of the word's halves already, the
+     * hi pair (bytes 1 and 3) one byte up. */
+    const uint32_t w8 = w >> 8;
+    const uint32_t lo = qv_lop3_and_or(w, 0x007F007Fu, 0x43004300u);
+    const uint32_t lo_sub = qv_lop3_and_xor(w, 0x00800080u, 0x43804380u);
+    const uint32_t hi = qv_lop3_and_or(w8, 0x007F007Fu, 0x43004300u);
+    const uint32_t hi_sub = qv_lop3_and_xor(w8, 0x00800080u, 0x43804380u);
+    b[0] = qv_h2<true>::sub(lo, lo_sub);
+    b[1] = qv_h2<true>::sub(hi, hi_sub);
 }
 
 /* e4m3 codes of word j8 -> their exact values in fp16 or bf16. */
