@@ -131,6 +131,17 @@ bool env_blk_min_m(int n, int k, int *out)
     return env_threshold("QVET_AQ_LT_FP8_BLK_MIN_M", qv_aq_lt_fp8_blk_default_min_m(n, k), out);
 }
 
+/* Whether the block row takes the BLK128x128 form at M, from blk_min_m on:
+ * at M = 128 and from M = 193 (H200, 2026-12-02, µs per block, VEC128 /
+ * BLK128x128, r60: Llama-3-70B M = 128 304.3 / 270.0, M = 192 401.7 /
+ * 458.6, M = 256 500.9 / 420.2, Llama-2-7B M = 192 126.3 / 133.8; r61: VEC128
+ * at least as fast at M = 160 and 192, 15-34 % slower at M = 224, 320 and
+ * 448 on both models). */
+bool blk_form_wanted(int m, int blk_min_m)
+{
+    return m >= blk_min_m && (m % 128 == 0 || m > 192);
+}
+
 /* QVET_AQ_LT_FP8_OUTER_MIN_M: the smallest M of per token x channel's
  * outer-vector form (below it, the two-step form). */
 bool env_outer_min_m(int *out)
@@ -314,6 +325,13 @@ extern "C" int qv_aq_lt_fp8_blk_default_min_m(int n, int k)
     return n <= 8192 && k <= 8192 ? QV_AQ_LT_FP8_BLK_MIN_M_SMALL : QV_AQ_LT_FP8_BLK_MIN_M;
 }
 
+extern "C" int qv_aq_lt_fp8_blk_form(int m, int n, int k)
+{
+    int t;
+    if (!env_blk_min_m(n, k, &t)) t = qv_aq_lt_fp8_blk_default_min_m(n, k);
+    return blk_form_wanted(m, t);
+}
+
 extern "C" int qv_aq_lt_fp8_default_min_m(const qv_variant *v, int n, int k)
 {
     int wscale, ascale;
@@ -365,7 +383,7 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
     /* Block rows from blk_min_m: the BLK128x128 form where cuBLASLt has an
      * algorithm for it, else the VEC128 form. */
     lt_entry *e = NULL;
-    for (int form = block && p.m >= blk_min_m ? MODE_BLK : mode;; form = mode) {
+    for (int form = block && blk_form_wanted(p.m, blk_min_m) ? MODE_BLK : mode;; form = mode) {
         QV_TRY(lt_init(form));
         cublasLtMatmulDesc_t d = g_desc[form];
         if (form != MODE_UNIT) {

@@ -181,8 +181,11 @@ START_TEST(paths_verified)
              * on, both launches (VEC128 where cuBLASLt declines BLK128x128). */
             const long long blk_ran = qv_aq_lt_fp8_blk_runs() - blk_before;
             if (ran && blk) {
-                ck_assert_msg(blk_ran == 0 || (blk_ran == 2 && m >= qv_aq_lt_fp8_blk_default_min_m((int)n, (int)k)),
-                              "%s: %lld BLK128x128 launches at the default", label, blk_ran);
+                const int want_blk = qv_aq_lt_fp8_blk_form((int)m, (int)n, (int)k);
+                ck_assert_msg(blk_ran == 0 || (blk_ran == 2 && want_blk), "%s: %lld BLK128x128 launches at the default",
+                              label, blk_ran);
+                if (want_blk && must_take(v, n, k))
+                    ck_assert_msg(blk_ran == 2, "%s: the default did not take the BLK128x128 form", label);
                 if (blk_ran) blk_default++; else vec_default++;
             }
             if (blk && eligible(v, k)) {
@@ -391,6 +394,12 @@ START_TEST(env_refusals)
     ck_assert_int_eq(qv_aq_lt_fp8_blk_default_min_m(8193, 128), QV_AQ_LT_FP8_BLK_MIN_M);
     ck_assert_int_eq(QV_AQ_LT_FP8_BLK_MIN_M, 128);
     ck_assert_int_eq(QV_AQ_LT_FP8_BLK_MIN_M_SMALL, 256);
+    /* The form by M: 128, then from 193. */
+    ck_assert(!qv_aq_lt_fp8_blk_form(127, 12288, 4096) && qv_aq_lt_fp8_blk_form(128, 12288, 4096));
+    ck_assert(!qv_aq_lt_fp8_blk_form(129, 12288, 4096) && !qv_aq_lt_fp8_blk_form(192, 12288, 4096));
+    ck_assert(qv_aq_lt_fp8_blk_form(193, 12288, 4096) && qv_aq_lt_fp8_blk_form(320, 12288, 4096));
+    ck_assert(qv_aq_lt_fp8_blk_form(256, 4096, 4096) && !qv_aq_lt_fp8_blk_form(128, 4096, 4096));
+    ck_assert(!qv_aq_lt_fp8_blk_form(255, 4096, 4096) && qv_aq_lt_fp8_blk_form(300, 4096, 4096));
     /* The other scalings, and rows of no e4m3 W8A8 scaling. */
     ck_assert_int_eq(qv_aq_lt_fp8_default_min_m(qv_variant_find("w8a8-fp8-tensor"), 57344, 8192), 1);
     ck_assert_int_eq(qv_aq_lt_fp8_default_min_m(qv_variant_find("w8a8-fp8-block128"), 57344, 8192), 4);

@@ -103,6 +103,12 @@ void qv_lt_trace_algo(const char *label, int m, int n, int k, const void *algo, 
  * CUDA call. */
 int qv_aq_lt_fp8_blk_default_min_m(int n, int k);
 
+/* 1 when the block row on cuBLASLt asks for the BLK128x128 form at (m, n, k):
+ * from the threshold above (or QVET_AQ_LT_FP8_BLK_MIN_M; a malformed value
+ * reads as the default), at M = 128 and from M = 193 (VEC128 is faster at M =
+ * 129-192). No CUDA call. */
+int qv_aq_lt_fp8_blk_form(int m, int n, int k);
+
 /* From this M on, the per-token x per-channel e4m3 row runs cuBLASLt's outer
  * vector scaling; below it, the two-step form (cuBLASLt per tensor with unit
  * scales into fp32, then the two scales and the fp16 rounding in a small
