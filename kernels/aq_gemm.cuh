@@ -129,16 +129,22 @@ __device__ __forceinline__ float aq_load_as(const aq_params &p, int row)
     return p.ascale == AQ_AS_TENSOR ? p.a_scale[0] : p.a_scale[row];
 }
 
-/* Outputs (row, col) and (row, col + 1), RNE to fp16 (overflow gives
- * +-Inf), as one 4-byte store; every activation-quantized kernel's last step. */
-__device__ __forceinline__ void aq_store_f16x2(const aq_params &p, int64_t row, int64_t col, float o0, float o1)
+/* Two outputs, RNE to fp16 as declared (overflow gives +-Inf), packed low
+ * half first: every activation-quantized kernel's last step. */
+__device__ __forceinline__ __half2 aq_round_f16x2(float o0, float o1)
 {
 #ifdef QV_MUTANT_gpu_aq_output_truncation
     /* Mutant (class 17): the output cast truncates toward zero where RNE is declared. */
-    *(__half2 *)(p.c + row * p.n + col) = __halves2half2(__float2half_rz(o0), __float2half_rz(o1));
+    return __halves2half2(__float2half_rz(o0), __float2half_rz(o1));
 #else
-    *(__half2 *)(p.c + row * p.n + col) = __halves2half2(__float2half_rn(o0), __float2half_rn(o1));
+    return __halves2half2(__float2half_rn(o0), __float2half_rn(o1));
 #endif
+}
+
+/* Outputs (row, col) and (row, col + 1) rounded so, as one 4-byte store. */
+__device__ __forceinline__ void aq_store_f16x2(const aq_params &p, int64_t row, int64_t col, float o0, float o1)
+{
+    *(__half2 *)(p.c + row * p.n + col) = aq_round_f16x2(o0, o1);
 }
 
 /* The epilogue of two adjacent outputs (row, col), (row, col+1) from their

@@ -58,7 +58,9 @@ std::atomic<long long> g_runs(0);
  * swizzle atom), then its kKs k16 rows of the block's packed weights cut into
  * segments of at most 2 KiB (byte b of k16 row u at (b / seg_bytes) kKs
  * seg_bytes + u seg_bytes + b % seg_bytes, one tensor-map box per segment),
- * then, per group, the stage's group row of bn fp16 scales. */
+ * then, per group, the stage's group row of bn fp16 scales. After the ring,
+ * the epilogue's staging area (wg_common.cuh, kEpiRows): epi_rows tokens x
+ * 64 output columns per chunk of the block, 128 bytes per token. */
 template <int TPW, int BX, bool GROUP> struct q_layout {
     using C = tile_cfg<TPW, BX>;
     static constexpr int a_bytes = C::bx * 128;
@@ -71,10 +73,14 @@ template <int TPW, int BX, bool GROUP> struct q_layout {
     static constexpr int a_off = 0;
     static constexpr int w_off = a_off + a_bytes;
     static constexpr int s_off = w_off + w_bytes;
-    using R = wg_ring<s_off + s_bytes, kMaxStages>;
+    static constexpr int epi_rows = C::bx < kEpiRows ? C::bx : kEpiRows;
+    static constexpr int epi_chunk_bytes = epi_rows * 128;
+    static constexpr int epi_bytes = C::chunks * epi_chunk_bytes;
+    using R = wg_ring<s_off + s_bytes, kMaxStages, epi_bytes>;
     static constexpr int bytes = R::bytes;
     static constexpr int header = R::header;
     static constexpr int stages = R::stages;
+    static constexpr int epi_off = R::extra_off;
     static constexpr int total = R::total;
 };
 
@@ -84,6 +90,7 @@ struct qwg_params {
     int g_steps;             /* per group: stages per group (g / 128) */
     int *counters;           /* stream-K tail: one arrival counter per tail tile, zero between launches */
     int *partial;            /* stream-K tail: 2 x grid slots of one tile's int32 accumulators */
+    int c_tma;               /* 1: C is 16-byte aligned and the epilogue stores it through c_map */
 };
 
 /* D (64 x N, int32) += A (64 x 32 int8, registers) . B (32 x N int8, shared
@@ -146,7 +153,8 @@ __device__ __forceinline__ void qqq_frags(const uint32_t *w0, const uint32_t *w1
 template <int TPW, int BX, bool GROUP>
 __global__ void __launch_bounds__(kThreads, 1)
     k_gemm_qqq_wgmma(const qwg_params p, const wg_sched sc, const __grid_constant__ CUtensorMap a_map,
-                     const __grid_constant__ CUtensorMap w_map, const __grid_constant__ CUtensorMap s_map)
+                     const __grid_constant__ CUtensorMap w_map, const __grid_constant__ CUtensorMap s_map,
+                     const __grid_constant__ CUtensorMap c_map)
 {
     using C = tile_cfg<TPW, BX>;
     using L = q_layout<TPW, BX, GROUP>;
@@ -238,7 +246,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     int acc[TPW][C::bx / 2];
     uint32_t slot = 0, phase = 0;
     const int ct = tid;
-    volatile int *last_flag = reinterpret_cast<volatile int *>(smem + 512);
+    /* Whether this block's part of a shared tile arrived last: one flag per
+     * tail piece (a block has at most two, j = 0 and 1), so that no flag is
+     * written again while a consumer may still read it. */
+    volatile int *last_flags = reinterpret_cast<volatile int *>(smem + 512);
     for (wg_pieces pc(sc, blockIdx.x); pc.next(sc);) {
         const int tile = pc.tile;
         const int m0 = tile % tiles_m * C::bx;
@@ -354,9 +365,9 @@ __global__ void __launch_bounds__(kThreads, 1)
                                                     acc[q / kQ][4 * (q % kQ) + 2], acc[q / kQ][4 * (q % kQ) + 3]);
             __threadfence();
             asm volatile("bar.sync 1, %0;\n" ::"n"(32 * kConsumerWarps) : "memory");
-            if (ct == 0) *last_flag = atomicAdd(&p.counters[pc.sk_t], 1) == parts - 1;
+            if (ct == 0) last_flags[pc.j] = atomicAdd(&p.counters[pc.sk_t], 1) == parts - 1;
             asm volatile("bar.sync 1, %0;\n" ::"n"(32 * kConsumerWarps) : "memory");
-            if (!*last_flag) continue;
+            if (!last_flags[pc.j]) continue;
             __threadfence();
             const int4 *src0 = reinterpret_cast<const int4 *>(p.partial) + ct;
 #ifdef QV_MUTANT_gpu_qwg_streamk_first_part_only
@@ -387,9 +398,81 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
             if (ct == 0) p.counters[pc.sk_t] = 0;
         }
+        const float *ws = GROUP ? p.aq.w_scale2 : static_cast<const float *>(p.aq.w_scale);
+        if (p.c_tma) {
+            /* Epilogue through the staging area, as the weight-only kernel's
+             * (kernels/wonly_wg.cu): rounds of R tokens, each warp's 16 TPW
+             * columns of the round written as transposed 8 x 8 matrices
+             * (stmatrix) on the 128-byte swizzle, one tensor-map store per
+             * chunk issued by one thread of the warpgroup. The values are the
+             * direct form's: (float(acc) * s_w) * s_tok, each product RN, then
+             * RNE to fp16 (aq_scale_out, aq_round_f16x2). */
+            constexpr int R = L::epi_rows, kRounds = C::bx / R, kMats = R / 8 * 2 * TPW;
+            static_assert(kMats % 4 == 0, "whole stmatrix.x4 groups");
+            const uint32_t epi_wg = smem_addr + L::epi_off + TPW * wgi * L::epi_chunk_bytes;
+            const uint32_t epi_warp = smem_addr + L::epi_off + chunk_l * L::epi_chunk_bytes;
+            const bool lead = (ct & 127) == 0;
+            const int gq = lane >> 2, tq = lane & 3;
+            float sw[TPW][2];
+#pragma unroll
+            for (int i = 0; i < TPW; i++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    sw[i][h] = chunk_ok ? ws[aq_perm32_pos((c0 + chunk_l) * 64 + 16 * (q0 + i) + 8 * h + gq)] : 0.0f;
+#pragma unroll
+            for (int r = 0; r < kRounds; r++) {
+                if (m0 + r * R >= m) break; /* the tile's rows past M (uniform over the block) */
+                /* This lane's two tokens of each 8-token block of the round. */
+                float sa[R / 8][2];
+#pragma unroll
+                for (int jb = 0; jb < R / 8; jb++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const int tok = m0 + r * R + 8 * jb + 2 * tq + e;
+                        sa[jb][e] = tok < m ? p.aq.a_scale[tok] : 0.0f;
+                    }
+                if (lead) bulk_wait_read<0>();
+                consumers_bar();
+                if (wg_active) { /* a warpgroup wholly past N writes nothing */
+#pragma unroll
+                    for (int q = 0; q < kMats; q += 4) {
+                        uint32_t v[4];
+#pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            const int mat = q + e, jb = mat / (2 * TPW), i = mat / 2 % TPW, h = mat % 2;
+                            const int j = r * (R / 8) + jb;
+                            const __half2 o = aq_round_f16x2(
+                                aq_scale_out(__int2float_rn(acc[i][4 * j + 2 * h]), sw[i][h], sa[jb][0]),
+                                aq_scale_out(__int2float_rn(acc[i][4 * j + 2 * h + 1]), sw[i][h], sa[jb][1]));
+                            v[e] = *reinterpret_cast<const uint32_t *>(&o);
+                        }
+                        const int mat_l = q + (lane >> 3);
+                        const int row = mat_l / (2 * TPW) * 8 + (lane & 7);
+                        const int unit = 2 * (q0 + mat_l / 2 % TPW) + mat_l % 2;
+#ifdef QV_MUTANT_gpu_qwg_epi_rows_unswizzled
+                        /* Mutant (class 3): the staged rows written without the 128-byte swizzle
+                         * the store's tensor map reads them with. */
+                        stmatrix_x4_trans(epi_warp + row * 128 + (unit << 4), v);
+#else
+                        stmatrix_x4_trans(epi_warp + row * 128 + ((unit ^ (lane & 7)) << 4), v);
+#endif
+                    }
+                }
+                fence_proxy_async();
+                consumers_bar();
+                if (lead && wg_active) {
+#pragma unroll
+                    for (int c = 0; c < TPW; c++)
+                        if (c0 + TPW * wgi + c < n_chunks)
+                            tma_store_2d(&c_map, (c0 + TPW * wgi + c) * 64, m0 + r * R, epi_wg + c * L::epi_chunk_bytes);
+                    bulk_commit();
+                }
+            }
+            continue;
+        }
         if (!wg_active || !chunk_ok) continue;
 
-        /* Epilogue: row 16w + lane/4 (+8) of m64 tile i is column 64 chunk +
+        /* Epilogue with direct stores (C only 4-byte aligned): row 16w + lane/4 (+8) of m64 tile i is column 64 chunk +
          * 16 (q0 + i) + lane/4 (+8); accumulator 4j + 2h + e holds token 8j +
          * 2 (lane%4) + e. After one exchange with lane ^ 4 (the neighbouring
          * column), the even-column lane writes both columns of its even token
@@ -398,7 +481,6 @@ __global__ void __launch_bounds__(kThreads, 1)
          * aq_store_f16x2: the mma kernel's own sequence). */
         const int gq = lane >> 2, tq = lane & 3;
         const bool even = (gq & 1) == 0;
-        const float *ws = GROUP ? p.aq.w_scale2 : static_cast<const float *>(p.aq.w_scale);
 #pragma unroll
         for (int i = 0; i < TPW; i++)
 #pragma unroll
@@ -420,6 +502,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                 }
             }
     }
+    /* The staging area's last stores done before the block leaves. */
+    if (p.c_tma && (ct & 127) == 0) bulk_wait<0>();
 }
 
 /* ---- host side ---- */
@@ -517,8 +601,9 @@ qv_status launch_kernel(const qwg_params &p, const wg_sched &sc, cudaStream_t st
      * of kKs rows x one segment; per group the (k / g, n) fp16 scales as
      * pairs, boxes of one row x bn / 2 pairs. Every base is 16-byte aligned
      * (qv_launch_qqq checks) and every row a multiple of 16 bytes. */
-    CUtensorMap a_map, w_map, s_map;
+    CUtensorMap a_map, w_map, s_map, c_map;
     memset(&s_map, 0, sizeof s_map);
+    memset(&c_map, 0, sizeof c_map);
     QV_TRY(make_map_2d(&a_map, p.aq.a, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, (uint64_t)k, (uint64_t)m, (uint64_t)k, 128,
                        C::bx, CU_TENSOR_MAP_SWIZZLE_128B, "A"));
     const uint64_t row = (uint64_t)(n / 64) * kChunkBytes;
@@ -528,6 +613,12 @@ qv_status launch_kernel(const qwg_params &p, const wg_sched &sc, cudaStream_t st
         QV_TRY(make_map_2d(&s_map, p.aq.w_scale, CU_TENSOR_MAP_DATA_TYPE_UINT32, 4, (uint64_t)n / 2,
                            (uint64_t)(k / p.aq.g), (uint64_t)n * 2, C::bn / 2, 1, CU_TENSOR_MAP_SWIZZLE_NONE,
                            "group scales"));
+    /* C (m, n) fp16 for the epilogue's stores: boxes of 64 columns (128
+     * bytes) x epi_rows tokens, 128-byte swizzle (only with C 16-byte
+     * aligned: c_tma). */
+    if (p.c_tma)
+        QV_TRY(make_map_2d(&c_map, p.aq.c, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, (uint64_t)n, (uint64_t)m, (uint64_t)n * 2,
+                           64, L::epi_rows, CU_TENSOR_MAP_SWIZZLE_128B, "C"));
     static bool attr_set = false;
     if (!attr_set) {
         QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_qqq_wgmma<TPW, BX, GROUP>,
@@ -548,7 +639,7 @@ qv_status launch_kernel(const qwg_params &p, const wg_sched &sc, cudaStream_t st
     cfg.stream = stream;
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
-    QV_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_gemm_qqq_wgmma<TPW, BX, GROUP>, p, sc, a_map, w_map, s_map),
+    QV_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_gemm_qqq_wgmma<TPW, BX, GROUP>, p, sc, a_map, w_map, s_map, c_map),
                 "QQQ wgmma kernel launch");
     QV_CUDA_TRY(cudaGetLastError(), "QQQ wgmma kernel launch");
     return QV_OK;
@@ -637,6 +728,8 @@ extern "C" qv_status qv_qqq_wg_launch(const qv_variant *v, const aq_params *ap, 
     p.g_steps = group ? a->g / 128 : 1;
     p.counters = (int *)a->workspace + AQ_CTR_ARRIVE;
     p.partial = pl.sc.sk_tiles > 0 ? (int *)((unsigned char *)a->workspace + pl.partial_off) : NULL;
+    /* The tensor-map stores need a 16-byte aligned C (qv_launch_qqq asks for 4 bytes). */
+    p.c_tma = ((uintptr_t)p.aq.c & 15) == 0;
     cudaStream_t stream = (cudaStream_t)a->stream;
     QV_TRY(group ? launch_tile<true>(pl.tile, p, pl.sc, stream) : launch_tile<false>(pl.tile, p, pl.sc, stream));
     g_runs++;

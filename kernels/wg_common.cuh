@@ -38,6 +38,40 @@ constexpr int kSwizzleAtom = 1024;     /* 8 rows of 128 bytes: the 128-byte swiz
  * slack (the dynamic base is only 16-byte aligned). */
 constexpr int kSmemMax = 227 * 1024;
 
+/* Tokens of output per epilogue round (at most the tile's), in both kernels:
+ * each round the consumers write that many tokens of their columns into a
+ * staging area after the ring (128 bytes per token and 64-column chunk, on
+ * the 128-byte swizzle) and one thread per warpgroup stores them with the
+ * output's tensor map while the next round is written (-DQV_WG_EPI_ROWS=16,
+ * 32, 64, 128 or 256, for comparisons; the area takes shared memory from the
+ * ring). H200 2026-12-02 (bench/RESULTS.md, fifteenth round): 32, 128 and
+ * 256 within the run-to-run spread of 64 at M = 32-1024. */
+#ifndef QV_WG_EPI_ROWS
+#define QV_WG_EPI_ROWS 64
+#endif
+constexpr int kEpiRows = QV_WG_EPI_ROWS;
+static_assert(kEpiRows == 16 || kEpiRows == 32 || kEpiRows == 64 || kEpiRows == 128 || kEpiRows == 256,
+              "16 to 256 tokens per epilogue round, a power of two");
+
+/* Four 8 x 8 matrices of 16-bit codes from the mma accumulator layout into
+ * shared memory, transposed: register e of lane l holds elements (l / 4,
+ * 2 (l % 4)) and (l / 4, 2 (l % 4) + 1) of matrix e (low half first), and
+ * row r of the stored matrix e (its column r before the transpose, 16
+ * bytes) goes to the address lane 8 e + r gives. */
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, const uint32_t v[4])
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v[0]),
+                 "r"(v[1]), "r"(v[2]), "r"(v[3])
+                 : "memory");
+}
+
+/* A barrier of the two consumer warpgroups (named barrier 1, 256 threads;
+ * the producer warpgroup never takes part). */
+__device__ __forceinline__ void consumers_bar()
+{
+    asm volatile("bar.sync 1, %0;\n" ::"n"(32 * kConsumerWarps) : "memory");
+}
+
 /* The block's tile, by m64 tiles per warpgroup (TPW, 1, 2 or 4) and tokens
  * (BX, the wgmma N: 256 / TPW unless given): each warp feeds TPW x 16 rows of
  * weights, its lanes' words for TPW pairs of n8 tiles (a quarter of a

@@ -82,18 +82,6 @@ constexpr int kMaxStages = 8;
 #endif
 constexpr int kInFlight = QV_WG_INFLIGHT;
 static_assert(kInFlight == 1 || kInFlight == 2, "one or two wgmma groups in flight");
-/* Tokens of output per epilogue round (at most the tile's): each round the
- * consumers write that many tokens of their columns into the staging area
- * and one thread per warpgroup stores them with the tensor map while the
- * next round is written (-DQV_WG_EPI_ROWS=16, 32, 64, 128 or 256, for
- * comparisons; the area takes shared memory from the ring). */
-#ifndef QV_WG_EPI_ROWS
-#define QV_WG_EPI_ROWS 64
-#endif
-constexpr int kEpiRows = QV_WG_EPI_ROWS;
-static_assert(kEpiRows == 16 || kEpiRows == 32 || kEpiRows == 64 || kEpiRows == 128 || kEpiRows == 256,
-              "16 to 256 tokens per epilogue round, a power of two");
-
 template <int WT> struct wt_traits {
     static constexpr bool four = WT == WT_INT4 || WT == WT_INT4_ZP;
     static constexpr int lane_bytes = four ? 16 : 32;        /* packed bytes per lane per (k16, chunk) */
@@ -193,25 +181,6 @@ WG_MMA_SPEC(256, false, "f16", WG_REGS256, WG_D256("+f"))
 WG_MMA_SPEC(256, true, "bf16", WG_REGS256, WG_D256("+f"))
 
 #undef WG_MMA_SPEC
-
-/* Four 8 x 8 matrices of 16-bit codes from the mma accumulator layout into
- * shared memory, transposed: register e of lane l holds elements (l / 4,
- * 2 (l % 4)) and (l / 4, 2 (l % 4) + 1) of matrix e (low half first), and
- * row r of the stored matrix e (its column r before the transpose, 16
- * bytes) goes to the address lane 8 e + r gives. */
-__device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, const uint32_t v[4])
-{
-    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v[0]),
-                 "r"(v[1]), "r"(v[2]), "r"(v[3])
-                 : "memory");
-}
-
-/* A barrier of the 128 threads of consumer warpgroup wgi (named barriers 2
- * and 3; 1 is both consumer warpgroups'). */
-__device__ __forceinline__ void wg_bar(int wgi)
-{
-    asm volatile("bar.sync %0, 128;\n" ::"r"(2 + wgi) : "memory");
-}
 
 /* The group-scale registers of one warp's n8 tiles (half2 each, the scale in
  * both halves) and the zero-point constants of its 4-bit tiles with zero
@@ -410,7 +379,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     float acc[TPW][C::bx / 2];
     uint32_t slot = 0, phase = 0;
     const int ct = tid;                    /* consumer thread 0..255 */
-    volatile int *last_flag = reinterpret_cast<volatile int *>(smem + 512);
+    /* Whether this block's part of a shared tile arrived last: one flag per
+     * tail piece (a block has at most two, j = 0 and 1), so that no flag is
+     * written again while a consumer may still read it. */
+    volatile int *last_flags = reinterpret_cast<volatile int *>(smem + 512);
     for (wg_pieces pc(sc, blockIdx.x); pc.next(sc);) {
         const int tile = pc.tile;
         const int m0 = tile % tiles_m * C::bx;
@@ -578,9 +550,9 @@ __global__ void __launch_bounds__(kThreads, 1)
                                                       acc[q / kQ][4 * (q % kQ) + 2], acc[q / kQ][4 * (q % kQ) + 3]);
             __threadfence();
             asm volatile("bar.sync 1, %0;\n" ::"n"(32 * kConsumerWarps) : "memory");
-            if (ct == 0) *last_flag = atomicAdd(&p.counters[pc.sk_t], 1) == parts - 1;
+            if (ct == 0) last_flags[pc.j] = atomicAdd(&p.counters[pc.sk_t], 1) == parts - 1;
             asm volatile("bar.sync 1, %0;\n" ::"n"(32 * kConsumerWarps) : "memory");
-            if (!*last_flag) continue;
+            if (!last_flags[pc.j]) continue;
             __threadfence();
             /* Part i of the tile lives in block sk_first + i's slot: its
              * first tail piece, except that part 0 is its block's second
@@ -619,18 +591,21 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
             if (ct == 0) p.counters[pc.sk_t] = 0;
         }
-        if (!wg_active) continue;
-
         if (p.c_tma) {
             /* Epilogue through the staging area, in rounds of R tokens: each
              * warp writes its 16 TPW columns of the round's tokens there as
              * 8 x 8 matrices (stmatrix, transposed: the accumulators of one
              * column and 8 tokens become 8 tokens' rows of 8 columns), each
              * 64-column chunk as R rows of 128 bytes on the 128-byte swizzle
-             * (16-byte unit u of row r at u ^ (r % 8): conflict-free), then
-             * one thread of the warpgroup stores its chunks with the tensor
-             * map (rows past M and chunks past N are not written) and the
-             * warpgroup goes on while the copy engine writes. Arithmetic as
+             * (16-byte unit u of row r at u ^ (r % 8): conflict-free), then,
+             * after a barrier of both consumer warpgroups, one thread of each
+             * stores its chunks with the tensor map (rows past M and chunks
+             * past N are not written) and the warpgroups go on while the copy
+             * engine writes. (Both warpgroups take the same barriers, one
+             * wholly past N included: with a barrier per warpgroup,
+             * compute-sanitizer's racecheck reported the stream-K flag's
+             * barrier-ordered write and read as a race where the two
+             * diverged, H200 2026-12-02.) Arithmetic as
              * in the direct form below: y * s in fp32, one rounding.
              * Matrix mat of a round is token block jb = mat / (2 TPW), m64
              * tile i = mat / 2 % TPW and column half h = mat % 2, its columns
@@ -660,35 +635,37 @@ __global__ void __launch_bounds__(kThreads, 1)
                 /* Mutant (class 5): the staging area rewritten without waiting for the
                  * stores of the round before to have read it. */
 #endif
-                wg_bar(wgi);
+                consumers_bar();
+                if (wg_active) { /* a warpgroup wholly past N writes nothing */
 #pragma unroll
-                for (int q = 0; q < kMats; q += 4) {
-                    uint32_t v[4];
+                    for (int q = 0; q < kMats; q += 4) {
+                        uint32_t v[4];
 #pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        const int mat = q + e, jb = mat / (2 * TPW), i = mat / 2 % TPW, h = mat % 2;
-                        const int j = r * (R / 8) + jb;
-                        float y0 = acc[i][4 * j + 2 * h], y1 = acc[i][4 * j + 2 * h + 1];
-                        if (!GROUPED) {
-                            y0 = y0 * sc[i][h];
-                            y1 = y1 * sc[i][h];
+                        for (int e = 0; e < 4; e++) {
+                            const int mat = q + e, jb = mat / (2 * TPW), i = mat / 2 % TPW, h = mat % 2;
+                            const int j = r * (R / 8) + jb;
+                            float y0 = acc[i][4 * j + 2 * h], y1 = acc[i][4 * j + 2 * h + 1];
+                            if (!GROUPED) {
+                                y0 = y0 * sc[i][h];
+                                y1 = y1 * sc[i][h];
+                            }
+                            v[e] = qv_h2<IS_BF16>::pack(y0, y1);
                         }
-                        v[e] = qv_h2<IS_BF16>::pack(y0, y1);
-                    }
-                    const int mat_l = q + (lane >> 3);
-                    const int row = mat_l / (2 * TPW) * 8 + (lane & 7);
-                    const int unit = 2 * (q0 + mat_l / 2 % TPW) + mat_l % 2;
+                        const int mat_l = q + (lane >> 3);
+                        const int row = mat_l / (2 * TPW) * 8 + (lane & 7);
+                        const int unit = 2 * (q0 + mat_l / 2 % TPW) + mat_l % 2;
 #ifdef QV_MUTANT_gpu_wg_epi_swizzle_missing
-                    /* Mutant (class 3): the staged rows written without the 128-byte swizzle
-                     * the store's tensor map reads them with (a chunk's columns permuted). */
-                    stmatrix_x4_trans(epi_warp + row * 128 + (unit << 4), v);
+                        /* Mutant (class 3): the staged rows written without the 128-byte swizzle
+                         * the store's tensor map reads them with (a chunk's columns permuted). */
+                        stmatrix_x4_trans(epi_warp + row * 128 + (unit << 4), v);
 #else
-                    stmatrix_x4_trans(epi_warp + row * 128 + ((unit ^ (lane & 7)) << 4), v);
+                        stmatrix_x4_trans(epi_warp + row * 128 + ((unit ^ (lane & 7)) << 4), v);
 #endif
+                    }
                 }
                 fence_proxy_async();
-                wg_bar(wgi);
-                if (lead) {
+                consumers_bar();
+                if (lead && wg_active) {
 #pragma unroll
                     for (int c = 0; c < TPW; c++)
                         if (c0 + TPW * wgi + c < n_chunks)
@@ -698,7 +675,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
             continue;
         }
-        if (!chunk_ok) continue;
+        if (!wg_active || !chunk_ok) continue;
 
         /* Epilogue with direct stores (C only 4-byte aligned): row 16w + lane/4 (+8) of m64 tile i is column
          * 64*chunk + 16(q0+i) + lane/4 (+8); accumulator 4j + 2h + e holds token

@@ -17,6 +17,10 @@
  *  - the stream-K tail: long K on a few blocks (QVET_AQ_WG_BLOCKS) so that
  *    tiles are cut into parts in several blocks, which qv_qqq_wg_tail_tiles
  *    must report, with the same bit-for-bit witnesses;
+ *  - the epilogue's direct stores (C only 4-byte aligned; every other case
+ *    runs the staged tensor-map stores): the output 4 bytes past a 16-byte
+ *    boundary (gpu_launch_c_off4, a guard after it) in a 128- and a
+ *    512-column tile and in a stream-K tail, bit for bit the model;
  *  - the published QQQ vectors in ../shared/golden (QVET_GOLDEN overrides the
  *    folder) forced through the path in every block tile: the real QQQ
  *    kernel's D bit for bit;
@@ -179,6 +183,52 @@ START_TEST(stream_k)
 }
 END_TEST
 
+/* The direct-store epilogue (C 4 bytes past a 16-byte boundary): M, N and K
+ * tails in the 128x256 and 512x16 tiles, and a stream-K tail on 3 blocks. */
+START_TEST(direct_store)
+{
+    const qv_variant *v = qv_registry_get(g_rows[_i]);
+    static const struct {
+        const char *tile, *blocks;
+        int64_t m, n, k_ch, k_g;
+        qv_probe_kind probe;
+    } cs[3] = {{"128x256", NULL, 70, 576, 1040, 384, QV_PROBE_EXACT},
+               {"512x16", NULL, 5, 192, 144, 1152, QV_PROBE_ONEHOT},
+               {"128x256", "3", 257, 256, 3072, 2048, QV_PROBE_RANDOM}};
+    for (int c = 0; c < 3; c++) {
+        const int64_t k = v->g > 0 ? cs[c].k_g : cs[c].k_ch;
+        qv_problem p;
+        char label[192];
+        gpu_problem_probe(&p, v, cs[c].m, cs[c].n, k, cs[c].probe, QV_REGIME_LOGUNIFORM,
+                          g_seed + 500 + (uint64_t)g_rows[_i] * 10 + (uint64_t)c, label, sizeof label);
+        const size_t ob = (size_t)qv_problem_out_bytes(&p);
+        uint16_t *model = malloc(ob), *out = malloc(ob);
+        ck_assert(model && out);
+        ck_assert_msg(ref_model_run(&p, model) == QV_OK, "%s: model: %s", label, qv_errmsg());
+        clear_env();
+        setenv("QVET_AQ_WG_MIN_M", "1", 1);
+        setenv("QVET_AQ_WG_TILE", cs[c].tile, 1);
+        if (cs[c].blocks) {
+            setenv("QVET_AQ_WG_BLOCKS", cs[c].blocks, 1);
+            ck_assert_int_gt(qv_qqq_wg_tail_tiles((int)cs[c].m, (int)cs[c].n, (int)k), 0);
+        }
+        char path[80];
+        snprintf(path, sizeof path, "wgmma, tile %s, C 4 bytes off", cs[c].tile);
+        const long long before = qv_qqq_wg_runs();
+        gpu_run_twice_with(&p, gpu_launch_c_off4, out, label, path);
+        ck_assert_msg(qv_qqq_wg_runs() - before == 2, "%s [%s]: not on the wgmma path", label, path);
+        const int64_t d = first_diff(out, model, cs[c].m * cs[c].n);
+        ck_assert_msg(d < 0, "%s [%s]: differs from the model at (%" PRId64 ", %" PRId64 "): 0x%04x vs 0x%04x", label,
+                      path, d / cs[c].n, d % cs[c].n, d < 0 ? 0 : out[d], d < 0 ? 0 : model[d]);
+        clear_env();
+        free(model);
+        free(out);
+        qv_problem_destroy(&p);
+    }
+    printf("%s: the direct-store epilogue, 3 cases, bit for bit\n", v->name);
+}
+END_TEST
+
 static const char *const qqq_goldens[] = {"qqq_w4a8_k128_n256_g-1", "qqq_w4a8_k256_n256_g128"};
 
 START_TEST(golden_qqq_wg)
@@ -334,6 +384,7 @@ int main(void)
     if (gpu) {
         tcase_add_loop_test(tc, paths_equal, 0, g_nrows);
         tcase_add_loop_test(tc, stream_k, 0, g_nrows);
+        tcase_add_loop_test(tc, direct_store, 0, g_nrows);
         tcase_add_loop_test(tc, golden_qqq_wg, 0, N_TILES * (int)(sizeof qqq_goldens / sizeof qqq_goldens[0]));
     }
     tcase_add_test(tc, schedule);

@@ -37,7 +37,6 @@
  * Random cases come from (seed, index); the seed is printed and
  * QVET_SEED=<seed> replays it. */
 #include <check.h>
-#include <cuda_runtime_api.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +46,6 @@
 #include "../kernels/wonly_wg.cuh"
 #include "qvet/gemm.h"
 #include "qvet/gpu.h"
-#include "qvet/reference.h"
 #include "qvet/variant.h"
 #include "support/gpu.h"
 #include "support/wonly.h"
@@ -219,40 +217,6 @@ END_TEST
 
 /* ---- C only 4-byte aligned: the direct-store epilogue ------------------------ */
 
-/* A launch with the output 4 bytes past a 16-byte boundary (what
- * qv_launch_wonly accepts, and too little for the tensor-map stores): the
- * kernel writes into a scratch buffer there, poisoned first, output and
- * guard alike, and the output is copied back to args->c for the verdict; a
- * guard byte that lost its poison is an error (a write past the output). */
-#define OFF4_GUARD 2048 /* 16-bit codes of guard */
-static void *g_off4;
-static size_t g_off4_bytes;
-
-static qv_status launch_c_off4(const qv_variant *v, const qv_gemm_args *args)
-{
-    const size_t count = (size_t)args->m * (size_t)args->n, need = 16 + (count + OFF4_GUARD) * 2;
-    if (need > g_off4_bytes) {
-        if (g_off4) QV_CUDA_TRY(cudaFree(g_off4), "cudaFree");
-        g_off4 = NULL, g_off4_bytes = 0;
-        QV_CUDA_TRY(cudaMalloc(&g_off4, need), "cudaMalloc (4-byte offset output)");
-        g_off4_bytes = need;
-    }
-    uint16_t *c4 = (uint16_t *)((char *)g_off4 + 4);
-    QV_TRY(qv_gpu_poison(c4, v->ofmt, (int64_t)(count + OFF4_GUARD), NULL));
-    qv_gemm_args a = *args;
-    a.c = c4;
-    QV_TRY(v->launch(v, &a));
-    QV_CUDA_TRY(cudaGetLastError(), "kernel launch");
-    QV_CUDA_TRY(cudaDeviceSynchronize(), "kernel execution");
-    QV_CUDA_TRY(cudaMemcpy(args->c, c4, count * 2, cudaMemcpyDeviceToDevice), "cudaMemcpy (output back)");
-    static uint16_t guard[OFF4_GUARD];
-    QV_CUDA_TRY(cudaMemcpy(guard, c4 + count, sizeof guard, cudaMemcpyDeviceToHost), "cudaMemcpy (guard)");
-    const uint16_t code = (uint16_t)ref_poison_code(v->ofmt);
-    for (int i = 0; i < OFF4_GUARD; i++)
-        if (guard[i] != code) return qv_fail(QV_ERR_RANGE, "the guard after a 4-byte offset output: code %d past it was written", i);
-    return QV_OK;
-}
-
 /* One case through the wgmma path with the 4-byte offset output, launched
  * twice, against the same witnesses as one_case. */
 static int off4_case(const qv_variant *v, int64_t m, int64_t n, int64_t k, int probe, uint64_t idx)
@@ -270,7 +234,7 @@ static int off4_case(const qv_variant *v, int64_t m, int64_t n, int64_t k, int p
     void *out = malloc((size_t)qv_problem_out_bytes(&p));
     ck_assert_ptr_nonnull(out);
     qv_gpu_stats st;
-    const qv_status s = qv_gpu_run(&p, launch_c_off4, 2, out, &st);
+    const qv_status s = qv_gpu_run(&p, gpu_launch_c_off4, 2, out, &st);
     ck_assert_msg(s == QV_OK, "%s: %s", label, qv_errmsg());
     int ok = !st.nondeterministic && st.guard_writes == 0;
     if (!ok) fprintf(stderr, "FAIL %s: two launches differ or the guard was written\n", label);

@@ -99,16 +99,54 @@ void *gpu_dev_copy(const void *h, size_t bytes)
 
 void gpu_run_twice(const qv_problem *p, void *out, const char *label, const char *path)
 {
+    gpu_run_twice_with(p, NULL, out, label, path);
+}
+
+void gpu_run_twice_with(const qv_problem *p, qv_launch_fn launch, void *out, const char *label, const char *path)
+{
     char where[256];
     if (path)
         snprintf(where, sizeof where, "%s [%s]", label, path);
     else
         snprintf(where, sizeof where, "%s", label);
     qv_gpu_stats st;
-    const qv_status s = qv_gpu_run(p, NULL, 2, out, &st);
+    const qv_status s = qv_gpu_run(p, launch, 2, out, &st);
     ck_assert_msg(s == QV_OK, "%s: qv_gpu_run: %s", where, qv_errmsg());
     ck_assert_msg(!st.nondeterministic, "%s: two launches differ, first at element %" PRId64, where, st.first_diff);
     ck_assert_msg(st.guard_writes == 0, "%s: %" PRId64 " bytes written past the output", where, st.guard_writes);
+}
+
+/* (support/gpu.h) The scratch buffer grows as cases need and is kept. */
+#define OFF4_GUARD 2048 /* 16-bit codes of guard */
+
+static void *g_off4;
+static size_t g_off4_bytes;
+
+qv_status gpu_launch_c_off4(const qv_variant *v, const qv_gemm_args *args)
+{
+    if (qv_fmt_storage_bytes(v->ofmt) != 2)
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s: the 4-byte offset output takes 16-bit output codes", v->name);
+    const size_t count = (size_t)args->m * (size_t)args->n, need = 16 + (count + OFF4_GUARD) * 2;
+    if (need > g_off4_bytes) {
+        if (g_off4) QV_CUDA_TRY(cudaFree(g_off4), "cudaFree");
+        g_off4 = NULL, g_off4_bytes = 0;
+        QV_CUDA_TRY(cudaMalloc(&g_off4, need), "cudaMalloc (4-byte offset output)");
+        g_off4_bytes = need;
+    }
+    uint16_t *c4 = (uint16_t *)((char *)g_off4 + 4);
+    QV_TRY(qv_gpu_poison(c4, v->ofmt, (int64_t)(count + OFF4_GUARD), NULL));
+    qv_gemm_args a = *args;
+    a.c = c4;
+    QV_TRY(v->launch(v, &a));
+    QV_CUDA_TRY(cudaGetLastError(), "kernel launch");
+    QV_CUDA_TRY(cudaDeviceSynchronize(), "kernel execution");
+    QV_CUDA_TRY(cudaMemcpy(args->c, c4, count * 2, cudaMemcpyDeviceToDevice), "cudaMemcpy (output back)");
+    static uint16_t guard[OFF4_GUARD];
+    QV_CUDA_TRY(cudaMemcpy(guard, c4 + count, sizeof guard, cudaMemcpyDeviceToHost), "cudaMemcpy (guard)");
+    const uint16_t code = (uint16_t)ref_poison_code(v->ofmt);
+    for (int i = 0; i < OFF4_GUARD; i++)
+        if (guard[i] != code) return qv_fail(QV_ERR_RANGE, "the guard after a 4-byte offset output: code %d past it was written", i);
+    return QV_OK;
 }
 
 int gpu_verdict(const qv_problem *p, qv_probe_kind probe, const void *out, const char *label, const char *path)

@@ -70,6 +70,16 @@ void *gpu_dev_copy(const void *h, size_t bytes);
  * wrote nothing past the output. label names the case in messages, path
  * (NULL for none) the kernel path. */
 void gpu_run_twice(const qv_problem *p, void *out, const char *label, const char *path);
+/* The same through launch (NULL: the row's own). */
+void gpu_run_twice_with(const qv_problem *p, qv_launch_fn launch, void *out, const char *label, const char *path);
+
+/* A launch of the row's own function with the output 4 bytes past a 16-byte
+ * boundary (what the launches accept, and too little for tensor-map
+ * stores): the kernel writes into a scratch buffer there, poisoned first,
+ * output and guard alike, and the output is copied back to args->c; a guard
+ * code that lost its poison is an error (a write past the output). For
+ * qv_gpu_run and gpu_run_twice_with. */
+qv_status gpu_launch_c_off4(const qv_variant *v, const qv_gemm_args *args);
 
 /* The verdict on out, p's (m, n) output: the CPU model bit for bit when the
  * probe's correct output is unique or the row accumulates in int32 (exact
