@@ -261,9 +261,9 @@ static qv_status actq_launch(void *vctx, int iter, void *stream)
     return qv_act_quant(QV_FMT_F16, c->qfmt, c->rows, c->cols, c->x, c->q, c->s, stream);
 }
 
-#define AQB_BATCH 20                     /* launches per queued batch */
-#define AQB_BLOCKER ((size_t)1 << 30)    /* memset in front of a batch: ~250 us, longer than
-                                          * the host takes to submit AQB_BATCH launches */
+#define AQB_BATCH 20      /* launches per queued batch */
+#define AQB_WAIT_US 500.0 /* the wait in front of a batch (qv_bench_wait): longer than the
+                           * host takes to submit AQB_BATCH launches, no power drawn */
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -271,17 +271,19 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median GPU time per launch of batches queued behind a memset of `blocker`
- * (AQB_BLOCKER bytes of device memory); us_buf: `runs` doubles of scratch. */
-static qv_status time_queued(actq_ctx *c, void *blocker, int runs, double *us_buf, double *median)
+/* Median GPU time per launch of batches queued behind a sleeping wait of
+ * AQB_WAIT_US (qv_bench_wait: as queue mode, without heating the GPU as a
+ * memset would); us_buf: `runs` doubles of scratch. */
+static qv_status time_queued(actq_ctx *c, int runs, double *us_buf, double *median)
 {
     cudaEvent_t e0 = NULL, e1 = NULL;
     QV_CUDA_TRY(cudaEventCreate(&e0), "cudaEventCreate");
     cudaError_t rc = cudaEventCreate(&e1);
     qv_status st = rc == cudaSuccess ? QV_OK : qv_cuda_fail((int)rc, "cudaEventCreate", __FILE__, __LINE__);
     for (int r = 0; r < runs && st == QV_OK; r++) {
-        rc = cudaMemsetAsync(blocker, r & 0xff, AQB_BLOCKER, NULL);
-        if (rc == cudaSuccess) rc = cudaEventRecord(e0, NULL);
+        st = qv_bench_wait(AQB_WAIT_US, NULL);
+        if (st != QV_OK) break;
+        rc = cudaEventRecord(e0, NULL);
         for (int b = 0; b < AQB_BATCH && rc == cudaSuccess && st == QV_OK; b++) st = actq_launch(c, b, NULL);
         if (rc == cudaSuccess && st == QV_OK) rc = cudaEventRecord(e1, NULL);
         if (rc == cudaSuccess && st == QV_OK) rc = cudaEventSynchronize(e1);
@@ -307,20 +309,19 @@ qv_status qv_bench_act_quant(qv_fmt qfmt, const int *rows_list, int n, int cols,
     const size_t count = (size_t)r_max * (size_t)cols;
     ab_pool pool = {.n = 0};
     actq_ctx c = {qfmt, 0, cols, NULL, NULL, NULL};
-    void *x = NULL, *q = NULL, *s = NULL, *blocker = NULL;
+    void *x = NULL, *q = NULL, *s = NULL;
     double *us_buf = malloc(sizeof(double) * (size_t)runs);
     qv_status st = us_buf ? QV_OK : qv_fail(QV_ERR_NOMEM, "benchmark: %d timings", runs);
     if (st == QV_OK) st = ab_alloc(&pool, count * 2, &x);
     if (st == QV_OK) st = ab_alloc(&pool, count, &q);
     if (st == QV_OK) st = ab_alloc(&pool, (size_t)r_max * sizeof(float), &s);
-    if (st == QV_OK) st = ab_alloc(&pool, AQB_BLOCKER, &blocker);
     /* Activation magnitudes of a hidden state, up to 4 (any nonzero values do). */
     if (st == QV_OK) st = qv_bench_fill(x, (int64_t)count, QV_FMT_F16, 297, 0.01f, 4.0f, 1, NULL);
     c.x = x, c.q = q, c.s = s;
     for (int i = 0; i < n && st == QV_OK; i++) {
         c.rows = rows_list[i];
         st = qv_bench_time(actq_launch, &c, warmup, runs, NULL, &t[i]);
-        if (st == QV_OK) st = time_queued(&c, blocker, runs, us_buf, &queued_us[i]);
+        if (st == QV_OK) st = time_queued(&c, runs, us_buf, &queued_us[i]);
     }
     free(us_buf);
     ab_free(&pool);
