@@ -59,8 +59,7 @@ std::atomic<long long> g_runs(0);
  * segments of at most 2 KiB (byte b of k16 row u at (b / seg_bytes) kKs
  * seg_bytes + u seg_bytes + b % seg_bytes, one tensor-map box per segment),
  * then, per group, the stage's group row of bn fp16 scales. After the ring,
- * the epilogue's staging area (wg_common.cuh, kEpiRows): epi_rows tokens x
- * 64 output columns per chunk of the block, 128 bytes per token. */
+ * the epilogue's staging area (wg_common.cuh, wg_epi_area). */
 template <int TPW, int BX, bool GROUP> struct q_layout {
     using C = tile_cfg<TPW, BX>;
     static constexpr int a_bytes = C::bx * 128;
@@ -73,10 +72,10 @@ template <int TPW, int BX, bool GROUP> struct q_layout {
     static constexpr int a_off = 0;
     static constexpr int w_off = a_off + a_bytes;
     static constexpr int s_off = w_off + w_bytes;
-    static constexpr int epi_rows = C::bx < kEpiRows ? C::bx : kEpiRows;
-    static constexpr int epi_chunk_bytes = epi_rows * 128;
-    static constexpr int epi_bytes = C::chunks * epi_chunk_bytes;
-    using R = wg_ring<s_off + s_bytes, kMaxStages, epi_bytes>;
+    using E = wg_epi_area<C>;
+    static constexpr int epi_rows = E::rows;
+    static constexpr int epi_chunk_bytes = E::chunk_bytes;
+    using R = wg_ring<s_off + s_bytes, kMaxStages, E::bytes>;
     static constexpr int bytes = R::bytes;
     static constexpr int header = R::header;
     static constexpr int stages = R::stages;
@@ -364,9 +363,9 @@ __global__ void __launch_bounds__(kThreads, 1)
                 slot_mine[q * 256 + ct] = make_int4(acc[q / kQ][4 * (q % kQ)], acc[q / kQ][4 * (q % kQ) + 1],
                                                     acc[q / kQ][4 * (q % kQ) + 2], acc[q / kQ][4 * (q % kQ) + 3]);
             __threadfence();
-            asm volatile("bar.sync 1, %0;\n" ::"n"(32 * kConsumerWarps) : "memory");
+            consumers_bar();
             if (ct == 0) last_flags[pc.j] = atomicAdd(&p.counters[pc.sk_t], 1) == parts - 1;
-            asm volatile("bar.sync 1, %0;\n" ::"n"(32 * kConsumerWarps) : "memory");
+            consumers_bar();
             if (!last_flags[pc.j]) continue;
             __threadfence();
             const int4 *src0 = reinterpret_cast<const int4 *>(p.partial) + ct;

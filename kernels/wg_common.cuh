@@ -126,6 +126,15 @@ template <int USED, int MAX_STAGES, int EXTRA = 0> struct wg_ring {
     static constexpr int total = kSwizzleAtom + extra_off + EXTRA;
 };
 
+/* The epilogue's staging area of tile C, after the ring (kEpiRows): `rows`
+ * tokens (one round) x 64 output columns of 16-bit codes per chunk, 128
+ * bytes per token, chunk_bytes per chunk, `bytes` for the block's chunks. */
+template <class C> struct wg_epi_area {
+    static constexpr int rows = C::bx < kEpiRows ? C::bx : kEpiRows;
+    static constexpr int chunk_bytes = rows * 128;
+    static constexpr int bytes = C::chunks * chunk_bytes;
+};
+
 /* 32-bit accumulators of one tile (fp32 or int32): at most 128 per consumer
  * thread (a stream-K slot's size, whatever the tile). */
 constexpr int kTileFloats = 128 * 32 * kConsumerWarps;

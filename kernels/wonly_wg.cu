@@ -82,6 +82,7 @@ constexpr int kMaxStages = 8;
 #endif
 constexpr int kInFlight = QV_WG_INFLIGHT;
 static_assert(kInFlight == 1 || kInFlight == 2, "one or two wgmma groups in flight");
+
 template <int WT> struct wt_traits {
     static constexpr bool four = WT == WT_INT4 || WT == WT_INT4_ZP;
     static constexpr int lane_bytes = four ? 16 : 32;        /* packed bytes per lane per (k16, chunk) */
@@ -114,14 +115,13 @@ template <int WT, int TPW, int BX, bool GROUPED> struct stage_layout {
     static constexpr int w_off = a_off + a_bytes;
     static constexpr int s_off = w_off + w_bytes;
     static constexpr int z_off = s_off + s_bytes;
-    /* The epilogue's staging area after the ring: epi_rows tokens x 64
-     * columns of output codes per chunk of the block (128 bytes per token,
-     * on the 128-byte swizzle), which the tile's output passes through in
-     * rounds of epi_rows tokens on its way to the tensor-map stores. */
-    static constexpr int epi_rows = C::bx < kEpiRows ? C::bx : kEpiRows;
-    static constexpr int epi_chunk_bytes = epi_rows * 128;
-    static constexpr int epi_bytes = C::chunks * epi_chunk_bytes;
-    using R = wg_ring<z_off + z_bytes, kMaxStages, epi_bytes>;
+    /* The epilogue's staging area after the ring (wg_epi_area), which the
+     * tile's output passes through in rounds of epi_rows tokens on its way
+     * to the tensor-map stores. */
+    using E = wg_epi_area<C>;
+    static constexpr int epi_rows = E::rows;
+    static constexpr int epi_chunk_bytes = E::chunk_bytes;
+    using R = wg_ring<z_off + z_bytes, kMaxStages, E::bytes>;
     static constexpr int bytes = R::bytes;
     static constexpr int header = R::header;
     static constexpr int stages = R::stages;
@@ -549,9 +549,9 @@ __global__ void __launch_bounds__(kThreads, 1)
                 slot_mine[q * 256 + ct] = make_float4(acc[q / kQ][4 * (q % kQ)], acc[q / kQ][4 * (q % kQ) + 1],
                                                       acc[q / kQ][4 * (q % kQ) + 2], acc[q / kQ][4 * (q % kQ) + 3]);
             __threadfence();
-            asm volatile("bar.sync 1, %0;\n" ::"n"(32 * kConsumerWarps) : "memory");
+            consumers_bar();
             if (ct == 0) last_flags[pc.j] = atomicAdd(&p.counters[pc.sk_t], 1) == parts - 1;
-            asm volatile("bar.sync 1, %0;\n" ::"n"(32 * kConsumerWarps) : "memory");
+            consumers_bar();
             if (!last_flags[pc.j]) continue;
             __threadfence();
             /* Part i of the tile lives in block sk_first + i's slot: its
