@@ -33,60 +33,94 @@ qv_status qv_bench_queue(double wait_us, int batch)
     return QV_OK;
 }
 
-qv_status qv_bench_time(qv_bench_launch_fn fn, void *ctx, int warmup, int runs, void *stream,
-                        qv_bench_timing *out)
+/* Launches per batch when the closures of a pair alternate without the queue
+ * mode's wait in front of each batch. */
+enum { kPairBatch = 10 };
+
+/* Times n closures (1 or 2): `warmup` untimed launches of each, then their
+ * `runs` timed launches in alternating batches (closure 0's batch, closure
+ * 1's, closure 0's, ...), each launch between two events, each batch behind
+ * the queue mode's wait when it is on; outs[f] gets closure f's median and
+ * percentiles. */
+static qv_status time_alternating(int n, const qv_bench_launch_fn *fns, void *const *ctxs, int warmup, int runs,
+                                  void *stream, qv_bench_timing *outs)
 {
-    memset(out, 0, sizeof *out);
+    for (int f = 0; f < n; f++) memset(&outs[f], 0, sizeof outs[f]);
     if (runs < 1) return qv_fail(QV_ERR_USAGE, "benchmark: runs must be >= 1");
     cudaStream_t s = (cudaStream_t)stream;
-    for (int i = 0; i < warmup; i++) QV_TRY(fn(ctx, i, stream));
-    cudaEvent_t *ev = malloc(sizeof(cudaEvent_t) * 2 * (size_t)runs);
-    double *us = malloc(sizeof(double) * (size_t)runs);
+    for (int i = 0; i < warmup; i++)
+        for (int f = 0; f < n; f++) QV_TRY(fns[f](ctxs[f], i, stream));
+    const size_t slots = (size_t)n * (size_t)runs;
+    cudaEvent_t *ev = malloc(sizeof(cudaEvent_t) * 2 * slots);
+    double *us = malloc(sizeof(double) * slots);
     if (!ev || !us) {
         free(ev);
         free(us);
-        return qv_fail(QV_ERR_NOMEM, "benchmark: %d timing events", runs);
+        return qv_fail(QV_ERR_NOMEM, "benchmark: %zu timing events", 2 * slots);
     }
-    int made = 0;
+    size_t made = 0;
     qv_status st = QV_OK;
-    for (; made < 2 * runs; made++) {
+    for (; made < 2 * slots; made++) {
         cudaError_t rc = cudaEventCreate(&ev[made]);
         if (rc != cudaSuccess) {
             st = qv_cuda_fail((int)rc, "cudaEventCreate", __FILE__, __LINE__);
             break;
         }
     }
-    for (int i = 0; st == QV_OK && i < runs; i++) {
-        /* Queue mode: a wait in front of every batch holds the stream while
-         * the host submits the batch, so that each pair of events brackets
-         * GPU work only, never a wait for the host's next launch. */
-        if (g_batch && i % g_batch == 0) st = qv_bench_wait(g_wait_us, stream);
-        if (st != QV_OK) break;
-        cudaError_t rc = cudaEventRecord(ev[2 * i], s);
-        if (rc == cudaSuccess) st = fn(ctx, warmup + i, stream);
-        if (st == QV_OK && rc == cudaSuccess) rc = cudaEventRecord(ev[2 * i + 1], s);
-        if (rc != cudaSuccess) st = qv_cuda_fail((int)rc, "cudaEventRecord", __FILE__, __LINE__);
-    }
+    /* Queue mode: a wait in front of every batch holds the stream while the
+     * host submits the batch, so that each pair of events brackets GPU work
+     * only, never a wait for the host's next launch. Closure f's launch i
+     * uses events 2 (f runs + i) and 2 (f runs + i) + 1. */
+    const int batch = g_batch ? g_batch : n > 1 ? kPairBatch : runs;
+    for (int i0 = 0; st == QV_OK && i0 < runs; i0 += batch)
+        for (int f = 0; st == QV_OK && f < n; f++) {
+            if (g_batch) st = qv_bench_wait(g_wait_us, stream);
+            for (int i = i0; st == QV_OK && i < runs && i < i0 + batch; i++) {
+                const size_t e = 2 * ((size_t)f * runs + i);
+                cudaError_t rc = cudaEventRecord(ev[e], s);
+                if (rc == cudaSuccess) st = fns[f](ctxs[f], warmup + i, stream);
+                if (st == QV_OK && rc == cudaSuccess) rc = cudaEventRecord(ev[e + 1], s);
+                if (rc != cudaSuccess) st = qv_cuda_fail((int)rc, "cudaEventRecord", __FILE__, __LINE__);
+            }
+        }
     if (st == QV_OK) {
         cudaError_t rc = cudaStreamSynchronize(s);
         if (rc != cudaSuccess) st = qv_cuda_fail((int)rc, "benchmark launches", __FILE__, __LINE__);
     }
-    for (int i = 0; st == QV_OK && i < runs; i++) {
+    for (size_t i = 0; st == QV_OK && i < slots; i++) {
         float ms = 0;
         cudaError_t rc = cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]);
         if (rc != cudaSuccess) st = qv_cuda_fail((int)rc, "cudaEventElapsedTime", __FILE__, __LINE__);
         us[i] = 1000.0 * ms;
     }
-    if (st == QV_OK) {
-        qsort(us, (size_t)runs, sizeof us[0], cmp_double);
-        out->median_us = quantile(us, runs, 0.5);
-        out->p10_us = quantile(us, runs, 0.1);
-        out->p90_us = quantile(us, runs, 0.9);
-        out->runs = runs;
+    for (int f = 0; st == QV_OK && f < n; f++) {
+        double *u = us + (size_t)f * runs;
+        qsort(u, (size_t)runs, sizeof u[0], cmp_double);
+        outs[f].median_us = quantile(u, runs, 0.5);
+        outs[f].p10_us = quantile(u, runs, 0.1);
+        outs[f].p90_us = quantile(u, runs, 0.9);
+        outs[f].runs = runs;
     }
-    for (int i = 0; i < made; i++) cudaEventDestroy(ev[i]);
+    for (size_t i = 0; i < made; i++) cudaEventDestroy(ev[i]);
     free(ev);
     free(us);
+    return st;
+}
+
+qv_status qv_bench_time(qv_bench_launch_fn fn, void *ctx, int warmup, int runs, void *stream,
+                        qv_bench_timing *out)
+{
+    return time_alternating(1, &fn, &ctx, warmup, runs, stream, out);
+}
+
+qv_status qv_bench_time_pair(qv_bench_launch_fn fn_a, void *ctx_a, qv_bench_launch_fn fn_b, void *ctx_b, int warmup,
+                             int runs, void *stream, qv_bench_timing *out_a, qv_bench_timing *out_b)
+{
+    const qv_bench_launch_fn fns[2] = {fn_a, fn_b};
+    void *const ctxs[2] = {ctx_a, ctx_b};
+    qv_bench_timing outs[2];
+    qv_status st = time_alternating(2, fns, ctxs, warmup, runs, stream, outs);
+    *out_a = outs[0], *out_b = outs[1];
     return st;
 }
 

@@ -25,7 +25,12 @@
  * its own power draw has slowed. By default every batch of 10 timed launches
  * is queued behind a 500 us wait (bench.h, qv_bench_queue: one sleeping
  * thread, no power drawn), so that the events time GPU work and never a wait
- * for the host's next launch.
+ * for the host's next launch, and each registry row's GEMM is timed side by
+ * side with cuBLAS fp16 on the same layer (qv_bench_time_pair: batches of
+ * their launches alternate), its ratio against that cuBLAS time: at the power
+ * limit the clocks follow the power drawn with a lag, and a row timed right
+ * after cuBLAS ran 7-11 % slower than the same row after another (H200,
+ * bench/RESULTS.md, sixteenth round); --no-pair times rows alone.
  *
  * Activation-quantized rows (int8 or e4m3 activations) bring their own
  * baselines and costs into the same run:
@@ -254,6 +259,7 @@ typedef struct bench_opts {
     int runs, warmup;
     int passes; /* passes over the rows at each M, every other one in reverse order */
     int no_queue; /* time launches as the host submits them (no blocker in front of each batch) */
+    int no_pair;  /* time a registry row's GEMMs alone, not side by side with cuBLAS fp16 */
     const char *out;
     int dry_run; /* list what would be timed, no CUDA call */
 } bench_opts;
@@ -288,6 +294,10 @@ typedef struct bench_row {
  * and for rows with a quantizer the median of quantizer + GEMM. */
 static double t_us[MAX_ROWS][N_MODELS][N_LAYERS][MAX_M];
 static double t_aq_us[MAX_ROWS][N_MODELS][N_LAYERS][MAX_M];
+/* Per (row, model, layer, M): cuBLAS fp16's median timed side by side with
+ * the row (bench_layer_run's pairing; NAN: not paired), the reference of the
+ * row's ratio. */
+static double t_ref_us[MAX_ROWS][N_MODELS][N_LAYERS][MAX_M];
 static double floor_b[MAX_ROWS][N_MODELS][N_LAYERS][MAX_M];
 /* Per (registry row, model, M): the median µs of the block's four layers
  * launched as one sequence (bench_chain_run); NAN for other rows. */
@@ -297,30 +307,45 @@ static double t_chain_us[MAX_ROWS][N_MODELS][MAX_M];
 #define MAX_PASSES 8
 typedef struct pass_acc {
     double us[MAX_PASSES], aq[MAX_PASSES]; /* median of the GEMM alone; of the +aq pair (NAN: none) */
+    double ref[MAX_PASSES];                /* the paired reference's median (NAN: not paired) */
     qv_bench_timing t[MAX_PASSES];
 } pass_acc;
 static pass_acc p_layer[MAX_ROWS][N_MODELS][N_LAYERS];
 static pass_acc p_chain[MAX_ROWS][N_MODELS];
 
-static void pass_add(pass_acc *a, double us, double aq, const qv_bench_timing *t, int pass)
+static void pass_add(pass_acc *a, double us, double aq, double ref, const qv_bench_timing *t, int pass)
 {
-    a->us[pass] = us, a->aq[pass] = aq, a->t[pass] = *t;
+    a->us[pass] = us, a->aq[pass] = aq, a->ref[pass] = ref, a->t[pass] = *t;
 }
 
 /* The point over `passes` passes: the mean of the pass medians (NAN when any
- * pass has none), the lowest 10th and highest 90th percentile, all runs. */
-static void pass_result(const pass_acc *a, int passes, double *us, double *aq, qv_bench_timing *t)
+ * pass has none), of the paired reference's medians, the lowest 10th and
+ * highest 90th percentile, all runs. */
+static void pass_result(const pass_acc *a, int passes, double *us, double *aq, double *ref, qv_bench_timing *t)
 {
-    double su = 0, sa = 0;
+    double su = 0, sa = 0, sr = 0;
     memset(t, 0, sizeof *t);
     for (int i = 0; i < passes; i++) {
-        su += a->us[i], sa += a->aq[i];
+        su += a->us[i], sa += a->aq[i], sr += a->ref[i];
         t->p10_us = i == 0 || a->t[i].p10_us < t->p10_us ? a->t[i].p10_us : t->p10_us;
         t->p90_us = i == 0 || a->t[i].p90_us > t->p90_us ? a->t[i].p90_us : t->p90_us;
         t->runs += a->t[i].runs;
     }
-    *us = su / passes, *aq = sa / passes; /* NAN stays NAN */
+    *us = su / passes, *aq = sa / passes, *ref = sr / passes; /* NAN stays NAN */
     t->median_us = *us;
+}
+
+/* One line of QVET_BENCH_TRACE: when the timing ended (seconds since t0),
+ * the point, the pass, the phase (0 the GEMM alone, 1 with its quantizer, 2
+ * the chained block) and the median, 10th and 90th percentile in µs. */
+static void trace_point(struct timespec t0, const char *row, const char *model, const char *layer, int m, int pass,
+                        int phase, double us, const qv_bench_timing *t)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const double s = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
+    fprintf(stderr, "trace %.3f %s %s %s m=%d pass=%d phase=%d median=%.3f p10=%.3f p90=%.3f\n", s, row, model,
+            layer, m, pass, phase, us, t->p10_us, t->p90_us);
 }
 
 /* The bytes whose transfer at the copy bandwidth bounds a row's time: packed
@@ -354,10 +379,21 @@ static void put_num(FILE *f, const char *key, double x, const char *fmt)
         fprintf(f, "null");
 }
 
-/* One "kind":"bench" line. t: the layer's timing, or NULL for a block sum. */
+/* The cuBLAS fp16 time a row's GEMM on a layer is set against: the
+ * reference timed side by side with it (bench_layer_run's pairing) where
+ * there is one, else the reference row's own time. */
+static double ref_time(int ri, int md, int li, int mi)
+{
+    const double paired = t_ref_us[ri][md][li][mi];
+    return isfinite(paired) ? paired : t_us[0][md][li][mi];
+}
+
+/* One "kind":"bench" line. t: the layer's timing, or NULL for a block sum.
+ * ref_us: the cuBLAS fp16 time of vs_cublas, `paired` when it was timed side
+ * by side with this row. */
 static void emit(FILE *jf, const bench_row *r, const char *model, const char *layer, int m, int n, int k,
                  double us, const qv_bench_timing *t, int runs, double floor_bytes, double bw, double ref_us,
-                 double aq_us)
+                 int paired, double aq_us)
 {
     if (!jf || !isfinite(us)) return;
     fprintf(jf, "{\"kind\":\"bench\",\"variant\":");
@@ -372,6 +408,7 @@ static void emit(FILE *jf, const bench_row *r, const char *model, const char *la
     put_num(jf, "floor_us", floor_us, "%.3f");
     put_num(jf, "floor_fraction", floor_us / us, "%.4f");
     put_num(jf, "vs_cublas", r->kind == ROW_ACTQ ? NAN : ref_us / us, "%.4f");
+    if (paired) put_num(jf, "cublas_paired_us", ref_us, "%.3f");
     if (r->kind == ROW_VARIANT && r->aqk != AQK_NONE) {
         fprintf(jf, ",\"act_quant\":\"%s\"", aqk_names[r->aqk]);
         put_num(jf, "with_act_quant_us", aq_us, "%.3f");
@@ -467,12 +504,17 @@ static int rotation_sets(size_t bytes)
 /* Times one registry row on one layer at every M: t_out[mi] the GEMM alone
  * (when `alone`), aq_out[mi] the quantizer + GEMM pair when the row has a
  * quantizer (when `pair`); NAN when a shape is refused or a launch fails (the
- * message goes to stderr) or the timing was not asked for. */
-static qv_status bench_layer_run(const bench_row *r, const bench_layer *L, const bench_opts *o, double *t_out,
-                                 double *aq_out, qv_bench_timing *timings, int alone, int pair)
+ * message goes to stderr) or the timing was not asked for. With a reference
+ * row `ref` (cuBLAS fp16, the pairing of bench_opts), the GEMM alone is timed
+ * side by side with the reference's GEMM on the same layer
+ * (qv_bench_time_pair: their launches alternate in batches), and
+ * ref_out[mi] gets the reference's median from that timing. */
+static qv_status bench_layer_run(const bench_row *r, const bench_row *ref, const bench_layer *L, const bench_opts *o,
+                                 double *t_out, double *ref_out, double *aq_out, qv_bench_timing *timings, int alone,
+                                 int pair)
 {
     const qv_variant *v = r->v;
-    for (int mi = 0; mi < o->n_m; mi++) t_out[mi] = aq_out[mi] = NAN;
+    for (int mi = 0; mi < o->n_m; mi++) t_out[mi] = ref_out[mi] = aq_out[mi] = NAN;
     if (qv_variant_check_shape(v, 1, L->n, L->k) != QV_OK) {
         fprintf(stderr, "qvet bench: %s skips %s: %s\n", v->name, L->name, qv_errmsg());
         return QV_OK;
@@ -482,20 +524,32 @@ static qv_status bench_layer_run(const bench_row *r, const bench_layer *L, const
     launch_ctx c;
     qv_status st = layer_alloc(r, L, o, rotation_sets(weight_total(weight_sizes(v, L->n, L->k))), 1000, &pool, sets,
                                &c);
+    /* The reference's buffers as its own row has them (the same seed). */
+    static weight_set ref_sets[64];
+    launch_ctx ref_c;
+    if (!alone || (ref && qv_variant_check_shape(ref->v, 1, L->n, L->k) != QV_OK)) ref = NULL;
+    if (ref && st == QV_OK)
+        st = layer_alloc(ref, L, o, rotation_sets(weight_total(weight_sizes(ref->v, L->n, L->k))), 1000, &pool,
+                         ref_sets, &ref_c);
     for (int mi = 0; mi < o->n_m && st == QV_OK; mi++) {
         const int m = o->ms[mi];
         if (qv_variant_check_shape(v, m, L->n, L->k) != QV_OK) continue;
         c.args.m = m;
-        qv_bench_timing t;
+        qv_bench_timing t, tr;
         qv_status ps = QV_OK;
         if (alone) {
-            ps = qv_bench_time(launch_rotating, &c, o->warmup, o->runs, NULL, &t);
+            const int paired = ref && qv_variant_check_shape(ref->v, m, L->n, L->k) == QV_OK;
+            ref_c.args.m = m;
+            ps = paired ? qv_bench_time_pair(launch_rotating, &c, launch_rotating, &ref_c, o->warmup, o->runs, NULL, &t,
+                                             &tr)
+                        : qv_bench_time(launch_rotating, &c, o->warmup, o->runs, NULL, &t);
             if (ps != QV_OK) {
                 fprintf(stderr, "qvet bench: %s %s m=%d: %s\n", v->name, L->name, m, qv_errmsg());
                 continue; /* a refused or failing row does not stop the others */
             }
             t_out[mi] = t.median_us;
             timings[mi] = t;
+            if (paired) ref_out[mi] = tr.median_us;
         }
         if (pair && r->aqk != AQK_NONE && aqk_shape(r->aqk, m, L->k, &c.aq_rows, &c.aq_cols)) {
             qv_bench_timing ta;
@@ -667,6 +721,11 @@ static void usage(FILE *f)
             "  --no-queue      time each launch as the host submits it; by default every batch of\n"
             "                  10 timed launches is queued behind a 500 us wait kernel, so that the\n"
             "                  events time GPU work alone, not the host's launch overhead\n"
+            "  --no-pair       time each registry row's GEMMs alone; by default they are timed side by\n"
+            "                  side with cuBLAS fp16 on the same layer (batches of launches alternating)\n"
+            "                  and the row's ratio is against that cuBLAS time: at its power limit the\n"
+            "                  GPU lowers its clocks with a lag, so a row timed after a hungrier one\n"
+            "                  runs on the clocks that one left\n"
             "  --out FILE      JSON Lines results (docs/results-format.md, \"kind\":\"bench\")\n"
             "  --dry-run       list the rows and the number of timings, touch no GPU\n"
             "Exit: 0 ok, 2 bad option, 3 no CUDA device or a CUDA error.\n");
@@ -791,6 +850,11 @@ static void print_plan(const bench_opts *o, const bench_row *rows, int nr)
            "reverse order)\n",
            nr, models_n, N_LAYERS, o->n_m, timings, o->warmup, o->runs, chains, o->passes,
            o->passes == 1 ? "" : "es");
+    if (o->no_pair)
+        printf("each registry row's GEMMs timed alone (--no-pair)\n");
+    else
+        printf("each registry row's GEMMs timed side by side with cuBLAS fp16 on the same layer, batches of their\n"
+               "launches alternating (--no-pair: alone)\n");
 }
 
 /* One table cell: "time [ratio floor%]"; `ratio` NAN leaves its place blank. */
@@ -809,18 +873,22 @@ static void print_cell(double us, double ratio, double floor_frac)
 
 static void print_table(const bench_opts *o, const bench_row *rows, int nr, int md, double bw)
 {
-    static double blk[MAX_ROWS][MAX_M], blk_aq[MAX_ROWS][MAX_M], blk_floor[MAX_ROWS][MAX_M];
+    static double blk[MAX_ROWS][MAX_M], blk_aq[MAX_ROWS][MAX_M], blk_floor[MAX_ROWS][MAX_M], blk_ref[MAX_ROWS][MAX_M];
     for (int ri = 0; ri < nr; ri++)
         for (int mi = 0; mi < o->n_m; mi++) {
-            double s = 0, sa = 0, fb = 0;
+            double s = 0, sa = 0, fb = 0, sr = 0;
             for (int li = 0; li < N_LAYERS; li++) {
                 s += t_us[ri][md][li][mi];
                 sa += t_aq_us[ri][md][li][mi];
                 fb += floor_b[ri][md][li][mi];
+                sr += ref_time(ri, md, li, mi);
             }
-            blk[ri][mi] = s, blk_aq[ri][mi] = sa, blk_floor[ri][mi] = fb / bw * 1e6;
+            blk[ri][mi] = s, blk_aq[ri][mi] = sa, blk_floor[ri][mi] = fb / bw * 1e6, blk_ref[ri][mi] = sr;
         }
     printf("\n%s block (qkv+o+gate_up+down): median us [cuBLAS f16 time / this, floor / this]\n", models[md].name);
+    if (!o->no_pair)
+        printf("cuBLAS f16 time: for a registry row, cuBLAS fp16 timed side by side with it (their launches\n"
+               "alternating in batches on the same layer), so that both see the same clocks\n");
     printf("floor: packed weight + scale + zero-point bytes at the copy bandwidth (activations not counted);\n"
            "+aq: the row with its per-token activation quantization from fp16 in front, timed as one pair;\n"
            "act-quant-*: the quantizer alone, its floor = fp16 read + code and scale write;\n"
@@ -836,7 +904,7 @@ static void print_table(const bench_opts *o, const bench_row *rows, int nr, int 
         const bench_row *r = &rows[ri];
         printf("%-26s", r->name);
         for (int mi = 0; mi < o->n_m; mi++)
-            print_cell(blk[ri][mi], r->kind == ROW_ACTQ ? NAN : blk[0][mi] / blk[ri][mi],
+            print_cell(blk[ri][mi], r->kind == ROW_ACTQ ? NAN : blk_ref[ri][mi] / blk[ri][mi],
                        blk_floor[ri][mi] / blk[ri][mi]);
         printf("\n");
         if (r->kind == ROW_ACTQ) {
@@ -851,7 +919,7 @@ static void print_table(const bench_opts *o, const bench_row *rows, int nr, int 
             snprintf(name, sizeof name, "%s +aq", r->name);
             printf("%-26s", name);
             for (int mi = 0; mi < o->n_m; mi++)
-                print_cell(blk_aq[ri][mi], blk[0][mi] / blk_aq[ri][mi], blk_floor[ri][mi] / blk_aq[ri][mi]);
+                print_cell(blk_aq[ri][mi], blk_ref[ri][mi] / blk_aq[ri][mi], blk_floor[ri][mi] / blk_aq[ri][mi]);
             printf("\n");
         }
     }
@@ -924,6 +992,8 @@ int qv_cmd_bench(int argc, char **argv)
             o.out = val, i++;
         } else if (!strcmp(a, "--no-queue")) {
             o.no_queue = 1;
+        } else if (!strcmp(a, "--no-pair")) {
+            o.no_pair = 1;
         } else if (!strcmp(a, "--dry-run")) {
             o.dry_run = 1;
         } else {
@@ -997,6 +1067,9 @@ int qv_cmd_bench(int argc, char **argv)
                BENCH_WAIT_US);
     printf("; %d pass%s over the rows at each M, every other one in reverse order\n", o.passes,
            o.passes == 1 ? "" : "es");
+    if (!o.no_pair)
+        printf("pairing: each registry row's GEMMs timed side by side with cuBLAS fp16 on the same layer, batches\n"
+               "of their launches alternating; the row's ratio is against that cuBLAS time\n");
     if (jf)
         fprintf(jf, "{\"kind\":\"bench\",\"variant\":\"copy\",\"model\":null,\"layer\":null,\"m\":0,\"n\":0,\"k\":0,"
                     "\"median_us\":%.3f,\"p10_us\":%.3f,\"p90_us\":%.3f,\"runs\":%d,\"bytes_per_s\":%.6g}\n",
@@ -1009,6 +1082,11 @@ int qv_cmd_bench(int argc, char **argv)
      * tenth round, bench/RESULTS.md: SM clocks 1350-1680 MHz with the power
      * cap active, 1980 MHz without). A point's time thus no longer depends on
      * the larger Ms of the run, and rows at one M are timed side by side. */
+    /* QVET_BENCH_TRACE=1: every timing of every pass on stderr as it ends,
+     * with the seconds since the start, to set beside a clock and power log
+     * (nvidia-smi --query-gpu=... -lms). */
+    const char *trace_env = getenv("QVET_BENCH_TRACE");
+    const int trace = trace_env && !strcmp(trace_env, "1");
     int order[MAX_M];
     for (int i = 0; i < o.n_m; i++) {
         int j = i;
@@ -1051,7 +1129,9 @@ int qv_cmd_bench(int argc, char **argv)
                                 if (jf) fclose(jf);
                                 return qv_status_exit_code(st);
                             }
-                            pass_add(&p_chain[ri][md], tcu, NAN, &tc[0], pass);
+                            pass_add(&p_chain[ri][md], tcu, NAN, NAN, &tc[0], pass);
+                            if (trace) trace_point(t0, r->name, models[md].name, "chain", o.ms[mi], pass, phase, tcu,
+                                                   &tc[0]);
                             continue;
                         }
                         for (int li = 0; li < N_LAYERS; li++) {
@@ -1059,9 +1139,11 @@ int qv_cmd_bench(int argc, char **argv)
                             double tu = NAN, ta = NAN;
                             qv_bench_timing tm[1];
                             memset(tm, 0, sizeof tm);
-                            st = r->kind != ROW_VARIANT ? bench_other_run(r, L, &op, &tu, &ta, tm)
-                                                        : bench_layer_run(r, L, &op, &tu, &ta, tm, phase == 0,
-                                                                          phase == 1);
+                            double tr = NAN;
+                            st = r->kind != ROW_VARIANT
+                                     ? bench_other_run(r, L, &op, &tu, &ta, tm)
+                                     : bench_layer_run(r, ri > 0 && !o.no_pair ? &rows[0] : NULL, L, &op, &tu, &tr,
+                                                       &ta, tm, phase == 0, phase == 1);
                             if (st != QV_OK) {
                                 fprintf(stderr, "qvet bench: %s %s %s: %s\n", r->name, models[md].name, L->name,
                                         qv_errmsg());
@@ -1069,8 +1151,10 @@ int qv_cmd_bench(int argc, char **argv)
                                 return qv_status_exit_code(st);
                             }
                             pass_acc *pa = &p_layer[ri][md][li];
-                            if (phase == 0) pass_add(pa, tu, r->kind != ROW_VARIANT ? ta : NAN, &tm[0], pass);
+                            if (phase == 0) pass_add(pa, tu, r->kind != ROW_VARIANT ? ta : NAN, tr, &tm[0], pass);
                             else pa->aq[pass] = ta;
+                            if (trace) trace_point(t0, r->name, models[md].name, L->name, o.ms[mi], pass, phase,
+                                                   phase == 0 ? tu : ta, &tm[0]);
                         }
                     }
                 }
@@ -1083,28 +1167,30 @@ int qv_cmd_bench(int argc, char **argv)
                 for (int li = 0; li < N_LAYERS; li++) {
                     const bench_layer *L = &models[md].layers[li];
                     qv_bench_timing tm;
-                    double *tu = &t_us[ri][md][li][mi], *ta = &t_aq_us[ri][md][li][mi];
-                    pass_result(&p_layer[ri][md][li], o.passes, tu, ta, &tm);
+                    double *tu = &t_us[ri][md][li][mi], *ta = &t_aq_us[ri][md][li][mi], *tr = &t_ref_us[ri][md][li][mi];
+                    pass_result(&p_layer[ri][md][li], o.passes, tu, ta, tr, &tm);
                     floor_b[ri][md][li][mi] = row_floor_bytes(r, o.ms[mi], L->n, L->k);
                     emit(jf, r, models[md].name, L->name, o.ms[mi], L->n, L->k, *tu, &tm, o.runs * o.passes,
-                         floor_b[ri][md][li][mi], bw, t_us[0][md][li][mi], *ta);
+                         floor_b[ri][md][li][mi], bw, ref_time(ri, md, li, mi), isfinite(*tr), *ta);
                 }
                 double s = 0, sa = 0, fb = 0, ref_s = 0;
+                int paired = 1;
                 for (int li = 0; li < N_LAYERS; li++) {
                     s += t_us[ri][md][li][mi];
                     sa += t_aq_us[ri][md][li][mi];
                     fb += floor_b[ri][md][li][mi];
-                    ref_s += t_us[0][md][li][mi];
+                    ref_s += ref_time(ri, md, li, mi);
+                    paired &= isfinite(t_ref_us[ri][md][li][mi]);
                 }
                 emit(jf, r, models[md].name, "block", o.ms[mi], 0, 0, s, NULL, o.runs * o.passes, fb, bw, ref_s,
-                     sa);
+                     paired, sa);
                 t_chain_us[ri][md][mi] = NAN;
                 if (r->kind != ROW_VARIANT) continue;
                 qv_bench_timing tc;
                 double unused;
-                pass_result(&p_chain[ri][md], o.passes, &t_chain_us[ri][md][mi], &unused, &tc);
+                pass_result(&p_chain[ri][md], o.passes, &t_chain_us[ri][md][mi], &unused, &unused, &tc);
                 emit(jf, r, models[md].name, "chain", o.ms[mi], 0, 0, t_chain_us[ri][md][mi], &tc,
-                     o.runs * o.passes, fb, bw, t_chain_us[0][md][mi], NAN);
+                     o.runs * o.passes, fb, bw, t_chain_us[0][md][mi], 0, NAN);
             }
         }
         printf("timed M = %d (%d rows, %d pass%s)\n", o.ms[mi], nr, o.passes, o.passes == 1 ? "" : "es");

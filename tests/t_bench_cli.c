@@ -1,16 +1,19 @@
-/* t_bench_cli.c: `qvet bench` as a user runs it, where no timing is involved:
- * every bad option is refused with a message on stderr and exit 2 before any
- * GPU work, --dry-run lists the rows (baselines, quantizers) the declarations
- * call for, and on a machine without a GPU the command says so and exits 3
- * without writing its --out file. The binary is $QVET_BIN, or ../qvet next to
- * this test's folder (BUILD/qvet for BUILD/tests/t_bench_cli). The timings
- * themselves need the H200 (README, bench/RESULTS.md). */
+/* t_bench_cli.c: `qvet bench` as a user runs it: every bad option is refused
+ * with a message on stderr and exit 2 before any GPU work, --dry-run lists the
+ * rows (baselines, quantizers) the declarations call for, and on a machine
+ * without a GPU the command says so and exits 3 without writing its --out
+ * file. With a GPU, a short run's JSON Lines are checked for what the ratios
+ * rest on (paired_ratios). The binary is $QVET_BIN, or ../qvet next to this
+ * test's folder (BUILD/qvet for BUILD/tests/t_bench_cli). The timings
+ * themselves are the H200's (README, bench/RESULTS.md). */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "qvet/json.h"
 #include "support/cli.h"
 #include "support/suite.h"
 
@@ -140,6 +143,105 @@ START_TEST(no_device)
 }
 END_TEST
 
+/* The "kind":"bench" lines of a JSON Lines file, parsed (at most `cap`). */
+static int read_bench_lines(const char *path, qv_json **lines, int cap)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "%s not written", path);
+    char buf[4096];
+    int n = 0;
+    while (fgets(buf, sizeof buf, f)) {
+        qv_json *j = NULL;
+        ck_assert_msg(qv_json_parse(buf, strlen(buf), &j) == QV_OK, "%s: not JSON: %s", path, buf);
+        const char *kind = qv_json_str(qv_json_get(j, "kind"));
+        const char *var = qv_json_str(qv_json_get(j, "variant"));
+        if (kind && !strcmp(kind, "bench") && var && strcmp(var, "copy") && n < cap)
+            lines[n++] = j;
+        else
+            qv_json_free(j);
+    }
+    fclose(f);
+    return n;
+}
+
+static const qv_json *find_line(qv_json **lines, int n, const char *variant, const char *layer, int m)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(qv_json_str(qv_json_get(lines[i], "variant")), variant) &&
+            !strcmp(qv_json_str(qv_json_get(lines[i], "layer")), layer) &&
+            (int)qv_json_num(qv_json_get(lines[i], "m"), -1) == m)
+            return lines[i];
+    ck_abort_msg("no line for %s %s m=%d", variant, layer, m);
+    return NULL;
+}
+
+static double num(const qv_json *j, const char *key)
+{
+    const qv_json *v = qv_json_get(j, key);
+    ck_assert_msg(v != NULL && !qv_json_is_null(v), "no number '%s'", key);
+    return qv_json_num(v, 0);
+}
+
+/* With a GPU: a row's ratio is against the cuBLAS fp16 time timed side by
+ * side with it (cublas_paired_us, on every layer and on the block as the sum
+ * of the layers' paired times), and with --no-pair against the cublas-f16
+ * row's own time, with no paired field. The JSON's numbers carry 3 (times)
+ * and 4 (ratios) decimals, hence the tolerances. */
+START_TEST(paired_ratios)
+{
+    if (!have_device()) {
+        printf("SKIP: no CUDA device\n");
+        return;
+    }
+    static const char *const layers[] = {"qkv", "o", "gate_up", "down"};
+    for (int pair = 1; pair >= 0; pair--) {
+        char dir[] = "/tmp/qvet_bench_pair_XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        char out[256];
+        snprintf(out, sizeof out, "%s/bench.jsonl", dir);
+        const char *args[] = {"bench",   "--variant", "marlin-w4a16-ch-f16", "--model", "llama2-7b", "--m",
+                              "1,256",   "--runs",    "10",                  "--passes", "1",        "--out",
+                              out,       pair ? NULL : "--no-pair",          NULL};
+        run_result r = qvet_run(args);
+        ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
+        ck_assert_msg((strstr(r.out, "pairing: ") != NULL) == pair, "pairing line (pair=%d): %s", pair, r.out);
+        run_free(&r);
+        qv_json *lines[64];
+        const int n = read_bench_lines(out, lines, 64);
+        static const int ms[] = {1, 256};
+        for (int mi = 0; mi < 2; mi++) {
+            double row_sum = 0, ref_sum = 0;
+            for (int li = 0; li < 4; li++) {
+                const qv_json *row = find_line(lines, n, "marlin-w4a16-ch-f16", layers[li], ms[mi]);
+                const qv_json *ref = find_line(lines, n, "cublas-f16", layers[li], ms[mi]);
+                const double us = num(row, "median_us"), ratio = num(row, "vs_cublas");
+                ck_assert_msg(qv_json_get(ref, "cublas_paired_us") == NULL, "the reference row is paired");
+                double want;
+                if (pair) {
+                    want = num(row, "cublas_paired_us");
+                } else {
+                    ck_assert_msg(qv_json_get(row, "cublas_paired_us") == NULL, "--no-pair line has a paired time");
+                    want = num(ref, "median_us");
+                }
+                ck_assert_msg(us > 0 && want > 0, "%s m=%d: times %g, %g", layers[li], ms[mi], us, want);
+                ck_assert_msg(fabs(ratio - want / us) <= 1e-4 * (1 + ratio), "%s m=%d: vs_cublas %.4f, %g / %g",
+                              layers[li], ms[mi], ratio, want, us);
+                row_sum += us, ref_sum += want;
+            }
+            const qv_json *blk = find_line(lines, n, "marlin-w4a16-ch-f16", "block", ms[mi]);
+            ck_assert_msg(fabs(num(blk, "median_us") - row_sum) <= 0.01, "block m=%d: %g, layers %g", ms[mi],
+                          num(blk, "median_us"), row_sum);
+            ck_assert_msg(fabs(num(blk, "vs_cublas") - ref_sum / row_sum) <= 1e-4 * (1 + ref_sum / row_sum),
+                          "block m=%d: vs_cublas %.4f, %g / %g", ms[mi], num(blk, "vs_cublas"), ref_sum, row_sum);
+            if (pair) ck_assert_msg(fabs(num(blk, "cublas_paired_us") - ref_sum) <= 0.01, "block m=%d", ms[mi]);
+        }
+        for (int i = 0; i < n; i++) qv_json_free(lines[i]);
+        unlink(out);
+        rmdir(dir);
+    }
+}
+END_TEST
+
 int main(void)
 {
     printf("qvet binary: %s\n", qvet_path());
@@ -149,5 +251,6 @@ int main(void)
     tcase_add_loop_test(tc, bad_option, 0, (int)(sizeof bad_opts / sizeof bad_opts[0]));
     tcase_add_test(tc, dry_run_rows);
     tcase_add_test(tc, no_device);
+    tcase_add_test(tc, paired_ratios);
     return suite_run(s);
 }

@@ -31,7 +31,16 @@ typedef struct qv_bench_timing {
 qv_status qv_bench_time(qv_bench_launch_fn fn, void *ctx, int warmup, int runs, void *stream,
                         qv_bench_timing *out);
 
-/* Queue mode for every later qv_bench_time: each batch of `batch` timed
+/* Times two closures side by side: `warmup` untimed launches of each, then
+ * `runs` timed launches of each in alternating batches (10 launches, or the
+ * queue mode's batch, each batch behind the queue mode's wait when it is on),
+ * so that both see the same clocks: a GPU at its power limit lowers its clocks
+ * with a lag, and whichever closure ran after a hungrier one would otherwise
+ * pay for it. out_a and out_b get each closure's median and percentiles. */
+qv_status qv_bench_time_pair(qv_bench_launch_fn fn_a, void *ctx_a, qv_bench_launch_fn fn_b, void *ctx_b, int warmup,
+                             int runs, void *stream, qv_bench_timing *out_a, qv_bench_timing *out_b);
+
+/* Queue mode for every later qv_bench_time and qv_bench_time_pair: each batch of `batch` timed
  * launches is submitted behind a kernel that holds the stream for `wait_us`
  * (qv_bench_wait), long enough that the host has queued the whole batch
  * before the GPU reaches it; the events then time GPU work alone, with no gap
