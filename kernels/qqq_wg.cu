@@ -302,7 +302,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
                     for (int w = 0; w < 2 * TPW; w++) gs[w] = 0;
                 }
-                const uint64_t desc0 = wg_desc_sw128(st + L::a_off);
+                /* The descriptor's low word for the stage's activations
+                 * (k32 tile kk: 32 bytes on, + 2 kk; wg_desc_sw128_lo). */
+                const uint32_t desc_lo = wg_desc_sw128_lo(st + L::a_off);
                 auto k32 = [&](int kk) {
                     uint32_t af[TPW][4];
                     if constexpr (kAllRows) {
@@ -329,7 +331,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                     }
                     wg_fence();
                     /* 32 bytes (k) into each 128-byte row per k32 step. */
-                    const uint64_t desc = desc0 + (uint64_t)(kk * 32 >> 4);
+                    const uint64_t desc = wg_desc_sw128_from_lo(desc_lo + (uint32_t)(kk * 32 >> 4));
 #pragma unroll
                     for (int i = 0; i < TPW; i++) wg_mma_s8<C::bx>::run(acc[i], af[i], desc);
                     wg_commit();

@@ -251,6 +251,23 @@ __device__ __forceinline__ uint64_t wg_desc_sw128(const void *smem_tile)
     return d;
 }
 
+/* wg_desc_sw128 in two halves: the low word, which alone depends on the
+ * address (its start-address field, address / 16, stays below 2^14 for
+ * every shared-memory address, so adding k * 2 for a tile k * 32 bytes on in
+ * the same rows never carries out of it), and the whole descriptor from a
+ * low word. */
+__device__ __forceinline__ uint32_t wg_desc_sw128_lo(const void *smem_tile)
+{
+    return (uint32_t)wg_desc_sw128(smem_tile);
+}
+
+__device__ __forceinline__ uint64_t wg_desc_sw128_from_lo(uint32_t lo)
+{
+    /* bits 32-45 the stride (one swizzle atom) / 16, bit 62 the 128-byte swizzle */
+    constexpr uint32_t hi = (uint32_t)(kSwizzleAtom >> 4) | 1u << 30;
+    return (uint64_t)hi << 32 | lo;
+}
+
 /* Orders this warpgroup's register and shared-memory accesses before the
  * wgmma.mma_async that follow (required whenever the A fragments or the
  * accumulators were written by other instructions). */

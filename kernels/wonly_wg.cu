@@ -75,13 +75,15 @@ constexpr int kKs = 4;                 /* k16 tiles per stage: 64 fp16 = one 128
 constexpr int SM_NONE = 0, SM_ROW = 1, SM_TILE = 2;
 constexpr int kMaxStages = 8;
 /* wgmma groups (one per k16 tile) a warpgroup keeps queued while it builds
- * the next tile's fragments: 2 (default) or 1 (-DQV_WG_INFLIGHT=1, for
- * comparisons). Each queued group holds its fragment registers. */
+ * the next tile's fragments: 2 (default), 1 or 3 (-DQV_WG_INFLIGHT=n, for
+ * comparisons: 3 was within 1 % of 2 on the 128x256 tile and spills in the
+ * 512-column ones, H200 2026-12-02). Each queued group holds its fragment
+ * registers. */
 #ifndef QV_WG_INFLIGHT
 #define QV_WG_INFLIGHT 2
 #endif
 constexpr int kInFlight = QV_WG_INFLIGHT;
-static_assert(kInFlight == 1 || kInFlight == 2, "one or two wgmma groups in flight");
+static_assert(kInFlight >= 1 && kInFlight <= 3, "one to three wgmma groups in flight");
 
 template <int WT> struct wt_traits {
     static constexpr bool four = WT == WT_INT4 || WT == WT_INT4_ZP;
@@ -220,17 +222,19 @@ __device__ __forceinline__ void dequant_tile(const uint32_t *bw, const grp_regs<
     }
 }
 
-/* Turns 2 TPW 16-bit group-scale codes (positions 2 q0 .. 2 q0 + 2 TPW - 1
- * of the lane's packed row, one per element of codes) into the warp's scale
- * registers;
+/* Turns TPW words of 16-bit group-scale codes (positions 2 q0 .. 2 q0 + 2
+ * TPW - 1 of the lane's packed row, codes 2w and 2w + 1 in the low and high
+ * half of word w) into the warp's scale registers, each code in both halves
+ * by one byte permute (where a mask or shift and a multiply took two);
  * fp8 codes also undo the exponent bias folded into the scales (exact:
  * s * 2^s_pow2 * 2^-s_pow2 = s, a half-precision value). */
 template <int WT, bool IS_BF16, int TPW>
-__device__ __forceinline__ void set_scales(grp_regs<WT, IS_BF16, TPW> &g, const uint32_t *codes, uint32_t unbias_h2)
+__device__ __forceinline__ void set_scales(grp_regs<WT, IS_BF16, TPW> &g, const uint32_t *words, uint32_t unbias_h2)
 {
 #pragma unroll
     for (int jj = 0; jj < 2 * TPW; jj++) {
-        g.sc[jj] = qv_h2<IS_BF16>::dup(codes[jj]);
+        /* bytes 1:0 (jj even) or 3:2 (jj odd) into both halves */
+        g.sc[jj] = __byte_perm(words[jj >> 1], 0, jj & 1 ? 0x3232 : 0x1010);
         if (WT == WT_FP8) g.sc[jj] = qv_h2<IS_BF16>::mul(g.sc[jj], unbias_h2);
     }
 }
@@ -443,7 +447,13 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
                     for (int u = 0; u < kKs; u++) load_row(u, bw[u]);
                 }
-                const uint64_t desc0 = wg_desc_sw128(st + L::a_off);
+                /* The descriptor's low word for the stage's activations (k16
+                 * tile u: 32 bytes on, + 2 u): a 32-bit add per tile, where
+                 * the 64-bit one took two instructions more and the whole
+                 * descriptor was made again for each tile (10 instructions
+                 * fewer per stage; 1-5 % on the Llama-2-7B block at M = 1024,
+                 * H200 2026-12-02). */
+                const uint32_t desc_lo = wg_desc_sw128_lo(st + L::a_off);
                 /* Group scales (and zero points), read at the start of the
                  * stage so that the k16 tiles below have no branch between
                  * them (a reload under a test per k16 tile left ptxas a block
@@ -475,10 +485,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 }
                 /* The scale and zero-point registers from row u's codes. */
                 auto use_row = [&](int u) {
-                    uint32_t codes[2 * TPW];
-#pragma unroll
-                    for (int w = 0; w < TPW; w++) codes[2 * w] = scw[u][w] & 0xFFFFu, codes[2 * w + 1] = scw[u][w] >> 16;
-                    set_scales(g, codes, p.unbias_h2);
+                    set_scales(g, scw[u], p.unbias_h2);
                     if constexpr (WT == WT_INT4_ZP) set_zeros(g, zw[u], q0);
                 };
                 if constexpr (SM == SM_ROW) use_row(0);
@@ -488,19 +495,20 @@ __global__ void __launch_bounds__(kThreads, 1)
                     if constexpr (!kAllRows) load_row(u, bw[0]);
                     uint32_t af[TPW][4];
                     dequant_tile<WT, IS_BF16, TPW, GROUPED>(bw[kAllRows ? u : 0], g, sym, af);
-                    /* kInFlight = 2: the fragments were built while the two
-                     * latest groups ran; now all but the latest are done,
-                     * and (u = 1) so is every group of the previous stage. */
-                    if (kInFlight == 2) {
-                        wg_wait<1>();
-                        if (u == 1 && pend >= 0) {
+                    /* kInFlight >= 2: the fragments were built while the
+                     * kInFlight latest groups ran; now all but the latest
+                     * kInFlight - 1 are done, and (u = kInFlight - 1) so is
+                     * every group of the previous stage. */
+                    if (kInFlight >= 2) {
+                        wg_wait<kInFlight - 1>();
+                        if (u == kInFlight - 1 && pend >= 0) {
                             mbar_arrive(empty0 + 8 * pend);
                             pend = -1;
                         }
                     }
                     wg_fence();
                     /* 32 bytes into each 128-byte row. */
-                    const uint64_t desc = desc0 + (uint64_t)(u * 32 >> 4);
+                    const uint64_t desc = wg_desc_sw128_from_lo(desc_lo + (uint32_t)(u * 32 >> 4));
 #pragma unroll
                     for (int i = 0; i < TPW; i++) wg_mma<C::bx, IS_BF16>::run(acc[i], af[i], desc);
                     wg_commit();
