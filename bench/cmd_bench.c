@@ -701,7 +701,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: qvet bench [--variant GLOB[,GLOB...]] [--model llama2-7b|llama3-70b|all]\n"
-            "                  [--m LIST] [--runs N] [--passes P] [--no-queue] [--out FILE] [--dry-run]\n"
+            "                  [--m LIST] [--runs N] [--passes P] [--no-queue] [--no-pair]\n"
+            "                  [--out FILE] [--dry-run]\n"
             "Times every registry row with a GPU kernel on the four linear layers of a\n"
             "Llama-2-7B or Llama-3-70B block (DESIGN.md §8) against cuBLAS fp16 and the\n"
             "weight-read floor at the measured copy bandwidth, with weights rotated past\n"
