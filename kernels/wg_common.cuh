@@ -240,30 +240,22 @@ struct wg_pieces {
  * along the tokens), bits 49-51 the base offset (0: every atom starts on a
  * 1024-byte boundary), bits 62-63 the swizzle mode (1 = 128-byte). Stepping
  * k16 inside the atom adds 32 bytes (2 in address >> 4) to the start address;
- * the hardware applies the XOR of the swizzle to the full address. */
-__device__ __forceinline__ uint64_t wg_desc_sw128(const void *smem_tile)
-{
-    const uint32_t addr = (uint32_t)__cvta_generic_to_shared(smem_tile);
-    uint64_t d = (uint64_t)((addr & 0x3FFFF) >> 4);
-    d |= (uint64_t)1 << 16;
-    d |= (uint64_t)(kSwizzleAtom >> 4) << 32;
-    d |= (uint64_t)1 << 62;
-    return d;
-}
-
-/* wg_desc_sw128 in two halves: the low word, which alone depends on the
- * address (its start-address field, address / 16, stays below 2^14 for
- * every shared-memory address, so adding k * 2 for a tile k * 32 bytes on in
- * the same rows never carries out of it), and the whole descriptor from a
- * low word. */
+ * the hardware applies the XOR of the swizzle to the full address.
+ *
+ * It comes in two halves: the low word, which alone depends on the tile's
+ * address (its start-address field stays below 2^14 for every shared-memory
+ * address, so adding 2 k for a tile k x 32 bytes on in the same rows never
+ * carries out of it: a kernel makes it once per stage and adds to it), and
+ * the whole descriptor from a low word. */
 __device__ __forceinline__ uint32_t wg_desc_sw128_lo(const void *smem_tile)
 {
-    return (uint32_t)wg_desc_sw128(smem_tile);
+    const uint32_t addr = (uint32_t)__cvta_generic_to_shared(smem_tile);
+    return (addr & 0x3FFFF) >> 4 | 1u << 16;
 }
 
 __device__ __forceinline__ uint64_t wg_desc_sw128_from_lo(uint32_t lo)
 {
-    /* bits 32-45 the stride (one swizzle atom) / 16, bit 62 the 128-byte swizzle */
+    /* bits 32-45 (the stride) and 62-63 (the swizzle mode) in the high word */
     constexpr uint32_t hi = (uint32_t)(kSwizzleAtom >> 4) | 1u << 30;
     return (uint64_t)hi << 32 | lo;
 }
