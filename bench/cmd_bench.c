@@ -337,15 +337,18 @@ static void pass_result(const pass_acc *a, int passes, double *us, double *aq, d
 
 /* One line of QVET_BENCH_TRACE: when the timing ended (seconds since t0),
  * the point, the pass, the phase (0 the GEMM alone, 1 with its quantizer, 2
- * the chained block) and the median, 10th and 90th percentile in µs. */
+ * the chained block) and the median in µs, with the 10th and 90th percentile
+ * where the timing `t` has them (the quantizer pairs of phase 1 report their
+ * median only). */
 static void trace_point(struct timespec t0, const char *row, const char *model, const char *layer, int m, int pass,
                         int phase, double us, const qv_bench_timing *t)
 {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     const double s = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
-    fprintf(stderr, "trace %.3f %s %s %s m=%d pass=%d phase=%d median=%.3f p10=%.3f p90=%.3f\n", s, row, model,
-            layer, m, pass, phase, us, t->p10_us, t->p90_us);
+    fprintf(stderr, "trace %.3f %s %s %s m=%d pass=%d phase=%d median=%.3f", s, row, model, layer, m, pass, phase, us);
+    if (t->runs > 0) fprintf(stderr, " p10=%.3f p90=%.3f", t->p10_us, t->p90_us);
+    fputc('\n', stderr);
 }
 
 /* The bytes whose transfer at the copy bandwidth bounds a row's time: packed
