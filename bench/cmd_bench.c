@@ -1006,6 +1006,15 @@ int qv_cmd_bench(int argc, char **argv)
             return 2;
         }
     }
+    /* QVET_BENCH_TRACE=1: every timing of every pass on stderr as it ends,
+     * with the seconds since the start, to set beside a clock and power log
+     * (nvidia-smi --query-gpu=... -lms); unset, empty or 0: none. */
+    const char *trace_env = getenv("QVET_BENCH_TRACE");
+    if (trace_env && *trace_env && strcmp(trace_env, "0") && strcmp(trace_env, "1")) {
+        fprintf(stderr, "qvet bench: QVET_BENCH_TRACE=\"%s\": expected 1 (trace every timing) or 0\n", trace_env);
+        return 2;
+    }
+    const int trace = trace_env && !strcmp(trace_env, "1");
 
     const qv_variant *ref = qv_variant_find("cublas-f16");
     if (!ref || !ref->launch) {
@@ -1086,11 +1095,6 @@ int qv_cmd_bench(int argc, char **argv)
      * tenth round, bench/RESULTS.md: SM clocks 1350-1680 MHz with the power
      * cap active, 1980 MHz without). A point's time thus no longer depends on
      * the larger Ms of the run, and rows at one M are timed side by side. */
-    /* QVET_BENCH_TRACE=1: every timing of every pass on stderr as it ends,
-     * with the seconds since the start, to set beside a clock and power log
-     * (nvidia-smi --query-gpu=... -lms). */
-    const char *trace_env = getenv("QVET_BENCH_TRACE");
-    const int trace = trace_env && !strcmp(trace_env, "1");
     int order[MAX_M];
     for (int i = 0; i < o.n_m; i++) {
         int j = i;

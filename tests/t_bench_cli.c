@@ -61,6 +61,31 @@ START_TEST(bad_option)
 }
 END_TEST
 
+/* QVET_BENCH_TRACE takes 1 or 0 (unset and empty: 0); any other value is a
+ * usage error before any GPU work, not a silent "off". */
+START_TEST(trace_env)
+{
+    static const char *const bad[] = {"yes", "2", "true"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("QVET_BENCH_TRACE", bad[i], 1);
+        run_result r = qvet_run((const char *[]){"bench", "--dry-run", NULL});
+        ck_assert_msg(r.rc == 2, "QVET_BENCH_TRACE=%s: exit %d, expected 2 (stderr: %s)", bad[i], r.rc, r.err);
+        ck_assert_msg(strstr(r.err, "QVET_BENCH_TRACE") != NULL && strstr(r.err, bad[i]) != NULL, "stderr: %s",
+                      r.err);
+        ck_assert_str_eq(r.out, "");
+        run_free(&r);
+    }
+    static const char *const good[] = {"0", "1", ""};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        setenv("QVET_BENCH_TRACE", good[i], 1);
+        run_result r = qvet_run((const char *[]){"bench", "--dry-run", NULL});
+        ck_assert_msg(r.rc == 0, "QVET_BENCH_TRACE='%s': exit %d (stderr: %s)", good[i], r.rc, r.err);
+        run_free(&r);
+    }
+    unsetenv("QVET_BENCH_TRACE");
+}
+END_TEST
+
 /* --dry-run lists the rows without touching a GPU. Expected, from the rows'
  * declarations: qqq-w4a8-ch has per-token int8 activations, so the int8
  * quantizer goes in front of it; w8a8-i8-tensor has a per-tensor activation
@@ -250,6 +275,7 @@ int main(void)
     tcase_add_test(tc, help);
     tcase_add_loop_test(tc, bad_option, 0, (int)(sizeof bad_opts / sizeof bad_opts[0]));
     tcase_add_test(tc, dry_run_rows);
+    tcase_add_test(tc, trace_env);
     tcase_add_test(tc, no_device);
     tcase_add_test(tc, paired_ratios);
     return suite_run(s);
