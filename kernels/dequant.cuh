@@ -159,6 +159,29 @@ __device__ __forceinline__ void qv_dq4<true>(uint32_t w, const uint32_t c[2], ui
     b[1] = qv_h2<true>::sub(hi, c[1]);
 }
 
+/* 4-bit codes with zero point z -> q - z as qv_dq4, from one constant c =
+ * qv_dq4_one_const(z) (1024 + z in fp16, 128 + z in bf16, in both halves): the
+ * hi pair is shifted down to the lo pair's bits first, so both pairs take the
+ * same subtraction. In fp16 one shift more per call than qv_dq4 and half its
+ * constants' registers, which a kernel that keeps a group's constants in
+ * registers across its k16 tiles (kernels/wonly_wg.cu) no longer rebuilds
+ * in each tile; in bf16 the same instructions as qv_dq4. */
+template <bool IS_BF16>
+__device__ __forceinline__ uint32_t qv_dq4_one_const(uint32_t z)
+{
+    return qv_h2<IS_BF16>::dup((IS_BF16 ? 0x4300u : 0x6400u) + z);
+}
+
+template <bool IS_BF16>
+__device__ __forceinline__ void qv_dq4_one(uint32_t w, uint32_t c, uint32_t b[2])
+{
+    const uint32_t magic = IS_BF16 ? 0x43004300u : 0x64006400u;
+    uint32_t lo = qv_lop3_and_or(w, 0x000F000Fu, magic);
+    uint32_t hi = qv_lop3_and_or(w >> 4, 0x000F000Fu, magic);
+    b[0] = qv_h2<IS_BF16>::sub(lo, c);
+    b[1] = qv_h2<IS_BF16>::sub(hi, c);
+}
+
 /* 8-bit "q+128" codes of word j8 -> exact q - 128 for both registers. */
 template <bool IS_BF16>
 __device__ __forceinline__ void qv_dq8(uint32_t w, uint32_t b[2]);
@@ -212,6 +235,26 @@ __device__ __forceinline__ void qv_dqfp8(uint32_t w, uint32_t b[2])
         b[0] = lo;
         b[1] = hi;
     }
+}
+
+/* e4m3 codes of word j8 -> bf16 values 2^-120 times theirs, by moving bits
+ * alone: the code's exponent and fraction bits go
+ * to bf16 bits 4-10, which reads them with bias 127 instead of 7, and its
+ * sign to bit 15: five or six instructions per word, where qv_dqfp8 takes
+ * ten. Exact for every code but NaN: a zero exponent field gives
+ * the bf16 subnormal m 2^-129 = 2^-120 (m 2^-9). Only for a caller that
+ * multiplies by a scale carrying 2^120 (the Marlin fp8 layout's bf16 scales,
+ * qv_layout_scale_pow2) in one bf16 rounding, which gives rn(v s) from exact
+ * operands (bf16 arithmetic keeps subnormal inputs: t_gpu_wg's one-hot
+ * probes, whose outputs are single weights bit for bit, cover the zero-exponent
+ * codes). The NaN codes 0x7F and
+ * 0xFF become +-480 2^-120, as in Marlin's kernel; no quantizer makes them. */
+__device__ __forceinline__ void qv_dqfp8_bf16_moved(uint32_t w, uint32_t b[2])
+{
+    /* lo pair, bytes 0 and 2: fraction and exponent from w << 4, signs from w << 8 */
+    b[0] = (w << 8 & 0x80008000u) | (w << 4 & 0x07F007F0u);
+    /* hi pair, bytes 1 and 3: the signs are in place */
+    b[1] = (w & 0x80008000u) | (w >> 4 & 0x07F007F0u);
 }
 
 #endif

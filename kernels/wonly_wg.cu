@@ -15,7 +15,9 @@
  * Declared arithmetic (src/registry.c, rows of family "marlin"), as in
  * wonly.cu:
  *  - group scales (QV_DQ_MUL_RN): w = half((q - z) * s), one half-precision
- *    rounding with q - z exact;
+ *    rounding with q - z exact (e4m3 codes in bf16: w = bf16(v 2^-120 * s
+ *    2^120), the same product, with the code's bits moved into a bf16 and the
+ *    layout's scale as stored: qv_dqfp8_bf16_moved);
  *  - tensor/channel scales (QV_DQ_EXACT + QV_EP_MUL_WSCALE): w = value(q)
  *    exactly, the fp32 result times the scale in fp32;
  *  - products summed by the tensor cores into fp32, k16 by k16 in increasing
@@ -189,7 +191,7 @@ WG_MMA_SPEC(256, true, "bf16", WG_REGS256, WG_D256("+f"))
  * points. */
 template <int WT, bool IS_BF16, int TPW> struct grp_regs {
     uint32_t sc[2 * TPW];
-    uint32_t zc[2 * TPW][2]; /* WT_INT4_ZP only */
+    uint32_t zc[2 * TPW]; /* WT_INT4_ZP only: qv_dq4_one's constant */
 };
 
 /* Dequantizes this lane's packed words `bw` of one k16 tile into the A
@@ -207,9 +209,11 @@ __device__ __forceinline__ void dequant_tile(const uint32_t *bw, const grp_regs<
         if (WT == WT_INT4) {
             qv_dq4<IS_BF16>(bw[jj >> 1] >> (8 * (jj & 1)), sym, bf);
         } else if (WT == WT_INT4_ZP) {
-            qv_dq4<IS_BF16>(bw[jj >> 1] >> (8 * (jj & 1)), g.zc[jj], bf);
+            qv_dq4_one<IS_BF16>(bw[jj >> 1] >> (8 * (jj & 1)), g.zc[jj], bf);
         } else if (WT == WT_INT8) {
             qv_dq8<IS_BF16>(bw[jj], bf);
+        } else if (IS_BF16 && GROUPED) {
+            qv_dqfp8_bf16_moved(bw[jj], bf); /* 2^-120 v: the scales keep their 2^120 (set_scales) */
         } else {
             qv_dqfp8<IS_BF16>(bw[jj], bf);
         }
@@ -226,8 +230,9 @@ __device__ __forceinline__ void dequant_tile(const uint32_t *bw, const grp_regs<
  * TPW - 1 of the lane's packed row, codes 2w and 2w + 1 in the low and high
  * half of word w) into the warp's scale registers, each code in both halves
  * by one byte permute (where a mask or shift and a multiply took two);
- * fp8 codes also undo the exponent bias folded into the scales (exact:
- * s * 2^s_pow2 * 2^-s_pow2 = s, a half-precision value). */
+ * fp8 codes in fp16 also undo the exponent bias folded into the scales
+ * (exact: s * 2^s_pow2 * 2^-s_pow2 = s, a half-precision value); in bf16 the
+ * scales keep their 2^120 for the codes' moved bits (dequant_tile). */
 template <int WT, bool IS_BF16, int TPW>
 __device__ __forceinline__ void set_scales(grp_regs<WT, IS_BF16, TPW> &g, const uint32_t *words, uint32_t unbias_h2)
 {
@@ -235,12 +240,14 @@ __device__ __forceinline__ void set_scales(grp_regs<WT, IS_BF16, TPW> &g, const 
     for (int jj = 0; jj < 2 * TPW; jj++) {
         /* bytes 1:0 (jj even) or 3:2 (jj odd) into both halves */
         g.sc[jj] = __byte_perm(words[jj >> 1], 0, jj & 1 ? 0x3232 : 0x1010);
-        if (WT == WT_FP8) g.sc[jj] = qv_h2<IS_BF16>::mul(g.sc[jj], unbias_h2);
+        if (WT == WT_FP8 && !IS_BF16) g.sc[jj] = qv_h2<IS_BF16>::mul(g.sc[jj], unbias_h2);
     }
 }
 
-/* The zero-point constants of the warp's n8 tiles j8 = 2 q0 + jj from the
- * packed word zw of column lane/4 (the nibble of n8 tile j8 sits at j8/2 +
+/* The zero-point constants (qv_dq4_one_const: one register per n8 tile,
+ * where qv_dq4's two made ptxas rebuild them in every k16 tile; 3-6 % on the
+ * zero-point rows at M = 256 and 1024, H200 2026-12-02) of the warp's n8
+ * tiles j8 = 2 q0 + jj from the packed word zw of column lane/4 (the nibble of n8 tile j8 sits at j8/2 +
  * 4*(j8%2): interleave [0,2,4,6,1,3,5,7]). */
 template <int WT, bool IS_BF16, int TPW>
 __device__ __forceinline__ void set_zeros(grp_regs<WT, IS_BF16, TPW> &g, uint32_t zw, int q0)
@@ -251,9 +258,9 @@ __device__ __forceinline__ void set_zeros(grp_regs<WT, IS_BF16, TPW> &g, uint32_
             const int j8 = 2 * q0 + jj;
 #ifdef QV_MUTANT_gpu_wg_zp_mask_missing
             /* Mutant (class 10, AutoGPTQ #484): the zero-point nibble taken without & 0xF. */
-            qv_dq4_consts<IS_BF16>(zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1))), g.zc[jj]);
+            g.zc[jj] = qv_dq4_one_const<IS_BF16>(zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1))));
 #else
-            qv_dq4_consts<IS_BF16>((zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1)))) & 0xFu, g.zc[jj]);
+            g.zc[jj] = qv_dq4_one_const<IS_BF16>((zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1)))) & 0xFu);
 #endif
         }
     }
@@ -374,7 +381,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int jj = 0; jj < 2 * TPW; jj++) g.sc[jj] = 0;
     if (WT == WT_INT4_ZP)
 #pragma unroll
-        for (int jj = 0; jj < 2 * TPW; jj++) g.zc[jj][0] = g.zc[jj][1] = 0;
+        for (int jj = 0; jj < 2 * TPW; jj++) g.zc[jj] = 0;
     /* k == g: the tile's scale codes and zero-point word. */
     uint32_t tcode[TPW], tzero = 0;
 #pragma unroll
@@ -382,6 +389,16 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     float acc[TPW][C::bx / 2];
     uint32_t slot = 0, phase = 0;
+    /* The activations' descriptor low word of the current slot, carried from
+     * stage to stage (SM_NONE, SM_ROW): ptxas rebuilt a value made from the
+     * slot inside every k16 tile (a multiply, an add, logic ops and moves to
+     * uniform registers), and cannot rebuild a loop-carried one. The g = 16 and
+     * 32 instances (SM_TILE) make it per stage: there the carried word made
+     * ptxas spill inside the stage loop. Slots are whole swizzle atoms apart,
+     * so the low words of consecutive slots differ by L::bytes / 16. */
+    static_assert(L::bytes % kSwizzleAtom == 0, "ring slots start on swizzle atoms");
+    const uint32_t desc_ring = wg_desc_sw128_lo(ring + L::a_off);
+    uint32_t desc_slot = desc_ring;
     const int ct = tid;                    /* consumer thread 0..255 */
     /* Whether this block's part of a shared tile arrived last: one flag per
      * tail piece (a block has at most two, j = 0 and 1), so that no flag is
@@ -453,7 +470,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                  * descriptor was made again for each tile (10 instructions
                  * fewer per stage; 1-5 % on the Llama-2-7B block at M = 1024,
                  * H200 2026-12-02). */
-                const uint32_t desc_lo = wg_desc_sw128_lo(st + L::a_off);
+                const uint32_t desc_lo = SM != SM_TILE ? desc_slot : wg_desc_sw128_lo(st + L::a_off);
                 /* Group scales (and zero points), read at the start of the
                  * stage so that the k16 tiles below have no branch between
                  * them (a reload under a test per k16 tile left ptxas a block
@@ -540,6 +557,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 mbar_arrive(empty0 + 8 * slot);
             }
             if (++slot == S) slot = 0, phase ^= 1;
+            if (SM != SM_TILE) desc_slot = slot == 0 ? desc_ring : desc_slot + (uint32_t)(L::bytes >> 4);
         }
         wg_wait<0>();
         if (pend >= 0) mbar_arrive(empty0 + 8 * pend);
