@@ -2,7 +2,9 @@
  * M <= 16, built to stream the packed weights at memory bandwidth. Same
  * layouts (layout.h) and same declared arithmetic as kernels/wonly.cu:
  *  - group scales (QV_DQ_MUL_RN): w = half((q - z) * s), one half-precision
- *    rounding, q - z exact (dequant.cuh);
+ *    rounding, q - z exact (dequant.cuh; e4m3 codes in bf16: the same
+ *    product as v 2^-120 times the layout's scale, which carries 2^120,
+ *    with the code's bits moved into a bf16: qv_dqfp8_bf16_moved);
  *  - tensor/channel scales (QV_DQ_EXACT + QV_EP_MUL_WSCALE): w = value(q)
  *    exactly, the fp32 result times the scale in fp32;
  *  - products summed by m16n8k16 tensor cores into fp32 (one tile holds every

@@ -100,7 +100,10 @@ __device__ __forceinline__ float add_partial(float s, float v)
 /* The group registers of a warp with CPW chunks: sc, the group scales as one
  * half2 per n8 tile; zw, the lane's packed zero-point word per chunk; zc, with
  * one chunk per warp, each n8 tile's dequant constants (with two they are
- * rebuilt per tile, which keeps registers below 128). */
+ * rebuilt per tile, which keeps registers below 128). The one-constant form
+ * of the wgmma kernel (qv_dq4_one) ran 0.5-1.5 % slower here (H200,
+ * 2026-12-02, M <= 16, both zero-point rows): this kernel keeps the
+ * constants in registers, and the form costs a shift per tile. */
 template <int CPW> struct small_group_regs {
     uint32_t sc[CPW][8];
     uint32_t zw[CPW];
@@ -139,8 +142,10 @@ __device__ __forceinline__ void small_load_group(small_group_regs<CPW> &r, const
             for (int j8 = 0; j8 < 8; j8++)
                 r.sc[c][j8] = qv_h2<IS_BF16>::dup(s16[single_perm_index(local + 8 * j8 + (lane >> 2))]);
         }
-        if (WT == WT_FP8) {
-            /* Exact: s * 2^s_pow2 * 2^-s_pow2 = s, a half-precision value. */
+        if (WT == WT_FP8 && !IS_BF16) {
+            /* Exact: s * 2^s_pow2 * 2^-s_pow2 = s, a half-precision value.
+             * bf16 scales keep their 2^120 for the codes' moved bits
+             * (small_tile_mma). */
 #pragma unroll
             for (int j8 = 0; j8 < 8; j8++) r.sc[c][j8] = qv_h2<IS_BF16>::mul(r.sc[c][j8], unbias_h2);
         }
@@ -206,6 +211,8 @@ __device__ __forceinline__ void small_tile_mma(float (&acc)[CPW][SWAP ? 4 : 8][4
                 }
             } else if (WT == WT_INT8) {
                 qv_dq8<IS_BF16>(bw[j8], bf);
+            } else if (IS_BF16 && G) {
+                qv_dqfp8_bf16_moved(bw[j8], bf); /* 2^-120 v: the scales keep their 2^120 */
             } else {
                 qv_dqfp8<IS_BF16>(bw[j8], bf);
             }
