@@ -73,7 +73,8 @@ constexpr int kKs = 4;                 /* k16 tiles per stage: 64 fp16 = one 128
 /* How a kernel applies its scales (a template parameter): SM_NONE, tensor
  * or channel scales in the epilogue; SM_ROW, group scales constant over a
  * stage (g >= 64, or k == g), made into registers once per stage; SM_TILE,
- * group scales of g = 16 or 32, made into registers before every k16 tile. */
+ * group scales of g = 32, made into registers before every other k16 tile
+ * (covers: g = 16 takes another kernel). */
 constexpr int SM_NONE = 0, SM_ROW = 1, SM_TILE = 2;
 constexpr int kMaxStages = 8;
 /* wgmma groups (one per k16 tile) a warpgroup keeps queued while it builds
@@ -298,9 +299,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int kt_total = p.k / 16;
     const int n_steps = sc.n_steps;
     const int tiles_m = sc.tiles_m;
-    /* k16 tiles u and u + 1 << s_shift of a stage have their group rows
-     * apart (groups are whole, aligned multiples of 16 rows). */
-    const int s_shift = p.g_shift < 2 ? p.g_shift : 2;
     const int s_rows = GROUPED ? p.s_rows : 0;
 
     if (tid == 0) {
@@ -477,17 +475,20 @@ __global__ void __launch_bounds__(kThreads, 1)
                  * per tile and the dequantization's latency in the open; H200
                  * 2026-12-01): SM_ROW, the stage's one group row (or, with
                  * k == g, the tile's constants), made into registers once;
-                 * SM_TILE, the row of every k16 tile u (u >> s_shift), made
-                 * into registers before it. 2 TPW 16-bit codes per lane in
-                 * TPW words. */
-                constexpr int kRows = SM == SM_TILE ? kKs : 1;
+                 * SM_TILE (g = 32), row r of k16 tiles 2r and 2r + 1, made
+                 * into registers before tile 2r (with g = 16 or 32 in one
+                 * instance, a row for every tile, made before each, took
+                 * 7-9 % of the Llama-2-7B block at M = 1024 over g = 64;
+                 * H200 2026-12-02). 2 TPW 16-bit codes per lane in TPW
+                 * words. */
+                constexpr int kRows = SM == SM_TILE ? kKs / 2 : 1;
                 uint32_t scw[kRows][TPW];
                 uint32_t zw[WT == WT_INT4_ZP ? kRows : 1];
                 if constexpr (GROUPED) {
                     const bool ld = !p.grp_single && chunk_ok;
 #pragma unroll
                     for (int u = 0; u < kRows; u++) {
-                        const int r = u >> s_shift;
+                        const int r = u;
                         uint32_t v[TPW];
                         ld_words<TPW>(st + L::s_off + r * C::bn * 2 + s_lane, ld, v);
 #pragma unroll
@@ -508,7 +509,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                 if constexpr (SM == SM_ROW) use_row(0);
                 /* k16 tile u of the stage. */
                 auto k16 = [&](int u) {
-                    if constexpr (SM == SM_TILE) use_row(u);
+                    if constexpr (SM == SM_TILE)
+                        if (u % 2 == 0) use_row(u / 2);
                     if constexpr (!kAllRows) load_row(u, bw[0]);
                     uint32_t af[TPW][4];
                     dequant_tile<WT, IS_BF16, TPW, GROUPED>(bw[kAllRows ? u : 0], g, sym, af);
@@ -782,6 +784,10 @@ bool covers(const qv_variant *v, int m, int n, int k)
         v->scale_layout != QV_SCALE_TENSOR)
         return false;
     if (m < 1 || n < 64 || n % 64 || k < 16 || k % 16) return false;
+    /* Group scales: one group row per stage (g >= 64) or per two k16 tiles
+     * (g = 32, SM_TILE), or a single group; g = 16 (no registry row) takes
+     * the mma kernel. */
+    if (v->scale_layout == QV_SCALE_GROUP && v->g < 32 && v->g != k) return false;
     /* N below 2^24, and the schedule's tile count (at most (m / 16) x
      * (n / 128), over every token tile) within an int. */
     return (n + 255) / 256 <= 65535 && ((int64_t)m + 15) / 16 * (n / 128 + 1) < ((int64_t)1 << 31);
@@ -927,7 +933,7 @@ qv_status launch_wt(int wt, const wg_params &p, const wg_sched &sc, const void *
 }
 
 /* Group scales take SM_ROW when a stage's 64 k lie in one group (g >= 64,
- * or k == g: one group), SM_TILE for g = 16 or 32. */
+ * or k == g: one group), SM_TILE for g = 32 (covers). */
 template <bool BF, int TPW, int BX>
 qv_status launch_sm(int wt, const wg_params &p, const wg_sched &sc, const void *a, cudaStream_t stream)
 {
