@@ -146,6 +146,7 @@ struct wg_params {
     int grp_single;          /* 1: group scales use the 32-wide channel permutation (k == g) */
     int s_rows;              /* group rows per stage (one per group its kKs k16 tiles touch), 0: none staged */
     int c_tma;               /* 1: C is 16-byte aligned and the epilogue stores it through c_map */
+    int pdl;                 /* host: launched as a programmatic dependent of the kernel in front (act_order) */
     float unbias_f32;        /* fp8: 2^-s_pow2, undoes the exponent bias folded into the scales; else 1 */
     uint32_t unbias_h2;      /* the same power of two as a half2 of the activation format */
     int *counters;           /* stream-K tail: one arrival counter per tail tile, zero between launches */
@@ -309,6 +310,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         mbar_fence_init();
     }
     __syncthreads();
+    /* Programmatic dependent launch (launch_kernel; act_order, behind the
+     * permutation of A): the grid may start while that kernel runs, and
+     * nothing in global memory is read or written here before it has
+     * finished and its writes are visible. Without PDL a no-op. */
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
 
     if (warp >= kConsumerWarps) {
         /* The producer: every stage of every tile of this block, in order,
@@ -754,6 +760,9 @@ __global__ void __launch_bounds__(kPermThreads)
 {
     extern __shared__ uint4 stage4[];
     const uint16_t *stage = reinterpret_cast<const uint16_t *>(stage4);
+    /* The GEMM behind may launch now (its griddepcontrol.wait still waits
+     * for this whole grid). */
+    asm volatile("griddepcontrol.launch_dependents;\n" ::);
     const int i0 = blockIdx.x * rows;
     const int r_n = m - i0 < rows ? m - i0 : rows;
     /* k % 16 == 0 and A 16-byte aligned: every row is whole 16-byte vectors. */
@@ -910,7 +919,23 @@ qv_status launch_kernel(const wg_params &p, const wg_sched &sc, const void *a, c
                     "cudaFuncSetAttribute (wgmma weight-only kernel shared memory)");
         attr_set = true;
     }
-    k_gemm_wonly_wgmma<WT, BF, TPW, BX, SM><<<sc.grid, kThreads, smem, stream>>>(p, sc, mp.a, mp.w, mp.s, mp.z, mp.c);
+    /* act_order: a programmatic dependent of the permutation kernel in
+     * front, which lets it launch as soon as its own blocks run: the blocks
+     * set up their ring while the last permutation blocks finish, then wait
+     * (griddepcontrol.wait). */
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = p.pdl ? 1 : 0;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)sc.grid);
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = (size_t)smem;
+    cfg.stream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    QV_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_gemm_wonly_wgmma<WT, BF, TPW, BX, SM>, p, sc, mp.a, mp.w, mp.s, mp.z,
+                                   mp.c),
+                "wgmma weight-only kernel launch");
     QV_CUDA_TRY(cudaGetLastError(), "wgmma weight-only kernel launch");
     return QV_OK;
 }
@@ -1023,6 +1048,7 @@ extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args 
     p.c = a->c;
     /* The tensor-map stores need a 16-byte aligned C (qv_launch_wonly asks for 4 bytes). */
     p.c_tma = ((uintptr_t)a->c & 15) == 0;
+    p.pdl = v->act_order ? 1 : 0; /* behind the permutation kernel just launched */
     p.m = a->m;
     p.n = a->n;
     p.k = a->k;
