@@ -107,20 +107,24 @@ template <> struct qv_h2<true> {
     }
 };
 
+/* The constant that the codes' magic leaves above q - z, in both halves:
+ * fp16 0x6400 is 1024, whose ulp is 1, so 1024 + z; bf16 0x4300 is 128, whose
+ * ulp is 1, so 128 + z. */
+template <bool IS_BF16>
+__device__ __forceinline__ uint32_t qv_dq4_one_const(uint32_t z)
+{
+    return qv_h2<IS_BF16>::dup((IS_BF16 ? 0x4300u : 0x6400u) + z);
+}
+
 /* The two constants that turn 4-bit codes with zero point z into q - z
- * (qv_dq4), computed once per group. fp16: 0x6400 is 1024, whose ulp is 1, so
- * c[0] = 1024 + z; c[1] = -(64 + z) is built from fp16 64 = 0x5400, whose ulp
- * is 1/16, as 0x5400 + 16z with the sign bit 0x8000. bf16: 0x4300 is 128,
- * whose ulp is 1, so both are 128 + z. */
+ * (qv_dq4), computed once per group: c[0] = qv_dq4_one_const(z); in fp16,
+ * c[1] = -(64 + z) is built from fp16 64 = 0x5400, whose ulp is 1/16, as
+ * 0x5400 + 16z with the sign bit 0x8000; in bf16 both are 128 + z. */
 template <bool IS_BF16>
 __device__ __forceinline__ void qv_dq4_consts(uint32_t z, uint32_t c[2])
 {
-    if (IS_BF16) {
-        c[0] = c[1] = qv_h2<true>::dup(0x4300u + z);
-    } else {
-        c[0] = qv_h2<false>::dup(0x6400u + z);
-        c[1] = qv_h2<false>::dup(0x8000u | (0x5400u + 16u * z));
-    }
+    c[0] = qv_dq4_one_const<IS_BF16>(z);
+    c[1] = IS_BF16 ? c[0] : qv_h2<false>::dup(0x8000u | (0x5400u + 16u * z));
 }
 
 /* 4-bit codes -> the exact integer value q - z of n8 tile j8's two fragment
@@ -166,12 +170,6 @@ __device__ __forceinline__ void qv_dq4<true>(uint32_t w, const uint32_t c[2], ui
  * constants' registers, which a kernel that keeps a group's constants in
  * registers across its k16 tiles (kernels/wonly_wg.cu) no longer rebuilds
  * in each tile; in bf16 the same instructions as qv_dq4. */
-template <bool IS_BF16>
-__device__ __forceinline__ uint32_t qv_dq4_one_const(uint32_t z)
-{
-    return qv_h2<IS_BF16>::dup((IS_BF16 ? 0x4300u : 0x6400u) + z);
-}
-
 template <bool IS_BF16>
 __device__ __forceinline__ void qv_dq4_one(uint32_t w, uint32_t c, uint32_t b[2])
 {

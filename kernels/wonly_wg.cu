@@ -394,12 +394,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     float acc[TPW][C::bx / 2];
     uint32_t slot = 0, phase = 0;
     /* The activations' descriptor low word of the current slot, carried from
-     * stage to stage (SM_NONE, SM_ROW): ptxas rebuilt a value made from the
-     * slot inside every k16 tile (a multiply, an add, logic ops and moves to
-     * uniform registers), and cannot rebuild a loop-carried one. The g = 16 and
-     * 32 instances (SM_TILE) make it per stage: there the carried word made
-     * ptxas spill inside the stage loop. Slots are whole swizzle atoms apart,
-     * so the low words of consecutive slots differ by L::bytes / 16. */
+     * stage to stage (kCarryDesc: SM_NONE, SM_ROW): ptxas rebuilt a value made
+     * from the slot inside every k16 tile (a multiply, an add, logic ops and
+     * moves to uniform registers), and cannot rebuild a loop-carried one. The
+     * g = 32 instances (SM_TILE) make it per stage: there the carried word
+     * once made ptxas spill inside the stage loop, and with their group rows
+     * once per two tiles it makes no shorter code (cuobjdump, 2026-12-02).
+     * Slots are whole swizzle atoms apart, so the low words of consecutive
+     * slots differ by L::bytes / 16. */
+    constexpr bool kCarryDesc = SM != SM_TILE;
     static_assert(L::bytes % kSwizzleAtom == 0, "ring slots start on swizzle atoms");
     const uint32_t desc_ring = wg_desc_sw128_lo(ring + L::a_off);
     uint32_t desc_slot = desc_ring;
@@ -474,7 +477,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                  * descriptor was made again for each tile (10 instructions
                  * fewer per stage; 1-5 % on the Llama-2-7B block at M = 1024,
                  * H200 2026-12-02). */
-                const uint32_t desc_lo = SM != SM_TILE ? desc_slot : wg_desc_sw128_lo(st + L::a_off);
+                const uint32_t desc_lo = kCarryDesc ? desc_slot : wg_desc_sw128_lo(st + L::a_off);
                 /* Group scales (and zero points), read at the start of the
                  * stage so that the k16 tiles below have no branch between
                  * them (a reload under a test per k16 tile left ptxas a block
@@ -494,14 +497,13 @@ __global__ void __launch_bounds__(kThreads, 1)
                     const bool ld = !p.grp_single && chunk_ok;
 #pragma unroll
                     for (int u = 0; u < kRows; u++) {
-                        const int r = u;
                         uint32_t v[TPW];
-                        ld_words<TPW>(st + L::s_off + r * C::bn * 2 + s_lane, ld, v);
+                        ld_words<TPW>(st + L::s_off + u * C::bn * 2 + s_lane, ld, v);
 #pragma unroll
                         for (int w = 0; w < TPW; w++) scw[u][w] = p.grp_single ? tcode[w] : v[w];
                         if constexpr (WT == WT_INT4_ZP) {
                             const uint32_t z =
-                                ld ? *reinterpret_cast<const uint32_t *>(st + L::z_off + r * (C::bn / 8) * 4 + z_lane)
+                                ld ? *reinterpret_cast<const uint32_t *>(st + L::z_off + u * (C::bn / 8) * 4 + z_lane)
                                    : 0u;
                             zw[u] = p.grp_single ? tzero : z;
                         }
@@ -565,7 +567,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 mbar_arrive(empty0 + 8 * slot);
             }
             if (++slot == S) slot = 0, phase ^= 1;
-            if (SM != SM_TILE) desc_slot = slot == 0 ? desc_ring : desc_slot + (uint32_t)(L::bytes >> 4);
+            if (kCarryDesc) desc_slot = slot == 0 ? desc_ring : desc_slot + (uint32_t)(L::bytes >> 4);
         }
         wg_wait<0>();
         if (pend >= 0) mbar_arrive(empty0 + 8 * pend);
