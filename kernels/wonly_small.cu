@@ -95,6 +95,12 @@ constexpr int kMaxTilesPerSplit = 256;
 #define QV_WO_SMALL_STAGE_KIB 16
 #endif
 constexpr int kStages = QV_WO_SMALL_STAGES;
+/* Measurements only: -DQV_WO_SMALL_NO_MATH=1 builds a K loop that waits for
+ * and refills every stage but reads none of it (wrong results): the ring's
+ * own rate, without the math. */
+#ifndef QV_WO_SMALL_NO_MATH
+#define QV_WO_SMALL_NO_MATH 0
+#endif
 constexpr int kStageBytes = QV_WO_SMALL_STAGE_KIB * 1024;
 static_assert(kStages * 8 <= 128, "the 128-byte shared-memory header holds the ring's barriers (small_smem)");
 /* Shared-memory budget of one block: two blocks per SM fit the H200's 227 KiB
@@ -386,7 +392,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
             const int slot = st % kStages;
             mbar_wait(bar_full + 8 * slot, (st / kStages) & 1);
             if (st == 0) QV_WO_STAMP(TR_FIRST);
-            if (active) {
+            if (active && !QV_WO_SMALL_NO_MATH) {
                 const int rows = min(rps, nt - st * rps);
                 const unsigned char *stage = my_words + slot * L.stage_bytes;
                 auto load_row = [&](int r, uint4 (&cur)[VW]) {
@@ -856,6 +862,12 @@ void print_timeline(const small_params &p, const unsigned long long *t, int bloc
         qsort(d, (size_t)blocks, sizeof *d, cmp_u64);
         fprintf(stderr, " %s=%.2f/%.2f", name[ph], (double)d[blocks / 2] * 1e-3, (double)d[blocks - 1] * 1e-3);
     }
+    /* When the blocks' K loops end, from the first block's start: the
+     * first, the median and the last (the layer's streaming tail). */
+    for (int b = 0; b < blocks; b++) d[b] = t[b * kTracePoints + TR_LOOP] - t0;
+    qsort(d, (size_t)blocks, sizeof *d, cmp_u64);
+    fprintf(stderr, " loop_end=%.2f/%.2f/%.2f", (double)d[0] * 1e-3, (double)d[blocks / 2] * 1e-3,
+            (double)d[blocks - 1] * 1e-3);
     fprintf(stderr, "\n");
     free(d);
 }
