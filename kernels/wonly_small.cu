@@ -37,10 +37,14 @@
  * a cluster barrier block rank r sums part r of the tile (a C-th of its
  * outputs) over the C peers' tiles in rank order, through distributed shared
  * memory, with 8 loads in flight at once. With Q = 1 that sum is final and
- * goes through the epilogue to Y: no global round trip at all. With Q > 1 each
- * cluster writes its part sums to the workspace, and the last of the Q blocks
- * of (tile, part) to arrive (a counter each, reset by it) adds the Q cluster
- * sums in order 0..Q-1. Every output is thus ((s0 + s1) + ... + s(C-1)) per
+ * goes through the epilogue to Y: no global round trip at all. With Q > 1 the
+ * Q blocks of (tile, part) take tickets on a counter as their last stages
+ * begin; each but the last ticket's writes its cluster's part sums to the
+ * workspace and counts itself done, and the last ticket's keeps its own in
+ * shared memory, waits for the Q - 1 others, resets the counter and adds the
+ * Q cluster sums in order 0..Q-1 (taking the ticket a stage early moves the
+ * atomic's round trip, and the last block's own store and fence, off the
+ * layer's tail). Every output is thus ((s0 + s1) + ... + s(C-1)) per
  * cluster, then the Q cluster sums in order: fp32 RN adds in a fixed order.
  * (The predecessor summed slices 0..S-1 in one last block: 18-30 us per
  * Llama-3-70B layer at M = 16, bench/RESULTS.md third round.)
@@ -102,7 +106,7 @@ constexpr int kStages = QV_WO_SMALL_STAGES;
 #define QV_WO_SMALL_NO_MATH 0
 #endif
 constexpr int kStageBytes = QV_WO_SMALL_STAGE_KIB * 1024;
-static_assert(kStages * 8 <= 128, "the 128-byte shared-memory header holds the ring's barriers (small_smem)");
+static_assert(2 * kStages * 8 <= 128, "the 128-byte shared-memory header holds the ring's barriers (small_smem)");
 /* Shared-memory budget of one block: two blocks per SM fit the H200's 227 KiB
  * (each block also takes 1 KiB of system shared memory). */
 constexpr size_t kSmemBudget = 112 * 1024;
@@ -159,7 +163,8 @@ enum { TR_START = 0, TR_FIRST, TR_LOOP, TR_END, kTracePoints };
 #endif
 
 /* Shared-memory byte layout of one block, the same on host and device: the
- * ring's kStages mbarriers in a 128-byte header; the
+ * ring's mbarriers in a 128-byte header (kStages "full", then kStages
+ * "empty" for the last-warp refill); the
  * ring of kStages stages, each rows_per_stage k16 rows of the block's packed
  * weights in their global order (chunk, lane, word); A's rows 0..m-1 over the
  * slice, each padded by 16 bytes so that the 8 row addresses of an ldmatrix
@@ -171,9 +176,12 @@ enum { TR_START = 0, TR_FIRST, TR_LOOP, TR_END, kTracePoints };
  * the block's split-K partial tile: m rows of bn fp32 at red_stride floats,
  * bn + 4 so that rows stay 16-byte aligned and the 4 rows of a half-warp's
  * 8-byte stores (m16 orientation) start 4 banks apart. Never the ring: no
- * bulk copy ever writes where the partial tile lives. */
+ * bulk copy ever writes where the partial tile lives. Rows with channel or
+ * tensor scales end with room for the block's bn epilogue factors (their
+ * codes, or one fp32 tensor scale), staged with A at block start, so that no
+ * global load of a scale sits in the epilogue after the last weights. */
 struct small_smem {
-    int rows_per_stage, stage_bytes, ring_off, a_off, a_stride, zero_off, s_off, z_off, red_stride, bytes;
+    int rows_per_stage, stage_bytes, ring_off, a_off, a_stride, zero_off, s_off, z_off, red_stride, e_off, bytes;
     __host__ __device__ small_smem(int m, int tiles_per_split, int groups_max, bool grouped, bool zp, int bn,
                                    int row_bytes)
     {
@@ -189,6 +197,11 @@ struct small_smem {
         red_stride = bn + 4;
         const int red_end = a_off + m * red_stride * 4;
         if (bytes < red_end) bytes = red_end;
+        /* Channel or tensor scales: the block's bn epilogue factors (at most
+         * 4 bytes each), past everything above, so that the partial tile
+         * never covers them. */
+        e_off = (bytes + 15) & ~15;
+        if (!grouped) bytes = e_off + bn * 4;
     }
 };
 
@@ -245,6 +258,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
      * and the zero points are being staged. */
     const unsigned smem_base = (unsigned)__cvta_generic_to_shared(smem);
     const unsigned bar_full = smem_base;
+    const unsigned bar_empty = smem_base + 8 * kStages; /* last_refill: every warp done with a slot */
     const int rps = L.rows_per_stage;
     const int n_stages = (nt + rps - 1) / rps;
     const int blk_chunks = min(BN / 64, n_chunks - (int)blockIdx.x * (BN / 64));
@@ -295,8 +309,24 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
             }
         }
     }
+    /* Channel scales: the block's codes as stored (positions n0 .. n0 + bcols
+     * - 1: scale_perm_single permutes within 32 columns), requested with A;
+     * a tensor scale: its one value, read by a thread of warp 1 (thread 0
+     * issues the weights). Either way the epilogue finds its factors in
+     * shared memory (esc_at), with no global load after the last weights. */
+    if (!grouped) {
+        if (p.scale_mode == SC_CHANNEL) {
+            const int es = p.scale_fmt == SF_F32 ? 4 : 2;
+            const int pieces = blk_chunks * 64 * es / 16;
+            for (int c = tid; c < pieces; c += kThreads)
+                qv_cp_async16(smem + L.e_off + c * 16,
+                              static_cast<const unsigned char *>(p.scales) + (int64_t)n0 * es + c * 16, true);
+        } else if (tid == 32) {
+            *reinterpret_cast<float *>(smem + L.e_off) = epilogue_scale(p, 0);
+        }
+    }
     if (tid == 0) {
-        for (int i = 0; i < kStages; i++) mbar_init(bar_full + 8 * i, 1), s_done[i] = 0;
+        for (int i = 0; i < kStages; i++) mbar_init(bar_full + 8 * i, 1), mbar_init(bar_empty + 8 * i, kThreads), s_done[i] = 0;
         mbar_fence_init();
         for (int st = 0; st < min(kStages, n_stages); st++) issue_stage(st);
     }
@@ -317,6 +347,13 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     qv_cp_async_commit();
     qv_cp_async_wait<0>();
     __syncthreads();
+
+    /* The epilogue factor of column col (channel or tensor rows): the
+     * staged code, decoded and times 2^-s_pow2 as epilogue_scale does. */
+    auto esc_at = [&](int col) {
+        if (p.scale_mode == SC_TENSOR) return *reinterpret_cast<const float *>(smem + L.e_off);
+        return load_scale(smem + L.e_off, single_perm_index(col) - n0, p.scale_fmt) * p.unbias_f32;
+    };
 
     /* The lane's ldmatrix row address (rows >= m read the zero line). m16
      * orientation: A row lane%16, k half lane/16 (qv_ldmatrix_x4's matrix
@@ -386,10 +423,18 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
      * channel scales -3 to +2 %. Warps without a chunk below N still take
      * every barrier and count every slot. */
     const bool last_refill = !T::four && !(grouped && IS_BF16);
+    /* Split-K through the workspace (Q = splits / cluster > 1, step 4):
+     * thread 0 takes the block's ticket on its (column tile, part) counter
+     * as its last stage begins, so that the atomic's round trip overlaps
+     * that stage's math; the ticket's low 16 bits count arrivals. */
+    const int sk_q = p.splits / p.cluster;
+    int *const sk_cnt = p.counters + blockIdx.x * p.cluster + (p.cluster > 1 ? (int)cluster_rank() : 0);
+    int ticket = 0;
     {
         const unsigned char *my_words = smem + L.ring_off + (warp * CPW * T::chunk_vecs + lane * T::vecs) * 16;
         for (int st = 0; st < n_stages; st++) {
             const int slot = st % kStages;
+            if (st == n_stages - 1 && sk_q > 1 && tid == 0) ticket = atomicAdd(sk_cnt, 1);
             mbar_wait(bar_full + 8 * slot, (st / kStages) & 1);
             if (st == 0) QV_WO_STAMP(TR_FIRST);
             if (active && !QV_WO_SMALL_NO_MATH) {
@@ -450,14 +495,19 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
             }
             if (st + kStages < n_stages) {
                 if (last_refill) {
-                    /* The last warp done with the slot refills it: every
-                     * lane's reads of the slot have returned (their words are
-                     * in the products), __syncwarp orders them before lane
-                     * 0's count, and no warp waits for the others unless the
-                     * ring runs dry. */
+                    /* The last warp done with the slot refills it. Every
+                     * thread arrives on empty[slot] after its reads of the
+                     * slot (a release); lane 0 of the warp whose count is the
+                     * last waits for that phase (an acquire: every warp has
+                     * counted itself after its arrivals, so it rarely waits)
+                     * and so orders all 256 threads' reads before its
+                     * copies. No warp waits for the others unless the ring
+                     * runs dry. */
+                    mbar_arrive(bar_empty + 8 * slot);
                     __syncwarp();
                     if (lane == 0 && atomicAdd(&s_done[slot], 1) == kWarps - 1) {
                         s_done[slot] = 0;
+                        mbar_wait(bar_empty + 8 * slot, (st / kStages) & 1);
                         fence_proxy_async();
                         issue_stage(st + kStages);
                     }
@@ -494,7 +544,8 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
         float *red = reinterpret_cast<float *>(smem + L.a_off);
         /* Element r of (chunk c, tile j) in the block's partial tile. */
         auto red_at = [&](int c, int j, int r) { return red + elem_row(r) * L.red_stride + elem_col(c, j, r) - n0; };
-        __syncthreads(); /* every warp is past its last read of A and the scales */
+        if (tid == 0) s_is_last = Q > 1 && (ticket & 0xFFFF) == Q - 1;
+        __syncthreads(); /* every warp is past its last read of A and the scales; s_is_last is set */
 #pragma unroll
         for (int c = 0; c < CPW; c++)
             if (chunk_on[c])
@@ -536,7 +587,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
             for (int i = 0; i < 4; i++) {
                 const int col = (int)(off % p.n) + i;
                 float y = y4[i];
-                if (p.scale_mode != SC_GROUP) y = y * epilogue_scale(p, col);
+                if (p.scale_mode != SC_GROUP) y = y * esc_at(col);
                 h[i] = (uint16_t)(qv_h2<IS_BF16>::pack(y, 0.0f) & 0xFFFFu);
             }
             *reinterpret_cast<uint2 *>(out + off) =
@@ -548,8 +599,12 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
         };
 
         /* The cluster's sum of part r: the C peers' loads in flight, then
-         * their adds in rank order. */
+         * their adds in rank order. With Q > 1 it goes to partial[q_idx],
+         * except in the block with the last ticket, which keeps it in its
+         * own shared memory (the ring, idle now: every stage issued has been
+         * waited for) for its sum of the Q cluster sums below. */
         const unsigned red_addr = smem_base + L.a_off;
+        float4 *const own = reinterpret_cast<float4 *>(smem + L.ring_off);
         for (int e = e_begin + tid; e < e_end; e += kThreads) {
             const int red_idx = (e / qpr) * L.red_stride + 4 * (e % qpr);
             float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -568,24 +623,30 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
             }
             if (Q == 1)
                 finish(out_off(e), sum);
+            else if (s_is_last)
+                own[e - e_begin] = sum;
             else
                 __stcg(reinterpret_cast<float4 *>(p.partial + q_idx * slice + out_off(e)), sum);
         }
         /* This block no longer reads its peers' tiles. */
         if (C > 1) cluster_arrive();
 
-        if (Q > 1) {
+        if (Q > 1 && !s_is_last) {
+            /* Partial written: counted in the high 16 bits. */
             __threadfence();
             __syncthreads();
+            if (tid == 0) atomicAdd(sk_cnt, 1 << 16);
+        } else if (Q > 1) {
+            /* The last ticket: once the other Q - 1 blocks have written
+             * theirs (they took their tickets earlier, so this rarely waits),
+             * it resets the counter for the next launch (gemm.h) and sums. */
             if (tid == 0) {
-                int *cnt = p.counters + blockIdx.x * C + rank;
-                const int old = atomicAdd(cnt, 1);
-                s_is_last = old == Q - 1;
-                /* The last arrival resets the counter for the next launch (gemm.h). */
-                if (s_is_last) atomicExch(cnt, 0);
+                while ((*reinterpret_cast<volatile int *>(sk_cnt) >> 16) != Q - 1) {
+                }
+                atomicExch(sk_cnt, 0);
             }
             __syncthreads();
-            if (s_is_last) {
+            {
                 __threadfence();
                 /* The clusters' sums 0..Q-1 of part r in that order, each thread
                  * kU x 4 outputs with the loads of kZ clusters in flight before
@@ -612,8 +673,10 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
 #pragma unroll
                                 for (int z = 0; z < kZ; z++)
                                     if (on[u] && z0 + z < Q)
-                                        v[u][z] = __ldcg(
-                                            reinterpret_cast<const float4 *>(p.partial + (z0 + z) * slice + off[u]));
+                                        v[u][z] = z0 + z == q_idx
+                                                      ? own[e0 + u * kThreads - e_begin]
+                                                      : __ldcg(reinterpret_cast<const float4 *>(
+                                                            p.partial + (z0 + z) * slice + off[u]));
 #pragma unroll
                             for (int u = 0; u < kU; u++)
 #pragma unroll
@@ -650,7 +713,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                 const int row = elem_row(r), col = elem_col(c, j, r);
                 if (row >= p.m) continue;
                 float y = acc[c][j][r];
-                if (p.scale_mode != SC_GROUP) y = y * epilogue_scale(p, col);
+                if (p.scale_mode != SC_GROUP) y = y * esc_at(col);
                 out[(int64_t)row * p.n + col] = (uint16_t)(qv_h2<IS_BF16>::pack(y, 0.0f) & 0xFFFFu);
             }
     }
@@ -827,6 +890,12 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
               "small-M split-K counters exceed the reserved area (wonly_small.cuh)");
     pl.partial_off = qv_wonly_counters_bytes(n);
     const int q = pl.splits / pl.cluster;
+    /* The last ticket's own cluster sums (m x bn / cluster fp32) stay in its
+     * idle ring. */
+    QV_ASSERT(q == 1 || (size_t)m * bn * 4 / pl.cluster <=
+                            (size_t)kStages * small_smem(m, best_tps, pl.groups_max, grouped, v->zero_point, bn,
+                                                         row_bytes).stage_bytes,
+              "small-M split-K: the last block's own sums exceed its ring");
     pl.bytes = pl.splits > 1 ? pl.partial_off + (q > 1 ? (size_t)q * (size_t)m * (size_t)n * sizeof(float) : 0) : 0;
     return pl;
 }
