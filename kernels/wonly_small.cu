@@ -539,6 +539,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     if (p.splits > 1) {
         const int C = p.cluster;
         const int Q = p.splits / C;
+        /* Read again rather than kept from sk_cnt's: a register less over the K loop. */
         const int rank = C > 1 ? (int)cluster_rank() : 0;
         const int q_idx = blockIdx.y / C;
         float *red = reinterpret_cast<float *>(smem + L.a_off);
@@ -646,53 +647,51 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                 atomicExch(sk_cnt, 0);
             }
             __syncthreads();
-            {
-                __threadfence();
-                /* The clusters' sums 0..Q-1 of part r in that order, each thread
-                 * kU x 4 outputs with the loads of kZ clusters in flight before
-                 * their adds (16-byte loads): 1 x 16 when the part has no more
-                 * 4-output pieces than the block has threads (small M, where
-                 * the plan's Q reaches 16-33), else 2 x 8. */
-                auto sum_parts = [&](auto u_tag, auto z_tag) {
-                    constexpr int kU = decltype(u_tag)::value, kZ = decltype(z_tag)::value;
-                    for (int e0 = e_begin + tid; e0 < e_end; e0 += kThreads * kU) {
-                        float4 sum[kU];
-                        int64_t off[kU];
-                        bool on[kU];
+            __threadfence();
+            /* The clusters' sums 0..Q-1 of part r in that order, each thread
+             * kU x 4 outputs with the loads of kZ clusters in flight before
+             * their adds (16-byte loads): 1 x 16 when the part has no more
+             * 4-output pieces than the block has threads (small M, where
+             * the plan's Q reaches 16-33), else 2 x 8. */
+            auto sum_parts = [&](auto u_tag, auto z_tag) {
+                constexpr int kU = decltype(u_tag)::value, kZ = decltype(z_tag)::value;
+                for (int e0 = e_begin + tid; e0 < e_end; e0 += kThreads * kU) {
+                    float4 sum[kU];
+                    int64_t off[kU];
+                    bool on[kU];
 #pragma unroll
-                        for (int u = 0; u < kU; u++) {
-                            const int e = e0 + u * kThreads;
-                            on[u] = e < e_end;
-                            off[u] = on[u] ? out_off(e) : 0;
-                            sum[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                        }
-                        for (int z0 = 0; z0 < Q; z0 += kZ) {
-                            float4 v[kU][kZ];
-#pragma unroll
-                            for (int u = 0; u < kU; u++)
-#pragma unroll
-                                for (int z = 0; z < kZ; z++)
-                                    if (on[u] && z0 + z < Q)
-                                        v[u][z] = z0 + z == q_idx
-                                                      ? own[e0 + u * kThreads - e_begin]
-                                                      : __ldcg(reinterpret_cast<const float4 *>(
-                                                            p.partial + (z0 + z) * slice + off[u]));
-#pragma unroll
-                            for (int u = 0; u < kU; u++)
-#pragma unroll
-                                for (int z = 0; z < kZ; z++)
-                                    if (on[u] && z0 + z < Q) sum[u] = z0 + z == 0 ? v[u][z] : add4(sum[u], v[u][z]);
-                        }
+                    for (int u = 0; u < kU; u++) {
+                        const int e = e0 + u * kThreads;
+                        on[u] = e < e_end;
+                        off[u] = on[u] ? out_off(e) : 0;
+                        sum[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                    }
+                    for (int z0 = 0; z0 < Q; z0 += kZ) {
+                        float4 v[kU][kZ];
 #pragma unroll
                         for (int u = 0; u < kU; u++)
-                            if (on[u]) finish(off[u], sum[u]);
+#pragma unroll
+                            for (int z = 0; z < kZ; z++)
+                                if (on[u] && z0 + z < Q)
+                                    v[u][z] = z0 + z == q_idx
+                                                  ? own[e0 + u * kThreads - e_begin]
+                                                  : __ldcg(reinterpret_cast<const float4 *>(
+                                                        p.partial + (z0 + z) * slice + off[u]));
+#pragma unroll
+                        for (int u = 0; u < kU; u++)
+#pragma unroll
+                            for (int z = 0; z < kZ; z++)
+                                if (on[u] && z0 + z < Q) sum[u] = z0 + z == 0 ? v[u][z] : add4(sum[u], v[u][z]);
                     }
-                };
-                if (e_end - e_begin <= kThreads)
-                    sum_parts(std::integral_constant<int, 1>{}, std::integral_constant<int, 16>{});
-                else
-                    sum_parts(std::integral_constant<int, 2>{}, std::integral_constant<int, 8>{});
-            }
+#pragma unroll
+                    for (int u = 0; u < kU; u++)
+                        if (on[u]) finish(off[u], sum[u]);
+                }
+            };
+            if (e_end - e_begin <= kThreads)
+                sum_parts(std::integral_constant<int, 1>{}, std::integral_constant<int, 16>{});
+            else
+                sum_parts(std::integral_constant<int, 2>{}, std::integral_constant<int, 8>{});
         }
         /* The peers have read this block's tile before it exits. */
         if (C > 1) cluster_wait();
@@ -874,7 +873,8 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
     pl.splits = (tiles + best_tps - 1) / best_tps;
     pl.cluster = best_c;
     pl.groups_max = groups_for(v, best_tps);
-    pl.smem = small_smem(m, best_tps, pl.groups_max, grouped, v->zero_point, bn, row_bytes).bytes;
+    const small_smem lay(m, best_tps, pl.groups_max, grouped, v->zero_point, bn, row_bytes);
+    pl.smem = lay.bytes;
     /* The split-K tile after the K loop (m x bn fp32) is not shortened by the
      * slice length: a ring built with a larger QV_WO_SMALL_STAGES x
      * QV_WO_SMALL_STAGE_KIB can leave no room for it at M = 16. */
@@ -892,9 +892,7 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
     const int q = pl.splits / pl.cluster;
     /* The last ticket's own cluster sums (m x bn / cluster fp32) stay in its
      * idle ring. */
-    QV_ASSERT(q == 1 || (size_t)m * bn * 4 / pl.cluster <=
-                            (size_t)kStages * small_smem(m, best_tps, pl.groups_max, grouped, v->zero_point, bn,
-                                                         row_bytes).stage_bytes,
+    QV_ASSERT(q == 1 || (size_t)m * bn * 4 / pl.cluster <= (size_t)kStages * lay.stage_bytes,
               "small-M split-K: the last block's own sums exceed its ring");
     pl.bytes = pl.splits > 1 ? pl.partial_off + (q > 1 ? (size_t)q * (size_t)m * (size_t)n * sizeof(float) : 0) : 0;
     return pl;
