@@ -748,31 +748,50 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 /* act_order: out[i][j] = a[i][perm[j]], the activations in sorted-row order.
- * Each block stages `rows` whole rows of A in shared memory (16-byte loads,
- * so A is read once, coalesced) and writes their permuted copies two
- * columns at a time; a perm entry outside [0, k) writes zeros (never a read
- * outside the staged rows). Before it, one gather from global memory per
- * element cost a 32-byte sector per 2 bytes: about 67 us per Llama-3-70B
- * layer at M = 1024 (H200, eighth round). */
+ * Each block stages `rows` whole rows of A in shared memory (A read once,
+ * coalesced) and writes their permuted copies two columns at a time; a perm
+ * entry outside [0, k) writes zeros (never a read outside the staged rows).
+ * The rows come in by one bulk copy (BULK: every byte in flight at once;
+ * the faster where blocks share the SMs over more than one wave) or by a
+ * loop of 16-byte loads (the faster where each block has an SM to itself);
+ * the host picks (launch_permute). Before the staging, one gather from global
+ * memory per element cost a 32-byte sector per 2 bytes: about 67 us per
+ * Llama-3-70B layer at M = 1024 (H200, eighth round). */
 constexpr int kPermSmem = 200 * 1024; /* staged rows per block: at most this many bytes */
-constexpr int kPermThreads = 512;
 
-__global__ void __launch_bounds__(kPermThreads)
+template <bool BULK, int TH>
+__global__ void __launch_bounds__(TH)
     k_wg_permute_rows(const uint16_t *a, const int32_t *perm, uint16_t *out, int m, int k, int rows)
 {
-    extern __shared__ uint4 stage4[];
+    extern __shared__ __align__(16) uint4 stage4[];
+    __shared__ __align__(8) uint64_t full;
     const uint16_t *stage = reinterpret_cast<const uint16_t *>(stage4);
     /* The GEMM behind may launch now (its griddepcontrol.wait still waits
      * for this whole grid). */
     asm volatile("griddepcontrol.launch_dependents;\n" ::);
     const int i0 = blockIdx.x * rows;
     const int r_n = m - i0 < rows ? m - i0 : rows;
-    /* k % 16 == 0 and A 16-byte aligned: every row is whole 16-byte vectors. */
-    const int vecs = r_n * (k / 8);
-    const uint4 *src = reinterpret_cast<const uint4 *>(a + (int64_t)i0 * k);
-    for (int v = threadIdx.x; v < vecs; v += kPermThreads) stage4[v] = src[v];
-    __syncthreads();
-    for (int j = 2 * threadIdx.x; j < k; j += 2 * kPermThreads) {
+    /* k % 16 == 0 and A 16-byte aligned: the rows are one run of whole
+     * 16-byte vectors, at most kPermSmem bytes (the host's rows). */
+    if (BULK) {
+        const uint32_t bar = (uint32_t)__cvta_generic_to_shared(&full);
+        if (threadIdx.x == 0) {
+            mbar_init(bar, 1);
+            mbar_fence_init();
+            const uint32_t bytes = (uint32_t)r_n * (uint32_t)k * 2u;
+            mbar_arrive_tx(bar, bytes);
+            bulk_copy_hint((uint32_t)__cvta_generic_to_shared(stage4), a + (int64_t)i0 * k, bytes, bar,
+                           l2_evict_first());
+        }
+        __syncthreads();
+        mbar_wait(bar, 0);
+    } else {
+        const int vecs = r_n * (k / 8);
+        const uint4 *src = reinterpret_cast<const uint4 *>(a + (int64_t)i0 * k);
+        for (int v = threadIdx.x; v < vecs; v += TH) stage4[v] = src[v];
+        __syncthreads();
+    }
+    for (int j = 2 * threadIdx.x; j < k; j += 2 * TH) {
         const int2 pj = *reinterpret_cast<const int2 *>(perm + j);
         const bool ok0 = (unsigned)pj.x < (unsigned)k, ok1 = (unsigned)pj.y < (unsigned)k;
         for (int r = 0; r < r_n; r++) {
@@ -780,6 +799,47 @@ __global__ void __launch_bounds__(kPermThreads)
             *reinterpret_cast<uint32_t *>(out + (int64_t)(i0 + r) * k + j) = lo | hi << 16;
         }
     }
+}
+
+/* One instance of the permutation with `rows` rows per block, its shared
+ * memory allowed once. */
+template <bool BULK, int TH>
+qv_status launch_permute_as(const uint16_t *a, const int32_t *perm, uint16_t *out, int m, int k, int rows,
+                            cudaStream_t stream)
+{
+    static bool attr_set = false;
+    if (!attr_set) {
+        QV_CUDA_TRY(cudaFuncSetAttribute(k_wg_permute_rows<BULK, TH>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         kPermSmem),
+                    "cudaFuncSetAttribute (act_order permutation shared memory)");
+        attr_set = true;
+    }
+    k_wg_permute_rows<BULK, TH><<<(m + rows - 1) / rows, TH, (size_t)rows * (size_t)k * 2, stream>>>(a, perm, out, m,
+                                                                                                     k, rows);
+    QV_CUDA_TRY(cudaGetLastError(), "act_order column permutation launch");
+    return QV_OK;
+}
+
+/* The permutation of A into out (m x k, the workspace): staged rows where a
+ * row fits a block and perm is 8-byte aligned (the staged kernel reads two
+ * entries at a time), else one gather per element (kernels/wonly.cu).
+ * Rows per block: M over the SMs rounded up, one block per SM, loaded by the
+ * loop with 1024 threads; where those rows pass the stage's bytes, as many
+ * as let two blocks share an SM, loaded by the bulk copy (the Llama-3-70B
+ * down layer: 44 us at M = 1024 against 54 by the loop). Both were the
+ * fastest or within 0.35 us of the fastest of 48 configurations at every K
+ * of both models and M = 64-1024 (tools/probe-perm.cu; bench/RESULTS.md,
+ * twentieth round). */
+qv_status launch_permute(const uint16_t *a, const int32_t *perm, uint16_t *out, int m, int k, cudaStream_t stream)
+{
+    const int64_t row_bytes = (int64_t)k * 2;
+    if (row_bytes > kPermSmem || ((uintptr_t)perm & 7) != 0)
+        return wo_permute_cols_gather(a, perm, out, m, k, stream);
+    const int rows = (m + kPlanBlocks - 1) / kPlanBlocks;
+    if ((int64_t)rows * row_bytes <= kPermSmem) return launch_permute_as<false, 1024>(a, perm, out, m, k, rows, stream);
+    const int64_t pair = 113 * 1024;
+    const int fit = row_bytes <= pair ? (int)(pair / row_bytes) : 1;
+    return launch_permute_as<true, 1024>(a, perm, out, m, k, fit, stream);
 }
 
 /* ---- host side ---- */
@@ -1020,28 +1080,7 @@ extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args 
     const void *act = a->a;
     if (v->act_order) {
         uint16_t *ap = (uint16_t *)(ws + pl.aperm_off);
-        const int64_t row_bytes = (int64_t)a->k * 2;
-        /* (The staged kernel reads perm two entries at a time.) */
-        if (row_bytes <= kPermSmem && ((uintptr_t)a->perm & 7) == 0) {
-            /* As many rows per block as give about 256 blocks (at least one,
-             * at most what fits the shared memory). */
-            const int fit = (int)(kPermSmem / row_bytes);
-            int rows = a->m / 256 > 1 ? a->m / 256 : 1;
-            if (rows > fit) rows = fit;
-            static bool attr_set = false;
-            if (!attr_set) {
-                QV_CUDA_TRY(cudaFuncSetAttribute(k_wg_permute_rows, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                 kPermSmem),
-                            "cudaFuncSetAttribute (act_order permutation shared memory)");
-                attr_set = true;
-            }
-            k_wg_permute_rows<<<(a->m + rows - 1) / rows, kPermThreads, (size_t)rows * row_bytes, stream>>>(
-                (const uint16_t *)a->a, a->perm, ap, a->m, a->k, rows);
-            QV_CUDA_TRY(cudaGetLastError(), "act_order column permutation launch");
-        } else {
-            /* Rows too long to stage (k > kPermSmem / 2), or a perm not 8-byte aligned. */
-            QV_TRY(wo_permute_cols_gather((const uint16_t *)a->a, a->perm, ap, a->m, a->k, stream));
-        }
+        QV_TRY(launch_permute((const uint16_t *)a->a, a->perm, ap, a->m, a->k, stream));
         act = ap;
     }
     p.b = (const uint32_t *)a->b;

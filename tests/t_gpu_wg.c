@@ -215,6 +215,42 @@ START_TEST(registry_quick)
 }
 END_TEST
 
+/* ---- act_order: the permutation of A in front of the GEMM ------------------- */
+
+/* The act_order rows' permutation kernel stages M / 132 rows per block
+ * (rounded up) by a loop of loads, or, where those rows pass the 204800
+ * bytes a block stages, as many as two blocks per SM hold by one bulk copy;
+ * rows too long for a block take the per-element gather. The shapes take
+ * each way with a last block of fewer rows: M = 1001 at K = 4096 (8 rows a
+ * block, 64 KiB, the last block one row), M = 997 at K = 11008 (8 rows,
+ * 172 KiB, the last block five), M = 515 at K = 28672 (4 rows would be
+ * 224 KiB: bulk copies of two rows, the last one), M = 64 at K = 28672 (one
+ * row a block) and M = 17 at K = 102528 (a row of 205056 bytes: the
+ * gather). The exact probe's sums change with any column of A taken out of
+ * place. */
+START_TEST(act_order_permutation)
+{
+    static const char *const names[2] = {"marlin-w4a16-g128-act-f16", "marlin-w4a16-g128-act-bf16"};
+    static const struct {
+        int64_t m, k;
+    } shapes[] = {{1001, 4096}, {997, 11008}, {515, 28672}, {64, 28672}, {17, 102528}};
+    route_to_wg();
+    int ran = 0;
+    for (int r = 0; r < 2; r++) {
+        const qv_variant *v = qv_variant_find(names[r]);
+        ck_assert_ptr_nonnull(v);
+        if (!keep_row(v)) continue;
+        for (int c = 0; c < (int)(sizeof shapes / sizeof shapes[0]); c++) {
+            const uint64_t idx = 90000 + 10 * (uint64_t)r + (uint64_t)c;
+            ck_assert_msg(one_case(v, shapes[c].m, 64, shapes[c].k, PROBE_EXACT, REG_NORMAL, idx),
+                          "%s m=%d k=%d: act_order case failed", v->name, (int)shapes[c].m, (int)shapes[c].k);
+            ran++;
+        }
+    }
+    printf("act_order permutation: %d cases\n", ran);
+}
+END_TEST
+
 /* ---- C only 4-byte aligned: the direct-store epilogue ------------------------ */
 
 /* One case through the wgmma path with the 4-byte offset output, launched
@@ -411,6 +447,7 @@ static Suite *wg_suite(int gpu, int quick)
     else if (gpu) {
         tcase_add_loop_test(tc, registry_shapes, 0, g_nrows);
         tcase_add_loop_test(tc, stream_k_tail, 0, g_nrows);
+        tcase_add_test(tc, act_order_permutation);
     }
     return s;
 }
