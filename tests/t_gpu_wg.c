@@ -43,6 +43,9 @@
 #include <string.h>
 #include <time.h>
 
+#include <cuda_runtime_api.h>
+
+#include "../kernels/wonly_small.cuh"
 #include "../kernels/wonly_wg.cuh"
 #include "qvet/gemm.h"
 #include "qvet/gpu.h"
@@ -218,16 +221,43 @@ END_TEST
 /* ---- act_order: the permutation of A in front of the GEMM ------------------- */
 
 /* The act_order rows' permutation kernel stages M / 132 rows per block
- * (rounded up) by a loop of loads, or, where those rows pass the 204800
- * bytes a block stages, as many as two blocks per SM hold by one bulk copy;
- * rows too long for a block take the per-element gather. The shapes take
- * each way with a last block of fewer rows: M = 1001 at K = 4096 (8 rows a
- * block, 64 KiB, the last block one row), M = 997 at K = 11008 (8 rows,
- * 172 KiB, the last block five), M = 515 at K = 28672 (4 rows would be
- * 224 KiB: bulk copies of two rows, the last one), M = 64 at K = 28672 (one
- * row a block) and M = 17 at K = 102528 (a row of 205056 bytes: the
- * gather). The exact probe's sums change with any column of A taken out of
- * place. */
+ * (rounded up) by a loop of loads, or, where those rows pass 204800 bytes,
+ * as many as two blocks per SM hold by one bulk copy; rows too long for a
+ * block take the per-element gather. The shapes take each way with a last
+ * block of fewer rows: M = 1001 at K = 4096 (8 rows a block, 64 KiB, the
+ * last block one row), M = 997 at K = 11008 (8 rows, 172 KiB, the last
+ * block five), M = 515 at K = 28672 (4 rows would be 224 KiB: bulk copies
+ * of two rows, the last one), M = 64 at K = 28672 (one row a block) and
+ * M = 17 at K = 102528 (a row of 205056 bytes: the gather). The exact
+ * probe's sums change with any column of A taken out of place; after each
+ * launch the workspace's counters area must read zero again. */
+static int launched_case(const qv_variant *v, int64_t m, int64_t n, int64_t k, int probe, uint64_t idx,
+                         qv_launch_fn launch, const char *how);
+
+/* A launch after which the workspace's counters area (split-K tickets:
+ * wonly_small.cuh) must read zero again, as gemm.h promises the caller who
+ * zeroed it once. */
+static qv_status launch_counters_back(const qv_variant *v, const qv_gemm_args *args)
+{
+    QV_TRY(v->launch(v, args));
+    QV_CUDA_TRY(cudaGetLastError(), "kernel launch");
+    QV_CUDA_TRY(cudaDeviceSynchronize(), "kernel execution");
+    const size_t bytes = qv_wonly_counters_bytes(args->n);
+    if (!args->workspace || args->workspace_bytes < bytes)
+        return qv_fail(QV_ERR_USAGE, "%s: no counters area in the workspace", v->name);
+    int *h = malloc(bytes);
+    if (!h) return qv_fail(QV_ERR_NOMEM, "counters copy");
+    const cudaError_t rc = cudaMemcpy(h, args->workspace, bytes, cudaMemcpyDeviceToHost);
+    int bad = -1;
+    for (size_t i = 0; rc == cudaSuccess && i < bytes / sizeof(int) && bad < 0; i++)
+        if (h[i] != 0) bad = (int)i;
+    const int val = bad >= 0 ? h[bad] : 0;
+    free(h);
+    QV_CUDA_TRY(rc, "cudaMemcpy (counters)");
+    if (bad >= 0) return qv_fail(QV_ERR_RANGE, "%s: workspace counter %d is %d after the launch", v->name, bad, val);
+    return QV_OK;
+}
+
 START_TEST(act_order_permutation)
 {
     static const char *const names[2] = {"marlin-w4a16-g128-act-f16", "marlin-w4a16-g128-act-bf16"};
@@ -242,7 +272,8 @@ START_TEST(act_order_permutation)
         if (!keep_row(v)) continue;
         for (int c = 0; c < (int)(sizeof shapes / sizeof shapes[0]); c++) {
             const uint64_t idx = 90000 + 10 * (uint64_t)r + (uint64_t)c;
-            ck_assert_msg(one_case(v, shapes[c].m, 64, shapes[c].k, PROBE_EXACT, REG_NORMAL, idx),
+            ck_assert_msg(launched_case(v, shapes[c].m, 64, shapes[c].k, PROBE_EXACT, idx, launch_counters_back,
+                                        "counters checked"),
                           "%s m=%d k=%d: act_order case failed", v->name, (int)shapes[c].m, (int)shapes[c].k);
             ran++;
         }
@@ -253,9 +284,11 @@ END_TEST
 
 /* ---- C only 4-byte aligned: the direct-store epilogue ------------------------ */
 
-/* One case through the wgmma path with the 4-byte offset output, launched
- * twice, against the same witnesses as one_case. */
-static int off4_case(const qv_variant *v, int64_t m, int64_t n, int64_t k, int probe, uint64_t idx)
+/* One case through the wgmma path by `launch` (the 4-byte offset output,
+ * the counters' check), launched twice, against the same witnesses as
+ * one_case. */
+static int launched_case(const qv_variant *v, int64_t m, int64_t n, int64_t k, int probe, uint64_t idx,
+                         qv_launch_fn launch, const char *how)
 {
     static const qv_probe_kind kinds[PROBE_COUNT] = {QV_PROBE_EXACT, QV_PROBE_ONEHOT, QV_PROBE_RANDOM};
     int take = 0;
@@ -265,12 +298,12 @@ static int off4_case(const qv_variant *v, int64_t m, int64_t n, int64_t k, int p
     ck_assert_msg(qv_problem_create(&p, v, m, n, k) == QV_OK, "%s: %s", v->name, qv_errmsg());
     wonly_fill(&p, probe, REG_NORMAL, g_seed, idx);
     char label[200];
-    snprintf(label, sizeof label, "%s m=%d n=%d k=%d %s, C 4 bytes off (seed %llu case %llu)", v->name, (int)m,
-             (int)n, (int)k, wonly_probe_names[probe], (unsigned long long)g_seed, (unsigned long long)idx);
+    snprintf(label, sizeof label, "%s m=%d n=%d k=%d %s, %s (seed %llu case %llu)", v->name, (int)m, (int)n, (int)k,
+             wonly_probe_names[probe], how, (unsigned long long)g_seed, (unsigned long long)idx);
     void *out = malloc((size_t)qv_problem_out_bytes(&p));
     ck_assert_ptr_nonnull(out);
     qv_gpu_stats st;
-    const qv_status s = qv_gpu_run(&p, gpu_launch_c_off4, 2, out, &st);
+    const qv_status s = qv_gpu_run(&p, launch, 2, out, &st);
     ck_assert_msg(s == QV_OK, "%s: %s", label, qv_errmsg());
     int ok = !st.nondeterministic && st.guard_writes == 0;
     if (!ok) fprintf(stderr, "FAIL %s: two launches differ or the guard was written\n", label);
@@ -278,6 +311,11 @@ static int off4_case(const qv_variant *v, int64_t m, int64_t n, int64_t k, int p
     free(out);
     qv_problem_destroy(&p);
     return ok;
+}
+
+static int off4_case(const qv_variant *v, int64_t m, int64_t n, int64_t k, int probe, uint64_t idx)
+{
+    return launched_case(v, m, n, k, probe, idx, gpu_launch_c_off4, "C 4 bytes off");
 }
 
 /* The direct stores in a 128-column tile (one chunk per warpgroup) and a
