@@ -758,9 +758,11 @@ __global__ void __launch_bounds__(kThreads, 1)
  * memory per element cost a 32-byte sector per 2 bytes: about 67 us per
  * Llama-3-70B layer at M = 1024 (H200, eighth round). */
 constexpr int kPermSmem = 200 * 1024; /* staged rows per block: at most this many bytes */
+constexpr int kPermPair = 113 * 1024; /* staged bytes per block that let two blocks share an SM */
+constexpr int kPermThreads = 1024;
 
-template <bool BULK, int TH>
-__global__ void __launch_bounds__(TH)
+template <bool BULK>
+__global__ void __launch_bounds__(kPermThreads)
     k_wg_permute_rows(const uint16_t *a, const int32_t *perm, uint16_t *out, int m, int k, int rows)
 {
     extern __shared__ __align__(16) uint4 stage4[];
@@ -788,10 +790,10 @@ __global__ void __launch_bounds__(TH)
     } else {
         const int vecs = r_n * (k / 8);
         const uint4 *src = reinterpret_cast<const uint4 *>(a + (int64_t)i0 * k);
-        for (int v = threadIdx.x; v < vecs; v += TH) stage4[v] = src[v];
+        for (int v = threadIdx.x; v < vecs; v += kPermThreads) stage4[v] = src[v];
         __syncthreads();
     }
-    for (int j = 2 * threadIdx.x; j < k; j += 2 * TH) {
+    for (int j = 2 * threadIdx.x; j < k; j += 2 * kPermThreads) {
         const int2 pj = *reinterpret_cast<const int2 *>(perm + j);
         const bool ok0 = (unsigned)pj.x < (unsigned)k, ok1 = (unsigned)pj.y < (unsigned)k;
         for (int r = 0; r < r_n; r++) {
@@ -803,19 +805,19 @@ __global__ void __launch_bounds__(TH)
 
 /* One instance of the permutation with `rows` rows per block, its shared
  * memory allowed once. */
-template <bool BULK, int TH>
+template <bool BULK>
 qv_status launch_permute_as(const uint16_t *a, const int32_t *perm, uint16_t *out, int m, int k, int rows,
                             cudaStream_t stream)
 {
     static bool attr_set = false;
     if (!attr_set) {
-        QV_CUDA_TRY(cudaFuncSetAttribute(k_wg_permute_rows<BULK, TH>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        QV_CUDA_TRY(cudaFuncSetAttribute(k_wg_permute_rows<BULK>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          kPermSmem),
                     "cudaFuncSetAttribute (act_order permutation shared memory)");
         attr_set = true;
     }
-    k_wg_permute_rows<BULK, TH><<<(m + rows - 1) / rows, TH, (size_t)rows * (size_t)k * 2, stream>>>(a, perm, out, m,
-                                                                                                     k, rows);
+    k_wg_permute_rows<BULK><<<(m + rows - 1) / rows, kPermThreads, (size_t)rows * (size_t)k * 2, stream>>>(
+        a, perm, out, m, k, rows);
     QV_CUDA_TRY(cudaGetLastError(), "act_order column permutation launch");
     return QV_OK;
 }
@@ -824,8 +826,8 @@ qv_status launch_permute_as(const uint16_t *a, const int32_t *perm, uint16_t *ou
  * row fits a block and perm is 8-byte aligned (the staged kernel reads two
  * entries at a time), else one gather per element (kernels/wonly.cu).
  * Rows per block: M over the SMs rounded up, one block per SM, loaded by the
- * loop with 1024 threads; where those rows pass the stage's bytes, as many
- * as let two blocks share an SM, loaded by the bulk copy (the Llama-3-70B
+ * loop; where those rows pass the stage's bytes, as many as let two blocks
+ * share an SM (kPermPair), loaded by the bulk copy (the Llama-3-70B
  * down layer: 44 us at M = 1024 against 54 by the loop). Both were the
  * fastest or within 0.35 us of the fastest of 48 configurations at every K
  * of both models and M = 64-1024 (tools/probe-perm.cu; bench/RESULTS.md,
@@ -836,10 +838,9 @@ qv_status launch_permute(const uint16_t *a, const int32_t *perm, uint16_t *out, 
     if (row_bytes > kPermSmem || ((uintptr_t)perm & 7) != 0)
         return wo_permute_cols_gather(a, perm, out, m, k, stream);
     const int rows = (m + kPlanBlocks - 1) / kPlanBlocks;
-    if ((int64_t)rows * row_bytes <= kPermSmem) return launch_permute_as<false, 1024>(a, perm, out, m, k, rows, stream);
-    const int64_t pair = 113 * 1024;
-    const int fit = row_bytes <= pair ? (int)(pair / row_bytes) : 1;
-    return launch_permute_as<true, 1024>(a, perm, out, m, k, fit, stream);
+    if ((int64_t)rows * row_bytes <= kPermSmem) return launch_permute_as<false>(a, perm, out, m, k, rows, stream);
+    const int fit = row_bytes <= kPermPair ? (int)(kPermPair / row_bytes) : 1;
+    return launch_permute_as<true>(a, perm, out, m, k, fit, stream);
 }
 
 /* ---- host side ---- */

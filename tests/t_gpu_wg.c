@@ -218,70 +218,6 @@ START_TEST(registry_quick)
 }
 END_TEST
 
-/* ---- act_order: the permutation of A in front of the GEMM ------------------- */
-
-/* The act_order rows' permutation kernel stages M / 132 rows per block
- * (rounded up) by a loop of loads, or, where those rows pass 204800 bytes,
- * as many as two blocks per SM hold by one bulk copy; rows too long for a
- * block take the per-element gather. The shapes take each way with a last
- * block of fewer rows: M = 1001 at K = 4096 (8 rows a block, 64 KiB, the
- * last block one row), M = 997 at K = 11008 (8 rows, 172 KiB, the last
- * block five), M = 515 at K = 28672 (4 rows would be 224 KiB: bulk copies
- * of two rows, the last one), M = 64 at K = 28672 (one row a block) and
- * M = 17 at K = 102528 (a row of 205056 bytes: the gather). The exact
- * probe's sums change with any column of A taken out of place; after each
- * launch the workspace's counters area must read zero again. */
-static int launched_case(const qv_variant *v, int64_t m, int64_t n, int64_t k, int probe, uint64_t idx,
-                         qv_launch_fn launch, const char *how);
-
-/* A launch after which the workspace's counters area (split-K tickets:
- * wonly_small.cuh) must read zero again, as gemm.h promises the caller who
- * zeroed it once. */
-static qv_status launch_counters_back(const qv_variant *v, const qv_gemm_args *args)
-{
-    QV_TRY(v->launch(v, args));
-    QV_CUDA_TRY(cudaGetLastError(), "kernel launch");
-    QV_CUDA_TRY(cudaDeviceSynchronize(), "kernel execution");
-    const size_t bytes = qv_wonly_counters_bytes(args->n);
-    if (!args->workspace || args->workspace_bytes < bytes)
-        return qv_fail(QV_ERR_USAGE, "%s: no counters area in the workspace", v->name);
-    int *h = malloc(bytes);
-    if (!h) return qv_fail(QV_ERR_NOMEM, "counters copy");
-    const cudaError_t rc = cudaMemcpy(h, args->workspace, bytes, cudaMemcpyDeviceToHost);
-    int bad = -1;
-    for (size_t i = 0; rc == cudaSuccess && i < bytes / sizeof(int) && bad < 0; i++)
-        if (h[i] != 0) bad = (int)i;
-    const int val = bad >= 0 ? h[bad] : 0;
-    free(h);
-    QV_CUDA_TRY(rc, "cudaMemcpy (counters)");
-    if (bad >= 0) return qv_fail(QV_ERR_RANGE, "%s: workspace counter %d is %d after the launch", v->name, bad, val);
-    return QV_OK;
-}
-
-START_TEST(act_order_permutation)
-{
-    static const char *const names[2] = {"marlin-w4a16-g128-act-f16", "marlin-w4a16-g128-act-bf16"};
-    static const struct {
-        int64_t m, k;
-    } shapes[] = {{1001, 4096}, {997, 11008}, {515, 28672}, {64, 28672}, {17, 102528}};
-    route_to_wg();
-    int ran = 0;
-    for (int r = 0; r < 2; r++) {
-        const qv_variant *v = qv_variant_find(names[r]);
-        ck_assert_ptr_nonnull(v);
-        if (!keep_row(v)) continue;
-        for (int c = 0; c < (int)(sizeof shapes / sizeof shapes[0]); c++) {
-            const uint64_t idx = 90000 + 10 * (uint64_t)r + (uint64_t)c;
-            ck_assert_msg(launched_case(v, shapes[c].m, 64, shapes[c].k, PROBE_EXACT, idx, launch_counters_back,
-                                        "counters checked"),
-                          "%s m=%d k=%d: act_order case failed", v->name, (int)shapes[c].m, (int)shapes[c].k);
-            ran++;
-        }
-    }
-    printf("act_order permutation: %d cases\n", ran);
-}
-END_TEST
-
 /* ---- C only 4-byte aligned: the direct-store epilogue ------------------------ */
 
 /* One case through the wgmma path by `launch` (the 4-byte offset output,
@@ -340,6 +276,67 @@ START_TEST(direct_store_epilogue)
     ck_assert_msg(off4_case(v, 257, 256, k, PROBE_RANDOM, idx + 30), "%s: stream-K tail", v->name);
     ck_assert_int_eq(unsetenv("QVET_WO_WG_BLOCKS"), 0);
     ck_assert_int_eq(unsetenv("QVET_WO_WG_TILE"), 0);
+}
+END_TEST
+
+/* ---- act_order: the permutation of A in front of the GEMM ------------------- */
+
+/* A launch after which the workspace's counters area (split-K tickets:
+ * wonly_small.cuh) must read zero again, as gemm.h promises the caller who
+ * zeroed it once. */
+static qv_status launch_counters_back(const qv_variant *v, const qv_gemm_args *args)
+{
+    QV_TRY(v->launch(v, args));
+    QV_CUDA_TRY(cudaGetLastError(), "kernel launch");
+    QV_CUDA_TRY(cudaDeviceSynchronize(), "kernel execution");
+    const size_t bytes = qv_wonly_counters_bytes(args->n);
+    if (!args->workspace || args->workspace_bytes < bytes)
+        return qv_fail(QV_ERR_USAGE, "%s: no counters area in the workspace", v->name);
+    int *h = malloc(bytes);
+    if (!h) return qv_fail(QV_ERR_NOMEM, "counters copy");
+    const cudaError_t rc = cudaMemcpy(h, args->workspace, bytes, cudaMemcpyDeviceToHost);
+    int bad = -1;
+    for (size_t i = 0; rc == cudaSuccess && i < bytes / sizeof(int) && bad < 0; i++)
+        if (h[i] != 0) bad = (int)i;
+    const int val = bad >= 0 ? h[bad] : 0;
+    free(h);
+    QV_CUDA_TRY(rc, "cudaMemcpy (counters)");
+    if (bad >= 0) return qv_fail(QV_ERR_RANGE, "%s: workspace counter %d is %d after the launch", v->name, bad, val);
+    return QV_OK;
+}
+
+/* The act_order rows' permutation kernel stages M / 132 rows per block
+ * (rounded up) by a loop of loads, or, where those rows pass 204800 bytes,
+ * as many as two blocks per SM hold by one bulk copy; rows too long for a
+ * block take the per-element gather. The shapes take each way with a last
+ * block of fewer rows: M = 1001 at K = 4096 (8 rows a block, 64 KiB, the
+ * last block one row), M = 997 at K = 11008 (8 rows, 172 KiB, the last
+ * block five), M = 515 at K = 28672 (4 rows would be 224 KiB: bulk copies
+ * of two rows, the last one), M = 64 at K = 28672 (one row a block) and
+ * M = 17 at K = 102528 (a row of 205056 bytes: the gather). The exact
+ * probe's sums change with any column of A taken out of place; after each
+ * launch the workspace's counters area must read zero again. */
+START_TEST(act_order_permutation)
+{
+    static const char *const names[2] = {"marlin-w4a16-g128-act-f16", "marlin-w4a16-g128-act-bf16"};
+    static const struct {
+        int64_t m, k;
+    } shapes[] = {{1001, 4096}, {997, 11008}, {515, 28672}, {64, 28672}, {17, 102528}};
+    route_to_wg();
+    int ran = 0;
+    for (int r = 0; r < 2; r++) {
+        const qv_variant *v = qv_variant_find(names[r]);
+        ck_assert_ptr_nonnull(v);
+        if (!keep_row(v)) continue;
+        for (int c = 0; c < (int)(sizeof shapes / sizeof shapes[0]); c++) {
+            const uint64_t idx = 90000 + 10 * (uint64_t)r + (uint64_t)c;
+            ck_assert_msg(launched_case(v, shapes[c].m, 64, shapes[c].k, PROBE_EXACT, idx, launch_counters_back,
+                                        "counters checked"),
+                          "%s m=%d k=%d: act_order case failed", v->name, (int)shapes[c].m, (int)shapes[c].k);
+            ran++;
+        }
+    }
+    printf("act_order permutation: %d cases\n", ran);
 }
 END_TEST
 

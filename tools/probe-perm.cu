@@ -24,31 +24,9 @@
  * Build and run (an sm_90 GPU; not part of `make`):
  *   nvcc -O3 -arch=sm_90 -o probe-perm tools/probe-perm.cu
  *   ./probe-perm */
-#include <cuda_runtime.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include <algorithm>
-#include <vector>
-
-#define CK(x)                                                                                \
-    do {                                                                                     \
-        cudaError_t e_ = (x);                                                                \
-        if (e_ != cudaSuccess) {                                                             \
-            fprintf(stderr, "CUDA error %s at line %d\n", cudaGetErrorString(e_), __LINE__); \
-            exit(1);                                                                         \
-        }                                                                                    \
-    } while (0)
-
-__global__ void k_spin(double us)
-{
-    uint64_t t0, t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    while ((double)(t - t0) < us * 1000.0);
-}
+#include "probe_timing.cuh"
 
 __global__ void k_empty(int *out)
 {
@@ -247,32 +225,11 @@ static void launch_empty(const uint16_t *, const int32_t *, uint16_t *, int, int
 
 typedef void (*launch_fn)(const uint16_t *, const int32_t *, uint16_t *, int, int);
 
+/* fn over the buffers `as` in turn (probe_timing.cuh). */
 static double time_launches(launch_fn fn, const std::vector<uint16_t *> &as, const int32_t *perm, uint16_t *out,
                             int m, int k, int runs)
 {
-    for (int w = 0; w < 3; w++) fn(as[w % as.size()], perm, out, m, k);
-    CK(cudaGetLastError());
-    std::vector<cudaEvent_t> ev(2 * runs);
-    for (auto &e : ev) CK(cudaEventCreate(&e));
-    for (int i0 = 0; i0 < runs; i0 += 10) {
-        k_spin<<<1, 1>>>(150.0);
-        for (int i = i0; i < runs && i < i0 + 10; i++) {
-            CK(cudaEventRecord(ev[2 * i]));
-            fn(as[(3 + i) % as.size()], perm, out, m, k);
-            CK(cudaEventRecord(ev[2 * i + 1]));
-        }
-    }
-    CK(cudaGetLastError());
-    CK(cudaDeviceSynchronize());
-    std::vector<double> us(runs);
-    for (int i = 0; i < runs; i++) {
-        float ms;
-        CK(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
-        us[i] = 1000.0 * ms;
-    }
-    for (auto &e : ev) CK(cudaEventDestroy(e));
-    std::sort(us.begin(), us.end());
-    return us[runs / 2];
+    return median_launch_us([&](int j) { fn(as[j % as.size()], perm, out, m, k); }, runs);
 }
 
 int main(void)

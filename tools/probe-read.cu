@@ -23,33 +23,9 @@
  * Build and run (an sm_90 GPU; not part of `make`):
  *   nvcc -O3 -arch=sm_90 -o probe-read tools/probe-read.cu
  *   ./probe-read */
-#include <cuda_runtime.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-
-#include <algorithm>
-#include <vector>
-
-#define CK(x)                                                                                \
-    do {                                                                                     \
-        cudaError_t e_ = (x);                                                                \
-        if (e_ != cudaSuccess) {                                                             \
-            fprintf(stderr, "CUDA error %s at line %d\n", cudaGetErrorString(e_), __LINE__); \
-            exit(1);                                                                         \
-        }                                                                                    \
-    } while (0)
+#include "probe_timing.cuh"
 
 static const uint32_t kKey = 0x9E3779B9u; /* no buffer folds to this (checked below) */
-
-/* Spins until `us` microseconds of the global timer have passed. */
-__global__ void k_spin(double us)
-{
-    uint64_t t0, t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    while ((double)(t - t0) < us * 1000.0);
-}
 
 __global__ void k_empty(uint32_t *out)
 {
@@ -101,34 +77,11 @@ static void launch_empty(const shape &, const uint4 *, int64_t, uint32_t *out, i
     k_empty<<<1, 32>>>(out);
 }
 
-/* Median of `runs` launches of fn over the rotated buffers, in batches of
- * 10 behind a spin kernel, after 3 warm-ups. */
+/* fn over the rotated buffers in turn (probe_timing.cuh). */
 static double time_launches(launch_fn fn, const shape &s, const std::vector<uint4 *> &bufs, int64_t n16,
                             uint32_t *out, int sms, int runs)
 {
-    for (int w = 0; w < 3; w++) fn(s, bufs[w % bufs.size()], n16, out, sms);
-    CK(cudaGetLastError());
-    std::vector<cudaEvent_t> ev(2 * runs);
-    for (auto &e : ev) CK(cudaEventCreate(&e));
-    for (int i0 = 0; i0 < runs; i0 += 10) {
-        k_spin<<<1, 1>>>(150.0);
-        for (int i = i0; i < runs && i < i0 + 10; i++) {
-            CK(cudaEventRecord(ev[2 * i]));
-            fn(s, bufs[(3 + i) % bufs.size()], n16, out, sms);
-            CK(cudaEventRecord(ev[2 * i + 1]));
-        }
-    }
-    CK(cudaGetLastError());
-    CK(cudaDeviceSynchronize());
-    std::vector<double> us(runs);
-    for (int i = 0; i < runs; i++) {
-        float ms;
-        CK(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
-        us[i] = 1000.0 * ms;
-    }
-    for (auto &e : ev) CK(cudaEventDestroy(e));
-    std::sort(us.begin(), us.end());
-    return us[runs / 2];
+    return median_launch_us([&](int j) { fn(s, bufs[j % bufs.size()], n16, out, sms); }, runs);
 }
 
 int main(void)
