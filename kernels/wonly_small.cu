@@ -128,7 +128,9 @@ struct small_params {
     float *partial;          /* (splits / cluster, m, n) fp32 partials of the clusters, when splits > cluster */
     int *counters;           /* (n blocks x cluster) arrival counters, zero between launches */
     int m, n, k;
-    int tiles_per_split;     /* k16 tiles per K slice */
+    int tiles_per_split;     /* k16 tiles of the longest K slice */
+    int slice_unit;          /* k16 tiles per slicing unit: the group's (whole-group slices) or 1 */
+    int slice_q, slice_r;    /* units per slice, and how many slices (the first) take one more */
     int splits;
     int cluster;             /* blocks per cluster along K (grid y), a divisor of splits, <= kMaxCluster */
     int scale_mode;          /* SC_* */
@@ -235,8 +237,12 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     bool chunk_on[CPW];
 #pragma unroll
     for (int c = 0; c < CPW; c++) chunk_on[c] = chunk0 + c < n_chunks;
-    const int kt_begin = blockIdx.y * p.tiles_per_split;
-    const int kt_end = min(p.k / 16, kt_begin + p.tiles_per_split);
+    /* Slice y: slice_q units of slice_unit k16 tiles, one more for the
+     * first slice_r slices, so that the S slices differ by at most one unit
+     * (tiles_per_split is the longest). */
+    const int slice = (int)blockIdx.y;
+    const int kt_begin = (slice * p.slice_q + min(slice, p.slice_r)) * p.slice_unit;
+    const int kt_end = min(p.k / 16, kt_begin + (p.slice_q + (slice < p.slice_r ? 1 : 0)) * p.slice_unit);
     const int nt = kt_end - kt_begin;
     const bool grouped = WT == WT_INT4_G || kZp || (!T::four && p.scale_mode == SC_GROUP);
     /* One k16 row of the block's weights in shared memory, all BN / 64 chunks. */
@@ -746,13 +752,13 @@ int plan_slots(int c)
 }
 
 struct small_plan {
-    int n_blocks, tiles_per_split, splits, cluster, groups_max;
+    int n_blocks, tiles_per_split, slice_unit, splits, cluster, groups_max;
     int smem;
     size_t partial_off, bytes;
 };
 
-/* Group rows one slice of tps tiles can touch: slices start at multiples of
- * the group length whenever a group fits in a slice (see make_plan). */
+/* Group rows one slice of at most tps tiles can touch: slices are whole
+ * groups whenever a group fits in a slice (see make_plan). */
 int groups_for(const qv_variant *v, int tps)
 {
     if (v->scale_layout != QV_SCALE_GROUP) return 0;
@@ -777,9 +783,9 @@ int max_cluster(void)
  * (block, part), stay within one per 64 columns (wonly_small.cuh). */
 bool cluster_fits(int splits, int c, int chunks) { return splits % c == 0 && (c <= chunks || splits == c); }
 
-/* QVET_WO_SMALL_SPLITS=<s> (tests): the plan asks for s K slices (rounded to
- * whole groups and to the longest slice that fits); 0 or unset lets the cost
- * model choose. */
+/* QVET_WO_SMALL_SPLITS=<s> (tests): the plan asks for s K slices (at most
+ * one per slicing unit, and more where the longest slice would not fit); 0
+ * or unset lets the cost model choose. */
 int forced_splits(void)
 {
     const char *s = getenv("QVET_WO_SMALL_SPLITS");
@@ -807,22 +813,26 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
                kSmemBudget)
         tps_max /= 2;
     /* Slices are whole groups when a group fits in one, so a slice never
-     * straddles more group rows than groups_for counts. */
-    auto slice_tiles = [&](int sp) {
-        int tps = (tiles + sp - 1) / sp;
-        if (grouped && gt <= tps_max) tps = (tps + gt - 1) / gt * gt;
-        return tps;
-    };
-    int best_tps = tiles, best_c = 1;
+     * straddles more group rows than groups_for counts: the K range is cut
+     * into U = `units` units of `unit` k16 tiles (a group, else one tile),
+     * and S slices take U / S units each, the first U mod S one more, so
+     * they differ by at most one unit and every S from 1 to U is possible.
+     * (Slices of one length and a shorter last one left grouped rows few
+     * slice counts: Llama-2-7B down has 86 groups of 128, cut so into 22,
+     * 29 or 43 slices, none of which clusters of 4 or 8 can sum.)
+     * The longest slice, tps k16 tiles, sizes the block's shared memory. */
+    const int unit = grouped && gt <= tps_max ? gt : 1;
+    const int units = (tiles + unit - 1) / unit;
+    auto slice_tiles = [&](int sp) { return (units + sp - 1) / sp * unit; };
+    int best_sp = 1, best_c = 1;
     const int forced = forced_splits();
     const int cmax = max_cluster();
     if (forced) {
         /* The largest cluster the forced slice count allows. */
-        best_tps = slice_tiles(forced < tiles ? forced : tiles);
-        if (best_tps > tps_max) best_tps = tps_max;
-        const int splits = (tiles + best_tps - 1) / best_tps;
+        best_sp = forced < units ? forced : units;
+        while (slice_tiles(best_sp) > tps_max) best_sp++;
         for (int c = 2; c <= cmax; c *= 2)
-            if (cluster_fits(splits, c, bn / 64)) best_c = c;
+            if (cluster_fits(best_sp, c, bn / 64)) best_c = c;
     } else {
         /* Estimated time in 1/16 k16 tiles of one block's streaming, for
          * every slice count and every cluster size that divides it:
@@ -845,32 +855,42 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
          *    and 146.4 us.
          * Ties keep fewer slices, then smaller clusters. */
         int64_t best = -1;
-        /* sp runs over 1..tiles but visits only the first sp of each value of
-         * ceil(tiles / sp) (the others repeat its candidate, and ties keep the
-         * first): O(sqrt(tiles)) candidates, since the plan is made at every
-         * launch and a launch's host time counts whenever the GPU is faster. */
-        for (int sp = 1, next = 2; sp <= tiles; sp = next) {
-            const int t = (tiles + sp - 1) / sp;
-            next = t > 1 ? (tiles - 1) / (t - 1) + 1 : tiles + 1;
-            const int tps = slice_tiles(sp);
+        /* The plan is made at every launch and a launch's host time counts
+         * whenever the GPU is faster, so the slice counts are visited by
+         * longest slice: for each length T units, the counts lo .. hi that
+         * give it (ceil(U / S) = T), of which only lo and the first multiple
+         * of each cluster size can win (more slices of the same length only
+         * add blocks): O(sqrt(U)) candidates. */
+        for (int lo = 1, hi; lo <= units; lo = hi + 1) {
+            const int t = (units + lo - 1) / lo;
+            hi = t > 1 ? (units - 1) / (t - 1) : units;
+            const int tps = t * unit;
             if (tps > tps_max) continue;
-            const int splits = (tiles + tps - 1) / tps;
-            for (int c = 1; c <= cmax; c *= 2) {
-                if (!cluster_fits(splits, c, bn / 64)) continue;
-                const int q = splits / c;
-                const int64_t slots = plan_slots(c);
-                const int64_t waves = ((int64_t)pl.n_blocks * splits + slots - 1) / slots;
-                int64_t cost = 16 * waves * (tps + kPlanFillTiles);
-                if (c == 1)
-                    cost += 16 * ((int64_t)splits * m * (bn / 512) / (m > QV_WO_SMALL_SWAP_MAX_M ? 4 : 8));
-                else
-                    cost += (int64_t)m * (bn / 512) + 16 + (q > 1 ? 2 * (int64_t)q * m * (bn / 512) / c + 32 : 0);
-                if (best < 0 || cost < best) best = cost, best_tps = tps, best_c = c;
+            int prev = 0;
+            for (int step = 1; step <= cmax; step *= 2) {
+                const int splits = (lo + step - 1) / step * step;
+                if (splits > hi || splits == prev) continue;
+                prev = splits;
+                for (int c = 1; c <= cmax; c *= 2) {
+                    if (!cluster_fits(splits, c, bn / 64)) continue;
+                    const int q = splits / c;
+                    const int64_t slots = plan_slots(c);
+                    const int64_t waves = ((int64_t)pl.n_blocks * splits + slots - 1) / slots;
+                    int64_t cost = 16 * waves * (tps + kPlanFillTiles);
+                    if (c == 1)
+                        cost += 16 * ((int64_t)splits * m * (bn / 512) / (m > QV_WO_SMALL_SWAP_MAX_M ? 4 : 8));
+                    else
+                        cost += (int64_t)m * (bn / 512) + 16 +
+                                (q > 1 ? 2 * (int64_t)q * m * (bn / 512) / c + 32 : 0);
+                    if (best < 0 || cost < best) best = cost, best_sp = splits, best_c = c;
+                }
             }
         }
     }
+    const int best_tps = slice_tiles(best_sp);
     pl.tiles_per_split = best_tps;
-    pl.splits = (tiles + best_tps - 1) / best_tps;
+    pl.slice_unit = unit;
+    pl.splits = best_sp;
     pl.cluster = best_c;
     pl.groups_max = groups_for(v, best_tps);
     const small_smem lay(m, best_tps, pl.groups_max, grouped, v->zero_point, bn, row_bytes);
@@ -1103,6 +1123,9 @@ qv_status qv_wonly_small_launch(const qv_variant *v, const qv_gemm_args *a)
     p.n = a->n;
     p.k = a->k;
     p.tiles_per_split = pl.tiles_per_split;
+    p.slice_unit = pl.slice_unit;
+    p.slice_q = (a->k / 16 + pl.slice_unit - 1) / pl.slice_unit / pl.splits;
+    p.slice_r = (a->k / 16 + pl.slice_unit - 1) / pl.slice_unit % pl.splits;
     p.splits = pl.splits;
     p.cluster = pl.cluster;
     p.groups_max = pl.groups_max;

@@ -381,8 +381,9 @@ END_TEST
  * a column tile are summed in clusters of C = 1, 2, 4 or 8 blocks (the largest
  * power of two up to 8 dividing the slice count) through distributed shared
  * memory, and with Q = slices / C > 1 clusters the Q cluster sums go through
- * global memory. QVET_WO_SMALL_SPLITS forces the slice count (rounded to whole
- * groups and to the longest slice that fits), so that each row runs C = 1, 2,
+ * global memory. QVET_WO_SMALL_SPLITS forces the slice count (slices of
+ * whole groups, or of k16 tiles for channel and tensor rows, that differ by
+ * at most one group or tile), so that each row runs C = 1, 2,
  * 4 and 8 with Q = 1 and Q > 1, in both mma orientations, on column tiles
  * that are whole (N = 576: 512 + 64), a single 64-column chunk (N = 64) and
  * a partial last block (N = 1088), with every probe: exact and one-hot bit
@@ -394,9 +395,9 @@ END_TEST
  * non-portable), one leaves the default. Channel and tensor rows
  * have 257 k16 tiles (K = 4112): 8 slices give C = 8, Q = 1; 16 C = 8, Q = 2;
  * 24 C = 8, Q = 3; 12 C = 4, Q = 3; 6 C = 2, Q = 3; 5 C = 1, Q = 5; 4 (at
- * M = 8, whose 65-tile slices fit) C = 4, Q = 1. Grouped rows have 32 groups
- * and whole-group slices: 8, 16, 6, 5 and 4 slices as asked, 24 becomes 16,
- * 12 becomes 11 (C = 1, Q = 11). */
+ * M = 8, whose 65-tile slices fit) C = 4, Q = 1. Grouped rows have 32 groups,
+ * so 24 slices are of one or two groups and 12 of two or three (slices of
+ * different lengths in one launch), the others of equal length. */
 static const struct {
     int m, n, splits, probe, regime;
     const char *path;    /* QVET_WO_SMALL, NULL: unset */
