@@ -752,7 +752,8 @@ int plan_slots(int c)
 }
 
 struct small_plan {
-    int n_blocks, tiles_per_split, slice_unit, splits, cluster, groups_max;
+    int n_blocks, tiles_per_split, splits, cluster, groups_max;
+    int slice_unit, slice_q, slice_r; /* small_params' slicing of K */
     int smem;
     size_t partial_off, bytes;
 };
@@ -889,8 +890,10 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
     }
     const int best_tps = slice_tiles(best_sp);
     pl.tiles_per_split = best_tps;
-    pl.slice_unit = unit;
     pl.splits = best_sp;
+    pl.slice_unit = unit;
+    pl.slice_q = units / best_sp;
+    pl.slice_r = units % best_sp;
     pl.cluster = best_c;
     pl.groups_max = groups_for(v, best_tps);
     const small_smem lay(m, best_tps, pl.groups_max, grouped, v->zero_point, bn, row_bytes);
@@ -1124,8 +1127,8 @@ qv_status qv_wonly_small_launch(const qv_variant *v, const qv_gemm_args *a)
     p.k = a->k;
     p.tiles_per_split = pl.tiles_per_split;
     p.slice_unit = pl.slice_unit;
-    p.slice_q = (a->k / 16 + pl.slice_unit - 1) / pl.slice_unit / pl.splits;
-    p.slice_r = (a->k / 16 + pl.slice_unit - 1) / pl.slice_unit % pl.splits;
+    p.slice_q = pl.slice_q;
+    p.slice_r = pl.slice_r;
     p.splits = pl.splits;
     p.cluster = pl.cluster;
     p.groups_max = pl.groups_max;

@@ -395,9 +395,11 @@ END_TEST
  * non-portable), one leaves the default. Channel and tensor rows
  * have 257 k16 tiles (K = 4112): 8 slices give C = 8, Q = 1; 16 C = 8, Q = 2;
  * 24 C = 8, Q = 3; 12 C = 4, Q = 3; 6 C = 2, Q = 3; 5 C = 1, Q = 5; 4 (at
- * M = 8, whose 65-tile slices fit) C = 4, Q = 1. Grouped rows have 32 groups,
- * so 24 slices are of one or two groups and 12 of two or three (slices of
- * different lengths in one launch), the others of equal length. */
+ * M = 8, whose 65-tile slices fit) C = 4, Q = 1. Grouped rows have 32 groups:
+ * 8, 16 and 4 slices are of equal length, 24 of one or two groups, 12 of two
+ * or three, 6 of five or six and 5 of six or seven (slices of different
+ * lengths in one launch); 24 and 12 slices give C = 8, Q = 3 and C = 4,
+ * Q = 3. */
 static const struct {
     int m, n, splits, probe, regime;
     const char *path;    /* QVET_WO_SMALL, NULL: unset */

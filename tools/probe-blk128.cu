@@ -24,24 +24,11 @@
  *   ./probe-blk128 [check] */
 #include <cublasLt.h>
 #include <cuda_fp16.h>
-#include <cuda_runtime.h>
 #include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include <algorithm>
-#include <vector>
+#include "probe_timing.cuh" /* CK (this probe keeps its own timing, described above) */
 
-#define CK(x)                                                                                 \
-    do {                                                                                      \
-        cudaError_t e_ = (x);                                                                 \
-        if (e_ != cudaSuccess) {                                                              \
-            fprintf(stderr, "CUDA error %s at line %d\n", cudaGetErrorString(e_), __LINE__);  \
-            exit(1);                                                                          \
-        }                                                                                     \
-    } while (0)
 #define LK(x)                                                                                 \
     do {                                                                                      \
         cublasStatus_t s_ = (x);                                                              \
