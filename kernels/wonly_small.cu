@@ -1101,13 +1101,45 @@ size_t qv_wonly_small_workspace(const qv_variant *v, int m, int n, int k)
     return one > two ? one : two;
 }
 
+/* The configuration QVET_WO_SMALL selects for M rows of v: the swapped
+ * orientation (M <= 8 by default) and the chunks per warp. */
+static void small_config(const qv_variant *v, int m, bool *swap, int *cpw)
+{
+    const int mode = small_mode();
+    *swap = (mode == MODE_AUTO || mode == MODE_SWAP || mode == MODE_SWAP2) && m <= QV_WO_SMALL_SWAP_MAX_M;
+    *cpw = *swap && mode == MODE_SWAP2 && four_bit(small_weight_type(v)) ? 2 : 1;
+}
+
+extern "C" int qv_wonly_small_plan_info(const qv_variant *v, int m, int n, int k, qv_wo_small_plan_info *out)
+{
+    if (m < 1 || m > QV_WO_SMALL_MAX_M) return 0;
+    bool swap;
+    int cpw;
+    small_config(v, m, &swap, &cpw);
+    const small_plan pl = make_plan(v, m, n, k, cpw);
+    out->swap = swap;
+    out->cpw = cpw;
+    out->n_blocks = pl.n_blocks;
+    out->splits = pl.splits;
+    out->cluster = pl.cluster;
+    out->tiles_per_split = pl.tiles_per_split;
+    out->slice_unit = pl.slice_unit;
+    out->slice_q = pl.slice_q;
+    out->slice_r = pl.slice_r;
+    out->group_rows = pl.groups_max;
+    out->smem = pl.smem;
+    out->workspace = pl.bytes;
+    out->asked = qv_wonly_small_workspace(v, m, n, k);
+    return 1;
+}
+
 qv_status qv_wonly_small_launch(const qv_variant *v, const qv_gemm_args *a)
 {
     QV_ASSERT(a->m >= 1 && a->m <= QV_WO_SMALL_MAX_M, "qv_launch_wonly sends only M <= 16 here");
     const int wt = small_weight_type(v);
-    const int mode = small_mode();
-    const bool swap = (mode == MODE_AUTO || mode == MODE_SWAP || mode == MODE_SWAP2) && a->m <= 8;
-    const int cpw = swap && mode == MODE_SWAP2 && four_bit(wt) ? 2 : 1;
+    bool swap;
+    int cpw;
+    small_config(v, a->m, &swap, &cpw);
     const small_plan pl = make_plan(v, a->m, a->n, a->k, cpw);
     if (pl.bytes > a->workspace_bytes || (pl.bytes && !a->workspace))
         return qv_fail(QV_ERR_USAGE, "%s: workspace of %zu bytes given, %zu needed (qv_workspace_wonly)", v->name,

@@ -51,6 +51,33 @@ static inline size_t qv_wonly_counters_bytes(int n)
     return (c * sizeof(int) + 255) & ~(size_t)255;
 }
 
+/* The small-M plan of an (m, n, k) problem of v, as a launch in the current
+ * environment (QVET_WO_SMALL, QVET_WO_SMALL_SPLITS, QVET_WO_SMALL_CLUSTER)
+ * would make it; host only, no CUDA call (tests: t_wonly_plan). Slice y of
+ * the splits covers k16 tiles [b, e) with b = (y slice_q + min(y, slice_r))
+ * slice_unit and e = min(k / 16, b + (slice_q + (y < slice_r)) slice_unit);
+ * a block stages group_rows rows of group scales. */
+typedef struct {
+    int swap;            /* 1: M as the mma's columns (M <= 8), 0: the m16 orientation */
+    int cpw;             /* 64-column chunks per warp: columns per block 512 x cpw */
+    int n_blocks;        /* column blocks (grid x) */
+    int splits;          /* K slices (grid y) */
+    int cluster;         /* blocks per cluster along K */
+    int tiles_per_split; /* k16 tiles of the longest slice */
+    int slice_unit, slice_q, slice_r;
+    int group_rows;      /* group-scale rows staged per block (0 without group scales) */
+    int smem;            /* dynamic shared memory per block, bytes */
+    size_t workspace;    /* workspace bytes this plan needs */
+    size_t asked;        /* what qv_wonly_small_workspace asks callers for (every configuration) */
+} qv_wo_small_plan_info;
+
+/* 1 and *out filled for 1 <= m <= QV_WO_SMALL_MAX_M, else 0. */
+#ifdef __cplusplus
+extern "C"
+#endif
+    int
+    qv_wonly_small_plan_info(const qv_variant *v, int m, int n, int k, qv_wo_small_plan_info *out);
+
 /* Launches the small-M kernel; the caller has checked v (check_variant), the
  * shape, g, the buffer pointers and their alignment. Checks the workspace. */
 qv_status qv_wonly_small_launch(const qv_variant *v, const qv_gemm_args *a);

@@ -1,0 +1,266 @@
+/* t_wonly_plan.c: the small-M weight-only kernel's plans (kernels/wonly_small.cu,
+ * qv_wonly_small_plan_info), on the CPU, for every marlin row, every M from 1
+ * to 16, each configuration QVET_WO_SMALL selects, the layer shapes of
+ * DESIGN.md §8 and edge shapes, by the cost model and with forced slice
+ * counts and cluster caps. The GPU suite t_gpu_wonly runs the kernel on small
+ * shapes; the benchmark runs the real layers without checking their outputs,
+ * so the plans of the real layers are checked here, against the contract the
+ * kernel relies on:
+ *  - the K slices (slice y: k16 tiles from (y q + min(y, r)) u, q + 1 units
+ *    for the first r slices, q for the rest, the last one ending at K)
+ *    cover the K range exactly once, in order, none empty, none longer than
+ *    the longest slice the block's shared memory was sized for;
+ *  - with group scales, slices of whole groups where the unit is a group, and
+ *    no slice touching more group rows than the block stages (a slice that
+ *    did would read scales past the rows staged in shared memory);
+ *  - grid and clusters: column blocks of 512 x cpw columns covering N, at
+ *    most 65535 slices, clusters a power of two up to 16 that divides the
+ *    slice count, no larger than the block's 64-column chunks unless it is
+ *    the only cluster (one counter per (block, rank) within the reserved
+ *    counters area);
+ *  - resources: at most 113 KiB of shared memory per block (two blocks per
+ *    H200 SM: 228 KiB, 1 KiB reserved per block), a workspace no larger than
+ *    the one qv_wonly_small_workspace asks callers for, and none without
+ *    split-K. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/wonly_small.cuh"
+#include "qvet/variant.h"
+#include "support/suite.h"
+#include "support/wonly.h"
+
+/* DESIGN.md §8: (N, K) of Llama-2-7B's and Llama-3-70B's four linear layers. */
+static const int kLayers[][2] = {{12288, 4096}, {4096, 4096},   {22016, 4096},  {4096, 11008},
+                                 {10240, 8192}, {8192, 8192},   {57344, 8192},  {8192, 28672}};
+#define N_LAYERS ((int)(sizeof kLayers / sizeof kLayers[0]))
+
+/* Edge shapes: one 64-column chunk, a block and a chunk, a partial second
+ * block of two-chunk warps; K from one k16 tile (or one group) to a long
+ * odd number of tiles. */
+static const int kEdgeN[] = {64, 576, 1088, 4160};
+static const int kEdgeK[] = {16, 32, 48, 128, 144, 1040, 4112, 12304};
+
+static int failures;
+static int quiet; /* checks_can_fail: the broken plans are expected */
+
+#define PLAN_CHECK(cond, ...)                                                                                      \
+    do {                                                                                                           \
+        if (!(cond)) {                                                                                             \
+            if (!quiet && failures < 20) {                                                                         \
+                fprintf(stderr, "%s m=%d n=%d k=%d: ", v->name, m, n, k);                                          \
+                fprintf(stderr, __VA_ARGS__);                                                                      \
+                fprintf(stderr, "\n");                                                                             \
+            }                                                                                                      \
+            failures++;                                                                                            \
+            return;                                                                                                \
+        }                                                                                                          \
+    } while (0)
+
+/* Every property above for plan p of one problem; counts a failure and
+ * returns at the first broken one. */
+static void check_info(const qv_variant *v, int m, int n, int k, const qv_wo_small_plan_info *pp)
+{
+    const qv_wo_small_plan_info p = *pp;
+    const int tiles = k / 16;
+    const int bn = 512 * p.cpw;
+    PLAN_CHECK(p.swap == 0 || m <= QV_WO_SMALL_SWAP_MAX_M, "swapped orientation at M > 8");
+    PLAN_CHECK(p.cpw == 1 || (p.cpw == 2 && p.swap), "two chunks per warp outside the swapped orientation");
+    PLAN_CHECK(p.n_blocks == (n + bn - 1) / bn, "%d column blocks of %d for N", p.n_blocks, bn);
+    PLAN_CHECK(p.splits >= 1 && p.splits <= 65535 && p.splits <= tiles, "%d slices for %d k16 tiles", p.splits,
+               tiles);
+    PLAN_CHECK(p.slice_unit >= 1 && p.slice_q >= 1 && p.slice_r >= 0 && p.slice_r < p.splits,
+               "slicing unit %d, q %d, r %d", p.slice_unit, p.slice_q, p.slice_r);
+    PLAN_CHECK(p.tiles_per_split >= 1 && p.tiles_per_split <= 256, "longest slice %d tiles", p.tiles_per_split);
+
+    /* The slices, as the kernel computes them from (q, r, unit). */
+    const int gt = v->scale_layout == QV_SCALE_GROUP ? v->g / 16 : 0;
+    int next = 0, longest = 0;
+    for (int y = 0; y < p.splits; y++) {
+        const int b = (y * p.slice_q + (y < p.slice_r ? y : p.slice_r)) * p.slice_unit;
+        int e = b + (p.slice_q + (y < p.slice_r ? 1 : 0)) * p.slice_unit;
+        if (e > tiles) e = tiles;
+        PLAN_CHECK(b == next, "slice %d starts at tile %d, the previous ended at %d", y, b, next);
+        PLAN_CHECK(e > b, "slice %d of %d is empty (%d..%d)", y, p.splits, b, e);
+        PLAN_CHECK(e - b <= p.tiles_per_split, "slice %d has %d tiles, the block holds %d", y, e - b,
+                   p.tiles_per_split);
+        if (e - b > longest) longest = e - b;
+        if (gt > 0) {
+            const int rows = (e - 1) / gt - b / gt + 1;
+            PLAN_CHECK(rows <= p.group_rows, "slice %d (%d..%d) touches %d group rows, %d staged", y, b, e, rows,
+                       p.group_rows);
+            PLAN_CHECK(p.slice_unit == 1 || p.slice_unit == gt, "unit of %d tiles with groups of %d",
+                       p.slice_unit, gt);
+            PLAN_CHECK(p.slice_unit == 1 || b % gt == 0, "slice %d starts inside a group (tile %d)", y, b);
+        } else {
+            PLAN_CHECK(p.group_rows == 0 && p.slice_unit == 1, "group rows %d, unit %d without group scales",
+                       p.group_rows, p.slice_unit);
+        }
+        next = e;
+    }
+    PLAN_CHECK(next == tiles, "the slices end at tile %d of %d", next, tiles);
+    PLAN_CHECK(longest == p.tiles_per_split, "the longest slice has %d tiles, the plan says %d", longest,
+               p.tiles_per_split);
+
+    /* Clusters along K. */
+    const int c = p.cluster;
+    PLAN_CHECK(c == 1 || c == 2 || c == 4 || c == 8 || c == 16, "cluster of %d", c);
+    PLAN_CHECK(p.splits % c == 0, "cluster of %d for %d slices", c, p.splits);
+    PLAN_CHECK(c <= bn / 64 || p.splits == c, "cluster of %d over %d chunks with %d slices", c, bn / 64,
+               p.splits);
+    if (p.splits != c)
+        PLAN_CHECK((size_t)p.n_blocks * (size_t)c * sizeof(int) <= qv_wonly_counters_bytes(n),
+                   "%d counters past the reserved area", p.n_blocks * c);
+
+    /* Resources. */
+    PLAN_CHECK(p.smem > 64 * 1024 && p.smem <= 113 * 1024, "%d bytes of shared memory per block", p.smem);
+    PLAN_CHECK(p.workspace <= p.asked, "workspace %zu past the %zu asked for", p.workspace, p.asked);
+    PLAN_CHECK(p.splits > 1 || p.workspace == 0, "workspace %zu without split-K", p.workspace);
+}
+
+/* The plan a launch in the current environment would make, checked. */
+static void check_plan(const qv_variant *v, int m, int n, int k)
+{
+    qv_wo_small_plan_info p;
+    memset(&p, 0xFF, sizeof p);
+    PLAN_CHECK(qv_wonly_small_plan_info(v, m, n, k, &p) == 1, "no plan for M <= 16");
+    check_info(v, m, n, k, &p);
+}
+
+/* The marlin rows, in registry order. */
+static int marlin_rows(const qv_variant **rows, int cap)
+{
+    int n = 0;
+    for (int i = 0; i < qv_registry_count() && n < cap; i++)
+        if (!strcmp(qv_registry_get(i)->family, "marlin")) rows[n++] = qv_registry_get(i);
+    return n;
+}
+
+/* Every row, M and shape the row takes, under the current environment. */
+static int sweep(int *plans)
+{
+    const qv_variant *rows[64];
+    const int nr = marlin_rows(rows, 64);
+    ck_assert_int_ge(nr, 22);
+    for (int r = 0; r < nr; r++) {
+        const qv_variant *v = rows[r];
+        for (int m = 1; m <= QV_WO_SMALL_MAX_M; m++) {
+            for (int l = 0; l < N_LAYERS; l++) {
+                if (qv_variant_check_shape(v, m, kLayers[l][0], kLayers[l][1]) != QV_OK) continue;
+                check_plan(v, m, kLayers[l][0], kLayers[l][1]);
+                (*plans)++;
+            }
+            for (size_t a = 0; a < sizeof kEdgeN / sizeof kEdgeN[0]; a++)
+                for (size_t b = 0; b < sizeof kEdgeK / sizeof kEdgeK[0]; b++) {
+                    /* Grouped rows: K as whole groups, 1 to 25 of them. */
+                    const int k = v->g > 0 ? v->g * (1 + (kEdgeK[b] / 16) % 25) : kEdgeK[b];
+                    if (qv_variant_check_shape(v, m, kEdgeN[a], k) != QV_OK) continue;
+                    check_plan(v, m, kEdgeN[a], k);
+                    (*plans)++;
+                }
+        }
+    }
+    return failures;
+}
+
+static const char *const kVars[] = {"QVET_WO_SMALL", "QVET_WO_SMALL_SPLITS", "QVET_WO_SMALL_CLUSTER"};
+
+static void clear_env(void)
+{
+    for (size_t i = 0; i < sizeof kVars / sizeof kVars[0]; i++) free(wonly_env_set(kVars[i], NULL));
+}
+
+/* The cost model's plans in each configuration QVET_WO_SMALL selects. */
+START_TEST(model_plans)
+{
+    static const char *const modes[] = {NULL, "1", "16", "swap", "swap2"};
+    int plans = 0;
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        clear_env();
+        free(wonly_env_set("QVET_WO_SMALL", modes[i]));
+        const int before = failures;
+        sweep(&plans);
+        if (failures > before) fprintf(stderr, "  (QVET_WO_SMALL=%s)\n", modes[i] ? modes[i] : "(unset)");
+    }
+    printf("model_plans: %d plans, %d broken\n", plans, failures);
+    ck_assert_int_gt(plans, 10000);
+    ck_assert_msg(failures == 0, "%d small-M plans break the kernel's contract (see stderr)", failures);
+}
+END_TEST
+
+/* Forced slice counts and cluster caps, as the tests and measurements set them
+ * (QVET_WO_SMALL_SPLITS rounds to whole groups and to a slice that fits). */
+START_TEST(forced_plans)
+{
+    static const char *const splits[] = {"1", "2", "3", "5", "7", "16", "24", "33", "64", "1000", "70000"};
+    static const char *const caps[] = {NULL, "1", "2", "16"};
+    int plans = 0;
+    for (size_t s = 0; s < sizeof splits / sizeof splits[0]; s++)
+        for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
+            clear_env();
+            free(wonly_env_set("QVET_WO_SMALL_SPLITS", splits[s]));
+            free(wonly_env_set("QVET_WO_SMALL_CLUSTER", caps[c]));
+            const int before = failures;
+            sweep(&plans);
+            if (failures > before)
+                fprintf(stderr, "  (QVET_WO_SMALL_SPLITS=%s QVET_WO_SMALL_CLUSTER=%s)\n", splits[s],
+                        caps[c] ? caps[c] : "(unset)");
+        }
+    printf("forced_plans: %d plans, %d broken\n", plans, failures);
+    ck_assert_int_gt(plans, 100000);
+    ck_assert_msg(failures == 0, "%d forced small-M plans break the kernel's contract (see stderr)", failures);
+}
+END_TEST
+
+/* The checks can fail: plans broken by hand (one slice fewer, a group row
+ * fewer staged, a cluster that does not divide, too much shared memory, a
+ * longest slice understated) are each caught; M outside 1..16 has no plan. */
+START_TEST(checks_can_fail)
+{
+    clear_env();
+    const qv_variant *v = qv_variant_find("marlin-w4a16-g128-f16");
+    ck_assert_ptr_nonnull(v);
+    qv_wo_small_plan_info p, bad;
+    quiet = 1;
+    ck_assert_int_eq(qv_wonly_small_plan_info(v, 17, 8192, 28672, &p), 0);
+    ck_assert_int_eq(qv_wonly_small_plan_info(v, 0, 8192, 28672, &p), 0);
+    const int m = 4, n = 8192, k = 28672;
+    ck_assert_int_eq(qv_wonly_small_plan_info(v, m, n, k, &p), 1);
+    ck_assert_int_gt(p.splits, 2);
+    int before = failures;
+    check_info(v, m, n, k, &p);
+    ck_assert_int_eq(failures, before);
+
+    bad = p, bad.splits--; /* the last slice's tiles uncovered */
+    check_info(v, m, n, k, &bad);
+    ck_assert_int_eq(failures, ++before);
+    bad = p, bad.group_rows--; /* a slice reads a scale row not staged */
+    check_info(v, m, n, k, &bad);
+    ck_assert_int_eq(failures, ++before);
+    bad = p, bad.cluster = 3;
+    check_info(v, m, n, k, &bad);
+    ck_assert_int_eq(failures, ++before);
+    bad = p, bad.smem = 114 * 1024;
+    check_info(v, m, n, k, &bad);
+    ck_assert_int_eq(failures, ++before);
+    bad = p, bad.tiles_per_split--; /* a slice longer than the block holds */
+    check_info(v, m, n, k, &bad);
+    ck_assert_int_eq(failures, ++before);
+    bad = p, bad.slice_r = bad.splits; /* r must stay below the slice count */
+    check_info(v, m, n, k, &bad);
+    ck_assert_int_eq(failures, ++before);
+    failures = 0;
+}
+END_TEST
+
+int main(void)
+{
+    TCase *tc;
+    Suite *s = suite_single("wonly_plan", "plan", 300, &tc);
+    tcase_add_test(tc, model_plans);
+    tcase_add_test(tc, forced_plans);
+    tcase_add_test(tc, checks_can_fail);
+    return suite_run(s);
+}
