@@ -1064,6 +1064,24 @@ extern "C" int qv_wonly_wg_tail_tiles(const qv_variant *v, int m, int n, int k)
     return pl.sc.sk_tiles;
 }
 
+extern "C" int qv_wonly_wg_sched_info(const qv_variant *v, int m, int n, int k, qv_wo_wg_sched_info *out)
+{
+    wg_plan pl;
+    if (m < 1 || n < 64 || k < 16 || !covers(v, m, n, k)) return 0;
+    if (plan(v, m, n, k, &pl) != QV_OK) return 0;
+    out->tile_cols = 128 * kTiles[pl.tile].tpw;
+    out->tile_tokens = kTiles[pl.tile].bx;
+    out->tiles = pl.sc.tiles;
+    out->tiles_m = pl.sc.tiles_m;
+    out->n_steps = pl.sc.n_steps;
+    out->grid = pl.sc.grid;
+    out->dp_tiles = pl.sc.dp_tiles;
+    out->sk_tiles = pl.sc.sk_tiles;
+    out->sk_grid = pl.sc.sk_grid;
+    out->workspace = pl.bytes;
+    return 1;
+}
+
 extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args *a)
 {
     if (!covers(v, a->m, a->n, a->k))

@@ -45,6 +45,24 @@ size_t qv_wonly_wg_workspace(const qv_variant *v, int m, int n, int k);
  * No CUDA call. Tests use it to know that a case reaches the tail. */
 int qv_wonly_wg_tail_tiles(const qv_variant *v, int m, int n, int k);
 
+/* The schedule of an (m, n, k) problem of v on this kernel, for the
+ * environment as it is now (QVET_WO_WG_TILE, QVET_WO_WG_BLOCKS,
+ * QVET_WO_WG_STREAMK); no CUDA call (tests: t_wonly_plan). The tiles are
+ * tile_cols x tile_tokens; tiles_m of them along M, n_steps k64 stages each.
+ * The first dp_tiles tiles run whole, tile t on block t mod grid; the last
+ * sk_tiles are cut into sk_tiles x n_steps units (unit x: stage x mod n_steps
+ * of tail tile x / n_steps), block b < sk_grid taking units
+ * [b U / sk_grid, (b + 1) U / sk_grid), U = sk_tiles x n_steps. */
+typedef struct {
+    int tile_cols, tile_tokens;
+    int tiles, tiles_m, n_steps, grid, dp_tiles, sk_tiles, sk_grid;
+    size_t workspace;
+} qv_wo_wg_sched_info;
+
+/* 1 and *out filled when the kernel covers the problem and the environment is
+ * valid, else 0. */
+int qv_wonly_wg_sched_info(const qv_variant *v, int m, int n, int k, qv_wo_wg_sched_info *out);
+
 /* Runs Y = A x W on the wgmma kernel. The caller (qv_launch_wonly) has checked
  * v, the shape, g and the buffers; this checks the workspace and refuses
  * (QV_ERR_UNSUPPORTED) any problem qv_wonly_wg_wanted would not take. The

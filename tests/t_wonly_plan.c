@@ -1,5 +1,7 @@
-/* t_wonly_plan.c: the small-M weight-only kernel's plans (kernels/wonly_small.cu,
- * qv_wonly_small_plan_info), on the CPU, for every marlin row, every M from 1
+/* t_wonly_plan.c: the plans of the small-M weight-only kernel
+ * (kernels/wonly_small.cu, qv_wonly_small_plan_info) and the schedules of the
+ * wgmma weight-only kernel (kernels/wonly_wg.cu, qv_wonly_wg_sched_info), on
+ * the CPU. Small-M plans: for every marlin row, every M from 1
  * to 16, each configuration QVET_WO_SMALL selects, the layer shapes of
  * DESIGN.md §8 and edge shapes, by the cost model and with forced slice
  * counts and cluster caps. The GPU suite t_gpu_wonly runs the kernel on small
@@ -21,13 +23,22 @@
  *  - resources: at most 113 KiB of shared memory per block (two blocks per
  *    H200 SM: 228 KiB, 1 KiB reserved per block), a workspace no larger than
  *    the one qv_wonly_small_workspace asks callers for, and none without
- *    split-K. */
+ *    split-K.
+ * wgmma schedules, for every marlin row the kernel covers, M from 1 to 4096,
+ * the same shapes, every tile (QVET_WO_WG_TILE), persistent grids of 1 to 264
+ * blocks (QVET_WO_WG_BLOCKS) and the stream-K tail on and off
+ * (QVET_WO_WG_STREAMK): the tiles cover M and N, the whole tiles run in
+ * whole rounds of the grid, the tail's units (k64 stages of the last tiles)
+ * are split over its blocks in nonempty ranges that cover them exactly once,
+ * within the 32-bit range the kernel computes them in, and the workspace holds
+ * the tail's partial tiles and act_order's sorted A. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../kernels/wonly_small.cuh"
+#include "../kernels/wonly_wg.cuh"
 #include "qvet/variant.h"
 #include "support/suite.h"
 #include "support/wonly.h"
@@ -255,6 +266,139 @@ START_TEST(checks_can_fail)
 }
 END_TEST
 
+/* ---- the wgmma kernel's schedules ---------------------------------------- */
+
+/* Every property of schedule p of one problem on `blocks` planned blocks,
+ * the tail allowed or not; counts a failure and returns at the first broken
+ * one. */
+static void check_sched(const qv_variant *v, int m, int n, int k, int blocks, int tail,
+                        const qv_wo_wg_sched_info *pp)
+{
+    const qv_wo_wg_sched_info p = *pp;
+    PLAN_CHECK(p.tile_cols % 128 == 0 && p.tile_cols <= 512 && p.tile_tokens >= 16 && p.tile_tokens <= 256,
+               "tile %dx%d", p.tile_cols, p.tile_tokens);
+    PLAN_CHECK(p.tiles_m == (m + p.tile_tokens - 1) / p.tile_tokens, "%d token tiles for M", p.tiles_m);
+    const int col_tiles = (n / 64 + p.tile_cols / 64 - 1) / (p.tile_cols / 64);
+    PLAN_CHECK(p.tiles == p.tiles_m * col_tiles, "%d tiles, %d x %d expected", p.tiles, p.tiles_m, col_tiles);
+    PLAN_CHECK(p.n_steps == (k / 16 + 3) / 4, "%d k64 stages for K", p.n_steps);
+    PLAN_CHECK(p.grid >= 1 && p.grid <= blocks, "grid of %d on %d blocks", p.grid, blocks);
+    PLAN_CHECK(p.dp_tiles >= 0 && p.sk_tiles >= 0 && p.dp_tiles + p.sk_tiles == p.tiles,
+               "%d whole and %d tail tiles of %d", p.dp_tiles, p.sk_tiles, p.tiles);
+    if (p.sk_tiles == 0) {
+        PLAN_CHECK(p.grid == (p.tiles < blocks ? p.tiles : blocks), "grid %d for %d whole tiles", p.grid, p.tiles);
+        return;
+    }
+    PLAN_CHECK(tail, "a tail with QVET_WO_WG_STREAMK=0");
+    PLAN_CHECK(p.n_steps >= 2, "a tail over one stage");
+    PLAN_CHECK(p.dp_tiles % p.grid == 0, "%d whole tiles are not whole rounds of %d blocks", p.dp_tiles, p.grid);
+    PLAN_CHECK(p.dp_tiles > 0 || p.grid == blocks, "all tiles in the tail on %d of %d blocks", p.grid, blocks);
+    const long long units = (long long)p.sk_tiles * p.n_steps;
+    PLAN_CHECK((long long)p.grid * units < (1LL << 31), "grid x units %lld past 32 bits", (long long)p.grid * units);
+    PLAN_CHECK(p.sk_grid >= 1 && p.sk_grid <= p.grid && p.sk_grid <= units, "%d tail blocks for %lld units",
+               p.sk_grid, units);
+    /* Block b's units, as the kernel computes them (32-bit products). */
+    int prev = 0;
+    for (int b = 0; b < p.sk_grid; b++) {
+        const int u = (int)units;
+        const int start = b * u / p.sk_grid, end = (b + 1) * u / p.sk_grid;
+        PLAN_CHECK(start == prev && end > start, "tail block %d: units %d..%d after %d", b, start, end, prev);
+        prev = end;
+    }
+    PLAN_CHECK(prev == units, "the tail's ranges end at %d of %lld units", prev, units);
+    size_t need = qv_wonly_counters_bytes(n) + (size_t)2 * (size_t)p.grid * 128 * 1024;
+    if (v->act_order) need += (size_t)m * (size_t)k * 2;
+    PLAN_CHECK(p.workspace >= need, "workspace %zu, the tail and sorted A need %zu", p.workspace, need);
+}
+
+static const int kWgM[] = {1, 8, 9, 16, 17, 31, 32, 33, 64, 65, 128, 129, 256, 257, 512, 1024, 4096};
+
+/* Every covered row, M and shape under the current environment. */
+static void sweep_wg(int blocks, int tail, int *scheds)
+{
+    const qv_variant *rows[64];
+    const int nr = marlin_rows(rows, 64);
+    for (int r = 0; r < nr; r++) {
+        const qv_variant *v = rows[r];
+        for (size_t mi = 0; mi < sizeof kWgM / sizeof kWgM[0]; mi++) {
+            const int m = kWgM[mi];
+            for (int l = 0; l < N_LAYERS + 32; l++) {
+                int n, k;
+                if (l < N_LAYERS) {
+                    n = kLayers[l][0], k = kLayers[l][1];
+                } else {
+                    const int e = l - N_LAYERS;
+                    n = kEdgeN[e % 4];
+                    k = v->g > 0 ? v->g * (1 + (kEdgeK[e / 4] / 16) % 25) : kEdgeK[e / 4];
+                }
+                if (qv_variant_check_shape(v, m, n, k) != QV_OK) continue;
+                qv_wo_wg_sched_info p;
+                if (!qv_wonly_wg_sched_info(v, m, n, k, &p)) continue; /* not covered */
+                check_sched(v, m, n, k, blocks, tail, &p);
+                (*scheds)++;
+            }
+        }
+    }
+}
+
+START_TEST(wg_schedules)
+{
+    static const char *const tiles[] = {NULL,      "128x256", "256x128", "128x128", "512x64",
+                                        "128x64",  "512x32",  "128x32",  "512x16",  "128x16"};
+    static const char *const blocks[] = {NULL, "1", "7", "131", "264"};
+    int scheds = 0;
+    for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++)
+        for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
+            for (int tail = 0; tail < 2; tail++) {
+                free(wonly_env_set("QVET_WO_WG_TILE", tiles[t]));
+                free(wonly_env_set("QVET_WO_WG_BLOCKS", blocks[b]));
+                free(wonly_env_set("QVET_WO_WG_STREAMK", tail ? NULL : "0"));
+                const int before = failures;
+                sweep_wg(blocks[b] ? atoi(blocks[b]) : 132, tail, &scheds);
+                if (failures > before)
+                    fprintf(stderr, "  (QVET_WO_WG_TILE=%s QVET_WO_WG_BLOCKS=%s QVET_WO_WG_STREAMK=%s)\n",
+                            tiles[t] ? tiles[t] : "(unset)", blocks[b] ? blocks[b] : "(unset)",
+                            tail ? "(unset)" : "0");
+            }
+    printf("wg_schedules: %d schedules, %d broken\n", scheds, failures);
+    ck_assert_int_gt(scheds, 100000);
+    ck_assert_msg(failures == 0, "%d wgmma schedules break the kernel's contract (see stderr)", failures);
+}
+END_TEST
+
+/* Schedules broken by hand are caught: a tail range left out, a round of
+ * whole tiles cut short, a grid past the blocks, a tail with no room. */
+START_TEST(wg_checks_can_fail)
+{
+    const qv_variant *v = qv_variant_find("marlin-w4a16-g128-f16");
+    ck_assert_ptr_nonnull(v);
+    quiet = 1;
+    qv_wo_wg_sched_info p, bad;
+    /* Llama-3-70B qkv at M = 1024: whole rounds and a tail. */
+    ck_assert_int_eq(qv_wonly_wg_sched_info(v, 1024, 10240, 8192, &p), 1);
+    ck_assert_int_gt(p.sk_tiles, 0);
+    ck_assert_int_gt(p.dp_tiles, 0);
+    int before = failures;
+    check_sched(v, 1024, 10240, 8192, 132, 1, &p);
+    ck_assert_int_eq(failures, before);
+    bad = p, bad.sk_grid = p.grid + 1;
+    check_sched(v, 1024, 10240, 8192, 132, 1, &bad);
+    ck_assert_int_eq(failures, ++before);
+    bad = p, bad.dp_tiles--, bad.sk_tiles++;
+    check_sched(v, 1024, 10240, 8192, 132, 1, &bad);
+    ck_assert_int_eq(failures, ++before);
+    bad = p, bad.grid = 133;
+    check_sched(v, 1024, 10240, 8192, 132, 1, &bad);
+    ck_assert_int_eq(failures, ++before);
+    bad = p, bad.workspace = 0;
+    check_sched(v, 1024, 10240, 8192, 132, 1, &bad);
+    ck_assert_int_eq(failures, ++before);
+    check_sched(v, 1024, 10240, 8192, 132, 0, &p); /* a tail that was turned off */
+    ck_assert_int_eq(failures, ++before);
+    ck_assert_int_eq(qv_wonly_wg_sched_info(v, 0, 10240, 8192, &p), 0);
+    failures = 0;
+}
+END_TEST
+
 int main(void)
 {
     TCase *tc;
@@ -262,5 +406,7 @@ int main(void)
     tcase_add_test(tc, model_plans);
     tcase_add_test(tc, forced_plans);
     tcase_add_test(tc, checks_can_fail);
+    tcase_add_test(tc, wg_schedules);
+    tcase_add_test(tc, wg_checks_can_fail);
     return suite_run(s);
 }
