@@ -40,6 +40,7 @@
 #include "../kernels/wonly_small.cuh"
 #include "../kernels/wonly_wg.cuh"
 #include "qvet/variant.h"
+#include "support/gpu.h"
 #include "support/suite.h"
 #include "support/wonly.h"
 
@@ -53,6 +54,26 @@ static const int kLayers[][2] = {{12288, 4096}, {4096, 4096},   {22016, 4096},  
  * odd number of tiles. */
 static const int kEdgeN[] = {64, 576, 1088, 4160};
 static const int kEdgeK[] = {16, 32, 48, 128, 144, 1040, 4112, 12304};
+#define N_EDGE_N ((int)(sizeof kEdgeN / sizeof kEdgeN[0]))
+#define N_EDGE_K ((int)(sizeof kEdgeK / sizeof kEdgeK[0]))
+#define N_SHAPES (N_LAYERS + N_EDGE_N * N_EDGE_K)
+
+/* Shape i of N_SHAPES for row v: the layers, then each edge N x edge K, K
+ * as 1 to 25 whole groups for grouped rows. */
+static void shape_at(const qv_variant *v, int i, int *n, int *k)
+{
+    if (i < N_LAYERS) {
+        *n = kLayers[i][0], *k = kLayers[i][1];
+        return;
+    }
+    const int e = i - N_LAYERS;
+    *n = kEdgeN[e % N_EDGE_N];
+    *k = v->g > 0 ? v->g * (1 + (kEdgeK[e / N_EDGE_N] / 16) % 25) : kEdgeK[e / N_EDGE_N];
+}
+
+/* The marlin rows (registry indices, in registry order). */
+static int is_marlin(const qv_variant *v) { return !strcmp(v->family, "marlin"); }
+static int g_rows[64], g_nrows;
 
 static int failures;
 static int quiet; /* checks_can_fail: the broken plans are expected */
@@ -140,40 +161,20 @@ static void check_plan(const qv_variant *v, int m, int n, int k)
     check_info(v, m, n, k, &p);
 }
 
-/* The marlin rows, in registry order. */
-static int marlin_rows(const qv_variant **rows, int cap)
-{
-    int n = 0;
-    for (int i = 0; i < qv_registry_count() && n < cap; i++)
-        if (!strcmp(qv_registry_get(i)->family, "marlin")) rows[n++] = qv_registry_get(i);
-    return n;
-}
-
 /* Every row, M and shape the row takes, under the current environment. */
-static int sweep(int *plans)
+static void sweep(int *plans)
 {
-    const qv_variant *rows[64];
-    const int nr = marlin_rows(rows, 64);
-    ck_assert_int_ge(nr, 22);
-    for (int r = 0; r < nr; r++) {
-        const qv_variant *v = rows[r];
-        for (int m = 1; m <= QV_WO_SMALL_MAX_M; m++) {
-            for (int l = 0; l < N_LAYERS; l++) {
-                if (qv_variant_check_shape(v, m, kLayers[l][0], kLayers[l][1]) != QV_OK) continue;
-                check_plan(v, m, kLayers[l][0], kLayers[l][1]);
+    for (int r = 0; r < g_nrows; r++) {
+        const qv_variant *v = qv_registry_get(g_rows[r]);
+        for (int m = 1; m <= QV_WO_SMALL_MAX_M; m++)
+            for (int i = 0; i < N_SHAPES; i++) {
+                int n, k;
+                shape_at(v, i, &n, &k);
+                if (qv_variant_check_shape(v, m, n, k) != QV_OK) continue;
+                check_plan(v, m, n, k);
                 (*plans)++;
             }
-            for (size_t a = 0; a < sizeof kEdgeN / sizeof kEdgeN[0]; a++)
-                for (size_t b = 0; b < sizeof kEdgeK / sizeof kEdgeK[0]; b++) {
-                    /* Grouped rows: K as whole groups, 1 to 25 of them. */
-                    const int k = v->g > 0 ? v->g * (1 + (kEdgeK[b] / 16) % 25) : kEdgeK[b];
-                    if (qv_variant_check_shape(v, m, kEdgeN[a], k) != QV_OK) continue;
-                    check_plan(v, m, kEdgeN[a], k);
-                    (*plans)++;
-                }
-        }
     }
-    return failures;
 }
 
 static const char *const kVars[] = {"QVET_WO_SMALL", "QVET_WO_SMALL_SPLITS", "QVET_WO_SMALL_CLUSTER"};
@@ -315,21 +316,13 @@ static const int kWgM[] = {1, 8, 9, 16, 17, 31, 32, 33, 64, 65, 128, 129, 256, 2
 /* Every covered row, M and shape under the current environment. */
 static void sweep_wg(int blocks, int tail, int *scheds)
 {
-    const qv_variant *rows[64];
-    const int nr = marlin_rows(rows, 64);
-    for (int r = 0; r < nr; r++) {
-        const qv_variant *v = rows[r];
+    for (int r = 0; r < g_nrows; r++) {
+        const qv_variant *v = qv_registry_get(g_rows[r]);
         for (size_t mi = 0; mi < sizeof kWgM / sizeof kWgM[0]; mi++) {
             const int m = kWgM[mi];
-            for (int l = 0; l < N_LAYERS + 32; l++) {
+            for (int i = 0; i < N_SHAPES; i++) {
                 int n, k;
-                if (l < N_LAYERS) {
-                    n = kLayers[l][0], k = kLayers[l][1];
-                } else {
-                    const int e = l - N_LAYERS;
-                    n = kEdgeN[e % 4];
-                    k = v->g > 0 ? v->g * (1 + (kEdgeK[e / 4] / 16) % 25) : kEdgeK[e / 4];
-                }
+                shape_at(v, i, &n, &k);
                 if (qv_variant_check_shape(v, m, n, k) != QV_OK) continue;
                 qv_wo_wg_sched_info p;
                 if (!qv_wonly_wg_sched_info(v, m, n, k, &p)) continue; /* not covered */
@@ -401,6 +394,11 @@ END_TEST
 
 int main(void)
 {
+    g_nrows = gpu_registry_rows(is_marlin, g_rows, 64);
+    if (g_nrows < 22) {
+        fprintf(stderr, "t_wonly_plan: %d marlin rows in the registry, 22 expected\n", g_nrows);
+        return EXIT_FAILURE;
+    }
     TCase *tc;
     Suite *s = suite_single("wonly_plan", "plan", 300, &tc);
     tcase_add_test(tc, model_plans);
