@@ -146,7 +146,7 @@ struct wg_params {
     int grp_single;          /* 1: group scales use the 32-wide channel permutation (k == g) */
     int s_rows;              /* group rows per stage (one per group its kKs k16 tiles touch), 0: none staged */
     int c_tma;               /* 1: C is 16-byte aligned and the epilogue stores it through c_map */
-    int pdl;                 /* host: launched as a programmatic dependent of the kernel in front (act_order) */
+    int pdl;                 /* host: launched as a programmatic dependent of the kernel in front */
     float unbias_f32;        /* fp8: 2^-s_pow2, undoes the exponent bias folded into the scales; else 1 */
     uint32_t unbias_h2;      /* the same power of two as a half2 of the activation format */
     int *counters;           /* stream-K tail: one arrival counter per tail tile, zero between launches */
@@ -268,6 +268,16 @@ __device__ __forceinline__ void set_zeros(grp_regs<WT, IS_BF16, TPW> &g, uint32_
     }
 }
 
+/* Asks the L2 for the box of a 2D tensor map at element coordinates (x, y),
+ * with no copy anywhere else and nothing to wait for. */
+__device__ __forceinline__ void tma_prefetch_l2_2d(const CUtensorMap *map, int x, int y)
+{
+    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(
+                     reinterpret_cast<uint64_t>(map)),
+                 "r"(x), "r"(y)
+                 : "memory");
+}
+
 /* The persistent, warp-specialized kernel (see the file comment). One block
  * per SM: 240 registers per consumer thread, 128 of them its accumulators,
  * and most of the SM's shared memory for the ring. */
@@ -310,10 +320,34 @@ __global__ void __launch_bounds__(kThreads, 1)
         mbar_fence_init();
     }
     __syncthreads();
-    /* Programmatic dependent launch (launch_kernel; act_order, behind the
-     * permutation of A): the grid may start while that kernel runs, and
-     * nothing in global memory is read or written here before it has
-     * finished and its writes are visible. Without PDL a no-op. */
+    /* Programmatic dependent launch (launch_kernel): the grid may start
+     * while the kernel in front runs (act_order: the permutation of A; else
+     * whatever the stream ran last), and nothing in global memory is read or
+     * written here before it has finished and its writes are visible. The
+     * kernel behind this one may launch the same way as soon as every block
+     * here runs. Without a kernel in front launched so, the wait returns at
+     * once. */
+    asm volatile("griddepcontrol.launch_dependents;\n" ::);
+    if (warp == kConsumerWarps && lane == 0) {
+        /* Before the wait: the L2 prefetches of the weights (and group
+         * scales, zero points) of this block's first S stages, which cannot
+         * return stale data (the copies below read through the L2 after the
+         * wait, and every write lands there). */
+        wg_pieces pc(sc, blockIdx.x);
+        if (pc.next(sc)) {
+            const int c0 = pc.tile / tiles_m * C::chunks;
+            const int w_x = c0 * (T::chunk_bytes / 8);
+            for (int step = pc.s0; step < pc.s1 && step < pc.s0 + S; step++) {
+                const int kt0 = step * kKs;
+#pragma unroll
+                for (int j = 0; j < L::n_seg; j++) tma_prefetch_l2_2d(&w_map, w_x + j * (L::seg_bytes / 8), kt0);
+                if (s_rows > 0) {
+                    tma_prefetch_l2_2d(&s_map, c0 * 32, kt0 >> p.g_shift);
+                    if (WT == WT_INT4_ZP) tma_prefetch_l2_2d(&z_map, c0 * 8, kt0 >> p.g_shift);
+                }
+            }
+        }
+    }
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
 
     if (warp >= kConsumerWarps) {
@@ -982,10 +1016,10 @@ qv_status launch_kernel(const wg_params &p, const wg_sched &sc, const void *a, c
                     "cudaFuncSetAttribute (wgmma weight-only kernel shared memory)");
         attr_set = true;
     }
-    /* act_order: a programmatic dependent of the permutation kernel in
-     * front, which lets it launch as soon as its own blocks run: the blocks
-     * set up their ring while the last permutation blocks finish, then wait
-     * (griddepcontrol.wait). */
+    /* A programmatic dependent of the kernel in front (act_order: the
+     * permutation kernel, which lets it launch as soon as its own blocks
+     * run): the blocks set up their ring while the last blocks in front
+     * finish, then wait (griddepcontrol.wait). */
     cudaLaunchAttribute attr;
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = p.pdl ? 1 : 0;
@@ -1108,7 +1142,10 @@ extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args 
     p.c = a->c;
     /* The tensor-map stores need a 16-byte aligned C (qv_launch_wonly asks for 4 bytes). */
     p.c_tma = ((uintptr_t)a->c & 15) == 0;
-    p.pdl = v->act_order ? 1 : 0; /* behind the permutation kernel just launched */
+    /* A programmatic dependent of the kernel before it: under act_order the
+     * permutation kernel just launched, otherwise whatever the stream ran
+     * last (in a forward pass, the layer before). */
+    p.pdl = 1;
     p.m = a->m;
     p.n = a->n;
     p.k = a->k;

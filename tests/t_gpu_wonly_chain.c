@@ -1,0 +1,247 @@
+/* t_gpu_wonly_chain.c: weight-only GEMMs launched back to back on one
+ * stream, each reading the output of the one before, as a forward pass runs a
+ * model's layers. The small-M kernel (kernels/wonly_small.cu) and the wgmma
+ * kernel (kernels/wonly_wg.cu) are launched as programmatic dependents of the
+ * kernel in front and let the kernel behind them launch as soon as their own
+ * blocks run: their blocks start while the kernel in front finishes, the
+ * small-M blocks prefetch their first weights into the L2, and neither may
+ * read its activations, write its output or touch the workspace (the split-K
+ * counters and partials, act_order's permuted A) before that kernel has
+ * finished.
+ *
+ * Witness: three layers with the same packed weights (N = K), A0 -> Y1 -> Y2
+ * -> Y3, all three outputs poisoned on the stream just before the three
+ * launches, one workspace for all of them; the outputs must equal, bit for
+ * bit, the same three GEMMs run one at a time with the device drained before
+ * and after each (no overlap possible). A layer that read its A early would
+ * multiply poison (NaN) or a part of the layer before; one that took a
+ * split-K ticket early would break the sums of the layer before. The outputs
+ * run alone must be finite and free of poison, or the witness could not tell
+ * (A0 is small enough that three layers stay far from the format's largest
+ * value). Every marlin row, at M = 1 and 5 (the swapped small-M kernel), 12
+ * and 16 (its m16 orientation), 40 (the wgmma kernel), 16 on the wgmma kernel
+ * (QVET_WO_WG_MIN_M=9), and the three layers on small-M / wgmma / small-M
+ * (M = 16): each twice, the small-M split-K sums in clusters and then through
+ * the workspace (QVET_WO_SMALL_CLUSTER=1). QVET_WONLY_ROWS=<text> keeps only
+ * the rows whose name contains it. Without a CUDA device the suite prints
+ * exactly "SKIP: no CUDA device" and checks only that the rows exist. */
+#include <check.h>
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/wonly_small.cuh"
+#include "qvet/formats.h"
+#include "qvet/gemm.h"
+#include "qvet/gpu.h"
+#include "qvet/layout.h"
+#include "qvet/probe.h"
+#include "qvet/problem.h"
+#include "qvet/variant.h"
+#include "support/gpu.h"
+#include "support/rand.h"
+#include "support/wonly.h"
+
+#define CHAIN_NK 2048
+#define LAYERS 3
+#define REPEATS 2
+
+static uint64_t g_seed = 20261203u;
+static int g_rows[64];
+static int g_nrows;
+
+static int keep_row(const qv_variant *v)
+{
+    const char *only = getenv("QVET_WONLY_ROWS");
+    if (only && *only && !strstr(v->name, only)) return 0;
+    return !strcmp(v->family, "marlin");
+}
+
+/* The configurations: M, and QVET_WO_WG_MIN_M per layer (NULL: unset, the
+ * default routing: at N = K = 2048 the small-M kernel up to M = 16, the
+ * wgmma kernel from 17). */
+static const struct {
+    int m;
+    const char *wg_min_m[LAYERS];
+    const char *what;
+} cfgs[] = {
+    {1, {NULL, NULL, NULL}, "small-M swapped"},
+    {5, {NULL, NULL, NULL}, "small-M swapped"},
+    {12, {NULL, NULL, NULL}, "small-M m16"},
+    {16, {NULL, NULL, NULL}, "small-M m16"},
+    {40, {NULL, NULL, NULL}, "wgmma"},
+    {16, {"9", "9", "9"}, "wgmma"},
+    {16, {NULL, "9", NULL}, "small-M, wgmma, small-M"},
+};
+#define NCFG ((int)(sizeof cfgs / sizeof cfgs[0]))
+
+/* 1 when every code of the (count) fp16 / bf16 codes at h is finite. */
+static int all_finite(const uint16_t *h, size_t count, qv_fmt fmt)
+{
+    const uint16_t emask = fmt == QV_FMT_BF16 ? 0x7f80 : 0x7c00;
+    for (size_t i = 0; i < count; i++)
+        if ((h[i] & emask) == emask) return 0;
+    return 1;
+}
+
+/* Launches layer l of the chain: A is A0 or the output before, C its own. */
+static void launch_layer(const qv_variant *v, qv_gemm_args a, const void *a0, uint16_t *const y[LAYERS], int l,
+                         const char *wg_min_m, const char *label)
+{
+    char *old = wonly_env_set("QVET_WO_WG_MIN_M", wg_min_m);
+    a.a = l == 0 ? a0 : y[l - 1];
+    a.c = y[l];
+    const qv_status st = v->launch(v, &a);
+    free(wonly_env_set("QVET_WO_WG_MIN_M", old));
+    free(old);
+    ck_assert_msg(st == QV_OK, "%s: layer %d launch: %s", label, l + 1, qv_errmsg());
+}
+
+/* One configuration of one row; returns the number of repeats that differ. */
+static int one_chain(const qv_variant *v, int ci, uint64_t seed)
+{
+    const int m = cfgs[ci].m, n = CHAIN_NK, k = CHAIN_NK;
+    char label[256];
+    qv_problem p;
+    gpu_problem_probe(&p, v, m, n, k, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, seed, label, sizeof label);
+    qv_packed pk;
+    ck_assert_msg(qv_pack(&p, &pk) == QV_OK, "%s: pack: %s", label, qv_errmsg());
+    qv_gpu_problem gp;
+    ck_assert_msg(qv_gpu_problem_upload(&p, &pk, &gp) == QV_OK, "%s: upload: %s", label, qv_errmsg());
+
+    /* A0: normal values of about 2^-6, in the activation format. */
+    const size_t count = (size_t)m * n, bytes = count * sizeof(uint16_t);
+    uint16_t *h0 = malloc(bytes);
+    ck_assert_ptr_nonnull(h0);
+    for (size_t i = 0; i < count; i++) {
+        const double u = test_rnd_unit(seed, 7, 2 * i), w = test_rnd_unit(seed, 7, 2 * i + 1);
+        const float x = (float)((u + w - 1.0) * 0x1p-5);
+        h0[i] = v->afmt == QV_FMT_BF16 ? qv_f32_to_bf16(x) : qv_f32_to_f16(x);
+    }
+    void *a0 = gpu_dev_copy(h0, bytes);
+    uint16_t *y[LAYERS];
+    for (int l = 0; l < LAYERS; l++) ck_assert_int_eq(cudaMalloc((void **)&y[l], bytes), cudaSuccess);
+
+    /* One workspace for the three layers, as large as any layer's path asks
+     * in either repeat. */
+    size_t ws_bytes = 0;
+    for (int rep = 0; rep < REPEATS; rep++) {
+        char *old_cl = wonly_env_set("QVET_WO_SMALL_CLUSTER", rep == 1 ? "1" : NULL);
+        for (int l = 0; l < LAYERS; l++) {
+            char *old = wonly_env_set("QVET_WO_WG_MIN_M", cfgs[ci].wg_min_m[l]);
+            const size_t b = v->workspace ? v->workspace(v, m, n, k) : 0;
+            free(wonly_env_set("QVET_WO_WG_MIN_M", old));
+            free(old);
+            if (b > ws_bytes) ws_bytes = b;
+        }
+        free(wonly_env_set("QVET_WO_SMALL_CLUSTER", old_cl));
+        free(old_cl);
+    }
+    void *ws = NULL;
+    if (ws_bytes) {
+        ck_assert_int_eq(cudaMalloc(&ws, ws_bytes), cudaSuccess);
+        ck_assert_int_eq(cudaMemset(ws, 0, ws_bytes), cudaSuccess);
+    }
+
+    cudaStream_t st;
+    ck_assert_int_eq(cudaStreamCreate(&st), cudaSuccess);
+    qv_gemm_args a = gp.args;
+    a.stream = st;
+    a.workspace = ws;
+    a.workspace_bytes = ws_bytes;
+    uint16_t *chained = malloc(LAYERS * bytes), *alone = malloc(LAYERS * bytes);
+    ck_assert_ptr_nonnull(chained);
+    ck_assert_ptr_nonnull(alone);
+    int differ = 0;
+    for (int rep = 0; rep < REPEATS; rep++) {
+        /* the second repeat sums the small-M kernel's K slices through the workspace */
+        char *old_cl = wonly_env_set("QVET_WO_SMALL_CLUSTER", rep == 1 ? "1" : NULL);
+
+        /* the chain: three poisons, then three launches, nothing in between */
+        for (int l = 0; l < LAYERS; l++) ck_assert(qv_gpu_poison(y[l], v->ofmt, (int64_t)count, st) == QV_OK);
+        for (int l = 0; l < LAYERS; l++) launch_layer(v, a, a0, y, l, cfgs[ci].wg_min_m[l], label);
+        ck_assert_int_eq(cudaStreamSynchronize(st), cudaSuccess);
+        for (int l = 0; l < LAYERS; l++)
+            ck_assert_int_eq(cudaMemcpy(chained + l * count, y[l], bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+
+        /* the same layers one at a time, the device drained around each */
+        for (int l = 0; l < LAYERS; l++) ck_assert(qv_gpu_poison(y[l], v->ofmt, (int64_t)count, st) == QV_OK);
+        for (int l = 0; l < LAYERS; l++) {
+            ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
+            launch_layer(v, a, a0, y, l, cfgs[ci].wg_min_m[l], label);
+            ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
+        }
+        for (int l = 0; l < LAYERS; l++)
+            ck_assert_int_eq(cudaMemcpy(alone + l * count, y[l], bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+        free(wonly_env_set("QVET_WO_SMALL_CLUSTER", old_cl));
+        free(old_cl);
+
+        ck_assert_msg(all_finite(alone, LAYERS * count, v->ofmt),
+                      "%s: an output run alone is not finite: the witness cannot tell poison from it", label);
+        for (int l = 0; l < LAYERS; l++)
+            if (memcmp(chained + l * count, alone + l * count, bytes) != 0) {
+                size_t i = 0;
+                while (chained[l * count + i] == alone[l * count + i]) i++;
+                fprintf(stderr,
+                        "FAIL %s (%s), repeat %d: chained layer %d differs from it run alone at output %zu "
+                        "(0x%04x, alone 0x%04x)\n",
+                        label, cfgs[ci].what, rep, l + 1, i, chained[l * count + i], alone[l * count + i]);
+                differ++;
+                break;
+            }
+    }
+
+    /* every path leaves the workspace's counters zero */
+    if (ws_bytes) {
+        const size_t cb = ws_bytes < 4096 ? ws_bytes : 4096;
+        unsigned char *hc = calloc(1, cb);
+        ck_assert_ptr_nonnull(hc);
+        ck_assert_int_eq(cudaMemcpy(hc, ws, cb, cudaMemcpyDeviceToHost), cudaSuccess);
+        const size_t counters = qv_wonly_counters_bytes(n) < cb ? qv_wonly_counters_bytes(n) : cb;
+        for (size_t i = 0; i < counters; i++)
+            ck_assert_msg(hc[i] == 0, "%s: workspace counter byte %zu is %d after the chain", label, i, hc[i]);
+        free(hc);
+        ck_assert_int_eq(cudaFree(ws), cudaSuccess);
+    }
+    ck_assert_int_eq(cudaStreamDestroy(st), cudaSuccess);
+    for (int l = 0; l < LAYERS; l++) ck_assert_int_eq(cudaFree(y[l]), cudaSuccess);
+    ck_assert_int_eq(cudaFree(a0), cudaSuccess);
+    free(h0);
+    free(chained);
+    free(alone);
+    qv_gpu_problem_free(&gp);
+    qv_packed_destroy(&pk);
+    qv_problem_destroy(&p);
+    return differ;
+}
+
+START_TEST(chain)
+{
+    const qv_variant *v = qv_registry_get(g_rows[_i]);
+    ck_assert_msg(v->ofmt == v->afmt, "%s: output format differs from the activations'", v->name);
+    int differ = 0;
+    for (int ci = 0; ci < NCFG; ci++) differ += one_chain(v, ci, g_seed * 1000u + (uint64_t)g_rows[_i] * 16u + ci);
+    printf("%s: %d chains of %d layers (%d configurations x %d repeats), %d differ\n", v->name, NCFG * REPEATS,
+           LAYERS, NCFG, REPEATS, differ);
+    ck_assert_msg(differ == 0, "%s: %d chained runs differ from the layers run alone (see stderr)", v->name, differ);
+}
+END_TEST
+
+/* Without a device too: the rows exist (every weight-only kind of DESIGN.md). */
+START_TEST(rows_exist)
+{
+    ck_assert_msg(g_nrows >= 22, "%d marlin rows with a launch, expected 22", g_nrows);
+}
+END_TEST
+
+int main(void)
+{
+    const int gpu = gpu_suite_start(&g_seed);
+    g_nrows = gpu_registry_rows(keep_row, g_rows, 64);
+    TCase *tc;
+    Suite *s = gpu_suite_create("gpu_wonly_chain", gpu, g_seed, g_nrows, &tc);
+    if (gpu) tcase_add_loop_test(tc, chain, 0, g_nrows);
+    if (!getenv("QVET_WONLY_ROWS")) tcase_add_test(tc, rows_exist);
+    return gpu_suite_run(s);
+}
