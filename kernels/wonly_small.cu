@@ -209,13 +209,6 @@ struct small_smem {
 
 /* The weight ring's mbarriers and bulk copies: kernels/async_copy.cuh. */
 
-/* Asks the L2 for `bytes` (a multiple of 16) at src (16-byte aligned), with
- * no copy anywhere else and nothing to wait for. */
-__device__ __forceinline__ void bulk_prefetch_l2(const void *src, unsigned bytes)
-{
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
-}
-
 /* Thread-block clusters along K: kernels/cluster.cuh. */
 
 /* SWAP (M <= 8): the weights are the mma's A operand and A^T its B operand,
@@ -291,30 +284,10 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     /* 1b. Programmatic dependent launch (launch_kernel): this grid may start
      * while the kernel before it in the stream (in a forward pass, the layer
      * before) still runs, and it lets the kernel behind it start the same
-     * way. Until griddepcontrol.wait returns, nothing that kernel may write
-     * is read or written here: the only memory operations are L2 prefetches
-     * of the block's first kStages stages of weights and of its scales and
-     * zero points, which cannot return stale data (the bulk copies below read
-     * through the L2 after the wait, and every write lands there). Without a
-     * kernel in front launched so, the wait returns at once. */
+     * way. Nothing in global memory is read or written here before that
+     * kernel has finished and its writes are visible (griddepcontrol.wait);
+     * without a kernel in front launched so, the wait returns at once. */
     asm volatile("griddepcontrol.launch_dependents;\n" ::);
-    if (warp == 0) {
-        for (int r = lane; r < min(kStages * rps, nt); r += 32)
-            bulk_prefetch_l2(b_blk + (int64_t)r * row_vecs, row_copy);
-    } else if (warp == 1) {
-        const int bcols = blk_chunks * 64;
-        if (grouped) {
-            const int g0 = kt_begin >> p.g_shift, n_grp = ((kt_end - 1) >> p.g_shift) - g0 + 1;
-            for (int r = lane; r < n_grp; r += 32) {
-                bulk_prefetch_l2(static_cast<const uint16_t *>(p.scales) + (int64_t)(g0 + r) * p.n + n0,
-                                 (unsigned)bcols * 2u);
-                if (kZp) bulk_prefetch_l2(p.zeros + (int64_t)(g0 + r) * (p.n / 8) + n0 / 8, (unsigned)bcols / 2u);
-            }
-        } else if (p.scale_mode == SC_CHANNEL && lane == 0) {
-            const int es = p.scale_fmt == SF_F32 ? 4 : 2;
-            bulk_prefetch_l2(static_cast<const unsigned char *>(p.scales) + (int64_t)n0 * es, (unsigned)(bcols * es));
-        }
-    }
 #ifndef QV_WO_SMALL_PDL_NO_WAIT /* measurements only: the test's witness without the wait it checks */
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
@@ -1027,8 +1000,8 @@ qv_status launch_kernel(const small_params &p, dim3 grid, int smem, cudaStream_t
     cfg.dynamicSmemBytes = (size_t)smem;
     cfg.stream = stream;
     /* A programmatic dependent of the kernel before it in the stream: the
-     * blocks start as that kernel's blocks leave the SMs, prefetch their
-     * first weights into the L2 and wait for it (step 1b). */
+     * blocks start as that kernel's blocks leave the SMs and wait for it
+     * (step 1b). */
     cudaLaunchAttribute attr[2];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;

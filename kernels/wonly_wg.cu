@@ -268,16 +268,6 @@ __device__ __forceinline__ void set_zeros(grp_regs<WT, IS_BF16, TPW> &g, uint32_
     }
 }
 
-/* Asks the L2 for the box of a 2D tensor map at element coordinates (x, y),
- * with no copy anywhere else and nothing to wait for. */
-__device__ __forceinline__ void tma_prefetch_l2_2d(const CUtensorMap *map, int x, int y)
-{
-    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(
-                     reinterpret_cast<uint64_t>(map)),
-                 "r"(x), "r"(y)
-                 : "memory");
-}
-
 /* The persistent, warp-specialized kernel (see the file comment). One block
  * per SM: 240 registers per consumer thread, 128 of them its accumulators,
  * and most of the SM's shared memory for the ring. */
@@ -328,26 +318,6 @@ __global__ void __launch_bounds__(kThreads, 1)
      * here runs. Without a kernel in front launched so, the wait returns at
      * once. */
     asm volatile("griddepcontrol.launch_dependents;\n" ::);
-    if (warp == kConsumerWarps && lane == 0) {
-        /* Before the wait: the L2 prefetches of the weights (and group
-         * scales, zero points) of this block's first S stages, which cannot
-         * return stale data (the copies below read through the L2 after the
-         * wait, and every write lands there). */
-        wg_pieces pc(sc, blockIdx.x);
-        if (pc.next(sc)) {
-            const int c0 = pc.tile / tiles_m * C::chunks;
-            const int w_x = c0 * (T::chunk_bytes / 8);
-            for (int step = pc.s0; step < pc.s1 && step < pc.s0 + S; step++) {
-                const int kt0 = step * kKs;
-#pragma unroll
-                for (int j = 0; j < L::n_seg; j++) tma_prefetch_l2_2d(&w_map, w_x + j * (L::seg_bytes / 8), kt0);
-                if (s_rows > 0) {
-                    tma_prefetch_l2_2d(&s_map, c0 * 32, kt0 >> p.g_shift);
-                    if (WT == WT_INT4_ZP) tma_prefetch_l2_2d(&z_map, c0 * 8, kt0 >> p.g_shift);
-                }
-            }
-        }
-    }
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
 
     if (warp >= kConsumerWarps) {

@@ -17,8 +17,7 @@
  * multiply poison (NaN) or a part of the layer before; one that took a
  * split-K ticket early would break the sums of the layer before. The outputs
  * run alone must be finite and free of poison, or the witness could not tell
- * (A0 is small enough that three layers stay far from the format's largest
- * value). Every marlin row, at M = 1 and 5 (the swapped small-M kernel), 12
+ * (A0 is scaled down until three layers run alone stay finite). Every marlin row, at M = 1 and 5 (the swapped small-M kernel), 12
  * and 16 (its m16 orientation), 40 (the wgmma kernel), 16 on the wgmma kernel
  * (QVET_WO_WG_MIN_M=9), and the three layers on small-M / wgmma / small-M
  * (M = 16): each twice, the small-M split-K sums in clusters and then through
@@ -27,6 +26,7 @@
  * exactly "SKIP: no CUDA device" and checks only that the rows exist. */
 #include <check.h>
 #include <cuda_runtime.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +98,29 @@ static void launch_layer(const qv_variant *v, qv_gemm_args a, const void *a0, ui
     ck_assert_msg(st == QV_OK, "%s: layer %d launch: %s", label, l + 1, qv_errmsg());
 }
 
+/* A0's codes: values in (-2^amp, 2^amp) from (seed, stream 7). */
+static void fill_a0(uint16_t *h0, size_t count, qv_fmt afmt, uint64_t seed, int amp)
+{
+    for (size_t i = 0; i < count; i++) {
+        const double u = test_rnd_unit(seed, 7, 2 * i), w = test_rnd_unit(seed, 7, 2 * i + 1);
+        const float x = (float)ldexp(u + w - 1.0, amp);
+        h0[i] = afmt == QV_FMT_BF16 ? qv_f32_to_bf16(x) : qv_f32_to_f16(x);
+    }
+}
+
+/* The three layers one at a time, the device drained before and after
+ * each, behind a poison of every output. */
+static void run_alone(const qv_variant *v, qv_gemm_args a, const void *a0, uint16_t *const y[LAYERS], size_t count,
+                      cudaStream_t st, int ci, const char *label)
+{
+    for (int l = 0; l < LAYERS; l++) ck_assert(qv_gpu_poison(y[l], v->ofmt, (int64_t)count, st) == QV_OK);
+    for (int l = 0; l < LAYERS; l++) {
+        ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
+        launch_layer(v, a, a0, y, l, cfgs[ci].wg_min_m[l], label);
+        ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
+    }
+}
+
 /* One configuration of one row; returns the number of repeats that differ. */
 static int one_chain(const qv_variant *v, int ci, uint64_t seed)
 {
@@ -110,15 +133,14 @@ static int one_chain(const qv_variant *v, int ci, uint64_t seed)
     qv_gpu_problem gp;
     ck_assert_msg(qv_gpu_problem_upload(&p, &pk, &gp) == QV_OK, "%s: upload: %s", label, qv_errmsg());
 
-    /* A0: normal values of about 2^-6, in the activation format. */
+    /* A0: values in (-2^e, 2^e), in the activation format; e from -5 down
+     * by 4 until three layers run alone stay finite (8-bit weights with
+     * fp16 outputs grow by up to ~2^7 a layer). */
     const size_t count = (size_t)m * n, bytes = count * sizeof(uint16_t);
     uint16_t *h0 = malloc(bytes);
     ck_assert_ptr_nonnull(h0);
-    for (size_t i = 0; i < count; i++) {
-        const double u = test_rnd_unit(seed, 7, 2 * i), w = test_rnd_unit(seed, 7, 2 * i + 1);
-        const float x = (float)((u + w - 1.0) * 0x1p-5);
-        h0[i] = v->afmt == QV_FMT_BF16 ? qv_f32_to_bf16(x) : qv_f32_to_f16(x);
-    }
+    int amp = -5;
+    fill_a0(h0, count, v->afmt, seed, amp);
     void *a0 = gpu_dev_copy(h0, bytes);
     uint16_t *y[LAYERS];
     for (int l = 0; l < LAYERS; l++) ck_assert_int_eq(cudaMalloc((void **)&y[l], bytes), cudaSuccess);
@@ -158,22 +180,24 @@ static int one_chain(const qv_variant *v, int ci, uint64_t seed)
         /* the second repeat sums the small-M kernel's K slices through the workspace */
         char *old_cl = wonly_env_set("QVET_WO_SMALL_CLUSTER", rep == 1 ? "1" : NULL);
 
+        /* the layers one at a time, the device drained around each (until
+         * they stay finite, on the first repeat) */
+        for (;;) {
+            run_alone(v, a, a0, y, count, st, ci, label);
+            for (int l = 0; l < LAYERS; l++)
+                ck_assert_int_eq(cudaMemcpy(alone + l * count, y[l], bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+            if (rep > 0 || all_finite(alone, LAYERS * count, v->ofmt) || amp <= -17) break;
+            amp -= 4;
+            fill_a0(h0, count, v->afmt, seed, amp);
+            ck_assert_int_eq(cudaMemcpy(a0, h0, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+        }
+
         /* the chain: three poisons, then three launches, nothing in between */
         for (int l = 0; l < LAYERS; l++) ck_assert(qv_gpu_poison(y[l], v->ofmt, (int64_t)count, st) == QV_OK);
         for (int l = 0; l < LAYERS; l++) launch_layer(v, a, a0, y, l, cfgs[ci].wg_min_m[l], label);
         ck_assert_int_eq(cudaStreamSynchronize(st), cudaSuccess);
         for (int l = 0; l < LAYERS; l++)
             ck_assert_int_eq(cudaMemcpy(chained + l * count, y[l], bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-
-        /* the same layers one at a time, the device drained around each */
-        for (int l = 0; l < LAYERS; l++) ck_assert(qv_gpu_poison(y[l], v->ofmt, (int64_t)count, st) == QV_OK);
-        for (int l = 0; l < LAYERS; l++) {
-            ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
-            launch_layer(v, a, a0, y, l, cfgs[ci].wg_min_m[l], label);
-            ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
-        }
-        for (int l = 0; l < LAYERS; l++)
-            ck_assert_int_eq(cudaMemcpy(alone + l * count, y[l], bytes, cudaMemcpyDeviceToHost), cudaSuccess);
         free(wonly_env_set("QVET_WO_SMALL_CLUSTER", old_cl));
         free(old_cl);
 
