@@ -70,9 +70,8 @@ START_TEST(quantize_then_gemm)
     qv_problem p;
     gpu_problem_probe(&p, v, m, n, k, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, seed, label, sizeof label);
     qv_packed pk;
-    ck_assert_msg(qv_pack(&p, &pk) == QV_OK, "%s: pack: %s", label, qv_errmsg());
     qv_gpu_problem gp;
-    ck_assert_msg(qv_gpu_problem_upload(&p, &pk, &gp) == QV_OK, "%s: upload: %s", label, qv_errmsg());
+    gpu_problem_load(&p, &pk, &gp, label);
 
     /* fp16 activations spanning a few binades, some negative */
     const size_t nx = (size_t)m * (size_t)k;
@@ -129,8 +128,7 @@ START_TEST(quantize_then_gemm)
     free(x);
     free(chained);
     free(alone);
-    qv_gpu_problem_free(&gp);
-    qv_packed_destroy(&pk);
+    gpu_problem_unload(&pk, &gp);
     qv_problem_destroy(&p);
 }
 END_TEST

@@ -465,8 +465,7 @@ START_TEST(switch_and_refusals)
     ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 16, 57344, 8192), 112);
     ck_assert_int_eq(qv_wonly_wg_tail_tiles(w4, 17, 57344, 8192), 112);
 
-    free(wonly_env_set("QVET_WO_WG_MIN_M", saved));
-    free(saved);
+    wonly_env_restore("QVET_WO_WG_MIN_M", saved);
 }
 END_TEST
 

@@ -93,8 +93,7 @@ static void launch_layer(const qv_variant *v, qv_gemm_args a, const void *a0, ui
     a.a = l == 0 ? a0 : y[l - 1];
     a.c = y[l];
     const qv_status st = v->launch(v, &a);
-    free(wonly_env_set("QVET_WO_WG_MIN_M", old));
-    free(old);
+    wonly_env_restore("QVET_WO_WG_MIN_M", old);
     ck_assert_msg(st == QV_OK, "%s: layer %d launch: %s", label, l + 1, qv_errmsg());
 }
 
@@ -129,9 +128,8 @@ static int one_chain(const qv_variant *v, int ci, uint64_t seed)
     qv_problem p;
     gpu_problem_probe(&p, v, m, n, k, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, seed, label, sizeof label);
     qv_packed pk;
-    ck_assert_msg(qv_pack(&p, &pk) == QV_OK, "%s: pack: %s", label, qv_errmsg());
     qv_gpu_problem gp;
-    ck_assert_msg(qv_gpu_problem_upload(&p, &pk, &gp) == QV_OK, "%s: upload: %s", label, qv_errmsg());
+    gpu_problem_load(&p, &pk, &gp, label);
 
     /* A0: values in (-2^e, 2^e), in the activation format; e from -5 down
      * by 4 until three layers run alone stay finite (8-bit weights with
@@ -153,12 +151,10 @@ static int one_chain(const qv_variant *v, int ci, uint64_t seed)
         for (int l = 0; l < LAYERS; l++) {
             char *old = wonly_env_set("QVET_WO_WG_MIN_M", cfgs[ci].wg_min_m[l]);
             const size_t b = v->workspace ? v->workspace(v, m, n, k) : 0;
-            free(wonly_env_set("QVET_WO_WG_MIN_M", old));
-            free(old);
+            wonly_env_restore("QVET_WO_WG_MIN_M", old);
             if (b > ws_bytes) ws_bytes = b;
         }
-        free(wonly_env_set("QVET_WO_SMALL_CLUSTER", old_cl));
-        free(old_cl);
+        wonly_env_restore("QVET_WO_SMALL_CLUSTER", old_cl);
     }
     void *ws = NULL;
     if (ws_bytes) {
@@ -198,8 +194,7 @@ static int one_chain(const qv_variant *v, int ci, uint64_t seed)
         ck_assert_int_eq(cudaStreamSynchronize(st), cudaSuccess);
         for (int l = 0; l < LAYERS; l++)
             ck_assert_int_eq(cudaMemcpy(chained + l * count, y[l], bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-        free(wonly_env_set("QVET_WO_SMALL_CLUSTER", old_cl));
-        free(old_cl);
+        wonly_env_restore("QVET_WO_SMALL_CLUSTER", old_cl);
 
         ck_assert_msg(all_finite(alone, LAYERS * count, v->ofmt),
                       "%s: an output run alone is not finite: the witness cannot tell poison from it", label);
@@ -234,8 +229,7 @@ static int one_chain(const qv_variant *v, int ci, uint64_t seed)
     free(h0);
     free(chained);
     free(alone);
-    qv_gpu_problem_free(&gp);
-    qv_packed_destroy(&pk);
+    gpu_problem_unload(&pk, &gp);
     qv_problem_destroy(&p);
     return differ;
 }

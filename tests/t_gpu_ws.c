@@ -79,9 +79,8 @@ START_TEST(shared_workspace)
         ck_assert_msg(ref_probe_fill(&p, QV_PROBE_EXACT, QV_REGIME_LOGUNIFORM, seed) == QV_OK, "%s: probe: %s",
                       v->name, qv_errmsg());
         qv_packed pk;
-        ck_assert_msg(qv_pack(&p, &pk) == QV_OK, "%s: pack: %s", v->name, qv_errmsg());
         qv_gpu_problem gp;
-        ck_assert_msg(qv_gpu_problem_upload(&p, &pk, &gp) == QV_OK, "%s: upload: %s", v->name, qv_errmsg());
+        gpu_problem_load(&p, &pk, &gp, v->name);
         qv_gemm_args a = gp.args;
         a.workspace = ws;
         a.workspace_bytes = ws_bytes;
@@ -103,8 +102,7 @@ START_TEST(shared_workspace)
         }
         free(out);
         free(model);
-        qv_gpu_problem_free(&gp);
-        qv_packed_destroy(&pk);
+        gpu_problem_unload(&pk, &gp);
         qv_problem_destroy(&p);
     }
     ck_assert_int_eq(cudaFree(ws), cudaSuccess);

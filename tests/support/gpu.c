@@ -89,6 +89,18 @@ void gpu_problem_probe(qv_problem *p, const qv_variant *v, int64_t m, int64_t n,
 }
 
 
+void gpu_problem_load(const qv_problem *p, qv_packed *pk, qv_gpu_problem *gp, const char *label)
+{
+    ck_assert_msg(qv_pack(p, pk) == QV_OK, "%s: pack: %s", label, qv_errmsg());
+    ck_assert_msg(qv_gpu_problem_upload(p, pk, gp) == QV_OK, "%s: upload: %s", label, qv_errmsg());
+}
+
+void gpu_problem_unload(qv_packed *pk, qv_gpu_problem *gp)
+{
+    qv_gpu_problem_free(gp);
+    qv_packed_destroy(pk);
+}
+
 void *gpu_dev_copy(const void *h, size_t bytes)
 {
     void *d = NULL;

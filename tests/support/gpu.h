@@ -15,6 +15,7 @@
 
 #include "qvet/array.h"
 #include "qvet/gemm.h"
+#include "qvet/gpu.h"
 #include "qvet/probe.h"
 #include "qvet/problem.h"
 #include "qvet/variant.h"
@@ -61,6 +62,11 @@ qv_gemm_args gpu_placeholder_args(int m, int n, int k);
  * <probe>/<regime> seed=..") into label (cap bytes). A failure fails the test. */
 void gpu_problem_probe(qv_problem *p, const qv_variant *v, int64_t m, int64_t n, int64_t k, qv_probe_kind probe,
                        qv_regime regime, uint64_t seed, char *label, size_t cap);
+
+/* p packed into *pk and uploaded into *gp (qv_pack, qv_gpu_problem_upload);
+ * a failure fails the test, naming label. Undone by gpu_problem_unload. */
+void gpu_problem_load(const qv_problem *p, qv_packed *pk, qv_gpu_problem *gp, const char *label);
+void gpu_problem_unload(qv_packed *pk, qv_gpu_problem *gp);
 
 /* A device copy of `bytes` host bytes at h; free with cudaFree. */
 void *gpu_dev_copy(const void *h, size_t bytes);

@@ -228,3 +228,9 @@ char *wonly_env_set(const char *name, const char *val)
         ck_assert_int_eq(unsetenv(name), 0);
     return copy;
 }
+
+void wonly_env_restore(const char *name, char *old)
+{
+    free(wonly_env_set(name, old));
+    free(old);
+}

@@ -52,4 +52,8 @@ int wonly_one_case(const qv_variant *v, int64_t m, int64_t n, int64_t k, int pro
  * another call and then free. */
 char *wonly_env_set(const char *name, const char *val);
 
+/* Sets environment variable name back to old, a value wonly_env_set
+ * returned (NULL: unsets it), and frees old. */
+void wonly_env_restore(const char *name, char *old);
+
 #endif
