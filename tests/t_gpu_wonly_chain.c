@@ -3,11 +3,10 @@
  * model's layers. The small-M kernel (kernels/wonly_small.cu) and the wgmma
  * kernel (kernels/wonly_wg.cu) are launched as programmatic dependents of the
  * kernel in front and let the kernel behind them launch as soon as their own
- * blocks run: their blocks start while the kernel in front finishes, the
- * small-M blocks prefetch their first weights into the L2, and neither may
- * read its activations, write its output or touch the workspace (the split-K
- * counters and partials, act_order's permuted A) before that kernel has
- * finished.
+ * blocks run: their blocks start and set up while the kernel in front
+ * finishes, and neither may read its activations, write its output or touch
+ * the workspace (the split-K counters and partials, act_order's permuted A)
+ * before that kernel has finished.
  *
  * Witness: three layers with the same packed weights (N = K), A0 -> Y1 -> Y2
  * -> Y3, all three outputs poisoned on the stream just before the three
