@@ -45,7 +45,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../kernels/wonly_small.cuh"
 #include "../kernels/wonly_wg.cuh"
 #include "qvet/gemm.h"
 #include "qvet/gpu.h"
@@ -281,28 +280,15 @@ END_TEST
 
 /* ---- act_order: the permutation of A in front of the GEMM ------------------- */
 
-/* A launch after which the workspace's counters area (split-K tickets:
- * wonly_small.cuh) must read zero again, as gemm.h promises the caller who
- * zeroed it once. */
+/* A launch after which the workspace's counters area (split-K tickets) must
+ * read zero again, as gemm.h promises the caller who zeroed it once
+ * (wonly_counters_zero). */
 static qv_status launch_counters_back(const qv_variant *v, const qv_gemm_args *args)
 {
     QV_TRY(v->launch(v, args));
     QV_CUDA_TRY(cudaGetLastError(), "kernel launch");
     QV_CUDA_TRY(cudaDeviceSynchronize(), "kernel execution");
-    const size_t bytes = qv_wonly_counters_bytes(args->n);
-    if (!args->workspace || args->workspace_bytes < bytes)
-        return qv_fail(QV_ERR_USAGE, "%s: no counters area in the workspace", v->name);
-    int *h = malloc(bytes);
-    if (!h) return qv_fail(QV_ERR_NOMEM, "counters copy");
-    const cudaError_t rc = cudaMemcpy(h, args->workspace, bytes, cudaMemcpyDeviceToHost);
-    int bad = -1;
-    for (size_t i = 0; rc == cudaSuccess && i < bytes / sizeof(int) && bad < 0; i++)
-        if (h[i] != 0) bad = (int)i;
-    const int val = bad >= 0 ? h[bad] : 0;
-    free(h);
-    QV_CUDA_TRY(rc, "cudaMemcpy (counters)");
-    if (bad >= 0) return qv_fail(QV_ERR_RANGE, "%s: workspace counter %d is %d after the launch", v->name, bad, val);
-    return QV_OK;
+    return wonly_counters_zero(v->name, args->workspace, args->workspace_bytes, args->n);
 }
 
 /* The act_order rows' permutation kernel stages M / 132 rows per block

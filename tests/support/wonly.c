@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda_runtime_api.h>
+
+#include "../../kernels/wonly_small.cuh"
 #include "../../kernels/wonly_wg.cuh"
 #include "qvet/formats.h"
 #include "qvet/gpu.h"
@@ -233,4 +236,21 @@ void wonly_env_restore(const char *name, char *old)
 {
     free(wonly_env_set(name, old));
     free(old);
+}
+
+qv_status wonly_counters_zero(const char *name, const void *ws, size_t ws_bytes, int64_t n)
+{
+    const size_t bytes = qv_wonly_counters_bytes((int)n);
+    if (!ws || ws_bytes < bytes) return qv_fail(QV_ERR_USAGE, "%s: no counters area in the workspace", name);
+    int *h = malloc(bytes);
+    if (!h) return qv_fail(QV_ERR_NOMEM, "counters copy");
+    const cudaError_t rc = cudaMemcpy(h, ws, bytes, cudaMemcpyDeviceToHost);
+    int bad = -1;
+    for (size_t i = 0; rc == cudaSuccess && i < bytes / sizeof(int) && bad < 0; i++)
+        if (h[i] != 0) bad = (int)i;
+    const int val = bad >= 0 ? h[bad] : 0;
+    free(h);
+    QV_CUDA_TRY(rc, "cudaMemcpy (counters)");
+    if (bad >= 0) return qv_fail(QV_ERR_RANGE, "%s: workspace counter %d is %d after the launches", name, bad, val);
+    return QV_OK;
 }

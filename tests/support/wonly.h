@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "qvet/problem.h"
+#include "qvet/status.h"
 #include "qvet/variant.h"
 
 /* The probes: exact (small integers, power-of-two scales: the output is
@@ -55,5 +56,12 @@ char *wonly_env_set(const char *name, const char *val);
 /* Sets environment variable name back to old, a value wonly_env_set
  * returned (NULL: unsets it), and frees old. */
 void wonly_env_restore(const char *name, char *old);
+
+/* QV_OK when the counters area at the start of workspace ws (ws_bytes bytes;
+ * qv_wonly_counters_bytes(n) for a layer of n columns) reads zero again, as
+ * gemm.h promises the caller who zeroed it once; QV_ERR_RANGE naming the
+ * first counter that does not, QV_ERR_USAGE when ws has no such area. Call it
+ * after the launches have finished. name labels the messages. */
+qv_status wonly_counters_zero(const char *name, const void *ws, size_t ws_bytes, int64_t n);
 
 #endif
