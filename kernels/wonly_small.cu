@@ -244,7 +244,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     const int kt_begin = (slice * p.slice_q + min(slice, p.slice_r)) * p.slice_unit;
     const int kt_end = min(p.k / 16, kt_begin + (p.slice_q + (slice < p.slice_r ? 1 : 0)) * p.slice_unit);
     const int nt = kt_end - kt_begin;
-    const bool grouped = WT == WT_INT4_G || kZp || (!T::four && p.scale_mode == SC_GROUP);
+    const bool grouped = group4(WT) || kZp || (!T::four && p.scale_mode == SC_GROUP);
     /* One k16 row of the block's weights in shared memory, all BN / 64 chunks. */
     constexpr int kRowBytes = (BN / 64) * T::chunk_vecs * 16;
     constexpr int kRps = kStageBytes / kRowBytes; /* k16 rows per ring stage (small_smem) */
@@ -411,9 +411,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
      * when each half of it is one group (g = 32 with 4-bit codes). */
     auto load_group = [&](int grp) {
         cur_grp = grp;
-        small_load_group<WT, IS_BF16, CPW>(grp_regs, smem + L.s_off + (grp - grp_begin) * BN * 2,
-                                           smem + L.z_off + (grp - grp_begin) * (BN / 8) * 4, warp, lane,
-                                           p.grp_single, p.unbias_h2);
+        small_load_group<WT, IS_BF16, SWAP, CPW>(grp_regs, smem + L.s_off + (grp - grp_begin) * BN * 2,
+                                                 smem + L.z_off + (grp - grp_begin) * (BN / 8) * 4, warp, lane,
+                                                 p.grp_single, p.unbias_h2);
     };
     auto group_of_tile = [&](int tl) {
         const int grp = (kt_begin + tl) >> p.g_shift;
@@ -421,12 +421,23 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     };
 
     /* One k16 tile (small_tile_mma): tl is its index in the slice, w the
-     * lane's weight words; G, a literal at every call: the group scales
-     * multiply the fragments. (A generic lambda with a compile-time tag here
-     * crashes the CUDA 13.0 front end.) */
-    auto compute_tile = [&](int tl, const uint4 (&w)[VW], const bool G) {
-        small_tile_mma<WT, IS_BF16, SWAP, CPW>(acc, a_addr0 + tl * a_step, w, grp_regs, G);
+     * lane's weight words; G and F, literals at every call: the group scales
+     * multiply the fragments, in the one-fma form (small_g4_fma). (A generic
+     * lambda with a compile-time tag here crashes the CUDA 13.0 front end.) */
+    auto compute_tile = [&](int tl, const uint4 (&w)[VW], const bool G, const bool F) {
+        small_tile_mma<WT, IS_BF16, SWAP, CPW>(acc, a_addr0 + tl * a_step, w, grp_regs, G, F);
     };
+    /* The one-fma form (small_g4_fma; the host launches it for g >= 128):
+     * the warp's staged scales checked and rewritten once for the slice. */
+    constexpr bool kG4Fma = small_g4_fma<WT, IS_BF16, SWAP, CPW>();
+    if constexpr (kG4Fma) {
+        grp_regs.fma = false;
+        if (active) {
+            const int n_grp = ((kt_end - 1) >> p.g_shift) - grp_begin + 1;
+            grp_regs.fma = small_g4_fma_prepare(smem + L.s_off, n_grp, BN, warp * 64, lane);
+            __syncwarp();
+        }
+    }
 
     /* 3. The K loop: wait for each stage, run the warp's chunk(s) of its rows,
      * then (when a refill follows) the block barrier and thread 0's refill,
@@ -481,18 +492,28 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
 #pragma unroll
                     for (int r = 0; r < kRps; r++) load_row(r, cur[r]);
                     if (G) group_of_tile(t0);
+                    auto line = [&](const bool F) {
 #pragma unroll
-                    for (int r = 0; r < kRps; r++) {
-                        if (G && H && r == kRps / 2) load_group(g_last);
-                        compute_tile(t0 + r, cur[r], G);
-                    }
+                        for (int r = 0; r < kRps; r++) {
+                            if (G && H && r == kRps / 2) load_group(g_last);
+                            compute_tile(t0 + r, cur[r], G, F);
+                        }
+                    };
+                    /* the one-fma form where the warp's scales passed the check */
+                    if (kG4Fma && G && grp_regs.fma)
+                        line(true);
+                    else
+                        line(false);
                 };
                 auto stage_rows = [&](const bool G) {
                     for (int r = 0; r < rows; r++) {
                         uint4 cur[VW];
                         load_row(r, cur);
                         if (G) group_of_tile(t0 + r);
-                        compute_tile(t0 + r, cur, G);
+                        if (kG4Fma && G && grp_regs.fma)
+                            compute_tile(t0 + r, cur, G, true);
+                        else
+                            compute_tile(t0 + r, cur, G, false);
                     }
                 };
                 const bool full = rows == kRps;
@@ -1056,10 +1077,14 @@ qv_status launch_kernel(const small_params &p, dim3 grid, int smem, cudaStream_t
 /* The instantiations: m16 and swapped orientations with one chunk per warp,
  * and the swapped one with two chunks per warp for 4-bit weights (each of
  * the three 4-bit kernels: channel or tensor scales, group scales, zero
- * points). */
+ * points); and the swapped fp16 one with one chunk per warp in the one-fma
+ * form for group scales with g >= 128 (WT_INT4_GF). */
 template <bool BF>
 qv_status launch_wt(int wt, bool swap, int cpw, const small_params &p, dim3 grid, int smem, cudaStream_t stream)
 {
+    if constexpr (!BF && QV_WO_SMALL_G4_FMA)
+        if (swap && cpw == 1 && wt == WT_INT4_G && p.g_shift >= 3)
+            return launch_kernel<WT_INT4_GF, false, true, 1>(p, grid, smem, stream);
     if (swap && cpw == 2) {
         if (wt == WT_INT4) return launch_kernel<WT_INT4, BF, true, 2>(p, grid, smem, stream);
         if (wt == WT_INT4_G) return launch_kernel<WT_INT4_G, BF, true, 2>(p, grid, smem, stream);

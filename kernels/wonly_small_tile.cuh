@@ -18,11 +18,14 @@
 
 namespace {
 
-/* The code families of wonly_common.cuh, and here a fifth: 4-bit symmetric
- * codes come in two kernels, WT_INT4 with channel or tensor scales and
- * WT_INT4_G with group scales, so that each has only its own scale layout's
- * code (registers and schedule); 8-bit codes read the layout at run time. */
-enum { WT_INT4_G = 4 };
+/* The code families of wonly_common.cuh, and here two more: 4-bit symmetric
+ * codes come in three kernels, WT_INT4 with channel or tensor scales,
+ * WT_INT4_G with group scales, and WT_INT4_GF with group scales of g >= 128
+ * in fp16 on the swapped path, which dequantizes in the one-fma form
+ * (small_g4_fma), so that each has only its own scale layout's code
+ * (registers and schedule); 8-bit codes read the layout at run time. The
+ * host picks WT_INT4_GF (launch_wt) where WT_INT4_G is the row's family. */
+enum { WT_INT4_G = 4, WT_INT4_GF = 5 };
 
 /* The code family of a Marlin weight-only row (host side). */
 inline int small_weight_type(const qv_variant *v)
@@ -41,7 +44,12 @@ constexpr int kThreads = 32 * kWarps;
 /* Per weight type: 16-byte words per lane per k16 tile and 64-column chunk
  * (4-bit: one word holds the lane's fragments of the chunk's 8 n8 tiles; 8-bit:
  * two words). */
-__host__ __device__ constexpr bool four_bit(int wt) { return wt == WT_INT4 || wt == WT_INT4_G || wt == WT_INT4_ZP; }
+__host__ __device__ constexpr bool four_bit(int wt)
+{
+    return wt == WT_INT4 || wt == WT_INT4_G || wt == WT_INT4_GF || wt == WT_INT4_ZP;
+}
+/* 4-bit symmetric codes with group scales (either kernel). */
+__host__ __device__ constexpr bool group4(int wt) { return wt == WT_INT4_G || wt == WT_INT4_GF; }
 template <int WT> struct small_traits {
     static constexpr bool four = four_bit(WT);
     static constexpr int vecs = four ? 1 : 2;
@@ -108,14 +116,87 @@ template <int CPW> struct small_group_regs {
     uint32_t sc[CPW][8];
     uint32_t zw[CPW];
     uint32_t zc[CPW == 1 ? 8 : 1][2];
+    /* small_g4_fma kernels: -8 s per n8 tile (sc then holds s 2^20), and
+     * whether the warp's columns run the one-fma form over the whole slice. */
+    uint32_t c8[CPW][8];
+    bool fma;
 };
+
+/* 4-bit codes with group scales in fp16, swapped, one chunk per warp: the
+ * declared rn((q - 8) s) in one HFMA2 per pair of weights, where the general
+ * form (qv_dq4 and a multiply) takes an HSUB2 or HFMA2 and an HMUL2. The
+ * nibble q, masked into bits 4-7 of a half with every other bit zero, is the
+ * subnormal q 2^-20 exactly; with S = s 2^20 and C = -8 s,
+ * fma(q 2^-20, S, C) rounds the exact q s - 8 s = (q - 8) s once: the same
+ * bits as rn((q - 8) s) (fp16 keeps subnormal operands, dequant.cuh), but for
+ * the sign of a zero weight, which no fp32 sum started at +0 can carry to
+ * its output. Exact only where S and C are: |s| <= 0x2BFF (65504 2^-20,
+ * just below 2^-4). So at block start each warp checks every staged scale
+ * of its 64 columns over the slice (small_g4_fma_prepare, a vote); where all
+ * pass it rewrites them in place as S (exact), and each group row's C is S
+ * times -2^-17 (exact: -8 s is representable), one HMUL2 per n8 tile; a warp
+ * with any scale out of range (NaN and inf included) runs the general form
+ * on the staged s. Only for group sizes >= 128: with a group row per ring
+ * stage (g = 64) or per half stage (g = 32), C per group row and the check
+ * cost what the form saves or more. H200, 2026-12-03 (bench/RESULTS.md
+ * twenty-fifth round, same-run A/B, three turns): Llama-3-70B
+ * w4a16-g128-f16 block 184.9 -> 180.7 µs at M = 1, 193.0 -> 189.6 at M = 4,
+ * 210.0 -> 208.1 at M = 8, Llama-2-7B 0.9-1.2 % faster, the act_order rows
+ * alike; w4a16-g64-f16 with it 0-1.6 % slower, so it does not take it: the
+ * WT_INT4_GF kernel runs only g >= 128, and the other small-M kernels keep
+ * their machine code.
+ * -DQV_WO_SMALL_G4_FMA=0 builds a launcher that never picks it
+ * (measurements). */
+#ifndef QV_WO_SMALL_G4_FMA
+#define QV_WO_SMALL_G4_FMA 1
+#endif
+template <int WT, bool IS_BF16, bool SWAP, int CPW> __host__ __device__ constexpr bool small_g4_fma()
+{
+    return WT == WT_INT4_GF && !IS_BF16 && SWAP && CPW == 1;
+}
+/* The one-fma form's check and rewrite of one warp's staged scales: rows
+ * n_grp group rows of bn scales (fp16 codes), the warp's 64 columns from
+ * local. Returns, for the whole warp, whether every scale has |s| <= 0x2BFF;
+ * then each was replaced by s 2^20. The warp's columns are its own (no other
+ * warp reads or writes them); the caller orders the rewrite before its reads
+ * (__syncwarp). */
+__device__ __forceinline__ bool small_g4_fma_prepare(unsigned char *rows, int n_grp, int bn, int local, int lane)
+{
+    /* 8 pieces of 16 bytes per row of 64 columns. Per half, |s| + 0x5400
+     * reaches bit 15 exactly when |s| > 0x2BFF (0x2BFF + 0x5400 = 0x7FFF),
+     * and no half carries into the other (0x7FFF + 0x5400 < 0x10000). */
+    uint32_t over = 0;
+    for (int e = lane; e < n_grp * 8; e += 32) {
+        const uint4 v = *reinterpret_cast<const uint4 *>(rows + ((e >> 3) * bn + local + (e & 7) * 8) * 2);
+        over |= ((v.x & 0x7FFF7FFFu) + 0x54005400u) | ((v.y & 0x7FFF7FFFu) + 0x54005400u) |
+                ((v.z & 0x7FFF7FFFu) + 0x54005400u) | ((v.w & 0x7FFF7FFFu) + 0x54005400u);
+    }
+#ifdef QV_MUTANT_gpu_wo_small_g4_fma_unchecked
+    /* Mutant (class 7): the one-fma form without its range check, so s 2^20
+     * overflows to inf for |s| >= 2^-4 where the declared product is finite. */
+    over = 0;
+#endif
+    if (!__all_sync(0xFFFFFFFFu, (over & 0x80008000u) == 0)) return false;
+    for (int e = lane; e < n_grp * 8; e += 32) {
+        uint4 *at = reinterpret_cast<uint4 *>(rows + ((e >> 3) * bn + local + (e & 7) * 8) * 2);
+        uint4 v = *at;
+        /* s 2^10 2^10: exact, |s| 2^20 <= 65504 */
+        v.x = qv_h2<false>::mul(qv_h2<false>::mul(v.x, 0x64006400u), 0x64006400u);
+        v.y = qv_h2<false>::mul(qv_h2<false>::mul(v.y, 0x64006400u), 0x64006400u);
+        v.z = qv_h2<false>::mul(qv_h2<false>::mul(v.z, 0x64006400u), 0x64006400u);
+        v.w = qv_h2<false>::mul(qv_h2<false>::mul(v.w, 0x64006400u), 0x64006400u);
+        *at = v;
+    }
+    return true;
+}
 
 /* Reads one group row into r: srow, the row's scales of the block's BN
  * columns (block-local column order, 2 bytes each); zrow, its BN/8 packed
  * zero-point words (WT_INT4_ZP only). single: the row is stored in the channel
  * order (a single group, k == g, layout.h); unbias_h2: the fp8 scale factor
- * (wo_set_scale_fields), 1 otherwise. */
-template <int WT, bool IS_BF16, int CPW>
+ * (wo_set_scale_fields), 1 otherwise. A small_g4_fma kernel whose warp runs
+ * the one-fma form (r.fma) finds S = s 2^20 staged and adds C = -8 s. */
+template <int WT, bool IS_BF16, bool SWAP, int CPW>
 __device__ __forceinline__ void small_load_group(small_group_regs<CPW> &r, const unsigned char *srow,
                                                  const unsigned char *zrow, int warp, int lane, bool single,
                                                  uint32_t unbias_h2)
@@ -149,6 +230,13 @@ __device__ __forceinline__ void small_load_group(small_group_regs<CPW> &r, const
 #pragma unroll
             for (int j8 = 0; j8 < 8; j8++) r.sc[c][j8] = qv_h2<IS_BF16>::mul(r.sc[c][j8], unbias_h2);
         }
+        if constexpr (small_g4_fma<WT, IS_BF16, SWAP, CPW>()) {
+            if (r.fma) {
+                /* sc holds S = s 2^20; C = S (-2^-17) = -8 s (0x0080: fp16 2^-17) */
+#pragma unroll
+                for (int j8 = 0; j8 < 8; j8++) r.c8[c][j8] = qv_h2<IS_BF16>::mul(r.sc[c][j8], 0x80808080u);
+            }
+        }
         if (WT == WT_INT4_ZP) {
             r.zw[c] = *reinterpret_cast<const uint32_t *>(zrow + (local / 8 + (lane >> 2)) * 4);
             if constexpr (CPW == 1) {
@@ -170,11 +258,13 @@ __device__ __forceinline__ void small_load_group(small_group_regs<CPW> &r, const
  * its B operand, so one m16n8k16 covers 16 columns x 8 rows and a k16 tile of
  * a 64-column chunk takes 4 mma instead of 8. Accumulators: m16 orientation,
  * acc[c][j8] is n8 tile j8 (rows lane/4 and lane/4 + 8); swapped, acc[c][i]
- * is the n16 pair of n8 tiles 2i, 2i+1 (rows 2*(lane%4) + {0,1}). */
+ * is the n16 pair of n8 tiles 2i, 2i+1 (rows 2*(lane%4) + {0,1}). F, a
+ * literal too: a small_g4_fma kernel dequantizes in its one-fma form (only
+ * where r.fma holds, with S in r.sc). */
 template <int WT, bool IS_BF16, bool SWAP, int CPW>
 __device__ __forceinline__ void small_tile_mma(float (&acc)[CPW][SWAP ? 4 : 8][4], unsigned a_addr,
                                                const uint4 (&w)[small_traits<WT>::vecs * CPW],
-                                               const small_group_regs<CPW> &r, const bool G)
+                                               const small_group_regs<CPW> &r, const bool G, const bool F)
 {
     using T = small_traits<WT>;
     uint32_t af[4];
@@ -197,7 +287,19 @@ __device__ __forceinline__ void small_tile_mma(float (&acc)[CPW][SWAP ? 4 : 8][4
         /* The B fragment of n8 tile j8: the exact codes, times the group
          * scale with one rounding (dequant.cuh). */
         auto dequant = [&](int j8, uint32_t bf[2]) {
-            if (WT == WT_INT4 || WT == WT_INT4_G) {
+            if constexpr (small_g4_fma<WT, IS_BF16, SWAP, CPW>()) {
+                if (G && F) {
+                    /* the lo pair's nibbles (bits 0-3, or 8-11 for odd j8)
+                     * and the hi pair's (4-7, 12-15) into bits 4-7 */
+                    const uint32_t word = bw[j8 >> 1];
+                    const uint32_t lo = (j8 & 1 ? word >> 4 : word << 4) & 0x00F000F0u;
+                    const uint32_t hi = (j8 & 1 ? word >> 8 : word) & 0x00F000F0u;
+                    bf[0] = qv_h2<IS_BF16>::fma(lo, r.sc[c][j8], r.c8[c][j8]);
+                    bf[1] = qv_h2<IS_BF16>::fma(hi, r.sc[c][j8], r.c8[c][j8]);
+                    return;
+                }
+            }
+            if (WT == WT_INT4 || group4(WT)) {
                 uint32_t sym[2];
                 qv_dq4_consts<IS_BF16>(8u, sym); /* "q+8" codes: zero point 8 */
                 qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), sym, bf);

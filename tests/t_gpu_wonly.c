@@ -24,10 +24,12 @@
  *  - M <= 16 on every weight-only path (QVET_WO_SMALL: the small-M kernel in
  *    each configuration, and the general kernel), the same inputs and the
  *    same checks;
+ *  - M <= 16 with group scales on both sides of 2^-4, where the small-M
+ *    kernel's 4-bit fp16 rows switch dequantization forms (small_m_scale_edges);
  *  - refusals: illegal N and K, a missing workspace, mismatched g (no launch).
  * QVET_WONLY_QUICK=1 runs two small cases per row instead, for the
  * compute-sanitizer passes; QVET_WONLY_QUICK=2 only the small-M split-K
- * cluster cases; QVET_WONLY_ROWS=<text> only the rows whose name contains
+ * cluster cases, =3 only the scale-edge cases; QVET_WONLY_ROWS=<text> only the rows whose name contains
  * it. Without a CUDA device the suite prints exactly "SKIP: no CUDA device" and
  * runs only the refusal checks, which make no CUDA call. Random cases come
  * from (seed, index); the seed is printed and QVET_SEED=<seed> replays it. */
@@ -447,8 +449,54 @@ START_TEST(small_m_cluster_sums)
 }
 END_TEST
 
+/* Group scales on both sides of 2^-4 (wonly_fill_scale_edges): the
+ * small-M kernel's swapped fp16 kernels with 4-bit codes and g >= 128 take
+ * their one-fma dequantization in a warp whose 64 columns have every scale of
+ * the K slice below it, the general form in the others; subnormal scales, the
+ * largest scale in range (65504 2^-20) and the smallest out of it (2^-4),
+ * negative scales. Every grouped marlin row at M = 1, 5, 8 (swapped) and 16
+ * (m16 orientation), N = 576, eight groups, with K in its default slices, in
+ * eight (QVET_WO_SMALL_SPLITS: one group each, so that group rows 0 and 4
+ * run the one-fma form in every warp, 1, 2, 5 and 6 in all warps but one, 3
+ * and 7 in none) and in three (slices of two and three groups); one-hot bit
+ * for bit against the CPU model (each row reads one weight of another group
+ * row), random through the certified truth. */
+START_TEST(small_m_scale_edges)
+{
+    const qv_variant *v = qv_registry_get(g_rows[_i]);
+    if (strcmp(v->family, "marlin") != 0 || v->g <= 0) return;
+    static const int ms[4] = {1, 5, 8, 16};
+    static const char *const splits[3] = {NULL, "8", "3"};
+    int failed = 0, cases = 0;
+    for (int sp = 0; sp < 3; sp++) {
+        char *old = wonly_env_set("QVET_WO_SMALL_SPLITS", splits[sp]);
+        for (int mi = 0; mi < 4; mi++)
+            for (int probe = PROBE_ONEHOT; probe <= PROBE_RANDOM; probe++) {
+                const int64_t m = ms[mi], n = 576, k = 8 * (int64_t)v->g;
+                const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 55000 + (uint64_t)mi * 10 + (uint64_t)probe;
+                qv_problem p;
+                ck_assert_msg(qv_problem_create(&p, v, m, n, k) == QV_OK, "%s: %s", v->name, qv_errmsg());
+                wonly_fill(&p, probe, REG_NORMAL, g_seed, idx);
+                wonly_fill_scale_edges(&p, probe, g_seed, idx);
+                char label[200];
+                snprintf(label, sizeof label,
+                         "%s m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " %s/scale-edges splits=%s seed=%" PRIu64
+                         " case=%" PRIu64,
+                         v->name, m, n, k, wonly_probe_names[probe], splits[sp] ? splits[sp] : "default", g_seed, idx);
+                failed += !wonly_run_case(&p, probe, label, 0);
+                cases++;
+                qv_problem_destroy(&p);
+            }
+        wonly_env_restore("QVET_WO_SMALL_SPLITS", old);
+    }
+    printf("%s: %d scale-edge cases, %d failed\n", v->name, cases, failed);
+    ck_assert_msg(failed == 0, "%s: %d of %d scale-edge cases failed (see stderr)", v->name, failed, cases);
+}
+END_TEST
+
 /* quick: 0 the whole suite, 1 the sanitizer pass (registry_quick), 2 the
- * small-M split-K cluster cases only (small_m_cluster_sums). */
+ * small-M split-K cluster cases only (small_m_cluster_sums), 3 the scale-edge
+ * cases only (small_m_scale_edges). */
 static Suite *wonly_suite(int gpu, int quick)
 {
     TCase *tc;
@@ -456,6 +504,8 @@ static Suite *wonly_suite(int gpu, int quick)
     tcase_add_test(tc, refusals);
     if (gpu && quick == 2) {
         tcase_add_loop_test(tc, small_m_cluster_sums, 0, g_nrows);
+    } else if (gpu && quick == 3) {
+        tcase_add_loop_test(tc, small_m_scale_edges, 0, g_nrows);
     } else if (gpu && quick) {
         tcase_add_loop_test(tc, registry_quick, 0, g_nrows);
     } else if (gpu) {
@@ -463,6 +513,7 @@ static Suite *wonly_suite(int gpu, int quick)
         tcase_add_loop_test(tc, registry_real, 0, g_nrows);
         tcase_add_loop_test(tc, small_m_both_paths, 0, g_nrows);
         tcase_add_loop_test(tc, small_m_cluster_sums, 0, g_nrows);
+        tcase_add_loop_test(tc, small_m_scale_edges, 0, g_nrows);
     }
     if (gpu && !quick) {
         TCase *dq = tcase_create("gpu_large_m");
@@ -479,6 +530,6 @@ int main(void)
     const int gpu = gpu_suite_start(&g_seed);
     g_nrows = gpu_registry_rows(keep_row, g_rows, 64);
     const char *q = getenv("QVET_WONLY_QUICK");
-    const int quick = q && *q == '1' ? 1 : q && *q == '2' ? 2 : 0;
+    const int quick = q && *q >= '1' && *q <= '3' ? *q - '0' : 0;
     return gpu_suite_run(wonly_suite(gpu, quick));
 }

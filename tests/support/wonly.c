@@ -137,6 +137,33 @@ void wonly_fill(qv_problem *p, int probe, int regime, uint64_t seed, uint64_t id
     }
 }
 
+void wonly_fill_scale_edges(qv_problem *p, int probe, uint64_t seed, uint64_t idx)
+{
+    const qv_variant *v = p->v;
+    ck_assert_msg(v->g > 0 && p->scales, "%s: scale edges need group scales", v->name);
+    const int64_t rows = qv_problem_scale_rows(p), cols = qv_problem_scale_cols(p);
+    const uint64_t s = idx * 16 + 8; /* streams 8 and 9 of the case (wonly_fill uses 1-7) */
+    const double largest_in = 65504.0 * ldexp(1.0, -20);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < cols; j++) {
+            const uint64_t e = (uint64_t)(r * cols + j);
+            const double u = test_rnd_unit(seed, s, e);
+            double mag = r % 4 == 3 ? exp2(-4.0 + 4.0 * u) : exp2(-24.0 + 19.9 * u);
+            if (r % 4 != 3 && j % 61 == r % 61) mag = largest_in;
+            if (r % 4 == 1 && j == (r * 37) % cols) mag = 0.0625;
+            if (r % 4 == 2 && j == (r * 53) % cols) mag = 1.0;
+            put(v->sfmt, p->scales, (int64_t)e, test_rnd(seed, s + 1, e) & 1 ? -mag : mag);
+        }
+    if (probe == PROBE_ONEHOT) {
+        const int64_t groups = p->k / p->g;
+        for (int64_t i = 0; i < p->m; i++) {
+            uint16_t *row = (uint16_t *)p->a + i * p->k;
+            for (int64_t kk = 0; kk < p->k; kk++) row[kk] = (uint16_t)enc(v->afmt, 0.0);
+            row[(i % groups) * p->g + (i * 7 + 3) % p->g] = (uint16_t)enc(v->afmt, 1.0);
+        }
+    }
+}
+
 /* ---- one case ----------------------------------------------------------------- */
 
 /* After a bit-exact mismatch of the wgmma kernel: which column positions

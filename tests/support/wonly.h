@@ -29,6 +29,17 @@ extern const char *const wonly_regime_names[REG_COUNT];
  * case's random stream. */
 void wonly_fill(qv_problem *p, int probe, int regime, uint64_t seed, uint64_t idx);
 
+/* After wonly_fill: group scales (rows with g > 0) on both sides of 2^-4,
+ * the bound of the small-M kernel's one-fma dequantization
+ * (kernels/wonly_small_tile.cuh, small_g4_fma): group rows r % 4 = 0, 1, 2
+ * log-uniform from 2^-24 (fp16 subnormal) to just below 2^-4 with the
+ * largest value in range, 65504 2^-20, in a few columns, row 1 with one
+ * column at 2^-4 (the smallest out of range) and row 2 with one at 1; rows
+ * r % 4 = 3 all in [2^-4, 1]; every sign random. For the one-hot probe each
+ * row i's 1 moves to group i % (k / g), so that its output reads a weight of
+ * each group row. */
+void wonly_fill_scale_edges(qv_problem *p, int probe, uint64_t seed, uint64_t idx);
+
 /* wonly_run_case flags. WONLY_WG: the case must take the Hopper wgmma path
  * (QVET_WO_WG_MIN_M routes it there), and a bit-exact mismatch also prints
  * where inside the 64-column chunk and 64-token tile it lies. */
