@@ -29,10 +29,11 @@
  *  - refusals: illegal N and K, a missing workspace, mismatched g (no launch).
  * QVET_WONLY_QUICK=1 runs two small cases per row instead, for the
  * compute-sanitizer passes; QVET_WONLY_QUICK=2 only the small-M split-K
- * cluster cases, =3 only the scale-edge cases; QVET_WONLY_ROWS=<text> only the rows whose name contains
- * it. Without a CUDA device the suite prints exactly "SKIP: no CUDA device" and
- * runs only the refusal checks, which make no CUDA call. Random cases come
- * from (seed, index); the seed is printed and QVET_SEED=<seed> replays it. */
+ * cluster cases, =3 only the scale-edge cases; QVET_WONLY_ROWS=<text> only
+ * the rows whose name contains it. Without a CUDA device the suite prints
+ * exactly "SKIP: no CUDA device" and runs only the refusal checks, which make
+ * no CUDA call. Random cases come from (seed, index); the seed is printed and
+ * QVET_SEED=<seed> replays it. */
 #include <check.h>
 #include <inttypes.h>
 #include <stdio.h>
