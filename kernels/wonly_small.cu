@@ -499,7 +499,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                             compute_tile(t0 + r, cur[r], G, F);
                         }
                     };
-                    /* the one-fma form where the warp's scales passed the check */
+                    /* the one-fma form where the warp's scales passed the check:
+                     * not a choice, since its staged scales now hold S = s 2^20,
+                     * which only that form reads (here and in stage_rows) */
                     if (kG4Fma && G && grp_regs.fma)
                         line(true);
                     else
