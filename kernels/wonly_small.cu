@@ -52,9 +52,10 @@
  * Configurations (QVET_WO_SMALL, wonly_small.cuh): by default M <= 8 runs
  * swapped (weights as the A operand, A^T as B: 4 mma per k16 tile and chunk
  * instead of 8, since at M = 1 the m16 orientation wastes 15 of 16 rows) and
- * 9 <= M <= 16 in the m16 orientation. "1" runs M <= 8 in the m16
- * orientation, "swap" only M <= 8 swapped, "swap2" as "swap" with two adjacent
- * chunks per warp for 4-bit weights, "16" every M <= 16 in the m16
+ * 9 <= M <= 16 in the m16 orientation, swapped with one 64-column chunk per
+ * warp or, where the plan says it pays (two_chunks_pay), two adjacent ones.
+ * "1" runs M <= 8 in the m16 orientation, "swap" only M <= 8 swapped with one
+ * chunk per warp, "swap2" as "swap" with two, "16" every M <= 16 in the m16
  * orientation, "0" nothing (the general kernel). QVET_WO_SMALL_SPLITS=<s>
  * forces the number of K slices (tests), QVET_WO_SMALL_CLUSTER=<c> the
  * largest cluster, QVET_WO_SMALL_TRACE=1 prints each launch's plan and the
@@ -434,7 +435,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
         grp_regs.fma = false;
         if (active) {
             const int n_grp = ((kt_end - 1) >> p.g_shift) - grp_begin + 1;
-            grp_regs.fma = small_g4_fma_prepare(smem + L.s_off, n_grp, BN, warp * 64, lane);
+            grp_regs.fma = small_g4_fma_prepare<CPW>(smem + L.s_off, n_grp, BN, warp * CPW * 64, chunk_on[CPW - 1], lane);
             __syncwarp();
         }
     }
@@ -1077,20 +1078,24 @@ qv_status launch_kernel(const small_params &p, dim3 grid, int smem, cudaStream_t
 }
 
 /* The instantiations: m16 and swapped orientations with one chunk per warp,
- * and the swapped one with two chunks per warp for 4-bit weights (each of
- * the three 4-bit kernels: channel or tensor scales, group scales, zero
- * points); and the swapped fp16 one with one chunk per warp in the one-fma
- * form for group scales with g >= 128 (WT_INT4_GF). */
+ * and the swapped one with two chunks per warp, for every weight type; and
+ * the swapped fp16 ones with one or two chunks per warp in the one-fma form
+ * for group scales with g >= 128 (WT_INT4_GF). */
 template <bool BF>
 qv_status launch_wt(int wt, bool swap, int cpw, const small_params &p, dim3 grid, int smem, cudaStream_t stream)
 {
     if constexpr (!BF && QV_WO_SMALL_G4_FMA)
-        if (swap && cpw == 1 && wt == WT_INT4_G && p.g_shift >= 3)
-            return launch_kernel<WT_INT4_GF, false, true, 1>(p, grid, smem, stream);
+        if (swap && wt == WT_INT4_G && p.g_shift >= 3)
+            return cpw == 2 ? launch_kernel<WT_INT4_GF, false, true, 2>(p, grid, smem, stream)
+                            : launch_kernel<WT_INT4_GF, false, true, 1>(p, grid, smem, stream);
     if (swap && cpw == 2) {
-        if (wt == WT_INT4) return launch_kernel<WT_INT4, BF, true, 2>(p, grid, smem, stream);
-        if (wt == WT_INT4_G) return launch_kernel<WT_INT4_G, BF, true, 2>(p, grid, smem, stream);
-        return launch_kernel<WT_INT4_ZP, BF, true, 2>(p, grid, smem, stream);
+        switch (wt) {
+        case WT_INT4: return launch_kernel<WT_INT4, BF, true, 2>(p, grid, smem, stream);
+        case WT_INT4_G: return launch_kernel<WT_INT4_G, BF, true, 2>(p, grid, smem, stream);
+        case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF, true, 2>(p, grid, smem, stream);
+        case WT_INT8: return launch_kernel<WT_INT8, BF, true, 2>(p, grid, smem, stream);
+        default: return launch_kernel<WT_FP8, BF, true, 2>(p, grid, smem, stream);
+        }
     }
     if (swap) {
         switch (wt) {
@@ -1144,13 +1149,49 @@ size_t qv_wonly_small_workspace(const qv_variant *v, int m, int n, int k)
     return one > two ? one : two;
 }
 
-/* The configuration QVET_WO_SMALL selects for M rows of v: the swapped
- * orientation (M <= 8 by default) and the chunks per warp. */
-static void small_config(const qv_variant *v, int m, bool *swap, int *cpw)
+/* Whether the default configuration gives an (m, n, k) problem of v two
+ * chunks per warp (blocks of 1024 columns) in the swapped orientation. A
+ * warp then runs two independent chunks per k16 row (one A fragment for
+ * both) and a block copies twice the bytes per row; the price is half the
+ * column blocks, which the plan makes up with more or longer K slices. The
+ * two-chunk plan is taken when it fills at least three quarters of the block
+ * slots and
+ *  - needs no more K slices than the one-chunk plan, or
+ *  - replaces a one-chunk plan that runs more than one wave of blocks, with
+ *    slices of at least 64 k16 tiles, or
+ *  - keeps slices of at least 128 tiles (K >= 2048 per block), for rows whose
+ *    dequantization costs issue slots: not the 8-bit codes in fp16 without
+ *    group scales, whose K loop already keeps up with the memory and which
+ *    gain from two chunks only where they save a wave;
+ * otherwise the extra slices (shorter, and more split-K sums) cost more than
+ * the second chunk saves. Rows with zero points keep one chunk: their
+ * dequant constants are rebuilt per tile with two (small_group_regs).
+ * Measured on the H200 (2026-12-03, bench/RESULTS.md twenty-sixth round,
+ * every marlin row with one and with two chunks on every layer, M = 1, 4, 8,
+ * three turns, then the rule against one chunk everywhere at M = 1..8): two
+ * chunks lost at most 2 µs on a layer this rule picks and won up to 23 µs
+ * (Llama-3-70B gate_up at M = 8: 86.2 -> 77.2 µs for w4a16-ch-f16, 151.4 ->
+ * 128.0 for fp8a16-g128-f16); on most other layers they lost, by up to 17 %. */
+static bool two_chunks_pay(const qv_variant *v, int m, int n, int k)
+{
+    if (v->zero_point) return false;
+    const small_plan one = make_plan(v, m, n, k, 1), two = make_plan(v, m, n, k, 2);
+    if (4 * (int64_t)two.n_blocks * two.splits < 3 * (int64_t)plan_slots(two.cluster)) return false;
+    const bool one_waves = (int64_t)one.n_blocks * one.splits > plan_slots(one.cluster);
+    const bool light = !four_bit(small_weight_type(v)) && v->afmt != QV_FMT_BF16 &&
+                       v->scale_layout != QV_SCALE_GROUP;
+    return two.splits <= one.splits || (one_waves && two.tiles_per_split >= 64) ||
+           (!light && two.tiles_per_split >= 128);
+}
+
+/* The configuration QVET_WO_SMALL selects for an (m, n, k) problem of v: the
+ * swapped orientation (M <= 8 by default) and the chunks per warp ("swap2":
+ * two for every weight type; "swap": one; unset: two_chunks_pay). */
+static void small_config(const qv_variant *v, int m, int n, int k, bool *swap, int *cpw)
 {
     const int mode = small_mode();
     *swap = (mode == MODE_AUTO || mode == MODE_SWAP || mode == MODE_SWAP2) && m <= QV_WO_SMALL_SWAP_MAX_M;
-    *cpw = *swap && mode == MODE_SWAP2 && four_bit(small_weight_type(v)) ? 2 : 1;
+    *cpw = *swap && (mode == MODE_SWAP2 || (mode == MODE_AUTO && two_chunks_pay(v, m, n, k))) ? 2 : 1;
 }
 
 extern "C" int qv_wonly_small_plan_info(const qv_variant *v, int m, int n, int k, qv_wo_small_plan_info *out)
@@ -1158,7 +1199,7 @@ extern "C" int qv_wonly_small_plan_info(const qv_variant *v, int m, int n, int k
     if (m < 1 || m > QV_WO_SMALL_MAX_M) return 0;
     bool swap;
     int cpw;
-    small_config(v, m, &swap, &cpw);
+    small_config(v, m, n, k, &swap, &cpw);
     const small_plan pl = make_plan(v, m, n, k, cpw);
     out->swap = swap;
     out->cpw = cpw;
@@ -1182,7 +1223,7 @@ qv_status qv_wonly_small_launch(const qv_variant *v, const qv_gemm_args *a)
     const int wt = small_weight_type(v);
     bool swap;
     int cpw;
-    small_config(v, a->m, &swap, &cpw);
+    small_config(v, a->m, a->n, a->k, &swap, &cpw);
     const small_plan pl = make_plan(v, a->m, a->n, a->k, cpw);
     if (pl.bytes > a->workspace_bytes || (pl.bytes && !a->workspace))
         return qv_fail(QV_ERR_USAGE, "%s: workspace of %zu bytes given, %zu needed (qv_workspace_wonly)", v->name,

@@ -23,8 +23,11 @@
  *   "1": M <= 8, m16 mma orientation;
  *   "0": never (the general kernel runs every M);
  *   "16": M <= 16, m16 mma orientation;
- *   "swap": M <= 8 with the swapped mma (weights as the A operand);
- *   "swap2": as "swap", with two 64-column chunks per warp for 4-bit weights.
+ *   "swap": M <= 8 with the swapped mma (weights as the A operand), one
+ *     64-column chunk per warp;
+ *   "swap2": as "swap", with two 64-column chunks per warp.
+ * Unset, the swapped orientation takes two chunks per warp where the plan
+ * says they pay (wonly_small.cu, two_chunks_pay), else one.
  * QVET_WO_SMALL_SPLITS=<s> (tests) makes the small-M plan ask for s K slices
  * (rounded to whole groups and to the longest slice that fits); unset or 0
  * leaves the choice to the plan's cost model. Both the workspace size and the

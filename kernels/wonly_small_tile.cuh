@@ -122,7 +122,7 @@ template <int CPW> struct small_group_regs {
     bool fma;
 };
 
-/* 4-bit codes with group scales in fp16, swapped, one chunk per warp: the
+/* 4-bit codes with group scales in fp16, swapped, one or two chunks per warp: the
  * declared rn((q - 8) s) in one HFMA2 per pair of weights, where the general
  * form (qv_dq4 and a multiply) takes an HSUB2 or HFMA2 and an HMUL2. The
  * nibble q, masked into bits 4-7 of a half with every other bit zero, is the
@@ -132,7 +132,7 @@ template <int CPW> struct small_group_regs {
  * the sign of a zero weight, which no fp32 sum started at +0 can carry to
  * its output. Exact only where S and C are: |s| <= 0x2BFF (65504 2^-20,
  * just below 2^-4). So at block start each warp checks every staged scale
- * of its 64 columns over the slice (small_g4_fma_prepare, a vote); where all
+ * of its 64 or 128 columns over the slice (small_g4_fma_prepare, a vote); where all
  * pass it rewrites them in place as S (exact), and each group row's C is S
  * times -2^-17 (exact: -8 s is representable), one HMUL2 per n8 tile; a warp
  * with any scale out of range (NaN and inf included) runs the general form
@@ -143,8 +143,9 @@ template <int CPW> struct small_group_regs {
  * w4a16-g128-f16 block 184.9 -> 180.7 µs at M = 1, 193.0 -> 189.6 at M = 4,
  * 210.0 -> 208.1 at M = 8, Llama-2-7B 0.9-1.2 % faster, the act_order rows
  * alike; w4a16-g64-f16 with it 0-1.6 % slower, so it does not take it: the
- * WT_INT4_GF kernel runs only g >= 128, and the other small-M kernels keep
- * their machine code.
+ * WT_INT4_GF kernels run only g >= 128, and the other small-M kernels keep
+ * their machine code. With two chunks per warp (two_chunks_pay, twenty-sixth
+ * round) the same form runs in the WT_INT4_GF kernel of two chunks.
  * -DQV_WO_SMALL_G4_FMA=0 builds a launcher that never picks it
  * (measurements). */
 #ifndef QV_WO_SMALL_G4_FMA
@@ -152,22 +153,29 @@ template <int CPW> struct small_group_regs {
 #endif
 template <int WT, bool IS_BF16, bool SWAP, int CPW> __host__ __device__ constexpr bool small_g4_fma()
 {
-    return WT == WT_INT4_GF && !IS_BF16 && SWAP && CPW == 1;
+    return WT == WT_INT4_GF && !IS_BF16 && SWAP && (CPW == 1 || CPW == 2);
 }
 /* The one-fma form's check and rewrite of one warp's staged scales: rows
  * n_grp group rows of bn scales (fp16 codes), the warp's 64 columns from
- * local. Returns, for the whole warp, whether every scale has |s| <= 0x2BFF;
- * then each was replaced by s 2^20. The warp's columns are its own (no other
- * warp reads or writes them); the caller orders the rewrite before its reads
- * (__syncwarp). */
-__device__ __forceinline__ bool small_g4_fma_prepare(unsigned char *rows, int n_grp, int bn, int local, int lane)
+ * local, and with two chunks per warp (CPW = 2) the next 64 too where the
+ * warp's second chunk lies below N (two, else only the first: the scales
+ * past N are not staged). Returns, for the whole warp, whether every scale
+ * has |s| <= 0x2BFF; then each was replaced by s 2^20. The warp's columns are
+ * its own (no other warp reads or writes them); the caller orders the rewrite
+ * before its reads (__syncwarp). */
+template <int CPW>
+__device__ __forceinline__ bool small_g4_fma_prepare(unsigned char *rows, int n_grp, int bn, int local, bool two,
+                                                     int lane)
 {
     /* 8 pieces of 16 bytes per row of 64 columns. Per half, |s| + 0x5400
      * reaches bit 15 exactly when |s| > 0x2BFF (0x2BFF + 0x5400 = 0x7FFF),
      * and no half carries into the other (0x7FFF + 0x5400 < 0x10000). */
+    const int lg = CPW == 2 && two ? 4 : 3; /* log2 of the pieces per row */
+    const int n_pieces = n_grp << lg;
+    auto piece = [&](int e) { return rows + ((e >> lg) * bn + local + (e & ((1 << lg) - 1)) * 8) * 2; };
     uint32_t over = 0;
-    for (int e = lane; e < n_grp * 8; e += 32) {
-        const uint4 v = *reinterpret_cast<const uint4 *>(rows + ((e >> 3) * bn + local + (e & 7) * 8) * 2);
+    for (int e = lane; e < n_pieces; e += 32) {
+        const uint4 v = *reinterpret_cast<const uint4 *>(piece(e));
         over |= ((v.x & 0x7FFF7FFFu) + 0x54005400u) | ((v.y & 0x7FFF7FFFu) + 0x54005400u) |
                 ((v.z & 0x7FFF7FFFu) + 0x54005400u) | ((v.w & 0x7FFF7FFFu) + 0x54005400u);
     }
@@ -177,8 +185,8 @@ __device__ __forceinline__ bool small_g4_fma_prepare(unsigned char *rows, int n_
     over = 0;
 #endif
     if (!__all_sync(0xFFFFFFFFu, (over & 0x80008000u) == 0)) return false;
-    for (int e = lane; e < n_grp * 8; e += 32) {
-        uint4 *at = reinterpret_cast<uint4 *>(rows + ((e >> 3) * bn + local + (e & 7) * 8) * 2);
+    for (int e = lane; e < n_pieces; e += 32) {
+        uint4 *at = reinterpret_cast<uint4 *>(piece(e));
         uint4 v = *at;
         /* s 2^10 2^10: exact, |s| 2^20 <= 65504 */
         v.x = qv_h2<false>::mul(qv_h2<false>::mul(v.x, 0x64006400u), 0x64006400u);

@@ -461,18 +461,24 @@ END_TEST
  * run the one-fma form in every warp, 1, 2, 5 and 6 in all warps but one, 3
  * and 7 in none) and in three (slices of two and three groups); one-hot bit
  * for bit against the CPU model (each row reads one weight of another group
- * row), random through the certified truth. */
+ * row), random through the certified truth. M = 1, 5 and 8 run again with two
+ * chunks per warp (QVET_WO_SMALL=swap2): warps of 128 columns, and a last
+ * warp with one chunk below N (N = 576 is nine chunks). */
 START_TEST(small_m_scale_edges)
 {
     const qv_variant *v = qv_registry_get(g_rows[_i]);
     if (strcmp(v->family, "marlin") != 0 || v->g <= 0) return;
     static const int ms[4] = {1, 5, 8, 16};
     static const char *const splits[3] = {NULL, "8", "3"};
+    static const char *const paths[2] = {NULL, "swap2"};
     int failed = 0, cases = 0;
-    for (int sp = 0; sp < 3; sp++) {
+    for (int ps = 0; ps < 6; ps++) {
+        const int path = ps / 3, sp = ps % 3;
+        char *old_path = wonly_env_set("QVET_WO_SMALL", paths[path]);
         char *old = wonly_env_set("QVET_WO_SMALL_SPLITS", splits[sp]);
         for (int mi = 0; mi < 4; mi++)
             for (int probe = PROBE_ONEHOT; probe <= PROBE_RANDOM; probe++) {
+                if (paths[path] && ms[mi] > 8) continue; /* "swap2" is "swap" only up to M = 8 */
                 const int64_t m = ms[mi], n = 576, k = 8 * (int64_t)v->g;
                 const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 55000 + (uint64_t)mi * 10 + (uint64_t)probe;
                 qv_problem p;
@@ -481,14 +487,16 @@ START_TEST(small_m_scale_edges)
                 wonly_fill_scale_edges(&p, probe, g_seed, idx);
                 char label[200];
                 snprintf(label, sizeof label,
-                         "%s m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " %s/scale-edges splits=%s seed=%" PRIu64
+                         "%s m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " %s/scale-edges splits=%s path=%s seed=%" PRIu64
                          " case=%" PRIu64,
-                         v->name, m, n, k, wonly_probe_names[probe], splits[sp] ? splits[sp] : "default", g_seed, idx);
+                         v->name, m, n, k, wonly_probe_names[probe], splits[sp] ? splits[sp] : "default",
+                         paths[path] ? paths[path] : "default", g_seed, idx);
                 failed += !wonly_run_case(&p, probe, label, 0);
                 cases++;
                 qv_problem_destroy(&p);
             }
         wonly_env_restore("QVET_WO_SMALL_SPLITS", old);
+        wonly_env_restore("QVET_WO_SMALL", old_path);
     }
     printf("%s: %d scale-edge cases, %d failed\n", v->name, cases, failed);
     ck_assert_msg(failed == 0, "%s: %d of %d scale-edge cases failed (see stderr)", v->name, failed, cases);

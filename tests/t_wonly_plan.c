@@ -24,6 +24,8 @@
  *    H200 SM: 228 KiB, 1 KiB reserved per block), a workspace no larger than
  *    the one qv_wonly_small_workspace asks callers for, and none without
  *    split-K.
+ * The default's choice between one and two chunks per warp is re-derived
+ * from the two plans it chooses between (default_chunks).
  * wgmma schedules, for every marlin row the kernel covers, M from 1 to 4096,
  * the same shapes, every tile (QVET_WO_WG_TILE), persistent grids of 1 to 264
  * blocks (QVET_WO_WG_BLOCKS) and the stream-K tail on and off
@@ -199,6 +201,93 @@ START_TEST(model_plans)
     printf("model_plans: %d plans, %d broken\n", plans, failures);
     ck_assert_int_gt(plans, 10000);
     ck_assert_msg(failures == 0, "%d small-M plans break the kernel's contract (see stderr)", failures);
+}
+END_TEST
+
+/* The default's chunks per warp at M <= 8 (two_chunks_pay,
+ * kernels/wonly_small.cu), re-derived from the two plans it chooses between,
+ * as "swap" (one chunk) and "swap2" (two) make them: two chunks exactly when
+ * the row has no zero points, the two-chunk plan fills at least three
+ * quarters of the H200's block slots for its cluster size (264 for clusters
+ * up to 2, 248 for 4, 240 for 8), and it needs no more K slices than the
+ * one-chunk plan, or the one-chunk plan runs more than one wave and the
+ * two-chunk slices are at least 64 k16 tiles, or they are at least 128 tiles
+ * and the row is not an 8-bit fp16 row without group scales; the default's
+ * plan is then the chosen configuration's. Above M = 8 one chunk. Both
+ * choices occur (Llama-3-70B gate_up at M = 1 takes two chunks for
+ * w4a16-ch-f16, its qkv one; zero-point rows never two). */
+static int slots_for(int c) { return c <= 2 ? 264 : c == 4 ? 248 : c == 8 ? 240 : 224; }
+
+static int two_expected(const qv_variant *v, const qv_wo_small_plan_info *one, const qv_wo_small_plan_info *two)
+{
+    const int four = v->layout == QV_LAYOUT_MARLIN_W4 || v->layout == QV_LAYOUT_MARLIN_W4_ZP;
+    const int light = !four && v->afmt != QV_FMT_BF16 && v->scale_layout != QV_SCALE_GROUP;
+    if (v->zero_point || 4L * two->n_blocks * two->splits < 3L * slots_for(two->cluster)) return 0;
+    const int one_waves = (long)one->n_blocks * one->splits > slots_for(one->cluster);
+    return two->splits <= one->splits || (one_waves && two->tiles_per_split >= 64) ||
+           (!light && two->tiles_per_split >= 128);
+}
+
+static void plan_in(const char *mode, const qv_variant *v, int m, int n, int k, qv_wo_small_plan_info *p)
+{
+    free(wonly_env_set("QVET_WO_SMALL", mode));
+    memset(p, 0xFF, sizeof *p);
+    ck_assert_int_eq(qv_wonly_small_plan_info(v, m, n, k, p), 1);
+}
+
+/* One problem's default plan against the rule; PLAN_CHECK counts a failure
+ * and returns. */
+static void check_default(const qv_variant *v, int m, int n, int k, int *checked, int *twos)
+{
+    qv_wo_small_plan_info one, two, def;
+    plan_in(NULL, v, m, n, k, &def);
+    if (m > QV_WO_SMALL_SWAP_MAX_M) {
+        PLAN_CHECK(def.cpw == 1 && !def.swap, "default above M = 8: cpw %d swap %d", def.cpw, def.swap);
+        return;
+    }
+    plan_in("swap", v, m, n, k, &one);
+    plan_in("swap2", v, m, n, k, &two);
+    const int want = two_expected(v, &one, &two);
+    const qv_wo_small_plan_info *w = want ? &two : &one;
+    (*checked)++;
+    *twos += want;
+    PLAN_CHECK(def.swap && def.cpw == (want ? 2 : 1), "default cpw %d, the rule says %d", def.cpw, want ? 2 : 1);
+    PLAN_CHECK(def.n_blocks == w->n_blocks && def.splits == w->splits && def.cluster == w->cluster &&
+                   def.tiles_per_split == w->tiles_per_split,
+               "default plan %dx%d (cluster %d) is not the chosen configuration's %dx%d (cluster %d)", def.n_blocks,
+               def.splits, def.cluster, w->n_blocks, w->splits, w->cluster);
+}
+
+START_TEST(default_chunks)
+{
+    clear_env();
+    failures = 0;
+    int checked = 0, twos = 0;
+    for (int r = 0; r < g_nrows; r++) {
+        const qv_variant *v = qv_registry_get(g_rows[r]);
+        for (int m = 1; m <= QV_WO_SMALL_MAX_M; m++)
+            for (int i = 0; i < N_SHAPES; i++) {
+                int n, k;
+                shape_at(v, i, &n, &k);
+                if (qv_variant_check_shape(v, m, n, k) != QV_OK) continue;
+                check_default(v, m, n, k, &checked, &twos);
+            }
+    }
+    clear_env();
+    qv_wo_small_plan_info p;
+    const qv_variant *ch = qv_variant_find("marlin-w4a16-ch-f16"), *zp = qv_variant_find("marlin-w4a16-g128-zp-f16");
+    ck_assert_ptr_nonnull(ch);
+    ck_assert_ptr_nonnull(zp);
+    ck_assert_int_eq(qv_wonly_small_plan_info(ch, 1, 57344, 8192, &p), 1);
+    ck_assert_int_eq(p.cpw, 2);
+    ck_assert_int_eq(qv_wonly_small_plan_info(ch, 1, 10240, 8192, &p), 1);
+    ck_assert_int_eq(p.cpw, 1);
+    ck_assert_int_eq(qv_wonly_small_plan_info(zp, 1, 57344, 8192, &p), 1);
+    ck_assert_int_eq(p.cpw, 1);
+    printf("default_chunks: %d swapped plans, %d with two chunks, %d broken\n", checked, twos, failures);
+    ck_assert_int_gt(twos, 0);
+    ck_assert_int_lt(twos, checked);
+    ck_assert_msg(failures == 0, "%d default small-M plans disagree with the two-chunk rule (see stderr)", failures);
 }
 END_TEST
 
@@ -403,6 +492,7 @@ int main(void)
     Suite *s = suite_single("wonly_plan", "plan", 300, &tc);
     tcase_add_test(tc, model_plans);
     tcase_add_test(tc, forced_plans);
+    tcase_add_test(tc, default_chunks);
     tcase_add_test(tc, checks_can_fail);
     tcase_add_test(tc, wg_schedules);
     tcase_add_test(tc, wg_checks_can_fail);
