@@ -51,10 +51,10 @@
  *
  * Configurations (QVET_WO_SMALL, wonly_small.cuh): by default M <= 8 runs
  * swapped (weights as the A operand, A^T as B: 4 mma per k16 tile and chunk
- * instead of 8, since at M = 1 the m16 orientation wastes 15 of 16 rows) and
- * 9 <= M <= 16 in the m16 orientation, swapped with one 64-column chunk per
- * warp or, where the plan says it pays (two_chunks_pay), two adjacent ones.
- * "1" runs M <= 8 in the m16 orientation, "swap" only M <= 8 swapped with one
+ * instead of 8, since at M = 1 the m16 orientation wastes 15 of 16 rows),
+ * with one 64-column chunk per warp or, where the plan says it pays
+ * (two_chunks_pay), two adjacent ones; 9 <= M <= 16 runs in the m16
+ * orientation with one. "1" runs M <= 8 in the m16 orientation, "swap" only M <= 8 swapped with one
  * chunk per warp, "swap2" as "swap" with two, "16" every M <= 16 in the m16
  * orientation, "0" nothing (the general kernel). QVET_WO_SMALL_SPLITS=<s>
  * forces the number of K slices (tests), QVET_WO_SMALL_CLUSTER=<c> the
