@@ -26,10 +26,14 @@
  *    same checks;
  *  - M <= 16 with group scales on both sides of 2^-4, where the small-M
  *    kernel's 4-bit fp16 rows switch dequantization forms (small_m_scale_edges);
+ *  - the small-M kernel's two chunks per warp where the default takes them on
+ *    its own, Llama-3-70B gate_up at M = 1, for one row of each two-chunk
+ *    kernel family (small_m_two_chunk_layer);
  *  - refusals: illegal N and K, a missing workspace, mismatched g (no launch).
  * QVET_WONLY_QUICK=1 runs two small cases per row instead, for the
  * compute-sanitizer passes; QVET_WONLY_QUICK=2 only the small-M split-K
- * cluster cases, =3 only the scale-edge cases; QVET_WONLY_ROWS=<text> only
+ * cluster cases, =3 only the scale-edge cases, =4 only the two-chunk
+ * real-layer cases; QVET_WONLY_ROWS=<text> only
  * the rows whose name contains it. Without a CUDA device the suite prints
  * exactly "SKIP: no CUDA device" and runs only the refusal checks, which make
  * no CUDA call. Random cases come from (seed, index); the seed is printed and
@@ -40,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/wonly_small.cuh"
 #include "qvet/gemm.h"
 #include "qvet/gpu.h"
 #include "qvet/problem.h"
@@ -503,9 +508,45 @@ START_TEST(small_m_scale_edges)
 }
 END_TEST
 
+/* The default's two chunks per warp (kernels/wonly_small.cu,
+ * two_chunks_pay) at the one real layer where it takes them, Llama-3-70B
+ * gate_up (N = 57344, K = 8192), M = 1: no shape small enough for the other
+ * tests makes the default choose them, and the plans it makes there (56
+ * column blocks of 1024 columns, K in 4 slices summed through the workspace)
+ * run nowhere else in the suite. One row per two-chunk kernel family (4-bit
+ * channel, 4-bit group scales in the one-fma form, 8-bit int in bf16, fp8
+ * with group scales in bf16), the exact probe bit for bit against the CPU
+ * model; the plan is checked to be the two-chunk one first, so that the case
+ * cannot silently fall back to one chunk. About 30 s of CPU work per row. */
+static const char *const kTwoChunkRows[] = {"marlin-w4a16-ch-f16", "marlin-w4a16-g128-f16", "marlin-w8a16-ch-bf16",
+                                            "marlin-fp8a16-g128-bf16"};
+
+START_TEST(small_m_two_chunk_layer)
+{
+    const qv_variant *v = qv_registry_get(g_rows[_i]);
+    int listed = 0;
+    for (size_t i = 0; i < sizeof kTwoChunkRows / sizeof kTwoChunkRows[0]; i++)
+        listed |= !strcmp(v->name, kTwoChunkRows[i]);
+    if (!listed) return;
+    const int64_t m = 1, n = 57344, k = 8192;
+    char *old = wonly_env_set("QVET_WO_SMALL", NULL);
+    qv_wo_small_plan_info pl;
+    ck_assert_int_eq(qv_wonly_small_plan_info(v, (int)m, (int)n, (int)k, &pl), 1);
+    ck_assert_msg(pl.swap && pl.cpw == 2, "%s: the default plan at m=1 n=57344 k=8192 has %d chunk(s) per warp",
+                  v->name, pl.cpw);
+    const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 44000;
+    const int ok = one_case(v, m, n, k, PROBE_EXACT, REG_NORMAL, idx);
+    wonly_env_restore("QVET_WO_SMALL", old);
+    printf("%s: Llama-3-70B gate_up at M = 1 with two chunks per warp (%dx%d blocks, %d per cluster): %s\n", v->name,
+           pl.n_blocks, pl.splits, pl.cluster, ok ? "ok" : "FAILED");
+    ck_assert_msg(ok, "%s: the two-chunk real-layer case failed (see stderr)", v->name);
+}
+END_TEST
+
 /* quick: 0 the whole suite, 1 the sanitizer pass (registry_quick), 2 the
  * small-M split-K cluster cases only (small_m_cluster_sums), 3 the scale-edge
- * cases only (small_m_scale_edges). */
+ * cases only (small_m_scale_edges), 4 the two-chunk real-layer cases only
+ * (small_m_two_chunk_layer). */
 static Suite *wonly_suite(int gpu, int quick)
 {
     TCase *tc;
@@ -515,6 +556,8 @@ static Suite *wonly_suite(int gpu, int quick)
         tcase_add_loop_test(tc, small_m_cluster_sums, 0, g_nrows);
     } else if (gpu && quick == 3) {
         tcase_add_loop_test(tc, small_m_scale_edges, 0, g_nrows);
+    } else if (gpu && quick == 4) {
+        tcase_add_loop_test(tc, small_m_two_chunk_layer, 0, g_nrows);
     } else if (gpu && quick) {
         tcase_add_loop_test(tc, registry_quick, 0, g_nrows);
     } else if (gpu) {
@@ -523,6 +566,7 @@ static Suite *wonly_suite(int gpu, int quick)
         tcase_add_loop_test(tc, small_m_both_paths, 0, g_nrows);
         tcase_add_loop_test(tc, small_m_cluster_sums, 0, g_nrows);
         tcase_add_loop_test(tc, small_m_scale_edges, 0, g_nrows);
+        tcase_add_loop_test(tc, small_m_two_chunk_layer, 0, g_nrows);
     }
     if (gpu && !quick) {
         TCase *dq = tcase_create("gpu_large_m");
@@ -539,6 +583,6 @@ int main(void)
     const int gpu = gpu_suite_start(&g_seed);
     g_nrows = gpu_registry_rows(keep_row, g_rows, 64);
     const char *q = getenv("QVET_WONLY_QUICK");
-    const int quick = q && *q >= '1' && *q <= '3' ? *q - '0' : 0;
+    const int quick = q && *q >= '1' && *q <= '4' ? *q - '0' : 0;
     return gpu_suite_run(wonly_suite(gpu, quick));
 }
