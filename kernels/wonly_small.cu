@@ -54,9 +54,9 @@
  * instead of 8, since at M = 1 the m16 orientation wastes 15 of 16 rows),
  * with one 64-column chunk per warp or, where the plan says it pays
  * (two_chunks_pay), two adjacent ones; 9 <= M <= 16 runs in the m16
- * orientation with one. "1" runs M <= 8 in the m16 orientation, "swap" only M <= 8 swapped with one
- * chunk per warp, "swap2" as "swap" with two, "16" every M <= 16 in the m16
- * orientation, "0" nothing (the general kernel). QVET_WO_SMALL_SPLITS=<s>
+ * orientation with one. "1" runs M <= 8 in the m16 orientation, "swap" only
+ * M <= 8 swapped with one chunk per warp, "swap2" as "swap" with two, "16"
+ * every M <= 16 in the m16 orientation, "0" nothing (the general kernel). QVET_WO_SMALL_SPLITS=<s>
  * forces the number of K slices (tests), QVET_WO_SMALL_CLUSTER=<c> the
  * largest cluster, QVET_WO_SMALL_TRACE=1 prints each launch's plan and the
  * device's concurrent clusters (measurements). Measured on the H200
@@ -435,7 +435,8 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
         grp_regs.fma = false;
         if (active) {
             const int n_grp = ((kt_end - 1) >> p.g_shift) - grp_begin + 1;
-            grp_regs.fma = small_g4_fma_prepare<CPW>(smem + L.s_off, n_grp, BN, warp * CPW * 64, chunk_on[CPW - 1], lane);
+            grp_regs.fma =
+                small_g4_fma_prepare<CPW>(smem + L.s_off, n_grp, BN, warp * CPW * 64, chunk_on[CPW - 1], lane);
             __syncwarp();
         }
     }
@@ -1172,10 +1173,9 @@ size_t qv_wonly_small_workspace(const qv_variant *v, int m, int n, int k)
  * chunks lost at most 2 µs on a layer this rule picks and won up to 23 µs
  * (Llama-3-70B gate_up at M = 8: 86.2 -> 77.2 µs for w4a16-ch-f16, 151.4 ->
  * 128.0 for fp8a16-g128-f16); on most other layers they lost, by up to 17 %. */
-static bool two_chunks_pay(const qv_variant *v, int m, int n, int k)
+static bool two_chunks_pay(const qv_variant *v, const small_plan &one, const small_plan &two)
 {
     if (v->zero_point) return false;
-    const small_plan one = make_plan(v, m, n, k, 1), two = make_plan(v, m, n, k, 2);
     if (4 * (int64_t)two.n_blocks * two.splits < 3 * (int64_t)plan_slots(two.cluster)) return false;
     const bool one_waves = (int64_t)one.n_blocks * one.splits > plan_slots(one.cluster);
     const bool light = !four_bit(small_weight_type(v)) && v->afmt != QV_FMT_BF16 &&
@@ -1186,12 +1186,19 @@ static bool two_chunks_pay(const qv_variant *v, int m, int n, int k)
 
 /* The configuration QVET_WO_SMALL selects for an (m, n, k) problem of v: the
  * swapped orientation (M <= 8 by default) and the chunks per warp ("swap2":
- * two for every weight type; "swap": one; unset: two_chunks_pay). */
-static void small_config(const qv_variant *v, int m, int n, int k, bool *swap, int *cpw)
+ * two for every weight type; "swap": one; unset: two_chunks_pay), and the
+ * plan for them (made once per launch: its host time counts). */
+static small_plan small_config(const qv_variant *v, int m, int n, int k, bool *swap, int *cpw)
 {
     const int mode = small_mode();
     *swap = (mode == MODE_AUTO || mode == MODE_SWAP || mode == MODE_SWAP2) && m <= QV_WO_SMALL_SWAP_MAX_M;
-    *cpw = *swap && (mode == MODE_SWAP2 || (mode == MODE_AUTO && two_chunks_pay(v, m, n, k))) ? 2 : 1;
+    *cpw = *swap && mode == MODE_SWAP2 ? 2 : 1;
+    const small_plan one = make_plan(v, m, n, k, *cpw);
+    if (!*swap || mode != MODE_AUTO) return one;
+    const small_plan two = make_plan(v, m, n, k, 2);
+    if (!two_chunks_pay(v, one, two)) return one;
+    *cpw = 2;
+    return two;
 }
 
 extern "C" int qv_wonly_small_plan_info(const qv_variant *v, int m, int n, int k, qv_wo_small_plan_info *out)
@@ -1199,8 +1206,7 @@ extern "C" int qv_wonly_small_plan_info(const qv_variant *v, int m, int n, int k
     if (m < 1 || m > QV_WO_SMALL_MAX_M) return 0;
     bool swap;
     int cpw;
-    small_config(v, m, n, k, &swap, &cpw);
-    const small_plan pl = make_plan(v, m, n, k, cpw);
+    const small_plan pl = small_config(v, m, n, k, &swap, &cpw);
     out->swap = swap;
     out->cpw = cpw;
     out->n_blocks = pl.n_blocks;
@@ -1223,8 +1229,7 @@ qv_status qv_wonly_small_launch(const qv_variant *v, const qv_gemm_args *a)
     const int wt = small_weight_type(v);
     bool swap;
     int cpw;
-    small_config(v, a->m, a->n, a->k, &swap, &cpw);
-    const small_plan pl = make_plan(v, a->m, a->n, a->k, cpw);
+    const small_plan pl = small_config(v, a->m, a->n, a->k, &swap, &cpw);
     if (pl.bytes > a->workspace_bytes || (pl.bytes && !a->workspace))
         return qv_fail(QV_ERR_USAGE, "%s: workspace of %zu bytes given, %zu needed (qv_workspace_wonly)", v->name,
                        a->workspace_bytes, pl.bytes);

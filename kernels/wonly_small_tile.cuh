@@ -122,8 +122,8 @@ template <int CPW> struct small_group_regs {
     bool fma;
 };
 
-/* 4-bit codes with group scales in fp16, swapped, one or two chunks per warp: the
- * declared rn((q - 8) s) in one HFMA2 per pair of weights, where the general
+/* 4-bit codes with group scales in fp16, swapped, one or two chunks per
+ * warp: the declared rn((q - 8) s) in one HFMA2 per pair of weights, where the general
  * form (qv_dq4 and a multiply) takes an HSUB2 or HFMA2 and an HMUL2. The
  * nibble q, masked into bits 4-7 of a half with every other bit zero, is the
  * subnormal q 2^-20 exactly; with S = s 2^20 and C = -8 s,
@@ -132,8 +132,8 @@ template <int CPW> struct small_group_regs {
  * the sign of a zero weight, which no fp32 sum started at +0 can carry to
  * its output. Exact only where S and C are: |s| <= 0x2BFF (65504 2^-20,
  * just below 2^-4). So at block start each warp checks every staged scale
- * of its 64 or 128 columns over the slice (small_g4_fma_prepare, a vote); where all
- * pass it rewrites them in place as S (exact), and each group row's C is S
+ * of its 64 or 128 columns over the slice (small_g4_fma_prepare, a vote);
+ * where all pass it rewrites them in place as S (exact), and each group row's C is S
  * times -2^-17 (exact: -8 s is representable), one HMUL2 per n8 tile; a warp
  * with any scale out of range (NaN and inf included) runs the general form
  * on the staged s. Only for group sizes >= 128: with a group row per ring
@@ -153,7 +153,7 @@ template <int CPW> struct small_group_regs {
 #endif
 template <int WT, bool IS_BF16, bool SWAP, int CPW> __host__ __device__ constexpr bool small_g4_fma()
 {
-    return WT == WT_INT4_GF && !IS_BF16 && SWAP && (CPW == 1 || CPW == 2);
+    return WT == WT_INT4_GF && !IS_BF16 && SWAP;
 }
 /* The one-fma form's check and rewrite of one warp's staged scales: rows
  * n_grp group rows of bn scales (fp16 codes), the warp's 64 columns from
