@@ -29,9 +29,10 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include "../kernels/async_copy.cuh"
+#include "probe_read.cuh"
 #include "probe_timing.cuh"
 
-static const uint32_t kKey = 0x9E3779B9u;
 static const int kThreads = 256;
 static const int kStages = 4;
 static const int kStageBytes = 16 * 1024;
@@ -49,34 +50,7 @@ struct ring_params {
     uint32_t *out;
 };
 
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
-}
-__device__ __forceinline__ void mbar_arrive_tx(uint32_t bar, uint32_t bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
-{
-    asm volatile("{\n.reg .pred d;\nW_%=:\nmbarrier.try_wait.parity.shared::cta.b64 d, [%0], %1;\n@!d bra W_%=;\n}\n" ::"r"(
-                     bar),
-                 "r"(parity)
-                 : "memory");
-}
-__device__ __forceinline__ uint64_t evict_first()
-{
-    uint64_t pol;
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
-    return pol;
-}
-__device__ __forceinline__ void bulk(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar, uint64_t pol)
-{
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-                 " [%0], [%1], %2, [%3], %4;\n" ::"r"(dst),
-                 "l"(src), "r"(bytes), "r"(bar), "l"(pol)
-                 : "memory");
-}
+/* The ring's mbarriers and bulk copies: kernels/async_copy.cuh, as the kernel uses them. */
 __device__ __forceinline__ void prefetch_l2(const void *src, uint32_t bytes)
 {
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
@@ -102,7 +76,7 @@ __global__ void __launch_bounds__(kThreads, 2) k_ring(const ring_params p, const
     const int n_stages = (nt + rps - 1) / rps;
     const unsigned char *b_blk = p.b + (int64_t)kt0 * p.row_stride + (int64_t)blockIdx.x * p.blk_bytes;
     auto issue = [&](int st) {
-        const uint64_t pol = evict_first();
+        const uint64_t pol = l2_evict_first();
         const int slot = st % kStages;
         const int rows = min(rps, nt - st * rps);
         const unsigned dst = base + 128 + slot * kStageBytes;
@@ -116,10 +90,10 @@ __global__ void __launch_bounds__(kThreads, 2) k_ring(const ring_params p, const
             const unsigned char *src = b_blk + (int64_t)(st * rps + i) * p.row_stride;
             if (MODE == MODE_SPLIT4) {
                 for (int j = 0; j < 4; j++)
-                    bulk(dst + i * p.blk_bytes + j * (p.blk_bytes / 4), src + j * (p.blk_bytes / 4), p.blk_bytes / 4,
-                         base + 8 * slot, pol);
+                    bulk_copy_hint(dst + i * p.blk_bytes + j * (p.blk_bytes / 4), src + j * (p.blk_bytes / 4),
+                                   p.blk_bytes / 4, base + 8 * slot, pol);
             } else {
-                bulk(dst + i * p.blk_bytes, src, p.blk_bytes, base + 8 * slot, pol);
+                bulk_copy_hint(dst + i * p.blk_bytes, src, p.blk_bytes, base + 8 * slot, pol);
             }
         }
         if (MODE == MODE_PF) {
@@ -132,7 +106,7 @@ __global__ void __launch_bounds__(kThreads, 2) k_ring(const ring_params p, const
     };
     if (threadIdx.x == 0) {
         for (int i = 0; i < kStages; i++) mbar_init(base + 8 * i, 1);
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        mbar_fence_init();
         if (MODE == MODE_PF)
             for (int st = kStages; st < min(kStages + p.pf, n_stages); st++) {
                 const int prow = min(rps, nt - st * rps);
@@ -157,33 +131,6 @@ __global__ void __launch_bounds__(kThreads, 2) k_ring(const ring_params p, const
         }
     }
     if (acc == kKey) p.out[0] = acc;
-}
-
-__global__ void k_empty(uint32_t *out)
-{
-    if (out[0] == kKey + 1) out[1] = 0;
-}
-
-template <int U> __global__ void k_read(const uint4 *__restrict__ src, int64_t n16, uint32_t *out)
-{
-    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    uint32_t acc = 0;
-    for (; i + (U - 1) * stride < n16; i += U * stride) {
-        uint4 v[U];
-#pragma unroll
-        for (int u = 0; u < U; u++)
-            asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-                         : "=r"(v[u].x), "=r"(v[u].y), "=r"(v[u].z), "=r"(v[u].w)
-                         : "l"(src + i + u * stride));
-#pragma unroll
-        for (int u = 0; u < U; u++) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-    }
-    for (; i < n16; i += stride) {
-        const uint4 v = src[i];
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    if (acc == kKey) out[0] = acc;
 }
 
 struct layer {
