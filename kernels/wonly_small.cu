@@ -25,7 +25,9 @@
  * barrier in the K loop (last_refill, step 3). The slice's A
  * rows (gathered through perm under act_order), group scales and zero points
  * are staged in shared memory once, at block start, while the first stages are
- * in flight.
+ * in flight. Launched as a programmatic dependent (step 1b), a block requests
+ * its scales and its first one or two stages before it waits for the kernel
+ * in front, and A only after.
  *
  * Split-K: the S slices of a column tile run as Q = S / C thread-block
  * clusters of C consecutive slices, C a power of two up to 8 that divides S
@@ -134,6 +136,7 @@ struct small_params {
     int slice_q, slice_r;    /* units per slice, and how many slices (the first) take one more */
     int splits;
     int cluster;             /* blocks per cluster along K (grid y), a divisor of splits, <= kMaxCluster */
+    int pre_stages;          /* ring stages requested before griddepcontrol.wait (step 1b), 0 to kStages */
     int scale_mode;          /* SC_* */
     int scale_fmt;           /* SF_*: storage of the epilogue scale */
     int g_shift;             /* log2(g / 16): the group of k16 tile kt is kt >> g_shift */
@@ -284,56 +287,46 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
 
     /* 1b. Programmatic dependent launch (launch_kernel): this grid may start
      * while the kernel before it in the stream (in a forward pass, the layer
-     * before) still runs, and it lets the kernel behind it start the same
-     * way. Nothing in global memory is read or written here before that
-     * kernel has finished and its writes are visible (griddepcontrol.wait);
-     * without a kernel in front launched so, the wait returns at once. */
-    asm volatile("griddepcontrol.launch_dependents;\n" ::);
-#ifndef QV_WO_SMALL_PDL_NO_WAIT /* measurements only: the test's witness without the wait it checks */
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-
-    /* 2. Stage the slice's A rows, group scales and zero points. A plain A
-     * and the scales are requested before the weight stream: issued behind
-     * the first kStages stages of every block they would wait for them in the
-     * memory queues (group scales issued after them cost Llama-3-70B
-     * w4a16-g128 about 2 µs per layer at M = 1, H200 2026-11-30). */
-    const int a_chunks_row = nt * 2; /* 16-byte pieces of one A row in the slice */
-    if (p.perm == NULL)
-        for (int c = tid; c < p.m * a_chunks_row; c += kThreads) {
-            const int row = c / a_chunks_row, ch = c % a_chunks_row;
-            qv_cp_async16(smem + L.a_off + row * L.a_stride + ch * 16,
-                          p.a + (int64_t)row * p.k + (int64_t)kt_begin * 16 + ch * 8, true);
-        }
+     * before) still runs. Before griddepcontrol.wait, which returns once that
+     * kernel has finished and its writes are visible (at once without a
+     * kernel in front launched so), a block touches only what no kernel in
+     * front writes (gemm.h's contract): the packed weights, group scales,
+     * zero points and epilogue scales. The first p.pre_stages ring stages and
+     * every scale are requested there, so that in a forward pass they stream
+     * while the layer in front drains; A, the workspace and Y wait. The
+     * kernel behind may launch once every block here is past its wait: its
+     * own early reads then overlap this kernel alone, never the one before
+     * it. */
     const int grp_begin = kt_begin >> p.g_shift;
-    if (grouped) {
-        const int n_grp = ((kt_end - 1) >> p.g_shift) - grp_begin + 1;
-        /* BN/8 pieces of 16 bytes per row of BN scales; a piece exists when its
-         * 8 columns lie below n (n is a multiple of 64). */
-        for (int c = tid; c < n_grp * (BN / 8); c += kThreads) {
-            const int r = c / (BN / 8), ch = c % (BN / 8);
-            if (n0 + ch * 8 < p.n)
-                qv_cp_async16(smem + L.s_off + r * BN * 2 + ch * 16,
-                              static_cast<const uint16_t *>(p.scales) + (int64_t)(grp_begin + r) * p.n + n0 + ch * 8,
-                              true);
-        }
-        if (kZp) {
-            /* BN/32 pieces of 4 words per row of BN/8 zero-point words. */
-            for (int c = tid; c < n_grp * (BN / 32); c += kThreads) {
-                const int r = c / (BN / 32), ch = c % (BN / 32);
-                if (n0 / 8 + ch * 4 < p.n / 8)
-                    qv_cp_async16(smem + L.z_off + r * (BN / 8) * 4 + ch * 16,
-                                  p.zeros + (int64_t)(grp_begin + r) * (p.n / 8) + n0 / 8 + ch * 4, true);
+    auto stage_scales = [&]() {
+        if (grouped) {
+            const int n_grp = ((kt_end - 1) >> p.g_shift) - grp_begin + 1;
+            /* BN/8 pieces of 16 bytes per row of BN scales; a piece exists
+             * when its 8 columns lie below n (n is a multiple of 64). */
+            for (int c = tid; c < n_grp * (BN / 8); c += kThreads) {
+                const int r = c / (BN / 8), ch = c % (BN / 8);
+                if (n0 + ch * 8 < p.n)
+                    qv_cp_async16(smem + L.s_off + r * BN * 2 + ch * 16,
+                                  static_cast<const uint16_t *>(p.scales) + (int64_t)(grp_begin + r) * p.n + n0 +
+                                      ch * 8,
+                                  true);
             }
-        }
-    }
-    /* Channel scales: the block's codes as stored (positions n0 .. n0 + bcols
-     * - 1: scale_perm_single permutes within 32 columns), requested with A;
-     * a tensor scale: its one value, read by a thread of warp 1 (thread 0
-     * issues the weights). Either way the epilogue finds its factors in
-     * shared memory (esc_at), with no global load after the last weights. */
-    if (!grouped) {
-        if (p.scale_mode == SC_CHANNEL) {
+            if (kZp) {
+                /* BN/32 pieces of 4 words per row of BN/8 zero-point words. */
+                for (int c = tid; c < n_grp * (BN / 32); c += kThreads) {
+                    const int r = c / (BN / 32), ch = c % (BN / 32);
+                    if (n0 / 8 + ch * 4 < p.n / 8)
+                        qv_cp_async16(smem + L.z_off + r * (BN / 8) * 4 + ch * 16,
+                                      p.zeros + (int64_t)(grp_begin + r) * (p.n / 8) + n0 / 8 + ch * 4, true);
+                }
+            }
+        } else if (p.scale_mode == SC_CHANNEL) {
+            /* Channel scales: the block's codes as stored (positions n0 ..
+             * n0 + bcols - 1: scale_perm_single permutes within 32
+             * columns). A tensor scale: its one value, read by a thread of
+             * warp 1 (thread 0 issues the weights). Either way the epilogue
+             * finds its factors in shared memory (esc_at), with no global
+             * load after the last weights. */
             const int es = p.scale_fmt == SF_F32 ? 4 : 2;
             const int pieces = blk_chunks * 64 * es / 16;
             for (int c = tid; c < pieces; c += kThreads)
@@ -342,12 +335,36 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
         } else if (tid == 32) {
             *reinterpret_cast<float *>(smem + L.e_off) = epilogue_scale(p, 0);
         }
-    }
+    };
+    const int first_stages = min(kStages, n_stages);
+    const int pre = min(p.pre_stages, first_stages);
     if (tid == 0) {
         for (int i = 0; i < kStages; i++) mbar_init(bar_full + 8 * i, 1), mbar_init(bar_empty + 8 * i, kThreads), s_done[i] = 0;
         mbar_fence_init();
-        for (int st = 0; st < min(kStages, n_stages); st++) issue_stage(st);
     }
+    stage_scales();
+    if (tid == 0)
+        for (int st = 0; st < pre; st++) issue_stage(st);
+#ifndef QV_WO_SMALL_PDL_NO_WAIT /* measurements only: the test's witness without the wait it checks */
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+    asm volatile("griddepcontrol.launch_dependents;\n" ::);
+
+    /* 2. Stage the slice's A rows while the first stages are in flight. The
+     * scales (above) and a plain A are requested before the rest of the
+     * weight stream: issued behind the first kStages stages of every block
+     * they would wait for them in the memory queues (group scales issued
+     * after them cost Llama-3-70B w4a16-g128 about 2 µs per layer at M = 1,
+     * H200 2026-11-30). */
+    const int a_chunks_row = nt * 2; /* 16-byte pieces of one A row in the slice */
+    if (p.perm == NULL)
+        for (int c = tid; c < p.m * a_chunks_row; c += kThreads) {
+            const int row = c / a_chunks_row, ch = c % a_chunks_row;
+            qv_cp_async16(smem + L.a_off + row * L.a_stride + ch * 16,
+                          p.a + (int64_t)row * p.k + (int64_t)kt_begin * 16 + ch * 8, true);
+        }
+    if (tid == 0)
+        for (int st = pre; st < first_stages; st++) issue_stage(st);
     if (p.perm != NULL) {
         /* act_order: sorted column i of A is logical column perm[i]. */
         uint16_t *as = reinterpret_cast<uint16_t *>(smem + L.a_off);
@@ -1116,6 +1133,34 @@ qv_status launch_wt(int wt, bool swap, int cpw, const small_params &p, dim3 grid
     }
 }
 
+/* Ring stages a block requests before it waits for the kernel in front
+ * (step 1b; the scales always are): by default one for 4-bit codes and two
+ * for 8-bit ones. Measured on the H200 (2026-12-04, bench/RESULTS.md
+ * twenty-seventh round, every marlin row, M = 1, 4, 8, 16, in turns with the
+ * kernel that requested nothing before its wait): the chained blocks of a
+ * forward pass gain 1.8-3.2 % (4-bit) and 3.2-6.3 % (8-bit) on Llama-2-7B,
+ * 0.4-1.6 % and 0.6-2.4 % on Llama-3-70B, while one layer timed alone moves
+ * by -1.4 to +1.3 % (means per model, width and M). More stages ahead of A
+ * cost the layer alone up to 5 % (4-bit codes, four stages, Llama-2-7B) and
+ * gain less in the chain (the requests of the blocks that start early slow
+ * the last blocks of the layer in front). QVET_WO_SMALL_PRE=<s> (measurements),
+ * 0 to kStages, sets it for every row; any other value is a usage error. */
+qv_status pre_stages(bool four, int *out)
+{
+    *out = four ? 1 : 2;
+    const char *s = getenv("QVET_WO_SMALL_PRE");
+    if (!s || !*s) return QV_OK;
+    char *end = NULL;
+    const long v = strtol(s, &end, 10);
+    if (!end || *end != '\0' || v < 0 || v > kStages)
+        return qv_fail(QV_ERR_USAGE,
+                       "QVET_WO_SMALL_PRE=\"%s\": expected a whole number from 0 to %d (ring stages requested "
+                       "before the wait for the kernel in front), or unset for the default",
+                       s, kStages);
+    *out = (int)v;
+    return QV_OK;
+}
+
 /* QVET_WO_SMALL (wonly_small.cuh): which path and configuration run. */
 enum { MODE_OFF = 0, MODE_AUTO, MODE_M16, MODE_ALL16, MODE_SWAP, MODE_SWAP2 };
 
@@ -1253,6 +1298,7 @@ qv_status qv_wonly_small_launch(const qv_variant *v, const qv_gemm_args *a)
     p.splits = pl.splits;
     p.cluster = pl.cluster;
     p.groups_max = pl.groups_max;
+    QV_TRY(pre_stages(four_bit(wt), &p.pre_stages));
     wo_set_scale_fields(p, v, a->k);
     const bool bf = v->afmt == QV_FMT_BF16;
     const dim3 grid(pl.n_blocks, pl.splits, 1);

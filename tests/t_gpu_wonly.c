@@ -254,6 +254,23 @@ START_TEST(refusals)
     ck_assert_int_eq(qv_launch_wonly(cb, &a), QV_ERR_UNSUPPORTED); /* not a weight-only row */
     a.b = dummy;
     ck_assert_int_eq(qv_launch_cublas(w4, &a), QV_ERR_UNSUPPORTED); /* not a cuBLAS row */
+    /* A bad QVET_WO_SMALL_PRE (the small-M kernel's ring stages requested
+     * before its wait, 0 to 4) is a usage error, found before any CUDA call. */
+    {
+        char *old_path = wonly_env_set("QVET_WO_SMALL", NULL);
+        a.workspace = dummy;
+        a.workspace_bytes = qv_workspace_wonly(w4, a.m, a.n, a.k);
+        const char *const bad[] = {"5", "-1", "x", "1.5", "2 "};
+        for (int i = 0; i < 5; i++) {
+            char *old = wonly_env_set("QVET_WO_SMALL_PRE", bad[i]);
+            ck_assert_int_eq(qv_launch_wonly(w4, &a), QV_ERR_USAGE);
+            ck_assert_ptr_nonnull(strstr(qv_errmsg(), "QVET_WO_SMALL_PRE"));
+            wonly_env_restore("QVET_WO_SMALL_PRE", old);
+        }
+        wonly_env_restore("QVET_WO_SMALL", old_path);
+        a.workspace = NULL;
+        a.workspace_bytes = 0;
+    }
     a.n = 12;
     ck_assert_int_eq(qv_launch_cublas(cb, &a), QV_ERR_SHAPE);
 

@@ -2,11 +2,11 @@
  * stream, each reading the output of the one before, as a forward pass runs a
  * model's layers. The small-M kernel (kernels/wonly_small.cu) and the wgmma
  * kernel (kernels/wonly_wg.cu) are launched as programmatic dependents of the
- * kernel in front and let the kernel behind them launch as soon as their own
- * blocks run: their blocks start and set up while the kernel in front
- * finishes, and neither may read its activations, write its output or touch
- * the workspace (the split-K counters and partials, act_order's permuted A)
- * before that kernel has finished.
+ * kernel in front: their blocks start and set up while it finishes (the
+ * small-M kernel's also request their first weights and scales), and neither
+ * may read its activations, write its output or touch the workspace (the
+ * split-K counters and partials, act_order's permuted A) before that kernel
+ * has finished.
  *
  * Witness: three layers with the same packed weights (N = K), A0 -> Y1 -> Y2
  * -> Y3, all three outputs poisoned on the stream just before the three
@@ -19,8 +19,10 @@
  * (A0 is scaled down until three layers run alone stay finite). Every marlin row, at M = 1 and 5 (the swapped small-M kernel), 12
  * and 16 (its m16 orientation), 40 (the wgmma kernel), 16 on the wgmma kernel
  * (QVET_WO_WG_MIN_M=9), and the three layers on small-M / wgmma / small-M
- * (M = 16): each twice, the small-M split-K sums in clusters and then through
- * the workspace (QVET_WO_SMALL_CLUSTER=1). QVET_WONLY_ROWS=<text> keeps only
+ * (M = 16): each four times, under the defaults, with the small-M split-K
+ * sums through the workspace (QVET_WO_SMALL_CLUSTER=1), with no weights
+ * requested before the small-M kernel's wait (QVET_WO_SMALL_PRE=0), and with
+ * its whole ring requested before it (4). QVET_WONLY_ROWS=<text> keeps only
  * the rows whose name contains it. Without a CUDA device the suite prints
  * exactly "SKIP: no CUDA device" and checks only that the rows exist. */
 #include <check.h>
@@ -43,7 +45,30 @@
 
 #define CHAIN_NK 2048
 #define LAYERS 3
-#define REPEATS 2
+/* The repeats' settings (rep_env): the defaults; the small-M kernel's K
+ * slices summed through the workspace; no weights requested before the wait;
+ * the whole ring requested before it. */
+#define REPEATS 4
+
+typedef struct {
+    char *cluster, *pre;
+} rep_saved;
+
+static rep_saved rep_env(int rep)
+{
+    static const char *const cluster[REPEATS] = {NULL, "1", NULL, NULL};
+    static const char *const pre[REPEATS] = {NULL, NULL, "0", "4"};
+    rep_saved r;
+    r.cluster = wonly_env_set("QVET_WO_SMALL_CLUSTER", cluster[rep]);
+    r.pre = wonly_env_set("QVET_WO_SMALL_PRE", pre[rep]);
+    return r;
+}
+
+static void rep_restore(rep_saved r)
+{
+    wonly_env_restore("QVET_WO_SMALL_CLUSTER", r.cluster);
+    wonly_env_restore("QVET_WO_SMALL_PRE", r.pre);
+}
 
 static uint64_t g_seed = 20261203u;
 static int g_rows[64];
@@ -145,14 +170,14 @@ static int one_chain(const qv_variant *v, int ci, uint64_t seed)
      * in either repeat. */
     size_t ws_bytes = 0;
     for (int rep = 0; rep < REPEATS; rep++) {
-        char *old_cl = wonly_env_set("QVET_WO_SMALL_CLUSTER", rep == 1 ? "1" : NULL);
+        const rep_saved saved = rep_env(rep);
         for (int l = 0; l < LAYERS; l++) {
             char *old = wonly_env_set("QVET_WO_WG_MIN_M", cfgs[ci].wg_min_m[l]);
             const size_t b = v->workspace ? v->workspace(v, m, n, k) : 0;
             wonly_env_restore("QVET_WO_WG_MIN_M", old);
             if (b > ws_bytes) ws_bytes = b;
         }
-        wonly_env_restore("QVET_WO_SMALL_CLUSTER", old_cl);
+        rep_restore(saved);
     }
     void *ws = NULL;
     if (ws_bytes) {
@@ -171,8 +196,7 @@ static int one_chain(const qv_variant *v, int ci, uint64_t seed)
     ck_assert_ptr_nonnull(alone);
     int differ = 0;
     for (int rep = 0; rep < REPEATS; rep++) {
-        /* the second repeat sums the small-M kernel's K slices through the workspace */
-        char *old_cl = wonly_env_set("QVET_WO_SMALL_CLUSTER", rep == 1 ? "1" : NULL);
+        const rep_saved saved = rep_env(rep);
 
         /* the layers one at a time, the device drained around each (until
          * they stay finite, on the first repeat) */
@@ -192,7 +216,7 @@ static int one_chain(const qv_variant *v, int ci, uint64_t seed)
         ck_assert_int_eq(cudaStreamSynchronize(st), cudaSuccess);
         for (int l = 0; l < LAYERS; l++)
             ck_assert_int_eq(cudaMemcpy(chained + l * count, y[l], bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-        wonly_env_restore("QVET_WO_SMALL_CLUSTER", old_cl);
+        rep_restore(saved);
 
         ck_assert_msg(all_finite(alone, LAYERS * count, v->ofmt),
                       "%s: an output run alone is not finite: the witness cannot tell poison from it", label);

@@ -31,7 +31,15 @@ typedef struct qv_gemm_args {
     void *stream;            /* cudaStream_t, or NULL for the default stream */
 } qv_gemm_args;
 
-/* Kernel launchers, one per family (kernels/). Each reads the row's fields. */
+/* Kernel launchers, one per family (kernels/). Each reads the row's fields.
+ * Weight-only launches at M <= 16 (kernels/wonly_small.cu) are programmatic
+ * dependents: they may start while the kernels in front of them on the stream
+ * still run, and read their packed weights, scales and zero points before
+ * those have finished (A, C and the workspace only after). So b, scales and
+ * zeros must not be written by any kernel launched on the stream since its
+ * last operation of another kind (a copy, a memset, an event record or wait):
+ * weights made on the GPU need one of those between their kernel and the
+ * GEMM. qvet's own kernels never write them. */
 qv_status qv_launch_cublas(const qv_variant *v, const qv_gemm_args *a);
 qv_status qv_launch_wonly(const qv_variant *v, const qv_gemm_args *a);   /* W4A16, W8A16, FP8A16 */
 size_t    qv_workspace_wonly(const qv_variant *v, int m, int n, int k);
