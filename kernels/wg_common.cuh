@@ -5,8 +5,8 @@
  * activations as its shared-memory B operand, on one producer warpgroup and
  * two consumer warpgroups per block, over the same persistent schedule with
  * a stream-K tail. Here: the block's shape, the schedule (host and device),
- * the wgmma fences and descriptors, the host's tensor-map encoding, tile
- * rule and environment parsing. Rule:
+ * the wgmma fences and descriptors, the host's tensor-map encoding and
+ * tile rule (environment variables: env_whole.cuh). Rule:
  * nothing here knows a weight format; each kernel file keeps its own stage
  * layout, dequantization and epilogue. Everything sits in an unnamed
  * namespace: each translation unit has its own copy, as nvcc's whole-program
@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "env_whole.cuh"
 #include "qvet/gpu.h"
 
 namespace {
@@ -381,27 +382,6 @@ qv_status make_map_2d(CUtensorMap *map, const void *base, CUtensorMapDataType ty
  * kMaxBlocks blocks instead (the counters area's size). */
 constexpr int kPlanBlocks = 132;
 constexpr int kMaxBlocks = 264;
-
-/* A whole number from lo to hi from environment variable `name` (dflt when
- * unset or empty; "off" gives 0 where off_ok); anything else is a usage
- * error naming `what`. */
-qv_status env_whole(const char *name, long lo, long hi, long dflt, bool off_ok, const char *what, long *out)
-{
-    const char *s = getenv(name);
-    *out = dflt;
-    if (!s || !*s) return QV_OK;
-    if (off_ok && !strcmp(s, "off")) {
-        *out = 0;
-        return QV_OK;
-    }
-    char *end = NULL;
-    const long v = strtol(s, &end, 10);
-    if (!end || *end != '\0' || v < lo || v > hi)
-        return qv_fail(QV_ERR_USAGE, "%s=\"%s\": expected a whole number from %ld to %ld (%s)%s, or unset for %ld",
-                       name, s, lo, hi, what, off_ok ? ", \"off\"" : "", dflt);
-    *out = v;
-    return QV_OK;
-}
 
 /* The block tiles (tile_cfg), columns x tokens, by name. */
 struct tile_form {

@@ -77,6 +77,7 @@
 
 #include "async_copy.cuh"
 #include "cluster.cuh"
+#include "env_whole.cuh"
 #include "qvet/gemm.h"
 #include "qvet/gpu.h"
 #include "wonly_small.cuh"
@@ -1147,16 +1148,9 @@ qv_status launch_wt(int wt, bool swap, int cpw, const small_params &p, dim3 grid
  * 0 to kStages, sets it for every row; any other value is a usage error. */
 qv_status pre_stages(bool four, int *out)
 {
-    *out = four ? 1 : 2;
-    const char *s = getenv("QVET_WO_SMALL_PRE");
-    if (!s || !*s) return QV_OK;
-    char *end = NULL;
-    const long v = strtol(s, &end, 10);
-    if (!end || *end != '\0' || v < 0 || v > kStages)
-        return qv_fail(QV_ERR_USAGE,
-                       "QVET_WO_SMALL_PRE=\"%s\": expected a whole number from 0 to %d (ring stages requested "
-                       "before the wait for the kernel in front), or unset for the default",
-                       s, kStages);
+    long v = 0;
+    QV_TRY(env_whole("QVET_WO_SMALL_PRE", 0, kStages, four ? 1 : 2, false,
+                     "ring stages requested before the wait for the kernel in front", &v));
     *out = (int)v;
     return QV_OK;
 }
