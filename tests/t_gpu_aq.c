@@ -17,7 +17,7 @@
  *    the slices summed in a thread-block cluster and through the workspace
  *    must each equal the CPU model (exact probe) or pass the verdict
  *    (random), and equal each other bit for bit;
- *  - the published QQQ vectors in ../shared/golden (QVET_GOLDEN overrides the
+ *  - the published QQQ vectors in tests/data/golden (QVET_GOLDEN overrides the
  *    folder): our kernel on the real A, s_token, packed B and scales must give
  *    the real QQQ kernel's D bit for bit, and the QQQ model computed here from
  *    the logical arrays must give the same bits;

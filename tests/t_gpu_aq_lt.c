@@ -12,7 +12,7 @@
  *    must be bitwise equal (int32 accumulation is exact, the epilogue is the
  *    same fp32 sequence), equal to the CPU model bit for bit, and the
  *    path counter (qv_aq_lt_runs) must show which path ran;
- *  - the published QQQ vectors in ../shared/golden (QVET_GOLDEN overrides the
+ *  - the published QQQ vectors in tests/data/golden (QVET_GOLDEN overrides the
  *    folder) forced through cuBLASLt (their M is at most 33): the real QQQ
  *    kernel's D bit for bit;
  *  - a malformed QVET_AQ_LT_MIN_M or QVET_AQ_LT_CHUNK_MB is refused with a

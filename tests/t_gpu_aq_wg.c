@@ -21,7 +21,7 @@
  *    runs the staged tensor-map stores): the output 4 bytes past a 16-byte
  *    boundary (gpu_launch_c_off4, a guard after it) in a 128- and a
  *    512-column tile and in a stream-K tail, bit for bit the model;
- *  - the published QQQ vectors in ../shared/golden (QVET_GOLDEN overrides the
+ *  - the published QQQ vectors in tests/data/golden (QVET_GOLDEN overrides the
  *    folder) forced through the path in every block tile: the real QQQ
  *    kernel's D bit for bit;
  *  - the schedule's tail, derived by hand from the plan (Llama shapes), and

@@ -2,7 +2,7 @@
  * the GPTQ/AWQ checkpoint readers.
  *
  * Three independent witnesses:
- *  - the published vectors in ../shared/golden (QVET_GOLDEN overrides the
+ *  - the published vectors in tests/data/golden (QVET_GOLDEN overrides the
  *    folder): packing their logical q and scales gives their bytes exactly, and
  *    decoding their bytes gives their logical arrays back;
  *  - one-hot positions worked out by hand from the mma fragment tables (which

@@ -5,7 +5,7 @@
  * bytes are the numpy-written files themselves. Malformed inputs are built in
  * memory, one defect each, and must give the named status and message.
  * Run from the repository root (fixtures: tests/data/npy, golden vectors:
- * ../shared/golden). */
+ * tests/data/golden, or $QVET_GOLDEN). */
 #include <check.h>
 #include <dirent.h>
 #include <inttypes.h>
@@ -20,10 +20,10 @@
 
 #include "support/files.h"
 #include "support/fixture.h"
+#include "support/golden.h"
 #include "support/suite.h"
 
 #define FIXTURES "tests/data/npy/"
-#define GOLDEN "../shared/golden"
 
 /* ---- helpers ---- */
 
@@ -421,18 +421,17 @@ static qv_dtype golden_dtype(const char *name)
 
 START_TEST(test_golden)
 {
-    DIR *top = opendir(GOLDEN);
-    if (!top) {
-        printf("SKIP: %s not found (golden .npy round trip not checked)\n", GOLDEN);
-        return;
-    }
+    const char *root = golden_root();
+    DIR *top = opendir(root);
+    ck_assert_msg(top != NULL, "golden folder %s not found (run from the repository root, or set QVET_GOLDEN)",
+                  root);
     make_tmpdir();
     int files = 0;
     struct dirent *c;
     while ((c = readdir(top))) {
         if (c->d_name[0] == '.') continue;
         char dir[512];
-        snprintf(dir, sizeof dir, GOLDEN "/%s", c->d_name);
+        snprintf(dir, sizeof dir, "%s/%s", root, c->d_name);
         DIR *sub = opendir(dir);
         if (!sub) continue;
         struct dirent *e;

@@ -1,5 +1,5 @@
 /* t_pack_cli.c: the `qvet pack` and `qvet unpack` subcommands, run as a user
- * runs them. On every published vector (../shared/golden, or QVET_GOLDEN),
+ * runs them. On every published vector (tests/data/golden, or QVET_GOLDEN),
  * pack must write files byte-identical to the published packed .npy files, and
  * unpack must give back the published logical files byte for byte. Every bad
  * input must exit 2 with a message and leave no packed file behind.

@@ -6,7 +6,7 @@
  *   - a tampered element FAILs and the result names its (m, n); a poisoned
  *     element is "never written"; a NaN is counted; a zero reference norm is
  *     refused when the caller asks for a non-vacuous case.
- * Run from the repository root (golden vectors: ../shared/golden, or QVET_GOLDEN). */
+ * Run from the repository root (golden vectors: tests/data/golden, or QVET_GOLDEN). */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>

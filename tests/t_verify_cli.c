@@ -1,7 +1,7 @@
 /* t_verify_cli.c: `qvet verify` as a user runs it: exit 0 for PASS, 1 for FAIL,
  * 2 for usage and input errors; --json carries the verdict, the bound ratio, the
  * ULP distance, NMSE and the worst element. Runs $(BUILD)/qvet next to this test
- * binary, from the repository root (golden vectors: ../shared/golden or QVET_GOLDEN). */
+ * binary, from the repository root (golden vectors: tests/data/golden or QVET_GOLDEN). */
 #include <check.h>
 #include <libgen.h>
 #include <stdio.h>

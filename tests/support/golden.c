@@ -8,7 +8,7 @@
 const char *golden_root(void)
 {
     const char *root = getenv("QVET_GOLDEN");
-    return root && *root ? root : "../shared/golden";
+    return root && *root ? root : "tests/data/golden";
 }
 
 void golden_load(const char *cs, const char *name, qv_array *a)
