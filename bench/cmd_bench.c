@@ -29,8 +29,8 @@
  * side with cuBLAS fp16 on the same layer (qv_bench_time_pair: batches of
  * their launches alternate), its ratio against that cuBLAS time: at the power
  * limit the clocks follow the power drawn with a lag, and a row timed right
- * after cuBLAS ran 7-11 % slower than the same row after another (H200,
- * bench/RESULTS.md, sixteenth round); --no-pair times rows alone.
+ * after cuBLAS ran slower than the same row after another on the H200
+ * (docs/benchmark.md); --no-pair times rows alone.
  *
  * Activation-quantized rows (int8 or e4m3 activations) bring their own
  * baselines and costs into the same run:
@@ -1091,9 +1091,8 @@ int qv_cmd_bench(int argc, char **argv)
     /* One pass per M, smallest first, each over every row, model and layer:
      * the large-M points draw the H200 to its power limit (about 700 W),
      * and the clocks it then lowers stay lowered for a second or more. Timed
-     * after them, the small-M points ran up to 20 % slower than alone (the
-     * tenth round, bench/RESULTS.md: SM clocks 1350-1680 MHz with the power
-     * cap active, 1980 MHz without). A point's time thus no longer depends on
+     * after them, the small-M points ran slower than alone (the SM clocks
+     * drop while the power cap is active). A point's time thus no longer depends on
      * the larger Ms of the run, and rows at one M are timed side by side. */
     int order[MAX_M];
     for (int i = 0; i < o.n_m; i++) {

@@ -766,30 +766,21 @@ enum aq_tile { AQ_TILE_SMALL = 0, AQ_TILE_MEDIUM, AQ_TILE_LARGE };
  * shared memory (aq_cfg::smem plus 1 KB the system reserves per block, out of
  * 228 KB per SM): 3 of QQQ's small and medium tiles (64-74 KB), 2 of the int8
  * and e4m3 ones (96-102 KB), 2 of the large tiles. A second, partial wave
- * doubled the time of the layers it hit (ncu on the H200, 2026-11-29:
- * Llama-3-70B qkv at M = 16, 520 blocks of which 396 resident, 24 % of DRAM
- * bandwidth); counting 3 for the int8 and e4m3 tiles too (the fourth round's
- * plan) made that second wave: Llama-3-70B block, µs, 3 / 2 per SM (H200,
- * 2026-11-30): w8a8-i8-tok-ch M = 16 303.7 / 274.4, M = 64 428.8 / 367.8; the
- * e4m3 mma kernel at M = 16 332.5 / 289.1. QQQ's small tile plans for 3 per
- * SM at every M <= 16: with the slices summed in clusters (aq_launch_cfg),
- * 3 beat 2 at M = 9-16 (H200 2026-12-02, µs per block with the quantizer, 2
- * / 3 per SM, M = 16: Llama-2-7B qqq-ch 88.4 / 83.5, qqq-g128 109.9 / 101.7;
- * Llama-3-70B qqq-ch 184.0 / 175.5, qqq-g128 230.6 / 222.9), where with
- * atomic sums 2 had won (2026-11-30). qqq-ch also plans 2 per SM in the medium tile from
- * M = 33 (µs per block, 3 / 2 per SM, same run: Llama-2-7B M = 48 152.3 /
- * 146.2, M = 64 176.2 / 160.5; Llama-3-70B M = 48 328.3 / 329.2, M = 64
- * 348.2 / 345.3; at M = 24-32 3 stays ahead, 117.6 / 124.2 on Llama-2-7B
- * at M = 24), while qqq-g128 keeps 3 there (Llama-3-70B M = 64 488.1 /
- * 499.0). K is split only when fewer than
- * half a wave of tiles exist. Fixed numbers, not a device query, so the
- * workspace size is a pure function of (kind, m, n, k);
- * QVET_AQ_BLOCKS_PER_SM=<b> replaces the per-tile count for comparisons. */
+ * makes the layers it hits far slower on the H200 (ncu: a quarter of the
+ * DRAM bandwidth), and counting 3 per SM for the int8 and e4m3 tiles too
+ * makes one. QQQ's small tile plans for 3 per SM at every M <= 16: with the
+ * slices summed in clusters (aq_launch_cfg) 3 is faster than 2 at M = 9-16.
+ * qqq-ch also plans 2 per SM in the medium tile from M = 33, where 2 is as
+ * fast or faster on the H200 (at M = 24-32 3 stays ahead), while qqq-g128
+ * keeps 3 there. K is split only when fewer than half a wave of tiles
+ * exist. Fixed numbers, not a device query, so the workspace size is a pure
+ * function of (kind, m, n, k); QVET_AQ_BLOCKS_PER_SM=<b> replaces the
+ * per-tile count for comparisons. */
 #define AQ_SMS 132
 
 /* A whole number in [lo, hi] from environment variable `name`, or dflt when
- * it is unset, empty or anything else. Read at every call, as README says of
- * every QVET_* variable. */
+ * it is unset, empty or anything else. Read at every call, as
+ * docs/kernel-paths.md says of every QVET_* variable. */
 static inline long aq_env_whole(const char *name, long lo, long hi, long dflt)
 {
     const char *e = getenv(name);
@@ -870,13 +861,10 @@ static inline aq_plan aq_plan_for(int kind, int m, int n, int k)
 /* Whether an M-row GEMM is launched as a programmatic dependent: for M up to
  * QVET_AQ_PDL_MAX_M (default 8; 0: never; the kernel waits either way), and
  * up to M = 16 when its split-K slices are one cluster (`cluster`).
- * Measured on the H200 (bench/RESULTS.md, fourth round), quantizer + GEMM:
- * M = 1 gains 7-15 us per block, while at M = 16-32 the quantizer's clusters
- * hold most SMs and the early GEMM blocks cost up to 33 us on Llama-3-70B.
- * With the slices in clusters (2026-12-02, M = 9-16, µs per layer with the
- * quantizer, without / with): Llama-2-7B qqq-w4a8-ch qkv 23.0 / 21.3, o 15.6
- * / 13.3; Llama-3-70B o 24.9 / 22.4; but the workspace sum's long slices
- * (Llama-3-70B down) 54.5 / 71.2. An unreadable value keeps the default. */
+ * Measured on the H200, quantizer + GEMM: small M gains, while at M = 16-32
+ * the quantizer's clusters hold most SMs and the early GEMM blocks slow the
+ * layer; with the slices in clusters M = 9-16 gains too, but not with the
+ * workspace sum's long slices. An unreadable value keeps the default. */
 static inline bool aq_pdl_wanted(int m, bool cluster)
 {
     const long most = aq_env_whole("QVET_AQ_PDL_MAX_M", 0, LONG_MAX, 8);
@@ -945,11 +933,9 @@ static qv_status aq_launch_cfg(aq_params p, cudaStream_t stream, int bps)
      * plan counts on 2 blocks per SM but 3 fit, some SMs get 3 slices and
      * others fewer: long slices (more than kAqClusterLongTiles K tiles) then
      * keep the workspace sum, whose cost (m x n x splits atomic adds) is small
-     * next to them (H200, 2026-12-02, Llama-3-70B at M = 16, µs, workspace /
-     * cluster: qqq-w4a8-g128 down, 28 tiles per slice, 67.0 / 73.9; o, 8
-     * tiles, 31.9 / 26.4; Llama-2-7B qqq-w4a8-ch block 101.3 / 74.2). Asking
-     * for the shared memory of 2 per SM instead cost the launches their
-     * clusters (fewer fit a GPC). */
+     * next to them (on the H200 the cluster sum is slower there and faster
+     * for short slices). Asking for the shared memory of 2 per SM instead
+     * costs the launches their clusters (fewer fit a GPC). */
     p.cluster = 1;
     const bool crowded = bps == 2 && aq_resident(C::smem) > 2;
     const int ktiles = (p.k + AQ_BK - 1) / AQ_BK;
@@ -958,9 +944,9 @@ static qv_status aq_launch_cfg(aq_params p, cudaStream_t stream, int bps)
     const int s0 = C::fp8 ? (p.splits <= most ? p.splits : 0) : min(p.splits, most);
     for (int s = s0; s >= 2 && p.cluster == 1; s = C::fp8 ? 0 : s - 1) {
         const int kt = s == p.splits ? p.kt_per_split : (ktiles + s - 1) / s, sp = (ktiles + kt - 1) / kt;
-        /* Fewer slices only while they stay short: Llama-3-70B down (K =
-         * 28672) in 9 clusters of 25 tiles took 66.5 us at M = 1 against
-         * 55.8 in the plan's 12 slices of 19 through the workspace. */
+        /* Fewer slices only while they stay short: fewer, longer slices in
+         * clusters are slower on the H200 than the plan's slices through the
+         * workspace (Llama-3-70B down, K = 28672). */
         if (sp < 2 || (kt > kAqClusterLongTiles && (crowded || s != p.splits))) continue;
         attr[1].id = cudaLaunchAttributeClusterDimension;
         attr[1].val.clusterDim.x = 1;

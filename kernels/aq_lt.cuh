@@ -27,9 +27,8 @@
 #include "aq_gemm.cuh"
 
 /* M = 128 is where the mma kernel switches to its largest tile; cuBLASLt int8
- * alone already beats the int8 mma kernel at M = 64 on the H200
- * (bench/RESULTS.md: 272 vs 375 µs on the Llama-3-70B block), but this path
- * adds the epilogue pass (and for QQQ the dequantization) to it. */
+ * alone already beats the int8 mma kernel at M = 64 on the H200, but this
+ * path adds the epilogue pass (and for QQQ the dequantization) to it. */
 #define AQ_LT_MIN_M_DEFAULT 128
 /* 48 MiB: the chunk's dequantized weights and int32 products can stay inside
  * the H200's 60 MiB L2 between the kernels that write and read them (for K up

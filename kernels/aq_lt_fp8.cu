@@ -14,8 +14,8 @@
  *                          multiplies by the channel and then the token
  *                          scale in fp32, the order the row declares, and
  *                          rounds to fp16: cuBLASLt's outer-vector kernels
- *                          take 1.5-1.8x the per-tensor time at M <= 64
- *                          (bench/RESULTS.md, fourteenth round);
+ *                          are much slower than its per-tensor ones at
+ *                          M <= 64 on the H200;
  *                        * from it on, OUTER_VEC_32F x OUTER_VEC_32F: the (n)
  *                          channel scales and the (m) token scales, as they
  *                          are;
@@ -37,9 +37,8 @@
  *                          blocks contiguous, padded to a multiple of 4 (on
  *                          the H200 its outputs equal the other form's up to
  *                          the summation order, tools/probe-blk128.cu);
- *                          cuBLASLt's BLK128x128 kernels are 20-30 % faster at
- *                          M >= 256 and slower at M <= 64 (bench/RESULTS.md,
- *                          fifth round).
+ *                          cuBLASLt's BLK128x128 kernels are faster at
+ *                          M >= 256 and slower at M <= 64 on the H200.
  *                        Nothing runs in front of cuBLASLt when M % 4 == 0.
  *                        cuBLASLt takes VEC128 only at M % 4 == 0; other M run
  *                        on M rounded up to 4 through padded copies of A, of
@@ -132,11 +131,8 @@ bool env_blk_min_m(int n, int k, int *out)
 }
 
 /* Whether the block row takes the BLK128x128 form at M, from blk_min_m on:
- * at M = 128 and from M = 193 (H200, 2026-12-02, µs per block, VEC128 /
- * BLK128x128, r60: Llama-3-70B M = 128 304.3 / 270.0, M = 192 401.7 /
- * 458.6, M = 256 500.9 / 420.2, Llama-2-7B M = 192 126.3 / 133.8; r61: VEC128
- * at least as fast at M = 160 and 192, 15-34 % slower at M = 224, 320 and
- * 448 on both models). */
+ * at M = 128 and from M = 193. On the H200 VEC128 is at least as fast at
+ * M = 160 and 192, and slower at M = 128 and from M = 224. */
 bool blk_form_wanted(int m, int blk_min_m)
 {
     return m >= blk_min_m && (m % 128 == 0 || m > 192);

@@ -521,21 +521,19 @@ bool covers(const qv_variant *v, int m, int n, int k, int g)
     return (n + 255) / 256 <= 65535 && ((int64_t)m + 63) / 64 * (n / 128 + 1) < ((int64_t)1 << 31);
 }
 
-/* The smallest M that takes the kernel by default: from M = 24 on it beat
- * the mma kernel on every layer of both Llama blocks, both rows, in its
- * default tile (H200, bench/RESULTS.md, ninth round); at M = 16 it lost at
- * six of the 16 layer points. */
+/* The smallest M that takes the kernel by default: on the H200, from M = 24
+ * on it beats the mma kernel on every layer of both Llama blocks, both rows,
+ * in its default tile; at M = 16 it loses on several layers. */
 constexpr long kDefaultMinM = 17;
 
 /* Below that M, by default, the layers so wide that the mma kernel's plan
  * does not split K (at least half a wave of its 256-column blocks): it then
  * runs one slice per block over whole K, on SMs holding one or two of them,
  * while this kernel's persistent schedule shares the last round of tiles
- * along K. H200, 2026-12-02, Llama-3-70B gate_up (N = 57344, 224 blocks), µs,
- * mma / wgmma in 16-token tiles: qqq-w4a8-g128 118.1 / 86.8 at M = 1, 119.3 /
- * 88.1 at M = 16; qqq-w4a8-ch 77.2 / 72.7 at M = 4, 79.0 / 72.7 at M = 16.
- * Every narrower Llama layer (its K split) stayed on the mma kernel: slower
- * here at M = 1-8 (Llama-3-70B down g128 55.3 / 70.4 at M = 1). */
+ * along K: on the H200 this kernel, in 16-token tiles, is then faster at
+ * every M <= 16 (Llama-3-70B gate_up: N = 57344, 224 blocks). Every narrower
+ * Llama layer (its K split) stays on the mma kernel, which is faster there
+ * at M = 1-8. */
 bool wide_layer(const qv_variant *v, int m, int n)
 {
     const int kind = v->layout == QV_LAYOUT_QQQ_W4_GROUP ? AQ_B_QQQ_GROUP : AQ_B_QQQ_CH;
@@ -545,20 +543,15 @@ bool wide_layer(const qv_variant *v, int m, int n)
 }
 
 /* The default tile (wg_common.cuh's tile_default): the narrow form below 38
- * k128 stages per block. Measured on the H200 (bench/RESULTS.md, ninth
- * round: every Llama-2-7B and Llama-3-70B layer, both QQQ rows, M = 16-1024,
- * each tile forced, 192 points): the rule's tile is within 2 % of the
- * fastest at 177 points and more than 5 % slower at 7 (at most 18 %, all
- * channelwise), 0.8 % above the fastest tile's sum over all points. */
+ * k128 stages per block: on the H200 its tile is within a few percent of
+ * the fastest one at nearly every point (every Llama-2-7B and Llama-3-70B
+ * layer, both QQQ rows, M = 16-1024, each tile forced). */
 constexpr int kNarrowStages = 38;
 
 /* Whether an M-row launch is a programmatic dependent: QVET_AQ_WG_PDL=0
- * never, =1 always; unset (or anything else) up to M = 128. H200,
- * 2026-12-02, µs per block with the quantizer in front, without / with:
- * Llama-3-70B qqq-w4a8-g128 M = 16 222.4 / 220.4, M = 64 286.0 / 280.6, M =
- * 128 357.3 / 349.0; Llama-2-7B qqq-w4a8-ch M = 32 100.3 / 96.0, M = 128
- * 145.7 / 141.0; but Llama-2-7B M = 1024 544.3 / 557.9 (Llama-3-70B M = 1024
- * 1492.9 / 1461.0). */
+ * never, =1 always; unset (or anything else) up to M = 128. On the H200,
+ * with the quantizer in front, the early launch is faster up to M = 128 and
+ * not reliably at M = 1024 (slower on Llama-2-7B). */
 bool pdl_wanted(int m)
 {
     const long set = aq_env_whole("QVET_AQ_WG_PDL", 0, 1, -1);

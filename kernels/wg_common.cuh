@@ -45,8 +45,7 @@ constexpr int kSmemMax = 227 * 1024;
  * the 128-byte swizzle) and one thread per warpgroup stores them with the
  * output's tensor map while the next round is written (-DQV_WG_EPI_ROWS=16,
  * 32, 64, 128 or 256, for comparisons; the area takes shared memory from the
- * ring). H200 2026-12-02 (bench/RESULTS.md, fifteenth round): 32, 128 and
- * 256 within the run-to-run spread of 64 at M = 32-1024. */
+ * ring). On the H200 no other size is measurably faster than 64. */
 #ifndef QV_WG_EPI_ROWS
 #define QV_WG_EPI_ROWS 64
 #endif
@@ -413,16 +412,15 @@ qv_status plan_grid(const char *blocks_var, const char *streamk_var, const char 
 
 /* Both kernels' default tile for (m, n, k), with kks k16 tiles per stage:
  * the token count that holds m (16 up to M = 16, 32 up to 32, 64 up to 64,
- * 128 up to 128, else 256:
- * the H200, eighth round, weight-only: 256 fastest at M = 256-1024, the 64-
- * and 128-token tiles 1.6-2.7x faster than 256 at M = 64 and 128) in its
- * wide form (512x16, 512x32, 512x64, 256x128, 128x256), unless that form has
- * fewer tiles than 7/8 of the 132 blocks and gives each block fewer than
- * narrow_stages stages of work (tiles x stages < narrow_stages x 132): then
- * the narrow form (128x16, 128x32, 128x64, 128x128, 128x128), with two or
- * four times the tiles and so fewer parts per tile in the stream-K tail,
- * whose partial sums (up to 128 KiB a part) dominate small layers. Each kernel file gives its threshold and the
- * H200 sweep behind it. */
+ * 128 up to 128, else 256: on the H200, 256 is the fastest from M = 256,
+ * and the 64- and 128-token tiles are much faster than 256 at M = 64 and
+ * 128) in its wide form (512x16, 512x32, 512x64, 256x128, 128x256), unless
+ * that form has fewer tiles than 7/8 of the 132 blocks and gives each block
+ * fewer than narrow_stages stages of work (tiles x stages < narrow_stages x
+ * 132): then the narrow form (128x16, 128x32, 128x64, 128x128, 128x128),
+ * with two or four times the tiles and so fewer parts per tile in the
+ * stream-K tail, whose partial sums (up to 128 KiB a part) dominate small
+ * layers. Each kernel file gives its threshold. */
 int tile_default(int m, int n, int k, int kks, int narrow_stages)
 {
     int wide = m <= 64 ? 3 : m <= 128 ? 1 : 0, narrow = m <= 64 ? 4 : 2;

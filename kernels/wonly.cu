@@ -676,10 +676,9 @@ extern "C" qv_status qv_wonly_route(const qv_variant *v, int m, int n, int k, qv
 {
     /* The wgmma kernel first: its threshold (QVET_WO_WG_MIN_M, and on large
      * layers the default M >= 9) reaches below the small-M kernel's M <= 16,
-     * and where both take M the wgmma kernel is the measured faster one
-     * (bench/RESULTS.md, tenth round: Llama-3-70B gate_up and down at M = 16,
-     * 1.11-1.34x). With the small-M kernel asked first, as before
-     * 2026-12-02, that default never took effect. */
+     * and where both take M the wgmma kernel is the faster one on the H200
+     * (Llama-3-70B gate_up and down at M = 16). With the small-M kernel asked
+     * first, that default would never take effect. */
     int wg = 0;
     QV_TRY(qv_wonly_wg_wanted(v, m, n, k, &wg));
     if (wg)

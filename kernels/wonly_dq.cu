@@ -23,11 +23,11 @@
  * stay in L2 (QVET_WO_DQ_CHUNK_MB), two chunk buffers ping-ponging: chunk i+1
  * is dequantized on a side stream while cuBLAS multiplies chunk i on the
  * caller's stream (QVET_WO_DQ_OVERLAP=0 keeps everything on one stream).
- * Measured on the H200 (2026-11-29), 24 and 48 MiB chunks were slower than one
- * chunk at every M: a chunk's GEMM has too few output tiles to fill 132 SMs
- * (M = 32 x 1536 columns is 12 tiles of 128 x 128). So the default is one
- * chunk (the whole fp16 W in the workspace, written to DRAM and read back),
- * and QVET_WO_DQ_SPLITK=1 splits each chunk's K to refill the SMs. */
+ * On the H200, 24 and 48 MiB chunks are slower than one chunk at every M: a
+ * chunk's GEMM has too few output tiles to fill 132 SMs (M = 32 x 1536
+ * columns is 12 tiles of 128 x 128). So the default is one chunk (the whole
+ * fp16 W in the workspace, written to DRAM and read back), and
+ * QVET_WO_DQ_SPLITK=1 splits each chunk's K to refill the SMs. */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -63,15 +63,12 @@ constexpr int kMinSliceK = 128;
  * aligned for the vector reads. */
 constexpr int kColWords = kDqRows / 2 + 4;
 
-/* Default chunk: none (0), the fastest setting measured at every M on the
- * H200 (`qvet bench`, 2026-11-29, M = 32, 128, 1024); see the note on chunks
- * above. */
+/* Default chunk: none (0), the fastest setting at every M on the H200; see
+ * the note on chunks above. */
 constexpr double kDefaultChunkMiB = 0.0;
-/* Default M threshold, measured on the H200 (2026-11-29, one chunk): at
- * M = 32 the mma kernel still beat this path on the Llama-3-70B block (957 vs
- * 1049 us; 377 vs 277 us the other way round on Llama-2-7B), at M = 128 this
- * path won on both (1078 vs 1595 us, 290 vs 672 us). The bench settles it with
- * QVET_WO_DQ_MIN_M. */
+/* Default M threshold, measured on the H200 with one chunk: at M = 32 the
+ * mma kernel is still faster on the Llama-3-70B block (not on Llama-2-7B),
+ * at M = 128 this path is faster on both. QVET_WO_DQ_MIN_M moves it. */
 constexpr long kDefaultMinM = 64;
 
 struct dq_params {

@@ -1,6 +1,6 @@
 /* wonly_route.h: which kernel qv_launch_wonly (kernels/wonly.cu) runs for a
  * weight-only problem. Plain C, no CUDA call, so that CPU tests can check
- * the routing the README documents without a device. */
+ * the routing docs/kernel-paths.md documents without a device. */
 #ifndef QVET_KERNELS_WONLY_ROUTE_H
 #define QVET_KERNELS_WONLY_ROUTE_H
 

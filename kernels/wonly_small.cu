@@ -31,10 +31,10 @@
  *
  * Split-K: the S slices of a column tile run as Q = S / C thread-block
  * clusters of C consecutive slices, C a power of two up to 8 that divides S
- * (C = 1: no clusters, the predecessor's sum). The plan's cost model chooses S
- * and C together, with the blocks the H200 runs at once in clusters of C (264
- * for C <= 2, 248 for 4, 240 for 8): a plan that needs a second wave loses
- * far more than the sum saves. QVET_WO_SMALL_CLUSTER caps C. After the K loop
+ * (C = 1: no clusters, every slice through the workspace). The plan's cost
+ * model chooses S and C together, with the blocks the H200 runs at once in
+ * clusters of C (264 for C <= 2, 248 for 4, 240 for 8): a plan that needs a
+ * second wave loses far more than the sum saves. QVET_WO_SMALL_CLUSTER caps C. After the K loop
  * each block keeps its fp32 partial tile in its own shared memory; after
  * a cluster barrier block rank r sums part r of the tile (a C-th of its
  * outputs) over the C peers' tiles in rank order, through distributed shared
@@ -48,8 +48,7 @@
  * atomic's round trip, and the last block's own store and fence, off the
  * layer's tail). Every output is thus ((s0 + s1) + ... + s(C-1)) per
  * cluster, then the Q cluster sums in order: fp32 RN adds in a fixed order.
- * (The predecessor summed slices 0..S-1 in one last block: 18-30 us per
- * Llama-3-70B layer at M = 16, bench/RESULTS.md third round.)
+ * (One last block summing slices 0..S-1 is far slower on the H200 at M = 16.)
  *
  * Configurations (QVET_WO_SMALL, wonly_small.cuh): by default M <= 8 runs
  * swapped (weights as the A operand, A^T as B: 4 mma per k16 tile and chunk
@@ -61,12 +60,7 @@
  * every M <= 16 in the m16 orientation, "0" nothing (the general kernel). QVET_WO_SMALL_SPLITS=<s>
  * forces the number of K slices (tests), QVET_WO_SMALL_CLUSTER=<c> the
  * largest cluster, QVET_WO_SMALL_TRACE=1 prints each launch's plan and the
- * device's concurrent clusters (measurements). Measured on the H200
- * (2026-11-29, bench/RESULTS.md fourth round), Llama-3-70B block, w4a16-ch:
- * M = 1 170 us, M = 16 246 us (285 us without clusters in the same run; the
- * register-streaming predecessor of this kernel: 276 and 436 us); sixth round
- * (2026-11-30): 160.5 and 227.3 us, and where the rest goes (a time line per
- * block, -DQV_WO_SMALL_TIMELINE) in bench/RESULTS.md. */
+ * device's concurrent clusters (measurements). */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -355,8 +349,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
      * scales (above) and a plain A are requested before the rest of the
      * weight stream: issued behind the first kStages stages of every block
      * they would wait for them in the memory queues (group scales issued
-     * after them cost Llama-3-70B w4a16-g128 about 2 µs per layer at M = 1,
-     * H200 2026-11-30). */
+     * after them are slower on the H200). */
     const int a_chunks_row = nt * 2; /* 16-byte pieces of one A row in the slice */
     if (p.perm == NULL)
         for (int c = tid; c < p.m * a_chunks_row; c += kThreads) {
@@ -463,13 +456,10 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
      * then (when a refill follows) the block barrier and thread 0's refill,
      * or, for last_refill, the refill by the last warp done with the slot:
      * no block barrier, so thread 0's refill is not on every stage's critical
-     * path. Same-run A/B on the H200 (2026-12-02, bench/RESULTS.md twelfth
-     * round, all marlin rows, M = 1, 4, 8, 16): 8-bit codes without group
-     * scales 1-7 % faster (Llama-3-70B fp8a16-ch-f16 M = 1 250.6 -> 237.4 µs),
-     * with group scales in f16 1-7 % faster and in bf16 2-4 % slower;
-     * 4-bit codes with group scales 2-4 % slower on Llama-3-70B, with
-     * channel scales -3 to +2 %. Warps without a chunk below N still take
-     * every barrier and count every slot. */
+     * path. On the H200 that is faster for 8-bit codes, except bf16 with
+     * group scales, and not for 4-bit codes, so only those 8-bit rows use
+     * it. Warps without a chunk below N still take every barrier and count
+     * every slot. */
     const bool last_refill = !T::four && !(grouped && IS_BF16);
     /* Split-K through the workspace (Q = splits / cluster > 1, step 4):
      * thread 0 takes the block's ticket on its (column tile, part) counter
@@ -790,10 +780,10 @@ constexpr int kPlanSms = 132;
  * take; it keeps the plan from choosing many waves of very short slices. */
 constexpr int kPlanFillTiles = 16;
 /* Blocks that run at once in clusters of C, for the plan: what
- * cudaOccupancyMaxActiveClusters reported on the H200 (2026-11-29, this
- * kernel at 67-95 KiB of shared memory per block, QVET_WO_SMALL_TRACE): 132
- * clusters of 2 (all 264 slots), 62 of 4 (248), 30 of 8 (240); a cluster
- * must fit one GPC. 16 (opt-in only) was not measured: 224 assumed. */
+ * cudaOccupancyMaxActiveClusters reports on the H200 for this kernel (67-95
+ * KiB of shared memory per block): 132 clusters of 2 (all 264 slots), 62 of 4
+ * (248), 30 of 8 (240); a cluster must fit one GPC. 16 (opt-in only): 224
+ * assumed. */
 int plan_slots(int c)
 {
     switch (c) {
@@ -822,8 +812,8 @@ int groups_for(const qv_variant *v, int tps)
 }
 
 /* The largest cluster: QVET_WO_SMALL_CLUSTER=<c> (measurements) sets it to
- * 1, 2, 4, 8 or 16 (1: every slice's partials through the workspace, the
- * predecessor's sum); unset or another value, kPortableCluster. */
+ * 1, 2, 4, 8 or 16 (1: every slice's partials through the workspace);
+ * unset or another value, kPortableCluster. */
 int max_cluster(void)
 {
     const char *s = getenv("QVET_WO_SMALL_CLUSTER");
@@ -902,12 +892,9 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
          *    reads Q x m x bn / C fp32 from L2 after a global hand-off (about
          *    two tiles);
          *  - without clusters, the last block sums all slices: m * splits / 8
-         *    tiles per 512 columns (bench/RESULTS.md third round), twice that
-         *    in the m16 orientation (M > QV_WO_SMALL_SWAP_MAX_M): at M = 16
-         *    the first model chose 9 slices without clusters for
-         *    Llama-3-70B gate_up (122.7 us w4a16-ch, 166.3 us fp8a16-ch,
-         *    H200 2026-11-30), where 8 slices in clusters of 8 took 113.2
-         *    and 146.4 us.
+         *    tiles per 512 columns (measured on the H200), twice that in the
+         *    m16 orientation (M > QV_WO_SMALL_SWAP_MAX_M: counted once, the
+         *    plan chose the workspace sum at M = 16 where clusters are faster).
          * Ties keep fewer slices, then smaller clusters. */
         int64_t best = -1;
         /* The plan is made at every launch and a launch's host time counts
@@ -1136,16 +1123,13 @@ qv_status launch_wt(int wt, bool swap, int cpw, const small_params &p, dim3 grid
 
 /* Ring stages a block requests before it waits for the kernel in front
  * (step 1b; the scales always are): by default one for 4-bit codes and two
- * for 8-bit ones. Measured on the H200 (2026-12-04, bench/RESULTS.md
- * twenty-seventh round, every marlin row, M = 1, 4, 8, 16, in turns with the
- * kernel that requested nothing before its wait): the chained blocks of a
- * forward pass gain 1.8-3.2 % (4-bit) and 3.2-6.3 % (8-bit) on Llama-2-7B,
- * 0.4-1.6 % and 0.6-2.4 % on Llama-3-70B, while one layer timed alone moves
- * by -1.4 to +1.3 % (means per model, width and M). More stages ahead of A
- * cost the layer alone up to 5 % (4-bit codes, four stages, Llama-2-7B) and
- * gain less in the chain (the requests of the blocks that start early slow
- * the last blocks of the layer in front). QVET_WO_SMALL_PRE=<s> (measurements),
- * 0 to kStages, sets it for every row; any other value is a usage error. */
+ * for 8-bit ones. On the H200 the chained blocks of a forward pass are then
+ * faster than with nothing requested before the wait, most with 8-bit codes,
+ * and one layer timed alone is unchanged; more stages ahead of A slow the
+ * layer alone and gain less in the chain (the requests of the blocks that
+ * start early slow the last blocks of the layer in front).
+ * QVET_WO_SMALL_PRE=<s> (measurements), 0 to kStages, sets it for every row;
+ * any other value is a usage error. */
 qv_status pre_stages(bool four, int *out)
 {
     long v = 0;
@@ -1206,12 +1190,8 @@ size_t qv_wonly_small_workspace(const qv_variant *v, int m, int n, int k)
  * otherwise the extra slices (shorter, and more split-K sums) cost more than
  * the second chunk saves. Rows with zero points keep one chunk: their
  * dequant constants are rebuilt per tile with two (small_group_regs).
- * Measured on the H200 (2026-12-03, bench/RESULTS.md twenty-sixth round,
- * every marlin row with one and with two chunks on every layer, M = 1, 4, 8,
- * three turns, then the rule against one chunk everywhere at M = 1..8): two
- * chunks lost at most 2 µs on a layer this rule picks and won up to 23 µs
- * (Llama-3-70B gate_up at M = 8: 86.2 -> 77.2 µs for w4a16-ch-f16, 151.4 ->
- * 128.0 for fp8a16-g128-f16); on most other layers they lost, by up to 17 %. */
+ * Measured on the H200 with every marlin row at M = 1..8: on the layers this
+ * rule picks two chunks are faster or about even, on most others slower. */
 static bool two_chunks_pay(const qv_variant *v, const small_plan &one, const small_plan &two)
 {
     if (v->zero_point) return false;

@@ -61,17 +61,12 @@ template <int WT> struct small_traits {
  * rows run one by one. Build-time switches for measurements:
  * -DQV_WO_SMALL_FAST_GROUPED=0/1 (4-bit codes with group scales),
  * -DQV_WO_SMALL_FAST_8BIT=0/1 (8-bit codes without them),
- * -DQV_WO_SMALL_FAST_8BIT_GROUPED=0/1 (8-bit codes with them). Same-run A/Bs
- * on the H200 (2026-12-02, bench/RESULTS.md eleventh round, Llama-3-70B
- * block, µs):
- *  - against the build whose tiles still branched on the scale layout:
- *    w4a16-g128-f16 M = 1 210.5 -> 180.2, M = 16 276.4 -> 247.0;
- *    w4a16-ch-f16 157.9 -> 153.5 and 226.6 -> 219.9; fp8a16-tensor-f16 8-bit
- *    stages in one line M = 16 308.9 -> 305.4;
- *  - g = 32 in two halves, with the 4-bit kernels split by scale layout:
- *    w4a16-g32-f16 M = 1 214.8 -> 202.5 (the other rows within 1.5 %; in one
- *    kernel with the channel-scale rows those lost 1-2 %);
- *  - 8-bit stages with group scales in one line: -2 to +1 %, so off. */
+ * -DQV_WO_SMALL_FAST_8BIT_GROUPED=0/1 (8-bit codes with them). On the H200
+ * the straight line is faster for 4-bit codes (g = 32 as two halves
+ * included) and for 8-bit codes without group scales; it pays only with
+ * tiles free of branches on the scale layout and with the 4-bit kernels
+ * split by scale layout (one kernel for both is slower). 8-bit stages with
+ * group scales gain nothing from it, so they run row by row. */
 #ifndef QV_WO_SMALL_FAST_GROUPED
 #define QV_WO_SMALL_FAST_GROUPED 1
 #endif
@@ -109,9 +104,8 @@ __device__ __forceinline__ float add_partial(float s, float v)
  * half2 per n8 tile; zw, the lane's packed zero-point word per chunk; zc, with
  * one chunk per warp, each n8 tile's dequant constants (with two they are
  * rebuilt per tile, which keeps registers below 128). The one-constant form
- * of the wgmma kernel (qv_dq4_one) ran 0.5-1.5 % slower here (H200,
- * 2026-12-02, M <= 16, both zero-point rows): this kernel keeps the
- * constants in registers, and the form costs a shift per tile. */
+ * of the wgmma kernel (qv_dq4_one) is slower here on the H200: this kernel
+ * keeps the constants in registers, and the form costs a shift per tile. */
 template <int CPW> struct small_group_regs {
     uint32_t sc[CPW][8];
     uint32_t zw[CPW];
@@ -138,14 +132,10 @@ template <int CPW> struct small_group_regs {
  * with any scale out of range (NaN and inf included) runs the general form
  * on the staged s. Only for group sizes >= 128: with a group row per ring
  * stage (g = 64) or per half stage (g = 32), C per group row and the check
- * cost what the form saves or more. H200, 2026-12-03 (bench/RESULTS.md
- * twenty-fifth round, same-run A/B, three turns): Llama-3-70B
- * w4a16-g128-f16 block 184.9 -> 180.7 µs at M = 1, 193.0 -> 189.6 at M = 4,
- * 210.0 -> 208.1 at M = 8, Llama-2-7B 0.9-1.2 % faster, the act_order rows
- * alike; w4a16-g64-f16 with it 0-1.6 % slower, so it does not take it: the
- * WT_INT4_GF kernels run only g >= 128, and the other small-M kernels keep
- * their machine code. With two chunks per warp (two_chunks_pay, twenty-sixth
- * round) the same form runs in the WT_INT4_GF kernel of two chunks.
+ * cost what the form saves or more (on the H200, g >= 128 is faster with
+ * it and g = 64 slower). The WT_INT4_GF kernels run only g >= 128, and the
+ * other small-M kernels keep their machine code. With two chunks per warp
+ * (two_chunks_pay) the same form runs in the WT_INT4_GF kernel of two chunks.
  * -DQV_WO_SMALL_G4_FMA=0 builds a launcher that never picks it
  * (measurements). */
 #ifndef QV_WO_SMALL_G4_FMA

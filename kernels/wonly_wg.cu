@@ -38,8 +38,8 @@
  *    runs up to kStages stages ahead, across tile boundaries, so the ring is
  *    already full when a tile starts (one copy per operand and stage keeps
  *    this thread's work per stage short: with one bulk copy per k16 row it
- *    was busy about three quarters of the time and, with group scales, let
- *    the consumers wait, H200 2026-12-01);
+ *    is busy about three quarters of the time on the H200 and, with group
+ *    scales, lets the consumers wait);
  *  - two consumer warpgroups, each the wgmma A operand of half the tile's
  *    columns: per k16 tile they read their lanes' packed words, dequantize
  *    and issue the wgmma, keeping two groups in flight while the next is
@@ -79,9 +79,8 @@ constexpr int SM_NONE = 0, SM_ROW = 1, SM_TILE = 2;
 constexpr int kMaxStages = 8;
 /* wgmma groups (one per k16 tile) a warpgroup keeps queued while it builds
  * the next tile's fragments: 2 (default), 1 or 3 (-DQV_WG_INFLIGHT=n, for
- * comparisons: 3 was within 1 % of 2 on the 128x256 tile and spills in the
- * 512-column ones, H200 2026-12-02). Each queued group holds its fragment
- * registers. */
+ * comparisons: 3 gains nothing over 2 on the H200 and spills in the
+ * 512-column tiles). Each queued group holds its fragment registers. */
 #ifndef QV_WG_INFLIGHT
 #define QV_WG_INFLIGHT 2
 #endif
@@ -247,10 +246,10 @@ __device__ __forceinline__ void set_scales(grp_regs<WT, IS_BF16, TPW> &g, const 
 }
 
 /* The zero-point constants (qv_dq4_one_const: one register per n8 tile,
- * where qv_dq4's two made ptxas rebuild them in every k16 tile; 3-6 % on the
- * zero-point rows at M = 256 and 1024, H200 2026-12-02) of the warp's n8
- * tiles j8 = 2 q0 + jj from the packed word zw of column lane/4 (the nibble of n8 tile j8 sits at j8/2 +
- * 4*(j8%2): interleave [0,2,4,6,1,3,5,7]). */
+ * where qv_dq4's two made ptxas rebuild them in every k16 tile, slower on
+ * the H200) of the warp's n8 tiles j8 = 2 q0 + jj from the packed word zw of
+ * column lane/4 (the nibble of n8 tile j8 sits at j8/2 + 4*(j8%2):
+ * interleave [0,2,4,6,1,3,5,7]). */
 template <int WT, bool IS_BF16, int TPW>
 __device__ __forceinline__ void set_zeros(grp_regs<WT, IS_BF16, TPW> &g, uint32_t zw, int q0)
 {
@@ -402,8 +401,8 @@ __global__ void __launch_bounds__(kThreads, 1)
      * from the slot inside every k16 tile (a multiply, an add, logic ops and
      * moves to uniform registers), and cannot rebuild a loop-carried one. The
      * g = 32 instances (SM_TILE) make it per stage: there the carried word
-     * once made ptxas spill inside the stage loop, and with their group rows
-     * once per two tiles it makes no shorter code (cuobjdump, 2026-12-02).
+     * made ptxas spill inside the stage loop, and with their group rows
+     * once per two tiles it makes no shorter code (cuobjdump).
      * Slots are whole swizzle atoms apart, so the low words of consecutive
      * slots differ by L::bytes / 16. */
     constexpr bool kCarryDesc = SM != SM_TILE;
@@ -479,20 +478,18 @@ __global__ void __launch_bounds__(kThreads, 1)
                  * tile u: 32 bytes on, + 2 u): a 32-bit add per tile, where
                  * the 64-bit one took two instructions more and the whole
                  * descriptor was made again for each tile (10 instructions
-                 * fewer per stage; 1-5 % on the Llama-2-7B block at M = 1024,
-                 * H200 2026-12-02). */
+                 * fewer per stage, faster on the H200). */
                 const uint32_t desc_lo = kCarryDesc ? desc_slot : wg_desc_sw128_lo(st + L::a_off);
                 /* Group scales (and zero points), read at the start of the
                  * stage so that the k16 tiles below have no branch between
                  * them (a reload under a test per k16 tile left ptxas a block
-                 * per tile and the dequantization's latency in the open; H200
-                 * 2026-12-01): SM_ROW, the stage's one group row (or, with
+                 * per tile and the dequantization's latency in the open):
+                 * SM_ROW, the stage's one group row (or, with
                  * k == g, the tile's constants), made into registers once;
                  * SM_TILE (g = 32), row r of k16 tiles 2r and 2r + 1, made
                  * into registers before tile 2r (with g = 16 or 32 in one
-                 * instance, a row for every tile, made before each, took
-                 * 7-9 % of the Llama-2-7B block at M = 1024 over g = 64;
-                 * H200 2026-12-02). 2 TPW 16-bit codes per lane in TPW
+                 * instance, a row for every tile, made before each, was
+                 * slower on the H200). 2 TPW 16-bit codes per lane in TPW
                  * words. */
                 constexpr int kRows = SM == SM_TILE ? kKs / 2 : 1;
                 uint32_t scw[kRows][TPW];
@@ -645,7 +642,7 @@ __global__ void __launch_bounds__(kThreads, 1)
              * wholly past N included: with a barrier per warpgroup,
              * compute-sanitizer's racecheck reported the stream-K flag's
              * barrier-ordered write and read as a race where the two
-             * diverged, H200 2026-12-02.) Arithmetic as
+             * diverged.) Arithmetic as
              * in the direct form below: y * s in fp32, one rounding.
              * Matrix mat of a round is token block jb = mat / (2 TPW), m64
              * tile i = mat / 2 % TPW and column half h = mat % 2, its columns
@@ -758,9 +755,8 @@ __global__ void __launch_bounds__(kThreads, 1)
  * The rows come in by one bulk copy (BULK: every byte in flight at once;
  * the faster where blocks share the SMs over more than one wave) or by a
  * loop of 16-byte loads (the faster where each block has an SM to itself);
- * the host picks (launch_permute). Before the staging, one gather from global
- * memory per element cost a 32-byte sector per 2 bytes: about 67 us per
- * Llama-3-70B layer at M = 1024 (H200, eighth round). */
+ * the host picks (launch_permute). One gather from global memory per
+ * element would cost a 32-byte sector per 2 bytes. */
 constexpr int kPermSmem = 200 * 1024; /* staged rows per block: at most this many bytes */
 constexpr int kPermPair = 113 * 1024; /* staged bytes per block that let two blocks share an SM */
 constexpr int kPermThreads = 1024;
@@ -831,11 +827,9 @@ qv_status launch_permute_as(const uint16_t *a, const int32_t *perm, uint16_t *ou
  * entries at a time), else one gather per element (kernels/wonly.cu).
  * Rows per block: M over the SMs rounded up, one block per SM, loaded by the
  * loop; where those rows pass the stage's bytes, as many as let two blocks
- * share an SM (kPermPair), loaded by the bulk copy (the Llama-3-70B
- * down layer: 44 us at M = 1024 against 54 by the loop). Both were the
- * fastest or within 0.35 us of the fastest of 48 configurations at every K
- * of both models and M = 64-1024 (tools/probe-perm.cu; bench/RESULTS.md,
- * twentieth round). */
+ * share an SM (kPermPair), loaded by the bulk copy (faster there than the
+ * loop on the H200). Both are at or near the fastest of the configurations
+ * tools/probe-perm.cu sweeps, at every K of both models and M = 64-1024. */
 qv_status launch_permute(const uint16_t *a, const int32_t *perm, uint16_t *out, int m, int k, cudaStream_t stream)
 {
     const int64_t row_bytes = (int64_t)k * 2;
@@ -870,15 +864,12 @@ bool covers(const qv_variant *v, int m, int n, int k)
 }
 
 /* The smallest M that takes the kernel by default, measured on the H200
- * (bench/RESULTS.md, eighth round) against the mma kernel (wonly.cu, 2.4-3.4x
- * slower at M = 32 and 64 on both models' blocks) and dequantize + cuBLAS
- * (wonly_dq.cu, slower at M = 512 and 1024 since the tensor-map producer and
- * the per-stage scale registers); at M <= 16 the small-M and mma kernels are
- * faster, except on large layers from M = 9: with the 16-token tiles the
- * kernel beat the mma kernel at M = 16 on every layer of at least 2^27
- * weights (Llama-3-70B gate_up and down, 1.11-1.34x, the four rows of the
- * tenth round's sweep) and lost on 16 of 24 smaller layer points (Llama-3-70B
- * qkv and o, Llama-2-7B: down to 0.73x). Every row, group scales included. */
+ * against the mma kernel (wonly.cu, much slower at M = 32 and 64) and
+ * dequantize + cuBLAS (wonly_dq.cu, slower at M = 512 and 1024); at M <= 16
+ * the small-M and mma kernels are faster, except on large layers from M = 9:
+ * with the 16-token tiles the kernel beats the mma kernel at M = 16 on every
+ * layer of at least 2^27 weights (Llama-3-70B gate_up and down) and loses on
+ * most smaller ones. Every row, group scales included. */
 constexpr long kDefaultMinM = 17;
 constexpr long kLargeMinM = 9;
 constexpr int64_t kLargeWeights = (int64_t)1 << 27;
@@ -895,8 +886,8 @@ qv_status min_m_from_env(int n, int k, long *min_m)
 }
 
 /* The default tile (wg_common.cuh's tile_default): the narrow form below
- * kNarrowStages k64 stages per block (bench/RESULTS.md, tenth round, has the
- * sweep behind this kernel's threshold). */
+ * kNarrowStages k64 stages per block (from a sweep of every tile on the
+ * H200). */
 constexpr int kNarrowStages = 38;
 
 qv_status plan_tile(int m, int n, int k, int *tile)

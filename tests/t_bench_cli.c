@@ -5,7 +5,7 @@
  * file. With a GPU, a short run's JSON Lines are checked for what the ratios
  * rest on (paired_ratios). The binary is $QVET_BIN, or ../qvet next to this
  * test's folder (BUILD/qvet for BUILD/tests/t_bench_cli). The timings
- * themselves are the H200's (README, bench/RESULTS.md). */
+ * themselves are the H200's (docs/benchmark.md, bench/RESULTS.md). */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>

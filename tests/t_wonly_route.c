@@ -1,6 +1,6 @@
 /* t_wonly_route.c: which kernel qv_launch_wonly runs for a weight-only
  * problem (kernels/wonly_route.h), on the CPU. Expected paths are the rules
- * the README's variable table states: QVET_WO_WG_MIN_M (unset: M >= 17, and
+ * docs/kernel-paths.md's variable table states: QVET_WO_WG_MIN_M (unset: M >= 17, and
  * M >= 9 on layers of at least 2^27 weights; asked first), QVET_WO_SMALL
  * (unset: M <= 16; "0" never; "1", "swap", "swap2" M <= 8; "16" M <= 16),
  * QVET_WO_DQ_MIN_M (unset: 64; after the other two), else the mma kernel.

@@ -1,7 +1,6 @@
 /* probe-blk128.cu: which layout cuBLASLt's BLK128x128_32F scale tensor takes,
  * and how fast that form runs against VEC128_32F, on the Llama layer shapes.
- * kernels/aq_lt_fp8.cu runs the form this probe found (bench/RESULTS.md,
- * fifth round; reports/h200-2026-11-30/probe-blk128.txt is its output).
+ * kernels/aq_lt_fp8.cu runs the form this probe found.
  *
  * For D (n x m, f16) = W^T-op (k x n, e4m3, 128 x 128 block scales) x
  * A (k x m, e4m3, one scale per 128 K of each column), in cuBLASLt's

@@ -12,7 +12,7 @@
  *    reads A once and writes it once;
  *  - gather: one thread per element reading a[i][perm[j]] from global memory
  *    (kernels/wonly.cu's permutation, the wgmma path's fallback);
- *  - old: the staged permutation before 2026-12-02 (rows loaded by a loop of
+ *  - old: the first rule of the staged permutation (rows loaded by a loop of
  *    16-byte loads, 512 threads, about 256 blocks);
  *  - R0-R3: the staged permutation under four launch rules (rows per
  *    block, threads, and whether one bulk copy or a loop of 16-byte loads
@@ -57,7 +57,7 @@ static void launch_gather(const uint16_t *a, const int32_t *perm, uint16_t *out,
 constexpr int kPermSmem = 200 * 1024;
 constexpr int kPermPair = 113 * 1024;
 
-/* loop: the staged kernel before 2026-12-02. */
+/* loop: the staged kernel whose rows come in by a loop of 16-byte loads. */
 template <int TH>
 __global__ void __launch_bounds__(TH) k_loop(const uint16_t *a, const int32_t *perm, uint16_t *out, int m, int k, int rows)
 {
@@ -137,9 +137,9 @@ struct cfg {
 };
 static int g_sms;
 
-/* R0: the rule of the first bulk-copy build (r100; about 256 blocks, rows
- * capped so that two blocks share an SM; one row: bulk, 1024 threads; else
- * the loop, 512 threads). */
+/* R0: the first rule with the bulk copy (about 256 blocks, rows capped so
+ * that two blocks share an SM; one row: bulk, 1024 threads; else the loop,
+ * 512 threads). */
 static cfg rule0(int m, int k)
 {
     const int64_t row_bytes = (int64_t)k * 2;
@@ -176,7 +176,7 @@ static cfg rule2(int m, int k)
     return cfg{c.rows, 512, false};
 }
 
-/* R3: kernels/wonly_wg.cu's rule since r102: rows = M / SMs rounded up, one
+/* R3: kernels/wonly_wg.cu's rule: rows = M / SMs rounded up, one
  * block per SM, the loop with 1024 threads; where those rows pass the
  * stage's 200 KiB, as many as let two blocks share an SM, the bulk copy with
  * 1024 threads. */
@@ -188,7 +188,7 @@ static cfg rule3(int m, int k)
     return cfg{row_bytes <= kPermPair ? (int)(kPermPair / row_bytes) : 1, 1024, true};
 }
 
-/* old: the staged permutation before 2026-12-02 (about 256 blocks, rows
+/* old: the first rule of the staged permutation (about 256 blocks, rows
  * capped by the stage's 200 KiB, the loop with 512 threads). */
 static cfg rule_old(int m, int k)
 {

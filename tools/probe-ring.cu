@@ -1,9 +1,8 @@
 /* probe-ring.cu: how fast does the small-M weight-only kernel's weight ring
  * (kernels/wonly_small.cu) stream, and what in it sets the rate? The
- * eighteenth round (bench/RESULTS.md) fitted the kernel's ring without its
- * math at 8.3 us + bytes / 4.2 TB/s per Llama-3-70B layer for 4-bit codes
- * (4.5 TB/s for 8-bit ones), against 4.5 us + bytes / 4.6 TB/s for a kernel
- * that only reads the same bytes (tools/probe-read.cu). This probe rebuilds
+ * kernel's ring without its math (-DQV_WO_SMALL_NO_MATH=1) streams a layer
+ * more slowly than a kernel that only reads the same bytes
+ * (tools/probe-read.cu), with a longer fixed cost. This probe rebuilds
  * the ring alone, the same grid (column tiles x K slices, the plans
  * `qvet bench` picks at M = 1), the same 4 x 16 KiB stages refilled by
  * thread 0 after a block barrier, the same shared memory per block (two
