@@ -4,7 +4,10 @@
  * DIR/index.md plus SVG plots drawn by gnuplot. Malformed lines are reported
  * with file and line number and skipped. The output is a pure function of the
  * input lines: the same input gives the same bytes (no clock, no host, sorted
- * tables), so reports can be diffed and kept under review. */
+ * tables), so reports can be diffed and kept under review. Any data renders:
+ * every plot range is set here (see "plots" below), so a plot can fail only
+ * when gnuplot is missing or broken. Exit codes: 0; 2 for bad arguments or
+ * an input that cannot be read; 3 when a plot could not be drawn. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -99,11 +102,18 @@ static char *dup_member(const qv_json *o, const char *key)
 
 static double num(const qv_json *o, const char *key) { return qv_json_num(qv_json_get(o, key), NAN); }
 
+/* A histogram member into h (n counts). *has: it is an array of n counts,
+ * each a number in [0, 1e15] (no case has more output elements). One with a
+ * null, negative or absurd count is set aside, and the case is binned by its
+ * scalar maximum instead. */
 static void read_hist(const qv_json *o, const char *key, double *h, int n, int *has)
 {
     const qv_json *a = qv_json_get(o, key);
     *has = qv_json_type_of(a) == QV_JSON_ARRAY && qv_json_len(a) == n;
-    for (int i = 0; i < n; i++) h[i] = *has ? qv_json_num(qv_json_at(a, i), 0) : 0;
+    for (int i = 0; i < n; i++) {
+        h[i] = *has ? qv_json_num(qv_json_at(a, i), NAN) : 0;
+        if (!(h[i] >= 0 && h[i] <= 1e15)) *has = 0;
+    }
 }
 
 /* The next key of the space-separated list *keys, copied into key (64 bytes);
@@ -182,7 +192,8 @@ static void add_line(report *r, const qv_json *o, const char *source)
     }
 }
 
-/* Reads one JSONL file; returns 0, or -1 when the file cannot be opened. */
+/* Reads one JSONL file; returns 0, or -1 when the file cannot be opened or
+ * read (a folder, an I/O error). */
 static int read_file(report *r, const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -215,8 +226,16 @@ static int read_file(report *r, const char *path)
         }
         qv_json_free(o);
     }
+    const int read_failed = ferror(f), read_errno = errno;
     free(line);
     fclose(f);
+    if (read_failed) {
+        if (lineno)
+            fprintf(stderr, "qvet report: cannot read %s after line %ld: %s\n", path, lineno, strerror(read_errno));
+        else
+            fprintf(stderr, "qvet report: cannot read %s: %s\n", path, strerror(read_errno));
+        return -1;
+    }
     return 0;
 }
 
@@ -243,99 +262,289 @@ static int distinct(const void *recs, int n, size_t stride, size_t offset, const
     return nv;
 }
 
-/* A file-name-safe version of a variant name. */
-static void slug(const char *s, char *out, size_t cap)
-{
-    size_t j = 0;
-    for (; *s && j + 1 < cap; s++)
-        out[j++] = ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-                    *s == '-' || *s == '_')
-                       ? *s
-                       : '_';
-    out[j] = '\0';
-}
-
 /* Markdown table cells must not contain '|' or newlines. */
 static void md_cell(FILE *f, const char *s)
 {
     for (; *s; s++) fputs(*s == '|' ? "\\|" : (*s == '\n' ? " " : (char[2]){*s, 0}), f);
 }
 
+/* s as inline code: a backtick inside becomes a quote (it would end the span),
+ * control characters become spaces, and in a table cell '|' is escaped. An
+ * empty s (an empty code span is no code span) is written "–". */
+static void md_code(FILE *f, const char *s, int in_table)
+{
+    if (!*s) {
+        fputs("–", f);
+        return;
+    }
+    fputc('`', f);
+    for (; *s; s++) {
+        if (*s == '`')
+            fputc('\'', f);
+        else if ((unsigned char)*s < 0x20)
+            fputc(' ', f);
+        else if (*s == '|' && in_table)
+            fputs("\\|", f);
+        else
+            fputc(*s, f);
+    }
+    fputc('`', f);
+}
+
 static void fmt_num(FILE *f, double x, const char *fmt)
 {
-    if (isnan(x))
+    if (!isfinite(x))
         fputs("–", f);
     else
         fprintf(f, fmt, x);
 }
 
-/* Runs gnuplot on `script`; 0 on success. */
-static int gnuplot(const char *plots_dir, const char *script_name)
+/* ---- plots -------------------------------------------------------------------
+ *
+ * Every panel of every plot gets both of its ranges from here, never from
+ * gnuplot's autoscaling, which fails on data a report must take: an empty
+ * data set ("x range is invalid"), a single value, a log axis given zero or a
+ * negative number. Values that cannot sit on a log axis (null, NaN, Inf,
+ * zero, negative, or beyond LOG_MIN..LOG_MAX, where gnuplot's log mapping
+ * breaks down) are left out of the data and counted in the Markdown; a panel
+ * left with nothing shows a "no data" label over fixed ranges. Data travel
+ * inside the script as named datablocks, one per series, so that no series
+ * depends on another one's position in a shared file. */
+
+#define LOG_MIN 1e-300
+#define LOG_MAX 1e300
+
+/* 1 when x can sit on a log axis (false for NaN). */
+static int on_log_axis(double x) { return x >= LOG_MIN && x <= LOG_MAX; }
+
+/* The values seen on one log axis: their extremes and how many. */
+typedef struct log_span {
+    double lo, hi;
+    int n;
+} log_span;
+
+static void span_add(log_span *sp, double x)
 {
+    if (!sp->n || x < sp->lo) sp->lo = x;
+    if (!sp->n || x > sp->hi) sp->hi = x;
+    sp->n++;
+}
+
+/* The power of ten at or below x / 1.5 (down) or at or above x * 1.5 (up):
+ * a range from one to the other always holds a margin and two labelled
+ * tics, even around a single value (lo = hi), where gnuplot's own range
+ * would be empty. For x in LOG_MIN..LOG_MAX the result stays finite. */
+static double decade(double x, int up)
+{
+    return up ? pow(10, ceil(log10(x * 1.5))) : pow(10, floor(log10(x / 1.5)));
+}
+
+/* A log scale on axis ("x" or "y") with the range of the values seen. */
+static void gp_log_range(FILE *g, const char *axis, log_span sp)
+{
+    fprintf(g, "set logscale %s\nset %srange [%.6g:%.6g]\n", axis, axis, decade(sp.lo, 0), decade(sp.hi, 1));
+}
+
+/* s as a gnuplot single-quoted string: a quote doubled, control characters
+ * (a newline would end the command) as spaces. */
+static void gp_str(FILE *g, const char *s)
+{
+    fputc('\'', g);
+    for (; *s; s++) {
+        if (*s == '\'')
+            fputs("''", g);
+        else
+            fputc((unsigned char)*s < 0x20 ? ' ' : *s, g);
+    }
+    fputc('\'', g);
+}
+
+/* A panel with nothing to plot: fixed linear ranges, no tics, and `why` in
+ * the middle. The next panel sets its own tics. */
+static void gp_no_data(FILE *g, const char *why)
+{
+    fputs("unset logscale\nset xrange [0:1]\nset yrange [0:1]\nunset xtics\nunset ytics\nset label 1 ", g);
+    gp_str(g, why);
+    fputs(" at graph 0.5,0.5 center\nplot NaN notitle\nunset label 1\n", g);
+}
+
+typedef enum { GP_OK, GP_MISSING, GP_FAILED } gp_status;
+
+/* Runs `gnuplot SCRIPT` inside plots_dir (relative names, so no absolute path
+ * leaks into the SVG and the bytes depend on the input alone), with stdin and
+ * stdout on /dev/null. Gnuplot's stderr goes to err (cap bytes, its last
+ * cap - 1 bytes when longer, NUL-terminated): its warnings are no business
+ * of a report that was drawn, its errors are what a failure must show.
+ * GP_MISSING: gnuplot could not be started (a close-on-exec pipe carries
+ * the exec's errno back, so this never reads a gnuplot exit code). */
+static gp_status gnuplot(const char *plots_dir, const char *script_name, char *err, size_t cap)
+{
+    int err_pipe[2], exec_pipe[2];
+    err[0] = '\0';
+    if (pipe(err_pipe)) return GP_FAILED;
+    if (pipe2(exec_pipe, O_CLOEXEC)) {
+        close(err_pipe[0]);
+        close(err_pipe[1]);
+        return GP_FAILED;
+    }
     pid_t pid = fork();
-    if (pid < 0) return -1;
     if (pid == 0) {
-        /* gnuplot's chatter (e.g. "empty x range" warnings for a single K)
-         * is not the report's business; failure shows in its exit status. */
-        int devnull = open("/dev/null", O_WRONLY);
+        int devnull = open("/dev/null", O_RDWR);
         if (devnull >= 0) {
+            dup2(devnull, 0);
             dup2(devnull, 1);
-            dup2(devnull, 2);
         }
-        /* Run inside the plots folder with relative names, so no absolute path
-         * leaks into the SVG and the bytes depend on the input alone. */
-        if (chdir(plots_dir)) _exit(126);
-        execlp("gnuplot", "gnuplot", script_name, (char *)NULL);
+        dup2(err_pipe[1], 2);
+        close(err_pipe[0]);
+        close(err_pipe[1]);
+        close(exec_pipe[0]);
+        int why = 0;
+        if (chdir(plots_dir) == 0) {
+            execlp("gnuplot", "gnuplot", script_name, (char *)NULL);
+            why = errno;
+        } else {
+            fprintf(stderr, "cannot enter %s: %s\n", plots_dir, strerror(errno));
+        }
+        if (why && write(exec_pipe[1], &why, sizeof why) < 0) _exit(126);
         _exit(127);
     }
+    close(err_pipe[1]);
+    close(exec_pipe[1]);
+    if (pid < 0) {
+        close(err_pipe[0]);
+        close(exec_pipe[0]);
+        snprintf(err, cap, "fork: %s", strerror(errno));
+        return GP_FAILED;
+    }
+    size_t len = 0;
+    char chunk[1024];
+    ssize_t got;
+    while ((got = read(err_pipe[0], chunk, sizeof chunk)) != 0) {
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        /* Keep the tail: drop the oldest bytes to make room. */
+        size_t take = (size_t)got < cap - 1 ? (size_t)got : cap - 1;
+        if (len + take > cap - 1) {
+            size_t drop = len + take - (cap - 1);
+            memmove(err, err + drop, len - drop);
+            len -= drop;
+        }
+        memcpy(err + len, chunk + (size_t)got - take, take);
+        len += take;
+    }
+    err[len] = '\0';
+    close(err_pipe[0]);
+    int exec_errno = 0;
+    const ssize_t n_exec = read(exec_pipe[0], &exec_errno, sizeof exec_errno);
+    close(exec_pipe[0]);
     int status;
-    if (waitpid(pid, &status, 0) < 0) return -1;
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return GP_FAILED;
+    if (n_exec == (ssize_t)sizeof exec_errno) {
+        snprintf(err, cap, "cannot run gnuplot: %s", strerror(exec_errno));
+        return GP_MISSING;
+    }
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? GP_OK : GP_FAILED;
 }
 
 typedef struct plot_ctx {
     const char *dir;
-    int failed;
+    int missing;   /* gnuplot could not be started: no further plot is tried */
+    int n_failed;  /* plots not drawn */
+    char **names;  /* (n_names) plot names taken so far, each unique */
+    int n_names, cap_names;
 } plot_ctx;
 
-/* Writes `script` to DIR/plots/NAME.gp, runs it, checks that NAME.svg exists
- * and is non-empty. Returns 1 when the plot exists. */
-static int render(plot_ctx *pc, const char *name, const char *script)
+/* A unique file name for a plot, into out (cap bytes): prefix plus the
+ * file-name-safe letters of label (other bytes as '_', at most 100 of
+ * them; "unnamed" when empty), and "-2", "-3", ... when two labels read
+ * the same, so no plot overwrites another. */
+static void plot_name(plot_ctx *pc, const char *prefix, const char *label, char *out, size_t cap)
 {
-    char gp[8192], svg[8192], plots[4096], gp_name[512];
-    snprintf(plots, sizeof plots, "%s/plots", pc->dir);
-    snprintf(gp, sizeof gp, "%s/%s.gp", plots, name);
-    snprintf(gp_name, sizeof gp_name, "%s.gp", name);
-    snprintf(svg, sizeof svg, "%s/%s.svg", plots, name);
-    FILE *f = fopen(gp, "w");
-    if (!f) {
-        pc->failed = 1;
-        return 0;
+    char base[160];
+    size_t j = (size_t)snprintf(base, sizeof base, "%s", prefix);
+    for (const char *s = label; *s && j < sizeof base - 1 && s - label < 100; s++)
+        base[j++] = ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+                     *s == '-' || *s == '_')
+                        ? *s
+                        : '_';
+    base[j] = '\0';
+    if (!*label) snprintf(base + j, sizeof base - j, "unnamed");
+    snprintf(out, cap, "%s", base);
+    for (int suffix = 2;; suffix++) {
+        int taken = 0;
+        for (int i = 0; i < pc->n_names && !taken; i++) taken = !strcmp(pc->names[i], out);
+        if (!taken) break;
+        snprintf(out, cap, "%s-%d", base, suffix);
     }
-    fprintf(f, "set terminal svg size %s dynamic font 'sans,11'\nset output '%s.svg'\n%s",
-            strncmp(name, "speed_", 6) ? "960,360" : "960,640", name, script);
-    fclose(f);
-    struct stat st;
-    if (gnuplot(plots, gp_name) != 0 || stat(svg, &st) != 0 || st.st_size == 0) {
-        fprintf(stderr, "qvet report: gnuplot failed on %s\n", gp);
-        unlink(svg);
-        pc->failed = 1;
-        return 0;
-    }
-    return 1;
+    char **slot = APPEND(pc->names, pc->n_names, pc->cap_names);
+    *slot = strdup(out);
+    QV_ASSERT(*slot, "out of memory");
 }
 
-/* Opens DIR/plots/NAME.dat for writing and names it in data_name (cap bytes)
- * as the scripts, run inside the plots folder, refer to it: "NAME.dat". NULL
- * (the report marked failed) when it cannot be created. */
-static FILE *open_plot_data(plot_ctx *pc, const char *name, char *data_name, size_t cap)
+/* Opens DIR/plots/NAME.gp with the terminal lines written: an SVG of the
+ * given height, text without enhanced markup (a '_' or '^' in a variant's
+ * name prints as itself). NULL (a failed plot, said on stderr) when the
+ * file cannot be created. */
+static FILE *plot_begin(plot_ctx *pc, const char *name, int height)
 {
-    char data[4096];
-    snprintf(data, sizeof data, "%s/plots/%s.dat", pc->dir, name);
-    snprintf(data_name, cap, "%s.dat", name);
-    FILE *d = fopen(data, "w");
-    if (!d) pc->failed = 1;
-    return d;
+    char gp[4096];
+    snprintf(gp, sizeof gp, "%s/plots/%s.gp", pc->dir, name);
+    FILE *g = fopen(gp, "w");
+    if (!g) {
+        fprintf(stderr, "qvet report: cannot write %s: %s\n", gp, strerror(errno));
+        pc->n_failed++;
+        return NULL;
+    }
+    fprintf(g, "set terminal svg size 960,%d dynamic font 'sans,11'\nset termoption noenhanced\nset output '%s.svg'\n",
+            height, name);
+    return g;
+}
+
+/* Closes the script g, runs it, and checks that NAME.svg exists and is not
+ * empty. Returns 1 when it does; otherwise says why, on stderr with
+ * gnuplot's own messages and in the Markdown, and returns 0. */
+static int plot_end(plot_ctx *pc, FILE *md, FILE *g, const char *name)
+{
+    char gp[4096], svg[4096], gp_name[512], err[4096];
+    snprintf(gp, sizeof gp, "%s/plots/%s.gp", pc->dir, name);
+    snprintf(svg, sizeof svg, "%s/plots/%s.svg", pc->dir, name);
+    snprintf(gp_name, sizeof gp_name, "%s.gp", name);
+    const int werr = ferror(g);
+    if (fclose(g) || werr) {
+        fprintf(stderr, "qvet report: writing %s failed\n", gp);
+        pc->n_failed++;
+        fprintf(md, "*(plot `%s` not drawn: its script could not be written)*\n\n", name);
+        return 0;
+    }
+    if (pc->missing) {
+        pc->n_failed++;
+        fprintf(md, "*(plot `%s` not drawn: gnuplot not found; `plots/%s.gp` draws it)*\n\n", name, name);
+        return 0;
+    }
+    char plots[4096];
+    snprintf(plots, sizeof plots, "%s/plots", pc->dir);
+    const gp_status st = gnuplot(plots, gp_name, err, sizeof err);
+    struct stat sb;
+    if (st == GP_OK && stat(svg, &sb) == 0 && sb.st_size > 0) return 1;
+    unlink(svg);
+    pc->n_failed++;
+    if (st == GP_MISSING) {
+        pc->missing = 1;
+        fprintf(stderr, "qvet report: %s; the plots are not drawn\n", err);
+        fprintf(md, "*(plot `%s` not drawn: gnuplot not found; `plots/%s.gp` draws it)*\n\n", name, name);
+        return 0;
+    }
+    size_t len = strlen(err);
+    while (len && (err[len - 1] == '\n' || err[len - 1] == ' ')) err[--len] = '\0';
+    if (st == GP_OK)
+        fprintf(stderr, "qvet report: gnuplot wrote no %s\n", svg);
+    else
+        fprintf(stderr, "qvet report: gnuplot failed on %s:\n%s\n", gp, len ? err : "(no message)");
+    fprintf(md, "*(plot `%s` not drawn: gnuplot failed on `plots/%s.gp`)*\n\n", name, name);
+    return 0;
 }
 
 /* ---- sections --------------------------------------------------------------- */
@@ -355,8 +564,11 @@ static void section_verdicts(FILE *md, report *r)
             tot[2]);
     fprintf(md, "Each cell is PASS/MARGINAL/FAIL case counts; **bold** marks a cell with a FAIL.\n\n");
     fprintf(md, "| variant | cases | worst err/E | worst ulp |");
-    for (int p = 0; p < np; p++) fprintf(md, " %s |", probes[p]);
-    for (int c = 0; c < nc; c++) fprintf(md, " %s |", classes[c]);
+    for (int p = 0; p < np + nc; p++) {
+        fputc(' ', md);
+        md_cell(md, p < np ? probes[p] : classes[p - np]);
+        fputs(" |", md);
+    }
     fprintf(md, "\n|---|---:|---:|---:|");
     for (int p = 0; p < np + nc; p++) fprintf(md, ":---:|");
     fputc('\n', md);
@@ -370,7 +582,9 @@ static void section_verdicts(FILE *md, report *r)
             if (c->err_over_bound > worst) worst = c->err_over_bound;
             if (c->max_ulp > worst_ulp) worst_ulp = c->max_ulp;
         }
-        fprintf(md, "| `%s` | %d | %.3g | %.3g |", vars[v], cnt, worst, worst_ulp);
+        fputs("| ", md);
+        md_code(md, vars[v], 1);
+        fprintf(md, " | %d | %.3g | %.3g |", cnt, worst, worst_ulp);
         for (int col = 0; col < np + nc; col++) {
             int k[3] = {0, 0, 0};
             for (int i = 0; i < r->n_cases; i++) {
@@ -395,6 +609,30 @@ static void section_verdicts(FILE *md, report *r)
     free(classes);
 }
 
+/* Writes the counts h (n bins) of one histogram panel: bins 0..n-1 on a
+ * linear x axis with the given tic labels, nonzero counts as boxes on a log y
+ * axis (a zero count has no place there). With every count zero, a "no data"
+ * panel saying `none`. */
+static void gp_hist_panel(FILE *g, const char *block, const double *h, int n, const char *xlabel,
+                          const char *xtics, const char *color, const char *none)
+{
+    log_span counts = {0};
+    for (int b = 0; b < n; b++)
+        if (h[b] > 0) span_add(&counts, h[b]);
+    fprintf(g, "set xlabel '%s'\nset ylabel 'elements (log)'\n", xlabel);
+    if (!counts.n) {
+        gp_no_data(g, none);
+        return;
+    }
+    fprintf(g, "%s << EOD\n", block);
+    for (int b = 0; b < n; b++)
+        if (h[b] > 0) fprintf(g, "%d %.17g\n", b, h[b]);
+    /* The bottom below the smallest count, so a bar of one element still shows. */
+    fprintf(g, "EOD\nunset logscale\nset logscale y\nset xrange [-0.6:%d.6]\nset yrange [%.6g:%.6g]\n"
+               "set xtics (%s)\nset ytics auto\nplot %s using 1:2 with boxes lc rgb '%s' notitle\n",
+            n - 1, counts.lo < 1 ? decade(counts.lo, 0) : 0.8, decade(counts.hi, 1), xtics, block, color);
+}
+
 static void section_variant_plots(FILE *md, report *r, plot_ctx *pc)
 {
     const char **vars;
@@ -406,65 +644,108 @@ static void section_variant_plots(FILE *md, report *r, plot_ctx *pc)
     fprintf(md, "## Per variant: error against the bound, ULPs, and error against K\n\n"
                 "Left: the distribution of per-case max |err|/E (a correct kernel stays below 1). "
                 "Middle: per-case max distance in output ulps to the correctly rounded exact value. "
-                "Right: max |err| against K beside the model's α·G; an accumulator cheaper than the "
-                "declared one shows up as points climbing towards or above the α·G line.\n\n");
+                "Right: max |err| against K beside the model's α·G (on its log scale, |err| = 0 of an "
+                "exact case and α·G = 0 of an exact accumulator have no point); an accumulator cheaper "
+                "than the declared one shows up as points climbing towards or above the α·G line.\n\n");
     for (int v = 0; v < nv; v++) {
-        char name[256], data_name[300];
-        slug(vars[v], name, sizeof name);
-        /* Histograms: bins of err/E in [0, 1) by 0.05 plus >= 1; ulps 0,1,2,3,4-7,8-15,>=16. */
+        char name[256];
+        plot_name(pc, "", vars[v], name, sizeof name);
+        /* Histograms: bins of err/E in [0, 1) by 0.05 plus >= 1; ulps 0,1,2,3,4-7,8-15,>=16.
+         * Cases left out, per panel: no histogram and no usable scalar (eb_out,
+         * ulp_out), K or |err| unusable (k_out), α·G unusable beside a plotted
+         * |err| (bound_out). Zero, which a log axis cannot hold either, is a
+         * value and not a defect: |err| = 0 (exact) or α·G = 0 (an exact
+         * accumulator) has no point, and the section's text says so. */
         double eb[21] = {0}, ulp[7] = {0};
-        FILE *d = open_plot_data(pc, name, data_name, sizeof data_name);
-        if (!d) continue;
-        int have_k = 0;
+        int eb_out = 0, ulp_out = 0, k_out = 0, bound_out = 0, exact = 0, n_bound = 0;
+        log_span ks = {0}, errs = {0};
         for (int i = 0; i < r->n_cases; i++) {
-            rep_case *c = &r->cases[i];
+            const rep_case *c = &r->cases[i];
             if (strcmp(c->variant, vars[v])) continue;
             if (c->has_hist_eb)
                 for (int b = 0; b < 21; b++) eb[b] += c->hist_eb[b];
-            else if (!isnan(c->err_over_bound))
+            else if (c->err_over_bound >= 0 && isfinite(c->err_over_bound))
                 eb[c->err_over_bound >= 1 ? 20 : (int)(c->err_over_bound * 20)] += 1;
+            else
+                eb_out++;
             if (c->has_hist_ulp)
                 for (int b = 0; b < 7; b++) ulp[b] += c->hist_ulp[b];
-            else if (!isnan(c->max_ulp)) {
+            else if (c->max_ulp >= 0 && isfinite(c->max_ulp)) {
                 double u = c->max_ulp;
                 ulp[u < 1 ? 0 : u < 2 ? 1 : u < 3 ? 2 : u < 4 ? 3 : u < 8 ? 4 : u < 16 ? 5 : 6] += 1;
+            } else {
+                ulp_out++;
             }
-            if (!isnan(c->k) && c->max_abs_err > 0) {
-                fprintf(d, "%.17g %.17g %.17g\n", c->k, c->max_abs_err,
-                        isnan(c->alpha_g) || c->alpha_g <= 0 ? NAN : c->alpha_g);
-                have_k = 1;
+            if (on_log_axis(c->k) && on_log_axis(c->max_abs_err)) {
+                span_add(&ks, c->k);
+                span_add(&errs, c->max_abs_err);
+                if (on_log_axis(c->alpha_g)) {
+                    span_add(&errs, c->alpha_g);
+                    n_bound++;
+                } else if (c->alpha_g != 0) {
+                    bound_out++;
+                }
+            } else if (on_log_axis(c->k) && c->max_abs_err == 0) {
+                exact++;
+            } else {
+                k_out++;
             }
         }
-        fprintf(d, "\n\n");
-        for (int b = 0; b < 21; b++) fprintf(d, "%d %.17g\n", b, eb[b]);
-        fprintf(d, "\n\n");
-        for (int b = 0; b < 7; b++) fprintf(d, "%d %.17g\n", b, ulp[b]);
-        fclose(d);
-        char script[8192];
-        int off = snprintf(script, sizeof script,
-                           "set multiplot layout 1,3 title '%s'\n"
-                           "set style fill solid 0.6\nset boxwidth 0.8\nunset key\n"
-                           "set xlabel '|err|/E'\nset ylabel 'elements (log)'\nset logscale y\nset yrange [0.8:*]\n"
-                           "set xtics ('0' 0, '.25' 5, '.5' 10, '.75' 15, '>=1' 20)\n"
-                           "plot '%s' index 1 using 1:2 with boxes lc rgb '#3b6ea8'\n"
-                           "set xlabel 'ulps to RN(y)'\n"
-                           "set xtics ('0' 0, '1' 1, '2' 2, '3' 3, '4-7' 4, '8-15' 5, '>=16' 6)\n"
-                           "plot '%s' index 2 using 1:2 with boxes lc rgb '#5a9a5a'\n",
-                           vars[v], data_name, data_name);
-        if (have_k)
-            snprintf(script + off, sizeof script - (size_t)off,
-                     "set xtics auto\nset logscale xy\nset xlabel 'K'\nset ylabel '|err|'\n"
-                     "set format y '%%.0e'\nset yrange [*:*]\nset key top left font ',9'\n"
-                     "plot '%s' index 0 using 1:2 with points pt 7 ps 0.4 lc rgb '#3b6ea8' title 'max |err|', "
-                     "'' index 0 using 1:3 with points pt 6 ps 0.5 lc rgb '#c0392b' title 'α·G'\n"
-                     "unset multiplot\n",
-                     data_name);
-        else
-            snprintf(script + off, sizeof script - (size_t)off,
-                     "set xtics auto\nunset xlabel\nunset ylabel\nset key off\n"
-                     "set label 1 'no nonzero error: exact' at graph 0.5,0.5 center\n"
-                     "plot [0:1][0:1] NaN\nunset multiplot\n");
-        if (render(pc, name, script)) fprintf(md, "### `%s`\n\n![%s](plots/%s.svg)\n\n", vars[v], vars[v], name);
+        FILE *g = plot_begin(pc, name, 360);
+        if (!g) continue;
+        fputs("set multiplot layout 1,3 title ", g);
+        gp_str(g, vars[v]);
+        fputs("\nset style fill solid 0.6\nset boxwidth 0.8\nunset key\n", g);
+        gp_hist_panel(g, "$eb", eb, 21, "|err|/E", "'0' 0, '.25' 5, '.5' 10, '.75' 15, '>=1' 20", "#3b6ea8",
+                      "no data: no finite |err|/E");
+        gp_hist_panel(g, "$ulp", ulp, 7, "ulps to RN(y)", "'0' 0, '1' 1, '2' 2, '3' 3, '4-7' 4, '8-15' 5, '>=16' 6",
+                      "#5a9a5a", "no data: no finite ulp distance");
+        fputs("set xlabel 'K'\nset ylabel '|err|'\n", g);
+        if (ks.n) {
+            /* The same filter as above, one datablock per series. */
+            fputs("$err << EOD\n", g);
+            for (int i = 0; i < r->n_cases; i++) {
+                const rep_case *c = &r->cases[i];
+                if (!strcmp(c->variant, vars[v]) && on_log_axis(c->k) && on_log_axis(c->max_abs_err))
+                    fprintf(g, "%.17g %.17g\n", c->k, c->max_abs_err);
+            }
+            fputs("EOD\n$bound << EOD\n", g);
+            for (int i = 0; i < r->n_cases; i++) {
+                const rep_case *c = &r->cases[i];
+                if (!strcmp(c->variant, vars[v]) && on_log_axis(c->k) && on_log_axis(c->max_abs_err) &&
+                    on_log_axis(c->alpha_g))
+                    fprintf(g, "%.17g %.17g\n", c->k, c->alpha_g);
+            }
+            fputs("EOD\nunset logscale\n", g);
+            gp_log_range(g, "x", ks);
+            gp_log_range(g, "y", errs);
+            fputs("set xtics auto\nset ytics auto\nset format y '%.0e'\nset key top left font ',9'\n"
+                  "plot $err using 1:2 with points pt 7 ps 0.4 lc rgb '#3b6ea8' title 'max |err|'",
+                  g);
+            if (n_bound) fputs(", $bound using 1:2 with points pt 6 ps 0.5 lc rgb '#c0392b' title 'α·G'", g);
+            fputc('\n', g);
+        } else {
+            gp_no_data(g, exact ? "no nonzero error: exact" : "no data: no finite K and |err|");
+        }
+        fputs("unset multiplot\n", g);
+        fputs("### ", md);
+        md_code(md, vars[v], 0);
+        fputs("\n\n", md);
+        if (plot_end(pc, md, g, name)) fprintf(md, "![%s](plots/%s.svg)\n\n", name, name);
+        if (eb_out || ulp_out || k_out || bound_out) {
+            fputs("Values not plotted (null, NaN, Inf, negative or beyond 1e±300), in cases:", md);
+            const char *sep = " ";
+            const struct {
+                int n;
+                const char *what;
+            } outs[] = {{eb_out, "|err|/E"}, {ulp_out, "ulps"}, {k_out, "K or |err|"}, {bound_out, "α·G"}};
+            for (int o = 0; o < 4; o++)
+                if (outs[o].n) {
+                    fprintf(md, "%s%s %d", sep, outs[o].what, outs[o].n);
+                    sep = ", ";
+                }
+            fputs(".\n\n", md);
+        }
     }
     free(vars);
 }
@@ -492,7 +773,19 @@ static void section_worst(FILE *md, report *r)
                 "| verdict | variant | m×n×k | probe | err/E | ulp | replay |\n|---|---|---|---|---:|---:|---|\n");
     for (int i = 0; i < n; i++) {
         const rep_case *c = v[i];
-        fprintf(md, "| %s | `%s` | %.0f×%.0f×%.0f | %s | ", c->verdict, c->variant, c->m, c->n, c->k, c->probe);
+        fputs("| ", md);
+        md_cell(md, c->verdict);
+        fputs(" | ", md);
+        md_code(md, c->variant, 1);
+        fputs(" | ", md);
+        fmt_num(md, c->m, "%.0f");
+        fputs("×", md);
+        fmt_num(md, c->n, "%.0f");
+        fputs("×", md);
+        fmt_num(md, c->k, "%.0f");
+        fputs(" | ", md);
+        md_cell(md, c->probe);
+        fputs(" | ", md);
         fmt_num(md, c->err_over_bound, "%.3g");
         fputs(" | ", md);
         fmt_num(md, c->max_ulp, "%.3g");
@@ -541,21 +834,59 @@ static void section_ppl(FILE *md, report *r)
         const rep_ppl *first = NULL;
         for (int i = 0; i < r->n_ppl && !first; i++)
             if (!strcmp(r->ppl[i].model, models[mi])) first = &r->ppl[i];
-        fprintf(md, "Model `%s` (sha256 `%s`), text sha256 `%s`, %.0f tokens, context %.0f, %.0f chunks "
-                    "(second half of each chunk scored).\n\n",
-                models[mi], first->model_sha, first->text_sha, first->tokens, first->ctx, first->chunks);
+        fputs("Model ", md);
+        md_code(md, models[mi], 0);
+        fputs(" (sha256 ", md);
+        md_code(md, first->model_sha, 0);
+        fputs("), text sha256 ", md);
+        md_code(md, first->text_sha, 0);
+        fputs(", ", md);
+        fmt_num(md, first->tokens, "%.0f");
+        fputs(" tokens, context ", md);
+        fmt_num(md, first->ctx, "%.0f");
+        fputs(", ", md);
+        fmt_num(md, first->chunks, "%.0f");
+        fputs(" chunks (second half of each chunk scored).\n\n", md);
         fprintf(md, "| variant | backend | PPL | ΔPPL | KLD mean | KLD p99 | KLD max | same top-1 | RMS Δp |\n"
                     "|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
         for (int i = 0; i < r->n_ppl; i++) {
             rep_ppl *p = &r->ppl[i];
             if (strcmp(p->model, models[mi])) continue;
-            fprintf(md, "| `%s` | %s | %.4f ± %.4f | %+.4f ± %.4f | %.3g ± %.2g | %.3g | %.3g | %.2f %% | %.3g |\n",
-                    p->variant, p->backend, p->ppl, p->ppl_se, p->dppl, p->dppl_se, p->kld, p->kld_se,
-                    p->kld_p99, p->kld_max, p->top1, p->rms_dp);
+            fputs("| ", md);
+            md_code(md, p->variant, 1);
+            fputs(" | ", md);
+            md_cell(md, p->backend);
+            /* same_top1 is a fraction (eval/cmd_ppl.c), shown in percent. */
+            const struct {
+                const char *before, *fmt;
+                double x;
+            } cells[] = {{" | ", "%.4f", p->ppl},       {" ± ", "%.4f", p->ppl_se},  {" | ", "%+.4f", p->dppl},
+                         {" ± ", "%.4f", p->dppl_se},   {" | ", "%.3g", p->kld},     {" ± ", "%.2g", p->kld_se},
+                         {" | ", "%.3g", p->kld_p99},   {" | ", "%.3g", p->kld_max}, {" | ", "%.2f %%", 100 * p->top1},
+                         {" | ", "%.3g", p->rms_dp}};
+            for (size_t ci = 0; ci < sizeof cells / sizeof cells[0]; ci++) {
+                fputs(cells[ci].before, md);
+                fmt_num(md, cells[ci].x, cells[ci].fmt);
+            }
+            fputs(" |\n", md);
         }
         fputc('\n', md);
     }
     free(models);
+}
+
+/* 1 when bench line b is a block line of `model` and `variant`. */
+static int is_block(const rep_bench *b, const char *model, const char *variant)
+{
+    return !strcmp(b->model, model) && !strcmp(b->variant, variant) && !strcmp(b->layer, "block");
+}
+
+/* The weight-read floor drawn beside a baseline row, or NULL. */
+static const char *floor_title(const char *variant)
+{
+    if (!strcmp(variant, "cublas-f16")) return "fp16 weight floor";
+    if (!strcmp(variant, "marlin-w4a16-g128-f16")) return "int4 weight floor";
+    return NULL;
 }
 
 static void section_bench(FILE *md, report *r, plot_ctx *pc)
@@ -568,52 +899,93 @@ static void section_bench(FILE *md, report *r, plot_ctx *pc)
     int nm = distinct(r->bench, r->n_bench, sizeof(rep_bench), offsetof(rep_bench, model), &models);
     int nv = distinct(r->bench, r->n_bench, sizeof(rep_bench), offsetof(rep_bench, variant), &vars);
     for (int mi = 0; mi < nm; mi++) {
-        char name[256], data_name[300];
-        snprintf(name, sizeof name, "speed_");
-        slug(models[mi], name + 6, sizeof name - 6);
-        FILE *d = open_plot_data(pc, name, data_name, sizeof data_name);
-        if (!d) continue;
-        char plot[8192];
-        int off = snprintf(plot, sizeof plot,
-                           "set title 'block time, %s'\nset logscale xy\nset xlabel 'M'\n"
-                           "set ylabel 'median µs'\nset key below maxcols 3 font ',9'\nplot ",
-                           models[mi]);
-        int series = 0;
-        for (int v = 0; v < nv; v++) {
-            int any = 0;
-            for (int i = 0; i < r->n_bench; i++) {
-                rep_bench *b = &r->bench[i];
-                if (strcmp(b->model, models[mi]) || strcmp(b->variant, vars[v]) || strcmp(b->layer, "block"))
-                    continue;
-                fprintf(d, "%.17g %.17g %.17g\n", b->m, b->median_us, b->floor_us);
-                any = 1;
+        /* Block lines whose M or time cannot sit on the log axes are left out
+         * and counted; a series is drawn when one of its lines is left. */
+        log_span ms = {0}, us = {0};
+        int blocks = 0, left_out = 0;
+        for (int i = 0; i < r->n_bench; i++) {
+            const rep_bench *b = &r->bench[i];
+            if (strcmp(b->model, models[mi]) || strcmp(b->layer, "block")) continue;
+            blocks++;
+            if (!on_log_axis(b->m) || !on_log_axis(b->median_us)) {
+                left_out++;
+                continue;
             }
-            if (!any) continue;
-            fprintf(d, "\n\n");
-            off += snprintf(plot + off, sizeof plot - (size_t)off,
-                            "%s'%s' index %d using 1:2 with linespoints %s title '%s'", series ? ", " : "",
-                            data_name, series, strncmp(vars[v], "cublas", 6) ? "" : "lw 3 lc rgb 'black'", vars[v]);
-            if (!strcmp(vars[v], "cublas-f16"))
-                off += snprintf(plot + off, sizeof plot - (size_t)off,
-                                ", '%s' index %d using 1:3 with lines dt 2 lc rgb 'gray' title 'fp16 weight floor'",
-                                data_name, series);
-            if (!strcmp(vars[v], "marlin-w4a16-g128-f16"))
-                off += snprintf(plot + off, sizeof plot - (size_t)off,
-                                ", '%s' index %d using 1:3 with lines dt 3 lc rgb 'black' title 'int4 weight floor'",
-                                data_name, series);
-            series++;
+            span_add(&ms, b->m);
+            span_add(&us, b->median_us);
+            if (floor_title(b->variant) && on_log_axis(b->floor_us)) span_add(&us, b->floor_us);
         }
-        fclose(d);
-        snprintf(plot + off, sizeof plot - (size_t)off, "\n");
-        if (series && render(pc, name, plot))
-            fprintf(md, "![speed %s](plots/%s.svg)\n\n", models[mi], name);
+        /* Only layer lines (or lines without a model, such as "copy"): nothing to plot or tabulate. */
+        if (!blocks) continue;
+        char name[256];
+        plot_name(pc, "speed_", models[mi], name, sizeof name);
+        FILE *g = ms.n ? plot_begin(pc, name, 640) : NULL;
+        if (g) {
+            fputs("set title ", g);
+            char title[512];
+            snprintf(title, sizeof title, "block time, %s", models[mi]);
+            gp_str(g, title);
+            fputs("\nset xlabel 'M'\nset ylabel 'median µs'\nset key below maxcols 3 font ',9'\n", g);
+            gp_log_range(g, "x", ms);
+            gp_log_range(g, "y", us);
+            /* One datablock per series: $tV the times of variant V, $fV its floor. */
+            for (int v = 0; v < nv; v++) {
+                for (int fl = 0; fl < 2; fl++) {
+                    if (fl && !floor_title(vars[v])) continue;
+                    int rows = 0;
+                    for (int i = 0; i < r->n_bench; i++) {
+                        const rep_bench *b = &r->bench[i];
+                        if (!is_block(b, models[mi], vars[v]) || !on_log_axis(b->m) || !on_log_axis(b->median_us) ||
+                            (fl && !on_log_axis(b->floor_us)))
+                            continue;
+                        if (!rows++) fprintf(g, "$%c%d << EOD\n", fl ? 'f' : 't', v);
+                        fprintf(g, "%.17g %.17g\n", b->m, fl ? b->floor_us : b->median_us);
+                    }
+                    if (rows) fputs("EOD\n", g);
+                }
+            }
+            fputs("plot ", g);
+            int series = 0;
+            for (int v = 0; v < nv; v++) {
+                int have_t = 0, have_f = 0;
+                for (int i = 0; i < r->n_bench; i++) {
+                    const rep_bench *b = &r->bench[i];
+                    if (!is_block(b, models[mi], vars[v]) || !on_log_axis(b->m) || !on_log_axis(b->median_us))
+                        continue;
+                    have_t = 1;
+                    have_f |= floor_title(vars[v]) && on_log_axis(b->floor_us);
+                }
+                if (!have_t) continue;
+                fprintf(g, "%s$t%d using 1:2 with linespoints %s title ", series++ ? ", " : "", v,
+                        strncmp(vars[v], "cublas", 6) ? "" : "lw 3 lc rgb 'black'");
+                gp_str(g, vars[v]);
+                if (have_f)
+                    fprintf(g, ", $f%d using 1:2 with lines dt %d lc rgb '%s' title '%s'", v,
+                            strcmp(vars[v], "cublas-f16") ? 3 : 2, strcmp(vars[v], "cublas-f16") ? "black" : "gray",
+                            floor_title(vars[v]));
+            }
+            fputc('\n', g);
+            if (plot_end(pc, md, g, name)) fprintf(md, "![speed %s](plots/%s.svg)\n\n", name + 6, name);
+        } else if (!ms.n) {
+            fputs("No speed plot for ", md);
+            md_code(md, models[mi], 0);
+            fputs(": no block line has a positive, finite M and time.\n\n", md);
+        }
+        if (left_out)
+            fprintf(md, "%d block lines not plotted (M or time null, NaN, Inf, not positive or beyond 1e±300).\n\n",
+                    left_out);
         fprintf(md, "| variant | M | block µs | floor fraction | vs cuBLAS fp16 |\n|---|---:|---:|---:|---:|\n");
         for (int v = 0; v < nv; v++)
             for (int i = 0; i < r->n_bench; i++) {
-                rep_bench *b = &r->bench[i];
-                if (strcmp(b->model, models[mi]) || strcmp(b->variant, vars[v]) || strcmp(b->layer, "block"))
-                    continue;
-                fprintf(md, "| `%s` | %.0f | %.1f | ", b->variant, b->m, b->median_us);
+                const rep_bench *b = &r->bench[i];
+                if (!is_block(b, models[mi], vars[v])) continue;
+                fputs("| ", md);
+                md_code(md, b->variant, 1);
+                fputs(" | ", md);
+                fmt_num(md, b->m, "%.0f");
+                fputs(" | ", md);
+                fmt_num(md, b->median_us, "%.1f");
+                fputs(" | ", md);
                 fmt_num(md, b->floor_fraction, "%.2f");
                 fputs(" | ", md);
                 fmt_num(md, b->vs_cublas, "%.2f×");
@@ -660,7 +1032,9 @@ static void usage(FILE *f)
     fprintf(f, "usage: qvet report RESULTS.jsonl [MORE.jsonl ...] -o DIR\n\n"
                "Renders DIR/index.md and SVG plots (DIR/plots/, drawn with gnuplot) from JSONL\n"
                "results of qvet check, fuzz, replay, bench, ppl and mutants. Malformed lines are\n"
-               "reported with their line number and skipped. The same input gives the same bytes.\n");
+               "reported with their line number and skipped. The same input gives the same bytes.\n"
+               "Exit status: 0 done, 2 bad arguments or an unreadable input, 3 gnuplot missing or\n"
+               "failing (index.md is still written, and says which plots are missing).\n");
 }
 
 static int mkdir_p(const char *dir)
@@ -733,7 +1107,7 @@ int qv_cmd_report(int argc, char **argv)
         free(inputs);
         return 2;
     }
-    plot_ctx pc = {.dir = outdir, .failed = 0};
+    plot_ctx pc = {.dir = outdir};
     fprintf(md, "# qvet accuracy report\n\n");
     if (!r.n_cases && !r.n_bench && !r.n_mutants && !r.n_ppl)
         fprintf(md, "The inputs hold no results.\n\n");
@@ -754,8 +1128,18 @@ int qv_cmd_report(int argc, char **argv)
     printf("report: %s (%d cases, %d bench, %d mutants, %d ppl rows, %d lines skipped)\n", md_path, r.n_cases,
            r.n_bench, r.n_mutants, r.n_ppl, r.bad_lines);
     free(inputs);
-    if (pc.failed) {
-        fprintf(stderr, "qvet report: some plots could not be drawn (is gnuplot installed?)\n");
+    for (int i = 0; i < pc.n_names; i++) free(pc.names[i]);
+    free(pc.names);
+    /* Exit 3 is an environment failure: the data cannot make a plot fail, so
+     * a plot not drawn means gnuplot is missing or cannot draw SVG. */
+    if (pc.missing) {
+        fprintf(stderr, "qvet report: gnuplot not found: %s has no plots; install gnuplot, or run the scripts "
+                        "in %s with it\n",
+                md_path, plots);
+        return 3;
+    }
+    if (pc.n_failed) {
+        fprintf(stderr, "qvet report: %d plots could not be drawn (gnuplot's messages above)\n", pc.n_failed);
         return 3;
     }
     return 0;
