@@ -94,13 +94,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (data[3] & 0x40) v.wfmt = QV_FMT_U8; /* sometimes the wrong code format for the layout */
     v.g = (data[4] & 0x80) ? (data[4] & 0x7F) : 16 * (1 + (data[4] & 7));
     v.act_order = data[5] & 1;
-    v.zero_point = v.layout == QV_LAYOUT_MARLIN_W4_ZP || (data[5] & 2);
+    v.zero_point = (v.layout == QV_LAYOUT_MARLIN_W4_ZP || (data[5] & 2)) ? QV_ZP_INT : QV_ZP_NONE;
     v.afmt = (data[5] & 4) ? QV_FMT_BF16 : QV_FMT_F16;
     int raw_codes = data[5] & 8;   /* codes may leave their range */
     int raw_gidx = data[5] & 16;   /* g_idx may leave its range */
     /* data[5] & 32: scales keep every exponent (the fp8 fold may overflow). */
     int grouped = v.scale_layout == QV_SCALE_GROUP || v.scale_layout == QV_SCALE_GROUP_CHANNEL;
     if (!grouped) v.g = 0;
+    if (v.zero_point) {
+        v.zp_layout = QV_SCALE_GROUP;
+        v.zp_g = v.g;
+    }
+    if (v.scale_layout == QV_SCALE_GROUP_CHANNEL) {
+        v.s2fmt = QV_FMT_F32;
+        v.s2_layout = QV_SCALE_CHANNEL;
+    }
     int64_t groups = grouped && v.g > 0 ? (k + v.g - 1) / v.g : 1;
 
     bytes body = {data + HDR, size - HDR, 0};

@@ -1,23 +1,33 @@
 /* bound.c: the certified per-element bound E (DESIGN.md §3).
  *
- *   E = alpha*G*S + ep_ops*u*(|y| + alpha*G*S) + abs + ref_err
+ *   E = D*S + ep_ops*u*(|y| + D*S) + abs + ref_err
  *
- * G = sum_k |a_k|*|w_k| over the accumulator-level operands (ref_operands.h:
- * dequant roundings, w_mul, azp and block scales already applied, so the dequant
- * terms are exact and contribute nothing), S = the product of the epilogue
- * scales' magnitudes, u = 2^-24 (fp32 RN) and ep_ops the number of fp32
- * roundings in the epilogue: the epilogue multiplies the accumulated value
- * (within alpha*G of the exact one) by S with ep_ops relative errors of at most
- * u each, so |c - y| <= alpha*G*S + ((1+u)^ep_ops - 1)(|y| + alpha*G*S), and
- * (1+u)^e - 1 <= e*u*(1 + 2^-20) for e <= 16. `abs` covers fp32 underflow (at
- * most 2^-150 per rounding, one per product and addition), `ref_err` is the
- * reference's own error (0 for exact paths; the dgemm term for the fast path). */
+ * D bounds the accumulator's error in its own units: alpha*G for the
+ * accumulators whose bound is a worst case over all of K (G = sum_k |a_k||w_k|
+ * over the accumulator-level operands: dequant roundings, w_mul, azp already
+ * applied, so the dequant terms are exact and contribute nothing), or the
+ * block-structured sum of ref_bound_accum for the fp8 accumulator and for sums
+ * whose segments scales multiply. S is the product of the epilogue scales'
+ * magnitudes, u = 2^-24 (fp32 RN) and ep_ops the number of fp32 roundings in
+ * the epilogue: the epilogue multiplies the accumulated value (within D of the
+ * exact one) by S with ep_ops relative errors of at most u each, so
+ * |c - y| <= D*S + ((1+u)^ep_ops - 1)(|y| + D*S), and (1+u)^e - 1 <=
+ * e*u*(1 + 2^-20) for e <= 16. `abs` covers fp32 underflow (at most 2^-150 per
+ * rounding, one per product and addition), `ref_err` is the reference's own
+ * error (0 for exact paths; the dgemm term for the fast path). A bias added in
+ * the epilogue is one more rounding, relative to the sum it makes
+ * (ref_bound_element_bias). */
 #include <math.h>
+#include <stdlib.h>
 
 #include "ref_bound.h"
 
-double ref_bound_element(double alpha, double g, double s, double y, int ep_ops, int64_t k,
-                         double ref_err)
+#define U24 0x1p-24
+#define U23 0x1p-23
+
+/* The accumulation and the epilogue's multiplications, before the terms of
+ * y's own representation. */
+static double mul_part(double alpha, double g, double s, double y, int ep_ops, int64_t k)
 {
     const double u = ldexp(1.0, -24);
     double dacc = alpha * g * s;
@@ -27,9 +37,110 @@ double ref_bound_element(double alpha, double g, double s, double y, int ep_ops,
         dacc += (double)(k + 2) * ldexp(1.0, -149) * (s > 1.0 ? s : 1.0);
     double e = dacc + (double)ep_ops * u * (1.0 + ldexp(1.0, -20)) * (fabs(y) + dacc);
     if (ep_ops > 0) e += (double)ep_ops * ldexp(1.0, -149) * (s > 1.0 ? s : 1.0);
+    return e;
+}
+
+double ref_bound_element(double alpha, double g, double s, double y, int ep_ops, int64_t k,
+                         double ref_err)
+{
+    double e = mul_part(alpha, g, s, y, ep_ops, k);
     /* y itself is carried as a double: its conversion from the exact value and up
      * to three scale multiplications give at most 4 relative roundings of 2^-53;
      * 2^-50 covers them with room (certified, not a tolerance). */
     e += ldexp(1.0, -50) * fabs(y);
     return e + ref_err;
+}
+
+double ref_bound_element_bias(double alpha, double g, double s1, int n1, double y1, double y2, double s2, int n2,
+                              double y, int64_t k, double ref_err)
+{
+    const double u = ldexp(1.0, -24) * (1.0 + ldexp(1.0, -20));
+    /* the steps before the bias, to the value y1 = acc * s1 */
+    double e = mul_part(alpha, g, s1, y1, n1, k);
+    /* the addition: y2 = y1 + bias, one rounding relative to the computed sum */
+    e += u * (fabs(y2) + e) + ldexp(1.0, -149);
+    /* the steps after it: y = y2 * s2 */
+    if (n2 > 0) {
+        double es = e * s2;
+        e = es + (double)n2 * u * (fabs(y) + es) + (double)n2 * ldexp(1.0, -149) * (s2 > 1.0 ? s2 : 1.0);
+    }
+    return e + ldexp(1.0, -50) * (fabs(y) + fabs(y1) * s2) + ref_err;
+}
+
+/* The accumulator error of one block of products restarted at its start and
+ * finished at a promotion: an accumulator of `bits` significand bits that
+ * truncates, fed the products p (n of them) in any order and grouping. Every
+ * partial it holds is at most M = sum |p| in magnitude (truncation toward zero
+ * never grows a sum past its terms), so one truncation loses less than the
+ * spacing of bits-bit numbers at M, 2^(floor(log2 M) - bits + 1), and never
+ * more than the addend it absorbs; a product enters through at most two
+ * truncations (its alignment to the accumulator, the sum's own), so the block
+ * loses at most 2 * sum_k min(spacing, |p_k|). */
+static double narrow_block(const double *ap, int64_t n, int bits, double *m_out)
+{
+    double m = 0;
+    for (int64_t t = 0; t < n; t++) m += ap[t];
+    m *= 1.0 + (double)(n + 1) * ldexp(1.0, -53); /* an upper bound on the exact sum */
+    *m_out = m;
+    if (m == 0.0) return 0.0;
+    double spacing = ldexp(1.0, ilogb(m) - bits + 1);
+    double e = 0;
+    for (int64_t t = 0; t < n; t++) e += ap[t] < spacing ? ap[t] : spacing;
+    return 2.0 * e * (1.0 + (double)(n + 1) * ldexp(1.0, -53));
+}
+
+double ref_bound_accum(const ref_accum_model *am, const double *ap, const double *sigma, int64_t k)
+{
+    int64_t seg = am->seg > 0 ? am->seg : k;
+    int64_t nseg = (k + seg - 1) / seg;
+    double total = 0, mag = 0;
+    for (int64_t sg = 0; sg < nseg; sg++) {
+        const double *p = ap + sg * seg;
+        int64_t len = (sg + 1) * seg <= k ? seg : k - sg * seg;
+        double m = 0, e = 0;
+        switch (am->kind) {
+        case REF_ACC_INT: {
+            for (int64_t t = 0; t < len; t++) m += p[t];
+            m *= 1.0 + (double)(len + 1) * ldexp(1.0, -53);
+            /* exact; a segment's partial is converted to fp32 (one rounding) */
+            e = am->seg > 0 ? U24 * m : 0.0;
+            break;
+        }
+        case REF_ACC_TC_F32:
+        case REF_ACC_FMA_F32:
+            for (int64_t t = 0; t < len; t++) m += p[t];
+            m *= 1.0 + (double)(len + 1) * ldexp(1.0, -53);
+            e = am->alpha_per_k * (double)len * m;
+            break;
+        case REF_ACC_NARROW: {
+            int64_t nb = am->promote > 0 ? am->promote : len;
+            int64_t blocks = 0;
+            for (int64_t b0 = 0; b0 < len; b0 += nb) {
+                double mb;
+                e += narrow_block(p + b0, b0 + nb <= len ? nb : len - b0, am->bits, &mb);
+                m += mb;
+                blocks++;
+            }
+            /* the promotions: each block's partial added into an fp32 sum (its
+             * conversion exact below 24 bits), an RN or truncating fp32 add */
+            e += (double)blocks * U23 * (m + e);
+            break;
+        }
+        }
+        if (am->seg > 0) {
+            /* the segment's partial times its scale product sa*sw (rounded in
+             * fp32), two roundings, then added to the fp32 total */
+            double s = sigma[sg];
+            total += s * ((e * (1.0 + ldexp(1.0, -22))) + U23 * (1.0 + ldexp(1.0, -22)) * (m + e));
+            mag += s * (m + e);
+        } else {
+            total += e;
+            mag += m;
+        }
+    }
+    if (am->seg > 0) total += (double)nseg * U24 * (1.0 + ldexp(1.0, -20)) * (mag + total);
+    else if (am->kind == REF_ACC_INT && am->red_f32)
+        /* int32 partials of up to K slices converted and added in fp32 */
+        total += (double)k * U24 * (1.0 + ldexp(1.0, -20)) * mag;
+    return total;
 }

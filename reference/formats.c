@@ -69,12 +69,16 @@ static const fmt_row fmt_table[QV_FMT_COUNT] = {
                       .special = SPECIAL_FN, .nan_code = 0x7Fu},
     [QV_FMT_I4] = {.info = {.name = "i4", .bits = 4, .is_signed = 1, .max_finite = 7.0,
                             .min_value = -8.0}},
-    [QV_FMT_U4] = {.info = {.name = "u4", .bits = 4, .is_signed = 1, .max_finite = 7.0,
+    [QV_FMT_U4] = {.info = {.name = "u4b8", .bits = 4, .is_signed = 1, .max_finite = 7.0,
                             .min_value = -8.0}},
     [QV_FMT_I8] = {.info = {.name = "i8", .bits = 8, .is_signed = 1, .max_finite = 127.0,
                             .min_value = -128.0}},
-    [QV_FMT_U8] = {.info = {.name = "u8", .bits = 8, .is_signed = 1, .max_finite = 127.0,
+    [QV_FMT_U8] = {.info = {.name = "u8b128", .bits = 8, .is_signed = 1, .max_finite = 127.0,
                             .min_value = -128.0}},
+    [QV_FMT_UINT4] = {.info = {.name = "u4", .bits = 4, .is_signed = 0, .max_finite = 15.0,
+                               .min_value = 0.0}},
+    [QV_FMT_UINT8] = {.info = {.name = "u8", .bits = 8, .is_signed = 0, .max_finite = 255.0,
+                               .min_value = 0.0}},
     [QV_FMT_I32] = {.info = {.name = "i32", .bits = 32, .is_signed = 1,
                              .max_finite = 2147483647.0, .min_value = -2147483648.0}},
 };
@@ -344,6 +348,8 @@ double qv_decode(qv_fmt f, uint32_t code)
     case QV_FMT_U4: return (double)((int)(code & 0xFu) - 8);
     case QV_FMT_I8: return (double)(int8_t)(uint8_t)code;
     case QV_FMT_U8: return (double)((int)(code & 0xFFu) - 128);
+    case QV_FMT_UINT4: return (double)(code & 0xFu);
+    case QV_FMT_UINT8: return (double)(code & 0xFFu);
     case QV_FMT_I32: return (double)(int32_t)code;
     default: return decode_float(r, code);
     }
@@ -374,6 +380,9 @@ uint32_t qv_encode(qv_fmt f, double x, qv_sat sat)
         return (uint32_t)(int32_t)v & 0xFFu;
     case QV_FMT_U8:
         return (uint32_t)(round_int_clamped(x, fi->min_value, fi->max_finite) + 128);
+    case QV_FMT_UINT4:
+    case QV_FMT_UINT8:
+        return (uint32_t)round_int_clamped(x, fi->min_value, fi->max_finite);
     case QV_FMT_I32:
         return (uint32_t)(int32_t)round_int_clamped(x, fi->min_value, fi->max_finite);
     default: return encode_float(r, x, sat);

@@ -1,22 +1,28 @@
-/* model.c: the CPU model of every registry row (reference.h: ref_model_run), a
- * plain C rendering of the row's declared arithmetic:
- *   - dequantization with the row's rounding (ref_operands.h);
+/* model.c: the CPU model of every registry row and spec (reference.h:
+ * ref_model_run), a plain C rendering of the declared arithmetic:
+ *   - dequantization with the declared rounding (ref_operands.h);
  *   - accumulation: INT32 exactly (int64, equal to int32 since the registry
  *     proves no overflow); TC_F32 as one fp32 sum in K order (the products of
  *     fp16/bf16/fp8/int codes are exact in fp32, so each step is one RN addition;
  *     split-K fp32 reduction is one more order of the same additions); FMA_F32 as
  *     fmaf; TC_FP8 as an accumulator of acc_bits significant bits, promoted into
- *     an fp32 sum every promote_nc products: below 24 bits it truncates after
- *     every product (the ~14-bit fast-accumulation behaviour), at 24 bits each
- *     addition is one fp32 RN rounding (the mma.sync e4m3 path as measured); with block-128 scales multiplied in fp32 at
- *     each promotion (scale_a * scale_b first, then the partial);
- *   - the epilogue steps in order, each an fp32 RN operation;
- *   - the output cast: RNE, then the row's saturation rule. */
+ *     an fp32 sum every promote_nc products (never when 0): below 24 bits it
+ *     truncates after every product, at 24 bits each addition is one fp32 RN
+ *     rounding;
+ *   - scales that vary along K and multiply partial sums (qv_spec_segment:
+ *     group or block weight scales with dq=exact, per-128-K activation scales):
+ *     each segment summed as above (an int32 partial converted to fp32), times
+ *     its scale product (scale_a * scale_b first, in fp32), added into an fp32
+ *     total;
+ *   - the epilogue steps in order, each an fp32 RN operation (a bias too);
+ *   - the output cast: RNE, then the declared saturation; an int32 output is
+ *     the exact sum. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "qvet/formats.h"
+#include "qvet/problem.h"
 #include "qvet/reference.h"
 #include "ref_operands.h"
 
@@ -72,55 +78,91 @@ static float dot_f32(const float *a, const float *w, int64_t k, int fused)
 #endif
 }
 
-/* The fp8 tensor-core dot product with promotion (see the file comment).
- * a: (k) activation values of row i; wt: (k) weight values of column j. */
-static float dot_fp8(const qv_problem *p, const double *a, const double *wt, int64_t i, int64_t j)
+/* The fp8 tensor-core sum of products k0..k1-1 with promotion (see the file
+ * comment): blocks of nc products in an acc_bits accumulator, each promoted
+ * into an fp32 sum. a: activation values of row i; wt: weight values of column j. */
+static float sum_fp8(const qv_arith *ar, const double *a, const double *wt, int64_t k0, int64_t k1, int64_t nc,
+                     int bits)
 {
-    const qv_arith *ar = &p->v->arith;
-    int nc = ar->promote_nc > 0 ? ar->promote_nc : 128;
-    int bits = ar->acc_bits > 0 ? ar->acc_bits : 14;
-    int block = p->v->scale_layout == QV_SCALE_BLOCK;
-    int64_t k = p->k, nb = (p->n + 127) / 128;
-#ifdef QV_MUTANT_cpu_block_scale_n_floor
-    /* Mutant (class 12, FBGEMM #6159, vLLM #49596): the N block count by floor
-     * division drops the trailing partial block (wrong weight-scale row stride). */
-    nb = p->n / 128;
-#endif
-#ifdef QV_MUTANT_cpu_fp8_no_promotion
-    /* Mutant (class 16, DeepSeek-V3 §3.3.2): no promotion; the whole K (or
-     * scale block) stays in the ~14-bit tensor-core accumulator. */
-    nc = block ? 128 : (int)k;
-    bits = 14;
-#endif
     float acc = 0;
-    for (int64_t k0 = 0; k0 < k; k0 += nc) {
-        int64_t k1 = k0 + nc < k ? k0 + nc : k;
+    for (int64_t b0 = k0; b0 < k1; b0 += nc) {
+        int64_t b1 = b0 + nc < k1 ? b0 + nc : k1;
         float pf;
         if (bits >= 24) {
             /* An fp32-wide accumulator: each exact e4m3 product (<= 8 significant
              * bits, so exact in fp32) is added with one fp32 RN rounding. */
             float part = 0;
-            for (int64_t kk = k0; kk < k1; kk++) part = part + (float)(a[kk] * wt[kk]);
+            for (int64_t kk = b0; kk < b1; kk++) part = part + (float)(a[kk] * wt[kk]);
             pf = part;
         } else {
             /* A narrower accumulator truncates after each addition; the partial
              * stays exact in a double (< 24-bit values plus e4m3 products). */
             double part = 0;
-            for (int64_t kk = k0; kk < k1; kk++) part = trunc_bits(part + a[kk] * wt[kk], bits);
+            for (int64_t kk = b0; kk < b1; kk++) part = trunc_bits(part + a[kk] * wt[kk], bits);
             pf = (float)part; /* exact: bits < 24 */
         }
-        if (block) {
-            /* Block 128 along K: the promotion interval must divide 128. */
-            QV_ASSERT(128 % nc == 0, "a block-128 row needs promote_nc dividing 128");
-            float sa = p->a_scale[(k0 / 128) * p->m + i]; /* MN-major (variant.h) */
-            float sw = ((const float *)p->scales)[(k0 / 128) * nb + j / 128];
-            float sc = sa * sw;
-            acc = acc + pf * sc;
-        } else {
-            acc = acc + pf;
-        }
+        acc = acc + pf;
     }
+    (void)ar;
     return acc;
+}
+
+/* The model's accumulation of products k0..k1-1 of row a and column w, as an
+ * fp32 value (the int32 sum converted when `to_f32`; else its exact value in
+ * *isum). */
+static float sum_range(const qv_variant *v, const double *a, const double *w, const float *af, const float *wf,
+                       int64_t k0, int64_t k1, int64_t *isum)
+{
+    const qv_arith *ar = &v->arith;
+    switch (ar->accum) {
+    case QV_ACC_INT32: {
+        int64_t s = 0;
+        for (int64_t kk = k0; kk < k1; kk++) s += (int64_t)a[kk] * (int64_t)w[kk];
+        *isum = s;
+        return (float)s; /* int -> fp32 RN (C's conversion rounds to nearest) */
+    }
+    case QV_ACC_TC_FP8: {
+        int64_t nc = ar->promote_nc > 0 ? ar->promote_nc : k1 - k0;
+        int bits = ar->acc_bits > 0 ? ar->acc_bits : 14;
+#ifdef QV_MUTANT_cpu_fp8_no_promotion
+        /* Mutant (class 16, DeepSeek-V3 §3.3.2): no promotion; the whole K (or
+         * scale block) stays in the ~14-bit tensor-core accumulator. */
+        nc = k1 - k0;
+        bits = 14;
+#endif
+        return sum_fp8(ar, a, w, k0, k1, nc, bits);
+    }
+    default:
+        return dot_f32(af + k0, wf + k0, k1 - k0, ar->accum == QV_ACC_FMA_F32);
+    }
+}
+
+/* The scales that multiply segment sg's partial of element (i, j), in fp32:
+ * the activation's per-128-K scale times the weight's group or block scale,
+ * product first (each exact in fp32). */
+static float segment_scale(const qv_problem *p, int64_t i, int64_t j, int64_t kk)
+{
+    const qv_variant *v = p->v;
+    float sa = v->act_scale == QV_ASCALE_TOKEN_BLOCK ? p->a_scale[(kk / 128) * p->m + i] : 1.0f;
+    float sw = 1.0f;
+    qv_scale_layout l = v->scale_layout;
+    if (l == QV_SCALE_GROUP || l == QV_SCALE_GROUP_CHANNEL) {
+        sw = (float)qv_problem_scale(p, kk, j);
+    } else if (l == QV_SCALE_BLOCK) {
+        int64_t bk = v->block_k > 0 ? v->block_k : 128, bn = v->block_n > 0 ? v->block_n : 128;
+        int64_t nb = (p->n + bn - 1) / bn;
+#ifdef QV_MUTANT_cpu_block_scale_n_floor
+        /* Mutant (class 12, FBGEMM #6159, vLLM #49596): the N block count by floor
+         * division drops the trailing partial block (wrong weight-scale row stride). */
+        nb = p->n / bn;
+#endif
+        int64_t idx = (kk / bk) * nb + j / bn;
+        uint32_t c = 0;
+        size_t es = qv_fmt_storage_bytes(v->sfmt);
+        memcpy(&c, (const char *)p->scales + (size_t)idx * es, es); /* little-endian */
+        sw = (float)qv_decode(v->sfmt, c);
+    }
+    return sa * sw;
 }
 
 /* The epilogue steps in order, in fp32, from the accumulated value. */
@@ -140,6 +182,7 @@ static float epilogue(const qv_variant *v, const ref_operands *o, int64_t i, int
 #else
         case QV_EP_MUL_ASCALE: x = x * (float)o->row_s[i]; break;
 #endif
+        case QV_EP_ADD_BIAS: x = x + (float)o->bias[j]; break;
         default: break; /* SUB_AZP is folded exactly; TO_F32 happened already */
         }
     }
@@ -164,67 +207,71 @@ static void store(const qv_variant *v, void *out, int64_t e, float x)
 qv_status ref_model_run(const qv_problem *p, void *out)
 {
     const qv_variant *v = p->v;
-    if (v->ofmt != QV_FMT_F16 && v->ofmt != QV_FMT_BF16 && v->ofmt != QV_FMT_F32)
+    if (v->ofmt != QV_FMT_F16 && v->ofmt != QV_FMT_BF16 && v->ofmt != QV_FMT_F32 && v->ofmt != QV_FMT_I32)
         return qv_fail(QV_ERR_UNSUPPORTED, "%s: no CPU model for output format %s", v->name,
                        qv_fmt_get(v->ofmt)->name);
     ref_operands o;
     QV_TRY(ref_operands_create(p, 0, &o));
     int64_t m = p->m, n = p->n, k = p->k;
     double *wt = malloc(sizeof(double) * (size_t)(n * k));
-    if (!wt) {
+    float *af = malloc(sizeof(float) * (size_t)(m * k));
+    float *wf = malloc(sizeof(float) * (size_t)(n * k));
+    if (!wt || !af || !wf) {
+        free(wt);
+        free(af);
+        free(wf);
         ref_operands_destroy(&o);
         return qv_fail(QV_ERR_NOMEM, "%s: out of memory in the CPU model", v->name);
     }
-    /* (k, n) -> (n, k) so every dot product reads both operands contiguously. */
+    /* (k, n) -> (n, k) so every dot product reads both operands contiguously;
+     * the operands are fp16/bf16/fp8/int values, exact in fp32. */
     for (int64_t kk = 0; kk < k; kk++)
         for (int64_t j = 0; j < n; j++) wt[j * k + kk] = o.w[kk * n + j];
+    for (int64_t i = 0; i < m * k; i++) af[i] = (float)o.a[i];
+    for (int64_t i = 0; i < n * k; i++) wf[i] = (float)wt[i];
     qv_accum acc = v->arith.accum;
-    if (acc == QV_ACC_INT32) {
-        int64_t *ai = malloc(sizeof(int64_t) * (size_t)k);
-        QV_ASSERT(ai, "out of memory in the CPU model");
-        for (int64_t i = 0; i < m; i++) {
-            for (int64_t kk = 0; kk < k; kk++) ai[kk] = (int64_t)o.a[i * k + kk];
-            for (int64_t j = 0; j < n; j++) {
-                const double *w = wt + j * k;
-                int64_t s = 0;
-                for (int64_t kk = 0; kk < k; kk++) s += ai[kk] * (int64_t)w[kk];
-                /* TO_F32: int -> fp32 RN (C's conversion rounds to nearest). */
-                store(v, out, i * n + j, epilogue(v, &o, i, j, (float)s));
-            }
-        }
-        free(ai);
-    } else if (acc == QV_ACC_TC_FP8) {
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < n; j++)
-                store(v, out, i * n + j, epilogue(v, &o, i, j, dot_fp8(p, o.a + i * k, wt + j * k, i, j)));
-    } else {
-        /* Operands are fp16/bf16/fp8/int values: exact in fp32. */
-        float *af = malloc(sizeof(float) * (size_t)(m * k));
-        float *wf = malloc(sizeof(float) * (size_t)(n * k));
-        QV_ASSERT(af && wf, "out of memory in the CPU model");
-        for (int64_t i = 0; i < m * k; i++) af[i] = (float)o.a[i];
-        for (int64_t i = 0; i < n * k; i++) wf[i] = (float)wt[i];
-        int fused = acc == QV_ACC_FMA_F32;
-        for (int64_t i = 0; i < m; i++) {
-            const float *a = af + i * k;
-            int64_t j = 0;
+    int64_t seg = o.seg;
+    for (int64_t i = 0; i < m; i++) {
+        const double *a = o.a + i * k;
+        const float *ar = af + i * k;
+        int64_t j = 0;
+        /* four columns at a time where the fp32 sum runs over all of K */
 #ifdef QV_MUTANT_cpu_splitk_f16_reduce
-            if (0) /* every column through the split dot_f32 */
+        if (0) /* every column through the split dot_f32 */
 #else
-            if (!fused)
+        if (acc == QV_ACC_TC_F32 && !seg)
 #endif
-                for (; j + 4 <= n; j += 4) {
-                    float s[4];
-                    dot4_f32(a, wf + j * k, wf + (j + 1) * k, wf + (j + 2) * k, wf + (j + 3) * k, k, s);
-                    for (int t = 0; t < 4; t++) store(v, out, i * n + j + t, epilogue(v, &o, i, j + t, s[t]));
+            for (; j + 4 <= n; j += 4) {
+                float s4[4];
+                dot4_f32(ar, wf + j * k, wf + (j + 1) * k, wf + (j + 2) * k, wf + (j + 3) * k, k, s4);
+                for (int t = 0; t < 4; t++) store(v, out, i * n + j + t, epilogue(v, &o, i, j + t, s4[t]));
+            }
+        for (; j < n; j++) {
+            const double *w = wt + j * k;
+            const float *wr = wf + j * k;
+            int64_t isum = 0;
+            float x;
+            if (!seg) {
+                x = sum_range(v, a, w, ar, wr, 0, k, &isum);
+            } else {
+                /* each segment's partial (an int32 sum converted to fp32) times its
+                 * scales, added into an fp32 total */
+                x = 0;
+                for (int64_t k0 = 0; k0 < k; k0 += seg) {
+                    int64_t k1 = k0 + seg < k ? k0 + seg : k;
+                    float part = sum_range(v, a, w, ar, wr, k0, k1, &isum);
+                    x = x + part * segment_scale(p, i, j, k0);
                 }
-            for (; j < n; j++)
-                store(v, out, i * n + j, epilogue(v, &o, i, j, dot_f32(a, wf + j * k, k, fused)));
+            }
+            if (v->ofmt == QV_FMT_I32)
+                ((int32_t *)out)[i * n + j] = (int32_t)isum; /* the exact sum; the registry proves it fits */
+            else
+                store(v, out, i * n + j, epilogue(v, &o, i, j, x));
         }
-        free(af);
-        free(wf);
     }
     free(wt);
+    free(af);
+    free(wf);
     ref_operands_destroy(&o);
     return QV_OK;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "qvet/formats.h"
+#include "qvet/spec.h"
 #include "ref_operands.h"
 
 double ref_round_fmt(double x, int man_bits, int emin, double maxf, int sat)
@@ -49,11 +50,11 @@ double ref_alpha(const qv_variant *v, int64_t k)
     case QV_ACC_INT32: return 0.0;
     case QV_ACC_TC_F32: return 2.0 * (1.0 + 1.0 / b) * (double)k * u23;
     case QV_ACC_TC_FP8: {
-        int nc = ar->promote_nc > 0 ? ar->promote_nc : 128;
+        int64_t nc = ar->promote_nc > 0 ? ar->promote_nc : k; /* 0: never promoted */
         int bits = ar->acc_bits > 0 ? ar->acc_bits : 14;
         /* A bits-wide significand loses up to 2^(1-bits) relative per addition. */
         double uacc = ldexp(1.0, 1 - bits);
-        return 2.0 * (1.0 + 1.0 / b) * nc * uacc + (double)((k + nc - 1) / nc) * u23;
+        return 2.0 * (1.0 + 1.0 / b) * (double)nc * uacc + (double)((k + nc - 1) / nc) * u23;
     }
     case QV_ACC_FMA_F32: {
         /* gamma_K = K u / (1 - K u), the classical recursive-summation constant. */
@@ -81,9 +82,38 @@ static void byte_table(qv_fmt f, double tab[256])
             tab[c] = (double)(int8_t)c; /* signed codes are stored sign-extended in a byte */
         else if (f == QV_FMT_U4)
             tab[c] = c < 16 ? c - 8.0 : NAN; /* codes above 15 are invalid */
+        else if (f == QV_FMT_UINT4 || f == QV_FMT_E2M1)
+            tab[c] = c < 16 ? qv_decode(f, (uint32_t)c) : NAN;
         else
             tab[c] = qv_decode(f, (uint32_t)c);
     }
+}
+
+/* The code of a format whose integer zero point replaces its bias, as the
+ * integer the zero point is subtracted from: unsigned for u4b8/u8b128/u4/u8,
+ * signed for i4/i8 (stored sign-extended in a byte). */
+static double zp_code(qv_fmt f, uint8_t byte)
+{
+    return (f == QV_FMT_I4 || f == QV_FMT_I8) ? (double)(int8_t)byte : (double)byte;
+}
+
+double ref_round_sum(qv_fmt f, double x, double y, int sat)
+{
+    /* TwoSum: hi + lo == x + y exactly (no overflow for the finite values here). */
+    double hi = x + y;
+    if (!isfinite(hi) || !isfinite(x) || !isfinite(y)) return ref_round_to(f, hi, sat);
+    double bp = hi - x, lo = (x - (hi - bp)) + (y - bp);
+    if (lo != 0.0) {
+        /* Round to odd at 53 bits: truncate x + y toward zero, then set the
+         * last bit; RN to any format of at most 51 significand bits is then
+         * the RN of the exact sum. */
+        double t = ((lo > 0) == (hi > 0)) ? hi : nextafter(hi, 0.0);
+        uint64_t b;
+        memcpy(&b, &t, sizeof b);
+        b |= 1u;
+        memcpy(&hi, &b, sizeof hi);
+    }
+    return ref_round_to(f, hi, sat);
 }
 
 static void decode_acts(const qv_problem *p, int fold_block, ref_operands *o)
@@ -123,17 +153,30 @@ static int64_t group_row(const qv_problem *p, int64_t kk)
     return p->g_idx ? p->g_idx[kk] : kk / p->g;
 }
 
-/* The scale that multiplies w[kk][j] inside the dequantization (MUL_RN and
- * INT8_RNE); s: the scales as doubles, (rows, cols) per the row's layout. */
-static double dq_scale(const qv_problem *p, const double *s, int64_t kk, int64_t j)
+/* Index into the scales of the entry that covers w[kk][j]. */
+static int64_t scale_index(const qv_problem *p, int64_t kk, int64_t j)
 {
-    switch (p->v->scale_layout) {
-    case QV_SCALE_TENSOR: return s[0];
-    case QV_SCALE_CHANNEL: return s[j];
-    case QV_SCALE_GROUP:
-    case QV_SCALE_GROUP_CHANNEL: return s[group_row(p, kk) * p->n + j];
-    default: return 1.0;
-    }
+    const qv_variant *v = p->v;
+    qv_scale_layout l = v->scale_layout;
+    int64_t grp = (l == QV_SCALE_GROUP || l == QV_SCALE_GROUP_CHANNEL) ? group_row(p, kk) : 0;
+    return qv_gran_index(l, v->block_k, v->block_n, p->n, kk, j, grp);
+}
+
+/* Index into the zero points of the entry that covers w[kk][j] (grouped zero
+ * points follow g_idx like the scales). */
+static int64_t zero_index(const qv_problem *p, int64_t kk, int64_t j)
+{
+    const qv_variant *v = p->v;
+    int64_t grp = v->zp_layout == QV_SCALE_GROUP ? (p->g_idx ? p->g_idx[kk] : kk / v->zp_g) : 0;
+    return qv_gran_index(v->zp_layout, v->zp_bk, v->zp_bn, p->n, kk, j, grp);
+}
+
+/* The dequantization applies the first-level scale (rather than a partial
+ * sum or the epilogue). */
+static int scale_in_dequant(const qv_variant *v)
+{
+    qv_dequant d = v->arith.dequant;
+    return v->scale_layout != QV_SCALE_NONE && (d == QV_DQ_MUL_RN || d == QV_DQ_MUL_RN2 || d == QV_DQ_INT8_RNE);
 }
 
 /* u4 codes with grouped scales: the 16 dequantized values of every (group,
@@ -180,40 +223,74 @@ static void decode_weights(const qv_problem *p, const double *s, int fold_block,
     const uint16_t *qh = p->q;
     double wmul = ar->w_mul > 1 ? ar->w_mul : 1.0;
     int afmt_sat = 0; /* the dequant multiply is an fp16/bf16 multiply: overflow gives Inf */
-    if (ar->dequant == QV_DQ_MUL_RN && v->wfmt == QV_FMT_U4 &&
-        v->scale_layout == QV_SCALE_GROUP && decode_w4_table(p, s, tab, o))
+    int zp_grouped = v->zero_point == QV_ZP_NONE ||
+                     (v->zero_point == QV_ZP_INT && v->zp_layout == QV_SCALE_GROUP && v->zp_g == p->g);
+    if (ar->dequant == QV_DQ_MUL_RN && (v->wfmt == QV_FMT_U4 || v->wfmt == QV_FMT_UINT4) &&
+        v->scale_layout == QV_SCALE_GROUP && zp_grouped && decode_w4_table(p, s, tab, o))
         return;
+    int in_dq = scale_in_dequant(v);
+    int fold = fold_block && o->seg > 0 && !in_dq && v->scale_layout != QV_SCALE_NONE &&
+               v->scale_layout != QV_SCALE_TENSOR && v->scale_layout != QV_SCALE_CHANNEL;
     for (int64_t kk = 0; kk < k; kk++) {
         for (int64_t j = 0; j < n; j++) {
             int64_t i = kk * n + j;
             double val;
             if (wide)
                 val = v->wfmt == QV_FMT_F16 ? qv_f16_to_f32(qh[i]) : qv_bf16_to_f32(qh[i]);
-            else if (v->zero_point)
-                val = (double)qb[i] - (double)p->zeros[group_row(p, kk) * n + j];
+            else if (v->zero_point == QV_ZP_INT)
+                val = zp_code(v->wfmt, qb[i]) - zp_code(v->wfmt, p->zeros[zero_index(p, kk, j)]);
             else
                 val = tab[qb[i]];
+            double sc = in_dq ? s[scale_index(p, kk, j)] : 1.0;
+            double z = v->zero_point == QV_ZP_FLOAT ? (double)p->zeros_f[zero_index(p, kk, j)] : 0.0;
             double w;
             switch (ar->dequant) {
             case QV_DQ_MUL_RN:
-                /* (q - z) * s is exact in a double (<= 8 + 24 bits), then one rounding. */
-                w = ref_round_to(v->afmt, val * dq_scale(p, s, kk, j), afmt_sat);
+                /* (q - z) * s is exact in a double (<= 9 + 24 bits); with a float
+                 * zero point the fused q * s + z, then one rounding. */
+                w = v->zero_point == QV_ZP_FLOAT ? ref_round_sum(v->afmt, val * sc, z, afmt_sat)
+                                                 : ref_round_to(v->afmt, val * sc, afmt_sat);
+                break;
+            case QV_DQ_MUL_RN2:
+                /* the product rounded to the activation format, then the sum */
+                w = ref_round_sum(v->afmt, ref_round_to(v->afmt, val * sc, afmt_sat), z, afmt_sat);
                 break;
             case QV_DQ_INT8_RNE: {
                 /* One fp16 FMA whose rounding lands on integers: rne of the exact
                  * product, then the int8 range. */
-                double r = rint(val * dq_scale(p, s, kk, j));
+                double r = rint(val * sc);
                 w = r > 127.0 ? 127.0 : r < -128.0 ? -128.0 : r;
                 break;
             }
             case QV_DQ_EXACT: w = val * wmul; break;
             default: w = val; break;
             }
-            if (fold_block && v->scale_layout == QV_SCALE_BLOCK)
-                w *= s[(kk / 128) * ((n + 127) / 128) + j / 128]; /* 128x128 weight blocks */
+            if (fold) w *= s[scale_index(p, kk, j)]; /* segment scales: folded for the truth */
             o->w[i] = w;
         }
     }
+}
+
+double ref_ep_factor(const ref_operands *o, qv_ep_step st, int64_t i, int64_t j)
+{
+    switch (st) {
+    case QV_EP_MUL_WSCALE: return o->col_s1[j];
+    case QV_EP_MUL_WSCALE2: return o->col_s2[j];
+    case QV_EP_MUL_ASCALE: return o->row_s[i];
+    default: return 1.0;
+    }
+}
+
+void ref_segment_scales(const qv_problem *p, int64_t i, int64_t j, int64_t sg, double *sa, double *sw)
+{
+    const qv_variant *v = p->v;
+    int seg = qv_spec_segment(v);
+    int64_t kk = sg * seg;
+    *sa = v->act_scale == QV_ASCALE_TOKEN_BLOCK ? (double)p->a_scale[(kk / 128) * p->m + i] : 1.0;
+    *sw = 1.0;
+    if (!scale_in_dequant(v) && v->scale_layout != QV_SCALE_NONE && v->scale_layout != QV_SCALE_TENSOR &&
+        v->scale_layout != QV_SCALE_CHANNEL)
+        *sw = scale_value(v->sfmt, p->scales, scale_index(p, kk, j));
 }
 
 qv_status ref_operands_create(const qv_problem *p, int fold_block, ref_operands *o)
@@ -223,25 +300,30 @@ qv_status ref_operands_create(const qv_problem *p, int fold_block, ref_operands 
     o->m = p->m;
     o->n = p->n;
     o->k = p->k;
+    o->seg = qv_spec_segment(v);
+    o->folded = fold_block && o->seg > 0;
     o->a = malloc(sizeof(double) * (size_t)(p->m * p->k));
     o->w = malloc(sizeof(double) * (size_t)(p->k * p->n));
     o->col_s1 = malloc(sizeof(double) * (size_t)p->n);
     o->col_s2 = malloc(sizeof(double) * (size_t)p->n);
     o->row_s = malloc(sizeof(double) * (size_t)p->m);
+    o->bias = malloc(sizeof(double) * (size_t)p->n);
     int64_t ns = qv_problem_scale_rows(p) * qv_problem_scale_cols(p);
     double *s = malloc(sizeof(double) * (size_t)(ns > 0 ? ns : 1));
-    if (!o->a || !o->w || !o->col_s1 || !o->col_s2 || !o->row_s || !s) {
+    if (!o->a || !o->w || !o->col_s1 || !o->col_s2 || !o->row_s || !o->bias || !s) {
         free(s);
         ref_operands_destroy(o);
         return qv_fail(QV_ERR_NOMEM, "%s: out of memory decoding m=%lld n=%lld k=%lld", v->name,
                        (long long)p->m, (long long)p->n, (long long)p->k);
     }
-    qv_fmt sf = v->scale_layout == QV_SCALE_BLOCK ? QV_FMT_F32 : v->sfmt;
-    for (int64_t i = 0; i < ns; i++) s[i] = scale_value(sf, p->scales, i);
+    for (int64_t i = 0; i < ns; i++) s[i] = scale_value(v->sfmt, p->scales, i);
     if (ns <= 0) s[0] = 1.0;
     decode_acts(p, fold_block, o);
     decode_weights(p, s, fold_block, o);
-    for (int64_t j = 0; j < p->n; j++) o->col_s1[j] = o->col_s2[j] = 1.0;
+    for (int64_t j = 0; j < p->n; j++) {
+        o->col_s1[j] = o->col_s2[j] = 1.0;
+        o->bias[j] = 0.0;
+    }
     for (int64_t i = 0; i < p->m; i++) o->row_s[i] = 1.0;
     for (int st = 0; st < QV_EP_MAX && v->arith.epilogue[st] != QV_EP_END; st++) {
         switch (v->arith.epilogue[st]) {
@@ -254,22 +336,32 @@ qv_status ref_operands_create(const qv_problem *p, int fold_block, ref_operands 
             break;
         case QV_EP_MUL_WSCALE2:
             o->ep_ops++;
-            for (int64_t j = 0; j < p->n; j++) o->col_s2[j] = p->scales2[j];
+            for (int64_t j = 0; j < p->n; j++) o->col_s2[j] = qv_problem_scale2(p, j);
             break;
         case QV_EP_MUL_ASCALE:
             o->ep_ops++;
             for (int64_t i = 0; i < p->m; i++)
                 o->row_s[i] = p->a_scale[v->act_scale == QV_ASCALE_TOKEN ? i : 0];
             break;
+        case QV_EP_ADD_BIAS:
+            o->ep_ops++;
+            for (int64_t j = 0; j < p->n; j++) o->bias[j] = p->bias[j];
+            break;
         default: break;
         }
     }
-    free(s);
     int64_t mk = p->m * p->k, kn = p->k * p->n;
+    if (o->seg && !o->folded) {
+        /* the segment scales are operands too: a non-finite one makes the sums so */
+        for (int64_t i = 0; i < ns && !o->nonfinite; i++) o->nonfinite |= !isfinite(s[i]);
+        for (int64_t i = 0; v->act_scale == QV_ASCALE_TOKEN_BLOCK && i < qv_problem_ascale_count(p); i++)
+            o->nonfinite |= !isfinite(p->a_scale[i]);
+    }
+    free(s);
     for (int64_t i = 0; i < mk && !o->nonfinite; i++) o->nonfinite |= !isfinite(o->a[i]);
     for (int64_t i = 0; i < kn && !o->nonfinite; i++) o->nonfinite |= !isfinite(o->w[i]);
     for (int64_t j = 0; j < p->n && !o->nonfinite; j++)
-        o->nonfinite |= !isfinite(o->col_s1[j]) || !isfinite(o->col_s2[j]);
+        o->nonfinite |= !isfinite(o->col_s1[j]) || !isfinite(o->col_s2[j]) || !isfinite(o->bias[j]);
     for (int64_t i = 0; i < p->m && !o->nonfinite; i++) o->nonfinite |= !isfinite(o->row_s[i]);
     return QV_OK;
 }
@@ -281,5 +373,6 @@ void ref_operands_destroy(ref_operands *o)
     free(o->col_s1);
     free(o->col_s2);
     free(o->row_s);
+    free(o->bias);
     memset(o, 0, sizeof *o);
 }

@@ -14,6 +14,7 @@
 #include "qvet/formats.h"
 #include "qvet/probe.h"
 #include "qvet/reference.h"
+#include "qvet/spec.h"
 #include "ref_operands.h"
 
 static const char *const probe_names[QV_PROBE_COUNT] = {
@@ -24,6 +25,7 @@ static const char *const probe_names[QV_PROBE_COUNT] = {
     [QV_PROBE_WITNESS_SPLITK] = "witness-splitk",
     [QV_PROBE_WITNESS_SCALE_OVERFLOW] = "witness-scale-overflow",
     [QV_PROBE_WITNESS_RNE_TIE] = "witness-rne-tie",
+    [QV_PROBE_WITNESS_BIAS] = "witness-bias",
 };
 static const char *const regime_names[QV_REGIME_COUNT] = {
     [QV_REGIME_LOGUNIFORM] = "loguniform", [QV_REGIME_TINY] = "tiny", [QV_REGIME_NEAR_MAX] = "near-max",
@@ -123,47 +125,85 @@ static void set_a(qv_problem *p, int64_t i, int64_t kk, double x)
 
 static double get_a(const qv_problem *p, int64_t i, int64_t kk) { return qv_problem_a(p, i, kk); }
 
-/* Sets the weight whose code value (qv_problem_wq without zero points) is v. */
+/* The zero point that makes q - z the code's plain value: the bias of the
+ * biased and unsigned codes (8 or 128), 0 for signed ones. */
+static int unit_zero(qv_fmt f)
+{
+    return f == QV_FMT_U4 || f == QV_FMT_UINT4 ? 8 : f == QV_FMT_U8 || f == QV_FMT_UINT8 ? 128 : 0;
+}
+
+/* Sets the weight whose value, under unit zero points (unit_zero) where the
+ * row has integer zero points, is v: codes are v plus the bias they carry. */
 static void set_w(qv_problem *p, int64_t kk, int64_t j, double v)
 {
     qv_fmt f = p->v->wfmt;
+    int zp = p->v->zero_point == QV_ZP_INT;
     int64_t e = kk * p->n + j;
     switch (f) {
     case QV_FMT_U4: ((uint8_t *)p->q)[e] = (uint8_t)(v + 8); break;
     case QV_FMT_U8: ((uint8_t *)p->q)[e] = (uint8_t)(v + 128); break;
+    case QV_FMT_UINT4:
+    case QV_FMT_UINT8: ((uint8_t *)p->q)[e] = (uint8_t)(v + (zp ? unit_zero(f) : 0)); break;
     case QV_FMT_I4:
     case QV_FMT_I8: ((int8_t *)p->q)[e] = (int8_t)v; break;
     default: put_code(f, p->q, e, enc(f, v)); break;
     }
 }
 
-/* A random weight code value of the format (full range). */
-static double rand_wval(rng *r, qv_fmt f)
+/* A random weight code value of the format (full range), as set_w takes it. */
+static double rand_wval_zp(rng *r, qv_fmt f, int zp)
 {
     switch (f) {
     case QV_FMT_U4: return (double)rng_int(r, -8, 7);
+    case QV_FMT_UINT4: return (double)rng_int(r, 0, 15) - (zp ? 8 : 0);
     case QV_FMT_I4: return (double)rng_int(r, -7, 7); /* QQQ's symmetric range */
     case QV_FMT_U8: return (double)rng_int(r, -128, 127);
+    case QV_FMT_UINT8: return (double)rng_int(r, 0, 255) - (zp ? 128 : 0);
     case QV_FMT_I8: return (double)rng_int(r, -127, 127);
-    case QV_FMT_E4M3: {
+    case QV_FMT_E2M1: return qv_decode(QV_FMT_E2M1, (uint32_t)rng_int(r, 0, 15));
+    case QV_FMT_E4M3:
+    case QV_FMT_E5M2: {
         uint32_t c;
-        do c = (uint32_t)rng_int(r, 0, 255);
-        while ((c & 0x7F) == 0x7F); /* 0x7F/0xFF are NaN */
-        return qv_decode(QV_FMT_E4M3, c);
+        double x;
+        do x = qv_decode(f, c = (uint32_t)rng_int(r, 0, 255));
+        while (!isfinite(x)); /* skip the NaN (and e5m2's Inf) codes */
+        return x;
     }
     default: return rng_normal(r);
     }
 }
+#define rand_wval(r, f) rand_wval_zp((r), (f), p->v->zero_point == QV_ZP_INT)
 
 static void set_scale(qv_problem *p, int64_t i, double s)
 {
-    if (p->v->scale_layout == QV_SCALE_BLOCK || p->v->sfmt == QV_FMT_F32)
+    if (p->v->sfmt == QV_FMT_F32)
         ((float *)p->scales)[i] = (float)s;
     else
         put_code(p->v->sfmt, p->scales, i, enc(p->v->sfmt, s));
 }
 
 static int64_t n_scales(const qv_problem *p) { return qv_problem_scale_rows(p) * qv_problem_scale_cols(p); }
+
+/* Second-level scales: each the value nearest s in ws2's format (held decoded). */
+static void set_scale2(qv_problem *p, int64_t j, double s)
+{
+    p->scales2[j] = (float)qv_decode(p->v->s2fmt, enc(p->v->s2fmt, s));
+}
+
+static int64_t n_scales2(const qv_problem *p) { return qv_problem_scale2_count(p); }
+static int64_t n_zeros(const qv_problem *p) { return qv_problem_zero_rows(p) * qv_problem_zero_cols(p); }
+
+/* Float zero points: the value nearest z in the weight scale's format. */
+static void set_zero_f(qv_problem *p, int64_t i, double z)
+{
+    p->zeros_f[i] = (float)qv_decode(p->v->sfmt, qv_encode(p->v->sfmt, z, QV_SAT_FINITE));
+}
+
+/* Biases: the value nearest b in the bias format. */
+static void set_bias(qv_problem *p, int64_t j, double b)
+{
+    p->bias[j] = (float)qv_decode(p->v->bias_fmt, qv_encode(p->v->bias_fmt, b, QV_SAT_FINITE));
+}
 
 /* s rounded to `bits` significant bits (so products with small codes stay exact in fp32). */
 static double round_bits(double s, int bits)
@@ -183,15 +223,32 @@ static void fill_g_idx(qv_problem *p, rng *r)
     }
 }
 
-/* Zero points: `fixed` everywhere, or drawn; a quarter of the drawn sets
- * avoid 0, as every GPTQ v1 checkpoint must (it stores z - 1 in four bits), so
- * the campaign's checkpoint route reads those cases through the v1 reader. */
-static void fill_zeros(qv_problem *p, rng *r, int fixed)
+/* Integer zero points: the unit zero everywhere (unit = 1), or drawn; a
+ * quarter of the drawn sets of u4 codes avoid 0, as every GPTQ v1 checkpoint
+ * must (it stores z - 1 in four bits), so the campaign's checkpoint route
+ * reads those cases through the v1 reader. Float zero points: 0 (unit), or
+ * drawn by the probe itself. */
+static void fill_zeros(qv_problem *p, rng *r, int unit)
 {
+    if (p->zeros_f)
+        for (int64_t i = 0; i < n_zeros(p); i++) p->zeros_f[i] = 0.0f;
     if (!p->zeros) return;
-    int64_t nz = p->k / p->g * p->n;
-    int lo = fixed < 0 && rng_int(r, 0, 3) == 0 ? 1 : 0;
-    for (int64_t i = 0; i < nz; i++) p->zeros[i] = (uint8_t)(fixed >= 0 ? fixed : rng_int(r, lo, 15));
+    qv_fmt f = p->v->wfmt;
+    const qv_fmt_info *fi = qv_fmt_get(f);
+    int64_t nz = n_zeros(p);
+    int lo = (int)fi->min_value, hi = (int)fi->max_finite;
+    if (f == QV_FMT_U4 || f == QV_FMT_U8) {
+        lo = 0; /* the biased formats' codes: their zero point replaces the bias */
+        hi = f == QV_FMT_U4 ? 15 : 255;
+    }
+    if (!unit && lo == 0 && hi == 15 && rng_int(r, 0, 3) == 0) lo = 1;
+    for (int64_t i = 0; i < nz; i++) {
+        int z = unit ? unit_zero(f) : (int)rng_int(r, lo, hi);
+        if (f == QV_FMT_I4 || f == QV_FMT_I8)
+            ((int8_t *)p->zeros)[i] = (int8_t)z;
+        else
+            p->zeros[i] = (uint8_t)z;
+    }
 }
 
 static int64_t azp_count(const qv_problem *p)
@@ -216,16 +273,70 @@ static int has_step(const qv_variant *v, qv_ep_step s)
 static void unit_scales(qv_problem *p)
 {
     for (int64_t i = 0; i < n_scales(p); i++) set_scale(p, i, 1.0);
-    if (p->scales2)
-        for (int64_t j = 0; j < p->n; j++) p->scales2[j] = 1.0f;
+    for (int64_t j = 0; j < n_scales2(p); j++) p->scales2[j] = 1.0f;
     for (int64_t i = 0; i < qv_problem_ascale_count(p); i++) p->a_scale[i] = 1.0f;
     for (int64_t i = 0; i < azp_count(p); i++) p->azp[i] = 0;
-    fill_zeros(p, NULL, 8);
+    if (p->bias)
+        for (int64_t j = 0; j < p->n; j++) p->bias[j] = 0.0f;
+    fill_zeros(p, NULL, 1);
     if (p->g_idx)
         for (int64_t kk = 0; kk < p->k; kk++) p->g_idx[kk] = (int32_t)(kk / p->g);
 }
 
+/* The bias is the epilogue's last step. */
+static int bias_last(const qv_variant *v)
+{
+    int last = QV_EP_END;
+    for (int i = 0; i < QV_EP_MAX && v->arith.epilogue[i] != QV_EP_END; i++) last = v->arith.epilogue[i];
+    return last == QV_EP_ADD_BIAS;
+}
+
 /* ---- exact ---------------------------------------------------------------- */
+
+/* Lowest set bit of a finite nonzero double, as a power of two. */
+static double quantum_of(double x)
+{
+    int e;
+    double m = frexp(fabs(x), &e); /* x = m 2^e, m in [0.5, 1) with 53 bits */
+    int64_t im = (int64_t)ldexp(m, 53);
+    return ldexp(1.0, e - 53 + __builtin_ctzll((unsigned long long)im));
+}
+
+/* Biases of the exact probe: for column j, c * q where q is the smallest
+ * quantum of the column's exact pre-bias values (so every x + b is exact in
+ * fp32) and c a small integer; 0 where no such bias is exact in the bias
+ * format or keeps the sums within fp32's 24 bits. */
+static void exact_biases(qv_problem *p, rng *r)
+{
+    const qv_variant *v = p->v;
+    ref_operands o;
+    for (int64_t j = 0; j < p->n; j++) p->bias[j] = 0.0f;
+    if (ref_operands_create(p, 1, &o) != QV_OK) return;
+    int64_t m = p->m, n = p->n, k = p->k;
+    for (int64_t j = 0; j < n; j++) {
+        double q = INFINITY, mag = 0;
+        double *x = malloc(sizeof(double) * (size_t)m);
+        QV_ASSERT(x, "out of memory in the exact probe");
+        for (int64_t i = 0; i < m; i++) {
+            double acc = 0;
+            for (int64_t kk = 0; kk < k; kk++) acc += o.a[i * k + kk] * o.w[kk * n + j];
+            for (int st = 0; st < QV_EP_MAX && v->arith.epilogue[st] != QV_EP_ADD_BIAS &&
+                            v->arith.epilogue[st] != QV_EP_END; st++)
+                acc *= ref_ep_factor(&o, v->arith.epilogue[st], i, j);
+            x[i] = acc;
+            if (acc != 0) q = fmin(q, quantum_of(acc));
+            mag = fmax(mag, fabs(acc));
+        }
+        if (!isfinite(q)) q = 1.0; /* every value 0 */
+        int c = (int)rng_int(r, 1, 8) * (rng_int(r, 0, 1) ? 1 : -1);
+        double b = c * q;
+        int ok = qv_decode(v->bias_fmt, qv_encode(v->bias_fmt, b, QV_SAT_NONE)) == b;
+        for (int64_t i = 0; i < m && ok; i++) ok = (double)(float)(x[i] + b) == x[i] + b && fabs(x[i] + b) < 0x1p24 * q;
+        if (ok) p->bias[j] = (float)b;
+        free(x);
+    }
+    ref_operands_destroy(&o);
+}
 
 static qv_status fill_exact(qv_problem *p, rng *r)
 {
@@ -235,9 +346,13 @@ static qv_status fill_exact(qv_problem *p, rng *r)
         return qv_fail(QV_ERR_UNSUPPORTED, "%s: the exact probe keeps partial sums exact only for K <= 16384",
                        v->name);
     int fp8acc = v->arith.accum == QV_ACC_TC_FP8;
-    int wide_w = v->wfmt == QV_FMT_U8 || v->wfmt == QV_FMT_E4M3;
+    int wide_w = v->wfmt == QV_FMT_U8 || v->wfmt == QV_FMT_E4M3 || v->wfmt == QV_FMT_UINT8 || v->wfmt == QV_FMT_E5M2;
+    /* K-varying scales that multiply partial sums (qv_spec_segment) */
+    int seg_w = qv_spec_segment(v) > 0 && v->arith.dequant != QV_DQ_MUL_RN && v->arith.dequant != QV_DQ_MUL_RN2 &&
+                v->arith.dequant != QV_DQ_INT8_RNE && v->scale_layout != QV_SCALE_TENSOR &&
+                v->scale_layout != QV_SCALE_CHANNEL;
     fill_g_idx(p, r);
-    fill_zeros(p, r, -1);
+    fill_zeros(p, r, 0);
     /* Activations: small integers, times a per-token power of two for float rows. */
     int amax = fp8acc ? 3 : v->afmt == QV_FMT_I8 ? (k <= 8192 ? 7 : 1) : (wide_w || k > 4096 ? 1 : 3);
     for (int64_t i = 0; i < azp_count(p); i++) p->azp[i] = (int32_t)(k <= 8192 ? rng_int(r, -3, 3) : 0);
@@ -253,10 +368,12 @@ static qv_status fill_exact(qv_problem *p, rng *r)
     for (int64_t kk = 0; kk < k; kk++)
         for (int64_t j = 0; j < n; j++) {
             double w;
-            if (v->wfmt == QV_FMT_E4M3 && fp8acc)
+            if ((v->wfmt == QV_FMT_E4M3 || v->wfmt == QV_FMT_E5M2) && fp8acc)
                 w = (double)rng_int(r, -3, 3);
             else if (v->wfmt == QV_FMT_E4M3)
                 w = (double)rng_int(r, 8, 15) / 8.0 * rng_pow2(r, -1, 1) * (rng_int(r, 0, 1) ? 1 : -1);
+            else if (v->wfmt == QV_FMT_E5M2)
+                w = (double)rng_int(r, 4, 7) / 4.0 * rng_pow2(r, -1, 1) * (rng_int(r, 0, 1) ? 1 : -1);
             else if (v->wfmt == QV_FMT_F16 || v->wfmt == QV_FMT_BF16)
                 w = (double)rng_int(r, -4, 4) * colf[j];
             else
@@ -266,28 +383,53 @@ static qv_status fill_exact(qv_problem *p, rng *r)
     free(colf);
     /* Dequant scales 2^[-span, 0]: as wide as the exactness budget allows (at most
      * 2^8), i.e. K * |a| * 2^(row span) * |w| * 2^span < 2^24 quanta. */
-    double wq = v->wfmt == QV_FMT_U8 ? 128 : v->wfmt == QV_FMT_E4M3 ? 60 : v->zero_point ? 15 : 8;
+    /* wq: the largest |weight| in units of the weights' smallest quantum */
+    double wq = v->wfmt == QV_FMT_U8      ? 128
+                : v->wfmt == QV_FMT_UINT8 ? 255
+                : v->wfmt == QV_FMT_E4M3  ? 60
+                : v->wfmt == QV_FMT_E5M2  ? 28
+                : v->wfmt == QV_FMT_E2M1  ? 12
+                : v->zero_point || v->wfmt == QV_FMT_UINT4 ? 15
+                                          : 8;
     double units = (double)k * amax * (wide_w ? 2.0 : 4.0) * wq;
     int span = 0;
-    while (span < 8 && units * ldexp(1.0, span + 1) < 0x1p24) span++;
+    /* a float zero point adds up to 4 quanta of 2^-span to (q - b) s: one bit less */
+    int span_max = v->zero_point == QV_ZP_FLOAT ? 7 : v->afmt == QV_FMT_E4M3 ? 3 : 8;
+    while (span < span_max && units * ldexp(1.0, span + 1) < 0x1p24) span++;
+    /* scales that ue4m3 holds: 2^-9 and up */
+    int ep_lo = v->sfmt == QV_FMT_UE4M3 ? -9 : -12;
     /* Scales: powers of two, drawn per element so they differ per channel/group/token. */
     for (int64_t i = 0; i < n_scales(p); i++) {
         double s;
-        if (v->scale_layout == QV_SCALE_BLOCK)
+        if (v->scale_layout == QV_SCALE_BLOCK || seg_w)
             s = rng_pow2(r, -2, 1); /* the fp32 sum over blocks stays below 2^24 quanta */
-        else if (v->arith.dequant == QV_DQ_MUL_RN)
+        else if (v->arith.dequant == QV_DQ_MUL_RN || v->arith.dequant == QV_DQ_MUL_RN2)
             s = rng_pow2(r, -span, 0);
         else if (v->arith.dequant == QV_DQ_INT8_RNE)
             s = rng_pow2(r, -2, 4); /* |q-8| * 16 <= 128 fits int8; 2^-2 and 2^-1 make ties for RNE */
         else
-            s = rng_pow2(r, -12, -5); /* epilogue scales: exact at any power of two */
+            s = rng_pow2(r, ep_lo, -5); /* epilogue scales: exact at any power of two */
         set_scale(p, i, s);
     }
-    if (p->scales2)
-        for (int64_t j = 0; j < n; j++) p->scales2[j] = (float)rng_pow2(r, -12, -5);
+    /* float zero points: small multiples of the smallest scale, so that
+     * (q - b) s + z stays exact in the activation format */
+    for (int64_t i = 0; p->zeros_f && i < n_zeros(p); i++) set_zero_f(p, i, (double)rng_int(r, -4, 4) * ldexp(1.0, -span));
+    for (int64_t j = 0; j < n_scales2(p); j++) set_scale2(p, j, rng_pow2(r, v->s2fmt == QV_FMT_UE4M3 ? -9 : -12, -5));
     for (int64_t i = 0; i < qv_problem_ascale_count(p); i++)
         p->a_scale[i] = (float)(v->act_scale == QV_ASCALE_TOKEN_BLOCK ? rng_pow2(r, -2, 1) : rng_pow2(r, -10, -3));
+    if (p->bias) exact_biases(p, r);
     return QV_OK;
+}
+
+/* Float zero points of either sign near the scales' magnitudes, and biases of
+ * either sign over 2^8 (2^-8 smaller in the tiny regime), drawn only for
+ * specs that have them. */
+static void random_zeros_bias(qv_problem *p, rng *r, int tiny)
+{
+    for (int64_t i = 0; p->zeros_f && i < n_zeros(p); i++)
+        set_zero_f(p, i, (2.0 * rng_unif(r) - 1.0) * 8.0 * rng_logu(r, -10, -2) * (tiny ? 0x1p-14 : 1.0));
+    for (int64_t j = 0; p->bias && j < p->n; j++)
+        set_bias(p, j, rng_normal(r) * rng_logu(r, -8, 0) * (tiny ? 0x1p-8 : 1.0));
 }
 
 /* ---- one-hot -------------------------------------------------------------- */
@@ -297,7 +439,7 @@ static qv_status fill_onehot(qv_problem *p, rng *r)
     const qv_variant *v = p->v;
     int64_t m = p->m, n = p->n, k = p->k;
     fill_g_idx(p, r);
-    fill_zeros(p, r, -1);
+    fill_zeros(p, r, 0);
     for (int64_t i = 0; i < azp_count(p); i++) p->azp[i] = (int32_t)rng_int(r, -20, 20);
     int64_t off = rng_int(r, 0, k - 1);
     for (int64_t i = 0; i < m; i++) {
@@ -317,9 +459,18 @@ static qv_status fill_onehot(qv_problem *p, rng *r)
             s = rng_logu(r, -10, -2);
         set_scale(p, i, s);
     }
-    if (p->scales2)
-        for (int64_t j = 0; j < n; j++) p->scales2[j] = (float)round_bits(rng_logu(r, -12, -4), 12);
+    for (int64_t j = 0; j < n_scales2(p); j++) set_scale2(p, j, round_bits(rng_logu(r, -12, -4), 12));
     for (int64_t i = 0; i < qv_problem_ascale_count(p); i++) p->a_scale[i] = (float)rng_pow2(r, -4, 0);
+    for (int64_t i = 0; p->zeros_f && i < n_zeros(p); i++)
+        set_zero_f(p, i, (2.0 * rng_unif(r) - 1.0) * 8.0 * rng_logu(r, -10, -2));
+    /* The output stays unique: a bias exact in the fp32 sum when it comes
+     * last, none where scales of up to 12 bits would multiply the sum after it. */
+    if (p->bias) {
+        if (bias_last(v))
+            exact_biases(p, r);
+        else
+            for (int64_t j = 0; j < n; j++) p->bias[j] = 0.0f;
+    }
     return QV_OK;
 }
 
@@ -347,7 +498,7 @@ static qv_status fill_random(qv_problem *p, qv_regime regime, rng *r)
     int64_t m = p->m, n = p->n, k = p->k;
     int tiny = regime == QV_REGIME_TINY;
     fill_g_idx(p, r);
-    fill_zeros(p, r, -1);
+    fill_zeros(p, r, 0);
     for (int64_t i = 0; i < azp_count(p); i++) p->azp[i] = (int32_t)rng_int(r, -20, 20);
     /* Outlier channels: about 1 % of K, at least one. */
     int64_t n_out = regime == QV_REGIME_OUTLIER ? (k / 100 > 0 ? k / 100 : 1) : 0;
@@ -398,11 +549,11 @@ static qv_status fill_random(qv_problem *p, qv_regime regime, rng *r)
         if (tiny && v->arith.dequant != QV_DQ_INT8_RNE) s *= tiny_w;
         set_scale(p, i, s);
     }
-    if (p->scales2)
-        for (int64_t j = 0; j < n; j++) p->scales2[j] = (float)(rng_logu(r, -12, -4) * (tiny ? 0x1p-40 : 1.0));
+    for (int64_t j = 0; j < n_scales2(p); j++) set_scale2(p, j, rng_logu(r, -12, -4) * (tiny ? 0x1p-40 : 1.0));
     for (int64_t i = 0; i < qv_problem_ascale_count(p); i++)
         p->a_scale[i] = (float)((v->act_scale == QV_ASCALE_TOKEN_BLOCK ? rng_logu(r, -8, 0) : rng_logu(r, -12, -4)) *
                                 (tiny ? 0x1p-40 : 1.0));
+    random_zeros_bias(p, r, tiny);
     if (regime == QV_REGIME_ZERO_GROUP) {
         /* Zero scales for a quarter of the scale rows (whole groups), and one
          * activation row and one 16-wide K stripe of zeros. */
@@ -449,16 +600,20 @@ static int weight_values(const qv_variant *v, double s_group, double *vals, int 
     for (int x = -448; x <= 448 && nv < cap; x++) {
         double val = x;
         int ok;
+        int zp = v->zero_point == QV_ZP_INT;
         switch (v->wfmt) {
         case QV_FMT_U4:
         case QV_FMT_I4: ok = x >= -8 && x <= 7; break;
         case QV_FMT_U8:
         case QV_FMT_I8: ok = x >= -128 && x <= 127; break;
+        case QV_FMT_UINT4: ok = zp ? x >= -8 && x <= 7 : x >= 0 && x <= 15; break;
+        case QV_FMT_UINT8: ok = zp ? x >= -128 && x <= 127 : x >= 0 && x <= 255; break;
         default: ok = representable(v->wfmt, val); break;
         }
         if (!ok) continue;
         double eff = v->arith.dequant == QV_DQ_INT8_RNE ? rint(val * s_group) : val * wmul;
-        if (v->arith.dequant == QV_DQ_MUL_RN && !representable(v->afmt, eff)) continue;
+        if ((v->arith.dequant == QV_DQ_MUL_RN || v->arith.dequant == QV_DQ_MUL_RN2) && !representable(v->afmt, eff))
+            continue;
         vals[nv++] = eff;
     }
     return nv;
@@ -474,8 +629,26 @@ static double code_for(const qv_variant *v, double s_group, double eff)
 
 static int act_ok(const qv_variant *v, double a) { return representable(v->afmt, a) && representable(v->afmt, -a); }
 
+static int has_mul_step(const qv_variant *v)
+{
+    return has_step(v, QV_EP_MUL_WSCALE) || has_step(v, QV_EP_MUL_WSCALE2) || has_step(v, QV_EP_MUL_ASCALE);
+}
+
+static double sgroup_for(const qv_variant *v) { return v->arith.dequant == QV_DQ_INT8_RNE ? 16.0 : 1.0; }
+
+/* The accumulator can see weight value x under unit scales. */
+static int has_weight(const qv_variant *v, double x)
+{
+    double vals[1024];
+    int nv = weight_values(v, sgroup_for(v), vals, 1024);
+    for (int t = 0; t < nv; t++)
+        if (vals[t] == x) return 1;
+    return 0;
+}
+
 static qv_status fill_fp8_promote(qv_problem *p)
 {
+    int64_t nc = p->v->arith.promote_nc;
     unit_scales(p);
     /* Output scale 2^-5 keeps (65536 + K) / 32 inside fp16. */
     for (int64_t i = 0; i < qv_problem_ascale_count(p); i++) p->a_scale[i] = 0x1p-5f;
@@ -487,7 +660,7 @@ static qv_status fill_fp8_promote(qv_problem *p)
      * ones right after 2^16, loses 127 in a 14-bit accumulator and none in a
      * 24-bit one). */
     for (int64_t i = 0; i < p->m; i++)
-        for (int64_t kk = 0; kk < p->k; kk++) set_a(p, i, kk, kk == 0 ? 256.0 : kk < 128 ? 0.0 : 1.0);
+        for (int64_t kk = 0; kk < p->k; kk++) set_a(p, i, kk, kk == 0 ? 256.0 : kk < nc ? 0.0 : 1.0);
     for (int64_t kk = 0; kk < p->k; kk++)
         for (int64_t j = 0; j < p->n; j++) set_w(p, kk, j, kk == 0 ? 256.0 : 1.0);
     return QV_OK;
@@ -522,17 +695,11 @@ static void set_epilogue_factor(qv_problem *p, double s)
     if (has_step(v, QV_EP_MUL_WSCALE))
         for (int64_t i = 0; i < n_scales(p); i++) set_scale(p, i, s);
     else if (has_step(v, QV_EP_MUL_WSCALE2))
-        for (int64_t j = 0; j < p->n; j++) p->scales2[j] = (float)s;
+        for (int64_t j = 0; j < n_scales2(p); j++) set_scale2(p, j, s);
     else
         for (int64_t i = 0; i < qv_problem_ascale_count(p); i++) p->a_scale[i] = (float)s;
 }
 
-static int has_mul_step(const qv_variant *v)
-{
-    return has_step(v, QV_EP_MUL_WSCALE) || has_step(v, QV_EP_MUL_WSCALE2) || has_step(v, QV_EP_MUL_ASCALE);
-}
-
-static double sgroup_for(const qv_variant *v) { return v->arith.dequant == QV_DQ_INT8_RNE ? 16.0 : 1.0; }
 
 static void set_group_scales(qv_problem *p, double s)
 {
@@ -565,14 +732,22 @@ static qv_status fill_scale_overflow(qv_problem *p)
     return QV_OK;
 }
 
-static qv_status fill_rne_tie(qv_problem *p, rng *r)
+/* The parts of a sum big * u + small * u with big = 2^(fraction bits + 1) of
+ * the output (its codes 2 apart there): c products abig * wbig adding to big * u
+ * and one small weight u or 3u (u the smallest positive accumulator weight);
+ * an epilogue factor 1/u brings it to big + 1 or big + 3, halfway between two
+ * codes. Returns 0 when the row's weights or K cannot make it. */
+typedef struct tie_parts {
+    double u, wbig, abig, sg;
+    int c;
+} tie_parts;
+
+static int find_tie_parts(const qv_problem *p, tie_parts *tp)
 {
     const qv_variant *v = p->v;
-    unit_scales(p);
-    double sg = sgroup_for(v);
-    set_group_scales(p, sg);
+    tp->sg = sgroup_for(v);
     double vals[1024];
-    int nv = weight_values(v, sg, vals, 1024);
+    int nv = weight_values(v, tp->sg, vals, 1024);
     /* u: the smallest positive accumulator weight; the epilogue divides it out. */
     double u = INFINITY;
     for (int t = 0; t < nv; t++)
@@ -584,39 +759,75 @@ static qv_status fill_rne_tie(qv_problem *p, rng *r)
         hasm1 |= vals[t] == -u;
         hasm3 |= vals[t] == -3 * u;
     }
-    if (!(has1 && has3 && hasm1 && hasm3) || (u != 1 && !has_mul_step(v)))
-        return qv_fail(QV_ERR_UNSUPPORTED, "%s: no small weights for the RNE-tie witness", v->name);
+    if (!(has1 && has3 && hasm1 && hasm3) || (u != 1 && !has_mul_step(v))) return 0;
     double big = v->ofmt == QV_FMT_F16 ? 2048 : 256; /* 2^(fraction bits + 1): ulp 2 above */
-    double wbig = 0, abig = 0;
-    int c = 0;
-    for (int cc = 1; cc <= 32 && !c; cc *= 2)
-        for (int t = 0; t < nv && !c; t++) {
+    tp->c = 0;
+    for (int cc = 1; cc <= 32 && !tp->c; cc *= 2)
+        for (int t = 0; t < nv && !tp->c; t++) {
             double tgt = big * u / cc;
             if (vals[t] == 0 || fmod(tgt, vals[t]) != 0) continue;
             double a = tgt / vals[t];
             if (act_ok(v, a)) {
-                c = cc;
-                wbig = vals[t];
-                abig = a;
+                tp->c = cc;
+                tp->wbig = vals[t];
+                tp->abig = a;
             }
         }
-    if (!c || p->k < 2 * c + 1)
-        return qv_fail(QV_ERR_UNSUPPORTED, "%s: K=%lld is too small for the RNE-tie witness", v->name,
-                       (long long)p->k);
-    if (u != 1) set_epilogue_factor(p, 1.0 / u);
+    tp->u = u;
+    return tp->c && p->k >= 2 * tp->c + 1;
+}
+
+static qv_status fill_rne_tie(qv_problem *p, rng *r)
+{
+    const qv_variant *v = p->v;
+    unit_scales(p);
+    tie_parts tp;
+    if (!find_tie_parts(p, &tp))
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s: no weights or K for the RNE-tie witness", v->name);
+    set_group_scales(p, tp.sg);
+    if (tp.u != 1) set_epilogue_factor(p, 1.0 / tp.u);
+    int c = tp.c;
     for (int64_t i = 0; i < p->m; i++)
         for (int64_t kk = 0; kk < p->k; kk++)
-            set_a(p, i, kk, kk < c ? abig : kk < 2 * c ? -abig : kk == 2 * c ? 1.0 : 0.0);
+            set_a(p, i, kk, kk < c ? tp.abig : kk < 2 * c ? -tp.abig : kk == 2 * c ? 1.0 : 0.0);
     for (int64_t j = 0; j < p->n; j++) {
         int neg = (int)rng_int(r, 0, 1);
-        double small = rng_int(r, 0, 1) ? 3 * u : u;
+        double small = rng_int(r, 0, 1) ? 3 * tp.u : tp.u;
         for (int64_t kk = 0; kk < p->k; kk++) {
             double eff = 0;
-            if (kk < c) eff = neg ? 0 : wbig;
-            else if (kk < 2 * c) eff = neg ? wbig : 0;
+            if (kk < c) eff = neg ? 0 : tp.wbig;
+            else if (kk < 2 * c) eff = neg ? tp.wbig : 0;
             else if (kk == 2 * c) eff = neg ? -small : small;
-            set_w(p, kk, j, code_for(v, sg, eff));
+            set_w(p, kk, j, code_for(v, tp.sg, eff));
         }
+    }
+    return QV_OK;
+}
+
+
+/* big + 1 (or -(big + 1)) before the bias, halfway between two output codes,
+ * and a bias of +-1 on the side that makes big + 2 exact: the declared fp32
+ * addition gives big + 2; a cast first (big, ties to even) then the bias
+ * gives big + 1 and so big again, and so does a dropped bias. */
+static qv_status fill_bias(qv_problem *p, rng *r)
+{
+    const qv_variant *v = p->v;
+    unit_scales(p);
+    tie_parts tp;
+    if (!find_tie_parts(p, &tp))
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s: no weights or K for the bias witness", v->name);
+    set_group_scales(p, tp.sg);
+    if (tp.u != 1) set_epilogue_factor(p, 1.0 / tp.u);
+    int c = tp.c;
+    for (int64_t i = 0; i < p->m; i++)
+        for (int64_t kk = 0; kk < p->k; kk++) set_a(p, i, kk, kk < c ? tp.abig : kk == c ? 1.0 : 0.0);
+    for (int64_t j = 0; j < p->n; j++) {
+        int neg = (int)rng_int(r, 0, 1);
+        for (int64_t kk = 0; kk < p->k; kk++) {
+            double eff = kk < c ? (neg ? -tp.wbig : tp.wbig) : kk == c ? (neg ? -tp.u : tp.u) : 0;
+            set_w(p, kk, j, code_for(v, tp.sg, eff));
+        }
+        set_bias(p, j, neg ? -1.0 : 1.0);
     }
     return QV_OK;
 }
@@ -629,13 +840,24 @@ int ref_probe_applies(const qv_variant *v, qv_probe_kind kind, int64_t m, int64_
     case QV_PROBE_EXACT: return v->arith.accum == QV_ACC_INT32 || k <= 16384;
     case QV_PROBE_ONEHOT:
     case QV_PROBE_RANDOM: return 1;
-    case QV_PROBE_WITNESS_FP8_PROMOTE: return v->arith.accum == QV_ACC_TC_FP8 && k >= 2;
-    case QV_PROBE_WITNESS_SPLITK: return v->arith.accum != QV_ACC_INT32 && k >= 3;
+    case QV_PROBE_WITNESS_FP8_PROMOTE:
+        /* unique only under promotion; 2^16 needs w = a = 256 */
+        return v->arith.accum == QV_ACC_TC_FP8 && v->arith.promote_nc > 0 && v->arith.promote_nc <= 4096 &&
+               k >= 2 && has_weight(v, 256.0) && act_ok(v, 256.0);
+    case QV_PROBE_WITNESS_SPLITK:
+        return v->arith.accum != QV_ACC_INT32 && k >= 3 && has_weight(v, -8.0) && has_weight(v, 1.0) &&
+               act_ok(v, 256.0) && act_ok(v, 1.0);
     case QV_PROBE_WITNESS_SCALE_OVERFLOW:
         return v->ofmt == QV_FMT_F16 && has_mul_step(v) && v->scale_layout != QV_SCALE_BLOCK && k >= 8;
     case QV_PROBE_WITNESS_RNE_TIE:
+    case QV_PROBE_WITNESS_BIAS: {
         /* Up to 4 equal products per sign plus one small one (QQQ's 16x weights). */
-        return (v->ofmt == QV_FMT_F16 || v->ofmt == QV_FMT_BF16) && k >= 9;
+        if (!(v->ofmt == QV_FMT_F16 || v->ofmt == QV_FMT_BF16) || k < 9) return 0;
+        if (kind == QV_PROBE_WITNESS_BIAS && !(v->bias_fmt != QV_FMT_NONE && bias_last(v))) return 0;
+        qv_problem probe_p = {.v = v, .m = m, .n = n, .k = k, .g = v->g};
+        tie_parts tp;
+        return find_tie_parts(&probe_p, &tp);
+    }
     default: return 0;
     }
 }
@@ -659,6 +881,7 @@ qv_status ref_probe_fill(qv_problem *p, qv_probe_kind kind, qv_regime regime, ui
     case QV_PROBE_WITNESS_SPLITK: return fill_splitk(p, &r);
     case QV_PROBE_WITNESS_SCALE_OVERFLOW: return fill_scale_overflow(p);
     case QV_PROBE_WITNESS_RNE_TIE: return fill_rne_tie(p, &r);
+    case QV_PROBE_WITNESS_BIAS: return fill_bias(p, &r);
     default: return qv_fail(QV_ERR_USAGE, "unknown probe kind %d", (int)kind);
     }
 }

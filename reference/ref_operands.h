@@ -20,14 +20,33 @@ typedef struct ref_operands {
     double *col_s1; /* (n) MUL_WSCALE factor of each column, 1 when absent */
     double *col_s2; /* (n) MUL_WSCALE2 factor of each column, 1 when absent */
     double *row_s;  /* (m) MUL_ASCALE factor of each row, 1 when absent */
-    int ep_ops;     /* fp32 roundings in the epilogue (TO_F32 and each MUL) */
-    int nonfinite;  /* 1 when an operand or scale is NaN or Inf */
+    double *bias;   /* (n) ADD_BIAS term of each column, 0 when absent */
+    int ep_ops;     /* fp32 roundings in the epilogue (TO_F32, each MUL and the ADD) */
+    int seg;        /* qv_spec_segment: K extent of the scaled partial sums, 0 if none */
+    int folded;     /* 1 when segment scales are folded into a and w */
+    int nonfinite;  /* 1 when an operand, scale or bias is NaN or Inf */
 } ref_operands;
 
-/* fold_block: 1 folds block-128 activation and weight scales into a and w (the
- * truth); 0 leaves them out (the model applies them at each promotion). */
+/* fold_block: 1 folds the scales that vary along K and multiply partial sums
+ * (qv_spec_segment: group or block weight scales with dq=exact, per-128-K
+ * activation scales) into a and w (the truth); 0 leaves them out (the model
+ * and the bound apply them to each segment's partial sum). */
 qv_status ref_operands_create(const qv_problem *p, int fold_block, ref_operands *o);
 void      ref_operands_destroy(ref_operands *o);
+
+/* The factor of epilogue step st for element (i, j): its scale, or 1 for steps
+ * that do not multiply. */
+double ref_ep_factor(const ref_operands *o, qv_ep_step st, int64_t i, int64_t j);
+
+/* The product of the segment scales of element (i, j) for K segment sg (the
+ * activation's per-128-K scale times the weight's group or block scale, each
+ * 1 when absent), as exact doubles: *sa, *sw. */
+void ref_segment_scales(const qv_problem *p, int64_t i, int64_t j, int64_t sg, double *sa, double *sw);
+
+/* RN to format f (F16, BF16, F32, E4M3 or any qv_fmt) of the exact sum x + y
+ * of two doubles, correctly rounded whatever their exponents (through a
+ * round-to-odd double). sat: saturate instead of overflowing to Inf. */
+double ref_round_sum(qv_fmt f, double x, double y, int sat);
 
 /* x rounded to nearest-even in a binary format with `man_bits` fraction bits,
  * minimum normal exponent `emin` and largest finite value `maxf`; beyond the

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "qvet/reference.h"
+#include "qvet/spec.h"
 #include "ref_bound.h"
 #include "ref_operands.h"
 
@@ -47,6 +48,7 @@ typedef struct truth_ctx {
     ref_operands o;
     double *g;      /* (m, n) certified sum |a||w| */
     double alpha;
+    double *y1;     /* (m, n) with a bias: the exact value before the bias is added */
 } truth_ctx;
 
 /* x rounded to a double by round-to-odd: RZ, then the last bit set when inexact. */
@@ -82,7 +84,8 @@ static void make_odd(mpfr_t x, int ternary)
 }
 
 /* Finishes element (i, j) from its exact (or odd-rounded) accumulator value:
- * y = acc * epilogue scales, y_rn its output rounding. */
+ * y = acc through the epilogue's steps in order (scales exact, a bias added
+ * rounded to odd at REF_EPI_PREC bits), y_rn its output rounding. */
 static void finish_exact(truth_ctx *c, int64_t i, int64_t j, mpfr_t acc, ref_truth *t)
 {
     const qv_variant *v = c->p->v;
@@ -90,10 +93,17 @@ static void finish_exact(truth_ctx *c, int64_t i, int64_t j, mpfr_t acc, ref_tru
     mpfr_t x;
     mpfr_init2(x, REF_EPI_PREC);
     mpfr_set(x, acc, MPFR_RNDN);
-    mpfr_mul_d(x, x, o->col_s1[j], MPFR_RNDN);
-    mpfr_mul_d(x, x, o->col_s2[j], MPFR_RNDN);
-    mpfr_mul_d(x, x, o->row_s[i], MPFR_RNDN);
     int64_t e = i * o->n + j;
+    for (int st = 0; st < QV_EP_MAX && v->arith.epilogue[st] != QV_EP_END; st++) {
+        qv_ep_step s = v->arith.epilogue[st];
+        if (s == QV_EP_ADD_BIAS) {
+            c->y1[e] = mpfr_get_d(x, MPFR_RNDN);
+            make_odd(x, mpfr_add_d(x, x, o->bias[j], MPFR_RNDZ));
+        } else if (s == QV_EP_MUL_WSCALE || s == QV_EP_MUL_WSCALE2 || s == QV_EP_MUL_ASCALE) {
+            /* exact while no bias came first: 256 + 3 x 24 bits */
+            make_odd(x, mpfr_mul_d(x, x, ref_ep_factor(o, s, i, j), MPFR_RNDZ));
+        }
+    }
     t->y[e] = mpfr_get_d(x, MPFR_RNDN);
     t->y_rn[e] = ref_round_to(v->ofmt, odd_double(x), v->arith.out_sat == QV_SAT_FINITE);
     mpfr_clear(x);
@@ -125,7 +135,8 @@ static qv_status compute_g(truth_ctx *c)
     return QV_OK;
 }
 
-static int is_integer_path(const qv_variant *v) { return v->arith.accum == QV_ACC_INT32; }
+/* Integer operands: an int32 accumulator without segment scales folded in. */
+static int is_integer_path(const qv_variant *v) { return v->arith.accum == QV_ACC_INT32 && !qv_spec_segment(v); }
 
 /* ---- int64 --------------------------------------------------------------- */
 
@@ -332,9 +343,24 @@ static qv_status path_dgemm(truth_ctx *c, ref_truth *t, double *ref_err)
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
             int64_t e = i * n + j;
-            double s = o->col_s1[j] * o->col_s2[j] * o->row_s[i];
-            t->y[e] *= s;
-            ref_err[e] = gam * c->g[e] * fabs(s) * (1.0 + ldexp(1.0, -50)); /* s: 3 roundings */
+            double x = t->y[e], s = 1.0, err = gam * c->g[e];
+            for (int st = 0; st < QV_EP_MAX && v->arith.epilogue[st] != QV_EP_END; st++) {
+                qv_ep_step sp = v->arith.epilogue[st];
+                if (sp == QV_EP_ADD_BIAS) {
+                    c->y1[e] = x;
+                    /* the double sum's rounding, relative to its terms */
+                    err = err * (1.0 + ldexp(1.0, -50)) + ldexp(1.0, -52) * (fabs(x) + fabs(o->bias[j]));
+                    x += o->bias[j];
+                } else {
+                    double f = ref_ep_factor(o, sp, i, j);
+                    x *= f;
+                    s *= f;
+                    err *= fabs(f) * (1.0 + ldexp(1.0, -50)); /* each product one rounding */
+                }
+            }
+            (void)s;
+            t->y[e] = x;
+            ref_err[e] = err;
             t->y_rn[e] = ref_round_to(v->ofmt, t->y[e], v->arith.out_sat == QV_SAT_FINITE);
         }
     return QV_OK;
@@ -355,13 +381,97 @@ static void fix_nonfinite(truth_ctx *c, ref_truth *t, double *ref_err)
                 bad |= !isfinite(a) || !isfinite(w);
                 s += a * w;
             }
-            s = s * o->col_s1[j] * o->col_s2[j] * o->row_s[i];
+            for (int st = 0; st < QV_EP_MAX && c->p->v->arith.epilogue[st] != QV_EP_END; st++) {
+                qv_ep_step sp = c->p->v->arith.epilogue[st];
+                s = sp == QV_EP_ADD_BIAS ? s + o->bias[j] : s * ref_ep_factor(o, sp, i, j);
+            }
             if (!bad && isfinite(s)) continue;
             int64_t e = i * n + j;
             t->y[e] = t->y_rn[e] = s;
             ref_err[e] = 0.0;
             c->g[e] = 0.0;
         }
+}
+
+/* The accumulators whose bound follows the sum's structure (bound.c):
+ * the fp8 tensor core's narrow accumulator and any sum scaled per segment. */
+static int needs_accum_bound(const qv_variant *v)
+{
+    return v->arith.accum == QV_ACC_TC_FP8 || qv_spec_segment(v) > 0;
+}
+
+/* The declared accumulator as bound.c models it. */
+static ref_accum_model accum_model(const qv_variant *v, int64_t k)
+{
+    const qv_arith *ar = &v->arith;
+    ref_accum_model am = {.seg = qv_spec_segment(v), .red_f32 = ar->reduce == QV_RED_F32};
+    double b = ar->block_b > 0 ? ar->block_b : 16.0;
+    switch (ar->accum) {
+    case QV_ACC_INT32: am.kind = REF_ACC_INT; break;
+    case QV_ACC_TC_F32:
+        am.kind = REF_ACC_TC_F32;
+        am.alpha_per_k = 2.0 * (1.0 + 1.0 / b) * ldexp(1.0, -23);
+        break;
+    case QV_ACC_FMA_F32: {
+        /* gamma_L <= L u / (1 - L u): per product u / (1 - K u) for every L <= K */
+        double ku = (double)k * ldexp(1.0, -24);
+        am.kind = REF_ACC_FMA_F32;
+        am.alpha_per_k = ku < 0.5 ? ldexp(1.0, -24) / (1.0 - ku) : INFINITY;
+        break;
+    }
+    case QV_ACC_TC_FP8:
+        am.kind = REF_ACC_NARROW;
+        am.bits = ar->acc_bits > 0 ? ar->acc_bits : 14;
+        am.promote = ar->promote_nc;
+        break;
+    }
+    return am;
+}
+
+/* c->g := the structured accumulator bound of every element, in the units of
+ * the scaled sum, from the unscaled operands and the segment scales. */
+static qv_status accum_bounds(truth_ctx *c)
+{
+    const qv_problem *p = c->p;
+    int64_t m = p->m, n = p->n, k = p->k;
+    ref_operands u;
+    QV_TRY(ref_operands_create(p, 0, &u));
+    ref_accum_model am = accum_model(p->v, k);
+    int64_t nseg = am.seg > 0 ? (k + am.seg - 1) / am.seg : 1;
+    double *wt = malloc(sizeof(double) * (size_t)(n * k));
+    double *ap = malloc(sizeof(double) * (size_t)k);
+    double *sigma = malloc(sizeof(double) * (size_t)nseg);
+    if (!wt || !ap || !sigma) {
+        free(wt);
+        free(ap);
+        free(sigma);
+        ref_operands_destroy(&u);
+        return qv_fail(QV_ERR_NOMEM, "out of memory for the accumulator bound");
+    }
+    for (int64_t kk = 0; kk < k; kk++)
+        for (int64_t j = 0; j < n; j++) wt[j * k + kk] = fabs(u.w[kk * n + j]);
+    for (int64_t i = 0; i < m; i++) {
+        const double *a = u.a + i * k;
+        for (int64_t j = 0; j < n; j++) {
+            const double *w = wt + j * k;
+            for (int64_t kk = 0; kk < k; kk++) {
+                double x = fabs(a[kk]) * w[kk];
+                ap[kk] = isfinite(x) ? x : 0.0;
+            }
+            for (int64_t sg = 0; am.seg > 0 && sg < nseg; sg++) {
+                double sa, sw;
+                ref_segment_scales(p, i, j, sg, &sa, &sw);
+                double x = fabs(sa * sw) * (1.0 + ldexp(1.0, -52));
+                sigma[sg] = isfinite(x) ? x : 0.0;
+            }
+            c->g[i * n + j] = ref_bound_accum(&am, ap, sigma, k);
+        }
+    }
+    free(wt);
+    free(ap);
+    free(sigma);
+    ref_operands_destroy(&u);
+    return QV_OK;
 }
 
 void ref_truth_clear(ref_truth *t)
@@ -400,11 +510,16 @@ qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_trut
         return st;
     }
     c.alpha = ref_alpha(v, p->k);
-    if (v->scale_layout == QV_SCALE_BLOCK)
-        /* Block scales applied at each promotion: the scale product and the
-         * partial-times-scale multiply are two fp32 roundings per block, each
-         * relative to that block's share of G. */
-        c.alpha = c.alpha * (1.0 + ldexp(1.0, -22)) + 2.0 * ldexp(1.0, -24) * (1.0 + ldexp(1.0, -20));
+    if (v->bias_fmt != QV_FMT_NONE) {
+        c.y1 = calloc((size_t)mn, sizeof(double));
+        if (!c.y1) {
+            free(ref_err);
+            ref_operands_destroy(&c.o);
+            free(c.g);
+            ref_truth_clear(t);
+            return qv_fail(QV_ERR_NOMEM, "out of memory for the reference of %s", v->name);
+        }
+    }
 
     int64_t macs = p->m * p->n * p->k;
     const char *want = path && *path ? path : NULL;
@@ -442,20 +557,55 @@ qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_trut
         path_dgemm(&c, t, ref_err);
     }
     fixed_free(&f);
+    /* The accumulator's error per element: block-structured for the fp8
+     * accumulator and for sums scaled per segment (c.g then holds that bound
+     * and alpha is 1), alpha * G otherwise. */
+    if (st == QV_OK && needs_accum_bound(v)) {
+        st = accum_bounds(&c);
+        c.alpha = 1.0;
+    }
     if (st == QV_OK) {
         if (c.o.nonfinite) fix_nonfinite(&c, t, ref_err);
         for (int64_t i = 0; i < p->m; i++)
             for (int64_t j = 0; j < p->n; j++) {
                 int64_t e = i * p->n + j;
-                double s = fabs(c.o.col_s1[j] * c.o.col_s2[j] * c.o.row_s[i]);
-                s *= 1.0 + ldexp(1.0, -50); /* three double roundings in the product */
-                t->bound[e] = isfinite(t->y[e])
-                                  ? ref_bound_element(c.alpha, c.g[e], s, t->y[e], c.o.ep_ops, p->k, ref_err[e])
-                                  : 0.0;
+                if (!isfinite(t->y[e])) {
+                    t->bound[e] = 0.0;
+                    continue;
+                }
+                if (!c.y1) {
+                    double s = fabs(c.o.col_s1[j] * c.o.col_s2[j] * c.o.row_s[i]);
+                    s *= 1.0 + ldexp(1.0, -50); /* three double roundings in the product */
+                    t->bound[e] = ref_bound_element(c.alpha, c.g[e], s, t->y[e], c.o.ep_ops, p->k, ref_err[e]);
+                    continue;
+                }
+                /* a bias: the scales and roundings on each side of it */
+                double s1 = 1.0, s2 = 1.0;
+                int n1 = 0, n2 = 0, after = 0;
+                for (int st2 = 0; st2 < QV_EP_MAX && v->arith.epilogue[st2] != QV_EP_END; st2++) {
+                    qv_ep_step sp = v->arith.epilogue[st2];
+                    if (sp == QV_EP_ADD_BIAS) {
+                        after = 1;
+                    } else if (sp == QV_EP_SUB_AZP) {
+                        continue;
+                    } else if (after) {
+                        s2 *= fabs(ref_ep_factor(&c.o, sp, i, j));
+                        n2++;
+                    } else {
+                        s1 *= fabs(ref_ep_factor(&c.o, sp, i, j));
+                        n1++;
+                    }
+                }
+                s1 *= 1.0 + ldexp(1.0, -50);
+                s2 *= 1.0 + ldexp(1.0, -50);
+                double y2 = c.y1[e] + c.o.bias[j];
+                t->bound[e] = ref_bound_element_bias(c.alpha, c.g[e], s1, n1, c.y1[e], y2, s2, n2, t->y[e], p->k,
+                                                     ref_err[e]);
             }
     }
     free(ref_err);
     free(c.g);
+    free(c.y1);
     ref_operands_destroy(&c.o);
     if (st != QV_OK) ref_truth_clear(t);
     return st;

@@ -112,9 +112,11 @@ static int bits_of(qv_fmt f)
 {
     switch (f) {
     case QV_FMT_U4:
+    case QV_FMT_UINT4:
     case QV_FMT_I4:
     case QV_FMT_E2M1: return 4;
     case QV_FMT_U8:
+    case QV_FMT_UINT8:
     case QV_FMT_I8:
     case QV_FMT_E4M3:
     case QV_FMT_E5M2: return 8;

@@ -45,16 +45,18 @@ uint32_t ref_poison_code(qv_fmt ofmt)
     case QV_FMT_F16: return 0x7E5Au;
     case QV_FMT_BF16: return 0x7FDAu;
     case QV_FMT_F32: return 0x7FC05A5Au;
+    /* INT32_MIN: the registry proves |sum| < 2^31, so no correct int32 output is it */
+    case QV_FMT_I32: return 0x80000000u;
     default: return 0xFFFFFFFFu;
     }
 }
 
-/* out: (m, n) output codes in f (uint16 bits, or f32 bits); e: flat index. */
+/* out: (m, n) output codes in f (uint16 bits, f32 bits or int32); e: flat index. */
 static uint32_t out_code(qv_fmt f, const void *out, int64_t e)
 {
-    if (f == QV_FMT_F32) {
+    if (f == QV_FMT_F32 || f == QV_FMT_I32) {
         uint32_t c;
-        memcpy(&c, (const float *)out + e, 4);
+        memcpy(&c, (const uint32_t *)out + e, 4);
         return c;
     }
     return ((const uint16_t *)out)[e];
@@ -67,12 +69,15 @@ static double out_value(qv_fmt f, uint32_t c)
         memcpy(&x, &c, 4);
         return x;
     }
+    if (f == QV_FMT_I32) return (double)(int32_t)c;
     return f == QV_FMT_F16 ? qv_f16_to_f32((uint16_t)c) : qv_bf16_to_f32((uint16_t)c);
 }
 
-/* Codes ordered as integers along the real line (sign-magnitude to two's). */
+/* Codes ordered as integers along the real line (sign-magnitude to two's;
+ * int32 codes are ordered already). */
 static int64_t ordered(qv_fmt f, uint32_t c)
 {
+    if (f == QV_FMT_I32) return (int64_t)(int32_t)c;
     uint32_t sign = f == QV_FMT_F32 ? 0x80000000u : 0x8000u;
     int64_t mag = c & (sign - 1);
     return (c & sign) ? -mag : mag;
@@ -174,7 +179,7 @@ void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, con
     int64_t nr = 0, nbad = 0, nbias = 0, n_normal = 0;
     /* Smallest normal magnitude of the output format: 2^(1 - bias). */
     const qv_fmt_info *fi = qv_fmt_get(of);
-    double min_normal = ldexp(1.0, 1 - fi->bias);
+    double min_normal = fi->is_float ? ldexp(1.0, 1 - fi->bias) : 0.0; /* integers: every value counts */
     double sum_e2 = 0, sum_y2 = 0, sum_exp = 0;
     bias_pt *bp = malloc(sizeof(bias_pt) * (size_t)(mn > 0 ? mn : 1));
     QV_ASSERT(bp, "out of memory in ref_verify");

@@ -6,16 +6,21 @@
 
 #include "qvet/cli.h"
 #include "qvet/json.h"
+#include "qvet/spec.h"
 #include "qvet/variant.h"
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: qvet list [--json] [PATTERN]\n\n"
+    fprintf(f, "usage: qvet list [--json | --spec] [PATTERN]\n"
+               "       qvet list --spec SPEC\n\n"
                "Prints every variant of the registry: its weight, activation and output formats,\n"
                "scale layout, group size g, zero points, act_order, packed layout, accumulation,\n"
                "and whether a GPU kernel and a CPU model exist.\n\n"
                "  PATTERN   only variants whose name matches this glob (e.g. 'marlin-*')\n"
                "  --json    a JSON array with one object per variant, for scripts\n"
+               "  --spec    each row's declared arithmetic as a spec (docs/spec.md), one per line:\n"
+               "            NAME SPEC; given a spec instead of a pattern, its canonical form\n"
+               "            (or why it is refused)\n"
                "  -h, --help  this text\n");
 }
 
@@ -30,6 +35,7 @@ static const char *ep_step_name(qv_ep_step s)
     case QV_EP_MUL_WSCALE: return "mul-wscale";
     case QV_EP_MUL_WSCALE2: return "mul-wscale2";
     case QV_EP_MUL_ASCALE: return "mul-ascale";
+    case QV_EP_ADD_BIAS: return "add-bias";
     }
     return "?";
 }
@@ -95,6 +101,8 @@ static void print_json_row(const qv_variant *v)
     fputs("  {\n", stdout);
     key("name", 1);
     qv_json_fput_str(stdout, v->name);
+    char spec[QV_SPEC_MAX];
+    if (qv_spec_format(v, spec, sizeof spec) >= 0) kv_str("spec", spec);
     kv_str("family", v->family);
     kv_str("summary", v->summary);
     kv_str("weight_format", fmt_name(v->wfmt));
@@ -146,9 +154,27 @@ static void print_json(const char *glob)
     fputs(first ? "]\n" : "\n]\n", stdout);
 }
 
+/* NAME SPEC per row; a row whose arithmetic has no spelling is an error. */
+static int print_specs(const char *glob)
+{
+    int rc = 0;
+    for (int i = 0; i < qv_registry_count(); i++) {
+        const qv_variant *v = qv_registry_get(i);
+        if (!qv_variant_match(v, glob)) continue;
+        char spec[QV_SPEC_MAX];
+        if (qv_spec_format(v, spec, sizeof spec) < 0) {
+            fprintf(stderr, "qvet list: %s: %s\n", v->name, spec);
+            rc = 3;
+            continue;
+        }
+        printf("%-28s %s\n", v->name, spec);
+    }
+    return rc;
+}
+
 int qv_cmd_list(int argc, char **argv)
 {
-    int json = 0;
+    int json = 0, specs = 0;
     const char *glob = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -157,6 +183,8 @@ int qv_cmd_list(int argc, char **argv)
         }
         if (!strcmp(argv[i], "--json")) {
             json = 1;
+        } else if (!strcmp(argv[i], "--spec")) {
+            specs = 1;
         } else if (argv[i][0] == '-') {
             fprintf(stderr, "qvet list: unknown option '%s'\n\n", argv[i]);
             usage(stderr);
@@ -169,15 +197,32 @@ int qv_cmd_list(int argc, char **argv)
             return 2;
         }
     }
+    if (json && specs) {
+        fprintf(stderr, "qvet list: --json already holds each row's spec; give one of --json and --spec\n");
+        return 2;
+    }
+    if (specs && qv_is_spec(glob)) {
+        const qv_variant *v;
+        qv_status st = qv_spec_parse(glob, &v);
+        if (st != QV_OK) {
+            fprintf(stderr, "qvet list: %s\n", qv_errmsg());
+            return 2;
+        }
+        printf("%s\n", v->name);
+        return fflush(stdout) ? 3 : 0;
+    }
     int matched = 0;
     for (int i = 0; i < qv_registry_count(); i++) matched += qv_variant_match(qv_registry_get(i), glob);
     if (!matched) {
         fprintf(stderr, "qvet list: no variant matches '%s' (qvet list shows them all)\n", glob);
         return 2;
     }
+    int rc = 0;
     if (json)
         print_json(glob);
+    else if (specs)
+        rc = print_specs(glob);
     else
         print_table(glob);
-    return fflush(stdout) ? 3 : 0;
+    return fflush(stdout) ? 3 : rc;
 }

@@ -58,8 +58,8 @@ static void unpack_usage(FILE *f)
             "decoder, and writes the logical arrays into OUTDIR: q.npy ((K, N): int8 for the\n"
             "4-bit layouts, uint8 for marlin-w8 and marlin-fp8), scales.npy, scales2.npy,\n"
             "zeros.npy (uint8 (K/g, N)) and g_idx.npy (int32 (K)). marlin-fp8 scales are\n"
-            "divided by the folded 2^8 (2^120 for bf16). plain-nk needs --wfmt (i8, u8,\n"
-            "e4m3, f16 or bf16). Exit 0 on success, 2 on any bad input.\n");
+            "divided by the folded 2^8 (2^120 for bf16). plain-nk needs --wfmt (i8, u8b128,\n"
+            "u8, e4m3, e5m2, f16 or bf16). Exit 0 on success, 2 on any bad input.\n");
 }
 
 /* mkdir -p: creates every missing folder of path. */
@@ -364,6 +364,8 @@ static qv_status unpack_dir(qv_layout layout, qv_fmt plain_wfmt, const char *dir
             st = qv_fail(QV_ERR_SHAPE, "%s/scales2.npy is %s; expected (1, %lld) float32", dir,
                          qv_array_describe(s2, buf, sizeof buf), (long long)n);
         v.scale_layout = QV_SCALE_GROUP_CHANNEL;
+        v.s2fmt = QV_FMT_F32;
+        v.s2_layout = QV_SCALE_CHANNEL;
         pk.scales2 = s2->data;
         pk.s2_cols = n;
     } else if (st == QV_OK && layout == QV_LAYOUT_QQQ_W4_GROUP) {
@@ -375,7 +377,9 @@ static qv_status unpack_dir(qv_layout layout, qv_fmt plain_wfmt, const char *dir
         else if (z->dtype != QV_DT_I4 || z->ndim != 2 || z->shape[0] != k / v.g || z->shape[1] * 8 != n)
             st = qv_fail(QV_ERR_SHAPE, "%s/zeros.npy is %s; expected (%lld, %lld) int32", dir,
                          qv_array_describe(z, buf, sizeof buf), (long long)(k / v.g), (long long)(n / 8));
-        v.zero_point = 1;
+        v.zero_point = QV_ZP_INT;
+        v.zp_layout = QV_SCALE_GROUP;
+        v.zp_g = v.g;
         pk.zeros = z->data;
         pk.z_rows = k / v.g;
         pk.z_cols = n / 8;
@@ -395,7 +399,8 @@ static qv_status unpack_dir(qv_layout layout, qv_fmt plain_wfmt, const char *dir
     }
 
     qv_problem p = {.v = &v, .m = 1, .n = n, .k = k, .g = v.g};
-    qv_dtype qdt = v.wfmt == QV_FMT_U8 || v.wfmt == QV_FMT_E4M3 ? QV_DT_U1
+    qv_dtype qdt = v.wfmt == QV_FMT_U8 || v.wfmt == QV_FMT_UINT8 || v.wfmt == QV_FMT_E4M3 || v.wfmt == QV_FMT_E5M2
+                       ? QV_DT_U1
                    : v.wfmt == QV_FMT_F16                      ? QV_DT_F2
                    : v.wfmt == QV_FMT_BF16                     ? QV_DT_U2
                                                                : QV_DT_I1;
@@ -469,9 +474,9 @@ int qv_cmd_unpack(int argc, char **argv)
     qv_fmt wfmt = QV_FMT_NONE;
     if (layout == QV_LAYOUT_PLAIN_NK) {
         wfmt = wfmt_name ? qv_fmt_from_name(wfmt_name) : QV_FMT_NONE;
-        if (wfmt != QV_FMT_I8 && wfmt != QV_FMT_U8 && wfmt != QV_FMT_E4M3 && wfmt != QV_FMT_F16 &&
-            wfmt != QV_FMT_BF16) {
-            fprintf(stderr, "qvet unpack: plain-nk needs --wfmt i8, u8, e4m3, f16 or bf16\n");
+        if (wfmt != QV_FMT_I8 && wfmt != QV_FMT_U8 && wfmt != QV_FMT_UINT8 && wfmt != QV_FMT_E4M3 &&
+            wfmt != QV_FMT_E5M2 && wfmt != QV_FMT_F16 && wfmt != QV_FMT_BF16) {
+            fprintf(stderr, "qvet unpack: plain-nk needs --wfmt i8, u8b128, u8, e4m3, e5m2, f16 or bf16\n");
             return 2;
         }
     } else if (wfmt_name) {

@@ -62,9 +62,11 @@ static int code_bits(qv_fmt f)
 {
     switch (f) {
     case QV_FMT_U4:
+    case QV_FMT_UINT4:
     case QV_FMT_I4:
     case QV_FMT_E2M1: return 4;
     case QV_FMT_U8:
+    case QV_FMT_UINT8:
     case QV_FMT_I8:
     case QV_FMT_E4M3:
     case QV_FMT_E5M2: return 8;
@@ -136,6 +138,9 @@ static qv_status check_problem(const qv_problem *p)
     qv_layout l = v->layout;
     const char *ln = qv_layout_name(l);
     if (l < 0 || l >= QV_LAYOUT_COUNT) return qv_fail(QV_ERR_UNSUPPORTED, "unknown packed layout %d", (int)l);
+    if (l == QV_LAYOUT_LOGICAL)
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s: a spec has no packed layout; its kernel reads the logical arrays "
+                       "(plugin.h)", v->name);
     if (p->k < 1 || p->n < 1)
         return qv_fail(QV_ERR_SHAPE, "%s: K=%lld, N=%lld: both must be >= 1", ln, (long long)p->k,
                        (long long)p->n);
@@ -217,7 +222,7 @@ static qv_status check_problem(const qv_problem *p)
     QV_ASSERT(!v->act_order || p->g_idx != NULL, "act_order variants need g_idx");
 
     int64_t kn = p->k * p->n;
-    if (v->wfmt == QV_FMT_U4 || v->wfmt == QV_FMT_E2M1) {
+    if (v->wfmt == QV_FMT_U4 || v->wfmt == QV_FMT_UINT4 || v->wfmt == QV_FMT_E2M1) {
         const uint8_t *q = p->q;
         for (int64_t i = 0; i < kn; i++)
             if (q[i] > 15)
@@ -649,6 +654,9 @@ qv_status qv_pack_arrays(qv_layout layout, const qv_array *q, const qv_array *sc
     memset(out, 0, sizeof *out);
     char buf[96];
     if (layout < 0 || layout >= QV_LAYOUT_COUNT) return qv_fail(QV_ERR_USAGE, "unknown layout");
+    if (layout == QV_LAYOUT_LOGICAL)
+        return qv_fail(QV_ERR_USAGE, "logical is the arrays as they are, not a packed layout (qvet pack --help lists "
+                       "the layouts)");
     const char *ln = qv_layout_name(layout);
     if (q->ndim != 2)
         return qv_fail(QV_ERR_SHAPE, "%s: q is %s; expected a 2-D (K, N) array", ln,
@@ -727,6 +735,8 @@ qv_status qv_pack_arrays(qv_layout layout, const qv_array *q, const qv_array *sc
             return qv_fail(QV_ERR_DTYPE, "%s: scales2 must be float32, not %s", ln, qv_dtype_name(scales2->dtype));
         QV_TRY(want_2d("scales2", scales2, 1, n));
         v.scale_layout = QV_SCALE_GROUP_CHANNEL;
+        v.s2fmt = QV_FMT_F32;
+        v.s2_layout = QV_SCALE_CHANNEL;
     } else if (layout == QV_LAYOUT_QQQ_W4_GROUP) {
         return qv_fail(QV_ERR_USAGE, "%s needs the f32 channel scales as scales2", ln);
     }
@@ -737,7 +747,9 @@ qv_status qv_pack_arrays(qv_layout layout, const qv_array *q, const qv_array *sc
             return qv_fail(QV_ERR_DTYPE, "%s: zeros must be int8 or uint8 holding 0..15, not %s", ln,
                            qv_dtype_name(zeros->dtype));
         QV_TRY(want_2d("zeros", zeros, v.g > 0 ? k / v.g : 1, n));
-        v.zero_point = 1;
+        v.zero_point = QV_ZP_INT;
+        v.zp_layout = QV_SCALE_GROUP;
+        v.zp_g = v.g;
     } else if (layout == QV_LAYOUT_MARLIN_W4_ZP) {
         return qv_fail(QV_ERR_USAGE, "%s needs zero points", ln);
     }

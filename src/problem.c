@@ -20,28 +20,29 @@ size_t qv_fmt_storage_bytes(qv_fmt f)
 
 int64_t qv_problem_scale_rows(const qv_problem *p)
 {
-    switch (p->v->scale_layout) {
-    case QV_SCALE_NONE: return 0;
-    case QV_SCALE_TENSOR:
-    case QV_SCALE_CHANNEL: return 1;
-    case QV_SCALE_GROUP:
-    case QV_SCALE_GROUP_CHANNEL: return p->k / p->g;
-    case QV_SCALE_BLOCK: return (p->k + 127) / 128; /* 128: the block edge of the layout */
-    }
-    return 0;
+    return qv_gran_rows(p->v->scale_layout, p->g, p->v->block_k, p->k);
 }
 
 int64_t qv_problem_scale_cols(const qv_problem *p)
 {
-    switch (p->v->scale_layout) {
-    case QV_SCALE_NONE: return 0;
-    case QV_SCALE_TENSOR: return 1;
-    case QV_SCALE_CHANNEL:
-    case QV_SCALE_GROUP:
-    case QV_SCALE_GROUP_CHANNEL: return p->n;
-    case QV_SCALE_BLOCK: return (p->n + 127) / 128;
-    }
-    return 0;
+    return qv_gran_cols(p->v->scale_layout, p->v->block_n, p->n);
+}
+
+int64_t qv_problem_scale2_count(const qv_problem *p)
+{
+    return p->v->s2_layout == QV_SCALE_CHANNEL ? p->n : p->v->s2_layout == QV_SCALE_TENSOR ? 1 : 0;
+}
+
+int64_t qv_problem_zero_rows(const qv_problem *p)
+{
+    const qv_variant *v = p->v;
+    return v->zero_point ? qv_gran_rows(v->zp_layout, v->zp_g, v->zp_bk, p->k) : 0;
+}
+
+int64_t qv_problem_zero_cols(const qv_problem *p)
+{
+    const qv_variant *v = p->v;
+    return v->zero_point ? qv_gran_cols(v->zp_layout, v->zp_bn, p->n) : 0;
 }
 
 int64_t qv_problem_ascale_count(const qv_problem *p)
@@ -72,7 +73,7 @@ int64_t qv_problem_out_bytes(const qv_problem *p)
 
 /* Byte sizes of every buffer, in the order of the struct. */
 typedef struct buf_sizes {
-    size_t a, a_scale, azp, q, scales, scales2, zeros, g_idx;
+    size_t a, a_scale, azp, q, scales, scales2, zeros, zeros_f, bias, g_idx;
 } buf_sizes;
 
 static buf_sizes sizes_of(const qv_problem *p)
@@ -83,10 +84,12 @@ static buf_sizes sizes_of(const qv_problem *p)
     s.a_scale = (size_t)qv_problem_ascale_count(p) * sizeof(float);
     s.azp = (size_t)azp_count(p) * sizeof(int32_t);
     s.q = (size_t)(p->k * p->n) * qv_fmt_storage_bytes(v->wfmt);
-    s.scales = (size_t)(qv_problem_scale_rows(p) * qv_problem_scale_cols(p)) *
-               (v->scale_layout == QV_SCALE_BLOCK ? sizeof(float) : qv_fmt_storage_bytes(v->sfmt));
-    s.scales2 = v->scale_layout == QV_SCALE_GROUP_CHANNEL ? (size_t)p->n * sizeof(float) : 0;
-    s.zeros = v->zero_point && p->g > 0 ? (size_t)(p->k / p->g * p->n) : 0;
+    s.scales = (size_t)(qv_problem_scale_rows(p) * qv_problem_scale_cols(p)) * qv_fmt_storage_bytes(v->sfmt);
+    s.scales2 = (size_t)qv_problem_scale2_count(p) * sizeof(float);
+    size_t nz = (size_t)(qv_problem_zero_rows(p) * qv_problem_zero_cols(p));
+    s.zeros = v->zero_point == QV_ZP_INT ? nz : 0;
+    s.zeros_f = v->zero_point == QV_ZP_FLOAT ? nz * sizeof(float) : 0;
+    s.bias = v->bias_fmt != QV_FMT_NONE ? (size_t)p->n * sizeof(float) : 0;
     s.g_idx = v->act_order ? (size_t)p->k * sizeof(int32_t) : 0;
     return s;
 }
@@ -124,6 +127,8 @@ qv_status qv_problem_create(qv_problem *p, const qv_variant *v, int64_t m, int64
     p->scales = zalloc(s.scales, &fail);
     p->scales2 = zalloc(s.scales2, &fail);
     p->zeros = zalloc(s.zeros, &fail);
+    p->zeros_f = zalloc(s.zeros_f, &fail);
+    p->bias = zalloc(s.bias, &fail);
     p->g_idx = zalloc(s.g_idx, &fail);
     if (fail) {
         qv_problem_destroy(p);
@@ -146,6 +151,8 @@ void qv_problem_destroy(qv_problem *p)
     free(p->scales);
     free(p->scales2);
     free(p->zeros);
+    free(p->zeros_f);
+    free(p->bias);
     free(p->g_idx);
     memset(p, 0, sizeof *p);
 }
@@ -161,6 +168,8 @@ qv_status qv_problem_clone(qv_problem *dst, const qv_problem *src)
     if (s.scales) memcpy(dst->scales, src->scales, s.scales);
     if (s.scales2) memcpy(dst->scales2, src->scales2, s.scales2);
     if (s.zeros) memcpy(dst->zeros, src->zeros, s.zeros);
+    if (s.zeros_f) memcpy(dst->zeros_f, src->zeros_f, s.zeros_f);
+    if (s.bias) memcpy(dst->bias, src->bias, s.bias);
     if (s.g_idx) memcpy(dst->g_idx, src->g_idx, s.g_idx);
     return QV_OK;
 }
@@ -190,25 +199,53 @@ double qv_problem_a(const qv_problem *p, int64_t i, int64_t kk)
     return value_of(p->v->afmt, p->a, i * p->k + kk);
 }
 
-/* The scale group of logical row kk (act_order reads g_idx). */
-static int64_t group_of(const qv_problem *p, int64_t kk)
+int64_t qv_problem_group(const qv_problem *p, int64_t kk)
 {
-    return p->g_idx ? p->g_idx[kk] : kk / p->g;
+    return p->g_idx ? p->g_idx[kk] : p->g > 0 ? kk / p->g : 0;
 }
 
-/* With zero points the code value is q - z (the integer the scale multiplies);
- * otherwise the format's value (u4: q-8, u8: q-128, e4m3: its real value).
- * The kernel-side multiplier arith.w_mul is not included. */
+/* Index of the zero point of weight (kk, j); grouped zero points share the
+ * weight scales' g_idx (act_order needs them at the scales' group size). */
+static int64_t zero_index(const qv_problem *p, int64_t kk, int64_t j)
+{
+    const qv_variant *v = p->v;
+    int64_t grp = v->zp_layout == QV_SCALE_GROUP ? (p->g_idx ? p->g_idx[kk] : kk / v->zp_g) : 0;
+    return qv_gran_index(v->zp_layout, v->zp_bk, v->zp_bn, p->n, kk, j, grp);
+}
+
+/* The unbiased code of a format whose integer zero point replaces its bias:
+ * u4b8 and u8b128 codes are read as the unsigned code, i4/i8 as signed. */
+static double zp_code(qv_fmt f, const void *buf, int64_t i)
+{
+    if (f == QV_FMT_I4 || f == QV_FMT_I8) return (double)((const int8_t *)buf)[i];
+    return (double)((const uint8_t *)buf)[i];
+}
+
+/* With integer zero points the code value is q - z (the integer the scale
+ * multiplies); otherwise the format's value (u4b8: q-8, u8b128: q-128, e4m3:
+ * its real value). The kernel-side multiplier arith.w_mul is not included. */
 double qv_problem_wq(const qv_problem *p, int64_t kk, int64_t j)
 {
     const qv_variant *v = p->v;
     int64_t i = kk * p->n + j;
-    if (v->zero_point && p->zeros) {
-        double q = (double)((const uint8_t *)p->q)[i];
-        double z = (double)p->zeros[group_of(p, kk) * p->n + j];
-        return q - z;
-    }
+    if (v->zero_point == QV_ZP_INT && p->zeros)
+        return zp_code(v->wfmt, p->q, i) - zp_code(v->wfmt, p->zeros, zero_index(p, kk, j));
     return value_of(v->wfmt, p->q, i);
+}
+
+double qv_problem_zero_f(const qv_problem *p, int64_t kk, int64_t j)
+{
+    if (p->v->zero_point != QV_ZP_FLOAT || !p->zeros_f) return 0.0;
+    return (double)p->zeros_f[zero_index(p, kk, j)];
+}
+
+double qv_problem_scale2(const qv_problem *p, int64_t j)
+{
+    switch (p->v->s2_layout) {
+    case QV_SCALE_TENSOR: return (double)p->scales2[0];
+    case QV_SCALE_CHANNEL: return (double)p->scales2[j];
+    default: return 1.0;
+    }
 }
 
 /* The first-level weight scale of w[kk][j] (for GROUP_CHANNEL the group scale;
@@ -216,14 +253,8 @@ double qv_problem_wq(const qv_problem *p, int64_t kk, int64_t j)
 double qv_problem_scale(const qv_problem *p, int64_t kk, int64_t j)
 {
     const qv_variant *v = p->v;
-    switch (v->scale_layout) {
-    case QV_SCALE_NONE: return 1.0;
-    case QV_SCALE_TENSOR: return value_of(v->sfmt, p->scales, 0);
-    case QV_SCALE_CHANNEL: return value_of(v->sfmt, p->scales, j);
-    case QV_SCALE_GROUP:
-    case QV_SCALE_GROUP_CHANNEL: return value_of(v->sfmt, p->scales, group_of(p, kk) * p->n + j);
-    case QV_SCALE_BLOCK:
-        return (double)((const float *)p->scales)[(kk / 128) * qv_problem_scale_cols(p) + j / 128];
-    }
-    return 1.0;
+    if (v->scale_layout == QV_SCALE_NONE) return 1.0;
+    int64_t grp = v->scale_layout == QV_SCALE_GROUP || v->scale_layout == QV_SCALE_GROUP_CHANNEL
+                      ? qv_problem_group(p, kk) : 0;
+    return value_of(v->sfmt, p->scales, qv_gran_index(v->scale_layout, v->block_k, v->block_n, p->n, kk, j, grp));
 }

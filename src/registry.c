@@ -48,6 +48,7 @@
     {.name = (name_), .summary = (summary_), .family = "marlin",                                        \
      .wfmt = (wfmt_), .afmt = (act_), .ofmt = (act_), .sfmt = (sfmt_),                                  \
      .scale_layout = (scales_), .g = (g_), .zero_point = (zero_point_), .act_order = (act_order_),      \
+     .zp_layout = (zero_point_) ? QV_SCALE_GROUP : QV_SCALE_NONE, .zp_g = (zero_point_) ? (g_) : 0,      \
      .act_scale = QV_ASCALE_NONE, .azp = QV_AZP_NONE,                                                   \
      .layout = (layout_), .n_tile = 64, .k_tile = 16,                                                   \
      .arith = arith_,                                                                                   \
@@ -58,6 +59,8 @@
     {.name = (name_), .summary = (summary_), .family = "qqq",                                           \
      .wfmt = (wfmt_), .afmt = QV_FMT_I8, .ofmt = QV_FMT_F16, .sfmt = (sfmt_),                           \
      .scale_layout = (scales_), .g = (g_), .zero_point = 0, .act_order = 0,                             \
+     .s2fmt = (scales_) == QV_SCALE_GROUP_CHANNEL ? QV_FMT_F32 : QV_FMT_NONE,                           \
+     .s2_layout = (scales_) == QV_SCALE_GROUP_CHANNEL ? QV_SCALE_CHANNEL : QV_SCALE_NONE,               \
      .act_scale = QV_ASCALE_TOKEN, .azp = QV_AZP_NONE,                                                  \
      .layout = (layout_), .n_tile = 64, .k_tile = 16,                                                   \
      .arith = arith_,                                                                                   \
@@ -217,6 +220,57 @@ static double int_max_abs(qv_fmt f)
     return a > b ? a : b;
 }
 
+int64_t qv_gran_rows(qv_scale_layout l, int g, int bk, int64_t k)
+{
+    switch (l) {
+    case QV_SCALE_NONE: return 0;
+    case QV_SCALE_TENSOR:
+    case QV_SCALE_CHANNEL: return 1;
+    case QV_SCALE_GROUP:
+    case QV_SCALE_GROUP_CHANNEL: return g > 0 ? k / g : 0;
+    case QV_SCALE_BLOCK: {
+        int64_t b = bk > 0 ? bk : 128; /* 128: the block edge when a row does not say */
+        return (k + b - 1) / b;
+    }
+    }
+    return 0;
+}
+
+int64_t qv_gran_cols(qv_scale_layout l, int bn, int64_t n)
+{
+    switch (l) {
+    case QV_SCALE_NONE: return 0;
+    case QV_SCALE_TENSOR: return 1;
+    case QV_SCALE_BLOCK: {
+        int64_t b = bn > 0 ? bn : 128;
+        return (n + b - 1) / b;
+    }
+    default: return n;
+    }
+}
+
+int64_t qv_gran_index(qv_scale_layout l, int bk, int bn, int64_t n, int64_t kk, int64_t j, int64_t grp)
+{
+    switch (l) {
+    case QV_SCALE_TENSOR: return 0;
+    case QV_SCALE_CHANNEL: return j;
+    case QV_SCALE_GROUP:
+    case QV_SCALE_GROUP_CHANNEL: return grp * n + j;
+    case QV_SCALE_BLOCK: {
+        int64_t b_k = bk > 0 ? bk : 128, b_n = bn > 0 ? bn : 128;
+        return (kk / b_k) * ((n + b_n - 1) / b_n) + j / b_n;
+    }
+    default: return 0;
+    }
+}
+
+/* Largest |q - z| of integer codes with integer zero points of the same format. */
+static double int_span(qv_fmt f)
+{
+    const qv_fmt_info *fi = qv_fmt_get(f);
+    return fi->max_finite - fi->min_value;
+}
+
 qv_status qv_variant_check_shape(const qv_variant *v, int64_t m, int64_t n, int64_t k)
 {
     /* Every dimension must be positive and fit the kernels' int arguments. */
@@ -235,11 +289,17 @@ qv_status qv_variant_check_shape(const qv_variant *v, int64_t m, int64_t n, int6
     if (v->g > 0 && k % v->g)
         return qv_fail(QV_ERR_SHAPE, "%s: group size g=%d does not divide K=%lld", v->name, v->g,
                        (long long)k);
+    if (v->zp_layout == QV_SCALE_GROUP && v->zp_g > 0 && k % v->zp_g)
+        return qv_fail(QV_ERR_SHAPE, "%s: zero-point group size %d does not divide K=%lld", v->name, v->zp_g,
+                       (long long)k);
     if (v->arith.accum == QV_ACC_INT32) {
         /* The int32 accumulator is exact only while K * max|a| * max|w| < 2^31.
-         * QQQ per-group re-rounds weights to int8, so |w| <= 127 there. */
+         * QQQ per-group re-rounds weights to int8, so |w| <= 128 there; integer
+         * zero points make |q - z| up to the code range. */
         double amax = int_max_abs(v->afmt);
-        double wmax = v->arith.dequant == QV_DQ_INT8_RNE ? 128.0 : int_max_abs(v->wfmt);
+        double wmax = v->arith.dequant == QV_DQ_INT8_RNE ? 128.0
+                      : v->zero_point == QV_ZP_INT   ? int_span(v->wfmt)
+                                                     : int_max_abs(v->wfmt);
         if (v->arith.w_mul > 1) wmax *= v->arith.w_mul;
         double worst = (double)k * amax * wmax;
         if (v->azp != QV_AZP_NONE) worst *= 2.0; /* A_q.B_q and azp*colsum(B_q) */
@@ -272,6 +332,7 @@ static const char *const layout_names[QV_LAYOUT_COUNT] = {
     [QV_LAYOUT_MARLIN_FP8] = "marlin-fp8",
     [QV_LAYOUT_QQQ_W4_CHANNEL] = "qqq-w4-channel",
     [QV_LAYOUT_QQQ_W4_GROUP] = "qqq-w4-group",
+    [QV_LAYOUT_LOGICAL] = "logical",
 };
 
 const char *qv_layout_name(qv_layout l)
@@ -303,6 +364,7 @@ const char *qv_dequant_name(qv_dequant d)
     case QV_DQ_NONE: return "none";
     case QV_DQ_EXACT: return "exact";
     case QV_DQ_MUL_RN: return "mul-rn";
+    case QV_DQ_MUL_RN2: return "mul-rn2";
     case QV_DQ_INT8_RNE: return "int8-rne";
     }
     return "?";

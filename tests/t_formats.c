@@ -577,8 +577,9 @@ typedef struct int_spec {
 } int_spec;
 
 static const int_spec int_specs[] = {
-    {QV_FMT_I4, "i4", 4, -8, 7, 0},       {QV_FMT_U4, "u4", 4, -8, 7, 8},
-    {QV_FMT_I8, "i8", 8, -128, 127, 0},   {QV_FMT_U8, "u8", 8, -128, 127, 128},
+    {QV_FMT_I4, "i4", 4, -8, 7, 0},       {QV_FMT_U4, "u4b8", 4, -8, 7, 8},
+    {QV_FMT_I8, "i8", 8, -128, 127, 0},   {QV_FMT_U8, "u8b128", 8, -128, 127, 128},
+    {QV_FMT_UINT4, "u4", 4, 0, 15, 0},    {QV_FMT_UINT8, "u8", 8, 0, 255, 0},
     {QV_FMT_I32, "i32", 32, -2147483648L, 2147483647L, 0},
 };
 
@@ -625,6 +626,7 @@ START_TEST(int_formats)
         uint32_t c = s->bits < 32 ? i : (uint32_t)rnd(600, i) ^ (i < 4 ? 0x7FFFFFFEu + i : 0);
         int64_t v;
         if (s->offset) v = (int64_t)c - s->offset;
+        else if (s->lo == 0) v = c; /* unsigned codes: the value is the code */
         else if (s->bits < 32) v = c >= (1u << (s->bits - 1)) ? (int64_t)c - (1 << s->bits) : c;
         else v = c >= 0x80000000u ? (int64_t)c - (INT64_C(1) << 32) : (int64_t)c;
         t.n++;

@@ -215,6 +215,7 @@ START_TEST(roundtrip_every_g)
                 if (k % g) continue;
                 qv_variant v = *base;
                 v.g = g;
+                if (v.zero_point) v.zp_g = g;
                 int64_t n = 64 * (int64_t)(1 + rnd(78, (uint64_t)(k * 1000 + g)) % 3);
                 qv_problem p;
                 ck_assert_msg(qv_problem_create(&p, &v, 1, n, k) == QV_OK, "%s: %s", rows[r], qv_errmsg());
@@ -466,6 +467,10 @@ START_TEST(golden_decode)
     v.sfmt = g.s.dtype == QV_DT_F4 ? QV_FMT_F32 : QV_FMT_F16;
     v.scale_layout = gc->s2 ? QV_SCALE_GROUP_CHANNEL : grouped ? QV_SCALE_GROUP : QV_SCALE_CHANNEL;
     v.g = grouped ? (int)(k / g.s.shape[0]) : 0;
+    if (gc->s2) {
+        v.s2fmt = QV_FMT_F32;
+        v.s2_layout = QV_SCALE_CHANNEL;
+    }
 
     qv_packed pk = {.layout = gc->layout, .k = k, .n = n, .g = v.g, .b = g.b.data, .b_rows = g.b.shape[0],
                     .b_cols = g.b.shape[1], .scales = g.sp.data, .s_rows = g.sp.shape[0], .s_cols = g.sp.shape[1],

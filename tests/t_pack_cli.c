@@ -218,7 +218,7 @@ START_TEST(roundtrip_cli)
     expect_qvet(0, "pack %s --q '%s/rq.npy' --scales '%s/rs.npy'%s -o '%s/rt%d'", rc->layout, g_tmp, g_tmp,
                 extra, g_tmp, _i);
     expect_qvet(0, "unpack %s '%s/rt%d' -o '%s'%s", rc->layout, g_tmp, _i, out,
-                !strcmp(rc->layout, "plain-nk") ? " --wfmt u8" : "");
+                !strcmp(rc->layout, "plain-nk") ? " --wfmt u8b128" : "");
     /* q comes back as int8 for 4-bit layouts and uint8 for 8-bit ones: same bytes. */
     snprintf(a, sizeof a, "%s/q.npy", out);
     qv_array q0, q1;

@@ -12,9 +12,10 @@
 extern "C" {
 #endif
 
-/* Element formats. Integer formats name the *stored* code: QV_FMT_U4 is a
- * 4-bit code 0..15 whose value is q-8 when used as symmetric int4 ("q+8"),
- * QV_FMT_U8 is 0..255 with value q-128 ("q+128"). */
+/* Element formats. Integer formats name the *stored* code: QV_FMT_U4 ("u4b8")
+ * is a 4-bit code 0..15 whose value is q-8 (symmetric int4 stored as q+8),
+ * QV_FMT_U8 ("u8b128") is 0..255 with value q-128; QV_FMT_UINT4 ("u4") and
+ * QV_FMT_UINT8 ("u8") are unsigned codes whose value is the code itself. */
 typedef enum qv_fmt {
     QV_FMT_NONE = 0,
     QV_FMT_F32,
@@ -29,6 +30,8 @@ typedef enum qv_fmt {
     QV_FMT_U4,     /* offset int4: code 0..15, value code-8 */
     QV_FMT_I8,     /* signed int8 */
     QV_FMT_U8,     /* offset int8: code 0..255, value code-128 */
+    QV_FMT_UINT4,  /* unsigned int4: code 0..15, value code (zero points subtract from it) */
+    QV_FMT_UINT8,  /* unsigned int8: code 0..255, value code */
     QV_FMT_I32,
     QV_FMT_COUNT
 } qv_fmt;
@@ -45,11 +48,11 @@ typedef enum qv_sat {
 /* Static description of a format, one row per qv_fmt (designated initializers
  * in reference/formats.c). For integer formats exp_bits = man_bits = 0. */
 typedef struct qv_fmt_info {
-    const char *name;   /* "f16", "e4m3", "u4", ... (used in qvet list and JSON) */
+    const char *name;   /* "f16", "e4m3", "u4b8", ... (the spec grammar's names, DESIGN.md §2) */
     int bits;           /* storage bits: 4, 8, 16, 32 */
     int exp_bits, man_bits, bias;
     int has_inf, has_nan;
-    int is_signed;      /* values can be negative (u4, u8: yes; e8m0, ue4m3: no) */
+    int is_signed;      /* values can be negative (u4b8, u8b128: yes; u4, u8, e8m0, ue4m3: no) */
     int is_float;
     double max_finite;  /* largest finite value (integer formats: largest value) */
     double min_value;   /* smallest value (e.g. -448, -8, 0) */
@@ -62,7 +65,8 @@ const qv_fmt_info *qv_fmt_get(qv_fmt f);
 qv_fmt qv_fmt_from_name(const char *name);
 
 /* Exact decoding: every code of every format is a double exactly (NaN and +-Inf
- * included). Integer formats give their value (u4: code-8, u8: code-128). Only
+ * included). Integer formats give their value (u4b8: code-8, u8b128: code-128,
+ * u4 and u8: the code). Only
  * the low `bits` bits of `code` are read. ue4m3 codes 0x80..0xFF (sign bit set)
  * are not ue4m3 codes and decode as NaN; e8m0 code 0 is 2^-127 (no zero). */
 double qv_decode(qv_fmt f, uint32_t code);

@@ -25,6 +25,8 @@ typedef enum qv_probe_kind {
     QV_PROBE_WITNESS_SPLITK,       /* partial sums 2049 and -2048: an fp16 reduction loses the 1 */
     QV_PROBE_WITNESS_SCALE_OVERFLOW, /* accumulator > 65504 with a small scale: cast-first overflows */
     QV_PROBE_WITNESS_RNE_TIE,      /* outputs exactly halfway between codes: RNE vs truncation/away */
+    QV_PROBE_WITNESS_BIAS,         /* a sum one past a tie plus a bias of 1: the bias added in fp32
+                                      before the output cast, not after it (nor dropped) */
     QV_PROBE_COUNT
 } qv_probe_kind;
 

@@ -15,15 +15,26 @@
 extern "C" {
 #endif
 
-/* How the weight scales are laid out over the logical (k, n) weight matrix. */
+/* How a scale (or zero-point) array is laid out over the logical (k, n)
+ * weight matrix: its granularity. */
 typedef enum qv_scale_layout {
-    QV_SCALE_NONE = 0,      /* no weight scale (fp16 baseline) */
-    QV_SCALE_TENSOR,        /* scales: (1, 1) */
-    QV_SCALE_CHANNEL,       /* scales: (1, n) */
-    QV_SCALE_GROUP,         /* scales: (k/g, n); row k uses group k/g, or g_idx[k] */
-    QV_SCALE_GROUP_CHANNEL, /* scales: (k/g, n) group scale and scales2: (1, n) f32 channel scale */
-    QV_SCALE_BLOCK          /* scales: (ceil(k/128), ceil(n/128)) f32, one per 128x128 block */
+    QV_SCALE_NONE = 0,      /* no such array */
+    QV_SCALE_TENSOR,        /* (1, 1) */
+    QV_SCALE_CHANNEL,       /* (1, n) */
+    QV_SCALE_GROUP,         /* (k/g, n); row k uses group k/g, or g_idx[k] */
+    QV_SCALE_GROUP_CHANNEL, /* first-level (k/g, n) group scale plus a (1, n) f32 second-level
+                               channel scale (scales2): QQQ per-group; the same as GROUP with
+                               s2_layout CHANNEL and s2fmt F32 */
+    QV_SCALE_BLOCK          /* (ceil(k/bk), ceil(n/bn)), one per bk x bn block (block_k, block_n;
+                               0 means 128) */
 } qv_scale_layout;
+
+/* Zero points (DESIGN.md §2, key wz). */
+typedef enum qv_zp_kind {
+    QV_ZP_NONE = 0,
+    QV_ZP_INT,              /* w = (q - z) * s, z an integer code like q (its bias replaced by z) */
+    QV_ZP_FLOAT             /* w = (value(q)) * s + z, z a number in the weight scale's format */
+} qv_zp_kind;
 
 /* How the activations are scaled (activation-quantized variants only). */
 typedef enum qv_act_scale {
@@ -51,6 +62,9 @@ typedef enum qv_layout {
     QV_LAYOUT_MARLIN_FP8,   /* vLLM fp8 Marlin (e4m3 codes), 8-bit interleave */
     QV_LAYOUT_QQQ_W4_CHANNEL, /* QQQ channelwise, signed int4, interleave [4,0,5,1,6,2,7,3] */
     QV_LAYOUT_QQQ_W4_GROUP,   /* QQQ per-group, u4 = q+8, interleave [0,2,4,6,1,3,5,7] */
+    QV_LAYOUT_LOGICAL,        /* a spec's arrays as `qvet verify` reads them (problem.h): (k, n)
+                                 codes, scales and zero points unpermuted; for kernels qvet did
+                                 not write (plugins, dumps) */
     QV_LAYOUT_COUNT
 } qv_layout;
 
@@ -58,8 +72,10 @@ typedef enum qv_layout {
 typedef enum qv_dequant {
     QV_DQ_NONE = 0,     /* weights are used as stored (fp16 baseline; W8A8: q as an integer or e4m3 value) */
     QV_DQ_EXACT,        /* w = value(q) exactly; scales applied later (epilogue or per block) */
-    QV_DQ_MUL_RN,       /* w = round_out((value(q) - z) * s) in the activation format
-                           (fp16 or bf16): one rounding, as a half-precision multiply */
+    QV_DQ_MUL_RN,       /* w = RN((value(q) - z) * s) in the activation format (one
+                           rounding: a multiply, or a fused multiply-add with a float zero
+                           point: RN(value(q) * s + z)) */
+    QV_DQ_MUL_RN2,      /* float zero points: w = RN(RN(value(q) * s) + z), two roundings */
     QV_DQ_INT8_RNE      /* QQQ per-group: w8 = rne((q - 8) * s_group) as one fp16 FMA,
                            then int8; s_group is fp16 */
 } qv_dequant;
@@ -68,14 +84,17 @@ typedef enum qv_dequant {
 typedef enum qv_accum {
     QV_ACC_INT32 = 0,   /* exact int32; registry and generator prove K*max|p| < 2^31 */
     QV_ACC_TC_F32,      /* fp16/bf16 tensor core into fp32, alignment block width `block_b` */
-    QV_ACC_TC_FP8,      /* fp8 tensor core (~14-bit accumulator), promoted to fp32 every `promote_nc` */
+    QV_ACC_TC_FP8,      /* fp8 tensor core (an `acc_bits` accumulator that truncates), promoted
+                           to fp32 every `promote_nc` products, never when promote_nc is 0 */
     QV_ACC_FMA_F32      /* fp32 FMA loop, round to nearest */
 } qv_accum;
 
 /* Split-K / global reduction precision. */
 typedef enum qv_reduce {
-    QV_RED_NONE = 0,    /* each output is finished by one thread */
-    QV_RED_F32          /* partial sums of K slices are added in fp32 */
+    QV_RED_NONE = 0,    /* no float reduction: one thread finishes each output, or integer
+                           partials add exactly in int32 */
+    QV_RED_F32          /* partial sums of K slices are added in fp32 (with an int32
+                           accumulator: each slice's partial converted to fp32 first) */
 } qv_reduce;
 
 /* One step of the epilogue, executed in order, each in fp32 with RN, after
@@ -84,11 +103,12 @@ typedef enum qv_ep_step {
     QV_EP_END = 0,
     QV_EP_SUB_AZP,      /* int32: acc -= azp * colsum(B_q) (exact in int32) */
     QV_EP_TO_F32,       /* int32 -> fp32, RN (exact when |acc| <= 2^24) */
-    QV_EP_MUL_WSCALE,   /* *= weight scale: tensor, or channel s[n] (f16/bf16/f32 per sfmt) */
-    QV_EP_MUL_WSCALE2,  /* *= second-level channel scale scales2[n] (f32) */
-    QV_EP_MUL_ASCALE    /* *= activation scale: tensor or token s_a[m] (f32) */
+    QV_EP_MUL_WSCALE,   /* *= weight scale: tensor, or channel s[n] (in sfmt, exact in fp32) */
+    QV_EP_MUL_WSCALE2,  /* *= second-level scale: tensor or channel scales2 (f32) */
+    QV_EP_MUL_ASCALE,   /* *= activation scale: tensor or token s_a[m] (f32) */
+    QV_EP_ADD_BIAS      /* += bias[n] (exact in fp32) */
 } qv_ep_step;
-#define QV_EP_MAX 6
+#define QV_EP_MAX 8
 
 typedef struct qv_arith {
     qv_dequant dequant;
@@ -96,8 +116,10 @@ typedef struct qv_arith {
                            (QQQ channelwise sees a nibble q as 16*q in an int8); 0 means 1 */
     qv_accum accum;
     int block_b;        /* QV_ACC_TC_F32: alignment block width b (e.g. 16) */
-    int promote_nc;     /* QV_ACC_TC_FP8: promotion interval N_C (<= 128) */
-    int acc_bits;       /* QV_ACC_TC_FP8: accumulator mantissa bits kept (about 14) */
+    int promote_nc;     /* QV_ACC_TC_FP8: promotion interval N_C; 0: never promoted (fast
+                           accumulation: the whole K, or each scale segment, in the narrow
+                           accumulator) */
+    int acc_bits;       /* QV_ACC_TC_FP8: accumulator significand bits kept (about 14) */
     qv_reduce reduce;
     qv_ep_step epilogue[QV_EP_MAX];
     qv_sat out_sat;     /* output cast: RNE then this saturation rule */
@@ -113,21 +135,29 @@ typedef qv_status (*qv_launch_fn)(const struct qv_variant *v, const struct qv_ge
 typedef size_t (*qv_workspace_fn)(const struct qv_variant *v, int m, int n, int k);
 
 typedef struct qv_variant {
-    const char *name;       /* systematic, see README "Variant names" */
+    const char *name;       /* a registry row's systematic name (README "Variant names"), or
+                               for a spec the canonical spec string (spec.h) */
     const char *summary;    /* one line for `qvet list` */
-    const char *family;     /* "cublas", "marlin", "qqq", "w8a8" (for reports) */
+    const char *family;     /* "cublas", "marlin", "qqq", "w8a8", "spec" (for reports) */
 
-    qv_fmt wfmt;            /* stored weight code: U4, I4, U8, I8, E4M3, F16, BF16 */
+    qv_fmt wfmt;            /* stored weight code (formats.h) */
     qv_fmt afmt;            /* activation code: F16, BF16, I8, E4M3 */
-    qv_fmt ofmt;            /* output: F16, BF16, F32 */
-    qv_fmt sfmt;            /* weight scale storage: F16, BF16, F32 (NONE if no scale) */
+    qv_fmt ofmt;            /* output: F16, BF16, F32, I32 */
+    qv_fmt sfmt;            /* first-level weight scale format (NONE if no scale) */
 
     qv_scale_layout scale_layout;
     int g;                  /* group size along K for GROUP / GROUP_CHANNEL, else 0 */
-    int zero_point;         /* zeros: (k/g, n) u4 codes; w = (q - z) * s */
+    int block_k, block_n;   /* QV_SCALE_BLOCK: the block's extents (0 means 128) */
+    qv_fmt s2fmt;           /* second-level weight scale format (NONE if none); its values are
+                               held decoded in qv_problem.scales2 as f32 */
+    qv_scale_layout s2_layout; /* NONE, TENSOR (1) or CHANNEL (n) */
+    qv_zp_kind zero_point;  /* weight zero points; see zp_layout for their shape */
+    qv_scale_layout zp_layout; /* zero-point granularity (as scales); GROUP uses zp_g */
+    int zp_g, zp_bk, zp_bn; /* zero-point group size / block extents */
     int act_order;          /* g_idx: (k) group of each row; kernel sorts rows */
     qv_act_scale act_scale;
     qv_azp azp;
+    qv_fmt bias_fmt;        /* per-column bias format (F16, BF16, F32), NONE if no bias */
 
     qv_layout layout;
     int n_tile;             /* N must be a multiple of this */
@@ -153,6 +183,13 @@ qv_status qv_variant_check_shape(const qv_variant *v, int64_t m, int64_t n, int6
 
 /* Names used in qvet list and JSON. */
 const char *qv_scale_layout_name(qv_scale_layout s); /* "tensor", "channel", "group", "group+channel", "block", "none" */
+/* Rows and columns of a (k, n)-covering array of granularity `l` (group size
+ * g, block bk x bn, 0 meaning 128): 0 x 0 for NONE. */
+int64_t qv_gran_rows(qv_scale_layout l, int g, int bk, int64_t k);
+int64_t qv_gran_cols(qv_scale_layout l, int bn, int64_t n);
+/* The flat index into such an array of the entry covering weight (kk, j);
+ * grp is the group of row kk (kk / g, or g_idx[kk]) for GROUP layouts. */
+int64_t qv_gran_index(qv_scale_layout l, int bk, int bn, int64_t n, int64_t kk, int64_t j, int64_t grp);
 const char *qv_layout_name(qv_layout l);             /* "plain-nk", "marlin-w4", ... (qvet pack names) */
 qv_layout   qv_layout_from_name(const char *name);   /* QV_LAYOUT_COUNT if unknown */
 const char *qv_accum_name(qv_accum a);               /* "int32", "tc-f32", "tc-fp8", "fma-f32" */
