@@ -25,6 +25,9 @@ static int64_t ckpt_group(const qv_problem *p) { return p->g > 0 ? p->g : p->k; 
 
 qv_ckpt_format qv_ckpt_choose(const qv_problem *p)
 {
+    /* A spec's kernel reads the logical arrays (plugin.h): no checkpoint stands
+     * between them, whatever its weight codes. */
+    if (p->v->layout == QV_LAYOUT_LOGICAL) return QV_CKPT_NONE;
     /* 8 codes per int32 along K (GPTQ qweight) and along N (qzeros, AWQ). */
     if (p->v->wfmt != QV_FMT_U4 || p->k % 8 || p->n % 8 || p->k % ckpt_group(p)) return QV_CKPT_NONE;
     if (!p->zeros) return QV_CKPT_GPTQ;

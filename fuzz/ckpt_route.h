@@ -23,8 +23,8 @@ typedef enum qv_ckpt_format {
 /* "none", "gptq", "gptq-v1", "gptq-v2", "awq". */
 const char *qv_ckpt_format_name(qv_ckpt_format f);
 
-/* The format p's weights are read from: none unless the row's weights are
- * uint4 codes and N, K (and g) fit the packing. Rows without zero points:
+/* The format p's weights are read from: none unless p's variant is a registry
+ * row (not a spec) whose weights are uint4 codes and N, K (and g) fit the packing. Rows without zero points:
  * GPTQ. With zero points: GPTQ v1 when every zero point is >= 1 (v1 cannot
  * store z = 0), otherwise GPTQ v2 or AWQ by a hash of the codes, so both
  * readers see cases of every probe. A pure function of p. */

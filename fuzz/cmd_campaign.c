@@ -18,6 +18,7 @@
 #include "qvet/gpu.h"
 #include "qvet/json.h"
 #include "qvet/plugin.h"
+#include "qvet/spec.h"
 
 /* ---- options ---- */
 
@@ -30,6 +31,8 @@ enum {
 typedef struct camp_opts {
     const char *cmd;            /* "check", "fuzz", "replay" */
     const char *glob;
+    const char *specs[QV_GEN_MAX_SPECS]; /* --spec, in the order given */
+    int n_specs;
     int want_gpu, want_cpu;
     const char *out_path;
     const char *plugin_path;
@@ -52,38 +55,50 @@ typedef struct camp_opts {
 /* The check seed: fixed, so `qvet check` draws the same data on every run. */
 #define QV_CHECK_SEED 20261129ull
 
+/* What --spec means, in the check and fuzz help. */
+#define SPEC_HELP                                                                      \
+    "--spec SPEC runs a declared arithmetic (docs/spec.md, e.g. 'w=u4b8,ws=f16/g128')\n"   \
+    "instead of registry rows: on its CPU model (the default), or with --plugin on the\n"  \
+    "plugin's launch, which must declare it. Give --spec once per spec; it excludes\n"      \
+    "--variant. Without --spec, a plugin's own specs run beside its rows.\n"
+
 static void usage(FILE *f, const char *cmd)
 {
     if (!strcmp(cmd, "check"))
         fprintf(f,
-                "usage: qvet check [--variant GLOB] [--gpu|--cpu] [--out FILE] [--plugin LIB.so]\n"
-                "                  [--seed S] [--cap MNK] [--fail-dir DIR] [--no-shrink] [--quiet]\n\n"
+                "usage: qvet check [--variant GLOB | --spec SPEC...] [--gpu|--cpu] [--out FILE]\n"
+                "                  [--plugin LIB.so] [--seed S] [--cap MNK] [--fail-dir DIR]\n"
+                "                  [--no-shrink] [--quiet]\n\n"
                 "Runs the fixed suite of every selected variant: the M edges, N x K tile edges,\n"
                 "exact, one-hot and random probes, the extreme scale regimes, the precision\n"
                 "witnesses and one large-K slice of a real layer. Without a CUDA device (or with\n"
                 "--cpu) it runs the CPU models, with shapes capped at m*n*k <= %lld (--cap).\n"
                 "Prints a summary table; the last line is `check: N cases, F failed`.\n"
+                "%s"
                 "Exit 0 when nothing FAILs, 1 on a FAIL, 2 on a usage error, 3 without a device.\n",
-                (long long)QV_CPU_CAP_CHECK);
+                (long long)QV_CPU_CAP_CHECK, SPEC_HELP);
     else if (!strcmp(cmd, "fuzz"))
         fprintf(f,
-                "usage: qvet fuzz [--variant GLOB] [--cases N | --minutes M] [--seed S] [--shard I/N]\n"
-                "                 [--out FILE] [--gpu|--cpu] [--plugin LIB.so] [--cap MNK]\n"
+                "usage: qvet fuzz [--variant GLOB | --spec SPEC...] [--cases N | --minutes M] [--seed S]\n"
+                "                 [--shard I/N] [--out FILE] [--gpu|--cpu] [--plugin LIB.so] [--cap MNK]\n"
                 "                 [--fail-dir DIR] [--no-shrink] [--quiet]\n\n"
                 "Runs generated cases J = I, I+N, I+2N, ... of campaign S (default: 1000 cases).\n"
                 "Each case is a pure function of (S, J). A FAIL is shrunk and its inputs are\n"
                 "written as .npy into DIR/seedS-caseJ/ (default qvet-failures) with a replay command.\n"
                 "CPU-model cases are capped at m*n*k <= %lld (--cap).\n"
+                "%s"
                 "The last line is `fuzz: N cases, F failed`; exit 1 if any case FAILed.\n",
-                (long long)QV_CPU_CAP_MNK);
+                (long long)QV_CPU_CAP_MNK, SPEC_HELP);
     else
         fprintf(f,
-                "usage: qvet replay --seed S --case J [--check] [--variant GLOB] [--gpu|--cpu]\n"
-                "                   [--plugin LIB.so] [--cap MNK] [--out FILE] [--dump DIR] [--shrink]\n\n"
+                "usage: qvet replay --seed S --case J [--check] [--variant GLOB | --spec SPEC...]\n"
+                "                   [--gpu|--cpu] [--plugin LIB.so] [--cap MNK] [--out FILE] [--dump DIR]\n"
+                "                   [--shrink]\n\n"
                 "Re-runs case J of campaign S (with --check: case J of the variant's fixed suite)\n"
-                "bit for bit and prints its JSONL line. Use the same --variant, backend and --cap\n"
-                "as the original run (the replay command in each JSONL line does). --dump writes\n"
-                "the inputs, the output and the reference as .npy; --shrink shrinks a FAIL first.\n");
+                "bit for bit and prints its JSONL line. Use the same --variant (or the same --spec\n"
+                "options in the same order), backend and --cap as the original run (the replay\n"
+                "command in each JSONL line does). --dump writes the inputs, the output and the\n"
+                "reference as .npy, with a `spec` file; --shrink shrinks a FAIL first.\n");
 }
 
 /* The options that take a string, and the field it goes to. */
@@ -145,6 +160,15 @@ static int parse_opts(int argc, char **argv, unsigned allowed, camp_opts *o)
         } else if (fo) {
             NEEDS(fo->flag);
             *(int *)((char *)o + fo->field) = fo->value;
+        } else if (!strcmp(a, "--spec")) {
+            NEEDS(OPT_VARIANT);
+            if (!val) goto missing;
+            if (o->n_specs >= QV_GEN_MAX_SPECS) {
+                fprintf(stderr, "qvet %s: at most %d --spec options\n", o->cmd, QV_GEN_MAX_SPECS);
+                goto fail;
+            }
+            o->specs[o->n_specs++] = val;
+            i++;
         } else if (!strcmp(a, "--seed")) {
             NEEDS(OPT_SEED);
             if (!val) goto missing;
@@ -210,6 +234,10 @@ static int parse_opts(int argc, char **argv, unsigned allowed, camp_opts *o)
         fprintf(stderr, "qvet %s: --gpu and --cpu exclude each other\n", o->cmd);
         return -1;
     }
+    if (o->n_specs && o->glob) {
+        fprintf(stderr, "qvet %s: --spec and --variant exclude each other\n", o->cmd);
+        return -1;
+    }
     if (o->cases && o->minutes > 0) {
         fprintf(stderr, "qvet %s: give --cases or --minutes, not both\n", o->cmd);
         return -1;
@@ -248,7 +276,21 @@ static int pick_backend(const camp_opts *o, qv_backend *b, qv_plugin *pl)
         b->launch = pl->launch;
         b->only = pl->variants;
         b->n_only = pl->n_variants;
-    } else if (o->want_gpu || (!o->want_cpu && have_gpu)) {
+    } else if (o->n_specs && o->want_gpu) {
+        /* qvet's kernels are registry rows; a spec runs on its CPU model or a plugin. */
+        int rows = 1;
+        for (int i = 0; i < o->n_specs; i++) rows &= !qv_is_spec(o->specs[i]);
+        if (!rows) {
+            fprintf(stderr, "qvet %s: --gpu runs qvet's own kernels, which are registry rows; run a spec with --cpu "
+                            "(its CPU model) or --plugin LIB.so (your kernel)\n", o->cmd);
+            return 2;
+        }
+        if (!have_gpu) {
+            fprintf(stderr, "qvet %s: --gpu: no CUDA device is present (use --cpu for the CPU models)\n", o->cmd);
+            return 3;
+        }
+        qv_backend_init(b, QV_BACKEND_GPU);
+    } else if (o->want_gpu || (!o->want_cpu && !o->n_specs && have_gpu)) {
         if (!have_gpu) {
             fprintf(stderr, "qvet %s: --gpu: no CUDA device is present (use --cpu for the CPU models)\n", o->cmd);
             return 3;
@@ -320,9 +362,10 @@ static void nvidia_driver(char *buf, size_t len)
     fclose(f);
 }
 
-static void write_run_line(FILE *f, int argc, char **argv, const camp_opts *o, const qv_backend *b)
+static void write_run_line(FILE *f, int argc, char **argv, const camp_opts *o, const qv_backend *b,
+                           const qv_gen *gen)
 {
-    char cmd[2048];
+    char cmd[QV_REPLAY_MAX];
     size_t at = (size_t)snprintf(cmd, sizeof cmd, "qvet");
     for (int i = 0; i < argc && at < sizeof cmd; i++) at += (size_t)snprintf(cmd + at, sizeof cmd - at, " %s", argv[i]);
     char commit[64], host[256] = "", date[64], drv[64] = "", cuda[32] = "";
@@ -353,6 +396,14 @@ static void write_run_line(FILE *f, int argc, char **argv, const camp_opts *o, c
     fprintf(f, ",\"seed\":%llu,\"shard\":\"%lld/%lld\"", (unsigned long long)o->seed, o->shard_i, o->shard_n);
     json_member(f, "suite", o->cmd);
     json_member_or_null(f, "variant_glob", o->glob);
+    if (gen->listed) {
+        fputs(",\"specs\":[", f);
+        for (int i = 0; i < gen->n_variants; i++) {
+            if (i) fputc(',', f);
+            qv_json_fput_str(f, gen->variants[i]->name);
+        }
+        fputc(']', f);
+    }
     fprintf(f, ",\"cpu_cap_mnk\":%lld", (long long)b->cap_mnk);
     if (b->plugin_path[0]) json_member(f, "plugin", b->plugin_path);
     fputs("}\n", f);
@@ -452,14 +503,23 @@ typedef struct campaign {
     long long n_cases, n_fail, n_shrunk;
 } campaign;
 
+/* A variant's name as one folder name: a spec's '/' and ',' become '-' and '_'. */
+static void file_name(const char *name, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", name);
+    for (char *c = buf; *c; c++)
+        if (*c == '/') *c = '-';
+        else if (*c == ',') *c = '_';
+}
+
 /* Runs case c: build, run, grade, shrink a FAIL, write its JSONL line.
  * Returns 0, or an exit code for an environment error. */
 static int run_one(campaign *cp, const qv_case *c, int print_fail)
 {
     qv_problem p;
     qv_outcome out;
-    char replay[1536];
-    qv_case_replay_cmd(c, cp->b, cp->o->glob, replay, sizeof replay);
+    char replay[QV_REPLAY_MAX];
+    qv_case_replay_cmd(c, cp->b, &cp->gen, cp->o->glob, replay, sizeof replay);
     qv_status st = qv_case_build(c, &p);
     if (st != QV_OK) {
         /* The generator built a case the library refuses: a qvet bug, said loudly. */
@@ -487,9 +547,11 @@ static int run_one(campaign *cp, const qv_case *c, int print_fail)
             if (qv_shrink(cp->b, &p, unique, SHRINK_TRIES, &small, &sh) == QV_OK) {
                 snprintf(sh.dir, sizeof sh.dir, "%s/seed%llu-case%lld", cp->o->fail_dir, (unsigned long long)c->seed,
                          (long long)c->index);
-                if (c->suite)
-                    snprintf(sh.dir, sizeof sh.dir, "%s/check-%s-case%lld", cp->o->fail_dir, c->v->name,
-                             (long long)c->index);
+                if (c->suite) {
+                    char name[QV_SPEC_MAX];
+                    file_name(c->v->name, name, sizeof name);
+                    snprintf(sh.dir, sizeof sh.dir, "%s/check-%s-case%lld", cp->o->fail_dir, name, (long long)c->index);
+                }
                 if (qv_case_dump(cp->b, &small, unique, sh.dir, replay) != QV_OK) {
                     fprintf(stderr, "qvet %s: dumping the shrunk case: %s\n", cp->o->cmd, qv_errmsg());
                     sh.dir[0] = '\0';
@@ -529,7 +591,18 @@ static int campaign_start(campaign *cp, camp_opts *o, qv_backend *b, qv_plugin *
      * tens of milliseconds of dgemm on one core. */
     openblas_set_num_threads(1);
     int rc = pick_backend(o, b, pl);
-    if (!rc && qv_gen_init(&cp->gen, o->glob, b) != QV_OK) {
+    if (!rc && o->n_specs) {
+        const qv_variant *vs[QV_GEN_MAX_SPECS];
+        for (int i = 0; i < o->n_specs && !rc; i++)
+            if (qv_variant_resolve(o->specs[i], &vs[i]) != QV_OK) {
+                fprintf(stderr, "qvet %s: --spec '%s': %s\n", o->cmd, o->specs[i], qv_errmsg());
+                rc = 2;
+            }
+        if (!rc && qv_gen_init_list(&cp->gen, vs, o->n_specs, b) != QV_OK) {
+            fprintf(stderr, "qvet %s: %s\n", o->cmd, qv_errmsg());
+            rc = 2;
+        }
+    } else if (!rc && qv_gen_init(&cp->gen, o->glob, b) != QV_OK) {
         fprintf(stderr, "qvet %s: %s\n", o->cmd, qv_errmsg());
         rc = 2;
     }
@@ -541,7 +614,7 @@ static int campaign_start(campaign *cp, camp_opts *o, qv_backend *b, qv_plugin *
         qv_plugin_close(pl);
         return rc;
     }
-    if (cp->res.f) write_run_line(cp->res.f, argc, argv, o, b);
+    if (cp->res.f) write_run_line(cp->res.f, argc, argv, o, b, &cp->gen);
     return -1;
 }
 
@@ -708,7 +781,7 @@ int qv_cmd_replay(int argc, char **argv)
     qv_case c;
     if (o.suite) {
         if (cp.gen.n_variants != 1) {
-            fprintf(stderr, "qvet replay: --check needs --variant naming exactly one variant (%d match)\n",
+            fprintf(stderr, "qvet replay: --check needs --variant or --spec naming exactly one variant (%d given)\n",
                     cp.gen.n_variants);
             rc = 2;
             goto done;
@@ -739,8 +812,8 @@ int qv_cmd_replay(int argc, char **argv)
         rc = qv_status_exit_code(st);
         goto done;
     }
-    char replay[1536];
-    qv_case_replay_cmd(&c, &b, o.glob, replay, sizeof replay);
+    char replay[QV_REPLAY_MAX];
+    qv_case_replay_cmd(&c, &b, &cp.gen, o.glob, replay, sizeof replay);
     printf("%s m=%lld n=%lld k=%lld %s/%s on %s: %s%s%s\n", c.v->name, (long long)c.m, (long long)c.n,
            (long long)c.k, qv_probe_name(c.probe), qv_regime_name(c.regime), b.name, qv_grade_name(out.res.grade),
            out.res.reason[0] ? ": " : "", out.res.reason);

@@ -9,6 +9,7 @@
 
 #include "qvet/campaign.h"
 #include "qvet/formats.h"
+#include "qvet/spec.h"
 
 /* ---- splitmix64 (Steele, Lea, Flood 2014): a counter-based generator whose
  * every output is a bijective mix of the counter, so streams seeded from
@@ -80,6 +81,14 @@ int64_t qv_backend_default_cap(qv_backend_kind kind, int suite)
     return suite ? QV_CPU_CAP_CHECK : QV_CPU_CAP_MNK;
 }
 
+/* 1 when entry `name` of a plugin's list (a row name or a spec) means v. */
+static int names_variant(const char *name, const qv_variant *v)
+{
+    if (!strcmp(name, v->name)) return 1;
+    const qv_variant *s;
+    return qv_is_spec(name) && qv_spec_parse(name, &s) == QV_OK && s == v;
+}
+
 int qv_backend_has(const qv_backend *b, const qv_variant *v)
 {
     switch (b->kind) {
@@ -88,10 +97,26 @@ int qv_backend_has(const qv_backend *b, const qv_variant *v)
     case QV_BACKEND_HOST_FN:
     case QV_BACKEND_DEVICE_FN:
         for (int i = 0; i < b->n_only; i++)
-            if (!strcmp(b->only[i], v->name)) return 1;
+            if (names_variant(b->only[i], v)) return 1;
         return 0;
     }
     return 0;
+}
+
+const char *qv_backend_launch_name(const qv_backend *b, const qv_variant *v)
+{
+    if (b->kind == QV_BACKEND_HOST_FN || b->kind == QV_BACKEND_DEVICE_FN)
+        for (int i = 0; i < b->n_only; i++)
+            if (names_variant(b->only[i], v)) return b->only[i];
+    return v->name;
+}
+
+static void gen_add(qv_gen *gen, const qv_variant *v)
+{
+    for (int i = 0; i < gen->n_variants; i++)
+        if (gen->variants[i] == v) return;
+    QV_ASSERT(gen->n_variants < QV_GEN_MAX_VARIANTS, "raise QV_GEN_MAX_VARIANTS");
+    gen->variants[gen->n_variants++] = v;
 }
 
 qv_status qv_gen_init(qv_gen *gen, const char *glob, const qv_backend *b)
@@ -100,13 +125,40 @@ qv_status qv_gen_init(qv_gen *gen, const char *glob, const qv_backend *b)
     gen->cap_mnk = b->cap_mnk;
     for (int i = 0; i < qv_registry_count(); i++) {
         const qv_variant *v = qv_registry_get(i);
-        if (!qv_variant_match(v, glob) || !qv_backend_has(b, v)) continue;
-        QV_ASSERT(gen->n_variants < QV_GEN_MAX_VARIANTS, "raise QV_GEN_MAX_VARIANTS");
-        gen->variants[gen->n_variants++] = v;
+        if (qv_variant_match(v, glob) && qv_backend_has(b, v)) gen_add(gen, v);
     }
+    /* A plugin's specs: they are no registry row, so they come from its list. */
+    if (b->kind == QV_BACKEND_HOST_FN || b->kind == QV_BACKEND_DEVICE_FN)
+        for (int i = 0; i < b->n_only; i++) {
+            const qv_variant *v;
+            if (qv_is_spec(b->only[i]) && qv_spec_parse(b->only[i], &v) == QV_OK && qv_variant_match(v, glob))
+                gen_add(gen, v);
+        }
     if (!gen->n_variants)
         return qv_fail(QV_ERR_USAGE, "no variant matches '%s' on the %s backend (see qvet list)",
                        glob && *glob ? glob : "*", b->name);
+    return QV_OK;
+}
+
+qv_status qv_gen_init_list(qv_gen *gen, const qv_variant *const *vs, int n, const qv_backend *b)
+{
+    memset(gen, 0, sizeof *gen);
+    gen->cap_mnk = b->cap_mnk;
+    gen->listed = 1;
+    if (n < 1) return qv_fail(QV_ERR_USAGE, "no spec given");
+    if (n > QV_GEN_MAX_SPECS) return qv_fail(QV_ERR_USAGE, "%d specs; one campaign takes at most %d", n, QV_GEN_MAX_SPECS);
+    for (int i = 0; i < n; i++) {
+        if (!qv_backend_has(b, vs[i])) {
+            if (b->kind == QV_BACKEND_GPU)
+                return qv_fail(QV_ERR_USAGE, "%s has no qvet GPU kernel: run it with --cpu (the CPU model) or "
+                               "--plugin LIB.so (your kernel)", vs[i]->name);
+            if (b->kind == QV_BACKEND_CPU)
+                return qv_fail(QV_ERR_USAGE, "%s has no CPU model", vs[i]->name);
+            return qv_fail(QV_ERR_USAGE, "%s does not declare %s (qv_plugin_variant lists what it implements)",
+                           b->name, vs[i]->name);
+        }
+        gen_add(gen, vs[i]);
+    }
     return QV_OK;
 }
 
@@ -147,11 +199,14 @@ static int64_t gcd64(int64_t a, int64_t b)
     return a;
 }
 
-/* The smallest legal K step of v: K must be a multiple of k_tile and of g. */
+/* The smallest legal K step of v: K must be a multiple of k_tile, of the
+ * scales' group size g and of the zero points' (block scales need nothing:
+ * the last block may be partial). */
 static int64_t k_step(const qv_variant *v)
 {
     int64_t s = v->k_tile > 0 ? v->k_tile : 1;
     if (v->g > 0) s = s / gcd64(s, v->g) * v->g;
+    if (v->zero_point && v->zp_layout == QV_SCALE_GROUP && v->zp_g > 0) s = s / gcd64(s, v->zp_g) * v->zp_g;
     return s;
 }
 
@@ -442,12 +497,14 @@ void qv_suite_case(const qv_variant *v, int64_t cap_mnk, uint64_t seed, int j, q
     c->k = k;
     c->capped = (m != c->m0 || n != c->n0 || k != c->k0);
     if (!ref_probe_applies(v, c->probe, m, n, k)) c->probe = QV_PROBE_RANDOM;
-    /* The data seed mixes the variant's registry position, so two variants'
-     * suites draw different data under one seed. */
-    int vi = 0;
+    /* The data seed mixes the variant's registry position (a spec: a hash of
+     * its canonical text), so two variants' suites draw different data under
+     * one seed. */
+    int vi = -1;
     for (int i = 0; i < qv_registry_count(); i++)
         if (qv_registry_get(i) == v) vi = i;
-    uint64_t s = qv_case_stream(seed ^ ((uint64_t)(vi + 1) << 40), j);
+    uint64_t mix = vi >= 0 ? (uint64_t)(vi + 1) << 40 : qv_fnv1a64(v->name, strlen(v->name));
+    uint64_t s = qv_case_stream(seed ^ mix, j);
     c->data_seed = qv_splitmix64(&s);
 }
 

@@ -13,6 +13,7 @@
 #include "qvet/gpu.h"
 #include "qvet/json.h"
 #include "qvet/layout.h"
+#include "qvet/spec.h"
 
 uint64_t qv_fnv1a64(const void *data, size_t len)
 {
@@ -52,20 +53,24 @@ static int64_t first_diff(const void *x, const void *y, int64_t count, size_t es
  * carries the variant row; this trampoline forwards to the active plugin.
  * The campaign runs one case at a time, so one slot suffices. */
 static qv_ext_launch_fn active_device_launch;
+static const char *active_device_name; /* the string the plugin declared the variant by */
 
 static qv_status device_trampoline(const qv_variant *v, const qv_gemm_args *args)
 {
-    int rc = active_device_launch(v->name, args);
+    int rc = active_device_launch(active_device_name, args);
     if (rc) return qv_fail(QV_ERR_UNSUPPORTED, "%s: plugin launch returned %d", v->name, rc);
     return QV_OK;
 }
 
-/* The host-pointer path: pack with qv_pack, poison a host output, launch on
- * host buffers, repeat and compare. */
+/* The host-pointer path: pack with qv_pack (a spec's logical arrays go as they
+ * are, plugin.h), poison a host output, launch on host buffers, repeat and
+ * compare. */
 static qv_status run_host(const qv_backend *b, const qv_problem *p, void *out, int64_t *diff)
 {
+    int logical = p->v->layout == QV_LAYOUT_LOGICAL;
     qv_packed pk;
-    QV_TRY(qv_pack(p, &pk));
+    memset(&pk, 0, sizeof pk);
+    if (!logical) QV_TRY(qv_pack(p, &pk));
     int64_t count = p->m * p->n;
     size_t es = qv_fmt_storage_bytes(p->v->ofmt);
     size_t bytes = (size_t)count * es;
@@ -79,13 +84,23 @@ static qv_status run_host(const qv_backend *b, const qv_problem *p, void *out, i
         .a = p->a, .a_scale = p->a_scale, .azp = p->azp,
         .b = pk.b, .scales = pk.scales, .scales2 = pk.scales2, .zeros = pk.zeros, .perm = pk.perm,
         .c = out, .workspace = NULL, .workspace_bytes = 0, .stream = NULL,
+        .bias = p->bias, .g_idx = pk.g_idx,
     };
+    if (logical) {
+        args.b = p->q;
+        args.scales = p->scales;
+        args.scales2 = p->scales2;
+        args.zeros = p->zeros ? (const void *)p->zeros : (const void *)p->zeros_f;
+        args.perm = NULL;
+        args.g_idx = p->g_idx;
+    }
+    const char *name = qv_backend_launch_name(b, p->v);
     qv_status st = QV_OK;
     *diff = -1;
     for (int r = 0; r < (b->repeat > 1 ? b->repeat : 1) && st == QV_OK && *diff < 0; r++) {
         args.c = r == 0 ? out : again;
         poison_host(args.c, p->v->ofmt, count);
-        int rc = b->launch(p->v->name, &args);
+        int rc = b->launch(name, &args);
         if (rc) st = qv_fail(QV_ERR_UNSUPPORTED, "%s: launch returned %d", p->v->name, rc);
         else if (r > 0) *diff = first_diff(out, again, count, es);
     }
@@ -98,13 +113,21 @@ static qv_status run_host(const qv_backend *b, const qv_problem *p, void *out, i
  * kernel does, from the packed layout (qv_pack), decoded by the independent
  * fragment-based decoder (ref_unpack), and runs the variant's CPU model on
  * them. So a packer bug reaches the output exactly as it would on the GPU,
- * while the truth is still computed from the logical weights. */
+ * while the truth is still computed from the logical weights. A spec has no
+ * packed form (QV_LAYOUT_LOGICAL): its model runs on a copy of the logical
+ * arrays, as a plugin kernel receives them. */
 static qv_status run_cpu_model(const qv_problem *p, void *out)
 {
     poison_host(out, p->v->ofmt, p->m * p->n);
+    qv_problem d;
+    if (p->v->layout == QV_LAYOUT_LOGICAL) {
+        QV_TRY(qv_problem_clone(&d, p));
+        qv_status st = ref_model_run(&d, out);
+        qv_problem_destroy(&d);
+        return st;
+    }
     qv_packed pk;
     QV_TRY(qv_pack(p, &pk));
-    qv_problem d;
     qv_status st = qv_problem_clone(&d, p);
     if (st == QV_OK) {
         st = ref_unpack(&pk, &d);
@@ -126,6 +149,7 @@ static qv_status run_on_backend(const qv_backend *b, const qv_problem *p, void *
     case QV_BACKEND_DEVICE_FN: {
         qv_gpu_stats gs;
         active_device_launch = b->launch;
+        active_device_name = qv_backend_launch_name(b, p->v);
         qv_status st = qv_gpu_run(p, b->kind == QV_BACKEND_GPU ? NULL : device_trampoline,
                                   b->repeat, out, &gs);
         if (st == QV_OK && gs.nondeterministic) *diff = gs.first_diff >= 0 ? gs.first_diff : 0;
@@ -184,21 +208,31 @@ static double ascale_of(const qv_problem *p, int64_t i, int64_t kk)
     return 1.0;
 }
 
-/* |q| + |z| of weight (kk, j) in the units the scale multiplies. */
+/* The unbiased integer code of a one-byte buffer (i4/i8 signed, else unsigned). */
+static double byte_code(qv_fmt f, const void *buf, int64_t i)
+{
+    if (f == QV_FMT_I4 || f == QV_FMT_I8) return (double)((const int8_t *)buf)[i];
+    return (double)((const uint8_t *)buf)[i];
+}
+
+/* |s| (|q| + |z|) of weight (kk, j), both scale levels included: with integer
+ * zero points q and z are the codes the scale multiplies; a float zero point
+ * is added after the scale, so it enters unscaled. */
 static double wmag_of(const qv_problem *p, int64_t kk, int64_t j)
 {
     const qv_variant *v = p->v;
-    double w;
-    if (v->zero_point && p->zeros) {
-        int64_t gi = p->g_idx ? p->g_idx[kk] : kk / p->g;
-        w = (double)((const uint8_t *)p->q)[kk * p->n + j] + (double)p->zeros[gi * p->n + j];
+    double w, zf = 0;
+    if (v->zero_point == QV_ZP_INT && p->zeros) {
+        int64_t grp = v->zp_layout == QV_SCALE_GROUP ? (p->g_idx ? p->g_idx[kk] : kk / v->zp_g) : 0;
+        w = fabs(byte_code(v->wfmt, p->q, kk * p->n + j)) +
+            fabs(byte_code(v->wfmt, p->zeros, qv_gran_index(v->zp_layout, v->zp_bk, v->zp_bn, p->n, kk, j, grp)));
     } else {
         w = fabs(qv_problem_wq(p, kk, j));
+        zf = fabs(qv_problem_zero_f(p, kk, j));
     }
     if (v->arith.w_mul > 1) w *= v->arith.w_mul;
-    w *= fabs(qv_problem_scale(p, kk, j));
-    if (p->scales2) w *= fabs(p->scales2[j]);
-    return w;
+    w = w * fabs(qv_problem_scale(p, kk, j)) + zf;
+    return w * fabs(qv_problem_scale2(p, j));
 }
 
 /* max over outputs of alpha*G with G = sum_k |a_k| |s| (|q_k| + |z|) (DESIGN
@@ -474,10 +508,11 @@ static void usual_criteria(const qv_case *c, const qv_outcome *o, qv_criteria *c
 
 /* ---- JSONL ---- */
 
-/* A shell word: safe characters pass as they are, anything else is quoted. */
-static size_t put_word(char *buf, size_t len, size_t at, const char *w)
+/* A shell word: safe characters pass as they are, anything else is quoted;
+ * `quote` quotes it whatever it holds (specs, so that they read as one word). */
+static size_t put_word_q(char *buf, size_t len, size_t at, const char *w, int quote)
 {
-    int plain = *w != '\0';
+    int plain = *w != '\0' && !quote;
     for (const char *c = w; *c; c++)
         if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:+,", *c)) plain = 0;
     if (at >= len) return at;
@@ -489,7 +524,10 @@ static size_t put_word(char *buf, size_t len, size_t at, const char *w)
     return at;
 }
 
-void qv_case_replay_cmd(const qv_case *c, const qv_backend *b, const char *glob, char *buf, size_t len)
+static size_t put_word(char *buf, size_t len, size_t at, const char *w) { return put_word_q(buf, len, at, w, 0); }
+
+void qv_case_replay_cmd(const qv_case *c, const qv_backend *b, const qv_gen *gen, const char *glob, char *buf,
+                        size_t len)
 {
     char num[64];
     size_t at = (size_t)snprintf(buf, len, "qvet replay");
@@ -500,11 +538,21 @@ void qv_case_replay_cmd(const qv_case *c, const qv_backend *b, const char *glob,
     snprintf(num, sizeof num, "%lld", (long long)c->index);
     at = put_word(buf, len, at, "--case");
     at = put_word(buf, len, at, num);
-    /* The fixed suite is per variant; a fuzz case draws among the glob's variants. */
-    const char *vg = c->suite ? c->v->name : glob;
-    if (vg && *vg) {
-        at = put_word(buf, len, at, "--variant");
-        at = put_word(buf, len, at, vg);
+    /* The fixed suite is per variant; a fuzz case draws among the glob's
+     * variants, or among the listed ones, named again in their order. */
+    if (gen && gen->listed) {
+        for (int i = 0; i < gen->n_variants; i++)
+            if (!c->suite || gen->variants[i] == c->v) {
+                at = put_word(buf, len, at, "--spec");
+                at = put_word_q(buf, len, at, gen->variants[i]->name, qv_is_spec(gen->variants[i]->name));
+            }
+    } else {
+        const char *vg = c->suite ? c->v->name : glob;
+        if (vg && *vg) {
+            int spec = c->suite && c->v->layout == QV_LAYOUT_LOGICAL;
+            at = put_word(buf, len, at, spec ? "--spec" : "--variant");
+            at = put_word_q(buf, len, at, vg, spec);
+        }
     }
     if (b->kind == QV_BACKEND_CPU) at = put_word(buf, len, at, "--cpu");
     else if (b->kind == QV_BACKEND_GPU) at = put_word(buf, len, at, "--gpu");

@@ -13,22 +13,28 @@
 #include "qvet/array.h"
 #include "qvet/campaign.h"
 #include "qvet/formats.h"
+#include "qvet/spec.h"
 
-/* The smallest legal steps of N and K (K: a multiple of k_tile and of g). */
+/* The smallest legal steps of N and K (K: a multiple of k_tile, of g and of
+ * the zero points' group size). */
 static int64_t n_step(const qv_variant *v) { return v->n_tile > 0 ? v->n_tile : 1; }
+
+static int64_t lcm_step(int64_t s, int64_t g)
+{
+    int64_t a = s, b = g;
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return s / a * g;
+}
 
 static int64_t k_step(const qv_variant *v)
 {
-    int64_t s = v->k_tile > 0 ? v->k_tile : 1, g = v->g;
-    if (g > 0) {
-        int64_t a = s, b = g;
-        while (b) {
-            int64_t t = a % b;
-            a = b;
-            b = t;
-        }
-        s = s / a * g;
-    }
+    int64_t s = v->k_tile > 0 ? v->k_tile : 1;
+    if (v->g > 0) s = lcm_step(s, v->g);
+    if (v->zero_point && v->zp_layout == QV_SCALE_GROUP && v->zp_g > 0) s = lcm_step(s, v->zp_g);
     return s;
 }
 
@@ -45,9 +51,30 @@ static void copy_el(qv_fmt f, void *dst, int64_t di, const void *src, int64_t si
     memcpy((char *)dst + (size_t)di * es, (const char *)src + (size_t)si * es, es);
 }
 
+/* The window of one (k, n)-covering array of granularity l (group size g,
+ * block bk x bn): entry (r, c) of w's array takes the source entry that
+ * covers the first weight of its group or block, at (k0 + kk, n0 + j) in p.
+ * With act_order the window's groups are the first groups of p (g_idx is
+ * folded modulo their count). es: bytes per element. */
+static void window_gran(qv_scale_layout l, int g, int bk, int bn, size_t es, const qv_problem *p, const qv_problem *w,
+                        int64_t n0, int64_t k0, const void *src, void *dst)
+{
+    int64_t rows = qv_gran_rows(l, g, bk, w->k), cols = qv_gran_cols(l, bn, w->n);
+    int64_t ebk = bk > 0 ? bk : 128, ebn = bn > 0 ? bn : 128; /* 0 means 128 (variant.h) */
+    int grouped = l == QV_SCALE_GROUP || l == QV_SCALE_GROUP_CHANNEL;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            int64_t kk = grouped ? r * g : l == QV_SCALE_BLOCK ? r * ebk : 0;
+            int64_t j = l == QV_SCALE_BLOCK ? c * ebn : l == QV_SCALE_TENSOR ? 0 : c;
+            int64_t grp = grouped ? (p->g_idx ? r : (k0 + kk) / g) : 0;
+            int64_t si = qv_gran_index(l, bk, bn, p->n, k0 + kk, n0 + j, grp);
+            memcpy((char *)dst + (size_t)(r * cols + c) * es, (const char *)src + (size_t)si * es, es);
+        }
+}
+
 /* A window of p: rows [m0, m0+m), columns [n0, n0+n), K rows [k0, k0+k).
- * Group data follows its rows; an act_order g_idx is folded into the new group
- * count; 128-blocks take the block of their first row. */
+ * Group and block data follow their rows (window_gran); an act_order g_idx is
+ * folded into the new group count. */
 static qv_status window(const qv_problem *p, int64_t m0, int64_t m, int64_t n0, int64_t n, int64_t k0,
                         int64_t k, qv_problem *w)
 {
@@ -57,44 +84,25 @@ static qv_status window(const qv_problem *p, int64_t m0, int64_t m, int64_t n0, 
         for (int64_t kk = 0; kk < k; kk++) copy_el(v->afmt, w->a, i * k + kk, p->a, (m0 + i) * p->k + k0 + kk);
     for (int64_t kk = 0; kk < k; kk++)
         for (int64_t j = 0; j < n; j++) copy_el(v->wfmt, w->q, kk * n + j, p->q, (k0 + kk) * p->n + n0 + j);
-    int64_t ng = p->g > 0 ? k / p->g : 0, pg = p->g > 0 ? p->k / p->g : 0;
-    /* The original group of new group r: the window's own groups, or with
-     * act_order the first ng groups (g_idx is folded modulo ng). */
-    int64_t g0 = p->g > 0 && !p->g_idx ? k0 / p->g : 0;
-    if (p->g_idx)
+    if (p->g_idx) {
+        int64_t ng = k / p->g;
         for (int64_t kk = 0; kk < k; kk++) w->g_idx[kk] = (int32_t)(p->g_idx[k0 + kk] % ng);
-    qv_fmt sf = v->scale_layout == QV_SCALE_BLOCK ? QV_FMT_F32 : v->sfmt;
-    int64_t pcols = qv_problem_scale_cols(p);
-    switch (v->scale_layout) {
-    case QV_SCALE_NONE: break;
-    case QV_SCALE_TENSOR: copy_el(sf, w->scales, 0, p->scales, 0); break;
-    case QV_SCALE_CHANNEL:
-        for (int64_t j = 0; j < n; j++) copy_el(sf, w->scales, j, p->scales, n0 + j);
-        break;
-    case QV_SCALE_GROUP:
-    case QV_SCALE_GROUP_CHANNEL:
-        for (int64_t r = 0; r < ng; r++)
-            for (int64_t j = 0; j < n; j++)
-                copy_el(sf, w->scales, r * n + j, p->scales, (g0 + r < pg ? g0 + r : pg - 1) * p->n + n0 + j);
-        break;
-    case QV_SCALE_BLOCK: {
-        int64_t rows = qv_problem_scale_rows(w), cols = qv_problem_scale_cols(w);
-        int64_t prow = qv_problem_scale_rows(p);
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t c = 0; c < cols; c++) {
-                int64_t sr = (k0 + 128 * r) / 128, sc = (n0 + 128 * c) / 128; /* 128: the block edge */
-                copy_el(sf, w->scales, r * cols + c, p->scales,
-                        (sr < prow ? sr : prow - 1) * pcols + (sc < pcols ? sc : pcols - 1));
-            }
-        break;
     }
+    if (w->scales)
+        window_gran(v->scale_layout, p->g, v->block_k, v->block_n, qv_fmt_storage_bytes(v->sfmt), p, w, n0, k0,
+                    p->scales, w->scales);
+    if (w->scales2) {
+        if (v->s2_layout == QV_SCALE_CHANNEL)
+            for (int64_t j = 0; j < n; j++) w->scales2[j] = p->scales2[n0 + j];
+        else
+            w->scales2[0] = p->scales2[0];
     }
-    if (w->scales2)
-        for (int64_t j = 0; j < n; j++) w->scales2[j] = p->scales2[n0 + j];
     if (w->zeros)
-        for (int64_t r = 0; r < ng; r++)
-            for (int64_t j = 0; j < n; j++)
-                w->zeros[r * n + j] = p->zeros[(g0 + r < pg ? g0 + r : pg - 1) * p->n + n0 + j];
+        window_gran(v->zp_layout, v->zp_g, v->zp_bk, v->zp_bn, 1, p, w, n0, k0, p->zeros, w->zeros);
+    if (w->zeros_f)
+        window_gran(v->zp_layout, v->zp_g, v->zp_bk, v->zp_bn, sizeof(float), p, w, n0, k0, p->zeros_f, w->zeros_f);
+    if (w->bias)
+        for (int64_t j = 0; j < n; j++) w->bias[j] = p->bias[n0 + j];
     switch (v->act_scale) {
     case QV_ASCALE_NONE: break;
     case QV_ASCALE_TENSOR: w->a_scale[0] = p->a_scale[0]; break;
@@ -134,9 +142,10 @@ static void zero_k_range(qv_problem *p, int what, int64_t k0, int64_t k1)
     for (int64_t kk = k0; kk < k1; kk++)
         for (int64_t j = 0; j < p->n; j++) {
             int64_t at = kk * p->n + j;
-            if (v->zero_point) {
-                int64_t gi = p->g_idx ? p->g_idx[kk] : kk / p->g;
-                ((uint8_t *)p->q)[at] = p->zeros[gi * p->n + j];
+            if (v->zero_point == QV_ZP_INT) {
+                /* q = z: the code the zero point cancels (both one byte) */
+                int64_t grp = v->zp_layout == QV_SCALE_GROUP ? (p->g_idx ? p->g_idx[kk] : kk / v->zp_g) : 0;
+                ((uint8_t *)p->q)[at] = p->zeros[qv_gran_index(v->zp_layout, v->zp_bk, v->zp_bn, p->n, kk, j, grp)];
             } else if (v->wfmt == QV_FMT_I4 || v->wfmt == QV_FMT_I8) {
                 ((int8_t *)p->q)[at] = 0;
             } else {
@@ -278,7 +287,9 @@ qv_status qv_shrink(const qv_backend *b, const qv_problem *p, int unique, int ma
 
 /* ---- .npy dumps ---- */
 
-/* The numpy dtype of a stored code of format f (problem.h storage). */
+/* The numpy dtype of a stored code of format f (problem.h storage; the
+ * `qvet verify` conventions: bf16 as '<u2' bits, 8-bit and 4-bit codes one
+ * byte each, signed integer codes as int8). */
 static qv_dtype dtype_of(qv_fmt f)
 {
     switch (f) {
@@ -288,8 +299,31 @@ static qv_dtype dtype_of(qv_fmt f)
     case QV_FMT_I4:
     case QV_FMT_I8: return QV_DT_I1;
     case QV_FMT_I32: return QV_DT_I4;
-    default: return QV_DT_U1; /* u4, u8, e4m3 codes: one byte each */
+    default: return QV_DT_U1; /* u4b8, u4, u8b128, u8, e4m3, e5m2, e2m1, e8m0, ue4m3 codes */
     }
+}
+
+/* count decoded values (exact in f) as codes of f in its storage, a new
+ * buffer (NULL when vals is NULL); they were decoded from f, so the encoding
+ * is exact. */
+static void *encode_values(qv_fmt f, const float *vals, int64_t count, qv_status *st)
+{
+    if (!vals || *st != QV_OK) return NULL;
+    size_t es = qv_fmt_storage_bytes(f);
+    unsigned char *buf = malloc((size_t)(count > 0 ? count : 1) * es);
+    if (!buf) {
+        *st = qv_fail(QV_ERR_NOMEM, "dump buffer of %lld values", (long long)count);
+        return NULL;
+    }
+    for (int64_t i = 0; i < count; i++) {
+        if (f == QV_FMT_F32) {
+            memcpy(buf + (size_t)i * es, &vals[i], es);
+        } else {
+            uint32_t code = qv_encode(f, vals[i], QV_SAT_NONE);
+            memcpy(buf + (size_t)i * es, &code, es); /* little-endian */
+        }
+    }
+    return buf;
 }
 
 static qv_status save(const char *dir, const char *name, qv_dtype dt, int ndim, int64_t d0, int64_t d1,
@@ -334,8 +368,11 @@ qv_status qv_case_dump(const qv_backend *b, const qv_problem *p, int unique, con
     qv_outcome o;
     QV_TRY(qv_case_run(b, p, unique, &o));
     qv_status st = QV_OK;
-    qv_fmt sf = v->scale_layout == QV_SCALE_BLOCK ? QV_FMT_F32 : v->sfmt;
-    int64_t na = qv_problem_ascale_count(p);
+    int64_t na = qv_problem_ascale_count(p), n2 = qv_problem_scale2_count(p);
+    int64_t zr = qv_problem_zero_rows(p), zc = qv_problem_zero_cols(p);
+    void *s2 = encode_values(v->s2fmt, p->scales2, n2, &st);
+    void *zf = encode_values(v->sfmt, p->zeros_f, zr * zc, &st);
+    void *bias = encode_values(v->bias_fmt, p->bias, p->n, &st);
 #define SAVE(...)                                                              \
     do {                                                                       \
         if (st == QV_OK) st = save(__VA_ARGS__);                               \
@@ -346,9 +383,11 @@ qv_status qv_case_dump(const qv_backend *b, const qv_problem *p, int unique, con
     else SAVE(dir, "a_scale", QV_DT_F4, 1, na, 0, p->a_scale);
     SAVE(dir, "azp", QV_DT_I4, 1, v->azp == QV_AZP_TOKEN ? p->m : 1, 0, p->azp);
     SAVE(dir, "q", dtype_of(v->wfmt), 2, p->k, p->n, p->q);
-    SAVE(dir, "scales", dtype_of(sf), 2, qv_problem_scale_rows(p), qv_problem_scale_cols(p), p->scales);
-    SAVE(dir, "scales2", QV_DT_F4, 2, 1, p->n, p->scales2);
-    SAVE(dir, "zeros", QV_DT_U1, 2, p->g > 0 ? p->k / p->g : 0, p->n, p->zeros);
+    SAVE(dir, "scales", dtype_of(v->sfmt), 2, qv_problem_scale_rows(p), qv_problem_scale_cols(p), p->scales);
+    SAVE(dir, "scales2", dtype_of(v->s2fmt), 2, 1, n2, s2);
+    SAVE(dir, "zeros", dtype_of(v->wfmt), 2, zr, zc, p->zeros);
+    SAVE(dir, "zeros", dtype_of(v->sfmt), 2, zr, zc, zf);
+    SAVE(dir, "bias", dtype_of(v->bias_fmt), 1, p->n, 0, bias);
     SAVE(dir, "g_idx", QV_DT_I4, 1, p->k, 0, p->g_idx);
     SAVE(dir, "out", dtype_of(v->ofmt), 2, p->m, p->n, o.out);
     if (o.has_truth) {
@@ -356,8 +395,18 @@ qv_status qv_case_dump(const qv_backend *b, const qv_problem *p, int unique, con
         SAVE(dir, "bound", QV_DT_F8, 2, p->m, p->n, o.truth.bound);
     }
 #undef SAVE
+    free(s2);
+    free(zf);
+    free(bias);
+    char spec[QV_SPEC_MAX], path[1024];
+    int has_spec = qv_spec_format(v, spec, sizeof spec) >= 0;
+    if (st == QV_OK && has_spec) {
+        snprintf(path, sizeof path, "%s/spec", dir);
+        FILE *f = fopen(path, "w");
+        if (!f) st = qv_fail(QV_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        else if ((fprintf(f, "%s\n", spec) < 0) | fclose(f)) st = qv_fail(QV_ERR_IO, "cannot write %s", path);
+    }
     if (st == QV_OK) {
-        char path[1024];
         snprintf(path, sizeof path, "%s/replay.txt", dir);
         FILE *f = fopen(path, "w");
         if (!f) {
@@ -366,12 +415,18 @@ qv_status qv_case_dump(const qv_backend *b, const qv_problem *p, int unique, con
             fprintf(f, "# %s m=%lld n=%lld k=%lld on %s: %s\n# %s\n", v->name, (long long)p->m,
                     (long long)p->n, (long long)p->k, b->name, qv_grade_name(o.res.grade), o.res.reason);
             fprintf(f, "# the original (unshrunk) case:\n%s\n", replay_cmd);
-            fprintf(f, "# these inputs and this output against the model:\nqvet verify %s --a %s/A.npy", v->name, dir);
+            fprintf(f, "# these inputs and this output against the model:\n");
+            /* A spec goes in single quotes; it never holds one (spec.h). */
+            if (v->layout == QV_LAYOUT_LOGICAL) fprintf(f, "qvet verify --spec '%s'", v->name);
+            else fprintf(f, "qvet verify %s", v->name);
+            fprintf(f, " --a %s/A.npy", dir);
             if (p->a_scale) fprintf(f, " --a-scale %s/a_scale.npy", dir);
+            if (p->azp) fprintf(f, " --azp %s/azp.npy", dir);
             fprintf(f, " --q %s/q.npy", dir);
             if (p->scales) fprintf(f, " --scales %s/scales.npy", dir);
             if (p->scales2) fprintf(f, " --scales2 %s/scales2.npy", dir);
-            if (p->zeros) fprintf(f, " --zeros %s/zeros.npy", dir);
+            if (p->zeros || p->zeros_f) fprintf(f, " --zeros %s/zeros.npy", dir);
+            if (p->bias) fprintf(f, " --bias %s/bias.npy", dir);
             if (p->g_idx) fprintf(f, " --g-idx %s/g_idx.npy", dir);
             fprintf(f, " --out %s/out.npy\n", dir);
             if (fclose(f)) st = qv_fail(QV_ERR_IO, "cannot write %s", path);

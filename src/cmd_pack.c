@@ -234,8 +234,9 @@ int qv_cmd_pack(int argc, char **argv)
         return 2;
     }
     qv_layout layout = qv_layout_from_name(layout_name);
-    if (layout == QV_LAYOUT_COUNT) {
-        fprintf(stderr, "qvet pack: unknown layout '%s' (see qvet pack --help)\n", layout_name);
+    if (layout == QV_LAYOUT_COUNT || layout == QV_LAYOUT_LOGICAL) {
+        fprintf(stderr, "qvet pack: %s layout '%s' (see qvet pack --help)\n",
+                layout == QV_LAYOUT_LOGICAL ? "nothing to pack for the" : "unknown", layout_name);
         return 2;
     }
 
@@ -467,8 +468,9 @@ int qv_cmd_unpack(int argc, char **argv)
         return 2;
     }
     qv_layout layout = qv_layout_from_name(layout_name);
-    if (layout == QV_LAYOUT_COUNT) {
-        fprintf(stderr, "qvet unpack: unknown layout '%s' (see qvet pack --help)\n", layout_name);
+    if (layout == QV_LAYOUT_COUNT || layout == QV_LAYOUT_LOGICAL) {
+        fprintf(stderr, "qvet unpack: %s layout '%s' (see qvet pack --help)\n",
+                layout == QV_LAYOUT_LOGICAL ? "nothing to unpack for the" : "unknown", layout_name);
         return 2;
     }
     qv_fmt wfmt = QV_FMT_NONE;

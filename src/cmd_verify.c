@@ -2,6 +2,7 @@
  * another library, a file from a colleague) against a variant's declared
  * arithmetic, from the same quantized inputs, with the certified reference.
  * Exit: 0 PASS or MARGINAL, 1 FAIL, 2 usage or input error (cli.h). */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,64 +10,147 @@
 #include "qvet/array.h"
 #include "qvet/cli.h"
 #include "qvet/formats.h"
+#include "qvet/json.h"
 #include "qvet/layout.h"
 #include "qvet/problem.h"
 #include "qvet/reference.h"
 #include "qvet/result.h"
+#include "qvet/spec.h"
 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: qvet verify VARIANT --a A.npy [--a-scale SA.npy] [--azp AZP.npy]\n"
-            "                   --q Q.npy --scales S.npy [--scales2 S2.npy] [--zeros Z.npy]\n"
-            "                   [--g-idx G.npy] --out C.npy [--packed DIR] [--path P] [--json]\n\n"
-            "Verifies C = A x W against VARIANT's declared arithmetic (qvet list), where W is\n"
-            "dequantized from the logical quantized arrays exactly as the variant declares.\n"
-            "Every element must lie in the output rounding of [y - E, y + E] (y exact, E the\n"
-            "certified bound); statistical monitors give MARGINAL.\n\n"
-            "  --a A.npy         (M, K) activations: float16, bf16 as <u2 bits, int8, or e4m3 codes (uint8)\n"
-            "  --a-scale SA.npy  float32: (1) per tensor, (M, 1) per token, (ceil(K/128), M) per block\n"
-            "                   (MN-major: the M tokens of each 128-K group contiguous)\n"
-            "  --azp AZP.npy     int32 activation zero points: (1) or (M)\n"
-            "  --q Q.npy         (K, N) weight codes: uint4 as int8/uint8 0..15, int4 as int8 -8..7,\n"
-            "                    uint8 (q+128), int8, e4m3 codes (uint8), float16, bf16 (<u2)\n"
-            "  --scales S.npy    weight scales: (1, 1), (1, N), (K/g, N) or (ceil(K/128), ceil(N/128))\n"
-            "  --scales2 S2.npy  (1, N) float32 channel scales (QQQ per-group)\n"
-            "  --zeros Z.npy     (K/g, N) zero points 0..15 (int8 or uint8)\n"
-            "  --g-idx G.npy     (K) int32 or int64 group of each row (act_order)\n"
-            "  --out C.npy       (M, N) output: float16, bf16 (<u2) or float32\n"
-            "  --packed DIR      weights from DIR/B.npy, scales.npy, scales2.npy, zeros.npy,\n"
-            "                    perm.npy, g_idx.npy as `qvet pack` writes them, decoded by the\n"
-            "                    reference's independent decoder (replaces --q/--scales/...)\n"
+            "usage: qvet verify (VARIANT | --spec SPEC) --a A.npy [--a-scale SA.npy] [--azp AZP.npy]\n"
+            "                   --q Q.npy [--scales S.npy] [--scales2 S2.npy] [--zeros Z.npy]\n"
+            "                   [--bias B.npy] [--g-idx G.npy] --out C.npy [--packed DIR] [--path P]\n"
+            "                   [--json]\n\n"
+            "Verifies C = A x W against a declared arithmetic, where W is dequantized from the\n"
+            "logical quantized arrays exactly as declared. VARIANT is a registry row (qvet list)\n"
+            "or a spec; --spec SPEC names a spec (docs/spec.md, e.g. 'w=u4b8,ws=f16/g128';\n"
+            "qvet list --spec prints each row's). Give one of the two. Every element must lie\n"
+            "in the output rounding of [y - E, y + E] (y exact, E the certified bound);\n"
+            "statistical monitors give MARGINAL.\n\n"
+            "Arrays are .npy, row-major; bf16 is always '<u2' bit patterns, e4m3, e5m2, e8m0 and\n"
+            "ue4m3 uint8 codes, 4-bit codes one per byte. Each format follows its spec key:\n"
+            "  --a A.npy         (M, K), a=: f16 float16, bf16 <u2, i8 int8, e4m3 uint8 codes\n"
+            "  --a-scale SA.npy  float32: as=f32/t (1), f32/tok (M, 1), f32/tok-b128 (ceil(K/128), M)\n"
+            "                    (MN-major: the M tokens of each 128-K group contiguous)\n"
+            "  --azp AZP.npy     int32 activation zero points, az=: (1) or (M)\n"
+            "  --q Q.npy         (K, N) weights, w=: u4b8, u4 uint8/int8 0..15; i4 int8 -8..7;\n"
+            "                    u8b128, u8 uint8; i8 int8; e4m3, e5m2 uint8 codes; e2m1 uint8\n"
+            "                    0..15; f16 float16; bf16 <u2\n"
+            "  --scales S.npy    ws=FMT/GRAN: (1, 1) t, (1, N) c, (K/G, N) gG, (ceil(K/BK),\n"
+            "                    ceil(N/BN)) bBKxBN; FMT f16 float16, bf16 <u2, f32 float32,\n"
+            "                    e8m0/ue4m3 uint8 codes\n"
+            "  --scales2 S2.npy  ws2=FMT/t (1) or FMT/c (1, N), in FMT as for --scales\n"
+            "  --zeros Z.npy     wz=int/GRAN: codes like --q (uint8, or int8 for i4/i8);\n"
+            "                    wz=float/GRAN: numbers in ws's FMT; shaped as scales of GRAN\n"
+            "  --bias B.npy      (N) or (1, N), bias=: f16 float16, bf16 <u2, f32 float32\n"
+            "  --g-idx G.npy     (K) int32 or int64 group of each row (act=gidx)\n"
+            "  --out C.npy       (M, N), out=: f16 float16, bf16 <u2, f32 float32, i32 int32\n"
+            "  --packed DIR      a registry row's weights from DIR/B.npy, scales.npy, scales2.npy,\n"
+            "                    zeros.npy, perm.npy, g_idx.npy as `qvet pack` writes them, decoded\n"
+            "                    by the reference's independent decoder (replaces --q/--scales/...;\n"
+            "                    a spec has no packed layout)\n"
             "  --path P          force the reference path: int64, fixed128, mpfr, dgemm+cert\n"
-            "  --json            print one JSON object instead of the text report\n\n"
+            "  --json            print one JSON object (with \"variant\" and its \"spec\") instead\n"
+            "                    of the text report\n\n"
             "Exit status: 0 PASS or MARGINAL, 1 FAIL, 2 usage or input error.\n");
 }
 
 typedef struct verify_args {
-    const char *variant, *a, *a_scale, *azp, *q, *scales, *scales2, *zeros, *g_idx, *out, *packed, *path;
+    const char *variant, *spec, *a, *a_scale, *azp, *q, *scales, *scales2, *zeros, *bias, *g_idx, *out, *packed,
+        *path;
     int json;
 } verify_args;
 
-/* Does the array's dtype hold codes of format f? */
+/* One array operand: its option, what the spec declares of it (for
+ * messages: "w=u4b8") and the format of its elements. */
+typedef struct operand {
+    const char *opt;    /* "--q" */
+    char label[64];     /* "w=u4b8", "wz=int (codes of w=u4)", ... */
+    qv_fmt fmt;
+} operand;
+
+static operand operand_of(const char *opt, qv_fmt fmt, const char *fmt_label, ...)
+{
+    operand op = {opt, "", fmt};
+    va_list ap;
+    va_start(ap, fmt_label);
+    vsnprintf(op.label, sizeof op.label, fmt_label, ap);
+    va_end(ap);
+    return op;
+}
+
+static const char *fname(qv_fmt f) { return qv_fmt_get(f)->name; }
+
+/* The weight codes as the spec spells them: with integer zero points a
+ * registry row's u4b8/u8b128 codes read as u4/u8 (spec.h). */
+static const char *w_name(const qv_variant *v)
+{
+    if (v->zero_point == QV_ZP_INT && v->wfmt == QV_FMT_U4) return "u4";
+    if (v->zero_point == QV_ZP_INT && v->wfmt == QV_FMT_U8) return "u8";
+    return fname(v->wfmt);
+}
+
+/* Does the array's dtype hold codes of format f (the conventions of usage())? */
 static int dtype_fits(qv_fmt f, qv_dtype dt)
 {
     switch (f) {
     case QV_FMT_F16: return dt == QV_DT_F2;
     case QV_FMT_BF16: return dt == QV_DT_U2 || dt == QV_DT_BF16;
     case QV_FMT_F32: return dt == QV_DT_F4;
+    case QV_FMT_I32: return dt == QV_DT_I4;
     case QV_FMT_I8: return dt == QV_DT_I1;
     case QV_FMT_U4:
+    case QV_FMT_UINT4:
     case QV_FMT_I4: return dt == QV_DT_I1 || dt == QV_DT_U1;
-    case QV_FMT_U8: return dt == QV_DT_U1;
+    case QV_FMT_U8:
+    case QV_FMT_UINT8:
+    case QV_FMT_E2M1:
+    case QV_FMT_E8M0:
+    case QV_FMT_UE4M3: return dt == QV_DT_U1;
     case QV_FMT_E4M3: return dt == QV_DT_U1 || dt == QV_DT_E4M3;
+    case QV_FMT_E5M2: return dt == QV_DT_U1 || dt == QV_DT_E5M2;
+    default: return 0;
+    }
+}
+
+/* What a file of format f holds, for messages. */
+static const char *dtype_wanted(qv_fmt f)
+{
+    switch (f) {
+    case QV_FMT_F16: return "float16";
+    case QV_FMT_BF16: return "bf16 as '<u2' bit patterns";
+    case QV_FMT_F32: return "float32";
+    case QV_FMT_I32: return "int32";
+    case QV_FMT_I8: return "int8";
+    case QV_FMT_U4:
+    case QV_FMT_UINT4: return "uint8 or int8 codes 0..15";
+    case QV_FMT_I4: return "int8 codes -8..7";
+    case QV_FMT_E2M1: return "uint8 codes 0..15";
+    case QV_FMT_UE4M3: return "uint8 codes 0..127";
+    default: return "uint8 codes";
+    }
+}
+
+/* The codes a one-byte format allows, lo..hi; 0 when every byte is a code. */
+static int code_range(qv_fmt f, int *lo, int *hi)
+{
+    switch (f) {
+    case QV_FMT_U4:
+    case QV_FMT_UINT4:
+    case QV_FMT_E2M1: *lo = 0, *hi = 15; return 1;
+    case QV_FMT_I4: *lo = -8, *hi = 7; return 1;
+    case QV_FMT_UE4M3: *lo = 0, *hi = 127; return 1; /* unsigned: the sign bit must be 0 */
     default: return 0;
     }
 }
 
 /* Checks that `a` has `rows` x `cols` elements in an accepted form: exactly
- * (rows, cols), or for a vector (len), (1, len) or (len, 1). */
-static qv_status check_shape(const char *what, const char *path, const qv_array *a, int64_t rows, int64_t cols)
+ * (rows, cols), or for a vector (len), (1, len) or (len, 1) (a 0-d array for
+ * one value). */
+static qv_status check_shape(const operand *op, const char *path, const qv_array *a, int64_t rows, int64_t cols)
 {
     char buf[96];
     int ok;
@@ -78,40 +162,55 @@ static qv_status check_shape(const char *what, const char *path, const qv_array 
         ok = a->ndim == 2 && a->shape[0] == rows && a->shape[1] == cols;
     }
     if (!ok)
-        return qv_fail(QV_ERR_SHAPE, "%s %s is %s; expected (%lld, %lld)", what, path,
-                       qv_array_describe(a, buf, sizeof buf), (long long)rows, (long long)cols);
+        return qv_fail(QV_ERR_SHAPE, "%s %s is %s; %s needs (%lld, %lld)", op->opt, path,
+                       qv_array_describe(a, buf, sizeof buf), op->label, (long long)rows, (long long)cols);
     return QV_OK;
 }
 
-static qv_status load_as(const char *what, const char *path, qv_fmt f, qv_array *a)
+/* Loads `path` and checks its dtype against op's format. */
+static qv_status load_as(const operand *op, const char *path, qv_array *a)
 {
-    QV_TRY(qv_npy_load(path, a));
-    if (!dtype_fits(f, a->dtype)) {
-        qv_status st = qv_fail(QV_ERR_DTYPE, "%s %s is %s; this variant needs %s codes", what, path,
-                               qv_dtype_name(a->dtype), qv_fmt_get(f)->name);
+    qv_status st = qv_npy_load(path, a);
+    if (st != QV_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", qv_errmsg());
+        return qv_fail(st, "%s: %s", op->opt, why);
+    }
+    if (!dtype_fits(op->fmt, a->dtype)) {
+        char buf[96];
+        st = qv_fail(QV_ERR_DTYPE, "%s %s is %s; %s needs %s", op->opt, path, qv_array_describe(a, buf, sizeof buf),
+                     op->label, dtype_wanted(op->fmt));
         qv_array_destroy(a);
         return st;
     }
     return QV_OK;
 }
 
-/* Loads a (rows, cols) array of format f into dst (storage per qv_fmt_storage_bytes,
- * f32 as float), checking value ranges of the 4-bit codes. */
-static qv_status load_into(const char *what, const char *path, qv_fmt f, int64_t rows, int64_t cols, void *dst)
+/* Loads a (rows, cols) array of op's format into dst: the codes in their
+ * storage (problem.h: one byte per code of 8 bits or fewer, range-checked),
+ * or with `decode` their values as float (scales2, float zero points, bias:
+ * exact, every code of those formats is a float). */
+static qv_status load_into(const operand *op, const char *path, int64_t rows, int64_t cols, void *dst, int decode)
 {
     qv_array a = {0};
-    QV_TRY(load_as(what, path, f, &a));
-    qv_status st = check_shape(what, path, &a, rows, cols);
+    QV_TRY(load_as(op, path, &a));
+    qv_status st = check_shape(op, path, &a, rows, cols);
+    int lo, hi;
+    if (st == QV_OK && qv_fmt_storage_bytes(op->fmt) == 1 && code_range(op->fmt, &lo, &hi)) {
+        for (int64_t i = 0; i < a.count && st == QV_OK; i++) {
+            int x = a.dtype == QV_DT_I1 ? ((int8_t *)a.data)[i] : ((uint8_t *)a.data)[i];
+            if (x < lo || x > hi)
+                st = qv_fail(QV_ERR_RANGE, "%s %s: element (%lld, %lld) is %d, outside the codes %d..%d of %s", op->opt,
+                             path, (long long)(i / cols), (long long)(i % cols), x, lo, hi, op->label);
+        }
+    }
     if (st == QV_OK) {
-        if (f == QV_FMT_U4 || f == QV_FMT_I4) {
-            int lo = f == QV_FMT_U4 ? 0 : -8, hi = f == QV_FMT_U4 ? 15 : 7;
-            for (int64_t i = 0; i < a.count && st == QV_OK; i++) {
-                int x = a.dtype == QV_DT_I1 ? ((int8_t *)a.data)[i] : ((uint8_t *)a.data)[i];
-                if (x < lo || x > hi)
-                    st = qv_fail(QV_ERR_RANGE, "%s %s: element %lld is %d, outside %s's %d..%d", what, path,
-                                 (long long)i, x, qv_fmt_get(f)->name, lo, hi);
-                else
-                    ((uint8_t *)dst)[i] = (uint8_t)x;
+        if (decode) {
+            size_t es = qv_fmt_storage_bytes(op->fmt);
+            for (int64_t i = 0; i < a.count; i++) {
+                uint32_t code = 0;
+                memcpy(&code, (const char *)a.data + (size_t)i * es, es); /* little-endian */
+                ((float *)dst)[i] = (float)qv_decode(op->fmt, code);
             }
         } else {
             memcpy(dst, a.data, a.nbytes);
@@ -124,11 +223,16 @@ static qv_status load_into(const char *what, const char *path, qv_fmt f, int64_t
 static qv_status load_g_idx(const char *path, qv_problem *p)
 {
     qv_array a = {0};
-    QV_TRY(qv_npy_load(path, &a));
-    qv_status st = QV_OK;
+    const operand op = operand_of("--g-idx", QV_FMT_I32, "act=gidx");
+    qv_status st = qv_npy_load(path, &a);
+    if (st != QV_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", qv_errmsg());
+        return qv_fail(st, "--g-idx: %s", why);
+    }
     if (a.dtype != QV_DT_I4 && a.dtype != QV_DT_I8)
-        st = qv_fail(QV_ERR_DTYPE, "--g-idx %s is %s; expected int32 or int64", path, qv_dtype_name(a.dtype));
-    if (st == QV_OK) st = check_shape("--g-idx", path, &a, 1, p->k);
+        st = qv_fail(QV_ERR_DTYPE, "--g-idx %s is %s; act=gidx needs int32 or int64", path, qv_dtype_name(a.dtype));
+    if (st == QV_OK) st = check_shape(&op, path, &a, 1, p->k);
     for (int64_t i = 0; st == QV_OK && i < p->k; i++) {
         int64_t x = a.dtype == QV_DT_I4 ? ((int32_t *)a.data)[i] : ((int64_t *)a.data)[i];
         if (x < 0 || x >= p->k / p->g)
@@ -150,21 +254,23 @@ static qv_status load_packed(const char *dir, qv_problem *p)
     qv_status st = qv_pack_dir_load(dir, &d);
     const qv_array *b = &d.b, *s = &d.s, *s2 = &d.s2, *z = &d.z, *perm = &d.perm, *gi = &d.g_idx;
     const int hs = d.has_s, hs2 = d.has_s2, hz = d.has_z, hp = d.has_perm, hg = d.has_g_idx;
+    const operand sop = operand_of("scales.npy", v->sfmt, "ws=%s", fname(v->sfmt));
+    const operand s2op = operand_of("scales2.npy", QV_FMT_F32, "ws2=f32");
     if (st == QV_OK && (b->dtype != QV_DT_I4 || b->ndim != 2))
         st = qv_fail(QV_ERR_FORMAT, "%s/B.npy is %s; expected a 2-D int32 array", dir, qv_array_describe(b, buf, sizeof buf));
     int64_t srows = qv_problem_scale_rows(p), scols = qv_problem_scale_cols(p);
     if (st == QV_OK && srows > 0) {
         if (!hs) st = qv_fail(QV_ERR_IO, "%s/scales.npy does not exist", dir);
-        else if (!dtype_fits(v->scale_layout == QV_SCALE_BLOCK ? QV_FMT_F32 : v->sfmt, s->dtype))
+        else if (!dtype_fits(v->sfmt, s->dtype))
             st = qv_fail(QV_ERR_DTYPE, "%s/scales.npy is %s; %s has %s scales", dir, qv_dtype_name(s->dtype), v->name,
                          qv_fmt_get(v->sfmt)->name);
         else
-            st = check_shape("scales", dir, s, srows, scols);
+            st = check_shape(&sop, dir, s, srows, scols);
     }
     if (st == QV_OK && p->scales2) {
         if (!hs2) st = qv_fail(QV_ERR_IO, "%s/scales2.npy does not exist (%s has channel scales)", dir, v->name);
         else if (s2->dtype != QV_DT_F4) st = qv_fail(QV_ERR_DTYPE, "%s/scales2.npy must be float32", dir);
-        else st = check_shape("scales2", dir, s2, 1, p->n);
+        else st = check_shape(&s2op, dir, s2, 1, p->n);
     }
     if (st == QV_OK && p->zeros) {
         if (!hz) st = qv_fail(QV_ERR_IO, "%s/zeros.npy does not exist (%s has zero points)", dir, v->name);
@@ -178,6 +284,8 @@ static qv_status load_packed(const char *dir, qv_problem *p)
             st = qv_fail(QV_ERR_SHAPE, "%s: perm.npy and g_idx.npy must be int32 (%lld)", dir, (long long)p->k);
     }
     if (st == QV_OK) {
+        /* The scale order and the folded fp8 exponent are stated here from the
+         * kernels' rules, not taken from the packer's functions. */
         int tensor = v->scale_layout == QV_SCALE_TENSOR;
         qv_packed pk = {
             .layout = v->layout, .k = p->k, .n = p->n, .g = v->g,
@@ -199,13 +307,26 @@ static qv_status load_packed(const char *dir, qv_problem *p)
     return st;
 }
 
+/* An optional array: loaded when the variant has it, refused when it has not. */
+static qv_status want(const char *path, int has, const qv_variant *v, const char *opt, const char *what)
+{
+    if (has && !path) return qv_fail(QV_ERR_USAGE, "%s declares %s: give %s", v->name, what, opt);
+    if (!has && path) return qv_fail(QV_ERR_USAGE, "%s has no %s; drop %s", v->name, what, opt);
+    return QV_OK;
+}
+
 static qv_status load_problem(const verify_args *va, const qv_variant *v, qv_problem *p, qv_array *out)
 {
     qv_array a = {0};
     char buf[96], buf2[96];
-    QV_TRY(load_as("--a", va->a, v->afmt, &a));
-    QV_TRY(load_as("--out", va->out, v->ofmt, out));
-    qv_status st = QV_OK;
+    const operand aop = operand_of("--a", v->afmt, "a=%s", fname(v->afmt));
+    const operand oop = operand_of("--out", v->ofmt, "out=%s", fname(v->ofmt));
+    QV_TRY(load_as(&aop, va->a, &a));
+    qv_status st = load_as(&oop, va->out, out);
+    if (st != QV_OK) {
+        qv_array_destroy(&a);
+        return st;
+    }
     if (a.ndim != 2 || out->ndim != 2 || out->shape[0] != a.shape[0])
         st = qv_fail(QV_ERR_SHAPE, "--a is %s and --out is %s; expected (M, K) and (M, N)",
                      qv_array_describe(&a, buf, sizeof buf), qv_array_describe(out, buf2, sizeof buf2));
@@ -214,60 +335,57 @@ static qv_status load_problem(const verify_args *va, const qv_variant *v, qv_pro
     qv_array_destroy(&a);
     if (st != QV_OK) return st;
     int64_t m = p->m, k = p->k;
-    if (v->act_scale != QV_ASCALE_NONE) {
-        if (!va->a_scale) return qv_fail(QV_ERR_USAGE, "%s needs --a-scale (%s activation scales)", v->name,
-                                         qv_act_scale_name(v->act_scale));
+    QV_TRY(want(va->a_scale, v->act_scale != QV_ASCALE_NONE, v, "--a-scale", "activation scales"));
+    if (p->a_scale) {
         /* Per token and 128-K group: (ceil(k/128), m), MN-major (variant.h). */
         int64_t rows = v->act_scale == QV_ASCALE_TENSOR ? 1 : v->act_scale == QV_ASCALE_TOKEN_BLOCK ? (k + 127) / 128 : m;
         int64_t cols = v->act_scale == QV_ASCALE_TOKEN_BLOCK ? m : 1;
-        QV_TRY(load_into("--a-scale", va->a_scale, QV_FMT_F32, rows, cols, p->a_scale));
-    } else if (va->a_scale) {
-        return qv_fail(QV_ERR_USAGE, "%s has no activation scales; drop --a-scale", v->name);
+        const operand op = operand_of("--a-scale", QV_FMT_F32, "as=f32");
+        QV_TRY(load_into(&op, va->a_scale, rows, cols, p->a_scale, 0));
     }
-    if (v->azp != QV_AZP_NONE) {
-        if (!va->azp) return qv_fail(QV_ERR_USAGE, "%s needs --azp (activation zero points)", v->name);
-        qv_array z = {0};
-        QV_TRY(qv_npy_load(va->azp, &z));
-        st = z.dtype == QV_DT_I4 ? check_shape("--azp", va->azp, &z, 1, v->azp == QV_AZP_TOKEN ? m : 1)
-                                 : qv_fail(QV_ERR_DTYPE, "--azp %s must be int32", va->azp);
-        if (st == QV_OK) memcpy(p->azp, z.data, z.nbytes);
-        qv_array_destroy(&z);
-        QV_TRY(st);
-    } else if (va->azp) {
-        return qv_fail(QV_ERR_USAGE, "%s has no activation zero points; drop --azp", v->name);
+    QV_TRY(want(va->azp, v->azp != QV_AZP_NONE, v, "--azp", "activation zero points"));
+    if (p->azp) {
+        const operand op = operand_of("--azp", QV_FMT_I32, "az=i32");
+        QV_TRY(load_into(&op, va->azp, 1, v->azp == QV_AZP_TOKEN ? m : 1, p->azp, 0));
+    }
+    QV_TRY(want(va->bias, v->bias_fmt != QV_FMT_NONE, v, "--bias", "bias"));
+    if (p->bias) {
+        const operand op = operand_of("--bias", v->bias_fmt, "bias=%s", fname(v->bias_fmt));
+        QV_TRY(load_into(&op, va->bias, 1, p->n, p->bias, 1));
     }
     if (va->packed) {
+        if (v->layout == QV_LAYOUT_LOGICAL)
+            return qv_fail(QV_ERR_USAGE, "--packed %s: a spec has no packed layout; pass the logical arrays (--q, "
+                           "--scales, ...)", va->packed);
         if (va->q || va->scales || va->scales2 || va->zeros || va->g_idx)
             return qv_fail(QV_ERR_USAGE, "--packed replaces --q, --scales, --scales2, --zeros and --g-idx");
         return load_packed(va->packed, p);
     }
-    if (!va->q) return qv_fail(QV_ERR_USAGE, "--q (or --packed) is required");
-    QV_TRY(load_into("--q", va->q, v->wfmt, p->k, p->n, p->q));
+    if (!va->q)
+        return qv_fail(QV_ERR_USAGE, "--q (%s) is required", v->layout == QV_LAYOUT_LOGICAL ? "the (K, N) codes"
+                                                                                            : "or --packed");
+    const operand qop = operand_of("--q", v->wfmt, "w=%s", w_name(v));
+    QV_TRY(load_into(&qop, va->q, p->k, p->n, p->q, 0));
+    QV_TRY(want(va->scales, p->scales != NULL, v, "--scales", "weight scales"));
     if (p->scales) {
-        if (!va->scales) return qv_fail(QV_ERR_USAGE, "%s needs --scales", v->name);
-        qv_fmt sf = v->scale_layout == QV_SCALE_BLOCK ? QV_FMT_F32 : v->sfmt;
-        QV_TRY(load_into("--scales", va->scales, sf, qv_problem_scale_rows(p), qv_problem_scale_cols(p), p->scales));
-    } else if (va->scales) {
-        return qv_fail(QV_ERR_USAGE, "%s has no weight scales; drop --scales", v->name);
+        const operand op = operand_of("--scales", v->sfmt, "ws=%s", fname(v->sfmt));
+        QV_TRY(load_into(&op, va->scales, qv_problem_scale_rows(p), qv_problem_scale_cols(p), p->scales, 0));
     }
+    QV_TRY(want(va->scales2, p->scales2 != NULL, v, "--scales2", "second-level scales"));
     if (p->scales2) {
-        if (!va->scales2) return qv_fail(QV_ERR_USAGE, "%s needs --scales2 (channel scales)", v->name);
-        QV_TRY(load_into("--scales2", va->scales2, QV_FMT_F32, 1, p->n, p->scales2));
-    } else if (va->scales2) {
-        return qv_fail(QV_ERR_USAGE, "%s has no second-level scales; drop --scales2", v->name);
+        const operand op = operand_of("--scales2", v->s2fmt, "ws2=%s", fname(v->s2fmt));
+        QV_TRY(load_into(&op, va->scales2, 1, qv_problem_scale2_count(p), p->scales2, 1));
     }
-    if (p->zeros) {
-        if (!va->zeros) return qv_fail(QV_ERR_USAGE, "%s needs --zeros", v->name);
-        QV_TRY(load_into("--zeros", va->zeros, QV_FMT_U4, p->k / p->g, p->n, p->zeros));
-    } else if (va->zeros) {
-        return qv_fail(QV_ERR_USAGE, "%s has no zero points; drop --zeros", v->name);
+    QV_TRY(want(va->zeros, v->zero_point != QV_ZP_NONE, v, "--zeros", "zero points"));
+    if (v->zero_point == QV_ZP_INT) {
+        const operand op = operand_of("--zeros", v->wfmt, "wz=int (codes of w=%s)", w_name(v));
+        QV_TRY(load_into(&op, va->zeros, qv_problem_zero_rows(p), qv_problem_zero_cols(p), p->zeros, 0));
+    } else if (v->zero_point == QV_ZP_FLOAT) {
+        const operand op = operand_of("--zeros", v->sfmt, "wz=float (values in ws=%s)", fname(v->sfmt));
+        QV_TRY(load_into(&op, va->zeros, qv_problem_zero_rows(p), qv_problem_zero_cols(p), p->zeros_f, 1));
     }
-    if (p->g_idx) {
-        if (!va->g_idx) return qv_fail(QV_ERR_USAGE, "%s needs --g-idx (act_order)", v->name);
-        QV_TRY(load_g_idx(va->g_idx, p));
-    } else if (va->g_idx) {
-        return qv_fail(QV_ERR_USAGE, "%s has no act_order; drop --g-idx", v->name);
-    }
+    QV_TRY(want(va->g_idx, p->g_idx != NULL, v, "--g-idx", "act_order (act=gidx)"));
+    if (p->g_idx) QV_TRY(load_g_idx(va->g_idx, p));
     return QV_OK;
 }
 
@@ -316,11 +434,17 @@ int qv_cmd_verify(int argc, char **argv)
         else if (!strcmp(o, "--scales")) slot = &va.scales;
         else if (!strcmp(o, "--scales2")) slot = &va.scales2;
         else if (!strcmp(o, "--zeros")) slot = &va.zeros;
+        else if (!strcmp(o, "--bias")) slot = &va.bias;
+        else if (!strcmp(o, "--spec")) slot = &va.spec;
         else if (!strcmp(o, "--g-idx")) slot = &va.g_idx;
         else if (!strcmp(o, "--out")) slot = &va.out;
         else if (!strcmp(o, "--packed")) slot = &va.packed;
         else if (!strcmp(o, "--path")) slot = &va.path;
         if (slot) {
+            if (*slot) {
+                fprintf(stderr, "qvet verify: option %s given twice\n", o);
+                return 2;
+            }
             if (i + 1 >= argc) {
                 fprintf(stderr, "qvet verify: option %s needs a value\n", o);
                 usage(stderr);
@@ -335,19 +459,22 @@ int qv_cmd_verify(int argc, char **argv)
             va.variant = o;
         }
     }
-    if (!va.variant || !va.a || !va.out) {
-        fprintf(stderr, "qvet verify: VARIANT, --a and --out are required\n");
+    if (va.variant && va.spec) {
+        fprintf(stderr, "qvet verify: give VARIANT or --spec SPEC, not both\n");
         usage(stderr);
         return 2;
     }
-    const qv_variant *v = qv_variant_find(va.variant);
-    if (!v) {
-        fprintf(stderr, "qvet verify: unknown variant '%s' (qvet list shows them)\n", va.variant);
+    if (!(va.variant || va.spec) || !va.a || !va.out) {
+        fprintf(stderr, "qvet verify: VARIANT (or --spec SPEC), --a and --out are required\n");
+        usage(stderr);
         return 2;
     }
+    const qv_variant *v;
+    qv_status st = qv_variant_resolve(va.spec ? va.spec : va.variant, &v);
+    if (st != QV_OK) return input_error(st);
     qv_problem p = {0};
     qv_array out = {0};
-    qv_status st = load_problem(&va, v, &p, &out);
+    st = load_problem(&va, v, &p, &out);
     if (st != QV_OK) {
         qv_problem_destroy(&p);
         qv_array_destroy(&out);
@@ -363,8 +490,13 @@ int qv_cmd_verify(int argc, char **argv)
     qv_result r;
     ref_verify(&p, &t, out.data, &r);
     if (va.json) {
-        printf("{\"variant\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,", v->name, (long long)p.m, (long long)p.n,
-               (long long)p.k);
+        char spec[QV_SPEC_MAX];
+        fputs("{\"variant\":", stdout);
+        qv_json_fput_str(stdout, v->name);
+        fputs(",\"spec\":", stdout);
+        if (qv_spec_format(v, spec, sizeof spec) >= 0) qv_json_fput_str(stdout, spec);
+        else fputs("null", stdout);
+        printf(",\"m\":%lld,\"n\":%lld,\"k\":%lld,", (long long)p.m, (long long)p.n, (long long)p.k);
         qv_result_json_fields(stdout, &r);
         printf("}\n");
     } else {

@@ -73,6 +73,10 @@ static qv_status alloc_dev(qv_gpu_problem *gp, size_t bytes, void **dev)
     return QV_OK;
 }
 
+/* For a spec (QV_LAYOUT_LOGICAL, pk NULL) the weights go up as the logical
+ * arrays plugin.h lists: q (k, n) codes, scales in their storage, scales2 and
+ * float zero points decoded, integer zero points one byte each, g_idx per
+ * logical row; a registry row's packed buffers come from pk. */
 qv_status qv_gpu_problem_upload(const qv_problem *p, const qv_packed *pk, qv_gpu_problem *gp)
 {
     memset(gp, 0, sizeof *gp);
@@ -93,11 +97,25 @@ qv_status qv_gpu_problem_upload(const qv_problem *p, const qv_packed *pk, qv_gpu
     UP(p->a, (size_t)(p->m * p->k) * qv_fmt_storage_bytes(v->afmt), a);
     UP(p->a_scale, (size_t)qv_problem_ascale_count(p) * sizeof(float), a_scale);
     UP(p->azp, (size_t)(v->azp == QV_AZP_TOKEN ? p->m : 1) * sizeof(int32_t), azp);
-    UP(pk->b, (size_t)(pk->b_rows * pk->b_cols) * sizeof(int32_t), b);
-    UP(pk->scales, (size_t)(pk->s_rows * pk->s_cols) * pk->s_elem, scales);
-    UP(pk->scales2, (size_t)pk->s2_cols * sizeof(float), scales2);
-    UP(pk->zeros, (size_t)pk->z_bytes, zeros);
-    UP(pk->perm, (size_t)p->k * sizeof(int32_t), perm);
+    UP(p->bias, (size_t)p->n * sizeof(float), bias);
+    if (v->layout == QV_LAYOUT_LOGICAL) {
+        size_t nz = (size_t)(qv_problem_zero_rows(p) * qv_problem_zero_cols(p));
+        UP(p->q, (size_t)(p->k * p->n) * qv_fmt_storage_bytes(v->wfmt), b);
+        UP(p->scales, (size_t)(qv_problem_scale_rows(p) * qv_problem_scale_cols(p)) * qv_fmt_storage_bytes(v->sfmt),
+           scales);
+        UP(p->scales2, (size_t)qv_problem_scale2_count(p) * sizeof(float), scales2);
+        if (p->zeros) UP(p->zeros, nz, zeros);
+        else UP(p->zeros_f, nz * sizeof(float), zeros);
+        UP(p->g_idx, (size_t)p->k * sizeof(int32_t), g_idx);
+    } else {
+        QV_ASSERT(pk != NULL, "a registry row's upload needs its packed buffers");
+        UP(pk->b, (size_t)(pk->b_rows * pk->b_cols) * sizeof(int32_t), b);
+        UP(pk->scales, (size_t)(pk->s_rows * pk->s_cols) * pk->s_elem, scales);
+        UP(pk->scales2, (size_t)pk->s2_cols * sizeof(float), scales2);
+        UP(pk->zeros, (size_t)pk->z_bytes, zeros);
+        UP(pk->perm, (size_t)p->k * sizeof(int32_t), perm);
+        UP(pk->g_idx, (size_t)p->k * sizeof(int32_t), g_idx);
+    }
 #undef UP
     gp->out_bytes = (size_t)qv_problem_out_bytes(p);
     st = alloc_dev(gp, gp->out_bytes + QV_GPU_GUARD_BYTES, &a->c);
@@ -192,7 +210,8 @@ static qv_status launch_once(const qv_problem *p, qv_launch_fn launch, qv_gpu_pr
  * other g_idx is refused here rather than computed wrong. */
 static qv_status check_act_order_groups(const qv_problem *p)
 {
-    if (!p->v->act_order || !p->g_idx || p->g <= 0) return QV_OK;
+    /* A spec's kernel (a plugin) reads g_idx per logical row: any g_idx is legal. */
+    if (!p->v->act_order || !p->g_idx || p->g <= 0 || p->v->layout == QV_LAYOUT_LOGICAL) return QV_OK;
     int64_t groups = p->k / p->g;
     int64_t *count = calloc((size_t)groups, sizeof *count);
     if (!count) return qv_fail(QV_ERR_NOMEM, "act_order group counts");
@@ -227,11 +246,16 @@ qv_status qv_gpu_run(const qv_problem *p, qv_launch_fn launch, int repeat, void 
     QV_TRY(qv_variant_check_shape(p->v, p->m, p->n, p->k));
     QV_TRY(check_act_order_groups(p));
 
-    qv_packed pk;
-    QV_TRY(qv_pack(p, &pk));
     qv_gpu_problem gp;
-    qv_status s = qv_gpu_problem_upload(p, &pk, &gp);
-    qv_packed_destroy(&pk);
+    qv_status s;
+    if (p->v->layout == QV_LAYOUT_LOGICAL) {
+        s = qv_gpu_problem_upload(p, NULL, &gp);
+    } else {
+        qv_packed pk;
+        QV_TRY(qv_pack(p, &pk));
+        s = qv_gpu_problem_upload(p, &pk, &gp);
+        qv_packed_destroy(&pk);
+    }
     if (s != QV_OK) return s;
 
     s = launch_once(p, launch, &gp, out, &st->ms, &st->guard_writes);

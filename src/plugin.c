@@ -1,10 +1,12 @@
 /* plugin.c: the plugin loader (plugin.h): dlopen, resolve the six symbols,
- * check the ABI version and every declared variant before anything runs. */
+ * check the ABI version and resolve every declared variant (a registry row or
+ * a spec) before anything runs. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "qvet/plugin.h"
+#include "qvet/spec.h"
 #include "qvet/variant.h"
 
 /* Resolves `sym` or records a refusal naming it. */
@@ -45,12 +47,14 @@ qv_status qv_plugin_open(const char *path, qv_plugin *pl)
     /* POSIX guarantees that a dlsym result converts to a function pointer. */
     int (*abi_fn)(void) = (int (*)(void))abi;
     int version = abi_fn();
-    if (version != QV_PLUGIN_ABI_VERSION) {
+    if (version < QV_PLUGIN_ABI_OLDEST || version > QV_PLUGIN_ABI_VERSION) {
         st = qv_fail(QV_ERR_UNSUPPORTED,
-                     "plugin %s: ABI version %d, but this qvet speaks version %d (qv_plugin_abi_version); rebuild it against this plugin.h",
-                     path, version, QV_PLUGIN_ABI_VERSION);
+                     "plugin %s: ABI version %d, but this qvet speaks versions %d to %d (qv_plugin_abi_version); "
+                     "rebuild it against this plugin.h",
+                     path, version, QV_PLUGIN_ABI_OLDEST, QV_PLUGIN_ABI_VERSION);
         goto refuse;
     }
+    pl->abi_version = version;
     const char *nm = ((const char *(*)(void))name)();
     if (!nm || !*nm) {
         st = qv_fail(QV_ERR_FORMAT, "plugin %s: qv_plugin_name returned an empty name", path);
@@ -73,12 +77,28 @@ qv_status qv_plugin_open(const char *path, qv_plugin *pl)
     const char *(*variant_fn)(int) = (const char *(*)(int))variant;
     for (int i = 0; i < n; i++) {
         const char *vn = variant_fn(i);
-        if (!vn || !qv_variant_find(vn)) {
-            st = qv_fail(QV_ERR_UNSUPPORTED, "plugin %s: qv_plugin_variant(%d) = '%s' is not a registry variant (see qvet list)",
-                         path, i, vn ? vn : "(null)");
+        if (!vn || !*vn) {
+            st = qv_fail(QV_ERR_FORMAT, "plugin %s: qv_plugin_variant(%d) returned %s", path, i,
+                         vn ? "an empty string" : "NULL");
+            goto refuse;
+        }
+        if (qv_is_spec(vn) && version < 2) {
+            st = qv_fail(QV_ERR_UNSUPPORTED,
+                         "plugin %s: qv_plugin_variant(%d) = '%s' is a spec, which ABI version %d cannot declare "
+                         "(specs need version 2: rebuild it against this plugin.h)",
+                         path, i, vn, version);
+            goto refuse;
+        }
+        const qv_variant *v;
+        st = qv_variant_resolve(vn, &v);
+        if (st != QV_OK) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", qv_errmsg());
+            st = qv_fail(st, "plugin %s: qv_plugin_variant(%d) = '%s': %s", path, i, vn, why);
             goto refuse;
         }
         pl->variants[i] = vn;
+        pl->resolved[i] = v;
     }
     pl->n_variants = n;
     pl->launch = (int (*)(const char *, const qv_gemm_args *))launch;

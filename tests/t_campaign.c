@@ -18,10 +18,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../fuzz/ckpt_route.h"
 #include "qvet/array.h"
 #include "qvet/campaign.h"
 #include "qvet/formats.h"
 #include "qvet/json.h"
+#include "qvet/spec.h"
 
 #include "support/run.h"
 #include "support/suite.h"
@@ -194,10 +196,51 @@ START_TEST(shape_classes_near_50_30_20)
     ck_assert_int_gt(probes[QV_PROBE_ONEHOT], n / 20);
     ck_assert_int_gt(probes[QV_PROBE_RANDOM], n / 3);
     /* Every witness that applies to the registry's rows is drawn (one that
-     * applies to no row, such as the bias witness, is a spec's). */
+     * applies to no row, such as the bias witness, is a spec's: below). */
     for (int w = QV_PROBE_WITNESS_FP8_PROMOTE; w < QV_PROBE_COUNT; w++)
         ck_assert_msg(probes[w] > 0 || applies[w] == 0, "witness %s applies to %d cases, never drawn",
                       qv_probe_name((qv_probe_kind)w), applies[w]);
+    ck_assert_int_gt(applies[QV_PROBE_WITNESS_FP8_PROMOTE], 0);
+}
+END_TEST
+
+/* A generator over a list of specs draws only those, in proportion, and every
+ * witness that applies to them, the bias witness of a spec with a bias
+ * included; every shape it draws is legal (K a multiple of g and of the zero
+ * points' group size, block scales on any K). */
+START_TEST(spec_generator_draws_legal_cases)
+{
+    static const char *const specs[] = {"w=u4,ws=f16/g64,wz=int/g32", "w=bf16,a=bf16,bias=f32",
+                                        "w=e4m3,ws=f32/b128x64,a=e4m3,as=f32/tok,acc=f8p128,out=bf16"};
+    const qv_variant *vs[3];
+    for (int i = 0; i < 3; i++) ck_assert_msg(qv_spec_parse(specs[i], &vs[i]) == QV_OK, "%s", qv_errmsg());
+    qv_backend b = cpu_backend();
+    qv_gen gen;
+    ck_assert_int_eq(qv_gen_init_list(&gen, vs, 3, &b), QV_OK);
+    ck_assert_int_eq(gen.n_variants, 3);
+    ck_assert(gen.listed);
+    const int n = 3000;
+    int per[3] = {0}, probes[QV_PROBE_COUNT] = {0}, block_tail = 0;
+    for (int j = 0; j < n; j++) {
+        qv_case c;
+        qv_gen_case(&gen, SEED, j, &c);
+        int i = c.v == vs[0] ? 0 : c.v == vs[1] ? 1 : c.v == vs[2] ? 2 : -1;
+        ck_assert_msg(i >= 0, "case %d drew %s", j, c.v->name);
+        per[i]++;
+        probes[c.probe]++;
+        ck_assert_msg(qv_variant_check_shape(c.v, c.m, c.n, c.k) == QV_OK, "case %d: %s", j, qv_errmsg());
+        if (i == 0) ck_assert_msg(c.k % 64 == 0, "case %d: K=%lld", j, (long long)c.k);
+        if (i == 2) block_tail += c.k % 128 != 0;
+    }
+    for (int i = 0; i < 3; i++) ck_assert_msg(per[i] > n / 5, "%s drawn %d times of %d", specs[i], per[i], n);
+    ck_assert_int_gt(probes[QV_PROBE_WITNESS_BIAS], 0);
+    ck_assert_int_gt(probes[QV_PROBE_WITNESS_FP8_PROMOTE], 0);
+    ck_assert_int_gt(block_tail, 0); /* partial 128-K blocks are drawn */
+    /* A backend that cannot run a listed variant is refused, naming it. */
+    qv_backend gpu;
+    qv_backend_init(&gpu, QV_BACKEND_GPU);
+    ck_assert_int_eq(qv_gen_init_list(&gen, vs, 3, &gpu), QV_ERR_USAGE);
+    ck_assert_ptr_nonnull(strstr(qv_errmsg(), specs[0]));
 }
 END_TEST
 
@@ -224,7 +267,7 @@ START_TEST(scales_never_one_repeated_value)
         ck_assert_int_eq(qv_case_build(&c, &p), QV_OK);
         const qv_variant *v = c.v;
         int64_t count = qv_problem_scale_rows(&p) * qv_problem_scale_cols(&p);
-        size_t es = v->scale_layout == QV_SCALE_BLOCK ? sizeof(float) : qv_fmt_storage_bytes(v->sfmt);
+        size_t es = qv_fmt_storage_bytes(v->sfmt);
         if (count >= 8) {
             ck_assert_msg(varied(p.scales, count, es), "case %lld (%s, %s): one repeated weight scale",
                           (long long)j, v->name, qv_probe_name(c.probe));
@@ -583,6 +626,257 @@ START_TEST(fuzz_shards_and_replay)
 }
 END_TEST
 
+/* ---- specs: every value of the grammar on the CPU model ---- */
+
+/* A spec's uint4 codes never take the checkpoint route (its kernel reads the
+ * logical arrays); the registry row with the same arithmetic does. */
+START_TEST(spec_not_routed_through_checkpoints)
+{
+    const qv_variant *spec, *row = qv_variant_find("marlin-w4a16-g128-f16");
+    ck_assert_int_eq(qv_spec_parse("w=u4b8,ws=f16/g128", &spec), QV_OK);
+    qv_problem p;
+    ck_assert_int_eq(qv_problem_create(&p, row, 4, 64, 256), QV_OK);
+    ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 5), QV_OK);
+    ck_assert_int_eq(qv_ckpt_choose(&p), QV_CKPT_GPTQ);
+    p.v = spec; /* the same buffers: the spec's logical arrays have the row's shapes */
+    ck_assert_int_eq(qv_ckpt_choose(&p), QV_CKPT_NONE);
+    p.v = row;
+    qv_problem_destroy(&p);
+}
+END_TEST
+
+/* Specs that together use every value of every key of the spec grammar v1
+ * (DESIGN.md §2): spec_list_covers_the_grammar checks that they do. Each runs
+ * as its own `qvet fuzz --cpu --spec` campaign and must not FAIL. */
+static const char *const grammar_specs[] = {
+    "w=u4b8,ws=f16/g128,dq=rn,a=f16,acc=f32,red=f32,out=f16",
+    "w=u4,ws=bf16/g64,wz=int/g64,a=bf16",
+    "w=i4,ws=f32/c,wmul=16,a=i8,as=f32/tok,acc=i32,out=f16",
+    "w=u8b128,ws=f16/c,dq=exact",
+    "w=u8,ws=f16/g32,wz=float/g32,dq=rn2",
+    "w=i8,ws=f32/t,a=i8,as=f32/t,az=i32/t,acc=i32,out=f32",
+    "w=e4m3,ws=f32/b128x128,a=e4m3,as=f32/tok-b128,acc=f8p128,out=bf16",
+    "w=e5m2,ws=f32/c,a=e4m3,as=f32/tok,acc=f8fast,out=f32",
+    "w=e2m1,ws=e8m0/g32,a=bf16",
+    "w=e2m1,ws=ue4m3/g16,ws2=f32/t",
+    "w=u4b8,ws=f16/g128,ws2=f32/c,dq=i8,a=i8,as=f32/tok,acc=i32,out=f16",
+    "w=u4b8,ws=f16/g128,act=gidx",
+    "w=bf16,a=bf16,acc=fma32,red=none,bias=bf16",
+    "w=f16,bias=f16",
+    "w=i8,ws=f32/c,a=i8,as=f32/tok,az=i32/tok,acc=i32,bias=f32,ep=as:ws:bias,out=f16",
+    "w=i8,a=i8,acc=i32,out=i32",
+};
+#define N_GRAMMAR_SPECS ((int)(sizeof grammar_specs / sizeof grammar_specs[0]))
+/* Cases per spec: enough to reach edge, random and real shapes, probes and
+ * regimes, few enough that the whole list takes seconds. */
+#define SPEC_CASES "8"
+
+START_TEST(spec_list_covers_the_grammar)
+{
+    /* Every value of every key, as the parsed fields hold it. */
+    int w[QV_FMT_COUNT] = {0}, sf[QV_FMT_COUNT] = {0}, a[QV_FMT_COUNT] = {0}, bias[QV_FMT_COUNT] = {0},
+        out[QV_FMT_COUNT] = {0};
+    int gran[QV_SCALE_BLOCK + 1] = {0}, s2[QV_SCALE_BLOCK + 1] = {0}, zp[3] = {0}, dq[QV_DQ_INT8_RNE + 1] = {0};
+    int as[QV_ASCALE_TOKEN_BLOCK + 1] = {0}, az[QV_AZP_TOKEN + 1] = {0}, red[2] = {0};
+    int wmul = 0, act = 0, ep = 0, f8p = 0, f8fast = 0, acc[QV_ACC_FMA_F32 + 1] = {0};
+    for (int i = 0; i < N_GRAMMAR_SPECS; i++) {
+        const qv_variant *v;
+        ck_assert_msg(qv_spec_parse(grammar_specs[i], &v) == QV_OK, "%s: %s", grammar_specs[i], qv_errmsg());
+        /* u4 and u8 are written for integer zero points (their code has no bias). */
+        w[v->wfmt]++;
+        sf[v->sfmt]++;
+        gran[v->scale_layout]++;
+        s2[v->s2_layout]++;
+        zp[v->zero_point]++;
+        dq[v->arith.dequant]++;
+        a[v->afmt]++;
+        as[v->act_scale]++;
+        az[v->azp]++;
+        acc[v->arith.accum]++;
+        f8p += v->arith.accum == QV_ACC_TC_FP8 && v->arith.promote_nc == 128;
+        f8fast += v->arith.accum == QV_ACC_TC_FP8 && v->arith.promote_nc == 0;
+        red[v->arith.reduce]++;
+        bias[v->bias_fmt]++;
+        out[v->ofmt]++;
+        wmul += v->arith.w_mul > 1;
+        act += v->act_order;
+        qv_ep_step dflt[QV_EP_MAX];
+        qv_spec_default_epilogue(v, dflt);
+        for (int e = 0; e < QV_EP_MAX; e++) ep += v->arith.epilogue[e] != dflt[e];
+    }
+    static const qv_fmt wf[] = {QV_FMT_U4, QV_FMT_UINT4, QV_FMT_I4, QV_FMT_U8, QV_FMT_UINT8, QV_FMT_I8,
+                                QV_FMT_E4M3, QV_FMT_E5M2, QV_FMT_E2M1, QV_FMT_F16, QV_FMT_BF16};
+    for (size_t i = 0; i < sizeof wf / sizeof wf[0]; i++) ck_assert_msg(w[wf[i]], "w=%s unused", qv_fmt_get(wf[i])->name);
+    static const qv_fmt sfs[] = {QV_FMT_F16, QV_FMT_BF16, QV_FMT_F32, QV_FMT_E8M0, QV_FMT_UE4M3};
+    for (size_t i = 0; i < sizeof sfs / sizeof sfs[0]; i++) ck_assert_msg(sf[sfs[i]], "ws=%s unused", qv_fmt_get(sfs[i])->name);
+    ck_assert(gran[QV_SCALE_TENSOR] && gran[QV_SCALE_CHANNEL] && gran[QV_SCALE_GROUP] && gran[QV_SCALE_BLOCK]);
+    ck_assert(s2[QV_SCALE_TENSOR] && s2[QV_SCALE_CHANNEL]);
+    ck_assert(zp[QV_ZP_INT] && zp[QV_ZP_FLOAT]);
+    ck_assert(wmul && act && ep);
+    /* dq=exact with nothing to apply reads as NONE: an explicit exact is counted apart. */
+    ck_assert(dq[QV_DQ_EXACT] && dq[QV_DQ_MUL_RN] && dq[QV_DQ_MUL_RN2] && dq[QV_DQ_INT8_RNE]);
+    ck_assert(a[QV_FMT_F16] && a[QV_FMT_BF16] && a[QV_FMT_I8] && a[QV_FMT_E4M3]);
+    ck_assert(as[QV_ASCALE_TENSOR] && as[QV_ASCALE_TOKEN] && as[QV_ASCALE_TOKEN_BLOCK]);
+    ck_assert(az[QV_AZP_TENSOR] && az[QV_AZP_TOKEN]);
+    ck_assert(acc[QV_ACC_TC_F32] && acc[QV_ACC_FMA_F32] && acc[QV_ACC_INT32] && f8p && f8fast);
+    ck_assert(red[QV_RED_F32] && red[QV_RED_NONE]);
+    ck_assert(bias[QV_FMT_F16] && bias[QV_FMT_BF16] && bias[QV_FMT_F32]);
+    ck_assert(out[QV_FMT_F16] && out[QV_FMT_BF16] && out[QV_FMT_F32] && out[QV_FMT_I32]);
+}
+END_TEST
+
+/* `qvet fuzz --cpu --spec S`: exit 0, no FAIL, and every case line names the
+ * canonical spec, family "spec" and a replay command quoting it. */
+START_TEST(spec_campaign_passes)
+{
+    const char *spec = grammar_specs[_i];
+    const qv_variant *v;
+    ck_assert_msg(qv_spec_parse(spec, &v) == QV_OK, "%s", qv_errmsg());
+    char dir[256], out[600], fails[600], seed[32], line[512];
+    temp_dir(dir, sizeof dir);
+    snprintf(out, sizeof out, "%s/spec.jsonl", dir);
+    snprintf(fails, sizeof fails, "%s/failures", dir);
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)SEED);
+    run_result r = run_qvet((const char *[]){"fuzz", "--cpu", "--spec", spec, "--cases", SPEC_CASES, "--seed", seed,
+                                             "--out", out, "--fail-dir", fails, "--quiet", NULL});
+    ck_assert_msg(r.rc == 0, "%s: rc %d\n%s%s", spec, r.rc, r.out, r.err);
+    ck_assert_str_eq(last_line(r.out, line, sizeof line), "fuzz: " SPEC_CASES " cases, 0 failed");
+    run_free(&r);
+    int n;
+    char **lines = read_lines(out, &n);
+    ck_assert_int_eq(n, 1 + atoi(SPEC_CASES));
+    char quoted[QV_SPEC_MAX + 16];
+    snprintf(quoted, sizeof quoted, "--spec '%s'", v->name);
+    for (int i = 1; i < n; i++) {
+        qv_json *j;
+        ck_assert_int_eq(qv_json_parse(lines[i], strlen(lines[i]), &j), QV_OK);
+        ck_assert_str_eq(qv_json_str(qv_json_get(j, "variant")), v->name);
+        ck_assert_str_eq(qv_json_str(qv_json_get(j, "family")), "spec");
+        ck_assert_msg(strstr(qv_json_str(qv_json_get(j, "replay")), quoted) != NULL, "%s",
+                      qv_json_str(qv_json_get(j, "replay")));
+        ck_assert_str_ne(qv_json_str(qv_json_get(j, "verdict")), "FAIL");
+        qv_json_free(j);
+    }
+    free_lines(lines, n);
+    remove_tree(dir);
+}
+END_TEST
+
+/* Runs a case line's replay command (its leading "qvet" replaced by this
+ * build's binary) through the shell; returns its last output line in buf. */
+static int run_replay(const char *replay, char *buf, size_t len)
+{
+    ck_assert(!strncmp(replay, "qvet ", 5));
+    char cmd[QV_REPLAY_MAX + 4200];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", qvet_bin, replay + 5);
+    FILE *f = popen(cmd, "r");
+    ck_assert_ptr_nonnull(f);
+    static char all[1 << 16];
+    size_t got = fread(all, 1, sizeof all - 1, f);
+    all[got] = '\0';
+    int st = pclose(f);
+    last_line(all, buf, len);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* Two specs in one campaign: cases draw among both; the replay command of a
+ * case names both in order and reproduces its line bit for bit, and the
+ * `qvet check --spec` suite of one of them runs its fixed cases. */
+START_TEST(spec_replay_bit_for_bit)
+{
+    const char *s0 = grammar_specs[1], *s1 = grammar_specs[14];
+    char dir[256], out[600], line[256];
+    temp_dir(dir, sizeof dir);
+    snprintf(out, sizeof out, "%s/two.jsonl", dir);
+    run_result r = run_qvet((const char *[]){"fuzz", "--cpu", "--spec", s0, "--spec", s1, "--cases", "6", "--seed", "41",
+                                             "--out", out, "--quiet", NULL});
+    ck_assert_msg(r.rc == 0, "rc %d: %s%s", r.rc, r.out, r.err);
+    ck_assert_str_eq(last_line(r.out, line, sizeof line), "fuzz: 6 cases, 0 failed");
+    run_free(&r);
+    int n;
+    char **lines = read_lines(out, &n);
+    ck_assert_int_eq(n, 7);
+    qv_json *run;
+    ck_assert_int_eq(qv_json_parse(lines[0], strlen(lines[0]), &run), QV_OK);
+    ck_assert_int_eq(qv_json_len(qv_json_get(run, "specs")), 2);
+    qv_json_free(run);
+    static char replay[QV_REPLAY_MAX], want[1 << 15], got[1 << 15], last[1 << 15];
+    int seen0 = 0, seen1 = 0;
+    for (int i = 1; i < n; i++) {
+        qv_json *j;
+        ck_assert_int_eq(qv_json_parse(lines[i], strlen(lines[i]), &j), QV_OK);
+        const char *var = qv_json_str(qv_json_get(j, "variant"));
+        seen0 += !strcmp(var, s0);
+        seen1 += strcmp(var, s0) != 0;
+        snprintf(replay, sizeof replay, "%s", qv_json_str(qv_json_get(j, "replay")));
+        qv_json_free(j);
+        char both[2 * QV_SPEC_MAX + 32];
+        snprintf(both, sizeof both, "--spec '%s' --spec '%s'", s0, s1);
+        ck_assert_msg(strstr(replay, both) != NULL, "%s", replay);
+    }
+    ck_assert(seen0 > 0 && seen1 > 0);
+    /* The last case, replayed through the shell from its own command. */
+    ck_assert_int_eq(run_replay(replay, last, sizeof last), 0);
+    strip_time(last, got, sizeof got);
+    strip_time(lines[n - 1], want, sizeof want);
+    ck_assert_str_eq(got, want);
+    free_lines(lines, n);
+
+    /* The fixed suite of one spec, and its replay of suite case 3. */
+    snprintf(out, sizeof out, "%s/check.jsonl", dir);
+    r = run_qvet((const char *[]){"check", "--cpu", "--spec", s1, "--cap", "65536", "--out", out, "--quiet", NULL});
+    ck_assert_msg(r.rc == 0, "rc %d: %s%s", r.rc, r.out, r.err);
+    const qv_variant *v1;
+    ck_assert_int_eq(qv_spec_parse(s1, &v1), QV_OK);
+    char want_last[128];
+    snprintf(want_last, sizeof want_last, "check: %d cases, 0 failed", qv_suite_count(v1, 65536));
+    ck_assert_str_eq(last_line(r.out, line, sizeof line), want_last);
+    run_free(&r);
+    lines = read_lines(out, &n);
+    ck_assert_int_eq(n, 1 + qv_suite_count(v1, 65536));
+    qv_json *j;
+    ck_assert_int_eq(qv_json_parse(lines[4], strlen(lines[4]), &j), QV_OK);
+    snprintf(replay, sizeof replay, "%s", qv_json_str(qv_json_get(j, "replay")));
+    qv_json_free(j);
+    ck_assert_msg(strstr(replay, "--check") && strstr(replay, "--case 3"), "%s", replay);
+    ck_assert_int_eq(run_replay(replay, last, sizeof last), 0);
+    strip_time(last, got, sizeof got);
+    strip_time(lines[4], want, sizeof want);
+    ck_assert_str_eq(got, want);
+    free_lines(lines, n);
+    remove_tree(dir);
+}
+END_TEST
+
+/* The options around --spec: refusals name the cause and exit 2. */
+START_TEST(spec_option_errors)
+{
+    static const struct {
+        const char *args[14];
+        const char *needle;
+    } bad[] = {
+        {{"fuzz", "--cpu", "--spec", "w=u4b8,ws=f16/g128", "--variant", "w8a8-*", NULL}, "exclude each other"},
+        {{"fuzz", "--cpu", "--spec", "w=u4b8,ws=f16/q128", "--cases", "1", NULL}, "granularity"},
+        {{"fuzz", "--cpu", "--spec", "no-such-row", "--cases", "1", NULL}, "unknown variant"},
+        {{"check", "--gpu", "--spec", "w=u4b8,ws=f16/g128", NULL}, "--plugin"},
+        {{"replay", "--seed", "1", "--case", "0", "--check", "--cpu", "--spec", "w=f16", "--spec", "w=bf16,a=bf16",
+          NULL},
+         "exactly one"},
+        {{"fuzz", "--cpu", "--spec", NULL}, "needs a value"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        run_result r = run_qvet(bad[i].args);
+        ck_assert_msg(r.rc == 2, "case %zu: rc %d: %s", i, r.rc, r.err);
+        ck_assert_msg(strstr(r.err, bad[i].needle) != NULL, "case %zu: '%s' not in: %s", i, bad[i].needle, r.err);
+        run_free(&r);
+    }
+    /* A registry row's name is accepted where a spec is taken. */
+    run_result r = run_qvet((const char *[]){"fuzz", "--cpu", "--spec", "w8a8-i8-tensor", "--cases", "2", "--quiet", NULL});
+    ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+    run_free(&r);
+}
+END_TEST
+
 static Suite *campaign_suite(void)
 {
     Suite *s = suite_create("campaign");
@@ -591,6 +885,7 @@ static Suite *campaign_suite(void)
     tcase_add_test(g, shape_classes_near_50_30_20);
     tcase_add_test(g, scales_never_one_repeated_value);
     tcase_add_test(g, suite_covers_edges_and_probes);
+    tcase_add_test(g, spec_generator_draws_legal_cases);
     tcase_set_timeout(g, 60);
     suite_add_tcase(s, g);
     TCase *k = tcase_create("kernels");
@@ -604,6 +899,14 @@ static Suite *campaign_suite(void)
     tcase_add_test(c, fuzz_shards_and_replay);
     tcase_set_timeout(c, 60);
     suite_add_tcase(s, c);
+    TCase *sp = tcase_create("specs");
+    tcase_add_test(sp, spec_list_covers_the_grammar);
+    tcase_add_test(sp, spec_not_routed_through_checkpoints);
+    tcase_add_loop_test(sp, spec_campaign_passes, 0, N_GRAMMAR_SPECS);
+    tcase_add_test(sp, spec_replay_bit_for_bit);
+    tcase_add_test(sp, spec_option_errors);
+    tcase_set_timeout(sp, 60);
+    suite_add_tcase(s, sp);
     return s;
 }
 

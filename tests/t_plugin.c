@@ -1,9 +1,12 @@
 /* t_plugin.c: the plugin ABI (plugin.h). The example plugin (built by the
- * Makefile next to this test, in BUILD/plugins/) loads, declares its rows and
- * host pointers, and its kernels PASS the campaign's cases through the
- * host-pointer path and through `qvet check|fuzz --plugin`; a plugin with
- * another ABI version and one without qv_plugin_launch are refused with a
- * message naming the cause, and the CLI exits 2 for them. */
+ * Makefile next to this test, in BUILD/plugins/) loads, declares its rows, its
+ * spec and host pointers, and its kernels PASS the campaign's cases through the
+ * host-pointer path and through `qvet check|fuzz --plugin [--spec]`; a copy of
+ * it that drops the bias FAILs; a plugin with another ABI version and one
+ * without qv_plugin_launch are refused with a message naming the cause, and
+ * the CLI exits 2 for them. Tiny plugins compiled here check ABI version 1,
+ * specs spelled otherwise than their canonical form, and the refusal of a
+ * malformed spec or an unknown row. */
 #include <check.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -13,14 +16,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "qvet/array.h"
 #include "qvet/campaign.h"
 #include "qvet/json.h"
 #include "qvet/plugin.h"
+#include "qvet/spec.h"
 
 #include "support/run.h"
 #include "support/suite.h"
 
 #define SEED 20261129ull /* the date the suite was written */
+
+/* The spec the example plugin implements beside its two rows. */
+#define EXAMPLE_SPEC "w=i8,ws=f32/c,a=i8,as=f32/tok,acc=i32,bias=f32,out=bf16"
 
 static char build_dir[4096];
 
@@ -59,8 +67,13 @@ START_TEST(example_loads)
     ck_assert_msg(qv_plugin_open(path, &pl) == QV_OK, "%s", qv_errmsg());
     ck_assert_str_eq(pl.name, "example");
     ck_assert_int_eq(pl.pointers, QV_PLUGIN_HOST);
-    ck_assert_int_eq(pl.n_variants, 2);
-    for (int i = 0; i < pl.n_variants; i++) ck_assert_ptr_nonnull(qv_variant_find(pl.variants[i]));
+    ck_assert_int_eq(pl.abi_version, QV_PLUGIN_ABI_VERSION);
+    ck_assert_int_eq(pl.n_variants, 3);
+    for (int i = 0; i < 2; i++) ck_assert_ptr_eq(pl.resolved[i], qv_variant_find(pl.variants[i]));
+    const qv_variant *spec;
+    ck_assert_int_eq(qv_spec_parse(EXAMPLE_SPEC, &spec), QV_OK);
+    ck_assert_ptr_eq(pl.resolved[2], spec);
+    ck_assert_int_eq(spec->layout, QV_LAYOUT_LOGICAL);
     ck_assert_ptr_nonnull(pl.launch);
     /* An unknown variant is refused by the plugin itself. */
     qv_gemm_args none = {0};
@@ -83,9 +96,12 @@ START_TEST(example_passes_cases)
     b.n_only = pl.n_variants;
     qv_gen gen;
     ck_assert_int_eq(qv_gen_init(&gen, NULL, &b), QV_OK);
-    ck_assert_int_eq(gen.n_variants, 2);
-    int ran[2] = {0, 0};
-    for (int64_t j = 0; j < 40; j++) {
+    /* The two rows in registry order, then the plugin's spec. */
+    ck_assert_int_eq(gen.n_variants, 3);
+    ck_assert_ptr_eq(gen.variants[2], pl.resolved[2]);
+    ck_assert_str_eq(qv_backend_launch_name(&b, gen.variants[2]), EXAMPLE_SPEC);
+    int ran[3] = {0, 0, 0};
+    for (int64_t j = 0; j < 60; j++) {
         qv_case c;
         qv_gen_case(&gen, SEED, j, &c);
         qv_problem p;
@@ -96,11 +112,11 @@ START_TEST(example_passes_cases)
                       (unsigned long long)SEED, (long long)j, c.v->name, (long long)c.m, (long long)c.n,
                       (long long)c.k, qv_probe_name(c.probe), o.res.reason);
         ck_assert_int_eq(o.res.n_unwritten, 0);
-        ran[c.v == gen.variants[1]]++;
+        ran[c.v == gen.variants[1] ? 1 : c.v == gen.variants[2] ? 2 : 0]++;
         qv_outcome_clear(&o);
         qv_problem_destroy(&p);
     }
-    ck_assert(ran[0] > 0 && ran[1] > 0);
+    ck_assert(ran[0] > 0 && ran[1] > 0 && ran[2] > 0);
     qv_plugin_close(&pl);
 }
 END_TEST
@@ -113,7 +129,9 @@ START_TEST(wrong_abi_refused)
     qv_status st = qv_plugin_open(path, &pl);
     ck_assert_int_ne(st, QV_OK);
     ck_assert_int_eq(qv_status_exit_code(st), 2);
-    ck_assert_msg(strstr(qv_errmsg(), "ABI version 2") && strstr(qv_errmsg(), "version 1"), "%s", qv_errmsg());
+    char want[64];
+    snprintf(want, sizeof want, "ABI version %d", QV_PLUGIN_ABI_VERSION + 1);
+    ck_assert_msg(strstr(qv_errmsg(), want) && strstr(qv_errmsg(), "versions 1 to 2"), "%s", qv_errmsg());
     ck_assert_ptr_null(pl.handle);
     run_result r = run_qvet((const char *[]){"check", "--plugin", path, NULL});
     ck_assert_int_eq(r.rc, 2);
@@ -176,6 +194,192 @@ START_TEST(cli_runs_the_plugin)
 }
 END_TEST
 
+/* ---- the spec of the example plugin, and a copy that drops its bias ---- */
+
+/* A C compiler for the plugins built here: $CC when it is an absolute path,
+ * else /usr/bin/cc. */
+static const char *compiler(void)
+{
+    const char *cc = getenv("CC");
+    return cc && cc[0] == '/' ? cc : "/usr/bin/cc";
+}
+
+/* Compiles `src` (a path) with the extra flags (NULL-terminated, at most 8)
+ * into a shared library at out. */
+static void build_plugin(const char *src, const char *const *flags, const char *out)
+{
+    const char *args[20];
+    int n = 0;
+    const char *fixed[] = {"-std=c11", "-O1", "-ffp-contract=off", "-Iinclude", "-fPIC", "-shared"};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) args[n++] = fixed[i];
+    for (int i = 0; flags && flags[i]; i++) args[n++] = flags[i];
+    args[n++] = src;
+    args[n++] = "-o";
+    args[n++] = out;
+    args[n] = NULL;
+    run_result r = run_program(compiler(), args);
+    ck_assert_msg(r.rc == 0, "%s %s: rc %d: %s", compiler(), src, r.rc, r.err);
+    run_free(&r);
+}
+
+static void temp_dir(char *buf, size_t len)
+{
+    snprintf(buf, len, "/tmp/qvet-t_plugin-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(buf));
+}
+
+static void remove_dir(const char *dir)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* `qvet check --spec S --plugin L` runs the example's spec: every case passes;
+ * the same source built with the bias dropped FAILs (exit 1) under the same
+ * command, and the dump of a failure holds the spec and the bias. */
+START_TEST(spec_passes_and_dropped_bias_fails)
+{
+    char path[4300], dir[256], bad[512], fails[512], line[4096];
+    plugin_path("example", path, sizeof path);
+    run_result r = run_qvet((const char *[]){"check", "--plugin", path, "--spec", EXAMPLE_SPEC, "--quiet", NULL});
+    ck_assert_msg(r.rc == 0, "rc %d: %s%s", r.rc, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, ", 0 failed\n"));
+    ck_assert_ptr_nonnull(strstr(r.out, "plugin:example"));
+    run_free(&r);
+    /* Spelled with the keys in another order: the same variant. */
+    r = run_qvet((const char *[]){"fuzz", "--plugin", path, "--spec", "out=bf16,bias=f32,acc=i32,as=f32/tok,a=i8,ws=f32/c,w=i8",
+                                  "--cases", "4", "--seed", "3", NULL});
+    ck_assert_msg(r.rc == 0, "rc %d: %s%s", r.rc, r.out, r.err);
+    run_free(&r);
+    /* A spec the plugin does not declare. */
+    r = run_qvet((const char *[]){"check", "--plugin", path, "--spec", "w=i8,ws=f32/c,a=i8,as=f32/tok,acc=i32,out=bf16",
+                                  NULL});
+    ck_assert_int_eq(r.rc, 2);
+    ck_assert_msg(strstr(r.err, "does not declare") != NULL, "%s", r.err);
+    run_free(&r);
+
+    temp_dir(dir, sizeof dir);
+    snprintf(bad, sizeof bad, "%s/libqvet_example_nobias_plugin.so", dir);
+    snprintf(fails, sizeof fails, "%s/failures", dir);
+    build_plugin("plugins/example/example_plugin.c", (const char *[]){"-DQV_MUTANT_example_bias_ignored", NULL}, bad);
+    r = run_qvet((const char *[]){"check", "--plugin", bad, "--spec", EXAMPLE_SPEC, "--fail-dir", fails, "--quiet", NULL});
+    ck_assert_msg(r.rc == 1, "rc %d: %s%s", r.rc, r.out, r.err);
+    ck_assert_ptr_null(strstr(r.out, ", 0 failed\n"));
+    run_free(&r);
+    /* The first failure's dump: its spec file and its bias. */
+    char d0[700], p[800];
+    snprintf(d0, sizeof d0, "%s/check-w=i8_ws=f32-c_a=i8_as=f32-tok_acc=i32_bias=f32_out=bf16-case0", fails);
+    snprintf(p, sizeof p, "%s/spec", d0);
+    FILE *f = fopen(p, "r");
+    ck_assert_msg(f != NULL, "%s missing", p);
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    fclose(f);
+    ck_assert_str_eq(line, EXAMPLE_SPEC "\n");
+    snprintf(p, sizeof p, "%s/bias.npy", d0);
+    qv_array bias;
+    ck_assert_int_eq(qv_npy_load(p, &bias), QV_OK);
+    ck_assert_int_eq(bias.dtype, QV_DT_F4);
+    qv_array_destroy(&bias);
+    /* `qvet verify --spec "$(cat spec)"` on the dump gives the same FAIL. */
+    char a[800], q[800], s_[800], sa[800], o[800];
+    snprintf(a, sizeof a, "%s/A.npy", d0);
+    snprintf(q, sizeof q, "%s/q.npy", d0);
+    snprintf(s_, sizeof s_, "%s/scales.npy", d0);
+    snprintf(sa, sizeof sa, "%s/a_scale.npy", d0);
+    snprintf(o, sizeof o, "%s/out.npy", d0);
+    r = run_qvet((const char *[]){"verify", "--spec", EXAMPLE_SPEC, "--a", a, "--a-scale", sa, "--q", q, "--scales", s_,
+                                  "--bias", p, "--out", o, NULL});
+    ck_assert_msg(r.rc == 1, "rc %d: %s%s", r.rc, r.out, r.err);
+    run_free(&r);
+    remove_dir(dir);
+}
+END_TEST
+
+/* A tiny plugin: ABI version ABI, one variant VARIANT; its launch computes
+ * w=i8,a=i8,acc=i32 (exact int32 sums, int32 output) on the logical arrays
+ * and refuses any other name than its own. */
+static const char tiny_src[] =
+    "#include <string.h>\n"
+    "#include \"qvet/plugin.h\"\n"
+    "int qv_plugin_abi_version(void) { return ABI; }\n"
+    "const char *qv_plugin_name(void) { return \"tiny\"; }\n"
+    "int qv_plugin_variant_count(void) { return 1; }\n"
+    "const char *qv_plugin_variant(int i) { return i == 0 ? VARIANT : 0; }\n"
+    "int qv_plugin_pointers(void) { return QV_PLUGIN_HOST; }\n"
+    "int qv_plugin_launch(const char *variant, const qv_gemm_args *x)\n"
+    "{\n"
+    "    if (strcmp(variant, VARIANT)) return 1;\n"
+    "    const signed char *a = x->a, *b = x->b;\n"
+    "    int *c = x->c;\n"
+    "    for (int i = 0; i < x->m; i++)\n"
+    "        for (int j = 0; j < x->n; j++) {\n"
+    "            int acc = 0;\n"
+    "            for (int kk = 0; kk < x->k; kk++) acc += a[(long)i * x->k + kk] * b[(long)kk * x->n + j];\n"
+    "            c[(long)i * x->n + j] = acc;\n"
+    "        }\n"
+    "    return 0;\n"
+    "}\n";
+
+/* Builds the tiny plugin with ABI version abi naming `variant`, into dir. */
+static void build_tiny(const char *dir, int abi, const char *variant, char *out, size_t len)
+{
+    static int serial;
+    char src[512], dabi[32], dvar[600];
+    snprintf(src, sizeof src, "%s/tiny.c", dir);
+    FILE *f = fopen(src, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(tiny_src, f);
+    ck_assert_int_eq(fclose(f), 0);
+    snprintf(out, len, "%s/libtiny%d.so", dir, serial++);
+    snprintf(dabi, sizeof dabi, "-DABI=%d", abi);
+    snprintf(dvar, sizeof dvar, "-DVARIANT=\"%s\"", variant);
+    build_plugin(src, (const char *[]){dabi, dvar, NULL}, out);
+}
+
+START_TEST(abi_versions_and_declared_names)
+{
+    char dir[256], lib[600];
+    temp_dir(dir, sizeof dir);
+    qv_plugin pl;
+    /* Version 1 still loads, naming a registry row. */
+    build_tiny(dir, 1, "w8a8-i8-tensor", lib, sizeof lib);
+    ck_assert_msg(qv_plugin_open(lib, &pl) == QV_OK, "%s", qv_errmsg());
+    ck_assert_int_eq(pl.abi_version, 1);
+    ck_assert_ptr_eq(pl.resolved[0], qv_variant_find("w8a8-i8-tensor"));
+    qv_plugin_close(&pl);
+    /* Version 1 cannot name a spec. */
+    build_tiny(dir, 1, "w=i8,a=i8,acc=i32", lib, sizeof lib);
+    ck_assert_int_ne(qv_plugin_open(lib, &pl), QV_OK);
+    ck_assert_msg(strstr(qv_errmsg(), "version 2") && strstr(qv_errmsg(), "w=i8,a=i8,acc=i32"), "%s", qv_errmsg());
+    /* A malformed spec and an unknown row are refused with the parser's word. */
+    build_tiny(dir, 2, "w=i8,a=i8,acc=i32,ws=f32/q7", lib, sizeof lib);
+    ck_assert_int_eq(qv_plugin_open(lib, &pl), QV_ERR_USAGE);
+    ck_assert_msg(strstr(qv_errmsg(), lib) && strstr(qv_errmsg(), "'w=i8,a=i8,acc=i32,ws=f32/q7'") &&
+                      strstr(qv_errmsg(), "granularity"),
+                  "%s", qv_errmsg());
+    run_result r = run_qvet((const char *[]){"fuzz", "--plugin", lib, "--cases", "1", NULL});
+    ck_assert_int_eq(r.rc, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "granularity"));
+    run_free(&r);
+    build_tiny(dir, 2, "no-such-row", lib, sizeof lib);
+    ck_assert_int_ne(qv_plugin_open(lib, &pl), QV_OK);
+    ck_assert_msg(strstr(qv_errmsg(), "'no-such-row'") && strstr(qv_errmsg(), "unknown variant"), "%s", qv_errmsg());
+    /* A spec spelled otherwise: matched by its canonical form, launched under
+     * the plugin's own spelling, on the logical (k, n) codes; int32 outputs. */
+    build_tiny(dir, 2, "acc=i32,a=i8,w=i8", lib, sizeof lib);
+    ck_assert_msg(qv_plugin_open(lib, &pl) == QV_OK, "%s", qv_errmsg());
+    ck_assert_str_eq(pl.resolved[0]->name, "w=i8,a=i8,acc=i32");
+    qv_plugin_close(&pl);
+    r = run_qvet((const char *[]){"fuzz", "--plugin", lib, "--spec", "w=i8,a=i8,acc=i32", "--cases", "12", "--seed", "9",
+                                  NULL});
+    ck_assert_msg(r.rc == 0, "rc %d: %s%s", r.rc, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "fuzz: 12 cases, 0 failed"));
+    run_free(&r);
+    remove_dir(dir);
+}
+END_TEST
+
 int main(void)
 {
     find_build();
@@ -187,6 +391,8 @@ int main(void)
     tcase_add_test(t, wrong_abi_refused);
     tcase_add_test(t, missing_symbol_refused);
     tcase_add_test(t, cli_runs_the_plugin);
+    tcase_add_test(t, spec_passes_and_dropped_bias_fails);
+    tcase_add_test(t, abi_versions_and_declared_names);
     tcase_set_timeout(t, 60);
     suite_add_tcase(s, t);
     return suite_run(s);

@@ -1,19 +1,30 @@
 /* t_verify_cli.c: `qvet verify` as a user runs it: exit 0 for PASS, 1 for FAIL,
  * 2 for usage and input errors; --json carries the verdict, the bound ratio, the
- * ULP distance, NMSE and the worst element. Runs $(BUILD)/qvet next to this test
- * binary, from the repository root (golden vectors: tests/data/golden or QVET_GOLDEN). */
+ * ULP distance, NMSE, the worst element and the canonical spec. A row's spec
+ * gives the row's verdict on the golden QQQ vectors; every array of every
+ * format of the spec grammar loads in its documented convention, and a wrong
+ * dtype, a wrong shape, an out-of-range code or a missing file is refused with
+ * a one-line message naming the option (exit 2). Runs $(BUILD)/qvet next to
+ * this test binary, from the repository root (golden vectors: tests/data/golden
+ * or QVET_GOLDEN). */
 #include <check.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "qvet/array.h"
+#include "qvet/campaign.h"
+#include "qvet/cli.h"
+#include "qvet/formats.h"
 #include "qvet/probe.h"
 #include "qvet/reference.h"
+#include "qvet/spec.h"
 #include "support/golden.h"
+#include "support/run.h"
 
 static char qvet[4096];
 static char tmpdir[] = "/tmp/qvet_verify_cli_XXXXXX";
@@ -176,6 +187,470 @@ START_TEST(block_row_mn_major_scales)
 }
 END_TEST
 
+/* ---- specs ---- */
+
+/* The canonical spec of the QQQ channelwise row (qvet list --spec). */
+#define QQQ_CH_SPEC "w=i4,ws=f32/c,wmul=16,a=i8,as=f32/tok,acc=i32,out=f16"
+#define QQQ_G128_SPEC "w=u4b8,ws=f16/g128,ws2=f32/c,dq=i8,a=i8,as=f32/tok,acc=i32,out=f16"
+
+/* The golden QQQ vectors through the row's canonical spec: the same verdicts
+ * as the row's name (PASS with logical scales, FAIL with the packed order),
+ * and --json names the spec beside the variant. */
+START_TEST(golden_spec_same_verdict)
+{
+    const qv_variant *row = qv_variant_find("qqq-w4a8-ch");
+    char canon[QV_SPEC_MAX], a[4096], b[4600], extra[256];
+    ck_assert_int_ge(qv_spec_format(row, canon, sizeof canon), 0);
+    ck_assert_str_eq(canon, QQQ_CH_SPEC);
+    const char *scales[] = {"s_channel_logical_1xn_f32", "s_channel_packed_f32"};
+    for (int t = 0; t < 2; t++) {
+        qqq_ch_args(a, sizeof a, scales[t], 16, 16, "--json");
+        int rc_row = run(a);
+        char row_out[sizeof out_buf];
+        snprintf(row_out, sizeof row_out, "%s", out_buf);
+        ck_assert_int_eq(rc_row, t == 0 ? 0 : 1);
+        /* "verify qqq-w4a8-ch --a ..." becomes "verify --spec 'SPEC' --a ...". */
+        snprintf(extra, sizeof extra, "verify --spec '%s' ", QQQ_CH_SPEC);
+        snprintf(b, sizeof b, "%s%s", extra, a + strlen("verify qqq-w4a8-ch "));
+        ck_assert_int_eq(run(b), rc_row);
+        ck_assert_ptr_nonnull(strstr(out_buf, "\"spec\":\"" QQQ_CH_SPEC "\""));
+        ck_assert_ptr_nonnull(strstr(out_buf, "\"variant\":\"" QQQ_CH_SPEC "\""));
+        ck_assert_ptr_nonnull(strstr(row_out, "\"variant\":\"qqq-w4a8-ch\",\"spec\":\"" QQQ_CH_SPEC "\""));
+        /* The verdict fields agree: everything after the shape. */
+        ck_assert_str_eq(strstr(out_buf, "\"m\":"), strstr(row_out, "\"m\":"));
+        /* The spec may also stand as the positional VARIANT. */
+        snprintf(b, sizeof b, "verify '%s' %s", QQQ_CH_SPEC, a + strlen("verify qqq-w4a8-ch "));
+        ck_assert_int_eq(run(b), rc_row);
+    }
+    /* The per-group row too: f16 group scales, f32 channel scales2. */
+    const char *g = golden_root(), *cs = "qqq_w4a8_k256_n256_g128";
+    const char *names[] = {"qqq-w4a8-g128", "--spec '" QQQ_G128_SPEC "'"};
+    for (int t = 0; t < 2; t++) {
+        snprintf(a, sizeof a,
+                 "verify %s --a %s/%s/A_m16_int8.npy --a-scale %s/%s/s_token_m16_f32.npy --q %s/%s/q_logical_kxn_uint4.npy "
+                 "--scales %s/%s/s_group_logical_gxn_f16.npy --scales2 %s/%s/s_channel_logical_1xn_f32.npy "
+                 "--out %s/%s/D_qqq_kernel_m16_f16.npy",
+                 names[t], g, cs, g, cs, g, cs, g, cs, g, cs, g, cs);
+        ck_assert_msg(run(a) == 0, "%s", names[t]);
+    }
+    /* Both VARIANT and --spec, and --packed with a spec: usage errors. */
+    qqq_ch_args(a, sizeof a, "s_channel_logical_1xn_f32", 16, 16, "--spec " QQQ_CH_SPEC);
+    ck_assert_int_eq(run(a), 2);
+}
+END_TEST
+
+/* The arrays of `qvet verify`, in its option order. */
+enum { O_A, O_ASCALE, O_AZP, O_Q, O_SCALES, O_SCALES2, O_ZEROS, O_BIAS, O_GIDX, O_OUT, N_OPTS };
+static const char *const opt_names[N_OPTS] = {"--a", "--a-scale", "--azp", "--q", "--scales", "--scales2",
+                                              "--zeros", "--bias", "--g-idx", "--out"};
+
+/* The .npy dtype of codes of format f, as the documentation states them:
+ * bf16 '<u2', signed integer codes int8, every other code of 8 bits or fewer
+ * uint8. Written here from the documentation, not from qvet's code. */
+static qv_dtype doc_dtype(qv_fmt f)
+{
+    switch (f) {
+    case QV_FMT_F16: return QV_DT_F2;
+    case QV_FMT_BF16: return QV_DT_U2;
+    case QV_FMT_F32: return QV_DT_F4;
+    case QV_FMT_I32: return QV_DT_I4;
+    case QV_FMT_I4:
+    case QV_FMT_I8: return QV_DT_I1;
+    default: return QV_DT_U1;
+    }
+}
+
+/* One array as a .npy file: (d0) when d1 < 0, else (d0, d1). */
+static void save_nd(const char *dir, const char *name, qv_dtype dt, int64_t d0, int64_t d1, const void *data)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    qv_array a;
+    int64_t shape[2] = {d0, d1};
+    ck_assert_int_eq(qv_array_create(&a, dt, d1 < 0 ? 1 : 2, shape), QV_OK);
+    ck_assert_int_eq((int64_t)a.nbytes, (d1 < 0 ? d0 : d0 * d1) * (int64_t)qv_dtype_size(dt));
+    if (a.nbytes) memcpy(a.data, data, a.nbytes);
+    ck_assert_int_eq(qv_npy_save(path, &a), QV_OK);
+    qv_array_destroy(&a);
+}
+
+/* Decoded values as codes of f in its storage (they were decoded from f). */
+static void *encode(qv_fmt f, const float *vals, int64_t count)
+{
+    size_t es = qv_fmt_storage_bytes(f);
+    unsigned char *buf = malloc((size_t)count * es + 1);
+    ck_assert_ptr_nonnull(buf);
+    for (int64_t i = 0; i < count; i++) {
+        uint32_t code = f == QV_FMT_F32 ? 0 : qv_encode(f, vals[i], QV_SAT_NONE);
+        if (f == QV_FMT_F32) memcpy(buf + (size_t)i * es, &vals[i], es);
+        else memcpy(buf + (size_t)i * es, &code, es);
+    }
+    return buf;
+}
+
+/* A generated case of `spec` written into dir as the documented arrays: the
+ * model's output in out.npy. has[i] says which options the spec takes, and
+ * shape[i] / dtype[i] what each file holds. */
+typedef struct spec_case {
+    const qv_variant *v;
+    int has[N_OPTS];
+    qv_dtype dtype[N_OPTS];
+    int64_t rows[N_OPTS], cols[N_OPTS]; /* cols < 0: a vector */
+} spec_case;
+
+static const char *const file_names[N_OPTS] = {"A.npy", "SA.npy", "AZP.npy", "Q.npy", "S.npy", "S2.npy",
+                                               "Z.npy", "B.npy", "G.npy", "C.npy"};
+
+static void write_spec_case(const char *spec, const char *dir, int64_t m, int64_t n, int64_t k, spec_case *sc)
+{
+    memset(sc, 0, sizeof *sc);
+    ck_assert_msg(qv_spec_parse(spec, &sc->v) == QV_OK, "%s: %s", spec, qv_errmsg());
+    const qv_variant *v = sc->v;
+    qv_problem p;
+    ck_assert_msg(qv_problem_create(&p, v, m, n, k) == QV_OK, "%s: %s", spec, qv_errmsg());
+    ck_assert_msg(ref_probe_fill(&p, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 1234) == QV_OK, "%s", qv_errmsg());
+    void *out = malloc((size_t)qv_problem_out_bytes(&p));
+    ck_assert_ptr_nonnull(out);
+    ck_assert_msg(ref_model_run(&p, out) == QV_OK, "%s: %s", spec, qv_errmsg());
+    int64_t zr = qv_problem_zero_rows(&p), zc = qv_problem_zero_cols(&p);
+    const void *data[N_OPTS] = {0};
+    void *owned[N_OPTS] = {0};
+#define PUT(o, dt, r, c, ptr) (sc->has[o] = 1, sc->dtype[o] = (dt), sc->rows[o] = (r), sc->cols[o] = (c), data[o] = (ptr))
+    PUT(O_A, doc_dtype(v->afmt), m, k, p.a);
+    if (p.a_scale) {
+        if (v->act_scale == QV_ASCALE_TENSOR) PUT(O_ASCALE, QV_DT_F4, 1, -1, p.a_scale);
+        else if (v->act_scale == QV_ASCALE_TOKEN) PUT(O_ASCALE, QV_DT_F4, m, 1, p.a_scale);
+        else PUT(O_ASCALE, QV_DT_F4, (k + 127) / 128, m, p.a_scale);
+    }
+    if (p.azp) PUT(O_AZP, QV_DT_I4, v->azp == QV_AZP_TOKEN ? m : 1, -1, p.azp);
+    PUT(O_Q, doc_dtype(v->wfmt), k, n, p.q);
+    if (p.scales) PUT(O_SCALES, doc_dtype(v->sfmt), qv_problem_scale_rows(&p), qv_problem_scale_cols(&p), p.scales);
+    if (p.scales2) {
+        int64_t c2 = qv_problem_scale2_count(&p);
+        owned[O_SCALES2] = encode(v->s2fmt, p.scales2, c2);
+        PUT(O_SCALES2, doc_dtype(v->s2fmt), 1, c2, owned[O_SCALES2]);
+    }
+    if (p.zeros) PUT(O_ZEROS, doc_dtype(v->wfmt), zr, zc, p.zeros);
+    if (p.zeros_f) {
+        owned[O_ZEROS] = encode(v->sfmt, p.zeros_f, zr * zc);
+        PUT(O_ZEROS, doc_dtype(v->sfmt), zr, zc, owned[O_ZEROS]);
+    }
+    if (p.bias) {
+        owned[O_BIAS] = encode(v->bias_fmt, p.bias, n);
+        PUT(O_BIAS, doc_dtype(v->bias_fmt), n, -1, owned[O_BIAS]);
+    }
+    if (p.g_idx) PUT(O_GIDX, QV_DT_I4, k, -1, p.g_idx);
+    PUT(O_OUT, doc_dtype(v->ofmt), m, n, out);
+#undef PUT
+    for (int o = 0; o < N_OPTS; o++)
+        if (sc->has[o]) save_nd(dir, file_names[o], sc->dtype[o], sc->rows[o], sc->cols[o], data[o]);
+    for (int o = 0; o < N_OPTS; o++) free(owned[o]);
+    free(out);
+    qv_problem_destroy(&p);
+}
+
+/* Runs `verify ARGS` in this process, through the subcommand's own entry
+ * (cli.h), with stdout and stderr captured, so that the many bad files below
+ * cost no program start each. Returns what run_program would. */
+static run_result verify_here(const char *const *args)
+{
+    int argc = 0;
+    while (args[argc]) argc++;
+    char outp[4200], errp[4200];
+    snprintf(outp, sizeof outp, "%s/stdout.txt", tmpdir);
+    snprintf(errp, sizeof errp, "%s/stderr.txt", tmpdir);
+    fflush(stdout);
+    fflush(stderr);
+    int save_out = dup(1), save_err = dup(2);
+    ck_assert(save_out >= 0 && save_err >= 0);
+    ck_assert_ptr_nonnull(freopen(outp, "w", stdout));
+    ck_assert_ptr_nonnull(freopen(errp, "w", stderr));
+    run_result r;
+    r.rc = qv_cmd_verify(argc, (char **)args);
+    fflush(stdout);
+    fflush(stderr);
+    ck_assert_int_ge(dup2(save_out, 1), 0);
+    ck_assert_int_ge(dup2(save_err, 2), 0);
+    close(save_out);
+    close(save_err);
+    clearerr(stdout);
+    clearerr(stderr);
+    char *bufs[2] = {NULL, NULL};
+    const char *paths[2] = {outp, errp};
+    for (int i = 0; i < 2; i++) {
+        FILE *f = fopen(paths[i], "r");
+        ck_assert_ptr_nonnull(f);
+        bufs[i] = calloc(1, 1 << 16);
+        ck_assert_ptr_nonnull(bufs[i]);
+        size_t got = fread(bufs[i], 1, (1 << 16) - 1, f);
+        bufs[i][got] = '\0';
+        fclose(f);
+    }
+    r.out = bufs[0];
+    r.err = bufs[1];
+    return r;
+}
+
+/* Runs `qvet verify --spec SPEC` (in this process) with every array of sc;
+ * option `swap` (or -1) takes `swap_path` instead (NULL: left out); `extra`
+ * (or NULL) adds an option and its value. */
+static run_result verify_spec_x(const spec_case *sc, const char *dir, int swap, const char *swap_path,
+                                const char *const extra[2])
+{
+    static char paths[N_OPTS][4200];
+    const char *args[2 * N_OPTS + 6];
+    int n = 0;
+    args[n++] = "verify";
+    args[n++] = "--spec";
+    args[n++] = sc->v->name;
+    for (int o = 0; o < N_OPTS; o++) {
+        const char *path = paths[o];
+        snprintf(paths[o], sizeof paths[o], "%s/%s", dir, file_names[o]);
+        if (o == swap) path = swap_path;
+        else if (!sc->has[o]) continue;
+        if (!path) continue;
+        args[n++] = opt_names[o];
+        args[n++] = path;
+    }
+    if (extra) {
+        args[n++] = extra[0];
+        args[n++] = extra[1];
+    }
+    args[n] = NULL;
+    return verify_here(args);
+}
+
+static run_result verify_spec(const spec_case *sc, const char *dir, int swap, const char *swap_path)
+{
+    return verify_spec_x(sc, dir, swap, swap_path, NULL);
+}
+
+/* 1 when text is exactly one line. */
+static int one_line(const char *text)
+{
+    const char *nl = strchr(text, '\n');
+    return nl && nl[1] == '\0';
+}
+
+/* Specs whose arrays together take every format and shape convention of
+ * `qvet verify`: activations f16, bf16, i8 and e4m3; weights in every code
+ * format; scales f16, bf16, f32, e8m0 and ue4m3 per tensor, channel, group and
+ * block; scales2 per tensor and channel (f32 and bf16); integer zero points
+ * (u4, i4) and float ones; a bias in f16, bf16 and f32; activation scales per
+ * tensor, token and 128-K block; activation zero points; g_idx; outputs f16,
+ * bf16, f32 and i32. */
+static const char *const loader_specs[] = {
+    "w=u4b8,ws=f16/g32,ws2=f32/c,dq=i8,a=i8,as=f32/tok,acc=i32,out=f16",
+    "w=u4,ws=bf16/g32,wz=int/g32,a=bf16,bias=bf16",
+    "w=i4,ws=f16/g32,wz=int/g32,bias=f32",
+    "w=u8,ws=f16/g32,wz=float/g32,dq=rn2",
+    "w=u8b128,ws=f32/t,dq=exact,a=bf16,out=f32",
+    "w=i8,ws=f32/c,a=i8,as=f32/t,az=i32/tok,acc=i32,out=f32",
+    "w=i8,a=i8,az=i32/t,acc=i32",
+    "w=e4m3,ws=f32/b128x64,a=e4m3,as=f32/tok-b128,acc=f8p128,out=bf16",
+    "w=e5m2,ws=f32/c,a=e4m3,as=f32/tok,acc=f8p128,out=f16",
+    "w=e2m1,ws=e8m0/g32,a=bf16",
+    "w=e2m1,ws=ue4m3/g16,ws2=f32/t",
+    "w=u4b8,ws=f16/g32,ws2=bf16/c",
+    "w=bf16,a=bf16,bias=f16",
+    "w=f16",
+    "w=u4b8,ws=f16/g32,act=gidx",
+};
+#define N_LOADER_SPECS ((int)(sizeof loader_specs / sizeof loader_specs[0]))
+
+/* Good files PASS; then, for every array the spec takes, a wrong dtype, a
+ * wrong shape and a missing file each exit 2 with one line naming the option,
+ * and a file the spec does not take is refused. */
+START_TEST(spec_loaders_good_and_bad)
+{
+    const char *spec = loader_specs[_i];
+    char dir[4096], bad[4200];
+    snprintf(dir, sizeof dir, "%s/spec%d", tmpdir, _i);
+    ck_assert_int_eq(mkdir(dir, 0777), 0);
+    spec_case sc;
+    write_spec_case(spec, dir, 3, 40, 64, &sc);
+    run_result r = verify_spec(&sc, dir, -1, NULL);
+    ck_assert_msg(r.rc == 0, "%s: rc %d\n%s%s", spec, r.rc, r.out, r.err);
+    run_free(&r);
+    snprintf(bad, sizeof bad, "%s/bad.npy", dir);
+    for (int o = 0; o < N_OPTS; o++) {
+        if (!sc.has[o]) continue;
+        /* float64 is no format's dtype */
+        double zeros[64 * 64] = {0};
+        int64_t r0 = sc.rows[o], c0 = sc.cols[o];
+        ck_assert(r0 * (c0 < 0 ? 1 : c0) <= 64 * 64);
+        save_nd(dir, "bad.npy", QV_DT_F8, r0, c0, zeros);
+        r = verify_spec(&sc, dir, o, bad);
+        ck_assert_msg(r.rc == 2 && strstr(r.err, opt_names[o]) && strstr(r.err, "float64") && strstr(r.err, "needs") &&
+                          one_line(r.err),
+                      "%s %s float64: rc %d: %s", spec, opt_names[o], r.rc, r.err);
+        run_free(&r);
+        /* one row too many, in the right dtype */
+        void *buf = calloc((size_t)((r0 + 1) * (c0 < 0 ? 1 : c0)), 8);
+        save_nd(dir, "bad.npy", sc.dtype[o], r0 + 1, c0, buf);
+        free(buf);
+        r = verify_spec(&sc, dir, o, bad);
+        /* A and C give M, N and K: their shapes are checked against each other. */
+        const char *why = o == O_A || o == O_OUT ? "expected (M, K) and (M, N)" : "needs (";
+        ck_assert_msg(r.rc == 2 && strstr(r.err, opt_names[o]) && strstr(r.err, why) && one_line(r.err),
+                      "%s %s shape: rc %d: %s", spec, opt_names[o], r.rc, r.err);
+        run_free(&r);
+        /* a missing file */
+        r = verify_spec(&sc, dir, o, "/nonexistent/missing.npy");
+        ck_assert_msg(r.rc == 2 && strstr(r.err, opt_names[o]) && strstr(r.err, "missing.npy") && one_line(r.err),
+                      "%s %s missing: rc %d: %s", spec, opt_names[o], r.rc, r.err);
+        run_free(&r);
+    }
+    /* An array the spec has no place for. */
+    for (int o = 0; o < N_OPTS; o++) {
+        if (sc.has[o]) continue;
+        r = verify_spec(&sc, dir, o, bad);
+        ck_assert_msg(r.rc == 2 && strstr(r.err, opt_names[o]), "%s extra %s: rc %d: %s", spec, opt_names[o], r.rc,
+                      r.err);
+        run_free(&r);
+    }
+    /* A spec has no packed layout. */
+    r = verify_spec_x(&sc, dir, -1, NULL, (const char *const[2]){"--packed", dir});
+    ck_assert_msg(r.rc == 2 && strstr(r.err, "a spec has no packed layout"), "%s: rc %d: %s", spec, r.rc, r.err);
+    run_free(&r);
+}
+END_TEST
+
+/* Writes one value into element `at` of file `name` of sc (codes of one byte). */
+static void poke_byte(const char *dir, const char *name, int64_t at, int value)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    qv_array a;
+    ck_assert_int_eq(qv_npy_load(path, &a), QV_OK);
+    ck_assert_int_eq(qv_dtype_size(a.dtype), 1);
+    ((unsigned char *)a.data)[at] = (unsigned char)value;
+    ck_assert_int_eq(qv_npy_save(path, &a), QV_OK);
+    qv_array_destroy(&a);
+}
+
+/* Codes outside their format's range are refused, naming the element. */
+START_TEST(out_of_range_codes)
+{
+    static const struct {
+        const char *spec;
+        int opt;
+        int value;
+        const char *name;
+    } cases[] = {
+        {"w=u4b8,ws=f16/g32", O_Q, 16, "Q.npy"},
+        {"w=u4,ws=bf16/g32,wz=int/g32,a=bf16", O_ZEROS, 16, "Z.npy"},
+        {"w=u4,ws=bf16/g32,wz=int/g32,a=bf16", O_Q, 200, "Q.npy"},
+        {"w=i4,ws=f16/g32,wz=int/g32", O_Q, 0xF7 /* -9 */, "Q.npy"},
+        {"w=i4,ws=f16/g32,wz=int/g32", O_ZEROS, 8, "Z.npy"},
+        {"w=e2m1,ws=e8m0/g32,a=bf16", O_Q, 16, "Q.npy"},
+        {"w=e2m1,ws=ue4m3/g16,ws2=f32/t", O_SCALES, 0x80, "S.npy"},
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/range%zu", tmpdir, t);
+        ck_assert_int_eq(mkdir(dir, 0777), 0);
+        spec_case sc;
+        write_spec_case(cases[t].spec, dir, 2, 16, 32, &sc);
+        poke_byte(dir, cases[t].name, 5, cases[t].value);
+        run_result r = verify_spec(&sc, dir, -1, NULL);
+        ck_assert_msg(r.rc == 2 && strstr(r.err, opt_names[cases[t].opt]) && strstr(r.err, "outside") &&
+                          strstr(r.err, "(0, 5)"),
+                      "%s %s = %d: rc %d: %s", cases[t].spec, cases[t].name, cases[t].value, r.rc, r.err);
+        run_free(&r);
+    }
+}
+END_TEST
+
+/* --bias present, absent, of the wrong length, and off by one unit: exit 0,
+ * 2 (needs --bias), 2 (its shape) and 1 (a FAIL). */
+START_TEST(bias_present_absent_mismatch)
+{
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof dir, "%s/bias", tmpdir);
+    ck_assert_int_eq(mkdir(dir, 0777), 0);
+    spec_case sc;
+    write_spec_case("w=i8,ws=f32/c,a=i8,as=f32/tok,acc=i32,bias=f32,out=bf16", dir, 4, 24, 48, &sc);
+    run_result r = verify_spec(&sc, dir, -1, NULL);
+    ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+    run_free(&r);
+    r = verify_spec(&sc, dir, O_BIAS, NULL);
+    ck_assert_msg(r.rc == 2 && strstr(r.err, "declares bias: give --bias"), "rc %d: %s", r.rc, r.err);
+    run_free(&r);
+    snprintf(path, sizeof path, "%s/B.npy", dir);
+    qv_array b;
+    ck_assert_int_eq(qv_npy_load(path, &b), QV_OK);
+    /* (1, N) is accepted as well as (N,). */
+    char row[4200];
+    snprintf(row, sizeof row, "%s/B_row.npy", dir);
+    save_nd(dir, "B_row.npy", QV_DT_F4, 1, 24, b.data);
+    r = verify_spec(&sc, dir, O_BIAS, row);
+    ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+    run_free(&r);
+    save_nd(dir, "B_short.npy", QV_DT_F4, 23, -1, b.data);
+    snprintf(row, sizeof row, "%s/B_short.npy", dir);
+    r = verify_spec(&sc, dir, O_BIAS, row);
+    ck_assert_msg(r.rc == 2 && strstr(r.err, "--bias") && strstr(r.err, "(1, 24)"), "rc %d: %s", r.rc, r.err);
+    run_free(&r);
+    /* Column 7's bias moved by 1: the outputs of that column are far off. */
+    ((float *)b.data)[7] += 1.0f;
+    save_nd(dir, "B_off.npy", QV_DT_F4, 24, -1, b.data);
+    snprintf(row, sizeof row, "%s/B_off.npy", dir);
+    qv_array_destroy(&b);
+    r = verify_spec(&sc, dir, O_BIAS, row);
+    ck_assert_msg(r.rc == 1 && strstr(r.out, "FAIL"), "rc %d: %s%s", r.rc, r.out, r.err);
+    run_free(&r);
+    /* A spec without a bias refuses one. */
+    char dir2[4096];
+    snprintf(dir2, sizeof dir2, "%s/nobias", tmpdir);
+    ck_assert_int_eq(mkdir(dir2, 0777), 0);
+    write_spec_case("w=i8,ws=f32/c,a=i8,as=f32/tok,acc=i32,out=bf16", dir2, 4, 24, 48, &sc);
+    r = verify_spec(&sc, dir2, O_BIAS, path);
+    ck_assert_msg(r.rc == 2 && strstr(r.err, "drop --bias"), "rc %d: %s", r.rc, r.err);
+    run_free(&r);
+}
+END_TEST
+
+/* A campaign dump re-checks with `qvet verify --spec "$(cat spec)"`: the
+ * arrays of its replay.txt's verify command, with the spec read from its
+ * `spec` file, run through the shell, give exit 0 for the CPU model's output
+ * of every loader spec. */
+START_TEST(dump_rechecks_with_verify)
+{
+    const char *spec = loader_specs[_i];
+    const qv_variant *v;
+    ck_assert_int_eq(qv_spec_parse(spec, &v), QV_OK);
+    qv_backend b;
+    qv_backend_init(&b, QV_BACKEND_CPU);
+    qv_problem p;
+    ck_assert_int_eq(qv_problem_create(&p, v, 2, 24, 64), QV_OK);
+    ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 99), QV_OK);
+    char dir[4096], line[8192], cmd[8400];
+    snprintf(dir, sizeof dir, "%s/dump%d", tmpdir, _i);
+    ck_assert_int_eq(qv_case_dump(&b, &p, 0, dir, "qvet replay --seed 1 --case 1"), QV_OK);
+    qv_problem_destroy(&p);
+    snprintf(cmd, sizeof cmd, "%s/spec", dir);
+    FILE *f = fopen(cmd, "r");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    fclose(f);
+    line[strcspn(line, "\n")] = '\0';
+    ck_assert_str_eq(line, v->name);
+    /* The verify command of replay.txt, with this build's binary. */
+    snprintf(cmd, sizeof cmd, "%s/replay.txt", dir);
+    f = fopen(cmd, "r");
+    ck_assert_ptr_nonnull(f);
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) found = !strncmp(line, "qvet verify --spec '", 20);
+    fclose(f);
+    ck_assert_msg(found, "no verify command in %s/replay.txt", dir);
+    line[strcspn(line, "\n")] = '\0';
+    /* Its arrays with the spec read back from the file, as the documentation says. */
+    snprintf(cmd, sizeof cmd, "%s verify --spec \"$(cat %s/spec)\" %s >/dev/null", qvet, dir, strstr(line, "--a "));
+    ck_assert_msg(system(cmd) == 0, "%s", cmd);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -197,6 +672,11 @@ int main(int argc, char **argv)
     tcase_add_test(tc, usage_and_input_errors);
     tcase_add_test(tc, generated_case_and_tamper);
     tcase_add_test(tc, block_row_mn_major_scales);
+    tcase_add_test(tc, golden_spec_same_verdict);
+    tcase_add_loop_test(tc, spec_loaders_good_and_bad, 0, N_LOADER_SPECS);
+    tcase_add_test(tc, out_of_range_codes);
+    tcase_add_test(tc, bias_present_absent_mismatch);
+    tcase_add_loop_test(tc, dump_rechecks_with_verify, 0, N_LOADER_SPECS);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -79,7 +79,9 @@ typedef struct qv_backend {
     qv_backend_kind kind;
     char name[96];              /* "cpu", "gpu", "plugin:NAME" (JSONL "backend") */
     qv_ext_launch_fn launch;    /* HOST_FN / DEVICE_FN */
-    const char *const *only;    /* HOST_FN / DEVICE_FN: the variant names it implements */
+    const char *const *only;    /* HOST_FN / DEVICE_FN: the variants it implements, each a
+                                   registry row name or a spec (spec.h); the launch receives
+                                   the string that matched */
     int n_only;
     int repeat;                 /* launches per case for the determinism check (>= 1) */
     int64_t cap_mnk;            /* the largest m*n*k drawn for this backend; 0: no cap */
@@ -102,22 +104,40 @@ int64_t qv_backend_default_cap(qv_backend_kind kind, int suite);
 
 /* Fills a backend. kind CPU/GPU need no launch; names are set here. */
 void qv_backend_init(qv_backend *b, qv_backend_kind kind);
-/* 1 when b can run variant v (CPU: a CPU model; GPU: a launcher; FN: listed). */
+/* 1 when b can run variant v (CPU: a CPU model; GPU: a launcher; FN: listed,
+ * by row name or by a spec that parses to v). */
 int qv_backend_has(const qv_backend *b, const qv_variant *v);
+/* The string a HOST_FN / DEVICE_FN launch receives for v: the entry of
+ * b->only that names it (as the plugin wrote it), else v->name. */
+const char *qv_backend_launch_name(const qv_backend *b, const qv_variant *v);
 
 /* ---- The generator. ---- */
 
 #define QV_GEN_MAX_VARIANTS 256
+/* The most specs one campaign names (--spec, given several times): every one
+ * goes into each case's replay command. */
+#define QV_GEN_MAX_SPECS 16
+/* Room for a replay command: the options plus QV_GEN_MAX_SPECS quoted specs. */
+#define QV_REPLAY_MAX 8192
 
 typedef struct qv_gen {
-    const qv_variant *variants[QV_GEN_MAX_VARIANTS]; /* candidates, registry order */
+    const qv_variant *variants[QV_GEN_MAX_VARIANTS]; /* candidates, in a fixed order */
     int n_variants;
     int64_t cap_mnk; /* copied from the backend */
+    int listed;      /* 1: the candidates are an explicit list (qv_gen_init_list), which
+                        a replay command names one by one with --spec */
 } qv_gen;
 
-/* The candidates: registry rows matching glob (NULL/"" = all) that b can run.
- * Refuses (QV_ERR_USAGE) a glob that leaves no variant. */
+/* The candidates: registry rows matching glob (NULL/"" = all) that b can run,
+ * in registry order, then (for a plugin backend) the specs the plugin
+ * declares that match glob, in its order. Refuses (QV_ERR_USAGE) a glob that
+ * leaves no variant. */
 qv_status qv_gen_init(qv_gen *gen, const char *glob, const qv_backend *b);
+
+/* The candidates: exactly vs[0..n) (registry rows or parsed specs; a repeated
+ * variant counts once), in that order. Refuses (QV_ERR_USAGE) an empty list,
+ * more than QV_GEN_MAX_SPECS, or a variant b cannot run, naming it. */
+qv_status qv_gen_init_list(qv_gen *gen, const qv_variant *const *vs, int n, const qv_backend *b);
 
 /* Fuzz case `index` of campaign `seed`: variant, shape (about 50 % edge, 30 %
  * random, 20 % real), probe, regime, g_idx choice and data seed. */
@@ -125,7 +145,8 @@ void qv_gen_case(const qv_gen *gen, uint64_t seed, int64_t index, qv_case *c);
 
 /* The fixed suite of `qvet check` for one variant: the number of cases, and
  * case j (0 <= j < count). The suite is the same for every seed; the seed only
- * draws the data. */
+ * draws the data (mixed with the variant: its registry position, or for a
+ * spec a hash of its canonical text). */
 int  qv_suite_count(const qv_variant *v, int64_t cap_mnk);
 void qv_suite_case(const qv_variant *v, int64_t cap_mnk, uint64_t seed, int j, qv_case *c);
 
@@ -180,9 +201,12 @@ typedef struct qv_shrunk {
 qv_status qv_shrink(const qv_backend *b, const qv_problem *p, int unique, int max_tries, qv_problem *small,
                     qv_shrunk *info);
 
-/* Writes A, a_scale, azp, q, scales, scales2, zeros, g_idx, out and the
- * reference y and E of p (run on b) as .npy into dir (created), plus
- * replay.txt holding `replay_cmd` and a `qvet verify` command. */
+/* Writes every input array p has (A, a_scale, azp, q, scales, scales2, zeros
+ * or zeros_f as zeros.npy, bias, g_idx), its output on b and the reference y
+ * and E as .npy into dir (created), in `qvet verify`'s conventions (scales2,
+ * float zero points and bias encoded back into their declared formats), plus
+ * `spec` (the variant's canonical spec and a newline) and replay.txt holding
+ * `replay_cmd` and a `qvet verify` command over these files. */
 qv_status qv_case_dump(const qv_backend *b, const qv_problem *p, int unique, const char *dir,
                        const char *replay_cmd);
 
@@ -196,9 +220,11 @@ qv_status qv_mkdirs(const char *dir);
 void qv_case_json(FILE *f, const qv_case *c, const qv_backend *b, const qv_outcome *o,
                   const char *replay, const qv_shrunk *shrunk);
 
-/* The replay command of a case into buf (qvet replay ...). */
-void qv_case_replay_cmd(const qv_case *c, const qv_backend *b, const char *glob, char *buf,
-                        size_t len);
+/* The replay command of a case into buf (qvet replay ...; QV_REPLAY_MAX bytes
+ * hold any): the case's variant selection is glob, or when gen->listed every
+ * candidate as --spec in gen's order (a suite case: its own variant only). */
+void qv_case_replay_cmd(const qv_case *c, const qv_backend *b, const qv_gen *gen, const char *glob,
+                        char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,9 @@
 /* gemm.h: the GPU launch ABI shared by qvet's kernels, the plugin ABI and the
  * GPU runner. Included by the kernels, src/gpu_run.c and plugins. Rule: every
  * pointer is a device pointer to the *packed* buffers of the variant's layout
- * (layout.h); the launch checks the shape and returns a status, never aborts. */
+ * (layout.h), or for a spec (QV_LAYOUT_LOGICAL) to its logical arrays as
+ * plugin.h lists them; the launch checks the shape and returns a status,
+ * never aborts. */
 #ifndef QVET_GEMM_H
 #define QVET_GEMM_H
 
@@ -29,6 +31,11 @@ typedef struct qv_gemm_args {
     void *workspace;         /* v->workspace(v, m, n, k) bytes, zeroed by the caller once */
     size_t workspace_bytes;
     void *stream;            /* cudaStream_t, or NULL for the default stream */
+    /* Appended in plugin ABI version 2 (a version-1 plugin never reads them). */
+    const float *bias;       /* (n) per-column bias, values decoded (v->bias_fmt), or NULL */
+    const int32_t *g_idx;    /* act_order: (k) group of each row of b: for a spec, of logical
+                                row k (problem.h); for a registry row, of each sorted row
+                                (qv_packed.g_idx); else NULL */
 } qv_gemm_args;
 
 /* Kernel launchers, one per family (kernels/). Each reads the row's fields.

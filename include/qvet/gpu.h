@@ -46,7 +46,9 @@ typedef struct qv_gpu_stats {
 qv_status qv_gpu_run(const qv_problem *p, qv_launch_fn launch, int repeat, void *out,
                      qv_gpu_stats *st);
 
-/* Device copies of a packed problem, for repeated launches (bench, eval). */
+/* Device copies of a packed problem, for repeated launches (bench, eval); for
+ * a spec (QV_LAYOUT_LOGICAL) pk is NULL and the logical arrays are uploaded
+ * as plugin.h describes. */
 typedef struct qv_gpu_problem {
     qv_gemm_args args;     /* device pointers ready to launch */
     size_t out_bytes;      /* m * n output codes; QV_GPU_GUARD_BYTES of guard follow them */

@@ -1,21 +1,28 @@
 /* example_plugin.c: a qvet plugin (plugin.h) implementing two registry rows,
- * w8a8-i8-tok-ch and w8a8-i8-tensor, on host pointers, in plain C written
- * independently of qvet's own CPU models. It includes only qvet's public
- * headers and never links libqvet, as any third-party plugin would.
+ * w8a8-i8-tok-ch and w8a8-i8-tensor, and one spec (int8 x int8 with a bias and
+ * a bf16 output), on host pointers, in plain C written independently of qvet's
+ * own CPU models. It includes only qvet's public headers and never links
+ * libqvet, as any third-party plugin would.
  *
  *   build: cc -O2 -std=c11 -ffp-contract=off -Iinclude -fPIC -shared example_plugin.c -o libqvet_example_plugin.so
  *   run:   qvet check --plugin ./libqvet_example_plugin.so
+ *          qvet check --plugin ./libqvet_example_plugin.so --spec 'w=i8,ws=f32/c,a=i8,as=f32/tok,acc=i32,bias=f32,out=bf16'
  *
- * The declared arithmetic of both rows (src/registry.c): exact int32
+ * The declared arithmetic of the two rows (qvet list --spec): exact int32
  * accumulation of int8 x int8, then in fp32 with round-to-nearest
  * acc -> float, times the weight scale, times the activation scale, then one
- * RNE cast to fp16 (overflow to Inf). */
+ * RNE cast to fp16 (overflow to Inf). The spec's (docs/spec.md): the same
+ * with a per-channel weight scale and a per-token activation scale, then
+ * + bias[n] in fp32, then one RNE cast to bf16 (overflow to Inf). */
 #include <stdint.h>
 #include <string.h>
 
 #include "qvet/plugin.h"
 
-static const char *const variants[] = {"w8a8-i8-tok-ch", "w8a8-i8-tensor"};
+/* The spec is the plugin's own text; qvet compares its canonical form. */
+#define SPEC_I8_BIAS_BF16 "w=i8,ws=f32/c,a=i8,as=f32/tok,acc=i32,bias=f32,out=bf16"
+
+static const char *const variants[] = {"w8a8-i8-tok-ch", "w8a8-i8-tensor", SPEC_I8_BIAS_BF16};
 
 int qv_plugin_abi_version(void) { return QV_PLUGIN_ABI_VERSION; }
 const char *qv_plugin_name(void) { return "example"; }
@@ -52,14 +59,54 @@ static uint16_t f32_to_f16(float x)
     return sign | (uint16_t)r;
 }
 
-/* args: a (m, k) int8 row-major; b (n, k) int8 row-major (plain-nk); scales f32:
- * (n) per channel or (1) per tensor; a_scale f32: (m) per token or (1); c (m, n)
- * fp16 bits row-major. */
+/* fp32 -> bf16 bits, round to nearest even (overflow carries into Inf), NaN kept quiet. */
+static uint16_t f32_to_bf16(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x0040u); /* NaN */
+    uint32_t lsb = (u >> 16) & 1u; /* ties go to the even bf16 */
+    return (uint16_t)((u + 0x7FFFu + lsb) >> 16);
+}
+
+/* The spec, on its logical arrays (plugin.h): a (m, k) int8 row-major; b (k, n)
+ * int8 row-major; scales f32 (n) per channel; a_scale f32 (m) per token; bias
+ * f32 (n); c (m, n) bf16 bits row-major. */
+static int launch_bias_bf16(const qv_gemm_args *args)
+{
+    if (args->m < 1 || args->n < 1 || args->k < 1 || !args->a || !args->b || !args->scales || !args->a_scale ||
+        !args->bias || !args->c)
+        return 2;
+    const int8_t *a = args->a, *b = args->b;
+    const float *s_w = args->scales, *s_a = args->a_scale, *bias = args->bias;
+    uint16_t *c = args->c;
+    for (int i = 0; i < args->m; i++)
+        for (int j = 0; j < args->n; j++) {
+            int64_t acc = 0; /* qvet hands out shapes with K * 128 * 128 < 2^31: exact */
+            for (int kk = 0; kk < args->k; kk++)
+                acc += (int32_t)a[(int64_t)i * args->k + kk] * (int32_t)b[(int64_t)kk * args->n + j];
+            float y = (float)(int32_t)acc;
+            y = y * s_w[j];
+            y = y * s_a[i];
+            /* tests/t_plugin.c builds a copy with -DQV_MUTANT_example_bias_ignored, which
+             * never adds the bias: the campaign must FAIL that copy. */
+#ifndef QV_MUTANT_example_bias_ignored
+            y = y + bias[j];
+#endif
+            c[(int64_t)i * args->n + j] = f32_to_bf16(y);
+        }
+    return 0;
+}
+
+/* The rows, on their packed arrays: a (m, k) int8 row-major; b (n, k) int8
+ * row-major (plain-nk); scales f32: (n) per channel or (1) per tensor; a_scale
+ * f32: (m) per token or (1); c (m, n) fp16 bits row-major. */
 int qv_plugin_launch(const char *variant, const qv_gemm_args *args)
 {
     int per_channel;
     if (!strcmp(variant, variants[0])) per_channel = 1;
     else if (!strcmp(variant, variants[1])) per_channel = 0;
+    else if (!strcmp(variant, variants[2])) return launch_bias_bf16(args);
     else return 1; /* not ours */
     if (args->m < 1 || args->n < 1 || args->k < 1 || !args->a || !args->b || !args->scales || !args->a_scale ||
         !args->c)

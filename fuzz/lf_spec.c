@@ -1,0 +1,75 @@
+/* lf_spec.c: libFuzzer target for the spec grammar (spec.h): arbitrary bytes,
+ * NUL-terminated, go to qv_spec_parse. Built by `make fuzz-parsers` with ASan
+ * and UBSan; run by tools/fuzz-parsers.sh with the seeds in
+ * fuzz/corpus/lf_spec/. A refusal must carry a message; an accepted spec's
+ * canonical form (qv_spec_format) must be its name and parse back to the same
+ * interned variant. Interned variants live for the process (spec.h), so they
+ * are reachable, never leaked. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qvet/gemm.h"
+#include "qvet/spec.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The fuzz build has no CUDA kernels, but a row name resolves through the
+ * registry (src/registry.c), whose rows point at the launchers. These weak
+ * definitions satisfy the linker and give way to the real ones in any build
+ * that has them; nothing here launches a kernel. */
+#define NO_LAUNCH "lf_spec never launches a kernel"
+__attribute__((weak)) qv_status qv_launch_cublas(const qv_variant *v, const qv_gemm_args *a)
+{
+    QV_ASSERT(0, NO_LAUNCH);
+    return QV_ERR_NODEVICE;
+}
+__attribute__((weak)) qv_status qv_launch_wonly(const qv_variant *v, const qv_gemm_args *a)
+{
+    QV_ASSERT(0, NO_LAUNCH);
+    return QV_ERR_NODEVICE;
+}
+__attribute__((weak)) qv_status qv_launch_qqq(const qv_variant *v, const qv_gemm_args *a)
+{
+    QV_ASSERT(0, NO_LAUNCH);
+    return QV_ERR_NODEVICE;
+}
+__attribute__((weak)) qv_status qv_launch_w8a8(const qv_variant *v, const qv_gemm_args *a)
+{
+    QV_ASSERT(0, NO_LAUNCH);
+    return QV_ERR_NODEVICE;
+}
+__attribute__((weak)) size_t qv_workspace_wonly(const qv_variant *v, int m, int n, int k) { return 0; }
+__attribute__((weak)) size_t qv_workspace_qqq(const qv_variant *v, int m, int n, int k) { return 0; }
+__attribute__((weak)) size_t qv_workspace_w8a8(const qv_variant *v, int m, int n, int k) { return 0; }
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *text = malloc(size + 1);
+    QV_ASSERT(text != NULL, "out of memory");
+    memcpy(text, data, size);
+    text[size] = '\0'; /* bytes after an embedded NUL are simply not part of the spec */
+    const qv_variant *v;
+    qv_status st = qv_spec_parse(text, &v);
+    if (st != QV_OK) {
+        QV_ASSERT(qv_errmsg()[0] != '\0', "every refusal carries a message");
+        QV_ASSERT(v == NULL, "a refused spec gives no variant");
+    } else {
+        char canon[QV_SPEC_MAX];
+        int len = qv_spec_format(v, canon, sizeof canon);
+        QV_ASSERT(len > 0 && (size_t)len == strlen(canon), "an accepted spec has a canonical form");
+        QV_ASSERT(!strcmp(canon, v->name), "a parsed spec is named by its canonical form");
+        const qv_variant *again;
+        QV_ASSERT(qv_spec_parse(canon, &again) == QV_OK, "the canonical form parses");
+        QV_ASSERT(again == v, "the canonical form is the same interned variant");
+        QV_ASSERT(v->layout == QV_LAYOUT_LOGICAL && v->n_tile == 1 && v->k_tile == 1, "a spec is logical");
+        (void)qv_spec_segment(v);
+        /* A row name resolves to the row, a spec to the same variant. */
+        QV_ASSERT(qv_variant_resolve(canon, &again) == QV_OK && again == v, "resolve agrees with parse");
+    }
+    /* The same bytes taken as a row name or a spec: a variant or a message. */
+    if (qv_variant_resolve(text, &v) != QV_OK) QV_ASSERT(qv_errmsg()[0] != '\0', "resolve refusals carry a message");
+    free(text);
+    return 0;
+}
