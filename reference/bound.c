@@ -72,20 +72,32 @@ double ref_bound_element_bias(double alpha, double g, double s1, int n1, double 
  * truncates, fed the products p (n of them) in any order and grouping. Every
  * partial it holds is at most M = sum |p| in magnitude (truncation toward zero
  * never grows a sum past its terms), so one truncation loses less than the
- * spacing of bits-bit numbers at M, 2^(floor(log2 M) - bits + 1), and never
- * more than the addend it absorbs; a product enters through at most two
- * truncations (its alignment to the accumulator, the sum's own), so the block
- * loses at most 2 * sum_k min(spacing, |p_k|). */
-static double narrow_block(const double *ap, int64_t n, int bits, double *m_out)
+ * spacing of bits-bit numbers at M, 2^(floor(log2 M) - bits + 1); a product
+ * enters through at most two truncations (its alignment to the accumulator,
+ * the sum's own). When every product has one sign the accumulator keeps that
+ * sign, and a truncation toward zero of acc + p lands between acc and acc + p,
+ * so it loses no more than the addend it absorbs: 2 sum_k min(spacing, |p_k|).
+ * With both signs an addend against the accumulator can lose a whole spacing
+ * (2^14 + 2 - 1/4 truncates to 2^14 at 14 bits), so each nonzero product
+ * counts 2 spacings. */
+static double narrow_block(const double *p, int64_t n, int bits, double *m_out)
 {
     double m = 0;
-    for (int64_t t = 0; t < n; t++) m += ap[t];
+    int pos = 0, neg = 0;
+    for (int64_t t = 0; t < n; t++) {
+        m += fabs(p[t]);
+        pos |= p[t] > 0;
+        neg |= p[t] < 0;
+    }
     m *= 1.0 + (double)(n + 1) * ldexp(1.0, -53); /* an upper bound on the exact sum */
     *m_out = m;
     if (m == 0.0) return 0.0;
     double spacing = ldexp(1.0, ilogb(m) - bits + 1);
     double e = 0;
-    for (int64_t t = 0; t < n; t++) e += ap[t] < spacing ? ap[t] : spacing;
+    for (int64_t t = 0; t < n; t++) {
+        double a = fabs(p[t]);
+        if (a != 0.0) e += (pos && neg) || a > spacing ? spacing : a;
+    }
     return 2.0 * e * (1.0 + (double)(n + 1) * ldexp(1.0, -53));
 }
 
@@ -100,7 +112,7 @@ double ref_bound_accum(const ref_accum_model *am, const double *ap, const double
         double m = 0, e = 0;
         switch (am->kind) {
         case REF_ACC_INT: {
-            for (int64_t t = 0; t < len; t++) m += p[t];
+            for (int64_t t = 0; t < len; t++) m += fabs(p[t]);
             m *= 1.0 + (double)(len + 1) * ldexp(1.0, -53);
             /* exact; a segment's partial is converted to fp32 (one rounding) */
             e = am->seg > 0 ? U24 * m : 0.0;
@@ -108,7 +120,7 @@ double ref_bound_accum(const ref_accum_model *am, const double *ap, const double
         }
         case REF_ACC_TC_F32:
         case REF_ACC_FMA_F32:
-            for (int64_t t = 0; t < len; t++) m += p[t];
+            for (int64_t t = 0; t < len; t++) m += fabs(p[t]);
             m *= 1.0 + (double)(len + 1) * ldexp(1.0, -53);
             e = am->alpha_per_k * (double)len * m;
             break;

@@ -39,9 +39,9 @@ typedef struct ref_accum_model {
 } ref_accum_model;
 
 /* A certified bound on |accumulated - exact| for one output element in the
- * units of the scaled sum: ap (k) the products' magnitudes |a_k w_k| in K
- * order; sigma (ceil(k/seg)) each segment's |scale product| (unused without
- * segments). */
+ * units of the scaled sum: ap (k) the products a_k w_k in K order (signed: a
+ * block of one sign is bounded more tightly); sigma (ceil(k/seg)) each
+ * segment's |scale product| (unused without segments). */
 double ref_bound_accum(const ref_accum_model *am, const double *ap, const double *sigma, int64_t k);
 
 #endif

@@ -31,10 +31,16 @@
 #include "qvet/spec.h"
 #include "ref_bound.h"
 #include "ref_operands.h"
+#include "ref_ozaki.h"
 
 /* Above this many multiply-adds the automatic choice takes the dgemm path: the
  * exact paths cost ~5 ns (fixed128) to ~1 us (mpfr) per product. */
 #define REF_EXACT_MAX_MACS ((int64_t)1 << 25)
+/* From this many multiply-adds on, the digit GEMMs of the Ozaki path (a few
+ * dgemm calls and the digit split) cost less than the per-element exact loops
+ * (the int64 loop of integer operands is cheaper for longer). */
+#define REF_OZAKI_MIN_MACS ((int64_t)1 << 18)
+#define REF_OZAKI_MIN_MACS_INT ((int64_t)1 << 22)
 #define REF_MPFR_MAX_MACS ((int64_t)1 << 22)
 /* Working precision of the exact accumulator after mpfr_sum (rounded to odd):
  * far above any output format, and above 128 so an int128 converts exactly. */
@@ -114,8 +120,10 @@ static qv_status compute_g(truth_ctx *c)
 {
     ref_operands *o = &c->o;
     int64_t m = o->m, n = o->n, k = o->k;
+    /* |w| in column panels of P, so no second (k, n) copy is made */
+    const int64_t P = n < 512 ? n : 512;
     double *aa = malloc(sizeof(double) * (size_t)(m * k));
-    double *aw = malloc(sizeof(double) * (size_t)(k * n));
+    double *aw = malloc(sizeof(double) * (size_t)(k * P));
     c->g = malloc(sizeof(double) * (size_t)(m * n));
     if (!aa || !aw || !c->g) {
         free(aa);
@@ -123,9 +131,16 @@ static qv_status compute_g(truth_ctx *c)
         return qv_fail(QV_ERR_NOMEM, "out of memory computing the bound");
     }
     for (int64_t i = 0; i < m * k; i++) aa[i] = isfinite(o->a[i]) ? fabs(o->a[i]) : 0.0;
-    for (int64_t i = 0; i < k * n; i++) aw[i] = isfinite(o->w[i]) ? fabs(o->w[i]) : 0.0;
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0, aa, (int)k,
-                aw, (int)n, 0.0, c->g, (int)n);
+    for (int64_t j0 = 0; j0 < n; j0 += P) {
+        int64_t pw = j0 + P <= n ? P : n - j0;
+        for (int64_t kk = 0; kk < k; kk++)
+            for (int64_t jj = 0; jj < pw; jj++) {
+                double x = o->w[kk * n + j0 + jj];
+                aw[kk * pw + jj] = isfinite(x) ? fabs(x) : 0.0;
+            }
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)pw, (int)k, 1.0, aa, (int)k, aw,
+                    (int)pw, 0.0, c->g + j0, (int)n);
+    }
     /* A sum of K nonnegative doubles computed in any order is within gamma_K of
      * the exact one; inflating by 2(K+2)2^-53 makes it an upper bound. */
     double infl = 1.0 + 2.0 * (double)(k + 2) * ldexp(1.0, -53);
@@ -263,6 +278,60 @@ static void fixed_free(fixed_ops *f)
     free(f->ew);
 }
 
+/* x := the exact value acc * 2^exp of a signed __int128 (exact at REF_ACC_PREC). */
+static void mpfr_set_i128(mpfr_t x, __int128 acc, long exp, mpfr_t lo)
+{
+    unsigned __int128 mag = acc < 0 ? -(unsigned __int128)acc : (unsigned __int128)acc;
+    mpfr_set_uj(x, (uintmax_t)(uint64_t)(mag >> 64), MPFR_RNDN);
+    mpfr_mul_2ui(x, x, 64, MPFR_RNDN);
+    mpfr_set_uj(lo, (uintmax_t)(uint64_t)mag, MPFR_RNDN);
+    mpfr_add(x, x, lo, MPFR_RNDN); /* exact: 128 bits <= REF_ACC_PREC */
+    if (acc < 0) mpfr_neg(x, x, MPFR_RNDN);
+    mpfr_mul_2si(x, x, exp, MPFR_RNDN);
+}
+
+/* Fills t->y and t->y_rn ((m, n) each) from the exact sums of the digit
+ * GEMMs (ozaki.c); returns 0 when the operands do not fit the scheme. */
+static int path_ozaki(truth_ctx *c, ref_truth *t)
+{
+    ref_operands *o = &c->o;
+    ref_ozaki_out oz;
+    if (o->nonfinite || !ref_ozaki_sums(o->a, o->w, o->m, o->n, o->k, &oz)) return 0;
+    const qv_variant *v = c->p->v;
+    /* Without epilogue steps y is the sum itself: hi + lo with hi = RN(acc)
+     * and lo = acc - hi (both exact doubles for |acc| < 2^106), scaled by a
+     * power of two, and its correctly rounded output is RN of that exact sum
+     * (ref_round_sum). Otherwise MPFR takes the epilogue. */
+    int plain = v->arith.epilogue[0] == QV_EP_END;
+    int sat = v->arith.out_sat == QV_SAT_FINITE;
+    mpfr_t x, lo;
+    mpfr_init2(x, REF_ACC_PREC);
+    mpfr_init2(lo, 64);
+    for (int64_t i = 0; i < o->m; i++)
+        for (int64_t j = 0; j < o->n; j++) {
+            int64_t e = i * o->n + j;
+            long ex = (long)oz.row_exp[i] + oz.col_exp[j] + oz.base;
+            __int128 acc = oz.acc[e];
+            const __int128 lim = (__int128)1 << 106;
+            if (plain && ex > -900 && ex < 900 && acc < lim && acc > -lim) {
+                double hi = (double)acc;                /* RN: |acc| < 2^127 */
+                double rest = (double)(acc - (__int128)hi); /* exact: |acc| < 2^106 leaves 53 bits */
+                double s = ldexp(1.0, (int)ex);
+                if (fabs(hi * s) > 0x1p-1000 || hi == 0.0) {
+                    t->y[e] = hi * s; /* exact: a power-of-two scaling in range */
+                    t->y_rn[e] = ref_round_sum(v->ofmt, hi * s, rest * s, sat);
+                    continue;
+                }
+            }
+            mpfr_set_i128(x, acc, ex, lo);
+            finish_exact(c, i, j, x, t);
+        }
+    mpfr_clear(x);
+    mpfr_clear(lo);
+    ref_ozaki_clear(&oz);
+    return 1;
+}
+
 /* Fills t->y and t->y_rn ((m, n) each) from exact __int128 sums. */
 static void path_fixed(truth_ctx *c, fixed_ops *f, ref_truth *t)
 {
@@ -280,13 +349,7 @@ static void path_fixed(truth_ctx *c, fixed_ops *f, ref_truth *t)
                 int64_t pm = ma[kk] * mw[kk];
                 if (pm) acc += (__int128)pm << (ea[kk] + ew[kk] - f->q);
             }
-            unsigned __int128 mag = acc < 0 ? -(unsigned __int128)acc : (unsigned __int128)acc;
-            mpfr_set_uj(x, (uintmax_t)(uint64_t)(mag >> 64), MPFR_RNDN);
-            mpfr_mul_2ui(x, x, 64, MPFR_RNDN);
-            mpfr_set_uj(lo, (uintmax_t)(uint64_t)mag, MPFR_RNDN);
-            mpfr_add(x, x, lo, MPFR_RNDN); /* exact: 128 bits <= REF_ACC_PREC */
-            if (acc < 0) mpfr_neg(x, x, MPFR_RNDN);
-            mpfr_mul_2si(x, x, f->q, MPFR_RNDN);
+            mpfr_set_i128(x, acc, f->q, lo);
             finish_exact(c, i, j, x, t);
         }
     mpfr_clear(x);
@@ -449,13 +512,13 @@ static qv_status accum_bounds(truth_ctx *c)
         return qv_fail(QV_ERR_NOMEM, "out of memory for the accumulator bound");
     }
     for (int64_t kk = 0; kk < k; kk++)
-        for (int64_t j = 0; j < n; j++) wt[j * k + kk] = fabs(u.w[kk * n + j]);
+        for (int64_t j = 0; j < n; j++) wt[j * k + kk] = u.w[kk * n + j];
     for (int64_t i = 0; i < m; i++) {
         const double *a = u.a + i * k;
         for (int64_t j = 0; j < n; j++) {
             const double *w = wt + j * k;
             for (int64_t kk = 0; kk < k; kk++) {
-                double x = fabs(a[kk]) * w[kk];
+                double x = a[kk] * w[kk];
                 ap[kk] = isfinite(x) ? x : 0.0;
             }
             for (int64_t sg = 0; am.seg > 0 && sg < nseg; sg++) {
@@ -528,9 +591,18 @@ qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_trut
     if (want && !strcmp(want, "int64") && !is_integer_path(v))
         st = qv_fail(QV_ERR_UNSUPPORTED, "%s: the int64 path needs an integer accumulator", v->name);
     else if (want && strcmp(want, "int64") && strcmp(want, "fixed128") && strcmp(want, "mpfr") &&
-             strcmp(want, "dgemm+cert"))
-        st = qv_fail(QV_ERR_USAGE, "unknown reference path '%s' (int64, fixed128, mpfr, dgemm+cert)", want);
-    else if (want ? !strcmp(want, "int64") : is_integer_path(v)) {
+             strcmp(want, "dgemm+cert") && strcmp(want, "ozaki"))
+        st = qv_fail(QV_ERR_USAGE, "unknown reference path '%s' (int64, fixed128, ozaki, mpfr, dgemm+cert)", want);
+    else if ((want ? !strcmp(want, "ozaki")
+                   : macs >= (is_integer_path(v) ? REF_OZAKI_MIN_MACS_INT : REF_OZAKI_MIN_MACS)) &&
+             path_ozaki(&c, t)) {
+        t->path = "ozaki";
+        t->why = "every operand an exact sum of base-2^beta digits whose K products stay below 2^53: "
+                 "digit dgemms are exact, combined in __int128";
+    } else if (want && !strcmp(want, "ozaki")) {
+        st = qv_fail(QV_ERR_UNSUPPORTED, "%s: the operands span too many bits (or are not finite) for the digit "
+                     "GEMMs' __int128 combination", v->name);
+    } else if (want ? !strcmp(want, "int64") : is_integer_path(v)) {
         t->path = "int64";
         t->why = "integer operands: the dot product is summed exactly in int64";
         path_int64(&c, t);

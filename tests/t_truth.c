@@ -162,9 +162,16 @@ START_TEST(large_case_fast_path)
     ck_assert_msg(sec > 0 && sec < 3.0, "certifying took %.3f s", sec);
     qv_problem p;
     case_fill_row(&p, "marlin-w4a16-g128-f16", 16, 1024, 4096, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 1);
-    ref_truth t;
+    ref_truth t, d;
     case_truth(&p, &t);
-    ck_assert_str_eq(t.path, "dgemm+cert");
+    ck_assert_str_eq(t.path, "ozaki");
+    /* the exact digit-GEMM values lie within the fast path's certified term */
+    ck_assert_int_eq(ref_truth_compute_path(&p, "dgemm+cert", &d), QV_OK);
+    for (int64_t e = 0; e < p.m * p.n; e++)
+        ck_assert_msg(fabs(d.y[e] - t.y[e]) <= d.bound[e] - t.bound[e] + 0x1p-50 * fabs(t.y[e]),
+                      "element %lld: dgemm %.17g, exact %.17g, its term %.3g", (long long)e, d.y[e], t.y[e],
+                      d.bound[e] - t.bound[e]);
+    ref_truth_clear(&d);
     case_release(&p, &t);
 }
 END_TEST

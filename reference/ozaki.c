@@ -1,0 +1,233 @@
+/* ozaki.c: exact dot products of double operands through fp64 GEMMs on
+ * error-free splits of the operands (Ozaki's scheme; ref_ozaki.h).
+ *
+ * Every operand value the reference forms (fp16/bf16/fp8/fp4/integer codes,
+ * dequantized weights, folded scales) is a double with few significant bits.
+ * Row i of A is written a_ik = 2^ea_i * sum_s A_s[i][k] 2^(-(s+1) ba) with
+ * integer digits |A_s| <= 2^ba, exactly, when a_ik has no bit below
+ * 2^(ea_i - S ba); likewise column j of W with T digits of bw bits. A product
+ * of two digits is at most 2^(ba + bw) and K of them at most K 2^(ba + bw) <=
+ * 2^53, so every partial sum of every digit GEMM C_st = A_s W_t is an integer
+ * a double holds: dgemm computes it exactly in any order, with or without FMA.
+ * Then
+ *   sum_k a_ik w_kj = 2^(ea_i + ew_j - S ba - T bw) *
+ *                     sum_{s,t} C_st[i][j] 2^((S - 1 - s) ba + (T - 1 - t) bw),
+ * an integer combination that fits an __int128 while 53 + log2(S T) +
+ * (S - 1) ba + (T - 1) bw < 127. The widths are split between A and W to make
+ * S T smallest: S T GEMMs replace the per-element loops of the fixed-point
+ * path at the speed of the BLAS. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref_ozaki.h"
+
+/* Exponents of a finite nonzero double from its bits: |v| < 2^*top, and
+ * 2^*low its lowest set bit. */
+static void bit_span(double v, int *top, int *low)
+{
+    uint64_t b;
+    memcpy(&b, &v, sizeof b);
+    int ef = (int)((b >> 52) & 0x7FF);
+    uint64_t mant = b & ((UINT64_C(1) << 52) - 1);
+    if (ef == 0) { /* subnormal: mant 2^-1074 */
+        *top = -1074 + 64 - __builtin_clzll(mant);
+        *low = -1074 + __builtin_ctzll(mant);
+    } else {
+        *top = ef - 1022;
+        mant |= UINT64_C(1) << 52;
+        *low = ef - 1075 + __builtin_ctzll(mant);
+    }
+}
+
+/* The exponent e with |x| < 2^e for the largest |x| of n values (stride st),
+ * and the exponent of the lowest set bit over all of them; 0 when all zero. */
+static int spans(const double *x, int64_t n, int64_t st, int *top, int *low)
+{
+    int any = 0;
+    *top = -100000;
+    *low = 100000;
+    for (int64_t t = 0; t < n; t++) {
+        double v = x[t * st];
+        if (v == 0.0) continue;
+        int e, lb;
+        bit_span(v, &e, &lb);
+        if (e > *top) *top = e;
+        if (lb < *low) *low = lb;
+        any = 1;
+    }
+    return any;
+}
+
+/* Round to the nearest integer, ties to even, for |r| < 2^51: adding and
+ * subtracting 1.5 2^52 leaves the integer part in the default rounding mode
+ * (the compiler keeps both operations: -ffp-contract=off, no fast-math). */
+static inline double rne_int(double r)
+{
+    const double magic = 0x1.8p52;
+    return (r + magic) - magic;
+}
+
+/* 2^e as a double for -1022 <= e <= 1023. */
+static double pow2(int e) { return ldexp(1.0, e); }
+
+/* Multiplies by 2^e exactly: in two factors when 2^e itself is out of the
+ * normal range (the product of the reference's operands never is). */
+static double scale2(double x, int e)
+{
+    if (e >= -1000 && e <= 1000) return x * pow2(e);
+    return ldexp(x, e);
+}
+
+/* Digits of x (|x| < 2^top) in base `step` = 2^b: out[s] for s < S, such that
+ * x = 2^top sum_s out[s] 2^(-(s+1) b) exactly (callers check S covers the
+ * lowest bit). Each step scales by a power of two and takes the nearest
+ * integer: both exact, so the remainder stays exact and below 1/2 in size. */
+static void digits(double x, int top, double inv, double step, int S, double *out, int64_t stride)
+{
+    double r = inv != 0.0 ? x * inv : scale2(x, -top); /* |r| < 1 */
+    for (int s = 0; s < S; s++) {
+        r *= step;
+        double d = rne_int(r);
+        out[(int64_t)s * stride] = d;
+        r -= d;
+    }
+}
+
+int ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64_t k, ref_ozaki_out *out)
+{
+    memset(out, 0, sizeof *out);
+    if (m < 1 || n < 1 || k < 1 || k > ((int64_t)1 << 30)) return 0;
+    int logk = 0;
+    while (((int64_t)1 << logk) < k) logk++;
+    int *ea = malloc(sizeof(int) * (size_t)m), *ew = malloc(sizeof(int) * (size_t)n);
+    int *lw = malloc(sizeof(int) * (size_t)n);
+    if (!ea || !ew || !lw) goto refuse;
+    /* The bits each row of A and each column of W spans, from its largest
+     * value's top to its lowest set bit; the widest of each. */
+    int span_a = 0, span_w = 0;
+    for (int64_t i = 0; i < m; i++) {
+        int top, low;
+        for (int64_t kk = 0; kk < k; kk++)
+            if (!isfinite(a[i * k + kk])) goto refuse;
+        ea[i] = 0;
+        if (spans(a + i * k, k, 1, &top, &low)) {
+            ea[i] = top;
+            if (top - low > span_a) span_a = top - low;
+        }
+    }
+    for (int64_t j = 0; j < n; j++) {
+        ew[j] = -100000;
+        lw[j] = 100000;
+    }
+    for (int64_t kk = 0; kk < k; kk++) { /* the columns in one row-major sweep */
+        const double *row = w + kk * n;
+        for (int64_t j = 0; j < n; j++) {
+            double v = row[j];
+            if (v == 0.0) continue;
+            if (!isfinite(v)) goto refuse;
+            int e, lb;
+            bit_span(v, &e, &lb);
+            if (e > ew[j]) ew[j] = e;
+            if (lb < lw[j]) lw[j] = lb;
+        }
+    }
+    for (int64_t j = 0; j < n; j++) {
+        if (ew[j] == -100000) {
+            ew[j] = 0; /* an all-zero column */
+            continue;
+        }
+        if (ew[j] - lw[j] > span_w) span_w = ew[j] - lw[j];
+    }
+    /* Digit widths: a product of digits below 2^(ba + bw) and K of them below
+     * 2^53 need ba + bw + log2 K <= 53; take the split with the fewest GEMMs
+     * S T (S = span_a / ba, T = span_w / bw rounded up) whose combination
+     * 2^53 S T 2^((S - 1) ba + (T - 1) bw) fits the int128. */
+    int budget = 53 - logk, S = 0, T = 0, ba = 0, bw = 0;
+    for (int cw = 1; cw < budget; cw++) {
+        int ca = budget - cw;
+        int s = span_a ? (span_a + ca - 1) / ca : 1, t = span_w ? (span_w + cw - 1) / cw : 1;
+        if (s < 1) s = 1;
+        if (t < 1) t = 1;
+        int lst = 0;
+        while ((1 << lst) < s * t) lst++;
+        if (53 + lst + (s - 1) * ca + (t - 1) * cw >= 127 || s * t > 16) continue;
+        if (!S || s * t < S * T) {
+            S = s;
+            T = t;
+            ba = ca;
+            bw = cw;
+        }
+    }
+    if (!S) goto refuse;
+    /* Weights in column panels of P: T digit planes of (k, P) at a time, so
+     * the digits never cost the memory of a whole (k, n) copy. */
+    const int64_t P = n < 256 ? n : 256;
+    out->acc = calloc((size_t)(m * n), sizeof(unsigned __int128));
+    double *ad = malloc(sizeof(double) * (size_t)(S * m * k));
+    double *wd = malloc(sizeof(double) * (size_t)(T * k * P));
+    double *c = malloc(sizeof(double) * (size_t)(m * P));
+    double *inv = malloc(sizeof(double) * (size_t)P);
+    if (!out->acc || !ad || !wd || !c || !inv) {
+        free(inv);
+        free(ad);
+        free(wd);
+        free(c);
+        free(out->acc);
+        out->acc = NULL;
+        goto refuse;
+    }
+    for (int64_t i = 0; i < m; i++) {
+        double inv_i = ea[i] > -1000 && ea[i] < 1000 ? pow2(-ea[i]) : 0.0; /* 0: scale each by ldexp */
+        for (int64_t kk = 0; kk < k; kk++)
+            digits(a[i * k + kk], ea[i], inv_i, pow2(ba), S, ad + i * k + kk, m * k);
+    }
+    unsigned __int128 *acc = (unsigned __int128 *)out->acc;
+    for (int64_t j0 = 0; j0 < n; j0 += P) {
+        int64_t pw = j0 + P <= n ? P : n - j0;
+        for (int64_t jj = 0; jj < pw; jj++) {
+            int e = ew[j0 + jj];
+            inv[jj] = e > -1000 && e < 1000 ? pow2(-e) : 0.0;
+        }
+        const double step = pow2(bw);
+        for (int64_t kk = 0; kk < k; kk++)
+            for (int64_t jj = 0; jj < pw; jj++)
+                digits(w[kk * n + j0 + jj], ew[j0 + jj], inv[jj], step, T, wd + kk * pw + jj, k * pw);
+        for (int t = 0; t < T; t++)
+            for (int s = 0; s < S; s++) {
+                cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)pw, (int)k, 1.0,
+                            ad + s * m * k, (int)k, wd + t * k * pw, (int)pw, 0.0, c, (int)pw);
+                /* the sum as an unsigned int128: two's complement, exact modulo
+                 * 2^128, and the true value fits */
+                int shift = (S - 1 - s) * ba + (T - 1 - t) * bw;
+                for (int64_t i = 0; i < m; i++)
+                    for (int64_t jj = 0; jj < pw; jj++)
+                        acc[i * n + j0 + jj] += (unsigned __int128)(__int128)(int64_t)c[i * pw + jj] << shift;
+            }
+    }
+    free(ad);
+    free(wd);
+    free(c);
+    free(inv);
+    free(lw);
+    out->row_exp = ea;
+    out->col_exp = ew;
+    out->base = -(S * ba + T * bw);
+    out->slices_a = S;
+    out->slices_w = T;
+    return 1;
+refuse:
+    free(ea);
+    free(ew);
+    free(lw);
+    return 0;
+}
+
+void ref_ozaki_clear(ref_ozaki_out *out)
+{
+    free(out->acc);
+    free(out->row_exp);
+    free(out->col_exp);
+    memset(out, 0, sizeof *out);
+}

@@ -1,0 +1,25 @@
+/* ref_ozaki.h: exact dot products of double operands through fp64 GEMMs on
+ * error-free splits (ozaki.c). Included by reference/truth.c and tests.
+ * Rule: a result is returned only when every digit GEMM is provably exact and
+ * the combination fits an __int128; otherwise the caller takes another path. */
+#ifndef QVET_REF_OZAKI_H
+#define QVET_REF_OZAKI_H
+
+#include <stdint.h>
+
+typedef struct ref_ozaki_out {
+    __int128 *acc;  /* (m, n): sum_k a_ik w_kj = acc * 2^(row_exp[i] + col_exp[j] + base) */
+    int *row_exp;   /* (m) */
+    int *col_exp;   /* (n) */
+    int base;
+    int slices_a, slices_w; /* digit planes of A and W: slices_a * slices_w GEMMs */
+} ref_ozaki_out;
+
+/* a: (m, k) row-major, w: (k, n) row-major, finite doubles. Returns 1 and
+ * fills out (free with ref_ozaki_clear) when the exact sums fit the scheme, 0
+ * (out zeroed) when an operand is not finite, the operands span too many bits
+ * for an int128 combination, or memory runs out. */
+int  ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64_t k, ref_ozaki_out *out);
+void ref_ozaki_clear(ref_ozaki_out *out);
+
+#endif
