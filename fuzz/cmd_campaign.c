@@ -5,6 +5,7 @@
  * "run" provenance line, then one "case" line per case. */
 #include <cblas.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -25,7 +26,7 @@
 enum {
     OPT_VARIANT = 1 << 0, OPT_BACKEND = 1 << 1, OPT_OUT = 1 << 2, OPT_PLUGIN = 1 << 3,
     OPT_SEED = 1 << 4, OPT_BUDGET = 1 << 5, OPT_SHARD = 1 << 6, OPT_CASE = 1 << 7,
-    OPT_CAP = 1 << 8, OPT_FAILDIR = 1 << 9, OPT_DUMP = 1 << 10
+    OPT_CAP = 1 << 8, OPT_FAILDIR = 1 << 9, OPT_DUMP = 1 << 10, OPT_JOBS = 1 << 11
 };
 
 typedef struct camp_opts {
@@ -50,6 +51,7 @@ typedef struct camp_opts {
     const char *dump_dir;       /* replay: dump inputs and output here */
     int shrink;                 /* replay --shrink; check/fuzz: 0 with --no-shrink */
     int quiet;
+    int jobs;                   /* check/fuzz: cases run on this many threads */
 } camp_opts;
 
 /* The check seed: fixed, so `qvet check` draws the same data on every run. */
@@ -62,33 +64,39 @@ typedef struct camp_opts {
     "plugin's launch, which must declare it. Give --spec once per spec; it excludes\n"      \
     "--variant. Without --spec, a plugin's own specs run beside its rows.\n"
 
+/* What --jobs means, in the check and fuzz help. */
+#define JOBS_HELP                                                                          \
+    "--jobs N runs cases on N threads (default: the cores online): each case is made,\n"  \
+    "run and verified on one, one launch at a time on the GPU or a plugin; lines are\n"  \
+    "written in case order and are the same bits as with --jobs 1.\n"
+
 static void usage(FILE *f, const char *cmd)
 {
     if (!strcmp(cmd, "check"))
         fprintf(f,
                 "usage: qvet check [--variant GLOB | --spec SPEC...] [--gpu|--cpu] [--out FILE]\n"
                 "                  [--plugin LIB.so] [--seed S] [--cap MNK] [--fail-dir DIR]\n"
-                "                  [--no-shrink] [--quiet]\n\n"
+                "                  [--no-shrink] [--quiet] [--jobs N]\n\n"
                 "Runs the fixed suite of every selected variant: the M edges, N x K tile edges,\n"
                 "exact, one-hot and random probes, the extreme scale regimes, the precision\n"
                 "witnesses and one large-K slice of a real layer. Without a CUDA device (or with\n"
                 "--cpu) it runs the CPU models, with shapes capped at m*n*k <= %lld (--cap).\n"
                 "Prints a summary table; the last line is `check: N cases, F failed`.\n"
-                "%s"
+                "%s%s"
                 "Exit 0 when nothing FAILs, 1 on a FAIL, 2 on a usage error, 3 without a device.\n",
-                (long long)QV_CPU_CAP_CHECK, SPEC_HELP);
+                (long long)QV_CPU_CAP_CHECK, SPEC_HELP, JOBS_HELP);
     else if (!strcmp(cmd, "fuzz"))
         fprintf(f,
                 "usage: qvet fuzz [--variant GLOB | --spec SPEC...] [--cases N | --minutes M] [--seed S]\n"
                 "                 [--shard I/N] [--out FILE] [--gpu|--cpu] [--plugin LIB.so] [--cap MNK]\n"
-                "                 [--fail-dir DIR] [--no-shrink] [--quiet]\n\n"
+                "                 [--fail-dir DIR] [--no-shrink] [--quiet] [--jobs N]\n\n"
                 "Runs generated cases J = I, I+N, I+2N, ... of campaign S (default: 1000 cases).\n"
                 "Each case is a pure function of (S, J). A FAIL is shrunk and its inputs are\n"
                 "written as .npy into DIR/seedS-caseJ/ (default qvet-failures) with a replay command.\n"
                 "CPU-model cases are capped at m*n*k <= %lld (--cap).\n"
-                "%s"
+                "%s%s"
                 "The last line is `fuzz: N cases, F failed`; exit 1 if any case FAILed.\n",
-                (long long)QV_CPU_CAP_MNK, SPEC_HELP);
+                (long long)QV_CPU_CAP_MNK, SPEC_HELP, JOBS_HELP);
     else
         fprintf(f,
                 "usage: qvet replay --seed S --case J [--check] [--variant GLOB | --spec SPEC...]\n"
@@ -209,6 +217,11 @@ static int parse_opts(int argc, char **argv, unsigned allowed, camp_opts *o)
             if (qv_opt_long("--case", val, 0, INT64_MAX, &x)) goto fail;
             o->case_index = x;
             o->case_set = 1;
+            i++;
+        } else if (!strcmp(a, "--jobs")) {
+            NEEDS(OPT_JOBS);
+            if (qv_opt_long("--jobs", val, 1, 1024, &x)) goto fail;
+            o->jobs = (int)x;
             i++;
         } else if (!strcmp(a, "--cap")) {
             NEEDS(OPT_CAP);
@@ -501,6 +514,11 @@ typedef struct campaign {
     tally tallies[QV_GEN_MAX_VARIANTS];
     qv_gen gen;
     long long n_cases, n_fail, n_shrunk;
+    double macs; /* sum of m n k over the finished cases */
+    /* check: the suite's cases in run order, variant by variant */
+    int *check_variant;
+    int *check_index;
+    long long check_total;
 } campaign;
 
 /* A variant's name as one folder name: a spec's '/' and ',' become '-' and '_'. */
@@ -512,39 +530,25 @@ static void file_name(const char *name, char *buf, size_t len)
         else if (*c == ',') *c = '_';
 }
 
-/* Runs case c: build, run, grade, shrink a FAIL, write its JSONL line.
- * Returns 0, or an exit code for an environment error. */
-static int run_one(campaign *cp, const qv_case *c, int print_fail)
+/* Finishes case c, made into p and run into out (by a worker): shrinks a
+ * FAIL, tallies it, writes its JSONL line, frees both. In case order, on the
+ * main thread, so the shrink budget and the lines are those of a run on one
+ * thread. */
+static void finish_case(campaign *cp, const qv_case *c, qv_problem *p, qv_outcome *out, int print_fail)
 {
-    qv_problem p;
-    qv_outcome out;
     char replay[QV_REPLAY_MAX];
     qv_case_replay_cmd(c, cp->b, &cp->gen, cp->o->glob, replay, sizeof replay);
-    qv_status st = qv_case_build(c, &p);
-    if (st != QV_OK) {
-        /* The generator built a case the library refuses: a qvet bug, said loudly. */
-        fprintf(stderr, "qvet %s: case %lld (%s m=%lld n=%lld k=%lld) could not be built: %s\n  replay: %s\n",
-                cp->o->cmd, (long long)c->index, c->v->name, (long long)c->m, (long long)c->n, (long long)c->k,
-                qv_errmsg(), replay);
-        return qv_status_exit_code(st) == 3 ? 3 : 2;
-    }
     int unique = ref_probe_is_unique(c->probe);
-    st = qv_case_run(cp->b, &p, unique, &out);
-    if (st != QV_OK) {
-        fprintf(stderr, "qvet %s: %s\n", cp->o->cmd, qv_errmsg());
-        qv_problem_destroy(&p);
-        return qv_status_exit_code(st);
-    }
     qv_shrunk sh, *shp = NULL;
-    if (out.res.grade == QV_FAIL) {
+    if (out->res.grade == QV_FAIL) {
         cp->n_fail++;
         if (print_fail)
             fprintf(stdout, "%sFAIL %s m=%lld n=%lld k=%lld %s/%s: %s\n  replay: %s\n",
                     isatty(STDOUT_FILENO) ? "\r\033[K" : "", c->v->name, (long long)c->m, (long long)c->n,
-                    (long long)c->k, qv_probe_name(c->probe), qv_regime_name(c->regime), out.res.reason, replay);
+                    (long long)c->k, qv_probe_name(c->probe), qv_regime_name(c->regime), out->res.reason, replay);
         if (cp->o->shrink && cp->n_shrunk < MAX_SHRUNK_FAILURES) {
             qv_problem small;
-            if (qv_shrink(cp->b, &p, unique, SHRINK_TRIES, &small, &sh) == QV_OK) {
+            if (qv_shrink(cp->b, p, unique, SHRINK_TRIES, &small, &sh) == QV_OK) {
                 snprintf(sh.dir, sizeof sh.dir, "%s/seed%llu-case%lld", cp->o->fail_dir, (unsigned long long)c->seed,
                          (long long)c->index);
                 if (c->suite) {
@@ -567,15 +571,164 @@ static int run_one(campaign *cp, const qv_case *c, int print_fail)
         fflush(stdout);
     }
     for (int i = 0; i < cp->gen.n_variants; i++)
-        if (cp->gen.variants[i] == c->v) tally_add(&cp->tallies[i], &out);
+        if (cp->gen.variants[i] == c->v) tally_add(&cp->tallies[i], out);
     if (cp->res.f) {
-        qv_case_json(cp->res.f, c, cp->b, &out, replay, shp);
+        qv_case_json(cp->res.f, c, cp->b, out, replay, shp);
         fflush(cp->res.f);
     }
     cp->n_cases++;
-    qv_outcome_clear(&out);
-    qv_problem_destroy(&p);
-    return 0;
+    cp->macs += (double)c->m * (double)c->n * (double)c->k;
+    qv_outcome_clear(out);
+    qv_problem_destroy(p);
+}
+
+/* ---- cases on several threads ---- */
+
+/* Case number ord of the run into *c; 0 past the last one. A pure function
+ * of its arguments (the generator is read-only), so any thread may call it. */
+typedef int (*case_at_fn)(const campaign *cp, int64_t ord, qv_case *c);
+
+/* A case in flight: made and run by a worker, finished by the main thread. */
+typedef struct slot {
+    qv_case c;
+    qv_problem p;
+    qv_outcome out;
+    qv_status st;   /* QV_OK, or why the case could not be made or run */
+    int built;      /* p holds the case */
+    char err[1024]; /* the worker's message when st is not QV_OK */
+    int state;      /* SLOT_FREE, SLOT_ISSUED, SLOT_DONE */
+} slot;
+enum { SLOT_FREE = 0, SLOT_ISSUED, SLOT_DONE };
+
+typedef struct pool {
+    campaign *cp;
+    case_at_fn case_at;
+    pthread_mutex_t mu;
+    pthread_cond_t work, done;
+    int64_t next_issue, next_emit;
+    int64_t end;     /* the first case number past the last, once a worker met it; -1 before */
+    int stop;        /* issue no more cases */
+    int window;      /* cases in flight at most: the slots of the ring */
+    slot *ring;
+} pool;
+
+static void *pool_worker(void *arg)
+{
+    pool *pl = arg;
+    const campaign *cp = pl->cp;
+    for (;;) {
+        pthread_mutex_lock(&pl->mu);
+        while (!pl->stop && pl->end < 0 && pl->next_issue - pl->next_emit >= pl->window)
+            pthread_cond_wait(&pl->work, &pl->mu);
+        if (pl->stop || pl->end >= 0) {
+            pthread_mutex_unlock(&pl->mu);
+            return NULL;
+        }
+        int64_t ord = pl->next_issue;
+        slot *s = &pl->ring[ord % pl->window];
+        if (!pl->case_at(cp, ord, &s->c)) {
+            pl->end = ord;
+            pthread_cond_broadcast(&pl->done);
+            pthread_cond_broadcast(&pl->work);
+            pthread_mutex_unlock(&pl->mu);
+            return NULL;
+        }
+        pl->next_issue++;
+        s->state = SLOT_ISSUED;
+        pthread_mutex_unlock(&pl->mu);
+
+        s->built = 0;
+        s->st = qv_case_build(&s->c, &s->p);
+        if (s->st == QV_OK) {
+            s->built = 1;
+            s->st = qv_case_run(cp->b, &s->p, ref_probe_is_unique(s->c.probe), &s->out);
+        }
+        if (s->st != QV_OK) snprintf(s->err, sizeof s->err, "%s", qv_errmsg());
+
+        pthread_mutex_lock(&pl->mu);
+        s->state = SLOT_DONE;
+        pthread_cond_broadcast(&pl->done);
+        pthread_mutex_unlock(&pl->mu);
+    }
+}
+
+/* What the main thread does after each finished case: 0 to go on, 1 to stop
+ * issuing cases (the ones in flight are still finished), or an exit code >= 2
+ * to stop at once. */
+typedef int (*after_fn)(campaign *cp, const qv_case *c, void *ctx);
+
+/* Runs cases 0, 1, ... (case_at) on cp->o->jobs workers and finishes each in
+ * order. Returns 0 or an exit code for an environment error. */
+static int pool_run(campaign *cp, case_at_fn case_at, after_fn after, void *ctx)
+{
+    int jobs = cp->o->jobs > 0 ? cp->o->jobs : 1;
+    pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
+    cp->b->launch_lock = &launch_lock;
+    pool pl = {.cp = cp, .case_at = case_at, .end = -1, .window = 2 * jobs};
+    pl.ring = calloc((size_t)pl.window, sizeof *pl.ring);
+    pthread_t *th = calloc((size_t)jobs, sizeof *th);
+    if (!pl.ring || !th) {
+        free(pl.ring);
+        free(th);
+        fprintf(stderr, "qvet %s: out of memory for %d jobs\n", cp->o->cmd, jobs);
+        return 2;
+    }
+    pthread_mutex_init(&pl.mu, NULL);
+    pthread_cond_init(&pl.work, NULL);
+    pthread_cond_init(&pl.done, NULL);
+    int started = 0;
+    for (; started < jobs; started++)
+        if (pthread_create(&th[started], NULL, pool_worker, &pl)) break;
+    int rc = started ? 0 : 3;
+    if (!started) fprintf(stderr, "qvet %s: cannot start a worker thread\n", cp->o->cmd);
+    for (;;) {
+        pthread_mutex_lock(&pl.mu);
+        slot *s = &pl.ring[pl.next_emit % pl.window];
+        while (started && s->state != SLOT_DONE && !(pl.end >= 0 && pl.next_emit >= pl.end) &&
+               !(pl.stop && pl.next_emit >= pl.next_issue))
+            pthread_cond_wait(&pl.done, &pl.mu);
+        int over = !started || (pl.end >= 0 && pl.next_emit >= pl.end) || (pl.stop && pl.next_emit >= pl.next_issue);
+        pthread_mutex_unlock(&pl.mu);
+        if (over) break;
+        int r = 0;
+        if (rc) {
+            /* an environment error: the cases in flight are dropped */
+            if (s->built) {
+                qv_outcome_clear(&s->out);
+                qv_problem_destroy(&s->p);
+            }
+        } else if (!s->built) {
+            /* the generator made a case the library refuses: a qvet bug, said loudly */
+            fprintf(stderr, "qvet %s: case %lld (%s m=%lld n=%lld k=%lld) could not be built: %s\n", cp->o->cmd,
+                    (long long)s->c.index, s->c.v->name, (long long)s->c.m, (long long)s->c.n, (long long)s->c.k,
+                    s->err);
+            r = qv_status_exit_code(s->st) == 3 ? 3 : 2;
+        } else if (s->st != QV_OK) {
+            fprintf(stderr, "qvet %s: %s\n", cp->o->cmd, s->err);
+            qv_outcome_clear(&s->out);
+            qv_problem_destroy(&s->p);
+            r = qv_status_exit_code(s->st);
+        } else {
+            qv_case c = s->c;
+            finish_case(cp, &c, &s->p, &s->out, 1);
+            r = after ? after(cp, &c, ctx) : 0;
+        }
+        pthread_mutex_lock(&pl.mu);
+        s->state = SLOT_FREE;
+        pl.next_emit++;
+        if (r) pl.stop = 1;
+        pthread_cond_broadcast(&pl.work);
+        pthread_mutex_unlock(&pl.mu);
+        if (r >= 2 && !rc) rc = r;
+    }
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&pl.mu);
+    pthread_cond_destroy(&pl.work);
+    pthread_cond_destroy(&pl.done);
+    free(pl.ring);
+    free(th);
+    cp->b->launch_lock = NULL;
+    return rc;
 }
 
 /* Common start: options, backend, generator, results file. Returns -1 to go
@@ -638,15 +791,53 @@ static void opts_defaults(camp_opts *o, const char *cmd)
     o->shard_n = 1;
     o->shrink = strcmp(cmd, "replay") != 0;
     o->fail_dir = "qvet-failures";
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    o->jobs = cores > 0 && cores <= 1024 ? (int)cores : 1;
+}
+
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The throughput line that ends every check and fuzz run. */
+static void print_rate(const campaign *cp, double secs)
+{
+    double s = secs > 1e-9 ? secs : 1e-9;
+    printf("%.1f s on %d threads: %.1f cases/min, %.3g verified multiply-adds/s\n", secs, cp->o->jobs,
+           60.0 * (double)cp->n_cases / s, cp->macs / s);
 }
 
 /* ---- qvet check ---- */
+
+static int check_case_at(const campaign *cp, int64_t ord, qv_case *c)
+{
+    if (ord >= cp->check_total) return 0;
+    qv_suite_case(cp->gen.variants[cp->check_variant[ord]], cp->b->cap_mnk, cp->o->seed, cp->check_index[ord], c);
+    return 1;
+}
+
+/* After a variant's last case: its line. */
+static int check_after(campaign *cp, const qv_case *c, void *ctx)
+{
+    (void)ctx;
+    int64_t ord = cp->n_cases - 1;
+    int i = cp->check_variant[ord];
+    if (!cp->o->quiet && (ord + 1 == cp->check_total || cp->check_variant[ord + 1] != i)) {
+        printf("  %-28s %3lld cases, %lld failed\n", c->v->name, cp->tallies[i].cases, cp->tallies[i].fail);
+        fflush(stdout);
+    }
+    return 0;
+}
 
 int qv_cmd_check(int argc, char **argv)
 {
     camp_opts o;
     opts_defaults(&o, "check");
-    int pr = parse_opts(argc, argv, OPT_VARIANT | OPT_BACKEND | OPT_OUT | OPT_PLUGIN | OPT_SEED | OPT_CAP | OPT_FAILDIR, &o);
+    int pr = parse_opts(argc, argv,
+                        OPT_VARIANT | OPT_BACKEND | OPT_OUT | OPT_PLUGIN | OPT_SEED | OPT_CAP | OPT_FAILDIR | OPT_JOBS, &o);
     if (pr) return pr > 0 ? 0 : 2;
     if (!o.seed_set) o.seed = QV_CHECK_SEED;
     qv_backend b;
@@ -661,21 +852,27 @@ int qv_cmd_check(int argc, char **argv)
     if (b.cap_mnk > 0) printf(", m*n*k capped at %lld", (long long)b.cap_mnk);
     printf("\n");
     fflush(stdout);
-    rc = 0;
-    for (int i = 0; i < cp.gen.n_variants && !rc; i++) {
-        const qv_variant *v = cp.gen.variants[i];
-        int nc = qv_suite_count(v, b.cap_mnk);
-        for (int j = 0; j < nc && !rc; j++) {
-            qv_case c;
-            qv_suite_case(v, b.cap_mnk, o.seed, j, &c);
-            rc = run_one(&cp, &c, 1);
-        }
-        if (!o.quiet && !rc)
-            printf("  %-28s %3lld cases, %lld failed\n", v->name, cp.tallies[i].cases, cp.tallies[i].fail);
-        fflush(stdout);
+    cp.check_variant = malloc(sizeof(int) * (size_t)(total > 0 ? total : 1));
+    cp.check_index = malloc(sizeof(int) * (size_t)(total > 0 ? total : 1));
+    if (!cp.check_variant || !cp.check_index) {
+        fprintf(stderr, "qvet check: out of memory\n");
+        free(cp.check_variant);
+        free(cp.check_index);
+        return campaign_end(&cp, &pl, 2);
     }
+    for (int i = 0; i < cp.gen.n_variants; i++)
+        for (int j = 0; j < qv_suite_count(cp.gen.variants[i], b.cap_mnk); j++) {
+            cp.check_variant[cp.check_total] = i;
+            cp.check_index[cp.check_total++] = j;
+        }
+    double t0 = wall_s();
+    rc = pool_run(&cp, check_case_at, check_after, NULL);
+    double secs = wall_s() - t0;
+    free(cp.check_variant);
+    free(cp.check_index);
     if (results_close(&cp.res, o.cmd) && !rc) rc = 2;
     printf("\n");
+    print_rate(&cp, secs);
     return campaign_end(&cp, &pl, rc);
 }
 
@@ -688,11 +885,36 @@ static void on_sigint(int sig)
     fuzz_stop = 1;
 }
 
-static double wall_s(void)
+/* What the fuzz loop tracks between cases. */
+typedef struct fuzz_ctx {
+    double t0, last, deadline;
+    int tty;
+} fuzz_ctx;
+
+static int fuzz_case_at(const campaign *cp, int64_t ord, qv_case *c)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    if (cp->o->cases && ord >= cp->o->cases) return 0;
+    qv_gen_case(&cp->gen, cp->o->seed, cp->o->shard_i + ord * cp->o->shard_n, c);
+    return 1;
+}
+
+/* The live progress line, and the budget: 1 stops issuing cases. */
+static int fuzz_after(campaign *cp, const qv_case *c, void *ctx)
+{
+    (void)c;
+    fuzz_ctx *f = ctx;
+    const camp_opts *o = cp->o;
+    double now = wall_s();
+    /* A live line on a terminal (several a second), a plain line every 10 s otherwise. */
+    if (!o->quiet && (now - f->last >= (f->tty ? 0.25 : 10.0))) {
+        f->last = now;
+        double rate = cp->n_cases / (now - f->t0 > 1e-9 ? now - f->t0 : 1e-9);
+        double eta = o->cases ? (double)(o->cases - cp->n_cases) / (rate > 0 ? rate : 1) : f->deadline - now;
+        printf("%s%lld cases, %.1f cases/s, %lld failed, ETA %.0f s%s", f->tty ? "\r\033[K" : "", cp->n_cases, rate,
+               cp->n_fail, eta > 0 ? eta : 0, f->tty ? "" : "\n");
+        fflush(stdout);
+    }
+    return fuzz_stop || (f->deadline && now >= f->deadline) ? 1 : 0;
 }
 
 int qv_cmd_fuzz(int argc, char **argv)
@@ -701,7 +923,7 @@ int qv_cmd_fuzz(int argc, char **argv)
     opts_defaults(&o, "fuzz");
     int pr = parse_opts(argc, argv,
                         OPT_VARIANT | OPT_BACKEND | OPT_OUT | OPT_PLUGIN | OPT_SEED | OPT_BUDGET | OPT_SHARD | OPT_CAP |
-                            OPT_FAILDIR,
+                            OPT_FAILDIR | OPT_JOBS,
                         &o);
     if (pr) return pr > 0 ? 0 : 2;
     if (!o.seed_set) {
@@ -729,32 +951,15 @@ int qv_cmd_fuzz(int argc, char **argv)
 
     fuzz_stop = 0;
     void (*old)(int) = signal(SIGINT, on_sigint);
-    int tty = isatty(STDOUT_FILENO);
-    double t0 = wall_s(), last = t0, deadline = o.minutes > 0 ? t0 + o.minutes * 60 : 0;
-    rc = 0;
-    for (long long t = 0; !rc && !fuzz_stop; t++) {
-        if (o.cases && t >= o.cases) break;
-        if (deadline && wall_s() >= deadline) break;
-        qv_case c;
-        qv_gen_case(&cp.gen, o.seed, o.shard_i + t * o.shard_n, &c);
-        rc = run_one(&cp, &c, 1);
-        double now = wall_s();
-        /* A live line on a terminal (several a second), a plain line every 10 s otherwise. */
-        if (!o.quiet && (now - last >= (tty ? 0.25 : 10.0))) {
-            last = now;
-            double rate = cp.n_cases / (now - t0 > 1e-9 ? now - t0 : 1e-9);
-            double eta = o.cases ? (double)(o.cases - cp.n_cases) / (rate > 0 ? rate : 1) : deadline - now;
-            printf("%s%lld cases, %.1f cases/s, %lld failed, ETA %.0f s%s", tty ? "\r\033[K" : "", cp.n_cases, rate,
-                   cp.n_fail, eta > 0 ? eta : 0, tty ? "" : "\n");
-            fflush(stdout);
-        }
-    }
+    fuzz_ctx f = {.tty = isatty(STDOUT_FILENO)};
+    f.t0 = f.last = wall_s();
+    f.deadline = o.minutes > 0 ? f.t0 + o.minutes * 60 : 0;
+    rc = pool_run(&cp, fuzz_case_at, fuzz_after, &f);
     signal(SIGINT, old);
-    if (tty && !o.quiet) printf("\r\033[K");
+    if (f.tty && !o.quiet) printf("\r\033[K");
     if (fuzz_stop) printf("interrupted\n");
     if (results_close(&cp.res, o.cmd) && !rc) rc = 2;
-    double secs = wall_s() - t0;
-    printf("%.1f s, %.1f cases/s\n", secs, cp.n_cases / (secs > 1e-9 ? secs : 1e-9));
+    print_rate(&cp, wall_s() - f.t0);
     return campaign_end(&cp, &pl, rc);
 }
 

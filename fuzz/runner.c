@@ -3,6 +3,7 @@
  * bit; the verdict always comes from ref_truth_compute + ref_verify. Also the
  * JSONL "case" line and the replay command. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -51,9 +52,9 @@ static int64_t first_diff(const void *x, const void *y, int64_t count, size_t es
 
 /* A device-pointer plugin goes through qv_gpu_run, whose launch signature
  * carries the variant row; this trampoline forwards to the active plugin.
- * The campaign runs one case at a time, so one slot suffices. */
-static qv_ext_launch_fn active_device_launch;
-static const char *active_device_name; /* the string the plugin declared the variant by */
+ * Launches hold the backend's launch lock, and each thread its own slot. */
+static _Thread_local qv_ext_launch_fn active_device_launch;
+static _Thread_local const char *active_device_name; /* the string the plugin declared the variant by */
 
 static qv_status device_trampoline(const qv_variant *v, const qv_gemm_args *args)
 {
@@ -170,11 +171,14 @@ static qv_status run_backend(const qv_backend *b, const qv_problem *p, void *out
 {
     *diff = -1;
     qv_ckpt_format f = qv_ckpt_choose(p);
-    if (f == QV_CKPT_NONE) return run_on_backend(b, p, out, diff);
     qv_problem d;
-    QV_TRY(qv_ckpt_route(p, f, &d));
-    qv_status st = run_on_backend(b, &d, out, diff);
-    qv_problem_destroy(&d);
+    if (f != QV_CKPT_NONE) QV_TRY(qv_ckpt_route(p, f, &d));
+    /* The CPU models are pure; the GPU and plugins launch one at a time. */
+    pthread_mutex_t *lock = b->kind == QV_BACKEND_CPU ? NULL : (pthread_mutex_t *)b->launch_lock;
+    if (lock) pthread_mutex_lock(lock);
+    qv_status st = run_on_backend(b, f == QV_CKPT_NONE ? p : &d, out, diff);
+    if (lock) pthread_mutex_unlock(lock);
+    if (f != QV_CKPT_NONE) qv_problem_destroy(&d);
     return st;
 }
 

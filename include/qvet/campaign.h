@@ -86,6 +86,9 @@ typedef struct qv_backend {
     int repeat;                 /* launches per case for the determinism check (>= 1) */
     int64_t cap_mnk;            /* the largest m*n*k drawn for this backend; 0: no cap */
     char plugin_path[512];      /* for replay commands; "" if none */
+    void *launch_lock;          /* a pthread_mutex_t * held around every launch when cases run on
+                                   several threads (the GPU and plugins: one launch at a time,
+                                   the verification in parallel); NULL: none */
 } qv_backend;
 
 /* The default m*n*k caps of CPU-model cases. The exact reference costs about
