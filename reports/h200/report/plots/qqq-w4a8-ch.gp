@@ -1,4 +1,5 @@
 set terminal svg size 960,360 dynamic font 'sans,11'
+set termoption noenhanced
 set output 'qqq-w4a8-ch.svg'
 set multiplot layout 1,3 title 'qqq-w4a8-ch'
 set style fill solid 0.6
@@ -6,19 +7,109 @@ set boxwidth 0.8
 unset key
 set xlabel '|err|/E'
 set ylabel 'elements (log)'
+$eb << EOD
+0 447946
+1 4
+2 5
+3 5
+4 5
+6 2
+7 1
+9 1
+EOD
+unset logscale
 set logscale y
-set yrange [0.8:*]
+set xrange [-0.6:20.6]
+set yrange [0.8:1e+06]
 set xtics ('0' 0, '.25' 5, '.5' 10, '.75' 15, '>=1' 20)
-plot 'qqq-w4a8-ch.dat' index 1 using 1:2 with boxes lc rgb '#3b6ea8'
+set ytics auto
+plot $eb using 1:2 with boxes lc rgb '#3b6ea8' notitle
 set xlabel 'ulps to RN(y)'
+set ylabel 'elements (log)'
+$ulp << EOD
+0 447942
+1 27
+EOD
+unset logscale
+set logscale y
+set xrange [-0.6:6.6]
+set yrange [0.8:1e+06]
 set xtics ('0' 0, '1' 1, '2' 2, '3' 3, '4-7' 4, '8-15' 5, '>=16' 6)
-plot 'qqq-w4a8-ch.dat' index 2 using 1:2 with boxes lc rgb '#5a9a5a'
-set xtics auto
-set logscale xy
+set ytics auto
+plot $ulp using 1:2 with boxes lc rgb '#5a9a5a' notitle
 set xlabel 'K'
 set ylabel '|err|'
+$err << EOD
+16 0.0059241029756655905
+128 0.0047527398029387768
+144 0.10682646288887554
+528 0.12192580418337684
+16 0.029682674647659724
+128 0.051829154085396567
+144 0.11562332093717487
+528 0.19391745441942021
+16 0.041003195048745056
+128 0.12330589083364885
+144 0.099322345045891325
+528 0.12367971977482739
+16 0.048637818848334291
+128 0.11627308032154815
+144 0.14898563126564568
+528 0.23735414698614932
+16 0.030574027830184036
+128 0.12443974506857103
+144 0.22197829363312849
+16 0.015295432822306054
+128 0.032305257438082435
+144 0.032774591695442723
+528 0.058071774993948111
+16 0.028589337187909791
+128 0.057941380936171072
+144 0.09350641790121017
+528 0.15899925280905336
+16 0.025772022575281994
+128 0.061704012020356913
+144 0.05536139849394317
+528 0.20382787912967615
+16 0.024792101290429969
+128 0.095782718373811804
+144 0.11077807372402049
+528 0.2298790036943501
+16 0.029054494293319522
+128 0.060544113560439428
+144 0.11693463980407159
+528 0.17285809493944271
+128 0.0008544921875
+144 0.0068359375
+528 0.0078125
+128 3.7289834846360992e-23
+144 4.4747793155560399e-22
+128 15.616733946546447
+144 15.924380303353246
+128 0.026734513357453693
+144 0.071896863318897886
+128 0.013932241455478334
+144 0.015400376743102129
+1024 1
+4096 0.48003386370646695
+528 1
+128 0.0006103515625
+5472 0.91652615691282335
+144 0.10734896481534406
+28672 1
+16 0.0078125
+4096 0.12480764985161841
+EOD
+$bound << EOD
+EOD
+unset logscale
+set logscale x
+set xrange [10:100000]
+set logscale y
+set yrange [1e-23:100]
+set xtics auto
+set ytics auto
 set format y '%.0e'
-set yrange [*:*]
 set key top left font ',9'
-plot 'qqq-w4a8-ch.dat' index 0 using 1:2 with points pt 7 ps 0.4 lc rgb '#3b6ea8' title 'max |err|', '' index 0 using 1:3 with points pt 6 ps 0.5 lc rgb '#c0392b' title 'α·G'
+plot $err using 1:2 with points pt 7 ps 0.4 lc rgb '#3b6ea8' title 'max |err|'
 unset multiplot
