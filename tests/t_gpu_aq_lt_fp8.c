@@ -107,7 +107,7 @@ static const struct lt_shape {
 };
 #define N_SHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
-/* Where cuBLASLt's heuristic is known to take the mode (H200, 2026-11-29:
+/* Where cuBLASLt's heuristic is known to take the mode (measured on the H200:
  * with N a multiple of 16 and whole 128-K blocks every mode took every M,
  * VEC128 every multiple of 4); elsewhere it may decline, and the mma kernel
  * runs. */

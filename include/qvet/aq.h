@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+#include <stddef.h>
+
 #include "qvet/status.h"
 
 #ifdef __cplusplus
@@ -65,36 +67,22 @@ int qv_qqq_wg_route(int group, int m, int n, int k, int g);
 void qv_lt_trace_algo(const char *label, int m, int n, int k, const void *algo, size_t ws_bytes, float waves);
 
 /* The default smallest M of the W8A8 e4m3 rows' cuBLASLt path, per scaling
- * (QVET_AQ_LT_FP8_MIN_M overrides all of them; "off" never takes the path).
- * H200, qvet bench, µs per layer:
- *  - per tensor: cuBLASLt 227-235 at M = 1..32 on the Llama-3-70B block, the
- *    mma kernel 265-342: M >= 1;
- *  - per token x channel: cuBLASLt in two steps below
- *    QV_AQ_LT_FP8_OUTER_MIN_M (2026-12-02, µs per block, Llama-2-7B /
- *    Llama-3-70B, the mma kernel / two steps): M = 1 88.1 / 85.1, 253.5 /
- *    240.2; M = 4 97.4 / 84.8, 261.8 / 240.2; M = 16 (then the mma kernel on
- *    the two larger 7B layers and every 70B one) 103.7 / 89.8, 297.8 / 246.8:
- *    M >= 1 (until the twelfth round, with cuBLASLt's outer vectors as the
- *    only form, 12 on layers with N K < 2^26 and 17 on larger ones);
- *  - 128x128 blocks: cuBLASLt (VEC128, M rounded up to 4) 116.3 / 299.3 on the
- *    Llama-2-7B / Llama-3-70B block at M = 1, the mma kernel 107.0 / 291.6;
- *    at M = 4 cuBLASLt 89.5 / 262.2, the mma kernel 115.9 / 301.3: M >= 4. */
+ * (QVET_AQ_LT_FP8_MIN_M overrides all of them; "off" never takes the path),
+ * where cuBLASLt was faster than the mma kernel on the H200 (qvet bench):
+ * per tensor and per token x channel (in two steps) at every M, 128x128
+ * blocks from M = 4 (the mma kernel is faster at M = 1). */
 #define QV_AQ_LT_FP8_MIN_M_TENSOR 1
 #define QV_AQ_LT_FP8_MIN_M_TOK_CH 1
 #define QV_AQ_LT_FP8_MIN_M_BLOCK 4
 
 /* From this M on, the 128x128-block row runs cuBLASLt's BLK128x128 weight
  * scaling instead of VEC128 over expanded weight scales (same arithmetic);
- * QVET_AQ_LT_FP8_BLK_MIN_M overrides it ("off": never). H200, 2026-11-30,
- * cuBLASLt alone (tools/probe-blk128.cu), µs, BLK128x128 / VEC128:
- * Llama-3-70B gate_up M = 64 143.6 / 128.4, M = 256 198.4 / 238.0, M = 1024
- * 698.5 / 879.5; Llama-2-7B o M = 64 16.8 / 10.4, M = 256 17.2 / 17.6. */
+ * QVET_AQ_LT_FP8_BLK_MIN_M overrides it ("off": never). BLK128x128 is the
+ * faster form from about M = 128 on the H200 (tools/probe-blk128.cu). */
 #define QV_AQ_LT_FP8_BLK_MIN_M 128
 /* On layers with N <= 8192 and K <= 8192 (the o projections of both models)
- * VEC128 stays faster up to M = 255: H200, 2026-12-02 (r57, cuBLASLt alone,
- * VEC128 / BLK128x128 at M = 128), Llama-2-7B o 11.9 / 17.2 µs, Llama-3-70B
- * o 30.0 / 31.3, while every other layer of the two models is faster in
- * BLK128x128 (Llama-2-7B down, K = 11008: 26.3 / 24.5; qkv 27.3 / 19.9). */
+ * VEC128 stays faster up to M = 255 on the H200; every other layer of the
+ * two models is faster in BLK128x128 from M = 128. */
 #define QV_AQ_LT_FP8_BLK_MIN_M_SMALL 256
 
 /* The M from which the block row takes the BLK128x128 form on an N x K layer
@@ -113,11 +101,8 @@ int qv_aq_lt_fp8_blk_form(int m, int n, int k);
  * vector scaling; below it, the two-step form (cuBLASLt per tensor with unit
  * scales into fp32, then the two scales and the fp16 rounding in a small
  * kernel; same arithmetic). QVET_AQ_LT_FP8_OUTER_MIN_M overrides it ("off":
- * never the outer vectors). H200, 2026-12-02, µs per block, Llama-2-7B /
- * Llama-3-70B, outer vectors / two steps: M = 1 125.6 / 85.1, 388.6 / 240.2;
- * M = 16 121.2 / 89.8, 377.9 / 246.8; M = 64 111.0 / 101.4, 320.8 / 274.7;
- * M = 128 104.7 / 111.4, 272.3 / 307.9; M = 1024 368.6 / 526.1 (the
- * cuBLASLt baseline's outer vectors), 1393.4 / 1633.7. */
+ * never the outer vectors). The two steps are faster on the H200 below
+ * M = 128 (1.1-1.6x at M <= 64), the outer vectors from M = 128. */
 #define QV_AQ_LT_FP8_OUTER_MIN_M 128
 
 struct qv_variant;
