@@ -1,4 +1,13 @@
-# qvet: one static library, one `qvet` binary, Check suites, libFuzzer targets.
+# qvet: three static libraries in layers, one `qvet` binary, Check suites,
+# libFuzzer targets, and an example program.
+#
+#   BUILD/libqvet_cpu.a  formats, specs, the registry as data, problems, layouts,
+#                        the .npy/.safetensors/JSON readers, the reference and the
+#                        verdict, eval's CPU parts: links no CUDA library
+#   BUILD/libqvet_gpu.a  kernels, the launch table (src/gpu_launch.c), the GPU
+#                        runner, bench's timing, eval's GPU linear layers
+#   BUILD/libqvet_cli.a  the subcommands and the campaign (check, fuzz, replay),
+#                        which reaches the GPU runner directly from above
 #
 #   make              build everything (CUDA kernels included; no GPU needed)
 #   make check        install missing Debian packages, build, run every Check suite
@@ -24,13 +33,15 @@ CUDA_HOME ?= /usr/local/cuda
 # changing any result.
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
-            -ffp-contract=off -fno-math-errno -Iinclude -I$(CUDA_HOME)/include -MMD -MP
+            -ffp-contract=off -fno-math-errno -Iinclude -Isrc -MMD -MP
+# The CUDA headers only for the code above the CPU library (see the layers below).
+CUDA_INC := -I$(CUDA_HOME)/include
 # Kernels: Hopper machine code plus compute_90 PTX so newer drivers can JIT.
 # -fmad=true is stated on purpose: each kernel's declared arithmetic model says
 # where FMA contraction happens. Never --use_fast_math: it flushes subnormals and
 # approximates division, which would break the declared models.
 NVFLAGS  ?= -O3 -lineinfo
-NVFLAGS  += -std=c++17 -fmad=true -Iinclude \
+NVFLAGS  += -std=c++17 -fmad=true -Iinclude -Isrc \
             -gencode=arch=compute_90,code=sm_90 \
             -gencode=arch=compute_90,code=compute_90 \
             -Xcompiler -Wall -MMD -MP $(MUTANT_FLAGS)
@@ -52,18 +63,31 @@ $(BUILD)/obj/kernels/qqq_wg.cu.o: NVFLAGS := $(WG_NVFLAGS)
 # there as shared libraries. cudart is static for the same reason.
 LIBDIR    := /usr/lib/x86_64-linux-gnu
 CHECK_LIBS := $(LIBDIR)/libcheck.a $(LIBDIR)/libsubunit.a
+# CPU_LDLIBS is all a program on the CPU library needs (dlopen, for the plugin
+# loader, is in the C library since glibc 2.34).
+CPU_LDLIBS := -lmpfr -lgmp -lopenblas -lm -lpthread
 LDLIBS    := -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart_static \
-             -Wl,-rpath,$(CUDA_HOME)/lib64 \
-             -lmpfr -lgmp -lopenblas -lstdc++ -lm -lpthread -ldl -lrt
+             -Wl,-rpath,$(CUDA_HOME)/lib64 -lstdc++ $(CPU_LDLIBS) -ldl -lrt
 
-LIB_C   := $(filter-out src/qvet.c,$(wildcard src/*.c)) \
-           $(wildcard reference/*.c) $(wildcard kernels/*.c) \
-           $(filter-out fuzz/lf_%.c,$(wildcard fuzz/*.c)) \
-           $(wildcard reports/*.c) $(wildcard eval/*.c) $(wildcard bench/*.c)
-LIB_CU  := $(wildcard kernels/*.cu) $(wildcard bench/*.cu) $(wildcard eval/*.cu)
-LIB_OBJ := $(LIB_C:%.c=$(BUILD)/obj/%.o) $(LIB_CU:%.cu=$(BUILD)/obj/%.cu.o)
-LIB     := $(BUILD)/libqvet.a
+# The layers: each library uses only itself and the ones below it, so a
+# program links them top first ($(LIBS)). CLI_C: the subcommands (cmd_*.c),
+# their option helpers and the campaign; GPU_C/GPU_CU: what calls CUDA
+# (src/gpu_*.c, kernels/, bench/ but its subcommand, eval/*_gpu.c); CPU_C:
+# the rest of src/, reference/ and eval/.
+CLI_C   := src/cli_util.c $(wildcard src/cmd_*.c bench/cmd_*.c eval/cmd_*.c reports/*.c) \
+           $(filter-out fuzz/lf_%.c,$(wildcard fuzz/*.c))
+GPU_C   := $(wildcard src/gpu_*.c kernels/*.c eval/*_gpu.c) $(filter-out $(CLI_C),$(wildcard bench/*.c))
+GPU_CU  := $(wildcard kernels/*.cu bench/*.cu eval/*.cu)
+CPU_C   := $(filter-out src/qvet.c $(CLI_C) $(GPU_C),$(wildcard src/*.c reference/*.c eval/*.c))
+CPU_OBJ := $(CPU_C:%.c=$(BUILD)/obj/%.o)
+GPU_OBJ := $(GPU_C:%.c=$(BUILD)/obj/%.o) $(GPU_CU:%.cu=$(BUILD)/obj/%.cu.o)
+CLI_OBJ := $(CLI_C:%.c=$(BUILD)/obj/%.o)
+LIB_CPU := $(BUILD)/libqvet_cpu.a
+LIB_GPU := $(BUILD)/libqvet_gpu.a
+LIB_CLI := $(BUILD)/libqvet_cli.a
+LIBS    := $(LIB_CLI) $(LIB_GPU) $(LIB_CPU)
 QVET    := $(BUILD)/qvet
+EXAMPLE := $(BUILD)/examples/verify_buffers
 
 TEST_SRC := $(wildcard tests/t_*.c)
 TESTS    := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
@@ -73,7 +97,7 @@ FUZZ_SRC := $(wildcard fuzz/lf_*.c)
 # Keep the test objects (intermediates of a pattern rule) so a second make
 # does not rebuild them.
 .SECONDARY:
-all: $(QVET) $(TESTS) $(BUILD)/plugins/libqvet_example_plugin.so
+all: $(QVET) $(TESTS) $(EXAMPLE) $(BUILD)/plugins/libqvet_example_plugin.so
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -89,18 +113,44 @@ QV_GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 $(BUILD)/obj/fuzz/cmd_campaign.o: CFLAGS += -DQV_GIT_COMMIT=\"$(QV_GIT_COMMIT)\"
 $(BUILD)/obj/fuzz/cmd_campaign.o: $(wildcard .git/logs/HEAD)
 
-$(LIB): $(LIB_OBJ)
+# Code above the CPU library sees the CUDA headers; the CPU library does not.
+$(GPU_OBJ) $(CLI_OBJ): CFLAGS += $(CUDA_INC)
+
+# The CPU library. After archiving, all its members (--whole-archive) are linked
+# into an empty program with CPU_LDLIBS alone: an object that needs CUDA, a
+# kernel or a layer above fails the build here, not in a user's link.
+$(LIB_CPU): $(CPU_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+	@echo 'int main(void) { return 0; }' | $(CC) -x c - -x none -Wl,--whole-archive $@ -Wl,--no-whole-archive \
+	    $(CPU_LDLIBS) -o $(BUILD)/obj/cpu_layer_check \
+	    || { rm -f $@; echo "$@: the CPU library needs more than $(CPU_LDLIBS) (above)" >&2; exit 1; }
+
+# The GPU library: the kernels and everything that calls CUDA, over the CPU library.
+$(LIB_GPU): $(GPU_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(QVET): $(BUILD)/obj/src/qvet.o $(LIB)
+# The CLI layer: the subcommands and the campaign, over both.
+$(LIB_CLI): $(CLI_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(QVET): $(BUILD)/obj/src/qvet.o $(LIBS)
 	$(CC) -rdynamic $^ $(LDLIBS) -o $@
+
+# The example a user's program follows (examples/verify_buffers.c): built as
+# its header says, against the CPU library alone; tests/t_layers.c runs it.
+$(EXAMPLE): examples/verify_buffers.c $(LIB_CPU) $(wildcard include/qvet/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -Wall -Wextra -Iinclude $< $(LIB_CPU) $(CPU_LDLIBS) -o $@
+$(BUILD)/tests/t_layers: | $(EXAMPLE)
 
 # tests/support/*.c: helpers shared by the suites (no test includes a .c file).
 TEST_SUPPORT := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/support/*.c))
 $(BUILD)/obj/tests/support/%.o: CFLAGS += -Itests
-$(BUILD)/obj/tests/%.o: CFLAGS += -Itests
-$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_SUPPORT) $(LIB)
+$(BUILD)/obj/tests/%.o: CFLAGS += -Itests $(CUDA_INC)
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_SUPPORT) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $^ $(CHECK_LIBS) $(LDLIBS) -o $@
 
@@ -136,12 +186,12 @@ all: $(QVET_MPI)
 $(MPI_OBJ): src/mpi/qvet_mpi.c
 	@command -v $(MPICC) >/dev/null || { echo "$(MPICC) not found: install openmpi-bin and libopenmpi-dev (make deps)" >&2; exit 1; }
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(MPI_CFLAGS) -c $< -o $@
-$(QVET_MPI): $(BUILD)/obj/src/qvet.o $(MPI_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $(CUDA_INC) $(MPI_CFLAGS) -c $< -o $@
+$(QVET_MPI): $(BUILD)/obj/src/qvet.o $(MPI_OBJ) $(LIBS)
 	$(CC) -rdynamic -Wl,--wrap=main $^ $(MPI_LIBS) $(LDLIBS) -o $@
 ifeq ($(MPI),1)
 $(QVET): $(MPI_OBJ)
-$(QVET): LDLIBS := $(LIB) -Wl,--wrap=main $(MPI_LIBS) $(LDLIBS)
+$(QVET): LDLIBS := $(LIBS) -Wl,--wrap=main $(MPI_LIBS) $(LDLIBS)
 endif
 
 deps:
@@ -172,10 +222,11 @@ fuzz: deps
 report: $(QVET)
 	$(QVET) report $(wildcard $(BUILD)/results/*.jsonl) -o reports/out
 
-# libFuzzer targets: the library's C sources rebuilt by clang with ASan+UBSan.
-FZ_FLAGS := -O1 -g -std=c11 -D_GNU_SOURCE -Iinclude -I$(CUDA_HOME)/include \
+# libFuzzer targets: the CPU library's sources (every parser lives there)
+# rebuilt by clang with ASan+UBSan, linked without CUDA.
+FZ_FLAGS := -O1 -g -std=c11 -D_GNU_SOURCE -Iinclude -Isrc \
             -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FZ_OBJ   := $(LIB_C:%.c=$(BUILD)/fz/%.o)
+FZ_OBJ   := $(CPU_C:%.c=$(BUILD)/fz/%.o)
 FZ_LIB   := $(BUILD)/fz/libqvet_fz.a
 FUZZERS  := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fz/%)
 $(BUILD)/fz/%.o: %.c
@@ -185,8 +236,7 @@ $(FZ_LIB): $(FZ_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 $(BUILD)/fz/lf_%: fuzz/lf_%.c $(FZ_LIB)
-	$(CLANG) $(FZ_FLAGS) -fsanitize=fuzzer $^ -L$(CUDA_HOME)/lib64 -lcudart_static \
-	    -lmpfr -lgmp -lopenblas -lstdc++ -lm -lpthread -ldl -lrt -o $@
+	$(CLANG) $(FZ_FLAGS) -fsanitize=fuzzer $^ $(CPU_LDLIBS) -o $@
 fuzz-parsers: deps
 	@$(MAKE) --no-print-directory $(FUZZERS)
 	@bash tools/fuzz-parsers.sh $(BUILD) $${FUZZ_SECONDS:-60}

@@ -1,10 +1,9 @@
 /* aq_bench.c: the activation-quantized family's parts of `qvet bench`
  * (aq_bench.h): cuBLASLt W8A8 baselines (fp8 e4m3 -> f16 with the default
  * promoted accumulation and per-tensor, per-token x per-channel or per-128-K
- * block scales; int8 -> int32) and the per-token activation quantizer alone;
- * plus qv_aq_bench (aq.h), which runs `qvet bench` on the family's rows
- * (QVET_AQ_BENCH=1 t_gpu_aq). Buffers hold random codes (scales hold 1.0):
- * speed does not depend on the values, and correctness is the GPU suites' job. */
+ * block scales; int8 -> int32) and the per-token activation quantizer alone.
+ * Buffers hold random codes (scales hold 1.0): speed does not depend on the
+ * values, and correctness is the GPU suites' job. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,10 +12,9 @@
 #include <cuda_runtime_api.h>
 
 #include "aq_bench.h"
-#include "qvet/aq.h"
-#include "qvet/cli.h"
+#include "internal/aq.h"
+#include "internal/gpu.h"
 #include "qvet/gemm.h"
-#include "qvet/gpu.h"
 
 #define LT_L2_TWICE ((size_t)120 << 20)    /* twice the H200's 60 MB L2: weights rotate past it */
 #define LT_MAX_COPIES 64
@@ -326,17 +324,4 @@ qv_status qv_bench_act_quant(qv_fmt qfmt, const int *rows_list, int n, int cols,
     free(us_buf);
     ab_free(&pool);
     return st;
-}
-
-int qv_aq_bench(void)
-{
-    if (!qv_gpu_info_get(NULL)) {
-        printf("SKIP: no CUDA device\n");
-        return 0;
-    }
-    /* The family's rows with their baselines at the M values of DESIGN.md §8's
-     * QQQ anchors; `qvet bench` is the one implementation. */
-    char *argv[] = {"bench", "--variant", "qqq-*,w8a8-*", "--m", "1,16,64,1024", NULL};
-    const int rc = qv_cmd_bench(5, argv);
-    return rc == 0 ? 0 : rc == 2 ? 1 : 3;
 }

@@ -6,7 +6,7 @@
 #ifndef QVET_BENCH_AQ_BENCH_H
 #define QVET_BENCH_AQ_BENCH_H
 
-#include "qvet/bench.h"
+#include "internal/bench.h"
 #include "qvet/formats.h"
 #include "qvet/status.h"
 

@@ -7,8 +7,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "qvet/bench.h"
-#include "qvet/gpu.h"
+#include "internal/bench.h"
+#include "internal/gpu.h"
 
 namespace {
 

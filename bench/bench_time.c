@@ -5,8 +5,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "qvet/bench.h"
-#include "qvet/gpu.h"
+#include "internal/bench.h"
+#include "internal/gpu.h"
 
 static int cmp_double(const void *a, const void *b)
 {

@@ -1,11 +1,11 @@
 /* cmd_bench.c: `qvet bench`, kernel speed against cuBLAS and the weight-read
  * floor (DESIGN.md §8-§9).
  *
- * For every registry row with a launch (optionally filtered by --variant), every
+ * For every registry row with a kernel (optionally filtered by --variant), every
  * model's four linear layers (qkv, o, gate_up, down) and every M, it times the
- * row's launch function with CUDA events (median of --runs launches after a
- * warm-up), rotating several copies of the layer's packed weights so that their
- * total exceeds the 60 MB L2 twice over. In the same run it measures the
+ * row's kernel (gemm.h: qv_gpu_launch) with CUDA events (median of --runs
+ * launches after a warm-up), rotating several copies of the layer's packed
+ * weights so that their total exceeds the 60 MB L2 twice over. In the same run it measures the
  * device-to-device copy bandwidth and cuBLAS fp16 (the cublas-f16 row), and
  * reports per layer and per block: median µs, the fraction of the weight-read
  * floor (packed weight, scale and zero-point bytes at the copy bandwidth), and
@@ -13,7 +13,7 @@
  * whole block with its four layers launched back to back between two events
  * ("chain"), as a forward pass runs them: no event between the layers, and a
  * kernel may overlap the one before it. Any family's rows, baselines
- * included, show up here by being registry rows with a launch function. The
+ * included, show up here by being registry rows with a kernel. The
  * run goes one M at a time, smallest first (every row, model and layer at
  * that M), so that no small-M point is timed on clocks that a larger M's
  * power draw has lowered. At each M it times every row's GEMMs alone, then
@@ -63,12 +63,13 @@
 #include <cuda_runtime_api.h>
 
 #include "aq_bench.h"
-#include "qvet/bench.h"
-#include "qvet/campaign.h"
-#include "qvet/cli.h"
+#include "internal/aq.h"
+#include "internal/bench.h"
+#include "internal/campaign.h"
+#include "internal/cli.h"
+#include "internal/gpu.h"
+#include "internal/json.h"
 #include "qvet/gemm.h"
-#include "qvet/gpu.h"
-#include "qvet/json.h"
 #include "qvet/layout.h"
 #include "qvet/problem.h"
 #include "qvet/variant.h"
@@ -178,7 +179,7 @@ static qv_status launch_rotating(void *ctx, int iter, void *stream)
     const weight_set *w = &c->sets[iter % c->n_sets];
     a.b = w->b, a.scales = w->scales, a.scales2 = w->scales2, a.zeros = w->zeros;
     a.stream = stream;
-    return c->v->launch(c->v, &a);
+    return qv_gpu_launch(c->v, &a);
 }
 
 /* The quantizer writes the GEMM's activation codes and scales, then the GEMM. */
@@ -453,7 +454,7 @@ static qv_status layer_alloc(const bench_row *r, const bench_layer *L, const ben
     void *a = NULL, *out = NULL, *ascale = NULL, *azp = NULL, *perm = NULL, *ws = NULL, *x16 = NULL;
     size_t ws_bytes = 0;
     for (int mi = 0; mi < o->n_m; mi++) {
-        size_t w = v->workspace ? v->workspace(v, o->ms[mi], L->n, L->k) : 0;
+        size_t w = qv_gpu_workspace(v, o->ms[mi], L->n, L->k);
         ws_bytes = w > ws_bytes ? w : ws_bytes;
     }
     QV_TRY(pool_alloc(pool, (size_t)m_max * L->k * qv_fmt_storage_bytes(v->afmt), &a));
@@ -770,7 +771,7 @@ static int collect_rows(const bench_opts *o, const qv_variant *ref, bench_row *r
     const int first = n;
     for (int i = 0; i < qv_registry_count() && n < MAX_ROWS - 5 - N_AQK; i++) {
         const qv_variant *v = qv_registry_get(i);
-        if (v == ref || !v->launch || !opts_match(o, v)) continue;
+        if (v == ref || !v->gpu_kernel || !opts_match(o, v)) continue;
         const aq_kind q = row_aq_kind(v);
         rows[n++] = (bench_row){v->name, ROW_VARIANT, v, q};
         if (q != AQK_NONE) used[q] = 1;
@@ -1017,7 +1018,7 @@ int qv_cmd_bench(int argc, char **argv)
     const int trace = trace_env && !strcmp(trace_env, "1");
 
     const qv_variant *ref = qv_variant_find("cublas-f16");
-    if (!ref || !ref->launch) {
+    if (!ref || !ref->gpu_kernel) {
         fprintf(stderr, "qvet bench: the registry has no cublas-f16 row to compare with\n");
         return 2;
     }
@@ -1212,4 +1213,18 @@ int qv_cmd_bench(int argc, char **argv)
     printf("\nqvet bench: %d rows x %d M values, %d timed launches per point: %.0f s\n", nr, o.n_m, o.runs,
            (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     return 0;
+}
+
+/* The activation-quantized family's benchmark (aq.h; QVET_AQ_BENCH=1 t_gpu_aq). */
+int qv_aq_bench(void)
+{
+    if (!qv_gpu_info_get(NULL)) {
+        printf("SKIP: no CUDA device\n");
+        return 0;
+    }
+    /* The family's rows with their baselines at the M values of DESIGN.md §8's
+     * QQQ anchors; `qvet bench` is the one implementation. */
+    char *argv[] = {"bench", "--variant", "qqq-*,w8a8-*", "--m", "1,16,64,1024", NULL};
+    const int rc = qv_cmd_bench(5, argv);
+    return rc == 0 ? 0 : rc == 2 ? 1 : 3;
 }

@@ -10,10 +10,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "qvet/cli.h"
-#include "qvet/eval.h"
-#include "qvet/gpu.h"
-#include "qvet/json.h"
+#include "internal/cli.h"
+#include "internal/eval.h"
+#include "internal/gpu.h"
+#include "internal/json.h"
 
 #include "eval_internal.h"
 

@@ -44,11 +44,4 @@ void ev_ppl_base_stats(struct qv_ppl_base *b);
 /* Monotonic wall-clock seconds (eval/parallel.c). */
 double ev_now(void);
 
-/* Releases a GPU backend's context (eval/linear_gpu.c). */
-void ev_gpu_free_ctx(void *ctx);
-/* Uploads every layer of a GPU backend for t activation rows. */
-qv_status ev_gpu_prepare(void *ctx, int t);
-/* A GPU backend's accumulated wall time (qv_linear_backend_times). */
-void ev_gpu_times(const void *ctx, double *acts_s, double *gemm_s);
-
 #endif

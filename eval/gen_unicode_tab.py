@@ -44,7 +44,7 @@ w(f"""/* unicode_tab.c: Unicode classes for the GPT-2 pre-tokenizer (eval.h).
  * (general categories L* and N*); White_Space is the short fixed list below. */
 #include <stdint.h>
 
-#include "qvet/eval.h"
+#include "internal/eval.h"
 
 {table("uni_letter", letters)}
 

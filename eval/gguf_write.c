@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal/gguf.h"
 #include "qvet/formats.h"
-#include "qvet/gguf.h"
 
 /* The writer always uses the GGUF default alignment. */
 #define W_ALIGN 32

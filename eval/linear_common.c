@@ -1,4 +1,5 @@
-/* linear_common.c: linear_common.h. */
+/* linear_common.c: linear_common.h, and the backend-independent calls of eval.h
+ * (qv_linear_backend_prepare, _times, _free). */
 #include "linear_common.h"
 
 #include <stdlib.h>
@@ -149,4 +150,25 @@ void ev_round_out(qv_fmt f, const float *yy, int64_t n_pad, int t, int n, float 
 {
     out_job j = {f, 1, yy, n_pad, n, y};
     ev_parallel_for(t, ev_grain(t, EV_ROW_GRAIN), out_rows, &j);
+}
+
+/* The backend-independent calls (eval.h) go through the backend's own
+ * operations, so this file needs neither backend. */
+void qv_linear_backend_times(const qv_linear_backend *lb, double *acts_s, double *gemm_s)
+{
+    *acts_s = *gemm_s = 0;
+    if (lb && lb->ctx && lb->times) lb->times(lb->ctx, acts_s, gemm_s);
+}
+
+qv_status qv_linear_backend_prepare(qv_linear_backend *lb, int t)
+{
+    if (!lb || !lb->ctx) return qv_fail(QV_ERR_USAGE, "prepare: no backend");
+    return lb->prepare ? lb->prepare(lb->ctx, t) : QV_OK;
+}
+
+void qv_linear_backend_free(qv_linear_backend *lb)
+{
+    if (!lb || !lb->ctx) return;
+    if (lb->release) lb->release(lb->ctx);
+    memset(lb, 0, sizeof *lb);
 }

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "qvet/eval.h"
+#include "internal/eval.h"
 
 /* 128: the token-block width of QV_ASCALE_TOKEN_BLOCK, the finest activation
  * scale layout, so (m, ceil(k/128)) scales cover every layout. */

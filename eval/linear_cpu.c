@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qvet/eval.h"
+#include "internal/eval.h"
 #include "qvet/formats.h"
 #include "qvet/reference.h"
 
@@ -139,6 +139,17 @@ static void cpu_free(cpu_ctx *c)
     free(c);
 }
 
+static qv_status cpu_prepare(void *vctx, int t) { return scratch(vctx, t); }
+
+static void cpu_times(const void *vctx, double *acts_s, double *gemm_s)
+{
+    const cpu_ctx *c = vctx;
+    *acts_s = c->acts_s;
+    *gemm_s = c->gemm_s;
+}
+
+static void cpu_release(void *vctx) { cpu_free(vctx); }
+
 /* The fast path's dequantized weights of linear layer i. */
 static qv_status dequant_layer(void *vc, int64_t i)
 {
@@ -169,33 +180,8 @@ qv_status qv_linear_variant_cpu(const qv_variant *v, const qv_llama *m, int exac
     out->run = cpu_run;
     out->ctx = c;
     out->name = exact ? "cpu-model" : "cpu-fast";
+    out->prepare = cpu_prepare;
+    out->times = cpu_times;
+    out->release = cpu_release;
     return QV_OK;
-}
-
-void qv_linear_backend_times(const qv_linear_backend *lb, double *acts_s, double *gemm_s)
-{
-    *acts_s = *gemm_s = 0;
-    if (!lb || !lb->ctx) return;
-    if (lb->run == cpu_run) {
-        const cpu_ctx *c = lb->ctx;
-        *acts_s = c->acts_s;
-        *gemm_s = c->gemm_s;
-        return;
-    }
-    ev_gpu_times(lb->ctx, acts_s, gemm_s);
-}
-
-qv_status qv_linear_backend_prepare(qv_linear_backend *lb, int t)
-{
-    if (!lb || !lb->ctx) return qv_fail(QV_ERR_USAGE, "prepare: no backend");
-    if (lb->run == cpu_run) return scratch(lb->ctx, t);
-    return ev_gpu_prepare(lb->ctx, t);
-}
-
-void qv_linear_backend_free(qv_linear_backend *lb)
-{
-    if (!lb || !lb->ctx) return;
-    if (lb->run == cpu_run) cpu_free(lb->ctx);
-    else ev_gpu_free_ctx(lb->ctx);
-    memset(lb, 0, sizeof *lb);
 }

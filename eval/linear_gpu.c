@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qvet/eval.h"
+#include "internal/eval.h"
+#include "internal/gpu.h"
 #include "qvet/formats.h"
-#include "qvet/gpu.h"
 #include "qvet/layout.h"
 
 #include "eval_internal.h"
@@ -58,7 +58,7 @@ static void free_staging(gpu_ctx *c)
     c->st.x = NULL;
 }
 
-void ev_gpu_free_ctx(void *vctx)
+static void gpu_free_ctx(void *vctx)
 {
     gpu_ctx *c = vctx;
     if (!c) return;
@@ -159,7 +159,7 @@ static qv_status gpu_call(gpu_ctx *c, int layer, qv_llama_lin which, const float
                                 cudaMemcpyHostToDevice, s), "upload activation zero points");
     size_t out_bytes = (size_t)t * (size_t)pp.n * qv_fmt_storage_bytes(v->ofmt);
     GPU_TRY(cudaMemcpyAsync(a->c, c->poison_d, out_bytes, cudaMemcpyDeviceToDevice, s), "poison the output");
-    QV_TRY(v->launch(v, a));
+    QV_TRY(qv_gpu_launch(v, a));
     GPU_TRY(cudaGetLastError(), "kernel launch");
     GPU_TRY(cudaMemcpyAsync(c->out_h, a->c, out_bytes, cudaMemcpyDeviceToHost, s), "download output");
     GPU_TRY(cudaStreamSynchronize(s), "kernel execution");
@@ -168,7 +168,7 @@ static qv_status gpu_call(gpu_ctx *c, int layer, qv_llama_lin which, const float
     return QV_OK;
 }
 
-void ev_gpu_times(const void *vctx, double *acts_s, double *gemm_s)
+static void gpu_times(const void *vctx, double *acts_s, double *gemm_s)
 {
     const gpu_ctx *c = vctx;
     *acts_s = c->acts_s;
@@ -200,7 +200,7 @@ static void pack_layers(void *vj, int64_t lo, int64_t hi)
     }
 }
 
-qv_status ev_gpu_prepare(void *vctx, int t)
+static qv_status gpu_prepare(void *vctx, int t)
 {
     gpu_ctx *c = vctx;
     if (t < 1) return qv_fail(QV_ERR_USAGE, "prepare: no rows");
@@ -230,7 +230,7 @@ qv_status qv_linear_variant_gpu(const qv_variant *v, const qv_llama *m, qv_linea
     memset(out, 0, sizeof *out);
     qv_gpu_info info;
     if (!qv_gpu_info_get(&info)) return qv_fail(QV_ERR_NODEVICE, "no CUDA device: the GPU path needs one (use --cpu)");
-    if (!v->launch) return qv_fail(QV_ERR_UNSUPPORTED, "%s has no GPU kernel", v->name);
+    if (!v->gpu_kernel) return qv_fail(QV_ERR_UNSUPPORTED, "%s has no GPU kernel", v->name);
     gpu_ctx *c = calloc(1, sizeof *c);
     if (!c) return qv_fail(QV_ERR_NOMEM, "no memory");
     c->v = v;
@@ -240,11 +240,14 @@ qv_status qv_linear_variant_gpu(const qv_variant *v, const qv_llama *m, qv_linea
         if (!c->lin) bad = qv_fail(QV_ERR_NOMEM, "no memory");
     }
     if (bad != QV_OK) {
-        ev_gpu_free_ctx(c);
+        gpu_free_ctx(c);
         return bad;
     }
     out->run = gpu_run;
     out->ctx = c;
     out->name = "gpu";
+    out->prepare = gpu_prepare;
+    out->times = gpu_times;
+    out->release = gpu_free_ctx;
     return QV_OK;
 }

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qvet/eval.h"
+#include "internal/eval.h"
 
 #include "eval_internal.h"
 
@@ -158,7 +158,7 @@ static qv_status fp32_run(void *ctx, const qv_llama *m, int layer, qv_llama_lin 
 
 qv_linear_backend qv_linear_fp32(void)
 {
-    return (qv_linear_backend){fp32_run, NULL, "fp32"};
+    return (qv_linear_backend){.run = fp32_run, .ctx = NULL, .name = "fp32"};
 }
 
 /* --- The forward pass ---------------------------------------------------------- */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qvet/eval.h"
+#include "internal/eval.h"
 
 #include "eval_internal.h"
 

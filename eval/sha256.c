@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "qvet/eval.h"
+#include "internal/eval.h"
 
 /* The first 32 bits of the fractional parts of the cube roots of the first 64 primes (FIPS 180-4 §4.2.2). */
 static const uint32_t K[64] = {

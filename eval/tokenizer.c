@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qvet/eval.h"
+#include "internal/eval.h"
 
 typedef struct str_slot {
     uint32_t off, len;   /* into the string pool */

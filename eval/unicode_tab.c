@@ -3,7 +3,7 @@
  * (general categories L* and N*); White_Space is the short fixed list below. */
 #include <stdint.h>
 
-#include "qvet/eval.h"
+#include "internal/eval.h"
 
 static const uint32_t uni_letter[][2] = {
     {0x41, 0x5A}, {0x61, 0x7A}, {0xAA, 0xAA}, {0xB5, 0xB5}, {0xBA, 0xBA}, {0xC0, 0xD6},

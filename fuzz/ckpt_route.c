@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "ckpt_route.h"
-#include "qvet/campaign.h"
+#include "internal/campaign.h"
 #include "qvet/layout.h"
 
 /* AWQ's order along N: nibble i of a word holds column 8c + awq_order[i]. */

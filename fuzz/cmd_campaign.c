@@ -14,10 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "qvet/campaign.h"
-#include "qvet/cli.h"
-#include "qvet/gpu.h"
-#include "qvet/json.h"
+#include "internal/campaign.h"
+#include "internal/cli.h"
+#include "internal/gpu.h"
+#include "internal/json.h"
 #include "qvet/plugin.h"
 #include "qvet/spec.h"
 

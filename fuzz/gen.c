@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qvet/campaign.h"
+#include "internal/campaign.h"
 #include "qvet/formats.h"
 #include "qvet/spec.h"
 
@@ -93,7 +93,7 @@ int qv_backend_has(const qv_backend *b, const qv_variant *v)
 {
     switch (b->kind) {
     case QV_BACKEND_CPU: return v->cpu_model;
-    case QV_BACKEND_GPU: return v->launch != NULL;
+    case QV_BACKEND_GPU: return v->gpu_kernel;
     case QV_BACKEND_HOST_FN:
     case QV_BACKEND_DEVICE_FN:
         for (int i = 0; i < b->n_only; i++)
@@ -237,7 +237,12 @@ static int64_t edge_k(const qv_variant *v, uint64_t *s)
     if (v->g > 0) {
         /* K/g odd: one group, three, five... exposes a group index computed from
          * the wrong k and an unpaired last group. */
+#ifdef QV_MUTANT_orc_gen_fuzz_one_group_never
+        /* Oracle mutant: one group (K = g) never drawn. */
+        static const int64_t odd[] = {3, 3, 5, 7, 9};
+#else
         static const int64_t odd[] = {1, 3, 5, 7, 9};
+#endif
         return st * odd[qv_rng_below(s, 5)];
     }
     static const int64_t bases[] = {128, 256, 512, 1024};
@@ -353,7 +358,12 @@ void qv_gen_case(const qv_gen *gen, uint64_t seed, int64_t index, qv_case *c)
     uint64_t wi = qv_rng_below(&s, nw > 0 ? (uint64_t)nw : 1);
     if (u < 0.20) c->probe = QV_PROBE_EXACT;
     else if (u < 0.30) c->probe = QV_PROBE_ONEHOT;
+#ifdef QV_MUTANT_orc_gen_fuzz_witnesses_never
+    /* Oracle mutant: the fuzz never draws a witness. */
+    else if (0) c->probe = w[wi];
+#else
     else if (u < 0.45 && nw > 0) c->probe = w[wi];
+#endif
     else c->probe = QV_PROBE_RANDOM;
     if (!ref_probe_applies(c->v, c->probe, c->m, c->n, c->k)) c->probe = QV_PROBE_RANDOM;
 
@@ -449,7 +459,13 @@ void qv_suite_case(const qv_variant *v, int64_t cap_mnk, uint64_t seed, int j, q
     suite_n_edges(v, ne);
     suite_k_edges(v, ke);
     qv_probe_kind w[QV_PROBE_COUNT];
+#ifdef QV_MUTANT_orc_gen_suite_witnesses_dropped
+    /* Oracle mutant: block F left empty (its cases become block G's). */
+    int nw = 0;
+    (void)suite_witnesses;
+#else
     int nw = suite_witnesses(v, cap_mnk, w);
+#endif
     int64_t m = 16, n = ne[0], k = ke[0];
     int r = j;
     if (r < SUITE_A) {

@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "qvet/eval.h"
-#include "qvet/gguf.h"
+#include "internal/eval.h"
+#include "internal/gguf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,40 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qvet/gemm.h"
 #include "qvet/layout.h"
 #include "qvet/reference.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* The fuzz build has no CUDA kernels, but the packers name layouts through the
- * registry (src/registry.c), whose rows point at the launchers. These weak
- * definitions satisfy the linker and give way to the real ones in any build
- * that has them; nothing here launches a kernel. */
-#define NO_LAUNCH "lf_pack never launches a kernel"
-__attribute__((weak)) qv_status qv_launch_cublas(const qv_variant *v, const qv_gemm_args *a)
-{
-    QV_ASSERT(0, NO_LAUNCH);
-    return QV_ERR_NODEVICE;
-}
-__attribute__((weak)) qv_status qv_launch_wonly(const qv_variant *v, const qv_gemm_args *a)
-{
-    QV_ASSERT(0, NO_LAUNCH);
-    return QV_ERR_NODEVICE;
-}
-__attribute__((weak)) qv_status qv_launch_qqq(const qv_variant *v, const qv_gemm_args *a)
-{
-    QV_ASSERT(0, NO_LAUNCH);
-    return QV_ERR_NODEVICE;
-}
-__attribute__((weak)) qv_status qv_launch_w8a8(const qv_variant *v, const qv_gemm_args *a)
-{
-    QV_ASSERT(0, NO_LAUNCH);
-    return QV_ERR_NODEVICE;
-}
-__attribute__((weak)) size_t qv_workspace_wonly(const qv_variant *v, int m, int n, int k) { return 0; }
-__attribute__((weak)) size_t qv_workspace_qqq(const qv_variant *v, int m, int n, int k) { return 0; }
-__attribute__((weak)) size_t qv_workspace_w8a8(const qv_variant *v, int m, int n, int k) { return 0; }
 
 /* Header bytes that choose the problem. */
 #define HDR 6

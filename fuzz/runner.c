@@ -9,10 +9,10 @@
 #include <time.h>
 
 #include "ckpt_route.h"
-#include "qvet/campaign.h"
+#include "internal/campaign.h"
 #include "qvet/formats.h"
-#include "qvet/gpu.h"
-#include "qvet/json.h"
+#include "internal/gpu.h"
+#include "internal/json.h"
 #include "qvet/layout.h"
 #include "qvet/spec.h"
 
@@ -408,7 +408,12 @@ qv_status qv_case_run(const qv_backend *b, const qv_problem *p, int unique, qv_o
          * is the kernel breaking its contract: a FAIL, recorded with why. */
         o->st = st;
         o->backend_error = 1;
+#ifdef QV_MUTANT_orc_runner_backend_error_passes
+        /* Oracle mutant: a refused launch graded PASS. */
+        o->res.grade = QV_PASS;
+#else
         o->res.grade = QV_FAIL;
+#endif
         o->res.n_elements = p->m * p->n;
         o->res.worst_m = o->res.worst_n = -1;
         snprintf(o->res.reason, sizeof o->res.reason, "backend error: %s", qv_errmsg());
@@ -417,7 +422,12 @@ qv_status qv_case_run(const qv_backend *b, const qv_problem *p, int unique, qv_o
     }
     /* The truth and the CPU model share the reference's decoding: it is
      * checked first against an independent one. */
+#ifdef QV_MUTANT_orc_runner_operands_check_skipped
+    /* Oracle mutant: the reference's decoding trusted unchecked. */
+    st = QV_OK;
+#else
     st = ref_operands_check(p);
+#endif
     if (st == QV_OK) st = ref_truth_compute(p, &o->truth);
     if (st != QV_OK) {
         o->st = st;
@@ -430,7 +440,12 @@ qv_status qv_case_run(const qv_backend *b, const qv_problem *p, int unique, qv_o
     }
     o->has_truth = 1;
     ref_verify(p, &o->truth, o->out, &o->res);
+#ifdef QV_MUTANT_orc_runner_unique_bits_unchecked
+    /* Oracle mutant: a kernel's unique output graded by the bound alone. */
+    if (0) {
+#else
     if (unique && b->kind != QV_BACKEND_CPU && o->res.grade != QV_FAIL) {
+#endif
         /* The probe's output is unique: anything but the model's bits is wrong,
          * however far inside the bound it lies. */
         void *expected = malloc(bytes ? bytes : 1);
@@ -474,7 +489,12 @@ qv_status qv_case_run(const qv_backend *b, const qv_problem *p, int unique, qv_o
             snprintf(o->res.reason, sizeof o->res.reason, "%s", why);
         }
     }
+#ifdef QV_MUTANT_orc_runner_nondeterminism_ignored
+    /* Oracle mutant: two launches that differ are not failed. */
+    if (diff >= 0 && 0) {
+#else
     if (diff >= 0) {
+#endif
         o->res.grade = QV_FAIL;
         snprintf(o->res.reason, sizeof o->res.reason,
                  "nondeterministic: two identical launches differ at (%lld, %lld)",

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "internal/campaign.h"
 #include "qvet/array.h"
-#include "qvet/campaign.h"
 #include "qvet/formats.h"
 #include "qvet/spec.h"
 

@@ -32,8 +32,8 @@
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
+#include "internal/gpu.h"
 #include "qvet/gemm.h"
-#include "qvet/gpu.h"
 
 namespace cg = cooperative_groups;
 

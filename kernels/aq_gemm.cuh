@@ -39,8 +39,8 @@
 
 #include "aq_mma.cuh"
 #include "cluster.cuh"
+#include "internal/gpu.h"
 #include "qvet/gemm.h"
-#include "qvet/gpu.h"
 
 /* What the weight operand is and how it becomes an mma B fragment. */
 enum aq_bkind {

@@ -26,7 +26,7 @@
 
 #include "aq_lt.cuh"
 #include "lt_cache.cuh"
-#include "qvet/aq.h"
+#include "internal/aq.h"
 
 namespace {
 

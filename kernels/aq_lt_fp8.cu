@@ -63,7 +63,7 @@
 
 #include "aq_lt_fp8.cuh"
 #include "lt_cache.cuh"
-#include "qvet/aq.h"
+#include "internal/aq.h"
 
 namespace {
 

@@ -25,7 +25,7 @@
 #include <stddef.h>
 
 #include "aq_gemm.cuh"
-#include "qvet/aq.h"
+#include "internal/aq.h"
 
 /* Bytes of this path's workspace region for e4m3 row v at (m, n, k); 0 when
  * M is below the row's threshold or the path cannot take the shape (block

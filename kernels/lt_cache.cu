@@ -4,8 +4,8 @@
 #include <stdlib.h>
 
 #include "lt_cache.cuh"
-#include "qvet/aq.h"
-#include "qvet/gpu.h"
+#include "internal/aq.h"
+#include "internal/gpu.h"
 
 #define LT_TRY(c, call, what)                                                  \
     do {                                                                       \

@@ -42,7 +42,7 @@
 #include "aq_gemm.cuh"
 #include "async_copy.cuh"
 #include "qqq_wg.cuh"
-#include "qvet/gpu.h"
+#include "internal/gpu.h"
 #include "wg_common.cuh"
 
 namespace {

@@ -4,7 +4,7 @@
  * arithmetic, the same function as aq_gemm.cuh's kernel bit for bit; it is
  * entered only after qv_launch_qqq has validated the row, the shape, g and
  * the buffers. Its counters (qv_qqq_wg_runs, qv_qqq_wg_tail_tiles) are in
- * qvet/aq.h. */
+ * src/internal/aq.h. */
 #ifndef QVET_KERNELS_QQQ_WG_CUH
 #define QVET_KERNELS_QQQ_WG_CUH
 

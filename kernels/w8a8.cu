@@ -17,7 +17,7 @@
 #include "aq_lt.cuh"
 #include "aq_lt_fp8.cuh"
 
-#include "qvet/aq.h"
+#include "internal/aq.h"
 
 /* The mma kernel's split-K region, then (at M >= the cuBLASLt thresholds)
  * the cuBLASLt path's region after it (aq_lt.cuh for int8, aq_lt_fp8.cuh for

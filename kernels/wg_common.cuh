@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "env_whole.cuh"
-#include "qvet/gpu.h"
+#include "internal/gpu.h"
 
 namespace {
 

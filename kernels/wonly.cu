@@ -27,8 +27,8 @@
 
 #include "dequant.cuh"
 #include "mma.cuh"
+#include "internal/gpu.h"
 #include "qvet/gemm.h"
-#include "qvet/gpu.h"
 #include "wonly_common.cuh"
 #include "wonly_small.cuh"
 #include "wonly_dq.cuh"

@@ -36,8 +36,8 @@
 
 #include "cublas_handle.cuh"
 #include "dequant.cuh"
+#include "internal/gpu.h"
 #include "qvet/gemm.h"
-#include "qvet/gpu.h"
 #include "wonly_dq.cuh"
 #include "wonly_small.cuh"
 

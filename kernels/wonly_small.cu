@@ -72,8 +72,8 @@
 #include "async_copy.cuh"
 #include "cluster.cuh"
 #include "env_whole.cuh"
+#include "internal/gpu.h"
 #include "qvet/gemm.h"
-#include "qvet/gpu.h"
 #include "wonly_small.cuh"
 #include "wonly_small_tile.cuh"
 

@@ -60,8 +60,8 @@
 
 #include "async_copy.cuh"
 #include "dequant.cuh"
+#include "internal/gpu.h"
 #include "qvet/gemm.h"
-#include "qvet/gpu.h"
 #include "wg_common.cuh"
 #include "wonly_common.cuh"
 #include "wonly_small.cuh"

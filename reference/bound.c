@@ -31,7 +31,12 @@ static double mul_part(double alpha, double g, double s, double y, int ep_ops, i
 {
     const double u = ldexp(1.0, -24);
     double dacc = alpha * g * s;
+#ifdef QV_MUTANT_orc_underflow_term_dropped
+    /* Oracle mutant: fp32 underflow left out (relative terms only). */
+    if (0)
+#else
     if (alpha > 0.0)
+#endif
         /* fp32 underflow: each of the 2K roundings of the accumulation loses at
          * most half of 2^-149 absolute, then scaled by the epilogue. */
         dacc += (double)(k + 2) * ldexp(1.0, -149) * (s > 1.0 ? s : 1.0);
@@ -47,7 +52,12 @@ double ref_bound_element(double alpha, double g, double s, double y, int ep_ops,
     /* y itself is carried as a double: its conversion from the exact value and up
      * to three scale multiplications give at most 4 relative roundings of 2^-53;
      * 2^-50 covers them with room (certified, not a tolerance). */
+#ifdef QV_MUTANT_orc_ref_y_slack_wide
+    /* Oracle mutant: y's double representation given 2^-30 instead of 2^-50. */
+    e += ldexp(1.0, -30) * fabs(y);
+#else
     e += ldexp(1.0, -50) * fabs(y);
+#endif
     return e + ref_err;
 }
 
@@ -58,7 +68,15 @@ double ref_bound_element_bias(double alpha, double g, double s1, int n1, double 
     /* the steps before the bias, to the value y1 = acc * s1 */
     double e = mul_part(alpha, g, s1, y1, n1, k);
     /* the addition: y2 = y1 + bias, one rounding relative to the computed sum */
+#ifdef QV_MUTANT_orc_bias_term_operands
+    /* Oracle mutant: the addition's rounding taken relative to its operands. */
+    e += u * (fabs(y1) + fabs(y2 - y1) + e) + ldexp(1.0, -149);
+#elif defined QV_MUTANT_orc_bias_term_dropped
+    /* Oracle mutant: the bias addition counted as exact. */
+    (void)y2;
+#else
     e += u * (fabs(y2) + e) + ldexp(1.0, -149);
+#endif
     /* the steps after it: y = y2 * s2 */
     if (n2 > 0) {
         double es = e * s2;
@@ -92,11 +110,23 @@ static double narrow_block(const double *p, int64_t n, int bits, double *m_out)
     m *= 1.0 + (double)(n + 1) * ldexp(1.0, -53); /* an upper bound on the exact sum */
     *m_out = m;
     if (m == 0.0) return 0.0;
+#ifdef QV_MUTANT_orc_fp8_spacing_wide
+    /* Oracle mutant: the spacing of a (bits - 1)-bit accumulator (twice as coarse). */
+    double spacing = ldexp(1.0, ilogb(m) - bits + 2);
+#else
     double spacing = ldexp(1.0, ilogb(m) - bits + 1);
+#endif
     double e = 0;
     for (int64_t t = 0; t < n; t++) {
         double a = fabs(p[t]);
+#ifdef QV_MUTANT_orc_fp8_min_dropped
+        /* Oracle mutant: every product charged a whole spacing, however small. */
+        (void)pos;
+        (void)neg;
+        e += spacing;
+#else
         if (a != 0.0) e += (pos && neg) || a > spacing ? spacing : a;
+#endif
     }
     return 2.0 * e * (1.0 + (double)(n + 1) * ldexp(1.0, -53));
 }
@@ -114,8 +144,12 @@ double ref_bound_accum(const ref_accum_model *am, const double *ap, const double
         case REF_ACC_INT: {
             for (int64_t t = 0; t < len; t++) m += fabs(p[t]);
             m *= 1.0 + (double)(len + 1) * ldexp(1.0, -53);
-            /* exact; a segment's partial is converted to fp32 (one rounding) */
-            e = am->seg > 0 ? U24 * m : 0.0;
+            /* exact; a segment's partial is converted to fp32, one rounding
+             * (at most u |P|) that happens only when |P| >= 2^24: the partial
+             * P is an integer with |P| <= sum |p| <= m, and every integer
+             * below 2^24 is an fp32 value, so for m < 2^24 the conversion
+             * is exact and adds nothing. */
+            e = am->seg > 0 && m >= 0x1p24 ? U24 * m : 0.0;
             break;
         }
         case REF_ACC_TC_F32:
@@ -142,7 +176,12 @@ double ref_bound_accum(const ref_accum_model *am, const double *ap, const double
         if (am->seg > 0) {
             /* the segment's partial times its scale product sa*sw (rounded in
              * fp32), two roundings, then added to the fp32 total */
+#ifdef QV_MUTANT_orc_segment_scale_dropped
+            /* Oracle mutant: the segment's scale product left out of its terms. */
+            double s = 1.0;
+#else
             double s = sigma[sg];
+#endif
             total += s * ((e * (1.0 + ldexp(1.0, -22))) + U23 * (1.0 + ldexp(1.0, -22)) * (m + e));
             mag += s * (m + e);
         } else {
@@ -150,7 +189,12 @@ double ref_bound_accum(const ref_accum_model *am, const double *ap, const double
             mag += m;
         }
     }
+#ifdef QV_MUTANT_orc_segment_total_adds_dropped
+    /* Oracle mutant: the fp32 additions of the segments' terms left out. */
+    if (am->seg > 0) (void)mag;
+#else
     if (am->seg > 0) total += (double)nseg * U24 * (1.0 + ldexp(1.0, -20)) * (mag + total);
+#endif
     else if (am->kind == REF_ACC_INT && am->red_f32)
         /* int32 partials of up to K slices converted and added in fp32 */
         total += (double)k * U24 * (1.0 + ldexp(1.0, -20)) * mag;

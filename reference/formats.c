@@ -149,10 +149,19 @@ float qv_f16_to_f32(uint16_t h)
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t e = (h >> 10) & 0x1Fu;
     uint32_t m = h & 0x3FFu;
+#ifdef QV_MUTANT_orc_f16_nan_as_inf
+    /* Oracle mutant: the all-ones exponent read as Inf whatever the mantissa
+     * (a decoder that tests the exponent field alone): f16 NaNs become Inf. */
+    if (e == 0x1F) m = 0;
+#endif
     if (e == 0x1F) /* Inf or NaN: keep the payload in the top mantissa bits */
         return f32_from_bits(sign | 0x7F800000u | (m << 13));
     if (e != 0) /* normal: rebias 15 -> 127, i.e. add 112 to the exponent field */
         return f32_from_bits(sign | ((e + 112) << 23) | (m << 13));
+#ifdef QV_MUTANT_orc_f16_subnormal_flush
+    /* Oracle mutant: f16 subnormals decoded as zero (a flush-to-zero decoder). */
+    m = 0;
+#endif
     /* zero or subnormal: m * 2^-24, exact in float (m < 2^10) */
     float a = (float)m * 0x1p-24f;
     return f32_from_bits(sign | f32_bits(a));
@@ -180,7 +189,18 @@ uint16_t qv_f32_to_f16(float x)
     return sign | (uint16_t)shift_rne32(m, (int)(126 - e));
 }
 
-float qv_bf16_to_f32(uint16_t h) { return f32_from_bits((uint32_t)h << 16); }
+float qv_bf16_to_f32(uint16_t h)
+{
+#ifdef QV_MUTANT_orc_bf16_subnormal_flush
+    /* Oracle mutant: bf16 subnormals decoded as zero (flush-to-zero). */
+    if ((h & 0x7F80u) == 0) h &= 0x8000u;
+#endif
+#ifdef QV_MUTANT_orc_bf16_nan_as_inf
+    /* Oracle mutant: the all-ones exponent read as Inf whatever the mantissa. */
+    if ((h & 0x7F80u) == 0x7F80u) h &= 0xFF80u;
+#endif
+    return f32_from_bits((uint32_t)h << 16);
+}
 
 uint16_t qv_f32_to_bf16(float x)
 {
@@ -243,6 +263,11 @@ static double decode_float(const fmt_row *r, uint32_t code)
     uint32_t man_mask = (1u << fi->man_bits) - 1;
     uint32_t exp_mask = (1u << fi->exp_bits) - 1;
     uint32_t sign_bit = 1u << (fi->bits - 1);
+#ifdef QV_MUTANT_orc_ue4m3_sign_ignored
+    /* Oracle mutant: the sign bit of an unsigned scale code ignored, so a
+     * code that is no ue4m3 value decodes as its magnitude. */
+    code &= ~sign_bit;
+#endif
     if (!fi->is_signed && r->special != SPECIAL_E8M0 && (code & sign_bit))
         return NAN; /* ue4m3 codes with the sign bit set are not ue4m3 codes */
     int neg = fi->is_signed && (code & sign_bit);
@@ -251,19 +276,40 @@ static double decode_float(const fmt_row *r, uint32_t code)
     double v;
     switch (r->special) {
     case SPECIAL_E8M0:
+#ifdef QV_MUTANT_orc_e8m0_nan_as_scale
+        /* Oracle mutant: e8m0's NaN code 0xFF read as the scale 2^128. */
+        return ldexp(1.0, (int)code - fi->bias);
+#endif
         return code == 0xFFu ? NAN : ldexp(1.0, (int)code - fi->bias);
     case SPECIAL_IEEE:
+#ifdef QV_MUTANT_orc_e5m2_inf_as_nan
+        /* Oracle mutant: every all-ones exponent read as NaN: e5m2's Inf lost. */
+        if (e == exp_mask) return NAN;
+#endif
         if (e == exp_mask) return m ? NAN : (neg ? -INFINITY : INFINITY);
         break;
     case SPECIAL_FN:
+#ifdef QV_MUTANT_orc_fn_nan_as_finite
+        /* Oracle mutant: e4m3fn / ue4m3 read as IEEE-like formats without
+         * specials: their NaN codes 0x7F and 0xFF decode as +-480. */
+        break;
+#endif
         if (e == exp_mask && m == man_mask) return NAN;
         break;
     case SPECIAL_NONE: break;
     }
+#ifdef QV_MUTANT_orc_fp8_subnormal_flush
+    /* Oracle mutant: subnormal codes of the 8- and 4-bit floats read as zero. */
+    if (e == 0) m = 0;
+#endif
     if (e == 0) /* zero or subnormal: m quanta of 2^(emin - man) */
         v = ldexp((double)m, fmt_emin(r) - fi->man_bits);
     else
         v = ldexp((double)(m | (1u << fi->man_bits)), (int)e - fi->bias - fi->man_bits);
+#ifdef QV_MUTANT_orc_negative_zero_positive
+    /* Oracle mutant: the sign of a zero dropped (-0 decodes as +0). */
+    if (v == 0) return 0.0;
+#endif
     return neg ? -v : v;
 }
 
@@ -344,7 +390,12 @@ double qv_decode(qv_fmt f, uint32_t code)
     case QV_FMT_F32: return (double)f32_from_bits(code);
     case QV_FMT_F16: return (double)qv_f16_to_f32((uint16_t)code);
     case QV_FMT_BF16: return (double)qv_bf16_to_f32((uint16_t)code);
+#ifdef QV_MUTANT_orc_i4_sign_by_8
+    /* Oracle mutant: int4 sign-extended by 8 instead of 16 (-8..-1 read as 0..7). */
+    case QV_FMT_I4: return (double)((int)(code & 0xFu) - (int)(code & 0x8u));
+#else
     case QV_FMT_I4: return (double)((int)(code & 0xFu) - (int)((code & 0x8u) << 1));
+#endif
     case QV_FMT_U4: return (double)((int)(code & 0xFu) - 8);
     case QV_FMT_I8: return (double)(int8_t)(uint8_t)code;
     case QV_FMT_U8: return (double)((int)(code & 0xFFu) - 128);

@@ -13,11 +13,21 @@ double ref_round_fmt(double x, int man_bits, int emin, double maxf, int sat)
 {
     if (!isfinite(x) || x == 0.0) return x;
     int e = ilogb(x);
+#ifdef QV_MUTANT_orc_round_no_subnormal
+    /* Oracle mutant: no subnormal range: tiny values keep man_bits bits. */
+    (void)emin;
+#else
     if (e < emin) e = emin; /* subnormals share the quantum of the smallest normal binade */
+#endif
     double quantum = ldexp(1.0, e - man_bits);
     /* x / quantum is exact (a power-of-two scaling of a double that stays normal)
      * and rint rounds it to nearest-even in the default rounding mode. */
+#ifdef QV_MUTANT_orc_round_ties_away
+    /* Oracle mutant: round() (ties away from zero) where RNE is declared. */
+    double r = round(x / quantum) * quantum;
+#else
     double r = rint(x / quantum) * quantum;
+#endif
     if (fabs(r) > maxf) return sat ? copysign(maxf, x) : copysign(INFINITY, x);
     return r;
 }
@@ -47,8 +57,21 @@ double ref_alpha(const qv_variant *v, int64_t k)
     double b = ar->block_b > 0 ? ar->block_b : 16.0;
     const double u23 = ldexp(1.0, -23), u24 = ldexp(1.0, -24);
     switch (ar->accum) {
+#ifdef QV_MUTANT_orc_alpha_i32_nonzero
+    /* Oracle mutant: the exact int32 accumulator bounded as an fp32 sum. */
+    case QV_ACC_INT32: return (double)k * u24;
+#else
     case QV_ACC_INT32: return 0.0;
+#endif
+#ifdef QV_MUTANT_orc_alpha_tc_f32_x8
+    /* Oracle mutant: the fp16/bf16 tensor-core constant 8 times the declared one. */
+    case QV_ACC_TC_F32: return 8 * 2.0 * (1.0 + 1.0 / b) * (double)k * u23;
+#elif defined QV_MUTANT_orc_alpha_tc_block_ignored
+    /* Oracle mutant: the alignment block taken as one product wide: 2 (1 + 1). */
+    case QV_ACC_TC_F32: return 2.0 * 2.0 * (double)k * u23;
+#else
     case QV_ACC_TC_F32: return 2.0 * (1.0 + 1.0 / b) * (double)k * u23;
+#endif
     case QV_ACC_TC_FP8: {
         int64_t nc = ar->promote_nc > 0 ? ar->promote_nc : k; /* 0: never promoted */
         int bits = ar->acc_bits > 0 ? ar->acc_bits : 14;
@@ -57,8 +80,17 @@ double ref_alpha(const qv_variant *v, int64_t k)
         return 2.0 * (1.0 + 1.0 / b) * (double)nc * uacc + (double)((k + nc - 1) / nc) * u23;
     }
     case QV_ACC_FMA_F32: {
+#ifdef QV_MUTANT_orc_alpha_fma32_as_tc
+        /* Oracle mutant: the fma loop given the tensor core's constant. */
+        return 2.0 * (1.0 + 1.0 / b) * (double)k * u23;
+#endif
         /* gamma_K = K u / (1 - K u), the classical recursive-summation constant. */
+#ifdef QV_MUTANT_orc_alpha_fma32_u23
+        /* Oracle mutant: the unit roundoff of a truncating sum (2^-23) in gamma_K. */
+        double ku = (double)k * u23;
+#else
         double ku = (double)k * u24;
+#endif
         return ku < 0.5 ? ku / (1.0 - ku) : INFINITY;
     }
     }
@@ -80,6 +112,10 @@ static void byte_table(qv_fmt f, double tab[256])
     for (int c = 0; c < 256; c++) {
         if (f == QV_FMT_I8 || f == QV_FMT_I4)
             tab[c] = (double)(int8_t)c; /* signed codes are stored sign-extended in a byte */
+#ifdef QV_MUTANT_orc_operands_i4_unsigned
+        /* Oracle mutant: int4 codes read as unsigned bytes (-1 becomes 255). */
+        if (f == QV_FMT_I4) tab[c] = c;
+#endif
         else if (f == QV_FMT_U4)
             tab[c] = c < 16 ? c - 8.0 : NAN; /* codes above 15 are invalid */
         else if (f == QV_FMT_UINT4 || f == QV_FMT_E2M1)
@@ -130,7 +166,12 @@ static void decode_acts(const qv_problem *p, int fold_block, ref_operands *o)
         const uint8_t *a = p->a;
         for (int64_t i = 0; i < mk; i++) o->a[i] = tab[a[i]];
     }
+#ifdef QV_MUTANT_orc_operands_azp_ignored
+    /* Oracle mutant: the activation zero point never subtracted. */
+    if (0)
+#else
     if (v->azp != QV_AZP_NONE)
+#endif
         for (int64_t i = 0; i < p->m; i++) {
             double z = p->azp[v->azp == QV_AZP_TOKEN ? i : 0];
             for (int64_t kk = 0; kk < p->k; kk++) o->a[i * p->k + kk] -= z;
@@ -138,7 +179,12 @@ static void decode_acts(const qv_problem *p, int fold_block, ref_operands *o)
     if (fold_block && v->act_scale == QV_ASCALE_TOKEN_BLOCK) {
         /* one activation scale per 128-wide K group, MN-major: (k/128, m) */
         for (int64_t i = 0; i < p->m; i++)
+#ifdef QV_MUTANT_orc_operands_ascale_token_major
+            /* Oracle mutant: the (k/128, m) activation scales read token-major. */
+            for (int64_t kk = 0; kk < p->k; kk++) o->a[i * p->k + kk] *= p->a_scale[i * ((p->k + 127) / 128) + kk / 128];
+#else
             for (int64_t kk = 0; kk < p->k; kk++) o->a[i * p->k + kk] *= p->a_scale[(kk / 128) * p->m + i];
+#endif
     }
 }
 
@@ -248,8 +294,15 @@ static void decode_weights(const qv_problem *p, const double *s, int fold_block,
             case QV_DQ_MUL_RN:
                 /* (q - z) * s is exact in a double (<= 9 + 24 bits); with a float
                  * zero point the fused q * s + z, then one rounding. */
+#ifdef QV_MUTANT_orc_operands_float_zero_two_roundings
+                /* Oracle mutant: the product rounded before the float zero point
+                 * is added (two roundings where one fused rounding is declared). */
+                w = v->zero_point == QV_ZP_FLOAT ? ref_round_sum(v->afmt, ref_round_to(v->afmt, val * sc, afmt_sat), z, afmt_sat)
+                                                 : ref_round_to(v->afmt, val * sc, afmt_sat);
+#else
                 w = v->zero_point == QV_ZP_FLOAT ? ref_round_sum(v->afmt, val * sc, z, afmt_sat)
                                                  : ref_round_to(v->afmt, val * sc, afmt_sat);
+#endif
                 break;
             case QV_DQ_MUL_RN2:
                 /* the product rounded to the activation format, then the sum */
@@ -262,7 +315,12 @@ static void decode_weights(const qv_problem *p, const double *s, int fold_block,
                 w = r > 127.0 ? 127.0 : r < -128.0 ? -128.0 : r;
                 break;
             }
+#ifdef QV_MUTANT_orc_operands_wmul_ignored
+            /* Oracle mutant: the kernel-side code multiplier (QQQ's 16) left out. */
+            case QV_DQ_EXACT: (void)wmul; w = val; break;
+#else
             case QV_DQ_EXACT: w = val * wmul; break;
+#endif
             default: w = val; break;
             }
             if (fold) w *= s[scale_index(p, kk, j)]; /* segment scales: folded for the truth */
@@ -335,8 +393,16 @@ qv_status ref_operands_create(const qv_problem *p, int fold_block, ref_operands 
                 o->col_s1[j] = v->scale_layout == QV_SCALE_TENSOR ? s[0] : s[j];
             break;
         case QV_EP_MUL_WSCALE2:
+#ifdef QV_MUTANT_orc_ep_ops_ws2_uncounted
+            /* Oracle mutant: the second-level scale's fp32 multiply left out of E. */
+#else
             o->ep_ops++;
+#endif
+#ifdef QV_MUTANT_orc_operands_scale2_ignored
+            /* Oracle mutant: the second-level scales read as 1 (left out of y). */
+#else
             for (int64_t j = 0; j < p->n; j++) o->col_s2[j] = qv_problem_scale2(p, j);
+#endif
             break;
         case QV_EP_MUL_ASCALE:
             o->ep_ops++;
@@ -358,6 +424,10 @@ qv_status ref_operands_create(const qv_problem *p, int fold_block, ref_operands 
             o->nonfinite |= !isfinite(p->a_scale[i]);
     }
     free(s);
+#ifdef QV_MUTANT_orc_ep_ops_doubled
+    /* Oracle mutant: every epilogue rounding counted twice (E's epilogue part doubled). */
+    o->ep_ops *= 2;
+#endif
     for (int64_t i = 0; i < mk && !o->nonfinite; i++) o->nonfinite |= !isfinite(o->a[i]);
     for (int64_t i = 0; i < kn && !o->nonfinite; i++) o->nonfinite |= !isfinite(o->w[i]);
     for (int64_t j = 0; j < p->n && !o->nonfinite; j++)

@@ -144,7 +144,13 @@ int ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64
      * 2^53 need ba + bw + log2 K <= 53; take the split with the fewest GEMMs
      * S T (S = span_a / ba, T = span_w / bw rounded up) whose combination
      * 2^53 S T 2^((S - 1) ba + (T - 1) bw) fits the int128. */
+#ifdef QV_MUTANT_orc_ozaki_budget_no_logk
+    /* Oracle mutant: digit widths of 53 bits whatever K: a digit GEMM's
+     * partial sums pass 2^53 and dgemm rounds them. */
+    int budget = 53, S = 0, T = 0, ba = 0, bw = 0;
+#else
     int budget = 53 - logk, S = 0, T = 0, ba = 0, bw = 0;
+#endif
     for (int cw = 1; cw < budget; cw++) {
         int ca = budget - cw;
         int s = span_a ? (span_a + ca - 1) / ca : 1, t = span_w ? (span_w + cw - 1) / cw : 1;

@@ -215,6 +215,10 @@ static void fill_g_idx(qv_problem *p, rng *r)
 {
     if (!p->g_idx) return;
     for (int64_t kk = 0; kk < p->k; kk++) p->g_idx[kk] = (int32_t)(kk / p->g);
+#ifdef QV_MUTANT_orc_probe_g_idx_sorted
+    /* Oracle mutant: g_idx left sorted (act_order never permutes anything). */
+    return;
+#endif
     for (int64_t kk = p->k - 1; kk > 0; kk--) {
         int64_t o = rng_int(r, 0, kk);
         int32_t t = p->g_idx[kk];
@@ -411,6 +415,10 @@ static qv_status fill_exact(qv_problem *p, rng *r)
             s = rng_pow2(r, ep_lo, -5); /* epilogue scales: exact at any power of two */
         set_scale(p, i, s);
     }
+#ifdef QV_MUTANT_orc_probe_exact_scales_one
+    /* Oracle mutant: the exact probe's scales all 1 (one value repeated). */
+    for (int64_t i = 0; i < n_scales(p); i++) set_scale(p, i, 1.0);
+#endif
     /* float zero points: small multiples of the smallest scale, so that
      * (q - b) s + z stays exact in the activation format */
     for (int64_t i = 0; p->zeros_f && i < n_zeros(p); i++) set_zero_f(p, i, (double)rng_int(r, -4, 4) * ldexp(1.0, -span));
@@ -505,6 +513,10 @@ static qv_status fill_random(qv_problem *p, qv_regime regime, rng *r)
     char *outlier = calloc((size_t)k, 1);
     QV_ASSERT(outlier, "out of memory in the random probe");
     for (int64_t t = 0; t < n_out; t++) outlier[rng_int(r, 0, k - 1)] = 1;
+#ifdef QV_MUTANT_orc_probe_outlier_none
+    /* Oracle mutant: the outlier regime marks no channel. */
+    memset(outlier, 0, (size_t)k);
+#endif
     for (int64_t i = 0; i < m; i++) {
         double tok = rng_logu(r, -2, 2); /* per-token magnitude of float activations */
         for (int64_t kk = 0; kk < k; kk++) {
@@ -522,6 +534,10 @@ static qv_status fill_random(qv_problem *p, qv_regime regime, rng *r)
             } else {
                 x = rng_normal(r) * tok;
                 if (outlier[kk]) x *= 100.0;
+#ifdef QV_MUTANT_orc_probe_tiny_unscaled
+                /* Oracle mutant: the tiny regime's activations left at their usual size. */
+                tiny = 0;
+#endif
                 if (tiny) x *= 0x1p-8;
             }
             set_a(p, i, kk, x);
@@ -546,6 +562,14 @@ static qv_status fill_random(qv_problem *p, qv_regime regime, rng *r)
             s = rng_logu(r, -12, -4);
         else
             s = rng_logu(r, -10, -2);
+#ifdef QV_MUTANT_orc_probe_scales_narrow
+        /* Oracle mutant: scales drawn over 2^0.5 instead of 2^8 (nearly one value). */
+        s = exp2(-6 + 0.5 * rng_unif(r));
+#endif
+#ifdef QV_MUTANT_orc_probe_tiny_unscaled
+        /* Oracle mutant: the tiny regime's scales left at their usual size. */
+        tiny_w = 1.0;
+#endif
         if (tiny && v->arith.dequant != QV_DQ_INT8_RNE) s *= tiny_w;
         set_scale(p, i, s);
     }
@@ -554,7 +578,12 @@ static qv_status fill_random(qv_problem *p, qv_regime regime, rng *r)
         p->a_scale[i] = (float)((v->act_scale == QV_ASCALE_TOKEN_BLOCK ? rng_logu(r, -8, 0) : rng_logu(r, -12, -4)) *
                                 (tiny ? 0x1p-40 : 1.0));
     random_zeros_bias(p, r, tiny);
+#ifdef QV_MUTANT_orc_probe_zero_group_none
+    /* Oracle mutant: the zero-group regime zeroes nothing. */
+    if (0) {
+#else
     if (regime == QV_REGIME_ZERO_GROUP) {
+#endif
         /* Zero scales for a quarter of the scale rows (whole groups), and one
          * activation row and one 16-wide K stripe of zeros. */
         int64_t rows = qv_problem_scale_rows(p), cols = qv_problem_scale_cols(p);
@@ -573,7 +602,12 @@ static qv_status fill_random(qv_problem *p, qv_regime regime, rng *r)
             for (int64_t j = 0; j < n; j++)
                 if (!p->zeros) set_w(p, kk, j, 0.0);
     }
+#ifdef QV_MUTANT_orc_probe_near_max_noop
+    /* Oracle mutant: the near-max regime rescales nothing. */
+    if (0) {
+#else
     if (regime == QV_REGIME_NEAR_MAX) {
+#endif
         /* Scale by a power of two so row 0 peaks at about 3/4 of the fp16 maximum. */
         double mx = row0_max(p);
         if (mx > 0) {
@@ -659,6 +693,10 @@ static qv_status fill_fp8_promote(qv_problem *p)
      * 2^16). A kernel wider than declared is not flagged (DESIGN §3's sequence,
      * ones right after 2^16, loses 127 in a 14-bit accumulator and none in a
      * 24-bit one). */
+#ifdef QV_MUTANT_orc_probe_fp8_witness_no_ones
+    /* Oracle mutant: the witness without its ones: nothing for promotion to keep. */
+    nc = p->k;
+#endif
     for (int64_t i = 0; i < p->m; i++)
         for (int64_t kk = 0; kk < p->k; kk++) set_a(p, i, kk, kk == 0 ? 256.0 : kk < nc ? 0.0 : 1.0);
     for (int64_t kk = 0; kk < p->k; kk++)
@@ -679,6 +717,11 @@ static qv_status fill_splitk(qv_problem *p, rng *r)
         set_a(p, i, 0, -256.0);
         set_a(p, i, 1, 1.0);
         set_a(p, i, k - 1, 256.0);
+#ifdef QV_MUTANT_orc_probe_splitk_no_cancellation
+        /* Oracle mutant: the 256 x -8 that cancels 2048 left out: y = 2049,
+         * whose f16 output 2048 is also what an fp16 reduction gives. */
+        set_a(p, i, k - 1, 0.0);
+#endif
     }
     for (int64_t j = 0; j < p->n; j++) {
         set_w(p, 0, j, -8.0);
@@ -841,6 +884,10 @@ int ref_probe_applies(const qv_variant *v, qv_probe_kind kind, int64_t m, int64_
     case QV_PROBE_ONEHOT:
     case QV_PROBE_RANDOM: return 1;
     case QV_PROBE_WITNESS_FP8_PROMOTE:
+#ifdef QV_MUTANT_orc_probe_fp8_witness_never_applies
+        /* Oracle mutant: the promotion witness applies to no row. */
+        return 0;
+#endif
         /* unique only under promotion; 2^16 needs w = a = 256 */
         return v->arith.accum == QV_ACC_TC_FP8 && v->arith.promote_nc > 0 && v->arith.promote_nc <= 4096 &&
                k >= 2 && has_weight(v, 256.0) && act_ok(v, 256.0);

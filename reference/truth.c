@@ -102,6 +102,14 @@ static void finish_exact(truth_ctx *c, int64_t i, int64_t j, mpfr_t acc, ref_tru
     int64_t e = i * o->n + j;
     for (int st = 0; st < QV_EP_MAX && v->arith.epilogue[st] != QV_EP_END; st++) {
         qv_ep_step s = v->arith.epilogue[st];
+#ifdef QV_MUTANT_orc_truth_bias_last
+        /* Oracle mutant: the bias added after every scale, whatever ep= says. */
+        if (s == QV_EP_ADD_BIAS) continue;
+#endif
+#ifdef QV_MUTANT_orc_truth_scale2_skipped
+        /* Oracle mutant: the second-level scale left out of the exact value. */
+        if (s == QV_EP_MUL_WSCALE2) continue;
+#endif
         if (s == QV_EP_ADD_BIAS) {
             c->y1[e] = mpfr_get_d(x, MPFR_RNDN);
             make_odd(x, mpfr_add_d(x, x, o->bias[j], MPFR_RNDZ));
@@ -110,6 +118,12 @@ static void finish_exact(truth_ctx *c, int64_t i, int64_t j, mpfr_t acc, ref_tru
             make_odd(x, mpfr_mul_d(x, x, ref_ep_factor(o, s, i, j), MPFR_RNDZ));
         }
     }
+#ifdef QV_MUTANT_orc_truth_bias_last
+    if (v->bias_fmt != QV_FMT_NONE) {
+        c->y1[e] = mpfr_get_d(x, MPFR_RNDN);
+        make_odd(x, mpfr_add_d(x, x, o->bias[j], MPFR_RNDZ));
+    }
+#endif
     t->y[e] = mpfr_get_d(x, MPFR_RNDN);
     t->y_rn[e] = ref_round_to(v->ofmt, odd_double(x), v->arith.out_sat == QV_SAT_FINITE);
     mpfr_clear(x);
@@ -143,7 +157,12 @@ static qv_status compute_g(truth_ctx *c)
     }
     /* A sum of K nonnegative doubles computed in any order is within gamma_K of
      * the exact one; inflating by 2(K+2)2^-53 makes it an upper bound. */
+#ifdef QV_MUTANT_orc_g_inflation_unscaled
+    /* Oracle mutant: the rounding inflation of G written without its 2^-53. */
+    double infl = 1.0 + 2.0 * (double)(k + 2);
+#else
     double infl = 1.0 + 2.0 * (double)(k + 2) * ldexp(1.0, -53);
+#endif
     for (int64_t i = 0; i < m * n; i++) c->g[i] *= infl;
     free(aa);
     free(aw);
@@ -170,7 +189,12 @@ static void path_int64(truth_ctx *c, ref_truth *t)
     for (int64_t i = 0; i < m; i++) {
         for (int64_t kk = 0; kk < k; kk++) ai[kk] = (int64_t)o->a[i * k + kk];
         memset(acc, 0, sizeof(int64_t) * (size_t)n);
+#ifdef QV_MUTANT_orc_int64_last_product_dropped
+        /* Oracle mutant: the exact integer sum stops one product short. */
+        for (int64_t kk = 0; kk < k - 1; kk++) {
+#else
         for (int64_t kk = 0; kk < k; kk++) {
+#endif
             int64_t av = ai[kk];
             if (!av) continue;
             const int32_t *wr = wi + kk * n;
@@ -266,7 +290,14 @@ static int fixed_plan(truth_ctx *c, fixed_ops *f)
     int logk = 0;
     while (((int64_t)1 << logk) < k + 1) logk++;
     /* Products of mantissas in int64 (< 2^62), sum magnitude < 2^125. */
+#ifdef QV_MUTANT_orc_fixed128_range_unchecked
+    /* Oracle mutant: the 125-bit range test dropped: a wide exponent range
+     * shifts products past the __int128. */
+    if (bitsa + bitsw > 62) return 0;
+    (void)logk;
+#else
     if (bitsa + bitsw > 62 || topa + topw - f->q + logk > 125) return 0;
+#endif
     return 1;
 }
 
@@ -368,7 +399,12 @@ static void path_mpfr(truth_ctx *c, ref_truth *t)
     QV_ASSERT(prod && ptr, "out of memory in the MPFR reference");
     /* A product of two doubles has at most 106 significant bits: exact at 106. */
     for (int64_t kk = 0; kk < k; kk++) {
+#ifdef QV_MUTANT_orc_mpfr_products_rounded
+        /* Oracle mutant: the products kept at double precision (53 bits). */
+        mpfr_init2(prod[kk], 53);
+#else
         mpfr_init2(prod[kk], 106);
+#endif
         ptr[kk] = prod[kk];
     }
     mpfr_t acc, av;
@@ -402,7 +438,12 @@ static qv_status path_dgemm(truth_ctx *c, ref_truth *t, double *ref_err)
     int64_t m = o->m, n = o->n, k = o->k;
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0, o->a, (int)k,
                 o->w, (int)n, 0.0, t->y, (int)n);
+#ifdef QV_MUTANT_orc_dgemm_term_dropped
+    /* Oracle mutant: the fast path's own error left out of E. */
+    double gam = 0.0;
+#else
     double gam = (double)(k + 2) * ldexp(1.0, -53);
+#endif
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
             int64_t e = i * n + j;
@@ -456,11 +497,13 @@ static void fix_nonfinite(truth_ctx *c, ref_truth *t, double *ref_err)
         }
 }
 
-/* The accumulators whose bound follows the sum's structure (bound.c):
- * the fp8 tensor core's narrow accumulator and any sum scaled per segment. */
+/* The accumulators whose bound follows the sum's structure (bound.c): the
+ * fp8 tensor core's narrow accumulator, any sum scaled per segment, and int32
+ * partials of split-K slices added in fp32 (alpha is 0 for int32 otherwise). */
 static int needs_accum_bound(const qv_variant *v)
 {
-    return v->arith.accum == QV_ACC_TC_FP8 || qv_spec_segment(v) > 0;
+    return v->arith.accum == QV_ACC_TC_FP8 || qv_spec_segment(v) > 0 ||
+           (v->arith.accum == QV_ACC_INT32 && v->arith.reduce == QV_RED_F32);
 }
 
 /* The declared accumulator as bound.c models it. */
@@ -485,7 +528,12 @@ static ref_accum_model accum_model(const qv_variant *v, int64_t k)
     case QV_ACC_TC_FP8:
         am.kind = REF_ACC_NARROW;
         am.bits = ar->acc_bits > 0 ? ar->acc_bits : 14;
+#ifdef QV_MUTANT_orc_fp8_promotion_ignored
+        /* Oracle mutant: the bound takes all of K in the narrow accumulator. */
+        am.promote = 0;
+#else
         am.promote = ar->promote_nc;
+#endif
         break;
     }
     return am;
@@ -637,7 +685,13 @@ qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_trut
         c.alpha = 1.0;
     }
     if (st == QV_OK) {
+#ifdef QV_MUTANT_orc_nonfinite_unmarked
+        /* Oracle mutant: NaN and Inf operands never marked: their elements
+         * keep the finite sums of the exact paths (which zero them). */
+        (void)fix_nonfinite;
+#else
         if (c.o.nonfinite) fix_nonfinite(&c, t, ref_err);
+#endif
         for (int64_t i = 0; i < p->m; i++)
             for (int64_t j = 0; j < p->n; j++) {
                 int64_t e = i * p->n + j;

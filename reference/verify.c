@@ -36,8 +36,18 @@
 
 #define P99_MARGINAL 0.5  /* see the header comment */
 #define BIAS_Z_MARGINAL 6.0
+#ifdef QV_MUTANT_orc_monitor_bias_min_count
+/* Oracle mutant: the bias monitor wants 4096 distinct errors before it looks. */
+#define BIAS_MIN_COUNT 4096
+#else
 #define BIAS_MIN_COUNT 64
+#endif
+#ifdef QV_MUTANT_orc_monitor_nmse_factor
+/* Oracle mutant: NMSE flagged only at 400 times its expectation. */
+#define NMSE_FACTOR 400.0
+#else
 #define NMSE_FACTOR 4.0
+#endif
 
 uint32_t ref_poison_code(qv_fmt ofmt)
 {
@@ -186,12 +196,22 @@ void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, con
     double worst_r = -1.0, worst_bad = -1.0;
     int64_t first_bad = -1, worst_e = -1, worst_bad_e = -1;
     const char *first_kind = NULL;
+#ifdef QV_MUTANT_orc_verdict_last_element_skipped
+    /* Oracle mutant: the loop stops one element short (the last is never graded). */
+    for (int64_t e = 0; e < mn - 1; e++) {
+#else
     for (int64_t e = 0; e < mn; e++) {
+#endif
         uint32_t c = out_code(of, out, e);
         double y = t->y[e], E = t->bound[e];
         const char *bad = NULL;
         double r = 0.0;
+#ifdef QV_MUTANT_orc_verdict_poison_unnamed
+        /* Oracle mutant: the poison code not looked for (it is a NaN, graded as one). */
+        if (c == poison && 0) {
+#else
         if (c == poison) {
+#endif
             res->n_unwritten++;
             bad = "never written (poison)";
             r = INFINITY;
@@ -199,7 +219,12 @@ void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, con
             double o = out_value(of, c);
             if (!isfinite(y)) {
                 /* The model has a NaN or Inf here: the output must be the same one. */
+#ifdef QV_MUTANT_orc_verdict_model_nonfinite_any
+                /* Oracle mutant: any NaN or Inf accepted for the model's NaN or Inf. */
+                int same = !isfinite(o);
+#else
                 int same = isnan(y) ? isnan(o) : (o == y);
+#endif
                 if (!same) {
                     bad = "differs from the model's NaN/Inf";
                     if (isnan(o)) res->n_nan++;
@@ -208,11 +233,36 @@ void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, con
                 }
             } else if (isnan(o)) {
                 res->n_nan++;
+#ifdef QV_MUTANT_orc_verdict_nan_passes
+                /* Oracle mutant: a NaN where the model is finite counted, not failed. */
+                r = 0.0;
+#else
                 bad = "NaN where the model is finite";
                 r = INFINITY;
+#endif
             } else {
+#ifdef QV_MUTANT_orc_window_unrounded
+                /* Oracle mutant: [y - E, y + E] without the output rounding. */
+                double lo = y - E, hi = y + E;
+#elif defined QV_MUTANT_orc_window_directed
+                /* Oracle mutant: the directed roundings RD(y - E), RU(y + E). */
                 double lo = ref_round_to(of, y - E, sat), hi = ref_round_to(of, y + E, sat);
+                if (lo > y - E) lo -= qv_ulp(of, lo);
+                if (hi < y + E) hi += qv_ulp(of, hi);
+#elif defined QV_MUTANT_orc_window_half_ulp
+                /* Oracle mutant: half an output ulp added to E, then rounded as well. */
+                double hu = 0.5 * qv_ulp(of, fabs(y) + E);
+                double lo = ref_round_to(of, y - E - hu, sat), hi = ref_round_to(of, y + E + hu, sat);
+#else
+                double lo = ref_round_to(of, y - E, sat), hi = ref_round_to(of, y + E, sat);
+#endif
+#ifdef QV_MUTANT_orc_verdict_inf_unchecked
+                /* Oracle mutant: an Inf output is taken for an overflow inside the
+                 * bound without the range test. */
+                if (!isinf(o) && (o < lo || o > hi)) {
+#else
                 if (o < lo || o > hi) {
+#endif
                     bad = isinf(o) ? "Inf outside the bound" : "outside the rounded bound";
                     if (isinf(o)) res->n_inf++;
                     else res->n_fail++;
@@ -306,12 +356,22 @@ void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, con
          * subnormal spacing, so say so (STYLE rule 7). */
         snprintf(res->reason, sizeof res->reason, "note: only %lld of %lld reference values are normal in %s",
                  (long long)n_normal, (long long)nr, fi->name);
+#ifdef QV_MUTANT_orc_monitor_p99_off
+    /* Oracle mutant: the p99 monitor never fires. */
+    if (0) {
+#else
     if (res->p99_err_over_bound > P99_MARGINAL) {
+#endif
         res->grade = QV_MARGINAL;
         snprintf(res->reason, sizeof res->reason,
                  "p99 of the error beyond output rounding is %.3g of E (> %.2g)", res->p99_err_over_bound,
                  P99_MARGINAL);
+#ifdef QV_MUTANT_orc_monitor_bias_one_sided
+    /* Oracle mutant: only a positive bias is flagged (z, not |z|). */
+    } else if (nbias >= BIAS_MIN_COUNT && res->bias_z > BIAS_Z_MARGINAL) {
+#else
     } else if (nbias >= BIAS_MIN_COUNT && fabs(res->bias_z) > BIAS_Z_MARGINAL) {
+#endif
         res->grade = QV_MARGINAL;
         snprintf(res->reason, sizeof res->reason, "signed bias: z = %.3g over %lld distinct nonzero errors (|z| > %.0f)",
                  res->bias_z, (long long)nbias, BIAS_Z_MARGINAL);
@@ -340,7 +400,12 @@ void ref_verify_bitexact(const qv_problem *p, const void *expected, const void *
     for (int64_t e = 0; e < mn; e++) {
         uint32_t c = out_code(of, out, e), x = out_code(of, expected, e);
         double o = out_value(of, c), y = out_value(of, x);
+#ifdef QV_MUTANT_orc_bitexact_values_compared
+        /* Oracle mutant: values compared instead of codes (-0 matches +0). */
+        int same = (o == y) || (isnan(o) && isnan(y) && c != poison);
+#else
         int same = (c == x) || (isnan(o) && isnan(y) && c != poison);
+#endif
         if (c == poison && x != poison) res->n_unwritten++;
         if (!same) {
             nbad++;

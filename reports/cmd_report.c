@@ -19,8 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "qvet/cli.h"
-#include "qvet/json.h"
+#include "internal/cli.h"
+#include "internal/json.h"
 
 /* ---- the records we keep from the input ----------------------------------- */
 

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "qvet/cli.h"
+#include "internal/cli.h"
 
 int qv_opt_long(const char *opt, const char *val, long long lo, long long hi, long long *out)
 {

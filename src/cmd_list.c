@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "qvet/cli.h"
-#include "qvet/json.h"
+#include "internal/cli.h"
+#include "internal/json.h"
 #include "qvet/spec.h"
 #include "qvet/variant.h"
 
@@ -65,7 +65,7 @@ static void print_table(const char *glob)
                fmt_name(v->wfmt), fmt_name(v->afmt), fmt_name(v->ofmt), qv_scale_layout_name(v->scale_layout),
                v->g, v->zero_point ? "yes" : "no", v->act_order ? "yes" : "no", qv_act_scale_name(v->act_scale),
                qv_layout_name(v->layout),
-               qv_accum_name(v->arith.accum), v->launch ? "yes" : "no", v->cpu_model ? "yes" : "no");
+               qv_accum_name(v->arith.accum), v->gpu_kernel ? "yes" : "no", v->cpu_model ? "yes" : "no");
     }
 }
 
@@ -135,7 +135,7 @@ static void print_json_row(const qv_variant *v)
     }
     fputc(']', stdout);
     kv_str("out_saturation", sat_name(a->out_sat));
-    kv_bool("gpu", v->launch != NULL);
+    kv_bool("gpu", v->gpu_kernel);
     kv_bool("cpu_model", v->cpu_model);
     fputs("\n  }", stdout);
 }

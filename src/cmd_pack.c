@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 
 #include "qvet/array.h"
-#include "qvet/cli.h"
+#include "internal/cli.h"
 #include "qvet/layout.h"
 #include "qvet/reference.h"
 

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal/cli.h"
+#include "internal/json.h"
 #include "qvet/array.h"
-#include "qvet/cli.h"
 #include "qvet/formats.h"
-#include "qvet/json.h"
 #include "qvet/layout.h"
 #include "qvet/problem.h"
 #include "qvet/reference.h"

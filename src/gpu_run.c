@@ -2,7 +2,7 @@
  * upload, poison the output, launch, check, download, and optionally relaunch
  * to prove the kernel is bitwise deterministic. Host C against the CUDA runtime
  * API; safe to call on machines without a GPU (it reports QV_ERR_NODEVICE). */
-#include "qvet/gpu.h"
+#include "internal/gpu.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,16 +120,14 @@ qv_status qv_gpu_problem_upload(const qv_problem *p, const qv_packed *pk, qv_gpu
     gp->out_bytes = (size_t)qv_problem_out_bytes(p);
     st = alloc_dev(gp, gp->out_bytes + QV_GPU_GUARD_BYTES, &a->c);
     if (st != QV_OK) goto fail;
-    if (v->workspace) {
-        a->workspace_bytes = v->workspace(v, a->m, a->n, a->k);
-        if (a->workspace_bytes) {
-            st = alloc_dev(gp, a->workspace_bytes, &a->workspace);
-            if (st != QV_OK) goto fail;
-            /* gemm.h: the caller zeroes the workspace once; kernels restore it. */
-            if (cudaMemset(a->workspace, 0, a->workspace_bytes) != cudaSuccess) {
-                st = qv_cuda_fail((int)cudaGetLastError(), "cudaMemset workspace", __FILE__, __LINE__);
-                goto fail;
-            }
+    a->workspace_bytes = qv_gpu_workspace(v, a->m, a->n, a->k);
+    if (a->workspace_bytes) {
+        st = alloc_dev(gp, a->workspace_bytes, &a->workspace);
+        if (st != QV_OK) goto fail;
+        /* gemm.h: the caller zeroes the workspace once; kernels restore it. */
+        if (cudaMemset(a->workspace, 0, a->workspace_bytes) != cudaSuccess) {
+            st = qv_cuda_fail((int)cudaGetLastError(), "cudaMemset workspace", __FILE__, __LINE__);
+            goto fail;
         }
     }
     return QV_OK;
@@ -240,8 +238,11 @@ qv_status qv_gpu_run(const qv_problem *p, qv_launch_fn launch, int repeat, void 
     if (!st) st = &tmp;
     memset(st, 0, sizeof *st);
     st->first_diff = -1;
-    if (!launch) launch = p->v->launch;
-    if (!launch) return qv_fail(QV_ERR_UNSUPPORTED, "%s has no GPU kernel", p->v->name);
+    if (!launch) {
+        const qv_launcher *l = qv_gpu_launcher(p->v);
+        if (!l) return qv_fail(QV_ERR_UNSUPPORTED, "%s has no GPU kernel", p->v->name);
+        launch = l->launch;
+    }
     if (!qv_gpu_info_get(NULL)) return qv_fail(QV_ERR_NODEVICE, "no CUDA device");
     QV_TRY(qv_variant_check_shape(p->v, p->m, p->n, p->k));
     QV_TRY(check_act_order_groups(p));

@@ -2,7 +2,7 @@
  * The parser is recursive descent over an explicit (text, len, pos) cursor:
  * every byte access goes through peek(), which answers -1 at the end, so no
  * input can make it read past len. */
-#include "qvet/json.h"
+#include "internal/json.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "qvet/cli.h"
+#include "internal/cli.h"
 
 typedef struct qv_subcommand {
     const char *name;

@@ -1,11 +1,12 @@
-/* registry.c: every variant qvet knows, as rows of data (variant.h).
- * Adding a variant means adding a row here, a kernel launcher's support for it
- * and any format pieces it needs; no code elsewhere names a variant. */
+/* registry.c: every variant qvet knows, as rows of data (variant.h), in the
+ * CPU library: a row names no function, and gpu_kernel = 1 says that the GPU
+ * library's launch table (src/gpu_launch.c) has its family. Adding a variant
+ * means adding a row here, a kernel launcher's support for it and any format
+ * pieces it needs; no code elsewhere names a variant. */
 #include <fnmatch.h>
 #include <stddef.h>
 #include <string.h>
 
-#include "qvet/gemm.h"
 #include "qvet/variant.h"
 
 /* The rows are written with one macro per family. A macro's parameters are
@@ -39,7 +40,7 @@
      .act_scale = QV_ASCALE_NONE, .azp = QV_AZP_NONE,                                                   \
      .layout = QV_LAYOUT_PLAIN_NK, .n_tile = 8, .k_tile = 8,                                            \
      .arith = ARITH_TC(QV_DQ_NONE, QV_EP_END),                                                          \
-     .launch = qv_launch_cublas, .workspace = NULL, .cpu_model = 1}
+     .gpu_kernel = 1, .cpu_model = 1}
 
 /* The Marlin weight-only rows: f16 or bf16 activations (act_) and the same
  * format out, no activation scale. */
@@ -52,7 +53,7 @@
      .act_scale = QV_ASCALE_NONE, .azp = QV_AZP_NONE,                                                   \
      .layout = (layout_), .n_tile = 64, .k_tile = 16,                                                   \
      .arith = arith_,                                                                                   \
-     .launch = qv_launch_wonly, .workspace = qv_workspace_wonly, .cpu_model = 1}
+     .gpu_kernel = 1, .cpu_model = 1}
 
 /* The QQQ W4A8 rows: int8 activations with per-token scales, f16 out. */
 #define QQQ_ROW(name_, wfmt_, sfmt_, layout_, scales_, g_, arith_, summary_)                            \
@@ -64,7 +65,7 @@
      .act_scale = QV_ASCALE_TOKEN, .azp = QV_AZP_NONE,                                                  \
      .layout = (layout_), .n_tile = 64, .k_tile = 16,                                                   \
      .arith = arith_,                                                                                   \
-     .launch = qv_launch_qqq, .workspace = qv_workspace_qqq, .cpu_model = 1}
+     .gpu_kernel = 1, .cpu_model = 1}
 
 /* The W8A8 rows: fmt_ (int8 or e4m3) for weights and activations, f32
  * scales, plain (n, k) weights, f16 out. */
@@ -75,7 +76,7 @@
      .act_scale = (act_scale_), .azp = (azp_),                                                          \
      .layout = QV_LAYOUT_PLAIN_NK, .n_tile = 8, .k_tile = 16,                                           \
      .arith = arith_,                                                                                   \
-     .launch = qv_launch_w8a8, .workspace = qv_workspace_w8a8, .cpu_model = 1}
+     .gpu_kernel = 1, .cpu_model = 1}
 
 static const qv_variant registry[] = {
     /*         name           format (weights, activations, output)

@@ -6,8 +6,8 @@
  * offsets are relative to the buffer's first byte. The header is parsed by the
  * strict reader of json.h; every offset is checked against the buffer before
  * any tensor byte is touched. */
+#include "internal/json.h"
 #include "qvet/array.h"
-#include "qvet/json.h"
 
 #include <stdlib.h>
 #include <string.h>

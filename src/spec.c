@@ -189,6 +189,15 @@ static int ws_in_epilogue(const qv_variant *v)
     return (l == QV_SCALE_TENSOR || l == QV_SCALE_CHANNEL) && eff_dq(v) == QV_DQ_EXACT;
 }
 
+/* An int32 sum with nothing to scale, summed exactly: its output defaults
+ * to the integer itself. */
+static int int_out_default(const qv_variant *v)
+{
+    return v->arith.accum == QV_ACC_INT32 && v->arith.reduce != QV_RED_F32 && v->scale_layout == QV_SCALE_NONE &&
+           v->s2_layout == QV_SCALE_NONE && v->act_scale == QV_ASCALE_NONE && v->bias_fmt == QV_FMT_NONE &&
+           v->arith.dequant != QV_DQ_INT8_RNE;
+}
+
 static int gcd(int a, int b)
 {
     while (b) {
@@ -202,7 +211,13 @@ static int gcd(int a, int b)
 int qv_spec_segment(const qv_variant *v)
 {
     int seg = 0;
+#ifdef QV_MUTANT_orc_spec_group_exact_unsegmented
+    /* Oracle mutant: group scales with dq=exact given no segment (nothing
+     * applies them: neither the dequantization nor the partial sums). */
+    if (k_varying(v->scale_layout) && eff_dq(v) == QV_DQ_EXACT && v->scale_layout == QV_SCALE_BLOCK)
+#else
     if (k_varying(v->scale_layout) && eff_dq(v) == QV_DQ_EXACT)
+#endif
         seg = v->scale_layout == QV_SCALE_BLOCK ? (v->block_k > 0 ? v->block_k : 128) : v->g;
     if (v->act_scale == QV_ASCALE_TOKEN_BLOCK) seg = seg ? gcd(seg, 128) : 128; /* f32/tok-b128 */
     return seg;
@@ -363,6 +378,9 @@ static qv_status check_variant(const qv_variant *v, int have_out, int ep_given)
             v->bias_fmt != QV_FMT_NONE)
             return bad("out=i32 is the exact integer accumulator: scales applied to sums (ws per tensor or "
                        "channel with dq=exact, ws2, as) and bias have no place in it");
+        if (ar->reduce == QV_RED_F32)
+            return bad("out=i32 is the exact integer accumulator: red=f32 adds the slices' partials in fp32; "
+                       "declare out=f32 (or red=none)");
     }
     if (!have_out && !half_acts && v->ofmt == QV_FMT_NONE)
         return bad("a=%s: declare the output format out= (f16, bf16 or f32%s)", fname(a),
@@ -438,14 +456,23 @@ static qv_status parse_key(int key, const char *val, qv_variant *v, gran *ws, gr
         v->arith.block_b = 0;
         if (!strcmp(val, "f32")) {
             v->arith.accum = QV_ACC_TC_F32;
+#ifdef QV_MUTANT_orc_spec_tc_block_b_1
+            v->arith.block_b = 1;
+#else
             v->arith.block_b = 16; /* the fp16/bf16 mma's K width */
+#endif
         } else if (!strcmp(val, "fma32")) {
             v->arith.accum = QV_ACC_FMA_F32;
         } else if (!strcmp(val, "i32")) {
             v->arith.accum = QV_ACC_INT32;
         } else if (!strcmp(val, "f8fast") || !strncmp(val, "f8p", 3)) {
             v->arith.accum = QV_ACC_TC_FP8;
+#ifdef QV_MUTANT_orc_spec_f8_acc_bits_24
+            /* Oracle mutant: the fp8 accumulator recorded as fp32-wide (24 bits). */
+            v->arith.acc_bits = 24;
+#else
             v->arith.acc_bits = 14; /* the H200's fp8 accumulator (docs/spec.md) */
+#endif
             v->arith.block_b = 32;  /* the fp8 mma's K width */
             if (val[2] == 'p' && !parse_pos(val + 3, &v->arith.promote_nc))
                 return bad("acc=%s: f8pN needs a promotion interval N >= 1 (e.g. f8p128)", val);
@@ -533,7 +560,12 @@ static qv_status parse_into(const char *text, qv_variant *v)
     v->wfmt = QV_FMT_F16;
     v->afmt = QV_FMT_F16;
     v->arith.accum = QV_ACC_TC_F32;
+#ifdef QV_MUTANT_orc_spec_tc_block_b_1
+    /* Oracle mutant: the tensor core's alignment block recorded as 1 product. */
+    v->arith.block_b = 1;
+#else
     v->arith.block_b = 16;
+#endif
     v->arith.reduce = QV_RED_F32;
     gran ws = {0}, ws2 = {0}, wz = {0};
     int seen[N_KEYS] = {0}, dq_set = 0, red_set = 0, out_set = 0;
@@ -587,8 +619,7 @@ static qv_status parse_into(const char *text, qv_variant *v)
     if (!out_set) {
         if (v->afmt == QV_FMT_F16 || v->afmt == QV_FMT_BF16)
             v->ofmt = v->afmt;
-        else if (v->arith.accum == QV_ACC_INT32 && v->scale_layout == QV_SCALE_NONE && v->s2_layout == QV_SCALE_NONE &&
-                 v->act_scale == QV_ASCALE_NONE && v->bias_fmt == QV_FMT_NONE && v->arith.dequant != QV_DQ_INT8_RNE)
+        else if (int_out_default(v))
             v->ofmt = QV_FMT_I32;
         else
             v->ofmt = QV_FMT_NONE;
@@ -770,9 +801,7 @@ int qv_spec_format(const qv_variant *v, char *buf, size_t len)
     }
     /* out: written unless it is the default */
     qv_fmt out_dflt = half ? v->afmt : QV_FMT_NONE;
-    if (!half && v->arith.accum == QV_ACC_INT32 && v->scale_layout == QV_SCALE_NONE && v->s2_layout == QV_SCALE_NONE &&
-        v->act_scale == QV_ASCALE_NONE && v->bias_fmt == QV_FMT_NONE && v->arith.dequant != QV_DQ_INT8_RNE)
-        out_dflt = QV_FMT_I32;
+    if (!half && int_out_default(v)) out_dflt = QV_FMT_I32;
     if (v->ofmt != out_dflt) put(&w, "out", of);
     if (w.at == 0) put(&w, "w", "f16"); /* every key at its default: cuBLAS f16 */
     if (w.at >= len) return fail_fmt(buf, len, "%s", "spec longer than the buffer");

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qvet/eval.h"
+#include "internal/eval.h"
 
 #include "support/suite.h"
 

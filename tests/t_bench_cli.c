@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "qvet/json.h"
+#include "internal/json.h"
 #include "support/cli.h"
 #include "support/suite.h"
 

@@ -19,10 +19,10 @@
 #include <unistd.h>
 
 #include "../fuzz/ckpt_route.h"
+#include "internal/campaign.h"
+#include "internal/json.h"
 #include "qvet/array.h"
-#include "qvet/campaign.h"
 #include "qvet/formats.h"
-#include "qvet/json.h"
 #include "qvet/spec.h"
 
 #include "support/run.h"

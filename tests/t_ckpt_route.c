@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "../fuzz/ckpt_route.h"
-#include "qvet/campaign.h"
+#include "internal/campaign.h"
 #include "qvet/layout.h"
 #include "qvet/variant.h"
 

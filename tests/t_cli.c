@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qvet/json.h"
+#include "internal/json.h"
 #include "qvet/variant.h"
 
 #include "support/cli.h"
@@ -125,7 +125,7 @@ START_TEST(test_list_json_row)
     expect_bool(row, "act_order", v->act_order);
     expect_str(row, "layout", qv_layout_name(v->layout));
     expect_str(row, "accumulate", qv_accum_name(v->arith.accum));
-    expect_bool(row, "gpu", v->launch != NULL);
+    expect_bool(row, "gpu", v->gpu_kernel);
     expect_bool(row, "cpu_model", v->cpu_model);
     expect_str(row, "dequant", qv_dequant_name(v->arith.dequant));
     expect_str(row, "act_scale", qv_act_scale_name(v->act_scale));

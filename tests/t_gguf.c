@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal/gguf.h"
 #include "qvet/formats.h"
-#include "qvet/gguf.h"
 
 #include "support/suite.h"
 

@@ -44,7 +44,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "qvet/aq.h"
+#include "internal/aq.h"
 #include "qvet/array.h"
 #include "qvet/formats.h"
 #include "qvet/gemm.h"
@@ -551,15 +551,15 @@ START_TEST(refusals)
     qv_gemm_args a;
     memset(&a, 0, sizeof a);
     a.m = 16, a.n = 96, a.k = 128;
-    ck_assert_int_eq(ch->launch(ch, &a), QV_ERR_SHAPE);          /* N not a multiple of 64 */
+    ck_assert_int_eq(qv_gpu_launch(ch, &a), QV_ERR_SHAPE);          /* N not a multiple of 64 */
     a.n = 128, a.k = 120;
-    ck_assert_int_eq(ch->launch(ch, &a), QV_ERR_SHAPE);          /* K not a multiple of 16 */
+    ck_assert_int_eq(qv_gpu_launch(ch, &a), QV_ERR_SHAPE);          /* K not a multiple of 16 */
     a.k = 128, a.m = 0;
-    ck_assert_int_eq(ch->launch(ch, &a), QV_ERR_SHAPE);          /* M = 0 */
+    ck_assert_int_eq(qv_gpu_launch(ch, &a), QV_ERR_SHAPE);          /* M = 0 */
     a.m = 4, a.n = 12, a.k = 64;
-    ck_assert_int_eq(i8->launch(i8, &a), QV_ERR_SHAPE);          /* N not a multiple of 8 */
+    ck_assert_int_eq(qv_gpu_launch(i8, &a), QV_ERR_SHAPE);          /* N not a multiple of 8 */
     a.n = 16;
-    ck_assert_int_eq(i8->launch(i8, &a), QV_ERR_USAGE);          /* buffers missing */
+    ck_assert_int_eq(qv_gpu_launch(i8, &a), QV_ERR_USAGE);          /* buffers missing */
 }
 END_TEST
 

@@ -25,9 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal/gpu.h"
 #include "qvet/formats.h"
 #include "qvet/gemm.h"
-#include "qvet/gpu.h"
 #include "qvet/layout.h"
 #include "qvet/probe.h"
 #include "qvet/problem.h"
@@ -55,7 +55,7 @@ START_TEST(rows_exist)
         ck_assert_msg(v->act_scale == QV_ASCALE_TOKEN, "%s: activations are not scaled per token", rows[r]);
         ck_assert_msg(v->afmt == QV_FMT_I8 || v->afmt == QV_FMT_E4M3, "%s: activations are not int8 or e4m3",
                       rows[r]);
-        ck_assert_msg(v->launch != NULL, "%s: no launch", rows[r]);
+        ck_assert_msg(v->gpu_kernel, "%s: no launch", rows[r]);
     }
 }
 END_TEST
@@ -102,14 +102,14 @@ START_TEST(quantize_then_gemm)
         ck_assert(qv_gpu_poison(a.c, v->ofmt, (int64_t)m * n, st) == QV_OK);
         ck_assert_msg(qv_act_quant(QV_FMT_F16, v->afmt, m, k, dx, (void *)a.a, (float *)a.a_scale, st) == QV_OK,
                       "%s: act quant: %s", label, qv_errmsg());
-        ck_assert_msg(v->launch(v, &a) == QV_OK, "%s: launch: %s", label, qv_errmsg());
+        ck_assert_msg(qv_gpu_launch(v, &a) == QV_OK, "%s: launch: %s", label, qv_errmsg());
         ck_assert_int_eq(cudaStreamSynchronize(st), cudaSuccess);
         ck_assert_int_eq(cudaMemcpy(chained, a.c, ob, cudaMemcpyDeviceToHost), cudaSuccess);
 
         /* the GEMM alone on the codes now in place */
         ck_assert(qv_gpu_poison(a.c, v->ofmt, (int64_t)m * n, st) == QV_OK);
         ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
-        ck_assert_msg(v->launch(v, &a) == QV_OK, "%s: launch: %s", label, qv_errmsg());
+        ck_assert_msg(qv_gpu_launch(v, &a) == QV_OK, "%s: launch: %s", label, qv_errmsg());
         ck_assert_int_eq(cudaStreamSynchronize(st), cudaSuccess);
         ck_assert_int_eq(cudaMemcpy(alone, a.c, ob, cudaMemcpyDeviceToHost), cudaSuccess);
         if (memcmp(chained, alone, ob) != 0) {

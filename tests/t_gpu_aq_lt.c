@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qvet/aq.h"
+#include "internal/aq.h"
 #include "qvet/gemm.h"
 #include "qvet/probe.h"
 #include "qvet/problem.h"
@@ -190,22 +190,22 @@ START_TEST(env_refusals)
     static const char *const bad_min_m[] = {"abc", "0", "-5", "12x", "99999999999"};
     for (size_t i = 0; i < sizeof bad_min_m / sizeof bad_min_m[0]; i++) {
         set_paths(bad_min_m[i], NULL);
-        ck_assert_int_eq(i8->launch(i8, &a), QV_ERR_USAGE);
+        ck_assert_int_eq(qv_gpu_launch(i8, &a), QV_ERR_USAGE);
         ck_assert_msg(strstr(qv_errmsg(), "QVET_AQ_LT_MIN_M") != NULL, "message: %s", qv_errmsg());
-        ck_assert_int_eq(ch->launch(ch, &a), QV_ERR_USAGE);
+        ck_assert_int_eq(qv_gpu_launch(ch, &a), QV_ERR_USAGE);
     }
     static const char *const bad_chunk[] = {"0", "-1", "nan", "inf", "2e6", "4MB"};
     for (size_t i = 0; i < sizeof bad_chunk / sizeof bad_chunk[0]; i++) {
         set_paths("1", bad_chunk[i]);
-        ck_assert_int_eq(i8->launch(i8, &a), QV_ERR_USAGE);
+        ck_assert_int_eq(qv_gpu_launch(i8, &a), QV_ERR_USAGE);
         ck_assert_msg(strstr(qv_errmsg(), "QVET_AQ_LT_CHUNK_MB") != NULL, "message: %s", qv_errmsg());
-        ck_assert_int_eq(ch->launch(ch, &a), QV_ERR_USAGE);
+        ck_assert_int_eq(qv_gpu_launch(ch, &a), QV_ERR_USAGE);
     }
     clear_paths();
     /* The workspace grows by the cuBLASLt region from the threshold on and is a
      * pure function of the shape otherwise (no CUDA call either). */
-    ck_assert_uint_gt(i8->workspace(i8, 128, 4096, 4096), i8->workspace(i8, 127, 4096, 4096) + (size_t)4096 * 128 * 4);
-    ck_assert_uint_gt(ch->workspace(ch, 1024, 4096, 4096), (size_t)4096 * 4096);
+    ck_assert_uint_gt(qv_gpu_workspace(i8, 128, 4096, 4096), qv_gpu_workspace(i8, 127, 4096, 4096) + (size_t)4096 * 128 * 4);
+    ck_assert_uint_gt(qv_gpu_workspace(ch, 1024, 4096, 4096), (size_t)4096 * 4096);
 }
 END_TEST
 

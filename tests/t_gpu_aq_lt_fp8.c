@@ -43,7 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qvet/aq.h"
+#include "internal/aq.h"
 #include "qvet/formats.h"
 #include "qvet/gemm.h"
 #include "qvet/probe.h"
@@ -357,17 +357,17 @@ START_TEST(env_refusals)
         const qv_variant *v = qv_registry_get(g_rows[r]);
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             set_min_m(bad[i]);
-            ck_assert_msg(v->launch(v, &a) == QV_ERR_USAGE, "%s: QVET_AQ_LT_FP8_MIN_M=\"%s\" accepted", v->name,
+            ck_assert_msg(qv_gpu_launch(v, &a) == QV_ERR_USAGE, "%s: QVET_AQ_LT_FP8_MIN_M=\"%s\" accepted", v->name,
                           bad[i]);
             ck_assert_msg(strstr(qv_errmsg(), "QVET_AQ_LT_FP8_MIN_M") != NULL, "message: %s", qv_errmsg());
             set_min_m(NULL);
             set_blk_min_m(bad[i]);
-            ck_assert_msg(v->launch(v, &a) == QV_ERR_USAGE, "%s: QVET_AQ_LT_FP8_BLK_MIN_M=\"%s\" accepted", v->name,
+            ck_assert_msg(qv_gpu_launch(v, &a) == QV_ERR_USAGE, "%s: QVET_AQ_LT_FP8_BLK_MIN_M=\"%s\" accepted", v->name,
                           bad[i]);
             ck_assert_msg(strstr(qv_errmsg(), "QVET_AQ_LT_FP8_BLK_MIN_M") != NULL, "message: %s", qv_errmsg());
             set_blk_min_m(NULL);
             set_outer_min_m(bad[i]);
-            ck_assert_msg(v->launch(v, &a) == QV_ERR_USAGE, "%s: QVET_AQ_LT_FP8_OUTER_MIN_M=\"%s\" accepted",
+            ck_assert_msg(qv_gpu_launch(v, &a) == QV_ERR_USAGE, "%s: QVET_AQ_LT_FP8_OUTER_MIN_M=\"%s\" accepted",
                           v->name, bad[i]);
             ck_assert_msg(strstr(qv_errmsg(), "QVET_AQ_LT_FP8_OUTER_MIN_M") != NULL, "message: %s", qv_errmsg());
             set_outer_min_m(NULL);
@@ -416,17 +416,17 @@ START_TEST(env_refusals)
         const int blk = v->scale_layout == QV_SCALE_BLOCK;
         ck_assert_int_ge(t, 1);
         ck_assert_int_le(t, 32);
-        if (t > 1) ck_assert_uint_lt(v->workspace(v, t - 1, 512, 512), lt_ws);
-        ck_assert_uint_ge(v->workspace(v, 32, 512, 512), lt_ws);
-        ck_assert_uint_ge(v->workspace(v, 1024, 512, 4096), lt_ws);
-        const size_t tail = v->workspace(v, 1024, 512, 4096 + 16);
+        if (t > 1) ck_assert_uint_lt(qv_gpu_workspace(v, t - 1, 512, 512), lt_ws);
+        ck_assert_uint_ge(qv_gpu_workspace(v, 32, 512, 512), lt_ws);
+        ck_assert_uint_ge(qv_gpu_workspace(v, 1024, 512, 4096), lt_ws);
+        const size_t tail = qv_gpu_workspace(v, 1024, 512, 4096 + 16);
         ck_assert_msg(blk ? tail < lt_ws : tail >= lt_ws, "%s: workspace %zu at K = 4112", v->name, tail);
         set_min_m("off");
-        ck_assert_uint_lt(v->workspace(v, 1024, 512, 512), lt_ws);
+        ck_assert_uint_lt(qv_gpu_workspace(v, 1024, 512, 512), lt_ws);
         set_min_m("1");
-        ck_assert_uint_ge(v->workspace(v, 4, 512, 512), lt_ws);
+        ck_assert_uint_ge(qv_gpu_workspace(v, 4, 512, 512), lt_ws);
         set_min_m("64");
-        ck_assert_uint_lt(v->workspace(v, 32, 512, 512), lt_ws);
+        ck_assert_uint_lt(qv_gpu_workspace(v, 32, 512, 512), lt_ws);
         set_min_m(NULL);
     }
     /* The block row's region holds nothing past cuBLASLt's workspace at M %
@@ -437,10 +437,10 @@ START_TEST(env_refusals)
     const qv_variant *brow = qv_variant_find("w8a8-fp8-block128");
     ck_assert_ptr_nonnull(brow);
     set_min_m("off");
-    const size_t mma_1024 = brow->workspace(brow, 1024, 8192, 8192), mma_1023 = brow->workspace(brow, 1023, 8192, 8192);
+    const size_t mma_1024 = qv_gpu_workspace(brow, 1024, 8192, 8192), mma_1023 = qv_gpu_workspace(brow, 1023, 8192, 8192);
     set_min_m(NULL);
-    const size_t lt_1024 = brow->workspace(brow, 1024, 8192, 8192) - mma_1024,
-                 lt_1023 = brow->workspace(brow, 1023, 8192, 8192) - mma_1023;
+    const size_t lt_1024 = qv_gpu_workspace(brow, 1024, 8192, 8192) - mma_1024,
+                 lt_1023 = qv_gpu_workspace(brow, 1023, 8192, 8192) - mma_1023;
     ck_assert_uint_ge(lt_1024, lt_ws);
     ck_assert_uint_le(lt_1024, lt_ws + 65536); /* alignment of the two regions only */
     ck_assert_uint_ge(lt_1023, lt_ws + (size_t)64 * 1024 * 4 + (size_t)1024 * 8192 * (1 + 2));
@@ -449,16 +449,16 @@ START_TEST(env_refusals)
      * (outer vectors at every M) it does not, with "off" (two steps at every
      * M) it does at any M. */
     ck_assert_int_eq(QV_AQ_LT_FP8_OUTER_MIN_M, 128);
-    const size_t two_64 = tc_row->workspace(tc_row, 64, 57344, 8192),
-                 two_4096 = (set_outer_min_m("off"), tc_row->workspace(tc_row, 4096, 57344, 8192));
+    const size_t two_64 = qv_gpu_workspace(tc_row, 64, 57344, 8192),
+                 two_4096 = (set_outer_min_m("off"), qv_gpu_workspace(tc_row, 4096, 57344, 8192));
     set_outer_min_m("1");
-    const size_t outer_64 = tc_row->workspace(tc_row, 64, 57344, 8192),
-                 outer_4096 = tc_row->workspace(tc_row, 4096, 57344, 8192);
+    const size_t outer_64 = qv_gpu_workspace(tc_row, 64, 57344, 8192),
+                 outer_4096 = qv_gpu_workspace(tc_row, 4096, 57344, 8192);
     set_outer_min_m(NULL);
     ck_assert_uint_ge(outer_64, lt_ws);
     ck_assert_uint_eq(two_64 - outer_64, (size_t)64 * 57344 * 4);
     ck_assert_uint_eq(two_4096 - outer_4096, (size_t)4096 * 57344 * 4);
-    ck_assert_uint_eq(tc_row->workspace(tc_row, 4096, 57344, 8192), outer_4096);
+    ck_assert_uint_eq(qv_gpu_workspace(tc_row, 4096, 57344, 8192), outer_4096);
 }
 END_TEST
 

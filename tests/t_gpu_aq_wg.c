@@ -37,7 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qvet/aq.h"
+#include "internal/aq.h"
 #include "qvet/gemm.h"
 #include "qvet/probe.h"
 #include "qvet/problem.h"
@@ -358,7 +358,7 @@ START_TEST(env_refusals)
         clear_env();
         setenv("QVET_AQ_WG_MIN_M", "1", 1);
         setenv(bad[i].var, bad[i].val, 1);
-        ck_assert_int_eq(ch->launch(ch, &a), QV_ERR_USAGE);
+        ck_assert_int_eq(qv_gpu_launch(ch, &a), QV_ERR_USAGE);
         ck_assert_msg(strstr(qv_errmsg(), bad[i].var) != NULL, "%s=%s: message: %s", bad[i].var, bad[i].val,
                       qv_errmsg());
     }
@@ -369,7 +369,7 @@ START_TEST(env_refusals)
     clear_env();
     /* The workspace holds the stream-K slots when the schedule has a tail
      * (M = 129 on N = 4096: 32 tiles, all shared): 2 x 132 tiles of 128 KiB. */
-    ck_assert_uint_ge(ch->workspace(ch, 129, 4096, 4096), (size_t)2 * 132 * 128 * 1024);
+    ck_assert_uint_ge(qv_gpu_workspace(ch, 129, 4096, 4096), (size_t)2 * 132 * 128 * 1024);
 }
 END_TEST
 

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "qvet/campaign.h"
-#include "qvet/gpu.h"
+#include "internal/campaign.h"
+#include "internal/gpu.h"
 #include "support/gpu.h"
 
 /* The date the suite was written; QVET_SEED replaces it. */
@@ -23,10 +23,10 @@ static int drop_last_row;
 static int forward_launch(const char *variant, const qv_gemm_args *args)
 {
     const qv_variant *v = qv_variant_find(variant);
-    if (!v || !v->launch) return 1;
+    if (!v || !v->gpu_kernel) return 1;
     qv_gemm_args a = *args;
     if (drop_last_row && a.m > 1) a.m -= 1;
-    return v->launch(v, &a) != QV_OK;
+    return qv_gpu_launch(v, &a) != QV_OK;
 }
 
 static const char *only[QV_GEN_MAX_VARIANTS];
@@ -39,7 +39,7 @@ static qv_backend device_backend(const char *glob)
     int n = 0;
     for (int i = 0; i < qv_registry_count(); i++) {
         const qv_variant *v = qv_registry_get(i);
-        if (v->launch && qv_variant_match(v, glob)) only[n++] = v->name;
+        if (v->gpu_kernel && qv_variant_match(v, glob)) only[n++] = v->name;
     }
     b.launch = forward_launch;
     b.only = only;

@@ -22,9 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qvet/eval.h"
+#include "internal/eval.h"
+#include "internal/gpu.h"
 #include "qvet/formats.h"
-#include "qvet/gpu.h"
 #include "support/gpu.h"
 #include "support/rand.h"
 
@@ -109,7 +109,7 @@ static int64_t runner_layer(const qv_variant *v, const float *w, int n_out, int 
 START_TEST(test_layers_match_runner)
 {
     const qv_variant *v = qv_registry_get(_i);
-    if (!v->launch) return;
+    if (!v->gpu_kernel) return;
     draws s = {g_seed, (uint64_t)_i, 0}; /* the model, then the inputs */
     qv_llama m;
     tiny_model(&m, &s);
@@ -166,7 +166,7 @@ START_TEST(test_refusals)
     const int gpu = g_gpu;
     for (int i = 0; i < qv_registry_count(); i++) {
         const qv_variant *v = qv_registry_get(i);
-        if (gpu && v->launch) continue;
+        if (gpu && v->gpu_kernel) continue;
         qv_linear_backend lb;
         memset(&lb, 0xA5, sizeof lb); /* the call must clear it */
         qv_status st = qv_linear_variant_gpu(v, &m, &lb);

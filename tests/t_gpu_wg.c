@@ -46,8 +46,8 @@
 #include <cuda_runtime_api.h>
 
 #include "../kernels/wonly_wg.cuh"
+#include "internal/gpu.h"
 #include "qvet/gemm.h"
-#include "qvet/gpu.h"
 #include "qvet/variant.h"
 #include "support/gpu.h"
 #include "support/wonly.h"
@@ -285,7 +285,7 @@ END_TEST
  * (wonly_counters_zero). */
 static qv_status launch_counters_back(const qv_variant *v, const qv_gemm_args *args)
 {
-    QV_TRY(v->launch(v, args));
+    QV_TRY(qv_gpu_launch(v, args));
     QV_CUDA_TRY(cudaGetLastError(), "kernel launch");
     QV_CUDA_TRY(cudaDeviceSynchronize(), "kernel execution");
     return wonly_counters_zero(v->name, args->workspace, args->workspace_bytes, args->n);

@@ -45,8 +45,8 @@
 #include <string.h>
 
 #include "../kernels/wonly_small.cuh"
+#include "internal/gpu.h"
 #include "qvet/gemm.h"
-#include "qvet/gpu.h"
 #include "qvet/problem.h"
 #include "qvet/variant.h"
 #include "support/gpu.h"

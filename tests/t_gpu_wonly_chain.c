@@ -32,9 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal/gpu.h"
 #include "qvet/formats.h"
 #include "qvet/gemm.h"
-#include "qvet/gpu.h"
 #include "qvet/layout.h"
 #include "qvet/probe.h"
 #include "qvet/problem.h"
@@ -115,7 +115,7 @@ static void launch_layer(const qv_variant *v, qv_gemm_args a, const void *a0, ui
     char *old = wonly_env_set("QVET_WO_WG_MIN_M", wg_min_m);
     a.a = l == 0 ? a0 : y[l - 1];
     a.c = y[l];
-    const qv_status st = v->launch(v, &a);
+    const qv_status st = qv_gpu_launch(v, &a);
     wonly_env_restore("QVET_WO_WG_MIN_M", old);
     ck_assert_msg(st == QV_OK, "%s: layer %d launch: %s", label, l + 1, qv_errmsg());
 }
@@ -173,7 +173,7 @@ static int one_chain(const qv_variant *v, int ci, uint64_t seed)
         const rep_saved saved = rep_env(rep);
         for (int l = 0; l < LAYERS; l++) {
             char *old = wonly_env_set("QVET_WO_WG_MIN_M", cfgs[ci].wg_min_m[l]);
-            const size_t b = v->workspace ? v->workspace(v, m, n, k) : 0;
+            const size_t b = qv_gpu_workspace(v, m, n, k);
             wonly_env_restore("QVET_WO_WG_MIN_M", old);
             if (b > ws_bytes) ws_bytes = b;
         }

@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal/gpu.h"
 #include "qvet/gemm.h"
-#include "qvet/gpu.h"
 #include "qvet/layout.h"
 #include "qvet/probe.h"
 #include "qvet/problem.h"
@@ -64,7 +64,7 @@ START_TEST(shared_workspace)
     ck_assert_msg(v != NULL, "no row %s", c->row);
     size_t ws_bytes = 0;
     for (int s = 0; s < NSTEPS; s++) {
-        size_t b = v->workspace ? v->workspace(v, (int)seq_m[s], (int)n, (int)k) : 0;
+        size_t b = qv_gpu_workspace(v, (int)seq_m[s], (int)n, (int)k);
         if (b > ws_bytes) ws_bytes = b;
     }
     ck_assert_msg(ws_bytes > 0, "%s: no workspace at n=%" PRId64 " k=%" PRId64 ": nothing splits K", v->name, n, k);
@@ -85,7 +85,7 @@ START_TEST(shared_workspace)
         a.workspace = ws;
         a.workspace_bytes = ws_bytes;
         ck_assert(qv_gpu_poison(a.c, v->ofmt, seq_m[s] * n, NULL) == QV_OK);
-        ck_assert_msg(v->launch(v, &a) == QV_OK, "%s m=%" PRId64 ": launch: %s", v->name, seq_m[s], qv_errmsg());
+        ck_assert_msg(qv_gpu_launch(v, &a) == QV_OK, "%s m=%" PRId64 ": launch: %s", v->name, seq_m[s], qv_errmsg());
         ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
         const size_t ob = (size_t)qv_problem_out_bytes(&p);
         void *out = malloc(ob), *model = malloc(ob);
@@ -119,8 +119,9 @@ START_TEST(split_premise)
 {
     const struct ws_case *c = &cases[_i];
     const qv_variant *v = qv_variant_find(c->row);
-    ck_assert_msg(v != NULL && v->workspace != NULL, "no row %s with a workspace", c->row);
-    const size_t b = v->workspace(v, (int)c->m[0], (int)c->n, (int)c->k);
+    ck_assert_msg(v != NULL && v->gpu_kernel && qv_gpu_launcher(v)->workspace != NULL, "no row %s with a workspace",
+                  c->row);
+    const size_t b = qv_gpu_workspace(v, (int)c->m[0], (int)c->n, (int)c->k);
     ck_assert_msg(b >= 1024 + 2 * (size_t)c->m[0] * (size_t)c->n * 4,
                   "%s: workspace at m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " is %zu bytes: K is not split", v->name,
                   c->m[0], c->n, c->k, b);

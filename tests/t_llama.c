@@ -19,10 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qvet/cli.h"
-#include "qvet/eval.h"
+#include "internal/cli.h"
+#include "internal/eval.h"
+#include "internal/gguf.h"
 #include "qvet/formats.h"
-#include "qvet/gguf.h"
 
 #include "support/suite.h"
 

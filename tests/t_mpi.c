@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "qvet/json.h"
+#include "internal/json.h"
 #include "qvet/status.h"
 
 static char g_qvet[1024], g_mpi[1024];

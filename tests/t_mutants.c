@@ -4,8 +4,12 @@
  * columns, a bug class of DESIGN.md §6 (1..20), backends among cpu/gpu or the
  * single word none (with a reason), every one of the 20 classes present, and
  * for each built mutant the token QV_MUTANT_<name> in some file under src/,
- * reference/, kernels/, fuzz/, eval/ or bench/. The catalogue is found from
- * the working directory or by walking up from the test binary. */
+ * reference/, kernels/, fuzz/, eval/ or bench/. The oracle catalogue
+ * (mutants/oracle.tsv) likewise: six columns, a known part of the oracle,
+ * checks among the suites and check/fuzz (a glob when those run), every part
+ * present, at least 40 mutants run, each switch placed, and each row argued
+ * equivalent saying why. The catalogues are found from the working directory
+ * or by walking up from the test binary. */
 #include <check.h>
 #include <ftw.h>
 #include <libgen.h>
@@ -137,6 +141,100 @@ static int scan_file(const char *path, const struct stat *st, int type, struct F
     return found; /* non-zero stops the walk */
 }
 
+/* ---- the oracle catalogue ---- */
+
+static const char *const parts[] = {"decode", "sum", "bound", "spec", "window", "verdict", "monitor", "generator",
+                                    "campaign"};
+static const char *const checks[] = {"t_formats", "t_truth", "t_verify", "t_spec", "t_model", "t_campaign",
+                                     "t_sharp", "check", "fuzz"};
+#define N_PARTS ((int)(sizeof parts / sizeof parts[0]))
+#define N_CHECKS ((int)(sizeof checks / sizeof checks[0]))
+
+typedef struct orow {
+    char name[128];
+    int part, equivalent, lineno;
+} orow;
+
+static orow orows[MAX_ROWS];
+static int n_orows;
+
+static int index_of(const char *const *list, int n, const char *s)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(list[i], s)) return i;
+    return -1;
+}
+
+static void read_oracle(void)
+{
+    char path[PATH_MAX + 32], line[4096];
+    ck_assert_msg(find_root(), "mutants/catalogue.tsv not found from the working directory or the binary");
+    snprintf(path, sizeof path, "%s/mutants/oracle.tsv", root);
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "%s cannot be read", path);
+    n_orows = 0;
+    for (int lineno = 1; fgets(line, sizeof line, f); lineno++) {
+        line[strcspn(line, "\n")] = '\0';
+        if (line[0] == '#' || line[0] == '\0') continue;
+        char *col[6];
+        int nc = 0;
+        for (char *s = line, *tab; nc < 6; s = tab + 1) {
+            col[nc++] = s;
+            tab = strchr(s, '\t');
+            if (!tab) break;
+            *tab = '\0';
+        }
+        ck_assert_msg(nc == 6 && !strchr(col[5], '\t'), "oracle.tsv line %d: expected 6 tab-separated columns", lineno);
+        ck_assert_msg(n_orows < MAX_ROWS, "more than %d oracle rows", MAX_ROWS);
+        orow *r = &orows[n_orows++];
+        snprintf(r->name, sizeof r->name, "%s", col[0]);
+        r->lineno = lineno;
+        ck_assert_msg(!strncmp(col[0], "orc_", 4), "oracle.tsv line %d: %s does not start with orc_", lineno, col[0]);
+        r->part = index_of(parts, N_PARTS, col[1]);
+        ck_assert_msg(r->part >= 0, "oracle.tsv line %d: part '%s' is unknown", lineno, col[1]);
+        r->equivalent = !strcmp(col[2], "equivalent");
+        int runs_case = 0;
+        if (!r->equivalent) {
+            char list[512];
+            snprintf(list, sizeof list, "%s", col[2]);
+            int n = 0;
+            for (char *save = NULL, *c = strtok_r(list, ",", &save); c; c = strtok_r(NULL, ",", &save), n++) {
+                ck_assert_msg(index_of(checks, N_CHECKS, c) >= 0, "oracle.tsv line %d: check '%s' is unknown", lineno, c);
+                runs_case |= !strcmp(c, "check") || !strcmp(c, "fuzz");
+            }
+            ck_assert_msg(n > 0, "oracle.tsv line %d: no check", lineno);
+        } else {
+            ck_assert_msg(strstr(col[5], "Equivalent:") != NULL,
+                          "oracle.tsv line %d: an equivalent row says why after 'Equivalent:'", lineno);
+        }
+        ck_assert_msg(!runs_case || strcmp(col[3], "-"), "oracle.tsv line %d: check and fuzz need a variants glob",
+                      lineno);
+        ck_assert_msg(strlen(col[4]) > 10, "oracle.tsv line %d: the fifth column names the oracle failure it models",
+                      lineno);
+        ck_assert_msg(strlen(col[5]) > 10, "oracle.tsv line %d: the last column says what the switch does", lineno);
+        for (int j = 0; j < n_orows - 1; j++)
+            ck_assert_msg(strcmp(orows[j].name, r->name), "oracle.tsv line %d: %s listed twice", lineno, r->name);
+    }
+    fclose(f);
+}
+
+START_TEST(oracle_rows_are_well_formed)
+{
+    read_oracle();
+    int seen[N_PARTS] = {0}, run = 0;
+    for (int i = 0; i < n_orows; i++) {
+        seen[orows[i].part] = 1;
+        run += !orows[i].equivalent;
+    }
+    for (int p = 0; p < N_PARTS; p++) ck_assert_msg(seen[p], "no oracle mutant for the part '%s'", parts[p]);
+    ck_assert_msg(run >= 40, "%d oracle mutants run; at least 40", run);
+    read_catalogue();
+    for (int i = 0; i < n_orows; i++)
+        for (int j = 0; j < n_rows; j++)
+            ck_assert_msg(strcmp(orows[i].name, rows[j].name), "%s is in both catalogues", orows[i].name);
+}
+END_TEST
+
 START_TEST(every_switch_is_placed)
 {
     read_catalogue();
@@ -153,6 +251,19 @@ START_TEST(every_switch_is_placed)
         }
         ck_assert_msg(found, "line %d: switch %s is placed in no source file", r->lineno, token);
     }
+    read_oracle();
+    for (int i = 0; i < n_orows; i++) {
+        const orow *r = &orows[i];
+        if (r->equivalent) continue;
+        snprintf(token, sizeof token, "QV_MUTANT_%.127s", r->name);
+        found = 0;
+        for (size_t d = 0; d < sizeof dirs / sizeof dirs[0] && !found; d++) {
+            char path[PATH_MAX + 32];
+            snprintf(path, sizeof path, "%s/%s", root, dirs[d]);
+            nftw(path, scan_file, 16, FTW_PHYS);
+        }
+        ck_assert_msg(found, "oracle.tsv line %d: switch %s is placed in no source file", r->lineno, token);
+    }
 }
 END_TEST
 
@@ -161,6 +272,7 @@ static Suite *mutants_suite(void)
     Suite *s = suite_create("mutants");
     TCase *t = tcase_create("catalogue");
     tcase_add_test(t, rows_are_well_formed);
+    tcase_add_test(t, oracle_rows_are_well_formed);
     tcase_add_test(t, every_switch_is_placed);
     tcase_set_timeout(t, 30);
     suite_add_tcase(s, t);

@@ -16,9 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "internal/campaign.h"
+#include "internal/json.h"
 #include "qvet/array.h"
-#include "qvet/campaign.h"
-#include "qvet/json.h"
 #include "qvet/plugin.h"
 #include "qvet/spec.h"
 

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "internal/json.h"
 #include "qvet/array.h"
-#include "qvet/json.h"
 
 #include "support/files.h"
 #include "support/fixture.h"

@@ -177,6 +177,8 @@ static const struct {
     {"w=i8,ws=f32/c,a=i8,as=f32/tok,acc=i32,out=f16,ep=ws:ws", "listed twice"},
     {"w=i8,ws=f32/c,a=i8,as=f32/tok,acc=i32,out=f16,ep=ws:zz", "'zz' is not a step"},
     {"w=e4m3,ws=f32/b128x128,a=e4m3,as=f32/tok-b128,acc=f8p96,out=f16", "must divide"},
+    {"w=i8,a=i8,acc=i32,red=f32,out=i32", "red=f32 adds the slices' partials in fp32"},
+    {"w=i8,a=i8,acc=i32,red=f32", "declare the output format"},
 };
 
 START_TEST(refusals)
@@ -455,6 +457,41 @@ START_TEST(fp8_bound_follows_promotion)
 }
 END_TEST
 
+/* ---- int32 partials reduced in fp32 ------------------------------------------- */
+
+/* acc=i32,red=f32: each K slice's exact int32 partial converted to fp32 and
+ * the partials added in fp32. One product per slice, 4161 of 127 x 127 then
+ * 12223 of 3, summed in K order: the 3s fall below half an fp32 ulp of the
+ * running sum (8 above 2^26) and are lost, 36669 in all, and the declared
+ * arithmetic allows it; the same output under red=none (exact) fails. */
+START_TEST(int_partials_in_fp32)
+{
+    for (int red = 0; red < 2; red++) {
+        const qv_variant *v = spec(red ? "w=i8,a=i8,acc=i32,red=f32,out=f32" : "w=i8,a=i8,acc=i32,out=f32");
+        int64_t m = 1, n = 2, k = 4161 + 12223;
+        qv_problem p;
+        ck_assert_int_eq(qv_problem_create(&p, v, m, n, k), QV_OK);
+        int8_t *a = p.a, *q = p.q;
+        float sum = 0;
+        for (int64_t kk = 0; kk < k; kk++) {
+            a[kk] = kk < 4161 ? 127 : 1;
+            q[kk * n] = q[kk * n + 1] = kk < 4161 ? 127 : 3;
+            sum = sum + (float)(a[kk] * q[kk * n]); /* one slice per product, fp32 in K order */
+        }
+        ref_truth t;
+        case_truth(&p, &t);
+        ck_assert(t.y[0] == 4161.0 * 16129.0 + 12223.0 * 3.0);
+        ck_assert_msg(t.y[0] - (double)sum > 30000.0, "the fp32 reduction lost only %.0f", t.y[0] - (double)sum);
+        float out[2] = {sum, sum};
+        qv_result r;
+        ref_verify(&p, &t, out, &r);
+        ck_assert_msg((r.grade == QV_FAIL) == !red, "%s: graded %s (E = %.6g, lost %.0f)", v->name,
+                      qv_grade_name(r.grade), t.bound[0], t.y[0] - (double)sum);
+        case_release(&p, &t);
+    }
+}
+END_TEST
+
 /* ---- the bias witness ---------------------------------------------------------- */
 
 START_TEST(bias_witness)
@@ -511,6 +548,7 @@ int main(void)
     tcase_add_loop_test(tr, truth_equals_independent, 0, N_SPECS);
     tcase_add_loop_test(tr, model_passes, 0, N_SPECS);
     tcase_add_test(tr, fp8_bound_follows_promotion);
+    tcase_add_test(tr, int_partials_in_fp32);
     tcase_add_loop_test(tr, bias_witness, 0, 3);
     suite_add_tcase(s, tr);
     printf("t_spec: seed %llu (QVET_SEED)\n", (unsigned long long)case_seed(1));

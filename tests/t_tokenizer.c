@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qvet/eval.h"
-#include "qvet/gguf.h"
+#include "internal/eval.h"
+#include "internal/gguf.h"
 
 #include "support/suite.h"
 

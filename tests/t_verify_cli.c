@@ -16,9 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "internal/campaign.h"
+#include "internal/cli.h"
 #include "qvet/array.h"
-#include "qvet/campaign.h"
-#include "qvet/cli.h"
 #include "qvet/formats.h"
 #include "qvet/probe.h"
 #include "qvet/reference.h"

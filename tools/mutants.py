@@ -11,9 +11,17 @@ the kill matrix (JSONL and Markdown) beside the field's usual criteria.
                                          base (mutants/out/gpu/pack, a few MB) to carry
   tools/mutants.py --gpu --unpack --run-only    ... rebuilt from the pack, then run
   tools/mutants.py --cpu --edits mutants/edits.tsv   the one-line edits (no switch) instead
+  tools/mutants.py --cpu --oracle-only   the oracle mutants of mutants/oracle.tsv alone
 
-The last line is exactly "mutants: K killed of N"; the exit status is non-zero
-when K < N or when the unmutated build fails any case.
+On the CPU the oracle mutants (mutants/oracle.tsv: the reference's decoding, sums,
+bound, rounding window, verdict, monitors, the campaign's checks and the generator)
+run after the catalogue's: each is built with the Check suites its row names, which
+run against it beside `qvet check` and the bounded `qvet fuzz`, and the kill matrix
+(mutant x check) goes to out/cpu/oracle.jsonl and oracle.md.
+
+The last line is exactly "mutants: K killed of N" (catalogue and oracle mutants
+together, the rows argued equivalent left out); the exit status is non-zero
+when K < N or when the unmutated build fails any case or suite.
 """
 import argparse
 import concurrent.futures
@@ -62,14 +70,17 @@ def files_with_switch(name):
     return hits
 
 
-def make(build, mutant=None, target="qvet", keep=(), first=()):
-    """make BUILD=build build/target; `keep` lists object files make must take
-    as up to date (a mutant rebuilds only the objects of its switch, even when
-    other sources changed after the base was built). `first` lists objects
-    named as goals before the target: the Makefile marks every file .SECONDARY,
-    so a deleted object is not rebuilt merely because the archive lists it
-    (make takes the archive as up to date); a goal is always built."""
-    cmd = ["make", "--no-print-directory", f"-j{JOBS}", f"BUILD={build}"] + list(first) + [f"{build}/{target}"]
+def make(build, mutant=None, target="qvet", keep=(), first=(), jobs=None):
+    """make BUILD=build build/target (target: one path or a list); `keep` lists
+    object files make must take as up to date (a mutant rebuilds only the
+    objects of its switch, even when other sources changed after the base was
+    built). `first` lists objects named as goals before the target: the
+    Makefile marks every file .SECONDARY, so a deleted object is not rebuilt
+    merely because the archive lists it (make takes the archive as up to date);
+    a goal is always built."""
+    targets = [target] if isinstance(target, str) else list(target)
+    cmd = (["make", "--no-print-directory", f"-j{jobs or JOBS}", f"BUILD={build}"] + list(first)
+           + [f"{build}/{t}" for t in targets])
     if mutant:
         cmd.append(f"MUTANT={mutant}")
     for obj in keep:
@@ -77,7 +88,7 @@ def make(build, mutant=None, target="qvet", keep=(), first=()):
     r = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if r.returncode != 0:
         sys.stdout.write(r.stdout[-4000:])
-        sys.exit(f"mutants: build failed (make BUILD={build} {build}/{target}{' MUTANT=' + mutant if mutant else ''})")
+        sys.exit(f"mutants: build failed (make BUILD={build} {' '.join(targets)}{' MUTANT=' + mutant if mutant else ''})")
 
 
 def deps_of(dfile):
@@ -104,18 +115,29 @@ def same_bytes(x, y):
         return a.read() == b.read()
 
 
-def build_mutant(base, out, row):
+def copy_base(base, mb):
+    """A copy of the base build without its binaries' folders (tests/, fz/,
+    results/ at the top; the test objects under obj/tests stay, so a mutant's
+    suites relink without recompiling)."""
+    if os.path.exists(mb):
+        shutil.rmtree(mb)
+    top = os.path.abspath(base)
+    shutil.copytree(base, mb, symlinks=True,
+                    ignore=lambda d, names: [n for n in names if os.path.abspath(d) == top
+                                             and n in ("tests", "fz", "results")])
+
+
+def build_mutant(base, out, row, targets="qvet", jobs=None):
     """Copy the base build, drop the objects of the files that hold the switch
-    (headers: everything that includes them is rebuilt by dependency), rebuild.
-    The mutated objects are cached (out/objcache/NAME), so a later base change
-    elsewhere costs a relink, not another nvcc run."""
+    (headers: everything that includes them is rebuilt by dependency), rebuild
+    `targets` (qvet, and for an oracle mutant the suites it runs). The mutated
+    objects are cached (out/objcache/NAME), so a later base change elsewhere
+    costs a relink, not another nvcc run."""
     files = files_with_switch(row["name"])
     if not files:
         return None
     mb = os.path.join(out, "build-" + row["name"])
-    if os.path.exists(mb):
-        shutil.rmtree(mb)
-    shutil.copytree(base, mb, symlinks=True, ignore=shutil.ignore_patterns("tests", "fz", "results"))
+    copy_base(base, mb)
     obj_root = os.path.join(mb, "obj")
     dropped = []
     for f in files:
@@ -149,7 +171,7 @@ def build_mutant(base, out, row):
         keep += [os.path.relpath(os.path.join(dirpath, fn), ROOT) for fn in fns
                  if fn.endswith(".o") and os.path.abspath(os.path.join(dirpath, fn)) not in mutated]
     missing = [os.path.relpath(o, ROOT) for o in dropped if not os.path.exists(o)]
-    make(rel, row["name"], keep=keep, first=missing)
+    make(rel, row["name"], target=targets, keep=keep, first=missing, jobs=jobs)
     # A switch that compiles to the same object as the base's is not in effect.
     rebuilt = [o for o in dropped if os.path.relpath(o, ROOT) in missing]
     if rebuilt and all(same_bytes(o, os.path.join(base, "obj", os.path.relpath(o, obj_root))) for o in rebuilt):
@@ -345,6 +367,240 @@ def seed_scenario(bindir):
     return lines, r.returncode == 0
 
 
+# ---- oracle mutants (mutants/oracle.tsv) --------------------------------------
+
+ORACLE_PARTS = ["decode", "sum", "bound", "spec", "window", "verdict", "monitor", "generator", "campaign"]
+ORACLE_SUITES = ["t_formats", "t_truth", "t_verify", "t_spec", "t_model", "t_campaign", "t_sharp"]
+ORACLE_CHECKS = ORACLE_SUITES + ["check", "fuzz"]
+SUITE_TIMEOUT = 900  # seconds: a hang is reported, the suites' own timeouts come first
+
+
+def read_oracle(path):
+    """mutants/oracle.tsv: six tab-separated columns (its header says which)."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line.strip() or line.startswith("#"):
+                continue
+            cols = line.split("\t")
+            if len(cols) != 6:
+                sys.exit(f"mutants: {path}:{lineno}: expected 6 tab-separated columns, got {len(cols)}")
+            name, part, checks, variants, models, what = cols
+            if part not in ORACLE_PARTS:
+                sys.exit(f"mutants: {path}:{lineno}: part '{part}' is not one of {', '.join(ORACLE_PARTS)}")
+            eq = checks == "equivalent"
+            cl = [] if eq else checks.split(",")
+            bad = [c for c in cl if c not in ORACLE_CHECKS]
+            if bad or (not eq and not cl):
+                sys.exit(f"mutants: {path}:{lineno}: unknown checks {', '.join(bad) or '(none)'}")
+            if ("check" in cl or "fuzz" in cl) and variants == "-":
+                sys.exit(f"mutants: {path}:{lineno}: check and fuzz need a variants glob")
+            rows.append({"name": name, "part": part, "checks": cl, "equivalent": eq, "variants": variants,
+                         "models": models, "what": what})
+    return rows
+
+
+def suite_env():
+    """The suites' environment: one BLAS thread each (several run at once)."""
+    return dict(os.environ, OPENBLAS_NUM_THREADS="1")
+
+
+def run_suite(exe):
+    """Runs one Check suite; returns (failed, note): failed when it exits
+    non-zero (a failing, erroring or crashing test, or no summary), note the
+    first failing test or the reason."""
+    try:
+        r = subprocess.run([exe], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=SUITE_TIMEOUT, env=suite_env())
+    except subprocess.TimeoutExpired:
+        return True, f"no end within {SUITE_TIMEOUT} s"
+    lines = r.stdout.splitlines()
+    fails = [ln for ln in lines if ":F:" in ln or ":E:" in ln]
+    if r.returncode == 0:
+        return False, ""
+    if fails:
+        # file:line:F:tcase:test:iteration: message -> test: message
+        parts = fails[0].split(":", 6)
+        note = f"{parts[4]}: {parts[6].strip()}" if len(parts) == 7 else fails[0]
+        return True, note[:160]
+    summary = [ln for ln in lines if "Checks:" in ln]
+    return True, (summary[-1] if summary else f"exit {r.returncode}, no Check summary")[:160]
+
+
+def oracle_one(a, base, out, r):
+    """Builds oracle mutant r with the suites it runs, runs each of its checks
+    (all of them: the row of the matrix), removes the build. Returns the
+    result line."""
+    t0 = time.time()
+    suites = [c for c in r["checks"] if c in ORACLE_SUITES]
+    res = {"kind": "mutant", "mutant": r["name"], "bug_class": 0, "oracle_part": r["part"], "cites": r["models"],
+           "what": r["what"], "variant": r["variants"], "backend": "cpu", "killed": False, "killed_by": "",
+           "cases_to_kill": None, "checks": {}}
+    files = build_mutant(base, out, r, targets=["qvet"] + [f"tests/{s}" for s in suites], jobs=1)
+    if files is None:
+        res["killed_by"] = "not built: switch missing"
+        return res
+    mb = os.path.join(out, "build-" + r["name"])
+    with open(os.path.join(mb, "qvet"), "rb") as x, open(os.path.join(base, "qvet"), "rb") as y:
+        if x.read() == y.read():
+            sys.exit(f"mutants: {r['name']} built to the same bytes as the base (switch not compiled in)")
+    killers, notes = [], {}
+    for s in suites:
+        failed, note = run_suite(os.path.join(mb, "tests", s))
+        res["checks"][s] = "killed" if failed else "survived"
+        if failed:
+            killers.append(s)
+            notes[s] = note
+    exe = os.path.join(mb, "qvet")
+    tag = "oracle-" + r["name"]
+    check_killed = False
+    if "check" in r["checks"]:
+        rc, _, cases = run_qvet(exe, ["check", "--variant", r["variants"], "--cpu"], os.path.join(out, f"{tag}-check.jsonl"))
+        i, c = first_fail(cases)
+        res["checks"]["check"] = "killed" if c is not None else "survived"
+        if c is not None:
+            check_killed = True
+            killers.append("check")
+            notes["check"] = f"{c.get('probe')}: {c.get('reason', '')}"[:160]
+            res["cases_to_kill"] = i + 1
+        elif rc not in (0, 1):
+            notes["check"] = f"no FAIL; exit {rc}"
+    if "fuzz" in r["checks"]:
+        if check_killed:
+            res["checks"]["fuzz"] = "not needed"
+        else:
+            rc2, _, cases2 = run_qvet(exe, ["fuzz", "--variant", r["variants"], "--cpu", "--cases", str(a.cases),
+                                            "--seed", str(a.seed)], os.path.join(out, f"{tag}-fuzz.jsonl"))
+            i2, c2 = first_fail(cases2)
+            res["checks"]["fuzz"] = "killed" if c2 is not None else "survived"
+            if c2 is not None:
+                killers.append("fuzz")
+                notes["fuzz"] = f"{c2.get('probe')}: {c2.get('reason', '')}"[:160]
+                res["cases_to_kill"] = i2 + 1
+            elif rc2 not in (0, 1):
+                notes["fuzz"] = f"no FAIL; exit {rc2}"
+    res["killed"] = bool(killers)
+    res["killed_by"] = ", ".join(killers)
+    res["notes"] = notes
+    res["seconds"] = round(time.time() - t0, 1)
+    shutil.rmtree(mb)
+    print(f"  {r['name']:<40} {'killed by ' + res['killed_by'] if res['killed'] else 'SURVIVED'} "
+          f"({res['seconds']:.0f} s)", flush=True)
+    return res
+
+
+def provenance():
+    """The date and the commit the tree was built at (with '+ changes' when the
+    working tree differs from it)."""
+    def git(*args):
+        r = subprocess.run(["git"] + list(args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        return r.stdout.strip() if r.returncode == 0 else ""
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return time.strftime("%Y-%m-%d"), commit + (" + uncommitted changes" if dirty else "")
+
+
+def write_oracle(out, results, rows, base_notes, elapsed):
+    """out/cpu/oracle.jsonl (kind "mutant" lines, as `qvet report` reads them,
+    with the matrix in "checks"; the equivalent rows as "mutant_equivalent")
+    and out/cpu/oracle.md, the kill matrix."""
+    date, commit = provenance()
+    eq = [r for r in rows if r["equivalent"]]
+    with open(os.path.join(out, "oracle.jsonl"), "w", encoding="utf-8") as f:
+        for res in results:
+            f.write(json.dumps(res, sort_keys=True) + "\n")
+        for r in eq:
+            f.write(json.dumps({"kind": "mutant_equivalent", "mutant": r["name"], "oracle_part": r["part"],
+                                "cites": r["models"], "what": r["what"]}, sort_keys=True) + "\n")
+    killed = sum(r["killed"] for r in results)
+    cols = [c for c in ORACLE_CHECKS if any(c in res["checks"] for res in results)]
+    cell = {"killed": "K", "survived": "·", "not needed": "(K)"}
+    with open(os.path.join(out, "oracle.md"), "w", encoding="utf-8") as f:
+        f.write(f"# Oracle mutant kill matrix (CPU)\n\n**{killed} killed of {len(results)}** oracle mutants "
+                f"({len(eq)} more argued equivalent, not run). Run {date}, built at `{commit}`, "
+                f"{elapsed / 60:.1f} min for these rows.\n\n")
+        f.write("Each row is one switch of `mutants/oracle.tsv` built into a copy of the unmutated build; each "
+                "column one check run against it: `K` killed it, `·` ran and did not, blank: not run for this "
+                "part of the oracle, `(K)`: fuzz not needed, check killed it. The unmutated build passed every "
+                "suite and every check and fuzz case first" + (base_notes or "") + ".\n\n")
+        f.write("| mutant | part | " + " | ".join(cols) + " | first failure | the oracle failure it models |\n")
+        f.write("|---|---|" + "---|" * len(cols) + "---|---|\n")
+        for res in results:
+            first = ""
+            for c in cols:
+                if res["checks"].get(c) == "killed":
+                    first = f"{c}: {res.get('notes', {}).get(c, '')}"
+                    break
+            first = first.replace("|", "\\|")
+            f.write(f"| `{res['mutant']}` | {res['oracle_part']} | "
+                    + " | ".join(cell.get(res["checks"].get(c, ""), "") for c in cols)
+                    + f" | {first if res['killed'] else '**survived**'} | {res['cites'].replace('|', '/')} |\n")
+        per = {c: sum(res["checks"].get(c) == "killed" for res in results) for c in cols}
+        f.write("| **kills** | | " + " | ".join(str(per[c]) for c in cols) + " | | |\n")
+        only = {}
+        for res in results:
+            ks = [c for c in cols if res["checks"].get(c) == "killed"]
+            if len(ks) == 1:
+                only[ks[0]] = only.get(ks[0], 0) + 1
+        f.write("\nKilled by one check alone: " + ", ".join(f"{c} {n}" for c, n in sorted(only.items())) + ".\n")
+        if eq:
+            f.write("\n## Argued equivalent (not run)\n\n")
+            for r in eq:
+                f.write(f"- `{r['name']}` ({r['part']}): {r['what']}\n")
+
+
+def run_oracle(a, base, out):
+    """The oracle mutants: the base build's suites first (they must pass),
+    then every mutant, --oracle-parallel at a time. Returns (killed, run, ok)."""
+    rows = read_oracle(os.path.join(ROOT, "mutants/oracle.tsv"))
+    if a.only:
+        keep = set(a.only.split(","))
+        rows = [r for r in rows if r["name"] in keep]
+    run_rows = [r for r in rows if not r["equivalent"]]
+    if not rows:
+        return 0, 0, True
+    t0 = time.time()
+    suites = [s for s in ORACLE_SUITES if any(s in r["checks"] for r in run_rows)]
+    rel = os.path.relpath(base, ROOT)
+    print(f"mutants: {len(run_rows)} oracle mutants ({len(rows) - len(run_rows)} argued equivalent); "
+          f"the unmutated suites first: {', '.join(suites)}", flush=True)
+    make(rel, target=["qvet"] + [f"tests/{s}" for s in suites])
+    ok = True
+    for s in suites:
+        failed, note = run_suite(os.path.join(base, "tests", s))
+        if failed:
+            ok = False
+            print(f"mutants: UNMUTATED {s} fails: {note}")
+    n_cases = 0
+    for gl in sorted({r["variants"] for r in run_rows if "check" in r["checks"] or "fuzz" in r["checks"]}):
+        tag = gl.replace("*", "x")
+        rc, log, cases = run_qvet(os.path.join(base, "qvet"), ["check", "--variant", gl, "--cpu"],
+                                  os.path.join(out, f"oracle-base-check-{tag}.jsonl"))
+        nf = sum(c.get("verdict") == "FAIL" for c in cases)
+        rc2, log2, cases2 = run_qvet(os.path.join(base, "qvet"), ["fuzz", "--variant", gl, "--cpu", "--cases",
+                                     str(a.cases), "--seed", str(a.seed)], os.path.join(out, f"oracle-base-fuzz-{tag}.jsonl"))
+        nf += sum(c.get("verdict") == "FAIL" for c in cases2)
+        n_cases += len(cases) + len(cases2)
+        if rc != 0 or rc2 != 0 or nf or not cases:
+            ok = False
+            print(f"mutants: UNMUTATED build fails on {gl}: check exit {rc}, fuzz exit {rc2}, {nf} FAIL cases")
+    if not ok:
+        print("mutants: the unmutated build must pass before its mutants mean anything")
+        return 0, len(run_rows), False
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.oracle_parallel)) as pool:
+        results = list(pool.map(lambda r: oracle_one(a, base, out, r), run_rows))
+    elapsed = time.time() - t0
+    write_oracle(out, results, rows, f" ({n_cases} check and fuzz cases, 0 FAIL)", elapsed)
+    killed = sum(r["killed"] for r in results)
+    for res in results:
+        if not res["killed"]:
+            print(f"mutants: oracle mutant {res['mutant']} SURVIVED {res['killed_by']}")
+    print(f"mutants: oracle: {killed} killed of {len(results)} in {elapsed / 60:.1f} min "
+          f"(kill matrix: {os.path.relpath(os.path.join(out, 'oracle.md'), ROOT)})", flush=True)
+    return killed, len(results), True
+
+
 def read_edits(path):
     """mutants/edits.tsv: one-line bugs applied without a switch (see its header)."""
     rows = []
@@ -386,9 +642,7 @@ def run_edits(a, base, out):
         with open(src, "w", encoding="utf-8") as f:
             f.write(text.replace(r["old"], r["new"]))
         mb = os.path.join(out, "build-edit-" + r["name"])
-        if os.path.exists(mb):
-            shutil.rmtree(mb)
-        shutil.copytree(base, mb, symlinks=True, ignore=shutil.ignore_patterns("tests", "fz", "results"))
+        copy_base(base, mb)
         rel = os.path.relpath(mb, ROOT)
         obj = os.path.join(rel, "obj", os.path.splitext(r["file"])[0] + ".o")
         os.remove(os.path.join(ROOT, obj))
@@ -458,6 +712,10 @@ def main():
     ap.add_argument("--pack", action="store_true", help="after building, write bin/ as zstd patches to pack/")
     ap.add_argument("--unpack", action="store_true", help="before running, rebuild bin/ from pack/")
     ap.add_argument("--edits", help="run the one-line edits of this file (mutants/edits.tsv) on the CPU instead")
+    ap.add_argument("--oracle-only", action="store_true", help="run the oracle mutants (mutants/oracle.tsv) alone")
+    ap.add_argument("--no-oracle", action="store_true", help="leave the oracle mutants out (--cpu runs them by default)")
+    ap.add_argument("--oracle-parallel", type=int, default=2,
+                    help="oracle mutants built and run at once, each with make -j1 (2 on the shared CI machine)")
     a = ap.parse_args()
     global JOBS
     JOBS = max(1, a.jobs)
@@ -480,6 +738,13 @@ def main():
         if a.gpu:
             sys.exit("mutants: --edits runs on the CPU models (--cpu)")
         return run_edits(a, base, out)
+    if a.oracle_only:
+        if a.gpu:
+            sys.exit("mutants: the oracle mutants run on the CPU (--cpu)")
+        make(os.path.relpath(base, ROOT))
+        k, n, ok = run_oracle(a, base, out)
+        print(f"mutants: {k} killed of {n}")
+        return 0 if ok and k == n else 1
     if not a.run_only:
         print(f"mutants: building the unmutated base and {len(rows)} mutants ({backend})", flush=True)
         make(os.path.relpath(base, ROOT))
@@ -629,8 +894,14 @@ def main():
         print(f"mutants: the unmutated build failed on {base_fail} variant sets")
     if not seed_ok:
         print("mutants: the seed scenario regression test failed")
-    print(f"mutants: {killed} killed of {len(results)}")
-    return 0 if killed == len(results) and not base_fail and seed_ok else 1
+    n = len(results)
+    oracle_ok = True
+    if backend == "cpu" and not a.no_oracle:
+        print(f"mutants: catalogue: {killed} killed of {n}", flush=True)
+        k2, n2, oracle_ok = run_oracle(a, base, out)
+        killed, n = killed + k2, n + n2
+    print(f"mutants: {killed} killed of {n}")
+    return 0 if killed == n and not base_fail and seed_ok and oracle_ok else 1
 
 
 if __name__ == "__main__":

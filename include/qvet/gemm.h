@@ -1,9 +1,9 @@
 /* gemm.h: the GPU launch ABI shared by qvet's kernels, the plugin ABI and the
- * GPU runner. Included by the kernels, src/gpu_run.c and plugins. Rule: every
- * pointer is a device pointer to the *packed* buffers of the variant's layout
- * (layout.h), or for a spec (QV_LAYOUT_LOGICAL) to its logical arrays as
- * plugin.h lists them; the launch checks the shape and returns a status,
- * never aborts. */
+ * GPU runner, and the GPU library's launch table. Included by the kernels,
+ * src/gpu_run.c, src/gpu_launch.c and plugins. Rule: every pointer is a device
+ * pointer to the *packed* buffers of the variant's layout (layout.h), or for a
+ * spec (QV_LAYOUT_LOGICAL) to its logical arrays as plugin.h lists them; the
+ * launch checks the shape and returns a status, never aborts. */
 #ifndef QVET_GEMM_H
 #define QVET_GEMM_H
 
@@ -28,7 +28,7 @@ typedef struct qv_gemm_args {
     const void *zeros;       /* packed zero points (qv_packed.zeros) or NULL */
     const int32_t *perm;     /* act_order: (k) A column permutation (qv_packed.perm) or NULL */
     void *c;                 /* (m, n) output, row-major, v->ofmt codes */
-    void *workspace;         /* v->workspace(v, m, n, k) bytes, zeroed by the caller once */
+    void *workspace;         /* qv_gpu_workspace(v, m, n, k) bytes, zeroed by the caller once */
     size_t workspace_bytes;
     void *stream;            /* cudaStream_t, or NULL for the default stream */
     /* Appended in plugin ABI version 2 (a version-1 plugin never reads them). */
@@ -37,6 +37,30 @@ typedef struct qv_gemm_args {
                                 row k (problem.h); for a registry row, of each sorted row
                                 (qv_packed.g_idx); else NULL */
 } qv_gemm_args;
+
+/* Launches the variant's kernel on device buffers; returns a status, never
+ * aborts on a bad shape. */
+typedef qv_status (*qv_launch_fn)(const qv_variant *v, const qv_gemm_args *args);
+/* Bytes of device workspace the launch needs for this shape (0 if none). */
+typedef size_t (*qv_workspace_fn)(const qv_variant *v, int m, int n, int k);
+
+/* The launch table of the GPU library (src/gpu_launch.c): one entry per
+ * family of registry rows. Registry rows are data (variant.h); a row with
+ * gpu_kernel = 1 reaches its kernel through the entry of its family. */
+typedef struct qv_launcher {
+    const char *family;         /* qv_variant.family: "cublas", "marlin", "qqq", "w8a8" */
+    qv_launch_fn launch;
+    qv_workspace_fn workspace;  /* NULL: the family needs no workspace */
+} qv_launcher;
+
+/* The entry for v, or NULL when v has no kernel (gpu_kernel = 0: specs). */
+const qv_launcher *qv_gpu_launcher(const qv_variant *v);
+/* Launches v's kernel through the table; QV_ERR_UNSUPPORTED naming v when it
+ * has none. */
+qv_status qv_gpu_launch(const qv_variant *v, const qv_gemm_args *args);
+/* Workspace bytes v's kernel needs at (m, n, k); 0 without a kernel or a
+ * workspace. */
+size_t qv_gpu_workspace(const qv_variant *v, int m, int n, int k);
 
 /* Kernel launchers, one per family (kernels/). Each reads the row's fields.
  * Weight-only launches at M <= 16 (kernels/wonly_small.cu) are programmatic

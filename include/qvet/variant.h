@@ -1,7 +1,8 @@
 /* variant.h: a GEMM variant is a row of data (DESIGN.md §2) and its declared
  * arithmetic (DESIGN.md §3). Included by the registry, the reference, the
  * kernels' launchers, the campaign and the CLI. Rule: nothing switches on a
- * variant's name; every behaviour follows from the fields of its row. */
+ * variant's name; every behaviour follows from the fields of its row, which
+ * are plain data (no function pointers: the CPU library links no kernel). */
 #ifndef QVET_VARIANT_H
 #define QVET_VARIANT_H
 
@@ -125,15 +126,6 @@ typedef struct qv_arith {
     qv_sat out_sat;     /* output cast: RNE then this saturation rule */
 } qv_arith;
 
-struct qv_variant;
-struct qv_gemm_args;
-
-/* Launches the variant's kernel on device buffers (gemm.h); returns a status,
- * never aborts on a bad shape. */
-typedef qv_status (*qv_launch_fn)(const struct qv_variant *v, const struct qv_gemm_args *args);
-/* Bytes of device workspace the launch needs for this shape (0 if none). */
-typedef size_t (*qv_workspace_fn)(const struct qv_variant *v, int m, int n, int k);
-
 typedef struct qv_variant {
     const char *name;       /* a registry row's systematic name (README "Variant names"), or
                                for a spec the canonical spec string (spec.h) */
@@ -165,9 +157,10 @@ typedef struct qv_variant {
 
     qv_arith arith;
 
-    qv_launch_fn launch;        /* NULL: no GPU kernel for this row */
-    qv_workspace_fn workspace;  /* NULL: no workspace */
-    int cpu_model;              /* 1: reference/ has a CPU model of this row */
+    int gpu_kernel;         /* 1: the GPU library has a kernel for this row, reached through
+                               the launch table keyed by family (gemm.h: qv_gpu_launcher);
+                               0 for specs, which only plugins launch */
+    int cpu_model;          /* 1: reference/ has a CPU model of this row */
 } qv_variant;
 
 /* The registry (src/registry.c). */

@@ -52,9 +52,9 @@
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 
-#include "qvet/campaign.h"
-#include "qvet/cli.h"
-#include "qvet/json.h"
+#include "internal/campaign.h"
+#include "internal/cli.h"
+#include "internal/json.h"
 #include "qvet/plugin.h"
 #include "qvet/variant.h"
 

@@ -10,7 +10,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "qvet/gpu.h"
+#include "internal/gpu.h"
 #include "qvet/reference.h"
 #include "support/golden.h"
 
@@ -58,7 +58,7 @@ int gpu_registry_rows(int (*keep)(const qv_variant *v), int *rows, int cap)
     int n = 0;
     for (int i = 0; i < qv_registry_count() && n < cap; i++) {
         const qv_variant *v = qv_registry_get(i);
-        if (v->launch && keep(v)) rows[n++] = i;
+        if (v->gpu_kernel && keep(v)) rows[n++] = i;
     }
     return n;
 }
@@ -149,7 +149,7 @@ qv_status gpu_launch_c_off4(const qv_variant *v, const qv_gemm_args *args)
     QV_TRY(qv_gpu_poison(c4, v->ofmt, (int64_t)(count + OFF4_GUARD), NULL));
     qv_gemm_args a = *args;
     a.c = c4;
-    QV_TRY(v->launch(v, &a));
+    QV_TRY(qv_gpu_launch(v, &a));
     QV_CUDA_TRY(cudaGetLastError(), "kernel launch");
     QV_CUDA_TRY(cudaDeviceSynchronize(), "kernel execution");
     QV_CUDA_TRY(cudaMemcpy(args->c, c4, count * 2, cudaMemcpyDeviceToDevice), "cudaMemcpy (output back)");
@@ -267,7 +267,7 @@ void gpu_qqq_case_load(const gpu_qqq_golden *gq, int m, gpu_qqq_case *c)
     ga->scales = gpu_dev_copy(gq->group ? gq->s_g.data : gq->s_ch.data, gq->group ? gq->s_g.nbytes : gq->s_ch.nbytes);
     ga->scales2 = gq->group ? gpu_dev_copy(gq->s_ch.data, gq->s_ch.nbytes) : NULL;
     ck_assert_int_eq(cudaMalloc(&ga->c, sizeof(uint16_t) * (size_t)m * (size_t)gq->n), cudaSuccess);
-    ga->workspace_bytes = gq->v->workspace(gq->v, m, gq->n, gq->k);
+    ga->workspace_bytes = qv_gpu_workspace(gq->v, m, gq->n, gq->k);
     if (ga->workspace_bytes) {
         /* gemm.h: the caller zeroes the workspace once (split-K counters). */
         ck_assert_int_eq(cudaMalloc(&ga->workspace, ga->workspace_bytes), cudaSuccess);
@@ -293,7 +293,7 @@ void gpu_qqq_case_launch(const gpu_qqq_golden *gq, gpu_qqq_case *c, uint16_t *ou
 {
     const int64_t count = (int64_t)c->m * gq->n;
     ck_assert(qv_gpu_poison(c->ga.c, QV_FMT_F16, count, NULL) == QV_OK);
-    ck_assert_msg(gq->v->launch(gq->v, &c->ga) == QV_OK, "%s m=%d: %s", gq->name, c->m, qv_errmsg());
+    ck_assert_msg(qv_gpu_launch(gq->v, &c->ga) == QV_OK, "%s m=%d: %s", gq->name, c->m, qv_errmsg());
     ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(out, c->ga.c, sizeof(uint16_t) * (size_t)count, cudaMemcpyDeviceToHost),
                      cudaSuccess);

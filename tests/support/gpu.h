@@ -13,9 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "internal/gpu.h"
 #include "qvet/array.h"
 #include "qvet/gemm.h"
-#include "qvet/gpu.h"
 #include "qvet/probe.h"
 #include "qvet/problem.h"
 #include "qvet/variant.h"

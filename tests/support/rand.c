@@ -1,7 +1,7 @@
 /* rand.c: rand.h on top of the campaign's splitmix64 step (campaign.h). */
 #include "support/rand.h"
 
-#include "qvet/campaign.h"
+#include "internal/campaign.h"
 
 /* One splitmix64 output for the state x: x + the golden-ratio increment, mixed. */
 static uint64_t mix(uint64_t x) { return qv_splitmix64(&x); }

@@ -12,8 +12,8 @@
 
 #include "../../kernels/wonly_small.cuh"
 #include "../../kernels/wonly_wg.cuh"
+#include "internal/gpu.h"
 #include "qvet/formats.h"
-#include "qvet/gpu.h"
 #include "qvet/probe.h"
 #include "qvet/reference.h"
 #include "support/gpu.h"

@@ -40,9 +40,10 @@ typedef struct qv_gpu_stats {
 } qv_gpu_stats;
 
 /* Packs p (qv_pack), uploads it, poisons the output with ref_poison_code,
- * launches `launch` (NULL: p->v->launch), downloads the (m, n) output codes into
- * `out` (p->v->ofmt, row-major). With `repeat` >= 2, relaunches with a fresh
- * poison each time and compares every bit with the first output. */
+ * launches `launch` (NULL: the row's own, qv_gpu_launcher), downloads the
+ * (m, n) output codes into `out` (p->v->ofmt, row-major). With `repeat` >= 2,
+ * relaunches with a fresh poison each time and compares every bit with the
+ * first output. */
 qv_status qv_gpu_run(const qv_problem *p, qv_launch_fn launch, int repeat, void *out,
                      qv_gpu_stats *st);
 

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "qvet/gguf.h"
+#include "internal/gguf.h"
 #include "qvet/problem.h"
 #include "qvet/status.h"
 #include "qvet/variant.h"
@@ -98,6 +98,11 @@ typedef struct qv_linear_backend {
                      const float *x, int t, float *y);
     void *ctx;
     const char *name;
+    /* The backend's own handling of ctx, behind qv_linear_backend_prepare,
+     * _times and _free (NULL when it has nothing to do, as fp32 without a ctx). */
+    qv_status (*prepare)(void *ctx, int t);
+    void (*times)(const void *ctx, double *acts_s, double *gemm_s);
+    void (*release)(void *ctx);
 } qv_linear_backend;
 
 /* The fp32 OpenBLAS backend (sgemm on the f32 weights). */

@@ -29,9 +29,9 @@ extern "C" {
  * promotion at all). *out = the total. QV_ERR_NODEVICE without a GPU. */
 qv_status qv_aq_fp8_probe(const uint8_t *a, const uint8_t *b, int k, int chain, float c_init, float *out);
 
-/* The family's benchmark (bench/aq_bench.c): prints the block-time table of
- * DESIGN.md §8 for our rows, cuBLAS fp16, cuBLASLt fp8/int8 W8A8 and the
- * activation quantization share. Returns 0 when every point ran, 1 if some
+/* The family's benchmark (bench/cmd_bench.c, through `qvet bench`): prints
+ * the block-time table of DESIGN.md §8 for our rows, cuBLAS fp16, cuBLASLt
+ * fp8/int8 W8A8 and the activation quantization share. Returns 0 when every point ran, 1 if some
  * failed, 3 on an environment error; prints "SKIP: no CUDA device" without one. */
 int qv_aq_bench(void);
 

@@ -1,9 +1,9 @@
-/* campaign.h: the verification campaign: the case generator, the backends that
- * run a case (CPU models, GPU kernels, plugins), the shrinker and the JSONL
- * case lines. Included by fuzz/ (qvet check, fuzz, replay) and tests.
- * Rule: a case is a pure function of (seed, index) (or of (seed, variant,
- * suite index) for the fixed suite); case J never depends on case J-1, so
- * every case replays bit for bit on its own. */
+/* campaign.h: the verification campaign (fuzz/, qvet check, fuzz, replay): case
+ * generator, backends (CPU models, GPU kernels, plugins), shrinker, JSONL lines.
+ * It lives in the CLI layer (libqvet_cli.a) over both libraries, so the GPU
+ * backend calls the GPU runner (gpu.h) directly, with no hook to register.
+ * Rule: a case is a pure function of (seed, index) (or (seed, variant, suite
+ * index)); case J never depends on case J-1, so each replays bit for bit. */
 #ifndef QVET_CAMPAIGN_H
 #define QVET_CAMPAIGN_H
 
