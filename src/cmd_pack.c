@@ -8,8 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "qvet/array.h"
 #include "internal/cli.h"
+#include "qvet/array.h"
 #include "qvet/layout.h"
 #include "qvet/reference.h"
 
@@ -17,7 +17,7 @@ static void pack_usage(FILE *f)
 {
     fprintf(f,
             "usage: qvet pack LAYOUT --q Q.npy --scales S.npy [--scales2 S2.npy] [--zeros Z.npy]\n"
-            "                 [--g-idx G.npy] [--g G] -o DIR\n"
+            "                 [--g-idx G.npy] [--g G] [--a f16|bf16] [--bias BIAS.npy] -o DIR\n"
             "       qvet pack LAYOUT (--gptq | --awq) FILE.safetensors --prefix P [--zeros-v2] -o DIR\n\n"
             "Packs logical weights into LAYOUT, byte for byte as the published packers do\n"
             "(include/qvet/layout.h describes every layout word by word). Writes into DIR\n"
@@ -36,7 +36,18 @@ static void pack_usage(FILE *f)
             "  qqq-w4-group    q int8/uint8 0..15; scales f16 (K/g, N) group scales and\n"
             "                  --scales2 f32 (1, N) channel scales\n"
             "  plain-nk        q int8, uint8, f16 or bf16 (<u2): B is the (N, K) transpose,\n"
-            "                  packed along K; scales (optional) are copied unpermuted\n\n"
+            "                  packed along K; scales (optional) are copied unpermuted\n"
+            "  marlin-fp4-mx   MXFP4 as vLLM's Marlin reads it: q uint8 e2m1 codes 0..15,\n"
+            "                  scales uint8 e8m0 codes (K/32, N) (0 and 255 refused: the\n"
+            "                  kernel reads them as 0 and +Inf); --a f16 or bf16 [bf16]\n"
+            "  marlin-fp4-nv   NVFP4: q uint8 e2m1 codes, scales uint8 ue4m3 codes (K/16, N),\n"
+            "                  --scales2 the f32 global scale (1), --a f16|bf16 (required).\n"
+            "                  scales.npy holds the kernel's S0E5M3 bytes of s * 2^P,\n"
+            "                  scale_pow2.npy (int32 (1)) holds P (7; more for bf16 when\n"
+            "                  small scales are lifted) and scales2.npy the global scale\n"
+            "                  times 2^(14-P) (f16) or 2^(126-P) (bf16)\n"
+            "  --bias (FP4 layouts) (N) float16, bf16 (<u2) or float32: bias.npy holds it in\n"
+            "                  the kernel's column order (scale_perm_single)\n\n"
             "Checkpoints instead of --q/--scales: --gptq FILE.safetensors --prefix P reads\n"
             "P.qweight (K/8, N), P.qzeros (K/g, N/8, z-1 as GPTQ v1 stores it; --zeros-v2 for\n"
             "z), P.scales and P.g_idx when present (a g_idx other than k/g turns on\n"
@@ -52,14 +63,18 @@ static void pack_usage(FILE *f)
 static void unpack_usage(FILE *f)
 {
     fprintf(f,
-            "usage: qvet unpack LAYOUT DIR -o OUTDIR [--wfmt FMT]\n\n"
+            "usage: qvet unpack LAYOUT DIR -o OUTDIR [--wfmt FMT] [--a f16|bf16]\n\n"
             "Decodes DIR/B.npy and DIR/scales.npy (plus scales2.npy, zeros.npy, perm.npy and\n"
             "g_idx.npy when present), as written by qvet pack, with qvet's independent\n"
             "decoder, and writes the logical arrays into OUTDIR: q.npy ((K, N): int8 for the\n"
             "4-bit layouts, uint8 for marlin-w8 and marlin-fp8), scales.npy, scales2.npy,\n"
             "zeros.npy (uint8 (K/g, N)) and g_idx.npy (int32 (K)). marlin-fp8 scales are\n"
             "divided by the folded 2^8 (2^120 for bf16). plain-nk needs --wfmt (i8, u8b128,\n"
-            "u8, e4m3, e5m2, f16 or bf16). Exit 0 on success, 2 on any bad input.\n");
+            "u8, e4m3, e5m2, f16 or bf16). marlin-fp4-mx and marlin-fp4-nv give q (uint8\n"
+            "e2m1 codes), scales (uint8 e8m0 or ue4m3 codes), scales2.npy (NV: the global\n"
+            "scale, f32 (1)) and bias.npy when DIR has one; marlin-fp4-nv needs --a and\n"
+            "DIR/scale_pow2.npy, and refuses scale bytes the kernel would read as another\n"
+            "value (e.g. an underflowed rescale). Exit 0 on success, 2 on any bad input.\n");
 }
 
 /* mkdir -p: creates every missing folder of path. */
@@ -172,10 +187,58 @@ static qv_status load_checkpoint(const qv_st_file *f, const char *prefix, int aw
     return QV_OK;
 }
 
+/* The activation format named by --a (f16 or bf16) into *f, or `dflt` when
+ * name is NULL; a usage status when it names anything else, or is missing and
+ * dflt is QV_FMT_NONE. */
+static qv_status fp4_afmt(const char *name, qv_fmt dflt, const char *ln, qv_fmt *f)
+{
+    if (!name && dflt == QV_FMT_NONE)
+        return qv_fail(QV_ERR_USAGE, "%s needs --a f16 or --a bf16 (its scale bytes and global scale depend on the "
+                       "activation format)", ln);
+    *f = name ? qv_fmt_from_name(name) : dflt;
+    if (*f != QV_FMT_F16 && *f != QV_FMT_BF16)
+        return qv_fail(QV_ERR_USAGE, "--a %s: the FP4 kernels take f16 or bf16 activations", name);
+    return QV_OK;
+}
+
+/* qvet pack for the FP4 layouts: the logical arrays into DIR (B, scales,
+ * scales2 and scale_pow2 for NV, bias when given). */
+static qv_status pack_fp4(qv_layout layout, const char *afmt_name, const char *qp, const char *sp, const char *s2p,
+                          const char *bp, long long g_opt, const char *out)
+{
+    const char *ln = qv_pack_layout_name(layout);
+    const int nv = layout == QV_LAYOUT_MARLIN_FP4_NV;
+    qv_fmt afmt;
+    QV_TRY(fp4_afmt(afmt_name, nv ? QV_FMT_NONE : QV_FMT_BF16, ln, &afmt));
+    if (!sp) return qv_fail(QV_ERR_USAGE, "%s needs --scales", ln);
+    qv_array q = {0}, s = {0}, s2 = {0}, b = {0};
+    qv_packed pk = {0};
+    qv_status st = qv_npy_load(qp, &q);
+    if (st == QV_OK) st = qv_npy_load(sp, &s);
+    if (st == QV_OK && s2p) st = qv_npy_load(s2p, &s2);
+    if (st == QV_OK && bp) st = qv_npy_load(bp, &b);
+    if (st == QV_OK && g_opt && (s.ndim != 2 || q.ndim != 2 || s.shape[0] * g_opt != q.shape[0]))
+        st = qv_fail(QV_ERR_SHAPE, "--g %lld disagrees with K and the scale rows (g = K / rows)", g_opt);
+    if (st == QV_OK) st = qv_pack_arrays_fp4(layout, afmt, &q, &s, s2p ? &s2 : NULL, bp ? &b : NULL, &pk);
+    if (st == QV_OK) st = make_dir(out);
+    if (st == QV_OK) st = save(out, "B.npy", QV_DT_I4, 2, pk.b_rows, pk.b_cols, pk.b);
+    if (st == QV_OK) st = save(out, "scales.npy", QV_DT_U1, 2, pk.s_rows, pk.s_cols, pk.scales);
+    if (st == QV_OK && pk.scales2) st = save(out, "scales2.npy", QV_DT_F4, 1, 1, 0, pk.scales2);
+    int32_t pow2 = pk.s_pow2;
+    if (st == QV_OK && nv) st = save(out, "scale_pow2.npy", QV_DT_I4, 1, 1, 0, &pow2);
+    if (st == QV_OK && pk.bias) st = save(out, "bias.npy", b.dtype, 1, pk.bias_cols, 0, pk.bias);
+    qv_packed_destroy(&pk);
+    qv_array_destroy(&q);
+    qv_array_destroy(&s);
+    qv_array_destroy(&s2);
+    qv_array_destroy(&b);
+    return st;
+}
+
 int qv_cmd_pack(int argc, char **argv)
 {
     const char *layout_name = NULL, *qp = NULL, *sp = NULL, *s2p = NULL, *zp = NULL, *gp = NULL, *out = NULL;
-    const char *gptq = NULL, *awq = NULL, *prefix = NULL;
+    const char *gptq = NULL, *awq = NULL, *prefix = NULL, *afmt_name = NULL, *bp = NULL;
     int zeros_v2 = 0;
     long long g_opt = 0;
     for (int i = 1; i < argc; i++) {
@@ -193,6 +256,8 @@ int qv_cmd_pack(int argc, char **argv)
                             : !strcmp(a, "--gptq")    ? &gptq
                             : !strcmp(a, "--awq")     ? &awq
                             : !strcmp(a, "--prefix")  ? &prefix
+                            : !strcmp(a, "--a")       ? &afmt_name
+                            : !strcmp(a, "--bias")    ? &bp
                             : (!strcmp(a, "-o") || !strcmp(a, "--out")) ? &out
                                                                         : NULL;
         if (slot) {
@@ -233,10 +298,23 @@ int qv_cmd_pack(int argc, char **argv)
         fprintf(stderr, "qvet pack: --prefix and --zeros-v2 go with --gptq or --awq\n");
         return 2;
     }
-    qv_layout layout = qv_layout_from_name(layout_name);
+    qv_layout layout = qv_pack_layout_from_name(layout_name);
     if (layout == QV_LAYOUT_COUNT || layout == QV_LAYOUT_LOGICAL) {
         fprintf(stderr, "qvet pack: %s layout '%s' (see qvet pack --help)\n",
                 layout == QV_LAYOUT_LOGICAL ? "nothing to pack for the" : "unknown", layout_name);
+        return 2;
+    }
+    if (qv_layout_is_fp4(layout)) {
+        if (ckpt || zp || gp) {
+            fprintf(stderr, "qvet pack: %s takes --q, --scales, --scales2, --bias and --a (no checkpoint, zero "
+                    "points or g_idx)\n", layout_name);
+            return 2;
+        }
+        qv_status st = pack_fp4(layout, afmt_name, qp, sp, s2p, bp, g_opt, out);
+        return st == QV_OK ? 0 : fail_exit("pack", st);
+    }
+    if (afmt_name || bp) {
+        fprintf(stderr, "qvet pack: --a and --bias apply to the FP4 layouts only\n");
         return 2;
     }
 
@@ -434,21 +512,126 @@ static qv_status unpack_dir(qv_layout layout, qv_fmt plain_wfmt, const char *dir
     return st;
 }
 
+/* dir/name as a .npy into *a when the file exists (*present says whether). */
+static qv_status load_if(const char *dir, const char *name, qv_array *a, int *present)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    struct stat st;
+    *present = stat(path, &st) == 0;
+    return *present ? qv_npy_load(path, a) : QV_OK;
+}
+
+/* qvet unpack for the FP4 layouts: DIR's B, scales, scales2, scale_pow2 and
+ * bias through ref_unpack into OUTDIR's logical q, scales, scales2 and bias. */
+static qv_status unpack_fp4_dir(qv_layout layout, qv_fmt afmt, const char *dir, const char *out)
+{
+    const char *ln = qv_pack_layout_name(layout);
+    const int nv = layout == QV_LAYOUT_MARLIN_FP4_NV;
+    const int g = nv ? 16 : 32;
+    char buf[96];
+    qv_pack_dir d;
+    qv_array pw = {0}, bias = {0};
+    int has_pw = 0, has_bias = 0;
+    qv_status st = qv_pack_dir_load(dir, &d);
+    if (st == QV_OK) st = load_if(dir, "scale_pow2.npy", &pw, &has_pw);
+    if (st == QV_OK) st = load_if(dir, "bias.npy", &bias, &has_bias);
+    int64_t k = 0, n = 0;
+    if (st == QV_OK && (d.b.dtype != QV_DT_I4 || d.b.ndim != 2 || d.b.shape[1] % 128 || d.b.shape[0] < 1))
+        st = qv_fail(QV_ERR_SHAPE, "%s/B.npy is %s; %s needs int32 (K/16, 2N) with N a multiple of 64", dir,
+                     qv_array_describe(&d.b, buf, sizeof buf), ln);
+    if (st == QV_OK) {
+        k = d.b.shape[0] * 16;
+        n = d.b.shape[1] / 2;
+        if (k % g) st = qv_fail(QV_ERR_SHAPE, "%s/B.npy: K=%lld is not a multiple of %d", dir, (long long)k, g);
+    }
+    if (st == QV_OK && (!d.has_s || d.s.ndim != 2 || d.s.dtype != QV_DT_U1 || d.s.shape[0] != k / g || d.s.shape[1] != n))
+        st = qv_fail(QV_ERR_SHAPE, "%s/scales.npy %s; %s needs uint8 (%lld, %lld)", dir,
+                     d.has_s ? qv_array_describe(&d.s, buf, sizeof buf) : "does not exist", ln, (long long)(k / g),
+                     (long long)n);
+    if (st == QV_OK && nv && (!d.has_s2 || d.s2.dtype != QV_DT_F4 || d.s2.count != 1))
+        st = qv_fail(QV_ERR_SHAPE, "%s/scales2.npy %s; marlin-fp4-nv needs the f32 global scale, shape (1)", dir,
+                     d.has_s2 ? "is not one float32" : "does not exist");
+    if (st == QV_OK && nv && (!has_pw || pw.dtype != QV_DT_I4 || pw.count != 1))
+        st = qv_fail(QV_ERR_SHAPE, "%s/scale_pow2.npy %s; marlin-fp4-nv needs it (int32, shape (1): the power of two "
+                     "the scale bytes carry)", dir, has_pw ? "is not one int32" : "does not exist");
+    if (st == QV_OK && !nv && (d.has_s2 || has_pw))
+        st = qv_fail(QV_ERR_FORMAT, "%s: marlin-fp4-mx has no scales2.npy or scale_pow2.npy", dir);
+    if (st == QV_OK && (d.has_z || d.has_perm || d.has_g_idx))
+        st = qv_fail(QV_ERR_FORMAT, "%s: %s has no zero points and no act_order", dir, ln);
+    qv_fmt bfmt = QV_FMT_NONE;
+    if (st == QV_OK && has_bias) {
+        bfmt = bias.dtype == QV_DT_F2 ? QV_FMT_F16 : bias.dtype == QV_DT_F4 ? QV_FMT_F32
+               : (bias.dtype == QV_DT_U2 || bias.dtype == QV_DT_BF16) ? QV_FMT_BF16 : QV_FMT_NONE;
+        if (bfmt == QV_FMT_NONE || bias.ndim != 1 || bias.shape[0] != n)
+            st = qv_fail(QV_ERR_SHAPE, "%s/bias.npy is %s; expected (%lld) float16, bf16 (<u2) or float32", dir,
+                         qv_array_describe(&bias, buf, sizeof buf), (long long)n);
+    }
+    qv_variant v = {.name = "qvet unpack", .layout = layout, .wfmt = QV_FMT_E2M1, .afmt = afmt, .ofmt = afmt,
+                    .sfmt = nv ? QV_FMT_UE4M3 : QV_FMT_E8M0, .scale_layout = QV_SCALE_GROUP, .g = g,
+                    .s2fmt = nv ? QV_FMT_F32 : QV_FMT_NONE, .s2_layout = nv ? QV_SCALE_TENSOR : QV_SCALE_NONE,
+                    .bias_fmt = bfmt, .n_tile = 64, .k_tile = 16};
+    qv_problem p = {.v = &v, .m = 1, .n = n, .k = k, .g = g};
+    float g2 = 0.0f;
+    if (st == QV_OK) {
+        p.q = calloc((size_t)(k * n), 1);
+        p.scales = calloc((size_t)(k / g * n), 1);
+        p.bias = has_bias ? calloc((size_t)n, sizeof(float)) : NULL;
+        p.scales2 = nv ? &g2 : NULL;
+        if (!p.q || !p.scales || (has_bias && !p.bias))
+            st = qv_fail(QV_ERR_NOMEM, "out of memory decoding K=%lld N=%lld", (long long)k, (long long)n);
+    }
+    if (st == QV_OK) {
+        qv_packed pk = {.layout = layout, .k = k, .n = n, .g = g, .b = d.b.data, .b_rows = d.b.shape[0],
+                        .b_cols = d.b.shape[1], .scales = d.s.data, .s_rows = k / g, .s_cols = n, .s_elem = 1,
+                        .s_order = qv_layout_scale_order(layout, QV_SCALE_GROUP, k / g),
+                        .s_pow2 = nv ? ((const int32_t *)pw.data)[0] : 0,
+                        .scales2 = nv ? d.s2.data : NULL, .s2_cols = nv ? 1 : 0,
+                        .bias = has_bias ? bias.data : NULL, .bias_cols = has_bias ? n : 0,
+                        .bias_elem = has_bias ? qv_dtype_size(bias.dtype) : 0};
+        st = ref_unpack(&pk, &p);
+    }
+    if (st == QV_OK) st = make_dir(out);
+    if (st == QV_OK) st = save(out, "q.npy", QV_DT_U1, 2, k, n, p.q);
+    if (st == QV_OK) st = save(out, "scales.npy", QV_DT_U1, 2, k / g, n, p.scales);
+    if (st == QV_OK && nv) st = save(out, "scales2.npy", QV_DT_F4, 1, 1, 0, &g2);
+    if (st == QV_OK && has_bias) {
+        /* The values back into the file's own format (exact: they came from it). */
+        for (int64_t j = 0; j < n; j++) {
+            uint8_t *at = (uint8_t *)bias.data + (size_t)j * qv_dtype_size(bias.dtype);
+            if (bfmt == QV_FMT_F32) {
+                memcpy(at, &p.bias[j], 4);
+            } else {
+                uint16_t h = bfmt == QV_FMT_F16 ? qv_f32_to_f16(p.bias[j]) : qv_f32_to_bf16(p.bias[j]);
+                memcpy(at, &h, 2);
+            }
+        }
+        st = save(out, "bias.npy", bias.dtype, 1, n, 0, bias.data);
+    }
+    free(p.q);
+    free(p.scales);
+    free(p.bias);
+    qv_array_destroy(&pw);
+    qv_array_destroy(&bias);
+    qv_pack_dir_destroy(&d);
+    return st;
+}
+
 int qv_cmd_unpack(int argc, char **argv)
 {
-    const char *layout_name = NULL, *dir = NULL, *out = NULL, *wfmt_name = NULL;
+    const char *layout_name = NULL, *dir = NULL, *out = NULL, *wfmt_name = NULL, *afmt_name = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             unpack_usage(stdout);
             return 0;
         }
-        if (!strcmp(a, "-o") || !strcmp(a, "--out") || !strcmp(a, "--wfmt")) {
+        if (!strcmp(a, "-o") || !strcmp(a, "--out") || !strcmp(a, "--wfmt") || !strcmp(a, "--a")) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "qvet unpack: option %s needs a value\n", a);
                 return 2;
             }
-            *(!strcmp(a, "--wfmt") ? &wfmt_name : &out) = argv[++i];
+            *(!strcmp(a, "--wfmt") ? &wfmt_name : !strcmp(a, "--a") ? &afmt_name : &out) = argv[++i];
         } else if (a[0] == '-') {
             fprintf(stderr, "qvet unpack: unknown option '%s'\n\n", a);
             unpack_usage(stderr);
@@ -467,10 +650,23 @@ int qv_cmd_unpack(int argc, char **argv)
         unpack_usage(stderr);
         return 2;
     }
-    qv_layout layout = qv_layout_from_name(layout_name);
+    qv_layout layout = qv_pack_layout_from_name(layout_name);
     if (layout == QV_LAYOUT_COUNT || layout == QV_LAYOUT_LOGICAL) {
         fprintf(stderr, "qvet unpack: %s layout '%s' (see qvet pack --help)\n",
                 layout == QV_LAYOUT_LOGICAL ? "nothing to unpack for the" : "unknown", layout_name);
+        return 2;
+    }
+    if (qv_layout_is_fp4(layout)) {
+        qv_fmt afmt = QV_FMT_NONE;
+        qv_status st = wfmt_name ? qv_fail(QV_ERR_USAGE, "--wfmt applies to plain-nk only (%s holds e2m1 codes)",
+                                           layout_name)
+                                 : fp4_afmt(afmt_name, layout == QV_LAYOUT_MARLIN_FP4_NV ? QV_FMT_NONE : QV_FMT_BF16,
+                                            layout_name, &afmt);
+        if (st == QV_OK) st = unpack_fp4_dir(layout, afmt, dir, out);
+        return st == QV_OK ? 0 : fail_exit("unpack", st);
+    }
+    if (afmt_name) {
+        fprintf(stderr, "qvet unpack: --a applies to the FP4 layouts only\n");
         return 2;
     }
     qv_fmt wfmt = QV_FMT_NONE;

@@ -84,19 +84,39 @@ static size_t scale_bytes(qv_fmt sfmt, qv_scale_layout sl)
     case QV_FMT_F16:
     case QV_FMT_BF16: return 2;
     case QV_FMT_F32: return 4;
+    case QV_FMT_E8M0:
+    case QV_FMT_UE4M3: return 1;
     default: return 0;
     }
+}
+
+int qv_layout_is_fp4(qv_layout l) { return l == QV_LAYOUT_MARLIN_FP4_MX || l == QV_LAYOUT_MARLIN_FP4_NV; }
+
+const char *qv_pack_layout_name(qv_layout l)
+{
+    if (l == QV_LAYOUT_MARLIN_FP4_MX) return "marlin-fp4-mx";
+    if (l == QV_LAYOUT_MARLIN_FP4_NV) return "marlin-fp4-nv";
+    return qv_layout_name(l);
+}
+
+qv_layout qv_pack_layout_from_name(const char *name)
+{
+    if (!strcmp(name, "marlin-fp4-mx")) return QV_LAYOUT_MARLIN_FP4_MX;
+    if (!strcmp(name, "marlin-fp4-nv")) return QV_LAYOUT_MARLIN_FP4_NV;
+    return qv_layout_from_name(name);
 }
 
 static int is_marlin_family(qv_layout l)
 {
     return l == QV_LAYOUT_MARLIN_W4 || l == QV_LAYOUT_MARLIN_W4_ZP || l == QV_LAYOUT_MARLIN_W8 ||
-           l == QV_LAYOUT_MARLIN_FP8 || l == QV_LAYOUT_QQQ_W4_CHANNEL || l == QV_LAYOUT_QQQ_W4_GROUP;
+           l == QV_LAYOUT_MARLIN_FP8 || l == QV_LAYOUT_QQQ_W4_CHANNEL || l == QV_LAYOUT_QQQ_W4_GROUP ||
+           qv_layout_is_fp4(l);
 }
 
 /* The weight code format each layout stores. */
 static qv_fmt layout_wfmt(qv_layout l)
 {
+    if (qv_layout_is_fp4(l)) return QV_FMT_E2M1;
     switch (l) {
     case QV_LAYOUT_MARLIN_W4:
     case QV_LAYOUT_MARLIN_W4_ZP:
@@ -131,13 +151,152 @@ static int64_t scale_cols(const qv_problem *p)
     }
 }
 
+/* ---- Marlin FP4: the host-side preparation of vLLM's marlin_utils_fp4.py ---- */
+
+/* The power of two the kernel's fp4 dequant leaves out of every weight: it
+ * moves the e2m1 bits into the low exponent bits of an f16 (bf16), which
+ * reads w * 2^-(2^4 - 2^1) = w * 2^-14 (w * 2^-(2^7 - 2^1) = w * 2^-126). The
+ * NVFP4 global scale carries it back (nvfp4_marlin_process_global_scale). */
+static int fp4_weight_bias(qv_fmt afmt) { return afmt == QV_FMT_BF16 ? 126 : 14; }
+
+/* The power of two folded into NVFP4 scales (qv_packed.s_pow2): 7, so that
+ * the f16 form of every ue4m3 value has a normal exponent the S0E5M3 byte
+ * holds; with bf16 activations, plus the smallest j >= 0 that lifts the
+ * smallest nonzero scale to s * 2^(7+j) >= 2 (_nvfp4_compute_scale_factor):
+ * the bf16 kernel turns the byte's top bit into bf16's top exponent bit, so a
+ * byte below 0x80 would read 2^-112 times its value. p->scales holds (K/16, N)
+ * ue4m3 codes already checked to be finite and non-negative. */
+static int fp4_nv_pow2(const qv_problem *p)
+{
+    int pow2 = 7;
+#ifdef QV_MUTANT_fp4_nv_scale_underflow
+    /* Mutant (class 21, vLLM #34577): no lift for bf16, as before the fix:
+     * scales below 2^-6 (global scale 1 checkpoints) read as ~0 in bf16. */
+    return pow2;
+#endif
+    if (p->v->afmt != QV_FMT_BF16) return pow2; /* vLLM never lifts for f16 */
+    const uint8_t *sc = p->scales;
+    double lo = INFINITY;
+    for (int64_t i = 0; i < p->k / p->g * p->n; i++)
+        if (sc[i] != 0 && qv_decode(QV_FMT_UE4M3, sc[i]) < lo) lo = qv_decode(QV_FMT_UE4M3, sc[i]);
+    while (isfinite(lo) && ldexp(lo, pow2) < 2.0) pow2++;
+    return pow2;
+}
+
+/* The S0E5M3 byte of ue4m3 code c at power pow2: bits 14..7 of the f16 code
+ * of s * 2^pow2 (vLLM: (s * 2^7).view(int16) << 1, high byte). s * 2^pow2 has
+ * at most 4 significant bits and is at least 2^-2, so the f16 code is normal
+ * with its low 7 bits zero; the caller has refused values of 2^16 and more. */
+static uint8_t nv_scale_byte(uint8_t c, int pow2)
+{
+    uint16_t h = qv_f64_to_f16(ldexp(qv_decode(QV_FMT_UE4M3, c), pow2));
+    QV_ASSERT((h & 0x7F) == 0 && (h & 0x7C00) != 0x7C00, "an S0E5M3 byte holds the f16 form exactly");
+    return (uint8_t)(h >> 7);
+}
+
+/* NVFP4's global scale as the kernel reads it: g * 2^(bias - 7) / 2^(pow2 - 7),
+ * two f32 operations as vLLM does them (nvfp4_marlin_process_global_scale,
+ * then the division by the lift). *ok is 0 when either step overflows, lands
+ * in f32's subnormal range (where a reader cannot tell whether bits were
+ * lost) or no longer holds g exactly. */
+static float nv_global(float g, int pow2, qv_fmt afmt, int *ok)
+{
+    float t = ldexpf(g, fp4_weight_bias(afmt) - 7);
+    float G = ldexpf(t, -(pow2 - 7));
+    *ok = isfinite(t) && isfinite(G) && fpclassify(t) != FP_SUBNORMAL && fpclassify(G) != FP_SUBNORMAL &&
+          ldexp(G, pow2 - fp4_weight_bias(afmt)) == (double)g;
+    return G;
+}
+
+/* The Marlin FP4 kernel's fixed arithmetic (marlin_template.h): e2m1 codes,
+ * 8-bit group scales of one fixed group (group_blocks 2 for e8m0, 1 for
+ * ue4m3), the fp32 global scale only with ue4m3, f16 or bf16 activations, no
+ * zero points and no act_order (static_assert group_blocks != 0). */
+static qv_status check_fp4_row(const qv_variant *v, const char *ln)
+{
+    const int nv = v->layout == QV_LAYOUT_MARLIN_FP4_NV;
+    const qv_fmt sfmt = nv ? QV_FMT_UE4M3 : QV_FMT_E8M0;
+    const int g = nv ? 16 : 32;
+    if (v->scale_layout != QV_SCALE_GROUP || v->sfmt != sfmt)
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s needs %s group scales (got %s %s)", ln, qv_fmt_get(sfmt)->name,
+                       qv_scale_layout_name(v->scale_layout), qv_fmt_get(v->sfmt)->name);
+    if (v->g != g)
+        return qv_fail(QV_ERR_SHAPE, "%s: group size g=%d; the kernel reads one %s scale per %d rows", ln, v->g,
+                       qv_fmt_get(sfmt)->name, g);
+    if (nv ? (v->s2fmt != QV_FMT_F32 || v->s2_layout != QV_SCALE_TENSOR) : v->s2_layout != QV_SCALE_NONE)
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s: %s", ln,
+                       nv ? "NVFP4 needs the f32 global scale (ws2=f32/t)" : "MXFP4 has no second-level scale");
+    if (v->afmt != QV_FMT_F16 && v->afmt != QV_FMT_BF16)
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s: activations must be f16 or bf16, not %s", ln,
+                       qv_fmt_get(v->afmt)->name);
+    if (v->zero_point || v->act_order)
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s has no place for zero points or act_order", ln);
+    if (v->bias_fmt != QV_FMT_NONE && v->bias_fmt != QV_FMT_F16 && v->bias_fmt != QV_FMT_BF16 &&
+        v->bias_fmt != QV_FMT_F32)
+        return qv_fail(QV_ERR_DTYPE, "%s: bias must be f16, bf16 or f32, not %s", ln, qv_fmt_get(v->bias_fmt)->name);
+    return QV_OK;
+}
+
+/* The values an FP4 preparation cannot carry: MX scale codes the kernel
+ * misreads, NV scale codes that are not finite non-negative ue4m3 values or
+ * whose lifted form overflows the S0E5M3 byte, a global scale the rewrite
+ * loses, and a bias its format cannot hold. */
+static qv_status check_fp4_values(const qv_problem *p, const char *ln)
+{
+    const qv_variant *v = p->v;
+    const int nv = v->layout == QV_LAYOUT_MARLIN_FP4_NV;
+    const int64_t n = p->n, ns = p->k / p->g * n;
+    const uint8_t *sc = p->scales;
+    QV_ASSERT(!nv || p->scales2 != NULL, "NVFP4 needs the problem's global scale (scales2)");
+    QV_ASSERT(v->bias_fmt == QV_FMT_NONE || p->bias != NULL, "a bias row needs the problem's bias");
+    for (int64_t i = 0; i < ns; i++) {
+        if (!nv && sc[i] == 0)
+            return qv_fail(QV_ERR_RANGE, "%s: e8m0 scale [%lld][%lld] = 0 (2^-127): the kernel widens the code into "
+                           "a bf16 exponent field, where 0 reads as zero", ln, (long long)(i / n), (long long)(i % n));
+        if (!nv && sc[i] == 0xFF)
+            return qv_fail(QV_ERR_RANGE, "%s: e8m0 scale [%lld][%lld] = 0xFF (NaN): the kernel reads it as +Inf", ln,
+                           (long long)(i / n), (long long)(i % n));
+        if (nv && sc[i] > 0x7E)
+            return qv_fail(QV_ERR_RANGE, "%s: ue4m3 scale [%lld][%lld] = 0x%02X is not a finite non-negative ue4m3 code "
+                           "(0x7F is NaN, the sign bit must be 0)", ln, (long long)(i / n), (long long)(i % n), sc[i]);
+    }
+    if (nv) {
+        const int pow2 = fp4_nv_pow2(p);
+        for (int64_t i = 0; i < ns; i++) {
+            double x = ldexp(qv_decode(QV_FMT_UE4M3, sc[i]), pow2);
+            if (x >= 65536.0) /* 2^16: the f16 form is Inf, the S0E5M3 byte has no such value */
+                return qv_fail(QV_ERR_RANGE, "%s: ue4m3 scale [%lld][%lld] = %g times 2^%d = %g overflows the kernel's "
+                               "S0E5M3 byte (f16 exponent, at most 61440)%s", ln, (long long)(i / n),
+                               (long long)(i % n), qv_decode(QV_FMT_UE4M3, sc[i]), pow2, x,
+                               pow2 > 7 ? "; bf16 lifts every scale until the smallest nonzero one is >= 2^-6, so "
+                                          "these scales span too many binades" : "");
+        }
+        int ok;
+        float g = p->scales2[0];
+        float G = nv_global(g, pow2, v->afmt, &ok);
+        if (!isfinite(g) || !ok)
+            return qv_fail(QV_ERR_RANGE, "%s: global scale %g becomes %g times 2^%d = %g in f32 and cannot be read back "
+                           "exactly (overflow or lost bits)", ln, (double)g, (double)g,
+                           fp4_weight_bias(v->afmt) - pow2, (double)G);
+    }
+    if (v->bias_fmt != QV_FMT_NONE)
+        for (int64_t j = 0; j < n; j++) {
+            double x = p->bias[j];
+            if (!(qv_decode(v->bias_fmt, qv_encode(v->bias_fmt, x, QV_SAT_NONE)) == x))
+                return qv_fail(QV_ERR_RANGE, "%s: bias[%lld] = %g is not a %s value", ln, (long long)j, x,
+                               qv_fmt_get(v->bias_fmt)->name);
+        }
+    return QV_OK;
+}
+
 /* Refuses anything the layout cannot hold, before a byte is written. */
 static qv_status check_problem(const qv_problem *p)
 {
     const qv_variant *v = p->v;
     qv_layout l = v->layout;
-    const char *ln = qv_layout_name(l);
-    if (l < 0 || l >= QV_LAYOUT_COUNT) return qv_fail(QV_ERR_UNSUPPORTED, "unknown packed layout %d", (int)l);
+    const char *ln = qv_pack_layout_name(l);
+    if ((l < 0 || l >= QV_LAYOUT_COUNT) && !qv_layout_is_fp4(l))
+        return qv_fail(QV_ERR_UNSUPPORTED, "unknown packed layout %d", (int)l);
     if (l == QV_LAYOUT_LOGICAL)
         return qv_fail(QV_ERR_UNSUPPORTED, "%s: a spec has no packed layout; its kernel reads the logical arrays "
                        "(plugin.h)", v->name);
@@ -171,6 +330,7 @@ static qv_status check_problem(const qv_problem *p)
 
     qv_scale_layout sl = v->scale_layout;
     int grouped = sl == QV_SCALE_GROUP || sl == QV_SCALE_GROUP_CHANNEL;
+    if (qv_layout_is_fp4(l)) QV_TRY(check_fp4_row(v, ln));
     if (grouped) {
         if (p->g < 1) return qv_fail(QV_ERR_SHAPE, "%s: group size g=%d must be >= 1", ln, p->g);
         if (is_marlin_family(l) && p->g % 16)
@@ -179,7 +339,8 @@ static qv_status check_problem(const qv_problem *p)
         if (p->k % p->g)
             return qv_fail(QV_ERR_SHAPE, "%s: group size g=%d does not divide K=%lld", ln, p->g, (long long)p->k);
     }
-    switch (l) {
+    /* The FP4 layouts were checked by check_fp4_row; the switch covers the others. */
+    if (!qv_layout_is_fp4(l)) switch (l) {
     case QV_LAYOUT_MARLIN_W4:
     case QV_LAYOUT_MARLIN_W4_ZP:
     case QV_LAYOUT_MARLIN_W8:
@@ -249,6 +410,7 @@ static qv_status check_problem(const qv_problem *p)
                 return qv_fail(QV_ERR_RANGE, "%s: g_idx[%lld] = %d is outside [0, %lld)", ln, (long long)i,
                                p->g_idx[i], (long long)groups);
     }
+    if (qv_layout_is_fp4(l)) QV_TRY(check_fp4_values(p, ln));
     return QV_OK;
 }
 
@@ -317,6 +479,12 @@ static void pack_marlin_weights(const qv_problem *p, const int32_t *rows, uint32
             int64_t src = idx - idx % CHUNK + perm[idx % CHUNK];
             int64_t tile = src / 256, r = src % 256 / 16, c = src % 16;
             int64_t srow = 16 * kb + r;
+#ifdef QV_MUTANT_fp4_nibble_order_swapped
+            /* Mutant (class 3, sglang #23625): the two e2m1 codes of each
+             * checkpoint byte read in the other nibble order: rows 2i and
+             * 2i+1 trade places. */
+            if (qv_layout_is_fp4(l)) srow ^= 1;
+#endif
             int64_t row = rows ? rows[srow] : srow;
             out[idx / per] |= code_at(p, row, 16 * tile + c) << (bits * (idx % per));
         }
@@ -349,6 +517,106 @@ static void gather_cols(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t 
             int64_t from = c - c % width + perm[c % width];
             memcpy(dst + (size_t)(r * cols + c) * elem, src + (size_t)(r * cols + from) * elem, elem);
         }
+}
+
+static void *zalloc(size_t n, int *fail);
+
+/* The Marlin FP4 layouts (layout.h), from a problem check_problem accepted:
+ * the weights as MARLIN_W4 words, the scale bytes in GROUP64_FP8 order (MX:
+ * the e8m0 codes; NV: S0E5M3 bytes of s * 2^s_pow2), NV's global scale, and
+ * the bias through scale_perm_single. */
+static qv_status pack_fp4(const qv_problem *p, qv_packed *out)
+{
+    const qv_variant *v = p->v;
+    const int nv = v->layout == QV_LAYOUT_MARLIN_FP4_NV;
+    const int64_t n = p->n, rows = p->k / p->g;
+    out->layout = v->layout;
+    out->k = p->k;
+    out->n = n;
+    out->g = p->g;
+    out->b_rows = p->k / 16;
+    out->b_cols = 2 * n; /* 16 n nibbles per tiled row, 8 per word */
+    out->s_rows = rows;
+    out->s_cols = n;
+    out->s_elem = 1;
+    out->s_order = QV_SORDER_GROUP64_FP8;
+    out->s_pow2 = nv ? fp4_nv_pow2(p) : 0;
+    out->s2_cols = nv ? 1 : 0;
+    if (v->bias_fmt != QV_FMT_NONE) {
+        out->bias_cols = n;
+        out->bias_elem = qv_fmt_storage_bytes(v->bias_fmt);
+    }
+    int fail = 0;
+    out->b = zalloc((size_t)(out->b_rows * out->b_cols) * sizeof(int32_t), &fail);
+    out->scales = zalloc((size_t)(rows * n), &fail);
+    out->scales2 = zalloc((size_t)out->s2_cols * sizeof(float), &fail);
+    out->bias = zalloc((size_t)out->bias_cols * out->bias_elem, &fail);
+    if (fail) {
+        qv_packed_destroy(out);
+        return qv_fail(QV_ERR_NOMEM, "%s: out of memory packing K=%lld N=%lld", qv_pack_layout_name(v->layout),
+                       (long long)p->k, (long long)n);
+    }
+    pack_marlin_weights(p, NULL, (uint32_t *)out->b, out->b_cols);
+
+    /* Packed byte c of a row: vLLM permutes the (f16-converted) scales with
+     * scale_perm, then reorders every 4 by [0,2,1,3], because
+     * dequant_fp8_scales builds the first half2 of a lane's scales from
+     * bytes 0 and 2 of a word and the second from bytes 1 and 3. */
+    static const int pair4[4] = {0, 2, 1, 3};
+    int sp[SP_GROUP];
+    qv_scale_perm(sp);
+    const uint8_t *sc = p->scales;
+    uint8_t *ps = out->scales;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < n; c++) {
+            int64_t e = c - c % 4 + pair4[c % 4];
+            int64_t from = e - e % SP_GROUP + sp[e % SP_GROUP];
+            int64_t srow = r;
+#ifdef QV_MUTANT_fp4_mx_group16
+            /* Mutant (class 18): the row of group r computed from k = 16 r, the
+             * NVFP4 group, over MXFP4's group of 32: group r takes group r/2's scales. */
+            if (!nv) srow = r / 2;
+#endif
+            uint8_t code = sc[srow * n + from];
+#ifdef QV_MUTANT_fp4_mx_scale_exp_off_by_one
+            /* Mutant (class 8, vLLM #47315): the e8m0 exponent re-biased by one
+             * too many, so every MXFP4 block scale doubles. */
+            if (!nv) code = (uint8_t)(code + 1);
+#endif
+            ps[r * n + c] = nv ? nv_scale_byte(code, out->s_pow2) : code;
+        }
+    if (nv) {
+        int ok;
+        ((float *)out->scales2)[0] = nv_global(p->scales2[0], out->s_pow2, v->afmt, &ok);
+        QV_ASSERT(ok, "check_fp4_values refused a global scale the rewrite loses");
+    }
+    if (out->bias) {
+        int sps[SP_SINGLE];
+        qv_scale_perm_single(sps);
+        for (int64_t c = 0; c < n; c++) {
+            int64_t from = c - c % SP_SINGLE + sps[c % SP_SINGLE];
+#ifdef QV_MUTANT_fp4_bias_unpermuted
+            /* Mutant (class 24, sglang #35020): the bias left in column order
+             * where the epilogue reads it through scale_perm_single. */
+            from = c;
+#endif
+            double x = p->bias[from];
+            uint8_t *to = (uint8_t *)out->bias + (size_t)c * out->bias_elem;
+            if (v->bias_fmt == QV_FMT_F32) {
+                float f = (float)x;
+                memcpy(to, &f, 4);
+            } else {
+                uint16_t h = v->bias_fmt == QV_FMT_F16 ? qv_f64_to_f16(x) : qv_f64_to_bf16(x);
+                memcpy(to, &h, 2);
+            }
+        }
+#ifdef QV_MUTANT_fp4_bias_dropped
+        /* Mutant (class 24, flashinfer #3423): the bias never reaches the
+         * kernel's buffer, which stays zero. */
+        memset(out->bias, 0, (size_t)n * out->bias_elem);
+#endif
+    }
+    return QV_OK;
 }
 
 /* Exact value of an f16 code. */
@@ -411,6 +679,9 @@ static qv_status scale_times_pow2(qv_fmt sfmt, void *elem, int e)
 
 qv_scale_order qv_layout_scale_order(qv_layout layout, qv_scale_layout sl, int64_t scale_rows)
 {
+    /* The FP4 kernel always reads group scales (group_blocks 1 or 2, never the
+     * channelwise -1), 8 bytes per lane, through dequant_fp8_scales. */
+    if (qv_layout_is_fp4(layout)) return QV_SORDER_GROUP64_FP8;
     if (!is_marlin_family(layout) || sl == QV_SCALE_NONE || sl == QV_SCALE_TENSOR || sl == QV_SCALE_BLOCK)
         return QV_SORDER_PLAIN;
     /* Marlin and vLLM treat a single group (g == K) as channelwise and use
@@ -449,6 +720,7 @@ void qv_packed_destroy(qv_packed *pk)
     free(pk->zeros);
     free(pk->perm);
     free(pk->g_idx);
+    free(pk->bias);
     memset(pk, 0, sizeof *pk);
 }
 
@@ -492,6 +764,7 @@ qv_status qv_pack(const qv_problem *p, qv_packed *out)
     QV_ASSERT(p != NULL && p->v != NULL && out != NULL, "qv_pack needs a problem with a registry row");
     memset(out, 0, sizeof *out);
     QV_TRY(check_problem(p));
+    if (qv_layout_is_fp4(p->v->layout)) return pack_fp4(p, out);
     const qv_variant *v = p->v;
     qv_layout l = v->layout;
     int grouped = v->scale_layout == QV_SCALE_GROUP || v->scale_layout == QV_SCALE_GROUP_CHANNEL;
@@ -653,6 +926,9 @@ qv_status qv_pack_arrays(qv_layout layout, const qv_array *q, const qv_array *sc
     QV_ASSERT(q != NULL && out != NULL, "qv_pack_arrays needs q and an output");
     memset(out, 0, sizeof *out);
     char buf[96];
+    if (qv_layout_is_fp4(layout))
+        return qv_fail(QV_ERR_USAGE, "%s packs through qv_pack_arrays_fp4 (8-bit scale codes, and the activation "
+                       "format the kernel runs with)", qv_pack_layout_name(layout));
     if (layout < 0 || layout >= QV_LAYOUT_COUNT) return qv_fail(QV_ERR_USAGE, "unknown layout");
     if (layout == QV_LAYOUT_LOGICAL)
         return qv_fail(QV_ERR_USAGE, "logical is the arrays as they are, not a packed layout (qvet pack --help lists "
@@ -783,5 +1059,89 @@ qv_status qv_pack_arrays(qv_layout layout, const qv_array *q, const qv_array *sc
                     .zeros = zeros ? zeros->data : NULL, .g_idx = gi};
     qv_status st = qv_pack(&p, out);
     free(gi);
+    return st;
+}
+
+/* A float16, bf16 ('<u2') or float32 bias of n elements, (n) or (1, n), into
+ * f32 values (exact), with its format. */
+static qv_status read_bias(const char *ln, const qv_array *b, int64_t n, float *out, qv_fmt *fmt)
+{
+    char buf[96];
+    int64_t len = b->ndim == 1 ? b->shape[0] : b->ndim == 2 && b->shape[0] == 1 ? b->shape[1] : -1;
+    if (len != n)
+        return qv_fail(QV_ERR_SHAPE, "%s: bias is %s; expected (%lld) or (1, %lld)", ln,
+                       qv_array_describe(b, buf, sizeof buf), (long long)n, (long long)n);
+    for (int64_t j = 0; j < n; j++)
+        switch (b->dtype) {
+        case QV_DT_F2: out[j] = qv_f16_to_f32(((const uint16_t *)b->data)[j]); break;
+        case QV_DT_U2:
+        case QV_DT_BF16: out[j] = qv_bf16_to_f32(((const uint16_t *)b->data)[j]); break;
+        case QV_DT_F4: out[j] = ((const float *)b->data)[j]; break;
+        default:
+            return qv_fail(QV_ERR_DTYPE, "%s: bias must be float16, bf16 (<u2) or float32, not %s", ln,
+                           qv_dtype_name(b->dtype));
+        }
+    *fmt = b->dtype == QV_DT_F2 ? QV_FMT_F16 : b->dtype == QV_DT_F4 ? QV_FMT_F32 : QV_FMT_BF16;
+    return QV_OK;
+}
+
+qv_status qv_pack_arrays_fp4(qv_layout layout, qv_fmt afmt, const qv_array *q, const qv_array *scales,
+                             const qv_array *scales2, const qv_array *bias, qv_packed *out)
+{
+    QV_ASSERT(q != NULL && out != NULL, "qv_pack_arrays_fp4 needs q and an output");
+    memset(out, 0, sizeof *out);
+    char buf[96];
+    if (!qv_layout_is_fp4(layout))
+        return qv_fail(QV_ERR_USAGE, "qv_pack_arrays_fp4 packs marlin-fp4-mx and marlin-fp4-nv, not %s",
+                       qv_pack_layout_name(layout));
+    const int nv = layout == QV_LAYOUT_MARLIN_FP4_NV;
+    const char *ln = qv_pack_layout_name(layout);
+    const int g = nv ? 16 : 32;
+    const qv_fmt sfmt = nv ? QV_FMT_UE4M3 : QV_FMT_E8M0;
+    if (afmt != QV_FMT_F16 && afmt != QV_FMT_BF16)
+        return qv_fail(QV_ERR_USAGE, "%s: activations must be f16 or bf16", ln);
+    if (q->ndim != 2 || (q->dtype != QV_DT_U1 && q->dtype != QV_DT_I1))
+        return qv_fail(q->ndim != 2 ? QV_ERR_SHAPE : QV_ERR_DTYPE, "%s: q is %s; expected a 2-D (K, N) uint8 array of "
+                       "e2m1 codes 0..15", ln, qv_array_describe(q, buf, sizeof buf));
+    const int64_t k = q->shape[0], n = q->shape[1];
+    if (!scales) return qv_fail(QV_ERR_USAGE, "%s needs its %s scales", ln, qv_fmt_get(sfmt)->name);
+    if (scales->dtype != QV_DT_U1 && scales->dtype != QV_DT_E4M3)
+        return qv_fail(QV_ERR_DTYPE, "%s: scales must be uint8 %s codes, not %s", ln, qv_fmt_get(sfmt)->name,
+                       qv_dtype_name(scales->dtype));
+    if (k % g)
+        return qv_fail(QV_ERR_SHAPE, "%s: K=%lld is not a multiple of the group size %d", ln, (long long)k, g);
+    QV_TRY(want_2d("scales", scales, k / g, n));
+    if (nv != (scales2 != NULL))
+        return qv_fail(QV_ERR_USAGE, "%s: %s", ln, nv ? "needs the f32 global scale as scales2"
+                                                       : "MXFP4 has no global scale (scales2)");
+    if (scales2 && (scales2->dtype != QV_DT_F4 || scales2->count != 1 || scales2->ndim > 2))
+        return qv_fail(QV_ERR_SHAPE, "%s: scales2 is %s; expected one float32 (the global scale)", ln,
+                       qv_array_describe(scales2, buf, sizeof buf));
+    for (int64_t i = 0; i < q->count; i++)
+        if (((const uint8_t *)q->data)[i] > 15)
+            return qv_fail(QV_ERR_RANGE, "%s: q[%lld][%lld] = %d is outside the e2m1 code range 0..15", ln,
+                           (long long)(i / n), (long long)(i % n), ((const int8_t *)q->data)[i]);
+
+    qv_variant v = {.name = "qvet pack", .layout = layout, .wfmt = QV_FMT_E2M1, .afmt = afmt, .ofmt = afmt,
+                    .sfmt = sfmt, .scale_layout = QV_SCALE_GROUP, .g = g, .n_tile = 64, .k_tile = 16};
+    if (nv) {
+        v.s2fmt = QV_FMT_F32;
+        v.s2_layout = QV_SCALE_TENSOR;
+    }
+    float g2 = scales2 ? ((const float *)scales2->data)[0] : 0.0f;
+    float *bv = NULL;
+    if (bias) {
+        bv = malloc((size_t)(n > 0 ? n : 1) * sizeof *bv);
+        QV_ASSERT(bv != NULL, "out of memory reading the bias");
+        qv_status st = read_bias(ln, bias, n, bv, &v.bias_fmt);
+        if (st != QV_OK) {
+            free(bv);
+            return st;
+        }
+    }
+    qv_problem p = {.v = &v, .m = 0, .n = n, .k = k, .g = g, .q = q->data, .scales = scales->data,
+                    .scales2 = scales2 ? &g2 : NULL, .bias = bv};
+    qv_status st = qv_pack(&p, out);
+    free(bv);
     return st;
 }

@@ -56,6 +56,23 @@ static void random_scale(qv_fmt sfmt, uint64_t r, void *out)
     }
 }
 
+/* A random 8-bit scale code: e8m0 1..254 (0 and 255 are refused by the MXFP4
+ * layout), ue4m3 0 or 0x20..0x5F (2^-3 .. 30: a span every NVFP4 preparation
+ * can carry, bf16's lift included). */
+static uint8_t random_scale8(qv_fmt sfmt, uint64_t r)
+{
+    if (sfmt == QV_FMT_E8M0) return (uint8_t)(1 + r % 254);
+    return r % 17 == 0 ? 0 : (uint8_t)(0x20 + (r >> 8) % 0x40);
+}
+
+/* A random bias value exact in bias_fmt: a random code, NaN and Inf avoided. */
+static float random_bias(qv_fmt bf, uint64_t r)
+{
+    if (bf == QV_FMT_F16) return qv_f16_to_f32((uint16_t)(((r >> 20) & 1) << 15 | (r % 30) << 10 | ((r >> 8) & 0x3FF)));
+    if (bf == QV_FMT_BF16) return qv_bf16_to_f32((uint16_t)(((r >> 20) & 1) << 15 | (r % 254) << 7 | ((r >> 8) & 0x7F)));
+    return (float)ldexp((double)(int64_t)(r % 2000001) - 1000000.0, (int)((r >> 32) % 40) - 30);
+}
+
 static void fill_random(qv_problem *p, uint64_t stream)
 {
     const qv_variant *v = p->v;
@@ -74,9 +91,20 @@ static void fill_random(qv_problem *p, uint64_t stream)
     int64_t ns = qv_problem_scale_rows(p) * qv_problem_scale_cols(p);
     size_t se = v->scale_layout == QV_SCALE_BLOCK ? 4 : qv_fmt_storage_bytes(v->sfmt);
     qv_fmt sf = v->scale_layout == QV_SCALE_BLOCK ? QV_FMT_F32 : v->sfmt;
-    for (int64_t i = 0; i < ns; i++) random_scale(sf, rnd(stream + 1, (uint64_t)i), (uint8_t *)p->scales + i * se);
-    if (p->scales2)
+    for (int64_t i = 0; i < ns; i++) {
+        uint64_t r = rnd(stream + 1, (uint64_t)i);
+        if (se == 1) ((uint8_t *)p->scales)[i] = random_scale8(sf, r);
+        else random_scale(sf, r, (uint8_t *)p->scales + i * se);
+    }
+    if (p->scales2 && v->s2_layout == QV_SCALE_TENSOR) {
+        /* A global scale in [2^-20, 2^8): NVFP4's rewrite (x 2^7 or 2^119) stays in f32. */
+        uint64_t r = rnd(stream + 2, 0);
+        p->scales2[0] = (float)ldexp(1.0 + (double)(r % 256) / 256.0, (int)((r >> 16) % 28) - 20);
+    } else if (p->scales2) {
         for (int64_t i = 0; i < p->n; i++) random_scale(QV_FMT_F32, rnd(stream + 2, (uint64_t)i), &p->scales2[i]);
+    }
+    if (p->bias)
+        for (int64_t i = 0; i < p->n; i++) p->bias[i] = random_bias(v->bias_fmt, rnd(stream + 5, (uint64_t)i));
     if (p->zeros)
         for (int64_t i = 0; i < p->k / p->g * p->n; i++) p->zeros[i] = (uint8_t)(rnd(stream + 3, (uint64_t)i) % 16);
     if (p->g_idx)
@@ -97,9 +125,13 @@ static int roundtrip(const qv_problem *p, const char *what)
     size_t qb = (size_t)(p->k * p->n) * qv_fmt_storage_bytes(p->v->wfmt);
     int64_t ns = qv_problem_scale_rows(p) * qv_problem_scale_cols(p);
     size_t sb = (size_t)ns * (p->v->scale_layout == QV_SCALE_BLOCK ? 4 : qv_fmt_storage_bytes(p->v->sfmt));
+    const size_t s2b = (size_t)qv_problem_scale2_count(p) * 4;
+    /* Only the FP4 layouts pack a bias; elsewhere the kernel reads it logically. */
+    const size_t bb = d.bias && qv_layout_is_fp4(p->v->layout) ? (size_t)p->n * 4 : 0;
     memset(d.q, 0xA5, qb);
     if (sb) memset(d.scales, 0xA5, sb);
-    if (d.scales2) memset(d.scales2, 0xA5, (size_t)p->n * 4);
+    if (d.scales2) memset(d.scales2, 0xA5, s2b);
+    if (bb) memset(d.bias, 0xA5, bb);
     if (d.zeros) memset(d.zeros, 0xA5, (size_t)(p->k / p->g * p->n));
     if (d.g_idx) memset(d.g_idx, 0xA5, (size_t)p->k * 4);
     st = ref_unpack(&pk, &d);
@@ -107,7 +139,8 @@ static int roundtrip(const qv_problem *p, const char *what)
     int bad = 0;
     if (memcmp(d.q, p->q, qb)) bad++, fprintf(stderr, "%s: q differs\n", what);
     if (sb && memcmp(d.scales, p->scales, sb)) bad++, fprintf(stderr, "%s: scales differ\n", what);
-    if (d.scales2 && memcmp(d.scales2, p->scales2, (size_t)p->n * 4)) bad++, fprintf(stderr, "%s: scales2 differ\n", what);
+    if (d.scales2 && memcmp(d.scales2, p->scales2, s2b)) bad++, fprintf(stderr, "%s: scales2 differ\n", what);
+    if (bb && memcmp(d.bias, p->bias, bb)) bad++, fprintf(stderr, "%s: bias differs\n", what);
     if (d.zeros && memcmp(d.zeros, p->zeros, (size_t)(p->k / p->g * p->n))) bad++, fprintf(stderr, "%s: zeros differ\n", what);
     if (d.g_idx && memcmp(d.g_idx, p->g_idx, (size_t)p->k * 4)) bad++, fprintf(stderr, "%s: g_idx differs\n", what);
     if (pk.perm) {
@@ -686,6 +719,431 @@ START_TEST(refusals_problem)
 }
 END_TEST
 
+/* ---- Marlin FP4 (marlin-fp4-mx, marlin-fp4-nv) ------------------------- */
+
+/* The value of an NVFP4 scale byte read as bits 14..7 of an f16 (5 exponent
+ * bits, bias 15, 3 mantissa bits), written from the f16 definition. */
+static double nv_value(uint8_t b)
+{
+    int e = b >> 3, m = b & 7;
+    return e == 0 ? ldexp(m, -17) : ldexp(8 + m, e - 18);
+}
+
+/* A weight-only FP4 row built here (the registry rows come later): MXFP4
+ * `w=e2m1,ws=e8m0/g32,a=AFMT` or NVFP4 `w=e2m1,ws=ue4m3/g16,ws2=f32/t,a=AFMT`,
+ * with `bias=BF` when bf is not NONE. */
+static qv_variant fp4_variant(int nv, qv_fmt afmt, qv_fmt bf)
+{
+    qv_variant v = {.name = nv ? "test-nvfp4" : "test-mxfp4", .summary = "FP4 test row", .family = "marlin",
+                    .wfmt = QV_FMT_E2M1, .afmt = afmt, .ofmt = afmt, .sfmt = nv ? QV_FMT_UE4M3 : QV_FMT_E8M0,
+                    .scale_layout = QV_SCALE_GROUP, .g = nv ? 16 : 32, .bias_fmt = bf,
+                    .layout = nv ? QV_LAYOUT_MARLIN_FP4_NV : QV_LAYOUT_MARLIN_FP4_MX, .n_tile = 64, .k_tile = 16};
+    if (nv) {
+        v.s2fmt = QV_FMT_F32;
+        v.s2_layout = QV_SCALE_TENSOR;
+    }
+    v.arith.dequant = QV_DQ_MUL_RN;
+    v.arith.accum = QV_ACC_TC_F32;
+    v.arith.block_b = 16;
+    v.arith.reduce = QV_RED_F32;
+    return v;
+}
+
+/* Every FP4 row shape: both layouts x f16/bf16 x bias none/f16-or-bf16/f32, at
+ * the smallest legal K (one group) and N (64), a few fixed shapes and random
+ * ones from (seed, index). */
+START_TEST(fp4_roundtrip)
+{
+    const int nv = _i / 6, bi = _i % 3;
+    const qv_fmt afmt = _i / 3 % 2 ? QV_FMT_BF16 : QV_FMT_F16;
+    const qv_fmt bf = bi == 0 ? QV_FMT_NONE : bi == 1 ? afmt : QV_FMT_F32;
+    const qv_variant v = fp4_variant(nv, afmt, bf);
+    const int64_t g = v.g;
+    int64_t shapes[12][2] = {{g, 64}, {64, 64}, {128, 128}, {256, 192}};
+    for (int s = 4; s < 12; s++) {
+        uint64_t r = rnd(7100 + (uint64_t)_i, (uint64_t)s);
+        shapes[s][0] = g * (int64_t)(1 + r % 24);
+        shapes[s][1] = 64 * (int64_t)(1 + (r >> 20) % 5);
+    }
+    for (int s = 0; s < 12; s++) {
+        qv_problem p;
+        ck_assert_msg(qv_problem_create(&p, &v, 1, shapes[s][1], shapes[s][0]) == QV_OK, "%s", qv_errmsg());
+        uint64_t stream = 80000 + (uint64_t)_i * 100 + (uint64_t)s;
+        fill_random(&p, stream * 8);
+        char what[200];
+        snprintf(what, sizeof what, "%s a=%s bias=%s k=%lld n=%lld (seed %" PRIu64 ", stream %" PRIu64 ")", v.name,
+                 qv_fmt_get(afmt)->name, qv_fmt_get(bf)->name, (long long)p.k, (long long)p.n, g_seed, stream * 8);
+        ck_assert_msg(roundtrip(&p, what) == 0, "%s: pack -> ref_unpack is not the identity", what);
+        qv_problem_destroy(&p);
+    }
+}
+END_TEST
+
+/* Every e2m1 code at every position of a 16-row tile, and every scale code
+ * the layouts carry: all 127 finite ue4m3 codes in one f16 tensor (x 2^7 stays
+ * below 2^16), e8m0 1..254 in one tensor. */
+START_TEST(fp4_every_code)
+{
+    for (int nv = 0; nv < 2; nv++) {
+        const qv_variant v = fp4_variant(nv, QV_FMT_F16, QV_FMT_NONE);
+        const int64_t k = 128, n = 128;
+        qv_problem p;
+        ck_assert(qv_problem_create(&p, &v, 1, n, k) == QV_OK);
+        for (int64_t i = 0; i < k * n; i++) ((uint8_t *)p.q)[i] = (uint8_t)((i / n + 3 * (i % n)) % 16);
+        const int64_t ns = k / v.g * n;
+        for (int64_t i = 0; i < ns; i++) ((uint8_t *)p.scales)[i] = nv ? (uint8_t)(i % 127) : (uint8_t)(1 + i % 254);
+        if (nv) p.scales2[0] = 1.0f;
+        ck_assert_msg(roundtrip(&p, v.name) == 0, "%s: every code: pack -> ref_unpack is not the identity", v.name);
+        qv_problem_destroy(&p);
+    }
+}
+END_TEST
+
+/* Where things land, from the definitions by hand. Weights: the MARLIN_W4
+ * positions (the fp4 dequant pairs nibbles as the lop3 path does). Scales:
+ * logical column col of a row sits at packed byte c with col = 64(c/64) +
+ * (c%64)/8 + 8x, x = 4((c%8)/4) + [0,2,1,3][c%4]. Bias: scale_perm_single.
+ * Values: ue4m3 1.0 (0x38) at f16 is 1.0 * 2^7, f16 0x5800, byte 0xB0. */
+START_TEST(fp4_onehot)
+{
+    const qv_variant v = fp4_variant(1, QV_FMT_F16, QV_FMT_F16);
+    for (size_t o = 0; o < sizeof onehots / sizeof onehots[0]; o++) {
+        if (onehots[o].layout != QV_LAYOUT_MARLIN_W4) continue;
+        qv_problem p;
+        ck_assert(qv_problem_create(&p, &v, 1, 128, 128) == QV_OK);
+        ((uint8_t *)p.q)[onehots[o].k * 128 + onehots[o].n] = 0xD; /* e2m1 -3 */
+        p.scales2[0] = 1.0f;
+        qv_packed pk;
+        ck_assert_msg(qv_pack(&p, &pk) == QV_OK, "%s", qv_errmsg());
+        for (int64_t r = 0; r < pk.b_rows; r++)
+            for (int64_t w = 0; w < pk.b_cols; w++) {
+                uint32_t want = (r == onehots[o].row && w == onehots[o].word) ? 0xDu << (4 * onehots[o].slot) : 0u;
+                ck_assert_msg((uint32_t)pk.b[r * pk.b_cols + w] == want, "q[%d][%d]: B[%lld][%lld] = 0x%08x, expected 0x%08x",
+                              onehots[o].k, onehots[o].n, (long long)r, (long long)w, (uint32_t)pk.b[r * pk.b_cols + w],
+                              want);
+            }
+        qv_packed_destroy(&pk);
+        qv_problem_destroy(&p);
+    }
+    static const int scol[][2] = {/* logical column, packed byte */
+                                  {0, 0}, {1, 8}, {8, 2}, {9, 10}, {16, 1}, {24, 3}, {32, 4},
+                                  {40, 6}, {48, 5}, {56, 7}, {63, 63}, {64, 64}, {65, 72}};
+    for (size_t i = 0; i < sizeof scol / sizeof scol[0]; i++) {
+        qv_problem p;
+        ck_assert(qv_problem_create(&p, &v, 1, 128, 32) == QV_OK);
+        ((uint8_t *)p.scales)[128 + scol[i][0]] = 0x38; /* row 1 */
+        p.scales2[0] = 1.0f;
+        qv_packed pk;
+        ck_assert_msg(qv_pack(&p, &pk) == QV_OK, "%s", qv_errmsg());
+        ck_assert_int_eq(pk.s_pow2, 7);
+        for (int64_t c = 0; c < 256; c++) {
+            uint8_t want = c == 128 + scol[i][1] ? 0xB0 : 0;
+            ck_assert_msg(((uint8_t *)pk.scales)[c] == want, "scale [1][%d]: packed byte %lld = 0x%02x, expected 0x%02x",
+                          scol[i][0], (long long)c, ((uint8_t *)pk.scales)[c], want);
+        }
+        qv_packed_destroy(&pk);
+        qv_problem_destroy(&p);
+    }
+    static const int bcol[][2] = {{0, 0}, {1, 1}, {2, 8}, {8, 2}, {9, 3}, {10, 10}, {17, 5}, {31, 31}, {32, 32}};
+    for (size_t i = 0; i < sizeof bcol / sizeof bcol[0]; i++) {
+        qv_problem p;
+        ck_assert(qv_problem_create(&p, &v, 1, 64, 16) == QV_OK);
+        p.bias[bcol[i][0]] = -2.5f; /* f16 0xC100 */
+        p.scales2[0] = 1.0f;
+        qv_packed pk;
+        ck_assert_msg(qv_pack(&p, &pk) == QV_OK, "%s", qv_errmsg());
+        ck_assert_int_eq(pk.bias_cols, 64);
+        ck_assert_int_eq((int)pk.bias_elem, 2);
+        for (int64_t c = 0; c < 64; c++) {
+            uint16_t want = c == bcol[i][1] ? 0xC100 : 0, got = ((uint16_t *)pk.bias)[c];
+            ck_assert_msg(got == want, "bias[%d]: packed %lld = 0x%04x, expected 0x%04x", bcol[i][0], (long long)c, got,
+                          want);
+        }
+        qv_packed_destroy(&pk);
+        qv_problem_destroy(&p);
+    }
+}
+END_TEST
+
+/* NVFP4's preparation at its edges, each expectation from the definition:
+ * f16 never lifts (s_pow2 7, global x 2^7); bf16 lifts until the smallest
+ * nonzero scale times 2^s_pow2 is >= 2, and the global scale carries
+ * 2^(126 - s_pow2). A global scale of 1 with tiny block scales (the
+ * checkpoints of vLLM #34577) keeps every scale. */
+START_TEST(fp4_nv_edges)
+{
+    static const struct {
+        qv_fmt afmt;
+        uint8_t lo, hi;  /* scale codes lo..hi fill the tensor (plus zeros) */
+        int pow2;        /* expected s_pow2, 0: expected refusal */
+        uint8_t lo_byte; /* expected byte of code lo */
+    } cases[] = {
+        {QV_FMT_F16, 0x01, 0x7E, 7, 0x68},  /* 2^-9 * 2^7 = 2^-2: f16 exponent 13 */
+        {QV_FMT_BF16, 0x08, 0x7E, 7, 0x80}, /* 2^-6 * 2^7 = 2: no lift */
+        {QV_FMT_BF16, 0x07, 0x40, 8, 0x86}, /* 7 * 2^-9 * 2^8 = 3.5 = 1.75 * 2: exponent 16, mantissa 6/8 */
+        {QV_FMT_BF16, 0x04, 0x40, 8, 0x80}, /* 2^-7 * 2^8 = 2 */
+        {QV_FMT_BF16, 0x03, 0x40, 9, 0x84}, /* 3 * 2^-9 * 2^9 = 3 */
+        {QV_FMT_BF16, 0x01, 0x67, 10, 0x80}, /* 2^-9 * 2^10 = 2; 60 * 2^10 = 61440 still fits */
+        {QV_FMT_BF16, 0x01, 0x68, 0, 0},    /* 64 * 2^10 = 2^16 overflows the byte */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const qv_variant v = fp4_variant(1, cases[i].afmt, QV_FMT_NONE);
+        qv_problem p;
+        ck_assert(qv_problem_create(&p, &v, 1, 128, 256) == QV_OK);
+        fill_random(&p, 90000 + i);
+        const int span = cases[i].hi - cases[i].lo + 1;
+        for (int64_t j = 0; j < 16 * 128; j++)
+            ((uint8_t *)p.scales)[j] = j % 5 == 4 ? 0 : (uint8_t)(cases[i].lo + j % span);
+        ((uint8_t *)p.scales)[0] = cases[i].lo;
+        ((uint8_t *)p.scales)[1] = cases[i].hi;
+        p.scales2[0] = 1.0f;
+        qv_packed pk;
+        qv_status st = qv_pack(&p, &pk);
+        if (!cases[i].pow2) {
+            ck_assert_msg(st == QV_ERR_RANGE, "case %zu: expected a refusal, got %s", i, qv_status_str(st));
+            ck_assert_msg(strstr(qv_errmsg(), "overflows") != NULL, "%s", qv_errmsg());
+            qv_problem_destroy(&p);
+            continue;
+        }
+        ck_assert_msg(st == QV_OK, "case %zu: %s", i, qv_errmsg());
+        ck_assert_int_eq(pk.s_pow2, cases[i].pow2);
+        ck_assert_uint_eq(((uint8_t *)pk.scales)[0], cases[i].lo_byte); /* logical [0][0] stays at byte 0 */
+        const int bias = cases[i].afmt == QV_FMT_BF16 ? 126 : 14;
+        ck_assert_msg(((float *)pk.scales2)[0] == (float)ldexp(1.0, bias - cases[i].pow2), "case %zu: global %g", i,
+                      (double)((float *)pk.scales2)[0]);
+        for (int64_t j = 0; j < 16 * 128; j++) {
+            uint8_t b = ((uint8_t *)pk.scales)[j];
+            if (cases[i].afmt == QV_FMT_BF16) ck_assert_msg(b == 0 || b >= 0x80, "case %zu: byte %lld = 0x%02x", i, (long long)j, b);
+        }
+        qv_packed_destroy(&pk);
+        char what[64];
+        snprintf(what, sizeof what, "nv edge case %zu", i);
+        ck_assert_msg(roundtrip(&p, what) == 0, "%s: pack -> ref_unpack is not the identity", what);
+        qv_problem_destroy(&p);
+    }
+}
+END_TEST
+
+/* The bf16 preparation without the lift (vLLM before #34577): the bytes of
+ * s * 2^7 for scales below 2^-6 have their top bit clear, which the bf16
+ * kernel reads as 2^-112 times their value. ref_unpack must refuse them;
+ * the same bytes under f16 activations are what the f16 kernel reads. */
+START_TEST(fp4_nv_unlifted_refused)
+{
+    const qv_variant v = fp4_variant(1, QV_FMT_BF16, QV_FMT_NONE);
+    qv_problem p, d;
+    ck_assert(qv_problem_create(&p, &v, 1, 64, 64) == QV_OK);
+    ck_assert(qv_problem_create(&d, &v, 1, 64, 64) == QV_OK);
+    for (int64_t i = 0; i < 4 * 64; i++) ((uint8_t *)p.scales)[i] = (uint8_t)(1 + i % 0x30); /* 2^-9 .. 0.75 */
+    p.scales2[0] = 1.0f;
+    qv_packed pk;
+    ck_assert_msg(qv_pack(&p, &pk) == QV_OK, "%s", qv_errmsg());
+    ck_assert_int_eq(pk.s_pow2, 10);
+    ck_assert_int_eq(ref_unpack(&pk, &d), QV_OK);
+    /* Rebuild the bytes as the unlifted preparation makes them: f16 of s * 2^7, bits 14..7. */
+    uint8_t *b = pk.scales;
+    for (int64_t c = 0; c < 4 * 64; c++) {
+        uint16_t h = qv_f64_to_f16(ldexp(nv_value(b[c]), -3)); /* s * 2^10 -> s * 2^7 */
+        b[c] = (uint8_t)(h >> 7);
+    }
+    pk.s_pow2 = 7;
+    ((float *)pk.scales2)[0] = (float)ldexp(1.0, 119);
+    ck_assert_int_eq(ref_unpack(&pk, &d), QV_ERR_RANGE);
+    ck_assert_msg(strstr(qv_errmsg(), "top bit clear") != NULL, "%s", qv_errmsg());
+    /* Under f16 activations the same bytes and 2^7 are exact (the f16 kernel
+     * reads every byte as its f16 form): they decode to the same scales. */
+    const qv_variant v16 = fp4_variant(1, QV_FMT_F16, QV_FMT_NONE);
+    qv_problem d16;
+    ck_assert(qv_problem_create(&d16, &v16, 1, 64, 64) == QV_OK);
+    pk.layout = v16.layout;
+    ((float *)pk.scales2)[0] = (float)ldexp(1.0, 7);
+    ck_assert_msg(ref_unpack(&pk, &d16) == QV_OK, "%s", qv_errmsg());
+    ck_assert(memcmp(d16.scales, p.scales, 4 * 64) == 0);
+    ck_assert(d16.scales2[0] == 1.0f);
+    qv_problem_destroy(&d16);
+    qv_packed_destroy(&pk);
+    qv_problem_destroy(&d);
+    qv_problem_destroy(&p);
+}
+END_TEST
+
+/* Packed operands that were broken on purpose: each is refused, or decodes
+ * to other logical arrays (never silently to the same ones). */
+START_TEST(fp4_broken_packed)
+{
+    for (int nv = 0; nv < 2; nv++) {
+        const qv_variant v = fp4_variant(nv, QV_FMT_BF16, QV_FMT_BF16);
+        qv_problem p, d;
+        ck_assert(qv_problem_create(&p, &v, 1, 128, 128) == QV_OK);
+        ck_assert(qv_problem_create(&d, &v, 1, 128, 128) == QV_OK);
+        fill_random(&p, 95000 + (uint64_t)nv);
+        ((uint8_t *)p.scales)[0] = nv ? 0x30 : 127; /* nonzero */
+        qv_packed pk;
+        ck_assert_msg(qv_pack(&p, &pk) == QV_OK, "%s", qv_errmsg());
+        ck_assert_int_eq(ref_unpack(&pk, &d), QV_OK);
+        const size_t sb = (size_t)(128 / v.g * 128);
+        uint8_t *b = pk.scales;
+        const uint8_t keep = b[0];
+        /* Scale bytes the kernel misreads. */
+        b[0] = nv ? (uint8_t)(keep & 0x7F) : 0;
+        ck_assert_int_eq(ref_unpack(&pk, &d), QV_ERR_RANGE);
+        b[0] = nv ? 0xF8 : 0xFF;
+        ck_assert_int_eq(ref_unpack(&pk, &d), QV_ERR_RANGE);
+        /* A byte one step off decodes to another scale. */
+        b[0] = (uint8_t)(keep + 1);
+        ck_assert_int_eq(ref_unpack(&pk, &d), QV_OK);
+        ck_assert(memcmp(d.scales, p.scales, sb) != 0);
+        b[0] = keep;
+        /* Two nibbles of a weight word swapped (rows k and k+1 of a column). */
+        const uint32_t w0 = (uint32_t)pk.b[0];
+        uint32_t w = w0;
+        if ((w & 0xF) == ((w >> 16) & 0xF)) w ^= 1u; /* make nibbles 0 and 4 differ */
+        pk.b[0] = (int32_t)((w & 0xFFF0FFF0u) | ((w >> 16) & 0xFu) | ((w & 0xFu) << 16));
+        ck_assert_int_eq(ref_unpack(&pk, &d), QV_OK);
+        ck_assert(memcmp(d.q, p.q, 128 * 128) != 0);
+        pk.b[0] = (int32_t)w0;
+        /* The declared scale order, the power and the side buffers. */
+        pk.s_order = QV_SORDER_GROUP64;
+        ck_assert_int_eq(ref_unpack(&pk, &d), QV_ERR_FORMAT);
+        pk.s_order = QV_SORDER_GROUP64_FP8;
+        pk.s_pow2 += nv ? 4 : 1;
+        ck_assert_int_eq(ref_unpack(&pk, &d), QV_ERR_FORMAT);
+        pk.s_pow2 -= nv ? 4 : 1;
+        void *keep_bias = pk.bias;
+        pk.bias = NULL;
+        ck_assert_int_eq(ref_unpack(&pk, &d), QV_ERR_FORMAT);
+        pk.bias = keep_bias;
+        ((uint16_t *)pk.bias)[1] ^= 0x0100;
+        ck_assert_int_eq(ref_unpack(&pk, &d), QV_OK);
+        ck_assert(memcmp(d.bias, p.bias, 128 * 4) != 0);
+        ((uint16_t *)pk.bias)[1] ^= 0x0100;
+        if (nv) {
+            float *G = pk.scales2, keepG = G[0];
+            G[0] = INFINITY;
+            ck_assert_int_eq(ref_unpack(&pk, &d), QV_ERR_RANGE);
+            G[0] = 1e-40f; /* subnormal */
+            ck_assert_int_eq(ref_unpack(&pk, &d), QV_ERR_RANGE);
+            G[0] = keepG;
+            pk.scales2 = NULL;
+            ck_assert_int_eq(ref_unpack(&pk, &d), QV_ERR_FORMAT);
+            pk.scales2 = G;
+            /* One more power on the bytes' side and one less on the global:
+             * the same products, but other logical arrays (or refused when
+             * a scale leaves ue4m3). */
+            pk.s_pow2 += 1;
+            qv_status st = ref_unpack(&pk, &d);
+            ck_assert(st == QV_ERR_RANGE ||
+                      (st == QV_OK && (memcmp(d.scales, p.scales, sb) != 0 || d.scales2[0] != p.scales2[0])));
+            pk.s_pow2 -= 1;
+        }
+        ck_assert_int_eq(ref_unpack(&pk, &d), QV_OK);
+        ck_assert(memcmp(d.scales, p.scales, sb) == 0 && memcmp(d.q, p.q, 128 * 128) == 0);
+        qv_packed_destroy(&pk);
+        qv_problem_destroy(&d);
+        qv_problem_destroy(&p);
+    }
+}
+END_TEST
+
+/* What qv_pack refuses for the FP4 layouts, each with a message and nothing left behind. */
+START_TEST(fp4_refusals)
+{
+    static const struct {
+        const char *what;
+        int nv;
+        qv_fmt afmt;
+        int poke;       /* 0 q, 1 scale code, 2 global scale, 3 bias, 4 row */
+        double value;
+        qv_status want;
+    } cases[] = {
+        {"e2m1 code 16", 1, QV_FMT_F16, 0, 16, QV_ERR_RANGE},
+        {"e8m0 code 0", 0, QV_FMT_BF16, 1, 0, QV_ERR_RANGE},
+        {"e8m0 code 255 (NaN)", 0, QV_FMT_BF16, 1, 255, QV_ERR_RANGE},
+        {"ue4m3 NaN", 1, QV_FMT_F16, 1, 0x7F, QV_ERR_RANGE},
+        {"ue4m3 sign bit", 1, QV_FMT_F16, 1, 0x80, QV_ERR_RANGE},
+        {"global Inf", 1, QV_FMT_F16, 2, INFINITY, QV_ERR_RANGE},
+        {"global 2^10 overflows x 2^119 (bf16)", 1, QV_FMT_BF16, 2, 1024.0, QV_ERR_RANGE},
+        {"global 2^-140 is subnormal x 2^7 (f16)", 1, QV_FMT_F16, 2, 0x1p-140, QV_ERR_RANGE},
+        {"bias 1/3 is not an f16 value", 1, QV_FMT_F16, 3, 1.0 / 3.0, QV_ERR_RANGE},
+        {"NV with g = 32", 1, QV_FMT_F16, 4, 1, QV_ERR_SHAPE},
+        {"MX with ue4m3 scales", 0, QV_FMT_F16, 4, 2, QV_ERR_UNSUPPORTED},
+        {"NV without its global scale", 1, QV_FMT_F16, 4, 3, QV_ERR_UNSUPPORTED},
+        {"act_order", 1, QV_FMT_F16, 4, 4, QV_ERR_UNSUPPORTED},
+        {"e4m3 activations", 0, QV_FMT_E4M3, 4, 5, QV_ERR_UNSUPPORTED},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        qv_variant v = fp4_variant(cases[i].nv, cases[i].afmt, QV_FMT_F16);
+        qv_problem p;
+        ck_assert(qv_problem_create(&p, &v, 1, 64, 64) == QV_OK);
+        fill_random(&p, 96000 + i);
+        if (p.scales2) p.scales2[0] = 1.0f;
+        switch (cases[i].poke) {
+        case 0: ((uint8_t *)p.q)[5] = (uint8_t)cases[i].value; break;
+        case 1: ((uint8_t *)p.scales)[7] = (uint8_t)cases[i].value; break;
+        case 2: p.scales2[0] = (float)cases[i].value; break;
+        case 3: p.bias[3] = (float)cases[i].value; break;
+        default:
+            if (cases[i].value == 1) v.g = 32, p.g = 32;
+            if (cases[i].value == 2) v.sfmt = QV_FMT_UE4M3;
+            if (cases[i].value == 3) v.s2_layout = QV_SCALE_NONE;
+            if (cases[i].value == 4) v.act_order = 1;
+            break;
+        }
+        qv_packed pk;
+        qv_status st = qv_pack(&p, &pk);
+        ck_assert_msg(st == cases[i].want, "%s: got %s (%s), expected %s", cases[i].what, qv_status_str(st), qv_errmsg(),
+                      qv_status_str(cases[i].want));
+        ck_assert_msg(strlen(qv_errmsg()) > 0, "%s: refused without a message", cases[i].what);
+        ck_assert_msg(pk.b == NULL && pk.scales == NULL && pk.bias == NULL, "%s: a refusal left buffers", cases[i].what);
+        qv_problem_destroy(&p);
+    }
+}
+END_TEST
+
+/* qv_pack_arrays_fp4 packs what qv_pack packs, and refuses bad arrays. */
+START_TEST(fp4_pack_arrays)
+{
+    const qv_variant v = fp4_variant(1, QV_FMT_BF16, QV_FMT_BF16);
+    qv_problem p;
+    ck_assert(qv_problem_create(&p, &v, 1, 128, 64) == QV_OK);
+    fill_random(&p, 97000);
+    qv_array q = arr2(QV_DT_U1, 64, 128), s = arr2(QV_DT_U1, 4, 128), s2 = arr2(QV_DT_F4, 1, 1), b = arr2(QV_DT_U2, 1, 128);
+    memcpy(q.data, p.q, 64 * 128);
+    memcpy(s.data, p.scales, 4 * 128);
+    ((float *)s2.data)[0] = p.scales2[0];
+    for (int j = 0; j < 128; j++) ((uint16_t *)b.data)[j] = qv_f32_to_bf16(p.bias[j]);
+    qv_packed a, c;
+    ck_assert_msg(qv_pack(&p, &a) == QV_OK, "%s", qv_errmsg());
+    ck_assert_msg(qv_pack_arrays_fp4(QV_LAYOUT_MARLIN_FP4_NV, QV_FMT_BF16, &q, &s, &s2, &b, &c) == QV_OK, "%s",
+                  qv_errmsg());
+    ck_assert(memcmp(a.b, c.b, (size_t)(a.b_rows * a.b_cols) * 4) == 0);
+    ck_assert(memcmp(a.scales, c.scales, 4 * 128) == 0 && a.s_pow2 == c.s_pow2);
+    ck_assert(memcmp(a.scales2, c.scales2, 4) == 0 && memcmp(a.bias, c.bias, 256) == 0);
+    qv_packed_destroy(&a);
+    qv_packed_destroy(&c);
+    ck_assert_int_eq(qv_pack_arrays_fp4(QV_LAYOUT_MARLIN_FP4_NV, QV_FMT_F16, &q, &s, NULL, NULL, &c), QV_ERR_USAGE);
+    qv_array smx = arr2(QV_DT_U1, 2, 128); /* MX: one row per 32 */
+    for (int j = 0; j < 2 * 128; j++) ((uint8_t *)smx.data)[j] = 127;
+    ck_assert_int_eq(qv_pack_arrays_fp4(QV_LAYOUT_MARLIN_FP4_MX, QV_FMT_F16, &q, &smx, &s2, NULL, &c), QV_ERR_USAGE);
+    ck_assert_int_eq(qv_pack_arrays_fp4(QV_LAYOUT_MARLIN_FP4_MX, QV_FMT_F16, &q, &smx, NULL, NULL, &c), QV_OK);
+    qv_packed_destroy(&c);
+    ck_assert_int_eq(qv_pack_arrays_fp4(QV_LAYOUT_MARLIN_FP4_MX, QV_FMT_F16, &q, &s, NULL, NULL, &c), QV_ERR_SHAPE);
+    ck_assert_int_eq(qv_pack_arrays_fp4(QV_LAYOUT_MARLIN_FP4_NV, QV_FMT_E4M3, &q, &s, &s2, NULL, &c), QV_ERR_USAGE);
+    ck_assert_int_eq(qv_pack_arrays_fp4(QV_LAYOUT_MARLIN_W4, QV_FMT_F16, &q, &s, &s2, NULL, &c), QV_ERR_USAGE);
+    ck_assert_int_eq(qv_pack_arrays(QV_LAYOUT_MARLIN_FP4_NV, &q, &s, &s2, NULL, NULL, &c), QV_ERR_USAGE);
+    qv_array sf = arr2(QV_DT_F2, 4, 128), b3 = arr2(QV_DT_F4, 1, 96);
+    ck_assert_int_eq(qv_pack_arrays_fp4(QV_LAYOUT_MARLIN_FP4_NV, QV_FMT_F16, &q, &sf, &s2, NULL, &c), QV_ERR_DTYPE);
+    ck_assert_int_eq(qv_pack_arrays_fp4(QV_LAYOUT_MARLIN_FP4_NV, QV_FMT_F16, &q, &s, &s2, &b3, &c), QV_ERR_SHAPE);
+    ck_assert(c.b == NULL);
+    ck_assert_str_eq(qv_pack_layout_name(QV_LAYOUT_MARLIN_FP4_MX), "marlin-fp4-mx");
+    ck_assert(qv_pack_layout_from_name("marlin-fp4-nv") == QV_LAYOUT_MARLIN_FP4_NV);
+    ck_assert(qv_pack_layout_from_name("marlin-w4") == QV_LAYOUT_MARLIN_W4);
+    qv_array_destroy(&q), qv_array_destroy(&s), qv_array_destroy(&s2), qv_array_destroy(&b);
+    qv_array_destroy(&sf), qv_array_destroy(&b3), qv_array_destroy(&smx);
+    qv_problem_destroy(&p);
+}
+END_TEST
+
 /* ---- GPTQ / AWQ checkpoint readers -------------------------------------- */
 
 START_TEST(gptq_reader)
@@ -762,6 +1220,14 @@ static Suite *layout_suite(void)
     tcase_add_test(tc, plain_4bit);
     tcase_add_loop_test(tc, refusals, 0, (int)(sizeof bads / sizeof bads[0]));
     tcase_add_test(tc, refusals_problem);
+    tcase_add_loop_test(tc, fp4_roundtrip, 0, 12);
+    tcase_add_test(tc, fp4_every_code);
+    tcase_add_test(tc, fp4_onehot);
+    tcase_add_test(tc, fp4_nv_edges);
+    tcase_add_test(tc, fp4_nv_unlifted_refused);
+    tcase_add_test(tc, fp4_broken_packed);
+    tcase_add_test(tc, fp4_refusals);
+    tcase_add_test(tc, fp4_pack_arrays);
     tcase_add_test(tc, gptq_reader);
     tcase_add_test(tc, awq_reader);
     return s;

@@ -9,6 +9,7 @@
  * (seed, index); the seed is printed and replayed with QVET_SEED=<seed>. */
 #include <check.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "qvet/array.h"
+#include "qvet/formats.h"
 
 #include "support/cases.h"
 #include "support/ckpt.h"
@@ -361,6 +363,178 @@ START_TEST(checkpoint_cli)
 }
 END_TEST
 
+/* ---- the FP4 layouts ----------------------------------------------------- */
+
+/* Writes g_tmp/name: a (rows, cols) uint8 array (rows 0: a 1-D (cols) one) of
+ * codes lo + r % (hi - lo + 1). */
+static void save_codes(const char *name, int64_t rows, int64_t cols, int lo, int hi, uint64_t stream)
+{
+    qv_array a;
+    int64_t shape[2] = {rows ? rows : cols, cols};
+    ck_assert(qv_array_create(&a, QV_DT_U1, rows ? 2 : 1, shape) == QV_OK);
+    for (int64_t i = 0; i < a.count; i++) ((uint8_t *)a.data)[i] = (uint8_t)(lo + rnd(stream, (uint64_t)i) % (uint64_t)(hi - lo + 1));
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", g_tmp, name);
+    ck_assert_msg(qv_npy_save(path, &a) == QV_OK, "%s", qv_errmsg());
+    qv_array_destroy(&a);
+}
+
+/* Writes g_tmp/name: n bias values of dtype dt (float16, '<u2' bf16 or float32),
+ * small multiples of 1/8 that every one of them holds exactly; or one f32
+ * global scale (n = 1, dt float32) of value x when x is not 0. */
+static void save_values(const char *name, qv_dtype dt, int64_t n, float x, uint64_t stream)
+{
+    qv_array a;
+    ck_assert(qv_array_create(&a, dt, 1, &n) == QV_OK);
+    for (int64_t i = 0; i < n; i++) {
+        float v = x != 0.0f ? x : (float)((int64_t)(rnd(stream, (uint64_t)i) % 257) - 128) / 8.0f;
+        if (dt == QV_DT_F4) ((float *)a.data)[i] = v;
+        else if (dt == QV_DT_F2) ((uint16_t *)a.data)[i] = qv_f32_to_f16(v);
+        else ((uint16_t *)a.data)[i] = qv_f32_to_bf16(v);
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", g_tmp, name);
+    ck_assert_msg(qv_npy_save(path, &a) == QV_OK, "%s", qv_errmsg());
+    qv_array_destroy(&a);
+}
+
+typedef struct fp4_case {
+    const char *layout, *a;
+    int64_t k, n;
+    int s_lo, s_hi;   /* scale codes drawn in [s_lo, s_hi] */
+    qv_dtype bias;    /* 0: no bias */
+    int pow2;         /* expected scale_pow2.npy (NV) */
+} fp4_case;
+
+static const fp4_case fp4s[] = {
+    {"marlin-fp4-mx", "bf16", 64, 128, 1, 254, QV_DT_F4, 0},
+    {"marlin-fp4-mx", "f16", 32, 64, 100, 140, 0, 0},
+    {"marlin-fp4-nv", "f16", 64, 192, 1, 0x7E, QV_DT_F2, 7},
+    {"marlin-fp4-nv", "bf16", 128, 64, 1, 0x50, QV_DT_U2, 10}, /* 2^-9 present: lifted by 2^3 */
+    {"marlin-fp4-nv", "bf16", 16, 64, 0x10, 0x60, 0, 7},       /* smallest 2^-5: no lift */
+};
+
+START_TEST(fp4_roundtrip_cli)
+{
+    const fp4_case *fc = &fp4s[_i];
+    const int nv = strstr(fc->layout, "nv") != NULL;
+    const int64_t g = nv ? 16 : 32;
+    const uint64_t st = 5000 + (uint64_t)_i * 10;
+    save_codes("fq.npy", fc->k, fc->n, 0, 15, st);
+    save_codes("fs.npy", fc->k / g, fc->n, fc->s_lo, fc->s_hi, st + 1);
+    char extra[1200] = "";
+    size_t e = 0;
+    if (nv) {
+        save_values("fs2.npy", QV_DT_F4, 1, 0.375f, st + 2);
+        e += (size_t)snprintf(extra + e, sizeof extra - e, " --scales2 '%s/fs2.npy'", g_tmp);
+    }
+    if (fc->bias) {
+        save_values("fb.npy", fc->bias, fc->n, 0.0f, st + 3);
+        e += (size_t)snprintf(extra + e, sizeof extra - e, " --bias '%s/fb.npy'", g_tmp);
+    }
+    char dir[600], out[600], path[700];
+    snprintf(dir, sizeof dir, "%s/fp4-%d", g_tmp, _i);
+    snprintf(out, sizeof out, "%s/fp4-%d-out", g_tmp, _i);
+    expect_qvet(0, "pack %s --q '%s/fq.npy' --scales '%s/fs.npy'%s --a %s -o '%s'", fc->layout, g_tmp, g_tmp, extra,
+                fc->a, dir);
+    /* B is (K/16, 2N) int32: 8 nibbles per word, 16 N of them per tiled row. */
+    snprintf(path, sizeof path, "%s/B.npy", dir);
+    qv_array b;
+    ck_assert(qv_npy_load(path, &b) == QV_OK);
+    ck_assert(b.dtype == QV_DT_I4 && b.ndim == 2 && b.shape[0] == fc->k / 16 && b.shape[1] == 2 * fc->n);
+    qv_array_destroy(&b);
+    snprintf(path, sizeof path, "%s/scale_pow2.npy", dir);
+    if (nv) {
+        qv_array pw;
+        ck_assert(qv_npy_load(path, &pw) == QV_OK);
+        ck_assert_int_eq(((int32_t *)pw.data)[0], fc->pow2);
+        qv_array_destroy(&pw);
+        /* The global scale the kernel reads: 0.375 * 2^(14 or 126 - pow2). */
+        snprintf(path, sizeof path, "%s/scales2.npy", dir);
+        qv_array g2;
+        ck_assert(qv_npy_load(path, &g2) == QV_OK);
+        int bias = !strcmp(fc->a, "bf16") ? 126 : 14;
+        ck_assert_msg(((float *)g2.data)[0] == (float)ldexp(0.375, bias - fc->pow2), "global %g",
+                      (double)((float *)g2.data)[0]);
+        qv_array_destroy(&g2);
+    } else {
+        ck_assert_msg(!exists(path), "marlin-fp4-mx wrote scale_pow2.npy");
+    }
+    expect_qvet(0, "unpack %s '%s' -o '%s' --a %s", fc->layout, dir, out, fc->a);
+    same_npy(out, "q", g_tmp, "fq");
+    same_npy(out, "scales", g_tmp, "fs");
+    if (nv) same_npy(out, "scales2", g_tmp, "fs2");
+    if (fc->bias) same_npy(out, "bias", g_tmp, "fb");
+}
+END_TEST
+
+/* FP4 misuse: exit 2 with a message, and no output left behind. */
+START_TEST(fp4_refusals_cli)
+{
+    const char *t = g_tmp;
+    save_codes("gq.npy", 64, 64, 0, 15, 6000);
+    save_codes("gs16.npy", 4, 64, 0x10, 0x40, 6001);
+    save_codes("gs32.npy", 2, 64, 100, 140, 6002);
+    save_codes("gsnan.npy", 4, 64, 0x7F, 0x7F, 6003);
+    save_codes("gs0.npy", 2, 64, 0, 0, 6004);
+    save_codes("gstiny.npy", 4, 64, 1, 6, 6005);
+    save_values("gg.npy", QV_DT_F4, 1, 1.0f, 6006);
+    save_values("gb.npy", QV_DT_F2, 64, 0.0f, 6007);
+    static const char *const bad[] = {
+        "pack marlin-fp4-nv --q '%1$s/gq.npy' --scales '%1$s/gs16.npy' --scales2 '%1$s/gg.npy' -o '%1$s/fbad'",
+        "pack marlin-fp4-nv --q '%1$s/gq.npy' --scales '%1$s/gs16.npy' --scales2 '%1$s/gg.npy' --a e4m3 -o '%1$s/fbad'",
+        "pack marlin-fp4-nv --q '%1$s/gq.npy' --scales '%1$s/gs16.npy' --a f16 -o '%1$s/fbad'",
+        "pack marlin-fp4-nv --q '%1$s/gq.npy' --scales '%1$s/gsnan.npy' --scales2 '%1$s/gg.npy' --a f16 -o '%1$s/fbad'",
+        "pack marlin-fp4-nv --q '%1$s/gq.npy' --scales '%1$s/gs32.npy' --scales2 '%1$s/gg.npy' --a f16 -o '%1$s/fbad'",
+        "pack marlin-fp4-mx --q '%1$s/gq.npy' --scales '%1$s/gs0.npy' -o '%1$s/fbad'",
+        "pack marlin-fp4-mx --q '%1$s/gq.npy' --scales '%1$s/gs32.npy' --scales2 '%1$s/gg.npy' -o '%1$s/fbad'",
+        "pack marlin-fp4-mx --q '%1$s/gq.npy' --scales '%1$s/gs32.npy' --zeros '%1$s/gs32.npy' -o '%1$s/fbad'",
+        "pack marlin-fp4-mx --q '%1$s/gq.npy' --scales '%1$s/gs32.npy' --bias '%1$s/gq.npy' -o '%1$s/fbad'",
+        "pack marlin-w4 --q '%1$s/gq.npy' --scales '%1$s/gb.npy' --bias '%1$s/gb.npy' -o '%1$s/fbad'",
+        "unpack marlin-fp4-nv '%1$s/fgood' -o '%1$s/fbad'",
+        "unpack marlin-fp4-nv '%1$s/fgood' --a f16 --wfmt e2m1 -o '%1$s/fbad'",
+        "unpack marlin-fp4-mx '%1$s/fgood' -o '%1$s/fbad'",
+        "unpack marlin-w4 '%1$s/fgood' --a f16 -o '%1$s/fbad'",
+    };
+    /* A good NV folder for the unpack misuses above. */
+    expect_qvet(0, "pack marlin-fp4-nv --q '%s/gq.npy' --scales '%s/gs16.npy' --scales2 '%s/gg.npy' --a f16 -o '%s/fgood'",
+                t, t, t, t);
+    char args[4096], path[600];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(args, sizeof args, bad[i], t);
+        int rc = run_qvet(args);
+        ck_assert_msg(rc == 2, "qvet %s exited %d, expected 2", args, rc);
+        ck_assert_msg(log_size() > 0, "qvet %s: refused without a message", args);
+        snprintf(path, sizeof path, "%s/fbad/B.npy", t);
+        ck_assert_msg(!exists(path), "qvet %s left %s behind", args, path);
+        snprintf(path, sizeof path, "%s/fbad/q.npy", t);
+        ck_assert_msg(!exists(path), "qvet %s left %s behind", args, path);
+    }
+    /* Scales below 2^-6 packed for f16 (no lift) and read as bf16: the bf16
+     * kernel would read those bytes as 2^-112 times their value (the class
+     * of vLLM #34577): refused, with the reason. */
+    expect_qvet(0, "pack marlin-fp4-nv --q '%s/gq.npy' --scales '%s/gstiny.npy' --scales2 '%s/gg.npy' --a f16 -o '%s/ftiny'",
+                t, t, t, t);
+    expect_qvet(2, "unpack marlin-fp4-nv '%s/ftiny' --a bf16 -o '%s/fbad'", t, t);
+    snprintf(path, sizeof path, "%s/out.log", t);
+    size_t len;
+    unsigned char *log = read_all(path, &len);
+    ck_assert(log != NULL);
+    ck_assert_msg(strstr((char *)log, "top bit clear") != NULL, "message: %s", (char *)log);
+    free(log);
+    snprintf(path, sizeof path, "%s/fbad/q.npy", t);
+    ck_assert(!exists(path));
+    expect_qvet(0, "unpack marlin-fp4-nv '%s/ftiny' --a f16 -o '%s/ftiny-out'", t, t);
+    char o[600];
+    snprintf(o, sizeof o, "%s/ftiny-out", t);
+    same_npy(o, "scales", t, "gstiny");
+    /* Without scale_pow2.npy the bytes cannot be read. */
+    snprintf(args, sizeof args, "rm '%s/ftiny/scale_pow2.npy'", t);
+    ck_assert_int_eq(system(args), 0);
+    expect_qvet(2, "unpack marlin-fp4-nv '%s/ftiny' --a f16 -o '%s/fbad'", t, t);
+}
+END_TEST
+
 /* ---- refusals: exit 2, a message, and no packed file -------------------- */
 
 typedef struct bad_cli {
@@ -441,6 +615,8 @@ static Suite *pack_cli_suite(void)
     tcase_add_loop_test(tc, roundtrip_cli, 0, (int)(sizeof rts / sizeof rts[0]));
     tcase_add_loop_test(tc, refusals_cli, 0, (int)(sizeof bad_clis / sizeof bad_clis[0]));
     tcase_add_test(tc, checkpoint_cli);
+    tcase_add_loop_test(tc, fp4_roundtrip_cli, 0, (int)(sizeof fp4s / sizeof fp4s[0]));
+    tcase_add_test(tc, fp4_refusals_cli);
     tcase_add_test(tc, help_exits_zero);
     return s;
 }

@@ -72,6 +72,34 @@
  *   row i; the kernel must read A's column perm[i] as column i. g_idx[i] (in
  *   qv_packed) is the group of sorted row i, non-decreasing.
  *
+ * -- Marlin FP4 (MARLIN_FP4_MX, MARLIN_FP4_NV; vLLM's marlin_utils_fp4.py and
+ *    the Marlin kernel's kFE2M1f path). K % 16 == 0, N % 64 == 0, no act_order.
+ *   Weights: e2m1 codes 0..15 (bit 3 the sign) in exactly the MARLIN_W4 words
+ *     above (vLLM repacks them with gptq_marlin_repack, 4 bits): the kernel's
+ *     fp4 dequant of q << 8 and of q pairs nibbles t and t + 4 as the lop3 path
+ *     does. Example: q[1][0] -> B[0][0] nibble 4.
+ *   Scales: one byte per (group, column), (K/g, N), g = 32 (MX) or 16 (NV),
+ *     always QV_SORDER_GROUP64_FP8: scale_perm on every row, then inside
+ *     every 4 bytes the order [0,2,1,3] (dequant_fp8_scales builds one half2
+ *     from bytes {0,2} and one from {1,3}). Bytes:
+ *     MX: the e8m0 code itself (2^(c-127)); codes 0 and 255 are refused, the
+ *       kernel reads them as 0 and +Inf.
+ *     NV: the S0E5M3 byte of s * 2^s_pow2: bits 14..7 of the f16 form of
+ *       s * 2^s_pow2 (5 exponent bits, bias 15, and 3 mantissa bits; no sign).
+ *       s_pow2 = 7 for f16 activations; for bf16, 7 + j with j >= 0 the
+ *       smallest power that lifts the smallest nonzero s * 2^(7+j) to >= 2,
+ *       because the bf16 kernel widens the byte's top exponent bit into
+ *       bf16's top exponent bit and reads a byte below 0x80 as 2^-112 times
+ *       its value. A scale whose s * 2^s_pow2 reaches 2^16 (the f16 form
+ *       overflows) is refused.
+ *   scales2 (NV only): (1) f32, g * 2^(bias - s_pow2), bias = 14 for f16 and
+ *     126 for bf16 (the fp4 dequant moves e2m1 bits into the activation
+ *     format and leaves the value 2^-bias too small). The kernel multiplies
+ *     the fp32 accumulator by it before the output cast. Refused when it
+ *     overflows or loses bits in f32.
+ *   bias (optional): (N) codes of bias_fmt through scale_perm_single, the
+ *     order in which the kernel's epilogue reads it (vLLM marlin_permute_bias).
+ *
  * -- PLAIN_NK: the (N, K) transpose, row-major, codes packed along K lowest
  *   first: int32 (N, K*bits/32), i.e. exactly the little-endian bytes of the
  *   (N, K) code matrix (uint8 codes 4 per word, 16-bit codes 2 per word, 4-bit
@@ -92,11 +120,28 @@
 extern "C" {
 #endif
 
+/* The Marlin FP4 layouts. They take the two values past QV_LAYOUT_COUNT until
+ * qv_layout (variant.h) lists them before QV_LAYOUT_COUNT and registry.c names
+ * them; these lines then fail to compile (the names are declared twice) and
+ * are deleted, with the two name functions below reduced to qv_layout_name and
+ * qv_layout_from_name. COUNT itself is never used: it is "unknown layout".
+ * (Constants, not enumerators: a switch cannot name them until then.) */
+static const qv_layout QV_LAYOUT_MARLIN_FP4_MX __attribute__((unused)) = (qv_layout)(QV_LAYOUT_COUNT + 1);
+static const qv_layout QV_LAYOUT_MARLIN_FP4_NV __attribute__((unused)) = (qv_layout)(QV_LAYOUT_COUNT + 2);
+
+/* Names of every layout qv_pack knows ("marlin-fp4-mx", "marlin-fp4-nv" and
+ * the registry's), and the inverse (QV_LAYOUT_COUNT when unknown). */
+const char *qv_pack_layout_name(qv_layout l);
+qv_layout   qv_pack_layout_from_name(const char *name);
+/* 1 for MARLIN_FP4_MX and MARLIN_FP4_NV. */
+int qv_layout_is_fp4(qv_layout l);
+
 /* Which permutation the packed scales went through (see the layout notes above). */
 typedef enum qv_scale_order {
     QV_SORDER_PLAIN = 0,   /* unpermuted: tensor scales, PLAIN_NK */
     QV_SORDER_GROUP64,     /* scale_perm, in 64-wide blocks */
-    QV_SORDER_CHANNEL32    /* scale_perm_single, in 32-wide blocks */
+    QV_SORDER_CHANNEL32,   /* scale_perm_single, in 32-wide blocks */
+    QV_SORDER_GROUP64_FP8  /* 8-bit scales: scale_perm, then each 4 bytes in the order [0,2,1,3] */
 } qv_scale_order;
 
 /* The packed form of a problem's weights: what a kernel reads. */
@@ -111,7 +156,9 @@ typedef struct qv_packed {
     size_t s_elem;       /* bytes per scale element */
     qv_scale_order s_order;
     int s_pow2;          /* MARLIN_FP8: the scales hold s * 2^s_pow2 (8 for f16 activations,
-                            120 for bf16), the exponent bias the kernel's fp8 conversion omits */
+                            120 for bf16), the exponent bias the kernel's fp8 conversion omits;
+                            MARLIN_FP4_NV: the S0E5M3 bytes hold s * 2^s_pow2 (7, or more for
+                            bf16 when small scales are lifted; see the layout notes) */
     void *scales2;       /* permuted second-level scales (QQQ group: (1, n) f32) or NULL; for
                             128x128 block scales (plain-nk), the same scales in the two
                             layouts cuBLASLt's fp8 scaling reads (qv_block_scales2_cols) */
@@ -122,6 +169,10 @@ typedef struct qv_packed {
     int32_t *perm;       /* act_order: (k) logical row of each sorted row, or NULL */
     int32_t *g_idx;      /* act_order: (k) group of each sorted row, g_idx[perm[i]]
                             (non-decreasing; what vLLM passes the kernel), or NULL */
+    void *bias;          /* FP4 layouts with a bias: (n) codes of the row's bias_fmt (2 or 4
+                            bytes each) in scale_perm_single order; else NULL */
+    int64_t bias_cols;
+    size_t bias_elem;    /* bytes per bias element */
 } qv_packed;
 
 /* Packs p's weights into p->v->layout. Validates shape, q range and dtypes
@@ -152,10 +203,22 @@ qv_status qv_pack_arrays(qv_layout layout, const struct qv_array *q, const struc
                          const struct qv_array *scales2, const struct qv_array *zeros,
                          const struct qv_array *g_idx, qv_packed *out);
 
+/* Packs the FP4 layouts from logical arrays (qvet pack): q (K, N) uint8 e2m1
+ * codes 0..15; scales (K/g, N) uint8 codes, e8m0 for marlin-fp4-mx (g = 32)
+ * and ue4m3 for marlin-fp4-nv (g = 16); scales2 the NV global scale, f32 of
+ * one element ((1) or (1, 1)), NULL for MX; bias (N) or (1, N) in float16,
+ * bf16 ('<u2') or float32, or NULL; afmt the activation format the kernel
+ * runs with (F16 or BF16: NV's scale bytes and global scale depend on it).
+ * Refuses like qv_pack. */
+qv_status qv_pack_arrays_fp4(qv_layout layout, qv_fmt afmt, const struct qv_array *q, const struct qv_array *scales,
+                             const struct qv_array *scales2, const struct qv_array *bias, qv_packed *out);
+
 /* The order qv_pack stores a layout's scales in (see the notes above), for a
  * scale layout whose logical scales have `scale_rows` rows; and the power of
  * two folded into them (MARLIN_FP8: 8 for f16 activations, 120 for bf16; 0
- * otherwise). Readers of packed files use these instead of re-deriving them. */
+ * otherwise, MARLIN_FP4_NV included: its power depends on the scales and
+ * travels in qv_packed.s_pow2). Readers of packed files use these instead of
+ * re-deriving them. */
 qv_scale_order qv_layout_scale_order(qv_layout layout, qv_scale_layout sl, int64_t scale_rows);
 int            qv_layout_scale_pow2(qv_layout layout, qv_fmt afmt);
 
