@@ -60,13 +60,16 @@ $(BUILD)/obj/kernels/qqq_wg.cu.o: NVFLAGS := $(WG_NVFLAGS)
 
 # Check and subunit are linked statically (by path) so the binaries also run on
 # the lent GPU machine, which has neither; MPFR, GMP, OpenBLAS and cuBLAS exist
-# there as shared libraries. cudart is static for the same reason.
+# there as shared libraries. cudart is static for the same reason. cuBLAS and
+# cuBLASLt are not linked: src/gpu_cublas.c loads them on first use, so a
+# process that never calls them does not map them (~0.1 s a start); the run
+# path tells dlopen where they are.
 LIBDIR    := /usr/lib/x86_64-linux-gnu
 CHECK_LIBS := $(LIBDIR)/libcheck.a $(LIBDIR)/libsubunit.a
 # CPU_LDLIBS is all a program on the CPU library needs (dlopen, for the plugin
 # loader, is in the C library since glibc 2.34).
 CPU_LDLIBS := -lmpfr -lgmp -lopenblas -lm -lpthread
-LDLIBS    := -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart_static \
+LDLIBS    := -L$(CUDA_HOME)/lib64 -lcudart_static \
              -Wl,-rpath,$(CUDA_HOME)/lib64 -lstdc++ $(CPU_LDLIBS) -ldl -lrt
 
 # The layers: each library uses only itself and the ones below it, so a
