@@ -379,10 +379,10 @@ qv_status ref_unpack(const qv_packed *pk, qv_problem *p)
     QV_ASSERT(pk != NULL && p != NULL && p->v != NULL, "ref_unpack needs a packed operand and a problem");
     const qv_variant *v = p->v;
     qv_layout l = pk->layout;
-    const char *ln = qv_pack_layout_name(l);
+    const char *ln = qv_layout_name(l);
     if (l != v->layout)
         return qv_fail(QV_ERR_UNSUPPORTED, "packed layout %s does not match the problem's %s", ln,
-                       qv_pack_layout_name(v->layout));
+                       qv_layout_name(v->layout));
     const int fp4 = qv_layout_is_fp4(l);
     if (pk->bias && !fp4) return qv_fail(QV_ERR_FORMAT, "%s: only the FP4 layouts pack a bias", ln);
     if (pk->k != p->k || pk->n != p->n)

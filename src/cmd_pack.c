@@ -206,7 +206,7 @@ static qv_status fp4_afmt(const char *name, qv_fmt dflt, const char *ln, qv_fmt 
 static qv_status pack_fp4(qv_layout layout, const char *afmt_name, const char *qp, const char *sp, const char *s2p,
                           const char *bp, long long g_opt, const char *out)
 {
-    const char *ln = qv_pack_layout_name(layout);
+    const char *ln = qv_layout_name(layout);
     const int nv = layout == QV_LAYOUT_MARLIN_FP4_NV;
     qv_fmt afmt;
     QV_TRY(fp4_afmt(afmt_name, nv ? QV_FMT_NONE : QV_FMT_BF16, ln, &afmt));
@@ -298,7 +298,7 @@ int qv_cmd_pack(int argc, char **argv)
         fprintf(stderr, "qvet pack: --prefix and --zeros-v2 go with --gptq or --awq\n");
         return 2;
     }
-    qv_layout layout = qv_pack_layout_from_name(layout_name);
+    qv_layout layout = qv_layout_from_name(layout_name);
     if (layout == QV_LAYOUT_COUNT || layout == QV_LAYOUT_LOGICAL) {
         fprintf(stderr, "qvet pack: %s layout '%s' (see qvet pack --help)\n",
                 layout == QV_LAYOUT_LOGICAL ? "nothing to pack for the" : "unknown", layout_name);
@@ -526,7 +526,7 @@ static qv_status load_if(const char *dir, const char *name, qv_array *a, int *pr
  * bias through ref_unpack into OUTDIR's logical q, scales, scales2 and bias. */
 static qv_status unpack_fp4_dir(qv_layout layout, qv_fmt afmt, const char *dir, const char *out)
 {
-    const char *ln = qv_pack_layout_name(layout);
+    const char *ln = qv_layout_name(layout);
     const int nv = layout == QV_LAYOUT_MARLIN_FP4_NV;
     const int g = nv ? 16 : 32;
     char buf[96];
@@ -650,7 +650,7 @@ int qv_cmd_unpack(int argc, char **argv)
         unpack_usage(stderr);
         return 2;
     }
-    qv_layout layout = qv_pack_layout_from_name(layout_name);
+    qv_layout layout = qv_layout_from_name(layout_name);
     if (layout == QV_LAYOUT_COUNT || layout == QV_LAYOUT_LOGICAL) {
         fprintf(stderr, "qvet unpack: %s layout '%s' (see qvet pack --help)\n",
                 layout == QV_LAYOUT_LOGICAL ? "nothing to unpack for the" : "unknown", layout_name);

@@ -92,20 +92,6 @@ static size_t scale_bytes(qv_fmt sfmt, qv_scale_layout sl)
 
 int qv_layout_is_fp4(qv_layout l) { return l == QV_LAYOUT_MARLIN_FP4_MX || l == QV_LAYOUT_MARLIN_FP4_NV; }
 
-const char *qv_pack_layout_name(qv_layout l)
-{
-    if (l == QV_LAYOUT_MARLIN_FP4_MX) return "marlin-fp4-mx";
-    if (l == QV_LAYOUT_MARLIN_FP4_NV) return "marlin-fp4-nv";
-    return qv_layout_name(l);
-}
-
-qv_layout qv_pack_layout_from_name(const char *name)
-{
-    if (!strcmp(name, "marlin-fp4-mx")) return QV_LAYOUT_MARLIN_FP4_MX;
-    if (!strcmp(name, "marlin-fp4-nv")) return QV_LAYOUT_MARLIN_FP4_NV;
-    return qv_layout_from_name(name);
-}
-
 static int is_marlin_family(qv_layout l)
 {
     return l == QV_LAYOUT_MARLIN_W4 || l == QV_LAYOUT_MARLIN_W4_ZP || l == QV_LAYOUT_MARLIN_W8 ||
@@ -294,8 +280,8 @@ static qv_status check_problem(const qv_problem *p)
 {
     const qv_variant *v = p->v;
     qv_layout l = v->layout;
-    const char *ln = qv_pack_layout_name(l);
-    if ((l < 0 || l >= QV_LAYOUT_COUNT) && !qv_layout_is_fp4(l))
+    const char *ln = qv_layout_name(l);
+    if (l < 0 || l >= QV_LAYOUT_COUNT)
         return qv_fail(QV_ERR_UNSUPPORTED, "unknown packed layout %d", (int)l);
     if (l == QV_LAYOUT_LOGICAL)
         return qv_fail(QV_ERR_UNSUPPORTED, "%s: a spec has no packed layout; its kernel reads the logical arrays "
@@ -553,7 +539,7 @@ static qv_status pack_fp4(const qv_problem *p, qv_packed *out)
     out->bias = zalloc((size_t)out->bias_cols * out->bias_elem, &fail);
     if (fail) {
         qv_packed_destroy(out);
-        return qv_fail(QV_ERR_NOMEM, "%s: out of memory packing K=%lld N=%lld", qv_pack_layout_name(v->layout),
+        return qv_fail(QV_ERR_NOMEM, "%s: out of memory packing K=%lld N=%lld", qv_layout_name(v->layout),
                        (long long)p->k, (long long)n);
     }
     pack_marlin_weights(p, NULL, (uint32_t *)out->b, out->b_cols);
@@ -928,7 +914,7 @@ qv_status qv_pack_arrays(qv_layout layout, const qv_array *q, const qv_array *sc
     char buf[96];
     if (qv_layout_is_fp4(layout))
         return qv_fail(QV_ERR_USAGE, "%s packs through qv_pack_arrays_fp4 (8-bit scale codes, and the activation "
-                       "format the kernel runs with)", qv_pack_layout_name(layout));
+                       "format the kernel runs with)", qv_layout_name(layout));
     if (layout < 0 || layout >= QV_LAYOUT_COUNT) return qv_fail(QV_ERR_USAGE, "unknown layout");
     if (layout == QV_LAYOUT_LOGICAL)
         return qv_fail(QV_ERR_USAGE, "logical is the arrays as they are, not a packed layout (qvet pack --help lists "
@@ -1093,9 +1079,9 @@ qv_status qv_pack_arrays_fp4(qv_layout layout, qv_fmt afmt, const qv_array *q, c
     char buf[96];
     if (!qv_layout_is_fp4(layout))
         return qv_fail(QV_ERR_USAGE, "qv_pack_arrays_fp4 packs marlin-fp4-mx and marlin-fp4-nv, not %s",
-                       qv_pack_layout_name(layout));
+                       qv_layout_name(layout));
     const int nv = layout == QV_LAYOUT_MARLIN_FP4_NV;
-    const char *ln = qv_pack_layout_name(layout);
+    const char *ln = qv_layout_name(layout);
     const int g = nv ? 16 : 32;
     const qv_fmt sfmt = nv ? QV_FMT_UE4M3 : QV_FMT_E8M0;
     if (afmt != QV_FMT_F16 && afmt != QV_FMT_BF16)

@@ -334,6 +334,8 @@ static const char *const layout_names[QV_LAYOUT_COUNT] = {
     [QV_LAYOUT_QQQ_W4_CHANNEL] = "qqq-w4-channel",
     [QV_LAYOUT_QQQ_W4_GROUP] = "qqq-w4-group",
     [QV_LAYOUT_LOGICAL] = "logical",
+    [QV_LAYOUT_MARLIN_FP4_MX] = "marlin-fp4-mx",
+    [QV_LAYOUT_MARLIN_FP4_NV] = "marlin-fp4-nv",
 };
 
 const char *qv_layout_name(qv_layout l)

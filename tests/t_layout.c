@@ -1135,9 +1135,9 @@ START_TEST(fp4_pack_arrays)
     ck_assert_int_eq(qv_pack_arrays_fp4(QV_LAYOUT_MARLIN_FP4_NV, QV_FMT_F16, &q, &sf, &s2, NULL, &c), QV_ERR_DTYPE);
     ck_assert_int_eq(qv_pack_arrays_fp4(QV_LAYOUT_MARLIN_FP4_NV, QV_FMT_F16, &q, &s, &s2, &b3, &c), QV_ERR_SHAPE);
     ck_assert(c.b == NULL);
-    ck_assert_str_eq(qv_pack_layout_name(QV_LAYOUT_MARLIN_FP4_MX), "marlin-fp4-mx");
-    ck_assert(qv_pack_layout_from_name("marlin-fp4-nv") == QV_LAYOUT_MARLIN_FP4_NV);
-    ck_assert(qv_pack_layout_from_name("marlin-w4") == QV_LAYOUT_MARLIN_W4);
+    ck_assert_str_eq(qv_layout_name(QV_LAYOUT_MARLIN_FP4_MX), "marlin-fp4-mx");
+    ck_assert(qv_layout_from_name("marlin-fp4-nv") == QV_LAYOUT_MARLIN_FP4_NV);
+    ck_assert(qv_layout_from_name("marlin-w4") == QV_LAYOUT_MARLIN_W4);
     qv_array_destroy(&q), qv_array_destroy(&s), qv_array_destroy(&s2), qv_array_destroy(&b);
     qv_array_destroy(&sf), qv_array_destroy(&b3), qv_array_destroy(&smx);
     qv_problem_destroy(&p);

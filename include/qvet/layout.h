@@ -120,19 +120,6 @@
 extern "C" {
 #endif
 
-/* The Marlin FP4 layouts. They take the two values past QV_LAYOUT_COUNT until
- * qv_layout (variant.h) lists them before QV_LAYOUT_COUNT and registry.c names
- * them; these lines then fail to compile (the names are declared twice) and
- * are deleted, with the two name functions below reduced to qv_layout_name and
- * qv_layout_from_name. COUNT itself is never used: it is "unknown layout".
- * (Constants, not enumerators: a switch cannot name them until then.) */
-static const qv_layout QV_LAYOUT_MARLIN_FP4_MX __attribute__((unused)) = (qv_layout)(QV_LAYOUT_COUNT + 1);
-static const qv_layout QV_LAYOUT_MARLIN_FP4_NV __attribute__((unused)) = (qv_layout)(QV_LAYOUT_COUNT + 2);
-
-/* Names of every layout qv_pack knows ("marlin-fp4-mx", "marlin-fp4-nv" and
- * the registry's), and the inverse (QV_LAYOUT_COUNT when unknown). */
-const char *qv_pack_layout_name(qv_layout l);
-qv_layout   qv_pack_layout_from_name(const char *name);
 /* 1 for MARLIN_FP4_MX and MARLIN_FP4_NV. */
 int qv_layout_is_fp4(qv_layout l);
 

@@ -66,6 +66,10 @@ typedef enum qv_layout {
     QV_LAYOUT_LOGICAL,        /* a spec's arrays as `qvet verify` reads them (problem.h): (k, n)
                                  codes, scales and zero points unpermuted; for kernels qvet did
                                  not write (plugins, dumps) */
+    QV_LAYOUT_MARLIN_FP4_MX,  /* vLLM Marlin MXFP4: e2m1 codes in the Marlin 4-bit words, e8m0
+                                 scale bytes per 32 along K (layout.h) */
+    QV_LAYOUT_MARLIN_FP4_NV,  /* vLLM Marlin NVFP4: e2m1 codes, ue4m3 scales per 16 rewritten as
+                                 S0E5M3 bytes, the f32 global scale rewritten to match (layout.h) */
     QV_LAYOUT_COUNT
 } qv_layout;
 
@@ -183,7 +187,8 @@ int64_t qv_gran_cols(qv_scale_layout l, int bn, int64_t n);
 /* The flat index into such an array of the entry covering weight (kk, j);
  * grp is the group of row kk (kk / g, or g_idx[kk]) for GROUP layouts. */
 int64_t qv_gran_index(qv_scale_layout l, int bk, int bn, int64_t n, int64_t kk, int64_t j, int64_t grp);
-const char *qv_layout_name(qv_layout l);             /* "plain-nk", "marlin-w4", ... (qvet pack names) */
+const char *qv_layout_name(qv_layout l);             /* "plain-nk", "marlin-w4", "marlin-fp4-mx", ...
+                                                        (qvet pack names) */
 qv_layout   qv_layout_from_name(const char *name);   /* QV_LAYOUT_COUNT if unknown */
 const char *qv_accum_name(qv_accum a);               /* "int32", "tc-f32", "tc-fp8", "fma-f32" */
 const char *qv_dequant_name(qv_dequant d);
