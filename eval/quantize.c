@@ -7,6 +7,15 @@
  *   weights    symmetric: s = absmax / qmax per scale group, q = rne(w / s)
  *              zero points (uint4): s = (max - min) / 15, z = rne(-min / s)
  *              fp8 e4m3: s = absmax / 448, q = e4m3(w / s)
+ *              MXFP4 (OCP MX v1.0): X = 2^(floor(log2 absmax) - 2) per block of
+ *              32 (2: the exponent of e2m1's largest value 6 = 1.5 2^2), an e8m0
+ *              code held to 1..254 (the codes the Marlin layout carries),
+ *              q = e2m1(w / X), RNE, magnitudes past 6 saturated to 6
+ *              NVFP4: global g = absmax(tensor) / (6 448) in f32; per block of
+ *              16 s = ue4m3(absmax / 6 / g) (RNE, at most 448), q = e2m1(w /
+ *              (s g)); with bf16 activations a nonzero s is raised to the
+ *              smallest value the layout's scale lift carries beside the
+ *              tensor's largest s (layout.h: s 2^s_pow2 < 2^16)
  *              QQQ two-level: s2 = absmax_channel / 127, w8 = rne(w / s2), then
  *              per group s = absmax(w8) / 7 (fp16), q = rne(w8 / s) + 8
  *   activations int8: s = absmax / 127 per tensor or token (asymmetric with a
@@ -29,6 +38,7 @@ static double code_qmax(qv_fmt f)
     case QV_FMT_U4: case QV_FMT_I4: return 7.0;     /* int4: -8..7, symmetric use of +-7 */
     case QV_FMT_U8: case QV_FMT_I8: return 127.0;   /* int8: -128..127, symmetric use of +-127 */
     case QV_FMT_E4M3: return 448.0;                 /* e4m3fn's largest finite value */
+    case QV_FMT_E2M1: return 6.0;                   /* e2m1's largest value */
     default: return 1.0;
     }
 }
@@ -66,6 +76,12 @@ static double put_scale(qv_fmt sfmt, void *buf, int64_t i, double s)
         ((uint16_t *)buf)[i] = c;
         return qv_bf16_to_f32(c);
     }
+    case QV_FMT_E8M0:
+    case QV_FMT_UE4M3: {
+        uint32_t c = qv_encode(sfmt, s, QV_SAT_FINITE);
+        ((uint8_t *)buf)[i] = (uint8_t)c;
+        return qv_decode(sfmt, c);
+    }
     default:
         ((float *)buf)[i] = (float)s;
         return (float)s;
@@ -87,6 +103,7 @@ static void put_sym_code(const qv_variant *v, void *q, int64_t i, double w, doub
     case QV_FMT_U8: ((uint8_t *)q)[i] = (uint8_t)(clampd(nearbyint(r), -128, 127) + 128); return;
     case QV_FMT_I8: ((int8_t *)q)[i] = (int8_t)clampd(nearbyint(r), -128, 127); return;
     case QV_FMT_E4M3: ((uint8_t *)q)[i] = (uint8_t)qv_encode(QV_FMT_E4M3, r, QV_SAT_FINITE); return;
+    case QV_FMT_E2M1: ((uint8_t *)q)[i] = (uint8_t)qv_encode(QV_FMT_E2M1, r, QV_SAT_FINITE); return;
     case QV_FMT_F16: ((uint16_t *)q)[i] = qv_f64_to_f16(w); return;
     case QV_FMT_BF16: ((uint16_t *)q)[i] = qv_f64_to_bf16(w); return;
     default: QV_ASSERT(0, "quantize: weight format not handled");
@@ -111,6 +128,24 @@ static int64_t group_count(const qv_problem *p)
     case QV_SCALE_NONE: case QV_SCALE_TENSOR: return 1;
     default: return qv_problem_scale_rows(p) * qv_problem_scale_cols(p);
     }
+}
+
+/* NVFP4 with bf16 activations (layout.h): the kernel reads s 2^s_pow2 with
+ * s_pow2 = 7 + j, j the smallest that lifts the smallest nonzero block scale
+ * to 2 or more, and s 2^s_pow2 must stay below 2^16. The largest j that the
+ * tensor's largest scale leaves room for sets the smallest scale carried,
+ * 2^(-6 - j); nonzero scales below it are raised to it (their blocks then
+ * quantize more coarsely), so every quantized tensor packs. gs: (ng) the
+ * scale values, updated with the codes. */
+static void nv_bf16_floor(qv_problem *p, double *gs, int64_t ng)
+{
+    double smax = 0;
+    for (int64_t gi = 0; gi < ng; gi++) smax = fmax(smax, gs[gi]);
+    int j = 0;
+    while (j < 3 && ldexp(smax, 7 + j + 1) < 65536.0) j++;
+    double lo = ldexp(1.0, -6 - j);
+    for (int64_t gi = 0; gi < ng; gi++)
+        if (gs[gi] > 0 && gs[gi] < lo) gs[gi] = put_scale(QV_FMT_UE4M3, p->scales, gi, lo);
 }
 
 qv_status qv_quantize_weights(const qv_variant *v, const float *w, int64_t n, int64_t k, int64_t m, qv_problem *p)
@@ -151,10 +186,21 @@ qv_status qv_quantize_weights(const qv_variant *v, const float *w, int64_t n, in
             gmax[gi] = fmax(gmax[gi], x);
             gmin[gi] = fmin(gmin[gi], x);
         }
+    /* NVFP4's global scale: the tensor's absmax over e2m1's 6 times ue4m3's 448 */
+    double g2 = 1.0;
+    if (v->sfmt == QV_FMT_UE4M3 && p->scales2) {
+        double tmax = 0;
+        for (int64_t gi = 0; gi < ng; gi++) tmax = fmax(tmax, fmax(gmax[gi], -gmin[gi]));
+        g2 = tmax > 0 ? (float)(tmax / (6.0 * 448.0)) : 1.0;
+        for (int64_t j = 0; j < qv_problem_scale2_count(p); j++) p->scales2[j] = (float)g2;
+    }
     for (int64_t gi = 0; gi < ng && v->scale_layout != QV_SCALE_NONE; gi++) {
         double s, amax = fmax(gmax[gi], -gmin[gi]);
         if (v->zero_point) s = (gmax[gi] - gmin[gi]) / 15.0; /* 15: the uint4 code range */
-        else s = amax / (code_qmax(v->wfmt) * wmul);
+        else if (v->sfmt == QV_FMT_E8M0)
+            /* 2 = floor(log2 6), the e2m1 exponent of the largest value; codes 1..254 */
+            s = amax > 0 ? ldexp(1.0, (int)clampd(ilogb(amax) - 2, 1 - 127, 254 - 127)) : 1.0;
+        else s = amax / (code_qmax(v->wfmt) * wmul * g2);
         if (!(s > 0)) s = 1.0; /* an all-zero group: any scale gives zero codes */
         qv_fmt sf = v->scale_layout == QV_SCALE_BLOCK ? QV_FMT_F32 : v->sfmt;
         gs[gi] = put_scale(sf, p->scales, gi, s);
@@ -163,6 +209,7 @@ qv_status qv_quantize_weights(const qv_variant *v, const float *w, int64_t n, in
             p->zeros[gi] = (uint8_t)z;
         }
     }
+    if (v->sfmt == QV_FMT_UE4M3 && v->afmt == QV_FMT_BF16) nv_bf16_floor(p, gs, ng);
     for (int64_t kk = 0; kk < kp; kk++)
         for (int64_t j = 0; j < np_; j++) {
             int64_t i = kk * np_ + j, gi = group_index(p, kk, j);
@@ -170,7 +217,7 @@ qv_status qv_quantize_weights(const qv_variant *v, const float *w, int64_t n, in
             if (v->zero_point)
                 ((uint8_t *)p->q)[i] = (uint8_t)clampd(nearbyint(x / gs[gi]) + p->zeros[gi], 0, 15);
             else
-                put_sym_code(v, p->q, i, x, v->scale_layout == QV_SCALE_NONE ? 1.0 : gs[gi] * wmul);
+                put_sym_code(v, p->q, i, x, v->scale_layout == QV_SCALE_NONE ? 1.0 : gs[gi] * wmul * g2);
         }
     free(wk); free(gmax); free(gmin); free(gs);
     return QV_OK;
@@ -302,7 +349,7 @@ qv_status qv_problem_weight_f32(const qv_problem *p, float *w_kn)
             case QV_DQ_INT8_RNE: w = clampd(nearbyint(q * s), -128, 127); break;
             default: w = q * s; break;
             }
-            if (p->scales2) w *= p->scales2[j];
+            w *= qv_problem_scale2(p, j); /* per channel (QQQ) or per tensor (NVFP4) */
             w_kn[kk * p->n + j] = (float)w;
         }
     return QV_OK;

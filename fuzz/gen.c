@@ -134,9 +134,18 @@ qv_status qv_gen_init(qv_gen *gen, const char *glob, const qv_backend *b)
             if (qv_is_spec(b->only[i]) && qv_spec_parse(b->only[i], &v) == QV_OK && qv_variant_match(v, glob))
                 gen_add(gen, v);
         }
-    if (!gen->n_variants)
+    if (!gen->n_variants) {
+        /* rows that match but have no qvet kernel: say so, with what runs them */
+        int no_kernel = 0;
+        for (int i = 0; b->kind == QV_BACKEND_GPU && i < qv_registry_count(); i++)
+            no_kernel += qv_variant_match(qv_registry_get(i), glob) && !qv_registry_get(i)->gpu_kernel;
+        if (no_kernel)
+            return qv_fail(QV_ERR_USAGE, "'%s' matches %d row%s without a qvet GPU kernel (gpu no in qvet list): run "
+                           "%s with --cpu (the CPU model) or --plugin LIB.so (your kernel)", glob && *glob ? glob : "*",
+                           no_kernel, no_kernel == 1 ? "" : "s", no_kernel == 1 ? "it" : "them");
         return qv_fail(QV_ERR_USAGE, "no variant matches '%s' on the %s backend (see qvet list)",
                        glob && *glob ? glob : "*", b->name);
+    }
     return QV_OK;
 }
 

@@ -392,6 +392,17 @@ static int verdict_selftest(const qv_problem *p, const ref_truth *t, const void 
     return broken;
 }
 
+/* A unique probe's output that equals its one correct output bit for bit
+ * passes: the statistical monitors (MARGINAL) then only see the output
+ * format's own rounding of the exact values (its ties fall to the even code,
+ * whose parity a probe's structured values can skew), not the kernel. */
+static void unique_is_pass(qv_result *res)
+{
+    if (res->grade != QV_MARGINAL) return;
+    res->grade = QV_PASS;
+    res->reason[0] = '\0';
+}
+
 qv_status qv_case_run(const qv_backend *b, const qv_problem *p, int unique, qv_outcome *o)
 {
     memset(o, 0, sizeof *o);
@@ -455,6 +466,7 @@ qv_status qv_case_run(const qv_backend *b, const qv_problem *p, int unique, qv_o
             qv_result bit;
             ref_verify_bitexact(p, expected, o->out, &bit);
             if (bit.grade == QV_FAIL) o->res = bit;
+            else unique_is_pass(&o->res);
         }
         free(expected);
         if (st != QV_OK) {
@@ -480,6 +492,7 @@ qv_status qv_case_run(const qv_backend *b, const qv_problem *p, int unique, qv_o
         qv_result bit;
         ref_verify_bitexact(p, expected, o->out, &bit);
         if (bit.grade == QV_FAIL) o->res = bit;
+        else unique_is_pass(&o->res);
         free(expected);
     }
     if (o->res.grade != QV_FAIL) {

@@ -12,8 +12,9 @@
  * the epilogue: the epilogue multiplies the accumulated value (within D of the
  * exact one) by S with ep_ops relative errors of at most u each, so
  * |c - y| <= D*S + ((1+u)^ep_ops - 1)(|y| + D*S), and (1+u)^e - 1 <=
- * e*u*(1 + 2^-20) for e <= 16. `abs` covers fp32 underflow (at most 2^-150 per
- * rounding, one per product and addition), `ref_err` is the reference's own
+ * e*u*(1 + 2^-20) for e <= 16. `abs` covers fp32 underflow (at most one
+ * subnormal quantum 2^-149 per product, in the units the kernel's
+ * accumulator works in: ref_acc_pow2), `ref_err` is the reference's own
  * error (0 for exact paths; the dgemm term for the fast path). A bias added in
  * the epilogue is one more rounding, relative to the sum it makes
  * (ref_bound_element_bias). */
@@ -27,28 +28,44 @@
 
 /* The accumulation and the epilogue's multiplications, before the terms of
  * y's own representation. */
-static double mul_part(double alpha, double g, double s, double y, int ep_ops, int64_t k)
+static double mul_part(double alpha, double g, double s, double y, int ep_ops, int64_t k, double unit)
 {
     const double u = ldexp(1.0, -24);
     double dacc = alpha * g * s;
+#ifdef QV_MUTANT_orc_fp4_acc_unit_ignored
+    /* Oracle mutant: the accumulator's underflow charged in the declared
+     * units, as if marlin-fp4-nv's kernel summed there. */
+    unit = 1.0;
+#endif
+    /* fp32 underflow: below fp32's normal range the accumulation loses at
+     * most K + 2 quanta of 2^-149 absolute: half a quantum per RN rounding
+     * (each product and each addition), or under truncation one per product,
+     * since what a truncation keeps is a multiple of the subnormal quantum and
+     * sums of such multiples are exact there. The quanta are the
+     * accumulator's own, `unit` declared units each (ref_acc_pow2: 2^116 ..
+     * 2^119 for marlin-fp4-nv with bf16 activations, whose kernel sums the
+     * declared values times 2^(s_pow2 - 126), so that its partial sums below
+     * 2^-s_pow2 of the declared ones are fp32 subnormals), then scaled by the
+     * epilogue; at least 2^-149 a quantum in the output's units. This takes
+     * the tensor core to keep fp32 subnormals, as every tc-f32 row's bound
+     * does (tools/probe-subnormal.cu asks the device). */
+    double us = unit * s;
 #ifdef QV_MUTANT_orc_underflow_term_dropped
     /* Oracle mutant: fp32 underflow left out (relative terms only). */
     if (0)
 #else
     if (alpha > 0.0)
 #endif
-        /* fp32 underflow: each of the 2K roundings of the accumulation loses at
-         * most half of 2^-149 absolute, then scaled by the epilogue. */
-        dacc += (double)(k + 2) * ldexp(1.0, -149) * (s > 1.0 ? s : 1.0);
+        dacc += (double)(k + 2) * ldexp(1.0, -149) * (us > 1.0 ? us : 1.0);
     double e = dacc + (double)ep_ops * u * (1.0 + ldexp(1.0, -20)) * (fabs(y) + dacc);
     if (ep_ops > 0) e += (double)ep_ops * ldexp(1.0, -149) * (s > 1.0 ? s : 1.0);
     return e;
 }
 
-double ref_bound_element(double alpha, double g, double s, double y, int ep_ops, int64_t k,
+double ref_bound_element(double alpha, double g, double s, double y, int ep_ops, int64_t k, double unit,
                          double ref_err)
 {
-    double e = mul_part(alpha, g, s, y, ep_ops, k);
+    double e = mul_part(alpha, g, s, y, ep_ops, k, unit);
     /* y itself is carried as a double: its conversion from the exact value and up
      * to three scale multiplications give at most 4 relative roundings of 2^-53;
      * 2^-50 covers them with room (certified, not a tolerance). */
@@ -62,11 +79,11 @@ double ref_bound_element(double alpha, double g, double s, double y, int ep_ops,
 }
 
 double ref_bound_element_bias(double alpha, double g, double s1, int n1, double y1, double y2, double s2, int n2,
-                              double y, int64_t k, double ref_err)
+                              double y, int64_t k, double unit, double ref_err)
 {
     const double u = ldexp(1.0, -24) * (1.0 + ldexp(1.0, -20));
     /* the steps before the bias, to the value y1 = acc * s1 */
-    double e = mul_part(alpha, g, s1, y1, n1, k);
+    double e = mul_part(alpha, g, s1, y1, n1, k, unit);
     /* the addition: y2 = y1 + bias, one rounding relative to the computed sum */
 #ifdef QV_MUTANT_orc_bias_term_operands
     /* Oracle mutant: the addition's rounding taken relative to its operands. */

@@ -14,6 +14,10 @@
  *     each segment summed as above (an int32 partial converted to fp32), times
  *     its scale product (scale_a * scale_b first, in fp32), added into an fp32
  *     total;
+ *   - a kernel reading marlin-fp4-nv sums in its own units (ref_acc_pow2:
+ *     every weight 2^e times the declared one, the global scale 2^-e times),
+ *     so the model does too: the results are the declared ones but where
+ *     the fp32 partial sums fall below 2^-126 in those units;
  *   - the epilogue steps in order, each an fp32 RN operation (a bias too);
  *   - the output cast: RNE, then the declared saturation; an int32 output is
  *     the exact sum. */
@@ -175,7 +179,16 @@ static float epilogue(const qv_variant *v, const ref_operands *o, int64_t i, int
     for (int st = 0; st < QV_EP_MAX && v->arith.epilogue[st] != QV_EP_END; st++) {
         switch (v->arith.epilogue[st]) {
         case QV_EP_MUL_WSCALE: x = x * (float)o->col_s1[j]; break;
-        case QV_EP_MUL_WSCALE2: x = x * (float)o->col_s2[j]; break;
+        case QV_EP_MUL_WSCALE2:
+#ifdef QV_MUTANT_cpu_fp4_global_scale_cast_first
+            /* Mutant (class 22, vLLM #33972, #37135): the accumulator cast to
+             * the 16-bit output before the fp32 global scale (NVFP4: in the
+             * kernel's units, 2^-7 (f16) or 2^-116..2^-119 (bf16) of the
+             * declared sum: f16 overflows to Inf, bf16 keeps 8 bits). */
+            if (v->s2_layout == QV_SCALE_TENSOR) x = (float)ref_round_to(v->ofmt, x, 0);
+#endif
+            x = x * (float)o->col_s2[j];
+            break;
 #ifdef QV_MUTANT_cpu_token_scale_per_channel
         /* Mutant (class 19): the per-token scale indexed by the output column (wrapped to M). */
         case QV_EP_MUL_ASCALE: x = x * (float)o->row_s[j % o->m]; break;
@@ -213,6 +226,15 @@ qv_status ref_model_run(const qv_problem *p, void *out)
     ref_operands o;
     QV_TRY(ref_operands_create(p, 0, &o));
     int64_t m = p->m, n = p->n, k = p->k;
+    /* The kernel's accumulator units (marlin-fp4-nv): each weight times 2^e
+     * is exact (a nonzero one stays at or above 2^-126: the layout lifts the
+     * scales for that), the global scale times 2^-e is the f32 value the
+     * packed operand holds. */
+    int e_acc = ref_acc_pow2(p);
+    if (e_acc) {
+        for (int64_t i = 0; i < k * n; i++) o.w[i] = ldexp(o.w[i], e_acc);
+        for (int64_t j = 0; j < n; j++) o.col_s2[j] = ldexp(o.col_s2[j], -e_acc);
+    }
     double *wt = malloc(sizeof(double) * (size_t)(n * k));
     float *af = malloc(sizeof(float) * (size_t)(m * k));
     float *wf = malloc(sizeof(float) * (size_t)(n * k));

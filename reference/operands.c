@@ -97,6 +97,26 @@ double ref_alpha(const qv_variant *v, int64_t k)
     return INFINITY;
 }
 
+int ref_acc_pow2(const qv_problem *p)
+{
+    const qv_variant *v = p->v;
+    if (v->layout != QV_LAYOUT_MARLIN_FP4_NV || v->sfmt != QV_FMT_UE4M3 || !p->scales) return 0;
+    /* 14 and 126: 2^(e - 1) - 2^(2 - 1) for the 5 and 8 exponent bits of f16
+     * and bf16, the bias difference the e2m1 bit move leaves out */
+    int bias = v->afmt == QV_FMT_BF16 ? 126 : 14;
+    int s_pow2 = 7;
+    if (v->afmt == QV_FMT_BF16) {
+        const uint8_t *sc = p->scales;
+        double lo = INFINITY;
+        for (int64_t i = 0; i < qv_problem_scale_rows(p) * qv_problem_scale_cols(p); i++) {
+            double x = qv_decode(QV_FMT_UE4M3, sc[i]);
+            if (x > 0 && x < lo) lo = x;
+        }
+        while (isfinite(lo) && ldexp(lo, s_pow2) < 2.0) s_pow2++;
+    }
+    return s_pow2 - bias;
+}
+
 /* Value of element i of buf, a scale buffer of f codes (F32 stored as float). */
 static double scale_value(qv_fmt f, const void *buf, int64_t i)
 {

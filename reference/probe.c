@@ -26,6 +26,11 @@ static const char *const probe_names[QV_PROBE_COUNT] = {
     [QV_PROBE_WITNESS_SCALE_OVERFLOW] = "witness-scale-overflow",
     [QV_PROBE_WITNESS_RNE_TIE] = "witness-rne-tie",
     [QV_PROBE_WITNESS_BIAS] = "witness-bias",
+    [QV_PROBE_FP4_CODES] = "fp4-codes",
+    [QV_PROBE_FP4_SCALE_ENDS] = "fp4-scale-ends",
+    [QV_PROBE_FP4_GLOBAL_ONE] = "fp4-global-one",
+    [QV_PROBE_FP4_GLOBAL_TINY] = "fp4-global-tiny",
+    [QV_PROBE_FP4_GLOBAL_HUGE] = "fp4-global-huge",
 };
 static const char *const regime_names[QV_REGIME_COUNT] = {
     [QV_REGIME_LOGUNIFORM] = "loguniform", [QV_REGIME_TINY] = "tiny", [QV_REGIME_NEAR_MAX] = "near-max",
@@ -484,6 +489,18 @@ static qv_status fill_onehot(qv_problem *p, rng *r)
 
 /* ---- random with a regime -------------------------------------------------- */
 
+/* The row of the scales that covers weight row kk. */
+static int64_t scale_row_of(const qv_problem *p, int64_t kk)
+{
+    const qv_variant *v = p->v;
+    switch (v->scale_layout) {
+    case QV_SCALE_GROUP:
+    case QV_SCALE_GROUP_CHANNEL: return qv_problem_group(p, kk);
+    case QV_SCALE_BLOCK: return kk / (v->block_k > 0 ? v->block_k : 128);
+    default: return 0;
+    }
+}
+
 /* Exact y of row 0 (truth of a one-row copy) to size the near-max regime. */
 static double row0_max(const qv_problem *p)
 {
@@ -552,8 +569,13 @@ static qv_status fill_random(qv_problem *p, qv_regime regime, rng *r)
             set_w(p, kk, j, rand_wval(r, v->wfmt) * colw);
         }
     }
-    /* Scales: log-uniform over 2^8 per element. */
-    double tiny_w = v->scale_layout == QV_SCALE_BLOCK || v->sfmt == QV_FMT_F32 ? 0x1p-40 : 0x1p-14;
+    /* Scales: log-uniform over 2^8 per element. The tiny regime takes them
+     * 2^-40 down where f32 holds them, 2^-14 for the 16-bit formats and e8m0,
+     * and 2^-4 for ue4m3, whose range ends at 2^-9: then about half are zero
+     * or subnormal and the rest its smallest normals. */
+    double tiny_w = v->scale_layout == QV_SCALE_BLOCK || v->sfmt == QV_FMT_F32 ? 0x1p-40
+                    : v->sfmt == QV_FMT_UE4M3                                   ? 0x1p-4
+                                                                                : 0x1p-14;
     for (int64_t i = 0; i < n_scales(p); i++) {
         double s;
         if (v->arith.dequant == QV_DQ_INT8_RNE)
@@ -585,13 +607,25 @@ static qv_status fill_random(qv_problem *p, qv_regime regime, rng *r)
     if (regime == QV_REGIME_ZERO_GROUP) {
 #endif
         /* Zero scales for a quarter of the scale rows (whole groups), and one
-         * activation row and one 16-wide K stripe of zeros. */
+         * activation row and one 16-wide K stripe of zeros. A scale format
+         * without zero (e8m0) zeroes the group's weights instead. */
         int64_t rows = qv_problem_scale_rows(p), cols = qv_problem_scale_cols(p);
+        int no_zero = v->sfmt != QV_FMT_NONE && qv_fmt_get(v->sfmt)->min_value > 0;
         for (int64_t gi = 0; gi < rows; gi++)
-            if (rows == 1 ? 0 : rng_int(r, 0, 3) == 0)
-                for (int64_t j = 0; j < cols; j++) set_scale(p, gi * cols + j, 0.0);
+            if (rows == 1 ? 0 : rng_int(r, 0, 3) == 0) {
+                if (!no_zero)
+                    for (int64_t j = 0; j < cols; j++) set_scale(p, gi * cols + j, 0.0);
+                else
+                    for (int64_t kk = 0; kk < k; kk++)
+                        for (int64_t j = 0; j < n && scale_row_of(p, kk) == gi; j++) set_w(p, kk, j, 0.0);
+            }
         if (rows == 1)
-            for (int64_t j = 0; j < cols; j += 2) set_scale(p, j, 0.0);
+            for (int64_t j = 0; j < cols; j += 2) {
+                if (!no_zero)
+                    set_scale(p, j, 0.0);
+                else
+                    for (int64_t kk = 0; kk < k; kk++) set_w(p, kk, j, 0.0);
+            }
         int64_t zr = rng_int(r, 0, m - 1), k0 = rng_int(r, 0, (k - 1) / 16) * 16;
         for (int64_t kk = 0; kk < k; kk++) set_a(p, zr, kk, (double)azp_of(p, zr));
         for (int64_t i = 0; i < m; i++)
@@ -631,6 +665,16 @@ static int weight_values(const qv_variant *v, double s_group, double *vals, int 
 {
     int nv = 0;
     double wmul = v->arith.w_mul > 1 ? v->arith.w_mul : 1;
+    if (v->wfmt == QV_FMT_E2M1) {
+        /* the 16 codes' values (0.5 and 1.5 are no integers), times the group scale */
+        for (uint32_t c = 0; c < 16 && nv < cap; c++) {
+            double eff = qv_decode(QV_FMT_E2M1, c) * s_group;
+            if ((v->arith.dequant == QV_DQ_MUL_RN || v->arith.dequant == QV_DQ_MUL_RN2) && !representable(v->afmt, eff))
+                continue;
+            vals[nv++] = eff;
+        }
+        return nv;
+    }
     for (int x = -448; x <= 448 && nv < cap; x++) {
         double val = x;
         int ok;
@@ -653,10 +697,19 @@ static int weight_values(const qv_variant *v, double s_group, double *vals, int 
     return nv;
 }
 
+/* e2m1 weights with their block scale in the dequantization: the witnesses
+ * set every block scale to 2, so that the weights the accumulator sees
+ * include 1 and 3 (0.5 and 1.5 times 2) and need no epilogue factor. */
+static int fp4_group_witness(const qv_variant *v)
+{
+    return v->wfmt == QV_FMT_E2M1 && v->scale_layout == QV_SCALE_GROUP &&
+           (v->arith.dequant == QV_DQ_MUL_RN || v->arith.dequant == QV_DQ_MUL_RN2);
+}
+
 /* The code value that dequantizes (unit scales) to accumulator value eff. */
 static double code_for(const qv_variant *v, double s_group, double eff)
 {
-    if (v->arith.dequant == QV_DQ_INT8_RNE) return eff / s_group;
+    if (v->arith.dequant == QV_DQ_INT8_RNE || fp4_group_witness(v)) return eff / s_group;
     if (v->arith.w_mul > 1) return eff / v->arith.w_mul;
     return eff;
 }
@@ -668,7 +721,10 @@ static int has_mul_step(const qv_variant *v)
     return has_step(v, QV_EP_MUL_WSCALE) || has_step(v, QV_EP_MUL_WSCALE2) || has_step(v, QV_EP_MUL_ASCALE);
 }
 
-static double sgroup_for(const qv_variant *v) { return v->arith.dequant == QV_DQ_INT8_RNE ? 16.0 : 1.0; }
+static double sgroup_for(const qv_variant *v)
+{
+    return v->arith.dequant == QV_DQ_INT8_RNE ? 16.0 : fp4_group_witness(v) ? 2.0 : 1.0;
+}
 
 /* The accumulator can see weight value x under unit scales. */
 static int has_weight(const qv_variant *v, double x)
@@ -704,12 +760,22 @@ static qv_status fill_fp8_promote(qv_problem *p)
     return QV_OK;
 }
 
+/* Sets every block scale to s where the witnesses need it (sgroup_for). */
+static void set_group_scales(qv_problem *p, double s)
+{
+    if (p->v->arith.dequant == QV_DQ_INT8_RNE || fp4_group_witness(p->v))
+        for (int64_t i = 0; i < n_scales(p); i++) set_scale(p, i, s);
+}
+
 static qv_status fill_splitk(qv_problem *p, rng *r)
 {
+    const qv_variant *v = p->v;
     unit_scales(p);
+    double sg = sgroup_for(v);
+    set_group_scales(p, sg);
     int64_t k = p->k;
     for (int64_t kk = 0; kk < k; kk++)
-        for (int64_t j = 0; j < p->n; j++) set_w(p, kk, j, rand_wval(r, p->v->wfmt));
+        for (int64_t j = 0; j < p->n; j++) set_w(p, kk, j, rand_wval(r, v->wfmt));
     for (int64_t i = 0; i < p->m; i++)
         for (int64_t kk = 0; kk < k; kk++) set_a(p, i, kk, 0.0);
     /* (-256)(-8) + 1*1 + 256*(-8) = 2049 - 2048 = 1: exact in fp32, 0 through fp16. */
@@ -724,9 +790,9 @@ static qv_status fill_splitk(qv_problem *p, rng *r)
 #endif
     }
     for (int64_t j = 0; j < p->n; j++) {
-        set_w(p, 0, j, -8.0);
-        set_w(p, 1, j, 1.0);
-        set_w(p, k - 1, j, -8.0);
+        set_w(p, 0, j, code_for(v, sg, -8.0));
+        set_w(p, 1, j, code_for(v, sg, 1.0));
+        set_w(p, k - 1, j, code_for(v, sg, -8.0));
     }
     return QV_OK;
 }
@@ -744,11 +810,6 @@ static void set_epilogue_factor(qv_problem *p, double s)
 }
 
 
-static void set_group_scales(qv_problem *p, double s)
-{
-    if (p->v->arith.dequant == QV_DQ_INT8_RNE)
-        for (int64_t i = 0; i < n_scales(p); i++) set_scale(p, i, s);
-}
 
 static qv_status fill_scale_overflow(qv_problem *p)
 {
@@ -875,6 +936,208 @@ static qv_status fill_bias(qv_problem *p, rng *r)
     return QV_OK;
 }
 
+/* ---- FP4 ------------------------------------------------------------------ */
+
+/* Stores byte code c as scale i (e8m0 and ue4m3 scales are one byte each). */
+static void set_scale_code(qv_problem *p, int64_t i, uint8_t c) { ((uint8_t *)p->scales)[i] = c; }
+
+static int half_fmt(qv_fmt f) { return f == QV_FMT_F16 || f == QV_FMT_BF16; }
+
+/* e2m1 weights, their block scale applied in the dequantization. */
+static int fp4_weights(const qv_variant *v)
+{
+    return v->wfmt == QV_FMT_E2M1 && v->scale_layout == QV_SCALE_GROUP && v->arith.dequant == QV_DQ_MUL_RN &&
+           half_fmt(v->afmt);
+}
+
+/* The e2m1 weights of an NVFP4 row: ue4m3 block scales and an f32 global
+ * scale per tensor, multiplied in the fp32 epilogue. */
+static int nvfp4_weights(const qv_variant *v)
+{
+    return fp4_weights(v) && v->sfmt == QV_FMT_UE4M3 && v->s2_layout == QV_SCALE_TENSOR &&
+           v->s2fmt == QV_FMT_F32 && half_fmt(v->ofmt);
+}
+
+/* A bias the output stays unique with: exact in the fp32 sum when it comes
+ * last, none otherwise. */
+static void unique_bias(qv_problem *p, rng *r)
+{
+    if (!p->bias) return;
+    if (bias_last(p->v))
+        exact_biases(p, r);
+    else
+        for (int64_t j = 0; j < p->n; j++) p->bias[j] = 0.0f;
+}
+
+/* fp4-codes: weight (kk, j) holds code (kk + j + off) % 16, so that every
+ * column holds all 16 codes (K >= 16), -0 (code 8) among them, and so does
+ * every run of 16 columns of a row; activation row i is one-hot at k = (hot
+ * + i) % K, times a power of two. Output (i, j) is then one dequantized
+ * weight times powers of two (and an exact bias): a code read as another
+ * value shows as itself. Block scales are powers of two from 2^-6 to 2^2,
+ * drawn per element, at which every e2m1 value is exact in f16 and bf16. */
+static qv_status fill_fp4_codes(qv_problem *p, rng *r)
+{
+    const qv_variant *v = p->v;
+    int64_t m = p->m, n = p->n, k = p->k;
+    unit_scales(p);
+    fill_g_idx(p, r);
+    int64_t off = rng_int(r, 0, 15), hot = rng_int(r, 0, k - 1);
+    for (int64_t kk = 0; kk < k; kk++)
+        for (int64_t j = 0; j < n; j++) ((uint8_t *)p->q)[kk * n + j] = (uint8_t)((kk + j + off) % 16);
+    for (int64_t i = 0; i < m; i++) {
+        double f = is_float_fmt(v->afmt) ? rng_pow2(r, -1, 1) : 1.0;
+        for (int64_t kk = 0; kk < k; kk++) set_a(p, i, kk, kk == (hot + i) % k ? f : 0.0);
+    }
+    for (int64_t i = 0; i < n_scales(p); i++) set_scale(p, i, rng_pow2(r, -6, 2));
+    for (int64_t j = 0; j < n_scales2(p); j++) set_scale2(p, j, rng_pow2(r, -8, -2));
+    for (int64_t i = 0; i < qv_problem_ascale_count(p); i++) p->a_scale[i] = (float)rng_pow2(r, -4, 0);
+    unique_bias(p, r);
+    return QV_OK;
+}
+
+/* The exponent t of activations c 2^t that bring a block scale of at most
+ * 2^-e_max back near 1, within what f16 (c 2^t with |c| <= 3 from 2^-22 to
+ * 2^14: subnormal quanta of 2^-24 and below 65504) or bf16 (2^-127 to
+ * 2^125) holds. */
+static int act_exponent(qv_fmt afmt, int e_max)
+{
+    int lo = afmt == QV_FMT_BF16 ? -127 : -22, hi = afmt == QV_FMT_BF16 ? 125 : 14;
+    int t = -e_max;
+    return t < lo ? lo : t > hi ? hi : t;
+}
+
+/* fp4-scale-ends: block scales at the ends of their format's range, by
+ * group row: a low-end row, a high-end row and an ordinary one, in turn,
+ * each column of an end row taking one of the end's two codes in turn.
+ *   e8m0, bf16: low 1 and 2 (2^-126, 2^-125), high 253 and 254, with the
+ *     weights there at most 1.5 in magnitude (1.5 2^127 is bf16's); f16:
+ *     low 1 (every weight rounds to +-0 in f16: the declared underflow) and
+ *     104 (2^-23, the smallest at which 0.5 stays an f16 value), high 141
+ *     and 142. In the last column the high rows hold code 254 and weights
+ *     +-2, which overflow to +-Inf in the dequantization (dq=rn): that
+ *     column's outputs are Inf or NaN, as the declared arithmetic gives.
+ *   ue4m3: low the smallest subnormal 2^-9 and 7 2^-9 (and 0 in every 8th
+ *     column), high 416 and 448. bf16 cannot hold both ends in one operand
+ *     (the lift that the low end needs, 2^3, pushes 448 2^10 past the
+ *     S0E5M3 byte), so a bf16 case takes one end by its seed: the low one,
+ *     or the high one with 2^-6 (no lift) as its smallest scale.
+ * Every activation of a group's K rows is c 2^t, c in -3..3 (-1..1 past K
+ * = 1024), with 2^t the reciprocal of the row's largest scale where the
+ * activation format holds it, so that every product stays within a few
+ * binades of 1 and every partial sum is exact. */
+static qv_status fill_fp4_scale_ends(qv_problem *p, rng *r)
+{
+    const qv_variant *v = p->v;
+    int64_t m = p->m, n = p->n, k = p->k;
+    int64_t rows = qv_problem_scale_rows(p);
+    const int mx = v->sfmt == QV_FMT_E8M0, bf = v->afmt == QV_FMT_BF16;
+    unit_scales(p);
+    fill_g_idx(p, r);
+    /* bf16 NVFP4 holds one end at a time: 1 = the low end, 2 = the high end */
+    int nv_end = !mx && bf ? 1 + (int)rng_int(r, 0, 1) : 0;
+    uint8_t lo[2], hi[2];
+    if (mx) {
+        lo[0] = 1, lo[1] = bf ? 2 : 104;
+        hi[0] = bf ? 253 : 141, hi[1] = bf ? 254 : 142;
+    } else {
+        lo[0] = nv_end == 2 ? 0x08 : 0x01, lo[1] = nv_end == 2 ? 0x09 : 0x07; /* 2^-6, 1.125 2^-6; 2^-9, 7 2^-9 */
+        hi[0] = 0x7D, hi[1] = 0x7E;                                         /* 416, 448 */
+    }
+    /* class of each group row: 0 low, 1 high, 2 ordinary (powers of two
+     * 2^-4..1); bf16 NVFP4's low case has no high rows */
+    int *cls = malloc(sizeof(int) * (size_t)(rows > 0 ? rows : 1));
+    int *t = malloc(sizeof(int) * (size_t)(rows > 0 ? rows : 1));
+    QV_ASSERT(cls && t, "out of memory in the fp4-scale-ends probe");
+    int64_t over = n - 1; /* MX: the column whose high rows overflow */
+    for (int64_t gi = 0; gi < rows; gi++) {
+        cls[gi] = (int)(gi % 3);
+        if (nv_end == 1 && cls[gi] == 1) cls[gi] = 2;
+        double smax = 0;
+        for (int64_t j = 0; j < n; j++) {
+            uint8_t c;
+            if (cls[gi] == 0) c = (!mx && j % 8 == 7) ? 0 : lo[j % 2];
+            else if (cls[gi] == 1) c = mx && j == over ? 254 : hi[j % 2];
+            else c = mx ? (uint8_t)rng_int(r, 123, 127) : (uint8_t)(rng_int(r, 3, 7) << 3); /* 2^-4 .. 1 */
+            set_scale_code(p, gi * n + j, c);
+            double sv = qv_decode(v->sfmt, c);
+            if (!(mx && j == over && cls[gi] == 1) && sv > smax) smax = sv;
+        }
+        t[gi] = act_exponent(v->afmt, smax > 0 ? ilogb(smax) : 0);
+    }
+    int cmax = k > 1024 ? 1 : 3;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t kk = 0; kk < k; kk++)
+            set_a(p, i, kk, (double)rng_int(r, -cmax, cmax) * ldexp(1.0, t[scale_row_of(p, kk)]));
+    for (int64_t kk = 0; kk < k; kk++) {
+        int high = cls[scale_row_of(p, kk)] == 1;
+        for (int64_t j = 0; j < n; j++) {
+            /* e2m1 code: sign bit 3, magnitude index 0..7 (0, .5, 1, 1.5, 2, 3, 4, 6) */
+            uint32_t mag = (uint32_t)rng_int(r, 0, mx && high ? 3 : 7), sign = (uint32_t)rng_int(r, 0, 1) << 3;
+            if (mx && high && j == over) mag = 4; /* 2 2^127 and 2 2^15 overflow bf16 and f16 */
+            ((uint8_t *)p->q)[kk * n + j] = (uint8_t)(sign | mag);
+        }
+    }
+    free(cls);
+    free(t);
+    for (int64_t j = 0; j < n_scales2(p); j++) set_scale2(p, j, rng_pow2(r, -4, 0));
+    unique_bias(p, r);
+    return QV_OK;
+}
+
+/* The NVFP4 global-scale probes, each with the block scales and
+ * activations that make its global scale matter, every partial sum exact:
+ *   fp4-global-one: g = 1 and every block scale a ue4m3 subnormal (below
+ *     2^-6: the checkpoints whose bf16 bytes vLLM #34577 found read 2^-112
+ *     too small before the lift), activations c 2^7;
+ *   fp4-global-tiny: block scales 256..448 and positive weights and
+ *     activations (c 16, c = 1..3), so that the sum before the global scale
+ *     passes 2^23 at K = 1024 (2^16 in an f16 kernel's units, which are 2^-7
+ *     of the declared ones: an fp16 cast before the global scale gives Inf,
+ *     vLLM #33972); g = 2^-24 (f16 out) or 2^-120 (bf16 out);
+ *   fp4-global-huge: block scales 2^-6..2^-4 (2^-6 always among them: no
+ *     lift) and tiny activations; g = 2^8 with bf16, the largest power of
+ *     two whose rewrite g 2^(126 - 7) stays in f32 (2^127), while the
+ *     kernel's accumulator holds the sums as fp32 subnormals (activations
+ *     c 2^-8); g = 2^32 with f16, activations f16 subnormals c 2^-24. */
+static qv_status fill_fp4_global(qv_problem *p, qv_probe_kind kind, rng *r)
+{
+    const qv_variant *v = p->v;
+    int64_t m = p->m, n = p->n, k = p->k;
+    const int bf = v->afmt == QV_FMT_BF16;
+    unit_scales(p);
+    fill_g_idx(p, r);
+    double g;
+    int tiny = kind == QV_PROBE_FP4_GLOBAL_TINY, huge = kind == QV_PROBE_FP4_GLOBAL_HUGE;
+    for (int64_t i = 0; i < n_scales(p); i++) {
+        uint8_t c = tiny ? (uint8_t)rng_int(r, 0x78, 0x7E)      /* 256 .. 448 */
+                    : huge ? (uint8_t)rng_int(r, 0x08, 0x18) /* 2^-6 .. 2^-4 */
+                           : (uint8_t)rng_int(r, 0x01, 0x07); /* the subnormals 2^-9 .. 7 2^-9 */
+        if (i == 0 && !tiny) c = huge ? 0x08 : 0x01;
+        set_scale_code(p, i, c);
+    }
+    int cmax = k > 1024 ? 1 : 3;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t kk = 0; kk < k; kk++) {
+            double a;
+            if (tiny) a = 16.0 * (double)rng_int(r, 1, 3);
+            else if (huge) a = (double)rng_int(r, -(bf ? cmax : 1), bf ? cmax : 1) * (bf ? 0x1p-8 : 0x1p-24);
+            else a = (double)rng_int(r, -cmax, cmax) * 0x1p7;
+            set_a(p, i, kk, a);
+        }
+    for (int64_t kk = 0; kk < k; kk++)
+        for (int64_t j = 0; j < n; j++) {
+            uint32_t mag = (uint32_t)rng_int(r, 0, 7), sign = tiny ? 0 : (uint32_t)rng_int(r, 0, 1) << 3;
+            ((uint8_t *)p->q)[kk * n + j] = (uint8_t)(sign | mag);
+        }
+    if (tiny) g = v->ofmt == QV_FMT_BF16 ? 0x1p-120 : 0x1p-24;
+    else if (huge) g = bf ? 0x1p8 : 0x1p32;
+    else g = 1.0;
+    for (int64_t j = 0; j < n_scales2(p); j++) set_scale2(p, j, g);
+    unique_bias(p, r);
+    return QV_OK;
+}
+
 /* ---- dispatch ------------------------------------------------------------- */
 
 int ref_probe_applies(const qv_variant *v, qv_probe_kind kind, int64_t m, int64_t n, int64_t k)
@@ -905,6 +1168,14 @@ int ref_probe_applies(const qv_variant *v, qv_probe_kind kind, int64_t m, int64_
         tie_parts tp;
         return find_tie_parts(&probe_p, &tp);
     }
+    /* every code in every column needs K >= 16; the sums of the others stay
+     * exact up to the exact probe's K */
+    case QV_PROBE_FP4_CODES: return v->wfmt == QV_FMT_E2M1 && k >= 16;
+    case QV_PROBE_FP4_SCALE_ENDS:
+        return fp4_weights(v) && (v->sfmt == QV_FMT_E8M0 || v->sfmt == QV_FMT_UE4M3) && k <= 16384;
+    case QV_PROBE_FP4_GLOBAL_ONE:
+    case QV_PROBE_FP4_GLOBAL_TINY:
+    case QV_PROBE_FP4_GLOBAL_HUGE: return nvfp4_weights(v) && k <= 16384;
     default: return 0;
     }
 }
@@ -929,6 +1200,11 @@ qv_status ref_probe_fill(qv_problem *p, qv_probe_kind kind, qv_regime regime, ui
     case QV_PROBE_WITNESS_SCALE_OVERFLOW: return fill_scale_overflow(p);
     case QV_PROBE_WITNESS_RNE_TIE: return fill_rne_tie(p, &r);
     case QV_PROBE_WITNESS_BIAS: return fill_bias(p, &r);
+    case QV_PROBE_FP4_CODES: return fill_fp4_codes(p, &r);
+    case QV_PROBE_FP4_SCALE_ENDS: return fill_fp4_scale_ends(p, &r);
+    case QV_PROBE_FP4_GLOBAL_ONE:
+    case QV_PROBE_FP4_GLOBAL_TINY:
+    case QV_PROBE_FP4_GLOBAL_HUGE: return fill_fp4_global(p, kind, &r);
     default: return qv_fail(QV_ERR_USAGE, "unknown probe kind %d", (int)kind);
     }
 }

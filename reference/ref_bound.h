@@ -9,17 +9,19 @@
 
 /* alpha: ref_alpha of the row; g: sum |a||w| of the element (certified upper
  * bound); s: product of the epilogue scale magnitudes; y: the exact value;
- * ep_ops: fp32 roundings in the epilogue; k: depth; ref_err: the reference's
- * own error bound on y (0 on exact paths). With alpha = 1, g may be any
- * certified bound on the accumulator's error (ref_bound_accum). */
-double ref_bound_element(double alpha, double g, double s, double y, int ep_ops, int64_t k,
+ * ep_ops: fp32 roundings in the epilogue; k: depth; unit: how many declared
+ * units one unit of the kernel's accumulator is (2^-ref_acc_pow2; 1 when it
+ * sums the declared values), which sizes its fp32 underflow; ref_err: the
+ * reference's own error bound on y (0 on exact paths). With alpha = 1, g may
+ * be any certified bound on the accumulator's error (ref_bound_accum). */
+double ref_bound_element(double alpha, double g, double s, double y, int ep_ops, int64_t k, double unit,
                          double ref_err);
 
 /* The same with a bias added between the epilogue's multiplications: n1
  * roundings and scale product s1 before it (y1 = acc * s1, exact), the
  * addition (y2 = y1 + bias), then n2 roundings and scale product s2 (y = y2 * s2). */
 double ref_bound_element_bias(double alpha, double g, double s1, int n1, double y1, double y2, double s2, int n2,
-                              double y, int64_t k, double ref_err);
+                              double y, int64_t k, double unit, double ref_err);
 
 /* How a declared accumulator sums K products, for ref_bound_accum. */
 typedef enum ref_acc_kind {

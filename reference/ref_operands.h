@@ -59,4 +59,15 @@ double ref_round_to(qv_fmt f, double x, int sat);
 /* The accumulation constant alpha of the row (DESIGN.md §3) for depth k. */
 double ref_alpha(const qv_variant *v, int64_t k);
 
+/* The power of two e such that the fp32 accumulator of a kernel reading p's
+ * packed layout holds the declared sum times 2^e: 0 for every layout but
+ * marlin-fp4-nv, whose dequantization leaves each weight 2^-bias small (bias
+ * 14 with f16 activations, 126 with bf16) while its scale bytes carry
+ * s 2^s_pow2, so e = s_pow2 - bias, and the global scale it multiplies in
+ * the epilogue is g 2^-e (layout.h). s_pow2 follows the layout's rule from
+ * p's ue4m3 scales: 7, and with bf16 activations 7 + j, j >= 0 the smallest
+ * that lifts the smallest nonzero scale to s 2^(7 + j) >= 2. The model
+ * accumulates in those units; the bound charges their fp32 underflow. */
+int ref_acc_pow2(const qv_problem *p);
+
 #endif

@@ -692,6 +692,9 @@ qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_trut
 #else
         if (c.o.nonfinite) fix_nonfinite(&c, t, ref_err);
 #endif
+        /* the kernel's accumulator may sum in other units than the declared
+         * ones (marlin-fp4-nv), which moves where fp32 underflow begins */
+        const double unit = ldexp(1.0, -ref_acc_pow2(p));
         for (int64_t i = 0; i < p->m; i++)
             for (int64_t j = 0; j < p->n; j++) {
                 int64_t e = i * p->n + j;
@@ -702,7 +705,7 @@ qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_trut
                 if (!c.y1) {
                     double s = fabs(c.o.col_s1[j] * c.o.col_s2[j] * c.o.row_s[i]);
                     s *= 1.0 + ldexp(1.0, -50); /* three double roundings in the product */
-                    t->bound[e] = ref_bound_element(c.alpha, c.g[e], s, t->y[e], c.o.ep_ops, p->k, ref_err[e]);
+                    t->bound[e] = ref_bound_element(c.alpha, c.g[e], s, t->y[e], c.o.ep_ops, p->k, unit, ref_err[e]);
                     continue;
                 }
                 /* a bias: the scales and roundings on each side of it */
@@ -726,7 +729,7 @@ qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_trut
                 s2 *= 1.0 + ldexp(1.0, -50);
                 double y2 = c.y1[e] + c.o.bias[j];
                 t->bound[e] = ref_bound_element_bias(c.alpha, c.g[e], s1, n1, c.y1[e], y2, s2, n2, t->y[e], p->k,
-                                                     ref_err[e]);
+                                                     unit, ref_err[e]);
             }
     }
     free(ref_err);

@@ -46,8 +46,56 @@ qv_status qv_pack_dir_load(const char *dir, qv_pack_dir *d)
     if (st == QV_OK) st = load_opt(dir, "zeros.npy", &d->z, &d->has_z);
     if (st == QV_OK) st = load_opt(dir, "perm.npy", &d->perm, &d->has_perm);
     if (st == QV_OK) st = load_opt(dir, "g_idx.npy", &d->g_idx, &d->has_g_idx);
+    if (st == QV_OK) st = load_opt(dir, "scale_pow2.npy", &d->pw, &d->has_pw);
+    if (st == QV_OK) st = load_opt(dir, "bias.npy", &d->bias, &d->has_bias);
     if (st != QV_OK) qv_pack_dir_destroy(d);
     return st;
+}
+
+qv_status qv_pack_dir_fp4(const qv_pack_dir *d, const char *dir, qv_layout layout, qv_packed *pk, qv_fmt *bias_fmt)
+{
+    const char *ln = qv_layout_name(layout);
+    const int nv = layout == QV_LAYOUT_MARLIN_FP4_NV;
+    const int g = nv ? 16 : 32; /* the group the kernel reads one scale per */
+    char buf[96];
+    memset(pk, 0, sizeof *pk);
+    *bias_fmt = QV_FMT_NONE;
+    /* 128 = 2 words per column of a 64-wide chunk: N must be a multiple of 64 */
+    if (d->b.dtype != QV_DT_I4 || d->b.ndim != 2 || d->b.shape[1] % 128 || d->b.shape[0] < 1 || d->b.shape[1] < 1)
+        return qv_fail(QV_ERR_SHAPE, "%s/B.npy is %s; %s needs int32 (K/16, 2N) with N a multiple of 64", dir,
+                       qv_array_describe(&d->b, buf, sizeof buf), ln);
+    const int64_t k = d->b.shape[0] * 16, n = d->b.shape[1] / 2;
+    if (k % g) return qv_fail(QV_ERR_SHAPE, "%s/B.npy: K=%lld is not a multiple of %d", dir, (long long)k, g);
+    if (!d->has_s || d->s.ndim != 2 || d->s.dtype != QV_DT_U1 || d->s.shape[0] != k / g || d->s.shape[1] != n)
+        return qv_fail(QV_ERR_SHAPE, "%s/scales.npy %s; %s needs uint8 (%lld, %lld)", dir,
+                       d->has_s ? qv_array_describe(&d->s, buf, sizeof buf) : "does not exist", ln,
+                       (long long)(k / g), (long long)n);
+    if (nv && (!d->has_s2 || d->s2.dtype != QV_DT_F4 || d->s2.count != 1))
+        return qv_fail(QV_ERR_SHAPE, "%s/scales2.npy %s; marlin-fp4-nv needs the f32 global scale, shape (1)", dir,
+                       d->has_s2 ? "is not one float32" : "does not exist");
+    if (nv && (!d->has_pw || d->pw.dtype != QV_DT_I4 || d->pw.count != 1))
+        return qv_fail(QV_ERR_SHAPE, "%s/scale_pow2.npy %s; marlin-fp4-nv needs it (int32, shape (1): the power of "
+                       "two the scale bytes carry)", dir, d->has_pw ? "is not one int32" : "does not exist");
+    if (!nv && (d->has_s2 || d->has_pw))
+        return qv_fail(QV_ERR_FORMAT, "%s: marlin-fp4-mx has no scales2.npy or scale_pow2.npy", dir);
+    if (d->has_z || d->has_perm || d->has_g_idx)
+        return qv_fail(QV_ERR_FORMAT, "%s: %s has no zero points and no act_order", dir, ln);
+    if (d->has_bias) {
+        qv_dtype t = d->bias.dtype;
+        *bias_fmt = t == QV_DT_F2 ? QV_FMT_F16 : t == QV_DT_F4 ? QV_FMT_F32
+                    : (t == QV_DT_U2 || t == QV_DT_BF16) ? QV_FMT_BF16 : QV_FMT_NONE;
+        if (*bias_fmt == QV_FMT_NONE || d->bias.ndim != 1 || d->bias.shape[0] != n)
+            return qv_fail(QV_ERR_SHAPE, "%s/bias.npy is %s; expected (%lld) float16, bf16 (<u2) or float32", dir,
+                           qv_array_describe(&d->bias, buf, sizeof buf), (long long)n);
+    }
+    *pk = (qv_packed){.layout = layout, .k = k, .n = n, .g = g, .b = d->b.data, .b_rows = d->b.shape[0],
+                      .b_cols = d->b.shape[1], .scales = d->s.data, .s_rows = k / g, .s_cols = n, .s_elem = 1,
+                      .s_order = qv_layout_scale_order(layout, QV_SCALE_GROUP, k / g),
+                      .s_pow2 = nv ? ((const int32_t *)d->pw.data)[0] : 0,
+                      .scales2 = nv ? d->s2.data : NULL, .s2_cols = nv ? 1 : 0,
+                      .bias = d->has_bias ? d->bias.data : NULL, .bias_cols = d->has_bias ? n : 0,
+                      .bias_elem = d->has_bias ? qv_dtype_size(d->bias.dtype) : 0};
+    return QV_OK;
 }
 
 void qv_pack_dir_destroy(qv_pack_dir *d)
@@ -58,6 +106,8 @@ void qv_pack_dir_destroy(qv_pack_dir *d)
     qv_array_destroy(&d->z);
     qv_array_destroy(&d->perm);
     qv_array_destroy(&d->g_idx);
+    qv_array_destroy(&d->pw);
+    qv_array_destroy(&d->bias);
     memset(d, 0, sizeof *d);
 }
 

@@ -15,7 +15,8 @@ static void usage(FILE *f)
                "       qvet list --spec SPEC\n\n"
                "Prints every variant of the registry: its weight, activation and output formats,\n"
                "scale layout, group size g, zero points, act_order, packed layout, accumulation,\n"
-               "and whether a GPU kernel and a CPU model exist.\n\n"
+               "and whether a GPU kernel and a CPU model exist (a row without a GPU kernel runs\n"
+               "on --cpu and --plugin; qvet check and fuzz --gpu leave it out).\n\n"
                "  PATTERN   only variants whose name matches this glob (e.g. 'marlin-*')\n"
                "  --json    a JSON array with one object per variant, for scripts\n"
                "  --spec    each row's declared arithmetic as a spec (docs/spec.md), one per line:\n"
@@ -56,17 +57,24 @@ static const char *sat_name(qv_sat s) { return s == QV_SAT_FINITE ? "finite" : "
 
 static void print_table(const char *glob)
 {
-    printf("%-28s %-5s %-5s %-4s %-13s %4s %-3s %-9s %-14s %-15s %-8s %-3s %-3s\n", "name", "w", "a", "out",
+    printf("%-29s %-5s %-5s %-4s %-13s %4s %-3s %-9s %-14s %-15s %-8s %-3s %-3s\n", "name", "w", "a", "out",
            "scales", "g", "zp", "act_order", "act_scale", "layout", "accum", "gpu", "cpu");
+    int no_gpu = 0;
     for (int i = 0; i < qv_registry_count(); i++) {
         const qv_variant *v = qv_registry_get(i);
         if (!qv_variant_match(v, glob)) continue;
-        printf("%-28s %-5s %-5s %-4s %-13s %4d %-3s %-9s %-14s %-15s %-8s %-3s %-3s\n", v->name,
+        printf("%-29s %-5s %-5s %-4s %-13s %4d %-3s %-9s %-14s %-15s %-8s %-3s %-3s\n", v->name,
                fmt_name(v->wfmt), fmt_name(v->afmt), fmt_name(v->ofmt), qv_scale_layout_name(v->scale_layout),
                v->g, v->zero_point ? "yes" : "no", v->act_order ? "yes" : "no", qv_act_scale_name(v->act_scale),
                qv_layout_name(v->layout),
                qv_accum_name(v->arith.accum), v->gpu_kernel ? "yes" : "no", v->cpu_model ? "yes" : "no");
+        no_gpu += !v->gpu_kernel;
     }
+    /* One line after the table when some listed row has no kernel. */
+    if (no_gpu)
+        printf("gpu no: %d row%s without a qvet GPU kernel yet; qvet check/fuzz --gpu leave%s them out, --cpu runs "
+               "the CPU model on the packed layout, --plugin runs your kernel\n",
+               no_gpu, no_gpu == 1 ? "" : "s", no_gpu == 1 ? "s" : "");
 }
 
 /* One "key": value member; first tells whether a comma is needed before it. */
@@ -167,7 +175,7 @@ static int print_specs(const char *glob)
             rc = 3;
             continue;
         }
-        printf("%-28s %s\n", v->name, spec);
+        printf("%-29s %s\n", v->name, spec);
     }
     return rc;
 }

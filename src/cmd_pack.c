@@ -512,61 +512,20 @@ static qv_status unpack_dir(qv_layout layout, qv_fmt plain_wfmt, const char *dir
     return st;
 }
 
-/* dir/name as a .npy into *a when the file exists (*present says whether). */
-static qv_status load_if(const char *dir, const char *name, qv_array *a, int *present)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    struct stat st;
-    *present = stat(path, &st) == 0;
-    return *present ? qv_npy_load(path, a) : QV_OK;
-}
-
 /* qvet unpack for the FP4 layouts: DIR's B, scales, scales2, scale_pow2 and
  * bias through ref_unpack into OUTDIR's logical q, scales, scales2 and bias. */
 static qv_status unpack_fp4_dir(qv_layout layout, qv_fmt afmt, const char *dir, const char *out)
 {
-    const char *ln = qv_layout_name(layout);
     const int nv = layout == QV_LAYOUT_MARLIN_FP4_NV;
-    const int g = nv ? 16 : 32;
-    char buf[96];
     qv_pack_dir d;
-    qv_array pw = {0}, bias = {0};
-    int has_pw = 0, has_bias = 0;
-    qv_status st = qv_pack_dir_load(dir, &d);
-    if (st == QV_OK) st = load_if(dir, "scale_pow2.npy", &pw, &has_pw);
-    if (st == QV_OK) st = load_if(dir, "bias.npy", &bias, &has_bias);
-    int64_t k = 0, n = 0;
-    if (st == QV_OK && (d.b.dtype != QV_DT_I4 || d.b.ndim != 2 || d.b.shape[1] % 128 || d.b.shape[0] < 1))
-        st = qv_fail(QV_ERR_SHAPE, "%s/B.npy is %s; %s needs int32 (K/16, 2N) with N a multiple of 64", dir,
-                     qv_array_describe(&d.b, buf, sizeof buf), ln);
-    if (st == QV_OK) {
-        k = d.b.shape[0] * 16;
-        n = d.b.shape[1] / 2;
-        if (k % g) st = qv_fail(QV_ERR_SHAPE, "%s/B.npy: K=%lld is not a multiple of %d", dir, (long long)k, g);
-    }
-    if (st == QV_OK && (!d.has_s || d.s.ndim != 2 || d.s.dtype != QV_DT_U1 || d.s.shape[0] != k / g || d.s.shape[1] != n))
-        st = qv_fail(QV_ERR_SHAPE, "%s/scales.npy %s; %s needs uint8 (%lld, %lld)", dir,
-                     d.has_s ? qv_array_describe(&d.s, buf, sizeof buf) : "does not exist", ln, (long long)(k / g),
-                     (long long)n);
-    if (st == QV_OK && nv && (!d.has_s2 || d.s2.dtype != QV_DT_F4 || d.s2.count != 1))
-        st = qv_fail(QV_ERR_SHAPE, "%s/scales2.npy %s; marlin-fp4-nv needs the f32 global scale, shape (1)", dir,
-                     d.has_s2 ? "is not one float32" : "does not exist");
-    if (st == QV_OK && nv && (!has_pw || pw.dtype != QV_DT_I4 || pw.count != 1))
-        st = qv_fail(QV_ERR_SHAPE, "%s/scale_pow2.npy %s; marlin-fp4-nv needs it (int32, shape (1): the power of two "
-                     "the scale bytes carry)", dir, has_pw ? "is not one int32" : "does not exist");
-    if (st == QV_OK && !nv && (d.has_s2 || has_pw))
-        st = qv_fail(QV_ERR_FORMAT, "%s: marlin-fp4-mx has no scales2.npy or scale_pow2.npy", dir);
-    if (st == QV_OK && (d.has_z || d.has_perm || d.has_g_idx))
-        st = qv_fail(QV_ERR_FORMAT, "%s: %s has no zero points and no act_order", dir, ln);
+    qv_packed pk;
     qv_fmt bfmt = QV_FMT_NONE;
-    if (st == QV_OK && has_bias) {
-        bfmt = bias.dtype == QV_DT_F2 ? QV_FMT_F16 : bias.dtype == QV_DT_F4 ? QV_FMT_F32
-               : (bias.dtype == QV_DT_U2 || bias.dtype == QV_DT_BF16) ? QV_FMT_BF16 : QV_FMT_NONE;
-        if (bfmt == QV_FMT_NONE || bias.ndim != 1 || bias.shape[0] != n)
-            st = qv_fail(QV_ERR_SHAPE, "%s/bias.npy is %s; expected (%lld) float16, bf16 (<u2) or float32", dir,
-                         qv_array_describe(&bias, buf, sizeof buf), (long long)n);
-    }
+    qv_status st = qv_pack_dir_load(dir, &d);
+    if (st == QV_OK) st = qv_pack_dir_fp4(&d, dir, layout, &pk, &bfmt);
+    const int has_bias = st == QV_OK && d.has_bias;
+    qv_array bias = d.bias;
+    const int64_t k = st == QV_OK ? pk.k : 0, n = st == QV_OK ? pk.n : 0;
+    const int g = nv ? 16 : 32;
     qv_variant v = {.name = "qvet unpack", .layout = layout, .wfmt = QV_FMT_E2M1, .afmt = afmt, .ofmt = afmt,
                     .sfmt = nv ? QV_FMT_UE4M3 : QV_FMT_E8M0, .scale_layout = QV_SCALE_GROUP, .g = g,
                     .s2fmt = nv ? QV_FMT_F32 : QV_FMT_NONE, .s2_layout = nv ? QV_SCALE_TENSOR : QV_SCALE_NONE,
@@ -581,16 +540,7 @@ static qv_status unpack_fp4_dir(qv_layout layout, qv_fmt afmt, const char *dir, 
         if (!p.q || !p.scales || (has_bias && !p.bias))
             st = qv_fail(QV_ERR_NOMEM, "out of memory decoding K=%lld N=%lld", (long long)k, (long long)n);
     }
-    if (st == QV_OK) {
-        qv_packed pk = {.layout = layout, .k = k, .n = n, .g = g, .b = d.b.data, .b_rows = d.b.shape[0],
-                        .b_cols = d.b.shape[1], .scales = d.s.data, .s_rows = k / g, .s_cols = n, .s_elem = 1,
-                        .s_order = qv_layout_scale_order(layout, QV_SCALE_GROUP, k / g),
-                        .s_pow2 = nv ? ((const int32_t *)pw.data)[0] : 0,
-                        .scales2 = nv ? d.s2.data : NULL, .s2_cols = nv ? 1 : 0,
-                        .bias = has_bias ? bias.data : NULL, .bias_cols = has_bias ? n : 0,
-                        .bias_elem = has_bias ? qv_dtype_size(bias.dtype) : 0};
-        st = ref_unpack(&pk, &p);
-    }
+    if (st == QV_OK) st = ref_unpack(&pk, &p);
     if (st == QV_OK) st = make_dir(out);
     if (st == QV_OK) st = save(out, "q.npy", QV_DT_U1, 2, k, n, p.q);
     if (st == QV_OK) st = save(out, "scales.npy", QV_DT_U1, 2, k / g, n, p.scales);
@@ -611,8 +561,6 @@ static qv_status unpack_fp4_dir(qv_layout layout, qv_fmt afmt, const char *dir, 
     free(p.q);
     free(p.scales);
     free(p.bias);
-    qv_array_destroy(&pw);
-    qv_array_destroy(&bias);
     qv_pack_dir_destroy(&d);
     return st;
 }

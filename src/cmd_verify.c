@@ -51,7 +51,8 @@ static void usage(FILE *f)
             "  --packed DIR      a registry row's weights from DIR/B.npy, scales.npy, scales2.npy,\n"
             "                    zeros.npy, perm.npy, g_idx.npy as `qvet pack` writes them, decoded\n"
             "                    by the reference's independent decoder (replaces --q/--scales/...;\n"
-            "                    a spec has no packed layout)\n"
+            "                    a spec has no packed layout); for the FP4 rows also scale_pow2.npy\n"
+            "                    and bias.npy (replacing --bias)\n"
             "  --path P          force the reference path: int64, fixed128, mpfr, dgemm+cert\n"
             "  --json            print one JSON object (with \"variant\" and its \"spec\") instead\n"
             "                    of the text report\n\n"
@@ -245,10 +246,36 @@ static qv_status load_g_idx(const char *path, qv_problem *p)
     return st;
 }
 
+/* An FP4 row's weights, scales, global scale and bias from its `qvet pack`
+ * folder, decoded as the row's kernel reads them (with its activation
+ * format: NVFP4's scale bytes and global scale depend on it). */
+static qv_status load_packed_fp4(const char *dir, qv_problem *p)
+{
+    const qv_variant *v = p->v;
+    qv_pack_dir d;
+    qv_packed pk;
+    qv_fmt bfmt = QV_FMT_NONE;
+    qv_status st = qv_pack_dir_load(dir, &d);
+    if (st == QV_OK) st = qv_pack_dir_fp4(&d, dir, v->layout, &pk, &bfmt);
+    if (st == QV_OK && (pk.k != p->k || pk.n != p->n))
+        st = qv_fail(QV_ERR_SHAPE, "%s/B.npy holds K=%lld N=%lld; --a and --out give K=%lld N=%lld", dir,
+                     (long long)pk.k, (long long)pk.n, (long long)p->k, (long long)p->n);
+    if (st == QV_OK && (v->bias_fmt != QV_FMT_NONE) != d.has_bias)
+        st = qv_fail(QV_ERR_USAGE, "%s: %s %s a bias, and the folder %s bias.npy", dir, v->name,
+                     v->bias_fmt != QV_FMT_NONE ? "adds" : "has no", d.has_bias ? "has" : "has no");
+    if (st == QV_OK && d.has_bias && bfmt != v->bias_fmt)
+        st = qv_fail(QV_ERR_DTYPE, "%s/bias.npy holds %s values; %s adds a %s bias", dir, fname(bfmt), v->name,
+                     fname(v->bias_fmt));
+    if (st == QV_OK) st = ref_unpack(&pk, p);
+    qv_pack_dir_destroy(&d);
+    return st;
+}
+
 /* Weights from a `qvet pack` folder, through the reference's own decoder. */
 static qv_status load_packed(const char *dir, qv_problem *p)
 {
     const qv_variant *v = p->v;
+    if (qv_layout_is_fp4(v->layout)) return load_packed_fp4(dir, p);
     qv_pack_dir d;
     char buf[96];
     qv_status st = qv_pack_dir_load(dir, &d);
@@ -348,8 +375,13 @@ static qv_status load_problem(const verify_args *va, const qv_variant *v, qv_pro
         const operand op = operand_of("--azp", QV_FMT_I32, "az=i32");
         QV_TRY(load_into(&op, va->azp, 1, v->azp == QV_AZP_TOKEN ? m : 1, p->azp, 0));
     }
-    QV_TRY(want(va->bias, v->bias_fmt != QV_FMT_NONE, v, "--bias", "bias"));
-    if (p->bias) {
+    /* An FP4 folder holds the bias in the order its kernel reads it. */
+    const int fp4_packed = va->packed && qv_layout_is_fp4(v->layout);
+    if (fp4_packed && va->bias)
+        return qv_fail(QV_ERR_USAGE, "--packed %s holds %s's bias (bias.npy, in its kernel's order): drop --bias",
+                       va->packed, v->name);
+    if (!fp4_packed) QV_TRY(want(va->bias, v->bias_fmt != QV_FMT_NONE, v, "--bias", "bias"));
+    if (p->bias && !fp4_packed) {
         const operand op = operand_of("--bias", v->bias_fmt, "bias=%s", fname(v->bias_fmt));
         QV_TRY(load_into(&op, va->bias, 1, p->n, p->bias, 1));
     }

@@ -323,7 +323,8 @@ static qv_status check_problem(const qv_problem *p)
             return qv_fail(QV_ERR_SHAPE, "%s: group size g=%d is not a multiple of 16 (a group is whole tiles)",
                            ln, p->g);
         if (p->k % p->g)
-            return qv_fail(QV_ERR_SHAPE, "%s: group size g=%d does not divide K=%lld", ln, p->g, (long long)p->k);
+            return qv_fail(QV_ERR_SHAPE, "%s: group size g=%d does not divide K=%lld (the last scale group would be "
+                           "partial)", ln, p->g, (long long)p->k);
     }
     /* The FP4 layouts were checked by check_fp4_row; the switch covers the others. */
     if (!qv_layout_is_fp4(l)) switch (l) {

@@ -78,6 +78,24 @@
      .arith = arith_,                                                                                   \
      .gpu_kernel = 1, .cpu_model = 1}
 
+/* The Marlin FP4 weight-only rows (vLLM's marlin_utils_fp4.py layouts): e2m1
+ * codes times an e8m0 (MXFP4, per 32 along K) or ue4m3 (NVFP4, per 16, with
+ * the f32 global scale as a second-level tensor scale) block scale, one
+ * rounding to the activation format (exact for every code and scale the
+ * layouts carry, overflow to Inf aside), f16 or bf16 activations and the
+ * same format out, an optional bias in that format added in fp32 before the
+ * single output rounding. The GPU kernels do not exist yet (gpu_kernel 0):
+ * the rows run on the CPU model through qv_pack and ref_unpack. */
+#define FP4_ROW(name_, sfmt_, g_, s2fmt_, layout_, act_, bias_, arith_, summary_)                        \
+    {.name = (name_), .summary = (summary_), .family = "marlin",                                        \
+     .wfmt = QV_FMT_E2M1, .afmt = (act_), .ofmt = (act_), .sfmt = (sfmt_),                              \
+     .scale_layout = QV_SCALE_GROUP, .g = (g_), .zero_point = 0, .act_order = 0,                        \
+     .s2fmt = (s2fmt_), .s2_layout = (s2fmt_) == QV_FMT_NONE ? QV_SCALE_NONE : QV_SCALE_TENSOR,         \
+     .act_scale = QV_ASCALE_NONE, .azp = QV_AZP_NONE, .bias_fmt = (bias_),                              \
+     .layout = (layout_), .n_tile = 64, .k_tile = 16,                                                   \
+     .arith = arith_,                                                                                   \
+     .gpu_kernel = 0, .cpu_model = 1}
+
 static const qv_variant registry[] = {
     /*         name           format (weights, activations, output)
      *         summary */
@@ -191,6 +209,35 @@ static const qv_variant registry[] = {
     W8A8_ROW("w8a8-fp8-block128",     QV_FMT_E4M3, QV_SCALE_BLOCK,   QV_ASCALE_TOKEN_BLOCK, QV_AZP_NONE,
              ARITH_FP8(QV_EP_END),
              "fp8 e4m3 x e4m3, per-token x 128-K activation groups, 128x128 weight blocks (scales applied at each promotion), promoted to fp32"),
+    /* The FP4 rows come last: a row's place seeds its fixed suite's data
+     * (fuzz/gen.c), so appending keeps every earlier row's cases as they were. */
+    /*      name                             scale        g   second scale  layout
+     *      act, out     bias         arithmetic
+     *      summary */
+    FP4_ROW("marlin-mxfp4a16-g32-bf16",      QV_FMT_E8M0,  32, QV_FMT_NONE, QV_LAYOUT_MARLIN_FP4_MX,
+            QV_FMT_BF16, QV_FMT_NONE, ARITH_TC(QV_DQ_MUL_RN, QV_EP_END),
+            "MXFP4 (e2m1, e8m0 scale per 32) x bf16, bf16 dequant multiply, Marlin FP4 layout"),
+    FP4_ROW("marlin-mxfp4a16-g32-f16",       QV_FMT_E8M0,  32, QV_FMT_NONE, QV_LAYOUT_MARLIN_FP4_MX,
+            QV_FMT_F16,  QV_FMT_NONE, ARITH_TC(QV_DQ_MUL_RN, QV_EP_END),
+            "MXFP4 (e2m1, e8m0 scale per 32) x f16, f16 dequant multiply, Marlin FP4 layout"),
+    FP4_ROW("marlin-mxfp4a16-g32-bias-bf16", QV_FMT_E8M0,  32, QV_FMT_NONE, QV_LAYOUT_MARLIN_FP4_MX,
+            QV_FMT_BF16, QV_FMT_BF16, ARITH_TC(QV_DQ_MUL_RN, QV_EP_ADD_BIAS),
+            "MXFP4 x bf16 with a bf16 bias added in fp32 before the output cast (gpt-oss)"),
+    FP4_ROW("marlin-mxfp4a16-g32-bias-f16",  QV_FMT_E8M0,  32, QV_FMT_NONE, QV_LAYOUT_MARLIN_FP4_MX,
+            QV_FMT_F16,  QV_FMT_F16,  ARITH_TC(QV_DQ_MUL_RN, QV_EP_ADD_BIAS),
+            "MXFP4 x f16 with an f16 bias added in fp32 before the output cast"),
+    FP4_ROW("marlin-nvfp4a16-g16-f16",       QV_FMT_UE4M3, 16, QV_FMT_F32,  QV_LAYOUT_MARLIN_FP4_NV,
+            QV_FMT_F16,  QV_FMT_NONE, ARITH_TC(QV_DQ_MUL_RN, QV_EP_MUL_WSCALE2),
+            "NVFP4 (e2m1, ue4m3 scale per 16, fp32 global scale) x f16, global scale in the fp32 epilogue"),
+    FP4_ROW("marlin-nvfp4a16-g16-bf16",      QV_FMT_UE4M3, 16, QV_FMT_F32,  QV_LAYOUT_MARLIN_FP4_NV,
+            QV_FMT_BF16, QV_FMT_NONE, ARITH_TC(QV_DQ_MUL_RN, QV_EP_MUL_WSCALE2),
+            "NVFP4 (e2m1, ue4m3 scale per 16, fp32 global scale) x bf16, global scale in the fp32 epilogue"),
+    FP4_ROW("marlin-nvfp4a16-g16-bias-f16",  QV_FMT_UE4M3, 16, QV_FMT_F32,  QV_LAYOUT_MARLIN_FP4_NV,
+            QV_FMT_F16,  QV_FMT_F16,  ARITH_TC(QV_DQ_MUL_RN, QV_EP_MUL_WSCALE2, QV_EP_ADD_BIAS),
+            "NVFP4 x f16, global scale then an f16 bias in the fp32 epilogue"),
+    FP4_ROW("marlin-nvfp4a16-g16-bias-bf16", QV_FMT_UE4M3, 16, QV_FMT_F32,  QV_LAYOUT_MARLIN_FP4_NV,
+            QV_FMT_BF16, QV_FMT_BF16, ARITH_TC(QV_DQ_MUL_RN, QV_EP_MUL_WSCALE2, QV_EP_ADD_BIAS),
+            "NVFP4 x bf16, global scale then a bf16 bias in the fp32 epilogue"),
 };
 #define N_VARIANTS ((int)(sizeof registry / sizeof registry[0]))
 
@@ -288,8 +335,8 @@ qv_status qv_variant_check_shape(const qv_variant *v, int64_t m, int64_t n, int6
         return qv_fail(QV_ERR_SHAPE, "%s: K=%lld is not a multiple of %d (the layout's K tile)",
                        v->name, (long long)k, v->k_tile);
     if (v->g > 0 && k % v->g)
-        return qv_fail(QV_ERR_SHAPE, "%s: group size g=%d does not divide K=%lld", v->name, v->g,
-                       (long long)k);
+        return qv_fail(QV_ERR_SHAPE, "%s: group size g=%d does not divide K=%lld (the last scale group would be "
+                       "partial)", v->name, v->g, (long long)k);
     if (v->zp_layout == QV_SCALE_GROUP && v->zp_g > 0 && k % v->zp_g)
         return qv_fail(QV_ERR_SHAPE, "%s: zero-point group size %d does not divide K=%lld", v->name, v->zp_g,
                        (long long)k);

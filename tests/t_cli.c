@@ -52,19 +52,42 @@ START_TEST(test_list_bad_option)
 }
 END_TEST
 
-/* The table has a header line and one line per variant, each starting with its name. */
+/* The rows without a GPU kernel. */
+static int rows_without_gpu(const char *glob)
+{
+    int n = 0;
+    for (int i = 0; i < qv_registry_count(); i++)
+        n += qv_variant_match(qv_registry_get(i), glob) && !qv_registry_get(i)->gpu_kernel;
+    return n;
+}
+
+/* The table has a header line and one line per variant, each starting with its
+ * name, then, when some listed row has no GPU kernel, one line that counts
+ * them and says what runs them; a pattern of rows that all have one prints
+ * no such line. */
 START_TEST(test_list_table)
 {
     run_result r = qvet_run((const char *[]){"list", NULL});
     ck_assert_int_eq(r.rc, 0);
     int lines = 0;
     for (char *p = r.out; *p; p++) lines += *p == '\n';
-    ck_assert_int_eq(lines, qv_registry_count() + 1);
+    int no_gpu = rows_without_gpu(NULL);
+    ck_assert_int_gt(no_gpu, 0);
+    ck_assert_int_eq(lines, qv_registry_count() + 2);
     for (int i = 0; i < qv_registry_count(); i++) {
         char want[128];
         snprintf(want, sizeof want, "\n%s ", qv_registry_get(i)->name);
         ck_assert_msg(strstr(r.out, want), "table lacks a line for %s", qv_registry_get(i)->name);
     }
+    char want[160];
+    snprintf(want, sizeof want, "\ngpu no: %d rows without a qvet GPU kernel yet; qvet check/fuzz --gpu leave them out",
+             no_gpu);
+    ck_assert_msg(strstr(r.out, want), "no line says which rows have no GPU kernel:\n%s", r.out);
+    run_free(&r);
+    ck_assert_int_eq(rows_without_gpu("qqq-*"), 0);
+    r = qvet_run((const char *[]){"list", "qqq-*", NULL});
+    ck_assert_int_eq(r.rc, 0);
+    ck_assert_ptr_null(strstr(r.out, "gpu no:"));
     run_free(&r);
 }
 END_TEST
@@ -96,6 +119,30 @@ static void expect_bool(const qv_json *row, const char *key, int want)
     ck_assert_msg(qv_json_type_of(b) == QV_JSON_BOOL, "key \"%s\" missing or not a bool", key);
     ck_assert_msg(b->boolean == !!want, "\"%s\": %d, expected %d", key, b->boolean, !!want);
 }
+
+/* Registry invariants: names are unique, the Marlin and cuBLAS ones end in
+ * the output format; every row has a CPU model; a row without a GPU kernel
+ * is no baseline (bench compares against the cuBLAS rows); the FP4 layouts
+ * hold e2m1 codes and nothing else does. */
+START_TEST(test_registry_invariants)
+{
+    for (int i = 0; i < qv_registry_count(); i++) {
+        const qv_variant *v = qv_registry_get(i);
+        for (int j = 0; j < i; j++) ck_assert_msg(strcmp(v->name, qv_registry_get(j)->name), "%s twice", v->name);
+        /* README "Variant names": the cuBLAS and Marlin rows end in their output format */
+        if (!strcmp(v->family, "marlin") || !strcmp(v->family, "cublas")) {
+            const char *dash = strrchr(v->name, '-');
+            ck_assert_msg(dash && !strcmp(dash + 1, fmt_name(v->ofmt)), "%s: name does not end in its output format %s",
+                          v->name, fmt_name(v->ofmt));
+        }
+        ck_assert_msg(v->cpu_model, "%s has no CPU model", v->name);
+        ck_assert_msg(v->gpu_kernel || strcmp(v->family, "cublas"), "%s: a baseline without a kernel", v->name);
+        int fp4_layout = v->layout == QV_LAYOUT_MARLIN_FP4_MX || v->layout == QV_LAYOUT_MARLIN_FP4_NV;
+        ck_assert_msg(fp4_layout == (v->wfmt == QV_FMT_E2M1), "%s: layout %s with %s codes", v->name,
+                      qv_layout_name(v->layout), fmt_name(v->wfmt));
+    }
+}
+END_TEST
 
 /* Row _i of `qvet list --json` describes registry row _i, field by field. */
 START_TEST(test_list_json_row)
@@ -143,7 +190,8 @@ END_TEST
 START_TEST(test_list_json_families)
 {
     static const char *const families[] = {"cublas-", "marlin-w4a16-", "marlin-w8a16-", "marlin-fp8a16-",
-                                           "qqq-w4a8-", "w8a8-i8-", "w8a8-fp8-"};
+                                           "marlin-mxfp4a16-", "marlin-nvfp4a16-", "qqq-w4a8-", "w8a8-i8-",
+                                           "w8a8-fp8-"};
     qv_json *j = list_json(NULL);
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
         int found = 0;
@@ -176,6 +224,7 @@ int main(void)
     tcase_add_test(tc, test_list_help);
     tcase_add_test(tc, test_list_bad_option);
     tcase_add_test(tc, test_list_table);
+    tcase_add_test(tc, test_registry_invariants);
     tcase_add_loop_test(tc, test_list_json_row, 0, qv_registry_count());
     tcase_add_test(tc, test_list_json_families);
     return suite_run(s);

@@ -330,7 +330,13 @@ START_TEST(test_rtn_bound)
                 bound = fabs(x) * ldexp(1.0, -fi->man_bits - 1) + 1e-30; /* half an ulp */
             else if (v->wfmt == QV_FMT_E4M3)
                 bound = fabs(x) * ldexp(1.0, -4) + sc * ldexp(1.0, -10); /* half ulp: 3 mantissa bits; subnormal step 2^-9 */
-            else if (v->scale_layout == QV_SCALE_GROUP_CHANNEL)
+            else if (v->wfmt == QV_FMT_E2M1) {
+                /* e2m1 under the block scale times the global one: half the code
+                 * spacing at |x| / s (0.5 below 2, 1 below 4, 2 up to 6), and
+                 * past 6 s what the saturation to 6 s leaves out */
+                double sa = sc * qv_problem_scale2(&p, j), r = fabs(x) / sa;
+                bound = sa * (r > 6 ? r - 6 : r < 2 ? 0.25 : r < 4 ? 0.5 : 1.0);
+            } else if (v->scale_layout == QV_SCALE_GROUP_CHANNEL)
                 /* int8 per channel (half a step of s2), then int4 of the int8 value
                  * (half a group step, plus the int8 re-rounding's half) */
                 bound = p.scales2[j] * (0.5 + 0.5 * sc + 0.5);
@@ -346,6 +352,78 @@ START_TEST(test_rtn_bound)
     free(w);
     free(we);
     qv_problem_destroy(&p);
+}
+END_TEST
+
+/* The FP4 quantizers on hand-derived blocks (quantize.c's rules), as the
+ * CPU model's problem holds them: scale codes, the NVFP4 global scale and the
+ * dequantized weights (qv_problem_weight_f32), for f16 and bf16 rows.
+ *   MXFP4, column 0: block 0 holds e2m1 values times 2^-3 (absmax 0.75:
+ *     X = 2^(floor(log2 0.75) - 2) = 2^-3, code 124), which come back
+ *     exactly; block 1 holds 7, 2.5, -0.25 times 2^-3 (absmax 0.875: X = 2^-3
+ *     again): 7 saturates to 6, 2.5 ties to the even code 2, -0.25 ties to
+ *     -0. Every other column is zero (X = 1, code 127).
+ *   NVFP4, column 0: the tensor's absmax 2.625 gives g = 2.625 / 2688 =
+ *     2^-10; block 0 holds 6, -4, 1.5, 0.5 times 448 g (s = 448), block 1
+ *     holds 3, -1, 0.5 times g (s = 0.5, codes 6, -2, 1), all exact; block 2
+ *     holds 6 2^-9 g (s = 2^-9: exact with f16; bf16 raises it to 2^-6, the
+ *     smallest scale the lift carries beside 448, and 0.75 ties to 1: 2^-16). */
+START_TEST(test_fp4_quantizer)
+{
+    static const char *const rows[] = {"marlin-mxfp4a16-g32-bf16", "marlin-mxfp4a16-g32-f16",
+                                       "marlin-nvfp4a16-g16-f16", "marlin-nvfp4a16-g16-bf16"};
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        const qv_variant *v = qv_variant_find(rows[r]);
+        ck_assert_ptr_nonnull(v);
+        const int nv = v->sfmt == QV_FMT_UE4M3, bf = v->afmt == QV_FMT_BF16;
+        const int n = 64, k = nv ? 48 : 64;
+        float *w = calloc((size_t)(n * k), sizeof(float)); /* (n, k): row j is column j of the problem */
+        double want[64];
+        int nw = 0;
+        if (!nv) {
+            static const double b0[] = {6, -3, 0.5, -0.0, 4, 1.5, -6, 1, 2, -0.5, 3, -1.5};
+            for (int t = 0; t < 12; t++) w[t] = (float)ldexp(b0[t], -3), want[nw++] = ldexp(b0[t], -3);
+            for (int t = 12; t < 32; t++) want[nw++] = 0;
+            static const double b1[] = {7, 2.5, -0.25}, b1_out[] = {6, 2, -0.0};
+            for (int t = 0; t < 3; t++) w[32 + t] = (float)ldexp(b1[t], -3), want[nw++] = ldexp(b1_out[t], -3);
+            for (int t = 35; t < 64; t++) want[nw++] = 0;
+        } else {
+            static const double b0[] = {6, -4, 1.5, 0.5};
+            for (int t = 0; t < 4; t++) w[t] = (float)ldexp(b0[t] * 448, -10), want[nw++] = ldexp(b0[t] * 448, -10);
+            for (int t = 4; t < 16; t++) want[nw++] = 0;
+            static const double b1[] = {3, -1, 0.5};
+            for (int t = 0; t < 3; t++) w[16 + t] = (float)ldexp(b1[t], -10), want[nw++] = ldexp(b1[t], -10);
+            for (int t = 19; t < 32; t++) want[nw++] = 0;
+            w[32] = (float)ldexp(6, -19);
+            want[nw++] = bf ? ldexp(1.0, -16) : ldexp(6, -19);
+            for (int t = 33; t < 48; t++) want[nw++] = 0;
+        }
+        qv_problem p;
+        ck_assert_msg(qv_quantize_weights(v, w, n, k, 1, &p) == QV_OK, "%s: %s", v->name, qv_errmsg());
+        ck_assert_int_eq(p.k, k);
+        const uint8_t *sc = p.scales;
+        if (!nv) {
+            ck_assert_int_eq(sc[0], 124);     /* block 0, column 0 */
+            ck_assert_int_eq(sc[n], 124);     /* block 1, column 0 */
+            ck_assert_int_eq(sc[1], 127);     /* a zero block */
+        } else {
+            ck_assert(p.scales2[0] == 0x1p-10f);
+            ck_assert_int_eq(sc[0], 0x7E);    /* 448 */
+            ck_assert_int_eq(sc[n], 0x30);    /* 0.5 */
+            ck_assert_int_eq(sc[2 * n], bf ? 0x08 : 0x01); /* 2^-6 raised, or 2^-9 */
+        }
+        float *we = malloc(sizeof(float) * (size_t)(p.k * p.n));
+        ck_assert(qv_problem_weight_f32(&p, we) == QV_OK);
+        for (int kk = 0; kk < k; kk++) {
+            double got = we[kk * p.n + 0];
+            ck_assert_msg(got == want[kk] && signbit(got) == signbit(want[kk]), "%s: w[%d][0] = %a, hand-derived %a",
+                          v->name, kk, got, want[kk]);
+            for (int j = 1; j < n; j++) ck_assert(we[kk * p.n + j] == 0);
+        }
+        free(we);
+        free(w);
+        qv_problem_destroy(&p);
+    }
 }
 END_TEST
 
@@ -586,6 +664,7 @@ int main(void)
     tcase_add_test(tc, test_forward_is_causal_and_position_aware);
     tcase_add_loop_test(tc, test_quantized_cpu_paths, 0, qv_registry_count());
     tcase_add_loop_test(tc, test_rtn_bound, 0, qv_registry_count());
+    tcase_add_test(tc, test_fp4_quantizer);
     tcase_add_test(tc, test_padded_shapes);
     tcase_add_test(tc, test_protocol_math);
     tcase_add_test(tc, test_protocol_chunks);

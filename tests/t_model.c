@@ -242,15 +242,42 @@ END_TEST
 /* An independent rendering of tensor-core fp32 accumulation, as adversarial
  * as the declared model allows: blocks of 16 products aligned to the largest
  * exponent among them and the accumulator, each product truncated to the
- * accumulator's 24 bits at that alignment, the block sum truncated again, and
- * four split-K slices reduced in fp32 in reverse order. Written from the
- * problem's accessors only (qv_problem_a/wq/scale, qv_encode). */
+ * accumulator's 24 bits at that alignment (never finer than fp32's subnormal
+ * quantum 2^-149), the block sum truncated again, and four split-K slices
+ * reduced in fp32 in reverse order; then the epilogue's steps in order, in
+ * fp32. A kernel reading marlin-fp4-nv sums in its own units (layout.h): the
+ * weights times 2^(s_pow2 - bias), bias 14 (f16) or 126 (bf16), s_pow2 = 7
+ * raised for bf16 until the smallest nonzero block scale s 2^s_pow2 reaches
+ * 2, and the global scale times 2^(bias - s_pow2); so does this rendering.
+ * Written from the problem's accessors only (qv_problem_a/wq/scale/scale2,
+ * qv_encode). */
 static double trunc_to(double x, double quantum) { return trunc(x / quantum) * quantum; }
+
+/* The fp32 truncation quantum at exponent e: 2^(e - 23), at least 2^-149. */
+static double quantum_at(int e) { return ldexp(1.0, e - 23 < -149 ? -149 : e - 23); }
+
+/* The power of two a marlin-fp4-nv kernel's accumulator holds the declared
+ * sums times (0 for every other layout), from the layout's definition. */
+static int kernel_units(const qv_problem *p)
+{
+    const qv_variant *v = p->v;
+    if (v->layout != QV_LAYOUT_MARLIN_FP4_NV) return 0;
+    int s_pow2 = 7, bias = v->afmt == QV_FMT_BF16 ? 126 : 14;
+    double lo = INFINITY;
+    for (int64_t kk = 0; kk < p->k; kk++)
+        for (int64_t j = 0; j < p->n; j++) {
+            double sc = qv_problem_scale(p, kk, j);
+            if (sc > 0 && sc < lo) lo = sc;
+        }
+    while (v->afmt == QV_FMT_BF16 && isfinite(lo) && ldexp(lo, s_pow2) < 2.0) s_pow2++;
+    return s_pow2 - bias;
+}
 
 static void tensor_core_model(const qv_problem *p, uint16_t *out)
 {
     const qv_variant *v = p->v;
     int64_t m = p->m, n = p->n, k = p->k, slices = 4, ks = (k + slices - 1) / slices;
+    int eu = kernel_units(p);
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
             float part[4] = {0, 0, 0, 0};
@@ -263,18 +290,24 @@ static void tensor_core_model(const qv_problem *p, uint16_t *out)
                         double w = qv_problem_wq(p, kk, j);
                         if (v->arith.dequant == QV_DQ_MUL_RN)
                             w = qv_decode(v->afmt, qv_encode(v->afmt, w * qv_problem_scale(p, kk, j), QV_SAT_NONE));
-                        prod[np] = qv_problem_a(p, i, kk) * w;
+                        prod[np] = ldexp(qv_problem_a(p, i, kk) * w, eu);
                         if (prod[np] != 0 && ilogb(prod[np]) > emax) emax = ilogb(prod[np]);
                         np++;
                     }
-                    double q = ldexp(1.0, emax - 23), s = trunc_to(acc, q);
+                    double q = quantum_at(emax), s = trunc_to(acc, q);
                     for (int t = 0; t < np; t++) s += trunc_to(prod[t], q);
-                    acc = (float)s == s ? s : trunc_to(s, ldexp(1.0, ilogb(s) - 23));
+                    acc = (float)s == s ? s : trunc_to(s, quantum_at(ilogb(s)));
                 }
                 part[sl] = (float)acc;
             }
             float x = ((part[3] + part[2]) + part[1]) + part[0];
-            if (v->arith.epilogue[0] == QV_EP_MUL_WSCALE) x = x * (float)qv_problem_scale(p, 0, j);
+            for (int st = 0; st < QV_EP_MAX && v->arith.epilogue[st] != QV_EP_END; st++)
+                switch (v->arith.epilogue[st]) {
+                case QV_EP_MUL_WSCALE: x = x * (float)qv_problem_scale(p, 0, j); break;
+                case QV_EP_MUL_WSCALE2: x = x * (float)ldexp(qv_problem_scale2(p, j), -eu); break;
+                case QV_EP_ADD_BIAS: x = x + p->bias[j]; break;
+                default: break;
+                }
             out[i * n + j] = (uint16_t)qv_encode(v->ofmt, x, v->arith.out_sat);
         }
 }

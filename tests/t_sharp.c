@@ -859,6 +859,67 @@ START_TEST(underflow_term)
 }
 END_TEST
 
+/* NVFP4 with bf16 activations (marlin-fp4-nv): a kernel reading the layout
+ * sums the declared products times 2^(s_pow2 - 126) (layout.h), so its fp32
+ * partial sums are subnormal where the declared ones are not, and E charges
+ * their underflow in those units: (K + 2) 2^-149 2^(126 - s_pow2) |g|. Here
+ * every block scale is 2^-9 (s_pow2 = 10: the units are 2^-116 of the
+ * declared ones) and g = 1; column 0 sums one product 2^-25 (2^-141 in the
+ * kernel's units) and 63 products 31 2^-37 (1.9375 quanta of 2^-149 there),
+ * y = 2^-25 + 1953 2^-37. A tensor core that truncates at its alignment
+ * keeps one quantum of each small product and loses 63 x 0.9375 quanta =
+ * 59.06 2^-33 in the output's units, against E = 66 2^-33 and the rest: it
+ * passes (E / error 1.12), while a bound in the declared units (2^-116 of
+ * that) would fail it. One that flushed fp32 subnormals to zero returns 0
+ * and fails. */
+START_TEST(fp4_kernel_units)
+{
+    const int64_t k = 64;
+    const qv_variant *v = qv_variant_find("marlin-nvfp4a16-g16-bf16");
+    ck_assert_ptr_nonnull(v);
+    qv_problem p;
+    ck_assert_int_eq(qv_problem_create(&p, v, 1, 64, k), QV_OK);
+    for (int64_t i = 0; i < qv_problem_scale_rows(&p) * qv_problem_scale_cols(&p); i++) set_s(&p, i, 0x1p-9);
+    p.scales2[0] = 1.0f;
+    for (int64_t kk = 0; kk < k; kk++) {
+        set_a(&p, 0, kk, kk ? 31 * 0x1p-28 : 0x1p-16);
+        for (int64_t j = 0; j < p.n; j++) set_w(&p, kk, j, j == 0 ? 1.0 : 0.0);
+    }
+    ref_truth t;
+    truth(&p, &t);
+    const double y = 0x1p-25 + 1953 * 0x1p-37, g = y; /* every product positive: G = y */
+    ck_assert(t.y[0] == y);
+    /* the truncating tensor core in the kernel's units: blocks of 16, each
+     * product truncated at max(2^(emax - 23), 2^-149) */
+    double acc = 0;
+    for (int64_t b0 = 0; b0 < k; b0 += 16) {
+        int emax = acc != 0 ? ilogb(acc) : -1000;
+        double pk[16];
+        for (int64_t kk = b0; kk < b0 + 16; kk++) {
+            pk[kk - b0] = ldexp(qv_problem_a(&p, 0, kk) * qv_problem_wq(&p, kk, 0) * qv_problem_scale(&p, kk, 0), -116);
+            if (ilogb(pk[kk - b0]) > emax) emax = ilogb(pk[kk - b0]);
+        }
+        double q = ldexp(1.0, emax - 23 < -149 ? -149 : emax - 23), sum = trunc(acc / q) * q;
+        for (int i = 0; i < 16; i++) sum += trunc(pk[i] / q) * q;
+        acc = sum;
+    }
+    ck_assert(acc == 0x1p-141 + 63 * 0x1p-149);
+    float x = (float)acc * 0x1p116f; /* the global scale the packed operand holds: 1 times 2^116 */
+    const double e_cf = 2 * (1 + 1.0 / 16) * (double)k * U23 * g + (double)(k + 2) * 0x1p-33;
+    edge("fp4 kernel units (nvfp4 bf16)", &p, &t, 0, e_cf + U24 * (y + e_cf));
+    declared("fp4 kernel units (truncating tensor core)", &p, &t, 0, qv_decode(QV_FMT_BF16, qv_encode(QV_FMT_BF16, x, QV_SAT_NONE)));
+    cheaper("fp4 kernel units with fp32 subnormals flushed", &p, &t, 0, 0.0);
+    /* the CPU model sums in the same units */
+    uint16_t *out = out_alloc(&p);
+    ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
+    qv_result r;
+    ck_assert_msg(grade(&p, &t, out, &r) != QV_FAIL, "the CPU model fails: %s", r.reason);
+    free(out);
+    ref_truth_clear(&t);
+    qv_problem_destroy(&p);
+}
+END_TEST
+
 /* NaN and Inf operands: an Inf weight makes the column's y that Inf, a NaN
  * weight or Inf * 0 makes it NaN (E = 0 there), and an output that carries
  * them passes. */
@@ -1332,11 +1393,23 @@ START_TEST(coverage_fuzz_probes_regimes)
         probes[c.probe]++;
         if (c.probe == QV_PROBE_RANDOM) regimes[c.regime]++;
     }
+    /* no w8a8 row has a bias or e2m1 weights */
     for (int k = 0; k < QV_PROBE_COUNT; k++)
-        if (k != QV_PROBE_WITNESS_BIAS) /* no w8a8 row has a bias */
+        if (k != QV_PROBE_WITNESS_BIAS && k < QV_PROBE_FP4_CODES)
             ck_assert_msg(probes[k] > 0, "600 fuzz cases never draw probe %s", qv_probe_name((qv_probe_kind)k));
     for (int r = 0; r < QV_REGIME_COUNT; r++)
         ck_assert_msg(regimes[r] > 0, "600 fuzz cases never draw regime %s", qv_regime_name((qv_regime)r));
+    /* the FP4 rows draw the FP4 probes and the bias witness */
+    ck_assert_int_eq(qv_gen_init(&gen, "marlin-*fp4a16-*", &b), QV_OK);
+    memset(probes, 0, sizeof probes);
+    for (int64_t j = 0; j < 600; j++) {
+        qv_case c;
+        qv_gen_case(&gen, 3, j, &c);
+        probes[c.probe]++;
+    }
+    for (int k = QV_PROBE_FP4_CODES; k < QV_PROBE_COUNT; k++)
+        ck_assert_msg(probes[k] > 0, "600 FP4 fuzz cases never draw probe %s", qv_probe_name((qv_probe_kind)k));
+    ck_assert_int_gt(probes[QV_PROBE_WITNESS_BIAS], 0);
 }
 END_TEST
 
@@ -1448,6 +1521,7 @@ static Suite *sharp_suite(void)
     tcase_add_test(tb, ozaki_exact);
     tcase_add_test(tb, segment_group_exact);
     tcase_add_test(tb, underflow_term);
+    tcase_add_test(tb, fp4_kernel_units);
     tcase_add_test(tb, nonfinite_operands);
     suite_add_tcase(s, tb);
     TCase *tv = tcase_create("verdict");

@@ -20,6 +20,7 @@
 #include "internal/cli.h"
 #include "qvet/array.h"
 #include "qvet/formats.h"
+#include "qvet/layout.h"
 #include "qvet/probe.h"
 #include "qvet/reference.h"
 #include "qvet/spec.h"
@@ -143,6 +144,77 @@ START_TEST(generated_case_and_tamper)
     snprintf(a, sizeof a, "verify %s --a %s/A.npy --packed %s/pk --q %s/Q.npy --out %s/C.npy", v->name, tmpdir, tmpdir,
              tmpdir, tmpdir);
     ck_assert_int_eq(run(a), 2);
+    qv_problem_destroy(&p);
+}
+END_TEST
+
+/* Every FP4 row through the CLI: a random case's CPU-model output passes
+ * with the logical arrays and with the `qvet pack` folder of the row's
+ * layout (its activation format, its bias in the folder); one element off
+ * fails both ways; --bias beside an FP4 folder, a folder without the bias a
+ * bias row adds, and a partial last scale block are refused. */
+START_TEST(fp4_rows_logical_and_packed)
+{
+    const qv_variant *v = qv_registry_get(_i);
+    if (!qv_layout_is_fp4(v->layout)) return;
+    const int nv = v->layout == QV_LAYOUT_MARLIN_FP4_NV, bias = v->bias_fmt != QV_FMT_NONE;
+    const qv_dtype hdt = v->afmt == QV_FMT_F16 ? QV_DT_F2 : QV_DT_U2;
+    int64_t m = 3, n = 64, k = 4 * v->g;
+    qv_problem p;
+    ck_assert_int_eq(qv_problem_create(&p, v, m, n, k), QV_OK);
+    ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 31 + (uint64_t)_i), QV_OK);
+    uint16_t out[3 * 64];
+    ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
+    save("A.npy", hdt, m, k, p.a);
+    save("Q.npy", QV_DT_U1, k, n, p.q);
+    save("S.npy", QV_DT_U1, k / v->g, n, p.scales);
+    save("C.npy", hdt, m, n, out);
+    if (nv) save("S2.npy", QV_DT_F4, 1, 1, p.scales2);
+    uint16_t bcodes[64];
+    for (int64_t j = 0; bias && j < n; j++) bcodes[j] = (uint16_t)qv_encode(v->bias_fmt, p.bias[j], QV_SAT_NONE);
+    if (bias) save("B.npy", hdt, 1, n, bcodes);
+    char s2[512] = "", bs[512] = "", a[4096];
+    if (nv) snprintf(s2, sizeof s2, " --scales2 %s/S2.npy", tmpdir);
+    if (bias) snprintf(bs, sizeof bs, " --bias %s/B.npy", tmpdir);
+    snprintf(a, sizeof a, "verify %s --a %s/A.npy --q %s/Q.npy --scales %s/S.npy%s%s --out %s/C.npy", v->name, tmpdir,
+             tmpdir, tmpdir, s2, bs, tmpdir);
+    ck_assert_msg(run(a) == 0, "%s: %s", a, out_buf);
+    snprintf(a, sizeof a, "pack %s --q %s/Q.npy --scales %s/S.npy%s%s --a %s -o %s/pk%d", qv_layout_name(v->layout),
+             tmpdir, tmpdir, s2, bs, qv_fmt_get(v->afmt)->name, tmpdir, _i);
+    ck_assert_msg(run(a) == 0, "%s", a);
+    char pa[4096];
+    snprintf(pa, sizeof pa, "verify %s --a %s/A.npy --packed %s/pk%d --out %s/C.npy", v->name, tmpdir, tmpdir, _i,
+             tmpdir);
+    ck_assert_msg(run(pa) == 0, "%s: %s", pa, out_buf);
+    if (bias) {
+        /* the bias is the folder's */
+        snprintf(a, sizeof a, "%s%s", pa, bs);
+        ck_assert_int_eq(run(a), 2);
+    } else {
+        /* a bias row reading a folder without one */
+        const qv_variant *vb = NULL;
+        for (int i = 0; i < qv_registry_count(); i++) {
+            const qv_variant *w = qv_registry_get(i);
+            if (w->layout == v->layout && w->afmt == v->afmt && w->bias_fmt != QV_FMT_NONE) vb = w;
+        }
+        ck_assert_ptr_nonnull(vb);
+        snprintf(a, sizeof a, "verify %s --a %s/A.npy --packed %s/pk%d --out %s/C.npy", vb->name, tmpdir, tmpdir, _i,
+                 tmpdir);
+        ck_assert_int_eq(run(a), 2);
+    }
+    /* one element off by far more than its bound: FAIL both ways */
+    out[n + 5] = (uint16_t)qv_encode(v->ofmt, qv_decode(v->ofmt, out[n + 5]) * 0.5 + 1.0, QV_SAT_NONE);
+    save("C.npy", hdt, m, n, out);
+    ck_assert_int_eq(run(pa), 1);
+    /* a partial last scale block (MXFP4: K = 3 g / 2) */
+    if (!nv) {
+        save("A48.npy", hdt, m, 48, p.a);
+        save("Q48.npy", QV_DT_U1, 48, n, p.q);
+        save("S48.npy", QV_DT_U1, 1, n, p.scales);
+        snprintf(a, sizeof a, "verify %s --a %s/A48.npy --q %s/Q48.npy --scales %s/S48.npy%s --out %s/C.npy", v->name,
+                 tmpdir, tmpdir, tmpdir, bs, tmpdir);
+        ck_assert_int_eq(run(a), 2);
+    }
     qv_problem_destroy(&p);
 }
 END_TEST
@@ -671,6 +743,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, golden_pass_and_fail);
     tcase_add_test(tc, usage_and_input_errors);
     tcase_add_test(tc, generated_case_and_tamper);
+    tcase_add_loop_test(tc, fp4_rows_logical_and_packed, 0, qv_registry_count());
     tcase_add_test(tc, block_row_mn_major_scales);
     tcase_add_test(tc, golden_spec_same_verdict);
     tcase_add_loop_test(tc, spec_loaders_good_and_bad, 0, N_LOADER_SPECS);

@@ -27,6 +27,22 @@ typedef enum qv_probe_kind {
     QV_PROBE_WITNESS_RNE_TIE,      /* outputs exactly halfway between codes: RNE vs truncation/away */
     QV_PROBE_WITNESS_BIAS,         /* a sum one past a tie plus a bias of 1: the bias added in fp32
                                       before the output cast, not after it (nor dropped) */
+    /* The FP4 probes: e2m1 weights, e8m0 / ue4m3 block scales and the NVFP4
+     * global scale at the values vLLM's Marlin FP4 preparation treats apart
+     * (layout.h); unique outputs, every partial sum exact. */
+    QV_PROBE_FP4_CODES,            /* every e2m1 code, -0 included, in every column (K >= 16) and
+                                      along every row's 16 consecutive columns; one-hot rows */
+    QV_PROBE_FP4_SCALE_ENDS,       /* block scales at the ends of their range: e8m0 codes 1 and 254
+                                      (f16: 1 and 104, 141 and 142), ue4m3 0, subnormals and 448
+                                      (bf16: the low or the high end, which the lift cannot hold
+                                      together); an e8m0 column whose dequantized weights overflow
+                                      to Inf */
+    QV_PROBE_FP4_GLOBAL_ONE,       /* global scale 1 with every block scale below 2^-6 (the
+                                      checkpoints of vLLM #34577) */
+    QV_PROBE_FP4_GLOBAL_TINY,      /* a tiny global scale with block scales up to 448: the
+                                      accumulator far past 65504 before the global scale */
+    QV_PROBE_FP4_GLOBAL_HUGE,      /* the largest global scale the layout carries (f32 G = 2^127
+                                      with bf16) on tiny block scales and activations */
     QV_PROBE_COUNT
 } qv_probe_kind;
 
@@ -40,8 +56,10 @@ typedef enum qv_regime {
 } qv_regime;
 
 /* Names as in the results format: "exact", "onehot", "random", "witness-fp8-promote",
- * "witness-splitk", "witness-scale-overflow", "witness-rne-tie"; regimes
- * "loguniform", "tiny", "near-max", "zero-group", "outlier". */
+ * "witness-splitk", "witness-scale-overflow", "witness-rne-tie", "witness-bias",
+ * "fp4-codes", "fp4-scale-ends", "fp4-global-one", "fp4-global-tiny",
+ * "fp4-global-huge"; regimes "loguniform", "tiny", "near-max", "zero-group",
+ * "outlier". */
 const char   *qv_probe_name(qv_probe_kind kind);
 qv_probe_kind qv_probe_from_name(const char *name); /* QV_PROBE_COUNT if unknown */
 const char   *qv_regime_name(qv_regime r);

@@ -7,6 +7,7 @@
 #define QVET_CLI_H
 
 #include "qvet/array.h"
+#include "qvet/layout.h"
 #include "qvet/status.h"
 
 #ifdef __cplusplus
@@ -31,11 +32,12 @@ int qv_opt_double(const char *opt, const char *val, double *out);
 
 /* The arrays of a `qvet pack` folder, as `qvet unpack` and `qvet verify
  * --packed` read them: B.npy always, scales.npy, scales2.npy, zeros.npy,
- * perm.npy and g_idx.npy when present (has_*). Their dtypes and shapes are
- * the caller's to check, against what its layout or variant needs. */
+ * perm.npy, g_idx.npy, scale_pow2.npy and bias.npy when present (has_*).
+ * Their dtypes and shapes are the caller's to check, against what its layout
+ * or variant needs (qv_pack_dir_fp4 for the FP4 layouts). */
 typedef struct qv_pack_dir {
-    qv_array b, s, s2, z, perm, g_idx;
-    int has_s, has_s2, has_z, has_perm, has_g_idx;
+    qv_array b, s, s2, z, perm, g_idx, pw, bias;
+    int has_s, has_s2, has_z, has_perm, has_g_idx, has_pw, has_bias;
 } qv_pack_dir;
 
 /* Loads the arrays of folder `dir` into *d (zeroed first). A missing B.npy,
@@ -43,6 +45,15 @@ typedef struct qv_pack_dir {
  * file; on any failure nothing stays allocated. */
 qv_status qv_pack_dir_load(const char *dir, qv_pack_dir *d);
 void qv_pack_dir_destroy(qv_pack_dir *d);
+
+/* The folder of an FP4 layout (marlin-fp4-mx or -nv, layout.h): B int32
+ * (K/16, 2N) with N a multiple of 64 and K of the group size, scales uint8
+ * (K/g, N), for NVFP4 scales2 f32 (1) and scale_pow2 int32 (1) and for MXFP4
+ * neither, an optional bias (N) in float16, bf16 ('<u2') or float32, no zero
+ * points or act_order. Checks each, naming the file, then fills *pk with
+ * views of d's arrays (valid while d is) and *bias_fmt with the bias's format
+ * (QV_FMT_NONE without one). */
+qv_status qv_pack_dir_fp4(const qv_pack_dir *d, const char *dir, qv_layout layout, qv_packed *pk, qv_fmt *bias_fmt);
 
 #ifdef __cplusplus
 }
