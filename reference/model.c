@@ -195,7 +195,16 @@ static float epilogue(const qv_variant *v, const ref_operands *o, int64_t i, int
 #else
         case QV_EP_MUL_ASCALE: x = x * (float)o->row_s[i]; break;
 #endif
+#ifdef QV_MUTANT_cpu_bias_after_cast
+        /* Mutant (class 24, sglang #35020; vLLM's Marlin FP4 epilogue): the
+         * bias added after the output cast, in the output format: two
+         * roundings where the row declares one after an fp32 addition. */
+        case QV_EP_ADD_BIAS:
+            x = (float)ref_round_to(v->ofmt, ref_round_to(v->ofmt, x, 0) + o->bias[j], 0);
+            break;
+#else
         case QV_EP_ADD_BIAS: x = x + (float)o->bias[j]; break;
+#endif
         default: break; /* SUB_AZP is folded exactly; TO_F32 happened already */
         }
     }

@@ -576,6 +576,12 @@ static qv_status pack_fp4(const qv_problem *p, qv_packed *out)
         int ok;
         ((float *)out->scales2)[0] = nv_global(p->scales2[0], out->s_pow2, v->afmt, &ok);
         QV_ASSERT(ok, "check_fp4_values refused a global scale the rewrite loses");
+#ifdef QV_MUTANT_fp4_nv_global_lift_kept
+        /* Mutant (class 21, vLLM #34577): the global scale rewritten as
+         * g 2^(bias - 7) without the division by the lift the block scales
+         * took, so lifted (bf16) outputs come out 2^(s_pow2 - 7) too large. */
+        ((float *)out->scales2)[0] = ldexpf(p->scales2[0], fp4_weight_bias(v->afmt) - 7);
+#endif
     }
     if (out->bias) {
         int sps[SP_SINGLE];
