@@ -18,6 +18,7 @@
 #include "internal/cli.h"
 #include "internal/gpu.h"
 #include "internal/json.h"
+#include "internal/launch_env.h"
 #include "qvet/plugin.h"
 #include "qvet/spec.h"
 
@@ -52,6 +53,7 @@ typedef struct camp_opts {
     int shrink;                 /* replay --shrink; check/fuzz: 0 with --no-shrink */
     int quiet;
     int jobs;                   /* check/fuzz: cases run on this many threads */
+    qv_launch_opts launch;      /* the GPU backend's launch options (the QVET_* variables) */
 } camp_opts;
 
 /* The check seed: fixed, so `qvet check` draws the same data on every run. */
@@ -255,6 +257,8 @@ static int parse_opts(int argc, char **argv, unsigned allowed, camp_opts *o)
         fprintf(stderr, "qvet %s: give --cases or --minutes, not both\n", o->cmd);
         return -1;
     }
+    /* The kernel paths' variables (docs/launch-options.md), refused like a bad option. */
+    if (qv_cli_launch_env(o->cmd, &o->launch)) return -1;
     return 0;
 fail:
     return -1;
@@ -312,6 +316,7 @@ static int pick_backend(const camp_opts *o, qv_backend *b, qv_plugin *pl)
     } else {
         qv_backend_init(b, QV_BACKEND_CPU);
     }
+    b->opts = &o->launch;
     /* The fixed suite (check, replay --check) keeps larger CPU shapes than fuzz. */
     b->cap_mnk = qv_backend_default_cap(b->kind, !strcmp(o->cmd, "check") || o->suite);
     if (o->cap_set) b->cap_mnk = o->cap;

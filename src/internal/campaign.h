@@ -89,6 +89,8 @@ typedef struct qv_backend {
     void *launch_lock;          /* a pthread_mutex_t * held around every launch when cases run on
                                    several threads (the GPU and plugins: one launch at a time,
                                    the verification in parallel); NULL: none */
+    const qv_launch_opts *opts; /* GPU and plugins: every launch's options (qv_gemm_args.opts;
+                                   a plugin may ignore them); NULL: the defaults */
 } qv_backend;
 
 /* The default m*n*k caps of CPU-model cases. The exact reference costs about
