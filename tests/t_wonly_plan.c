@@ -201,6 +201,31 @@ START_TEST(model_plans)
 }
 END_TEST
 
+/* The plans keep the kernel's contract on devices with other SM counts (the
+ * plans count the device's SMs: 114 and 148 as on other Hopper parts, 16 as
+ * on a small one), by the cost model and with a forced slice count; and the
+ * wgmma schedules on as many blocks (at most 264, the counters area). */
+static void sweep_wg(int blocks, int tail, int *scheds, const qv_launch_opts *o);
+
+START_TEST(other_sm_counts)
+{
+    static const int sms[] = {16, 114, 148, 300};
+    int plans = 0, scheds = 0;
+    for (size_t i = 0; i < sizeof sms / sizeof sms[0]; i++) {
+        const qv_launch_opts o = {.sms = sms[i], .arch = 90};
+        const qv_launch_opts forced = {.sms = sms[i], .arch = 90, .wo_small_splits = 7};
+        const int before = failures;
+        sweep(&plans, &o);
+        sweep(&plans, &forced);
+        sweep_wg(sms[i] < 264 ? sms[i] : 264, 1, &scheds, &o);
+        if (failures > before) fprintf(stderr, "  (sms=%d)\n", sms[i]);
+    }
+    printf("other_sm_counts: %d plans, %d schedules, %d broken\n", plans, scheds, failures);
+    ck_assert_int_gt(plans, 10000);
+    ck_assert_msg(failures == 0, "%d plans break the kernel's contract on other SM counts (see stderr)", failures);
+}
+END_TEST
+
 /* The default's chunks per warp at M <= 8 (two_chunks_pay,
  * kernels/wonly_small.cu), re-derived from the two plans it chooses between,
  * as "swap" (one chunk) and "swap2" (two) make them: two chunks exactly when
@@ -487,5 +512,6 @@ int main(void)
     tcase_add_test(tc, checks_can_fail);
     tcase_add_test(tc, wg_schedules);
     tcase_add_test(tc, wg_checks_can_fail);
+    tcase_add_test(tc, other_sm_counts);
     return suite_run(s);
 }
