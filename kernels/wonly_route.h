@@ -1,6 +1,7 @@
 /* wonly_route.h: which kernel qv_launch_wonly (kernels/wonly.cu) runs for a
- * weight-only problem. Plain C, no CUDA call, so that CPU tests can check
- * the routing docs/kernel-paths.md documents without a device. */
+ * weight-only problem under launch options. Plain C, and no CUDA call when
+ * the options set sms and arch, so that CPU tests can check the routing
+ * docs/kernel-paths.md documents without a device. */
 #ifndef QVET_KERNELS_WONLY_ROUTE_H
 #define QVET_KERNELS_WONLY_ROUTE_H
 
