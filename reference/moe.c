@@ -1003,7 +1003,12 @@ static void model_route(const qv_moe_problem *p, int64_t t, float *key, float *e
         }
         sel[c] = best;
     }
+#ifdef QV_MUTANT_moe_topk_before_softmax
+    /* Mutant (class 26, vLLM #43223): softmax-topk computed as top-k then softmax. */
+    if (s->route == QV_ROUTE_TOPK_SOFTMAX || s->route == QV_ROUTE_SOFTMAX_TOPK) {
+#else
     if (s->route == QV_ROUTE_TOPK_SOFTMAX) {
+#endif
         float m = ex[sel[0]], sum = 0.0f;
         for (int c = 0; c < k; c++) {
             w[c] = expf(ex[sel[c]] - m);
@@ -1012,14 +1017,27 @@ static void model_route(const qv_moe_problem *p, int64_t t, float *key, float *e
         for (int c = 0; c < k; c++) w[c] = w[c] / sum;
     } else {
         for (int c = 0; c < k; c++) w[c] = key[sel[c]];
+#ifdef QV_MUTANT_moe_renorm_skipped
+        /* Mutant (class 26): the renormalization of the top-k weights skipped. */
+        if (0) {
+#else
         if (is_renorm(s->route)) {
+#endif
             float sum = 0.0f;
             for (int c = 0; c < k; c++) sum += w[c];
             for (int c = 0; c < k; c++) w[c] = w[c] / sum;
         }
     }
+#if defined QV_MUTANT_moe_rsf_dropped
+    /* Mutant (class 27, vLLM #43769): the routed scaling factor dropped. */
+#elif defined QV_MUTANT_moe_rsf_twice
+    /* Mutant (class 27, sglang #22513): the routed scaling factor applied twice. */
+    if (s->rsf != 1.0f)
+        for (int c = 0; c < k; c++) w[c] = w[c] * s->rsf * s->rsf;
+#else
     if (s->rsf != 1.0f)
         for (int c = 0; c < k; c++) w[c] = w[c] * s->rsf;
+#endif
 }
 
 qv_status ref_moe_model_run(const qv_moe_problem *p, int block, void *out, int32_t *ids_out, float *w_out)
@@ -1064,22 +1082,42 @@ qv_status ref_moe_model_run(const qv_moe_problem *p, int block, void *out, int32
         for (int64_t i = 0; i < m; i++) rows[i] = slot[i] >= 0 ? slot[i] / per : 0;
         qv_problem sub;
         st = qv_moe_subproblem(p, x, rows, m, &sub);
+#ifdef QV_MUTANT_moe_prev_block_scale
+        /* Mutant (class 23, CUTLASS #3596): the block scales of the previous group
+         * (expert) reused for this one. */
+        if (st == QV_OK && x > 0 && x < p->e_local) sub.scales = p->w[x - 1].scales;
+#endif
         if (st == QV_OK) {
             sub.v = &vf;
             st = ref_model_run(&sub, prod);
             qv_moe_subproblem_destroy(&sub);
         }
         for (int64_t i = 0; i < m && st == QV_OK; i++) {
+#ifdef QV_MUTANT_moe_padding_written
+            /* Mutant (class 29, llama.cpp #17089): the fix-up of a partial block writes
+             * its padding rows, as token 0's first choice. */
+            int32_t sl = slot[i] < 0 ? 0 : slot[i];
+#else
             if (slot[i] < 0) continue;
-            int64_t t = slot[i] / per;
-            int c = slot[i] % per, routed = c < k;
+            int32_t sl = slot[i];
+#endif
+            int64_t t = sl / per;
+            int c = sl % per, routed = c < k;
             float w = routed ? wts[t * k + c] : 1.0f;
             float *a = accum + t * n;
             for (int64_t j = 0; j < n; j++) {
                 float pv = prod[i * n + j], q;
+#ifdef QV_MUTANT_moe_weight_after_cast
+                /* Mutant (class 25, vLLM #32002): the router weight applied after the
+                 * product is rounded to the output format. */
+                if (s->rw == QV_RW_ACC) {
+                    q = routed ? (float)ref_round_to(of, ref_round_to(of, pv, sat) * w, sat) : pv;
+                } else {
+#else
                 if (s->rw == QV_RW_ACC) {
                     q = routed ? w * pv : pv;
                 } else {
+#endif
                     double pr = ref_round_to(of, pv, sat);
                     q = routed ? (float)ref_round_to(of, ref_round_to(of, w, sat) * pr, sat) : (float)pr;
                 }

@@ -3,6 +3,7 @@
  * a grouped GEMM runs on. The routing arithmetic and its truth live in
  * reference/moe.c. */
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -374,7 +375,17 @@ qv_status qv_moe_sort(const qv_moe_problem *p, const int32_t *ids, int block, qv
         return qv_fail(QV_ERR_NOMEM, "token sort: out of memory");
     }
     /* the expert of pair (t, c), or -1 when it is not local */
+#if defined QV_MUTANT_moe_expert_map_ignored
+    /* Mutant (class 28, vLLM #51632): the router's expert id taken as the local
+     * index (the expert map skipped): non-local experts land on local ones. */
+#define PAIR_EXPERT(t, c)                                                                                         \
+    ((c) < topk ? (ids[(t) * topk + (c)] < p->e_local ? ids[(t) * topk + (c)] : -1) : p->e_local + (c) - topk)
+#elif defined QV_MUTANT_moe_shared_dropped
+    /* Mutant (class 28): the shared experts' pairs dropped from the sort. */
+#define PAIR_EXPERT(t, c) ((c) < topk ? p->expert_map[ids[(t) * topk + (c)]] : -1)
+#else
 #define PAIR_EXPERT(t, c) ((c) < topk ? p->expert_map[ids[(t) * topk + (c)]] : p->e_local + (c) - topk)
+#endif
     for (int64_t t = 0; t < p->t; t++)
         for (int c = 0; c < per; c++) {
             int32_t x = PAIR_EXPERT(t, c);
@@ -410,4 +421,65 @@ qv_status qv_moe_sort(const qv_moe_problem *p, const int32_t *ids, int block, qv
 #undef PAIR_EXPERT
     free(count);
     return QV_OK;
+}
+
+/* ---- the routed rows ------------------------------------------------------------------ */
+
+/* Shapes: the fused gate and up projection of one expert, N = 2 x the expert's
+ * intermediate size, K = the hidden size (the models' published configs). */
+static const qv_moe_row rows[] = {
+    {.name = "moe-mixtral-w4a16-g128-f16",
+     .summary = "Mixtral-8x7B-style: 8 experts, top-2 renormalized softmax, Marlin W4A16 g128 experts",
+     .spec = "w=u4b8,ws=f16/g128,route=softmax-topk-renorm,topk=2", .experts = 8, .shared = 0, .n = 28672,
+     .k = 4096},
+    {.name = "moe-qwen3-w4a16-g128-bf16",
+     .summary = "Qwen3-MoE-style: 128 experts, top-8 renormalized softmax, W4A16 g128 bf16 experts",
+     .spec = "w=u4b8,ws=bf16/g128,a=bf16,route=softmax-topk-renorm,topk=8", .experts = 128, .shared = 0,
+     .n = 1536, .k = 2048},
+    {.name = "moe-w4a16-actorder-f16",
+     .summary = "8 experts, top-2 softmax without renormalization, W4A16 g128 act_order experts",
+     .spec = "w=u4b8,ws=f16/g128,act=gidx,route=softmax-topk,topk=2", .experts = 8, .shared = 0, .n = 28672,
+     .k = 4096},
+    {.name = "moe-w4a16-channel-f16",
+     .summary = "16 experts, top-4 then softmax, W4A16 channelwise experts",
+     .spec = "w=u4b8,ws=f16/c,route=topk-softmax,topk=4", .experts = 16, .shared = 0, .n = 28672, .k = 4096},
+    {.name = "moe-deepseek-fp8-b128-bf16",
+     .summary = "DeepSeek-V3-style: 256 experts + 1 shared, top-8 renormalized sigmoid, rsf 2.5, fp8 block-128",
+     .spec = "w=e4m3,ws=f32/b128x128,a=e4m3,as=f32/tok-b128,acc=f8p128,out=bf16,route=sigmoid-topk-renorm,topk=8,"
+             "rsf=2.5",
+     .experts = 256, .shared = 1, .n = 4096, .k = 7168},
+    {.name = "moe-gptoss-mxfp4-bias-bf16",
+     .summary = "gpt-oss-style: 32 experts, top-4 then softmax, MXFP4 experts with a bias",
+     .spec = "w=e2m1,ws=e8m0/g32,a=bf16,bias=bf16,route=topk-softmax,topk=4", .experts = 32, .shared = 0,
+     .n = 5760, .k = 2880},
+};
+#define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
+
+int qv_moe_row_count(void) { return N_ROWS; }
+const qv_moe_row *qv_moe_row_get(int i) { return i >= 0 && i < N_ROWS ? &rows[i] : NULL; }
+
+const qv_moe_row *qv_moe_row_find(const char *name)
+{
+    for (int i = 0; name && i < N_ROWS; i++)
+        if (!strcmp(rows[i].name, name)) return &rows[i];
+    return NULL;
+}
+
+static qv_moe_spec row_specs[N_ROWS];
+static int row_parsed[N_ROWS];
+static pthread_mutex_t row_lock = PTHREAD_MUTEX_INITIALIZER;
+
+qv_status qv_moe_row_spec(const qv_moe_row *r, const qv_moe_spec **out)
+{
+    int i = (int)(r - rows);
+    QV_ASSERT(i >= 0 && i < N_ROWS, "qv_moe_row_spec: not a routed row");
+    qv_status st = QV_OK;
+    pthread_mutex_lock(&row_lock);
+    if (!row_parsed[i]) {
+        st = qv_moe_spec_parse(r->spec, &row_specs[i]);
+        row_parsed[i] = st == QV_OK;
+    }
+    pthread_mutex_unlock(&row_lock);
+    *out = st == QV_OK ? &row_specs[i] : NULL;
+    return st;
 }

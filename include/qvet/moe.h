@@ -212,6 +212,26 @@ qv_moe_logits qv_moe_logits_from_name(const char *n); /* QV_LOGITS_COUNT if unkn
 qv_status ref_moe_fill(qv_moe_problem *p, qv_moe_logits logits, qv_probe_kind kind, qv_regime regime,
                        uint64_t seed);
 
+/* The routed rows: a routed spec per model family, with its router's expert
+ * count and shared experts (src/moe.c). `qvet list`, `qvet check` and `qvet
+ * fuzz` run them like GEMM rows; rows without a grouped GPU kernel run on the
+ * CPU model only. */
+typedef struct qv_moe_row {
+    const char *name;      /* "moe-mixtral-w4a16-g128-f16" */
+    const char *summary;   /* one line for `qvet list` */
+    const char *spec;      /* the routed spec */
+    int experts;           /* router experts E */
+    int shared;            /* shared experts */
+    int64_t n, k;          /* the model's fused gate/up expert GEMM (for benchmarks) */
+    int gpu_kernel;        /* 1: a grouped GEMM kernel runs it */
+} qv_moe_row;
+
+int qv_moe_row_count(void);
+const qv_moe_row *qv_moe_row_get(int i);
+const qv_moe_row *qv_moe_row_find(const char *name);
+/* The row's parsed spec (interned for the life of the process). */
+qv_status qv_moe_row_spec(const qv_moe_row *r, const qv_moe_spec **out);
+
 /* Names for messages and JSON: "softmax-topk", ... */
 const char *qv_route_name(qv_route r);
 
