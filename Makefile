@@ -77,7 +77,7 @@ LDLIBS    := -L$(CUDA_HOME)/lib64 -lcudart_static \
 # their option helpers and the campaign; GPU_C/GPU_CU: what calls CUDA
 # (src/gpu_*.c, kernels/, bench/ but its subcommand, eval/*_gpu.c); CPU_C:
 # the rest of src/, reference/ and eval/.
-CLI_C   := src/cli_util.c $(wildcard src/cmd_*.c bench/cmd_*.c eval/cmd_*.c reports/*.c) \
+CLI_C   := src/cli_util.c src/launch_env.c $(wildcard src/cmd_*.c bench/cmd_*.c eval/cmd_*.c reports/*.c) \
            $(filter-out fuzz/lf_%.c,$(wildcard fuzz/*.c))
 GPU_C   := $(wildcard src/gpu_*.c kernels/*.c eval/*_gpu.c) $(filter-out $(CLI_C),$(wildcard bench/*.c))
 GPU_CU  := $(wildcard kernels/*.cu bench/*.cu eval/*.cu)

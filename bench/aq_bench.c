@@ -32,6 +32,7 @@ typedef struct lt_ctx {
     void *w[LT_MAX_COPIES];  /* (n, k) int8 / e4m3 weights, row-major (column-major k x n) */
     void *sw[LT_MAX_COPIES]; /* fp8: weight scales of copy i: (1), (n) or (ceil(k/128), n) f32 */
     int copies;
+    unsigned trace;         /* the launch options' QV_TRACE_* bits */
     const void *a;          /* (m, k) int8 / e4m3 activations, row-major */
     const void *sa;         /* fp8: activation scales, (1), (m) or (ceil(k/128), m) f32 */
     void *c;                /* (m, n) f16 or int32 output, row-major */
@@ -142,7 +143,7 @@ static qv_status lt_setup(lt_ctx *c, int m, int n, int k)
     c->algo = h.algo;
     char label[64];
     snprintf(label, sizeof label, "baseline %s", c->fp8 ? lt_scale_names[c->scale] : "int8");
-    qv_lt_trace_algo(label, m, n, k, &h.algo, h.workspaceSize, h.wavesCount);
+    if (c->trace & QV_TRACE_LT) qv_lt_trace_algo(label, m, n, k, &h.algo, h.workspaceSize, h.wavesCount);
     return QV_OK;
 }
 
@@ -181,12 +182,13 @@ static int64_t lt_scale_count(qv_bench_lt_scale scale, int w, int64_t rows, int 
 
 /* Both baselines' one implementation: fp8 != 0 with `scale`, or int8. */
 static qv_status lt_layer(int fp8, qv_bench_lt_scale scale, int n, int k, const int *ms, int n_m, int warmup,
-                          int runs, qv_bench_timing *t, int *ok)
+                          int runs, const qv_launch_opts *opts, qv_bench_timing *t, int *ok)
 {
     lt_ctx c;
     memset(&c, 0, sizeof c);
     c.fp8 = fp8;
     c.scale = scale;
+    c.trace = opts ? opts->trace : 0;
     for (int i = 0; i < n_m; i++) ok[i] = 0;
     int m_max = 1;
     for (int i = 0; i < n_m; i++) m_max = ms[i] > m_max ? ms[i] : m_max;
@@ -233,16 +235,16 @@ static qv_status lt_layer(int fp8, qv_bench_lt_scale scale, int n, int k, const 
 }
 
 qv_status qv_bench_lt_layer(int fp8, int n, int k, const int *ms, int n_m, int warmup, int runs,
-                            qv_bench_timing *t, int *ok)
+                            const qv_launch_opts *opts, qv_bench_timing *t, int *ok)
 {
-    return lt_layer(fp8, QV_BENCH_LT_TENSOR, n, k, ms, n_m, warmup, runs, t, ok);
+    return lt_layer(fp8, QV_BENCH_LT_TENSOR, n, k, ms, n_m, warmup, runs, opts, t, ok);
 }
 
 qv_status qv_bench_lt_fp8_layer(qv_bench_lt_scale scale, int n, int k, const int *ms, int n_m, int warmup, int runs,
-                                qv_bench_timing *t, int *ok)
+                                const qv_launch_opts *opts, qv_bench_timing *t, int *ok)
 {
     QV_ASSERT(scale >= QV_BENCH_LT_TENSOR && scale <= QV_BENCH_LT_BLK, "unknown cuBLASLt fp8 scaling mode");
-    return lt_layer(1, scale, n, k, ms, n_m, warmup, runs, t, ok);
+    return lt_layer(1, scale, n, k, ms, n_m, warmup, runs, opts, t, ok);
 }
 
 typedef struct actq_ctx {
@@ -251,12 +253,13 @@ typedef struct actq_ctx {
     const void *x; /* (rows, cols) f16 */
     void *q;       /* (rows, cols) codes */
     float *s;      /* (rows) scales */
+    const qv_launch_opts *opts;
 } actq_ctx;
 
 static qv_status actq_launch(void *vctx, int iter, void *stream)
 {
     actq_ctx *c = vctx;
-    return qv_act_quant(QV_FMT_F16, c->qfmt, c->rows, c->cols, c->x, c->q, c->s, stream);
+    return qv_act_quant(QV_FMT_F16, c->qfmt, c->rows, c->cols, c->x, c->q, c->s, stream, c->opts);
 }
 
 #define AQB_BATCH 20      /* launches per queued batch */
@@ -300,13 +303,13 @@ static qv_status time_queued(actq_ctx *c, int runs, double *us_buf, double *medi
 }
 
 qv_status qv_bench_act_quant(qv_fmt qfmt, const int *rows_list, int n, int cols, int warmup, int runs,
-                             qv_bench_timing *t, double *queued_us)
+                             const qv_launch_opts *opts, qv_bench_timing *t, double *queued_us)
 {
     int r_max = 1;
     for (int i = 0; i < n; i++) r_max = rows_list[i] > r_max ? rows_list[i] : r_max;
     const size_t count = (size_t)r_max * (size_t)cols;
     ab_pool pool = {.n = 0};
-    actq_ctx c = {qfmt, 0, cols, NULL, NULL, NULL};
+    actq_ctx c = {qfmt, 0, cols, NULL, NULL, NULL, opts};
     void *x = NULL, *q = NULL, *s = NULL;
     double *us_buf = malloc(sizeof(double) * (size_t)runs);
     qv_status st = us_buf ? QV_OK : qv_fail(QV_ERR_NOMEM, "benchmark: %d timings", runs);

@@ -8,6 +8,7 @@
 
 #include "internal/bench.h"
 #include "qvet/formats.h"
+#include "qvet/gemm.h"
 #include "qvet/status.h"
 
 #ifdef __cplusplus
@@ -21,9 +22,10 @@ extern "C" {
  * rotated through enough copies to exceed twice the 60 MB L2. t[i] gets the
  * timing of ms[i]; ok[i] is 0 where cuBLASLt has no algorithm or the launch
  * failed (the message goes to stderr, the other M values still run). Returns
- * an error only for an allocation or CUDA failure outside the launches. */
+ * an error only for an allocation or CUDA failure outside the launches.
+ * opts: the run's launch options (their QV_TRACE_LT prints each algorithm). */
 qv_status qv_bench_lt_layer(int fp8, int n, int k, const int *ms, int n_m, int warmup, int runs,
-                            qv_bench_timing *t, int *ok);
+                            const qv_launch_opts *opts, qv_bench_timing *t, int *ok);
 
 /* How a cuBLASLt fp8 baseline scales both operands: per tensor (SCALAR_32F,
  * what qv_bench_lt_layer times), per output channel x per token (OUTER_VEC_32F,
@@ -45,7 +47,7 @@ typedef enum qv_bench_lt_scale {
  * K only through fp32 partials in the workspace (the e4m3 rows' own rule).
  * Same timing, results and errors. */
 qv_status qv_bench_lt_fp8_layer(qv_bench_lt_scale scale, int n, int k, const int *ms, int n_m, int warmup, int runs,
-                                qv_bench_timing *t, int *ok);
+                                const qv_launch_opts *opts, qv_bench_timing *t, int *ok);
 
 /* The per-token activation quantizer (gemm.h qv_act_quant) alone:
  * rows x cols fp16 activations -> qfmt codes and (rows) f32 scales, for each
@@ -53,9 +55,10 @@ qv_status qv_bench_lt_fp8_layer(qv_bench_lt_scale scale, int n, int k, const int
  * of rows_list[i], events around each launch like every row of the bench;
  * queued_us[i] the median over `runs` batches of launches queued behind a
  * long memset, per launch: the GPU's own time when it never waits for the
- * host to submit (what a CUDA graph or a busy stream sees). */
+ * host to submit (what a CUDA graph or a busy stream sees). Every launch
+ * under opts (NULL: the defaults). */
 qv_status qv_bench_act_quant(qv_fmt qfmt, const int *rows_list, int n, int cols, int warmup, int runs,
-                             qv_bench_timing *t, double *queued_us);
+                             const qv_launch_opts *opts, qv_bench_timing *t, double *queued_us);
 
 #ifdef __cplusplus
 }

@@ -69,6 +69,7 @@
 #include "internal/cli.h"
 #include "internal/gpu.h"
 #include "internal/json.h"
+#include "internal/launch_env.h"
 #include "qvet/gemm.h"
 #include "qvet/layout.h"
 #include "qvet/problem.h"
@@ -189,10 +190,10 @@ static qv_status launch_with_aq(void *ctx, int iter, void *stream)
     if (c->aqk == AQK_E4M3_G128)
         /* The (k/128, m) MN-major scales the row reads. */
         QV_TRY(qv_act_quant_groups(QV_FMT_F16, QV_FMT_E4M3, c->args.m, c->args.k, c->x16, (void *)c->args.a,
-                                   (float *)c->args.a_scale, stream));
+                                   (float *)c->args.a_scale, stream, c->args.opts));
     else
         QV_TRY(qv_act_quant(QV_FMT_F16, aqk_fmt(c->aqk), c->aq_rows, c->aq_cols, c->x16, (void *)c->args.a,
-                            (float *)c->args.a_scale, stream));
+                            (float *)c->args.a_scale, stream, c->args.opts));
     return launch_rotating(ctx, iter, stream);
 }
 
@@ -263,6 +264,7 @@ typedef struct bench_opts {
     int no_pair;  /* time a registry row's GEMMs alone, not side by side with cuBLAS fp16 */
     const char *out;
     int dry_run; /* list what would be timed, no CUDA call */
+    qv_launch_opts launch; /* every launch's options (the QVET_* variables) */
 } bench_opts;
 
 static int opts_match(const bench_opts *o, const qv_variant *v)
@@ -454,7 +456,7 @@ static qv_status layer_alloc(const bench_row *r, const bench_layer *L, const ben
     void *a = NULL, *out = NULL, *ascale = NULL, *azp = NULL, *perm = NULL, *ws = NULL, *x16 = NULL;
     size_t ws_bytes = 0;
     for (int mi = 0; mi < o->n_m; mi++) {
-        size_t w = qv_gpu_workspace(v, o->ms[mi], L->n, L->k);
+        size_t w = qv_gpu_workspace(v, o->ms[mi], L->n, L->k, &o->launch);
         ws_bytes = w > ws_bytes ? w : ws_bytes;
     }
     QV_TRY(pool_alloc(pool, (size_t)m_max * L->k * qv_fmt_storage_bytes(v->afmt), &a));
@@ -494,6 +496,7 @@ static qv_status layer_alloc(const bench_row *r, const bench_layer *L, const ben
     c->args.n = L->n, c->args.k = L->k, c->args.g = v->g;
     c->args.a = a, c->args.a_scale = ascale, c->args.azp = azp, c->args.perm = perm, c->args.c = out;
     c->args.workspace = ws, c->args.workspace_bytes = ws_bytes;
+    c->args.opts = &o->launch;
     QV_CUDA_TRY(cudaDeviceSynchronize(), "benchmark buffer fills");
     return QV_OK;
 }
@@ -629,8 +632,8 @@ static qv_status bench_other_run(const bench_row *r, const bench_layer *L, const
     for (int mi = 0; mi < o->n_m; mi++) t_out[mi] = NAN;
     if (r->kind == ROW_LT_FP8 || r->kind == ROW_LT_I8) {
         int ok[MAX_M];
-        QV_TRY(qv_bench_lt_layer(r->kind == ROW_LT_FP8, L->n, L->k, o->ms, o->n_m, o->warmup, o->runs, timings,
-                                 ok));
+        QV_TRY(qv_bench_lt_layer(r->kind == ROW_LT_FP8, L->n, L->k, o->ms, o->n_m, o->warmup, o->runs, &o->launch,
+                                 timings, ok));
         for (int mi = 0; mi < o->n_m; mi++)
             if (ok[mi]) t_out[mi] = timings[mi].median_us;
         return QV_OK;
@@ -640,7 +643,7 @@ static qv_status bench_other_run(const bench_row *r, const bench_layer *L, const
         const qv_bench_lt_scale sc = r->kind == ROW_LT_FP8_OUTER    ? QV_BENCH_LT_OUTER
                                      : r->kind == ROW_LT_FP8_VEC128 ? QV_BENCH_LT_VEC128
                                                                     : QV_BENCH_LT_BLK;
-        QV_TRY(qv_bench_lt_fp8_layer(sc, L->n, L->k, o->ms, o->n_m, o->warmup, o->runs, timings, ok));
+        QV_TRY(qv_bench_lt_fp8_layer(sc, L->n, L->k, o->ms, o->n_m, o->warmup, o->runs, &o->launch, timings, ok));
         for (int mi = 0; mi < o->n_m; mi++)
             if (ok[mi]) t_out[mi] = timings[mi].median_us;
         return QV_OK;
@@ -649,7 +652,8 @@ static qv_status bench_other_run(const bench_row *r, const bench_layer *L, const
     for (int mi = 0; mi < o->n_m; mi++)
         if (!aqk_shape(r->aqk, o->ms[mi], L->k, &rows[mi], &cols)) return QV_OK;
     double queued[MAX_M];
-    if (qv_bench_act_quant(aqk_fmt(r->aqk), rows, o->n_m, cols, o->warmup, o->runs, timings, queued) != QV_OK) {
+    if (qv_bench_act_quant(aqk_fmt(r->aqk), rows, o->n_m, cols, o->warmup, o->runs, &o->launch, timings, queued) !=
+        QV_OK) {
         /* like a failing row: reported, and the others still run */
         fprintf(stderr, "qvet bench: %s %s: %s\n", r->name, L->name, qv_errmsg());
         return QV_OK;
@@ -1016,6 +1020,9 @@ int qv_cmd_bench(int argc, char **argv)
         return 2;
     }
     const int trace = trace_env && !strcmp(trace_env, "1");
+    /* The kernel paths' variables (docs/launch-options.md). */
+    const int env_rc = qv_cli_launch_env("bench", &o.launch);
+    if (env_rc) return env_rc;
 
     const qv_variant *ref = qv_variant_find("cublas-f16");
     if (!ref || !ref->gpu_kernel) {

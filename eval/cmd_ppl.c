@@ -14,6 +14,7 @@
 #include "internal/eval.h"
 #include "internal/gpu.h"
 #include "internal/json.h"
+#include "internal/launch_env.h"
 
 #include "eval_internal.h"
 
@@ -75,6 +76,7 @@ typedef struct ppl_run {
     double t_start;         /* monotonic seconds when the command started */
     const char *backend;
     FILE *out;
+    qv_launch_opts launch;  /* the GPU backend's launch options (the QVET_* variables) */
 } ppl_run;
 
 static void print_header(void)
@@ -178,10 +180,10 @@ static double now_s(void)
 
 /* Creates a row's backend, ready for chunks of ctx tokens; a variant without
  * one is skipped, not an error. */
-static void row_setup(ppl_row *w, const qv_llama *m, int backend, int ctx)
+static void row_setup(ppl_row *w, const qv_llama *m, int backend, int ctx, const qv_launch_opts *launch)
 {
     if (!w->v) return;
-    qv_status st = backend == BK_GPU ? qv_linear_variant_gpu(w->v, m, &w->lb)
+    qv_status st = backend == BK_GPU ? qv_linear_variant_gpu(w->v, m, launch, &w->lb)
                                      : qv_linear_variant_cpu(w->v, m, backend == BK_CPU, &w->lb);
     if (st == QV_OK && (st = qv_linear_backend_prepare(&w->lb, ctx)) != QV_OK) qv_linear_backend_free(&w->lb);
     if (st != QV_OK) {
@@ -218,7 +220,7 @@ static int evaluate(ppl_run *r, const qv_llama *m, const char *glob, int backend
         if (!w->err || !w->ref) { rc = fail_exit(qv_fail(QV_ERR_NOMEM, "no memory")); goto done; }
         if (!keep || !w->v) continue;
         double ts = now_s();
-        row_setup(w, m, backend, r->ctx);
+        row_setup(w, m, backend, r->ctx, &r->launch);
         w->setup_s = now_s() - ts;
         fprintf(stderr, "ppl: [%d/%d] %s: %s in %.2f s (elapsed %.1f s)\n", k, n_rows - 1, w->v->name,
                 w->state == ROW_OK ? "ready" : "skipped", w->setup_s, now_s() - t0);
@@ -236,7 +238,7 @@ static int evaluate(ppl_run *r, const qv_llama *m, const char *glob, int backend
             if (w->state != ROW_OK) continue;
             double ts = now_s();
             if (!keep && w->v) {
-                row_setup(w, m, backend, r->ctx);
+                row_setup(w, m, backend, r->ctx, &r->launch);
                 w->setup_s += now_s() - ts;
                 if (ci == 0)
                     fprintf(stderr, "ppl: [%d/%d] %s: %s in %.2f s (elapsed %.1f s)\n", k, n_rows - 1, w->v->name,
@@ -342,6 +344,15 @@ int qv_cmd_ppl(int argc, char **argv)
     if (optind < argc) { fprintf(stderr, "qvet ppl: unexpected argument '%s'\n", argv[optind]); usage(stderr); return 2; }
     if (!r.model_path || !r.text_path) { fprintf(stderr, "qvet ppl: --model and --text are required\n"); usage(stderr); return 2; }
     if (nb > 1) { fprintf(stderr, "qvet ppl: choose one of --gpu, --cpu, --cpu-fast\n"); return 2; }
+    int env_rc = qv_cli_launch_env("ppl", &r.launch);
+    if (env_rc) return env_rc;
+    /* QVET_THREADS: the CPU pool's threads (a process setting of this command). */
+    const char *threads = getenv("QVET_THREADS");
+    if (threads) {
+        long long nt;
+        if (qv_opt_long("QVET_THREADS", threads, 1, 4096, &nt)) return 2;
+        qv_eval_threads_request((int)nt);
+    }
     if (glob && !strcmp(glob, "all")) glob = "*";
     int n_sel = 0;
     for (int i = 0; glob && i < qv_registry_count(); i++) n_sel += qv_variant_match(qv_registry_get(i), glob);

@@ -29,7 +29,7 @@ typedef qv_status (*ev_item_fn)(void *ctx, int64_t i);
  * range. Returns QV_OK, or the status of the lowest failing i with its message
  * prefixed "<who>: <unit> <i / per>" (e.g. "row: layer 3: ..."). */
 qv_status ev_parallel_try(int64_t n, ev_item_fn fn, void *ctx, const char *who, const char *unit, int per);
-/* Threads of the pool, the caller included (QVET_THREADS, default: online CPUs). */
+/* Threads of the pool, the caller included (qv_eval_threads_request, default: online CPUs). */
 int     ev_threads(void);
 /* A grain for n indices: about 4 ranges per thread, at least min_grain. */
 int64_t ev_grain(int64_t n, int64_t min_grain);

@@ -31,6 +31,7 @@ typedef struct gpu_lin {
 
 typedef struct gpu_ctx {
     const qv_variant *v;
+    qv_launch_opts opts;    /* every layer's launch options (their args point here) */
     ev_lins ls;             /* the quantized layers */
     gpu_lin *lin;           /* (n_layers * QV_LIN_COUNT), as ls.lin */
     /* Pinned host staging, sized for cap_m rows of the widest layer. */
@@ -107,7 +108,7 @@ static qv_status upload_packed(gpu_ctx *c, int i, int t, const qv_packed *pk)
     if (L->gp_m) qv_gpu_problem_free(&L->gp);
     L->gp_m = 0;
     qv_problem pp = call_problem(c, i, t);
-    QV_TRY(qv_gpu_problem_upload(&pp, pk, &L->gp));
+    QV_TRY(qv_gpu_problem_upload(&pp, pk, &c->opts, &L->gp));
     L->gp_m = t;
     return QV_OK;
 }
@@ -225,7 +226,8 @@ static qv_status gpu_prepare(void *vctx, int t)
     return bad;
 }
 
-qv_status qv_linear_variant_gpu(const qv_variant *v, const qv_llama *m, qv_linear_backend *out)
+qv_status qv_linear_variant_gpu(const qv_variant *v, const qv_llama *m, const qv_launch_opts *opts,
+                                qv_linear_backend *out)
 {
     memset(out, 0, sizeof *out);
     qv_gpu_info info;
@@ -234,7 +236,9 @@ qv_status qv_linear_variant_gpu(const qv_variant *v, const qv_llama *m, qv_linea
     gpu_ctx *c = calloc(1, sizeof *c);
     if (!c) return qv_fail(QV_ERR_NOMEM, "no memory");
     c->v = v;
-    qv_status bad = ev_lins_quantize(&c->ls, v, m);
+    if (opts) c->opts = *opts;
+    qv_status bad = qv_launch_opts_check(opts);
+    if (bad == QV_OK) bad = ev_lins_quantize(&c->ls, v, m);
     if (bad == QV_OK) {
         c->lin = calloc((size_t)ev_lins_count(&c->ls), sizeof *c->lin);
         if (!c->lin) bad = qv_fail(QV_ERR_NOMEM, "no memory");

@@ -2,8 +2,9 @@
  * the evaluation (eval_internal.h, ev_parallel_for): norms, softmax rows,
  * activation quantization, the per-position statistics. Every range is
  * computed by exactly one thread in its own order, so results do not depend on
- * the number of threads. The pool starts on first use with QVET_THREADS
- * threads (default: the online processors) and lives until the process ends;
+ * the number of threads. The pool starts on first use with the threads
+ * qv_eval_threads_request asked for (`qvet ppl` reads QVET_THREADS; default:
+ * the online processors) and lives until the process ends;
  * a call made from inside a parallel section, while another thread holds the
  * pool, or in a child forked after the pool started (Check forks its tests),
  * runs in the caller. */
@@ -35,6 +36,7 @@ typedef struct ev_pool {
 
 static ev_pool pool;
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+static atomic_int requested; /* qv_eval_threads_request; 0: the online processors */
 static _Thread_local int in_section;
 
 /* Claims ranges of the current job until none is left. */
@@ -73,9 +75,7 @@ static void pool_after_fork(void)
 
 static void pool_start(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    const char *env = getenv("QVET_THREADS");
-    if (env && *env) n = strtol(env, NULL, 10);
+    long n = requested > 0 ? requested : sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 1) n = 1;
     if (n > EV_MAX_THREADS) n = EV_MAX_THREADS;
     pthread_mutex_init(&pool.mu, NULL);
@@ -94,6 +94,8 @@ static void pool_start(void)
     }
     pthread_attr_destroy(&attr);
 }
+
+void qv_eval_threads_request(int n) { requested = n; }
 
 int ev_threads(void)
 {

@@ -18,6 +18,7 @@
 #include "internal/cli.h"
 #include "internal/gpu.h"
 #include "internal/json.h"
+#include "internal/launch_env.h"
 #include "qvet/plugin.h"
 #include "qvet/spec.h"
 
@@ -52,6 +53,7 @@ typedef struct camp_opts {
     int shrink;                 /* replay --shrink; check/fuzz: 0 with --no-shrink */
     int quiet;
     int jobs;                   /* check/fuzz: cases run on this many threads */
+    qv_launch_opts launch;      /* the GPU backend's launch options (the QVET_* variables) */
 } camp_opts;
 
 /* The check seed: fixed, so `qvet check` draws the same data on every run. */
@@ -255,6 +257,8 @@ static int parse_opts(int argc, char **argv, unsigned allowed, camp_opts *o)
         fprintf(stderr, "qvet %s: give --cases or --minutes, not both\n", o->cmd);
         return -1;
     }
+    /* The kernel paths' variables (docs/launch-options.md), refused like a bad option. */
+    if (qv_cli_launch_env(o->cmd, &o->launch)) return -1;
     return 0;
 fail:
     return -1;
@@ -312,6 +316,7 @@ static int pick_backend(const camp_opts *o, qv_backend *b, qv_plugin *pl)
     } else {
         qv_backend_init(b, QV_BACKEND_CPU);
     }
+    b->opts = &o->launch;
     /* The fixed suite (check, replay --check) keeps larger CPU shapes than fuzz. */
     b->cap_mnk = qv_backend_default_cap(b->kind, !strcmp(o->cmd, "check") || o->suite);
     if (o->cap_set) b->cap_mnk = o->cap;
@@ -476,26 +481,34 @@ typedef struct tally {
     double worst_eb, worst_ulp;
 } tally;
 
-static void tally_add(tally *t, const qv_outcome *o)
+static void tally_result(tally *t, const qv_result *r)
 {
     t->cases++;
-    if (o->res.grade == QV_PASS) t->pass++;
-    else if (o->res.grade == QV_MARGINAL) t->marginal++;
+    if (r->grade == QV_PASS) t->pass++;
+    else if (r->grade == QV_MARGINAL) t->marginal++;
     else t->fail++;
-    if (isfinite(o->res.max_err_over_bound) && o->res.max_err_over_bound > t->worst_eb)
-        t->worst_eb = o->res.max_err_over_bound;
-    if (isfinite(o->res.max_ulp) && o->res.max_ulp > t->worst_ulp) t->worst_ulp = o->res.max_ulp;
+    if (isfinite(r->max_err_over_bound) && r->max_err_over_bound > t->worst_eb) t->worst_eb = r->max_err_over_bound;
+    if (isfinite(r->max_ulp) && r->max_ulp > t->worst_ulp) t->worst_ulp = r->max_ulp;
 }
 
-static void print_table(FILE *f, const tally *t, int n)
+static void tally_add(tally *t, const qv_outcome *o) { tally_result(t, &o->res); }
+
+/* names: the routed rows' names for t (NULL: each tally's variant). */
+static void print_rows(FILE *f, const tally *t, int n, const qv_moe_row *const *names)
+{
+    for (int i = 0; i < n; i++) {
+        if (!t[i].cases) continue;
+        fprintf(f, "%-28s %7lld %7lld %8lld %6lld %12.4g %10.4g\n", names ? names[i]->name : t[i].v->name,
+                t[i].cases, t[i].pass, t[i].marginal, t[i].fail, t[i].worst_eb, t[i].worst_ulp);
+    }
+}
+
+static void print_table(FILE *f, const tally *t, int n, const tally *mt, const qv_moe_row *const *moe, int n_moe)
 {
     fprintf(f, "%-28s %7s %7s %8s %6s %12s %10s\n", "variant", "cases", "PASS", "MARGINAL", "FAIL",
             "worst err/E", "worst ULP");
-    for (int i = 0; i < n; i++) {
-        if (!t[i].cases) continue;
-        fprintf(f, "%-28s %7lld %7lld %8lld %6lld %12.4g %10.4g\n", t[i].v->name, t[i].cases, t[i].pass,
-                t[i].marginal, t[i].fail, t[i].worst_eb, t[i].worst_ulp);
-    }
+    print_rows(f, t, n, NULL);
+    print_rows(f, mt, n_moe, moe);
 }
 
 /* ---- one case, end to end ---- */
@@ -519,6 +532,10 @@ typedef struct campaign {
     int *check_variant;
     int *check_index;
     long long check_total;
+    /* the routed rows of the run (CPU backend only), with their tallies */
+    const qv_moe_row *moe[QV_GEN_MAX_VARIANTS];
+    tally moe_tally[QV_GEN_MAX_VARIANTS];
+    int n_moe;
 } campaign;
 
 /* A variant's name as one folder name: a spec's '/' and ',' become '-' and '_'. */
@@ -582,17 +599,130 @@ static void finish_case(campaign *cp, const qv_case *c, qv_problem *p, qv_outcom
     qv_problem_destroy(p);
 }
 
+/* ---- routed cases ---- */
+
+/* Routed cases run on cp->o->jobs threads in batches; their lines are
+ * written in case order, as with one thread. */
+typedef struct routed_batch {
+    const qv_moe_case *cases;
+    qv_moe_outcome *out;
+    char (*err)[512];
+    int n;
+    int next;
+    pthread_mutex_t mu;
+} routed_batch;
+
+static void *routed_worker(void *arg)
+{
+    routed_batch *rb = arg;
+    for (;;) {
+        pthread_mutex_lock(&rb->mu);
+        int i = rb->next++;
+        pthread_mutex_unlock(&rb->mu);
+        if (i >= rb->n) return NULL;
+        if (qv_moe_case_run(&rb->cases[i], &rb->out[i]) != QV_OK)
+            snprintf(rb->err[i], sizeof rb->err[i], "%s", qv_errmsg());
+    }
+}
+
+/* Tallies routed case c with outcome o and writes its line. Returns 0, or an
+ * exit code when the case could not be run. */
+static int finish_routed(campaign *cp, const qv_moe_case *c, const qv_moe_outcome *o, const char *err)
+{
+    if (o->st != QV_OK) {
+        fprintf(stderr, "qvet %s: routed case %lld (%s t=%lld n=%lld k=%lld, logits %s) could not be run: %s\n",
+                cp->o->cmd, (long long)c->index, c->row->name, (long long)c->t, (long long)c->n, (long long)c->k,
+                qv_moe_logits_name(c->logits), err);
+        return qv_status_exit_code(o->st) == 3 ? 3 : 2;
+    }
+    for (int i = 0; i < cp->n_moe; i++)
+        if (cp->moe[i] == c->row) tally_result(&cp->moe_tally[i], &o->res.out);
+    if (o->res.out.grade == QV_FAIL) {
+        char replay[512];
+        qv_moe_case_replay_cmd(c, replay, sizeof replay);
+        cp->n_fail++;
+        printf("%sFAIL %s t=%lld n=%lld k=%lld logits %s, %s: %s\n  replay: %s\n",
+               isatty(STDOUT_FILENO) ? "\r\033[K" : "", c->row->name, (long long)c->t, (long long)c->n,
+               (long long)c->k, qv_moe_logits_name(c->logits), qv_probe_name(c->probe), o->res.out.reason, replay);
+        fflush(stdout);
+    }
+    if (cp->res.f) {
+        qv_moe_case_json(cp->res.f, c, cp->b->name, o);
+        fflush(cp->res.f);
+    }
+    cp->n_cases++;
+    const qv_moe_spec *s;
+    int per = qv_moe_row_spec(c->row, &s) == QV_OK ? s->topk + c->shared : 1;
+    cp->macs += (double)c->t * per * (double)c->n * (double)c->k;
+    return 0;
+}
+
+/* Runs cases[0..n) on the run's threads and finishes them in order. */
+static int run_routed(campaign *cp, const qv_moe_case *cases, int n)
+{
+    int jobs = cp->o->jobs > 0 ? cp->o->jobs : 1;
+    if (jobs > n) jobs = n;
+    routed_batch rb = {.cases = cases, .n = n};
+    rb.out = calloc((size_t)n, sizeof *rb.out);
+    rb.err = calloc((size_t)n, sizeof *rb.err);
+    pthread_t *th = calloc((size_t)(jobs ? jobs : 1), sizeof *th);
+    if (!rb.out || !rb.err || !th) {
+        free(rb.out), free(rb.err), free(th);
+        fprintf(stderr, "qvet %s: out of memory for routed cases\n", cp->o->cmd);
+        return 3;
+    }
+    pthread_mutex_init(&rb.mu, NULL);
+    int started = 0;
+    for (; started < jobs; started++)
+        if (pthread_create(&th[started], NULL, routed_worker, &rb)) break;
+    if (!started) routed_worker(&rb);
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&rb.mu);
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) rc = finish_routed(cp, &cases[i], &rb.out[i], rb.err[i]);
+    free(rb.out), free(rb.err), free(th);
+    return rc;
+}
+
+/* The routed rows' fixed suites, row by row. */
+static int check_routed(campaign *cp)
+{
+    for (int i = 0; i < cp->n_moe; i++) {
+        int n = qv_moe_suite_count(cp->moe[i]);
+        qv_moe_case *cases = calloc((size_t)n, sizeof *cases);
+        if (!cases) return 3;
+        for (int j = 0; j < n; j++) qv_moe_suite_case(cp->moe[i], cp->o->seed, j, &cases[j]);
+        int rc = run_routed(cp, cases, n);
+        free(cases);
+        if (rc) return rc;
+        if (!cp->o->quiet) {
+            printf("  %-28s %3lld cases, %lld failed\n", cp->moe[i]->name, cp->moe_tally[i].cases,
+                   cp->moe_tally[i].fail);
+            fflush(stdout);
+        }
+    }
+    return 0;
+}
+
 /* ---- cases on several threads ---- */
 
-/* Case number ord of the run into *c; 0 past the last one. A pure function
+/* One case of a run: a GEMM case, or a routed one. */
+typedef struct work {
+    int routed;
+    qv_case c;
+    qv_moe_case mc;
+} work;
+
+/* Case number ord of the run into *w; 0 past the last one. A pure function
  * of its arguments (the generator is read-only), so any thread may call it. */
-typedef int (*case_at_fn)(const campaign *cp, int64_t ord, qv_case *c);
+typedef int (*case_at_fn)(const campaign *cp, int64_t ord, work *w);
 
 /* A case in flight: made and run by a worker, finished by the main thread. */
 typedef struct slot {
-    qv_case c;
+    work w;
     qv_problem p;
     qv_outcome out;
+    qv_moe_outcome mo;  /* a routed case's */
     qv_status st;   /* QV_OK, or why the case could not be made or run */
     int built;      /* p holds the case */
     char err[1024]; /* the worker's message when st is not QV_OK */
@@ -626,7 +756,7 @@ static void *pool_worker(void *arg)
         }
         int64_t ord = pl->next_issue;
         slot *s = &pl->ring[ord % pl->window];
-        if (!pl->case_at(cp, ord, &s->c)) {
+        if (!pl->case_at(cp, ord, &s->w)) {
             pl->end = ord;
             pthread_cond_broadcast(&pl->done);
             pthread_cond_broadcast(&pl->work);
@@ -638,10 +768,15 @@ static void *pool_worker(void *arg)
         pthread_mutex_unlock(&pl->mu);
 
         s->built = 0;
-        s->st = qv_case_build(&s->c, &s->p);
-        if (s->st == QV_OK) {
+        if (s->w.routed) {
+            s->st = qv_moe_case_run(&s->w.mc, &s->mo);
             s->built = 1;
-            s->st = qv_case_run(cp->b, &s->p, ref_probe_is_unique(s->c.probe), &s->out);
+        } else {
+            s->st = qv_case_build(&s->w.c, &s->p);
+            if (s->st == QV_OK) {
+                s->built = 1;
+                s->st = qv_case_run(cp->b, &s->p, ref_probe_is_unique(s->w.c.probe), &s->out);
+            }
         }
         if (s->st != QV_OK) snprintf(s->err, sizeof s->err, "%s", qv_errmsg());
 
@@ -691,7 +826,12 @@ static int pool_run(campaign *cp, case_at_fn case_at, after_fn after, void *ctx)
         pthread_mutex_unlock(&pl.mu);
         if (over) break;
         int r = 0;
-        if (rc) {
+        if (s->w.routed) {
+            if (!rc) {
+                r = finish_routed(cp, &s->w.mc, &s->mo, s->err);
+                if (!r && after) r = after(cp, NULL, ctx);
+            }
+        } else if (rc) {
             /* an environment error: the cases in flight are dropped */
             if (s->built) {
                 qv_outcome_clear(&s->out);
@@ -700,7 +840,8 @@ static int pool_run(campaign *cp, case_at_fn case_at, after_fn after, void *ctx)
         } else if (!s->built) {
             /* the generator made a case the library refuses: a qvet bug, said loudly */
             fprintf(stderr, "qvet %s: case %lld (%s m=%lld n=%lld k=%lld) could not be built: %s\n", cp->o->cmd,
-                    (long long)s->c.index, s->c.v->name, (long long)s->c.m, (long long)s->c.n, (long long)s->c.k,
+                    (long long)s->w.c.index, s->w.c.v->name, (long long)s->w.c.m, (long long)s->w.c.n,
+                    (long long)s->w.c.k,
                     s->err);
             r = qv_status_exit_code(s->st) == 3 ? 3 : 2;
         } else if (s->st != QV_OK) {
@@ -709,7 +850,7 @@ static int pool_run(campaign *cp, case_at_fn case_at, after_fn after, void *ctx)
             qv_problem_destroy(&s->p);
             r = qv_status_exit_code(s->st);
         } else {
-            qv_case c = s->c;
+            qv_case c = s->w.c;
             finish_case(cp, &c, &s->p, &s->out, 1);
             r = after ? after(cp, &c, ctx) : 0;
         }
@@ -755,12 +896,17 @@ static int campaign_start(campaign *cp, camp_opts *o, qv_backend *b, qv_plugin *
             fprintf(stderr, "qvet %s: %s\n", o->cmd, qv_errmsg());
             rc = 2;
         }
-    } else if (!rc && qv_gen_init(&cp->gen, o->glob, b) != QV_OK) {
-        fprintf(stderr, "qvet %s: %s\n", o->cmd, qv_errmsg());
-        rc = 2;
+    } else if (!rc) {
+        /* routed rows run on the CPU model until a grouped kernel exists */
+        if (b->kind == QV_BACKEND_CPU) cp->n_moe = qv_moe_rows_match(o->glob, cp->moe, QV_GEN_MAX_VARIANTS);
+        if (qv_gen_init(&cp->gen, o->glob, b) != QV_OK && !cp->n_moe) {
+            fprintf(stderr, "qvet %s: %s\n", o->cmd, qv_errmsg());
+            rc = 2;
+        }
     }
     if (!rc) {
         for (int i = 0; i < cp->gen.n_variants; i++) cp->tallies[i].v = cp->gen.variants[i];
+        for (int i = 0; i < cp->n_moe; i++) cp->moe_tally[i].v = NULL;
         if (results_open(&cp->res, o->out_path, o->cmd)) rc = 2;
     }
     if (rc) {
@@ -776,7 +922,7 @@ static int campaign_start(campaign *cp, camp_opts *o, qv_backend *b, qv_plugin *
  * exit code: rc when an error stopped the run, else 1 when a case FAILed. */
 static int campaign_end(campaign *cp, qv_plugin *pl, int rc)
 {
-    print_table(stdout, cp->tallies, cp->gen.n_variants);
+    print_table(stdout, cp->tallies, cp->gen.n_variants, cp->moe_tally, cp->moe, cp->n_moe);
     if (cp->o->out_path) printf("results: %s\n", cp->o->out_path);
     printf("%s: %lld cases, %lld failed\n", cp->o->cmd, cp->n_cases, cp->n_fail);
     qv_plugin_close(pl);
@@ -812,10 +958,11 @@ static void print_rate(const campaign *cp, double secs)
 
 /* ---- qvet check ---- */
 
-static int check_case_at(const campaign *cp, int64_t ord, qv_case *c)
+static int check_case_at(const campaign *cp, int64_t ord, work *w)
 {
     if (ord >= cp->check_total) return 0;
-    qv_suite_case(cp->gen.variants[cp->check_variant[ord]], cp->b->cap_mnk, cp->o->seed, cp->check_index[ord], c);
+    w->routed = 0;
+    qv_suite_case(cp->gen.variants[cp->check_variant[ord]], cp->b->cap_mnk, cp->o->seed, cp->check_index[ord], &w->c);
     return 1;
 }
 
@@ -845,10 +992,11 @@ int qv_cmd_check(int argc, char **argv)
     campaign cp;
     int rc = campaign_start(&cp, &o, &b, &pl, argc, argv);
     if (rc >= 0) return rc;
-    long long total = 0;
+    long long total = 0, routed = 0;
     for (int i = 0; i < cp.gen.n_variants; i++) total += qv_suite_count(cp.gen.variants[i], b.cap_mnk);
-    printf("qvet check: %d variants, %lld cases on %s, seed %llu", cp.gen.n_variants, total, b.name,
-           (unsigned long long)o.seed);
+    for (int i = 0; i < cp.n_moe; i++) routed += qv_moe_suite_count(cp.moe[i]);
+    printf("qvet check: %d variants, %lld cases on %s, seed %llu", cp.gen.n_variants + cp.n_moe, total + routed,
+           b.name, (unsigned long long)o.seed);
     if (b.cap_mnk > 0) printf(", m*n*k capped at %lld", (long long)b.cap_mnk);
     printf("\n");
     fflush(stdout);
@@ -867,6 +1015,7 @@ int qv_cmd_check(int argc, char **argv)
         }
     double t0 = wall_s();
     rc = pool_run(&cp, check_case_at, check_after, NULL);
+    if (!rc) rc = check_routed(&cp);
     double secs = wall_s() - t0;
     free(cp.check_variant);
     free(cp.check_index);
@@ -891,10 +1040,17 @@ typedef struct fuzz_ctx {
     int tty;
 } fuzz_ctx;
 
-static int fuzz_case_at(const campaign *cp, int64_t ord, qv_case *c)
+/* With routed rows in the run, case J is routed when J % 8 == 7 (every case
+ * without GEMM rows): a property of J, so any sharding runs the same cases. */
+#define ROUTED_EVERY 8
+
+static int fuzz_case_at(const campaign *cp, int64_t ord, work *w)
 {
     if (cp->o->cases && ord >= cp->o->cases) return 0;
-    qv_gen_case(&cp->gen, cp->o->seed, cp->o->shard_i + ord * cp->o->shard_n, c);
+    int64_t j = cp->o->shard_i + ord * cp->o->shard_n;
+    w->routed = cp->n_moe && (!cp->gen.n_variants || j % ROUTED_EVERY == ROUTED_EVERY - 1);
+    if (w->routed) qv_moe_gen_case(cp->moe, cp->n_moe, cp->o->seed, j, &w->mc);
+    else qv_gen_case(&cp->gen, cp->o->seed, j, &w->c);
     return 1;
 }
 
@@ -942,7 +1098,7 @@ int qv_cmd_fuzz(int argc, char **argv)
     int rc = campaign_start(&cp, &o, &b, &pl, argc, argv);
     if (rc >= 0) return rc;
     printf("qvet fuzz: seed %llu, shard %lld/%lld, %d variants on %s, ", (unsigned long long)o.seed, o.shard_i,
-           o.shard_n, cp.gen.n_variants, b.name);
+           o.shard_n, cp.gen.n_variants + cp.n_moe, b.name);
     if (o.cases) printf("%lld cases", o.cases);
     else printf("%g minutes", o.minutes);
     if (b.cap_mnk > 0) printf(", m*n*k capped at %lld", (long long)b.cap_mnk);
@@ -965,6 +1121,40 @@ int qv_cmd_fuzz(int argc, char **argv)
 
 /* ---- qvet replay ---- */
 
+/* A routed case of the fixed suite (--check, one row) or of a fuzz run. */
+static int replay_routed(campaign *cp)
+{
+    const camp_opts *o = cp->o;
+    qv_moe_case c;
+    if (o->suite) {
+        if (cp->n_moe != 1) {
+            fprintf(stderr, "qvet replay: --check needs --variant naming exactly one routed row (%d match)\n",
+                    cp->n_moe);
+            return 2;
+        }
+        if (o->case_index >= qv_moe_suite_count(cp->moe[0])) {
+            fprintf(stderr, "qvet replay: %s's check suite has %d cases; --case %lld is past it\n", cp->moe[0]->name,
+                    qv_moe_suite_count(cp->moe[0]), o->case_index);
+            return 2;
+        }
+        qv_moe_suite_case(cp->moe[0], o->seed, (int)o->case_index, &c);
+    } else {
+        qv_moe_gen_case(cp->moe, cp->n_moe, o->seed, o->case_index, &c);
+    }
+    qv_moe_outcome out;
+    if (qv_moe_case_run(&c, &out) != QV_OK) {
+        fprintf(stderr, "qvet replay: %s\n", qv_errmsg());
+        return 2;
+    }
+    printf("%s t=%lld n=%lld k=%lld logits %s, %s on %s: %s%s%s\n", c.row->name, (long long)c.t, (long long)c.n,
+           (long long)c.k, qv_moe_logits_name(c.logits), qv_probe_name(c.probe), cp->b->name,
+           qv_grade_name(out.res.out.grade), out.res.out.reason[0] ? ": " : "", out.res.out.reason);
+    qv_moe_case_json(stdout, &c, cp->b->name, &out);
+    if (cp->res.f) qv_moe_case_json(cp->res.f, &c, cp->b->name, &out);
+    return out.res.out.grade == QV_FAIL ? 1 : 0;
+}
+
+
 int qv_cmd_replay(int argc, char **argv)
 {
     camp_opts o;
@@ -983,6 +1173,10 @@ int qv_cmd_replay(int argc, char **argv)
     int rc = campaign_start(&cp, &o, &b, &pl, argc, argv);
     if (rc >= 0) return rc;
     rc = 0;
+    if (!cp.gen.n_variants && cp.n_moe) {
+        rc = replay_routed(&cp);
+        goto done;
+    }
     qv_case c;
     if (o.suite) {
         if (cp.gen.n_variants != 1) {

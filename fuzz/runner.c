@@ -85,7 +85,7 @@ static qv_status run_host(const qv_backend *b, const qv_problem *p, void *out, i
         .a = p->a, .a_scale = p->a_scale, .azp = p->azp,
         .b = pk.b, .scales = pk.scales, .scales2 = pk.scales2, .zeros = pk.zeros, .perm = pk.perm,
         .c = out, .workspace = NULL, .workspace_bytes = 0, .stream = NULL,
-        .bias = p->bias, .g_idx = pk.g_idx,
+        .bias = p->bias, .g_idx = pk.g_idx, .opts = b->opts,
     };
     if (logical) {
         args.b = p->q;
@@ -151,7 +151,7 @@ static qv_status run_on_backend(const qv_backend *b, const qv_problem *p, void *
         qv_gpu_stats gs;
         active_device_launch = b->launch;
         active_device_name = qv_backend_launch_name(b, p->v);
-        qv_status st = qv_gpu_run(p, b->kind == QV_BACKEND_GPU ? NULL : device_trampoline,
+        qv_status st = qv_gpu_run(p, b->kind == QV_BACKEND_GPU ? NULL : device_trampoline, b->opts,
                                   b->repeat, out, &gs);
         if (st == QV_OK && gs.nondeterministic) *diff = gs.first_diff >= 0 ? gs.first_diff : 0;
         /* A write into the poisoned guard zone after the output is out of bounds (e.g. rows past M). */

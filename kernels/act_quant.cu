@@ -19,7 +19,8 @@
  *     blocks on as many SMs, joined through distributed shared memory, so that
  *     a single token is quantized by 8 SMs instead of one (at M = 1 the
  *     divisions of one long row would otherwise keep a single SM busy for
- *     microseconds). QVET_AQ_CLUSTER_M=<M> moves the bound 128 (0: none).
+ *     microseconds). qv_launch_opts.act_quant_cluster_max_m moves the bound
+ *     128 (QV_OPT_OFF: none; the tuning table holds the default).
  * Rows longer than the registers of a cluster can hold (K > 262144) take a
  * two-pass kernel that re-reads the row from L2. All paths compute every value
  * with the same operations, so the result does not depend on the path. */
@@ -33,6 +34,7 @@
 #include <cuda_runtime.h>
 
 #include "internal/gpu.h"
+#include "internal/tuning.h"
 #include "qvet/gemm.h"
 
 namespace cg = cooperative_groups;
@@ -48,8 +50,6 @@ namespace cg = cooperative_groups;
                              * several rows share an SM and one row's loads overlap
                              * another's quantization */
 #define AQ_CLUSTER 8         /* blocks per row in cluster mode: the portable cluster size */
-#define AQ_CLUSTER_MAX_M 128 /* fewer rows than the H200's 132 SMs leave SMs idle with a
-                              * block per row; 128 rows x 8 blocks = 1024 blocks */
 #define AQ_CLUSTER_MIN_K 2048 /* shorter rows are too little work to split */
 
 /* The two values in one 32-bit word of fp16/bf16 bits, low half first. */
@@ -362,26 +362,22 @@ int aq_threads(int64_t nslot, int cluster, int vpt)
 }
 
 /* The largest M that takes the cluster path for rows of K >= AQ_CLUSTER_MIN_K:
- * AQ_CLUSTER_MAX_M, or QVET_AQ_CLUSTER_M from the environment (0: only rows
- * too long for one block take it), read once; the knob exists to measure the two paths against each other with
- * `qvet bench` (both compute the same bits). */
-int64_t aq_cluster_max_m(void)
+ * the options' act_quant_cluster_max_m (QV_OPT_OFF: 0, only rows too long
+ * for one block take it), or the tuning table's; the option exists to
+ * measure the two paths against each other with `qvet bench` (both compute
+ * the same bits). */
+int64_t aq_cluster_max_m(const qv_launch_ctx &c)
 {
-    static int64_t cached = -1;
-    if (cached < 0) {
-        const char *e = getenv("QVET_AQ_CLUSTER_M");
-        char *end = NULL;
-        const long long v = e && *e ? strtoll(e, &end, 10) : -1;
-        cached = e && *e && end && !*end && v >= 0 ? (int64_t)v : AQ_CLUSTER_MAX_M;
-    }
-    return cached;
+    const int set = c.o->act_quant_cluster_max_m;
+    if (set) return set == QV_OPT_OFF ? 0 : set;
+    return c.t->act_quant_cluster_max_m;
 }
 
-aq_plan aq_make_plan(int64_t m, int64_t k, bool vec)
+aq_plan aq_make_plan(int64_t m, int64_t k, bool vec, int64_t cluster_max_m)
 {
     aq_plan p = {vec, false, 1, 0, 0, 0, 0};
     const int64_t nslot = (k + AQ_SLOT - 1) / AQ_SLOT;
-    const bool few_long = m <= aq_cluster_max_m() && k >= AQ_CLUSTER_MIN_K;
+    const bool few_long = m <= cluster_max_m && k >= AQ_CLUSTER_MIN_K;
     if (!few_long) {
         /* A single block per row group: aligned rows with 4, 8 or 16 slots per
          * thread and at most AQ_GROUP_CAP threads; unaligned rows with 4. */
@@ -459,7 +455,7 @@ cudaError_t aq_launch(const aq_plan &p, const uint16_t *x, uint8_t *q, float *s,
 /* Rows of k values, each with its scale at s[row] (sg = 1), or the sg groups
  * of each token as rows with MN-major scales (sg > 1, k the group width). */
 static qv_status act_quant_rows(qv_fmt xfmt, qv_fmt qfmt, int64_t m, int64_t k, int64_t sg, const void *x, void *q,
-                                float *s, void *stream)
+                                float *s, void *stream, const qv_launch_opts *opts)
 {
     if (xfmt != QV_FMT_F16 && xfmt != QV_FMT_BF16)
         return qv_fail(QV_ERR_DTYPE, "act quant: activations must be f16 or bf16");
@@ -469,7 +465,9 @@ static qv_status act_quant_rows(qv_fmt xfmt, qv_fmt qfmt, int64_t m, int64_t k, 
     /* 16-byte loads need every row start 16-byte aligned: k % 8 == 0 and an
      * aligned base; 8-byte code stores likewise. */
     const bool vec = k % AQ_SLOT == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)q % 8 == 0;
-    const aq_plan p = aq_make_plan(m, k, vec);
+    qv_launch_ctx c;
+    QV_TRY(qv_launch_ctx_get(opts, &c));
+    const aq_plan p = aq_make_plan(m, k, vec, aq_cluster_max_m(c));
     /* CUDA's grid limit along x. */
     if (p.blocks > 2147483647LL)
         return qv_fail(QV_ERR_SHAPE, "act quant: %lld rows of %lld need more than 2^31-1 blocks", (long long)m,
@@ -488,18 +486,18 @@ static qv_status act_quant_rows(qv_fmt xfmt, qv_fmt qfmt, int64_t m, int64_t k, 
 }
 
 extern "C" qv_status qv_act_quant(qv_fmt xfmt, qv_fmt qfmt, int m, int k, const void *x, void *q, float *s,
-                                  void *stream)
+                                  void *stream, const qv_launch_opts *opts)
 {
     if (m < 1 || k < 1) return qv_fail(QV_ERR_SHAPE, "act quant: m=%d, k=%d must be >= 1", m, k);
-    return act_quant_rows(xfmt, qfmt, m, k, 1, x, q, s, stream);
+    return act_quant_rows(xfmt, qfmt, m, k, 1, x, q, s, stream, opts);
 }
 
 extern "C" qv_status qv_act_quant_groups(qv_fmt xfmt, qv_fmt qfmt, int m, int k, const void *x, void *q, float *s,
-                                         void *stream)
+                                         void *stream, const qv_launch_opts *opts)
 {
     if (m < 1 || k < 1 || k % QV_ACT_GROUP)
         return qv_fail(QV_ERR_SHAPE, "act quant groups: m=%d must be >= 1 and k=%d a positive multiple of %d", m, k,
                        QV_ACT_GROUP);
     const int64_t sg = k / QV_ACT_GROUP;
-    return act_quant_rows(xfmt, qfmt, (int64_t)m * sg, QV_ACT_GROUP, sg, x, q, s, stream);
+    return act_quant_rows(xfmt, qfmt, (int64_t)m * sg, QV_ACT_GROUP, sg, x, q, s, stream, opts);
 }

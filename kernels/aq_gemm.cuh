@@ -40,6 +40,7 @@
 #include "aq_mma.cuh"
 #include "cluster.cuh"
 #include "internal/gpu.h"
+#include "internal/tuning.h"
 #include "qvet/gemm.h"
 
 /* What the weight operand is and how it becomes an mma B fragment. */
@@ -58,9 +59,10 @@ enum aq_azpm { AQ_AZP_NONE = 0, AQ_AZP_TENSOR, AQ_AZP_TOKEN };
 #define AQ_BK 128     /* K per stage: one e4m3 promotion interval and one QQQ group */
 /* Split-K bookkeeping at the start of the workspace: three arrays of ints, one
  * entry per output tile of a split launch (K is split only below half a wave
- * of tiles, AQ_SMS * blocks per SM / 2: 198 by default, 2112 at most with
- * QVET_AQ_BLOCKS_PER_SM = 32): arrivals (every path), and for the integer
- * paths entry tickets and "sum zeroed" flags. */
+ * of tiles, SMs * blocks per SM / 2: 198 by default on the H200, 2112 at most
+ * with 32 blocks per SM, and the wave is capped there on any device): arrivals
+ * (every path), and for the integer paths entry tickets and "sum zeroed"
+ * flags. */
 #define AQ_SPLIT_TILES_MAX 2112
 /* The most K slices one cluster sums (aq_params::cluster): 16, beyond sm_90's
  * portable 8, is the most the H200 schedules. */
@@ -761,62 +763,64 @@ k_gemm_aq_mma(const aq_params p)
  *                    128-K partial). */
 enum aq_tile { AQ_TILE_SMALL = 0, AQ_TILE_MEDIUM, AQ_TILE_LARGE };
 
-/* The split-K plan fills one wave of resident blocks and no more: the H200's
- * 132 SMs times the blocks of the kind's tile one SM holds, from the tile's
- * shared memory (aq_cfg::smem plus 1 KB the system reserves per block, out of
- * 228 KB per SM): 3 of QQQ's small and medium tiles (64-74 KB), 2 of the int8
- * and e4m3 ones (96-102 KB), 2 of the large tiles. A second, partial wave
- * makes the layers it hits far slower on the H200 (ncu: a quarter of the
- * DRAM bandwidth), and counting 3 per SM for the int8 and e4m3 tiles too
- * makes one. QQQ's small tile plans for 3 per SM at every M <= 16: with the
- * slices summed in clusters (aq_launch_cfg) 3 is faster than 2 at M = 9-16.
- * qqq-ch also plans 2 per SM in the medium tile from M = 33, where 2 is as
- * fast or faster on the H200 (at M = 24-32 3 stays ahead), while qqq-g128
- * keeps 3 there. K is split only when fewer than half a wave of tiles
- * exist. Fixed numbers, not a device query, so the workspace size is a pure
- * function of (kind, m, n, k); QVET_AQ_BLOCKS_PER_SM=<b> replaces the
- * per-tile count for comparisons. */
-#define AQ_SMS 132
+/* The split-K plan fills one wave of resident blocks and no more: the
+ * device's SMs (qv_launch_ctx.sms) times the blocks of the kind's tile one
+ * SM holds, from the tile's shared memory (aq_cfg::smem plus 1 KB the system
+ * reserves per block, out of the SM's, tuning.h: 228 KB on the H200): 3 of
+ * QQQ's small and medium tiles (64-74 KB), 2 of the int8 and e4m3 ones
+ * (96-102 KB), 2 of the large tiles. A second, partial wave makes the layers
+ * it hits far slower on the H200 (ncu: a quarter of the DRAM bandwidth), and
+ * counting 3 per SM for the int8 and e4m3 tiles too makes one. QQQ's small
+ * tile plans for 3 per SM at every M <= 16: with the slices summed in
+ * clusters (aq_launch_cfg) 3 is faster than 2 at M = 9-16. qqq-ch also plans
+ * 2 per SM in the medium tile from M = 33, where 2 is as fast or faster on
+ * the H200 (at M = 24-32 3 stays ahead), while qqq-g128 keeps 3 there. K is
+ * split only when fewer than half a wave of tiles exist. No device query
+ * beyond the SM count, so the workspace size is a function of (kind, m, n,
+ * k) and the SM count; the options' aq_blocks_per_sm replaces the per-tile
+ * count for comparisons. */
+static_assert(AQ_CLUSTER_MAX == QV_AQ_CLUSTER_MAX, "the kernel's cluster sum holds the options' largest cluster");
 
-/* A whole number in [lo, hi] from environment variable `name`, or dflt when
- * it is unset, empty or anything else. Read at every call, as
- * docs/kernel-paths.md says of every QVET_* variable. */
-static inline long aq_env_whole(const char *name, long lo, long hi, long dflt)
-{
-    const char *e = getenv(name);
-    if (!e || !*e) return dflt;
-    char *end = NULL;
-    const long v = strtol(e, &end, 10);
-    return *end == '\0' && v >= lo && v <= hi ? v : dflt;
-}
-
-#define AQ_SM_SMEM (228 * 1024)  /* shared memory of one H200 SM */
 #define AQ_BLOCK_SYS_SMEM 1024    /* what the system reserves per resident block */
 
 /* Blocks of `smem` bytes one SM holds, at most 3. */
-static inline int aq_resident(int smem) { return AQ_SM_SMEM / (smem + AQ_BLOCK_SYS_SMEM) < 3 ? 2 : 3; }
+static inline int aq_resident(const qv_launch_ctx &c, int smem)
+{
+    return c.t->sm_smem_kib * 1024 / (smem + AQ_BLOCK_SYS_SMEM) < 3 ? 2 : 3;
+}
 
-template <int KIND> static inline int aq_kind_blocks_per_sm(aq_tile tile)
+template <int KIND> static inline int aq_kind_blocks_per_sm(const qv_launch_ctx &c, aq_tile tile)
 {
     switch (tile) {
-    case AQ_TILE_SMALL: return aq_resident(aq_cfg<KIND, 1, 1, 4, 8>::smem);
-    case AQ_TILE_MEDIUM: return aq_resident(aq_cfg<KIND, 2, 2, 2, 8>::smem);
+    case AQ_TILE_SMALL: return aq_resident(c, aq_cfg<KIND, 1, 1, 4, 8>::smem);
+    case AQ_TILE_MEDIUM: return aq_resident(c, aq_cfg<KIND, 2, 2, 2, 8>::smem);
     default: return 2;
     }
 }
 
-static inline int aq_blocks_per_sm(int kind, aq_tile tile, int m)
+static inline int aq_blocks_per_sm(const qv_launch_ctx &c, int kind, aq_tile tile, int m)
 {
+    if (c.o->aq_blocks_per_sm) return c.o->aq_blocks_per_sm;
     int dflt;
     switch (kind) {
-    case AQ_B_QQQ_CH: dflt = aq_kind_blocks_per_sm<AQ_B_QQQ_CH>(tile); break;
-    case AQ_B_QQQ_GROUP: dflt = aq_kind_blocks_per_sm<AQ_B_QQQ_GROUP>(tile); break;
-    case AQ_B_PLAIN_I8: dflt = aq_kind_blocks_per_sm<AQ_B_PLAIN_I8>(tile); break;
-    default: dflt = aq_kind_blocks_per_sm<AQ_B_PLAIN_E4M3>(tile); break;
+    case AQ_B_QQQ_CH: dflt = aq_kind_blocks_per_sm<AQ_B_QQQ_CH>(c, tile); break;
+    case AQ_B_QQQ_GROUP: dflt = aq_kind_blocks_per_sm<AQ_B_QQQ_GROUP>(c, tile); break;
+    case AQ_B_PLAIN_I8: dflt = aq_kind_blocks_per_sm<AQ_B_PLAIN_I8>(c, tile); break;
+    default: dflt = aq_kind_blocks_per_sm<AQ_B_PLAIN_E4M3>(c, tile); break;
     }
     if (kind == AQ_B_QQQ_CH && tile == AQ_TILE_MEDIUM && m > 32) dflt = 2;
-    return (int)aq_env_whole("QVET_AQ_BLOCKS_PER_SM", 1, 32, dflt);
+    return dflt;
 }
+
+/* One wave of resident blocks of the kind's tile (aq_blocks_per_sm), at
+ * most twice the counters area's tiles, so that a split launch (fewer tiles
+ * than half a wave) always has a counter per tile. */
+static inline int64_t aq_wave(const qv_launch_ctx &c, int kind, aq_tile tile, int m)
+{
+    const int64_t wave = (int64_t)c.sms * aq_blocks_per_sm(c, kind, tile, m);
+    return wave < 2 * AQ_SPLIT_TILES_MAX ? wave : 2 * AQ_SPLIT_TILES_MAX;
+}
+
 /* Split-K partials never take more than this many bytes of workspace. */
 #define AQ_SPLIT_BYTES_MAX ((size_t)256 << 20)
 /* The workspace starts with the split-K counters (AQ_CTR_*: arrivals, entry
@@ -835,7 +839,7 @@ struct aq_plan {
     size_t workspace;   /* bytes of split-K partials and tile counters (0 when splits == 1) */
 };
 
-static inline aq_plan aq_plan_for(int kind, int m, int n, int k)
+static inline aq_plan aq_plan_for(const qv_launch_ctx &c, int kind, int m, int n, int k)
 {
     aq_plan pl;
     pl.tile = m <= 16 ? AQ_TILE_SMALL : m <= 64 ? AQ_TILE_MEDIUM : AQ_TILE_LARGE;
@@ -843,13 +847,13 @@ static inline aq_plan aq_plan_for(int kind, int m, int n, int k)
     pl.bn = pl.tile == AQ_TILE_SMALL ? 256 : 128;
     const int64_t blocks = (int64_t)((m + pl.bm - 1) / pl.bm) * ((n + pl.bn - 1) / pl.bn);
     const int ktiles = (k + AQ_BK - 1) / AQ_BK;
-    const int64_t wave = (int64_t)AQ_SMS * aq_blocks_per_sm(kind, pl.tile, m);
+    const int64_t wave = aq_wave(c, kind, pl.tile, m);
     int64_t want = blocks >= wave / 2 ? 1 : wave / blocks;
     if (want > ktiles) want = ktiles;
     /* every slice gets at least 4 K tiles, so the pipeline fills */
     if (want > 1 && ktiles / want < 4) want = ktiles / 4 > 1 ? ktiles / 4 : 1;
-    /* QVET_AQ_SPLITS=<s> (tests, measurements): s slices, at most one per K tile */
-    const long forced = aq_env_whole("QVET_AQ_SPLITS", 1, 65535, 0);
+    /* The options' aq_splits (tests, measurements): that many slices, at most one per K tile. */
+    const int forced = c.o->aq_splits;
     if (forced > 0) want = forced < ktiles ? forced : ktiles;
     while (want > 1 && (size_t)want * (size_t)m * (size_t)n * 4 > AQ_SPLIT_BYTES_MAX) want--;
     pl.kt_per_split = (int)((ktiles + want - 1) / want);
@@ -859,37 +863,35 @@ static inline aq_plan aq_plan_for(int kind, int m, int n, int k)
 }
 
 /* Whether an M-row GEMM is launched as a programmatic dependent: for M up to
- * QVET_AQ_PDL_MAX_M (default 8; 0: never; the kernel waits either way), and
- * up to M = 16 when its split-K slices are one cluster (`cluster`).
- * Measured on the H200, quantizer + GEMM: small M gains, while at M = 16-32
- * the quantizer's clusters hold most SMs and the early GEMM blocks slow the
- * layer; with the slices in clusters M = 9-16 gains too, but not with the
- * workspace sum's long slices. An unreadable value keeps the default. */
-static inline bool aq_pdl_wanted(int m, bool cluster)
+ * the options' aq_pdl_max_m (the tuning table's 8 unset; QV_OPT_OFF: never;
+ * the kernel waits either way), and up to M = 16 when its split-K slices are
+ * one cluster (`cluster`). Measured on the H200, quantizer + GEMM: small M
+ * gains, while at M = 16-32 the quantizer's clusters hold most SMs and the
+ * early GEMM blocks slow the layer; with the slices in clusters M = 9-16
+ * gains too, but not with the workspace sum's long slices. */
+static inline bool aq_pdl_wanted(const qv_launch_ctx &c, int m, bool cluster)
 {
-    const long most = aq_env_whole("QVET_AQ_PDL_MAX_M", 0, LONG_MAX, 8);
+    const int set = c.o->aq_pdl_max_m;
+    const int most = set == QV_OPT_OFF ? 0 : set ? set : c.t->aq_pdl_max_m;
     return m <= most || (cluster && most > 0 && m <= 16);
 }
 
-/* The largest cluster the split-K sum may use: QVET_AQ_CLUSTER_MAX=<c>, 0 or
- * 1 for none (every split through the workspace's counters and atomics),
- * default AQ_CLUSTER_MAX. */
-static inline int aq_cluster_max(void) { return (int)aq_env_whole("QVET_AQ_CLUSTER_MAX", 0, AQ_CLUSTER_MAX, AQ_CLUSTER_MAX); }
-
-/* QVET_AQ_TRACE=1 (measurements): each mma-kernel launch's plan on stderr. */
-static inline bool aq_trace(void)
+/* The largest cluster the split-K sum may use: the options' aq_cluster_max
+ * (1: none, every split through the workspace's counters and atomics), or
+ * the tuning table's. */
+static inline int aq_cluster_max(const qv_launch_ctx &c)
 {
-    const char *t = getenv("QVET_AQ_TRACE");
-    return t && t[0] == '1';
+    return c.o->aq_cluster_max ? c.o->aq_cluster_max : c.t->aq_cluster_max;
 }
 
 /* Slices longer than this many 128-K tiles keep the workspace sum where the
  * plan's 2 blocks per SM are not what the hardware places (aq_launch_cfg). */
 #define kAqClusterLongTiles 16
 
-/* bps: the blocks per SM the split-K plan counted on (aq_blocks_per_sm). */
+/* bps: the blocks per SM the split-K plan counted on (aq_blocks_per_sm);
+ * c: the launch's planning context. */
 template <int KIND, int MW, int WM, int WN, int NT>
-static qv_status aq_launch_cfg(aq_params p, cudaStream_t stream, int bps)
+static qv_status aq_launch_cfg(aq_params p, cudaStream_t stream, int bps, const qv_launch_ctx &c)
 {
     using C = aq_cfg<KIND, MW, WM, WN, NT>;
     void (*kern)(const aq_params) = k_gemm_aq_mma<KIND, MW, WM, WN, NT>;
@@ -908,7 +910,7 @@ static qv_status aq_launch_cfg(aq_params p, cudaStream_t stream, int bps)
         return qv_fail(QV_ERR_UNSUPPORTED, "N=%d needs %lld column blocks, above the grid limit 65535",
                        p.n, (long long)gy);
     dim3 grid((unsigned)(((int64_t)p.m + C::bm - 1) / C::bm), (unsigned)gy, (unsigned)p.splits);
-    /* Up to QVET_AQ_PDL_MAX_M rows, launched as a programmatic dependent of the
+    /* Up to aq_pdl_max_m rows, launched as a programmatic dependent of the
      * stream's previous kernel: the blocks start, prefetch weights and wait
      * (griddepcontrol.wait) while the activation quantizer in front finishes
      * (it allows dependents as soon as its blocks run), instead of starting
@@ -937,10 +939,10 @@ static qv_status aq_launch_cfg(aq_params p, cudaStream_t stream, int bps)
      * for short slices). Asking for the shared memory of 2 per SM instead
      * costs the launches their clusters (fewer fit a GPC). */
     p.cluster = 1;
-    const bool crowded = bps == 2 && aq_resident(C::smem) > 2;
+    const bool crowded = bps == 2 && aq_resident(c, C::smem) > 2;
     const int ktiles = (p.k + AQ_BK - 1) / AQ_BK;
     static int active[AQ_CLUSTER_MAX + 1];
-    const int most = aq_cluster_max();
+    const int most = aq_cluster_max(c);
     const int s0 = C::fp8 ? (p.splits <= most ? p.splits : 0) : min(p.splits, most);
     for (int s = s0; s >= 2 && p.cluster == 1; s = C::fp8 ? 0 : s - 1) {
         const int kt = s == p.splits ? p.kt_per_split : (ktiles + s - 1) / s, sp = (ktiles + kt - 1) / kt;
@@ -969,8 +971,8 @@ static qv_status aq_launch_cfg(aq_params p, cudaStream_t stream, int bps)
         cfg.numAttrs = 1;
         cfg.gridDim = grid;
     }
-    attr[0].val.programmaticStreamSerializationAllowed = aq_pdl_wanted(p.m, p.cluster > 1);
-    if (aq_trace())
+    attr[0].val.programmaticStreamSerializationAllowed = aq_pdl_wanted(c, p.m, p.cluster > 1);
+    if (c.o->trace & QV_TRACE_AQ)
         fprintf(stderr, "aq mma plan: kind=%d m=%d n=%d k=%d tile=%dx%d grid=%ux%ux%u slice=%d tiles cluster=%d pdl=%d"
                 " bps=%d\n", KIND, p.m, p.n, p.k, C::bm, C::bn, cfg.gridDim.x, cfg.gridDim.y, cfg.gridDim.z,
                 p.kt_per_split, p.cluster, (int)attr[0].val.programmaticStreamSerializationAllowed, bps);
@@ -982,9 +984,9 @@ static qv_status aq_launch_cfg(aq_params p, cudaStream_t stream, int bps)
 /* Runs KIND with the plan's tile and split; p.splits/kt_per_split/partial are
  * filled here from the plan and the caller's workspace. */
 template <int KIND>
-static qv_status aq_launch(aq_params p, const qv_gemm_args *a, const char *name)
+static qv_status aq_launch(aq_params p, const qv_gemm_args *a, const char *name, const qv_launch_ctx &c)
 {
-    const aq_plan pl = aq_plan_for(KIND, p.m, p.n, p.k);
+    const aq_plan pl = aq_plan_for(c, KIND, p.m, p.n, p.k);
     p.splits = pl.splits;
     p.kt_per_split = pl.kt_per_split;
     p.partial = NULL;
@@ -996,16 +998,16 @@ static qv_status aq_launch(aq_params p, const qv_gemm_args *a, const char *name)
         p.partial = (unsigned char *)a->workspace + AQ_COUNTERS_BYTES;
     }
     cudaStream_t st = (cudaStream_t)a->stream;
-    const int bps = aq_blocks_per_sm(KIND, pl.tile, p.m);
+    const int bps = aq_blocks_per_sm(c, KIND, pl.tile, p.m);
     switch (pl.tile) {
-    case AQ_TILE_SMALL: return aq_launch_cfg<KIND, 1, 1, 4, 8>(p, st, bps);
-    case AQ_TILE_MEDIUM: return aq_launch_cfg<KIND, 2, 2, 2, 8>(p, st, bps);
+    case AQ_TILE_SMALL: return aq_launch_cfg<KIND, 1, 1, 4, 8>(p, st, bps, c);
+    case AQ_TILE_MEDIUM: return aq_launch_cfg<KIND, 2, 2, 2, 8>(p, st, bps, c);
     default:
         /* QQQ dequantizes every B fragment in registers: 128 x 32 warp tiles
          * reuse each one for 8 row tiles. */
-        if constexpr (KIND == AQ_B_PLAIN_E4M3) return aq_launch_cfg<KIND, 2, 4, 2, 8>(p, st, bps);
-        else if constexpr (KIND == AQ_B_PLAIN_I8) return aq_launch_cfg<KIND, 4, 2, 2, 8>(p, st, bps);
-        else return aq_launch_cfg<KIND, 8, 1, 4, 4>(p, st, bps);
+        if constexpr (KIND == AQ_B_PLAIN_E4M3) return aq_launch_cfg<KIND, 2, 4, 2, 8>(p, st, bps, c);
+        else if constexpr (KIND == AQ_B_PLAIN_I8) return aq_launch_cfg<KIND, 4, 2, 2, 8>(p, st, bps, c);
+        else return aq_launch_cfg<KIND, 8, 1, 4, 4>(p, st, bps, c);
     }
 }
 

@@ -13,7 +13,6 @@
  * dequantized QQQ chunk. The algorithm of each (m, w, k, alignments) is chosen
  * once by the heuristic, never with the in-place (output-buffer) split-K
  * reduction, and cached (lt_cache.cuh). */
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -40,43 +39,35 @@ constexpr int DQ_THREADS = 32 * DQ_ROWS;
 /* Epilogue and column-sum blocks: 256 threads, a common occupancy sweet spot
  * for memory-bound element-wise kernels. */
 constexpr int EP_THREADS = 256;
-/* One wave of output tiles: 132 SMs (H200) x one 128 x 256 tile each, the
- * tile cuBLASLt's int8 kernels use at large M. */
-constexpr double AQ_LT_WAVE_OUTPUTS = 132.0 * 128.0 * 256.0;
+/* One wave of output tiles: one 128 x 256 tile per SM, the tile cuBLASLt's
+ * int8 kernels use at large M. */
+constexpr double AQ_LT_TILE_OUTPUTS = 128.0 * 256.0;
 /* The largest grid y / z dimension CUDA allows. */
 constexpr int GRID_YZ_MAX = 65535;
 
 std::atomic<long long> g_runs(0);
 
-/* QVET_AQ_LT_MIN_M: false when set to anything but a whole number >= 1. */
-bool env_min_m(int *out)
+/* The smallest M of the path: the options' aq_lt_min_m (QV_OPT_OFF: none
+ * reaches it), or the tuning table's (M = 128 is where the mma kernel
+ * switches to its largest tile; cuBLASLt int8 alone already beats the int8
+ * mma kernel at M = 64 on the H200, but this path adds the epilogue pass,
+ * and for QQQ the dequantization, to it). */
+bool lt_takes(const qv_launch_ctx &c, int m)
 {
-    const char *s = getenv("QVET_AQ_LT_MIN_M");
-    *out = AQ_LT_MIN_M_DEFAULT;
-    if (!s || !*s) return true;
-    char *end;
-    errno = 0;
-    const long v = strtol(s, &end, 10);
-    if (*end || errno || v < 1 || v > INT_MAX) return false;
-    *out = (int)v;
-    return true;
+    const int set = c.o->aq_lt_min_m;
+    if (set == QV_OPT_OFF) return false;
+    return m >= (set ? set : c.t->aq_lt_min_m);
 }
 
-/* QVET_AQ_LT_CHUNK_MB: false unless a finite decimal in (0, 2^20] MiB;
- * *given tells whether the variable set it (no wave floor then). */
-bool env_chunk_bytes(double *out, bool *given)
+/* The chunk budget in bytes: the options' aq_lt_chunk_mib exactly (*floor
+ * false), or the tuning table's (48 MiB: the chunk's dequantized weights and
+ * int32 products can stay inside the H200's 60 MiB L2 between the kernels
+ * that write and read them, for K up to about 8192 at M = 1024), widened to
+ * one wave of output tiles (*floor true). */
+double chunk_bytes(const qv_launch_ctx &c, bool *floor)
 {
-    const char *s = getenv("QVET_AQ_LT_CHUNK_MB");
-    *out = AQ_LT_CHUNK_MB_DEFAULT * 1048576.0;
-    *given = false;
-    if (!s || !*s) return true;
-    char *end;
-    errno = 0;
-    const double v = strtod(s, &end);
-    if (*end || errno || !(v > 0.0) || v > 1048576.0) return false;
-    *out = v * 1048576.0;
-    *given = true;
-    return true;
+    *floor = c.o->aq_lt_chunk_mib == 0.0;
+    return (*floor ? c.t->aq_lt_chunk_mib : c.o->aq_lt_chunk_mib) * 1048576.0;
 }
 
 /* One launch's chunking and workspace layout (byte offsets from the region's
@@ -93,7 +84,7 @@ struct lt_plan {
     size_t total;           /* region bytes including 256 of alignment slack */
 };
 
-lt_plan plan_for(int kind, bool azp, int m, int n, int k, double chunk_bytes, bool wave_floor)
+lt_plan plan_for(int kind, bool azp, int m, int n, int k, double chunk_bytes, bool wave_floor, int sms)
 {
     const bool qqq = kind != AQ_B_PLAIN_I8;
     lt_plan pl;
@@ -102,7 +93,7 @@ lt_plan plan_for(int kind, bool azp, int m, int n, int k, double chunk_bytes, bo
     /* The default budget never leaves a chunk with less than one wave of
      * output tiles: Llama-3-70B's down projection (K = 28672) would otherwise
      * be cut into 1408-column chunks at M = 1024, 44 tiles for 132 SMs. */
-    if (wave_floor) nc_max = fmax(nc_max, ceil(AQ_LT_WAVE_OUTPUTS / m / 64.0) * 64.0);
+    if (wave_floor) nc_max = fmax(nc_max, ceil(sms * AQ_LT_TILE_OUTPUTS / m / 64.0) * 64.0);
     if (nc_max < 64.0) nc_max = 64.0;
     if (nc_max >= (double)n) {
         pl.nc = n;
@@ -277,40 +268,25 @@ qv_status lt_init(void)
 
 } /* namespace */
 
-size_t aq_lt_workspace(int kind, bool azp, int m, int n, int k)
+size_t aq_lt_workspace(const qv_launch_ctx &c, int kind, bool azp, int m, int n, int k)
 {
-    if (m < 1 || n < 1 || k < 1) return 0;
-    int min_m;
-    double chunk;
-    /* A malformed variable falls back to the default here; the launch reports it. */
-    if (!env_min_m(&min_m)) min_m = AQ_LT_MIN_M_DEFAULT;
-    bool given;
-    if (!env_chunk_bytes(&chunk, &given)) {
-        chunk = AQ_LT_CHUNK_MB_DEFAULT * 1048576.0;
-        given = false;
-    }
-    if (m < min_m) return 0;
-    return plan_for(kind, azp, m, n, k, chunk, !given).total;
+    if (m < 1 || n < 1 || k < 1 || !lt_takes(c, m)) return 0;
+    bool floor;
+    const double chunk = chunk_bytes(c, &floor);
+    return plan_for(kind, azp, m, n, k, chunk, floor, c.sms).total;
 }
 
-qv_status aq_lt_try(int kind, const aq_params &p, const qv_gemm_args *a, size_t ws_offset, const char *name,
+qv_status aq_lt_try(const qv_launch_ctx &c, int kind, const aq_params &p, const qv_gemm_args *a, size_t ws_offset,
                     bool *taken)
 {
     *taken = false;
     if (kind != AQ_B_PLAIN_I8 && kind != AQ_B_QQQ_CH && kind != AQ_B_QQQ_GROUP) return QV_OK;
-    int min_m;
-    double chunk;
-    if (!env_min_m(&min_m))
-        return qv_fail(QV_ERR_USAGE, "%s: QVET_AQ_LT_MIN_M=\"%s\" is not a whole number >= 1", name,
-                       getenv("QVET_AQ_LT_MIN_M"));
-    bool given;
-    if (!env_chunk_bytes(&chunk, &given))
-        return qv_fail(QV_ERR_USAGE, "%s: QVET_AQ_LT_CHUNK_MB=\"%s\" is not a positive number of MiB (at most 1048576)",
-                       name, getenv("QVET_AQ_LT_CHUNK_MB"));
-    if (p.m < min_m) return QV_OK;
+    if (!lt_takes(c, p.m)) return QV_OK;
     const bool qqq = kind != AQ_B_PLAIN_I8;
     const bool azp = !qqq && p.azpm != AQ_AZP_NONE;
-    const lt_plan pl = plan_for(kind, azp, p.m, p.n, p.k, chunk, !given);
+    bool floor;
+    const double chunk = chunk_bytes(c, &floor);
+    const lt_plan pl = plan_for(kind, azp, p.m, p.n, p.k, chunk, floor, c.sms);
     uint8_t *base = lt_region(a, ws_offset, pl.total);
     if (!base) return QV_OK;
     /* The dequantization grid's y dimension counts 128-K blocks. */
@@ -331,13 +307,13 @@ qv_status aq_lt_try(int kind, const aq_params &p, const qv_gemm_args *a, size_t 
     /* C is the 256-aligned int32 buffer of the region. */
     const lt_key key_full = {0, p.m, pl.nc, p.k, aw, aa, 256}, key_last = {0, p.m, wlast, p.k, aw, aa, 256};
     lt_entry *e_full = NULL, *e_last = NULL;
-    QV_TRY(lt_lookup(&g_lt, g_desc, key_full, &e_full));
+    QV_TRY(lt_lookup(&g_lt, g_desc, key_full, c.o->trace, &e_full));
     if (!e_full->found) return QV_OK;
     if (wlast != pl.nc) {
-        QV_TRY(lt_lookup(&g_lt, g_desc, key_last, &e_last));
+        QV_TRY(lt_lookup(&g_lt, g_desc, key_last, c.o->trace, &e_last));
         if (!e_last->found) return QV_OK;
         /* the second lookup may have evicted the first */
-        QV_TRY(lt_lookup(&g_lt, g_desc, key_full, &e_full));
+        QV_TRY(lt_lookup(&g_lt, g_desc, key_full, c.o->trace, &e_full));
         if (!e_full->found) return QV_OK;
     }
 

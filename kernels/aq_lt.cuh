@@ -3,7 +3,7 @@
  * point): cuBLASLt int8 x int8 -> int32 GEMM (IGMMA) followed by the fp32
  * epilogue of aq_gemm.cuh. Included by kernels/qqq.cu and kernels/w8a8.cu,
  * whose launchers try this path before the mma kernel (the QQQ launcher
- * only with its wgmma path, qqq_wg.cu, off: QVET_AQ_WG_MIN_M). Rule: int32 accumulation is exact, so
+ * only with its wgmma path, qqq_wg.cu, off: qv_launch_opts.aq_wg_min_m). Rule: int32 accumulation is exact, so
  * the path gives the same bits as k_gemm_aq_mma on every input; it runs only
  * where cuBLASLt takes the shape, and otherwise leaves the launch to the mma
  * kernel, never to a different arithmetic.
@@ -12,13 +12,13 @@
  * split-K region (aq_plan_for), so neither path ever writes the other's
  * buffers (the split-K arrival counters must stay zero between launches).
  *
- * Environment:
- *   QVET_AQ_LT_MIN_M    smallest M that takes this path (default AQ_LT_MIN_M_DEFAULT);
- *   QVET_AQ_LT_CHUNK_MB MiB (a positive decimal) of one N chunk's int8 weights
- *                       plus its int32 products. Unset: AQ_LT_CHUNK_MB_DEFAULT,
- *                       widened where needed so a chunk has one wave of
- *                       output tiles; set: exactly this budget (at least 64
- *                       columns), which is how the suite forces small chunks. */
+ * Launch options (qv_launch_opts; unset, the tuning table's, tuning.h):
+ *   aq_lt_min_m      smallest M that takes this path (QV_OPT_OFF: never);
+ *   aq_lt_chunk_mib  MiB of one N chunk's int8 weights plus its int32
+ *                    products. Unset: the table's, widened where needed so a
+ *                    chunk has one wave of output tiles; set: exactly this
+ *                    budget (at least 64 columns), which is how the suite
+ *                    forces small chunks. */
 #ifndef QVET_AQ_LT_CUH
 #define QVET_AQ_LT_CUH
 
@@ -26,33 +26,24 @@
 
 #include "aq_gemm.cuh"
 
-/* M = 128 is where the mma kernel switches to its largest tile; cuBLASLt int8
- * alone already beats the int8 mma kernel at M = 64 on the H200, but this
- * path adds the epilogue pass (and for QQQ the dequantization) to it. */
-#define AQ_LT_MIN_M_DEFAULT 128
-/* 48 MiB: the chunk's dequantized weights and int32 products can stay inside
- * the H200's 60 MiB L2 between the kernels that write and read them (for K up
- * to about 8192 at M = 1024; longer K takes the one-wave floor of aq_lt.cu). */
-#define AQ_LT_CHUNK_MB_DEFAULT 48.0
-
 /* Bytes of this path's workspace region for KIND (AQ_B_QQQ_CH, AQ_B_QQQ_GROUP
- * or AQ_B_PLAIN_I8), with or without the zero-point column sums; 0 when M is
- * below the threshold (the launch then uses the mma kernel alone). */
-size_t aq_lt_workspace(int kind, bool azp, int m, int n, int k);
+ * or AQ_B_PLAIN_I8) under c, with or without the zero-point column sums; 0
+ * when M is below the threshold (the launch then uses the mma kernel alone). */
+size_t aq_lt_workspace(const qv_launch_ctx &c, int kind, bool azp, int m, int n, int k);
 
-/* Runs p through cuBLASLt when M reaches the threshold, the shape and pointers
- * suit an int8 IGMMA algorithm and a->workspace holds the region at byte
- * offset `ws_offset`. *taken tells whether it ran; when it did not, nothing was
- * launched and the caller runs the mma kernel. p: the launcher's filled
- * parameters (the epilogue reads its scale modes and pointers). */
-qv_status aq_lt_try(int kind, const aq_params &p, const qv_gemm_args *a, size_t ws_offset, const char *name,
+/* Runs p through cuBLASLt under c when M reaches the threshold, the shape and
+ * pointers suit an int8 IGMMA algorithm and a->workspace holds the region at
+ * byte offset `ws_offset`. *taken tells whether it ran; when it did not,
+ * nothing was launched and the caller runs the mma kernel. p: the launcher's
+ * filled parameters (the epilogue reads its scale modes and pointers). */
+qv_status aq_lt_try(const qv_launch_ctx &c, int kind, const aq_params &p, const qv_gemm_args *a, size_t ws_offset,
                     bool *taken);
 
 /* The byte offset of this path's region: the mma plan's bytes rounded up to
  * 256, never inside the split-K counters that start every workspace. */
-static inline size_t aq_lt_offset(int kind, int m, int n, int k)
+static inline size_t aq_lt_offset(const qv_launch_ctx &c, int kind, int m, int n, int k)
 {
-    size_t w = aq_plan_for(kind, m, n, k).workspace;
+    size_t w = aq_plan_for(c, kind, m, n, k).workspace;
     if (w < AQ_COUNTERS_BYTES) w = AQ_COUNTERS_BYTES;
     return (w + 255) & ~(size_t)255;
 }

@@ -7,7 +7,7 @@
  * A's scale is the weight scale and B's the activation scale:
  *   - w8a8-fp8-tensor:   SCALAR_32F x SCALAR_32F, both pointers used as they are;
  *   - w8a8-fp8-tok-ch, two forms of one arithmetic:
- *                        * below QV_AQ_LT_FP8_OUTER_MIN_M rows, two steps:
+ *                        * below aq_lt_fp8_outer_min_m rows, two steps:
  *                          cuBLASLt per tensor with unit scales into an fp32
  *                          D in the workspace (the same promoted
  *                          accumulator), then k_aq_lt_fp8_outer_scales
@@ -28,8 +28,8 @@
  *                        they are (variant.h: MN-major, the layout cuBLASLt's
  *                        VEC128 reads, index kb * rows + row, measured on the
  *                        H200):
- *                        * below QV_AQ_LT_FP8_BLK_MIN_M rows (_SMALL on layers of
- *                          N, K <= 8192), VEC128_32F x
+ *                        * below aq_lt_fp8_blk_min_m rows (the tuning
+ *                          table's: more on layers of N, K <= 8192), VEC128_32F x
  *                          VEC128_32F: the weights' (kb, n) form;
  *                        * from it on, BLK128x128_32F for the weights x
  *                          VEC128_32F for the activations: the (nb,
@@ -88,46 +88,40 @@ std::atomic<long long> g_runs(0), g_blk_runs(0), g_two_step_runs(0);
  * factors through device pointers). */
 __device__ const float g_unit_scale = 1.0f;
 
-/* The default threshold of a mode (aq.h), one number per scaling at every
- * shape. */
-int default_min_m(int mode)
+/* The default threshold of a mode (the tuning table's), one number per
+ * scaling at every shape: where cuBLASLt was faster than the mma kernel on
+ * the H200 (qvet bench), per tensor and per token x channel (in two steps)
+ * at every M, 128x128 blocks from M = 4 (the mma kernel is faster at M = 1). */
+int default_min_m(const qv_launch_ctx &c, int mode)
 {
     switch (mode) {
-    case MODE_TENSOR: return QV_AQ_LT_FP8_MIN_M_TENSOR;
-    case MODE_OUTER: return QV_AQ_LT_FP8_MIN_M_TOK_CH;
-    default: return QV_AQ_LT_FP8_MIN_M_BLOCK;
+    case MODE_TENSOR: return c.t->aq_lt_fp8_min_m_tensor;
+    case MODE_OUTER: return c.t->aq_lt_fp8_min_m_tok_ch;
+    default: return c.t->aq_lt_fp8_min_m_block;
     }
 }
 
-/* A whole-number threshold variable: false when set to anything but a whole
- * number >= 1 (digits only) or "off" (INT_MAX: no M reaches it); unset or
- * empty, `dflt`. */
-bool env_threshold(const char *name, int dflt, int *out)
+/* An M threshold option: QV_OPT_OFF is INT_MAX (no M reaches it), unset
+ * `dflt`. */
+int threshold(int set, int dflt) { return set == QV_OPT_OFF ? INT_MAX : set ? set : dflt; }
+
+/* The smallest M of the path (every mode). */
+int min_m(const qv_launch_ctx &c, int mode) { return threshold(c.o->aq_lt_fp8_min_m, default_min_m(c, mode)); }
+
+/* The default smallest M of the block rows' BLK128x128 form on an N x K
+ * layer: from about M = 128 it is the faster form on the H200
+ * (tools/probe-blk128.cu), but on layers with N and K at most 8192 (the o
+ * projections of both models) VEC128 stays faster up to M = 255. */
+int blk_default_min_m(const qv_launch_ctx &c, int n, int k)
 {
-    const char *s = getenv(name);
-    *out = dflt;
-    if (!s || !*s) return true;
-    if (!strcmp(s, "off")) {
-        *out = INT_MAX;
-        return true;
-    }
-    if (*s < '0' || *s > '9') return false; /* strtol would skip spaces and take a sign */
-    char *end;
-    errno = 0;
-    const long v = strtol(s, &end, 10);
-    if (*end || errno || v < 1 || v > INT_MAX) return false;
-    *out = (int)v;
-    return true;
+    const int small = c.t->aq_lt_fp8_blk_small_nk;
+    return n <= small && k <= small ? c.t->aq_lt_fp8_blk_min_m_small : c.t->aq_lt_fp8_blk_min_m;
 }
 
-/* QVET_AQ_LT_FP8_MIN_M: the smallest M of the path (every mode). */
-bool env_min_m(int mode, int *out) { return env_threshold("QVET_AQ_LT_FP8_MIN_M", default_min_m(mode), out); }
-
-/* QVET_AQ_LT_FP8_BLK_MIN_M: the smallest M of the block rows' BLK128x128
- * form (below it, VEC128); unset, the default for an N x K layer. */
-bool env_blk_min_m(int n, int k, int *out)
+/* The smallest M of the block rows' BLK128x128 form (below it, VEC128). */
+int blk_min_m(const qv_launch_ctx &c, int n, int k)
 {
-    return env_threshold("QVET_AQ_LT_FP8_BLK_MIN_M", qv_aq_lt_fp8_blk_default_min_m(n, k), out);
+    return threshold(c.o->aq_lt_fp8_blk_min_m, blk_default_min_m(c, n, k));
 }
 
 /* Whether the block row takes the BLK128x128 form at M, from blk_min_m on:
@@ -138,12 +132,10 @@ bool blk_form_wanted(int m, int blk_min_m)
     return m >= blk_min_m && (m % 128 == 0 || m > 192);
 }
 
-/* QVET_AQ_LT_FP8_OUTER_MIN_M: the smallest M of per token x channel's
- * outer-vector form (below it, the two-step form). */
-bool env_outer_min_m(int *out)
-{
-    return env_threshold("QVET_AQ_LT_FP8_OUTER_MIN_M", QV_AQ_LT_FP8_OUTER_MIN_M, out);
-}
+/* The smallest M of per token x channel's outer-vector form (below it, the
+ * two-step form): the two steps are faster on the H200 below M = 128 (1.1-1.6x
+ * at M <= 64), the outer vectors from M = 128. */
+int outer_min_m(const qv_launch_ctx &c) { return threshold(c.o->aq_lt_fp8_outer_min_m, c.t->aq_lt_fp8_outer_min_m); }
 
 /* The mode of a (weight scale, activation scale) pair of aq_gemm.cuh, or -1
  * when this path has none for it. VEC128 needs K a multiple of 128: how
@@ -298,67 +290,54 @@ qv_status lt_init(int mode)
 
 } /* namespace */
 
-size_t aq_lt_fp8_workspace(const qv_variant *v, int m, int n, int k)
+size_t aq_lt_fp8_workspace(const qv_launch_ctx &c, const qv_variant *v, int m, int n, int k)
 {
     if (m < 1 || n < 1 || k < 1) return 0;
     int wscale, ascale;
     row_scales(v, &wscale, &ascale);
     const int mode = mode_for(wscale, ascale, k);
-    if (mode < 0) return 0;
-    int min_m;
-    /* A malformed variable falls back to the default here; the launch reports it. */
-    if (!env_min_m(mode, &min_m)) min_m = default_min_m(mode);
-    if (m < min_m) return 0;
-    int outer_min_m;
-    if (!env_outer_min_m(&outer_min_m)) outer_min_m = QV_AQ_LT_FP8_OUTER_MIN_M;
+    if (mode < 0 || m < min_m(c, mode)) return 0;
     /* Block rows: the VEC128 form's region, which also holds the BLK128x128
      * form's; per token x channel below outer_min_m: the two-step form's D. */
-    return plan_for(mode == MODE_VEC128, mode == MODE_OUTER && m < outer_min_m, m, n, k).total;
+    return plan_for(mode == MODE_VEC128, mode == MODE_OUTER && m < outer_min_m(c), m, n, k).total;
 }
 
-extern "C" int qv_aq_lt_fp8_blk_default_min_m(int n, int k)
+extern "C" int qv_aq_lt_fp8_blk_default_min_m(int n, int k, const qv_launch_opts *o)
 {
-    return n <= 8192 && k <= 8192 ? QV_AQ_LT_FP8_BLK_MIN_M_SMALL : QV_AQ_LT_FP8_BLK_MIN_M;
+    qv_launch_ctx c;
+    if (qv_launch_ctx_get(o, &c) != QV_OK) return -1;
+    return blk_default_min_m(c, n, k);
 }
 
-extern "C" int qv_aq_lt_fp8_blk_form(int m, int n, int k)
+extern "C" int qv_aq_lt_fp8_blk_form(int m, int n, int k, const qv_launch_opts *o)
 {
-    int t;
-    if (!env_blk_min_m(n, k, &t)) t = qv_aq_lt_fp8_blk_default_min_m(n, k);
-    return blk_form_wanted(m, t);
+    qv_launch_ctx c;
+    if (qv_launch_ctx_get(o, &c) != QV_OK) return -1;
+    return blk_form_wanted(m, blk_min_m(c, n, k));
 }
 
-extern "C" int qv_aq_lt_fp8_default_min_m(const qv_variant *v, int n, int k)
+extern "C" int qv_aq_lt_fp8_default_min_m(const qv_variant *v, int n, int k, const qv_launch_opts *o)
 {
     int wscale, ascale;
     row_scales(v, &wscale, &ascale);
     /* The scaling alone (K = 128 passes VEC128's shape rule). */
     const int mode = mode_for(wscale, ascale, KB);
-    return mode < 0 || n < 1 || k < 1 ? 0 : default_min_m(mode);
+    qv_launch_ctx c;
+    if (mode < 0 || n < 1 || k < 1) return 0;
+    if (qv_launch_ctx_get(o, &c) != QV_OK) return -1;
+    return default_min_m(c, mode);
 }
 
-qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_offset, const char *name, bool *taken)
+qv_status aq_lt_fp8_try(const qv_launch_ctx &c, const aq_params &p, const qv_gemm_args *a, size_t ws_offset,
+                        bool *taken)
 {
     *taken = false;
     int mode = mode_for(p.wscale, p.ascale, p.k);
-    int min_m, blk_min_m, outer_min_m;
-    /* The variables are checked whatever the shape, before any CUDA call. */
-    if (!env_min_m(mode < 0 ? MODE_TENSOR : mode, &min_m))
-        return qv_fail(QV_ERR_USAGE, "%s: QVET_AQ_LT_FP8_MIN_M=\"%s\" is neither a whole number >= 1 nor \"off\"",
-                       name, getenv("QVET_AQ_LT_FP8_MIN_M"));
-    if (!env_blk_min_m(p.n, p.k, &blk_min_m))
-        return qv_fail(QV_ERR_USAGE,
-                       "%s: QVET_AQ_LT_FP8_BLK_MIN_M=\"%s\" is neither a whole number >= 1 nor \"off\"", name,
-                       getenv("QVET_AQ_LT_FP8_BLK_MIN_M"));
-    if (!env_outer_min_m(&outer_min_m))
-        return qv_fail(QV_ERR_USAGE,
-                       "%s: QVET_AQ_LT_FP8_OUTER_MIN_M=\"%s\" is neither a whole number >= 1 nor \"off\"", name,
-                       getenv("QVET_AQ_LT_FP8_OUTER_MIN_M"));
-    if (mode < 0 || p.m < min_m) return QV_OK;
+    if (mode < 0 || p.m < min_m(c, mode)) return QV_OK;
     const bool block = mode == MODE_VEC128;
     /* Per token x channel below outer_min_m: the two-step form, whose first
      * step is MODE_UNIT (its own cache, fp32 D). */
-    const bool two_step = mode == MODE_OUTER && p.m < outer_min_m;
+    const bool two_step = mode == MODE_OUTER && p.m < outer_min_m(c);
     if (two_step) mode = MODE_UNIT;
     const lt_plan pl = plan_for(block, two_step, p.m, p.n, p.k);
     const bool padded = pl.m4 != p.m;
@@ -379,7 +358,7 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
     /* Block rows from blk_min_m: the BLK128x128 form where cuBLASLt has an
      * algorithm for it, else the VEC128 form. */
     lt_entry *e = NULL;
-    for (int form = block && blk_form_wanted(p.m, blk_min_m) ? MODE_BLK : mode;; form = mode) {
+    for (int form = block && blk_form_wanted(p.m, blk_min_m(c, p.n, p.k)) ? MODE_BLK : mode;; form = mode) {
         QV_TRY(lt_init(form));
         cublasLtMatmulDesc_t d = g_desc[form];
         if (form != MODE_UNIT) {
@@ -395,7 +374,7 @@ qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_off
             if (ls != CUBLAS_STATUS_SUCCESS) return lt_fail(&g_lt, ls, "activation scale pointer");
         }
         const lt_key key = {form, pl.m4, p.n, p.k, lt_align_of(p.b), lt_align_of(a_ptr), lt_align_of(d_ptr)};
-        QV_TRY(lt_lookup(cache_of(form), d, key, &e));
+        QV_TRY(lt_lookup(cache_of(form), d, key, c.o->trace, &e));
         if (e->found || form == mode) {
             mode = form;
             break;

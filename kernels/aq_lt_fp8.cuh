@@ -12,13 +12,12 @@
  * Workspace: the launcher places this path's region after the mma kernel's
  * split-K region (aq_lt_offset), so the split-K counters stay untouched.
  *
- * Environment:
- *   QVET_AQ_LT_FP8_MIN_M  smallest M that takes this path: a whole number >= 1,
- *                         or "off" for never (default per scaling:
- *                         QV_AQ_LT_FP8_MIN_M_TENSOR / _TOK_CH / _BLOCK, aq.h);
- *   QVET_AQ_LT_FP8_BLK_MIN_M, QVET_AQ_LT_FP8_OUTER_MIN_M  the M from which the
- *                         block row and the per-token x channel row take their
- *                         second form (aq.h; aq_lt_fp8.cu describes both). */
+ * Launch options (qv_launch_opts; unset, the tuning table's, tuning.h):
+ *   aq_lt_fp8_min_m        smallest M that takes this path (QV_OPT_OFF: never;
+ *                          the table has one per scaling);
+ *   aq_lt_fp8_blk_min_m, aq_lt_fp8_outer_min_m  the M from which the block
+ *                          row and the per-token x channel row take their
+ *                          second form (aq_lt_fp8.cu describes both). */
 #ifndef QVET_AQ_LT_FP8_CUH
 #define QVET_AQ_LT_FP8_CUH
 
@@ -31,15 +30,15 @@
  * M is below the row's threshold or the path cannot take the shape (block
  * rows need K % 128 == 0; for M % 4 != 0 the region also holds the padded
  * operand and output). */
-size_t aq_lt_fp8_workspace(const qv_variant *v, int m, int n, int k);
+size_t aq_lt_fp8_workspace(const qv_launch_ctx &c, const qv_variant *v, int m, int n, int k);
 
 /* Runs p (aq_params of an e4m3 row, filled by the launcher) through cuBLASLt
  * when M reaches the threshold, the scaling modes are one of the three above,
  * cuBLASLt has an algorithm for the shape and alignments, and a->workspace
- * holds the region at byte offset `ws_offset`. *taken tells whether it ran;
- * when it did not, nothing was written to the output and the caller runs the
- * mma kernel. A malformed QVET_AQ_LT_FP8_MIN_M is a QV_ERR_USAGE status. */
-qv_status aq_lt_fp8_try(const aq_params &p, const qv_gemm_args *a, size_t ws_offset, const char *name,
+ * holds the region at byte offset `ws_offset`, under c. *taken tells whether
+ * it ran; when it did not, nothing was written to the output and the caller
+ * runs the mma kernel. */
+qv_status aq_lt_fp8_try(const qv_launch_ctx &c, const aq_params &p, const qv_gemm_args *a, size_t ws_offset,
                         bool *taken);
 
 #endif

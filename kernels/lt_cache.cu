@@ -48,7 +48,7 @@ static void entry_clear(lt_entry *e)
     e->lw = e->la = e->ld = NULL;
 }
 
-qv_status lt_lookup(lt_cache *c, cublasLtMatmulDesc_t desc, const lt_key &key, lt_entry **out)
+qv_status lt_lookup(lt_cache *c, cublasLtMatmulDesc_t desc, const lt_key &key, unsigned trace, lt_entry **out)
 {
     for (int i = 0; i < c->count; i++)
         if (key_eq(c->entry[i].key, key)) {
@@ -100,10 +100,12 @@ qv_status lt_lookup(lt_cache *c, cublasLtMatmulDesc_t desc, const lt_key &key, l
      * mma kernel does, with arithmetic inside the row's declaration. */
     e->found = s == CUBLAS_STATUS_SUCCESS && count > 0 && h.state == CUBLAS_STATUS_SUCCESS;
     if (e->found) e->algo = h.algo;
-    char label[96];
-    snprintf(label, sizeof label, "%s op %d (align %u/%u/%u)", c->label, key.op, key.aw, key.aa, key.ad);
-    qv_lt_trace_algo(label, key.m, key.n, key.k, e->found ? &h.algo : NULL, e->found ? h.workspaceSize : 0,
-                     e->found ? h.wavesCount : 0.0f);
+    if (trace & QV_TRACE_LT) {
+        char label[96];
+        snprintf(label, sizeof label, "%s op %d (align %u/%u/%u)", c->label, key.op, key.aw, key.aa, key.ad);
+        qv_lt_trace_algo(label, key.m, key.n, key.k, e->found ? &h.algo : NULL, e->found ? h.workspaceSize : 0,
+                         e->found ? h.wavesCount : 0.0f);
+    }
     e->key = key;
     *out = e;
     return QV_OK;
@@ -112,8 +114,6 @@ qv_status lt_lookup(lt_cache *c, cublasLtMatmulDesc_t desc, const lt_key &key, l
 extern "C" void qv_lt_trace_algo(const char *label, int m, int n, int k, const void *algo, size_t ws_bytes,
                                  float waves)
 {
-    const char *t = getenv("QVET_LT_TRACE");
-    if (!t || t[0] != '1') return;
     if (!algo) {
         fprintf(stderr, "cuBLASLt algo: %s m=%d n=%d k=%d: none\n", label, m, n, k);
         return;

@@ -63,9 +63,10 @@ qv_status lt_desc_create(lt_cache *c, cublasComputeType_t compute, cudaDataType_
 
 /* key's entry under operation desc: its layouts and the heuristic's first
  * algorithm within LT_WS_BYTES of workspace, created on first use (the
- * oldest entry is replaced when the cache is full). *out->found tells
- * whether cuBLASLt takes the shape. */
-qv_status lt_lookup(lt_cache *c, cublasLtMatmulDesc_t desc, const lt_key &key, lt_entry **out);
+ * oldest entry is replaced when the cache is full; with QV_TRACE_LT in trace,
+ * the new entry's algorithm is printed: qv_lt_trace_algo). *out->found
+ * tells whether cuBLASLt takes the shape. */
+qv_status lt_lookup(lt_cache *c, cublasLtMatmulDesc_t desc, const lt_key &key, unsigned trace, lt_entry **out);
 
 /* D = alpha W A + beta D (C is D) with e's algorithm on stream st; w, a and d
  * device pointers in e's layouts, ws LT_WS_BYTES of device workspace, alpha

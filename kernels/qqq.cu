@@ -17,13 +17,14 @@
 /* The mma kernel's split-K region, then (M >= the cuBLASLt threshold) the
  * cuBLASLt path's region after it (aq_lt.cuh); at least the wgmma path's
  * (its counters are the same first bytes), whichever path the launch takes. */
-extern "C" size_t qv_workspace_qqq(const qv_variant *v, int m, int n, int k)
+extern "C" size_t qv_workspace_qqq(const qv_variant *v, int m, int n, int k, const qv_launch_opts *opts)
 {
-    if (m < 1 || n < 1 || k < 1) return 0;
+    qv_launch_ctx c;
+    if (m < 1 || n < 1 || k < 1 || qv_launch_ctx_get(opts, &c) != QV_OK) return 0;
     const int kind = v->layout == QV_LAYOUT_QQQ_W4_GROUP ? AQ_B_QQQ_GROUP : AQ_B_QQQ_CH;
-    const size_t lt = aq_lt_workspace(kind, false, m, n, k);
-    const size_t mma = lt ? aq_lt_offset(kind, m, n, k) + lt : aq_plan_for(kind, m, n, k).workspace;
-    const size_t wg = qv_qqq_wg_workspace(m, n, k);
+    const size_t lt = aq_lt_workspace(c, kind, false, m, n, k);
+    const size_t mma = lt ? aq_lt_offset(c, kind, m, n, k) + lt : aq_plan_for(c, kind, m, n, k).workspace;
+    const size_t wg = qv_qqq_wg_workspace(m, n, k, &c);
     return mma > wg ? mma : wg;
 }
 
@@ -47,20 +48,20 @@ extern "C" qv_status qv_launch_qqq(const qv_variant *v, const qv_gemm_args *a)
         return qv_fail(QV_ERR_USAGE, "%s: a device buffer is missing (a, a_scale, b, scales%s, c)", v->name,
                        group ? ", scales2" : "");
 
+    qv_launch_ctx c;
+    QV_TRY(qv_launch_ctx_get(a->opts, &c));
     aq_params p = aq_params_of(a);
     p.g = a->g;
     p.ascale = AQ_AS_TOKEN;
     p.w_scale2 = (const float *)a->scales2;
     p.wscale = AQ_WS_CHANNEL_PERM32;
     p.azpm = AQ_AZP_NONE;
-    /* From QVET_AQ_WG_MIN_M: the wgmma kernel, int8 weights made in registers. */
-    int wg = 0;
-    QV_TRY(qv_qqq_wg_wanted(v, a->m, a->n, a->k, a->g, &wg));
-    if (wg) return qv_qqq_wg_launch(v, &p, a);
+    /* From aq_wg_min_m: the wgmma kernel, int8 weights made in registers. */
+    if (qv_qqq_wg_takes(v, a->m, a->n, a->k, a->g, &c)) return qv_qqq_wg_launch(v, &p, a, &c);
     /* Large M: dequantize to int8 chunks, cuBLASLt int8 IGMMA, the same epilogue. */
     bool taken = false;
     const int kind = group ? AQ_B_QQQ_GROUP : AQ_B_QQQ_CH;
-    QV_TRY(aq_lt_try(kind, p, a, aq_lt_offset(kind, p.m, p.n, p.k), v->name, &taken));
+    QV_TRY(aq_lt_try(c, kind, p, a, aq_lt_offset(c, kind, p.m, p.n, p.k), &taken));
     if (taken) return QV_OK;
-    return group ? aq_launch<AQ_B_QQQ_GROUP>(p, a, v->name) : aq_launch<AQ_B_QQQ_CH>(p, a, v->name);
+    return group ? aq_launch<AQ_B_QQQ_GROUP>(p, a, v->name, c) : aq_launch<AQ_B_QQQ_CH>(p, a, v->name, c);
 }

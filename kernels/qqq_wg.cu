@@ -1,4 +1,4 @@
-/* qqq_wg.cu: QQQ W4A8 from M = QVET_AQ_WG_MIN_M on Hopper (sm_90a), channelwise
+/* qqq_wg.cu: QQQ W4A8 from M = qv_launch_opts.aq_wg_min_m on Hopper (sm_90a), channelwise
  * and per group, in the published QQQ layouts (layout.h QQQ_W4_*): Y (m, n) =
  * A (m, k) x W (k, n) with A int8 per token, computed as the transposed
  * product Y^T = W^T . A^T on integer wgmma (m64nNk32, s8 x s8 -> s32):
@@ -521,12 +521,10 @@ bool covers(const qv_variant *v, int m, int n, int k, int g)
     return (n + 255) / 256 <= 65535 && ((int64_t)m + 63) / 64 * (n / 128 + 1) < ((int64_t)1 << 31);
 }
 
-/* The smallest M that takes the kernel by default: on the H200, from M = 24
- * on it beats the mma kernel on every layer of both Llama blocks, both rows,
- * in its default tile; at M = 16 it loses on several layers. */
-constexpr long kDefaultMinM = 17;
-
-/* Below that M, by default, the layers so wide that the mma kernel's plan
+/* Below the default threshold (the tuning table's aq_wg_min_m: on the
+ * H200, from M = 24 on the kernel beats the mma kernel on every layer of both
+ * Llama blocks, both rows, in its default tile; at M = 16 it loses on
+ * several layers), the layers so wide that the mma kernel's plan
  * does not split K (at least half a wave of its 256-column blocks): it then
  * runs one slice per block over whole K, on SMs holding one or two of them,
  * while this kernel's persistent schedule shares the last round of tiles
@@ -534,33 +532,23 @@ constexpr long kDefaultMinM = 17;
  * every M <= 16 (Llama-3-70B gate_up: N = 57344, 224 blocks). Every narrower
  * Llama layer (its K split) stays on the mma kernel, which is faster there
  * at M = 1-8. */
-bool wide_layer(const qv_variant *v, int m, int n)
+bool wide_layer(const qv_launch_ctx &c, const qv_variant *v, int m, int n)
 {
     const int kind = v->layout == QV_LAYOUT_QQQ_W4_GROUP ? AQ_B_QQQ_GROUP : AQ_B_QQQ_CH;
     if (m > 16) return false;
     const int64_t blocks = ((int64_t)n + 255) / 256;
-    return 2 * blocks >= (int64_t)AQ_SMS * aq_blocks_per_sm(kind, AQ_TILE_SMALL, m);
+    return 2 * blocks >= aq_wave(c, kind, AQ_TILE_SMALL, m);
 }
 
-/* The default tile (wg_common.cuh's tile_default): the narrow form below 38
- * k128 stages per block: on the H200 its tile is within a few percent of
- * the fastest one at nearly every point (every Llama-2-7B and Llama-3-70B
- * layer, both QQQ rows, M = 16-1024, each tile forced). */
-constexpr int kNarrowStages = 38;
-
-/* Whether an M-row launch is a programmatic dependent: QVET_AQ_WG_PDL=0
- * never, =1 always; unset (or anything else) up to M = 128. On the H200,
- * with the quantizer in front, the early launch is faster up to M = 128 and
- * not reliably at M = 1024 (slower on Llama-2-7B). */
-bool pdl_wanted(int m)
+/* Whether an M-row launch is a programmatic dependent: the options'
+ * aq_wg_pdl, QV_OPT_OFF never, QV_OPT_ON always; unset up to the tuning
+ * table's aq_wg_pdl_max_m (on the H200, with the quantizer in front, the
+ * early launch is faster up to M = 128 and not reliably at M = 1024, slower
+ * on Llama-2-7B). */
+bool pdl_wanted(const qv_launch_ctx &c, int m)
 {
-    const long set = aq_env_whole("QVET_AQ_WG_PDL", 0, 1, -1);
-    return set < 0 ? m <= 128 : set == 1;
-}
-
-qv_status plan_tile(int m, int n, int k, int *tile)
-{
-    return tile_from_env("QVET_AQ_WG_TILE", "QQQ wgmma kernel", m, n, k, kKs, kNarrowStages, tile);
+    const int set = c.o->aq_wg_pdl;
+    return set ? set == QV_OPT_ON : m <= c.t->aq_wg_pdl_max_m;
 }
 
 /* The workspace: the activation-quantized family's counters at 0 (every path
@@ -572,18 +560,23 @@ struct qwg_plan {
     size_t partial_off, bytes;
 };
 
-qv_status plan(int m, int n, int k, qwg_plan *pl)
+/* The tile (the default's narrow form below the tuning table's
+ * aq_wg_narrow_stages k128 stages per block: on the H200 its tile is within
+ * a few percent of the fastest one at nearly every point, every Llama-2-7B
+ * and Llama-3-70B layer, both QQQ rows, M = 16-1024, each tile forced) and
+ * the schedule the options give. */
+qwg_plan plan(const qv_launch_ctx &c, int m, int n, int k)
 {
-    QV_TRY(plan_tile(m, n, k, &pl->tile));
-    QV_TRY(plan_grid("QVET_AQ_WG_BLOCKS", "QVET_AQ_WG_STREAMK", "QQQ wgmma kernel", m, n, k, kTiles[pl->tile], kKs,
-                     &pl->sc));
-    pl->partial_off = AQ_COUNTERS_BYTES;
-    pl->bytes = pl->sc.sk_tiles > 0 ? AQ_COUNTERS_BYTES + (size_t)2 * pl->sc.grid * kTileFloats * sizeof(int) : 0;
-    return QV_OK;
+    qwg_plan pl;
+    pl.tile = tile_pick(c, c.o->aq_wg_tile, m, n, k, kKs, c.t->aq_wg_narrow_stages);
+    pl.sc = plan_grid(c, c.o->aq_wg_blocks, c.o->aq_wg_streamk, m, n, k, kTiles[pl.tile], kKs);
+    pl.partial_off = AQ_COUNTERS_BYTES;
+    pl.bytes = pl.sc.sk_tiles > 0 ? AQ_COUNTERS_BYTES + (size_t)2 * pl.sc.grid * kTileFloats * sizeof(int) : 0;
+    return pl;
 }
 
 template <int TPW, int BX, bool GROUP>
-qv_status launch_kernel(const qwg_params &p, const wg_sched &sc, cudaStream_t stream)
+qv_status launch_kernel(const qwg_params &p, const wg_sched &sc, bool pdl, cudaStream_t stream)
 {
     using C = tile_cfg<TPW, BX>;
     using L = q_layout<TPW, BX, GROUP>;
@@ -625,7 +618,7 @@ qv_status launch_kernel(const qwg_params &p, const wg_sched &sc, cudaStream_t st
      * then wait for it (griddepcontrol.wait). */
     cudaLaunchAttribute attr;
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = pdl_wanted(m);
+    attr.val.programmaticStreamSerializationAllowed = pdl;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)sc.grid);
     cfg.blockDim = dim3(kThreads);
@@ -641,67 +634,65 @@ qv_status launch_kernel(const qwg_params &p, const wg_sched &sc, cudaStream_t st
 
 /* Tile kTiles[I], its shape taken from the table. */
 template <int I, bool GROUP>
-qv_status launch_form(const qwg_params &p, const wg_sched &sc, cudaStream_t stream)
+qv_status launch_form(const qwg_params &p, const wg_sched &sc, bool pdl, cudaStream_t stream)
 {
     static_assert(I < kNTiles, "a tile of the table");
-    return launch_kernel<kTiles[I].tpw, kTiles[I].bx, GROUP>(p, sc, stream);
+    return launch_kernel<kTiles[I].tpw, kTiles[I].bx, GROUP>(p, sc, pdl, stream);
 }
 
 template <bool GROUP>
-qv_status launch_tile(int tile, const qwg_params &p, const wg_sched &sc, cudaStream_t stream)
+qv_status launch_tile(int tile, const qwg_params &p, const wg_sched &sc, bool pdl, cudaStream_t stream)
 {
     switch (tile) {
-    case 0: return launch_form<0, GROUP>(p, sc, stream);
-    case 1: return launch_form<1, GROUP>(p, sc, stream);
-    case 2: return launch_form<2, GROUP>(p, sc, stream);
-    case 3: return launch_form<3, GROUP>(p, sc, stream);
-    case 4: return launch_form<4, GROUP>(p, sc, stream);
-    case 5: return launch_form<5, GROUP>(p, sc, stream);
-    case 6: return launch_form<6, GROUP>(p, sc, stream);
-    case 7: return launch_form<7, GROUP>(p, sc, stream);
-    default: return launch_form<8, GROUP>(p, sc, stream);
+    case 0: return launch_form<0, GROUP>(p, sc, pdl, stream);
+    case 1: return launch_form<1, GROUP>(p, sc, pdl, stream);
+    case 2: return launch_form<2, GROUP>(p, sc, pdl, stream);
+    case 3: return launch_form<3, GROUP>(p, sc, pdl, stream);
+    case 4: return launch_form<4, GROUP>(p, sc, pdl, stream);
+    case 5: return launch_form<5, GROUP>(p, sc, pdl, stream);
+    case 6: return launch_form<6, GROUP>(p, sc, pdl, stream);
+    case 7: return launch_form<7, GROUP>(p, sc, pdl, stream);
+    default: return launch_form<8, GROUP>(p, sc, pdl, stream);
     }
 }
 
 } /* namespace */
 
-extern "C" qv_status qv_qqq_wg_wanted(const qv_variant *v, int m, int n, int k, int g, int *take)
+extern "C" int qv_qqq_wg_takes(const qv_variant *v, int m, int n, int k, int g, const qv_launch_ctx *c)
 {
-    long min_m;
-    *take = 0;
-    QV_TRY(env_whole("QVET_AQ_WG_MIN_M", 1, 2147483647L, kDefaultMinM, true,
-                     "the smallest M that takes the QQQ wgmma kernel", &min_m));
-    const char *set = getenv("QVET_AQ_WG_MIN_M");
-    const bool wide = (set == NULL || *set == '\0') && m < min_m && wide_layer(v, m, n);
-    *take = min_m >= 1 && (m >= min_m || wide) && covers(v, m, n, k, g);
-    return QV_OK;
+    /* A set threshold is the one rule; unset, the table's and the wide layers below it. */
+    const int set = c->o->aq_wg_min_m;
+    if (set == QV_OPT_OFF) return 0;
+    const int min_m = set ? set : c->t->aq_wg_min_m;
+    const bool wide = !set && m < min_m && wide_layer(*c, v, m, n);
+    return (m >= min_m || wide) && covers(v, m, n, k, g);
 }
 
-extern "C" int qv_qqq_wg_route(int group, int m, int n, int k, int g)
+extern "C" int qv_qqq_wg_route(int group, int m, int n, int k, int g, const qv_launch_opts *o)
 {
     const qv_variant *v = qv_variant_find(group ? "qqq-w4a8-g128" : "qqq-w4a8-ch");
-    int take = 0;
-    if (!v || qv_qqq_wg_wanted(v, m, n, k, g, &take) != QV_OK) return -1;
-    return take;
+    qv_launch_ctx c;
+    if (!v || qv_launch_ctx_get(o, &c) != QV_OK) return -1;
+    return qv_qqq_wg_takes(v, m, n, k, g, &c);
 }
 
-extern "C" size_t qv_qqq_wg_workspace(int m, int n, int k)
+extern "C" size_t qv_qqq_wg_workspace(int m, int n, int k, const qv_launch_ctx *c)
 {
-    qwg_plan pl;
-    if (m < 1 || n < 64 || k < 16 || plan(m, n, k, &pl) != QV_OK) return 0;
-    return pl.bytes;
+    if (m < 1 || n < 64 || k < 16) return 0;
+    return plan(*c, m, n, k).bytes;
 }
 
-extern "C" int qv_qqq_wg_tail_tiles(int m, int n, int k)
+extern "C" int qv_qqq_wg_tail_tiles(int m, int n, int k, const qv_launch_opts *o)
 {
-    qwg_plan pl;
-    if (plan(m, n, k, &pl) != QV_OK) return -1;
-    return pl.sc.sk_tiles;
+    qv_launch_ctx c;
+    if (qv_launch_ctx_get(o, &c) != QV_OK) return -1;
+    return plan(c, m, n, k).sc.sk_tiles;
 }
 
 extern "C" long long qv_qqq_wg_runs(void) { return g_runs.load(); }
 
-extern "C" qv_status qv_qqq_wg_launch(const qv_variant *v, const aq_params *ap, const qv_gemm_args *a)
+extern "C" qv_status qv_qqq_wg_launch(const qv_variant *v, const aq_params *ap, const qv_gemm_args *a,
+                                      const qv_launch_ctx *c)
 {
     const bool group = v->layout == QV_LAYOUT_QQQ_W4_GROUP;
     if (!covers(v, a->m, a->n, a->k, a->g))
@@ -711,8 +702,7 @@ extern "C" qv_status qv_qqq_wg_launch(const qv_variant *v, const aq_params *ap, 
     if (align & 15)
         return qv_fail(QV_ERR_USAGE, "%s: the QQQ wgmma kernel needs A, the packed weights and the group scales "
                        "16-byte aligned", v->name);
-    qwg_plan pl;
-    QV_TRY(plan(a->m, a->n, a->k, &pl));
+    const qwg_plan pl = plan(*c, a->m, a->n, a->k);
     if (pl.bytes > a->workspace_bytes || (pl.bytes && !a->workspace))
         return qv_fail(QV_ERR_USAGE, "%s: workspace of %zu bytes given, %zu needed (qv_workspace_qqq)", v->name,
                        a->workspace_bytes, pl.bytes);
@@ -725,7 +715,9 @@ extern "C" qv_status qv_qqq_wg_launch(const qv_variant *v, const aq_params *ap, 
     /* The tensor-map stores need a 16-byte aligned C (qv_launch_qqq asks for 4 bytes). */
     p.c_tma = ((uintptr_t)p.aq.c & 15) == 0;
     cudaStream_t stream = (cudaStream_t)a->stream;
-    QV_TRY(group ? launch_tile<true>(pl.tile, p, pl.sc, stream) : launch_tile<false>(pl.tile, p, pl.sc, stream));
+    const bool pdl = pdl_wanted(*c, a->m);
+    QV_TRY(group ? launch_tile<true>(pl.tile, p, pl.sc, pdl, stream)
+                 : launch_tile<false>(pl.tile, p, pl.sc, pdl, stream));
     g_runs++;
     return QV_OK;
 }

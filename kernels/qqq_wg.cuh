@@ -15,29 +15,26 @@
 #include "qvet/status.h"
 #include "qvet/variant.h"
 
-/* Whether an (m, n, k) problem of v with group size g takes the path: *take
- * = 1 when m reaches QVET_AQ_WG_MIN_M (a whole number >= 1, or "off" for
- * never; unset or empty, 17, and below that the layers so wide that the mma
+/* Whether an (m, n, k) problem of v with group size g takes the path under
+ * c: 1 when m reaches c's options' aq_wg_min_m (QV_OPT_OFF: never; unset,
+ * the tuning table's 17, and below that the layers so wide that the mma
  * kernel would not split K) and the kernel covers the shape (N % 64 == 0,
- * K % 16 == 0, per group g a multiple of 128 dividing K). A malformed value
- * returns QV_ERR_USAGE with a message. Read at every call; no CUDA call. */
-extern "C" qv_status qv_qqq_wg_wanted(const qv_variant *v, int m, int n, int k, int g, int *take);
+ * K % 16 == 0, per group g a multiple of 128 dividing K). No CUDA call. */
+extern "C" int qv_qqq_wg_takes(const qv_variant *v, int m, int n, int k, int g, const qv_launch_ctx *c);
 
-/* Workspace bytes of the path: 0, or when the schedule has a stream-K tail
- * the family's counter area (AQ_COUNTERS_BYTES, zero between launches) and
- * 2 x grid int32 partial tiles of 128 KiB. No CUDA call. */
-extern "C" size_t qv_qqq_wg_workspace(int m, int n, int k);
+/* Workspace bytes of the path under c: 0, or when the schedule has a
+ * stream-K tail the family's counter area (AQ_COUNTERS_BYTES, zero between
+ * launches) and 2 x grid int32 partial tiles of 128 KiB. No CUDA call. */
+extern "C" size_t qv_qqq_wg_workspace(int m, int n, int k, const qv_launch_ctx *c);
 
-/* Runs the problem on the wgmma kernel: ap holds the launcher's filled
- * epilogue fields (aq_params_of, per-token scales, the perm32 channel scales
- * and for per-group rows the fp16 group table and the channel scales in
- * w_scale2). Checks the cover, the alignment the tensor maps need and the
- * workspace; QVET_AQ_WG_TILE (the block's columns x tokens: 128x256,
- * 256x128, 128x128, 512x64, 128x64, 512x32, 128x32, 512x16 or 128x16;
- * unset: by M and the layer's size),
- * QVET_AQ_WG_BLOCKS (1 to 264; unset: 132) and QVET_AQ_WG_STREAMK (0 or 1)
- * shape the schedule, and a malformed one returns QV_ERR_USAGE before any
- * CUDA call. */
-extern "C" qv_status qv_qqq_wg_launch(const qv_variant *v, const aq_params *ap, const qv_gemm_args *a);
+/* Runs the problem on the wgmma kernel under c: ap holds the launcher's
+ * filled epilogue fields (aq_params_of, per-token scales, the perm32 channel
+ * scales and for per-group rows the fp16 group table and the channel scales
+ * in w_scale2). Checks the cover, the alignment the tensor maps need and
+ * the workspace; c's options' aq_wg_tile (the block's columns x tokens;
+ * unset: by M and the layer's size), aq_wg_blocks (unset: one per SM) and
+ * aq_wg_streamk shape the schedule, and aq_wg_pdl the launch. */
+extern "C" qv_status qv_qqq_wg_launch(const qv_variant *v, const aq_params *ap, const qv_gemm_args *a,
+                                      const qv_launch_ctx *c);
 
 #endif

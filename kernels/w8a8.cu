@@ -22,14 +22,15 @@
 /* The mma kernel's split-K region, then (at M >= the cuBLASLt thresholds)
  * the cuBLASLt path's region after it (aq_lt.cuh for int8, aq_lt_fp8.cuh for
  * e4m3). */
-extern "C" size_t qv_workspace_w8a8(const qv_variant *v, int m, int n, int k)
+extern "C" size_t qv_workspace_w8a8(const qv_variant *v, int m, int n, int k, const qv_launch_opts *opts)
 {
-    if (m < 1 || n < 1 || k < 1) return 0;
-    const size_t lt = v->wfmt == QV_FMT_I8 ? aq_lt_workspace(AQ_B_PLAIN_I8, v->azp != QV_AZP_NONE, m, n, k)
-                      : v->wfmt == QV_FMT_E4M3 ? aq_lt_fp8_workspace(v, m, n, k)
+    qv_launch_ctx c;
+    if (m < 1 || n < 1 || k < 1 || qv_launch_ctx_get(opts, &c) != QV_OK) return 0;
+    const size_t lt = v->wfmt == QV_FMT_I8 ? aq_lt_workspace(c, AQ_B_PLAIN_I8, v->azp != QV_AZP_NONE, m, n, k)
+                      : v->wfmt == QV_FMT_E4M3 ? aq_lt_fp8_workspace(c, v, m, n, k)
                                                : 0;
     const int kind = v->wfmt == QV_FMT_E4M3 ? AQ_B_PLAIN_E4M3 : AQ_B_PLAIN_I8;
-    return lt ? aq_lt_offset(kind, m, n, k) + lt : aq_plan_for(kind, m, n, k).workspace;
+    return lt ? aq_lt_offset(c, kind, m, n, k) + lt : aq_plan_for(c, kind, m, n, k).workspace;
 }
 
 extern "C" qv_status qv_launch_w8a8(const qv_variant *v, const qv_gemm_args *a)
@@ -72,15 +73,17 @@ extern "C" qv_status qv_launch_w8a8(const qv_variant *v, const qv_gemm_args *a)
     if (!a->a || !a->a_scale || !a->b || !a->scales || !a->c || (p.azpm != AQ_AZP_NONE && !a->azp))
         return qv_fail(QV_ERR_USAGE, "%s: a device buffer is missing (a, a_scale, b, scales, c%s)", v->name,
                        p.azpm != AQ_AZP_NONE ? ", azp" : "");
+    qv_launch_ctx c;
+    QV_TRY(qv_launch_ctx_get(a->opts, &c));
     bool taken = false;
     if (fp8) {
         /* Large M: cuBLASLt fp8 with its own scaling modes, when it takes the shape. */
-        QV_TRY(aq_lt_fp8_try(p, a, aq_lt_offset(AQ_B_PLAIN_E4M3, p.m, p.n, p.k), v->name, &taken));
-        return taken ? QV_OK : aq_launch<AQ_B_PLAIN_E4M3>(p, a, v->name);
+        QV_TRY(aq_lt_fp8_try(c, p, a, aq_lt_offset(c, AQ_B_PLAIN_E4M3, p.m, p.n, p.k), &taken));
+        return taken ? QV_OK : aq_launch<AQ_B_PLAIN_E4M3>(p, a, v->name, c);
     }
     /* Large M: cuBLASLt int8 IGMMA and the same epilogue, when it takes the shape. */
-    QV_TRY(aq_lt_try(AQ_B_PLAIN_I8, p, a, aq_lt_offset(AQ_B_PLAIN_I8, p.m, p.n, p.k), v->name, &taken));
-    return taken ? QV_OK : aq_launch<AQ_B_PLAIN_I8>(p, a, v->name);
+    QV_TRY(aq_lt_try(c, AQ_B_PLAIN_I8, p, a, aq_lt_offset(c, AQ_B_PLAIN_I8, p.m, p.n, p.k), &taken));
+    return taken ? QV_OK : aq_launch<AQ_B_PLAIN_I8>(p, a, v->name, c);
 }
 
 /* One warp: lanes 0..3 hold row 0 of A and column 0 of B (fragment layout of

@@ -6,7 +6,7 @@
  * two consumer warpgroups per block, over the same persistent schedule with
  * a stream-K tail. Here: the block's shape, the schedule (host and device),
  * the wgmma fences and descriptors, the host's tensor-map encoding and
- * tile rule (environment variables: env_whole.cuh). Rule:
+ * tile rule (launch options: qv_launch_opts, tuning.h). Rule:
  * nothing here knows a weight format; each kernel file keeps its own stage
  * layout, dequantization and epilogue. Everything sits in an unnamed
  * namespace: each translation unit has its own copy, as nvcc's whole-program
@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "env_whole.cuh"
 #include "internal/gpu.h"
+#include "internal/tuning.h"
 
 namespace {
 
@@ -374,15 +374,24 @@ qv_status make_map_2d(CUtensorMap *map, const void *base, CUtensorMapDataType ty
 
 /* ---- the host's plan: block count, tile and switches -------------------- */
 
-/* The persistent grid assumes the H200's 132 SMs rather than asking the
- * device, so that the schedule, and with it the workspace size, is a pure
- * function of the shape (a device with other SMs runs the same schedule: no
- * block ever waits for another). A *_BLOCKS variable (tests) plans 1 to
- * kMaxBlocks blocks instead (the counters area's size). */
-constexpr int kPlanBlocks = 132;
-constexpr int kMaxBlocks = 264;
+/* The persistent grid is planned on one block per SM of the device
+ * (qv_launch_ctx.sms), so the schedule, and with it the workspace size, is a
+ * function of the shape and the SM count (a device with other SMs runs the
+ * same schedule: no block ever waits for another). The options' *_blocks
+ * field (tests) plans 1 to kMaxBlocks blocks instead (the counters area's
+ * size), and the device's count is capped there. */
+constexpr int kMaxBlocks = QV_WG_BLOCKS_MAX;
 
-/* The block tiles (tile_cfg), columns x tokens, by name. */
+/* The blocks an (m, n, k) schedule is planned on: `blocks` (an options
+ * field, 0 unset) or the device's SMs, at most kMaxBlocks. */
+inline int plan_blocks(const qv_launch_ctx &c, int blocks)
+{
+    if (blocks) return blocks;
+    return c.sms < kMaxBlocks ? c.sms : kMaxBlocks;
+}
+
+/* The block tiles (tile_cfg), columns x tokens, by name, in the order of
+ * qv_wg_tile (kTiles[t - 1] is tile t). */
 struct tile_form {
     const char *name;
     int tpw, bx;
@@ -392,66 +401,45 @@ constexpr tile_form kTiles[] = {{"128x256", 1, 256}, {"256x128", 2, 128}, {"128x
                                 {"128x16", 1, 16}};
 /* Both kernels have all nine. */
 constexpr int kNTiles = (int)(sizeof kTiles / sizeof kTiles[0]);
+static_assert(kNTiles == QV_WG_TILE_COUNT - 1, "one tile per qv_wg_tile");
 
 /* The schedule of an (m, n, k) problem in tile t with kks k16 tiles per
- * stage, on as many blocks as environment variable blocks_var says (1 to
- * kMaxBlocks; unset, kPlanBlocks), with the stream-K tail unless streamk_var
- * is 0 (for comparisons); other values are usage errors naming the kernel. */
-qv_status plan_grid(const char *blocks_var, const char *streamk_var, const char *kernel, int m, int n, int k,
-                    const tile_form &t, int kks, wg_sched *sc)
+ * stage, on plan_blocks(c, blocks) blocks, with the stream-K tail unless
+ * streamk is QV_OPT_OFF (for comparisons). */
+wg_sched plan_grid(const qv_launch_ctx &c, int blocks, int streamk, int m, int n, int k, const tile_form &t, int kks)
 {
-    char what[160];
-    long blocks, streamk;
-    snprintf(what, sizeof what, "blocks of the %s's persistent grid", kernel);
-    QV_TRY(env_whole(blocks_var, 1, kMaxBlocks, kPlanBlocks, false, what, &blocks));
-    QV_TRY(env_whole(streamk_var, 0, 1, 1, false, "1: share the last round of tiles along K, 0: keep it whole",
-                     &streamk));
-    *sc = plan_sched(m, n, k, t.tpw, t.bx, kks, (int)blocks, streamk != 0);
-    return QV_OK;
+    return plan_sched(m, n, k, t.tpw, t.bx, kks, plan_blocks(c, blocks), streamk != QV_OPT_OFF);
 }
 
-/* Both kernels' default tile for (m, n, k), with kks k16 tiles per stage:
- * the token count that holds m (16 up to M = 16, 32 up to 32, 64 up to 64,
- * 128 up to 128, else 256: on the H200, 256 is the fastest from M = 256,
- * and the 64- and 128-token tiles are much faster than 256 at M = 64 and
- * 128) in its wide form (512x16, 512x32, 512x64, 256x128, 128x256), unless
- * that form has fewer tiles than 7/8 of the 132 blocks and gives each block
- * fewer than narrow_stages stages of work (tiles x stages < narrow_stages x
- * 132): then the narrow form (128x16, 128x32, 128x64, 128x128, 128x128),
- * with two or four times the tiles and so fewer parts per tile in the
- * stream-K tail, whose partial sums (up to 128 KiB a part) dominate small
- * layers. Each kernel file gives its threshold. */
-int tile_default(int m, int n, int k, int kks, int narrow_stages)
+/* Both kernels' default tile for (m, n, k), with kks k16 tiles per stage,
+ * on `blocks` planned blocks: the token count that holds m (16 up to M = 16,
+ * 32 up to 32, 64 up to 64, 128 up to 128, else 256: on the H200, 256 is the
+ * fastest from M = 256, and the 64- and 128-token tiles are much faster than
+ * 256 at M = 64 and 128) in its wide form (512x16, 512x32, 512x64, 256x128,
+ * 128x256), unless that form has fewer tiles than 7/8 of the blocks and
+ * gives each block fewer than narrow_stages stages of work (tiles x stages <
+ * narrow_stages x blocks): then the narrow form (128x16, 128x32, 128x64,
+ * 128x128, 128x128), with two or four times the tiles and so fewer parts per
+ * tile in the stream-K tail, whose partial sums (up to 128 KiB a part)
+ * dominate small layers. Each kernel's narrow_stages is in the tuning
+ * table. */
+int tile_default(int m, int n, int k, int kks, int narrow_stages, int blocks)
 {
     int wide = m <= 64 ? 3 : m <= 128 ? 1 : 0, narrow = m <= 64 ? 4 : 2;
     if (m <= 32) wide = m <= 16 ? 7 : 5, narrow = wide + 1;
     const tile_form &w = kTiles[wide];
     const int64_t tiles = (int64_t)((m + w.bx - 1) / w.bx) * ((n / 64 + 2 * w.tpw - 1) / (2 * w.tpw));
     const int64_t steps = ((int64_t)k / 16 + kks - 1) / kks;
-    return tiles * 8 < (int64_t)kPlanBlocks * 7 && tiles * steps < (int64_t)narrow_stages * kPlanBlocks ? narrow
-                                                                                                        : wide;
+    return tiles * 8 < (int64_t)blocks * 7 && tiles * steps < (int64_t)narrow_stages * blocks ? narrow : wide;
 }
 
-/* The tile from environment variable `name`: one of kTiles by name; unset or
- * empty, tile_default; anything else is a usage error naming `kernel`. */
-qv_status tile_from_env(const char *name, const char *kernel, int m, int n, int k, int kks, int narrow_stages,
-                        int *tile)
+/* The tile index into kTiles: the options' `tile` (qv_wg_tile), or unset,
+ * tile_default on one block per SM (whatever blocks the options plan the
+ * grid on). */
+int tile_pick(const qv_launch_ctx &c, qv_wg_tile tile, int m, int n, int k, int kks, int narrow_stages)
 {
-    const char *s = getenv(name);
-    *tile = tile_default(m, n, k, kks, narrow_stages);
-    if (!s || !*s) return QV_OK;
-    char names[128] = "";
-    for (int i = 0; i < kNTiles; i++) {
-        if (!strcmp(s, kTiles[i].name)) {
-            *tile = i;
-            return QV_OK;
-        }
-        const size_t used = strlen(names);
-        snprintf(names + used, sizeof names - used, "%s%s", i == 0 ? "" : i == kNTiles - 1 ? " or " : ", ",
-                 kTiles[i].name);
-    }
-    return qv_fail(QV_ERR_USAGE, "%s=\"%s\": expected %s (columns x tokens of the %s's block), or unset for the "
-                   "default by M and layer size", name, s, names, kernel);
+    if (tile != QV_WG_TILE_DEFAULT) return (int)tile - 1;
+    return tile_default(m, n, k, kks, narrow_stages, plan_blocks(c, 0));
 }
 
 } /* namespace */

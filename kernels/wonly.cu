@@ -495,14 +495,10 @@ __global__ void k_permute_cols(const uint16_t *a, const int32_t *perm, uint16_t 
 
 /* ---- host side ---- */
 
-/* The split-K plan assumes the H200's 132 SMs rather than asking the device:
- * the plan (and so the fp32 summation order, and every output bit) is then a
- * function of the shape alone, the same on every GPU, and the workspace size
- * can be computed without a CUDA call. */
-constexpr int kPlanSms = 132;
-
 /* The launch geometry of one shape; qv_workspace_wonly and the launch agree on
- * it because both call this. */
+ * it because both call this. The split-K plan counts the device's SMs
+ * (qv_launch_ctx.sms): the plan, and so the fp32 summation order and every
+ * output bit, is a function of the shape and the SM count. */
 struct geometry {
     int mb;           /* m16 tiles per block: 1 or 4 */
     int m_blocks, n_blocks;
@@ -510,7 +506,7 @@ struct geometry {
     size_t counters_off, aperm_off, partial_off, bytes;
 };
 
-geometry plan(const qv_variant *v, int m, int n, int k)
+geometry plan(const qv_launch_ctx &c, const qv_variant *v, int m, int n, int k)
 {
     geometry g;
     int wt = weight_type(v);
@@ -525,9 +521,11 @@ geometry plan(const qv_variant *v, int m, int n, int k)
      * 16-row tiles, whose resources let two share an SM) in as few, as full
      * waves as possible: the estimated time is waves x k16 tiles per slice,
      * and a tie keeps fewer slices (less partial-sum traffic). Each slice is
-     * at least two pipeline stages long. */
+     * at least two pipeline stages long. Only problems of fewer tiles than
+     * the counters area holds (one counter per tile) are split. */
     int64_t tiles_mn = (int64_t)g.m_blocks * g.n_blocks;
-    int64_t slots = (int64_t)kPlanSms * (g.mb <= 2 ? 2 : 1);
+    int64_t slots = (int64_t)c.sms * (g.mb <= 2 ? 2 : 1);
+    if (slots > QV_WO_COUNTERS_MIN) slots = QV_WO_COUNTERS_MIN;
     int max_splits = tiles_mn >= slots ? 1 : tiles / (2 * ks);
     if (max_splits > 64) max_splits = 64;
     int splits = 1;
@@ -649,46 +647,51 @@ qv_status wo_permute_cols_gather(const uint16_t *a, const int32_t *perm, uint16_
     return QV_OK;
 }
 
-extern "C" size_t qv_workspace_wonly(const qv_variant *v, int m, int n, int k)
+extern "C" size_t qv_workspace_wonly(const qv_variant *v, int m, int n, int k, const qv_launch_opts *opts)
 {
-    if (check_variant(v) != QV_OK || m < 1 || n < 1 || k < 16) return 0;
-    size_t bytes = plan(v, m, n, k).bytes;
-    /* M <= 16 may take the small-M path (wonly_small.cu): room for either. */
-    if (m <= QV_WO_SMALL_MAX_M && n % 64 == 0 && k % 16 == 0) {
-        size_t small = qv_wonly_small_workspace(v, m, n, k);
+    qv_launch_ctx c;
+    if (check_variant(v) != QV_OK || m < 1 || n < 1 || k < 16 || qv_launch_ctx_get(opts, &c) != QV_OK) return 0;
+    /* The largest of the paths the options allow at this M (qv_wonly_route
+     * runs the first that takes it) and of the mma kernel's. */
+    size_t bytes = plan(c, v, m, n, k).bytes;
+    /* M <= 16 may take the small-M path (wonly_small.cu). */
+    if (qv_wonly_small_wanted(m, &c) && n % 64 == 0 && k % 16 == 0) {
+        size_t small = qv_wonly_small_workspace(v, m, n, k, &c);
         if (small > bytes) bytes = small;
     }
-    /* M >= QVET_WO_WG_MIN_M (default 17) takes the wgmma kernel (wonly_wg.cu): room for either. */
-    int wg = 0;
-    if (qv_wonly_wg_wanted(v, m, n, k, &wg) == QV_OK && wg) {
-        size_t w = qv_wonly_wg_workspace(v, m, n, k);
+    /* M >= wo_wg_min_m (default 17, 9 on large layers) takes the wgmma kernel (wonly_wg.cu). */
+    if (qv_wonly_wg_takes(v, m, n, k, &c)) {
+        size_t w = qv_wonly_wg_workspace(v, m, n, k, &c);
         if (w > bytes) bytes = w;
     }
-    /* M >= QVET_WO_DQ_MIN_M takes the dequantize + cuBLAS path (wonly_dq.cu): room for either. */
-    if (qv_wonly_dq_wanted(m) && n % 64 == 0 && k % 16 == 0) {
-        size_t dq = qv_wonly_dq_workspace(v, m, n, k);
+    /* M >= wo_dq_min_m takes the dequantize + cuBLAS path (wonly_dq.cu). */
+    if (qv_wonly_dq_wanted(m, &c) && n % 64 == 0 && k % 16 == 0) {
+        size_t dq = qv_wonly_dq_workspace(v, m, n, k, &c);
         if (dq > bytes) bytes = dq;
     }
     return bytes;
 }
 
-extern "C" qv_status qv_wonly_route(const qv_variant *v, int m, int n, int k, qv_wo_path *path)
+/* The path under c (wonly_route.h). */
+static qv_wo_path route(const qv_launch_ctx &c, const qv_variant *v, int m, int n, int k)
 {
-    /* The wgmma kernel first: its threshold (QVET_WO_WG_MIN_M, and on large
+    /* The wgmma kernel first: its threshold (wo_wg_min_m, and on large
      * layers the default M >= 9) reaches below the small-M kernel's M <= 16,
      * and where both take M the wgmma kernel is the faster one on the H200
      * (Llama-3-70B gate_up and down at M = 16). With the small-M kernel asked
      * first, that default would never take effect. */
-    int wg = 0;
-    QV_TRY(qv_wonly_wg_wanted(v, m, n, k, &wg));
-    if (wg)
-        *path = QV_WO_PATH_WG;
-    else if (qv_wonly_small_wanted(m))
-        *path = QV_WO_PATH_SMALL;
-    else if (qv_wonly_dq_wanted(m))
-        *path = QV_WO_PATH_DQ;
-    else
-        *path = QV_WO_PATH_MMA;
+    if (qv_wonly_wg_takes(v, m, n, k, &c)) return QV_WO_PATH_WG;
+    if (qv_wonly_small_wanted(m, &c)) return QV_WO_PATH_SMALL;
+    if (qv_wonly_dq_wanted(m, &c)) return QV_WO_PATH_DQ;
+    return QV_WO_PATH_MMA;
+}
+
+extern "C" qv_status qv_wonly_route(const qv_variant *v, int m, int n, int k, const qv_launch_opts *opts,
+                                    qv_wo_path *path)
+{
+    qv_launch_ctx c;
+    QV_TRY(qv_launch_ctx_get(opts, &c));
+    *path = route(c, v, m, n, k);
     return QV_OK;
 }
 
@@ -706,12 +709,13 @@ extern "C" qv_status qv_launch_wonly(const qv_variant *v, const qv_gemm_args *a)
                        v->name);
     if ((int64_t)a->n * 16 * qv_fmt_get(v->wfmt)->bits / 32 >= ((int64_t)1 << 31))
         return qv_fail(QV_ERR_SHAPE, "%s: N=%d gives packed B rows of 2^31 words or more", v->name, a->n);
-    qv_wo_path path;
-    QV_TRY(qv_wonly_route(v, a->m, a->n, a->k, &path));
-    if (path == QV_WO_PATH_WG) return qv_wonly_wg_launch(v, a);
-    if (path == QV_WO_PATH_SMALL) return qv_wonly_small_launch(v, a);
-    if (path == QV_WO_PATH_DQ) return qv_wonly_dq_launch(v, a);
-    geometry g = plan(v, a->m, a->n, a->k);
+    qv_launch_ctx c;
+    QV_TRY(qv_launch_ctx_get(a->opts, &c));
+    const qv_wo_path path = route(c, v, a->m, a->n, a->k);
+    if (path == QV_WO_PATH_WG) return qv_wonly_wg_launch(v, a, &c);
+    if (path == QV_WO_PATH_SMALL) return qv_wonly_small_launch(v, a, &c);
+    if (path == QV_WO_PATH_DQ) return qv_wonly_dq_launch(v, a, &c);
+    geometry g = plan(c, v, a->m, a->n, a->k);
     if (g.bytes > a->workspace_bytes || (g.bytes && !a->workspace))
         return qv_fail(QV_ERR_USAGE, "%s: workspace of %zu bytes given, %zu needed (qv_workspace_wonly)",
                        v->name, a->workspace_bytes, g.bytes);

@@ -1,7 +1,7 @@
 /* wonly_dq.cu: the weight-only family at large M, Y (m, n) = A (m, k) x W (k, n),
  * by dequantizing the Marlin-packed W into fp16/bf16 and running cuBLAS's
  * tensor-core GEMM (as vLLM's AWQ path does above 256 tokens). qv_launch_wonly
- * (kernels/wonly.cu) dispatches here when M >= QVET_WO_DQ_MIN_M.
+ * (kernels/wonly.cu) dispatches here from the M that qv_launch_opts.wo_dq_min_m sets.
  *
  * Declared arithmetic, the same as the mma kernel's (src/registry.c, family
  * "marlin"; the dequantization is the one of kernels/dequant.cuh, bit for bit):
@@ -11,7 +11,7 @@
  *  - channel/tensor scales (QV_DQ_EXACT + QV_EP_MUL_WSCALE): w = value(q)
  *    exactly; cuBLAS writes the fp32 sums, and k_wo_dq_epilogue multiplies
  *    each by the fp32 scale and rounds once (RNE), as the mma kernel's epilogue;
- *  - split K (QVET_WO_DQ_SPLITK=1): cuBLAS writes the fp32 sums of S equal K
+ *  - split K (qv_launch_opts.wo_dq_splitk): cuBLAS writes the fp32 sums of S equal K
  *    slices (one strided-batched call), and k_wo_dq_epilogue adds them in
  *    slice order 0..S-1 in fp32 before the scale and the single rounding;
  *  - act_order: A's columns are gathered into the sorted-row order of the
@@ -20,14 +20,14 @@
  * summation is fp32 throughout and two identical launches are bitwise equal.
  *
  * Chunks: W can be dequantized and multiplied in chunks of columns sized to
- * stay in L2 (QVET_WO_DQ_CHUNK_MB), two chunk buffers ping-ponging: chunk i+1
+ * stay in L2 (wo_dq_chunk_mib), two chunk buffers ping-ponging: chunk i+1
  * is dequantized on a side stream while cuBLAS multiplies chunk i on the
- * caller's stream (QVET_WO_DQ_OVERLAP=0 keeps everything on one stream).
- * On the H200, 24 and 48 MiB chunks are slower than one chunk at every M: a
- * chunk's GEMM has too few output tiles to fill 132 SMs (M = 32 x 1536
- * columns is 12 tiles of 128 x 128). So the default is one chunk (the whole
- * fp16 W in the workspace, written to DRAM and read back), and
- * QVET_WO_DQ_SPLITK=1 splits each chunk's K to refill the SMs. */
+ * caller's stream (wo_dq_overlap = QV_OPT_OFF keeps everything on one
+ * stream). On the H200, 24 and 48 MiB chunks are slower than one chunk at
+ * every M: a chunk's GEMM has too few output tiles to fill 132 SMs (M = 32 x
+ * 1536 columns is 12 tiles of 128 x 128). So the default (tuning.h) is one
+ * chunk (the whole fp16 W in the workspace, written to DRAM and read back),
+ * and wo_dq_splitk splits each chunk's K to refill the SMs. */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -37,6 +37,7 @@
 #include "cublas_handle.cuh"
 #include "dequant.cuh"
 #include "internal/gpu.h"
+#include "internal/tuning.h"
 #include "qvet/gemm.h"
 #include "wonly_dq.cuh"
 #include "wonly_small.cuh"
@@ -50,11 +51,10 @@ enum { SF_F16 = 0, SF_BF16 = 1, SF_F32 = 2 };
 
 constexpr int kDqThreads = 256;             /* 8 warps, one k16 row of the tile each */
 constexpr int kDqRows = 16 * (kDqThreads / 32); /* k rows per dequant tile: 128 */
-/* Split-K plan: the SM count the output tiles should fill, assumed rather
- * than asked (as kernels/wonly.cu's plan), so that the split and hence every
- * output bit is a function of the shape alone; at most 64 slices, each at
- * least 128 k long. */
-constexpr int kPlanSms = 132;
+/* Split-K plan: the output tiles should fill the device's SMs
+ * (qv_launch_ctx.sms, as kernels/wonly.cu's plan), so that the split and
+ * hence every output bit is a function of the shape and the SM count; at
+ * most 64 slices, each at least 128 k long. */
 constexpr int kMaxSplits = 64;
 constexpr int kMinSliceK = 128;
 /* Shared-memory words per dequantized column: 128 halves (64 words) plus 4
@@ -62,14 +62,6 @@ constexpr int kMinSliceK = 128;
  * columns x 4 k pairs) land in 32 different banks, and columns stay 16-byte
  * aligned for the vector reads. */
 constexpr int kColWords = kDqRows / 2 + 4;
-
-/* Default chunk: none (0), the fastest setting at every M on the H200; see
- * the note on chunks above. */
-constexpr double kDefaultChunkMiB = 0.0;
-/* Default M threshold, measured on the H200 with one chunk: at M = 32 the
- * mma kernel is still faster on the Llama-3-70B block (not on Llama-2-7B),
- * at M = 128 this path is faster on both. QVET_WO_DQ_MIN_M moves it. */
-constexpr long kDefaultMinM = 64;
 
 struct dq_params {
     const uint32_t *b;     /* Marlin-packed weights, (k/16, 16n*bits/32) int32 (layout.h) */
@@ -303,21 +295,6 @@ qv_status side_get(side_stream **out)
     return QV_OK;
 }
 
-/* A non-negative number from the environment, or `dflt` when unset. A value
- * that does not parse is an environment error (a typo in a benchmark setting
- * must not silently time the default). */
-double env_number(const char *name, double dflt)
-{
-    const char *s = getenv(name);
-    if (!s || !*s) return dflt;
-    char *end = NULL;
-    double v = strtod(s, &end);
-    QV_ASSERT(end && *end == '\0' && v >= 0 && isfinite(v),
-              "QVET_WO_DQ_MIN_M, QVET_WO_DQ_CHUNK_MB, QVET_WO_DQ_OVERLAP and QVET_WO_DQ_SPLITK take a "
-              "non-negative number");
-    return v;
-}
-
 int weight_type(const qv_variant *v)
 {
     switch (v->layout) {
@@ -341,10 +318,20 @@ struct dq_plan {
     size_t aperm_off, buf_off[2], y_off, bytes;
 };
 
-dq_plan make_plan(const qv_variant *v, int m, int n, int k)
+/* The chunk size: the options' wo_dq_chunk_mib (QV_OPT_OFF: one chunk), or
+ * the tuning table's (0: one chunk, the fastest setting at every M on the
+ * H200; see the note on chunks above). */
+double chunk_mib(const qv_launch_ctx &c)
+{
+    const double set = c.o->wo_dq_chunk_mib;
+    if (set == (double)QV_OPT_OFF) return 0.0;
+    return set != 0.0 ? set : c.t->wo_dq_chunk_mib;
+}
+
+dq_plan make_plan(const qv_launch_ctx &c, const qv_variant *v, int m, int n, int k)
 {
     dq_plan p;
-    const double mib = env_number("QVET_WO_DQ_CHUNK_MB", kDefaultChunkMiB);
+    const double mib = chunk_mib(c);
     /* A chunk is whole 256-column groups (cuBLAS's widest tile side). Every
      * chunk's GEMM reads all of A (m x k halves) again, so a chunk has at
      * least m columns: A's traffic then stays below that of the chunks
@@ -357,12 +344,12 @@ dq_plan make_plan(const qv_variant *v, int m, int n, int k)
     p.cols = (int)cols;
     p.chunks = (int)((n + cols - 1) / cols);
     p.nbuf = p.chunks > 1 ? 2 : 1;
-    /* Split K (QVET_WO_DQ_SPLITK=1) while a chunk's 128 x 128 output tiles
-     * do not fill the SMs, in equal slices of whole k16 rows. */
+    /* Split K (wo_dq_splitk, off by default) while a chunk's 128 x 128
+     * output tiles do not fill the SMs, in equal slices of whole k16 rows. */
     p.splits = 1;
-    if (env_number("QVET_WO_DQ_SPLITK", 0) != 0) {
+    if (c.o->wo_dq_splitk == QV_OPT_ON) {
         const int64_t tiles = ((int64_t)m + 127) / 128 * ((cols + 127) / 128);
-        while (tiles * p.splits < kPlanSms && 2 * p.splits <= kMaxSplits && (k / 16) % (2 * p.splits) == 0 &&
+        while (tiles * p.splits < c.sms && 2 * p.splits <= kMaxSplits && (k / 16) % (2 * p.splits) == 0 &&
                k / (2 * p.splits) >= kMinSliceK)
             p.splits *= 2;
     }
@@ -399,19 +386,24 @@ qv_status launch_dequant(int wt, const dq_params &dp, dim3 grid, cudaStream_t s)
 
 } /* namespace */
 
-bool qv_wonly_dq_wanted(int m)
+bool qv_wonly_dq_wanted(int m, const qv_launch_ctx *c)
 {
-    return (double)m >= env_number("QVET_WO_DQ_MIN_M", (double)kDefaultMinM);
+    /* Unset: the tuning table's threshold, measured on the H200 with one
+     * chunk: at M = 32 the mma kernel is still faster on the Llama-3-70B
+     * block (not on Llama-2-7B), at M = 128 this path is faster on both. */
+    const int set = c->o->wo_dq_min_m;
+    if (set == QV_OPT_OFF) return false;
+    return m >= (set ? set : c->t->wo_dq_min_m);
 }
 
-size_t qv_wonly_dq_workspace(const qv_variant *v, int m, int n, int k)
+size_t qv_wonly_dq_workspace(const qv_variant *v, int m, int n, int k, const qv_launch_ctx *c)
 {
-    return make_plan(v, m, n, k).bytes;
+    return make_plan(*c, v, m, n, k).bytes;
 }
 
-qv_status qv_wonly_dq_launch(const qv_variant *v, const qv_gemm_args *a)
+qv_status qv_wonly_dq_launch(const qv_variant *v, const qv_gemm_args *a, const qv_launch_ctx *c)
 {
-    const dq_plan pl = make_plan(v, a->m, a->n, a->k);
+    const dq_plan pl = make_plan(*c, v, a->m, a->n, a->k);
     if (pl.bytes > a->workspace_bytes || !a->workspace)
         return qv_fail(QV_ERR_USAGE, "%s: workspace of %zu bytes given, %zu needed (qv_workspace_wonly)", v->name,
                        a->workspace_bytes, pl.bytes);
@@ -441,7 +433,7 @@ qv_status qv_wonly_dq_launch(const qv_variant *v, const qv_gemm_args *a)
         a_sorted = ap;
     }
 
-    const bool overlap = pl.chunks > 1 && env_number("QVET_WO_DQ_OVERLAP", 1) != 0;
+    const bool overlap = pl.chunks > 1 && c->o->wo_dq_overlap != QV_OPT_OFF;
     side_stream *ss = NULL;
     if (overlap) {
         QV_TRY(side_get(&ss));

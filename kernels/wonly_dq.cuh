@@ -9,20 +9,22 @@
 
 #include <stddef.h>
 
+#include "internal/tuning.h"
 #include "qvet/gemm.h"
 
-/* Whether an M-row problem takes this path: M >= QVET_WO_DQ_MIN_M (default
- * 64). No CUDA call. */
-bool qv_wonly_dq_wanted(int m);
+/* Whether an M-row problem takes this path under c: M at least its options'
+ * wo_dq_min_m (QV_OPT_OFF: never; unset, the tuning table's, 64). No CUDA
+ * call. */
+bool qv_wonly_dq_wanted(int m, const qv_launch_ctx *c);
 
 /* Workspace bytes of this path for v at (m, n, k): act_order's sorted copy of
  * A, the dequantized chunk buffers and, for channel/tensor scales, the fp32
  * product of one chunk. No CUDA call; v, m, n, k already validated. */
-size_t qv_wonly_dq_workspace(const qv_variant *v, int m, int n, int k);
+size_t qv_wonly_dq_workspace(const qv_variant *v, int m, int n, int k, const qv_launch_ctx *c);
 
 /* Runs Y = A x W through this path. `v` and `a` are validated by
  * qv_launch_wonly (variant, shape, g, non-NULL and aligned buffers); this
  * checks the workspace size itself. */
-qv_status qv_wonly_dq_launch(const qv_variant *v, const qv_gemm_args *a);
+qv_status qv_wonly_dq_launch(const qv_variant *v, const qv_gemm_args *a, const qv_launch_ctx *c);
 
 #endif

@@ -1,9 +1,11 @@
 /* wonly_route.h: which kernel qv_launch_wonly (kernels/wonly.cu) runs for a
- * weight-only problem. Plain C, no CUDA call, so that CPU tests can check
- * the routing docs/kernel-paths.md documents without a device. */
+ * weight-only problem under launch options. Plain C, and no CUDA call when
+ * the options set sms and arch, so that CPU tests can check the routing
+ * docs/kernel-paths.md documents without a device. */
 #ifndef QVET_KERNELS_WONLY_ROUTE_H
 #define QVET_KERNELS_WONLY_ROUTE_H
 
+#include "qvet/gemm.h"
 #include "qvet/status.h"
 #include "qvet/variant.h"
 
@@ -18,15 +20,16 @@ typedef enum {
     QV_WO_PATH_MMA = 4    /* the general mma kernel (wonly.cu) */
 } qv_wo_path;
 
-/* The path of an (m, n, k) problem of v, in this order: the wgmma kernel when
- * qv_wonly_wg_wanted takes it (QVET_WO_WG_MIN_M; unset, M >= 17, and M >= 9
- * on layers of at least 2^27 weights), else the small-M kernel when
- * qv_wonly_small_wanted takes M (QVET_WO_SMALL; unset, M <= 16), else
- * dequantize + cuBLAS from QVET_WO_DQ_MIN_M, else the mma kernel. v, m, n and
- * k must be what qv_launch_wonly accepts (a weight-only Marlin row, a legal
- * shape); a bad QVET_WO_WG_MIN_M returns QV_ERR_USAGE with its message. The
- * environment is read at every call. */
-qv_status qv_wonly_route(const qv_variant *v, int m, int n, int k, qv_wo_path *path);
+/* The path of an (m, n, k) problem of v under options o (NULL: the
+ * defaults), in this order: the wgmma kernel when it takes M (o's
+ * wo_wg_min_m; unset, M >= 17, and M >= 9 on layers of at least 2^27
+ * weights), else the small-M kernel when o's wo_small takes M (unset,
+ * M <= 16), else dequantize + cuBLAS from o's wo_dq_min_m (unset, 64), else
+ * the mma kernel. v, m, n and k must be what qv_launch_wonly accepts (a
+ * weight-only Marlin row, a legal shape). A refused o returns QV_ERR_USAGE
+ * with its message, and without a device o must set sms and arch
+ * (qv_launch_ctx_get); no CUDA call then. */
+qv_status qv_wonly_route(const qv_variant *v, int m, int n, int k, const qv_launch_opts *opts, qv_wo_path *path);
 
 #ifdef __cplusplus
 }

@@ -33,8 +33,8 @@
  * clusters of C consecutive slices, C a power of two up to 8 that divides S
  * (C = 1: no clusters, every slice through the workspace). The plan's cost
  * model chooses S and C together, with the blocks the H200 runs at once in
- * clusters of C (264 for C <= 2, 248 for 4, 240 for 8): a plan that needs a
- * second wave loses far more than the sum saves. QVET_WO_SMALL_CLUSTER caps C. After the K loop
+ * clusters of C (on the H200 264 for C <= 2, 248 for 4, 240 for 8: tuning.h): a plan that needs a
+ * second wave loses far more than the sum saves. qv_launch_opts.wo_small_cluster caps C. After the K loop
  * each block keeps its fp32 partial tile in its own shared memory; after
  * a cluster barrier block rank r sums part r of the tile (a C-th of its
  * outputs) over the C peers' tiles in rank order, through distributed shared
@@ -50,17 +50,19 @@
  * cluster, then the Q cluster sums in order: fp32 RN adds in a fixed order.
  * (One last block summing slices 0..S-1 is far slower on the H200 at M = 16.)
  *
- * Configurations (QVET_WO_SMALL, wonly_small.cuh): by default M <= 8 runs
+ * Configurations (qv_launch_opts.wo_small, wonly_small.cuh): by default M <= 8 runs
  * swapped (weights as the A operand, A^T as B: 4 mma per k16 tile and chunk
  * instead of 8, since at M = 1 the m16 orientation wastes 15 of 16 rows),
  * with one 64-column chunk per warp or, where the plan says it pays
  * (two_chunks_pay), two adjacent ones; 9 <= M <= 16 runs in the m16
- * orientation with one. "1" runs M <= 8 in the m16 orientation, "swap" only
- * M <= 8 swapped with one chunk per warp, "swap2" as "swap" with two, "16"
- * every M <= 16 in the m16 orientation, "0" nothing (the general kernel). QVET_WO_SMALL_SPLITS=<s>
- * forces the number of K slices (tests), QVET_WO_SMALL_CLUSTER=<c> the
- * largest cluster, QVET_WO_SMALL_TRACE=1 prints each launch's plan and the
- * device's concurrent clusters (measurements). */
+ * orientation with one. QV_WO_SMALL_M16_8 runs M <= 8 in the m16
+ * orientation, QV_WO_SMALL_SWAP only M <= 8 swapped with one chunk per warp,
+ * QV_WO_SMALL_SWAP2 as QV_WO_SMALL_SWAP with two, QV_WO_SMALL_M16_16 every
+ * M <= 16 in the m16 orientation, QV_WO_SMALL_NEVER nothing (the general
+ * kernel). The options' wo_small_splits forces the number of K slices
+ * (tests), wo_small_cluster the largest cluster, and the QV_TRACE_WO_SMALL
+ * trace prints each launch's plan and the device's concurrent clusters
+ * (measurements). */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -71,8 +73,8 @@
 
 #include "async_copy.cuh"
 #include "cluster.cuh"
-#include "env_whole.cuh"
 #include "internal/gpu.h"
+#include "internal/tuning.h"
 #include "qvet/gemm.h"
 #include "wonly_small.cuh"
 #include "wonly_small_tile.cuh"
@@ -109,11 +111,9 @@ static_assert(2 * kStages * 8 <= 128, "the 128-byte shared-memory header holds t
  * (each block also takes 1 KiB of system shared memory). */
 constexpr size_t kSmemBudget = 112 * 1024;
 /* Clusters along K: 8 blocks is the portable cluster size of sm_90 and the
- * default largest; 16 (non-portable, QVET_WO_SMALL_CLUSTER=16) is the most
- * the H200 schedules. Peers' tiles are summed kPeerBatch at a time (that many
- * 16-byte loads in flight per thread). */
-constexpr int kPortableCluster = 8;
-constexpr int kMaxCluster = 16;
+ * default largest (tuning.h); 16 (QV_WO_SMALL_CLUSTER_MAX, non-portable) is
+ * the most the H200 schedules. Peers' tiles are summed kPeerBatch at a time
+ * (that many 16-byte loads in flight per thread). */
 constexpr int kPeerBatch = 8;
 
 struct small_params {
@@ -130,7 +130,7 @@ struct small_params {
     int slice_unit;          /* k16 tiles per slicing unit: the group's (whole-group slices) or 1 */
     int slice_q, slice_r;    /* units per slice, and how many slices (the first) take one more */
     int splits;
-    int cluster;             /* blocks per cluster along K (grid y), a divisor of splits, <= kMaxCluster */
+    int cluster;             /* blocks per cluster along K (grid y), a divisor of splits, <= QV_WO_SMALL_CLUSTER_MAX */
     int pre_stages;          /* ring stages requested before griddepcontrol.wait (step 1b), 0 to kStages */
     int scale_mode;          /* SC_* */
     int scale_fmt;           /* SF_*: storage of the epilogue scale */
@@ -147,8 +147,8 @@ struct small_params {
 /* A build with -DQV_WO_SMALL_TIMELINE (measurements only: the stamps cost
  * registers the default build keeps for the K loop) has every block stamp the
  * global timer at its start, at its first stage of weights, at the end of its
- * K loop and at its exit; QVET_WO_SMALL_TRACE=2 prints each launch's time
- * line (print_timeline). */
+ * K loop and at its exit; the QV_TRACE_WO_SMALL_TIMELINE trace prints each
+ * launch's time line (print_timeline). */
 enum { TR_START = 0, TR_FIRST, TR_LOOP, TR_END, kTracePoints };
 #ifdef QV_WO_SMALL_TIMELINE
 #define QV_WO_STAMP(point)                                                                        \
@@ -771,28 +771,27 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
 
 /* ---- host side ---- */
 
-/* The split-K plan assumes the H200's 132 SMs instead of asking the device, so
- * that the plan, the fp32 summation order and every output bit depend on the
- * shape alone (as in wonly.cu). */
-constexpr int kPlanSms = 132;
+/* The split-K plan counts the device's SMs (qv_launch_ctx.sms), so that the
+ * plan, the fp32 summation order and every output bit depend on the shape and
+ * the SM count alone (as in wonly.cu). */
 /* Per-block fixed cost in k16 tiles for the plan: pipeline fill, staging of A
  * and the scales, and the split-K hand-off, roughly what 8 tiles of streaming
  * take; it keeps the plan from choosing many waves of very short slices. */
 constexpr int kPlanFillTiles = 16;
-/* Blocks that run at once in clusters of C, for the plan: what
- * cudaOccupancyMaxActiveClusters reports on the H200 for this kernel (67-95
- * KiB of shared memory per block): 132 clusters of 2 (all 264 slots), 62 of 4
- * (248), 30 of 8 (240); a cluster must fit one GPC. 16 (opt-in only): 224
- * assumed. */
-int plan_slots(int c)
+/* Blocks that run at once in clusters of C, for the plan: kBlocksPerSm per
+ * SM, less the slots the GPCs leave idle in clusters of 4, 8 and 16 (a
+ * cluster must fit one GPC), from the tuning table: on the H200, what
+ * cudaOccupancyMaxActiveClusters reports for this kernel (67-95 KiB of
+ * shared memory per block), 132 clusters of 2 (all 264 slots), 62 of 4
+ * (248), 30 of 8 (240); 16 (opt-in only): 224 assumed. At least one
+ * cluster. */
+int plan_slots(const qv_launch_ctx &ctx, int c)
 {
-    switch (c) {
-    case 1:
-    case 2: return kPlanSms * kBlocksPerSm;
-    case 4: return 248;
-    case 8: return 240;
-    default: return 224;
-    }
+    const int all = ctx.sms * kBlocksPerSm;
+    const int idle = c <= 2 ? 0 : c == 4 ? ctx.t->wo_small_cluster_idle[0]
+                                 : c == 8 ? ctx.t->wo_small_cluster_idle[1]
+                                          : ctx.t->wo_small_cluster_idle[2];
+    return all - idle > c ? all - idle : c;
 }
 
 struct small_plan {
@@ -811,15 +810,12 @@ int groups_for(const qv_variant *v, int tps)
     return gt <= tps ? (tps + gt - 1) / gt : 2;
 }
 
-/* The largest cluster: QVET_WO_SMALL_CLUSTER=<c> (measurements) sets it to
- * 1, 2, 4, 8 or 16 (1: every slice's partials through the workspace);
- * unset or another value, kPortableCluster. */
-int max_cluster(void)
+/* The largest cluster: the options' wo_small_cluster (measurements), 1, 2,
+ * 4, 8 or 16 (1: every slice's partials through the workspace); unset, the
+ * tuning table's. */
+int max_cluster(const qv_launch_ctx &ctx)
 {
-    const char *s = getenv("QVET_WO_SMALL_CLUSTER");
-    const long v = s && *s ? strtol(s, NULL, 10) : 0;
-    if (v == 1 || v == 2 || v == 4 || v == 8 || v == kMaxCluster) return (int)v;
-    return kPortableCluster;
+    return ctx.o->wo_small_cluster ? ctx.o->wo_small_cluster : ctx.t->wo_small_cluster;
 }
 
 /* 1 when `splits` K slices can run in clusters of c (a power of two) for
@@ -828,19 +824,11 @@ int max_cluster(void)
  * (block, part), stay within one per 64 columns (wonly_small.cuh). */
 bool cluster_fits(int splits, int c, int chunks) { return splits % c == 0 && (c <= chunks || splits == c); }
 
-/* QVET_WO_SMALL_SPLITS=<s> (tests): the plan asks for s K slices (at most
- * one per slicing unit, and more where the longest slice would not fit); 0
- * or unset lets the cost model choose. */
-int forced_splits(void)
-{
-    const char *s = getenv("QVET_WO_SMALL_SPLITS");
-    if (!s || !*s) return 0;
-    const long v = strtol(s, NULL, 10);
-    return v > 0 && v < (1L << 20) ? (int)v : 0;
-}
-
-/* The plan of one shape for blocks of 512 * cpw columns. */
-small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
+/* The plan of one shape for blocks of 512 * cpw columns. The options'
+ * wo_small_splits (tests) asks for that many K slices (at most one per
+ * slicing unit, and more where the longest slice would not fit); unset, the
+ * cost model chooses. */
+small_plan make_plan(const qv_launch_ctx &ctx, const qv_variant *v, int m, int n, int k, int cpw)
 {
     small_plan pl;
     const bool grouped = v->scale_layout == QV_SCALE_GROUP;
@@ -870,8 +858,8 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
     const int units = (tiles + unit - 1) / unit;
     auto slice_tiles = [&](int sp) { return (units + sp - 1) / sp * unit; };
     int best_sp = 1, best_c = 1;
-    const int forced = forced_splits();
-    const int cmax = max_cluster();
+    const int forced = ctx.o->wo_small_splits;
+    const int cmax = max_cluster(ctx);
     if (forced) {
         /* The largest cluster the forced slice count allows. */
         best_sp = forced < units ? forced : units;
@@ -916,7 +904,7 @@ small_plan make_plan(const qv_variant *v, int m, int n, int k, int cpw)
                 for (int c = 1; c <= cmax; c *= 2) {
                     if (!cluster_fits(splits, c, bn / 64)) continue;
                     const int q = splits / c;
-                    const int64_t slots = plan_slots(c);
+                    const int64_t slots = plan_slots(ctx, c);
                     const int64_t waves = ((int64_t)pl.n_blocks * splits + slots - 1) / slots;
                     int64_t cost = 16 * waves * (tps + kPlanFillTiles);
                     if (c == 1)
@@ -1004,15 +992,16 @@ void print_timeline(const small_params &p, const unsigned long long *t, int bloc
 }
 #endif
 
+/* trace: the launch options' QV_TRACE_* bits. */
 template <int WT, bool BF, bool SWAP, int CPW>
-qv_status launch_kernel(const small_params &p, dim3 grid, int smem, cudaStream_t stream)
+qv_status launch_kernel(const small_params &p, dim3 grid, int smem, unsigned trace, cudaStream_t stream)
 {
     static bool attr_set = false;
     if (!attr_set) {
         QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_small<WT, BF, SWAP, CPW>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kSmemBudget),
                     "cudaFuncSetAttribute (small-M weight-only kernel shared memory)");
-        /* Clusters of 16 (QVET_WO_SMALL_CLUSTER=16) are beyond the portable 8. */
+        /* Clusters of 16 (wo_small_cluster = 16) are beyond the portable 8. */
         QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_small<WT, BF, SWAP, CPW>,
                                          cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
                     "cudaFuncSetAttribute (small-M weight-only kernel cluster size)");
@@ -1041,10 +1030,9 @@ qv_status launch_kernel(const small_params &p, dim3 grid, int smem, cudaStream_t
     attr[1].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = p.cluster > 1 ? 2 : 1;
-    /* QVET_WO_SMALL_TRACE=1 (measurements): the plan of each launch and how
+    /* QV_TRACE_WO_SMALL (measurements): the plan of each launch and how
      * many of its clusters the device runs at once, on stderr. */
-    const char *trace = getenv("QVET_WO_SMALL_TRACE");
-    if (trace && (*trace == '1' || *trace == '2')) {
+    if (trace & (QV_TRACE_WO_SMALL | QV_TRACE_WO_SMALL_TIMELINE)) {
         int active = 0;
         if (p.cluster > 1)
             QV_CUDA_TRY(cudaOccupancyMaxActiveClusters(&active, k_gemm_wonly_small<WT, BF, SWAP, CPW>, &cfg),
@@ -1063,7 +1051,7 @@ qv_status launch_kernel(const small_params &p, dim3 grid, int smem, cudaStream_t
     QV_CUDA_TRY(cudaMalloc((void **)&pt.trace, trace_bytes), "cudaMalloc (small-M time line)");
     cudaError_t rc = cudaLaunchKernelEx(&cfg, k_gemm_wonly_small<WT, BF, SWAP, CPW>, pt);
     if (rc == cudaSuccess) rc = cudaGetLastError();
-    if (trace && trace[0] == '2') {
+    if (trace & QV_TRACE_WO_SMALL_TIMELINE) {
         unsigned long long *h = (unsigned long long *)malloc(trace_bytes);
         if (rc == cudaSuccess) rc = cudaStreamSynchronize(stream);
         if (rc == cudaSuccess && h) rc = cudaMemcpy(h, pt.trace, trace_bytes, cudaMemcpyDeviceToHost);
@@ -1088,88 +1076,75 @@ qv_status launch_kernel(const small_params &p, dim3 grid, int smem, cudaStream_t
  * the swapped fp16 ones with one or two chunks per warp in the one-fma form
  * for group scales with g >= 128 (WT_INT4_GF). */
 template <bool BF>
-qv_status launch_wt(int wt, bool swap, int cpw, const small_params &p, dim3 grid, int smem, cudaStream_t stream)
+qv_status launch_wt(int wt, bool swap, int cpw, const small_params &p, dim3 grid, int smem, unsigned trace,
+                    cudaStream_t stream)
 {
     if constexpr (!BF && QV_WO_SMALL_G4_FMA)
         if (swap && wt == WT_INT4_G && p.g_shift >= 3)
-            return cpw == 2 ? launch_kernel<WT_INT4_GF, false, true, 2>(p, grid, smem, stream)
-                            : launch_kernel<WT_INT4_GF, false, true, 1>(p, grid, smem, stream);
+            return cpw == 2 ? launch_kernel<WT_INT4_GF, false, true, 2>(p, grid, smem, trace, stream)
+                            : launch_kernel<WT_INT4_GF, false, true, 1>(p, grid, smem, trace, stream);
     if (swap && cpw == 2) {
         switch (wt) {
-        case WT_INT4: return launch_kernel<WT_INT4, BF, true, 2>(p, grid, smem, stream);
-        case WT_INT4_G: return launch_kernel<WT_INT4_G, BF, true, 2>(p, grid, smem, stream);
-        case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF, true, 2>(p, grid, smem, stream);
-        case WT_INT8: return launch_kernel<WT_INT8, BF, true, 2>(p, grid, smem, stream);
-        default: return launch_kernel<WT_FP8, BF, true, 2>(p, grid, smem, stream);
+        case WT_INT4: return launch_kernel<WT_INT4, BF, true, 2>(p, grid, smem, trace, stream);
+        case WT_INT4_G: return launch_kernel<WT_INT4_G, BF, true, 2>(p, grid, smem, trace, stream);
+        case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF, true, 2>(p, grid, smem, trace, stream);
+        case WT_INT8: return launch_kernel<WT_INT8, BF, true, 2>(p, grid, smem, trace, stream);
+        default: return launch_kernel<WT_FP8, BF, true, 2>(p, grid, smem, trace, stream);
         }
     }
     if (swap) {
         switch (wt) {
-        case WT_INT4: return launch_kernel<WT_INT4, BF, true, 1>(p, grid, smem, stream);
-        case WT_INT4_G: return launch_kernel<WT_INT4_G, BF, true, 1>(p, grid, smem, stream);
-        case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF, true, 1>(p, grid, smem, stream);
-        case WT_INT8: return launch_kernel<WT_INT8, BF, true, 1>(p, grid, smem, stream);
-        default: return launch_kernel<WT_FP8, BF, true, 1>(p, grid, smem, stream);
+        case WT_INT4: return launch_kernel<WT_INT4, BF, true, 1>(p, grid, smem, trace, stream);
+        case WT_INT4_G: return launch_kernel<WT_INT4_G, BF, true, 1>(p, grid, smem, trace, stream);
+        case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF, true, 1>(p, grid, smem, trace, stream);
+        case WT_INT8: return launch_kernel<WT_INT8, BF, true, 1>(p, grid, smem, trace, stream);
+        default: return launch_kernel<WT_FP8, BF, true, 1>(p, grid, smem, trace, stream);
         }
     }
     switch (wt) {
-    case WT_INT4: return launch_kernel<WT_INT4, BF, false, 1>(p, grid, smem, stream);
-    case WT_INT4_G: return launch_kernel<WT_INT4_G, BF, false, 1>(p, grid, smem, stream);
-    case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF, false, 1>(p, grid, smem, stream);
-    case WT_INT8: return launch_kernel<WT_INT8, BF, false, 1>(p, grid, smem, stream);
-    default: return launch_kernel<WT_FP8, BF, false, 1>(p, grid, smem, stream);
+    case WT_INT4: return launch_kernel<WT_INT4, BF, false, 1>(p, grid, smem, trace, stream);
+    case WT_INT4_G: return launch_kernel<WT_INT4_G, BF, false, 1>(p, grid, smem, trace, stream);
+    case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF, false, 1>(p, grid, smem, trace, stream);
+    case WT_INT8: return launch_kernel<WT_INT8, BF, false, 1>(p, grid, smem, trace, stream);
+    default: return launch_kernel<WT_FP8, BF, false, 1>(p, grid, smem, trace, stream);
     }
 }
 
 /* Ring stages a block requests before it waits for the kernel in front
- * (step 1b; the scales always are): by default one for 4-bit codes and two
- * for 8-bit ones. On the H200 the chained blocks of a forward pass are then
- * faster than with nothing requested before the wait, most with 8-bit codes,
- * and one layer timed alone is unchanged; more stages ahead of A slow the
- * layer alone and gain less in the chain (the requests of the blocks that
- * start early slow the last blocks of the layer in front).
- * QVET_WO_SMALL_PRE=<s> (measurements), 0 to kStages, sets it for every row;
- * any other value is a usage error. */
-qv_status pre_stages(bool four, int *out)
+ * (step 1b; the scales always are): by default (the tuning table) one for
+ * 4-bit codes and two for 8-bit ones. On the H200 the chained blocks of a
+ * forward pass are then faster than with nothing requested before the wait,
+ * most with 8-bit codes, and one layer timed alone is unchanged; more stages
+ * ahead of A slow the layer alone and gain less in the chain (the requests
+ * of the blocks that start early slow the last blocks of the layer in
+ * front). The options' wo_small_pre (measurements), 1 to kStages or
+ * QV_OPT_OFF for none, sets it for every row. */
+int pre_stages(const qv_launch_ctx &ctx, bool four)
 {
-    long v = 0;
-    QV_TRY(env_whole("QVET_WO_SMALL_PRE", 0, kStages, four ? 1 : 2, false,
-                     "ring stages requested before the wait for the kernel in front", &v));
-    *out = (int)v;
-    return QV_OK;
-}
-
-/* QVET_WO_SMALL (wonly_small.cuh): which path and configuration run. */
-enum { MODE_OFF = 0, MODE_AUTO, MODE_M16, MODE_ALL16, MODE_SWAP, MODE_SWAP2 };
-
-int small_mode(void)
-{
-    const char *s = getenv("QVET_WO_SMALL");
-    if (!s) return MODE_AUTO;
-    if (!strcmp(s, "0")) return MODE_OFF;
-    if (!strcmp(s, "1")) return MODE_M16;
-    if (!strcmp(s, "16")) return MODE_ALL16;
-    if (!strcmp(s, "swap")) return MODE_SWAP;
-    if (!strcmp(s, "swap2")) return MODE_SWAP2;
-    return MODE_AUTO;
+    const int set = ctx.o->wo_small_pre;
+    if (set) return set == QV_OPT_OFF ? 0 : set;
+    return four ? ctx.t->wo_small_pre_4bit : ctx.t->wo_small_pre_8bit;
 }
 
 } /* namespace */
 
-int qv_wonly_small_wanted(int m)
+int qv_wonly_small_wanted(int m, const qv_launch_ctx *c)
 {
-    const int mode = small_mode();
-    if (mode == MODE_OFF || m < 1) return 0;
-    return m <= (mode == MODE_AUTO || mode == MODE_ALL16 ? QV_WO_SMALL_MAX_M : QV_WO_SMALL_SWAP_MAX_M);
+    const qv_wo_small_mode mode = c->o->wo_small;
+    if (mode == QV_WO_SMALL_NEVER || m < 1) return 0;
+    return m <= (mode == QV_WO_SMALL_DEFAULT || mode == QV_WO_SMALL_M16_16 ? QV_WO_SMALL_MAX_M
+                                                                          : QV_WO_SMALL_SWAP_MAX_M);
 }
 
-size_t qv_wonly_small_workspace(const qv_variant *v, int m, int n, int k)
+size_t qv_wonly_small_workspace(const qv_variant *v, int m, int n, int k, const qv_launch_ctx *c)
 {
     if (m < 1 || m > QV_WO_SMALL_MAX_M) return 0;
-    /* Room for every configuration QVET_WO_SMALL can select; two chunks per
-     * warp run only swapped, M <= QV_WO_SMALL_SWAP_MAX_M. */
-    const size_t one = make_plan(v, m, n, k, 1).bytes;
-    const size_t two = m <= QV_WO_SMALL_SWAP_MAX_M ? make_plan(v, m, n, k, 2).bytes : 0;
+    /* Room for every configuration the options' wo_small can select (the
+     * plan depends on its other fields and the SM count, not on the mode,
+     * beyond the chunks per warp); two chunks per warp run only swapped,
+     * M <= QV_WO_SMALL_SWAP_MAX_M. */
+    const size_t one = make_plan(*c, v, m, n, k, 1).bytes;
+    const size_t two = m <= QV_WO_SMALL_SWAP_MAX_M ? make_plan(*c, v, m, n, k, 2).bytes : 0;
     return one > two ? one : two;
 }
 
@@ -1192,40 +1167,46 @@ size_t qv_wonly_small_workspace(const qv_variant *v, int m, int n, int k)
  * dequant constants are rebuilt per tile with two (small_group_regs).
  * Measured on the H200 with every marlin row at M = 1..8: on the layers this
  * rule picks two chunks are faster or about even, on most others slower. */
-static bool two_chunks_pay(const qv_variant *v, const small_plan &one, const small_plan &two)
+static bool two_chunks_pay(const qv_launch_ctx &ctx, const qv_variant *v, const small_plan &one,
+                           const small_plan &two)
 {
     if (v->zero_point) return false;
-    if (4 * (int64_t)two.n_blocks * two.splits < 3 * (int64_t)plan_slots(two.cluster)) return false;
-    const bool one_waves = (int64_t)one.n_blocks * one.splits > plan_slots(one.cluster);
+    if (4 * (int64_t)two.n_blocks * two.splits < 3 * (int64_t)plan_slots(ctx, two.cluster)) return false;
+    const bool one_waves = (int64_t)one.n_blocks * one.splits > plan_slots(ctx, one.cluster);
     const bool light = !four_bit(small_weight_type(v)) && v->afmt != QV_FMT_BF16 &&
                        v->scale_layout != QV_SCALE_GROUP;
     return two.splits <= one.splits || (one_waves && two.tiles_per_split >= 64) ||
            (!light && two.tiles_per_split >= 128);
 }
 
-/* The configuration QVET_WO_SMALL selects for an (m, n, k) problem of v: the
- * swapped orientation (M <= 8 by default) and the chunks per warp ("swap2":
- * two for every weight type; "swap": one; unset: two_chunks_pay), and the
- * plan for them (made once per launch: its host time counts). */
-static small_plan small_config(const qv_variant *v, int m, int n, int k, bool *swap, int *cpw)
+/* The configuration the options' wo_small selects for an (m, n, k) problem
+ * of v: the swapped orientation (M <= 8 by default) and the chunks per warp
+ * (QV_WO_SMALL_SWAP2: two for every weight type; QV_WO_SMALL_SWAP: one;
+ * unset: two_chunks_pay), and the plan for them (made once per launch: its
+ * host time counts). */
+static small_plan small_config(const qv_launch_ctx &ctx, const qv_variant *v, int m, int n, int k, bool *swap,
+                               int *cpw)
 {
-    const int mode = small_mode();
-    *swap = (mode == MODE_AUTO || mode == MODE_SWAP || mode == MODE_SWAP2) && m <= QV_WO_SMALL_SWAP_MAX_M;
-    *cpw = *swap && mode == MODE_SWAP2 ? 2 : 1;
-    const small_plan one = make_plan(v, m, n, k, *cpw);
-    if (!*swap || mode != MODE_AUTO) return one;
-    const small_plan two = make_plan(v, m, n, k, 2);
-    if (!two_chunks_pay(v, one, two)) return one;
+    const qv_wo_small_mode mode = ctx.o->wo_small;
+    *swap = (mode == QV_WO_SMALL_DEFAULT || mode == QV_WO_SMALL_SWAP || mode == QV_WO_SMALL_SWAP2) &&
+            m <= QV_WO_SMALL_SWAP_MAX_M;
+    *cpw = *swap && mode == QV_WO_SMALL_SWAP2 ? 2 : 1;
+    const small_plan one = make_plan(ctx, v, m, n, k, *cpw);
+    if (!*swap || mode != QV_WO_SMALL_DEFAULT) return one;
+    const small_plan two = make_plan(ctx, v, m, n, k, 2);
+    if (!two_chunks_pay(ctx, v, one, two)) return one;
     *cpw = 2;
     return two;
 }
 
-extern "C" int qv_wonly_small_plan_info(const qv_variant *v, int m, int n, int k, qv_wo_small_plan_info *out)
+extern "C" int qv_wonly_small_plan_info(const qv_variant *v, int m, int n, int k, const qv_launch_opts *o,
+                                        qv_wo_small_plan_info *out)
 {
-    if (m < 1 || m > QV_WO_SMALL_MAX_M) return 0;
+    qv_launch_ctx c;
+    if (m < 1 || m > QV_WO_SMALL_MAX_M || qv_launch_ctx_get(o, &c) != QV_OK) return 0;
     bool swap;
     int cpw;
-    const small_plan pl = small_config(v, m, n, k, &swap, &cpw);
+    const small_plan pl = small_config(c, v, m, n, k, &swap, &cpw);
     out->swap = swap;
     out->cpw = cpw;
     out->n_blocks = pl.n_blocks;
@@ -1238,17 +1219,17 @@ extern "C" int qv_wonly_small_plan_info(const qv_variant *v, int m, int n, int k
     out->group_rows = pl.groups_max;
     out->smem = pl.smem;
     out->workspace = pl.bytes;
-    out->asked = qv_wonly_small_workspace(v, m, n, k);
+    out->asked = qv_wonly_small_workspace(v, m, n, k, &c);
     return 1;
 }
 
-qv_status qv_wonly_small_launch(const qv_variant *v, const qv_gemm_args *a)
+qv_status qv_wonly_small_launch(const qv_variant *v, const qv_gemm_args *a, const qv_launch_ctx *c)
 {
     QV_ASSERT(a->m >= 1 && a->m <= QV_WO_SMALL_MAX_M, "qv_launch_wonly sends only M <= 16 here");
     const int wt = small_weight_type(v);
     bool swap;
     int cpw;
-    const small_plan pl = small_config(v, a->m, a->n, a->k, &swap, &cpw);
+    const small_plan pl = small_config(*c, v, a->m, a->n, a->k, &swap, &cpw);
     if (pl.bytes > a->workspace_bytes || (pl.bytes && !a->workspace))
         return qv_fail(QV_ERR_USAGE, "%s: workspace of %zu bytes given, %zu needed (qv_workspace_wonly)", v->name,
                        a->workspace_bytes, pl.bytes);
@@ -1272,13 +1253,17 @@ qv_status qv_wonly_small_launch(const qv_variant *v, const qv_gemm_args *a)
     p.splits = pl.splits;
     p.cluster = pl.cluster;
     p.groups_max = pl.groups_max;
-    QV_TRY(pre_stages(four_bit(wt), &p.pre_stages));
+    p.pre_stages = pre_stages(*c, four_bit(wt));
+    /* A build with fewer ring stages (-DQV_WO_SMALL_STAGES) than the range allows. */
+    if (p.pre_stages > kStages)
+        return qv_fail(QV_ERR_USAGE, "%s: qv_launch_opts.wo_small_pre = %d is more than the %d ring stages", v->name,
+                       p.pre_stages, kStages);
     wo_set_scale_fields(p, v, a->k);
     const bool bf = v->afmt == QV_FMT_BF16;
     const dim3 grid(pl.n_blocks, pl.splits, 1);
     if (pl.splits > 65535)
         return qv_fail(QV_ERR_SHAPE, "%s: k=%d needs more than 65535 K slices", v->name, a->k);
     cudaStream_t stream = (cudaStream_t)a->stream;
-    return bf ? launch_wt<true>(wt, swap, cpw, p, grid, pl.smem, stream)
-              : launch_wt<false>(wt, swap, cpw, p, grid, pl.smem, stream);
+    return bf ? launch_wt<true>(wt, swap, cpw, p, grid, pl.smem, c->o->trace, stream)
+              : launch_wt<false>(wt, swap, cpw, p, grid, pl.smem, c->o->trace, stream);
 }

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "internal/tuning.h"
 #include "qvet/gemm.h"
 #include "qvet/variant.h"
 
@@ -16,47 +17,49 @@
 /* The largest M of the swapped orientation (M as the mma's 8 columns). */
 #define QV_WO_SMALL_SWAP_MAX_M 8
 
-/* 1 when a problem of M rows goes to the small-M kernel. The environment
- * variable QVET_WO_SMALL chooses, read at every call so that tests and
- * benchmarks can switch in one process:
- *   unset or an unknown value: every M <= 16, M <= 8 with the swapped mma;
- *   "1": M <= 8, m16 mma orientation;
- *   "0": never (the general kernel runs every M);
- *   "16": M <= 16, m16 mma orientation;
- *   "swap": M <= 8 with the swapped mma (weights as the A operand), one
- *     64-column chunk per warp;
- *   "swap2": as "swap", with two 64-column chunks per warp.
- * Unset, the swapped orientation takes two chunks per warp where the plan
- * says they pay (wonly_small.cu, two_chunks_pay), else one.
- * QVET_WO_SMALL_SPLITS=<s> (tests) makes the small-M plan ask for s K slices
- * (rounded to whole groups and to the longest slice that fits); unset or 0
- * leaves the choice to the plan's cost model. Both the workspace size and the
- * launch read it, so it must not change between the two. */
-int qv_wonly_small_wanted(int m);
+/* 1 when a problem of M rows goes to the small-M kernel under c: its
+ * options' wo_small chooses (gemm.h, qv_wo_small_mode):
+ *   QV_WO_SMALL_DEFAULT: every M <= 16, M <= 8 with the swapped mma, one or
+ *     two 64-column chunks per warp where the plan says they pay
+ *     (wonly_small.cu, two_chunks_pay);
+ *   QV_WO_SMALL_M16_8: M <= 8, m16 mma orientation;
+ *   QV_WO_SMALL_NEVER: never (the general kernel runs every M);
+ *   QV_WO_SMALL_M16_16: M <= 16, m16 mma orientation;
+ *   QV_WO_SMALL_SWAP: M <= 8 with the swapped mma (weights as the A
+ *     operand), one 64-column chunk per warp;
+ *   QV_WO_SMALL_SWAP2: as QV_WO_SMALL_SWAP, with two 64-column chunks per warp.
+ * The options' wo_small_splits (tests) makes the small-M plan ask for that
+ * many K slices (rounded to whole groups and to the longest slice that
+ * fits); unset, the plan's cost model chooses. The workspace query and the
+ * launch take the same options. */
+int qv_wonly_small_wanted(int m, const qv_launch_ctx *c);
 
-/* Workspace bytes of the small-M path for an (m, n, k) problem of v, m <= 16;
- * v, n and k already checked by the caller. Its split-K counters sit at offset
- * 0 in a region as large as one counter per 64 columns, so a workspace shared
- * with the general kernel keeps both paths' counters at zero. */
-size_t qv_wonly_small_workspace(const qv_variant *v, int m, int n, int k);
+/* Workspace bytes of the small-M path for an (m, n, k) problem of v, m <= 16,
+ * under c, in every configuration wo_small can select; v, n and k already
+ * checked by the caller. Its split-K counters sit at offset 0 in a region as
+ * large as one counter per 64 columns, so a workspace shared with the general
+ * kernel keeps both paths' counters at zero. */
+size_t qv_wonly_small_workspace(const qv_variant *v, int m, int n, int k, const qv_launch_ctx *c);
 
 /* Bytes at the start of a weight-only workspace that hold split-K arrival
  * counters: one int per 64 columns (this kernel: one per column tile and
  * cluster rank, at most n / 64 rounded up to a multiple of 16, within the
- * 64-int multiple reserved here) and at least 264 (wonly.cu's
- * plan splits only problems of fewer than 2 x 132 tiles). Every path of
+ * 64-int multiple reserved here) and at least QV_WO_COUNTERS_MIN (wonly.cu's
+ * plan splits only problems of fewer tiles, and a wgmma kernel's grid has at
+ * most that many blocks). Every path of
  * qv_launch_wonly leaves them zero and starts its other buffers after them, so
  * one workspace, zeroed once, serves any sequence of M (gemm.h). */
+#define QV_WO_COUNTERS_MIN QV_WG_BLOCKS_MAX
 static inline size_t qv_wonly_counters_bytes(int n)
 {
     size_t c = ((size_t)n + 63) / 64;
-    if (c < 264) c = 264;
+    if (c < QV_WO_COUNTERS_MIN) c = QV_WO_COUNTERS_MIN;
     return (c * sizeof(int) + 255) & ~(size_t)255;
 }
 
-/* The small-M plan of an (m, n, k) problem of v, as a launch in the current
- * environment (QVET_WO_SMALL, QVET_WO_SMALL_SPLITS, QVET_WO_SMALL_CLUSTER)
- * would make it; host only, no CUDA call (tests: t_wonly_plan). Slice y of
+/* The small-M plan of an (m, n, k) problem of v, as a launch under options o
+ * (wo_small, wo_small_splits, wo_small_cluster) would make it; host only, no
+ * CUDA call with o's sms and arch set (tests: t_wonly_plan). Slice y of
  * the splits covers k16 tiles [b, e) with b = (y slice_q + min(y, slice_r))
  * slice_unit and e = min(k / 16, b + (slice_q + (y < slice_r)) slice_unit);
  * a block stages group_rows rows of group scales. */
@@ -74,15 +77,18 @@ typedef struct {
     size_t asked;        /* what qv_wonly_small_workspace asks callers for (every configuration) */
 } qv_wo_small_plan_info;
 
-/* 1 and *out filled for 1 <= m <= QV_WO_SMALL_MAX_M, else 0. */
+/* 1 and *out filled for 1 <= m <= QV_WO_SMALL_MAX_M and valid options (and a
+ * device or o's sms and arch to plan for), else 0. */
 #ifdef __cplusplus
 extern "C"
 #endif
     int
-    qv_wonly_small_plan_info(const qv_variant *v, int m, int n, int k, qv_wo_small_plan_info *out);
+    qv_wonly_small_plan_info(const qv_variant *v, int m, int n, int k, const qv_launch_opts *o,
+                             qv_wo_small_plan_info *out);
 
-/* Launches the small-M kernel; the caller has checked v (check_variant), the
- * shape, g, the buffer pointers and their alignment. Checks the workspace. */
-qv_status qv_wonly_small_launch(const qv_variant *v, const qv_gemm_args *a);
+/* Launches the small-M kernel under c; the caller has checked v
+ * (check_variant), the shape, g, the buffer pointers and their alignment.
+ * Checks the workspace. */
+qv_status qv_wonly_small_launch(const qv_variant *v, const qv_gemm_args *a, const qv_launch_ctx *c);
 
 #endif

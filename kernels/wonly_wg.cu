@@ -26,7 +26,7 @@
  * Structure: a persistent grid (one block per SM) walks the output tiles
  * (tile_cfg, columns x tokens: 128x256, 256x128, 128x128, 512x64, 128x64,
  * 512x32, 128x32, 512x16 or 128x16, by M and the layer's size unless
- * QVET_WO_WG_TILE says: tile_from_env),
+ * qv_launch_opts.wo_wg_tile says: tile_pick),
  * tokens fastest, so the blocks working at one time share their weight
  * columns in L2. Each block is warp-specialized:
  *  - one producer warpgroup, of which one thread issues every copy (the
@@ -825,17 +825,19 @@ qv_status launch_permute_as(const uint16_t *a, const int32_t *perm, uint16_t *ou
 /* The permutation of A into out (m x k, the workspace): staged rows where a
  * row fits a block and perm is 8-byte aligned (the staged kernel reads two
  * entries at a time), else one gather per element (kernels/wonly.cu).
- * Rows per block: M over the SMs rounded up, one block per SM, loaded by the
- * loop; where those rows pass the stage's bytes, as many as let two blocks
- * share an SM (kPermPair), loaded by the bulk copy (faster there than the
- * loop on the H200). Both are at or near the fastest of the configurations
- * tools/probe-perm.cu sweeps, at every K of both models and M = 64-1024. */
-qv_status launch_permute(const uint16_t *a, const int32_t *perm, uint16_t *out, int m, int k, cudaStream_t stream)
+ * Rows per block: M over the `sms` SMs rounded up, one block per SM, loaded
+ * by the loop; where those rows pass the stage's bytes, as many as let two
+ * blocks share an SM (kPermPair), loaded by the bulk copy (faster there than
+ * the loop on the H200). Both are at or near the fastest of the
+ * configurations tools/probe-perm.cu sweeps, at every K of both models and
+ * M = 64-1024. */
+qv_status launch_permute(const uint16_t *a, const int32_t *perm, uint16_t *out, int m, int k, int sms,
+                         cudaStream_t stream)
 {
     const int64_t row_bytes = (int64_t)k * 2;
     if (row_bytes > kPermSmem || ((uintptr_t)perm & 7) != 0)
         return wo_permute_cols_gather(a, perm, out, m, k, stream);
-    const int rows = (m + kPlanBlocks - 1) / kPlanBlocks;
+    const int rows = (m + sms - 1) / sms;
     if ((int64_t)rows * row_bytes <= kPermSmem) return launch_permute_as<false>(a, perm, out, m, k, rows, stream);
     const int fit = row_bytes <= kPermPair ? (int)(kPermPair / row_bytes) : 1;
     return launch_permute_as<true>(a, perm, out, m, k, fit, stream);
@@ -863,36 +865,20 @@ bool covers(const qv_variant *v, int m, int n, int k)
     return (n + 255) / 256 <= 65535 && ((int64_t)m + 15) / 16 * (n / 128 + 1) < ((int64_t)1 << 31);
 }
 
-/* The smallest M that takes the kernel by default, measured on the H200
- * against the mma kernel (wonly.cu, much slower at M = 32 and 64) and
- * dequantize + cuBLAS (wonly_dq.cu, slower at M = 512 and 1024); at M <= 16
- * the small-M and mma kernels are faster, except on large layers from M = 9:
- * with the 16-token tiles the kernel beats the mma kernel at M = 16 on every
- * layer of at least 2^27 weights (Llama-3-70B gate_up and down) and loses on
- * most smaller ones. Every row, group scales included. */
-constexpr long kDefaultMinM = 17;
-constexpr long kLargeMinM = 9;
-constexpr int64_t kLargeWeights = (int64_t)1 << 27;
-
-/* QVET_WO_WG_MIN_M for an n x k layer: the default when unset or empty
- * (kLargeMinM on layers of at least kLargeWeights weights, else
- * kDefaultMinM), 0 (the path is off) for "off", else the whole number >= 1 it
- * holds, the one threshold for every layer. */
-qv_status min_m_from_env(int n, int k, long *min_m)
+/* The smallest M that takes the kernel: the options' wo_wg_min_m (0 for
+ * QV_OPT_OFF: the path is off), the one threshold for every layer; unset,
+ * the tuning table's, measured on the H200 against the mma kernel
+ * (wonly.cu, much slower at M = 32 and 64) and dequantize + cuBLAS
+ * (wonly_dq.cu, slower at M = 512 and 1024): at M <= 16 the small-M and mma
+ * kernels are faster, except on large layers from wo_wg_large_min_m: with
+ * the 16-token tiles the kernel beats the mma kernel at M = 16 on every
+ * layer of at least wo_wg_large_weights weights (Llama-3-70B gate_up and
+ * down) and loses on most smaller ones. Every row, group scales included. */
+long wg_min_m(const qv_launch_ctx &c, int n, int k)
 {
-    const long dflt = (int64_t)n * k >= kLargeWeights ? kLargeMinM : kDefaultMinM;
-    return env_whole("QVET_WO_WG_MIN_M", 1, 2147483647L, dflt, true, "the smallest M that takes the wgmma kernel",
-                     min_m);
-}
-
-/* The default tile (wg_common.cuh's tile_default): the narrow form below
- * kNarrowStages k64 stages per block (from a sweep of every tile on the
- * H200). */
-constexpr int kNarrowStages = 38;
-
-qv_status plan_tile(int m, int n, int k, int *tile)
-{
-    return tile_from_env("QVET_WO_WG_TILE", "wgmma weight-only kernel", m, n, k, kKs, kNarrowStages, tile);
+    const int set = c.o->wo_wg_min_m;
+    if (set) return set == QV_OPT_OFF ? 0 : set;
+    return (int64_t)n * k >= c.t->wo_wg_large_weights ? c.t->wo_wg_large_min_m : c.t->wo_wg_min_m;
 }
 
 /* The kernel's tensor maps (every base 16-byte aligned and every row a
@@ -943,23 +929,26 @@ qv_status make_maps(wg_maps *mp, const wg_params &p, const void *a)
  * (every weight-only path keeps it there, zero between launches), act_order's
  * sorted copy of A, then the stream-K tail's partial slots. */
 struct wg_plan {
-    int tile; /* index into kTiles (QVET_WO_WG_TILE) */
+    int tile; /* index into kTiles (qv_launch_opts.wo_wg_tile) */
     wg_sched sc;
     size_t aperm_off, partial_off, bytes;
 };
 
-qv_status plan(const qv_variant *v, int m, int n, int k, wg_plan *pl)
+/* The tile (the default's narrow form below the tuning table's stages of
+ * k64 per block, from a sweep of every tile on the H200) and the schedule
+ * the options give. */
+wg_plan plan(const qv_launch_ctx &c, const qv_variant *v, int m, int n, int k)
 {
-    QV_TRY(plan_tile(m, n, k, &pl->tile));
-    QV_TRY(plan_grid("QVET_WO_WG_BLOCKS", "QVET_WO_WG_STREAMK", "wgmma weight-only kernel", m, n, k,
-                     kTiles[pl->tile], kKs, &pl->sc));
+    wg_plan pl;
+    pl.tile = tile_pick(c, c.o->wo_wg_tile, m, n, k, kKs, c.t->wo_wg_narrow_stages);
+    pl.sc = plan_grid(c, c.o->wo_wg_blocks, c.o->wo_wg_streamk, m, n, k, kTiles[pl.tile], kKs);
     size_t off = qv_wonly_counters_bytes(n);
-    pl->aperm_off = off;
+    pl.aperm_off = off;
     if (v->act_order) off += align256((size_t)m * (size_t)k * 2);
-    pl->partial_off = off;
-    if (pl->sc.sk_tiles > 0) off += (size_t)2 * pl->sc.grid * kTileFloats * sizeof(float);
-    pl->bytes = v->act_order || pl->sc.sk_tiles > 0 ? off : 0;
-    return QV_OK;
+    pl.partial_off = off;
+    if (pl.sc.sk_tiles > 0) off += (size_t)2 * pl.sc.grid * kTileFloats * sizeof(float);
+    pl.bytes = v->act_order || pl.sc.sk_tiles > 0 ? off : 0;
+    return pl;
 }
 
 template <int WT, bool BF, int TPW, int BX, int SM>
@@ -1036,34 +1025,32 @@ qv_status launch_form(bool bf, int wt, const wg_params &p, const wg_sched &sc, c
 
 } /* namespace */
 
-extern "C" qv_status qv_wonly_wg_wanted(const qv_variant *v, int m, int n, int k, int *take)
+extern "C" int qv_wonly_wg_takes(const qv_variant *v, int m, int n, int k, const qv_launch_ctx *c)
 {
-    long min_m;
-    *take = 0;
-    QV_TRY(min_m_from_env(n, k, &min_m));
-    *take = min_m >= 1 && m >= min_m && covers(v, m, n, k);
-    return QV_OK;
+    const long min_m = wg_min_m(*c, n, k);
+    return min_m >= 1 && m >= min_m && covers(v, m, n, k);
 }
 
-extern "C" size_t qv_wonly_wg_workspace(const qv_variant *v, int m, int n, int k)
+extern "C" size_t qv_wonly_wg_workspace(const qv_variant *v, int m, int n, int k, const qv_launch_ctx *c)
 {
-    wg_plan pl;
-    if (m < 1 || n < 64 || k < 16 || plan(v, m, n, k, &pl) != QV_OK) return 0;
-    return pl.bytes;
+    if (m < 1 || n < 64 || k < 16) return 0;
+    return plan(*c, v, m, n, k).bytes;
 }
 
-extern "C" int qv_wonly_wg_tail_tiles(const qv_variant *v, int m, int n, int k)
+extern "C" int qv_wonly_wg_tail_tiles(const qv_variant *v, int m, int n, int k, const qv_launch_opts *o)
 {
-    wg_plan pl;
-    if (plan(v, m, n, k, &pl) != QV_OK) return -1;
-    return pl.sc.sk_tiles;
+    qv_launch_ctx c;
+    if (qv_launch_ctx_get(o, &c) != QV_OK) return -1;
+    return plan(c, v, m, n, k).sc.sk_tiles;
 }
 
-extern "C" int qv_wonly_wg_sched_info(const qv_variant *v, int m, int n, int k, qv_wo_wg_sched_info *out)
+extern "C" int qv_wonly_wg_sched_info(const qv_variant *v, int m, int n, int k, const qv_launch_opts *o,
+                                      qv_wo_wg_sched_info *out)
 {
-    wg_plan pl;
+    qv_launch_ctx c;
     if (m < 1 || n < 64 || k < 16 || !covers(v, m, n, k)) return 0;
-    if (plan(v, m, n, k, &pl) != QV_OK) return 0;
+    if (qv_launch_ctx_get(o, &c) != QV_OK) return 0;
+    const wg_plan pl = plan(c, v, m, n, k);
     out->tile_cols = 128 * kTiles[pl.tile].tpw;
     out->tile_tokens = kTiles[pl.tile].bx;
     out->tiles = pl.sc.tiles;
@@ -1077,13 +1064,12 @@ extern "C" int qv_wonly_wg_sched_info(const qv_variant *v, int m, int n, int k, 
     return 1;
 }
 
-extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args *a)
+extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args *a, const qv_launch_ctx *c)
 {
     if (!covers(v, a->m, a->n, a->k))
         return qv_fail(QV_ERR_UNSUPPORTED, "%s: m=%d n=%d k=%d is not covered by the wgmma weight-only kernel",
                        v->name, a->m, a->n, a->k);
-    wg_plan pl;
-    QV_TRY(plan(v, a->m, a->n, a->k, &pl));
+    const wg_plan pl = plan(*c, v, a->m, a->n, a->k);
     if (pl.bytes > a->workspace_bytes || (pl.bytes && !a->workspace))
         return qv_fail(QV_ERR_USAGE, "%s: workspace of %zu bytes given, %zu needed (qv_workspace_wonly)", v->name,
                        a->workspace_bytes, pl.bytes);
@@ -1094,7 +1080,7 @@ extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args 
     const void *act = a->a;
     if (v->act_order) {
         uint16_t *ap = (uint16_t *)(ws + pl.aperm_off);
-        QV_TRY(launch_permute((const uint16_t *)a->a, a->perm, ap, a->m, a->k, stream));
+        QV_TRY(launch_permute((const uint16_t *)a->a, a->perm, ap, a->m, a->k, c->sms, stream));
         act = ap;
     }
     p.b = (const uint32_t *)a->b;

@@ -31,6 +31,11 @@ typedef struct rep_case {
     int has_hist_eb, has_hist_ulp;
 } rep_case;
 
+typedef struct rep_routed {
+    char *variant, *verdict, *replay, *logits, *reason;
+    double t, n, k, experts, local, shared, err_over_bound, route_bad, weight_bad, ambiguous;
+} rep_routed;
+
 typedef struct rep_bench {
     char *variant, *model, *layer;
     double m, median_us, floor_us, floor_fraction, vs_cublas;
@@ -55,6 +60,8 @@ typedef struct rep_run {
 typedef struct report {
     rep_case *cases;
     int n_cases, cap_cases;
+    rep_routed *routed;
+    int n_routed, cap_routed;
     rep_bench *bench;
     int n_bench, cap_bench;
     rep_mutant *mutants;
@@ -159,6 +166,13 @@ static void add_line(report *r, const qv_json *o, const char *source)
                                NULL});
         read_hist(o, "hist_err_over_bound", c->hist_eb, 21, &c->has_hist_eb);
         read_hist(o, "hist_ulp", c->hist_ulp, 7, &c->has_hist_ulp);
+    } else if (!strcmp(kind, "routed")) {
+        rep_routed *c = APPEND(r->routed, r->n_routed, r->cap_routed);
+        read_strs(o, "variant verdict replay logits reason",
+                  (char **[]){&c->variant, &c->verdict, &c->replay, &c->logits, &c->reason, NULL});
+        read_nums(o, "t n k experts local shared max_err_over_bound route_bad weight_bad ambiguous",
+                  (double *[]){&c->t, &c->n, &c->k, &c->experts, &c->local, &c->shared, &c->err_over_bound,
+                               &c->route_bad, &c->weight_bad, &c->ambiguous, NULL});
     } else if (!strcmp(kind, "bench")) {
         rep_bench *b = APPEND(r->bench, r->n_bench, r->cap_bench);
         read_strs(o, "variant model layer", (char **[]){&b->variant, &b->model, &b->layer, NULL});
@@ -797,6 +811,63 @@ static void section_worst(FILE *md, report *r)
     free(v);
 }
 
+/* Routed rows: verdicts per row, routing counts, and the failures with
+ * their replay commands. */
+static void section_routed(FILE *md, report *r)
+{
+    if (!r->n_routed) return;
+    const char **rows;
+    int nr = distinct(r->routed, r->n_routed, sizeof(rep_routed), offsetof(rep_routed, variant), &rows);
+    int fails = 0;
+    for (int i = 0; i < r->n_routed; i++) fails += r->routed[i].verdict && !strcmp(r->routed[i].verdict, "FAIL");
+    fprintf(md, "## Routed (mixture-of-experts) cases\n\n%d cases, %d FAIL. Routing is exact; a near tie is "
+                "allowed only where fp32 scores can reorder (docs/moe.md).\n\n"
+                "| routed row | cases | PASS | MARGINAL | FAIL | near ties | bad routes | bad weights | worst err/E |\n"
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+            r->n_routed, fails);
+    for (int v = 0; v < nr; v++) {
+        int n = 0, g[3] = {0, 0, 0};
+        double amb = 0, bad = 0, wbad = 0, worst = 0;
+        for (int i = 0; i < r->n_routed; i++) {
+            const rep_routed *c = &r->routed[i];
+            if (!c->variant || strcmp(c->variant, rows[v])) continue;
+            n++;
+            g[c->verdict && !strcmp(c->verdict, "FAIL") ? 2 : c->verdict && !strcmp(c->verdict, "MARGINAL") ? 1 : 0]++;
+            if (isfinite(c->ambiguous)) amb += c->ambiguous;
+            if (isfinite(c->route_bad)) bad += c->route_bad;
+            if (isfinite(c->weight_bad)) wbad += c->weight_bad;
+            if (isfinite(c->err_over_bound) && c->err_over_bound > worst) worst = c->err_over_bound;
+        }
+        fputs("| ", md);
+        md_code(md, rows[v], 1);
+        fprintf(md, " | %d | %d | %d | %d | %.0f | %.0f | %.0f | %.3g |\n", n, g[0], g[1], g[2], amb, bad, wbad, worst);
+    }
+    fputc('\n', md);
+    int shown = 0;
+    for (int i = 0; i < r->n_routed && shown < 15; i++) {
+        const rep_routed *c = &r->routed[i];
+        if (!c->verdict || strcmp(c->verdict, "FAIL")) continue;
+        if (!shown++) fputs("| failing case | t×n×k | logits | reason | replay |\n|---|---|---|---|---|\n", md);
+        fputs("| ", md);
+        md_code(md, c->variant, 1);
+        fputs(" | ", md);
+        fmt_num(md, c->t, "%.0f");
+        fputs("×", md);
+        fmt_num(md, c->n, "%.0f");
+        fputs("×", md);
+        fmt_num(md, c->k, "%.0f");
+        fputs(" | ", md);
+        md_cell(md, c->logits);
+        fputs(" | ", md);
+        md_cell(md, c->reason);
+        fputs(" | `", md);
+        md_cell(md, c->replay);
+        fputs("` |\n", md);
+    }
+    if (shown) fputc('\n', md);
+    free((void *)rows);
+}
+
 static const char *crit_cell(int b) { return b < 0 ? "–" : b ? "passes (misses it)" : "fails (catches it)"; }
 
 static void section_mutants(FILE *md, report *r)
@@ -1109,10 +1180,11 @@ int qv_cmd_report(int argc, char **argv)
     }
     plot_ctx pc = {.dir = outdir};
     fprintf(md, "# qvet accuracy report\n\n");
-    if (!r.n_cases && !r.n_bench && !r.n_mutants && !r.n_ppl)
+    if (!r.n_cases && !r.n_routed && !r.n_bench && !r.n_mutants && !r.n_ppl)
         fprintf(md, "The inputs hold no results.\n\n");
     if (r.n_cases) section_verdicts(md, &r);
     section_worst(md, &r);
+    section_routed(md, &r);
     section_mutants(md, &r);
     section_ppl(md, &r);
     section_bench(md, &r, &pc);

@@ -5,19 +5,25 @@
 #include <string.h>
 
 #include "internal/cli.h"
+#include <fnmatch.h>
+
 #include "internal/json.h"
+#include "qvet/moe.h"
 #include "qvet/spec.h"
 #include "qvet/variant.h"
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: qvet list [--json | --spec] [PATTERN]\n"
+    fprintf(f, "usage: qvet list [--json | --spec] [--routed] [PATTERN]\n"
                "       qvet list --spec SPEC\n\n"
                "Prints every variant of the registry: its weight, activation and output formats,\n"
                "scale layout, group size g, zero points, act_order, packed layout, accumulation,\n"
                "and whether a GPU kernel and a CPU model exist (a row without a GPU kernel runs\n"
                "on --cpu and --plugin; qvet check and fuzz --gpu leave it out).\n\n"
-               "  PATTERN   only variants whose name matches this glob (e.g. 'marlin-*')\n"
+               "Then the routed (mixture-of-experts) rows: router experts, shared experts, top-k,\n"
+               "route and the experts' spec (docs/moe.md).\n\n"
+               "  PATTERN   only variants whose name matches this glob (e.g. 'marlin-*', 'moe-*')\n"
+               "  --routed  only the routed rows (with --json: their JSON array)\n"
                "  --json    a JSON array with one object per variant, for scripts\n"
                "  --spec    each row's declared arithmetic as a spec (docs/spec.md), one per line:\n"
                "            NAME SPEC; given a spec instead of a pattern, its canonical form\n"
@@ -180,9 +186,59 @@ static int print_specs(const char *glob)
     return rc;
 }
 
+static int routed_match(const qv_moe_row *r, const char *glob)
+{
+    return !glob || !*glob || fnmatch(glob, r->name, 0) == 0;
+}
+
+static void print_routed_table(const char *glob)
+{
+    printf("%-28s %7s %6s %4s %-20s %-4s %-3s %-3s  %s\n", "routed", "experts", "shared", "topk", "route", "rsf", "gpu",
+           "cpu", "experts' spec");
+    for (int i = 0; i < qv_moe_row_count(); i++) {
+        const qv_moe_row *r = qv_moe_row_get(i);
+        const qv_moe_spec *s;
+        if (!routed_match(r, glob) || qv_moe_row_spec(r, &s) != QV_OK) continue;
+        char ex[QV_SPEC_MAX];
+        if (qv_spec_format(s->expert, ex, sizeof ex) < 0) snprintf(ex, sizeof ex, "%s", s->expert->name);
+        printf("%-28s %7d %6d %4d %-20s %-4g %-3s %-3s  %s\n", r->name, r->experts, r->shared, s->topk,
+               qv_route_name(s->route), (double)s->rsf, r->gpu_kernel ? "yes" : "no", "yes", ex);
+    }
+}
+
+static void print_routed_json(const char *glob)
+{
+    int first = 1;
+    fputs("[", stdout);
+    for (int i = 0; i < qv_moe_row_count(); i++) {
+        const qv_moe_row *r = qv_moe_row_get(i);
+        const qv_moe_spec *s;
+        if (!routed_match(r, glob) || qv_moe_row_spec(r, &s) != QV_OK) continue;
+        fputs(first ? "\n  {\n" : ",\n  {\n", stdout);
+        key("name", 1);
+        qv_json_fput_str(stdout, r->name);
+        kv_str("spec", s->text);
+        kv_str("summary", r->summary);
+        kv_str("expert", s->expert->name);
+        kv_str("route", qv_route_name(s->route));
+        kv_int("topk", s->topk);
+        key("rsf", 0);
+        qv_json_fput_num(stdout, (double)s->rsf);
+        kv_int("experts", r->experts);
+        kv_int("shared", r->shared);
+        kv_int("n", (long)r->n);
+        kv_int("k", (long)r->k);
+        kv_bool("gpu", r->gpu_kernel);
+        kv_bool("cpu_model", 1);
+        fputs("\n  }", stdout);
+        first = 0;
+    }
+    fputs(first ? "]\n" : "\n]\n", stdout);
+}
+
 int qv_cmd_list(int argc, char **argv)
 {
-    int json = 0, specs = 0;
+    int json = 0, specs = 0, routed = 0;
     const char *glob = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -193,6 +249,8 @@ int qv_cmd_list(int argc, char **argv)
             json = 1;
         } else if (!strcmp(argv[i], "--spec")) {
             specs = 1;
+        } else if (!strcmp(argv[i], "--routed")) {
+            routed = 1;
         } else if (argv[i][0] == '-') {
             fprintf(stderr, "qvet list: unknown option '%s'\n\n", argv[i]);
             usage(stderr);
@@ -219,18 +277,40 @@ int qv_cmd_list(int argc, char **argv)
         printf("%s\n", v->name);
         return fflush(stdout) ? 3 : 0;
     }
-    int matched = 0;
+    if (specs && qv_moe_is_spec(glob)) {
+        qv_moe_spec s;
+        if (qv_moe_spec_parse(glob, &s) != QV_OK) {
+            fprintf(stderr, "qvet list: %s\n", qv_errmsg());
+            return 2;
+        }
+        printf("%s\n", s.text);
+        return fflush(stdout) ? 3 : 0;
+    }
+    int matched = 0, matched_routed = 0;
     for (int i = 0; i < qv_registry_count(); i++) matched += qv_variant_match(qv_registry_get(i), glob);
-    if (!matched) {
-        fprintf(stderr, "qvet list: no variant matches '%s' (qvet list shows them all)\n", glob);
+    for (int i = 0; i < qv_moe_row_count(); i++) matched_routed += routed_match(qv_moe_row_get(i), glob);
+    if (routed) matched = 0;
+    if (!matched && !matched_routed) {
+        fprintf(stderr, "qvet list: no %svariant matches '%s' (qvet list shows them all)\n", routed ? "routed " : "",
+                glob);
         return 2;
     }
     int rc = 0;
-    if (json)
-        print_json(glob);
-    else if (specs)
-        rc = print_specs(glob);
-    else
-        print_table(glob);
+    if (json) {
+        /* the GEMM rows' array as before; the routed rows' with --routed */
+        if (routed) print_routed_json(glob);
+        else print_json(glob);
+    } else if (specs) {
+        if (matched) rc = print_specs(glob);
+        for (int i = 0; i < qv_moe_row_count(); i++) {
+            const qv_moe_row *r = qv_moe_row_get(i);
+            const qv_moe_spec *s;
+            if (routed_match(r, glob) && qv_moe_row_spec(r, &s) == QV_OK) printf("%-28s %s\n", r->name, s->text);
+        }
+    } else {
+        if (matched) print_table(glob);
+        if (matched && matched_routed) printf("\n");
+        if (matched_routed) print_routed_table(glob);
+    }
     return fflush(stdout) ? 3 : rc;
 }

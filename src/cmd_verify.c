@@ -9,9 +9,11 @@
 
 #include "internal/cli.h"
 #include "internal/json.h"
+#include "internal/verify_io.h"
 #include "qvet/array.h"
 #include "qvet/formats.h"
 #include "qvet/layout.h"
+#include "qvet/moe.h"
 #include "qvet/problem.h"
 #include "qvet/reference.h"
 #include "qvet/result.h"
@@ -56,6 +58,8 @@ static void usage(FILE *f)
             "  --path P          force the reference path: int64, fixed128, mpfr, dgemm+cert\n"
             "  --json            print one JSON object (with \"variant\" and its \"spec\") instead\n"
             "                    of the text report\n\n"
+            "A routed spec (one with route=, docs/moe.md) takes the routed form: qvet verify\n"
+            "--spec 'EXPERT,route=...,topk=K' --help lists its arrays.\n\n"
             "Exit status: 0 PASS or MARGINAL, 1 FAIL, 2 usage or input error.\n");
 }
 
@@ -65,17 +69,10 @@ typedef struct verify_args {
     int json;
 } verify_args;
 
-/* One array operand: its option, what the spec declares of it (for
- * messages: "w=u4b8") and the format of its elements. */
-typedef struct operand {
-    const char *opt;    /* "--q" */
-    char label[64];     /* "w=u4b8", "wz=int (codes of w=u4)", ... */
-    qv_fmt fmt;
-} operand;
 
-static operand operand_of(const char *opt, qv_fmt fmt, const char *fmt_label, ...)
+vio_operand vio_operand_of(const char *opt, qv_fmt fmt, const char *fmt_label, ...)
 {
-    operand op = {opt, "", fmt};
+    vio_operand op = {opt, "", fmt};
     va_list ap;
     va_start(ap, fmt_label);
     vsnprintf(op.label, sizeof op.label, fmt_label, ap);
@@ -83,19 +80,19 @@ static operand operand_of(const char *opt, qv_fmt fmt, const char *fmt_label, ..
     return op;
 }
 
-static const char *fname(qv_fmt f) { return qv_fmt_get(f)->name; }
+const char *vio_fname(qv_fmt f) { return qv_fmt_get(f)->name; }
 
 /* The weight codes as the spec spells them: with integer zero points a
  * registry row's u4b8/u8b128 codes read as u4/u8 (spec.h). */
-static const char *w_name(const qv_variant *v)
+const char *vio_w_name(const qv_variant *v)
 {
     if (v->zero_point == QV_ZP_INT && v->wfmt == QV_FMT_U4) return "u4";
     if (v->zero_point == QV_ZP_INT && v->wfmt == QV_FMT_U8) return "u8";
-    return fname(v->wfmt);
+    return vio_fname(v->wfmt);
 }
 
 /* Does the array's dtype hold codes of format f (the conventions of usage())? */
-static int dtype_fits(qv_fmt f, qv_dtype dt)
+int vio_dtype_fits(qv_fmt f, qv_dtype dt)
 {
     switch (f) {
     case QV_FMT_F16: return dt == QV_DT_F2;
@@ -118,7 +115,7 @@ static int dtype_fits(qv_fmt f, qv_dtype dt)
 }
 
 /* What a file of format f holds, for messages. */
-static const char *dtype_wanted(qv_fmt f)
+const char *vio_dtype_wanted(qv_fmt f)
 {
     switch (f) {
     case QV_FMT_F16: return "float16";
@@ -136,7 +133,7 @@ static const char *dtype_wanted(qv_fmt f)
 }
 
 /* The codes a one-byte format allows, lo..hi; 0 when every byte is a code. */
-static int code_range(qv_fmt f, int *lo, int *hi)
+int vio_code_range(qv_fmt f, int *lo, int *hi)
 {
     switch (f) {
     case QV_FMT_U4:
@@ -151,7 +148,7 @@ static int code_range(qv_fmt f, int *lo, int *hi)
 /* Checks that `a` has `rows` x `cols` elements in an accepted form: exactly
  * (rows, cols), or for a vector (len), (1, len) or (len, 1) (a 0-d array for
  * one value). */
-static qv_status check_shape(const operand *op, const char *path, const qv_array *a, int64_t rows, int64_t cols)
+qv_status vio_check_shape(const vio_operand *op, const char *path, const qv_array *a, int64_t rows, int64_t cols)
 {
     char buf[96];
     int ok;
@@ -169,7 +166,7 @@ static qv_status check_shape(const operand *op, const char *path, const qv_array
 }
 
 /* Loads `path` and checks its dtype against op's format. */
-static qv_status load_as(const operand *op, const char *path, qv_array *a)
+qv_status vio_load_as(const vio_operand *op, const char *path, qv_array *a)
 {
     qv_status st = qv_npy_load(path, a);
     if (st != QV_OK) {
@@ -177,10 +174,10 @@ static qv_status load_as(const operand *op, const char *path, qv_array *a)
         snprintf(why, sizeof why, "%s", qv_errmsg());
         return qv_fail(st, "%s: %s", op->opt, why);
     }
-    if (!dtype_fits(op->fmt, a->dtype)) {
+    if (!vio_dtype_fits(op->fmt, a->dtype)) {
         char buf[96];
         st = qv_fail(QV_ERR_DTYPE, "%s %s is %s; %s needs %s", op->opt, path, qv_array_describe(a, buf, sizeof buf),
-                     op->label, dtype_wanted(op->fmt));
+                     op->label, vio_dtype_wanted(op->fmt));
         qv_array_destroy(a);
         return st;
     }
@@ -191,13 +188,13 @@ static qv_status load_as(const operand *op, const char *path, qv_array *a)
  * storage (problem.h: one byte per code of 8 bits or fewer, range-checked),
  * or with `decode` their values as float (scales2, float zero points, bias:
  * exact, every code of those formats is a float). */
-static qv_status load_into(const operand *op, const char *path, int64_t rows, int64_t cols, void *dst, int decode)
+qv_status vio_load_into(const vio_operand *op, const char *path, int64_t rows, int64_t cols, void *dst, int decode)
 {
     qv_array a = {0};
-    QV_TRY(load_as(op, path, &a));
-    qv_status st = check_shape(op, path, &a, rows, cols);
+    QV_TRY(vio_load_as(op, path, &a));
+    qv_status st = vio_check_shape(op, path, &a, rows, cols);
     int lo, hi;
-    if (st == QV_OK && qv_fmt_storage_bytes(op->fmt) == 1 && code_range(op->fmt, &lo, &hi)) {
+    if (st == QV_OK && qv_fmt_storage_bytes(op->fmt) == 1 && vio_code_range(op->fmt, &lo, &hi)) {
         for (int64_t i = 0; i < a.count && st == QV_OK; i++) {
             int x = a.dtype == QV_DT_I1 ? ((int8_t *)a.data)[i] : ((uint8_t *)a.data)[i];
             if (x < lo || x > hi)
@@ -224,7 +221,7 @@ static qv_status load_into(const operand *op, const char *path, int64_t rows, in
 static qv_status load_g_idx(const char *path, qv_problem *p)
 {
     qv_array a = {0};
-    const operand op = operand_of("--g-idx", QV_FMT_I32, "act=gidx");
+    const vio_operand op = vio_operand_of("--g-idx", QV_FMT_I32, "act=gidx");
     qv_status st = qv_npy_load(path, &a);
     if (st != QV_OK) {
         char why[512];
@@ -233,7 +230,7 @@ static qv_status load_g_idx(const char *path, qv_problem *p)
     }
     if (a.dtype != QV_DT_I4 && a.dtype != QV_DT_I8)
         st = qv_fail(QV_ERR_DTYPE, "--g-idx %s is %s; act=gidx needs int32 or int64", path, qv_dtype_name(a.dtype));
-    if (st == QV_OK) st = check_shape(&op, path, &a, 1, p->k);
+    if (st == QV_OK) st = vio_check_shape(&op, path, &a, 1, p->k);
     for (int64_t i = 0; st == QV_OK && i < p->k; i++) {
         int64_t x = a.dtype == QV_DT_I4 ? ((int32_t *)a.data)[i] : ((int64_t *)a.data)[i];
         if (x < 0 || x >= p->k / p->g)
@@ -264,8 +261,8 @@ static qv_status load_packed_fp4(const char *dir, qv_problem *p)
         st = qv_fail(QV_ERR_USAGE, "%s: %s %s a bias, and the folder %s bias.npy", dir, v->name,
                      v->bias_fmt != QV_FMT_NONE ? "adds" : "has no", d.has_bias ? "has" : "has no");
     if (st == QV_OK && d.has_bias && bfmt != v->bias_fmt)
-        st = qv_fail(QV_ERR_DTYPE, "%s/bias.npy holds %s values; %s adds a %s bias", dir, fname(bfmt), v->name,
-                     fname(v->bias_fmt));
+        st = qv_fail(QV_ERR_DTYPE, "%s/bias.npy holds %s values; %s adds a %s bias", dir, vio_fname(bfmt), v->name,
+                     vio_fname(v->bias_fmt));
     if (st == QV_OK) st = ref_unpack(&pk, p);
     qv_pack_dir_destroy(&d);
     return st;
@@ -281,23 +278,23 @@ static qv_status load_packed(const char *dir, qv_problem *p)
     qv_status st = qv_pack_dir_load(dir, &d);
     const qv_array *b = &d.b, *s = &d.s, *s2 = &d.s2, *z = &d.z, *perm = &d.perm, *gi = &d.g_idx;
     const int hs = d.has_s, hs2 = d.has_s2, hz = d.has_z, hp = d.has_perm, hg = d.has_g_idx;
-    const operand sop = operand_of("scales.npy", v->sfmt, "ws=%s", fname(v->sfmt));
-    const operand s2op = operand_of("scales2.npy", QV_FMT_F32, "ws2=f32");
+    const vio_operand sop = vio_operand_of("scales.npy", v->sfmt, "ws=%s", vio_fname(v->sfmt));
+    const vio_operand s2op = vio_operand_of("scales2.npy", QV_FMT_F32, "ws2=f32");
     if (st == QV_OK && (b->dtype != QV_DT_I4 || b->ndim != 2))
         st = qv_fail(QV_ERR_FORMAT, "%s/B.npy is %s; expected a 2-D int32 array", dir, qv_array_describe(b, buf, sizeof buf));
     int64_t srows = qv_problem_scale_rows(p), scols = qv_problem_scale_cols(p);
     if (st == QV_OK && srows > 0) {
         if (!hs) st = qv_fail(QV_ERR_IO, "%s/scales.npy does not exist", dir);
-        else if (!dtype_fits(v->sfmt, s->dtype))
+        else if (!vio_dtype_fits(v->sfmt, s->dtype))
             st = qv_fail(QV_ERR_DTYPE, "%s/scales.npy is %s; %s has %s scales", dir, qv_dtype_name(s->dtype), v->name,
                          qv_fmt_get(v->sfmt)->name);
         else
-            st = check_shape(&sop, dir, s, srows, scols);
+            st = vio_check_shape(&sop, dir, s, srows, scols);
     }
     if (st == QV_OK && p->scales2) {
         if (!hs2) st = qv_fail(QV_ERR_IO, "%s/scales2.npy does not exist (%s has channel scales)", dir, v->name);
         else if (s2->dtype != QV_DT_F4) st = qv_fail(QV_ERR_DTYPE, "%s/scales2.npy must be float32", dir);
-        else st = check_shape(&s2op, dir, s2, 1, p->n);
+        else st = vio_check_shape(&s2op, dir, s2, 1, p->n);
     }
     if (st == QV_OK && p->zeros) {
         if (!hz) st = qv_fail(QV_ERR_IO, "%s/zeros.npy does not exist (%s has zero points)", dir, v->name);
@@ -335,7 +332,7 @@ static qv_status load_packed(const char *dir, qv_problem *p)
 }
 
 /* An optional array: loaded when the variant has it, refused when it has not. */
-static qv_status want(const char *path, int has, const qv_variant *v, const char *opt, const char *what)
+qv_status vio_want(const char *path, int has, const qv_variant *v, const char *opt, const char *what)
 {
     if (has && !path) return qv_fail(QV_ERR_USAGE, "%s declares %s: give %s", v->name, what, opt);
     if (!has && path) return qv_fail(QV_ERR_USAGE, "%s has no %s; drop %s", v->name, what, opt);
@@ -346,10 +343,10 @@ static qv_status load_problem(const verify_args *va, const qv_variant *v, qv_pro
 {
     qv_array a = {0};
     char buf[96], buf2[96];
-    const operand aop = operand_of("--a", v->afmt, "a=%s", fname(v->afmt));
-    const operand oop = operand_of("--out", v->ofmt, "out=%s", fname(v->ofmt));
-    QV_TRY(load_as(&aop, va->a, &a));
-    qv_status st = load_as(&oop, va->out, out);
+    const vio_operand aop = vio_operand_of("--a", v->afmt, "a=%s", vio_fname(v->afmt));
+    const vio_operand oop = vio_operand_of("--out", v->ofmt, "out=%s", vio_fname(v->ofmt));
+    QV_TRY(vio_load_as(&aop, va->a, &a));
+    qv_status st = vio_load_as(&oop, va->out, out);
     if (st != QV_OK) {
         qv_array_destroy(&a);
         return st;
@@ -362,28 +359,28 @@ static qv_status load_problem(const verify_args *va, const qv_variant *v, qv_pro
     qv_array_destroy(&a);
     if (st != QV_OK) return st;
     int64_t m = p->m, k = p->k;
-    QV_TRY(want(va->a_scale, v->act_scale != QV_ASCALE_NONE, v, "--a-scale", "activation scales"));
+    QV_TRY(vio_want(va->a_scale, v->act_scale != QV_ASCALE_NONE, v, "--a-scale", "activation scales"));
     if (p->a_scale) {
         /* Per token and 128-K group: (ceil(k/128), m), MN-major (variant.h). */
         int64_t rows = v->act_scale == QV_ASCALE_TENSOR ? 1 : v->act_scale == QV_ASCALE_TOKEN_BLOCK ? (k + 127) / 128 : m;
         int64_t cols = v->act_scale == QV_ASCALE_TOKEN_BLOCK ? m : 1;
-        const operand op = operand_of("--a-scale", QV_FMT_F32, "as=f32");
-        QV_TRY(load_into(&op, va->a_scale, rows, cols, p->a_scale, 0));
+        const vio_operand op = vio_operand_of("--a-scale", QV_FMT_F32, "as=f32");
+        QV_TRY(vio_load_into(&op, va->a_scale, rows, cols, p->a_scale, 0));
     }
-    QV_TRY(want(va->azp, v->azp != QV_AZP_NONE, v, "--azp", "activation zero points"));
+    QV_TRY(vio_want(va->azp, v->azp != QV_AZP_NONE, v, "--azp", "activation zero points"));
     if (p->azp) {
-        const operand op = operand_of("--azp", QV_FMT_I32, "az=i32");
-        QV_TRY(load_into(&op, va->azp, 1, v->azp == QV_AZP_TOKEN ? m : 1, p->azp, 0));
+        const vio_operand op = vio_operand_of("--azp", QV_FMT_I32, "az=i32");
+        QV_TRY(vio_load_into(&op, va->azp, 1, v->azp == QV_AZP_TOKEN ? m : 1, p->azp, 0));
     }
     /* An FP4 folder holds the bias in the order its kernel reads it. */
     const int fp4_packed = va->packed && qv_layout_is_fp4(v->layout);
     if (fp4_packed && va->bias)
         return qv_fail(QV_ERR_USAGE, "--packed %s holds %s's bias (bias.npy, in its kernel's order): drop --bias",
                        va->packed, v->name);
-    if (!fp4_packed) QV_TRY(want(va->bias, v->bias_fmt != QV_FMT_NONE, v, "--bias", "bias"));
+    if (!fp4_packed) QV_TRY(vio_want(va->bias, v->bias_fmt != QV_FMT_NONE, v, "--bias", "bias"));
     if (p->bias && !fp4_packed) {
-        const operand op = operand_of("--bias", v->bias_fmt, "bias=%s", fname(v->bias_fmt));
-        QV_TRY(load_into(&op, va->bias, 1, p->n, p->bias, 1));
+        const vio_operand op = vio_operand_of("--bias", v->bias_fmt, "bias=%s", vio_fname(v->bias_fmt));
+        QV_TRY(vio_load_into(&op, va->bias, 1, p->n, p->bias, 1));
     }
     if (va->packed) {
         if (v->layout == QV_LAYOUT_LOGICAL)
@@ -396,27 +393,27 @@ static qv_status load_problem(const verify_args *va, const qv_variant *v, qv_pro
     if (!va->q)
         return qv_fail(QV_ERR_USAGE, "--q (%s) is required", v->layout == QV_LAYOUT_LOGICAL ? "the (K, N) codes"
                                                                                             : "or --packed");
-    const operand qop = operand_of("--q", v->wfmt, "w=%s", w_name(v));
-    QV_TRY(load_into(&qop, va->q, p->k, p->n, p->q, 0));
-    QV_TRY(want(va->scales, p->scales != NULL, v, "--scales", "weight scales"));
+    const vio_operand qop = vio_operand_of("--q", v->wfmt, "w=%s", vio_w_name(v));
+    QV_TRY(vio_load_into(&qop, va->q, p->k, p->n, p->q, 0));
+    QV_TRY(vio_want(va->scales, p->scales != NULL, v, "--scales", "weight scales"));
     if (p->scales) {
-        const operand op = operand_of("--scales", v->sfmt, "ws=%s", fname(v->sfmt));
-        QV_TRY(load_into(&op, va->scales, qv_problem_scale_rows(p), qv_problem_scale_cols(p), p->scales, 0));
+        const vio_operand op = vio_operand_of("--scales", v->sfmt, "ws=%s", vio_fname(v->sfmt));
+        QV_TRY(vio_load_into(&op, va->scales, qv_problem_scale_rows(p), qv_problem_scale_cols(p), p->scales, 0));
     }
-    QV_TRY(want(va->scales2, p->scales2 != NULL, v, "--scales2", "second-level scales"));
+    QV_TRY(vio_want(va->scales2, p->scales2 != NULL, v, "--scales2", "second-level scales"));
     if (p->scales2) {
-        const operand op = operand_of("--scales2", v->s2fmt, "ws2=%s", fname(v->s2fmt));
-        QV_TRY(load_into(&op, va->scales2, 1, qv_problem_scale2_count(p), p->scales2, 1));
+        const vio_operand op = vio_operand_of("--scales2", v->s2fmt, "ws2=%s", vio_fname(v->s2fmt));
+        QV_TRY(vio_load_into(&op, va->scales2, 1, qv_problem_scale2_count(p), p->scales2, 1));
     }
-    QV_TRY(want(va->zeros, v->zero_point != QV_ZP_NONE, v, "--zeros", "zero points"));
+    QV_TRY(vio_want(va->zeros, v->zero_point != QV_ZP_NONE, v, "--zeros", "zero points"));
     if (v->zero_point == QV_ZP_INT) {
-        const operand op = operand_of("--zeros", v->wfmt, "wz=int (codes of w=%s)", w_name(v));
-        QV_TRY(load_into(&op, va->zeros, qv_problem_zero_rows(p), qv_problem_zero_cols(p), p->zeros, 0));
+        const vio_operand op = vio_operand_of("--zeros", v->wfmt, "wz=int (codes of w=%s)", vio_w_name(v));
+        QV_TRY(vio_load_into(&op, va->zeros, qv_problem_zero_rows(p), qv_problem_zero_cols(p), p->zeros, 0));
     } else if (v->zero_point == QV_ZP_FLOAT) {
-        const operand op = operand_of("--zeros", v->sfmt, "wz=float (values in ws=%s)", fname(v->sfmt));
-        QV_TRY(load_into(&op, va->zeros, qv_problem_zero_rows(p), qv_problem_zero_cols(p), p->zeros_f, 1));
+        const vio_operand op = vio_operand_of("--zeros", v->sfmt, "wz=float (values in ws=%s)", vio_fname(v->sfmt));
+        QV_TRY(vio_load_into(&op, va->zeros, qv_problem_zero_rows(p), qv_problem_zero_cols(p), p->zeros_f, 1));
     }
-    QV_TRY(want(va->g_idx, p->g_idx != NULL, v, "--g-idx", "act_order (act=gidx)"));
+    QV_TRY(vio_want(va->g_idx, p->g_idx != NULL, v, "--g-idx", "act_order (act=gidx)"));
     if (p->g_idx) QV_TRY(load_g_idx(va->g_idx, p));
     return QV_OK;
 }
@@ -425,6 +422,11 @@ static void print_text(const qv_variant *v, const qv_problem *p, const qv_result
 {
     printf("qvet verify %s (m=%lld n=%lld k=%lld): %s\n", v->name, (long long)p->m, (long long)p->n,
            (long long)p->k, qv_grade_name(r->grade));
+    vio_print_result(r);
+}
+
+void vio_print_result(const qv_result *r)
+{
     if (r->reason[0]) printf("  reason:     %s\n", r->reason);
     printf("  reference:  %s (%s)\n", r->ref_path ? r->ref_path : "?", r->ref_why ? r->ref_why : "");
     printf("  elements:   %lld; out of bound %lld, NaN %lld, Inf %lld, unwritten %lld\n", (long long)r->n_elements,
@@ -447,6 +449,8 @@ static int input_error(qv_status st)
 
 int qv_cmd_verify(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (qv_moe_is_spec(argv[i]) && (argv[i][0] != '-')) return qv_cmd_verify_moe(argc, argv);
     verify_args va = {0};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];

@@ -30,8 +30,8 @@ qv_status qv_gpu_launch(const qv_variant *v, const qv_gemm_args *args)
     return l->launch(v, args);
 }
 
-size_t qv_gpu_workspace(const qv_variant *v, int m, int n, int k)
+size_t qv_gpu_workspace(const qv_variant *v, int m, int n, int k, const qv_launch_opts *opts)
 {
     const qv_launcher *l = qv_gpu_launcher(v);
-    return l && l->workspace ? l->workspace(v, m, n, k) : 0;
+    return l && l->workspace ? l->workspace(v, m, n, k, opts) : 0;
 }

@@ -77,7 +77,8 @@ static qv_status alloc_dev(qv_gpu_problem *gp, size_t bytes, void **dev)
  * arrays plugin.h lists: q (k, n) codes, scales in their storage, scales2 and
  * float zero points decoded, integer zero points one byte each, g_idx per
  * logical row; a registry row's packed buffers come from pk. */
-qv_status qv_gpu_problem_upload(const qv_problem *p, const qv_packed *pk, qv_gpu_problem *gp)
+qv_status qv_gpu_problem_upload(const qv_problem *p, const qv_packed *pk, const qv_launch_opts *opts,
+                                qv_gpu_problem *gp)
 {
     memset(gp, 0, sizeof *gp);
     const qv_variant *v = p->v;
@@ -86,6 +87,7 @@ qv_status qv_gpu_problem_upload(const qv_problem *p, const qv_packed *pk, qv_gpu
     a->n = (int)p->n;
     a->k = (int)p->k;
     a->g = p->g;
+    a->opts = opts;
     void *d;
     qv_status st;
 #define UP(host, bytes, field)                                                 \
@@ -120,7 +122,7 @@ qv_status qv_gpu_problem_upload(const qv_problem *p, const qv_packed *pk, qv_gpu
     gp->out_bytes = (size_t)qv_problem_out_bytes(p);
     st = alloc_dev(gp, gp->out_bytes + QV_GPU_GUARD_BYTES, &a->c);
     if (st != QV_OK) goto fail;
-    a->workspace_bytes = qv_gpu_workspace(v, a->m, a->n, a->k);
+    a->workspace_bytes = qv_gpu_workspace(v, a->m, a->n, a->k, opts);
     if (a->workspace_bytes) {
         st = alloc_dev(gp, a->workspace_bytes, &a->workspace);
         if (st != QV_OK) goto fail;
@@ -232,7 +234,8 @@ static qv_status check_act_order_groups(const qv_problem *p)
     return st;
 }
 
-qv_status qv_gpu_run(const qv_problem *p, qv_launch_fn launch, int repeat, void *out, qv_gpu_stats *st)
+qv_status qv_gpu_run(const qv_problem *p, qv_launch_fn launch, const qv_launch_opts *opts, int repeat, void *out,
+                     qv_gpu_stats *st)
 {
     qv_gpu_stats tmp;
     if (!st) st = &tmp;
@@ -246,15 +249,16 @@ qv_status qv_gpu_run(const qv_problem *p, qv_launch_fn launch, int repeat, void 
     if (!qv_gpu_info_get(NULL)) return qv_fail(QV_ERR_NODEVICE, "no CUDA device");
     QV_TRY(qv_variant_check_shape(p->v, p->m, p->n, p->k));
     QV_TRY(check_act_order_groups(p));
+    QV_TRY(qv_launch_opts_check(opts));
 
     qv_gpu_problem gp;
     qv_status s;
     if (p->v->layout == QV_LAYOUT_LOGICAL) {
-        s = qv_gpu_problem_upload(p, NULL, &gp);
+        s = qv_gpu_problem_upload(p, NULL, opts, &gp);
     } else {
         qv_packed pk;
         QV_TRY(qv_pack(p, &pk));
-        s = qv_gpu_problem_upload(p, &pk, &gp);
+        s = qv_gpu_problem_upload(p, &pk, opts, &gp);
         qv_packed_destroy(&pk);
     }
     if (s != QV_OK) return s;

@@ -197,7 +197,7 @@ static const qv_variant registry[] = {
              ARITH_INT32(QV_DQ_NONE, 0, QV_EP_SUB_AZP, QV_EP_TO_F32, QV_EP_MUL_WSCALE, QV_EP_MUL_ASCALE),
              "int8 x int8, per-tensor asymmetric (azp per tensor) x per-channel, exact int32"),
     /* The e4m3 rows declare the narrower of their two paths: cuBLASLt's promoted
-     * accumulator (M from QVET_AQ_LT_FP8_MIN_M on), measured on the H200 as a
+     * accumulator (M from qv_launch_opts.aq_lt_fp8_min_m on), measured on the H200 as a
      * 14-bit truncating partial promoted to fp32 every 128 K; the mma kernel
      * below it keeps 24 bits, inside the same bound and equal on every unique probe. */
     W8A8_ROW("w8a8-fp8-tensor",       QV_FMT_E4M3, QV_SCALE_TENSOR,  QV_ASCALE_TENSOR,      QV_AZP_NONE,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal/json.h"
+#include "qvet/moe.h"
 #include "qvet/variant.h"
 
 #include "support/cli.h"
@@ -63,8 +64,8 @@ static int rows_without_gpu(const char *glob)
 
 /* The table has a header line and one line per variant, each starting with its
  * name, then, when some listed row has no GPU kernel, one line that counts
- * them and says what runs them; a pattern of rows that all have one prints
- * no such line. */
+ * them and says what runs them (a pattern of rows that all have one prints no
+ * such line); then a blank line and the routed rows' table, likewise. */
 START_TEST(test_list_table)
 {
     run_result r = qvet_run((const char *[]){"list", NULL});
@@ -73,16 +74,42 @@ START_TEST(test_list_table)
     for (char *p = r.out; *p; p++) lines += *p == '\n';
     int no_gpu = rows_without_gpu(NULL);
     ck_assert_int_gt(no_gpu, 0);
-    ck_assert_int_eq(lines, qv_registry_count() + 2);
+    ck_assert_int_eq(lines, qv_registry_count() + 2 + 1 + qv_moe_row_count() + 1);
     for (int i = 0; i < qv_registry_count(); i++) {
         char want[128];
         snprintf(want, sizeof want, "\n%s ", qv_registry_get(i)->name);
         ck_assert_msg(strstr(r.out, want), "table lacks a line for %s", qv_registry_get(i)->name);
     }
-    char want[160];
-    snprintf(want, sizeof want, "\ngpu no: %d rows without a qvet GPU kernel yet; qvet check/fuzz --gpu leave them out",
+    char line[160];
+    snprintf(line, sizeof line, "\ngpu no: %d rows without a qvet GPU kernel yet; qvet check/fuzz --gpu leave them out",
              no_gpu);
-    ck_assert_msg(strstr(r.out, want), "no line says which rows have no GPU kernel:\n%s", r.out);
+    ck_assert_msg(strstr(r.out, line), "no line says which rows have no GPU kernel:\n%s", r.out);
+    for (int i = 0; i < qv_moe_row_count(); i++) {
+        char want[128];
+        snprintf(want, sizeof want, "\n%s ", qv_moe_row_get(i)->name);
+        ck_assert_msg(strstr(r.out, want), "table lacks a line for %s", qv_moe_row_get(i)->name);
+    }
+    run_free(&r);
+    /* the routed rows alone, and as JSON with their specs parsing back */
+    r = qvet_run((const char *[]){"list", "moe-*", NULL});
+    ck_assert_int_eq(r.rc, 0);
+    lines = 0;
+    for (char *p = r.out; *p; p++) lines += *p == '\n';
+    ck_assert_int_eq(lines, qv_moe_row_count() + 1);
+    run_free(&r);
+    r = qvet_run((const char *[]){"list", "--routed", "--json", NULL});
+    ck_assert_int_eq(r.rc, 0);
+    qv_json *j;
+    ck_assert(qv_json_parse(r.out, strlen(r.out), &j) == QV_OK);
+    ck_assert_int_eq(qv_json_len(j), qv_moe_row_count());
+    for (int i = 0; i < qv_json_len(j); i++) {
+        qv_moe_spec s;
+        const char *spec = qv_json_str(qv_json_get(qv_json_at(j, i), "spec"));
+        ck_assert_ptr_nonnull(spec);
+        ck_assert_msg(qv_moe_spec_parse(spec, &s) == QV_OK, "%s: %s", spec, qv_errmsg());
+        ck_assert_str_eq(s.text, spec);
+    }
+    qv_json_free(j);
     run_free(&r);
     ck_assert_int_eq(rows_without_gpu("qqq-*"), 0);
     r = qvet_run((const char *[]){"list", "qqq-*", NULL});

@@ -109,12 +109,14 @@ static void put_scale(qv_fmt f, void *buf, int64_t i, double x)
 
 /* ---- one case ----------------------------------------------------------------- */
 
-/* Runs p twice on the GPU, then checks the verdicts; returns 1 when it passed. */
+/* Runs p twice on the GPU under the suite's base options, then checks the
+ * verdicts; returns 1 when it passed. */
 static int run_case(qv_problem *p, qv_probe_kind probe, const char *label)
 {
     void *out = malloc((size_t)qv_problem_out_bytes(p));
     ck_assert_ptr_nonnull(out);
-    gpu_run_twice(p, out, label, NULL);
+    const qv_launch_opts base = gpu_opts(NULL);
+    gpu_run_twice(p, &base, out, label, NULL);
     const int ok = gpu_verdict(p, probe, out, label, NULL);
     free(out);
     return ok;
@@ -172,10 +174,10 @@ END_TEST
 
 /* ---- split-K sums: in a cluster, and through the workspace ----------------------- */
 
-/* The mma kernel's two split-K sums give the same bits: with QVET_AQ_SPLITS
+/* The mma kernel's two split-K sums give the same bits: with aq_splits
  * forcing 2, 3, 5, 8 and 16 K slices, the default launch (the slices of a
  * tile in one cluster, summed through distributed shared memory) and
- * QVET_AQ_CLUSTER_MAX=1 (atomic int32 adds, or the last e4m3 slice adding the
+ * aq_cluster_max = 1 (atomic int32 adds, or the last e4m3 slice adding the
  * fp32 partials) must each equal the CPU model on the exact probe, pass the
  * verdict on a random one, and equal each other bit for bit there. Every row
  * at M = 1, 5 and 16 on the mma kernel (e4m3 rows with the cuBLASLt path off;
@@ -185,14 +187,14 @@ START_TEST(split_sums)
     const qv_variant *v = qv_registry_get(g_rows[_i]);
     static const int ms[] = {1, 5, 16}, splits[] = {2, 3, 5, 8, 16};
     const int64_t n = 512, k = 16 * 128;
-    setenv("QVET_AQ_LT_FP8_MIN_M", "off", 1);
     int failed = 0, cases = 0;
     for (int mi = 0; mi < (g_quick ? 1 : 3); mi++)
         for (int si = 0; si < 5; si++) {
             if (g_quick && splits[si] != 5) continue;
-            char sp[16];
-            snprintf(sp, sizeof sp, "%d", splits[si]);
-            setenv("QVET_AQ_SPLITS", sp, 1);
+            /* The two sums: the default (clusters) and no clusters. */
+            const qv_launch_opts paths[2] = {
+                {.aq_lt_fp8_min_m = QV_OPT_OFF, .aq_splits = splits[si]},
+                {.aq_lt_fp8_min_m = QV_OPT_OFF, .aq_splits = splits[si], .aq_cluster_max = 1}};
             for (int pi = 0; pi < 2; pi++) {
                 const qv_probe_kind probe = pi ? QV_PROBE_RANDOM : QV_PROBE_EXACT;
                 if (!ref_probe_applies(v, probe, ms[mi], n, k)) continue;
@@ -205,12 +207,9 @@ START_TEST(split_sums)
                 void *out[2] = {malloc(ob), malloc(ob)};
                 ck_assert(out[0] && out[1]);
                 for (int path = 0; path < 2; path++) {
-                    if (path)
-                        setenv("QVET_AQ_CLUSTER_MAX", "1", 1);
-                    else
-                        unsetenv("QVET_AQ_CLUSTER_MAX");
+                    const qv_launch_opts o = gpu_opts(&paths[path]);
                     snprintf(lab2, sizeof lab2, "%s splits=%d %s", label, splits[si], path ? "workspace" : "cluster");
-                    gpu_run_twice(&p, out[path], lab2, NULL);
+                    gpu_run_twice(&p, &o, out[path], lab2, NULL);
                     failed += !gpu_verdict(&p, probe, out[path], lab2, NULL);
                     cases++;
                 }
@@ -223,9 +222,6 @@ START_TEST(split_sums)
                 qv_problem_destroy(&p);
             }
         }
-    unsetenv("QVET_AQ_SPLITS");
-    unsetenv("QVET_AQ_CLUSTER_MAX");
-    unsetenv("QVET_AQ_LT_FP8_MIN_M");
     printf("%s split sums: %d cases, %d failed\n", v->name, cases, failed);
     ck_assert_msg(cases > 0, "%s: no split case applies", v->name);
     ck_assert_msg(failed == 0, "%s: %d of %d split cases failed (see stderr)", v->name, failed, cases);
@@ -253,7 +249,7 @@ START_TEST(golden_qqq)
     for (int mi = 0; mi < gq.n_ms; mi++) {
         const int m = gq.ms[mi];
         gpu_qqq_case c;
-        gpu_qqq_case_load(&gq, m, &c);
+        gpu_qqq_case_load(&gq, m, NULL, &c);
 
         /* The QQQ model from the logical arrays (golden/README.md). */
         uint16_t *model = malloc(sizeof(uint16_t) * (size_t)m * n);
@@ -478,6 +474,7 @@ START_TEST(act_quant)
     float *s = malloc(sizeof(float) * (size_t)(m * ng));
     ck_assert(x && q && s);
     const uint64_t st = 7000 + (uint64_t)_i;
+    const qv_launch_opts base = gpu_opts(NULL);
     printf("act quant case %d: m=%" PRId64 " k=%" PRId64 " x_off=%" PRId64 ", stream %" PRIu64 "\n", _i, m, k, off,
            st);
     for (int64_t i = 0; i < off; i++) x[i] = 0;
@@ -501,10 +498,11 @@ START_TEST(act_quant)
     ck_assert_int_eq(cudaMemset(dq, 0x5a, (size_t)(m * k)), cudaSuccess);
     ck_assert_int_eq(cudaMemset(ds, 0xff, sizeof(float) * (size_t)(m * ng)), cudaSuccess);
     if (c->groups)
-        ck_assert_msg(qv_act_quant_groups(c->xfmt, c->qfmt, c->m, c->k, dx + off, dq, ds, NULL) == QV_OK, "%s",
+        ck_assert_msg(qv_act_quant_groups(c->xfmt, c->qfmt, c->m, c->k, dx + off, dq, ds, NULL, &base) == QV_OK, "%s",
                       qv_errmsg());
     else
-        ck_assert_msg(qv_act_quant(c->xfmt, c->qfmt, c->m, c->k, dx + off, dq, ds, NULL) == QV_OK, "%s", qv_errmsg());
+        ck_assert_msg(qv_act_quant(c->xfmt, c->qfmt, c->m, c->k, dx + off, dq, ds, NULL, &base) == QV_OK, "%s",
+                      qv_errmsg());
     ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(q, dq, (size_t)(m * k), cudaMemcpyDeviceToHost), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(s, ds, sizeof(float) * (size_t)(m * ng), cudaMemcpyDeviceToHost), cudaSuccess);

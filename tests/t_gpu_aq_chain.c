@@ -14,8 +14,8 @@
  * three times, on the per-token rows whose small-M GEMMs take the mma kernel
  * (M = 1, 4, 16, 40; K = 4096 splits K, so the split-K sums run under the
  * overlap too: in a cluster, and in the second repeat through the workspace,
- * QVET_AQ_CLUSTER_MAX=1), with the dependent launch
- * forced at every M (QVET_AQ_PDL_MAX_M=100000; by default it stops at 8).
+ * aq_cluster_max = 1), with the dependent launch
+ * forced at every M (aq_pdl_max_m = 100000; by default it stops at 8).
  * Without a CUDA device the suite prints exactly "SKIP: no CUDA device" and
  * checks only that the rows it needs exist with per-token activations. */
 #include <check.h>
@@ -71,7 +71,15 @@ START_TEST(quantize_then_gemm)
     gpu_problem_probe(&p, v, m, n, k, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, seed, label, sizeof label);
     qv_packed pk;
     qv_gpu_problem gp;
-    gpu_problem_load(&p, &pk, &gp, label);
+    /* Every M of the suite through the dependent launch (aq_pdl_max_m); the
+     * second repeat sums split-K slices through the workspace. */
+    const qv_launch_opts over[REPEATS] = {
+        {.aq_pdl_max_m = 100000}, {.aq_pdl_max_m = 100000, .aq_cluster_max = 1}, {.aq_pdl_max_m = 100000}};
+    qv_launch_opts opts[REPEATS];
+    for (int rep = 0; rep < REPEATS; rep++) opts[rep] = gpu_opts(&over[rep]);
+    /* One workspace for both repeats (their splits are the same plan's). */
+    gpu_problem_load(&p, &opts[0], &pk, &gp, label);
+    ck_assert_uint_ge(gp.args.workspace_bytes, qv_gpu_workspace(v, m, n, k, &opts[1]));
 
     /* fp16 activations spanning a few binades, some negative */
     const size_t nx = (size_t)m * (size_t)k;
@@ -91,16 +99,12 @@ START_TEST(quantize_then_gemm)
     ck_assert_ptr_nonnull(alone);
     int differ = 0;
     for (int rep = 0; rep < REPEATS; rep++) {
-        /* the second repeat sums split-K slices through the workspace */
-        if (rep == 1)
-            setenv("QVET_AQ_CLUSTER_MAX", "1", 1);
-        else
-            unsetenv("QVET_AQ_CLUSTER_MAX");
+        a.opts = &opts[rep];
         /* the pair, as a layer runs it, behind a poison of its inputs */
         ck_assert_int_eq(cudaMemsetAsync((void *)a.a, 0x5a, nx, st), cudaSuccess);
         ck_assert_int_eq(cudaMemsetAsync((void *)a.a_scale, 0xff, (size_t)m * sizeof(float), st), cudaSuccess);
         ck_assert(qv_gpu_poison(a.c, v->ofmt, (int64_t)m * n, st) == QV_OK);
-        ck_assert_msg(qv_act_quant(QV_FMT_F16, v->afmt, m, k, dx, (void *)a.a, (float *)a.a_scale, st) == QV_OK,
+        ck_assert_msg(qv_act_quant(QV_FMT_F16, v->afmt, m, k, dx, (void *)a.a, (float *)a.a_scale, st, a.opts) == QV_OK,
                       "%s: act quant: %s", label, qv_errmsg());
         ck_assert_msg(qv_gpu_launch(v, &a) == QV_OK, "%s: launch: %s", label, qv_errmsg());
         ck_assert_int_eq(cudaStreamSynchronize(st), cudaSuccess);
@@ -135,8 +139,6 @@ END_TEST
 
 int main(void)
 {
-    /* every M of the suite through the dependent launch */
-    setenv("QVET_AQ_PDL_MAX_M", "100000", 1);
     const int gpu = gpu_suite_start(&g_seed);
     TCase *tc;
     Suite *s = gpu_suite_create("gpu_aq_chain", gpu, g_seed, NROWS, &tc);

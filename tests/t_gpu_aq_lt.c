@@ -6,17 +6,18 @@
  * Witnesses, none of them the path's own output:
  *  - every integer row of family "qqq" or "w8a8", over M below, at and above
  *    the default threshold, N with a short last chunk and K with a 16-wide
- *    tail: the same packed inputs through the mma kernel (QVET_AQ_LT_MIN_M set
- *    past M), through cuBLASLt in one N chunk and in several (QVET_AQ_LT_MIN_M
- *    = 1, QVET_AQ_LT_CHUNK_MB small), each launched twice; the three outputs
+ *    tail: the same packed inputs through the mma kernel (aq_lt_min_m set
+ *    past M), through cuBLASLt in one N chunk and in several (aq_lt_min_m
+ *    = 1, aq_lt_chunk_mib small), each launched twice; the three outputs
  *    must be bitwise equal (int32 accumulation is exact, the epilogue is the
  *    same fp32 sequence), equal to the CPU model bit for bit, and the
  *    path counter (qv_aq_lt_runs) must show which path ran;
  *  - the published QQQ vectors in tests/data/golden (QVET_GOLDEN overrides the
  *    folder) forced through cuBLASLt (their M is at most 33): the real QQQ
  *    kernel's D bit for bit;
- *  - a malformed QVET_AQ_LT_MIN_M or QVET_AQ_LT_CHUNK_MB is refused with a
- *    status before any CUDA call.
+ *  - aq_lt_min_m or aq_lt_chunk_mib out of range is refused with a status
+ *    naming the field before any CUDA call, and the workspace (planned for
+ *    the H200) holds the path's region only where the options let it run.
  * Without a CUDA device the suite prints exactly "SKIP: no CUDA device" and
  * runs only the refusal checks. QVET_AQ_QUICK=1 keeps one shape per row (the
  * compute-sanitizer run). Random cases come from (seed, index); the seed is
@@ -50,27 +51,22 @@ static int is_int_row(const qv_variant *v)
     return !strcmp(v->family, "qqq") || (!strcmp(v->family, "w8a8") && v->wfmt == QV_FMT_I8);
 }
 
-static void set_paths(const char *min_m, const char *chunk_mb)
+/* The launch options of a path: aq_lt_min_m and aq_lt_chunk_mib (0: the
+ * table's budget), the QQQ rows' wgmma path (t_gpu_aq_wg) off, so that "mma"
+ * here means aq_gemm.cuh's kernel. */
+static qv_launch_opts lt_opts(int min_m, double chunk_mib)
 {
-    setenv("QVET_AQ_LT_MIN_M", min_m, 1);
-    if (chunk_mb)
-        setenv("QVET_AQ_LT_CHUNK_MB", chunk_mb, 1);
-    else
-        unsetenv("QVET_AQ_LT_CHUNK_MB");
+    const qv_launch_opts over = {.aq_wg_min_m = QV_OPT_OFF, .aq_lt_min_m = min_m, .aq_lt_chunk_mib = chunk_mib};
+    return gpu_opts(&over);
 }
 
-static void clear_paths(void)
-{
-    unsetenv("QVET_AQ_LT_MIN_M");
-    unsetenv("QVET_AQ_LT_CHUNK_MB");
-}
-
-/* Runs p twice under the current environment; `lt` says whether both
- * launches must have taken the cuBLASLt path. */
-static void run_path(const qv_problem *p, void *out, int lt, const char *label, const char *path)
+/* Runs p twice under o; `lt` says whether both launches must have taken
+ * the cuBLASLt path. */
+static void run_path(const qv_problem *p, const qv_launch_opts *o, void *out, int lt, const char *label,
+                     const char *path)
 {
     const long long before = qv_aq_lt_runs();
-    gpu_run_twice(p, out, label, path);
+    gpu_run_twice(p, o, out, label, path);
     const long long ran = qv_aq_lt_runs() - before;
     ck_assert_msg(ran == (lt ? 2 : 0), "%s [%s]: %lld of 2 launches took the cuBLASLt path, expected %d", label,
                   path, ran, lt ? 2 : 0);
@@ -108,13 +104,10 @@ START_TEST(paths_equal)
 
             /* The chunk size that gives 64-column chunks (the smallest): below
              * one column's bytes, so the plan rounds up to 64. */
-            set_paths("2000000000", NULL);
-            run_path(&p, o_mma, 0, label, "mma");
-            set_paths("1", NULL);
-            run_path(&p, o_lt, 1, label, "cuBLASLt, one chunk");
-            set_paths("1", "0.000001");
-            run_path(&p, o_chunks, 1, label, "cuBLASLt, 64-column chunks");
-            clear_paths();
+            const qv_launch_opts mma = lt_opts(2000000000, 0), one = lt_opts(1, 0), chunks = lt_opts(1, 0.000001);
+            run_path(&p, &mma, o_mma, 0, label, "mma");
+            run_path(&p, &one, o_lt, 1, label, "cuBLASLt, one chunk");
+            run_path(&p, &chunks, o_chunks, 1, label, "cuBLASLt, 64-column chunks");
 
             ck_assert_msg(ref_model_run(&p, model) == QV_OK, "%s: model: %s", label, qv_errmsg());
             qv_result r;
@@ -152,14 +145,14 @@ static const char *const qqq_goldens[] = {"qqq_w4a8_k128_n256_g-1", "qqq_w4a8_k2
 /* _i: golden case x (one chunk, 64-column chunks). */
 START_TEST(golden_qqq_lt)
 {
-    const char *chunk = _i % 2 ? "0.000001" : NULL;
+    const int chunked = _i % 2;
+    const qv_launch_opts o = lt_opts(1, chunked ? 0.000001 : 0);
     gpu_qqq_golden gq;
     gpu_qqq_golden_open(&gq, qqq_goldens[_i / 2]);
-    set_paths("1", chunk);
     for (int mi = 0; mi < gq.n_ms; mi++) {
         const int m = gq.ms[mi];
         gpu_qqq_case c;
-        gpu_qqq_case_load(&gq, m, &c);
+        gpu_qqq_case_load(&gq, m, &o, &c);
         ck_assert_msg(c.ga.workspace_bytes > 0, "%s m=%d: no workspace for the cuBLASLt path", gq.name, m);
         uint16_t *out = malloc(sizeof(uint16_t) * (size_t)m * gq.n);
         ck_assert_ptr_nonnull(out);
@@ -169,53 +162,52 @@ START_TEST(golden_qqq_lt)
                       m);
         gpu_qqq_case_assert(&gq, &c, out, " (cuBLASLt path)");
         printf("golden %s m=%d through cuBLASLt (%s): equal to the real QQQ kernel bit for bit\n", gq.name, m,
-               chunk ? "64-column chunks" : "one chunk");
+               chunked ? "64-column chunks" : "one chunk");
         free(out);
         gpu_qqq_case_free(&c);
     }
-    clear_paths();
     gpu_qqq_golden_close(&gq);
 }
 END_TEST
 
 /* ---- refusals (no CUDA call happens before a refusal) ---------------------------- */
 
-START_TEST(env_refusals)
+START_TEST(option_refusals)
 {
     const qv_variant *i8 = qv_variant_find("w8a8-i8-tok-ch"), *ch = qv_variant_find("qqq-w4a8-ch");
     ck_assert_ptr_nonnull(i8);
     ck_assert_ptr_nonnull(ch);
     /* The refusal comes before anything is read. */
     qv_gemm_args a = gpu_placeholder_args(256, 128, 256);
-    static const char *const bad_min_m[] = {"abc", "0", "-5", "12x", "99999999999"};
-    for (size_t i = 0; i < sizeof bad_min_m / sizeof bad_min_m[0]; i++) {
-        set_paths(bad_min_m[i], NULL);
+    static const qv_launch_opts bad[] = {{.aq_lt_min_m = -5}, {.aq_lt_min_m = -2147483647},
+                                         {.aq_lt_chunk_mib = -1}, {.aq_lt_chunk_mib = QV_OPT_OFF},
+                                         {.aq_lt_chunk_mib = 2e6}};
+    static const char *const field[] = {"aq_lt_min_m", "aq_lt_min_m", "aq_lt_chunk_mib", "aq_lt_chunk_mib",
+                                        "aq_lt_chunk_mib"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        a.opts = &bad[i];
         ck_assert_int_eq(qv_gpu_launch(i8, &a), QV_ERR_USAGE);
-        ck_assert_msg(strstr(qv_errmsg(), "QVET_AQ_LT_MIN_M") != NULL, "message: %s", qv_errmsg());
+        ck_assert_msg(strstr(qv_errmsg(), field[i]) != NULL, "message: %s", qv_errmsg());
         ck_assert_int_eq(qv_gpu_launch(ch, &a), QV_ERR_USAGE);
+        ck_assert_uint_eq(qv_gpu_workspace(i8, 128, 4096, 4096, &bad[i]), 0);
     }
-    static const char *const bad_chunk[] = {"0", "-1", "nan", "inf", "2e6", "4MB"};
-    for (size_t i = 0; i < sizeof bad_chunk / sizeof bad_chunk[0]; i++) {
-        set_paths("1", bad_chunk[i]);
-        ck_assert_int_eq(qv_gpu_launch(i8, &a), QV_ERR_USAGE);
-        ck_assert_msg(strstr(qv_errmsg(), "QVET_AQ_LT_CHUNK_MB") != NULL, "message: %s", qv_errmsg());
-        ck_assert_int_eq(qv_gpu_launch(ch, &a), QV_ERR_USAGE);
-    }
-    clear_paths();
     /* The workspace grows by the cuBLASLt region from the threshold on and is a
-     * pure function of the shape otherwise (no CUDA call either). */
-    ck_assert_uint_gt(qv_gpu_workspace(i8, 128, 4096, 4096), qv_gpu_workspace(i8, 127, 4096, 4096) + (size_t)4096 * 128 * 4);
-    ck_assert_uint_gt(qv_gpu_workspace(ch, 1024, 4096, 4096), (size_t)4096 * 4096);
+     * function of the shape and the SM count otherwise (no CUDA call with the
+     * H200's set). */
+    const qv_launch_opts h200 = {.sms = 132, .arch = 90};
+    ck_assert_uint_gt(qv_gpu_workspace(i8, 128, 4096, 4096, &h200),
+                      qv_gpu_workspace(i8, 127, 4096, 4096, &h200) + (size_t)4096 * 128 * 4);
+    ck_assert_uint_gt(qv_gpu_workspace(ch, 1024, 4096, 4096, &h200), (size_t)4096 * 4096);
+    /* The path off: the mma kernel's region alone. */
+    const qv_launch_opts off = {.sms = 132, .arch = 90, .aq_lt_min_m = QV_OPT_OFF};
+    ck_assert_uint_lt(qv_gpu_workspace(i8, 128, 4096, 4096, &off) + (size_t)4096 * 128 * 4,
+                      qv_gpu_workspace(i8, 128, 4096, 4096, &h200));
 }
 END_TEST
 
 int main(void)
 {
     g_quick = gpu_env_flag("QVET_AQ_QUICK");
-    clear_paths();
-    /* The QQQ rows' wgmma path (t_gpu_aq_wg) stays off: "mma" here means
-     * aq_gemm.cuh's kernel. */
-    setenv("QVET_AQ_WG_MIN_M", "off", 1);
     const int gpu = gpu_suite_start(&g_seed);
     g_nrows = gpu_registry_rows(is_int_row, g_rows, 64);
     TCase *tc;
@@ -225,6 +217,6 @@ int main(void)
         tcase_add_loop_test(tc, paths_equal, 0, g_nrows);
         tcase_add_loop_test(tc, golden_qqq_lt, 0, 2 * (int)(sizeof qqq_goldens / sizeof qqq_goldens[0]));
     }
-    tcase_add_test(tc, env_refusals);
+    tcase_add_test(tc, option_refusals);
     return gpu_suite_run(s);
 }

@@ -1,6 +1,6 @@
 /* t_gpu_aq_wg.c: the Hopper wgmma kernel of the QQQ W4A8 rows
- * (kernels/qqq_wg.cu), which QVET_AQ_WG_MIN_M routes M >= its value to
- * (default 17).
+ * (kernels/qqq_wg.cu), which qv_launch_opts.aq_wg_min_m routes M >= its value
+ * to (default 17); every case's launch options are data (qv_launch_opts).
  *
  * Witnesses, none of them the kernel's own output:
  *  - both QQQ rows (channelwise, per group) over M in {1, 17, 64, 65, 128,
@@ -10,11 +10,11 @@
  *    group (128, 384, 1152), with the exact, one-hot and random probes: the
  *    rows accumulate in exact int32 and end in one fixed fp32 epilogue, so
  *    every output is unique and must equal the CPU model (ref_model_run) bit
- *    for bit, and equal the mma kernel's output (QVET_AQ_WG_MIN_M=off) bit for
- *    bit; each in every block tile (QVET_AQ_WG_TILE, nine of them); every
+ *    for bit, and equal the mma kernel's output (aq_wg_min_m = QV_OPT_OFF) bit for
+ *    bit; each in every block tile (aq_wg_tile, nine of them); every
  *    launch is asserted to have taken the path (qv_qqq_wg_runs) and runs
  *    twice on a poisoned output, bitwise identical, nothing written past it;
- *  - the stream-K tail: long K on a few blocks (QVET_AQ_WG_BLOCKS) so that
+ *  - the stream-K tail: long K on a few blocks (aq_wg_blocks) so that
  *    tiles are cut into parts in several blocks, which qv_qqq_wg_tail_tiles
  *    must report, with the same bit-for-bit witnesses;
  *  - the epilogue's direct stores (C only 4-byte aligned; every other case
@@ -24,9 +24,9 @@
  *  - the published QQQ vectors in tests/data/golden (QVET_GOLDEN overrides the
  *    folder) forced through the path in every block tile: the real QQQ
  *    kernel's D bit for bit;
- *  - the schedule's tail, derived by hand from the plan (Llama shapes), and
- *    malformed QVET_AQ_WG_* values refused with a status before any CUDA
- *    call.
+ *  - the schedule's tail and the route, derived by hand from the plan
+ *    (Llama shapes, planned for the H200), and aq_wg_* fields out of range
+ *    refused with a status naming the field before any CUDA call.
  * Without a CUDA device the suite prints exactly "SKIP: no CUDA device" and
  * runs only the checks that make no CUDA call. QVET_AQ_QUICK=1 keeps one shape
  * per row and tile (the compute-sanitizer run). Random cases come from (seed,
@@ -53,20 +53,17 @@ static int g_nrows;
 
 static int is_qqq_row(const qv_variant *v) { return !strcmp(v->family, "qqq"); }
 
-static const char *const kEnv[] = {"QVET_AQ_WG_MIN_M", "QVET_AQ_WG_TILE", "QVET_AQ_WG_BLOCKS",
-                                   "QVET_AQ_WG_STREAMK", "QVET_AQ_LT_MIN_M"};
+/* The H200 (132 SMs, compute capability 9.0), for the plans below without a device. */
+#define H200 .sms = 132, .arch = 90
 
-static void clear_env(void)
-{
-    for (size_t i = 0; i < sizeof kEnv / sizeof kEnv[0]; i++) unsetenv(kEnv[i]);
-}
-
-/* Runs p twice under the current environment; `wg` says whether both
+/* Runs p twice under over (on the suite's base); `wg` says whether both
  * launches must have taken the wgmma path. */
-static void run_path(const qv_problem *p, void *out, int wg, const char *label, const char *path)
+static void run_path(const qv_problem *p, const qv_launch_opts *over, void *out, int wg, const char *label,
+                     const char *path)
 {
+    const qv_launch_opts o = gpu_opts(over);
     const long long before = qv_qqq_wg_runs();
-    gpu_run_twice(p, out, label, path);
+    gpu_run_twice(p, &o, out, label, path);
     const long long ran = qv_qqq_wg_runs() - before;
     ck_assert_msg(ran == (wg ? 2 : 0), "%s [%s]: %lld of 2 launches took the wgmma path, expected %d", label, path,
                   ran, wg ? 2 : 0);
@@ -81,16 +78,19 @@ static int64_t first_diff(const uint16_t *x, const uint16_t *y, int64_t elems)
 }
 
 /* Every block tile (columns x tokens); the last is the largest. */
-static const char *const kTiles[] = {"128x16", "512x16", "128x32", "512x32", "128x64",
-                                     "512x64", "128x128", "256x128", "128x256"};
+static const qv_wg_tile kTiles[] = {QV_WG_TILE_128X16, QV_WG_TILE_512X16,  QV_WG_TILE_128X32,
+                                    QV_WG_TILE_512X32, QV_WG_TILE_128X64,  QV_WG_TILE_512X64,
+                                    QV_WG_TILE_128X128, QV_WG_TILE_256X128, QV_WG_TILE_128X256};
+static const char *const kTileNames[] = {"128x16", "512x16",  "128x32",  "512x32", "128x64",
+                                         "512x64", "128x128", "256x128", "128x256"};
 #define N_TILES ((int)(sizeof kTiles / sizeof kTiles[0]))
 
 /* One problem: the mma kernel's output, then the wgmma kernel's in every
- * block tile (with `blocks` persistent blocks, NULL for the default), each
+ * block tile (with `blocks` persistent blocks, 0 for the default), each
  * equal to the model and to the mma kernel bit for bit. Returns the tail
  * tiles seen in the largest tile's schedule. */
 static int one_problem(const qv_variant *v, int64_t m, int64_t n, int64_t k, qv_probe_kind probe, qv_regime regime,
-                       uint64_t seed, const char *blocks)
+                       uint64_t seed, int blocks)
 {
     qv_problem p;
     char label[192];
@@ -101,34 +101,29 @@ static int one_problem(const qv_variant *v, int64_t m, int64_t n, int64_t k, qv_
     ck_assert(model && o_mma && o_wg);
     ck_assert_msg(ref_model_run(&p, model) == QV_OK, "%s: model: %s", label, qv_errmsg());
 
-    clear_env();
-    setenv("QVET_AQ_WG_MIN_M", "off", 1);
-    setenv("QVET_AQ_LT_MIN_M", "2000000000", 1);
-    run_path(&p, o_mma, 0, label, "mma");
+    const qv_launch_opts mma = {.aq_wg_min_m = QV_OPT_OFF, .aq_lt_min_m = 2000000000};
+    run_path(&p, &mma, o_mma, 0, label, "mma");
     int64_t d = first_diff(o_mma, model, elems);
     ck_assert_msg(d < 0, "%s: the mma kernel differs from the model at (%" PRId64 ", %" PRId64 "): 0x%04x vs 0x%04x",
                   label, d / n, d % n, d < 0 ? 0 : o_mma[d], d < 0 ? 0 : model[d]);
     int tail = 0;
     for (int t = 0; t < N_TILES; t++) {
         if (g_quick && t != 0 && t != N_TILES - 1) continue;
-        clear_env();
-        setenv("QVET_AQ_WG_MIN_M", "1", 1);
-        setenv("QVET_AQ_WG_TILE", kTiles[t], 1);
-        if (blocks) setenv("QVET_AQ_WG_BLOCKS", blocks, 1);
-        const int tt = qv_qqq_wg_tail_tiles((int)m, (int)n, (int)k);
+        const qv_launch_opts wg = {.aq_wg_min_m = 1, .aq_wg_tile = kTiles[t], .aq_wg_blocks = blocks};
+        const qv_launch_opts wg_all = gpu_opts(&wg);
+        const int tt = qv_qqq_wg_tail_tiles((int)m, (int)n, (int)k, &wg_all);
         ck_assert_int_ge(tt, 0);
         if (t == N_TILES - 1) tail = tt;
         char path[80];
-        snprintf(path, sizeof path, "wgmma, tile %s%s%s, %d tail tiles", kTiles[t], blocks ? ", blocks " : "",
-                 blocks ? blocks : "", tt);
+        snprintf(path, sizeof path, "wgmma, tile %s, blocks %d (0: default), %d tail tiles", kTileNames[t], blocks,
+                 tt);
         memset(o_wg, 0, ob);
-        run_path(&p, o_wg, 1, label, path);
+        run_path(&p, &wg, o_wg, 1, label, path);
         d = first_diff(o_wg, model, elems);
         ck_assert_msg(d < 0, "%s [%s]: differs from the model at (%" PRId64 ", %" PRId64 "): 0x%04x vs 0x%04x",
                       label, path, d / n, d % n, d < 0 ? 0 : o_wg[d], d < 0 ? 0 : model[d]);
         ck_assert_msg(first_diff(o_wg, o_mma, elems) < 0, "%s [%s]: differs from the mma kernel", label, path);
     }
-    clear_env();
     free(model);
     free(o_mma);
     free(o_wg);
@@ -156,7 +151,7 @@ START_TEST(paths_equal)
             const qv_regime regime = probes[pi] == QV_PROBE_RANDOM ? (qv_regime)(mi % QV_REGIME_COUNT)
                                                                     : QV_REGIME_LOGUNIFORM;
             one_problem(v, m, n, k, probes[pi], regime, g_seed + (uint64_t)g_rows[_i] * 1000 + (uint64_t)mi * 10 + pi,
-                        NULL);
+                        0);
             cases++;
         }
     printf("%s: %d shapes x %d block tiles, wgmma == mma kernel == model, bit for bit\n", v->name, cases,
@@ -171,7 +166,7 @@ END_TEST
 START_TEST(stream_k)
 {
     const qv_variant *v = qv_registry_get(g_rows[_i]);
-    static const char *const blocks[2] = {"2", "7"};
+    static const int blocks[2] = {2, 7};
     int with_tail = 0;
     for (int bi = 0; bi < 2; bi++) {
         if (g_quick && bi) continue;
@@ -189,12 +184,14 @@ START_TEST(direct_store)
 {
     const qv_variant *v = qv_registry_get(g_rows[_i]);
     static const struct {
-        const char *tile, *blocks;
+        qv_launch_opts o; /* the wgmma kernel, a tile and (0: default) a block count */
+        const char *tile;
         int64_t m, n, k_ch, k_g;
         qv_probe_kind probe;
-    } cs[3] = {{"128x256", NULL, 70, 576, 1040, 384, QV_PROBE_EXACT},
-               {"512x16", NULL, 5, 192, 144, 1152, QV_PROBE_ONEHOT},
-               {"128x256", "3", 257, 256, 3072, 2048, QV_PROBE_RANDOM}};
+    } cs[3] = {{{.aq_wg_min_m = 1, .aq_wg_tile = QV_WG_TILE_128X256}, "128x256", 70, 576, 1040, 384, QV_PROBE_EXACT},
+               {{.aq_wg_min_m = 1, .aq_wg_tile = QV_WG_TILE_512X16}, "512x16", 5, 192, 144, 1152, QV_PROBE_ONEHOT},
+               {{.aq_wg_min_m = 1, .aq_wg_tile = QV_WG_TILE_128X256, .aq_wg_blocks = 3}, "128x256", 257, 256, 3072,
+                2048, QV_PROBE_RANDOM}};
     for (int c = 0; c < 3; c++) {
         const int64_t k = v->g > 0 ? cs[c].k_g : cs[c].k_ch;
         qv_problem p;
@@ -205,22 +202,16 @@ START_TEST(direct_store)
         uint16_t *model = malloc(ob), *out = malloc(ob);
         ck_assert(model && out);
         ck_assert_msg(ref_model_run(&p, model) == QV_OK, "%s: model: %s", label, qv_errmsg());
-        clear_env();
-        setenv("QVET_AQ_WG_MIN_M", "1", 1);
-        setenv("QVET_AQ_WG_TILE", cs[c].tile, 1);
-        if (cs[c].blocks) {
-            setenv("QVET_AQ_WG_BLOCKS", cs[c].blocks, 1);
-            ck_assert_int_gt(qv_qqq_wg_tail_tiles((int)cs[c].m, (int)cs[c].n, (int)k), 0);
-        }
+        const qv_launch_opts o = gpu_opts(&cs[c].o);
+        if (cs[c].o.aq_wg_blocks) ck_assert_int_gt(qv_qqq_wg_tail_tiles((int)cs[c].m, (int)cs[c].n, (int)k, &o), 0);
         char path[80];
         snprintf(path, sizeof path, "wgmma, tile %s, C 4 bytes off", cs[c].tile);
         const long long before = qv_qqq_wg_runs();
-        gpu_run_twice_with(&p, gpu_launch_c_off4, out, label, path);
+        gpu_run_twice_with(&p, gpu_launch_c_off4, &o, out, label, path);
         ck_assert_msg(qv_qqq_wg_runs() - before == 2, "%s [%s]: not on the wgmma path", label, path);
         const int64_t d = first_diff(out, model, cs[c].m * cs[c].n);
         ck_assert_msg(d < 0, "%s [%s]: differs from the model at (%" PRId64 ", %" PRId64 "): 0x%04x vs 0x%04x", label,
                       path, d / cs[c].n, d % cs[c].n, d < 0 ? 0 : out[d], d < 0 ? 0 : model[d]);
-        clear_env();
         free(model);
         free(out);
         qv_problem_destroy(&p);
@@ -235,14 +226,12 @@ START_TEST(golden_qqq_wg)
 {
     gpu_qqq_golden gq;
     gpu_qqq_golden_open(&gq, qqq_goldens[_i / N_TILES]);
-    const char *tile = kTiles[_i % N_TILES];
-    clear_env();
-    setenv("QVET_AQ_WG_MIN_M", "1", 1);
-    setenv("QVET_AQ_WG_TILE", tile, 1);
+    const char *tile = kTileNames[_i % N_TILES];
+    const qv_launch_opts o = {.aq_wg_min_m = 1, .aq_wg_tile = kTiles[_i % N_TILES]};
     for (int mi = 0; mi < gq.n_ms; mi++) {
         const int m = gq.ms[mi];
         gpu_qqq_case c;
-        gpu_qqq_case_load(&gq, m, &c);
+        gpu_qqq_case_load(&gq, m, &o, &c);
         uint16_t *out = malloc(sizeof(uint16_t) * (size_t)m * gq.n);
         ck_assert_ptr_nonnull(out);
         const long long before = qv_qqq_wg_runs();
@@ -254,7 +243,6 @@ START_TEST(golden_qqq_wg)
         free(out);
         gpu_qqq_case_free(&c);
     }
-    clear_env();
     gpu_qqq_golden_close(&gq);
 }
 END_TEST
@@ -268,115 +256,127 @@ END_TEST
  * form (128x64, 128x128); the last round of tiles (all of them when there
  * are fewer than blocks) is shared along K when it would keep fewer than 7/8
  * of the blocks (115.5) busy. */
+/* The tail under o (planned for the H200). */
+static int tail(int m, int n, int k, qv_launch_opts o) { return qv_qqq_wg_tail_tiles(m, n, k, &o); }
+
 START_TEST(schedule)
 {
-    clear_env();
+    const qv_launch_opts dflt = {H200}, t512x64 = {H200, .aq_wg_tile = QV_WG_TILE_512X64},
+                         t512x16 = {H200, .aq_wg_tile = QV_WG_TILE_512X16},
+                         whole = {H200, .aq_wg_streamk = QV_OPT_OFF};
     /* Llama-3-70B qkv, N = 10240, K = 8192 (64 stages). M = 1024: 4 x 80 =
      * 320 wide tiles = 2 rounds + 56, 56 < 115.5: 56 shared. M = 129: 80 wide
      * tiles x 64 = 5120 >= 5016: wide, all 80 shared. M = 128: 40 wide tiles
      * x 64 = 2560: narrow, 80 tiles, all shared. M = 64: 20 wide tiles:
      * narrow, 80; forced to 512x64, 20. */
-    ck_assert_int_eq(qv_qqq_wg_tail_tiles(1024, 10240, 8192), 56);
-    ck_assert_int_eq(qv_qqq_wg_tail_tiles(129, 10240, 8192), 80);
-    ck_assert_int_eq(qv_qqq_wg_tail_tiles(128, 10240, 8192), 80);
-    ck_assert_int_eq(qv_qqq_wg_tail_tiles(64, 10240, 8192), 80);
-    setenv("QVET_AQ_WG_TILE", "512x64", 1);
-    ck_assert_int_eq(qv_qqq_wg_tail_tiles(64, 10240, 8192), 20);
-    clear_env();
+    ck_assert_int_eq(tail(1024, 10240, 8192, dflt), 56);
+    ck_assert_int_eq(tail(129, 10240, 8192, dflt), 80);
+    ck_assert_int_eq(tail(128, 10240, 8192, dflt), 80);
+    ck_assert_int_eq(tail(64, 10240, 8192, dflt), 80);
+    ck_assert_int_eq(tail(64, 10240, 8192, t512x64), 20);
     /* M = 16 and 32: the 16- and 32-token tiles, 20 wide (512-column) tiles x
      * 64 stages = 1280 < 5016: narrow, 80 tiles of 128 columns, all shared;
      * forced to 512x16, 20. */
-    ck_assert_int_eq(qv_qqq_wg_tail_tiles(16, 10240, 8192), 80);
-    ck_assert_int_eq(qv_qqq_wg_tail_tiles(32, 10240, 8192), 80);
-    setenv("QVET_AQ_WG_TILE", "512x16", 1);
-    ck_assert_int_eq(qv_qqq_wg_tail_tiles(16, 10240, 8192), 20);
-    clear_env();
+    ck_assert_int_eq(tail(16, 10240, 8192, dflt), 80);
+    ck_assert_int_eq(tail(32, 10240, 8192, dflt), 80);
+    ck_assert_int_eq(tail(16, 10240, 8192, t512x16), 20);
     /* Llama-2-7B gate_up, N = 22016, K = 4096, M = 1024: 4 x 172 = 688 tiles
      * = 5 rounds + 28: 28 shared. M = 512: 2 x 172 = 344 = 2 rounds + 80. */
-    ck_assert_int_eq(qv_qqq_wg_tail_tiles(1024, 22016, 4096), 28);
-    ck_assert_int_eq(qv_qqq_wg_tail_tiles(512, 22016, 4096), 80);
+    ck_assert_int_eq(tail(1024, 22016, 4096, dflt), 28);
+    ck_assert_int_eq(tail(512, 22016, 4096, dflt), 80);
     /* Llama-2-7B o, N = K = 4096 (32 stages), M = 256: 32 wide tiles x 32:
      * narrow, 2 x 32 = 64 tiles, all shared. */
-    ck_assert_int_eq(qv_qqq_wg_tail_tiles(256, 4096, 4096), 64);
+    ck_assert_int_eq(tail(256, 4096, 4096, dflt), 64);
     /* 7/8 of the blocks or more stay whole: M = 1024, N = 15872 (124 tile
      * columns): 496 tiles = 3 rounds + 100, shared; N = 16384 (128): 512 =
      * 3 rounds + 116, 116 >= 115.5: whole. */
-    ck_assert_int_eq(qv_qqq_wg_tail_tiles(1024, 15872, 4096), 100);
-    ck_assert_int_eq(qv_qqq_wg_tail_tiles(1024, 16384, 4096), 0);
+    ck_assert_int_eq(tail(1024, 15872, 4096, dflt), 100);
+    ck_assert_int_eq(tail(1024, 16384, 4096, dflt), 0);
     /* One k128 stage has nothing to share. */
-    ck_assert_int_eq(qv_qqq_wg_tail_tiles(129, 10240, 128), 0);
-    setenv("QVET_AQ_WG_STREAMK", "0", 1);
-    ck_assert_int_eq(qv_qqq_wg_tail_tiles(1024, 10240, 8192), 0);
-    clear_env();
+    ck_assert_int_eq(tail(129, 10240, 128, dflt), 0);
+    ck_assert_int_eq(tail(1024, 10240, 8192, whole), 0);
+    /* Fewer blocks planned: 2 blocks, 320 tiles = 160 whole rounds, no tail;
+     * 3 blocks: 106 rounds + 2 tiles, 2 < 2.625: 2 shared. */
+    const qv_launch_opts b2 = {H200, .aq_wg_blocks = 2}, b3 = {H200, .aq_wg_blocks = 3};
+    ck_assert_int_eq(tail(1024, 10240, 8192, b2), 0);
+    ck_assert_int_eq(tail(1024, 10240, 8192, b3), 2);
 }
 END_TEST
+
+/* The route under o (planned for the H200). */
+static int route_of(int group, int m, int n, int k, int g, qv_launch_opts o)
+{
+    return qv_qqq_wg_route(group, m, n, k, g, &o);
+}
 
 /* The route, derived by hand: from M = 17 the wgmma kernel; below, only
  * layers of at least half a wave of the mma kernel's 256-column blocks (132
  * SMs x 3 blocks / 2 = 198 blocks), which that kernel would not split along
- * K. A set QVET_AQ_WG_MIN_M is the one threshold. */
+ * K. A set aq_wg_min_m is the one threshold. */
 START_TEST(route)
 {
-    clear_env();
+    const qv_launch_opts dflt = {H200};
     /* Llama-3-70B gate_up, N = 57344: 224 blocks */
-    ck_assert_int_eq(qv_qqq_wg_route(0, 1, 57344, 8192, 0), 1);
-    ck_assert_int_eq(qv_qqq_wg_route(1, 16, 57344, 8192, 128), 1);
+    ck_assert_int_eq(route_of(0, 1, 57344, 8192, 0, dflt), 1);
+    ck_assert_int_eq(route_of(1, 16, 57344, 8192, 128, dflt), 1);
     /* 198 blocks (N = 50688); 197 (N = 50432) not */
-    ck_assert_int_eq(qv_qqq_wg_route(0, 8, 50688, 4096, 0), 1);
-    ck_assert_int_eq(qv_qqq_wg_route(0, 8, 50432, 4096, 0), 0);
-    ck_assert_int_eq(qv_qqq_wg_route(1, 16, 50688, 4096, 128), 1);
-    ck_assert_int_eq(qv_qqq_wg_route(1, 16, 50432, 4096, 128), 0);
+    ck_assert_int_eq(route_of(0, 8, 50688, 4096, 0, dflt), 1);
+    ck_assert_int_eq(route_of(0, 8, 50432, 4096, 0, dflt), 0);
+    ck_assert_int_eq(route_of(1, 16, 50688, 4096, 128, dflt), 1);
+    ck_assert_int_eq(route_of(1, 16, 50432, 4096, 128, dflt), 0);
     /* Llama-2-7B gate_up (86 blocks), Llama-3-70B down (32): the mma kernel */
-    ck_assert_int_eq(qv_qqq_wg_route(0, 16, 22016, 4096, 0), 0);
-    ck_assert_int_eq(qv_qqq_wg_route(1, 1, 8192, 28672, 128), 0);
-    ck_assert_int_eq(qv_qqq_wg_route(1, 17, 512, 256, 128), 1);
-    setenv("QVET_AQ_WG_MIN_M", "17", 1);
-    ck_assert_int_eq(qv_qqq_wg_route(0, 16, 57344, 8192, 0), 0);
-    ck_assert_int_eq(qv_qqq_wg_route(0, 17, 57344, 8192, 0), 1);
-    setenv("QVET_AQ_WG_MIN_M", "off", 1);
-    ck_assert_int_eq(qv_qqq_wg_route(0, 1, 57344, 8192, 0), 0);
-    ck_assert_int_eq(qv_qqq_wg_route(0, 1024, 57344, 8192, 0), 0);
-    setenv("QVET_AQ_WG_MIN_M", "x", 1);
-    ck_assert_int_eq(qv_qqq_wg_route(0, 1, 57344, 8192, 0), -1);
-    clear_env();
+    ck_assert_int_eq(route_of(0, 16, 22016, 4096, 0, dflt), 0);
+    ck_assert_int_eq(route_of(1, 1, 8192, 28672, 128, dflt), 0);
+    ck_assert_int_eq(route_of(1, 17, 512, 256, 128, dflt), 1);
+    const qv_launch_opts t17 = {H200, .aq_wg_min_m = 17}, off = {H200, .aq_wg_min_m = QV_OPT_OFF},
+                         bad = {H200, .aq_wg_min_m = -7};
+    ck_assert_int_eq(route_of(0, 16, 57344, 8192, 0, t17), 0);
+    ck_assert_int_eq(route_of(0, 17, 57344, 8192, 0, t17), 1);
+    ck_assert_int_eq(route_of(0, 1, 57344, 8192, 0, off), 0);
+    ck_assert_int_eq(route_of(0, 1024, 57344, 8192, 0, off), 0);
+    ck_assert_int_eq(route_of(0, 1, 57344, 8192, 0, bad), -1);
+    /* The wide-layer rule counts the blocks per SM of the mma kernel's plan:
+     * at 2 per SM half a wave is 132 blocks (N = 33792 has 132). */
+    const qv_launch_opts bps2 = {H200, .aq_blocks_per_sm = 2};
+    ck_assert_int_eq(route_of(0, 8, 33792, 4096, 0, bps2), 1);
+    ck_assert_int_eq(route_of(0, 8, 33536, 4096, 0, bps2), 0);
 }
 END_TEST
 
-START_TEST(env_refusals)
+START_TEST(option_refusals)
 {
     const qv_variant *ch = qv_variant_find("qqq-w4a8-ch");
     ck_assert_ptr_nonnull(ch);
     qv_gemm_args a = gpu_placeholder_args(256, 128, 256);
-    static const struct { const char *var, *val; } bad[] = {
-        {"QVET_AQ_WG_MIN_M", "abc"}, {"QVET_AQ_WG_MIN_M", "0"},    {"QVET_AQ_WG_MIN_M", "-3"},
-        {"QVET_AQ_WG_MIN_M", "9x"},  {"QVET_AQ_WG_TILE", "64"},    {"QVET_AQ_WG_TILE", "128x256x"},
-        {"QVET_AQ_WG_BLOCKS", "0"},  {"QVET_AQ_WG_BLOCKS", "265"}, {"QVET_AQ_WG_STREAMK", "2"},
-        /* no 8-token or 1024-column tile */
-        {"QVET_AQ_WG_TILE", "512x8"}, {"QVET_AQ_WG_TILE", "1024x16"},
+    static const struct {
+        qv_launch_opts o;
+        const char *field;
+    } bad[] = {
+        {{H200, .aq_wg_min_m = -3}, "aq_wg_min_m"},
+        {{H200, .aq_wg_min_m = 1, .aq_wg_tile = QV_WG_TILE_COUNT}, "aq_wg_tile"},
+        {{H200, .aq_wg_min_m = 1, .aq_wg_tile = (qv_wg_tile)-1}, "aq_wg_tile"},
+        {{H200, .aq_wg_min_m = 1, .aq_wg_blocks = -1}, "aq_wg_blocks"},
+        {{H200, .aq_wg_min_m = 1, .aq_wg_blocks = QV_WG_BLOCKS_MAX + 1}, "aq_wg_blocks"},
+        {{H200, .aq_wg_min_m = 1, .aq_wg_streamk = 2}, "aq_wg_streamk"},
+        {{H200, .aq_wg_min_m = 1, .aq_wg_pdl = 2}, "aq_wg_pdl"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        clear_env();
-        setenv("QVET_AQ_WG_MIN_M", "1", 1);
-        setenv(bad[i].var, bad[i].val, 1);
+        a.opts = &bad[i].o;
         ck_assert_int_eq(qv_gpu_launch(ch, &a), QV_ERR_USAGE);
-        ck_assert_msg(strstr(qv_errmsg(), bad[i].var) != NULL, "%s=%s: message: %s", bad[i].var, bad[i].val,
-                      qv_errmsg());
+        ck_assert_msg(strstr(qv_errmsg(), bad[i].field) != NULL, "%s: message: %s", bad[i].field, qv_errmsg());
+        /* ... and the tail query says so. */
+        ck_assert_int_eq(qv_qqq_wg_tail_tiles(1024, 4096, 4096, &bad[i].o), -1);
     }
-    /* A bad tile or block count also makes the tail query say so. */
-    clear_env();
-    setenv("QVET_AQ_WG_TILE", "256", 1);
-    ck_assert_int_eq(qv_qqq_wg_tail_tiles(1024, 4096, 4096), -1);
-    clear_env();
     /* The workspace holds the stream-K slots when the schedule has a tail
      * (M = 129 on N = 4096: 32 tiles, all shared): 2 x 132 tiles of 128 KiB. */
-    ck_assert_uint_ge(qv_gpu_workspace(ch, 129, 4096, 4096), (size_t)2 * 132 * 128 * 1024);
+    const qv_launch_opts h200 = {H200};
+    ck_assert_uint_ge(qv_gpu_workspace(ch, 129, 4096, 4096, &h200), (size_t)2 * 132 * 128 * 1024);
 }
 END_TEST
 
 int main(void)
 {
     g_quick = gpu_env_flag("QVET_AQ_QUICK");
-    clear_env();
     const int gpu = gpu_suite_start(&g_seed);
     g_nrows = gpu_registry_rows(is_qqq_row, g_rows, 8);
     TCase *tc;
@@ -388,7 +388,7 @@ int main(void)
         tcase_add_loop_test(tc, golden_qqq_wg, 0, N_TILES * (int)(sizeof qqq_goldens / sizeof qqq_goldens[0]));
     }
     tcase_add_test(tc, schedule);
-    tcase_add_test(tc, env_refusals);
+    tcase_add_test(tc, option_refusals);
     tcase_add_test(tc, route);
     return gpu_suite_run(s);
 }

@@ -89,7 +89,8 @@ static int64_t runner_layer(const qv_variant *v, const float *w, int n_out, int 
     unsigned char *out = malloc((size_t)qv_problem_out_bytes(&p));
     ck_assert(out != NULL);
     qv_gpu_stats st;
-    ck_assert_msg(qv_gpu_run(&p, NULL, 1, out, &st) == QV_OK, "%s: %s", v->name, qv_errmsg());
+    const qv_launch_opts base = gpu_opts(NULL);
+    ck_assert_msg(qv_gpu_run(&p, NULL, &base, 1, out, &st) == QV_OK, "%s: %s", v->name, qv_errmsg());
     for (int i = 0; i < T; i++)
         for (int j = 0; j < n_out; j++) {
             const unsigned char *c = out + ((size_t)i * (size_t)p.n + (size_t)j) * es;
@@ -114,7 +115,8 @@ START_TEST(test_layers_match_runner)
     qv_llama m;
     tiny_model(&m, &s);
     qv_linear_backend lb;
-    qv_status st = qv_linear_variant_gpu(v, &m, &lb);
+    const qv_launch_opts base = gpu_opts(NULL);
+    qv_status st = qv_linear_variant_gpu(v, &m, &base, &lb);
     ck_assert_msg(st == QV_OK, "%s: %s", v->name, qv_errmsg());
     ck_assert_msg(qv_linear_backend_prepare(&lb, T) == QV_OK, "%s: %s", v->name, qv_errmsg());
     float *x = rand_vec(&s, (size_t)T * HID, 2.0f, 0);
@@ -169,7 +171,8 @@ START_TEST(test_refusals)
         if (gpu && v->gpu_kernel) continue;
         qv_linear_backend lb;
         memset(&lb, 0xA5, sizeof lb); /* the call must clear it */
-        qv_status st = qv_linear_variant_gpu(v, &m, &lb);
+        const qv_launch_opts base = gpu_opts(NULL);
+    qv_status st = qv_linear_variant_gpu(v, &m, &base, &lb);
         ck_assert_int_eq(st, gpu ? QV_ERR_UNSUPPORTED : QV_ERR_NODEVICE);
         ck_assert(lb.run == NULL && lb.ctx == NULL);
         qv_linear_backend_free(&lb);

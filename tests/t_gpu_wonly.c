@@ -21,7 +21,7 @@
  *    every case launches twice and must be bitwise identical, with nothing
  *    written past the output (the runner's guard zone);
  *  - one real layer shape per row (M = 33, N = K = 4096) with random data;
- *  - M <= 16 on every weight-only path (QVET_WO_SMALL: the small-M kernel in
+ *  - M <= 16 on every weight-only path (qv_launch_opts.wo_small: the small-M kernel in
  *    each configuration, and the general kernel), the same inputs and the
  *    same checks;
  *  - M <= 16 with group scales on both sides of 2^-4, where the small-M
@@ -94,10 +94,12 @@ static void shape_for(const qv_variant *v, int idx, int64_t m, int64_t *n, int64
 
 /* ---- one case ----------------------------------------------------------------- */
 
-/* One case, launched twice, with its verdicts; returns 1 when it passed. */
-static int one_case(const qv_variant *v, int64_t m, int64_t n, int64_t k, int probe, int regime, uint64_t idx)
+/* One case under launch options o (NULL: the suite's base), launched twice,
+ * with its verdicts; returns 1 when it passed. */
+static int one_case(const qv_variant *v, int64_t m, int64_t n, int64_t k, int probe, int regime, uint64_t idx,
+                    const qv_launch_opts *o)
 {
-    return wonly_one_case(v, m, n, k, probe, regime, g_seed, idx, 0);
+    return wonly_one_case(v, m, n, k, probe, regime, g_seed, idx, 0, o);
 }
 
 /* One registry row over the whole edge set of M, every probe. */
@@ -112,7 +114,7 @@ START_TEST(registry_edges)
             shape_for(v, mi * PROBE_COUNT + probe, m, &n, &k);
             const int regime = probe == PROBE_RANDOM ? mi % REG_COUNT : REG_NORMAL;
             const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + (uint64_t)mi * 10 + (uint64_t)probe;
-            failed += !one_case(v, m, n, k, probe, regime, idx);
+            failed += !one_case(v, m, n, k, probe, regime, idx, NULL);
             cases++;
         }
     printf("%s: %d edge cases, %d failed\n", v->name, cases, failed);
@@ -125,8 +127,8 @@ START_TEST(registry_real)
 {
     const qv_variant *v = qv_registry_get(g_rows[_i]);
     const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 99999;
-    ck_assert_msg(one_case(v, 33, 4096, 4096, PROBE_RANDOM, REG_NORMAL, idx), "%s: real shape failed", v->name);
-    ck_assert_msg(one_case(v, 1, 4096, 4096, PROBE_EXACT, REG_NORMAL, idx + 1), "%s: real shape failed", v->name);
+    ck_assert_msg(one_case(v, 33, 4096, 4096, PROBE_RANDOM, REG_NORMAL, idx, NULL), "%s: real shape failed", v->name);
+    ck_assert_msg(one_case(v, 1, 4096, 4096, PROBE_EXACT, REG_NORMAL, idx + 1, NULL), "%s: real shape failed", v->name);
 }
 END_TEST
 
@@ -138,48 +140,31 @@ START_TEST(registry_quick)
     const qv_variant *v = qv_registry_get(g_rows[_i]);
     const int64_t kq = v->g > 0 ? 3 * v->g : 528;
     const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 88888;
-    ck_assert_msg(one_case(v, 5, 320, kq, PROBE_EXACT, REG_NORMAL, idx), "%s: quick case failed", v->name);
-    ck_assert_msg(one_case(v, 70, 320, kq, PROBE_ONEHOT, REG_NORMAL, idx + 1), "%s: quick case failed", v->name);
-    ck_assert_msg(one_case(v, 33, 320, kq, PROBE_EXACT, REG_NORMAL, idx + 2), "%s: quick case failed", v->name);
+    ck_assert_msg(one_case(v, 5, 320, kq, PROBE_EXACT, REG_NORMAL, idx, NULL), "%s: quick case failed", v->name);
+    ck_assert_msg(one_case(v, 70, 320, kq, PROBE_ONEHOT, REG_NORMAL, idx + 1, NULL), "%s: quick case failed", v->name);
+    ck_assert_msg(one_case(v, 33, 320, kq, PROBE_EXACT, REG_NORMAL, idx + 2, NULL), "%s: quick case failed", v->name);
 }
 END_TEST
 
-/* ---- dispatch overrides (kernels/wonly_dq.cu reads them at every launch) ---- */
+/* ---- path options --------------------------------------------------------------- */
 
-/* The previous values of the overrides of the large-M path, to restore. */
-typedef struct env_saved {
-    char *min_m, *chunk, *splitk, *wg;
-} env_saved;
+/* The H200's SM count and architecture, for the workspace sizes below to be
+ * a function of the shape alone, whatever the device. */
+#define H200 .sms = 132, .arch = 90
 
-/* Sets QVET_WO_DQ_MIN_M, QVET_WO_DQ_CHUNK_MB and QVET_WO_DQ_SPLITK (NULL:
- * unset) for the cases that follow, with the wgmma path (which the
- * dispatcher asks first, from M = 17 by default) off; env_restore puts back
- * what the caller had. */
-static env_saved env_force(const char *min_m, const char *chunk, const char *splitk)
+/* Options for the large-M path's cases: wo_dq_min_m, wo_dq_chunk_mib and
+ * wo_dq_splitk as given (0: unset), with the wgmma path (which the
+ * dispatcher asks first, from M = 17 by default) off. */
+static qv_launch_opts dq_opts(int min_m, double chunk_mib, int splitk)
 {
-    env_saved e;
-    e.wg = wonly_env_set("QVET_WO_WG_MIN_M", "off");
-    e.min_m = wonly_env_set("QVET_WO_DQ_MIN_M", min_m);
-    e.chunk = wonly_env_set("QVET_WO_DQ_CHUNK_MB", chunk);
-    e.splitk = wonly_env_set("QVET_WO_DQ_SPLITK", splitk);
-    return e;
-}
-
-static void env_restore(env_saved e)
-{
-    free(wonly_env_set("QVET_WO_DQ_MIN_M", e.min_m));
-    free(wonly_env_set("QVET_WO_DQ_CHUNK_MB", e.chunk));
-    free(wonly_env_set("QVET_WO_DQ_SPLITK", e.splitk));
-    free(wonly_env_set("QVET_WO_WG_MIN_M", e.wg));
-    free(e.wg);
-    free(e.min_m);
-    free(e.chunk);
-    free(e.splitk);
+    const qv_launch_opts o = {.wo_wg_min_m = QV_OPT_OFF, .wo_dq_min_m = min_m, .wo_dq_chunk_mib = chunk_mib,
+                              .wo_dq_splitk = splitk};
+    return o;
 }
 
 /* The small-M kernel (M <= 16, kernels/wonly_small.cu) in each of its
- * configurations and the general kernel on the same inputs (QVET_WO_SMALL
- * selects them); each must pass the same check. The shapes
+ * configurations and the general kernel on the same inputs (the options'
+ * wo_small selects them); each must pass the same check. The shapes
  * cross the small-M kernel's 512-column block (N = 576) and split K into many
  * slices, the last one partial (257 k16 tiles
  * for channel and tensor rows; 32 groups for grouped rows, whose slices hold
@@ -198,28 +183,30 @@ START_TEST(small_m_both_paths)
     if (strcmp(v->family, "marlin") != 0) return; /* the cuBLAS rows have one path */
     const int64_t n = 576, k = v->g > 0 ? 32 * (int64_t)v->g : 4112;
     int failed = 0, cases = 0;
-    /* QVET_WO_SMALL (kernels/wonly_small.cuh): "1" the small-M kernel up to
-     * M = 8 in the m16 orientation, "swap" and "swap2" its swapped-mma
-     * configurations (M <= 8; "swap" is what the default runs there), "16"
-     * the small-M kernel at every M <= 16 in the m16 orientation (what the
-     * default runs for 9 <= M <= 16), "0" the general kernel. Above M = 8 only
-     * "16" and "0" differ. */
-    static const char *const paths[] = {"1", "swap", "swap2", "16", "0"};
+    /* wo_small (kernels/wonly_small.cuh): QV_WO_SMALL_M16_8 the small-M
+     * kernel up to M = 8 in the m16 orientation, _SWAP and _SWAP2 its
+     * swapped-mma configurations (M <= 8; _SWAP is what the default runs
+     * there), _M16_16 the small-M kernel at every M <= 16 in the m16
+     * orientation (what the default runs for 9 <= M <= 16), _NEVER the
+     * general kernel. Above M = 8 only _M16_16 and _NEVER differ. */
+    static const qv_launch_opts paths[] = {{.wo_small = QV_WO_SMALL_M16_8},
+                                           {.wo_small = QV_WO_SMALL_SWAP},
+                                           {.wo_small = QV_WO_SMALL_SWAP2},
+                                           {.wo_small = QV_WO_SMALL_M16_16},
+                                           {.wo_small = QV_WO_SMALL_NEVER}};
     for (int mi = 0; mi < N_SMALL_M; mi++)
         for (int path = 0; path < 5; path++) {
             const int m_le8 = small_m[mi].m <= 8;
             if (m_le8 ? path == 3 : path < 3) continue; /* the same kernel as another path */
-            ck_assert_int_eq(setenv("QVET_WO_SMALL", paths[path], 1), 0);
             const int probe = small_m[mi].probe, regime = small_m[mi].regime;
             /* The same index on every path: the same inputs. */
             const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 77000 + (uint64_t)mi;
-            if (!one_case(v, small_m[mi].m, n, k, probe, regime, idx)) {
-                fprintf(stderr, "  (QVET_WO_SMALL=%s)\n", paths[path]);
+            if (!one_case(v, small_m[mi].m, n, k, probe, regime, idx, &paths[path])) {
+                fprintf(stderr, "  (wo_small=%d)\n", (int)paths[path].wo_small);
                 failed++;
             }
             cases++;
         }
-    ck_assert_int_eq(unsetenv("QVET_WO_SMALL"), 0);
     printf("%s: %d small-M cases on all paths, %d failed\n", v->name, cases, failed);
     ck_assert_msg(failed == 0, "%s: %d of %d small-M cases failed (see stderr)", v->name, failed, cases);
 }
@@ -247,27 +234,30 @@ START_TEST(refusals)
     a.k = 256, a.g = 64;
     ck_assert_int_eq(qv_launch_wonly(w4, &a), QV_ERR_SHAPE); /* g disagrees with the row */
     a.g = 128, a.m = 1, a.n = 64, a.k = 8192;
-    ck_assert_msg(qv_workspace_wonly(w4, 1, 64, 8192) > 0, "a split-K shape needs a workspace");
+    const qv_launch_opts h200 = {H200};
+    a.opts = &h200;
+    ck_assert_msg(qv_workspace_wonly(w4, 1, 64, 8192, &h200) > 0, "a split-K shape needs a workspace");
     ck_assert_int_eq(qv_launch_wonly(w4, &a), QV_ERR_USAGE); /* workspace missing */
     a.b = NULL;
     ck_assert_int_eq(qv_launch_wonly(w4, &a), QV_ERR_USAGE); /* B missing */
     ck_assert_int_eq(qv_launch_wonly(cb, &a), QV_ERR_UNSUPPORTED); /* not a weight-only row */
     a.b = dummy;
     ck_assert_int_eq(qv_launch_cublas(w4, &a), QV_ERR_UNSUPPORTED); /* not a cuBLAS row */
-    /* A bad QVET_WO_SMALL_PRE (the small-M kernel's ring stages requested
-     * before its wait, 0 to 4) is a usage error, found before any CUDA call. */
+    /* A bad wo_small_pre (the small-M kernel's ring stages requested before
+     * its wait, 1 to 4 or QV_OPT_OFF) is a usage error naming the field,
+     * found before any CUDA call; so is any other field out of range. */
     {
-        char *old_path = wonly_env_set("QVET_WO_SMALL", NULL);
         a.workspace = dummy;
-        a.workspace_bytes = qv_workspace_wonly(w4, a.m, a.n, a.k);
-        const char *const bad[] = {"5", "-1", "x", "1.5", "2 "};
-        for (int i = 0; i < 5; i++) {
-            char *old = wonly_env_set("QVET_WO_SMALL_PRE", bad[i]);
+        a.workspace_bytes = qv_workspace_wonly(w4, a.m, a.n, a.k, &h200);
+        static const qv_launch_opts bad[] = {{H200, .wo_small_pre = 5}, {H200, .wo_small_pre = -2},
+                                             {H200, .wo_small_cluster = 3}, {H200, .wo_small_splits = -1}};
+        static const char *const field[] = {"wo_small_pre", "wo_small_pre", "wo_small_cluster", "wo_small_splits"};
+        for (int i = 0; i < 4; i++) {
+            a.opts = &bad[i];
             ck_assert_int_eq(qv_launch_wonly(w4, &a), QV_ERR_USAGE);
-            ck_assert_ptr_nonnull(strstr(qv_errmsg(), "QVET_WO_SMALL_PRE"));
-            wonly_env_restore("QVET_WO_SMALL_PRE", old);
+            ck_assert_msg(strstr(qv_errmsg(), field[i]) != NULL, "%s", qv_errmsg());
         }
-        wonly_env_restore("QVET_WO_SMALL", old_path);
+        a.opts = &h200;
         a.workspace = NULL;
         a.workspace_bytes = 0;
     }
@@ -277,9 +267,9 @@ START_TEST(refusals)
     /* Workspace sizing needs no device: small M splits K (fp32 partials and
      * counters), a 1024-row problem fills the SMs without splitting on the
      * mma kernel, and an act_order row always holds its permuted copy of A
-     * (m*k halves). The large-M path (M >= QVET_WO_DQ_MIN_M) holds the
+     * (m*k halves). The large-M path (M >= wo_dq_min_m) holds the
      * dequantized fp16 weights: all n*k of them unchunked, else two chunk
-     * buffers of whole 256-column groups of at most QVET_WO_DQ_CHUNK_MB MiB
+     * buffers of whole 256-column groups of at most wo_dq_chunk_mib MiB
      * (24 MiB / (2 bytes * 4096) = 3072 columns), plus an fp32 chunk of the
      * product (m * 3072 floats) for channel scales; past a few KiB kept for
      * the other paths' arrival counters. */
@@ -287,36 +277,36 @@ START_TEST(refusals)
     const qv_variant *ch = qv_variant_find("marlin-w8a16-ch-f16");
     ck_assert_ptr_nonnull(act);
     ck_assert_ptr_nonnull(ch);
-    ck_assert_msg(qv_workspace_wonly(w4, 1, 4096, 4096) >= 2 * 4096 * sizeof(float),
+    ck_assert_msg(qv_workspace_wonly(w4, 1, 4096, 4096, &h200) >= 2 * 4096 * sizeof(float),
                   "M=1 on a 4096 x 4096 layer splits K into at least two fp32 slices");
-    env_saved e = env_force("1000000000", NULL, NULL);
-    ck_assert_uint_eq(qv_workspace_wonly(w4, 1024, 4096, 4096), 0);
-    env_restore(e);
+    qv_launch_opts e = dq_opts(1000000000, 0, 0);
+    e.sms = 132, e.arch = 90;
+    ck_assert_uint_eq(qv_workspace_wonly(w4, 1024, 4096, 4096, &e), 0);
     const size_t kib64 = (size_t)64 << 10;
-    e = env_force("64", "0", NULL);
-    const size_t whole = qv_workspace_wonly(w4, 1024, 4096, 4096);
+    e = dq_opts(64, QV_OPT_OFF, 0);
+    e.sms = 132, e.arch = 90;
+    const size_t whole = qv_workspace_wonly(w4, 1024, 4096, 4096, &e);
     ck_assert_msg(whole >= (size_t)4096 * 4096 * 2 && whole < (size_t)4096 * 4096 * 2 + kib64,
                   "unchunked: n*k halves, got %zu bytes", whole);
-    env_restore(e);
-    e = env_force("64", "24", NULL);
-    const size_t chunked = qv_workspace_wonly(w4, 1024, 4096, 4096);
+    e = dq_opts(64, 24, 0);
+    e.sms = 132, e.arch = 90;
+    const size_t chunked = qv_workspace_wonly(w4, 1024, 4096, 4096, &e);
     ck_assert_msg(chunked >= (size_t)2 * 3072 * 4096 * 2 && chunked < (size_t)2 * 3072 * 4096 * 2 + kib64,
                   "24 MiB chunks: two buffers of 3072 columns, got %zu bytes", chunked);
-    ck_assert_uint_eq(qv_workspace_wonly(ch, 1024, 4096, 4096), chunked + (size_t)1024 * 3072 * 4);
+    ck_assert_uint_eq(qv_workspace_wonly(ch, 1024, 4096, 4096, &e), chunked + (size_t)1024 * 3072 * 4);
     /* k = 28672: 24 MiB hold only 438 columns, but a chunk keeps at least
      * M = 1024 columns (A is re-read once per chunk). */
-    const size_t longk = qv_workspace_wonly(w4, 1024, 8192, 28672);
+    const size_t longk = qv_workspace_wonly(w4, 1024, 8192, 28672, &e);
     ck_assert_msg(longk >= (size_t)2 * 1024 * 28672 * 2 && longk < (size_t)2 * 1024 * 28672 * 2 + kib64,
                   "k = 28672: two buffers of 1024 columns, got %zu bytes", longk);
-    env_restore(e);
     /* Split K: 1024 x 1024 is 8 x 8 tiles of 128 x 128, so 4 slices reach the
      * 132 SMs, each with an fp32 (m, 1024) product. */
-    e = env_force("64", "24", "1");
-    ck_assert_uint_eq(qv_workspace_wonly(w4, 1024, 8192, 28672), longk + (size_t)4 * 1024 * 1024 * 4);
-    env_restore(e);
-    ck_assert_msg(qv_workspace_wonly(act, 1024, 4096, 4096) >= (size_t)1024 * 4096 * 2,
+    e = dq_opts(64, 24, QV_OPT_ON);
+    e.sms = 132, e.arch = 90;
+    ck_assert_uint_eq(qv_workspace_wonly(w4, 1024, 8192, 28672, &e), longk + (size_t)4 * 1024 * 1024 * 4);
+    ck_assert_msg(qv_workspace_wonly(act, 1024, 4096, 4096, &h200) >= (size_t)1024 * 4096 * 2,
                   "act_order keeps A's permuted copy in the workspace");
-    ck_assert_uint_eq(qv_workspace_wonly(cb, 1, 4096, 4096), 0); /* not a weight-only row */
+    ck_assert_uint_eq(qv_workspace_wonly(cb, 1, 4096, 4096, &h200), 0); /* not a weight-only row */
 }
 END_TEST
 
@@ -332,11 +322,11 @@ static int64_t dq_k(const qv_variant *v, int which)
     return v->g > 0 ? v->g * mult[which] : plain[which];
 }
 
-/* One marlin row through the large-M path (QVET_WO_DQ_MIN_M=1) at M on and off
- * 16/64-row edges, with 256-column chunks (QVET_WO_DQ_CHUNK_MB=0.01) that
+/* One marlin row through the large-M path (wo_dq_min_m = 1) at M on and off
+ * 16/64-row edges, with 256-column chunks (wo_dq_chunk_mib = 0.01) that
  * leave a 64-column last chunk and reuse both ping-pong buffers (N = 832:
  * 256 + 256 + 256 + 64), the default chunking and none, with and without
- * split K (QVET_WO_DQ_SPLITK=1: 2 or 4 slices where K allows), each with the
+ * split K (wo_dq_splitk: 2 or 4 slices where K allows), each with the
  * exact, one-hot and random probes through the verifier; one_case also checks
  * that two launches are bitwise identical and that nothing lands past the
  * output. */
@@ -344,32 +334,33 @@ START_TEST(dq_path)
 {
     const qv_variant *v = qv_registry_get(g_rows[_i]);
     if (strcmp(v->family, "marlin")) return; /* the cuBLAS rows have no large-M path */
+    /* chunk: wo_dq_chunk_mib (0 unset, QV_OPT_OFF one chunk); splitk: wo_dq_splitk. */
     static const struct {
         int64_t m, n;
         int kw;
-        const char *chunk, *splitk;
+        double chunk;
+        int splitk;
     } cases[] = {
-        {64, 832, 1, "0.01", NULL}, {65, 576, 2, "0.01", "1"}, {100, 64, 3, "0.01", "1"},
-        {129, 320, 1, NULL, NULL},  {257, 320, 0, "0", NULL},   {72, 320, 3, NULL, "1"},
+        {64, 832, 1, 0.01, 0}, {65, 576, 2, 0.01, QV_OPT_ON},       {100, 64, 3, 0.01, QV_OPT_ON},
+        {129, 320, 1, 0, 0},   {257, 320, 0, QV_OPT_OFF, 0}, {72, 320, 3, 0, QV_OPT_ON},
     };
     int failed = 0, runs = 0;
     for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
-        env_saved e = env_force("1", cases[c].chunk, cases[c].splitk);
+        const qv_launch_opts e = dq_opts(1, cases[c].chunk, cases[c].splitk);
         for (int probe = 0; probe < PROBE_COUNT; probe++) {
             const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 70000 + (uint64_t)c * 10 + (uint64_t)probe;
             const int regime = probe == PROBE_RANDOM ? c % REG_COUNT : REG_NORMAL;
-            failed += !one_case(v, cases[c].m, cases[c].n, dq_k(v, cases[c].kw), probe, regime, idx);
+            failed += !one_case(v, cases[c].m, cases[c].n, dq_k(v, cases[c].kw), probe, regime, idx, &e);
             runs++;
         }
-        env_restore(e);
     }
     printf("%s: %d large-M path cases, %d failed\n", v->name, runs, failed);
     ck_assert_msg(failed == 0, "%s: %d of %d large-M path cases failed (see stderr)", v->name, failed, runs);
 }
 END_TEST
 
-/* The same inputs through the mma kernel (QVET_WO_DQ_MIN_M=10^9) and the
- * large-M path (QVET_WO_DQ_MIN_M=1), without and with split K, at the same M:
+/* The same inputs through the mma kernel (wo_dq_min_m = 10^9) and the
+ * large-M path (wo_dq_min_m = 1), without and with split K, at the same M:
  * all must pass the verifier, bit for bit against the model on the exact
  * probe. */
 START_TEST(dq_vs_mma)
@@ -384,17 +375,16 @@ START_TEST(dq_vs_mma)
             ck_assert_msg(qv_problem_create(&p, v, ms[mi], 320, dq_k(v, 3)) == QV_OK, "%s: %s", v->name, qv_errmsg());
             const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 77000 + (uint64_t)mi * 10 + (uint64_t)probe;
             wonly_fill(&p, probe, REG_NORMAL, g_seed, idx);
-            static const char *const min_m[3] = {"1000000000", "1", "1"};
-            static const char *const splitk[3] = {NULL, NULL, "1"};
+            static const int min_m[3] = {1000000000, 1, 1};
+            static const int splitk[3] = {0, 0, QV_OPT_ON};
             static const char *const names[3] = {"mma", "dequant+cuBLAS", "dequant+cuBLAS split-K"};
             for (int path = 0; path < 3; path++) {
                 char label[200];
                 snprintf(label, sizeof label, "%s m=%" PRId64 " n=320 k=%" PRId64 " %s via %s seed=%" PRIu64
                          " case=%" PRIu64, v->name, ms[mi], dq_k(v, 3), wonly_probe_names[probe], names[path],
                          g_seed, idx);
-                env_saved e = env_force(min_m[path], "0.01", splitk[path]);
-                failed += !wonly_run_case(&p, probe, label, 0);
-                env_restore(e);
+                const qv_launch_opts e = dq_opts(min_m[path], 0.01, splitk[path]);
+                failed += !wonly_run_case(&p, probe, label, 0, &e);
             }
             qv_problem_destroy(&p);
         }
@@ -406,7 +396,7 @@ END_TEST
  * a column tile are summed in clusters of C = 1, 2, 4 or 8 blocks (the largest
  * power of two up to 8 dividing the slice count) through distributed shared
  * memory, and with Q = slices / C > 1 clusters the Q cluster sums go through
- * global memory. QVET_WO_SMALL_SPLITS forces the slice count (slices of
+ * global memory. The options' wo_small_splits forces the slice count (slices of
  * whole groups, or of k16 tiles for channel and tensor rows, that differ by
  * at most one group or tile), so that each row runs C = 1, 2,
  * 4 and 8 with Q = 1 and Q > 1, in both mma orientations, on column tiles
@@ -415,7 +405,7 @@ END_TEST
  * for bit against the CPU model (each slice counted once, in its place),
  * random against the certified truth (the fixed summation order within the
  * declared bound), and two launches bitwise identical. The cases cap the
- * cluster at 8 (QVET_WO_SMALL_CLUSTER; the forced slice count then takes the
+ * cluster at 8 (wo_small_cluster; the forced slice count then takes the
  * largest cluster that divides it), one at 16 (16 slices: one cluster of 16,
  * non-portable), one leaves the default. Channel and tensor rows
  * have 257 k16 tiles (K = 4112): 8 slices give C = 8, Q = 1; 16 C = 8, Q = 2;
@@ -425,18 +415,27 @@ END_TEST
  * or three, 6 of five or six and 5 of six or seven (slices of different
  * lengths in one launch); 24 and 12 slices give C = 8, Q = 3 and C = 4,
  * Q = 3. */
+#define M16 QV_WO_SMALL_M16_16
+#define SWAP QV_WO_SMALL_SWAP
 static const struct {
-    int m, n, splits, probe, regime;
-    const char *path;    /* QVET_WO_SMALL, NULL: unset */
-    const char *cluster; /* QVET_WO_SMALL_CLUSTER: the largest cluster */
+    int m, n, probe, regime;
+    qv_launch_opts o; /* wo_small (0: the default), wo_small_splits, wo_small_cluster (0: the default) */
 } cluster_cases[] = {
-    {16, 576, 8, PROBE_EXACT, REG_NORMAL, "16", "8"},    {16, 576, 16, PROBE_RANDOM, REG_LARGE, "16", "8"},
-    {16, 64, 12, PROBE_ONEHOT, REG_NORMAL, "16", "8"},   {12, 1088, 24, PROBE_EXACT, REG_NORMAL, "16", "8"},
-    {8, 576, 16, PROBE_RANDOM, REG_NORMAL, "swap", "8"}, {5, 1088, 6, PROBE_EXACT, REG_NORMAL, "swap2", "8"},
-    {1, 576, 24, PROBE_EXACT, REG_NORMAL, "swap", "8"},  {3, 64, 5, PROBE_RANDOM, REG_TINY, NULL, "8"},
-    {16, 576, 6, PROBE_RANDOM, REG_NORMAL, "16", "8"},   {8, 576, 4, PROBE_EXACT, REG_NORMAL, "swap", "8"},
-    {16, 576, 16, PROBE_EXACT, REG_NORMAL, "16", "16"},  {4, 1088, 24, PROBE_EXACT, REG_NORMAL, NULL, NULL},
+    {16, 576, PROBE_EXACT, REG_NORMAL, {.wo_small = M16, .wo_small_splits = 8, .wo_small_cluster = 8}},
+    {16, 576, PROBE_RANDOM, REG_LARGE, {.wo_small = M16, .wo_small_splits = 16, .wo_small_cluster = 8}},
+    {16, 64, PROBE_ONEHOT, REG_NORMAL, {.wo_small = M16, .wo_small_splits = 12, .wo_small_cluster = 8}},
+    {12, 1088, PROBE_EXACT, REG_NORMAL, {.wo_small = M16, .wo_small_splits = 24, .wo_small_cluster = 8}},
+    {8, 576, PROBE_RANDOM, REG_NORMAL, {.wo_small = SWAP, .wo_small_splits = 16, .wo_small_cluster = 8}},
+    {5, 1088, PROBE_EXACT, REG_NORMAL, {.wo_small = QV_WO_SMALL_SWAP2, .wo_small_splits = 6, .wo_small_cluster = 8}},
+    {1, 576, PROBE_EXACT, REG_NORMAL, {.wo_small = SWAP, .wo_small_splits = 24, .wo_small_cluster = 8}},
+    {3, 64, PROBE_RANDOM, REG_TINY, {.wo_small_splits = 5, .wo_small_cluster = 8}},
+    {16, 576, PROBE_RANDOM, REG_NORMAL, {.wo_small = M16, .wo_small_splits = 6, .wo_small_cluster = 8}},
+    {8, 576, PROBE_EXACT, REG_NORMAL, {.wo_small = SWAP, .wo_small_splits = 4, .wo_small_cluster = 8}},
+    {16, 576, PROBE_EXACT, REG_NORMAL, {.wo_small = M16, .wo_small_splits = 16, .wo_small_cluster = 16}},
+    {4, 1088, PROBE_EXACT, REG_NORMAL, {.wo_small_splits = 24}},
 };
+#undef M16
+#undef SWAP
 #define N_CLUSTER_CASES ((int)(sizeof cluster_cases / sizeof cluster_cases[0]))
 
 START_TEST(small_m_cluster_sums)
@@ -446,25 +445,14 @@ START_TEST(small_m_cluster_sums)
     const int64_t k = v->g > 0 ? 32 * (int64_t)v->g : 4112;
     int failed = 0;
     for (int ci = 0; ci < N_CLUSTER_CASES; ci++) {
-        char splits[16];
-        snprintf(splits, sizeof splits, "%d", cluster_cases[ci].splits);
-        char *old_path = wonly_env_set("QVET_WO_SMALL", cluster_cases[ci].path);
-        char *old_splits = wonly_env_set("QVET_WO_SMALL_SPLITS", splits);
-        char *old_cluster = wonly_env_set("QVET_WO_SMALL_CLUSTER", cluster_cases[ci].cluster);
+        const qv_launch_opts *o = &cluster_cases[ci].o;
         const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 66000 + (uint64_t)ci;
         if (!one_case(v, cluster_cases[ci].m, cluster_cases[ci].n, k, cluster_cases[ci].probe,
-                      cluster_cases[ci].regime, idx)) {
-            fprintf(stderr, "  (QVET_WO_SMALL=%s QVET_WO_SMALL_SPLITS=%s QVET_WO_SMALL_CLUSTER=%s)\n",
-                    cluster_cases[ci].path ? cluster_cases[ci].path : "(unset)", splits,
-                    cluster_cases[ci].cluster ? cluster_cases[ci].cluster : "(unset)");
+                      cluster_cases[ci].regime, idx, o)) {
+            fprintf(stderr, "  (wo_small=%d wo_small_splits=%d wo_small_cluster=%d)\n", (int)o->wo_small,
+                    o->wo_small_splits, o->wo_small_cluster);
             failed++;
         }
-        free(wonly_env_set("QVET_WO_SMALL", old_path));
-        free(wonly_env_set("QVET_WO_SMALL_SPLITS", old_splits));
-        free(wonly_env_set("QVET_WO_SMALL_CLUSTER", old_cluster));
-        free(old_path);
-        free(old_splits);
-        free(old_cluster);
     }
     printf("%s: %d split-K cluster cases, %d failed\n", v->name, N_CLUSTER_CASES, failed);
     ck_assert_msg(failed == 0, "%s: %d of %d split-K cluster cases failed (see stderr)", v->name, failed,
@@ -479,28 +467,27 @@ END_TEST
  * largest scale in range (65504 2^-20) and the smallest out of it (2^-4),
  * negative scales. Every grouped marlin row at M = 1, 5, 8 (swapped) and 16
  * (m16 orientation), N = 576, eight groups, with K in its default slices, in
- * eight (QVET_WO_SMALL_SPLITS: one group each, so that group rows 0 and 4
+ * eight (wo_small_splits: one group each, so that group rows 0 and 4
  * run the one-fma form in every warp, 1, 2, 5 and 6 in all warps but one, 3
  * and 7 in none) and in three (slices of two and three groups); one-hot bit
  * for bit against the CPU model (each row reads one weight of another group
  * row), random through the certified truth. M = 1, 5 and 8 run again with two
- * chunks per warp (QVET_WO_SMALL=swap2): warps of 128 columns, and a last
+ * chunks per warp (wo_small = QV_WO_SMALL_SWAP2): warps of 128 columns, and a last
  * warp with one chunk below N (N = 576 is nine chunks). */
 START_TEST(small_m_scale_edges)
 {
     const qv_variant *v = qv_registry_get(g_rows[_i]);
     if (strcmp(v->family, "marlin") != 0 || v->g <= 0) return;
     static const int ms[4] = {1, 5, 8, 16};
-    static const char *const splits[3] = {NULL, "8", "3"};
-    static const char *const paths[2] = {NULL, "swap2"};
+    static const int splits[3] = {0, 8, 3};                                    /* 0: the plan's */
+    static const qv_wo_small_mode paths[2] = {QV_WO_SMALL_DEFAULT, QV_WO_SMALL_SWAP2};
     int failed = 0, cases = 0;
     for (int ps = 0; ps < 6; ps++) {
         const int path = ps / 3, sp = ps % 3;
-        char *old_path = wonly_env_set("QVET_WO_SMALL", paths[path]);
-        char *old = wonly_env_set("QVET_WO_SMALL_SPLITS", splits[sp]);
+        const qv_launch_opts o = {.wo_small = paths[path], .wo_small_splits = splits[sp]};
         for (int mi = 0; mi < 4; mi++)
             for (int probe = PROBE_ONEHOT; probe <= PROBE_RANDOM; probe++) {
-                if (paths[path] && ms[mi] > 8) continue; /* "swap2" is "swap" only up to M = 8 */
+                if (path && ms[mi] > 8) continue; /* QV_WO_SMALL_SWAP2 is QV_WO_SMALL_SWAP only up to M = 8 */
                 const int64_t m = ms[mi], n = 576, k = 8 * (int64_t)v->g;
                 const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 55000 + (uint64_t)mi * 10 + (uint64_t)probe;
                 qv_problem p;
@@ -509,16 +496,14 @@ START_TEST(small_m_scale_edges)
                 wonly_fill_scale_edges(&p, probe, g_seed, idx);
                 char label[200];
                 snprintf(label, sizeof label,
-                         "%s m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " %s/scale-edges splits=%s path=%s seed=%" PRIu64
+                         "%s m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " %s/scale-edges splits=%d path=%s seed=%" PRIu64
                          " case=%" PRIu64,
-                         v->name, m, n, k, wonly_probe_names[probe], splits[sp] ? splits[sp] : "default",
-                         paths[path] ? paths[path] : "default", g_seed, idx);
-                failed += !wonly_run_case(&p, probe, label, 0);
+                         v->name, m, n, k, wonly_probe_names[probe], splits[sp], path ? "swap2" : "default", g_seed,
+                         idx);
+                failed += !wonly_run_case(&p, probe, label, 0, &o);
                 cases++;
                 qv_problem_destroy(&p);
             }
-        wonly_env_restore("QVET_WO_SMALL_SPLITS", old);
-        wonly_env_restore("QVET_WO_SMALL", old_path);
     }
     printf("%s: %d scale-edge cases, %d failed\n", v->name, cases, failed);
     ck_assert_msg(failed == 0, "%s: %d of %d scale-edge cases failed (see stderr)", v->name, failed, cases);
@@ -546,14 +531,13 @@ START_TEST(small_m_two_chunk_layer)
         listed |= !strcmp(v->name, kTwoChunkRows[i]);
     if (!listed) return;
     const int64_t m = 1, n = 57344, k = 8192;
-    char *old = wonly_env_set("QVET_WO_SMALL", NULL);
+    const qv_launch_opts o = gpu_opts(NULL);
     qv_wo_small_plan_info pl;
-    ck_assert_int_eq(qv_wonly_small_plan_info(v, (int)m, (int)n, (int)k, &pl), 1);
+    ck_assert_int_eq(qv_wonly_small_plan_info(v, (int)m, (int)n, (int)k, &o, &pl), 1);
     ck_assert_msg(pl.swap && pl.cpw == 2, "%s: the default plan at m=1 n=57344 k=8192 has %d chunk(s) per warp",
                   v->name, pl.cpw);
     const uint64_t idx = (uint64_t)g_rows[_i] * 100000 + 44000;
-    const int ok = one_case(v, m, n, k, PROBE_EXACT, REG_NORMAL, idx);
-    wonly_env_restore("QVET_WO_SMALL", old);
+    const int ok = one_case(v, m, n, k, PROBE_EXACT, REG_NORMAL, idx, &o);
     printf("%s: Llama-3-70B gate_up at M = 1 with two chunks per warp (%dx%d blocks, %d per cluster): %s\n", v->name,
            pl.n_blocks, pl.splits, pl.cluster, ok ? "ok" : "FAILED");
     ck_assert_msg(ok, "%s: the two-chunk real-layer case failed (see stderr)", v->name);

@@ -18,11 +18,12 @@
  * run alone must be finite and free of poison, or the witness could not tell
  * (A0 is scaled down until three layers run alone stay finite). Every marlin row, at M = 1 and 5 (the swapped small-M kernel), 12
  * and 16 (its m16 orientation), 40 (the wgmma kernel), 16 on the wgmma kernel
- * (QVET_WO_WG_MIN_M=9), and the three layers on small-M / wgmma / small-M
+ * (wo_wg_min_m = 9), and the three layers on small-M / wgmma / small-M
  * (M = 16): each four times, under the defaults, with the small-M split-K
- * sums through the workspace (QVET_WO_SMALL_CLUSTER=1), with no weights
- * requested before the small-M kernel's wait (QVET_WO_SMALL_PRE=0), and with
- * its whole ring requested before it (4). QVET_WONLY_ROWS=<text> keeps only
+ * sums through the workspace (wo_small_cluster = 1), with no weights
+ * requested before the small-M kernel's wait (wo_small_pre = QV_OPT_OFF),
+ * and with its whole ring requested before it (4): every layer's launch
+ * options given as data. QVET_WONLY_ROWS=<text> keeps only
  * the rows whose name contains it. Without a CUDA device the suite prints
  * exactly "SKIP: no CUDA device" and checks only that the rows exist. */
 #include <check.h>
@@ -45,30 +46,12 @@
 
 #define CHAIN_NK 2048
 #define LAYERS 3
-/* The repeats' settings (rep_env): the defaults; the small-M kernel's K
- * slices summed through the workspace; no weights requested before the wait;
- * the whole ring requested before it. */
+/* The repeats' settings: the defaults; the small-M kernel's K slices summed
+ * through the workspace; no weights requested before the wait; the whole
+ * ring requested before it. */
 #define REPEATS 4
-
-typedef struct {
-    char *cluster, *pre;
-} rep_saved;
-
-static rep_saved rep_env(int rep)
-{
-    static const char *const cluster[REPEATS] = {NULL, "1", NULL, NULL};
-    static const char *const pre[REPEATS] = {NULL, NULL, "0", "4"};
-    rep_saved r;
-    r.cluster = wonly_env_set("QVET_WO_SMALL_CLUSTER", cluster[rep]);
-    r.pre = wonly_env_set("QVET_WO_SMALL_PRE", pre[rep]);
-    return r;
-}
-
-static void rep_restore(rep_saved r)
-{
-    wonly_env_restore("QVET_WO_SMALL_CLUSTER", r.cluster);
-    wonly_env_restore("QVET_WO_SMALL_PRE", r.pre);
-}
+static const qv_launch_opts kRepeat[REPEATS] = {
+    {0}, {.wo_small_cluster = 1}, {.wo_small_pre = QV_OPT_OFF}, {.wo_small_pre = 4}};
 
 static uint64_t g_seed = 20261203u;
 static int g_rows[64];
@@ -81,22 +64,31 @@ static int keep_row(const qv_variant *v)
     return !strcmp(v->family, "marlin");
 }
 
-/* The configurations: M, and QVET_WO_WG_MIN_M per layer (NULL: unset, the
- * default routing: at N = K = 2048 the small-M kernel up to M = 16, the
- * wgmma kernel from 17). */
+/* The configurations: M, and wo_wg_min_m per layer (0: unset, the default
+ * routing: at N = K = 2048 the small-M kernel up to M = 16, the wgmma kernel
+ * from 17). */
 static const struct {
     int m;
-    const char *wg_min_m[LAYERS];
+    int wg_min_m[LAYERS];
     const char *what;
 } cfgs[] = {
-    {1, {NULL, NULL, NULL}, "small-M swapped"},
-    {5, {NULL, NULL, NULL}, "small-M swapped"},
-    {12, {NULL, NULL, NULL}, "small-M m16"},
-    {16, {NULL, NULL, NULL}, "small-M m16"},
-    {40, {NULL, NULL, NULL}, "wgmma"},
-    {16, {"9", "9", "9"}, "wgmma"},
-    {16, {NULL, "9", NULL}, "small-M, wgmma, small-M"},
+    {1, {0, 0, 0}, "small-M swapped"},
+    {5, {0, 0, 0}, "small-M swapped"},
+    {12, {0, 0, 0}, "small-M m16"},
+    {16, {0, 0, 0}, "small-M m16"},
+    {40, {0, 0, 0}, "wgmma"},
+    {16, {9, 9, 9}, "wgmma"},
+    {16, {0, 9, 0}, "small-M, wgmma, small-M"},
 };
+
+/* The launch options of layer l of configuration ci in repeat rep: the
+ * suite's base, the repeat's setting and the layer's threshold. */
+static qv_launch_opts layer_opts(int ci, int rep, int l)
+{
+    qv_launch_opts over = kRepeat[rep];
+    over.wo_wg_min_m = cfgs[ci].wg_min_m[l];
+    return gpu_opts(&over);
+}
 #define NCFG ((int)(sizeof cfgs / sizeof cfgs[0]))
 
 /* 1 when every code of the (count) fp16 / bf16 codes at h is finite. */
@@ -108,15 +100,14 @@ static int all_finite(const uint16_t *h, size_t count, qv_fmt fmt)
     return 1;
 }
 
-/* Launches layer l of the chain: A is A0 or the output before, C its own. */
+/* Launches layer l of the chain under o: A is A0 or the output before, C its own. */
 static void launch_layer(const qv_variant *v, qv_gemm_args a, const void *a0, uint16_t *const y[LAYERS], int l,
-                         const char *wg_min_m, const char *label)
+                         const qv_launch_opts *o, const char *label)
 {
-    char *old = wonly_env_set("QVET_WO_WG_MIN_M", wg_min_m);
     a.a = l == 0 ? a0 : y[l - 1];
     a.c = y[l];
+    a.opts = o;
     const qv_status st = qv_gpu_launch(v, &a);
-    wonly_env_restore("QVET_WO_WG_MIN_M", old);
     ck_assert_msg(st == QV_OK, "%s: layer %d launch: %s", label, l + 1, qv_errmsg());
 }
 
@@ -133,12 +124,12 @@ static void fill_a0(uint16_t *h0, size_t count, qv_fmt afmt, uint64_t seed, int 
 /* The three layers one at a time, the device drained before and after
  * each, behind a poison of every output. */
 static void run_alone(const qv_variant *v, qv_gemm_args a, const void *a0, uint16_t *const y[LAYERS], size_t count,
-                      cudaStream_t st, int ci, const char *label)
+                      cudaStream_t st, const qv_launch_opts lo[LAYERS], const char *label)
 {
     for (int l = 0; l < LAYERS; l++) ck_assert(qv_gpu_poison(y[l], v->ofmt, (int64_t)count, st) == QV_OK);
     for (int l = 0; l < LAYERS; l++) {
         ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
-        launch_layer(v, a, a0, y, l, cfgs[ci].wg_min_m[l], label);
+        launch_layer(v, a, a0, y, l, &lo[l], label);
         ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
     }
 }
@@ -152,7 +143,7 @@ static int one_chain(const qv_variant *v, int ci, uint64_t seed)
     gpu_problem_probe(&p, v, m, n, k, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, seed, label, sizeof label);
     qv_packed pk;
     qv_gpu_problem gp;
-    gpu_problem_load(&p, &pk, &gp, label);
+    gpu_problem_load(&p, NULL, &pk, &gp, label);
 
     /* A0: values in (-2^e, 2^e), in the activation format; e from -5 down
      * by 4 until three layers run alone stay finite (8-bit weights with
@@ -169,16 +160,12 @@ static int one_chain(const qv_variant *v, int ci, uint64_t seed)
     /* One workspace for the three layers, as large as any layer's path asks
      * in either repeat. */
     size_t ws_bytes = 0;
-    for (int rep = 0; rep < REPEATS; rep++) {
-        const rep_saved saved = rep_env(rep);
+    for (int rep = 0; rep < REPEATS; rep++)
         for (int l = 0; l < LAYERS; l++) {
-            char *old = wonly_env_set("QVET_WO_WG_MIN_M", cfgs[ci].wg_min_m[l]);
-            const size_t b = qv_gpu_workspace(v, m, n, k);
-            wonly_env_restore("QVET_WO_WG_MIN_M", old);
+            const qv_launch_opts o = layer_opts(ci, rep, l);
+            const size_t b = qv_gpu_workspace(v, m, n, k, &o);
             if (b > ws_bytes) ws_bytes = b;
         }
-        rep_restore(saved);
-    }
     void *ws = NULL;
     if (ws_bytes) {
         ck_assert_int_eq(cudaMalloc(&ws, ws_bytes), cudaSuccess);
@@ -196,12 +183,13 @@ static int one_chain(const qv_variant *v, int ci, uint64_t seed)
     ck_assert_ptr_nonnull(alone);
     int differ = 0;
     for (int rep = 0; rep < REPEATS; rep++) {
-        const rep_saved saved = rep_env(rep);
+        qv_launch_opts lo[LAYERS];
+        for (int l = 0; l < LAYERS; l++) lo[l] = layer_opts(ci, rep, l);
 
         /* the layers one at a time, the device drained around each (until
          * they stay finite, on the first repeat) */
         for (;;) {
-            run_alone(v, a, a0, y, count, st, ci, label);
+            run_alone(v, a, a0, y, count, st, lo, label);
             for (int l = 0; l < LAYERS; l++)
                 ck_assert_int_eq(cudaMemcpy(alone + l * count, y[l], bytes, cudaMemcpyDeviceToHost), cudaSuccess);
             if (rep > 0 || all_finite(alone, LAYERS * count, v->ofmt) || amp <= -17) break;
@@ -212,11 +200,10 @@ static int one_chain(const qv_variant *v, int ci, uint64_t seed)
 
         /* the chain: three poisons, then three launches, nothing in between */
         for (int l = 0; l < LAYERS; l++) ck_assert(qv_gpu_poison(y[l], v->ofmt, (int64_t)count, st) == QV_OK);
-        for (int l = 0; l < LAYERS; l++) launch_layer(v, a, a0, y, l, cfgs[ci].wg_min_m[l], label);
+        for (int l = 0; l < LAYERS; l++) launch_layer(v, a, a0, y, l, &lo[l], label);
         ck_assert_int_eq(cudaStreamSynchronize(st), cudaSuccess);
         for (int l = 0; l < LAYERS; l++)
             ck_assert_int_eq(cudaMemcpy(chained + l * count, y[l], bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-        rep_restore(saved);
 
         ck_assert_msg(all_finite(alone, LAYERS * count, v->ofmt),
                       "%s: an output run alone is not finite: the witness cannot tell poison from it", label);

@@ -62,9 +62,10 @@ START_TEST(shared_workspace)
     const int64_t *seq_m = c->m;
     const qv_variant *v = qv_variant_find(c->row);
     ck_assert_msg(v != NULL, "no row %s", c->row);
+    const qv_launch_opts base = gpu_opts(NULL);
     size_t ws_bytes = 0;
     for (int s = 0; s < NSTEPS; s++) {
-        size_t b = qv_gpu_workspace(v, (int)seq_m[s], (int)n, (int)k);
+        size_t b = qv_gpu_workspace(v, (int)seq_m[s], (int)n, (int)k, &base);
         if (b > ws_bytes) ws_bytes = b;
     }
     ck_assert_msg(ws_bytes > 0, "%s: no workspace at n=%" PRId64 " k=%" PRId64 ": nothing splits K", v->name, n, k);
@@ -80,7 +81,7 @@ START_TEST(shared_workspace)
                       v->name, qv_errmsg());
         qv_packed pk;
         qv_gpu_problem gp;
-        gpu_problem_load(&p, &pk, &gp, v->name);
+        gpu_problem_load(&p, &base, &pk, &gp, v->name);
         qv_gemm_args a = gp.args;
         a.workspace = ws;
         a.workspace_bytes = ws_bytes;
@@ -112,7 +113,8 @@ START_TEST(shared_workspace)
 }
 END_TEST
 
-/* The premise of the GPU test, checked everywhere: the first step of every
+/* The premise of the GPU test, checked everywhere (planned for the H200's
+ * 132 SMs, compute capability 9.0: no CUDA call): the first step of every
  * sequence splits K, so its workspace holds a counters area and at least two
  * fp32/int32 slices of that step's output. */
 START_TEST(split_premise)
@@ -121,7 +123,8 @@ START_TEST(split_premise)
     const qv_variant *v = qv_variant_find(c->row);
     ck_assert_msg(v != NULL && v->gpu_kernel && qv_gpu_launcher(v)->workspace != NULL, "no row %s with a workspace",
                   c->row);
-    const size_t b = qv_gpu_workspace(v, (int)c->m[0], (int)c->n, (int)c->k);
+    const qv_launch_opts h200 = {.sms = 132, .arch = 90};
+    const size_t b = qv_gpu_workspace(v, (int)c->m[0], (int)c->n, (int)c->k, &h200);
     ck_assert_msg(b >= 1024 + 2 * (size_t)c->m[0] * (size_t)c->n * 4,
                   "%s: workspace at m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " is %zu bytes: K is not split", v->name,
                   c->m[0], c->n, c->k, b);

@@ -112,7 +112,7 @@ START_TEST(a_spec_has_no_launcher)
     memset(&args, 0, sizeof args);
     ck_assert_int_eq(qv_gpu_launch(v, &args), QV_ERR_UNSUPPORTED);
     ck_assert_msg(strstr(qv_errmsg(), "has no GPU kernel") != NULL, "%s", qv_errmsg());
-    ck_assert_uint_eq(qv_gpu_workspace(v, 16, 4096, 4096), 0);
+    ck_assert_uint_eq(qv_gpu_workspace(v, 16, 4096, 4096, NULL), 0);
 }
 END_TEST
 

@@ -1,8 +1,9 @@
 /* t_mutants.c: the mutant catalogue (mutants/catalogue.tsv) is well formed and
  * every switch it names is placed in the sources, so `make mutants-cpu` and
  * `make mutants` never report a mutant as "placed nowhere": six tab-separated
- * columns, a bug class of DESIGN.md §6 (1..24), backends among cpu/gpu or the
- * single word none (with a reason), every one of the 24 classes present, and
+ * columns, a bug class of DESIGN.md §6 (1..30), backends among cpu/gpu or the
+ * single word none (with a reason), every class present but those whose code
+ * has yet to land (ABSENT below), and
  * for each built mutant the token QV_MUTANT_<name> in some file under src/,
  * reference/, kernels/, fuzz/, eval/ or bench/. The oracle catalogue
  * (mutants/oracle.tsv) likewise: six columns, a known part of the oracle,
@@ -21,7 +22,10 @@
 
 #include "support/suite.h"
 
-#define N_CLASSES 24 /* DESIGN.md §6 rows 1..24, each with a catalogue row (25-30: MoE and kernels to come) */
+#define N_CLASSES 30 /* the rows of DESIGN.md §6 */
+/* Classes without a row: the in-flight tensor-core operand (30, a kernel
+ * race) comes with its code. */
+static const int absent[] = {30};
 #define MAX_ROWS 256
 
 typedef struct row {
@@ -95,7 +99,7 @@ START_TEST(rows_are_well_formed)
     int seen[N_CLASSES + 1] = {0};
     for (int i = 0; i < n_rows; i++) {
         const row *r = &rows[i];
-        ck_assert_msg(r->cls >= 1 && r->cls <= N_CLASSES, "line %d: class %d is not one of DESIGN.md §6's 1..24",
+        ck_assert_msg(r->cls >= 1 && r->cls <= N_CLASSES, "line %d: class %d is not one of DESIGN.md §6's 1..30",
                       r->lineno, r->cls);
         seen[r->cls] = 1;
         int ok = !strcmp(r->backends, "none") || !strcmp(r->backends, "cpu") || !strcmp(r->backends, "gpu") ||
@@ -104,7 +108,11 @@ START_TEST(rows_are_well_formed)
         for (int j = 0; j < i; j++)
             ck_assert_msg(strcmp(rows[j].name, r->name), "line %d: mutant %s listed twice", r->lineno, r->name);
     }
-    for (int c = 1; c <= N_CLASSES; c++) ck_assert_msg(seen[c], "bug class %d has no catalogue row", c);
+    for (int c = 1; c <= N_CLASSES; c++) {
+        int skip = 0;
+        for (size_t a = 0; a < sizeof absent / sizeof absent[0]; a++) skip |= absent[a] == c;
+        if (!skip) ck_assert_msg(seen[c], "bug class %d has no catalogue row", c);
+    }
 }
 END_TEST
 

@@ -508,6 +508,22 @@ static void sc_odd_names(FILE *f)
 
 static void sc_empty(FILE *f) { (void)f; }
 
+/* Routed lines only: two rows, one failing with a routing reason. */
+static void sc_routed_only(FILE *f)
+{
+    fputs("{\"kind\":\"routed\",\"seed\":1,\"case\":0,\"suite\":\"check\",\"variant\":\"moe-a\",\"spec\":\"s\","
+          "\"backend\":\"cpu\",\"t\":37,\"n\":128,\"k\":256,\"experts\":8,\"local\":8,\"shared\":0,"
+          "\"logits\":\"ties\",\"probe\":\"exact\",\"route_bad\":0,\"weight_bad\":0,\"ambiguous\":3,"
+          "\"verdict\":\"PASS\",\"reason\":\"\",\"max_err_over_bound\":0.25,\"time_ms\":1,"
+          "\"out_fnv1a64\":\"0\",\"replay\":\"qvet replay --check --seed 1 --case 0 --variant moe-a --cpu\"}\n", f);
+    fputs("{\"kind\":\"routed\",\"seed\":1,\"case\":5,\"suite\":\"fuzz\",\"variant\":\"moe-b\",\"spec\":\"s\","
+          "\"backend\":\"cpu\",\"t\":1,\"n\":64,\"k\":128,\"experts\":256,\"local\":192,\"shared\":1,"
+          "\"logits\":\"random\",\"probe\":\"random\",\"route_bad\":1,\"weight_bad\":0,\"ambiguous\":null,"
+          "\"verdict\":\"FAIL\",\"reason\":\"routing: token 0 took expert 3 | 5\",\"max_err_over_bound\":null,"
+          "\"time_ms\":1,\"out_fnv1a64\":\"0\",\"replay\":\"qvet replay --seed 1 --case 5 --variant moe-b --cpu\"}\n",
+          f);
+}
+
 static void sc_everything(FILE *f)
 {
     sc_one_case(f);
@@ -518,6 +534,7 @@ static void sc_everything(FILE *f)
     sc_ppl_only(f);
     sc_nan_null(f);
     sc_odd_names(f);
+    sc_routed_only(f);
 }
 
 static const scenario scenarios[] = {
@@ -530,6 +547,7 @@ static const scenario scenarios[] = {
     {"nan_null", sc_nan_null, 2, "not plotted"},
     {"odd_names", sc_odd_names, 9, "## Verdicts"},
     {"empty", sc_empty, 0, "hold no results"},
+    {"routed_only", sc_routed_only, 0, "| `moe-b` | 1 | 0 | 0 | 1 | 0 | 1 | 0 | 0 |"},
     {"everything", sc_everything, -1, "## Speed"},
 };
 

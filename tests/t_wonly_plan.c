@@ -1,8 +1,10 @@
 /* t_wonly_plan.c: the plans of the small-M weight-only kernel
  * (kernels/wonly_small.cu, qv_wonly_small_plan_info) and the schedules of the
  * wgmma weight-only kernel (kernels/wonly_wg.cu, qv_wonly_wg_sched_info), on
- * the CPU. Small-M plans: for every marlin row, every M from 1
- * to 16, each configuration QVET_WO_SMALL selects, the layer shapes of
+ * the CPU, under launch options given as data (qv_launch_opts, planning for
+ * the H200: 132 SMs, compute capability 9.0, so no CUDA call). Small-M plans:
+ * for every marlin row, every M from 1 to 16, each configuration wo_small
+ * selects, the layer shapes of
  * DESIGN.md §8 and edge shapes, by the cost model and with forced slice
  * counts and cluster caps. The GPU suite t_gpu_wonly runs the kernel on small
  * shapes; the benchmark runs the real layers without checking their outputs,
@@ -27,9 +29,9 @@
  * The default's choice between one and two chunks per warp is re-derived
  * from the two plans it chooses between (default_chunks).
  * wgmma schedules, for every marlin row the kernel covers, M from 1 to 4096,
- * the same shapes, every tile (QVET_WO_WG_TILE), persistent grids of 1 to 264
- * blocks (QVET_WO_WG_BLOCKS) and the stream-K tail on and off
- * (QVET_WO_WG_STREAMK): the tiles cover M and N, the whole tiles run in
+ * the same shapes, every tile (wo_wg_tile), persistent grids of 1 to 264
+ * blocks (wo_wg_blocks) and the stream-K tail on and off (wo_wg_streamk):
+ * the tiles cover M and N, the whole tiles run in
  * whole rounds of the grid, the tail's units (k64 stages of the last tiles)
  * are split over its blocks in nonempty ranges that cover them exactly once,
  * within the 32-bit range the kernel computes them in, and the workspace holds
@@ -44,7 +46,6 @@
 #include "qvet/variant.h"
 #include "support/gpu.h"
 #include "support/suite.h"
-#include "support/wonly.h"
 
 /* DESIGN.md §8: (N, K) of Llama-2-7B's and Llama-3-70B's four linear layers. */
 static const int kLayers[][2] = {{12288, 4096}, {4096, 4096},   {22016, 4096},  {4096, 11008},
@@ -72,6 +73,9 @@ static void shape_at(const qv_variant *v, int i, int *n, int *k)
     *n = kEdgeN[e % N_EDGE_N];
     *k = v->g > 0 ? v->g * (1 + (kEdgeK[e / N_EDGE_N] / 16) % 25) : kEdgeK[e / N_EDGE_N];
 }
+
+/* The H200 the defaults were measured on, set so that planning asks no device. */
+#define H200 .sms = 132, .arch = 90
 
 /* The marlin rows (registry indices, in registry order). */
 static int is_marlin(const qv_variant *v) { return !strcmp(v->family, "marlin"); }
@@ -154,17 +158,17 @@ static void check_info(const qv_variant *v, int m, int n, int k, const qv_wo_sma
     PLAN_CHECK(p.splits > 1 || p.workspace == 0, "workspace %zu without split-K", p.workspace);
 }
 
-/* The plan a launch in the current environment would make, checked. */
-static void check_plan(const qv_variant *v, int m, int n, int k)
+/* The plan a launch under o would make, checked. */
+static void check_plan(const qv_variant *v, int m, int n, int k, const qv_launch_opts *o)
 {
     qv_wo_small_plan_info p;
     memset(&p, 0xFF, sizeof p);
-    PLAN_CHECK(qv_wonly_small_plan_info(v, m, n, k, &p) == 1, "no plan for M <= 16");
+    PLAN_CHECK(qv_wonly_small_plan_info(v, m, n, k, o, &p) == 1, "no plan for M <= 16");
     check_info(v, m, n, k, &p);
 }
 
-/* Every row, M and shape the row takes, under the current environment. */
-static void sweep(int *plans)
+/* Every row, M and shape the row takes, under o. */
+static void sweep(int *plans, const qv_launch_opts *o)
 {
     for (int r = 0; r < g_nrows; r++) {
         const qv_variant *v = qv_registry_get(g_rows[r]);
@@ -173,34 +177,52 @@ static void sweep(int *plans)
                 int n, k;
                 shape_at(v, i, &n, &k);
                 if (qv_variant_check_shape(v, m, n, k) != QV_OK) continue;
-                check_plan(v, m, n, k);
+                check_plan(v, m, n, k, o);
                 (*plans)++;
             }
     }
 }
 
-static const char *const kVars[] = {"QVET_WO_SMALL", "QVET_WO_SMALL_SPLITS", "QVET_WO_SMALL_CLUSTER"};
-
-static void clear_env(void)
-{
-    for (size_t i = 0; i < sizeof kVars / sizeof kVars[0]; i++) free(wonly_env_set(kVars[i], NULL));
-}
-
-/* The cost model's plans in each configuration QVET_WO_SMALL selects. */
+/* The cost model's plans in each configuration wo_small selects. */
 START_TEST(model_plans)
 {
-    static const char *const modes[] = {NULL, "1", "16", "swap", "swap2"};
+    static const qv_wo_small_mode modes[] = {QV_WO_SMALL_DEFAULT, QV_WO_SMALL_M16_8, QV_WO_SMALL_M16_16,
+                                             QV_WO_SMALL_SWAP, QV_WO_SMALL_SWAP2};
     int plans = 0;
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
-        clear_env();
-        free(wonly_env_set("QVET_WO_SMALL", modes[i]));
+        const qv_launch_opts o = {H200, .wo_small = modes[i]};
         const int before = failures;
-        sweep(&plans);
-        if (failures > before) fprintf(stderr, "  (QVET_WO_SMALL=%s)\n", modes[i] ? modes[i] : "(unset)");
+        sweep(&plans, &o);
+        if (failures > before) fprintf(stderr, "  (wo_small=%d)\n", (int)modes[i]);
     }
     printf("model_plans: %d plans, %d broken\n", plans, failures);
     ck_assert_int_gt(plans, 10000);
     ck_assert_msg(failures == 0, "%d small-M plans break the kernel's contract (see stderr)", failures);
+}
+END_TEST
+
+/* The plans keep the kernel's contract on devices with other SM counts (the
+ * plans count the device's SMs: 114 and 148 as on other Hopper parts, 16 as
+ * on a small one), by the cost model and with a forced slice count; and the
+ * wgmma schedules on as many blocks (at most 264, the counters area). */
+static void sweep_wg(int blocks, int tail, int *scheds, const qv_launch_opts *o);
+
+START_TEST(other_sm_counts)
+{
+    static const int sms[] = {16, 114, 148, 300};
+    int plans = 0, scheds = 0;
+    for (size_t i = 0; i < sizeof sms / sizeof sms[0]; i++) {
+        const qv_launch_opts o = {.sms = sms[i], .arch = 90};
+        const qv_launch_opts forced = {.sms = sms[i], .arch = 90, .wo_small_splits = 7};
+        const int before = failures;
+        sweep(&plans, &o);
+        sweep(&plans, &forced);
+        sweep_wg(sms[i] < 264 ? sms[i] : 264, 1, &scheds, &o);
+        if (failures > before) fprintf(stderr, "  (sms=%d)\n", sms[i]);
+    }
+    printf("other_sm_counts: %d plans, %d schedules, %d broken\n", plans, scheds, failures);
+    ck_assert_int_gt(plans, 10000);
+    ck_assert_msg(failures == 0, "%d plans break the kernel's contract on other SM counts (see stderr)", failures);
 }
 END_TEST
 
@@ -228,11 +250,11 @@ static int two_expected(const qv_variant *v, const qv_wo_small_plan_info *one, c
            (!light && two->tiles_per_split >= 128);
 }
 
-static void plan_in(const char *mode, const qv_variant *v, int m, int n, int k, qv_wo_small_plan_info *p)
+static void plan_in(qv_wo_small_mode mode, const qv_variant *v, int m, int n, int k, qv_wo_small_plan_info *p)
 {
-    free(wonly_env_set("QVET_WO_SMALL", mode));
+    const qv_launch_opts o = {H200, .wo_small = mode};
     memset(p, 0xFF, sizeof *p);
-    ck_assert_int_eq(qv_wonly_small_plan_info(v, m, n, k, p), 1);
+    ck_assert_int_eq(qv_wonly_small_plan_info(v, m, n, k, &o, p), 1);
 }
 
 /* One problem's default plan against the rule; PLAN_CHECK counts a failure
@@ -240,13 +262,13 @@ static void plan_in(const char *mode, const qv_variant *v, int m, int n, int k, 
 static void check_default(const qv_variant *v, int m, int n, int k, int *checked, int *twos)
 {
     qv_wo_small_plan_info one, two, def;
-    plan_in(NULL, v, m, n, k, &def);
+    plan_in(QV_WO_SMALL_DEFAULT, v, m, n, k, &def);
     if (m > QV_WO_SMALL_SWAP_MAX_M) {
         PLAN_CHECK(def.cpw == 1 && !def.swap, "default above M = 8: cpw %d swap %d", def.cpw, def.swap);
         return;
     }
-    plan_in("swap", v, m, n, k, &one);
-    plan_in("swap2", v, m, n, k, &two);
+    plan_in(QV_WO_SMALL_SWAP, v, m, n, k, &one);
+    plan_in(QV_WO_SMALL_SWAP2, v, m, n, k, &two);
     const int want = two_expected(v, &one, &two);
     const qv_wo_small_plan_info *w = want ? &two : &one;
     (*checked)++;
@@ -260,7 +282,6 @@ static void check_default(const qv_variant *v, int m, int n, int k, int *checked
 
 START_TEST(default_chunks)
 {
-    clear_env();
     failures = 0;
     int checked = 0, twos = 0;
     for (int r = 0; r < g_nrows; r++) {
@@ -273,16 +294,16 @@ START_TEST(default_chunks)
                 check_default(v, m, n, k, &checked, &twos);
             }
     }
-    clear_env();
+    const qv_launch_opts h200 = {H200};
     qv_wo_small_plan_info p;
     const qv_variant *ch = qv_variant_find("marlin-w4a16-ch-f16"), *zp = qv_variant_find("marlin-w4a16-g128-zp-f16");
     ck_assert_ptr_nonnull(ch);
     ck_assert_ptr_nonnull(zp);
-    ck_assert_int_eq(qv_wonly_small_plan_info(ch, 1, 57344, 8192, &p), 1);
+    ck_assert_int_eq(qv_wonly_small_plan_info(ch, 1, 57344, 8192, &h200, &p), 1);
     ck_assert_int_eq(p.cpw, 2);
-    ck_assert_int_eq(qv_wonly_small_plan_info(ch, 1, 10240, 8192, &p), 1);
+    ck_assert_int_eq(qv_wonly_small_plan_info(ch, 1, 10240, 8192, &h200, &p), 1);
     ck_assert_int_eq(p.cpw, 1);
-    ck_assert_int_eq(qv_wonly_small_plan_info(zp, 1, 57344, 8192, &p), 1);
+    ck_assert_int_eq(qv_wonly_small_plan_info(zp, 1, 57344, 8192, &h200, &p), 1);
     ck_assert_int_eq(p.cpw, 1);
     printf("default_chunks: %d swapped plans, %d with two chunks, %d broken\n", checked, twos, failures);
     ck_assert_int_gt(twos, 0);
@@ -292,22 +313,19 @@ START_TEST(default_chunks)
 END_TEST
 
 /* Forced slice counts and cluster caps, as the tests and measurements set them
- * (QVET_WO_SMALL_SPLITS rounds to whole groups and to a slice that fits). */
+ * (wo_small_splits rounds to whole groups and to a slice that fits). */
 START_TEST(forced_plans)
 {
-    static const char *const splits[] = {"1", "2", "3", "5", "7", "16", "24", "33", "64", "1000", "70000"};
-    static const char *const caps[] = {NULL, "1", "2", "16"};
+    static const int splits[] = {1, 2, 3, 5, 7, 16, 24, 33, 64, 1000, 70000};
+    static const int caps[] = {0, 1, 2, 16};
     int plans = 0;
     for (size_t s = 0; s < sizeof splits / sizeof splits[0]; s++)
         for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
-            clear_env();
-            free(wonly_env_set("QVET_WO_SMALL_SPLITS", splits[s]));
-            free(wonly_env_set("QVET_WO_SMALL_CLUSTER", caps[c]));
+            const qv_launch_opts o = {H200, .wo_small_splits = splits[s], .wo_small_cluster = caps[c]};
             const int before = failures;
-            sweep(&plans);
+            sweep(&plans, &o);
             if (failures > before)
-                fprintf(stderr, "  (QVET_WO_SMALL_SPLITS=%s QVET_WO_SMALL_CLUSTER=%s)\n", splits[s],
-                        caps[c] ? caps[c] : "(unset)");
+                fprintf(stderr, "  (wo_small_splits=%d wo_small_cluster=%d)\n", splits[s], caps[c]);
         }
     printf("forced_plans: %d plans, %d broken\n", plans, failures);
     ck_assert_int_gt(plans, 100000);
@@ -320,15 +338,15 @@ END_TEST
  * longest slice understated) are each caught; M outside 1..16 has no plan. */
 START_TEST(checks_can_fail)
 {
-    clear_env();
     const qv_variant *v = qv_variant_find("marlin-w4a16-g128-f16");
     ck_assert_ptr_nonnull(v);
+    const qv_launch_opts h200 = {H200};
     qv_wo_small_plan_info p, bad;
     quiet = 1;
-    ck_assert_int_eq(qv_wonly_small_plan_info(v, 17, 8192, 28672, &p), 0);
-    ck_assert_int_eq(qv_wonly_small_plan_info(v, 0, 8192, 28672, &p), 0);
+    ck_assert_int_eq(qv_wonly_small_plan_info(v, 17, 8192, 28672, &h200, &p), 0);
+    ck_assert_int_eq(qv_wonly_small_plan_info(v, 0, 8192, 28672, &h200, &p), 0);
     const int m = 4, n = 8192, k = 28672;
-    ck_assert_int_eq(qv_wonly_small_plan_info(v, m, n, k, &p), 1);
+    ck_assert_int_eq(qv_wonly_small_plan_info(v, m, n, k, &h200, &p), 1);
     ck_assert_int_gt(p.splits, 2);
     int before = failures;
     check_info(v, m, n, k, &p);
@@ -378,7 +396,7 @@ static void check_sched(const qv_variant *v, int m, int n, int k, int blocks, in
         PLAN_CHECK(p.grid == (p.tiles < blocks ? p.tiles : blocks), "grid %d for %d whole tiles", p.grid, p.tiles);
         return;
     }
-    PLAN_CHECK(tail, "a tail with QVET_WO_WG_STREAMK=0");
+    PLAN_CHECK(tail, "a tail with wo_wg_streamk off");
     PLAN_CHECK(p.n_steps >= 2, "a tail over one stage");
     PLAN_CHECK(p.dp_tiles % p.grid == 0, "%d whole tiles are not whole rounds of %d blocks", p.dp_tiles, p.grid);
     PLAN_CHECK(p.dp_tiles > 0 || p.grid == blocks, "all tiles in the tail on %d of %d blocks", p.grid, blocks);
@@ -402,8 +420,8 @@ static void check_sched(const qv_variant *v, int m, int n, int k, int blocks, in
 
 static const int kWgM[] = {1, 8, 9, 16, 17, 31, 32, 33, 64, 65, 128, 129, 256, 257, 512, 1024, 4096};
 
-/* Every covered row, M and shape under the current environment. */
-static void sweep_wg(int blocks, int tail, int *scheds)
+/* Every covered row, M and shape under o. */
+static void sweep_wg(int blocks, int tail, int *scheds, const qv_launch_opts *o)
 {
     for (int r = 0; r < g_nrows; r++) {
         const qv_variant *v = qv_registry_get(g_rows[r]);
@@ -414,7 +432,7 @@ static void sweep_wg(int blocks, int tail, int *scheds)
                 shape_at(v, i, &n, &k);
                 if (qv_variant_check_shape(v, m, n, k) != QV_OK) continue;
                 qv_wo_wg_sched_info p;
-                if (!qv_wonly_wg_sched_info(v, m, n, k, &p)) continue; /* not covered */
+                if (!qv_wonly_wg_sched_info(v, m, n, k, o, &p)) continue; /* not covered */
                 check_sched(v, m, n, k, blocks, tail, &p);
                 (*scheds)++;
             }
@@ -424,22 +442,19 @@ static void sweep_wg(int blocks, int tail, int *scheds)
 
 START_TEST(wg_schedules)
 {
-    static const char *const tiles[] = {NULL,      "128x256", "256x128", "128x128", "512x64",
-                                        "128x64",  "512x32",  "128x32",  "512x16",  "128x16"};
-    static const char *const blocks[] = {NULL, "1", "7", "131", "264"};
+    static const int blocks[] = {0, 1, 7, 131, 264};
     int scheds = 0;
-    for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++)
+    for (int t = QV_WG_TILE_DEFAULT; t < QV_WG_TILE_COUNT; t++)
         for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
             for (int tail = 0; tail < 2; tail++) {
-                free(wonly_env_set("QVET_WO_WG_TILE", tiles[t]));
-                free(wonly_env_set("QVET_WO_WG_BLOCKS", blocks[b]));
-                free(wonly_env_set("QVET_WO_WG_STREAMK", tail ? NULL : "0"));
+                const qv_launch_opts o = {H200, .wo_wg_tile = (qv_wg_tile)t, .wo_wg_blocks = blocks[b],
+                                          .wo_wg_streamk = tail ? 0 : QV_OPT_OFF};
                 const int before = failures;
-                sweep_wg(blocks[b] ? atoi(blocks[b]) : 132, tail, &scheds);
+                /* unset: one block per SM, the H200's 132 */
+                sweep_wg(blocks[b] ? blocks[b] : 132, tail, &scheds, &o);
                 if (failures > before)
-                    fprintf(stderr, "  (QVET_WO_WG_TILE=%s QVET_WO_WG_BLOCKS=%s QVET_WO_WG_STREAMK=%s)\n",
-                            tiles[t] ? tiles[t] : "(unset)", blocks[b] ? blocks[b] : "(unset)",
-                            tail ? "(unset)" : "0");
+                    fprintf(stderr, "  (wo_wg_tile=%d wo_wg_blocks=%d wo_wg_streamk=%s)\n", t, blocks[b],
+                            tail ? "(unset)" : "off");
             }
     printf("wg_schedules: %d schedules, %d broken\n", scheds, failures);
     ck_assert_int_gt(scheds, 100000);
@@ -454,9 +469,10 @@ START_TEST(wg_checks_can_fail)
     const qv_variant *v = qv_variant_find("marlin-w4a16-g128-f16");
     ck_assert_ptr_nonnull(v);
     quiet = 1;
+    const qv_launch_opts h200 = {H200};
     qv_wo_wg_sched_info p, bad;
     /* Llama-3-70B qkv at M = 1024: whole rounds and a tail. */
-    ck_assert_int_eq(qv_wonly_wg_sched_info(v, 1024, 10240, 8192, &p), 1);
+    ck_assert_int_eq(qv_wonly_wg_sched_info(v, 1024, 10240, 8192, &h200, &p), 1);
     ck_assert_int_gt(p.sk_tiles, 0);
     ck_assert_int_gt(p.dp_tiles, 0);
     int before = failures;
@@ -476,7 +492,7 @@ START_TEST(wg_checks_can_fail)
     ck_assert_int_eq(failures, ++before);
     check_sched(v, 1024, 10240, 8192, 132, 0, &p); /* a tail that was turned off */
     ck_assert_int_eq(failures, ++before);
-    ck_assert_int_eq(qv_wonly_wg_sched_info(v, 0, 10240, 8192, &p), 0);
+    ck_assert_int_eq(qv_wonly_wg_sched_info(v, 0, 10240, 8192, &h200, &p), 0);
     failures = 0;
 }
 END_TEST
@@ -496,5 +512,6 @@ int main(void)
     tcase_add_test(tc, checks_can_fail);
     tcase_add_test(tc, wg_schedules);
     tcase_add_test(tc, wg_checks_can_fail);
+    tcase_add_test(tc, other_sm_counts);
     return suite_run(s);
 }

@@ -197,7 +197,7 @@ def read_cases(out_jsonl):
                     o = json.loads(line)
                 except json.JSONDecodeError:
                     continue
-                if o.get("kind") == "case":
+                if o.get("kind") in ("case", "routed"):
                     cases.append(o)
     return cases
 

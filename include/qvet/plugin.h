@@ -78,7 +78,13 @@ extern "C" {
  * legal. Launches must be deterministic: qvet launches each case twice and
  * compares every bit. All strings stay valid until the library is unloaded.
  * Version 1 differs only in naming registry rows alone; qv_gemm_args grew
- * `bias` and `g_idx` at its end, which a version-1 plugin never reads. */
+ * `bias` and `g_idx` at its end, which a version-1 plugin never reads.
+ * After version 2, qv_gemm_args grew `opts` at its end (the launch options
+ * that choose among qvet's own kernel paths, gemm.h): the ABI version stays
+ * 2, since a plugin built against the shorter struct reads the same fields
+ * at the same offsets and never reaches the new one. A plugin may ignore
+ * `opts` (NULL means every default); qvet passes the options it was given
+ * (`qvet check`'s QVET_* variables) to plugins as it does to its kernels. */
 
 #define QV_PLUGIN_ABI_VERSION 2
 #define QV_PLUGIN_ABI_OLDEST 1 /* the oldest version the loader still takes */

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 
+#include "qvet/gemm.h"
 #include "qvet/status.h"
 
 #ifdef __cplusplus
@@ -29,10 +30,12 @@ extern "C" {
  * promotion at all). *out = the total. QV_ERR_NODEVICE without a GPU. */
 qv_status qv_aq_fp8_probe(const uint8_t *a, const uint8_t *b, int k, int chain, float c_init, float *out);
 
-/* The family's benchmark (bench/cmd_bench.c, through `qvet bench`): prints
+/* The family's benchmark (bench/cmd_bench.c, through `qvet bench`, whose
+ * launch options come from the QVET_* variables): prints
  * the block-time table of DESIGN.md §8 for our rows, cuBLAS fp16, cuBLASLt
  * fp8/int8 W8A8 and the activation quantization share. Returns 0 when every point ran, 1 if some
- * failed, 3 on an environment error; prints "SKIP: no CUDA device" without one. */
+ * failed (or `qvet bench` refused its arguments or a variable), 3 on an environment error; prints
+ * "SKIP: no CUDA device" without one. */
 int qv_aq_bench(void);
 
 /* How many launches of the integer rows (QQQ W4A8, W8A8 int8) in this process
@@ -42,75 +45,52 @@ int qv_aq_bench(void);
 long long qv_aq_lt_runs(void);
 
 /* How many launches of the QQQ W4A8 rows in this process took the wgmma
- * kernel (kernels/qqq_wg.cu, sm_90a; from M = QVET_AQ_WG_MIN_M, default 17);
+ * kernel (kernels/qqq_wg.cu, sm_90a; from M = aq_wg_min_m, default 17);
  * read by the GPU suite like qv_aq_lt_runs. No CUDA call. */
 long long qv_qqq_wg_runs(void);
 
 /* The tiles of an (m, n, k) QQQ problem that the wgmma kernel's schedule
- * shares over the blocks along K (its stream-K tail; 0 when none), for the
- * environment as it is now (QVET_AQ_WG_TILE, QVET_AQ_WG_BLOCKS,
- * QVET_AQ_WG_STREAMK); -1 when one of them is malformed. No CUDA call. */
-int qv_qqq_wg_tail_tiles(int m, int n, int k);
+ * shares over the blocks along K (its stream-K tail; 0 when none) under
+ * options o (aq_wg_tile, aq_wg_blocks, aq_wg_streamk); -1 when o is refused
+ * or there is no device to plan for (qv_launch_ctx_get). */
+int qv_qqq_wg_tail_tiles(int m, int n, int k, const qv_launch_opts *o);
 
 /* Which kernel an (m, n, k) QQQ problem (group: per-group rows, group size g)
- * takes for the environment as it is now: 1 the wgmma kernel (by default
- * from M = 17, and below that on layers so wide that the mma kernel would not
- * split K), 0 the mma kernel (or cuBLASLt), -1 when QVET_AQ_WG_MIN_M is
- * malformed. No CUDA call. */
-int qv_qqq_wg_route(int group, int m, int n, int k, int g);
+ * takes under options o: 1 the wgmma kernel (by default from M = 17, and
+ * below that on layers so wide that the mma kernel would not split K), 0 the
+ * mma kernel (or cuBLASLt), -1 when o is refused or there is no device to
+ * plan for. */
+int qv_qqq_wg_route(int group, int m, int n, int k, int g, const qv_launch_opts *o);
 
-/* QVET_LT_TRACE=1 (measurements): one stderr line with the configuration of
- * a cuBLASLt algorithm (algo: a cublasLtMatmulAlgo_t, or NULL for none) that
- * `label`'s (m, n, k) got from the heuristic, with its workspace and waves.
- * The activation-quantized rows' cuBLASLt paths and the benchmark's cuBLASLt
- * baselines call it once per shape. */
+/* One stderr line (measurements) with the configuration of a cuBLASLt
+ * algorithm (algo: a cublasLtMatmulAlgo_t, or NULL for none) that `label`'s
+ * (m, n, k) got from the heuristic, with its workspace and waves. The
+ * activation-quantized rows' cuBLASLt paths and the benchmark's cuBLASLt
+ * baselines call it once per shape when their options' trace has
+ * QV_TRACE_LT. */
 void qv_lt_trace_algo(const char *label, int m, int n, int k, const void *algo, size_t ws_bytes, float waves);
 
-/* The default smallest M of the W8A8 e4m3 rows' cuBLASLt path, per scaling
- * (QVET_AQ_LT_FP8_MIN_M overrides all of them; "off" never takes the path),
- * where cuBLASLt was faster than the mma kernel on the H200 (qvet bench):
- * per tensor and per token x channel (in two steps) at every M, 128x128
- * blocks from M = 4 (the mma kernel is faster at M = 1). */
-#define QV_AQ_LT_FP8_MIN_M_TENSOR 1
-#define QV_AQ_LT_FP8_MIN_M_TOK_CH 1
-#define QV_AQ_LT_FP8_MIN_M_BLOCK 4
+/* The M from which the 128x128-block e4m3 row on cuBLASLt runs the
+ * BLK128x128 weight scaling instead of VEC128 over expanded weight scales
+ * (same arithmetic) on an N x K layer by default under options o (their
+ * arch picks the tuning table's row): 128, or 256 on layers with N and K at
+ * most 8192 on the H200's row; -1 when o is refused or there is no device to
+ * plan for. */
+int qv_aq_lt_fp8_blk_default_min_m(int n, int k, const qv_launch_opts *o);
 
-/* From this M on, the 128x128-block row runs cuBLASLt's BLK128x128 weight
- * scaling instead of VEC128 over expanded weight scales (same arithmetic);
- * QVET_AQ_LT_FP8_BLK_MIN_M overrides it ("off": never). BLK128x128 is the
- * faster form from about M = 128 on the H200 (tools/probe-blk128.cu). */
-#define QV_AQ_LT_FP8_BLK_MIN_M 128
-/* On layers with N <= 8192 and K <= 8192 (the o projections of both models)
- * VEC128 stays faster up to M = 255 on the H200; every other layer of the
- * two models is faster in BLK128x128 from M = 128. */
-#define QV_AQ_LT_FP8_BLK_MIN_M_SMALL 256
-
-/* The M from which the block row takes the BLK128x128 form on an N x K layer
- * by default: QV_AQ_LT_FP8_BLK_MIN_M_SMALL when N and K are at most 8192,
- * else QV_AQ_LT_FP8_BLK_MIN_M (QVET_AQ_LT_FP8_BLK_MIN_M replaces both). No
- * CUDA call. */
-int qv_aq_lt_fp8_blk_default_min_m(int n, int k);
-
-/* 1 when the block row on cuBLASLt asks for the BLK128x128 form at (m, n, k):
- * from the threshold above (or QVET_AQ_LT_FP8_BLK_MIN_M; a malformed value
- * reads as the default), at M = 128 and from M = 193 (VEC128 is faster at M =
- * 129-192). No CUDA call. */
-int qv_aq_lt_fp8_blk_form(int m, int n, int k);
-
-/* From this M on, the per-token x per-channel e4m3 row runs cuBLASLt's outer
- * vector scaling; below it, the two-step form (cuBLASLt per tensor with unit
- * scales into fp32, then the two scales and the fp16 rounding in a small
- * kernel; same arithmetic). QVET_AQ_LT_FP8_OUTER_MIN_M overrides it ("off":
- * never the outer vectors). The two steps are faster on the H200 below
- * M = 128 (1.1-1.6x at M <= 64), the outer vectors from M = 128. */
-#define QV_AQ_LT_FP8_OUTER_MIN_M 128
+/* 1 when the block row on cuBLASLt asks for the BLK128x128 form at (m, n, k)
+ * under options o: from the threshold above (or o's aq_lt_fp8_blk_min_m), at
+ * M = 128 and from M = 193 (VEC128 is faster at M = 129-192); -1 as above. */
+int qv_aq_lt_fp8_blk_form(int m, int n, int k, const qv_launch_opts *o);
 
 struct qv_variant;
 
-/* The default smallest M above for row v at an N x K layer (0 when v is not
- * a W8A8 e4m3 row with one of the three scalings, or N or K < 1). Makes no
- * CUDA call. */
-int qv_aq_lt_fp8_default_min_m(const struct qv_variant *v, int n, int k);
+/* The default smallest M of the W8A8 e4m3 rows' cuBLASLt path for row v at
+ * an N x K layer under options o, per scaling (o's aq_lt_fp8_min_m overrides
+ * all of them): on the H200's row, per tensor and per token x channel (in
+ * two steps) 1, 128x128 blocks 4. 0 when v is not a W8A8 e4m3 row with one
+ * of the three scalings, or N or K < 1; -1 as above. */
+int qv_aq_lt_fp8_default_min_m(const struct qv_variant *v, int n, int k, const qv_launch_opts *o);
 
 /* How many launches of the W8A8 e4m3 rows in this process took the cuBLASLt
  * fp8 path (kernels/aq_lt_fp8.cu: cuBLASLt's scaling modes, promoted

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "qvet/gemm.h"
+#include "qvet/moe.h"
 #include "qvet/probe.h"
 #include "qvet/problem.h"
 #include "qvet/reference.h"
@@ -89,6 +90,8 @@ typedef struct qv_backend {
     void *launch_lock;          /* a pthread_mutex_t * held around every launch when cases run on
                                    several threads (the GPU and plugins: one launch at a time,
                                    the verification in parallel); NULL: none */
+    const qv_launch_opts *opts; /* GPU and plugins: every launch's options (qv_gemm_args.opts;
+                                   a plugin may ignore them); NULL: the defaults */
 } qv_backend;
 
 /* The default m*n*k caps of CPU-model cases. The exact reference costs about
@@ -228,6 +231,46 @@ void qv_case_json(FILE *f, const qv_case *c, const qv_backend *b, const qv_outco
  * candidate as --spec in gen's order (a suite case: its own variant only). */
 void qv_case_replay_cmd(const qv_case *c, const qv_backend *b, const qv_gen *gen, const char *glob,
                         char *buf, size_t len);
+
+/* ---- Routed cases (fuzz/moe_cases.c). ---- */
+
+/* One routed case: a routed row (moe.h), its shape and data. */
+typedef struct qv_moe_case {
+    const qv_moe_row *row;
+    uint64_t seed;
+    int64_t index;            /* fuzz: the case index J; check: the suite index */
+    int suite;
+    int64_t t, n, k;          /* tokens, expert GEMM N and K */
+    int e, e_local, shared;   /* router experts, local ones, shared ones */
+    qv_moe_logits logits;     /* the routing case */
+    qv_probe_kind probe;      /* exact, onehot or random data */
+    uint64_t data_seed;
+} qv_moe_case;
+
+typedef struct qv_moe_outcome {
+    qv_moe_result res;
+    qv_status st;
+    double time_ms;
+    uint64_t out_hash;        /* FNV-1a 64 of the output bytes */
+} qv_moe_outcome;
+
+/* The fixed suite of a routed row: every logits case at one and 37 tokens,
+ * then batches of 8 to 256 tokens (fewer where the row's experts per token
+ * would pass 2^22 multiply-adds); N = 128, K = 256. */
+int  qv_moe_suite_count(const qv_moe_row *r);
+void qv_moe_suite_case(const qv_moe_row *r, uint64_t seed, int j, qv_moe_case *c);
+/* Generated case `index` of campaign `seed` among rows[0..n): the row from
+ * one stream, everything else from another, so a replay naming the row alone
+ * draws the same case. */
+void qv_moe_gen_case(const qv_moe_row *const *rows, int n, uint64_t seed, int64_t index, qv_moe_case *c);
+/* The routed rows whose name matches glob (NULL/"" = all), at most max. */
+int qv_moe_rows_match(const char *glob, const qv_moe_row **out, int max);
+/* Runs the case on the CPU model (routing, token sort, experts, combine) and
+ * grades it with ref_moe_verify, ids and weights included. */
+qv_status qv_moe_case_run(const qv_moe_case *c, qv_moe_outcome *o);
+void qv_moe_case_replay_cmd(const qv_moe_case *c, char *buf, size_t len);
+/* The case's JSONL line ("kind":"routed", docs/results-format.md). */
+void qv_moe_case_json(FILE *f, const qv_moe_case *c, const char *backend, const qv_moe_outcome *o);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,7 @@ int qv_cmd_replay(int argc, char **argv);  /* fuzz/cmd_campaign.c */
 int qv_cmd_pack(int argc, char **argv);    /* src/cmd_pack.c */
 int qv_cmd_unpack(int argc, char **argv);  /* src/cmd_pack.c */
 int qv_cmd_verify(int argc, char **argv);  /* src/cmd_verify.c */
+int qv_cmd_verify_moe(int argc, char **argv); /* src/cmd_verify_moe.c: a routed spec */
 int qv_cmd_report(int argc, char **argv);  /* reports/cmd_report.c */
 int qv_cmd_ppl(int argc, char **argv);     /* eval/cmd_ppl.c */
 int qv_cmd_bench(int argc, char **argv);   /* bench/cmd_bench.c */

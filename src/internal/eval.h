@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "internal/gguf.h"
+#include "qvet/gemm.h"
 #include "qvet/problem.h"
 #include "qvet/status.h"
 #include "qvet/variant.h"
@@ -134,8 +135,16 @@ qv_status qv_problem_weight_f32(const qv_problem *p, float *w_kn);
  * quantizes activations per token and runs ref_model_run (exact = 1) or an
  * sgemm on the dequantized operands (exact = 0, the fast emulation). */
 qv_status qv_linear_variant_cpu(const qv_variant *v, const qv_llama *m, int exact, qv_linear_backend *out);
-/* The GPU backend: every linear layer runs the variant's kernel (gpu.h). */
-qv_status qv_linear_variant_gpu(const qv_variant *v, const qv_llama *m, qv_linear_backend *out);
+/* The threads of the evaluation's CPU pool (eval/parallel.c), the caller
+ * included, when it starts (its first use): n >= 1, at most its limit of 64;
+ * without a request, the online processors. A request after the start
+ * changes nothing. */
+void qv_eval_threads_request(int n);
+
+/* The GPU backend: every linear layer runs the variant's kernel (gpu.h)
+ * under launch options opts (copied; NULL: the defaults). */
+qv_status qv_linear_variant_gpu(const qv_variant *v, const qv_llama *m, const qv_launch_opts *opts,
+                                qv_linear_backend *out);
 /* Wall time a backend spent since it was created, for the progress report:
  * quantizing (and for the fast CPU path dequantizing) activations, and in the
  * GEMMs (the GPU path: from the copy to the device to the decoded output). */

@@ -40,16 +40,19 @@ typedef struct qv_gpu_stats {
 } qv_gpu_stats;
 
 /* Packs p (qv_pack), uploads it, poisons the output with ref_poison_code,
- * launches `launch` (NULL: the row's own, qv_gpu_launcher), downloads the
+ * launches `launch` (NULL: the row's own, qv_gpu_launcher) under launch
+ * options opts (NULL: the defaults; the workspace is sized for them), downloads the
  * (m, n) output codes into `out` (p->v->ofmt, row-major). With `repeat` >= 2,
  * relaunches with a fresh poison each time and compares every bit with the
  * first output. */
-qv_status qv_gpu_run(const qv_problem *p, qv_launch_fn launch, int repeat, void *out,
+qv_status qv_gpu_run(const qv_problem *p, qv_launch_fn launch, const qv_launch_opts *opts, int repeat, void *out,
                      qv_gpu_stats *st);
 
 /* Device copies of a packed problem, for repeated launches (bench, eval); for
  * a spec (QV_LAYOUT_LOGICAL) pk is NULL and the logical arrays are uploaded
- * as plugin.h describes. */
+ * as plugin.h describes. The arguments carry the launch options given to the
+ * upload (args.opts, not copied: they must outlive the problem), and the
+ * workspace is sized for them. */
 typedef struct qv_gpu_problem {
     qv_gemm_args args;     /* device pointers ready to launch */
     size_t out_bytes;      /* m * n output codes; QV_GPU_GUARD_BYTES of guard follow them */
@@ -60,7 +63,8 @@ typedef struct qv_gpu_problem {
 /* Bytes of poison kept after every output allocation to catch writes past it. */
 #define QV_GPU_GUARD_BYTES 4096
 
-qv_status qv_gpu_problem_upload(const qv_problem *p, const qv_packed *pk, qv_gpu_problem *gp);
+qv_status qv_gpu_problem_upload(const qv_problem *p, const qv_packed *pk, const qv_launch_opts *opts,
+                                qv_gpu_problem *gp);
 void      qv_gpu_problem_free(qv_gpu_problem *gp);
 /* Fills the device output with the poison code of ofmt. */
 qv_status qv_gpu_poison(void *dev_out, qv_fmt ofmt, int64_t count, void *stream);

@@ -856,7 +856,7 @@ static void stream_next(stream *s, const mpi_job *j, char **run_tpl)
                 if (!strcmp(j->mutants[i], name)) s->key1 = i;
             s->cases++;
             s->failed += qv_json_bool(qv_json_get(root, "killed"), 0) == 1;
-        } else if (kind && !strcmp(kind, "case")) {
+        } else if (kind && (!strcmp(kind, "case") || !strcmp(kind, "routed"))) {
             s->cases++;
             const char *verdict = qv_json_str(qv_json_get(root, "verdict"));
             s->failed += verdict && !strcmp(verdict, "FAIL");

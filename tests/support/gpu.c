@@ -11,15 +11,23 @@
 #include <cuda_runtime_api.h>
 
 #include "internal/gpu.h"
+#include "internal/launch_env.h"
 #include "qvet/reference.h"
 #include "support/golden.h"
 
 /* ---- the suite ------------------------------------------------------------ */
 
+/* The suite's base launch options (gpu_suite_start). */
+static qv_launch_opts g_env_opts;
+
 int gpu_suite_start(uint64_t *seed)
 {
     const char *env = getenv("QVET_SEED");
     if (env && *env) *seed = strtoull(env, NULL, 0);
+    if (qv_launch_env_read(&g_env_opts) != QV_OK) {
+        fprintf(stderr, "%s\n", qv_errmsg());
+        exit(2);
+    }
     const int gpu = (access("/dev/nvidia0", F_OK) == 0 || access("/dev/nvidiactl", F_OK) == 0) &&
                     qv_gpu_info_get(NULL);
     if (!gpu) printf("SKIP: no CUDA device\n");
@@ -45,6 +53,13 @@ int gpu_suite_run(Suite *s)
     const int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed ? 1 : 0;
+}
+
+qv_launch_opts gpu_opts(const qv_launch_opts *over)
+{
+    qv_launch_opts o = g_env_opts;
+    if (over) qv_launch_opts_overlay(&o, over);
+    return o;
 }
 
 int gpu_env_flag(const char *name)
@@ -89,10 +104,11 @@ void gpu_problem_probe(qv_problem *p, const qv_variant *v, int64_t m, int64_t n,
 }
 
 
-void gpu_problem_load(const qv_problem *p, qv_packed *pk, qv_gpu_problem *gp, const char *label)
+void gpu_problem_load(const qv_problem *p, const qv_launch_opts *opts, qv_packed *pk, qv_gpu_problem *gp,
+                      const char *label)
 {
     ck_assert_msg(qv_pack(p, pk) == QV_OK, "%s: pack: %s", label, qv_errmsg());
-    ck_assert_msg(qv_gpu_problem_upload(p, pk, gp) == QV_OK, "%s: upload: %s", label, qv_errmsg());
+    ck_assert_msg(qv_gpu_problem_upload(p, pk, opts, gp) == QV_OK, "%s: upload: %s", label, qv_errmsg());
 }
 
 void gpu_problem_unload(qv_packed *pk, qv_gpu_problem *gp)
@@ -109,12 +125,13 @@ void *gpu_dev_copy(const void *h, size_t bytes)
     return d;
 }
 
-void gpu_run_twice(const qv_problem *p, void *out, const char *label, const char *path)
+void gpu_run_twice(const qv_problem *p, const qv_launch_opts *opts, void *out, const char *label, const char *path)
 {
-    gpu_run_twice_with(p, NULL, out, label, path);
+    gpu_run_twice_with(p, NULL, opts, out, label, path);
 }
 
-void gpu_run_twice_with(const qv_problem *p, qv_launch_fn launch, void *out, const char *label, const char *path)
+void gpu_run_twice_with(const qv_problem *p, qv_launch_fn launch, const qv_launch_opts *opts, void *out,
+                        const char *label, const char *path)
 {
     char where[256];
     if (path)
@@ -122,7 +139,7 @@ void gpu_run_twice_with(const qv_problem *p, qv_launch_fn launch, void *out, con
     else
         snprintf(where, sizeof where, "%s", label);
     qv_gpu_stats st;
-    const qv_status s = qv_gpu_run(p, launch, 2, out, &st);
+    const qv_status s = qv_gpu_run(p, launch, opts, 2, out, &st);
     ck_assert_msg(s == QV_OK, "%s: qv_gpu_run: %s", where, qv_errmsg());
     ck_assert_msg(!st.nondeterministic, "%s: two launches differ, first at element %" PRId64, where, st.first_diff);
     ck_assert_msg(st.guard_writes == 0, "%s: %" PRId64 " bytes written past the output", where, st.guard_writes);
@@ -240,10 +257,11 @@ void gpu_qqq_golden_close(gpu_qqq_golden *gq)
     if (gq->group) qv_array_destroy(&gq->s_g);
 }
 
-void gpu_qqq_case_load(const gpu_qqq_golden *gq, int m, gpu_qqq_case *c)
+void gpu_qqq_case_load(const gpu_qqq_golden *gq, int m, const qv_launch_opts *opts, gpu_qqq_case *c)
 {
     memset(c, 0, sizeof *c);
     c->m = m;
+    c->opts = gpu_opts(opts);
     char name[64];
     snprintf(name, sizeof name, "A_m%d_int8", m);
     golden_load(gq->name, name, &c->a);
@@ -267,7 +285,8 @@ void gpu_qqq_case_load(const gpu_qqq_golden *gq, int m, gpu_qqq_case *c)
     ga->scales = gpu_dev_copy(gq->group ? gq->s_g.data : gq->s_ch.data, gq->group ? gq->s_g.nbytes : gq->s_ch.nbytes);
     ga->scales2 = gq->group ? gpu_dev_copy(gq->s_ch.data, gq->s_ch.nbytes) : NULL;
     ck_assert_int_eq(cudaMalloc(&ga->c, sizeof(uint16_t) * (size_t)m * (size_t)gq->n), cudaSuccess);
-    ga->workspace_bytes = qv_gpu_workspace(gq->v, m, gq->n, gq->k);
+    ga->opts = &c->opts;
+    ga->workspace_bytes = qv_gpu_workspace(gq->v, m, gq->n, gq->k, ga->opts);
     if (ga->workspace_bytes) {
         /* gemm.h: the caller zeroes the workspace once (split-K counters). */
         ck_assert_int_eq(cudaMalloc(&ga->workspace, ga->workspace_bytes), cudaSuccess);

@@ -23,10 +23,18 @@
 /* ---- the suite ------------------------------------------------------------ */
 
 /* The start of a GPU suite's main: QVET_SEED (when set and not empty) into
- * *seed, then whether a device is present: the driver's files first, so that
- * a machine without one never sees a CUDA call. Without one it prints exactly
- * "SKIP: no CUDA device". */
+ * *seed, the QVET_* kernel-path variables into the suite's base launch
+ * options (launch_env.h: a refused value prints the message and exits with
+ * status 2), then whether a device is present: the driver's files first, so
+ * that a machine without one never sees a CUDA call. Without one it prints
+ * exactly "SKIP: no CUDA device". */
 int gpu_suite_start(uint64_t *seed);
+
+/* A case's launch options: the suite's base (the variables read by
+ * gpu_suite_start; all unset in CI) with every field `over` sets on top
+ * (NULL: the base alone). The suites loop over arrays of such overlays, one
+ * per kernel path. */
+qv_launch_opts gpu_opts(const qv_launch_opts *over);
 
 /* A suite `name` of one test case "gpu" with the GPU suites' 600 s timeout
  * (a whole registry row runs inside one test); *tc receives the case. With a
@@ -63,21 +71,24 @@ qv_gemm_args gpu_placeholder_args(int m, int n, int k);
 void gpu_problem_probe(qv_problem *p, const qv_variant *v, int64_t m, int64_t n, int64_t k, qv_probe_kind probe,
                        qv_regime regime, uint64_t seed, char *label, size_t cap);
 
-/* p packed into *pk and uploaded into *gp (qv_pack, qv_gpu_problem_upload);
- * a failure fails the test, naming label. Undone by gpu_problem_unload. */
-void gpu_problem_load(const qv_problem *p, qv_packed *pk, qv_gpu_problem *gp, const char *label);
+/* p packed into *pk and uploaded into *gp (qv_pack, qv_gpu_problem_upload)
+ * for launches under opts (which must outlive gp); a failure fails the test,
+ * naming label. Undone by gpu_problem_unload. */
+void gpu_problem_load(const qv_problem *p, const qv_launch_opts *opts, qv_packed *pk, qv_gpu_problem *gp,
+                      const char *label);
 void gpu_problem_unload(qv_packed *pk, qv_gpu_problem *gp);
 
 /* A device copy of `bytes` host bytes at h; free with cudaFree. */
 void *gpu_dev_copy(const void *h, size_t bytes);
 
-/* Runs p twice through qv_gpu_run into out ((m, n) output codes of p->v->ofmt,
- * row-major) and asserts that both launches succeeded, gave the same bits and
- * wrote nothing past the output. label names the case in messages, path
- * (NULL for none) the kernel path. */
-void gpu_run_twice(const qv_problem *p, void *out, const char *label, const char *path);
+/* Runs p twice through qv_gpu_run under opts into out ((m, n) output codes
+ * of p->v->ofmt, row-major) and asserts that both launches succeeded, gave
+ * the same bits and wrote nothing past the output. label names the case in
+ * messages, path (NULL for none) the kernel path. */
+void gpu_run_twice(const qv_problem *p, const qv_launch_opts *opts, void *out, const char *label, const char *path);
 /* The same through launch (NULL: the row's own). */
-void gpu_run_twice_with(const qv_problem *p, qv_launch_fn launch, void *out, const char *label, const char *path);
+void gpu_run_twice_with(const qv_problem *p, qv_launch_fn launch, const qv_launch_opts *opts, void *out,
+                        const char *label, const char *path);
 
 /* A launch of the row's own function with the output 4 bytes past a 16-byte
  * boundary (what the launches accept, and too little for tensor-map
@@ -119,11 +130,13 @@ typedef struct gpu_qqq_case {
     qv_array a;      /* A_m<M>_int8 (m, k) int8 */
     qv_array s_tok;  /* s_token_m<M>_f32 (m) f32 */
     qv_array d;      /* D_qqq_kernel_m<M>_f16 (m, n) f16: the real QQQ kernel's output */
+    qv_launch_opts opts; /* the launch options of ga (ga.opts points here) */
     qv_gemm_args ga; /* device copies of A, s_token, B and the scales; c (m, n) f16;
-                        the row's workspace (none when it needs 0 bytes), zeroed */
+                        the row's workspace for opts (none when it needs 0 bytes), zeroed */
 } gpu_qqq_case;
 
-void gpu_qqq_case_load(const gpu_qqq_golden *gq, int m, gpu_qqq_case *c);
+/* Loads M = m of gq for launches under opts (NULL: the suite's base). */
+void gpu_qqq_case_load(const gpu_qqq_golden *gq, int m, const qv_launch_opts *opts, gpu_qqq_case *c);
 void gpu_qqq_case_free(gpu_qqq_case *c);
 
 /* Poisons c's output, launches gq's row, waits and copies the (m, n) f16

@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include "../../kernels/wonly_small.cuh"
+#include "../../kernels/wonly_route.h"
 #include "../../kernels/wonly_wg.cuh"
 #include "internal/gpu.h"
 #include "qvet/formats.h"
@@ -196,19 +197,20 @@ static void diagnose(const qv_problem *p, const uint16_t *out, const uint16_t *m
     fprintf(stderr, "  columns mod 64 differing: %s\n  tokens mod 64 differing:  %s\n", cols, toks);
 }
 
-int wonly_run_case(qv_problem *p, int probe, const char *label, unsigned flags)
+int wonly_run_case(qv_problem *p, int probe, const char *label, unsigned flags, const qv_launch_opts *o)
 {
     static const qv_probe_kind kinds[PROBE_COUNT] = {QV_PROBE_EXACT, QV_PROBE_ONEHOT, QV_PROBE_RANDOM};
+    const qv_launch_opts opts = gpu_opts(o);
     if (flags & WONLY_WG) {
-        int take = 0;
-        ck_assert_int_eq(qv_wonly_wg_wanted(p->v, (int)p->m, (int)p->n, (int)p->k, &take), QV_OK);
-        ck_assert_msg(take, "%s: the wgmma path does not take this case", label);
+        qv_wo_path path = (qv_wo_path)0;
+        ck_assert_int_eq(qv_wonly_route(p->v, (int)p->m, (int)p->n, (int)p->k, &opts, &path), QV_OK);
+        ck_assert_msg(path == QV_WO_PATH_WG, "%s: the wgmma path does not take this case", label);
     }
     const size_t ob = (size_t)qv_problem_out_bytes(p);
     void *out = malloc(ob);
     ck_assert_ptr_nonnull(out);
     qv_gpu_stats st;
-    qv_status s = qv_gpu_run(p, NULL, 2, out, &st);
+    qv_status s = qv_gpu_run(p, NULL, &opts, 2, out, &st);
     ck_assert_msg(s == QV_OK, "%s: qv_gpu_run: %s", label, qv_errmsg());
     int ok = 1;
     if (st.nondeterministic) {
@@ -234,7 +236,7 @@ int wonly_run_case(qv_problem *p, int probe, const char *label, unsigned flags)
 }
 
 int wonly_one_case(const qv_variant *v, int64_t m, int64_t n, int64_t k, int probe, int regime, uint64_t seed,
-                   uint64_t idx, unsigned flags)
+                   uint64_t idx, unsigned flags, const qv_launch_opts *o)
 {
     qv_problem p;
     ck_assert_msg(qv_problem_create(&p, v, m, n, k) == QV_OK, "%s: %s", v->name, qv_errmsg());
@@ -243,26 +245,9 @@ int wonly_one_case(const qv_variant *v, int64_t m, int64_t n, int64_t k, int pro
     snprintf(label, sizeof label,
              "%s m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " %s/%s seed=%" PRIu64 " case=%" PRIu64, v->name, m, n,
              k, wonly_probe_names[probe], wonly_regime_names[regime], seed, idx);
-    int ok = wonly_run_case(&p, probe, label, flags);
+    int ok = wonly_run_case(&p, probe, label, flags, o);
     qv_problem_destroy(&p);
     return ok;
-}
-
-char *wonly_env_set(const char *name, const char *val)
-{
-    const char *old = getenv(name);
-    char *copy = old ? strdup(old) : NULL;
-    if (val)
-        ck_assert_int_eq(setenv(name, val, 1), 0);
-    else
-        ck_assert_int_eq(unsetenv(name), 0);
-    return copy;
-}
-
-void wonly_env_restore(const char *name, char *old)
-{
-    free(wonly_env_set(name, old));
-    free(old);
 }
 
 qv_status wonly_counters_zero(const char *name, const void *ws, size_t ws_bytes, int64_t n)

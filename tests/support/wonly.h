@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "qvet/gemm.h"
 #include "qvet/problem.h"
 #include "qvet/status.h"
 #include "qvet/variant.h"
@@ -41,32 +42,24 @@ void wonly_fill(qv_problem *p, int probe, int regime, uint64_t seed, uint64_t id
 void wonly_fill_scale_edges(qv_problem *p, int probe, uint64_t seed, uint64_t idx);
 
 /* wonly_run_case flags. WONLY_WG: the case must take the Hopper wgmma path
- * (QVET_WO_WG_MIN_M routes it there), and a bit-exact mismatch also prints
- * where inside the 64-column chunk and 64-token tile it lies. */
+ * (the options' wo_wg_min_m routes it there), and a bit-exact mismatch also
+ * prints where inside the 64-column chunk and 64-token tile it lies. */
 #define WONLY_WG 1u
 
-/* Runs p twice on the GPU (qv_gpu_run: an output poisoned before each
+/* Runs p twice on the GPU under launch options o (gpu_opts(o): the suite's
+ * base with o's fields on top; qv_gpu_run: an output poisoned before each
  * launch, a guard zone past it), then the verdicts: the two launches bitwise
  * identical, nothing written past the output, and exact / one-hot probes bit
  * for bit equal to the CPU model, random ones no FAIL against the certified
  * truth. A failed verdict prints a FAIL line with label on stderr; returns 1
  * when every verdict passed. */
-int wonly_run_case(qv_problem *p, int probe, const char *label, unsigned flags);
+int wonly_run_case(qv_problem *p, int probe, const char *label, unsigned flags, const qv_launch_opts *o);
 
 /* Creates the (m, n, k) problem of row v, fills it (wonly_fill), names it
- * "<row> m=.. n=.. k=.. <probe>/<regime> seed=.. case=.." and runs it
- * (wonly_run_case); returns 1 when it passed. */
+ * "<row> m=.. n=.. k=.. <probe>/<regime> seed=.. case=.." and runs it under
+ * o (wonly_run_case); returns 1 when it passed. */
 int wonly_one_case(const qv_variant *v, int64_t m, int64_t n, int64_t k, int probe, int regime, uint64_t seed,
-                   uint64_t idx, unsigned flags);
-
-/* Sets environment variable name to val (NULL: unsets it) and returns a copy
- * of its previous value (NULL: it was unset) for the caller to restore with
- * another call and then free. */
-char *wonly_env_set(const char *name, const char *val);
-
-/* Sets environment variable name back to old, a value wonly_env_set
- * returned (NULL: unsets it), and frees old. */
-void wonly_env_restore(const char *name, char *old);
+                   uint64_t idx, unsigned flags, const qv_launch_opts *o);
 
 /* QV_OK when the counters area at the start of workspace ws (ws_bytes bytes;
  * qv_wonly_counters_bytes(n) for a layer of n columns) reads zero again, as

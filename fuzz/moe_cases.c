@@ -1,0 +1,198 @@
+/* moe_cases.c: routed cases of the campaign (campaign.h): the fixed suite of a
+ * routed row, generated cases, running one on the CPU model, and its JSONL
+ * line. Like a GEMM case, a routed case is a pure function of (seed, index)
+ * (or (seed, row, suite index)); the row of a generated case is drawn from
+ * its own stream, so naming that row alone replays the case. */
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal/campaign.h"
+#include "internal/json.h"
+
+/* ---- the suite ---------------------------------------------------------------------- */
+
+/* Per logits case two token counts (a decode step and a batch), then four
+ * larger batches, each within SUITE_CAP multiply-adds (t x (topk + shared)
+ * x n x k), the GEMM suite's CPU cap: the models of fp8 rows cost about
+ * 100 ns a multiply-add. */
+#define SUITE_CAP ((int64_t)1 << 22)
+#define SUITE_PER_LOGITS 2
+#define SUITE_BATCHES 4
+static const int64_t batch_t[SUITE_BATCHES] = {8, 64, 128, 256};
+
+int qv_moe_suite_count(const qv_moe_row *r)
+{
+    (void)r;
+    return SUITE_PER_LOGITS * QV_LOGITS_COUNT + SUITE_BATCHES;
+}
+
+/* Local experts of a case: all, three quarters (some -1 in the map), or half
+ * for the nonlocal logits (every token's experts elsewhere). */
+static int local_of(const qv_moe_row *r, int topk, qv_moe_logits lc, int variant)
+{
+    int e = r->experts;
+    if (lc == QV_LOGITS_NONLOCAL) return e - (e / 2 > topk ? e / 2 : topk);
+    return variant ? e - e / 4 : e;
+}
+
+static uint64_t mix64(uint64_t a, uint64_t b)
+{
+    uint64_t s = a * 0x9E3779B97F4A7C15ull + b + 0x6D6F65ull;
+    return qv_splitmix64(&s);
+}
+
+static int topk_of(const qv_moe_row *r)
+{
+    const qv_moe_spec *s;
+    return qv_moe_row_spec(r, &s) == QV_OK ? s->topk : 1;
+}
+
+void qv_moe_suite_case(const qv_moe_row *r, uint64_t seed, int j, qv_moe_case *c)
+{
+    memset(c, 0, sizeof *c);
+    c->row = r;
+    c->seed = seed;
+    c->index = j;
+    c->suite = 1;
+    c->n = 128;
+    c->k = 256;
+    c->e = r->experts;
+    c->shared = r->shared;
+    int topk = topk_of(r);
+    if (j < SUITE_PER_LOGITS * QV_LOGITS_COUNT) {
+        c->logits = (qv_moe_logits)(j / SUITE_PER_LOGITS);
+        c->t = j % SUITE_PER_LOGITS ? 37 : 1;
+        c->probe = j % 3 == 0 ? QV_PROBE_EXACT : QV_PROBE_RANDOM;
+        c->e_local = local_of(r, topk, c->logits, j % 4 == 3);
+    } else {
+        int b = j - SUITE_PER_LOGITS * QV_LOGITS_COUNT;
+        c->logits = QV_LOGITS_RANDOM;
+        c->t = batch_t[b];
+        c->probe = b == 1 ? QV_PROBE_ONEHOT : QV_PROBE_RANDOM;
+        c->e_local = local_of(r, topk, c->logits, b == 2);
+    }
+    while (c->t > 1 && c->t * (topk + r->shared) * c->n * c->k > SUITE_CAP) c->t /= 2;
+    uint64_t h = 0;
+    for (const char *p = r->name; *p; p++) h = h * 131 + (unsigned char)*p;
+    c->data_seed = mix64(mix64(seed, h), (uint64_t)j);
+}
+
+/* ---- generated cases -------------------------------------------------------------------- */
+
+/* The largest t x (topk + shared) x n x k a generated CPU case draws. */
+#define GEN_CAP ((int64_t)1 << 23)
+
+void qv_moe_gen_case(const qv_moe_row *const *rows, int n_rows, uint64_t seed, int64_t index, qv_moe_case *c)
+{
+    memset(c, 0, sizeof *c);
+    uint64_t pick = mix64(seed ^ 0x526F77ull, (uint64_t)index);
+    const qv_moe_row *r = rows[qv_rng_below(&pick, (uint64_t)n_rows)];
+    uint64_t st = mix64(seed, (uint64_t)index);
+    c->row = r;
+    c->seed = seed;
+    c->index = index;
+    int topk = topk_of(r);
+    c->n = 64 * (int64_t)(1 + qv_rng_below(&st, 4));
+    c->k = 128 * (int64_t)(1 + qv_rng_below(&st, 4));
+    /* tokens log-uniform in 1..512, within the cap */
+    c->t = (int64_t)(1 << qv_rng_below(&st, 10));
+    c->t += (int64_t)qv_rng_below(&st, (uint64_t)c->t);
+    while (c->t > 1 && c->t * (topk + r->shared) * c->n * c->k > GEN_CAP) c->t /= 2;
+    c->logits = (qv_moe_logits)qv_rng_below(&st, QV_LOGITS_COUNT);
+    static const qv_probe_kind kinds[3] = {QV_PROBE_EXACT, QV_PROBE_ONEHOT, QV_PROBE_RANDOM};
+    c->probe = kinds[qv_rng_below(&st, 3)];
+    c->e = r->experts;
+    c->shared = r->shared;
+    c->e_local = local_of(r, topk, c->logits, (int)qv_rng_below(&st, 2));
+    c->data_seed = qv_splitmix64(&st);
+}
+
+/* ---- rows of a run ---------------------------------------------------------------------- */
+
+int qv_moe_rows_match(const char *glob, const qv_moe_row **out, int max)
+{
+    int n = 0;
+    for (int i = 0; i < qv_moe_row_count() && n < max; i++) {
+        const qv_moe_row *r = qv_moe_row_get(i);
+        if (!glob || !*glob || fnmatch(glob, r->name, 0) == 0) out[n++] = r;
+    }
+    return n;
+}
+
+/* ---- running one ------------------------------------------------------------------------ */
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+qv_status qv_moe_case_run(const qv_moe_case *c, qv_moe_outcome *o)
+{
+    memset(o, 0, sizeof *o);
+    double t0 = now_ms();
+    const qv_moe_spec *s;
+    QV_TRY(qv_moe_row_spec(c->row, &s));
+    qv_moe_problem p;
+    QV_TRY(qv_moe_problem_create(&p, s, c->t, c->n, c->k, c->e, c->e_local, c->shared));
+    qv_status st = ref_moe_fill(&p, c->logits, c->probe, QV_REGIME_LOGUNIFORM, c->data_seed);
+    size_t es = qv_fmt_storage_bytes(s->expert->ofmt);
+    void *out = malloc((size_t)(c->t * c->n) * es);
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(c->t * s->topk));
+    float *w = malloc(sizeof(float) * (size_t)(c->t * s->topk));
+    if (st == QV_OK && (!out || !ids || !w)) st = qv_fail(QV_ERR_NOMEM, "out of memory for a routed case");
+    if (st == QV_OK) {
+        uint32_t poison = ref_poison_code(s->expert->ofmt);
+        for (int64_t i = 0; i < c->t * c->n; i++) memcpy((char *)out + (size_t)i * es, &poison, es);
+        st = ref_moe_model_run(&p, 16, out, ids, w);
+    }
+    if (st == QV_OK) st = ref_moe_verify(&p, out, ids, w, &o->res);
+    if (st == QV_OK) o->out_hash = qv_fnv1a64(out, (size_t)(c->t * c->n) * es);
+    free(out), free(ids), free(w);
+    qv_moe_problem_destroy(&p);
+    o->st = st;
+    o->time_ms = now_ms() - t0;
+    return st;
+}
+
+void qv_moe_case_replay_cmd(const qv_moe_case *c, char *buf, size_t len)
+{
+    snprintf(buf, len, "qvet replay%s --seed %llu --case %lld --variant %s --cpu", c->suite ? " --check" : "",
+             (unsigned long long)c->seed, (long long)c->index, c->row->name);
+}
+
+void qv_moe_case_json(FILE *f, const qv_moe_case *c, const char *backend, const qv_moe_outcome *o)
+{
+    const qv_moe_spec *s = NULL;
+    qv_moe_row_spec(c->row, &s);
+    fprintf(f, "{\"kind\":\"routed\",\"seed\":%llu,\"case\":%lld,\"suite\":", (unsigned long long)c->seed,
+            (long long)c->index);
+    qv_json_fput_str(f, c->suite ? "check" : "fuzz");
+    fputs(",\"variant\":", f);
+    qv_json_fput_str(f, c->row->name);
+    fputs(",\"spec\":", f);
+    qv_json_fput_str(f, s ? s->text : c->row->spec);
+    fputs(",\"backend\":", f);
+    qv_json_fput_str(f, backend);
+    fprintf(f, ",\"t\":%lld,\"n\":%lld,\"k\":%lld,\"experts\":%d,\"local\":%d,\"shared\":%d", (long long)c->t,
+            (long long)c->n, (long long)c->k, c->e, c->e_local, c->shared);
+    fputs(",\"logits\":", f);
+    qv_json_fput_str(f, qv_moe_logits_name(c->logits));
+    fputs(",\"probe\":", f);
+    qv_json_fput_str(f, qv_probe_name(c->probe));
+    fprintf(f, ",\"route_bad\":%lld,\"weight_bad\":%lld,\"ambiguous\":%lld,", (long long)o->res.n_route_bad,
+            (long long)o->res.n_weight_bad, (long long)o->res.n_ambiguous);
+    qv_result_json_fields(f, &o->res.out);
+    fputs(",\"time_ms\":", f);
+    qv_json_fput_num(f, o->time_ms);
+    fprintf(f, ",\"out_fnv1a64\":\"%016llx\"", (unsigned long long)o->out_hash);
+    char replay[512];
+    qv_moe_case_replay_cmd(c, replay, sizeof replay);
+    fputs(",\"replay\":", f);
+    qv_json_fput_str(f, replay);
+    fputs("}\n", f);
+}

@@ -1,0 +1,1148 @@
+/* moe.c: the truth, verdict and CPU model of a routed GEMM (moe.h, docs/moe.md).
+ *
+ * Routing. Every route ranks experts by a strictly increasing function of the
+ * logit (softmax, sigmoid, or the logit itself for topk-softmax), so the exact
+ * ranking is the logits' order, exact ties being equal logits. The kernel
+ * ranks by its fp32 key instead: for softmax and sigmoid a value within a
+ * certified relative error beta (and an absolute one for exponentials that
+ * underflow) of the exact score; for topk-softmax the logit itself. Expert j
+ * *surely outranks* i when j's lowest possible key exceeds i's highest (or,
+ * with tie=low, when their logits are equal and j < i). A selection S of k
+ * experts is admissible when no expert outside S surely outranks one inside.
+ *
+ * Weights. The exact weights of a selection come from MPFR (160 bits, then
+ * rounded to double). The kernel's fp32 weights are within weight_rel * w +
+ * weight_abs of them, from the declared fp32 arithmetic:
+ *   exp:      e^ = exp(d)(1 + th), |th| <= rho(d) = (1 + x) exp(2u|d|) - 1, with x
+ *             the declared exp ulps times 2^-23 and 2u|d| the argument's two
+ *             roundings (l - max, and a scaling by log2(e) if the kernel uses exp2);
+ *   softmax:  the sum of n such terms in any order (gamma_{n-1}) and a division
+ *             or a reciprocal and a multiply (two roundings);
+ *   sigmoid:  1 / (1 + e^) with e^ = exp(-l): two roundings and rho scaled by
+ *             e^/(1 + e^);
+ *   renorm:   a sum of k weights (gamma_{k-1}) and two roundings;
+ *   rsf:      one rounding.
+ * Exponentials below 2^-110 and sigmoids of logits below -87 leave the relative
+ * model (they underflow in fp32); their absolute error is below 2^-100, which
+ * weight_abs covers.
+ *
+ * Output. Each term of token t is an interval: center w*y (y the expert's
+ * truth), radius w*E + (weight radius)*(|y| + E) plus the declared roundings
+ * (rw, sum), each at most half an ulp of its format at the term's magnitude
+ * bound. The center is summed in double-double and rounded once; the bound
+ * arithmetic is inflated by 2^-40 relative for its own double roundings. */
+#include <math.h>
+#include <mpfr.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qvet/formats.h"
+#include "qvet/moe.h"
+#include "ref_operands.h"
+
+#define ROUTE_PREC 160
+/* Combinations tried for one token whose selection is ambiguous. */
+#define MAX_SELECTIONS 4096
+/* Absolute error of an fp32 key or weight whose exponential underflows. */
+#define WEIGHT_ABS 0x1p-100
+
+static const double U32 = 0x1p-24;
+
+/* ---- per token: logits, keys and their intervals ------------------------------------- */
+
+typedef struct token_route {
+    int e;
+    double *l;       /* (e) logits */
+    double *lo, *hi; /* (e) the kernel's key lies in [lo, hi] */
+    int *rank;       /* (e) experts by exact key, descending; equal logits by index */
+} token_route;
+
+static double logit_of(const qv_moe_problem *p, int64_t t, int j)
+{
+    int64_t x = t * p->e + j;
+    if (p->s->logit_fmt == QV_FMT_F32) return ((const float *)p->logits)[x];
+    return qv_decode(p->s->logit_fmt, ((const uint16_t *)p->logits)[x]);
+}
+
+static double gamma_n(int64_t n) { return n <= 0 ? 0.0 : (double)n * U32 / (1.0 - (double)n * U32); }
+
+/* rho(d) of the header, rounded up. */
+static double rho_exp(const qv_moe_spec *s, double d)
+{
+    double x = s->exp_ulps * 0x1p-23;
+    double r = expm1(2.0 * U32 * fabs(d)) * (1.0 + x) + x;
+    return r * (1.0 + 0x1p-40) + 0x1p-60;
+}
+
+static int is_softmax(qv_route r) { return r == QV_ROUTE_SOFTMAX_TOPK || r == QV_ROUTE_SOFTMAX_TOPK_RENORM; }
+static int is_sigmoid(qv_route r) { return r == QV_ROUTE_SIGMOID_TOPK || r == QV_ROUTE_SIGMOID_TOPK_RENORM; }
+static int is_renorm(qv_route r)
+{
+    return r == QV_ROUTE_SOFTMAX_TOPK_RENORM || r == QV_ROUTE_SIGMOID_TOPK_RENORM;
+}
+
+/* rho over the terms of a softmax whose largest logit is lmax: terms whose
+ * exact exponential is below 2^-110 are counted absolutely (n * 2^-120 against
+ * a sum of at least 1/2). */
+static double rho_softmax(const qv_moe_spec *s, const double *l, const int *idx, int n, double lmax)
+{
+    double r = 0;
+    for (int i = 0; i < n; i++) {
+        double d = l[idx ? idx[i] : i] - lmax;
+        if (d >= -76.0) { /* exp(-76) > 2^-110 */
+            double ri = rho_exp(s, d);
+            if (ri > r) r = ri;
+        }
+    }
+    return r + n * 0x1p-120;
+}
+
+static int rank_cmp_l(const double *l, int a, int b)
+{
+    if (l[a] > l[b]) return -1;
+    if (l[a] < l[b]) return 1;
+    return a < b ? -1 : a > b;
+}
+
+/* Sorts rank[0..e) by (logit desc, index asc): insertion into a merge sort. */
+static void sort_rank(int *rank, int *tmp, const double *l, int e)
+{
+    for (int w = 1; w < e; w *= 2)
+        for (int lo = 0; lo < e; lo += 2 * w) {
+            int mid = lo + w < e ? lo + w : e, hi = lo + 2 * w < e ? lo + 2 * w : e;
+            int i = lo, j = mid, o = lo;
+            while (i < mid && j < hi) tmp[o++] = rank_cmp_l(l, rank[i], rank[j]) <= 0 ? rank[i++] : rank[j++];
+            while (i < mid) tmp[o++] = rank[i++];
+            while (j < hi) tmp[o++] = rank[j++];
+            memcpy(rank + lo, tmp + lo, sizeof(int) * (size_t)(hi - lo));
+        }
+}
+
+/* Fills r for token t: logits, key intervals, exact ranking. */
+static void route_token(const qv_moe_problem *p, int64_t t, token_route *r, int *tmp)
+{
+    const qv_moe_spec *s = p->s;
+    int e = p->e;
+    double lmax = -INFINITY;
+    for (int j = 0; j < e; j++) {
+        r->l[j] = logit_of(p, t, j);
+        if (r->l[j] > lmax) lmax = r->l[j];
+        r->rank[j] = j;
+    }
+    sort_rank(r->rank, tmp, r->l, e);
+    if (s->route == QV_ROUTE_TOPK_SOFTMAX) {
+        for (int j = 0; j < e; j++) r->lo[j] = r->hi[j] = r->l[j];
+        return;
+    }
+    double rho_a = is_softmax(s->route) ? rho_softmax(s, r->l, NULL, e, lmax) : 0.0;
+    for (int j = 0; j < e; j++) {
+        double l = r->l[j], key, beta;
+        if (l == -INFINITY) {
+            r->lo[j] = r->hi[j] = 0.0; /* exp(-inf) and 1/(1+inf) are 0 in fp32 too */
+            continue;
+        }
+        if (is_softmax(s->route)) {
+            /* the kernel's e^_j / S^ (an exp, a sum, a division), against exp(l - lmax) / S */
+            key = exp(l - lmax); /* the common 1/S does not change the order */
+            double rj = l - lmax >= -76.0 ? rho_exp(s, l - lmax) : 0.0;
+            beta = (1.0 + rj) * (1.0 + U32) * (1.0 + U32) / ((1.0 - rho_a) * (1.0 - gamma_n(e - 1))) - 1.0;
+        } else {
+            double en = exp(-l);
+            key = 1.0 / (1.0 + en);
+            double q = en / (1.0 + en);
+            beta = (1.0 + U32) * (1.0 + U32) / ((1.0 - rho_exp(s, l) * q) * (1.0 - U32)) - 1.0;
+        }
+        beta = beta * (1.0 + 0x1p-40) + 0x1p-48; /* the double evaluation of key */
+        /* the relative model holds above 2^-100; below, the key may be anything in [0, 2^-100] */
+        double lo = key * (1.0 - beta), hi = key * (1.0 + beta);
+        if (is_softmax(s->route)) {
+            lo -= WEIGHT_ABS; /* softmax keys are relative to exp(0) = 1 here, like the weights */
+            hi += WEIGHT_ABS;
+        } else if (l < -87.0) {
+            lo = 0.0;
+            hi = hi > WEIGHT_ABS ? hi : WEIGHT_ABS;
+        }
+        r->lo[j] = lo > 0 ? lo : 0.0;
+        r->hi[j] = hi;
+    }
+}
+
+/* 1 when j surely outranks i. */
+static int outranks(const qv_moe_spec *s, const token_route *r, int j, int i)
+{
+    if (r->l[j] == r->l[i]) return s->tie == QV_TIE_LOW && j < i;
+    return r->lo[j] > r->hi[i];
+}
+
+/* 1 when sel (k distinct experts) is admissible; else 0 with a reason. */
+static int admissible(const qv_moe_spec *s, const token_route *r, const int32_t *sel, int k, char *why, size_t len)
+{
+    int e = r->e;
+    unsigned char in_buf[256], *in = e <= 256 ? in_buf : calloc((size_t)e, 1);
+    QV_ASSERT(in, "out of memory checking a routing");
+    memset(in, 0, (size_t)e);
+    for (int c = 0; c < k; c++) in[sel[c]] = 1;
+    int ok = 1;
+    for (int c = 0; c < k && ok; c++)
+        for (int j = 0; j < e && ok; j++)
+            if (!in[j] && outranks(s, r, j, sel[c])) {
+                ok = 0;
+                if (why)
+                    snprintf(why, len, "took expert %d (logit %.9g) over expert %d (logit %.9g), which %s", (int)sel[c],
+                             r->l[sel[c]], j, r->l[j],
+                             r->l[j] == r->l[sel[c]] ? "ties it at a lower index (tie=low)"
+                                                     : "ranks above it beyond the fp32 scores' error");
+            }
+    if (in != in_buf) free(in);
+    return ok;
+}
+
+/* The exact ranking's selection (ties to the lower index): always admissible. */
+static void canonical(const token_route *r, int k, int32_t *sel)
+{
+    for (int c = 0; c < k; c++) sel[c] = r->rank[c];
+}
+
+/* Experts that are in some admissible selection but not in all: *n_cand of
+ * them into cand (rank order), the sure ones into sure. Returns the number of
+ * sure experts. */
+static int split_band(const qv_moe_spec *s, const token_route *r, int k, int *sure, int *cand, int *n_cand)
+{
+    int e = r->e, ns = 0, nc = 0;
+    for (int a = 0; a < e; a++) {
+        int i = r->rank[a], above = 0, below = 0;
+        for (int j = 0; j < e; j++) {
+            if (j == i) continue;
+            above += outranks(s, r, j, i);
+            below += outranks(s, r, i, j);
+        }
+        if (above >= k) continue;                 /* surely out */
+        if (e - 1 - below < k) sure[ns++] = i;    /* too few others could take its place */
+        else cand[nc++] = i;
+    }
+    *n_cand = nc;
+    return ns;
+}
+
+/* Whether the exact ranking's top-k is the only admissible selection: every
+ * expert in it surely outranks every expert outside (otherwise swapping such
+ * a pair, or a chain of them, gives another). */
+static int unique_selection(const qv_moe_spec *s, const token_route *r, int k)
+{
+    for (int c = 0; c < k; c++)
+        for (int a = k; a < r->e; a++)
+            if (!outranks(s, r, r->rank[c], r->rank[a])) return 0;
+    return 1;
+}
+
+/* ---- exact weights --------------------------------------------------------------------- */
+
+typedef struct weight_ctx {
+    mpfr_t x, y, sum, one;
+} weight_ctx;
+
+static void wctx_init(weight_ctx *w)
+{
+    mpfr_inits2(ROUTE_PREC, w->x, w->y, w->sum, w->one, (mpfr_ptr)0);
+    mpfr_set_ui(w->one, 1, MPFR_RNDN);
+}
+static void wctx_clear(weight_ctx *w) { mpfr_clears(w->x, w->y, w->sum, w->one, (mpfr_ptr)0); }
+
+/* Exact weights of selection sel (rsf included), rounded to double, and the
+ * certified relative bound of the kernel's fp32 weights (*rel). Returns
+ * QV_ERR_RANGE when the route has no value (every selected score zero). */
+static qv_status exact_weights(const qv_moe_problem *p, const token_route *r, const int32_t *sel, weight_ctx *w,
+                               double *out, double *rel, int64_t t)
+{
+    const qv_moe_spec *s = p->s;
+    int k = s->topk, e = p->e;
+    double g;
+    if (is_sigmoid(s->route)) {
+        /* sigma(l) = 1 / (1 + exp(-l)) */
+        g = 0;
+        mpfr_set_zero(w->sum, 1);
+        for (int c = 0; c < k; c++) {
+            double l = r->l[sel[c]];
+            mpfr_set_d(w->x, -l, MPFR_RNDN);
+            mpfr_exp(w->x, w->x, MPFR_RNDN);
+            mpfr_add_ui(w->x, w->x, 1, MPFR_RNDN);
+            mpfr_ui_div(w->x, 1, w->x, MPFR_RNDN);
+            out[c] = mpfr_get_d(w->x, MPFR_RNDN);
+            mpfr_add(w->sum, w->sum, w->x, MPFR_RNDN);
+            if (l >= -87.0) {
+                double en = exp(-l), q = en / (1.0 + en);
+                double gc = (1.0 + U32) * (1.0 + U32) / ((1.0 - rho_exp(s, l) * q) * (1.0 - U32)) - 1.0;
+                if (gc > g) g = gc;
+            }
+        }
+        if (is_renorm(s->route)) {
+            if (mpfr_cmp_d(w->sum, 0x1p-100) < 0)
+                return qv_fail(QV_ERR_RANGE, "token %lld: every selected sigmoid score is below 2^-100, so the "
+                               "renormalized weights have no fp32 value", (long long)t);
+            for (int c = 0; c < k; c++) {
+                double l = r->l[sel[c]];
+                mpfr_set_d(w->x, -l, MPFR_RNDN);
+                mpfr_exp(w->x, w->x, MPFR_RNDN);
+                mpfr_add_ui(w->x, w->x, 1, MPFR_RNDN);
+                mpfr_mul(w->x, w->x, w->sum, MPFR_RNDN);
+                mpfr_ui_div(w->x, 1, w->x, MPFR_RNDN);
+                out[c] = mpfr_get_d(w->x, MPFR_RNDN);
+            }
+            g = (1.0 + g) * (1.0 + U32) * (1.0 + U32) / ((1.0 - g) * (1.0 - gamma_n(k - 1))) - 1.0;
+        }
+    } else {
+        /* softmax over all e (softmax-topk) or over the selection */
+        int over_all = s->route == QV_ROUTE_SOFTMAX_TOPK;
+        int n = over_all ? e : k;
+        double lmax = -INFINITY;
+        for (int i = 0; i < n; i++) {
+            double l = r->l[over_all ? i : sel[i]];
+            if (l > lmax) lmax = l;
+        }
+        if (lmax == -INFINITY)
+            return qv_fail(QV_ERR_RANGE, "token %lld: every logit the softmax sees is -Inf", (long long)t);
+        mpfr_set_zero(w->sum, 1);
+        for (int i = 0; i < n; i++) {
+            mpfr_set_d(w->x, r->l[over_all ? i : sel[i]], MPFR_RNDN);
+            mpfr_sub_d(w->x, w->x, lmax, MPFR_RNDN);
+            mpfr_exp(w->x, w->x, MPFR_RNDN);
+            mpfr_add(w->sum, w->sum, w->x, MPFR_RNDN);
+        }
+        for (int c = 0; c < k; c++) {
+            mpfr_set_d(w->x, r->l[sel[c]], MPFR_RNDN);
+            mpfr_sub_d(w->x, w->x, lmax, MPFR_RNDN);
+            mpfr_exp(w->x, w->x, MPFR_RNDN);
+            mpfr_div(w->x, w->x, w->sum, MPFR_RNDN);
+            out[c] = mpfr_get_d(w->x, MPFR_RNDN);
+        }
+        double rho_a = over_all ? rho_softmax(s, r->l, NULL, e, lmax) : rho_softmax(s, r->l, sel, k, lmax);
+        g = (1.0 + rho_a) * (1.0 + U32) * (1.0 + U32) / ((1.0 - rho_a) * (1.0 - gamma_n(n - 1))) - 1.0;
+        if (is_renorm(s->route)) {
+            /* exact: the softmax over the selection; kernel: the all-E weights renormalized */
+            mpfr_set_zero(w->sum, 1);
+            for (int c = 0; c < k; c++) {
+                mpfr_set_d(w->x, r->l[sel[c]], MPFR_RNDN);
+                mpfr_sub_d(w->x, w->x, lmax, MPFR_RNDN);
+                mpfr_exp(w->x, w->x, MPFR_RNDN);
+                mpfr_add(w->sum, w->sum, w->x, MPFR_RNDN);
+            }
+            for (int c = 0; c < k; c++) {
+                mpfr_set_d(w->x, r->l[sel[c]], MPFR_RNDN);
+                mpfr_sub_d(w->x, w->x, lmax, MPFR_RNDN);
+                mpfr_exp(w->x, w->x, MPFR_RNDN);
+                mpfr_div(w->x, w->x, w->sum, MPFR_RNDN);
+                out[c] = mpfr_get_d(w->x, MPFR_RNDN);
+            }
+            g = (1.0 + g) * (1.0 + U32) * (1.0 + U32) / ((1.0 - g) * (1.0 - gamma_n(k - 1))) - 1.0;
+        }
+    }
+    if (s->rsf != 1.0f) {
+        for (int c = 0; c < k; c++) {
+            mpfr_set_d(w->x, out[c], MPFR_RNDN); /* exact: a double */
+            mpfr_mul_d(w->x, w->x, (double)s->rsf, MPFR_RNDN);
+            out[c] = mpfr_get_d(w->x, MPFR_RNDN);
+        }
+        g = (1.0 + g) * (1.0 + U32) - 1.0;
+    }
+    /* the weights above are doubles (2^-53 each, and 2^-53 more through rsf) */
+    *rel = g * (1.0 + 0x1p-40) + 0x1p-50;
+    return QV_OK;
+}
+
+/* ---- output intervals -------------------------------------------------------------------- */
+
+/* Half an ulp of format f at magnitude bound m (f32 for the fp32 roundings). */
+static double half_ulp(qv_fmt f, double m) { return 0.5 * qv_ulp(f, m); }
+
+/* The accumulators of one output element. */
+typedef struct acc {
+    double hi, lo;   /* center, double-double */
+    double rad;      /* radius so far */
+    double mag;      /* sum of the terms' magnitude bounds */
+    int nonfinite;   /* a term was NaN or Inf: the center is plain IEEE arithmetic */
+} acc;
+
+static void two_sum(double a, double b, double *s, double *e)
+{
+    *s = a + b;
+    double bb = *s - a;
+    *e = (a - (*s - bb)) + (b - bb);
+}
+
+/* Adds the term w * (y +- E) with weight radius wr (shared: w 1, wr 0, routed 0). */
+static void add_term(const qv_moe_spec *s, acc *a, int routed, double w, double wr, double y, double E)
+{
+    qv_fmt of = s->expert->ofmt;
+    if (!isfinite(y) || !isfinite(E)) {
+        if (!a->nonfinite) {
+            a->nonfinite = 1;
+            a->hi += a->lo;
+            a->lo = 0;
+        }
+        a->hi += routed ? w * y : y;
+        return;
+    }
+    double magp = fabs(y) + E, c_hi, c_lo;
+    if (routed) {
+        c_hi = w * y;
+        c_lo = fma(w, y, -c_hi);
+    } else {
+        c_hi = y;
+        c_lo = 0;
+    }
+    double rad, mag;
+    if (s->rw == QV_RW_ACC) {
+        if (routed) {
+            rad = w * E + wr * magp;
+            mag = (w + wr) * magp;
+            rad += half_ulp(QV_FMT_F32, mag); /* the fp32 product */
+        } else {
+            rad = E;
+            mag = magp;
+        }
+    } else {
+        double hp = half_ulp(of, magp); /* the product rounded to the output format */
+        double radp = E + hp, magq = magp + hp;
+        if (routed) {
+            double wr2 = wr + half_ulp(of, w + wr); /* the weight in the output format */
+            rad = w * radp + wr2 * magq;
+            mag = (w + wr2) * magq;
+            rad += half_ulp(of, mag); /* their product in it */
+        } else {
+            rad = radp;
+            mag = magq;
+        }
+    }
+    if (a->nonfinite) {
+        a->hi += c_hi;
+    } else {
+        double s1, e1;
+        two_sum(a->hi, c_hi, &s1, &e1);
+        a->lo += e1 + c_lo;
+        two_sum(s1, a->lo, &a->hi, &a->lo);
+    }
+    a->rad += rad;
+    a->mag += mag;
+}
+
+/* The element's (y, E) from its accumulator and its term count J. */
+static void finish(const qv_moe_spec *s, const acc *a, int J, double *y, double *E)
+{
+    qv_fmt of = s->expert->ofmt;
+    if (a->nonfinite) {
+        *y = a->hi + a->lo;
+        *E = 0;
+        return;
+    }
+    double r = a->rad;
+    if (J >= 2) {
+        if (s->sum == QV_MSUM_F32) {
+            r += (J - 1) * half_ulp(QV_FMT_F32, a->mag);
+        } else {
+            /* each term rounded to the output format (rw=acc; with rw=out they are
+             * already), and J - 2 additions before the last, whose rounding is the
+             * output's */
+            if (s->rw == QV_RW_ACC) r += J * half_ulp(of, a->mag);
+            r += (J - 2) * half_ulp(of, a->mag);
+        }
+    }
+    *y = a->hi + a->lo;
+    *E = r * (1.0 + 0x1p-40) + fabs(*y) * 0x1p-50;
+}
+
+/* ---- the truth ------------------------------------------------------------------------- */
+
+/* Band experts a token without the kernel's ids may be decided among. */
+#define MAX_BAND 64
+
+/* Everything one verification needs per token. */
+typedef struct moe_ctx {
+    const qv_moe_problem *p;
+    int k;                      /* topk */
+    int32_t *sel;               /* (t, k) the selection used */
+    double *w;                  /* (t, k) its exact weights */
+    double *rel;                /* (t) weight_rel of the token */
+    unsigned char *bad_route;   /* (t) the given ids are not admissible */
+    int64_t n_bad, first_bad, n_ambiguous;
+    char why[192];
+    /* (t, n) accumulators and the term count per token; a deferred token's hold
+     * its shared experts' terms until its selection is decided */
+    acc *acc;
+    int *J;
+    /* deferred tokens (no ids given, several admissible selections): their band
+     * (sure experts first, then candidates) and its (y, E) rows */
+    int64_t n_def;
+    int64_t *def_token;         /* (n_def) */
+    int *def_count, *def_sure;  /* (n_def) */
+    int32_t **def_expert;       /* (n_def) router experts */
+    double **def_y, **def_E;    /* (n_def) (count, n) */
+    int64_t *def_of;            /* (t) index into def_*, or -1 */
+} moe_ctx;
+
+static void ctx_free(moe_ctx *c)
+{
+    free(c->sel);
+    free(c->w);
+    free(c->rel);
+    free(c->bad_route);
+    free(c->acc);
+    free(c->J);
+    for (int64_t d = 0; d < c->n_def; d++) {
+        free(c->def_expert[d]);
+        free(c->def_y[d]);
+        free(c->def_E[d]);
+    }
+    free(c->def_token);
+    free(c->def_count);
+    free(c->def_sure);
+    free(c->def_expert);
+    free(c->def_y);
+    free(c->def_E);
+    free(c->def_of);
+    memset(c, 0, sizeof *c);
+}
+
+static qv_status ctx_alloc(moe_ctx *c, const qv_moe_problem *p)
+{
+    memset(c, 0, sizeof *c);
+    c->p = p;
+    c->k = p->s->topk;
+    c->first_bad = -1;
+    size_t t = (size_t)p->t, k = (size_t)c->k;
+    c->sel = malloc(sizeof(int32_t) * t * k);
+    c->w = malloc(sizeof(double) * t * k);
+    c->rel = calloc(t, sizeof(double));
+    c->bad_route = calloc(t, 1);
+    c->acc = calloc(t * (size_t)p->n, sizeof(acc));
+    c->J = calloc(t, sizeof(int));
+    c->def_token = malloc(sizeof(int64_t) * t);
+    c->def_count = malloc(sizeof(int) * t);
+    c->def_sure = malloc(sizeof(int) * t);
+    c->def_expert = calloc(t, sizeof(int32_t *));
+    c->def_y = calloc(t, sizeof(double *));
+    c->def_E = calloc(t, sizeof(double *));
+    c->def_of = malloc(sizeof(int64_t) * t);
+    if (!c->sel || !c->w || !c->rel || !c->bad_route || !c->acc || !c->J || !c->def_token || !c->def_count ||
+        !c->def_sure || !c->def_expert || !c->def_y || !c->def_E || !c->def_of) {
+        ctx_free(c);
+        return qv_fail(QV_ERR_NOMEM, "out of memory for a routed GEMM of %lld tokens", (long long)p->t);
+    }
+    for (size_t i = 0; i < t; i++) c->def_of[i] = -1;
+    return QV_OK;
+}
+
+typedef struct route_bufs {
+    token_route r;
+    int *tmp, *sure, *cand;
+} route_bufs;
+
+static void bufs_free(route_bufs *b)
+{
+    free(b->r.l), free(b->r.lo), free(b->r.hi), free(b->r.rank);
+    free(b->tmp), free(b->sure), free(b->cand);
+}
+
+static qv_status bufs_alloc(route_bufs *b, int e)
+{
+    memset(b, 0, sizeof *b);
+    b->r.e = e;
+    b->r.l = malloc(sizeof(double) * (size_t)e);
+    b->r.lo = malloc(sizeof(double) * (size_t)e);
+    b->r.hi = malloc(sizeof(double) * (size_t)e);
+    b->r.rank = malloc(sizeof(int) * (size_t)e);
+    b->tmp = malloc(sizeof(int) * (size_t)e);
+    b->sure = malloc(sizeof(int) * (size_t)e);
+    b->cand = malloc(sizeof(int) * (size_t)e);
+    if (!b->r.l || !b->r.lo || !b->r.hi || !b->r.rank || !b->tmp || !b->sure || !b->cand) {
+        bufs_free(b);
+        return qv_fail(QV_ERR_NOMEM, "out of memory routing over %d experts", e);
+    }
+    return QV_OK;
+}
+
+/* Checks given ids of token t: in range, distinct, admissible. */
+static int ids_ok(moe_ctx *c, const token_route *r, const int32_t *g, int64_t t)
+{
+    const qv_moe_problem *p = c->p;
+    int k = c->k;
+    char why[160] = "";
+    int valid = 1;
+    for (int a = 0; a < k && valid; a++) {
+        if (g[a] < 0 || g[a] >= p->e) {
+            valid = 0;
+            snprintf(why, sizeof why, "has expert id %d, outside 0..%d", (int)g[a], p->e - 1);
+        }
+        for (int b = 0; b < a && valid; b++)
+            if (g[a] == g[b]) {
+                valid = 0;
+                snprintf(why, sizeof why, "takes expert %d twice", (int)g[a]);
+            }
+    }
+    if (valid && !admissible(p->s, r, g, k, why, sizeof why)) valid = 0;
+    if (!valid && c->first_bad < 0) {
+        c->first_bad = t;
+        snprintf(c->why, sizeof c->why, "token %lld %s", (long long)t, why);
+    }
+    return valid;
+}
+
+/* Routing of every token: the selection used, its exact weights, and with
+ * `defer` (no ids) the ambiguous tokens' bands. */
+static qv_status route_all(moe_ctx *c, const int32_t *ids, int defer)
+{
+    const qv_moe_problem *p = c->p;
+    const qv_moe_spec *s = p->s;
+    int k = c->k;
+    route_bufs b;
+    QV_TRY(bufs_alloc(&b, p->e));
+    weight_ctx wc;
+    wctx_init(&wc);
+    qv_status st = QV_OK;
+    for (int64_t t = 0; t < p->t && st == QV_OK; t++) {
+        route_token(p, t, &b.r, b.tmp);
+        int32_t *sel = c->sel + t * k;
+        if (b.r.l[b.r.rank[k - 1]] == -INFINITY && s->route != QV_ROUTE_SOFTMAX_TOPK &&
+            s->route != QV_ROUTE_SIGMOID_TOPK) {
+            st = qv_fail(QV_ERR_RANGE, "token %lld: fewer than topk=%d logits are finite, so the %s weights have no "
+                         "value", (long long)t, k, qv_route_name(s->route));
+            break;
+        }
+        int unique = unique_selection(s, &b.r, k);
+        c->n_ambiguous += !unique;
+        if (ids && ids_ok(c, &b.r, ids + t * k, t)) {
+            memcpy(sel, ids + t * k, sizeof(int32_t) * (size_t)k);
+        } else {
+            if (ids) {
+                c->bad_route[t] = 1;
+                c->n_bad++;
+            }
+            canonical(&b.r, k, sel);
+            if (!ids && defer && !unique) {
+                int nc, ns = split_band(s, &b.r, k, b.sure, b.cand, &nc);
+                if (ns + nc > MAX_BAND) {
+                    st = qv_fail(QV_ERR_UNSUPPORTED, "token %lld: %d experts are interchangeable at the top-%d "
+                                 "boundary (near-tied or underflowing scores); give the kernel's expert ids to "
+                                 "decide it", (long long)t, ns + nc, k);
+                    break;
+                }
+                int64_t d = c->n_def++;
+                c->def_token[d] = t;
+                c->def_of[t] = d;
+                c->def_count[d] = ns + nc;
+                c->def_sure[d] = ns;
+                c->def_expert[d] = malloc(sizeof(int32_t) * (size_t)(ns + nc));
+                if (!c->def_expert[d]) {
+                    st = qv_fail(QV_ERR_NOMEM, "out of memory for near-tied tokens");
+                    break;
+                }
+                for (int i = 0; i < ns; i++) c->def_expert[d][i] = b.sure[i];
+                for (int i = 0; i < nc; i++) c->def_expert[d][ns + i] = b.cand[i];
+            }
+        }
+        if (st == QV_OK) st = exact_weights(p, &b.r, sel, &wc, c->w + t * k, &c->rel[t], t);
+    }
+    wctx_clear(&wc);
+    bufs_free(&b);
+    if (st != QV_OK) return st;
+    int64_t n = p->n;
+    for (int64_t d = 0; d < c->n_def; d++) {
+        size_t cnt = (size_t)c->def_count[d] * (size_t)n;
+        c->def_y[d] = malloc(sizeof(double) * (cnt ? cnt : 1));
+        c->def_E[d] = malloc(sizeof(double) * (cnt ? cnt : 1));
+        if (!c->def_y[d] || !c->def_E[d]) return qv_fail(QV_ERR_NOMEM, "out of memory for near-tied tokens");
+        for (size_t i = 0; i < cnt; i++) c->def_y[d][i] = c->def_E[d][i] = NAN;
+    }
+    return QV_OK;
+}
+
+/* Token t wants expert x for choice c (c >= topk: shared expert c - topk), or
+ * for band entry -1 - c of its deferred band. */
+typedef struct want {
+    int64_t t;
+    int c;
+} want;
+
+/* Calls f(c, t, ch, x) for every (token, want) pair: the router experts a
+ * token's selection or band holds that are local, and the shared experts. */
+#define FOR_EACH_WANT(c, ...)                                                                       \
+    for (int64_t t_ = 0; t_ < (c)->p->t; t_++) {                                                     \
+        int64_t d_ = (c)->def_of[t_];                                                                \
+        if (d_ >= 0) {                                                                               \
+            for (int i_ = 0; i_ < (c)->def_count[d_]; i_++) {                                        \
+                int32_t x_ = (c)->p->expert_map[(c)->def_expert[d_][i_]];                            \
+                int ch_ = -1 - i_;                                                                   \
+                if (x_ >= 0) __VA_ARGS__                                                                    \
+            }                                                                                        \
+        } else {                                                                                     \
+            for (int a_ = 0; a_ < (c)->k; a_++) {                                                    \
+                int32_t x_ = (c)->p->expert_map[(c)->sel[t_ * (c)->k + a_]];                         \
+                int ch_ = a_;                                                                        \
+                if (x_ >= 0) __VA_ARGS__                                                                    \
+            }                                                                                        \
+        }                                                                                            \
+        for (int s_ = 0; s_ < (c)->p->shared; s_++) {                                                \
+            int32_t x_ = (c)->p->e_local + s_;                                                       \
+            int ch_ = (c)->k + s_;                                                                   \
+            __VA_ARGS__                                                                                     \
+        }                                                                                            \
+    }
+
+/* Every expert's truth over the tokens that want it, folded into the
+ * accumulators (or the deferred bands). */
+static qv_status experts_truth(moe_ctx *c)
+{
+    const qv_moe_problem *p = c->p;
+    const qv_moe_spec *s = p->s;
+    int nx = p->e_local + p->shared, k = c->k;
+    int64_t n = p->n;
+    int64_t *start = calloc((size_t)nx + 1, sizeof(int64_t)), *next = calloc((size_t)nx + 1, sizeof(int64_t));
+    if (!start || !next) {
+        free(start), free(next);
+        return qv_fail(QV_ERR_NOMEM, "out of memory");
+    }
+    FOR_EACH_WANT(c, { start[x_ + 1]++; (void)ch_; })
+    for (int x = 0; x < nx; x++) start[x + 1] += start[x];
+    int64_t total = start[nx];
+    want *list = malloc(sizeof(want) * (size_t)(total ? total : 1));
+    int64_t *rows = malloc(sizeof(int64_t) * (size_t)(total ? total : 1));
+    if (!list || !rows) {
+        free(start), free(next), free(list), free(rows);
+        return qv_fail(QV_ERR_NOMEM, "out of memory listing the experts' tokens");
+    }
+    memcpy(next, start, sizeof(int64_t) * ((size_t)nx + 1));
+    FOR_EACH_WANT(c, { list[next[x_]++] = (want){t_, ch_}; })
+    free(next);
+    qv_status st = QV_OK;
+    for (int x = 0; x < nx && st == QV_OK; x++) {
+        int64_t m = start[x + 1] - start[x];
+        if (!m) continue;
+        for (int64_t i = 0; i < m; i++) rows[i] = list[start[x] + i].t;
+        qv_problem sub;
+        st = qv_moe_subproblem(p, x, rows, m, &sub);
+        if (st != QV_OK) break;
+        ref_truth tr;
+        st = ref_truth_compute(&sub, &tr);
+        qv_moe_subproblem_destroy(&sub);
+        if (st != QV_OK) break;
+        for (int64_t i = 0; i < m; i++) {
+            want wt = list[start[x] + i];
+            const double *y = tr.y + i * n, *E = tr.bound + i * n;
+            if (wt.c < 0) {
+                int64_t d = c->def_of[wt.t];
+                size_t off = (size_t)(-1 - wt.c) * (size_t)n;
+                memcpy(c->def_y[d] + off, y, sizeof(double) * (size_t)n);
+                memcpy(c->def_E[d] + off, E, sizeof(double) * (size_t)n);
+                continue;
+            }
+            int routed = wt.c < k;
+            double w = routed ? c->w[wt.t * k + wt.c] : 1.0;
+            double wr = routed ? c->rel[wt.t] * w + WEIGHT_ABS : 0.0;
+            acc *a = c->acc + wt.t * n;
+            for (int64_t j = 0; j < n; j++) add_term(s, &a[j], routed, w, wr, y[j], E[j]);
+            c->J[wt.t]++;
+        }
+        ref_truth_clear(&tr);
+    }
+    free(start), free(list), free(rows);
+    return st;
+}
+
+/* Deferred token d under selection sel (weights w, bound rel): its shared
+ * terms (the accumulators) plus the routed ones, into row and *J. */
+static void deferred_row(const moe_ctx *c, int64_t d, const int32_t *sel, const double *w, double rel, acc *row,
+                         int *J)
+{
+    const qv_moe_problem *p = c->p;
+    int64_t n = p->n, t = c->def_token[d];
+    memcpy(row, c->acc + t * n, sizeof(acc) * (size_t)n);
+    *J = c->J[t];
+    for (int a = 0; a < c->k; a++) {
+        if (p->expert_map[sel[a]] < 0) continue;
+        int i = 0;
+        while (i < c->def_count[d] && c->def_expert[d][i] != sel[a]) i++;
+        QV_ASSERT(i < c->def_count[d], "a selection outside the token's band");
+        const double *y = c->def_y[d] + (size_t)i * (size_t)n, *E = c->def_E[d] + (size_t)i * (size_t)n;
+        for (int64_t j = 0; j < n; j++) add_term(p->s, &row[j], 1, w[a], rel * w[a] + WEIGHT_ABS, y[j], E[j]);
+        (*J)++;
+    }
+}
+
+/* Does output row t (codes) lie in the rounded bound of (y, E) everywhere? */
+static int row_passes(const qv_variant *v, const void *out, int64_t t, int64_t n, const double *y, const double *E)
+{
+    qv_fmt of = v->ofmt;
+    int sat = v->arith.out_sat == QV_SAT_FINITE;
+    size_t es = qv_fmt_storage_bytes(of);
+    for (int64_t j = 0; j < n; j++) {
+        uint32_t code = 0;
+        memcpy(&code, (const char *)out + (size_t)(t * n + j) * es, es);
+        double o = qv_decode(of, code);
+        if (!isfinite(y[j])) {
+            if (isnan(y[j]) ? !isnan(o) : o != y[j]) return 0;
+            continue;
+        }
+        if (isnan(o)) return 0;
+        double lo = ref_round_to(of, y[j] - E[j], sat), hi = ref_round_to(of, y[j] + E[j], sat);
+        if (o < lo || o > hi) return 0;
+    }
+    return 1;
+}
+
+/* Decides each deferred token against the output (when given): the first
+ * admissible selection of its band whose row the output matches, else the
+ * exact ranking's; folds it into the accumulators. */
+static qv_status decide_deferred(moe_ctx *c, const void *out)
+{
+    const qv_moe_problem *p = c->p;
+    const qv_moe_spec *s = p->s;
+    int k = c->k;
+    int64_t n = p->n;
+    route_bufs b;
+    QV_TRY(bufs_alloc(&b, p->e));
+    acc *row = malloc(sizeof(acc) * (size_t)n);
+    double *y = malloc(sizeof(double) * (size_t)n), *E = malloc(sizeof(double) * (size_t)n);
+    double *w = malloc(sizeof(double) * (size_t)k);
+    int32_t *sel = malloc(sizeof(int32_t) * (size_t)k);
+    int *idx = malloc(sizeof(int) * (size_t)k);
+    qv_status st = QV_OK;
+    if (!row || !y || !E || !w || !sel || !idx) st = qv_fail(QV_ERR_NOMEM, "out of memory deciding near-tied tokens");
+    weight_ctx wc;
+    wctx_init(&wc);
+    for (int64_t d = 0; d < c->n_def && st == QV_OK; d++) {
+        int64_t t = c->def_token[d];
+        route_token(p, t, &b.r, b.tmp);
+        int ns = c->def_sure[d], nc = c->def_count[d] - ns, need = k - ns;
+        for (int i = 0; i < need; i++) idx[i] = i;
+        for (int tried = 0; out && need >= 0 && need <= nc && tried < MAX_SELECTIONS; tried++) {
+            for (int i = 0; i < ns; i++) sel[i] = c->def_expert[d][i];
+            for (int i = 0; i < need; i++) sel[ns + i] = c->def_expert[d][ns + idx[i]];
+            if (admissible(s, &b.r, sel, k, NULL, 0)) {
+                double rel;
+                st = exact_weights(p, &b.r, sel, &wc, w, &rel, t);
+                if (st != QV_OK) break;
+                int J;
+                deferred_row(c, d, sel, w, rel, row, &J);
+                for (int64_t j = 0; j < n; j++) finish(s, &row[j], J, &y[j], &E[j]);
+                if (row_passes(s->expert, out, t, n, y, E)) {
+                    memcpy(c->sel + t * k, sel, sizeof(int32_t) * (size_t)k);
+                    memcpy(c->w + t * k, w, sizeof(double) * (size_t)k);
+                    c->rel[t] = rel;
+                    break;
+                }
+            }
+            int i = need - 1;
+            while (i >= 0 && idx[i] == nc - need + i) i--;
+            if (i < 0) break;
+            idx[i]++;
+            for (int j = i + 1; j < need; j++) idx[j] = idx[j - 1] + 1;
+        }
+        if (st != QV_OK) break;
+        int J;
+        deferred_row(c, d, c->sel + t * k, c->w + t * k, c->rel[t], row, &J);
+        memcpy(c->acc + t * n, row, sizeof(acc) * (size_t)n);
+        c->J[t] = J;
+    }
+    wctx_clear(&wc);
+    free(row), free(y), free(E), free(w), free(sel), free(idx);
+    bufs_free(&b);
+    return st;
+}
+
+/* The routed output's truth from the accumulators. */
+static qv_status fill_truth(const moe_ctx *c, qv_moe_truth *t)
+{
+    const qv_moe_problem *p = c->p;
+    const qv_variant *v = p->s->expert;
+    int64_t n = p->n, mn = p->t * n;
+    int k = c->k;
+    ref_truth *o = &t->out;
+    o->m = p->t;
+    o->n = n;
+    o->y = malloc(sizeof(double) * (size_t)mn);
+    o->bound = malloc(sizeof(double) * (size_t)mn);
+    o->y_rn = malloc(sizeof(double) * (size_t)mn);
+    t->ids = malloc(sizeof(int32_t) * (size_t)(p->t * k));
+    t->weight = malloc(sizeof(double) * (size_t)(p->t * k));
+    if (!o->y || !o->bound || !o->y_rn || !t->ids || !t->weight) {
+        ref_moe_truth_clear(t);
+        return qv_fail(QV_ERR_NOMEM, "out of memory for the routed truth");
+    }
+    int sat = v->arith.out_sat == QV_SAT_FINITE;
+    for (int64_t tt = 0; tt < p->t; tt++)
+        for (int64_t j = 0; j < n; j++) {
+            int64_t e = tt * n + j;
+            finish(p->s, &c->acc[e], c->J[tt], &o->y[e], &o->bound[e]);
+            o->y_rn[e] = ref_round_to(v->ofmt, o->y[e], sat);
+        }
+    memcpy(t->ids, c->sel, sizeof(int32_t) * (size_t)(p->t * k));
+    memcpy(t->weight, c->w, sizeof(double) * (size_t)(p->t * k));
+    t->weight_rel = 0;
+    for (int64_t tt = 0; tt < p->t; tt++)
+        if (c->rel[tt] > t->weight_rel) t->weight_rel = c->rel[tt];
+    t->weight_abs = WEIGHT_ABS;
+    t->n_ambiguous = c->n_ambiguous;
+    o->path = "routed";
+    o->why = "routing exact (MPFR, 160 bits), each expert's product on its own exact or certified path, "
+             "the combine bounded as declared";
+    return QV_OK;
+}
+
+void ref_moe_truth_clear(qv_moe_truth *t)
+{
+    if (!t) return;
+    ref_truth_clear(&t->out);
+    free(t->ids);
+    free(t->weight);
+    memset(t, 0, sizeof *t);
+}
+
+/* Route, run the experts' truths, decide near ties against `out` (or not). */
+static qv_status truth_ctx(const qv_moe_problem *p, const int32_t *ids, const void *out, moe_ctx *c)
+{
+    QV_TRY(qv_moe_problem_check(p));
+    QV_TRY(ctx_alloc(c, p));
+    qv_status st = route_all(c, ids, out != NULL);
+    if (st == QV_OK) st = experts_truth(c);
+    if (st == QV_OK) st = decide_deferred(c, out);
+    if (st != QV_OK) ctx_free(c);
+    return st;
+}
+
+qv_status ref_moe_truth(const qv_moe_problem *p, const int32_t *ids, qv_moe_truth *t)
+{
+    memset(t, 0, sizeof *t);
+    moe_ctx c;
+    QV_TRY(truth_ctx(p, ids, NULL, &c));
+    qv_status st = fill_truth(&c, t);
+    ctx_free(&c);
+    return st;
+}
+
+qv_status ref_moe_verify(const qv_moe_problem *p, const void *out, const int32_t *ids, const float *weights,
+                         qv_moe_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->first_bad_token = -1;
+    if (weights && !ids)
+        return qv_fail(QV_ERR_USAGE, "routing weights without the expert ids they belong to");
+    moe_ctx c;
+    QV_TRY(truth_ctx(p, ids, out, &c));
+    qv_moe_truth t;
+    memset(&t, 0, sizeof t);
+    qv_status st = fill_truth(&c, &t);
+    if (st != QV_OK) {
+        ctx_free(&c);
+        return st;
+    }
+    qv_problem shell = {.v = p->s->expert, .m = p->t, .n = p->n, .k = p->k};
+    ref_verify_ex(&shell, &t.out, out, NULL, &res->out);
+    res->n_route_bad = c.n_bad;
+    res->first_bad_token = c.first_bad;
+    res->n_ambiguous = c.n_ambiguous;
+    snprintf(res->route_reason, sizeof res->route_reason, "%s", c.why);
+    int k = c.k;
+    if (weights)
+        for (int64_t tt = 0; tt < p->t; tt++) {
+            if (c.bad_route[tt]) continue;
+            for (int a = 0; a < k; a++) {
+                double w = c.w[tt * k + a], got = weights[tt * k + a];
+                double r = c.rel[tt] * w + WEIGHT_ABS;
+                if (!(fabs(got - w) <= r)) {
+                    if (!res->n_weight_bad && c.first_bad < 0) {
+                        res->first_bad_token = tt;
+                        snprintf(res->route_reason, sizeof res->route_reason,
+                                 "token %lld: weight of expert %d is %.9g, the exact one %.9g (bound %.3g)",
+                                 (long long)tt, (int)c.sel[tt * k + a], got, w, r);
+                    }
+                    res->n_weight_bad++;
+                }
+            }
+        }
+    if (res->n_route_bad || res->n_weight_bad) {
+        res->out.grade = QV_FAIL;
+        snprintf(res->out.reason, sizeof res->out.reason, "routing: %.170s", res->route_reason);
+    }
+    ref_moe_truth_clear(&t);
+    ctx_free(&c);
+    return QV_OK;
+}
+
+/* ---- the CPU model ----------------------------------------------------------------------- */
+
+/* The fp32 routing of token t: selection into sel, weights into w. */
+static void model_route(const qv_moe_problem *p, int64_t t, float *key, float *ex, int32_t *sel, float *w)
+{
+    const qv_moe_spec *s = p->s;
+    int e = p->e, k = s->topk;
+    float lmax = -INFINITY;
+    for (int j = 0; j < e; j++) {
+        float l = (float)logit_of(p, t, j);
+        ex[j] = l;
+        if (l > lmax) lmax = l;
+    }
+    if (is_softmax(s->route)) {
+        float sum = 0.0f;
+        for (int j = 0; j < e; j++) {
+            key[j] = expf(ex[j] - lmax);
+            sum += key[j];
+        }
+        for (int j = 0; j < e; j++) key[j] = key[j] / sum;
+    } else if (is_sigmoid(s->route)) {
+        for (int j = 0; j < e; j++) key[j] = 1.0f / (1.0f + expf(-ex[j]));
+    } else {
+        for (int j = 0; j < e; j++) key[j] = ex[j];
+    }
+    /* the k largest keys, the lower index first among equal ones */
+    for (int c = 0; c < k; c++) {
+        int best = -1;
+        for (int j = 0; j < e; j++) {
+            int taken = 0;
+            for (int d = 0; d < c; d++) taken |= sel[d] == j;
+            if (!taken && (best < 0 || key[j] > key[best])) best = j;
+        }
+        sel[c] = best;
+    }
+#ifdef QV_MUTANT_moe_topk_before_softmax
+    /* Mutant (class 26, vLLM #43223): softmax-topk computed as top-k then softmax. */
+    if (s->route == QV_ROUTE_TOPK_SOFTMAX || s->route == QV_ROUTE_SOFTMAX_TOPK) {
+#else
+    if (s->route == QV_ROUTE_TOPK_SOFTMAX) {
+#endif
+        float m = ex[sel[0]], sum = 0.0f;
+        for (int c = 0; c < k; c++) {
+            w[c] = expf(ex[sel[c]] - m);
+            sum += w[c];
+        }
+        for (int c = 0; c < k; c++) w[c] = w[c] / sum;
+    } else {
+        for (int c = 0; c < k; c++) w[c] = key[sel[c]];
+#ifdef QV_MUTANT_moe_renorm_skipped
+        /* Mutant (class 26): the renormalization of the top-k weights skipped. */
+        if (0) {
+#else
+        if (is_renorm(s->route)) {
+#endif
+            float sum = 0.0f;
+            for (int c = 0; c < k; c++) sum += w[c];
+            for (int c = 0; c < k; c++) w[c] = w[c] / sum;
+        }
+    }
+#if defined QV_MUTANT_moe_rsf_dropped
+    /* Mutant (class 27, vLLM #43769): the routed scaling factor dropped. */
+#elif defined QV_MUTANT_moe_rsf_twice
+    /* Mutant (class 27, sglang #22513): the routed scaling factor applied twice. */
+    if (s->rsf != 1.0f)
+        for (int c = 0; c < k; c++) w[c] = w[c] * s->rsf * s->rsf;
+#else
+    if (s->rsf != 1.0f)
+        for (int c = 0; c < k; c++) w[c] = w[c] * s->rsf;
+#endif
+}
+
+qv_status ref_moe_model_run(const qv_moe_problem *p, int block, void *out, int32_t *ids_out, float *w_out)
+{
+    QV_TRY(qv_moe_problem_check(p));
+    const qv_moe_spec *s = p->s;
+    const qv_variant *v = s->expert;
+    qv_fmt of = v->ofmt;
+    int sat = v->arith.out_sat == QV_SAT_FINITE;
+    int k = s->topk, e = p->e, per = k + p->shared, nx = p->e_local + p->shared;
+    int64_t n = p->n, T = p->t;
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(T * k));
+    float *wts = malloc(sizeof(float) * (size_t)(T * k));
+    float *key = malloc(sizeof(float) * (size_t)e), *ex = malloc(sizeof(float) * (size_t)e);
+    float *accum = calloc((size_t)(T * n), sizeof(float));
+    int *J = calloc((size_t)T, sizeof(int));
+    if (!ids || !wts || !key || !ex || !accum || !J) {
+        free(ids), free(wts), free(key), free(ex), free(accum), free(J);
+        return qv_fail(QV_ERR_NOMEM, "out of memory in the routed CPU model");
+    }
+    for (int64_t t = 0; t < T; t++) model_route(p, t, key, ex, ids + t * k, wts + t * k);
+    free(key);
+    free(ex);
+    qv_moe_sorted so;
+    qv_status st = qv_moe_sort(p, ids, block, &so);
+    /* each expert's model writes fp32 values before the output rounding */
+    qv_variant vf = *v;
+    vf.ofmt = QV_FMT_F32;
+    vf.arith.out_sat = QV_SAT_NONE;
+    for (int x = 0; x < nx && st == QV_OK; x++) {
+        int64_t m = so.expert_start[x + 1] - so.expert_start[x];
+        if (!m) continue;
+        const int32_t *slot = so.slot + so.expert_start[x];
+        int64_t *rows = malloc(sizeof(int64_t) * (size_t)m);
+        float *prod = malloc(sizeof(float) * (size_t)(m * n));
+        if (!rows || !prod) {
+            free(rows), free(prod);
+            st = qv_fail(QV_ERR_NOMEM, "out of memory in the routed CPU model");
+            break;
+        }
+        /* a padding slot computes token 0's row, which is never written */
+        for (int64_t i = 0; i < m; i++) rows[i] = slot[i] >= 0 ? slot[i] / per : 0;
+        qv_problem sub;
+        st = qv_moe_subproblem(p, x, rows, m, &sub);
+#ifdef QV_MUTANT_moe_prev_block_scale
+        /* Mutant (class 23, CUTLASS #3596): the block scales of the previous group
+         * (expert) reused for this one. */
+        if (st == QV_OK && x > 0 && x < p->e_local) sub.scales = p->w[x - 1].scales;
+#endif
+        if (st == QV_OK) {
+            sub.v = &vf;
+            st = ref_model_run(&sub, prod);
+            qv_moe_subproblem_destroy(&sub);
+        }
+        for (int64_t i = 0; i < m && st == QV_OK; i++) {
+#ifdef QV_MUTANT_moe_padding_written
+            /* Mutant (class 29, llama.cpp #17089): the fix-up of a partial block writes
+             * its padding rows, as token 0's first choice. */
+            int32_t sl = slot[i] < 0 ? 0 : slot[i];
+#else
+            if (slot[i] < 0) continue;
+            int32_t sl = slot[i];
+#endif
+            int64_t t = sl / per;
+            int c = sl % per, routed = c < k;
+            float w = routed ? wts[t * k + c] : 1.0f;
+            float *a = accum + t * n;
+            for (int64_t j = 0; j < n; j++) {
+                float pv = prod[i * n + j], q;
+#ifdef QV_MUTANT_moe_weight_after_cast
+                /* Mutant (class 25, vLLM #32002): the router weight applied after the
+                 * product is rounded to the output format. */
+                if (s->rw == QV_RW_ACC) {
+                    q = routed ? (float)ref_round_to(of, ref_round_to(of, pv, sat) * w, sat) : pv;
+                } else {
+#else
+                if (s->rw == QV_RW_ACC) {
+                    q = routed ? w * pv : pv;
+                } else {
+#endif
+                    double pr = ref_round_to(of, pv, sat);
+                    q = routed ? (float)ref_round_to(of, ref_round_to(of, w, sat) * pr, sat) : (float)pr;
+                }
+                if (s->sum == QV_MSUM_F32) {
+                    a[j] = J[t] ? a[j] + q : q;
+                } else {
+                    double qo = ref_round_to(of, q, sat);
+                    a[j] = (float)(J[t] ? ref_round_sum(of, a[j], qo, sat) : qo);
+                }
+            }
+            J[t]++;
+        }
+        free(rows);
+        free(prod);
+    }
+    qv_moe_sorted_destroy(&so);
+    if (st == QV_OK) {
+        size_t es = qv_fmt_storage_bytes(of);
+        for (int64_t i = 0; i < T * n; i++) {
+            uint32_t code = qv_encode(of, J[i / n] ? (double)accum[i] : 0.0, v->arith.out_sat);
+            memcpy((char *)out + (size_t)i * es, &code, es);
+        }
+        if (ids_out) memcpy(ids_out, ids, sizeof(int32_t) * (size_t)(T * k));
+        if (w_out) memcpy(w_out, wts, sizeof(float) * (size_t)(T * k));
+    }
+    free(ids), free(wts), free(accum), free(J);
+    return st;
+}

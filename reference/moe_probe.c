@@ -1,0 +1,174 @@
+/* moe_probe.c: generated routed cases (moe.h: ref_moe_fill). The routing cases
+ * aim at the places routing goes wrong: ties and near ties at the top-k
+ * boundary, one expert taking every token, experts nobody takes, exponentials
+ * that underflow, masked (-Inf) experts, tokens whose experts all live on
+ * another rank. Each expert's weights and the activations come from the GEMM
+ * probes (probe.h), filled per expert with its own seed. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qvet/formats.h"
+#include "qvet/moe.h"
+
+static const char *const logit_names[QV_LOGITS_COUNT] = {"random", "ties",    "near-ties", "one-expert",
+                                                         "empty",  "wide",    "masked",    "nonlocal"};
+
+const char *qv_moe_logits_name(qv_moe_logits c) { return (unsigned)c < QV_LOGITS_COUNT ? logit_names[c] : "?"; }
+
+qv_moe_logits qv_moe_logits_from_name(const char *n)
+{
+    for (int i = 0; i < QV_LOGITS_COUNT; i++)
+        if (n && !strcmp(n, logit_names[i])) return (qv_moe_logits)i;
+    return QV_LOGITS_COUNT;
+}
+
+/* splitmix64: a pure function of the seed */
+typedef struct rng {
+    uint64_t s;
+} rng;
+static uint64_t next(rng *r)
+{
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static double unif(rng *r) { return (double)(next(r) >> 11) * 0x1p-53; }
+static int below(rng *r, int n) { return (int)(next(r) % (uint64_t)n); }
+
+/* Stores x as a logit code of the problem's format (RNE). */
+static void put_logit(qv_moe_problem *p, int64_t t, int j, double x)
+{
+    int64_t i = t * p->e + j;
+    if (p->s->logit_fmt == QV_FMT_F32) ((float *)p->logits)[i] = (float)x;
+    else ((uint16_t *)p->logits)[i] = (uint16_t)qv_encode(p->s->logit_fmt, x, QV_SAT_FINITE);
+}
+static double get_logit(const qv_moe_problem *p, int64_t t, int j)
+{
+    int64_t i = t * p->e + j;
+    if (p->s->logit_fmt == QV_FMT_F32) return ((const float *)p->logits)[i];
+    return qv_decode(p->s->logit_fmt, ((const uint16_t *)p->logits)[i]);
+}
+
+/* The next code of the logit format above x (x finite). */
+static double code_above(qv_fmt f, double x)
+{
+    if (f == QV_FMT_F32) return nextafterf((float)x, INFINITY);
+    uint32_t c = qv_encode(f, x, QV_SAT_FINITE);
+    /* sign-magnitude 16-bit codes: one step toward +Inf */
+    if (x >= 0) return qv_decode(f, c + 1);
+    return qv_decode(f, (c & 0x7FFF) == 0 ? 0u : c - 1);
+}
+
+static qv_status fill_map(qv_moe_problem *p, rng *r)
+{
+    int e = p->e;
+    if (p->e_local == e) {
+        for (int j = 0; j < e; j++) p->expert_map[j] = j;
+        return QV_OK;
+    }
+    int *perm = malloc(sizeof(int) * (size_t)e);
+    if (!perm) return qv_fail(QV_ERR_NOMEM, "out of memory");
+    for (int j = 0; j < e; j++) perm[j] = j;
+    for (int j = e - 1; j > 0; j--) {
+        int i = below(r, j + 1), x = perm[i];
+        perm[i] = perm[j];
+        perm[j] = x;
+    }
+    for (int j = 0; j < e; j++) p->expert_map[j] = -1;
+    /* the first e_local of the shuffle are local, numbered in router order */
+    int *is_local = calloc((size_t)e, sizeof(int));
+    if (!is_local) {
+        free(perm);
+        return qv_fail(QV_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < p->e_local; i++) is_local[perm[i]] = 1;
+    for (int j = 0, x = 0; j < e; j++)
+        if (is_local[j]) p->expert_map[j] = x++;
+    free(perm);
+    free(is_local);
+    return QV_OK;
+}
+
+static qv_status fill_logits(qv_moe_problem *p, qv_moe_logits c, rng *r)
+{
+    int e = p->e, k = p->s->topk;
+    int *order = malloc(sizeof(int) * (size_t)e);
+    if (!order) return qv_fail(QV_ERR_NOMEM, "out of memory");
+    int nonlocal = 0;
+    for (int j = 0; j < e; j++) nonlocal += p->expert_map[j] < 0;
+    if (c == QV_LOGITS_NONLOCAL && nonlocal < k) {
+        free(order);
+        return qv_fail(QV_ERR_UNSUPPORTED, "logits 'nonlocal' need at least topk=%d experts mapped -1 (%d are)", k,
+                       nonlocal);
+    }
+    int star = below(r, e);
+    for (int64_t t = 0; t < p->t; t++) {
+        for (int j = 0; j < e; j++) {
+            double x = 8.0 * unif(r) - 4.0;
+            switch (c) {
+            case QV_LOGITS_TIES: x = (double)below(r, 4); break;
+            case QV_LOGITS_ONE_EXPERT: x = j == star ? 20.0 : x; break;
+            case QV_LOGITS_EMPTY: x = j >= (e + 1) / 2 ? x - 40.0 : x; break;
+            case QV_LOGITS_WIDE: x = 240.0 * unif(r) - 120.0; break;
+            case QV_LOGITS_NONLOCAL: x = p->expert_map[j] < 0 ? x + 40.0 : x; break;
+            default: break;
+            }
+            put_logit(p, t, j, x);
+        }
+        if (c == QV_LOGITS_MASKED) {
+            int masked = (e - k) < e / 4 ? e - k : e / 4;
+            for (int i = 0; i < masked; i++) put_logit(p, t, below(r, e), -INFINITY);
+            /* keep at least k finite: unmask from the front if the draws hit fewer */
+            int finite = 0;
+            for (int j = 0; j < e; j++) finite += isfinite(get_logit(p, t, j));
+            for (int j = 0; j < e && finite < k; j++)
+                if (!isfinite(get_logit(p, t, j))) {
+                    put_logit(p, t, j, 0.5);
+                    finite++;
+                }
+        }
+        if (c == QV_LOGITS_NEAR_TIES && k < e) {
+            /* the k-th largest set one code above the (k+1)-th */
+            for (int j = 0; j < e; j++) order[j] = j;
+            for (int a = 0; a <= k; a++)
+                for (int b = a + 1; b < e; b++)
+                    if (get_logit(p, t, order[b]) > get_logit(p, t, order[a])) {
+                        int x = order[a];
+                        order[a] = order[b];
+                        order[b] = x;
+                    }
+            put_logit(p, t, order[k - 1], code_above(p->s->logit_fmt, get_logit(p, t, order[k])));
+        }
+    }
+    free(order);
+    return QV_OK;
+}
+
+qv_status ref_moe_fill(qv_moe_problem *p, qv_moe_logits logits, qv_probe_kind kind, qv_regime regime,
+                       uint64_t seed)
+{
+    if ((unsigned)logits >= QV_LOGITS_COUNT) return qv_fail(QV_ERR_USAGE, "unknown logits case %d", (int)logits);
+    if (kind != QV_PROBE_EXACT && kind != QV_PROBE_ONEHOT && kind != QV_PROBE_RANDOM)
+        return qv_fail(QV_ERR_UNSUPPORTED, "probe %s ties the activations to one weight matrix; a routed case "
+                       "takes exact, onehot or random", qv_probe_name(kind));
+    rng r = {seed ^ 0x6D6F65ull};
+    QV_TRY(fill_map(p, &r));
+    QV_TRY(fill_logits(p, logits, &r));
+    const qv_variant *v = p->s->expert;
+    qv_problem acts;
+    QV_TRY(qv_problem_create(&acts, v, p->t, p->n, p->k));
+    qv_status st = ref_probe_fill(&acts, kind, regime, seed);
+    if (st == QV_OK) {
+        memcpy(p->a, acts.a, (size_t)(p->t * p->k) * qv_fmt_storage_bytes(v->afmt));
+        int64_t nas = qv_problem_ascale_count(&acts);
+        if (nas) memcpy(p->a_scale, acts.a_scale, sizeof(float) * (size_t)nas);
+        int64_t naz = v->azp == QV_AZP_TENSOR ? 1 : v->azp == QV_AZP_TOKEN ? p->t : 0;
+        if (naz) memcpy(p->azp, acts.azp, sizeof(int32_t) * (size_t)naz);
+    }
+    qv_problem_destroy(&acts);
+    for (int x = 0; x < p->e_local + p->shared && st == QV_OK; x++)
+        st = ref_probe_fill(&p->w[x], kind, regime, seed * 0x100000001B3ull + (uint64_t)x + 1);
+    return st;
+}

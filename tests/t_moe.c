@@ -1,0 +1,623 @@
+/* t_moe.c: routed GEMMs (moe.h, docs/moe.md).
+ *   - the routing keys' grammar: canonical forms, the expert part a spec or a
+ *     row, every refusal naming its key;
+ *   - the token sort: every local pair once, segments padded with -1 to the
+ *     block, non-local choices dropped, shared experts over every token;
+ *   - exact weights: dyadic cases known by hand, random logits against a
+ *     softmax computed here with MPFR at 256 bits;
+ *   - the truth against an independent MPFR sum of weights times expert
+ *     products computed from problem.h's accessors;
+ *   - the CPU model passes every logits case, route, combine and expert spec;
+ *   - the bug classes of DESIGN §6 rows 25-28 fail: the router weight applied
+ *     after the output cast, another route order, the routed scaling factor
+ *     dropped or applied twice, a non-local or shared expert dropped or
+ *     misaligned; a tie broken against tie=low, inadmissible ids, weights off
+ *     by 1e-3, unwritten rows; and a near tie decided either way passes.
+ * Seeds: QVET_SEED (default 1). */
+#include <check.h>
+#include <math.h>
+#include <mpfr.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qvet/formats.h"
+#include "qvet/moe.h"
+#include "qvet/spec.h"
+#include "support/cases.h"
+#include "support/suite.h"
+
+static uint64_t mix(uint64_t a, uint64_t b) { return case_mix(a, b, 0x4D6F45ull); }
+
+static qv_moe_spec *moe_spec(const char *text)
+{
+    qv_moe_spec *s = malloc(sizeof *s);
+    ck_assert_ptr_nonnull(s);
+    qv_status st = qv_moe_spec_parse(text, s);
+    ck_assert_msg(st == QV_OK, "routed spec '%s' refused: %s", text, qv_errmsg());
+    return s;
+}
+
+/* A filled problem; asserts success. */
+static void make(qv_moe_problem *p, const qv_moe_spec *s, int64_t t, int64_t n, int64_t k, int e, int e_local,
+                 int shared, qv_moe_logits lc, qv_probe_kind kind, uint64_t seed)
+{
+    qv_status st = qv_moe_problem_create(p, s, t, n, k, e, e_local, shared);
+    ck_assert_msg(st == QV_OK, "create: %s", qv_errmsg());
+    st = ref_moe_fill(p, lc, kind, QV_REGIME_LOGUNIFORM, seed);
+    ck_assert_msg(st == QV_OK, "fill %s: %s", qv_moe_logits_name(lc), qv_errmsg());
+}
+
+static void *out_alloc(const qv_moe_problem *p)
+{
+    void *o = malloc((size_t)(p->t * p->n) * qv_fmt_storage_bytes(p->s->expert->ofmt));
+    ck_assert_ptr_nonnull(o);
+    return o;
+}
+
+/* ---- grammar ------------------------------------------------------------------------ */
+
+static const struct {
+    const char *in, *canon;
+} canon[] = {
+    {"w=u4b8,ws=f16/g128,route=softmax-topk-renorm,topk=2", "w=u4b8,ws=f16/g128,route=softmax-topk-renorm,topk=2"},
+    {"topk=2,route=softmax-topk-renorm,ws=f16/g128,w=u4b8", "w=u4b8,ws=f16/g128,route=softmax-topk-renorm,topk=2"},
+    {"w=u4b8,ws=f16/g128,route=topk-softmax,topk=8,tie=any,rw=acc,sum=f32,exp=2,logits=f32,rsf=1",
+     "w=u4b8,ws=f16/g128,route=topk-softmax,topk=8"},
+    {"w=e4m3,ws=f32/b128x128,a=e4m3,as=f32/tok-b128,acc=f8p128,out=bf16,route=sigmoid-topk-renorm,topk=8,rsf=2.5",
+     "w=e4m3,ws=f32/b128x128,a=e4m3,as=f32/tok-b128,acc=f8p128,out=bf16,route=sigmoid-topk-renorm,topk=8,rsf=2.5"},
+    {"w=u4b8,ws=f16/c,route=softmax-topk,topk=1,tie=low,rw=out,sum=out,exp=4,logits=bf16",
+     "w=u4b8,ws=f16/c,route=softmax-topk,topk=1,tie=low,rw=out,sum=out,exp=4,logits=bf16"},
+    /* 2.827 is not an f32: its f32 value is written back shortest */
+    {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,rsf=2.827", "w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,rsf=2.827"},
+};
+
+START_TEST(canonical_forms)
+{
+    qv_moe_spec *s = moe_spec(canon[_i].in);
+    ck_assert_str_eq(s->text, canon[_i].canon);
+    qv_moe_spec *again = moe_spec(s->text);
+    ck_assert_str_eq(again->text, s->text);
+    ck_assert_ptr_eq(again->expert, s->expert); /* interned */
+    ck_assert(qv_moe_is_spec(canon[_i].in));
+    free(s);
+    free(again);
+}
+END_TEST
+
+START_TEST(row_as_expert)
+{
+    qv_moe_spec *s = moe_spec("marlin-w4a16-g128-f16,route=topk-softmax,topk=8");
+    ck_assert_ptr_eq(s->expert, qv_variant_find("marlin-w4a16-g128-f16"));
+    ck_assert_int_eq(s->topk, 8);
+    ck_assert_int_eq(s->route, QV_ROUTE_TOPK_SOFTMAX);
+    ck_assert(!qv_moe_is_spec("w=u4b8,ws=f16/g128"));
+    ck_assert(!qv_moe_is_spec("w=u4b8,xroute=1"));
+    free(s);
+}
+END_TEST
+
+static const struct {
+    const char *in, *needle;
+} refused[] = {
+    {"w=u4b8,ws=f16/g128,topk=2", "route="},
+    {"w=u4b8,ws=f16/g128,route=softmax-topk", "topk="},
+    {"route=softmax-topk,topk=2", "expert spec"},
+    {"w=u4b8,ws=f16/g128,route=softmax,topk=2", "route=softmax"},
+    {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=0", "topk=0"},
+    {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,rsf=-1", "rsf=-1"},
+    {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,rsf=1e39", "rsf=1e39"},
+    {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,rsf=abc", "rsf=abc"},
+    {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,tie=high", "tie=high"},
+    {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,rw=f16", "rw=f16"},
+    {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,sum=bf16", "sum=bf16"},
+    {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,exp=-1", "exp=-1"},
+    {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,logits=i8", "logits=i8"},
+    {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,topk=3", "twice"},
+    {"w=i8,a=i8,acc=i32,route=softmax-topk,topk=2", "i32"},
+    {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,nokey=1", "nokey"},
+    {"no-such-row,route=softmax-topk,topk=2", "no-such-row"},
+};
+
+START_TEST(refusals)
+{
+    qv_moe_spec s;
+    qv_status st = qv_moe_spec_parse(refused[_i].in, &s);
+    ck_assert_msg(st == QV_ERR_USAGE, "'%s' accepted", refused[_i].in);
+    ck_assert_msg(strstr(qv_errmsg(), refused[_i].needle) != NULL, "'%s': message '%s' lacks '%s'", refused[_i].in,
+                  qv_errmsg(), refused[_i].needle);
+}
+END_TEST
+
+/* ---- the token sort ------------------------------------------------------------------ */
+
+START_TEST(sort_invariants)
+{
+    uint64_t seed = mix(case_seed(1), 100 + (uint64_t)_i);
+    qv_moe_spec *s = moe_spec("w=u4b8,ws=f16/g128,route=softmax-topk,topk=3");
+    int e = 9, e_local = _i % 2 ? 5 : 9, shared = _i % 3;
+    int block = 1 + _i % 5 * 4;
+    qv_moe_problem p;
+    make(&p, s, 23, 64, 128, e, e_local, shared, QV_LOGITS_RANDOM, QV_PROBE_RANDOM, seed);
+    int32_t ids[23 * 3];
+    for (int t = 0; t < 23; t++)
+        for (int c = 0; c < 3; c++) ids[t * 3 + c] = (t * 7 + c * 5 + _i) % e; /* distinct per token: 5 and 9 coprime */
+    qv_moe_sorted so;
+    ck_assert_int_eq(qv_moe_sort(&p, ids, block, &so), QV_OK);
+    int nx = e_local + shared, per = 3 + shared;
+    ck_assert_int_eq(so.n_slots % block, 0);
+    ck_assert_int_eq(so.expert_start[0], 0);
+    ck_assert_int_eq(so.expert_start[nx], so.n_slots);
+    int seen[23 * 6] = {0};
+    for (int x = 0; x < nx; x++) {
+        int64_t a = so.expert_start[x], b = so.expert_start[x + 1];
+        ck_assert_int_eq(a % block, 0);
+        ck_assert_int_eq((b - a) % block, 0);
+        int64_t real = 0;
+        for (int64_t i = a; i < b; i++) {
+            ck_assert_int_eq(so.block_expert[i / block], x);
+            int32_t sl = so.slot[i];
+            if (sl < 0) {
+                /* padding only at a segment's end */
+                for (int64_t j = i; j < b; j++) ck_assert_int_eq(so.slot[j], -1);
+                break;
+            }
+            real++;
+            int t = sl / per, c = sl % per;
+            int want = c < 3 ? p.expert_map[ids[t * 3 + c]] : e_local + c - 3;
+            ck_assert_int_eq(want, x);
+            seen[sl]++;
+        }
+        ck_assert_int_lt(b - a - real, block); /* less than one block of padding */
+    }
+    for (int t = 0; t < 23; t++)
+        for (int c = 0; c < per; c++) {
+            int local = c < 3 ? p.expert_map[ids[t * 3 + c]] >= 0 : 1;
+            ck_assert_int_eq(seen[t * per + c], local);
+        }
+    /* refusals */
+    qv_moe_sorted bad;
+    int32_t dup[23 * 3];
+    memcpy(dup, ids, sizeof dup);
+    dup[5] = dup[4];
+    ck_assert_int_eq(qv_moe_sort(&p, dup, block, &bad), QV_ERR_RANGE);
+    dup[5] = e;
+    ck_assert_int_eq(qv_moe_sort(&p, dup, block, &bad), QV_ERR_RANGE);
+    qv_moe_sorted_destroy(&so);
+    qv_moe_problem_destroy(&p);
+    free(s);
+}
+END_TEST
+
+/* ---- weights --------------------------------------------------------------------------- */
+
+/* All logits equal: every route's weights are dyadic, known by hand. */
+START_TEST(weights_by_hand)
+{
+    static const struct {
+        const char *route;
+        double w;
+    } r[] = {
+        {"softmax-topk", 1.0 / 8},      {"softmax-topk-renorm", 1.0 / 2}, {"topk-softmax", 1.0 / 2},
+        {"sigmoid-topk", 1.0 / 2},      {"sigmoid-topk-renorm", 1.0 / 2},
+    };
+    for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
+        for (int with_rsf = 0; with_rsf < 2; with_rsf++) {
+            char text[160];
+            snprintf(text, sizeof text, "w=u4b8,ws=f16/g128,route=%s,topk=2,tie=low%s", r[i].route,
+                     with_rsf ? ",rsf=2.5" : "");
+            qv_moe_spec *s = moe_spec(text);
+            qv_moe_problem p;
+            ck_assert_int_eq(qv_moe_problem_create(&p, s, 3, 64, 128, 8, 8, 0), QV_OK);
+            /* logits all 0 (created zeroed); weights and activations zero too */
+            qv_moe_truth t;
+            ck_assert_msg(ref_moe_truth(&p, NULL, &t) == QV_OK, "%s", qv_errmsg());
+            for (int a = 0; a < 3 * 2; a++) {
+                ck_assert_int_eq(t.ids[a], a % 2); /* tie=low: experts 0 and 1 */
+                ck_assert_msg(t.weight[a] == r[i].w * (with_rsf ? 2.5 : 1.0), "%s: weight %.17g", text, t.weight[a]);
+            }
+            ck_assert_int_eq(t.n_ambiguous, 0); /* tie=low decides equal logits */
+            ref_moe_truth_clear(&t);
+            qv_moe_problem_destroy(&p);
+            free(s);
+        }
+}
+END_TEST
+
+/* Softmax weights against MPFR at 256 bits, computed here from the definition. */
+START_TEST(weights_against_mpfr)
+{
+    static const char *routes[] = {"softmax-topk", "softmax-topk-renorm", "topk-softmax", "sigmoid-topk",
+                                   "sigmoid-topk-renorm"};
+    const char *route = routes[_i % 5];
+    int wide = _i >= 5;
+    char text[160];
+    snprintf(text, sizeof text, "w=u4b8,ws=f16/g128,route=%s,topk=4,rsf=1.5", route);
+    qv_moe_spec *s = moe_spec(text);
+    qv_moe_problem p;
+    make(&p, s, 17, 64, 128, 16, 16, 0, wide ? QV_LOGITS_WIDE : QV_LOGITS_RANDOM, QV_PROBE_RANDOM,
+         mix(case_seed(1), 200 + (uint64_t)_i));
+    qv_moe_truth t;
+    ck_assert_msg(ref_moe_truth(&p, NULL, &t) == QV_OK, "%s", qv_errmsg());
+    mpfr_t x, sum, wsum;
+    mpfr_inits2(256, x, sum, wsum, (mpfr_ptr)0);
+    for (int tok = 0; tok < 17; tok++) {
+        float *l = (float *)p.logits + tok * 16;
+        /* the top 4 by logit, independently (no ties in random f32 draws here) */
+        int top[4];
+        for (int c = 0; c < 4; c++) {
+            int best = -1;
+            for (int j = 0; j < 16; j++) {
+                int used = 0;
+                for (int d = 0; d < c; d++) used |= top[d] == j;
+                if (!used && (best < 0 || l[j] > l[best])) best = j;
+            }
+            top[c] = best;
+        }
+        int sig = strncmp(route, "sigmoid", 7) == 0;
+        mpfr_set_zero(sum, 1);
+        mpfr_set_zero(wsum, 1);
+        for (int j = 0; j < 16; j++) {
+            int in = 0;
+            for (int c = 0; c < 4; c++) in |= top[c] == j;
+            mpfr_set_d(x, sig ? -(double)l[j] : (double)l[j], MPFR_RNDN);
+            mpfr_exp(x, x, MPFR_RNDN);
+            if (sig) {
+                mpfr_add_ui(x, x, 1, MPFR_RNDN);
+                mpfr_ui_div(x, 1, x, MPFR_RNDN);
+            }
+            mpfr_add(sum, sum, x, MPFR_RNDN);
+            if (in) mpfr_add(wsum, wsum, x, MPFR_RNDN);
+        }
+        for (int c = 0; c < 4; c++) {
+            ck_assert_int_eq(t.ids[tok * 4 + c], top[c]);
+            mpfr_set_d(x, sig ? -(double)l[top[c]] : (double)l[top[c]], MPFR_RNDN);
+            mpfr_exp(x, x, MPFR_RNDN);
+            if (sig) {
+                mpfr_add_ui(x, x, 1, MPFR_RNDN);
+                mpfr_ui_div(x, 1, x, MPFR_RNDN);
+            }
+            if (!strcmp(route, "softmax-topk")) mpfr_div(x, x, sum, MPFR_RNDN);
+            else if (strcmp(route, "sigmoid-topk")) mpfr_div(x, x, wsum, MPFR_RNDN);
+            mpfr_mul_d(x, x, 1.5, MPFR_RNDN);
+            double want = mpfr_get_d(x, MPFR_RNDN), got = t.weight[tok * 4 + c];
+            ck_assert_msg(fabs(got - want) <= 0x1p-51 * fabs(want), "%s token %d choice %d: %.17g, MPFR %.17g", route,
+                          tok, c, got, want);
+        }
+    }
+    mpfr_clears(x, sum, wsum, (mpfr_ptr)0);
+    ck_assert(t.weight_rel > 0 && t.weight_rel < 1e-4);
+    ref_moe_truth_clear(&t);
+    qv_moe_problem_destroy(&p);
+    free(s);
+}
+END_TEST
+
+/* ---- the truth, independently --------------------------------------------------------- */
+
+/* y[t][j] = sum of weight * (exact product of the expert) + shared, the
+ * product from problem.h's accessors (w = RN_f16(q * s) for this spec) in
+ * MPFR, the weights from the truth (checked above). */
+START_TEST(truth_equals_independent)
+{
+    qv_moe_spec *s = moe_spec(_i ? "w=u4b8,ws=f16/g32,route=softmax-topk,topk=2,rsf=2.5"
+                                 : "w=u4b8,ws=f16/g32,route=topk-softmax,topk=3");
+    int e = 6, e_local = _i ? 4 : 6, shared = _i ? 1 : 0;
+    int64_t T = 9, n = 64, k = 64;
+    qv_moe_problem p;
+    make(&p, s, T, n, k, e, e_local, shared, QV_LOGITS_RANDOM, QV_PROBE_EXACT, mix(case_seed(1), 300 + (uint64_t)_i));
+    qv_moe_truth t;
+    ck_assert_msg(ref_moe_truth(&p, NULL, &t) == QV_OK, "%s", qv_errmsg());
+    mpfr_t acc, term;
+    mpfr_inits2(300, acc, term, (mpfr_ptr)0);
+    int topk = s->topk;
+    for (int64_t tok = 0; tok < T; tok++)
+        for (int64_t j = 0; j < n; j++) {
+            mpfr_set_zero(acc, 1);
+            for (int c = 0; c < topk + shared; c++) {
+                int x = c < topk ? p.expert_map[t.ids[tok * topk + c]] : e_local + c - topk;
+                if (x < 0) continue;
+                qv_problem *w = &p.w[x];
+                w->a = p.a; /* the accessors read a row of the routed problem's activations */
+                w->m = T;
+                mpfr_set_zero(term, 1);
+                for (int64_t kk = 0; kk < k; kk++) {
+                    double wv = qv_decode(QV_FMT_F16, qv_encode(QV_FMT_F16, qv_problem_wq(w, kk, j) *
+                                                                               qv_problem_scale(w, kk, j),
+                                                                QV_SAT_NONE));
+                    mpfr_t prod;
+                    mpfr_init2(prod, 120);
+                    mpfr_set_d(prod, qv_problem_a(w, tok, kk), MPFR_RNDN);
+                    mpfr_mul_d(prod, prod, wv, MPFR_RNDN);
+                    mpfr_add(term, term, prod, MPFR_RNDN);
+                    mpfr_clear(prod);
+                }
+                w->a = NULL;
+                w->m = 1;
+                if (c < topk) mpfr_mul_d(term, term, t.weight[tok * topk + c], MPFR_RNDN);
+                mpfr_add(acc, acc, term, MPFR_RNDN);
+            }
+            double want = mpfr_get_d(acc, MPFR_RNDN), got = t.out.y[tok * n + j];
+            ck_assert_msg(fabs(got - want) <= 0x1p-48 * fabs(want) + 1e-300, "(%lld, %lld): truth %.17g, MPFR %.17g",
+                          (long long)tok, (long long)j, got, want);
+            ck_assert(t.out.bound[tok * n + j] >= 0 && isfinite(t.out.bound[tok * n + j]));
+        }
+    mpfr_clears(acc, term, (mpfr_ptr)0);
+    ref_moe_truth_clear(&t);
+    qv_moe_problem_destroy(&p);
+    free(s);
+}
+END_TEST
+
+/* ---- the model passes ------------------------------------------------------------------- */
+
+static const char *model_specs[] = {
+    "w=u4b8,ws=f16/g128,route=softmax-topk-renorm,topk=2",
+    "w=u4b8,ws=bf16/c,a=bf16,route=topk-softmax,topk=4,logits=bf16",
+    "w=e4m3,ws=f32/b128x128,a=e4m3,as=f32/tok-b128,acc=f8p128,out=bf16,route=sigmoid-topk-renorm,topk=8,rsf=2.5",
+    "w=u4b8,ws=f16/g128,route=softmax-topk,topk=3,rw=out,sum=out",
+    "w=e2m1,ws=e8m0/g32,a=bf16,bias=bf16,route=softmax-topk-renorm,topk=4",
+    "w=u4b8,ws=f16/g128,route=sigmoid-topk,topk=1,tie=low,sum=out",
+};
+#define N_MODEL_SPECS ((int)(sizeof model_specs / sizeof model_specs[0]))
+
+START_TEST(model_passes)
+{
+    qv_moe_spec *s = moe_spec(model_specs[_i % N_MODEL_SPECS]);
+    qv_moe_logits lc = (qv_moe_logits)(_i / N_MODEL_SPECS);
+    uint64_t seed = mix(case_seed(1), 400 + (uint64_t)_i);
+    int e = 16, e_local = lc == QV_LOGITS_NONLOCAL ? 6 : (_i % 3 ? 16 : 12), shared = _i % 2;
+    int64_t k = 256, n = 128, T = 1 + (int64_t)(seed % 40);
+    qv_moe_problem p;
+    make(&p, s, T, n, k, e, e_local, shared, lc, (_i % 3) == 1 ? QV_PROBE_EXACT : QV_PROBE_RANDOM, seed);
+    void *out = out_alloc(&p);
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(T * s->topk));
+    float *w = malloc(sizeof(float) * (size_t)(T * s->topk));
+    ck_assert_msg(ref_moe_model_run(&p, 16, out, ids, w) == QV_OK, "%s", qv_errmsg());
+    qv_moe_result r;
+    ck_assert_msg(ref_moe_verify(&p, out, ids, w, &r) == QV_OK, "%s", qv_errmsg());
+    ck_assert_msg(r.out.grade != QV_FAIL, "%s, logits %s: %s", s->text, qv_moe_logits_name(lc), r.out.reason);
+    ck_assert_int_eq(r.n_route_bad, 0);
+    ck_assert_int_eq(r.n_weight_bad, 0);
+    /* without the ids: near ties are decided against the output */
+    if (lc != QV_LOGITS_WIDE && lc != QV_LOGITS_MASKED && lc != QV_LOGITS_ONE_EXPERT && lc != QV_LOGITS_EMPTY &&
+        lc != QV_LOGITS_NONLOCAL) {
+        ck_assert_msg(ref_moe_verify(&p, out, NULL, NULL, &r) == QV_OK, "%s", qv_errmsg());
+        ck_assert_msg(r.out.grade != QV_FAIL, "%s, logits %s, no ids: %s", s->text, qv_moe_logits_name(lc),
+                      r.out.reason);
+    }
+    if (lc == QV_LOGITS_NONLOCAL && !shared) {
+        /* every token's experts live elsewhere: the output is zero */
+        size_t es = qv_fmt_storage_bytes(s->expert->ofmt);
+        for (int64_t i = 0; i < T * n; i++) {
+            uint32_t c = 0;
+            memcpy(&c, (char *)out + (size_t)i * es, es);
+            ck_assert_msg(qv_decode(s->expert->ofmt, c) == 0.0, "element %lld not zero", (long long)i);
+        }
+    }
+    free(out), free(ids), free(w);
+    qv_moe_problem_destroy(&p);
+    free(s);
+}
+END_TEST
+
+/* ---- bug classes -------------------------------------------------------------------------- */
+
+/* The model's output under spec `made` graded under spec `declared` (same
+ * expert arithmetic, same data): the grade. */
+static qv_grade cross(const char *made, const char *declared, qv_moe_logits lc, int e_local, int shared,
+                      uint64_t seed, int give_ids)
+{
+    qv_moe_spec *sm = moe_spec(made), *sd = moe_spec(declared);
+    qv_moe_problem p;
+    make(&p, sd, 48, 128, 256, 8, e_local, shared, lc, QV_PROBE_RANDOM, seed);
+    void *out = out_alloc(&p);
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(48 * sm->topk));
+    p.s = sm;
+    ck_assert_msg(ref_moe_model_run(&p, 16, out, ids, NULL) == QV_OK, "%s", qv_errmsg());
+    p.s = sd;
+    qv_moe_result r;
+    ck_assert_msg(ref_moe_verify(&p, out, give_ids ? ids : NULL, NULL, &r) == QV_OK, "%s", qv_errmsg());
+    free(out), free(ids);
+    qv_moe_problem_destroy(&p);
+    free(sm), free(sd);
+    return r.out.grade;
+}
+
+START_TEST(bug_classes_fail)
+{
+    uint64_t seed = mix(case_seed(1), 500);
+    const char *base = "w=u4b8,ws=f16/g128,route=softmax-topk,topk=2";
+    /* row 25: the router weight applied after the output cast */
+    ck_assert_int_eq(cross("w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,rw=out", base, QV_LOGITS_RANDOM, 8, 0, seed, 1),
+                     QV_FAIL);
+    /* row 26: top-k then softmax where softmax then top-k is declared, and the reverse */
+    ck_assert_int_eq(cross("w=u4b8,ws=f16/g128,route=topk-softmax,topk=2", base, QV_LOGITS_RANDOM, 8, 0, seed, 1),
+                     QV_FAIL);
+    ck_assert_int_eq(cross(base, "w=u4b8,ws=f16/g128,route=topk-softmax,topk=2", QV_LOGITS_RANDOM, 8, 0, seed, 1),
+                     QV_FAIL);
+    /* ... while renormalized softmax-topk is topk-softmax in exact arithmetic */
+    ck_assert_int_ne(cross("w=u4b8,ws=f16/g128,route=softmax-topk-renorm,topk=2",
+                           "w=u4b8,ws=f16/g128,route=topk-softmax,topk=2", QV_LOGITS_RANDOM, 8, 0, seed, 1),
+                     QV_FAIL);
+    /* row 27: the routed scaling factor dropped, or applied twice */
+    const char *rsf = "w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=2,rsf=2.5";
+    ck_assert_int_eq(cross("w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=2", rsf, QV_LOGITS_RANDOM, 8, 1, seed, 1),
+                     QV_FAIL);
+    ck_assert_int_eq(
+        cross("w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=2,rsf=6.25", rsf, QV_LOGITS_RANDOM, 8, 1, seed, 1),
+        QV_FAIL);
+    ck_assert_int_ne(cross(rsf, rsf, QV_LOGITS_RANDOM, 8, 1, seed, 1), QV_FAIL);
+    /* a tie broken upward where tie=low is declared; accepted under tie=any */
+    ck_assert_int_eq(cross("w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,tie=low",
+                           "w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,tie=low", QV_LOGITS_TIES, 8, 0, seed, 1),
+                     QV_PASS);
+    /* no ids, a near tie at every token's boundary: decided against the output */
+    ck_assert_int_ne(cross(base, base, QV_LOGITS_NEAR_TIES, 8, 0, seed, 0), QV_FAIL);
+}
+END_TEST
+
+/* Row 28: a non-local expert's term kept (as if the map were the identity), a
+ * shared expert dropped, and a token's ids misaligned with its weights. */
+START_TEST(experts_dropped_or_kept)
+{
+    uint64_t seed = mix(case_seed(1), 600);
+    qv_moe_spec *s = moe_spec("w=u4b8,ws=f16/g128,route=softmax-topk-renorm,topk=2");
+    qv_moe_problem p;
+    make(&p, s, 40, 128, 256, 8, 8, 1, QV_LOGITS_RANDOM, QV_PROBE_RANDOM, seed);
+    void *out = out_alloc(&p);
+    int32_t ids[80];
+    float w[80];
+    ck_assert_int_eq(ref_moe_model_run(&p, 16, out, ids, w), QV_OK);
+    qv_moe_result r;
+    ck_assert_int_eq(ref_moe_verify(&p, out, ids, w, &r), QV_OK);
+    ck_assert_int_ne(r.out.grade, QV_FAIL);
+    /* the same output where router expert ids[0] is declared non-local: its term should be gone */
+    int32_t keep = p.expert_map[ids[0]];
+    p.expert_map[ids[0]] = -1;
+    ck_assert_int_eq(ref_moe_verify(&p, out, ids, w, &r), QV_OK);
+    ck_assert_int_eq(r.out.grade, QV_FAIL);
+    p.expert_map[ids[0]] = keep;
+    /* the shared expert dropped: zero its weights for the model, grade with them */
+    qv_problem *sh = &p.w[8];
+    size_t qb = (size_t)(p.k * p.n) * qv_fmt_storage_bytes(s->expert->wfmt);
+    void *save = malloc(qb);
+    memcpy(save, sh->q, qb);
+    memset(sh->q, 8, qb); /* u4b8 code 8 is the value 0 */
+    void *dropped = out_alloc(&p);
+    ck_assert_int_eq(ref_moe_model_run(&p, 16, dropped, NULL, NULL), QV_OK);
+    memcpy(sh->q, save, qb);
+    ck_assert_int_eq(ref_moe_verify(&p, dropped, ids, w, &r), QV_OK);
+    ck_assert_int_eq(r.out.grade, QV_FAIL);
+    /* ids swapped within a token while the weights stay: routing and weights disagree */
+    int32_t sw[80];
+    memcpy(sw, ids, sizeof sw);
+    for (int t = 0; t < 40; t++) {
+        sw[2 * t] = ids[2 * t + 1];
+        sw[2 * t + 1] = ids[2 * t];
+    }
+    ck_assert_int_eq(ref_moe_verify(&p, out, sw, w, &r), QV_OK);
+    ck_assert_int_eq(r.out.grade, QV_FAIL);
+    ck_assert_int_gt(r.n_weight_bad, 0);
+    /* weights off by 1e-3 */
+    float wb[80];
+    for (int i = 0; i < 80; i++) wb[i] = w[i] * 1.001f;
+    ck_assert_int_eq(ref_moe_verify(&p, out, ids, wb, &r), QV_OK);
+    ck_assert_int_eq(r.out.grade, QV_FAIL);
+    ck_assert_int_eq(r.n_weight_bad, 80);
+    /* an expert outside the top-k */
+    int32_t bad[80];
+    memcpy(bad, ids, sizeof bad);
+    for (int e = 0; e < 8; e++)
+        if (e != ids[0] && e != ids[1]) {
+            bad[1] = e;
+            break;
+        }
+    ck_assert_int_eq(ref_moe_verify(&p, out, bad, NULL, &r), QV_OK);
+    ck_assert_int_eq(r.out.grade, QV_FAIL);
+    ck_assert_int_eq(r.n_route_bad, 1);
+    ck_assert_int_eq(r.first_bad_token, 0);
+    /* a row never written */
+    size_t es = qv_fmt_storage_bytes(s->expert->ofmt);
+    uint32_t poison = ref_poison_code(s->expert->ofmt);
+    for (int64_t j = 0; j < p.n; j++) memcpy((char *)out + (size_t)(7 * p.n + j) * es, &poison, es);
+    ck_assert_int_eq(ref_moe_verify(&p, out, ids, w, &r), QV_OK);
+    ck_assert_int_eq(r.out.grade, QV_FAIL);
+    ck_assert_int_eq(r.out.n_unwritten, p.n);
+    free(save), free(out), free(dropped);
+    qv_moe_problem_destroy(&p);
+    free(s);
+}
+END_TEST
+
+/* tie=low against an output whose ties went to the higher index: the ids
+ * fail the routing check; tie=any accepts the same ids. */
+START_TEST(tie_rule)
+{
+    /* renormalized top-1: the weight is 1 whatever the other logits are */
+    qv_moe_spec *low = moe_spec("w=u4b8,ws=f16/g128,route=softmax-topk-renorm,topk=1,tie=low");
+    qv_moe_spec *any = moe_spec("w=u4b8,ws=f16/g128,route=softmax-topk-renorm,topk=1");
+    qv_moe_problem p;
+    ck_assert_int_eq(qv_moe_problem_create(&p, low, 2, 64, 128, 4, 4, 0), QV_OK);
+    ck_assert_int_eq(ref_moe_fill(&p, QV_LOGITS_RANDOM, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 7), QV_OK);
+    float *l = p.logits;
+    for (int j = 0; j < 8; j++) l[j] = j % 4 == 1 || j % 4 == 3 ? 2.0f : -1.0f; /* experts 1 and 3 tie on top */
+    void *out = out_alloc(&p);
+    int32_t ids[2] = {3, 3};
+    /* the output of the higher index: run the model on logits where 3 wins, grade on the tie */
+    l[1] = l[5] = 1.5f;
+    ck_assert_int_eq(ref_moe_model_run(&p, 16, out, NULL, NULL), QV_OK);
+    l[1] = l[5] = 2.0f;
+    qv_moe_result r;
+    ck_assert_int_eq(ref_moe_verify(&p, out, ids, NULL, &r), QV_OK);
+    ck_assert_int_eq(r.out.grade, QV_FAIL);
+    ck_assert_int_eq(r.n_route_bad, 2);
+    ck_assert_msg(strstr(r.route_reason, "tie=low") != NULL, "%s", r.route_reason);
+    p.s = any;
+    ck_assert_int_eq(ref_moe_verify(&p, out, ids, NULL, &r), QV_OK);
+    ck_assert_msg(r.out.grade != QV_FAIL, "%s", r.out.reason);
+    /* without ids, tie=any decides the tie by the output */
+    ck_assert_int_eq(ref_moe_verify(&p, out, NULL, NULL, &r), QV_OK);
+    ck_assert_msg(r.out.grade != QV_FAIL, "%s", r.out.reason);
+    ck_assert_int_eq(r.n_ambiguous, 2);
+    free(out);
+    p.s = low;
+    qv_moe_problem_destroy(&p);
+    free(low), free(any);
+}
+END_TEST
+
+/* Bad problems get a message, not a verdict. */
+START_TEST(refused_problems)
+{
+    qv_moe_spec *s = moe_spec("w=u4b8,ws=f16/g128,route=topk-softmax,topk=2");
+    qv_moe_problem p;
+    ck_assert_int_eq(qv_moe_problem_create(&p, s, 2, 64, 128, 1, 1, 0), QV_ERR_SHAPE); /* topk > e */
+    ck_assert_int_eq(qv_moe_problem_create(&p, s, 2, 64, 100, 4, 4, 0), QV_ERR_SHAPE); /* g128 does not divide K */
+    ck_assert_int_eq(qv_moe_problem_create(&p, s, 2, 64, 128, 4, 0, 0), QV_ERR_SHAPE); /* no weights */
+    ck_assert_int_eq(qv_moe_problem_create(&p, s, 2, 64, 128, 4, 4, 0), QV_OK);
+    float *l = p.logits;
+    l[3] = NAN;
+    qv_moe_truth t;
+    ck_assert_int_eq(ref_moe_truth(&p, NULL, &t), QV_ERR_RANGE);
+    ck_assert(strstr(qv_errmsg(), "NaN") != NULL);
+    l[3] = -INFINITY;
+    l[2] = -INFINITY;
+    l[1] = -INFINITY; /* token 0 keeps one finite logit, fewer than topk */
+    ck_assert_int_eq(ref_moe_truth(&p, NULL, &t), QV_ERR_RANGE);
+    ck_assert(strstr(qv_errmsg(), "finite") != NULL);
+    l[1] = 0;
+    ck_assert_int_eq(ref_moe_truth(&p, NULL, &t), QV_OK);
+    ref_moe_truth_clear(&t);
+    p.expert_map[0] = 1; /* two router experts on local 1 */
+    ck_assert_int_eq(ref_moe_truth(&p, NULL, &t), QV_ERR_RANGE);
+    p.expert_map[0] = 4;
+    ck_assert_int_eq(ref_moe_truth(&p, NULL, &t), QV_ERR_RANGE);
+    qv_moe_problem_destroy(&p);
+    free(s);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("moe");
+    TCase *tg = tcase_create("grammar");
+    tcase_add_loop_test(tg, canonical_forms, 0, (int)(sizeof canon / sizeof canon[0]));
+    tcase_add_test(tg, row_as_expert);
+    tcase_add_loop_test(tg, refusals, 0, (int)(sizeof refused / sizeof refused[0]));
+    tcase_add_loop_test(tg, sort_invariants, 0, 12);
+    suite_add_tcase(s, tg);
+    TCase *tr = tcase_create("reference");
+    tcase_set_timeout(tr, 300);
+    tcase_add_test(tr, weights_by_hand);
+    tcase_add_loop_test(tr, weights_against_mpfr, 0, 10);
+    tcase_add_loop_test(tr, truth_equals_independent, 0, 2);
+    tcase_add_loop_test(tr, model_passes, 0, N_MODEL_SPECS * QV_LOGITS_COUNT);
+    tcase_add_test(tr, bug_classes_fail);
+    tcase_add_test(tr, experts_dropped_or_kept);
+    tcase_add_test(tr, tie_rule);
+    tcase_add_test(tr, refused_problems);
+    suite_add_tcase(s, tr);
+    printf("t_moe: seed %llu (QVET_SEED)\n", (unsigned long long)case_seed(1));
+    return suite_run(s);
+}
