@@ -48,7 +48,8 @@ static double mul_part(double alpha, double g, double s, double y, int ep_ops, i
      * 2^-s_pow2 of the declared ones are fp32 subnormals), then scaled by the
      * epilogue; at least 2^-149 a quantum in the output's units. This takes
      * the tensor core to keep fp32 subnormals, as every tc-f32 row's bound
-     * does (tools/probe-subnormal.cu asks the device). */
+     * does; the H200's does, truncating toward zero between two of them
+     * (tools/probe-subnormal.cu). */
     double us = unit * s;
 #ifdef QV_MUTANT_orc_underflow_term_dropped
     /* Oracle mutant: fp32 underflow left out (relative terms only). */

@@ -11,8 +11,11 @@
  * column-major) and C (16 x 8) given in natural order (the fragment
  * positions of the PTX ISA's m16n8k16 layout are formed in the kernel); only
  * D[0][0] = C[0][0] + sum_k A[0][k] B[k][0] is compared. Each case prints
- * D[0][0]'s bits beside the value with subnormals kept and the value with
- * them flushed; the last lines say which the hardware does.
+ * D[0][0]'s bits beside the value with subnormals kept and rounded to
+ * nearest, kept and truncated toward zero, and flushed; the last line says
+ * which the hardware does. Either way of keeping them loses less than one
+ * quantum 2^-149 per rounding, which is all the bound charges; flushing
+ * would lose up to 2^-126.
  *
  * Build and run (an sm_90 GPU; not part of `make`):
  *   nvcc -O2 -arch=sm_90 -o probe-subnormal tools/probe-subnormal.cu
@@ -77,7 +80,7 @@ typedef struct one_case {
     const char *what;
     int bf;
     double a[16], b[16], c;
-    double kept, flushed; /* D[0][0] with fp32 subnormals kept, and flushed to zero */
+    double kept, trunc, flushed; /* D[0][0] with fp32 subnormals kept (RN), kept (toward zero), flushed */
 } one_case;
 
 int main(void)
@@ -85,18 +88,21 @@ int main(void)
     const double s70 = ldexp(1.0, -70), s63 = ldexp(1.0, -63), s75 = ldexp(1.0, -75);
     one_case cs[] = {
         {"bf16: one product 2^-70 x 2^-70 = 2^-140 (an fp32 subnormal)", 1, {s70}, {s70}, 0,
+         ldexp(1.0, -140), ldexp(1.0, -140), 0},
+        {"bf16: C = 2^-140 (subnormal input), no products", 1, {0}, {0}, ldexp(1.0, -140), ldexp(1.0, -140),
          ldexp(1.0, -140), 0},
-        {"bf16: C = 2^-140 (subnormal input), no products", 1, {0}, {0}, ldexp(1.0, -140), ldexp(1.0, -140), 0},
         {"bf16: 2^-126 - 0.875 2^-126 = 2^-129 (normal products cancel to a subnormal)", 1, {s63, -0.875 * s63},
-         {s63, s63}, 0, ldexp(1.0, -129), 0},
+         {s63, s63}, 0, ldexp(1.0, -129), ldexp(1.0, -129), 0},
         {"bf16: C = 2^-126, product -0.75 2^-126: 2^-128", 1, {-0.75 * s63}, {s63}, ldexp(1.0, -126),
-         ldexp(1.0, -128), 0},
+         ldexp(1.0, -128), ldexp(1.0, -128), 0},
         {"bf16: sixteen products 2^-150 (each half the subnormal quantum): 2^-146 if summed exactly", 1,
          {s75, s75, s75, s75, s75, s75, s75, s75, s75, s75, s75, s75, s75, s75, s75, s75},
-         {s75, s75, s75, s75, s75, s75, s75, s75, s75, s75, s75, s75, s75, s75, s75, s75}, 0, ldexp(1.0, -146), 0},
-        {"bf16: one product 1.5 2^-150 (between subnormals): 2^-149 under RN", 1, {s75}, {1.5 * s75}, 0,
-         ldexp(1.0, -149), 0},
-        {"f16: C = 2^-140 (subnormal input), no products", 0, {0}, {0}, ldexp(1.0, -140), ldexp(1.0, -140), 0},
+         {s75, s75, s75, s75, s75, s75, s75, s75, s75, s75, s75, s75, s75, s75, s75, s75}, 0, ldexp(1.0, -146),
+         ldexp(1.0, -146), 0},
+        {"bf16: one product 1.5 2^-150 (between subnormals): 2^-149 under RN, 0 toward zero", 1, {s75}, {1.5 * s75},
+         0, ldexp(1.0, -149), 0, 0},
+        {"f16: C = 2^-140 (subnormal input), no products", 0, {0}, {0}, ldexp(1.0, -140), ldexp(1.0, -140),
+         ldexp(1.0, -140), 0},
     };
     const int n = (int)(sizeof cs / sizeof cs[0]);
     uint16_t *a, *b;
@@ -105,7 +111,7 @@ int main(void)
     CK(cudaMallocManaged(&b, 128 * 2));
     CK(cudaMallocManaged(&c, 128 * 4));
     CK(cudaMallocManaged(&d, 128 * 4));
-    int kept_all = 1, flushed_any = 0;
+    int rn_all = 1, rz_all = 1, flushed_any = 0;
     for (int t = 0; t < n; t++) {
         memset(a, 0, 256 * 2);
         memset(b, 0, 128 * 2);
@@ -121,13 +127,18 @@ int main(void)
         float got = d[0];
         uint32_t u;
         memcpy(&u, &got, 4);
-        int kept = (double)got == cs[t].kept, flushed = (double)got == cs[t].flushed;
-        kept_all &= kept;
-        flushed_any |= flushed && !kept;
-        printf("%-88s D = %-13.6a (0x%08x)  kept %-13.6a flushed %-6.3g : %s\n", cs[t].what, (double)got, u,
-               cs[t].kept, cs[t].flushed, kept ? "as kept" : flushed ? "FLUSHED" : "neither");
+        int rn = (double)got == cs[t].kept, rz = (double)got == cs[t].trunc;
+        int flushed = (double)got == cs[t].flushed && !rn && !rz;
+        rn_all &= rn;
+        rz_all &= rz;
+        flushed_any |= flushed;
+        printf("%-88s D = %-13.6a (0x%08x)  RN %-13.6a RZ %-13.6a : %s\n", cs[t].what, (double)got, u, cs[t].kept,
+               cs[t].trunc, rn && rz ? "kept" : rn ? "kept, RN" : rz ? "kept, toward zero" : flushed ? "FLUSHED" : "neither");
     }
     printf("fp32 subnormals in the mma accumulator: %s\n",
-           kept_all ? "kept (every case as with subnormals)" : flushed_any ? "flushed in some case" : "other (see above)");
+           flushed_any ? "flushed in some case"
+           : rn_all    ? "kept, rounded to nearest"
+           : rz_all    ? "kept, rounded toward zero"
+                       : "other (see above)");
     return 0;
 }
