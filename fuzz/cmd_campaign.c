@@ -724,7 +724,8 @@ typedef struct slot {
     qv_outcome out;
     qv_moe_outcome mo;  /* a routed case's */
     qv_status st;   /* QV_OK, or why the case could not be made or run */
-    int built;      /* p holds the case */
+    int built;      /* the case was made: p holds it, or held it (released) */
+    int released;   /* not a FAIL: p and the outcome's arrays are freed already */
     char err[1024]; /* the worker's message when st is not QV_OK */
     int state;      /* SLOT_FREE, SLOT_ISSUED, SLOT_DONE */
 } slot;
@@ -738,9 +739,21 @@ typedef struct pool {
     int64_t next_issue, next_emit;
     int64_t end;     /* the first case number past the last, once a worker met it; -1 before */
     int stop;        /* issue no more cases */
-    int window;      /* cases in flight at most: the slots of the ring */
+    int window;      /* the slots of the ring: finished cases waiting for their turn */
+    int window_fail; /* cases in flight at most while a FAIL waits to be written */
+    int fails_held;  /* finished FAILs not yet written (each holds its whole case) */
     slot *ring;
 } pool;
+
+/* How far issuing may run ahead of writing. A case that is not a FAIL is kept
+ * small (its results line's fields only) until its turn, so one slow case
+ * does not stall the others; a FAIL keeps its arrays for shrinking, so while
+ * one waits the pool runs no further ahead than a few cases per worker. */
+static int pool_full(const pool *pl)
+{
+    int64_t ahead = pl->next_issue - pl->next_emit;
+    return ahead >= pl->window || (pl->fails_held && ahead >= pl->window_fail);
+}
 
 static void *pool_worker(void *arg)
 {
@@ -748,8 +761,7 @@ static void *pool_worker(void *arg)
     const campaign *cp = pl->cp;
     for (;;) {
         pthread_mutex_lock(&pl->mu);
-        while (!pl->stop && pl->end < 0 && pl->next_issue - pl->next_emit >= pl->window)
-            pthread_cond_wait(&pl->work, &pl->mu);
+        while (!pl->stop && pl->end < 0 && pool_full(pl)) pthread_cond_wait(&pl->work, &pl->mu);
         if (pl->stop || pl->end >= 0) {
             pthread_mutex_unlock(&pl->mu);
             return NULL;
@@ -768,6 +780,7 @@ static void *pool_worker(void *arg)
         pthread_mutex_unlock(&pl->mu);
 
         s->built = 0;
+        s->released = 0;
         if (s->w.routed) {
             s->st = qv_moe_case_run(&s->w.mc, &s->mo);
             s->built = 1;
@@ -777,10 +790,16 @@ static void *pool_worker(void *arg)
                 s->built = 1;
                 s->st = qv_case_run(cp->b, &s->p, ref_probe_is_unique(s->w.c.probe), &s->out);
             }
+            if (s->st == QV_OK && s->out.res.grade != QV_FAIL) {
+                qv_outcome_release(&s->out);
+                qv_problem_destroy(&s->p);
+                s->released = 1;
+            }
         }
         if (s->st != QV_OK) snprintf(s->err, sizeof s->err, "%s", qv_errmsg());
 
         pthread_mutex_lock(&pl->mu);
+        if (s->built && !s->w.routed && !s->released) pl->fails_held++;
         s->state = SLOT_DONE;
         pthread_cond_broadcast(&pl->done);
         pthread_mutex_unlock(&pl->mu);
@@ -799,7 +818,7 @@ static int pool_run(campaign *cp, case_at_fn case_at, after_fn after, void *ctx)
     int jobs = cp->o->jobs > 0 ? cp->o->jobs : 1;
     pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
     cp->b->launch_lock = &launch_lock;
-    pool pl = {.cp = cp, .case_at = case_at, .end = -1, .window = 2 * jobs};
+    pool pl = {.cp = cp, .case_at = case_at, .end = -1, .window = 64 * jobs, .window_fail = 2 * jobs};
     pl.ring = calloc((size_t)pl.window, sizeof *pl.ring);
     pthread_t *th = calloc((size_t)jobs, sizeof *th);
     if (!pl.ring || !th) {
@@ -855,6 +874,7 @@ static int pool_run(campaign *cp, case_at_fn case_at, after_fn after, void *ctx)
             r = after ? after(cp, &c, ctx) : 0;
         }
         pthread_mutex_lock(&pl.mu);
+        if (s->built && !s->w.routed && !s->released) pl.fails_held--;
         s->state = SLOT_FREE;
         pl.next_emit++;
         if (r) pl.stop = 1;

@@ -403,6 +403,23 @@ static void unique_is_pass(qv_result *res)
     res->reason[0] = '\0';
 }
 
+/* The usual criteria of the case's output against y rounded to the output format. */
+static void usual_criteria(const qv_problem *p, const qv_outcome *o, qv_criteria *cr)
+{
+    int64_t count = p->m * p->n;
+    qv_fmt of = p->v->ofmt;
+    size_t es = qv_fmt_storage_bytes(of);
+    double *x = malloc((size_t)count * sizeof *x);
+    QV_ASSERT(x != NULL, "criteria buffer: out of memory");
+    for (int64_t e = 0; e < count; e++) {
+        uint32_t code = 0;
+        memcpy(&code, (const char *)o->out + (size_t)e * es, es); /* little-endian */
+        x[e] = qv_decode(of, code);
+    }
+    qv_usual_criteria(x, o->truth.y_rn, count, cr);
+    free(x);
+}
+
 qv_status qv_case_run(const qv_backend *b, const qv_problem *p, int unique, qv_outcome *o)
 {
     memset(o, 0, sizeof *o);
@@ -514,6 +531,8 @@ qv_status qv_case_run(const qv_backend *b, const qv_problem *p, int unique, qv_o
                  (long long)(diff / p->n), (long long)(diff % p->n));
     }
     histograms(p, o);
+    usual_criteria(p, o, &o->crit);
+    o->has_stats = 1;
     o->alpha_g_max = alpha_g_max(p);
     o->time_ms = now_ms() - t0;
     return QV_OK;
@@ -526,22 +545,14 @@ void qv_outcome_clear(qv_outcome *o)
     memset(o, 0, sizeof *o);
 }
 
-/* The usual criteria of the case's output against y rounded to the output format. */
-static void usual_criteria(const qv_case *c, const qv_outcome *o, qv_criteria *cr)
+void qv_outcome_release(qv_outcome *o)
 {
-    int64_t count = c->m * c->n;
-    qv_fmt of = c->v->ofmt;
-    size_t es = qv_fmt_storage_bytes(of);
-    double *x = malloc((size_t)count * sizeof *x);
-    QV_ASSERT(x != NULL, "criteria buffer: out of memory");
-    for (int64_t e = 0; e < count; e++) {
-        uint32_t code = 0;
-        memcpy(&code, (const char *)o->out + (size_t)e * es, es); /* little-endian */
-        x[e] = qv_decode(of, code);
-    }
-    qv_usual_criteria(x, o->truth.y_rn, count, cr);
-    free(x);
+    free(o->out);
+    o->out = NULL;
+    if (o->has_truth) ref_truth_clear(&o->truth);
+    o->has_truth = 0;
 }
+
 
 /* ---- JSONL ---- */
 
@@ -633,11 +644,10 @@ void qv_case_json(FILE *f, const qv_case *c, const qv_backend *b, const qv_outco
     qv_json_fput_str(f, qv_regime_name(c->regime));
     fputc(',', f);
     qv_result_json_fields(f, &o->res);
-    if (o->has_truth) {
+    if (o->has_stats) {
         /* The field's usual acceptance tests on the same output (criteria.c),
          * against the exact value rounded to the output format. */
-        qv_criteria cr;
-        usual_criteria(c, o, &cr);
+        const qv_criteria cr = o->crit;
         fprintf(f, ",\"criteria\":{\"mean_rel\":");
         qv_json_fput_num(f, cr.mean_rel);
         fputs(",\"cosine\":", f);
@@ -652,7 +662,7 @@ void qv_case_json(FILE *f, const qv_case *c, const qv_backend *b, const qv_outco
     qv_json_fput_num(f, o->alpha_g_max);
     fputs(",\"time_ms\":", f);
     qv_json_fput_num(f, o->time_ms);
-    if (o->has_truth) {
+    if (o->has_stats) {
         fputs(",\"hist_err_over_bound\":[", f);
         for (int i = 0; i < 21; i++) fprintf(f, "%s%lld", i ? "," : "", (long long)o->hist_eb[i]);
         fputs("],\"hist_ulp\":[", f);

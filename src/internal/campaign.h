@@ -177,6 +177,8 @@ typedef struct qv_outcome {
      * over [0, 1) plus one for >= 1, and the distance in output ulps to the
      * correctly rounded y: 0, 1, 2, 3, 4-7, 8-15, >= 16. */
     int64_t hist_eb[21], hist_ulp[7];
+    qv_criteria crit; /* the field's usual criteria against y rounded (has_truth) */
+    int has_stats;    /* crit and the histograms hold the case's; set with has_truth, kept by release */
 } qv_outcome;
 
 /* Runs p on b (poisoned output, `repeat` launches compared bit for bit) and
@@ -187,6 +189,10 @@ typedef struct qv_outcome {
  * error (no device). */
 qv_status qv_case_run(const qv_backend *b, const qv_problem *p, int unique, qv_outcome *o);
 void      qv_outcome_clear(qv_outcome *o);
+/* Frees the output and the truth, keeping what a results line and the tallies
+ * read (verdict, hash, histograms, criteria): a campaign holds finished cases
+ * that way until their turn to be written. */
+void      qv_outcome_release(qv_outcome *o);
 
 /* FNV-1a 64-bit hash of bytes (output fingerprints in JSONL). */
 uint64_t qv_fnv1a64(const void *data, size_t len);
