@@ -249,6 +249,30 @@ static void wctx_init(weight_ctx *w)
 }
 static void wctx_clear(weight_ctx *w) { mpfr_clears(w->x, w->y, w->sum, w->one, (mpfr_ptr)0); }
 
+/* w->x = exp(l - lmax), rounded to w's precision. */
+static void exp_shifted(weight_ctx *w, double l, double lmax)
+{
+    mpfr_set_d(w->x, l, MPFR_RNDN);
+    mpfr_sub_d(w->x, w->x, lmax, MPFR_RNDN);
+    mpfr_exp(w->x, w->x, MPFR_RNDN);
+}
+
+/* out[c] = exp(l[sel[c]] - lmax) / sum, c < k, the sum over l[0..all) when
+ * all > 0, else over the selection; each to w's precision, then a double. */
+static void softmax_weights(weight_ctx *w, const double *l, const int32_t *sel, int k, int all, double lmax, double *out)
+{
+    mpfr_set_zero(w->sum, 1);
+    for (int i = 0; i < (all > 0 ? all : k); i++) {
+        exp_shifted(w, l[all > 0 ? i : sel[i]], lmax);
+        mpfr_add(w->sum, w->sum, w->x, MPFR_RNDN);
+    }
+    for (int c = 0; c < k; c++) {
+        exp_shifted(w, l[sel[c]], lmax);
+        mpfr_div(w->x, w->x, w->sum, MPFR_RNDN);
+        out[c] = mpfr_get_d(w->x, MPFR_RNDN);
+    }
+}
+
 /* Exact weights of selection sel (rsf included), rounded to double, and the
  * certified relative bound of the kernel's fp32 weights (*rel). Returns
  * QV_ERR_RANGE when the route has no value (every selected score zero). */
@@ -302,38 +326,12 @@ static qv_status exact_weights(const qv_moe_problem *p, const token_route *r, co
         }
         if (lmax == -INFINITY)
             return qv_fail(QV_ERR_RANGE, "token %lld: every logit the softmax sees is -Inf", (long long)t);
-        mpfr_set_zero(w->sum, 1);
-        for (int i = 0; i < n; i++) {
-            mpfr_set_d(w->x, r->l[over_all ? i : sel[i]], MPFR_RNDN);
-            mpfr_sub_d(w->x, w->x, lmax, MPFR_RNDN);
-            mpfr_exp(w->x, w->x, MPFR_RNDN);
-            mpfr_add(w->sum, w->sum, w->x, MPFR_RNDN);
-        }
-        for (int c = 0; c < k; c++) {
-            mpfr_set_d(w->x, r->l[sel[c]], MPFR_RNDN);
-            mpfr_sub_d(w->x, w->x, lmax, MPFR_RNDN);
-            mpfr_exp(w->x, w->x, MPFR_RNDN);
-            mpfr_div(w->x, w->x, w->sum, MPFR_RNDN);
-            out[c] = mpfr_get_d(w->x, MPFR_RNDN);
-        }
+        softmax_weights(w, r->l, sel, k, over_all ? e : 0, lmax, out);
         double rho_a = over_all ? rho_softmax(s, r->l, NULL, e, lmax) : rho_softmax(s, r->l, sel, k, lmax);
         g = (1.0 + rho_a) * (1.0 + U32) * (1.0 + U32) / ((1.0 - rho_a) * (1.0 - gamma_n(n - 1))) - 1.0;
         if (is_renorm(s->route)) {
             /* exact: the softmax over the selection; kernel: the all-E weights renormalized */
-            mpfr_set_zero(w->sum, 1);
-            for (int c = 0; c < k; c++) {
-                mpfr_set_d(w->x, r->l[sel[c]], MPFR_RNDN);
-                mpfr_sub_d(w->x, w->x, lmax, MPFR_RNDN);
-                mpfr_exp(w->x, w->x, MPFR_RNDN);
-                mpfr_add(w->sum, w->sum, w->x, MPFR_RNDN);
-            }
-            for (int c = 0; c < k; c++) {
-                mpfr_set_d(w->x, r->l[sel[c]], MPFR_RNDN);
-                mpfr_sub_d(w->x, w->x, lmax, MPFR_RNDN);
-                mpfr_exp(w->x, w->x, MPFR_RNDN);
-                mpfr_div(w->x, w->x, w->sum, MPFR_RNDN);
-                out[c] = mpfr_get_d(w->x, MPFR_RNDN);
-            }
+            softmax_weights(w, r->l, sel, k, 0, lmax, out);
             g = (1.0 + g) * (1.0 + U32) * (1.0 + U32) / ((1.0 - g) * (1.0 - gamma_n(k - 1))) - 1.0;
         }
     }

@@ -80,6 +80,44 @@ vio_operand vio_operand_of(const char *opt, qv_fmt fmt, const char *fmt_label, .
     return op;
 }
 
+int vio_parse_args(int argc, char **argv, const vio_opt *opts, int n, int *json, const char **positional,
+                   const char *form, void (*usage)(FILE *))
+{
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(o, "--json")) {
+            *json = 1;
+            continue;
+        }
+        const vio_opt *op = NULL;
+        for (int j = 0; j < n && !op; j++)
+            if (!strcmp(o, opts[j].name)) op = &opts[j];
+        if (op) {
+            if (*op->slot) {
+                fprintf(stderr, "qvet verify: option %s given twice\n", o);
+                return 2;
+            }
+            if (i + 1 >= argc) {
+                fprintf(stderr, "qvet verify: option %s needs a value\n", o);
+                usage(stderr);
+                return 2;
+            }
+            *op->slot = argv[++i];
+        } else if (o[0] == '-' || *positional) {
+            fprintf(stderr, "qvet verify: unexpected argument '%s'%s\n", o, form);
+            usage(stderr);
+            return 2;
+        } else {
+            *positional = o;
+        }
+    }
+    return -1;
+}
+
 const char *vio_fname(qv_fmt f) { return qv_fmt_get(f)->name; }
 
 /* The weight codes as the spec spells them: with integer zero points a
@@ -452,49 +490,13 @@ int qv_cmd_verify(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (qv_moe_is_spec(argv[i]) && (argv[i][0] != '-')) return qv_cmd_verify_moe(argc, argv);
     verify_args va = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        const char **slot = NULL;
-        if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(o, "--json")) {
-            va.json = 1;
-            continue;
-        }
-        if (!strcmp(o, "--a")) slot = &va.a;
-        else if (!strcmp(o, "--a-scale")) slot = &va.a_scale;
-        else if (!strcmp(o, "--azp")) slot = &va.azp;
-        else if (!strcmp(o, "--q")) slot = &va.q;
-        else if (!strcmp(o, "--scales")) slot = &va.scales;
-        else if (!strcmp(o, "--scales2")) slot = &va.scales2;
-        else if (!strcmp(o, "--zeros")) slot = &va.zeros;
-        else if (!strcmp(o, "--bias")) slot = &va.bias;
-        else if (!strcmp(o, "--spec")) slot = &va.spec;
-        else if (!strcmp(o, "--g-idx")) slot = &va.g_idx;
-        else if (!strcmp(o, "--out")) slot = &va.out;
-        else if (!strcmp(o, "--packed")) slot = &va.packed;
-        else if (!strcmp(o, "--path")) slot = &va.path;
-        if (slot) {
-            if (*slot) {
-                fprintf(stderr, "qvet verify: option %s given twice\n", o);
-                return 2;
-            }
-            if (i + 1 >= argc) {
-                fprintf(stderr, "qvet verify: option %s needs a value\n", o);
-                usage(stderr);
-                return 2;
-            }
-            *slot = argv[++i];
-        } else if (o[0] == '-' || va.variant) {
-            fprintf(stderr, "qvet verify: unexpected argument '%s'\n", o);
-            usage(stderr);
-            return 2;
-        } else {
-            va.variant = o;
-        }
-    }
+    const vio_opt opts[] = {{"--a", &va.a},         {"--a-scale", &va.a_scale}, {"--azp", &va.azp},
+                            {"--q", &va.q},         {"--scales", &va.scales},   {"--scales2", &va.scales2},
+                            {"--zeros", &va.zeros}, {"--bias", &va.bias},       {"--spec", &va.spec},
+                            {"--g-idx", &va.g_idx}, {"--out", &va.out},         {"--packed", &va.packed},
+                            {"--path", &va.path}};
+    int pr = vio_parse_args(argc, argv, opts, (int)(sizeof opts / sizeof opts[0]), &va.json, &va.variant, "", usage);
+    if (pr >= 0) return pr;
     if (va.variant && va.spec) {
         fprintf(stderr, "qvet verify: give VARIANT or --spec SPEC, not both\n");
         usage(stderr);

@@ -272,52 +272,15 @@ static int input_error(qv_status st)
 int qv_cmd_verify_moe(int argc, char **argv)
 {
     moe_args ma = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        const char **slot = NULL;
-        if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(o, "--json")) {
-            ma.json = 1;
-            continue;
-        }
-        if (!strcmp(o, "--spec")) slot = &ma.spec;
-        else if (!strcmp(o, "--a")) slot = &ma.a;
-        else if (!strcmp(o, "--a-scale")) slot = &ma.a_scale;
-        else if (!strcmp(o, "--azp")) slot = &ma.azp;
-        else if (!strcmp(o, "--logits")) slot = &ma.logits;
-        else if (!strcmp(o, "--expert-map")) slot = &ma.map;
-        else if (!strcmp(o, "--shared")) slot = &ma.shared;
-        else if (!strcmp(o, "--q")) slot = &ma.q;
-        else if (!strcmp(o, "--scales")) slot = &ma.scales;
-        else if (!strcmp(o, "--scales2")) slot = &ma.scales2;
-        else if (!strcmp(o, "--zeros")) slot = &ma.zeros;
-        else if (!strcmp(o, "--bias")) slot = &ma.bias;
-        else if (!strcmp(o, "--g-idx")) slot = &ma.g_idx;
-        else if (!strcmp(o, "--ids")) slot = &ma.ids;
-        else if (!strcmp(o, "--weights")) slot = &ma.weights;
-        else if (!strcmp(o, "--out")) slot = &ma.out;
-        if (slot) {
-            if (*slot) {
-                fprintf(stderr, "qvet verify: option %s given twice\n", o);
-                return 2;
-            }
-            if (i + 1 >= argc) {
-                fprintf(stderr, "qvet verify: option %s needs a value\n", o);
-                usage(stderr);
-                return 2;
-            }
-            *slot = argv[++i];
-        } else if (o[0] == '-' || ma.spec) {
-            fprintf(stderr, "qvet verify: unexpected argument '%s' (routed form)\n", o);
-            usage(stderr);
-            return 2;
-        } else {
-            ma.spec = o;
-        }
-    }
+    const vio_opt opts[] = {{"--spec", &ma.spec},       {"--a", &ma.a},           {"--a-scale", &ma.a_scale},
+                            {"--azp", &ma.azp},         {"--logits", &ma.logits}, {"--expert-map", &ma.map},
+                            {"--shared", &ma.shared},   {"--q", &ma.q},           {"--scales", &ma.scales},
+                            {"--scales2", &ma.scales2}, {"--zeros", &ma.zeros},   {"--bias", &ma.bias},
+                            {"--g-idx", &ma.g_idx},     {"--ids", &ma.ids},       {"--weights", &ma.weights},
+                            {"--out", &ma.out}};
+    int pr = vio_parse_args(argc, argv, opts, (int)(sizeof opts / sizeof opts[0]), &ma.json, &ma.spec,
+                            " (routed form)", usage);
+    if (pr >= 0) return pr;
     if (!ma.spec || !ma.a || !ma.logits || !ma.out) {
         fprintf(stderr, "qvet verify: a routed spec needs --a, --logits, --q and --out\n");
         usage(stderr);

@@ -7,6 +7,7 @@
 #define QVET_VERIFY_IO_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "qvet/array.h"
 #include "qvet/formats.h"
@@ -45,6 +46,19 @@ qv_status vio_load_as(const vio_operand *op, const char *path, qv_array *a);
 qv_status vio_load_into(const vio_operand *op, const char *path, int64_t rows, int64_t cols, void *dst, int decode);
 /* The verdict's lines after the header, as `qvet verify` prints them. */
 void vio_print_result(const qv_result *r);
+/* One value option of `qvet verify`: its name and where its value goes. */
+typedef struct vio_opt {
+    const char *name;  /* "--a" */
+    const char **slot; /* NULL until given */
+} vio_opt;
+
+/* Parses argv[1..argc) against opts[0..n): a value option stores its value,
+ * --json sets *json, --help prints usage to stdout, and one word that is not
+ * an option goes to *positional. Returns -1 to go on, 0 after --help, 2 after
+ * a message (an option given twice or without its value, an unknown option,
+ * a second positional word); `form` names the command's form in messages. */
+int vio_parse_args(int argc, char **argv, const vio_opt *opts, int n, int *json, const char **positional,
+                   const char *form, void (*usage)(FILE *));
 /* An optional array: required when `has`, refused when not. */
 qv_status vio_want(const char *path, int has, const qv_variant *v, const char *opt, const char *what);
 
