@@ -386,16 +386,6 @@ qv_status launch_dequant(int wt, const dq_params &dp, dim3 grid, cudaStream_t s)
 
 } /* namespace */
 
-bool qv_wonly_dq_wanted(int m, const qv_launch_ctx *c)
-{
-    /* Unset: the tuning table's threshold, measured on the H200 with one
-     * chunk: at M = 32 the mma kernel is still faster on the Llama-3-70B
-     * block (not on Llama-2-7B), at M = 128 this path is faster on both. */
-    const int set = c->o->wo_dq_min_m;
-    if (set == QV_OPT_OFF) return false;
-    return m >= (set ? set : c->t->wo_dq_min_m);
-}
-
 size_t qv_wonly_dq_workspace(const qv_variant *v, int m, int n, int k, const qv_launch_ctx *c)
 {
     return make_plan(*c, v, m, n, k).bytes;
