@@ -301,17 +301,7 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_gemm_wonly_mma(co
 #pragma unroll
             for (int j8 = 0; j8 < 8; j8++) {
                 uint32_t bf[2];
-                if (WT == WT_INT4) {
-                    uint32_t sym[2];
-                    qv_dq4_consts<IS_BF16>(8u, sym); /* "q+8" codes: zero point 8 */
-                    qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), sym, bf);
-                } else if (WT == WT_INT4_ZP) {
-                    qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), zc[j8], bf);
-                } else if (WT == WT_INT8) {
-                    qv_dq8<IS_BF16>(bw[j8], bf);
-                } else {
-                    qv_dqfp8<IS_BF16>(bw[j8], bf);
-                }
+                wo_dq_word<WT, IS_BF16>(bw, j8, zc[j8], bf);
                 if (grouped) {
                     bf[0] = qv_h2<IS_BF16>::mul(bf[0], sc[j8]);
                     bf[1] = qv_h2<IS_BF16>::mul(bf[1], sc[j8]);
