@@ -2,20 +2,21 @@
  * (src/gpu_routes.c) as cases of data, run by one driver (GPU; prints "SKIP:
  * no CUDA device" and runs only its CPU checks where there is none).
  *
- * A case is registry rows (a glob) x the path it takes (a row of the family's
- * route table) x the launch options that make it take that path (on top of
- * the suite's QVET_* base) x a shape x a probe. For every registry row the
- * glob matches whose shape is legal, the driver plans the case on the CPU
- * (the H200's 132 SMs and compute capability 9.0) and asserts that the
- * dispatcher picks the case's path; on a device it launches the problem
- * twice with a poisoned output (qv_gpu_run: same bits both times, nothing
- * written past the output), checks the output against the exact CPU model
- * bit for bit or against the certified bound (gpu_verdict), and checks that
- * the path that ran is the case's (qv_route_runs). Without a device the CPU
- * half still runs, and asserts that the cases reach every row of every
- * route table. A new path is a row in its table and cases here
- * (CONTRIBUTING.md); the t_gpu_* suites keep the special cases (published
- * vectors, chains, shared workspaces, scale edges). */
+ * A case is registry rows (a glob) x the path it takes (a row of the
+ * family's route table) x the launch options that make it take that path
+ * (the defaults for the others; the QVET_* variables do not apply here) x a
+ * shape x a probe. For every registry row the glob matches whose shape is
+ * legal, the driver plans the case on the CPU (the H200's 132 SMs and
+ * compute capability 9.0) and asserts that the dispatcher picks the case's
+ * path; on a device it launches the problem twice with a poisoned output
+ * (qv_gpu_run: same bits both times, nothing written past the output),
+ * checks the output against the exact CPU model bit for bit or against the
+ * certified bound (gpu_verdict), and checks that the path that ran is the
+ * case's (qv_route_runs). Without a device the CPU half still runs, and
+ * asserts that the cases reach every row of every route table. A new path
+ * is a row in its table and cases here (CONTRIBUTING.md); the t_gpu_* suites
+ * keep the special cases (published vectors, chains, shared workspaces,
+ * scale edges). */
 #include <check.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -196,7 +197,9 @@ END_TEST
 START_TEST(case_on_device)
 {
     const struct op_case *c = &kCases[_i];
-    const qv_launch_opts opts = gpu_opts(&c->force);
+    /* The case's options alone: each case states its path, so the suite's
+     * QVET_* base (which the t_gpu_* suites apply) does not move it. */
+    const qv_launch_opts opts = c->force;
     int failed = 0, rows = 0;
     for (int i = 0; i < qv_registry_count(); i++) {
         const qv_variant *v = qv_registry_get(i);
