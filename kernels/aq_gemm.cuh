@@ -271,12 +271,12 @@ k_gemm_aq_mma(const aq_params p)
             for (int i = tid; i < 8 * C::chunks * 4; i += C::threads) {
                 const int64_t kb = k0 / 16 + i / (C::chunks * 4), chunk = n0 / 64 + (i % (C::chunks * 4)) / 4;
                 if (kb >= K / 16 || chunk >= N / 64) continue;
-                aq_prefetch_l2((const uint8_t *)p.b + kb * N * 8 + chunk * 512 + 128 * (i % 4));
+                qv_prefetch_l2((const uint8_t *)p.b + kb * N * 8 + chunk * 512 + 128 * (i % 4));
             }
         } else {
             /* one 128-byte line per column of the block */
             for (int i = tid; i < C::bn; i += C::threads)
-                if (n0 + i < N && k0 < K) aq_prefetch_l2((const uint8_t *)p.b + (n0 + i) * K + k0);
+                if (n0 + i < N && k0 < K) qv_prefetch_l2((const uint8_t *)p.b + (n0 + i) * K + k0);
         }
     }
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
@@ -294,7 +294,7 @@ k_gemm_aq_mma(const aq_params p)
             /* Mutant (class 15, llama.cpp #10032): out-of-range chunks are skipped, not zero-filled. */
             if (pred)
 #endif
-            aq_cp_async16(sa_s + aq_swz(r, c), src, pred);
+            qv_cp_async16(sa_s + aq_swz(r, c), src, pred);
         }
         uint8_t *sb_s = sb + s * C::b_stage;
         if constexpr (C::qqq) {
@@ -306,7 +306,7 @@ k_gemm_aq_mma(const aq_params p)
                 int64_t kb = k0 / 16 + rr, chunk = n0 / 64 + cc;
                 bool pred = kb < K / 16 && chunk < N / 64;
                 const int4 *src = pred ? b4 + kb * row_i4 + chunk * 32 + l : b4;
-                aq_cp_async16(sb_s + 16 * i, src, pred);
+                qv_cp_async16(sb_s + 16 * i, src, pred);
             }
             if constexpr (KIND == AQ_B_QQQ_GROUP) {
                 /* the block's bn fp16 scales of group k0 / g, 8 per copy (N % 64 == 0,
@@ -316,7 +316,7 @@ k_gemm_aq_mma(const aq_params p)
                 for (int i = tid; i < C::bn / 8; i += C::threads) {
                     const int64_t col = n0 + 8 * i;
                     const bool pred = col < N;
-                    aq_cp_async16(sg + s * C::s_stage + 16 * i, pred ? srow + 2 * col : srow, pred);
+                    qv_cp_async16(sg + s * C::s_stage + 16 * i, pred ? srow + 2 * col : srow, pred);
                 }
             }
         } else {
@@ -329,7 +329,7 @@ k_gemm_aq_mma(const aq_params p)
 #ifdef QV_MUTANT_gpu_aq_padding_not_cleared
                 if (pred)
 #endif
-                aq_cp_async16(sb_s + aq_swz(r, c), src, pred);
+                qv_cp_async16(sb_s + aq_swz(r, c), src, pred);
             }
         }
     };
@@ -353,7 +353,7 @@ k_gemm_aq_mma(const aq_params p)
 #pragma unroll
     for (int s = 0; s < C::stages - 1; s++) {
         if (s < nkt) load_stage(s, kt0 + s);
-        aq_cp_async_commit();
+        qv_cp_async_commit();
     }
 
     /* Integer split-K: every slice adds its int32 results into one (m, n) sum
@@ -389,7 +389,7 @@ k_gemm_aq_mma(const aq_params p)
     }
 
     for (int it = 0; it < nkt; it++) {
-        aq_cp_async_wait<C::stages - 2>();
+        qv_cp_async_wait<C::stages - 2>();
 #ifndef QV_MUTANT_gpu_aq_missing_barrier
         /* (Mutant QV_MUTANT_gpu_aq_missing_barrier, class 5, vLLM #11493, drops this barrier:
          * warps then read a stage whose other threads' cp.async copies are still in flight.) */
@@ -399,7 +399,7 @@ k_gemm_aq_mma(const aq_params p)
         {
             int nx = it + C::stages - 1;
             if (nx < nkt) load_stage(nx % C::stages, kt0 + nx);
-            aq_cp_async_commit();
+            qv_cp_async_commit();
         }
         const int s = it % C::stages;
         const uint8_t *sa_s = sa + s * C::a_stage;
@@ -444,7 +444,7 @@ k_gemm_aq_mma(const aq_params p)
 #pragma unroll
             for (int i = 0; i < MW; i++) {
                 int r = (wm * MW + i) * 16 + (lane & 15);
-                aq_ldsm4(af[i], sa_s + aq_swz(r, 2 * ks + (lane >> 4)));
+                qv_ldmatrix_x4(af[i], sa_s + aq_swz(r, 2 * ks + (lane >> 4)));
             }
             uint32_t bf[NT][2];
             if constexpr (C::qqq) {
@@ -478,7 +478,7 @@ k_gemm_aq_mma(const aq_params p)
                 for (int pr = 0; pr < NT / 2; pr++) {
                     int r = 8 * NT * wn + 16 * pr + ((lane >> 4) << 3) + (lane & 7);
                     uint32_t v[4];
-                    aq_ldsm4(v, sb_s + aq_swz(r, 2 * ks + ((lane >> 3) & 1)));
+                    qv_ldmatrix_x4(v, sb_s + aq_swz(r, 2 * ks + ((lane >> 3) & 1)));
                     bf[2 * pr][0] = v[0];
                     bf[2 * pr][1] = v[1];
                     bf[2 * pr + 1][0] = v[2];
@@ -508,7 +508,7 @@ k_gemm_aq_mma(const aq_params p)
 #pragma unroll
                 for (int i = 0; i < MW; i++)
 #pragma unroll
-                    for (int t = 0; t < NT; t++) aq_mma_s8(acc[i][t], af[i], bf[t]);
+                    for (int t = 0; t < NT; t++) qv_mma_s8_16832(acc[i][t], af[i], bf[t]);
             }
         }
 
@@ -553,7 +553,7 @@ k_gemm_aq_mma(const aq_params p)
             }
         }
     }
-    aq_cp_async_wait<0>();
+    qv_cp_async_wait<0>();
 
     /* Zero point: acc -= azp * colsum(B_q), exact in int32. colsum of column
      * lane/4 is complete after summing the 4 lanes that share it. */

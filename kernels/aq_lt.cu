@@ -47,18 +47,6 @@ constexpr int GRID_YZ_MAX = 65535;
 
 std::atomic<long long> g_runs(0);
 
-/* The smallest M of the path: the options' aq_lt_min_m (QV_OPT_OFF: none
- * reaches it), or the tuning table's (M = 128 is where the mma kernel
- * switches to its largest tile; cuBLASLt int8 alone already beats the int8
- * mma kernel at M = 64 on the H200, but this path adds the epilogue pass,
- * and for QQQ the dequantization, to it). */
-bool lt_takes(const qv_launch_ctx &c, int m)
-{
-    const int set = c.o->aq_lt_min_m;
-    if (set == QV_OPT_OFF) return false;
-    return m >= (set ? set : c.t->aq_lt_min_m);
-}
-
 /* The chunk budget in bytes: the options' aq_lt_chunk_mib exactly (*floor
  * false), or the tuning table's (48 MiB: the chunk's dequantized weights and
  * int32 products can stay inside the H200's 60 MiB L2 between the kernels
@@ -270,7 +258,7 @@ qv_status lt_init(void)
 
 size_t aq_lt_workspace(const qv_launch_ctx &c, int kind, bool azp, int m, int n, int k)
 {
-    if (m < 1 || n < 1 || k < 1 || !lt_takes(c, m)) return 0;
+    if (m < 1 || n < 1 || k < 1) return 0;
     bool floor;
     const double chunk = chunk_bytes(c, &floor);
     return plan_for(kind, azp, m, n, k, chunk, floor, c.sms).total;
@@ -281,7 +269,6 @@ qv_status aq_lt_try(const qv_launch_ctx &c, int kind, const aq_params &p, const 
 {
     *taken = false;
     if (kind != AQ_B_PLAIN_I8 && kind != AQ_B_QQQ_CH && kind != AQ_B_QQQ_GROUP) return QV_OK;
-    if (!lt_takes(c, p.m)) return QV_OK;
     const bool qqq = kind != AQ_B_PLAIN_I8;
     const bool azp = !qqq && p.azpm != AQ_AZP_NONE;
     bool floor;

@@ -2,8 +2,9 @@
  * W4A8 channelwise and per group, W8A8 int8 with or without activation zero
  * point): cuBLASLt int8 x int8 -> int32 GEMM (IGMMA) followed by the fp32
  * epilogue of aq_gemm.cuh. Included by kernels/qqq.cu and kernels/w8a8.cu,
- * whose launchers try this path before the mma kernel (the QQQ launcher
- * only with its wgmma path, qqq_wg.cu, off: qv_launch_opts.aq_wg_min_m). Rule: int32 accumulation is exact, so
+ * which run it for the problems its row of the activation-quantized route
+ * table covers (src/gpu_routes.c: from aq_lt_min_m, after QQQ's wgmma path,
+ * before the mma kernel). Rule: int32 accumulation is exact, so
  * the path gives the same bits as k_gemm_aq_mma on every input; it runs only
  * where cuBLASLt takes the shape, and otherwise leaves the launch to the mma
  * kernel, never to a different arithmetic.
@@ -13,7 +14,8 @@
  * buffers (the split-K arrival counters must stay zero between launches).
  *
  * Launch options (qv_launch_opts; unset, the tuning table's, tuning.h):
- *   aq_lt_min_m      smallest M that takes this path (QV_OPT_OFF: never);
+ *   aq_lt_min_m      smallest M that takes this path (QV_OPT_OFF: never; the
+ *                    route table reads it);
  *   aq_lt_chunk_mib  MiB of one N chunk's int8 weights plus its int32
  *                    products. Unset: the table's, widened where needed so a
  *                    chunk has one wave of output tiles; set: exactly this
@@ -27,12 +29,11 @@
 #include "aq_gemm.cuh"
 
 /* Bytes of this path's workspace region for KIND (AQ_B_QQQ_CH, AQ_B_QQQ_GROUP
- * or AQ_B_PLAIN_I8) under c, with or without the zero-point column sums; 0
- * when M is below the threshold (the launch then uses the mma kernel alone). */
+ * or AQ_B_PLAIN_I8) under c, with or without the zero-point column sums (0
+ * for an empty shape). */
 size_t aq_lt_workspace(const qv_launch_ctx &c, int kind, bool azp, int m, int n, int k);
 
-/* Runs p through cuBLASLt under c when M reaches the threshold, the shape and
- * pointers suit an int8 IGMMA algorithm and a->workspace holds the region at
+/* Runs p through cuBLASLt under c when the shape and pointers suit an int8 IGMMA algorithm and a->workspace holds the region at
  * byte offset `ws_offset`. *taken tells whether it ran; when it did not,
  * nothing was launched and the caller runs the mma kernel. p: the launcher's
  * filled parameters (the epilogue reads its scale modes and pointers). */

@@ -88,25 +88,9 @@ std::atomic<long long> g_runs(0), g_blk_runs(0), g_two_step_runs(0);
  * factors through device pointers). */
 __device__ const float g_unit_scale = 1.0f;
 
-/* The default threshold of a mode (the tuning table's), one number per
- * scaling at every shape: where cuBLASLt was faster than the mma kernel on
- * the H200 (qvet bench), per tensor and per token x channel (in two steps)
- * at every M, 128x128 blocks from M = 4 (the mma kernel is faster at M = 1). */
-int default_min_m(const qv_launch_ctx &c, int mode)
-{
-    switch (mode) {
-    case MODE_TENSOR: return c.t->aq_lt_fp8_min_m_tensor;
-    case MODE_OUTER: return c.t->aq_lt_fp8_min_m_tok_ch;
-    default: return c.t->aq_lt_fp8_min_m_block;
-    }
-}
-
 /* An M threshold option: QV_OPT_OFF is INT_MAX (no M reaches it), unset
  * `dflt`. */
 int threshold(int set, int dflt) { return set == QV_OPT_OFF ? INT_MAX : set ? set : dflt; }
-
-/* The smallest M of the path (every mode). */
-int min_m(const qv_launch_ctx &c, int mode) { return threshold(c.o->aq_lt_fp8_min_m, default_min_m(c, mode)); }
 
 /* The default smallest M of the block rows' BLK128x128 form on an N x K
  * layer: from about M = 128 it is the faster form on the H200
@@ -296,7 +280,7 @@ size_t aq_lt_fp8_workspace(const qv_launch_ctx &c, const qv_variant *v, int m, i
     int wscale, ascale;
     row_scales(v, &wscale, &ascale);
     const int mode = mode_for(wscale, ascale, k);
-    if (mode < 0 || m < min_m(c, mode)) return 0;
+    if (mode < 0) return 0;
     /* Block rows: the VEC128 form's region, which also holds the BLK128x128
      * form's; per token x channel below outer_min_m: the two-step form's D. */
     return plan_for(mode == MODE_VEC128, mode == MODE_OUTER && m < outer_min_m(c), m, n, k).total;
@@ -316,24 +300,12 @@ extern "C" int qv_aq_lt_fp8_blk_form(int m, int n, int k, const qv_launch_opts *
     return blk_form_wanted(m, blk_min_m(c, n, k));
 }
 
-extern "C" int qv_aq_lt_fp8_default_min_m(const qv_variant *v, int n, int k, const qv_launch_opts *o)
-{
-    int wscale, ascale;
-    row_scales(v, &wscale, &ascale);
-    /* The scaling alone (K = 128 passes VEC128's shape rule). */
-    const int mode = mode_for(wscale, ascale, KB);
-    qv_launch_ctx c;
-    if (mode < 0 || n < 1 || k < 1) return 0;
-    if (qv_launch_ctx_get(o, &c) != QV_OK) return -1;
-    return default_min_m(c, mode);
-}
-
 qv_status aq_lt_fp8_try(const qv_launch_ctx &c, const aq_params &p, const qv_gemm_args *a, size_t ws_offset,
                         bool *taken)
 {
     *taken = false;
     int mode = mode_for(p.wscale, p.ascale, p.k);
-    if (mode < 0 || p.m < min_m(c, mode)) return QV_OK;
+    if (mode < 0) return QV_OK;
     const bool block = mode == MODE_VEC128;
     /* Per token x channel below outer_min_m: the two-step form, whose first
      * step is MODE_UNIT (its own cache, fp32 D). */

@@ -1,10 +1,10 @@
-/* aq_mma.cuh: PTX helpers of the activation-quantized GEMM kernels (QQQ W4A8,
- * W8A8 int8 and fp8): cp.async with zero fill, ldmatrix, the int8 and e4m3
- * mma.sync instructions (e4m3 through exact fp16 conversion) and QQQ's weight
- * dequantization. Included by
- * kernels/aq_gemm.cuh only. Rule: every helper states which fragment layout it
- * produces (PTX ISA "Matrix fragments for mma.m16n8k32"), because the packed
- * layouts of layout.h are defined by those fragments. */
+/* aq_mma.cuh: the fragment helpers of the activation-quantized GEMM kernels
+ * (QQQ W4A8, W8A8 int8 and fp8) over mma.cuh's PTX wrappers: the e4m3 k32
+ * step through exact fp16 conversion, and QQQ's weight dequantization.
+ * Included by kernels/aq_gemm.cuh only. Rule: every helper states which
+ * fragment layout it produces (PTX ISA "Matrix fragments for
+ * mma.m16n8k32"), because the packed layouts of layout.h are defined by
+ * those fragments. */
 #ifndef QVET_AQ_MMA_CUH
 #define QVET_AQ_MMA_CUH
 
@@ -12,54 +12,7 @@
 
 #include <cuda_fp16.h>
 
-/* Copies 16 bytes global -> shared asynchronously; when `pred` is false the 16
- * shared bytes are zero-filled and nothing is read (src-size 0), which is how
- * rows past M, columns past N and K tails become exact zeros. The caller still
- * passes a valid address so no out-of-range pointer is ever formed. */
-__device__ __forceinline__ void aq_cp_async16(void *smem, const void *gmem, bool pred)
-{
-    uint32_t s = (uint32_t)__cvta_generic_to_shared(smem);
-    int src_bytes = pred ? 16 : 0;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
-}
-
-/* Brings the 128-byte line holding gmem into L2 (no register result). */
-__device__ __forceinline__ void aq_prefetch_l2(const void *gmem)
-{
-    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(gmem));
-}
-
-__device__ __forceinline__ void aq_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-
-/* Waits until at most n committed groups are still in flight. */
-template <int n>
-__device__ __forceinline__ void aq_cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(n));
-}
-
-/* Four 8x8 b16 matrices (each 8 rows of 16 bytes) from shared memory; lane l
- * gives the row address for matrix l/8. Thread t receives bytes 4(t%4)..4(t%4)+3
- * of row t/4 of each matrix: exactly the int8/e4m3 A and B fragments. */
-__device__ __forceinline__ void aq_ldsm4(uint32_t r[4], const void *smem)
-{
-    uint32_t s = (uint32_t)__cvta_generic_to_shared(smem);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(s));
-}
-
-/* D = A(16x32 s8) * B(32x8 s8) + C, exact in int32 (no .satfinite: the
- * registry proves K*max|a|*max|w| < 2^31, so saturation never triggers and
- * wrap-around never happens). a[0..3]: rows g/g+8 x k 0-15/16-31; b[0]: k
- * 4(t%4)..+3 of column g, b[1]: the same k + 16 (g = lane/4, t = lane%4). */
-__device__ __forceinline__ void aq_mma_s8(int c[4], const uint32_t a[4], const uint32_t b[2])
-{
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
+#include "mma.cuh"
 
 /* e4m3 on Hopper through mma.sync: each e4m3 code converts exactly to fp16
  * (cvt.rn.f16x2.e4m3x2, two codes per instruction) and two fp16 m16n8k16
@@ -67,47 +20,35 @@ __device__ __forceinline__ void aq_mma_s8(int c[4], const uint32_t a[4], const u
  * (2t, 2t+1, 2t+8, 2t+9) take the real k (4t .. 4t+3) of the 8-bit fragment,
  * the same permutation for A and B, so every product pairs the right operands.
  * Converting once per fragment (not per instruction) is what makes this path
- * fast; its accumulator behaviour is measured by qv_aq_fp8_probe. */
-__device__ __forceinline__ uint32_t aq_e4m3x2_to_f16x2(uint32_t two_codes)
-{
-    uint32_t r;
-    const uint16_t v = (uint16_t)two_codes;
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(r) : "h"(v));
-    return r;
-}
-
-/* 8-bit A fragment (a[0..3]: rows g, g+8 x k 4t.., then k 16+4t..) -> the A
+ * fast; its accumulator behaviour is measured by qv_aq_fp8_probe.
+ *
+ * 8-bit A fragment (a[0..3]: rows g, g+8 x k 4t.., then k 16+4t..) -> the A
  * fragments of two fp16 m16n8k16 instructions, h[0..3] and h[4..7]. */
 __device__ __forceinline__ void aq_e4m3_frag_a(const uint32_t a[4], uint32_t h[8])
 {
 #pragma unroll
     for (int s = 0; s < 2; s++) {
-        h[4 * s + 0] = aq_e4m3x2_to_f16x2(a[2 * s]);             /* row g,   real k 4t, 4t+1 */
-        h[4 * s + 1] = aq_e4m3x2_to_f16x2(a[2 * s + 1]);         /* row g+8 */
-        h[4 * s + 2] = aq_e4m3x2_to_f16x2(a[2 * s] >> 16);       /* row g,   real k 4t+2, 4t+3 */
-        h[4 * s + 3] = aq_e4m3x2_to_f16x2(a[2 * s + 1] >> 16);   /* row g+8 */
+        h[4 * s + 0] = qv_e4m3x2_to_f16x2(a[2 * s]);             /* row g,   real k 4t, 4t+1 */
+        h[4 * s + 1] = qv_e4m3x2_to_f16x2(a[2 * s + 1]);         /* row g+8 */
+        h[4 * s + 2] = qv_e4m3x2_to_f16x2(a[2 * s] >> 16);       /* row g,   real k 4t+2, 4t+3 */
+        h[4 * s + 3] = qv_e4m3x2_to_f16x2(a[2 * s + 1] >> 16);   /* row g+8 */
     }
 }
 
 /* 8-bit B fragment (b[0]: k 4t.., b[1]: k 16+4t.., column g) -> h[0..1] and h[2..3]. */
 __device__ __forceinline__ void aq_e4m3_frag_b(const uint32_t b[2], uint32_t h[4])
 {
-    h[0] = aq_e4m3x2_to_f16x2(b[0]);
-    h[1] = aq_e4m3x2_to_f16x2(b[0] >> 16);
-    h[2] = aq_e4m3x2_to_f16x2(b[1]);
-    h[3] = aq_e4m3x2_to_f16x2(b[1] >> 16);
+    h[0] = qv_e4m3x2_to_f16x2(b[0]);
+    h[1] = qv_e4m3x2_to_f16x2(b[0] >> 16);
+    h[2] = qv_e4m3x2_to_f16x2(b[1]);
+    h[3] = qv_e4m3x2_to_f16x2(b[1] >> 16);
 }
 
 /* D = A x B + C over one converted k32 step: two fp16 m16n8k16 mma, fp32 C/D. */
 __device__ __forceinline__ void aq_mma_f16_k32(float c[4], const uint32_t ha[8], const uint32_t hb[4])
 {
 #pragma unroll
-    for (int s = 0; s < 2; s++)
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(ha[4 * s]), "r"(ha[4 * s + 1]), "r"(ha[4 * s + 2]), "r"(ha[4 * s + 3]),
-                       "r"(hb[2 * s]), "r"(hb[2 * s + 1]));
+    for (int s = 0; s < 2; s++) qv_mma_16816<false>(c, ha + 4 * s, hb + 2 * s);
 }
 
 /* The e4m3 x e4m3 k32 step on 8-bit fragments (converts both operands). */

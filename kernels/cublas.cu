@@ -4,11 +4,13 @@
  * bench's reference speed. Rule: cuBLAS is told to keep every reduction in fp32
  * (no reduced-precision split-K) and to use no atomics, so the declared
  * arithmetic (tensor cores into fp32, fp32 reduction) holds and repeated
- * launches are bitwise identical. */
+ * launches are bitwise identical. The family's route table has this one
+ * path (src/gpu_routes.c); the launch goes through it like every family's. */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include "cublas_handle.cuh"
+#include "internal/route.h"
 #include "qvet/gemm.h"
 
 const char *qv_cublas_msg(cublasStatus_t s)
@@ -55,6 +57,16 @@ extern "C" qv_status qv_launch_cublas(const qv_variant *v, const qv_gemm_args *a
                        "(n, k) weights only", v->name);
     QV_TRY(qv_variant_check_shape(v, a->m, a->n, a->k));
     if (!a->a || !a->b || !a->c) return qv_fail(QV_ERR_USAGE, "%s: NULL device buffer", v->name);
+    qv_launch_ctx c;
+    QV_TRY(qv_launch_ctx_get(a->opts, &c));
+    /* The route table's one row (src/gpu_routes.c). */
+    return qv_route_launch(v, a, &c);
+}
+
+extern "C" qv_status qv_cublas_path_run(const qv_route_row *r, const qv_variant *v, const qv_gemm_args *a,
+                                        const qv_launch_ctx *c, int *declined)
+{
+    *declined = 0;
     qv_status st;
     cublasHandle_t h = qv_cublas_handle(&st);
     if (!h) return st;

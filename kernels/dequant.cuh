@@ -21,6 +21,8 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include "mma.cuh"
+
 /* (a & mask) | magic in one instruction: lop3 with the truth table of
  * (A & B) | C, which is 0xF0 & 0xCC | 0xAA = 0xEA. */
 __device__ __forceinline__ uint32_t qv_lop3_and_or(uint32_t a, uint32_t mask, uint32_t magic)
@@ -36,15 +38,6 @@ __device__ __forceinline__ uint32_t qv_lop3_and_xor(uint32_t a, uint32_t mask, u
 {
     uint32_t r;
     asm("lop3.b32 %0, %1, %2, %3, 0x6A;\n" : "=r"(r) : "r"(a), "r"(mask), "r"(magic));
-    return r;
-}
-
-/* Two e4m3 codes (low byte first) -> f16x2, exactly (NaN stays NaN). */
-__device__ __forceinline__ uint32_t qv_e4m3x2_to_f16x2(uint32_t two_bytes)
-{
-    uint32_t r;
-    unsigned short v = (unsigned short)two_bytes;
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(r) : "h"(v));
     return r;
 }
 

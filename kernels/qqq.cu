@@ -1,10 +1,10 @@
 /* qqq.cu: QQQ W4A8 (int4 weights x int8 per-token activations, int8 tensor
  * cores) in the published HandH1998/QQQ layouts, channelwise and per group.
- * The launcher checks the row and the shape, then runs from M = 17 (and on
- * the widest layers below, qv_qqq_wg_wanted) the wgmma kernel of qqq_wg.cu,
- * else aq_gemm.cuh's mma kernel (or, with the wgmma path
- * off, the cuBLASLt path of aq_lt.cuh from M = 128); all three give the same
- * bits.
+ * The launcher checks the row and the shape, then runs the first path of the
+ * activation-quantized route table (src/gpu_routes.c) that covers the
+ * problem: from M = 17 (and on the widest layers below) the wgmma kernel of
+ * qqq_wg.cu, else (with the wgmma path off, from M = 128) the cuBLASLt path
+ * of aq_lt.cuh, else aq_gemm.cuh's mma kernel; all three give the same bits.
  * Arithmetic (registry rows qqq-w4a8-*, golden/README.md): channelwise sees
  * each nibble as 16*q in an int8 and scales by the stored s_ch = true/16; per
  * group re-rounds each weight to int8 as w8 = rne((q-8)*s_group) in one fp16
@@ -14,18 +14,72 @@
 #include "aq_lt.cuh"
 #include "qqq_wg.cuh"
 
-/* The mma kernel's split-K region, then (M >= the cuBLASLt threshold) the
- * cuBLASLt path's region after it (aq_lt.cuh); at least the wgmma path's
- * (its counters are the same first bytes), whichever path the launch takes. */
+#include "internal/route.h"
+
+/* The parameters of a launch that qv_launch_qqq accepted. */
+static aq_params qqq_params(const qv_gemm_args *a)
+{
+    aq_params p = aq_params_of(a);
+    p.g = a->g;
+    p.ascale = AQ_AS_TOKEN;
+    p.w_scale2 = (const float *)a->scales2;
+    p.wscale = AQ_WS_CHANNEL_PERM32;
+    p.azpm = AQ_AZP_NONE;
+    return p;
+}
+
+static int qqq_kind(const qv_variant *v) { return v->layout == QV_LAYOUT_QQQ_W4_GROUP ? AQ_B_QQQ_GROUP : AQ_B_QQQ_CH; }
+
+extern "C" long long qv_qqq_mma_wave(const qv_variant *v, int m, const qv_launch_ctx *c)
+{
+    return aq_wave(*c, qqq_kind(v), AQ_TILE_SMALL, m);
+}
+
+/* Each path's workspace (route.h): the wgmma kernel's; the cuBLASLt path's
+ * region after the mma kernel's split-K region (aq_lt.cuh); the mma
+ * kernel's split-K region. The query's largest covers every path. */
+extern "C" size_t qv_qqq_path_workspace(const qv_route_row *r, const qv_launch_ctx *c, const qv_route_problem *p)
+{
+    const int kind = qqq_kind(p->v);
+    switch (r->id) {
+    case QV_ROUTE_AQ_WG: return qv_qqq_wg_workspace(p->m, p->n, p->k, c);
+    case QV_ROUTE_AQ_LT_I8: {
+        const size_t lt = aq_lt_workspace(*c, kind, false, p->m, p->n, p->k);
+        return lt ? aq_lt_offset(*c, kind, p->m, p->n, p->k) + lt : 0;
+    }
+    default: return aq_plan_for(*c, kind, p->m, p->n, p->k).workspace;
+    }
+}
+
 extern "C" size_t qv_workspace_qqq(const qv_variant *v, int m, int n, int k, const qv_launch_opts *opts)
 {
     qv_launch_ctx c;
     if (m < 1 || n < 1 || k < 1 || qv_launch_ctx_get(opts, &c) != QV_OK) return 0;
-    const int kind = v->layout == QV_LAYOUT_QQQ_W4_GROUP ? AQ_B_QQQ_GROUP : AQ_B_QQQ_CH;
-    const size_t lt = aq_lt_workspace(c, kind, false, m, n, k);
-    const size_t mma = lt ? aq_lt_offset(c, kind, m, n, k) + lt : aq_plan_for(c, kind, m, n, k).workspace;
-    const size_t wg = qv_qqq_wg_workspace(m, n, k, &c);
-    return mma > wg ? mma : wg;
+    const qv_route_problem p = {v, m, n, k, v->g};
+    return qv_route_workspace(&c, &p);
+}
+
+/* The wgmma kernel (int8 weights made in registers); cuBLASLt int8 IGMMA
+ * over int8 chunks of the weights, the same epilogue, declined when
+ * cuBLASLt has no algorithm for the shape; the mma kernel. */
+extern "C" qv_status qv_qqq_path_run(const qv_route_row *r, const qv_variant *v, const qv_gemm_args *a,
+                                     const qv_launch_ctx *c, int *declined)
+{
+    const aq_params p = qqq_params(a);
+    const int kind = qqq_kind(v);
+    *declined = 0;
+    switch (r->id) {
+    case QV_ROUTE_AQ_WG: return qv_qqq_wg_launch(v, &p, a, c);
+    case QV_ROUTE_AQ_LT_I8: {
+        bool taken = false;
+        QV_TRY(aq_lt_try(*c, kind, p, a, aq_lt_offset(*c, kind, p.m, p.n, p.k), &taken));
+        *declined = !taken;
+        return QV_OK;
+    }
+    default:
+        return kind == AQ_B_QQQ_GROUP ? aq_launch<AQ_B_QQQ_GROUP>(p, a, v->name, *c)
+                                      : aq_launch<AQ_B_QQQ_CH>(p, a, v->name, *c);
+    }
 }
 
 extern "C" qv_status qv_launch_qqq(const qv_variant *v, const qv_gemm_args *a)
@@ -47,21 +101,8 @@ extern "C" qv_status qv_launch_qqq(const qv_variant *v, const qv_gemm_args *a)
     if (!a->a || !a->a_scale || !a->b || !a->scales || !a->c || (group && !a->scales2))
         return qv_fail(QV_ERR_USAGE, "%s: a device buffer is missing (a, a_scale, b, scales%s, c)", v->name,
                        group ? ", scales2" : "");
-
     qv_launch_ctx c;
     QV_TRY(qv_launch_ctx_get(a->opts, &c));
-    aq_params p = aq_params_of(a);
-    p.g = a->g;
-    p.ascale = AQ_AS_TOKEN;
-    p.w_scale2 = (const float *)a->scales2;
-    p.wscale = AQ_WS_CHANNEL_PERM32;
-    p.azpm = AQ_AZP_NONE;
-    /* From aq_wg_min_m: the wgmma kernel, int8 weights made in registers. */
-    if (qv_qqq_wg_takes(v, a->m, a->n, a->k, a->g, &c)) return qv_qqq_wg_launch(v, &p, a, &c);
-    /* Large M: dequantize to int8 chunks, cuBLASLt int8 IGMMA, the same epilogue. */
-    bool taken = false;
-    const int kind = group ? AQ_B_QQQ_GROUP : AQ_B_QQQ_CH;
-    QV_TRY(aq_lt_try(c, kind, p, a, aq_lt_offset(c, kind, p.m, p.n, p.k), &taken));
-    if (taken) return QV_OK;
-    return group ? aq_launch<AQ_B_QQQ_GROUP>(p, a, v->name, c) : aq_launch<AQ_B_QQQ_CH>(p, a, v->name, c);
+    /* The first path of the route table that covers the problem. */
+    return qv_route_launch(v, a, &c);
 }

@@ -511,7 +511,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 /* Whether the kernel covers the problem: a QQQ row qv_launch_qqq accepts (it
  * checks the rest), N on the 64-column chunk, K on the k16 row, per group g a
- * multiple of 128 dividing K, and a grid within CUDA's limits. */
+ * multiple of 128 dividing K, and a grid within CUDA's limits. The launch
+ * refuses what it does not cover; the route table's wgmma row
+ * (src/gpu_routes.c) states the same cover. */
 bool covers(const qv_variant *v, int m, int n, int k, int g)
 {
     const bool group = v->layout == QV_LAYOUT_QQQ_W4_GROUP;
@@ -519,25 +521,6 @@ bool covers(const qv_variant *v, int m, int n, int k, int g)
     if (m < 1 || n < 64 || n % 64 || k < 16 || k % 16) return false;
     if (group && (g <= 0 || g % 128 || k % g)) return false;
     return (n + 255) / 256 <= 65535 && ((int64_t)m + 63) / 64 * (n / 128 + 1) < ((int64_t)1 << 31);
-}
-
-/* Below the default threshold (the tuning table's aq_wg_min_m: on the
- * H200, from M = 24 on the kernel beats the mma kernel on every layer of both
- * Llama blocks, both rows, in its default tile; at M = 16 it loses on
- * several layers), the layers so wide that the mma kernel's plan
- * does not split K (at least half a wave of its 256-column blocks): it then
- * runs one slice per block over whole K, on SMs holding one or two of them,
- * while this kernel's persistent schedule shares the last round of tiles
- * along K: on the H200 this kernel, in 16-token tiles, is then faster at
- * every M <= 16 (Llama-3-70B gate_up: N = 57344, 224 blocks). Every narrower
- * Llama layer (its K split) stays on the mma kernel, which is faster there
- * at M = 1-8. */
-bool wide_layer(const qv_launch_ctx &c, const qv_variant *v, int m, int n)
-{
-    const int kind = v->layout == QV_LAYOUT_QQQ_W4_GROUP ? AQ_B_QQQ_GROUP : AQ_B_QQQ_CH;
-    if (m > 16) return false;
-    const int64_t blocks = ((int64_t)n + 255) / 256;
-    return 2 * blocks >= aq_wave(c, kind, AQ_TILE_SMALL, m);
 }
 
 /* Whether an M-row launch is a programmatic dependent: the options'
@@ -657,24 +640,6 @@ qv_status launch_tile(int tile, const qwg_params &p, const wg_sched &sc, bool pd
 }
 
 } /* namespace */
-
-extern "C" int qv_qqq_wg_takes(const qv_variant *v, int m, int n, int k, int g, const qv_launch_ctx *c)
-{
-    /* A set threshold is the one rule; unset, the table's and the wide layers below it. */
-    const int set = c->o->aq_wg_min_m;
-    if (set == QV_OPT_OFF) return 0;
-    const int min_m = set ? set : c->t->aq_wg_min_m;
-    const bool wide = !set && m < min_m && wide_layer(*c, v, m, n);
-    return (m >= min_m || wide) && covers(v, m, n, k, g);
-}
-
-extern "C" int qv_qqq_wg_route(int group, int m, int n, int k, int g, const qv_launch_opts *o)
-{
-    const qv_variant *v = qv_variant_find(group ? "qqq-w4a8-g128" : "qqq-w4a8-ch");
-    qv_launch_ctx c;
-    if (!v || qv_launch_ctx_get(o, &c) != QV_OK) return -1;
-    return qv_qqq_wg_takes(v, m, n, k, g, &c);
-}
 
 extern "C" size_t qv_qqq_wg_workspace(int m, int n, int k, const qv_launch_ctx *c)
 {

@@ -15,13 +15,6 @@
 #include "qvet/status.h"
 #include "qvet/variant.h"
 
-/* Whether an (m, n, k) problem of v with group size g takes the path under
- * c: 1 when m reaches c's options' aq_wg_min_m (QV_OPT_OFF: never; unset,
- * the tuning table's 17, and below that the layers so wide that the mma
- * kernel would not split K) and the kernel covers the shape (N % 64 == 0,
- * K % 16 == 0, per group g a multiple of 128 dividing K). No CUDA call. */
-extern "C" int qv_qqq_wg_takes(const qv_variant *v, int m, int n, int k, int g, const qv_launch_ctx *c);
-
 /* Workspace bytes of the path under c: 0, or when the schedule has a
  * stream-K tail the family's counter area (AQ_COUNTERS_BYTES, zero between
  * launches) and 2 x grid int32 partial tiles of 128 KiB. No CUDA call. */

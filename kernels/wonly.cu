@@ -32,7 +32,7 @@
 #include "wonly_common.cuh"
 #include "wonly_small.cuh"
 #include "wonly_dq.cuh"
-#include "wonly_route.h"
+#include "internal/route.h"
 #include "wonly_wg.cuh"
 
 namespace {
@@ -301,17 +301,7 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_gemm_wonly_mma(co
 #pragma unroll
             for (int j8 = 0; j8 < 8; j8++) {
                 uint32_t bf[2];
-                if (WT == WT_INT4) {
-                    uint32_t sym[2];
-                    qv_dq4_consts<IS_BF16>(8u, sym); /* "q+8" codes: zero point 8 */
-                    qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), sym, bf);
-                } else if (WT == WT_INT4_ZP) {
-                    qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), zc[j8], bf);
-                } else if (WT == WT_INT8) {
-                    qv_dq8<IS_BF16>(bw[j8], bf);
-                } else {
-                    qv_dqfp8<IS_BF16>(bw[j8], bf);
-                }
+                wo_dq_word<WT, IS_BF16>(bw, j8, zc[j8], bf);
                 if (grouped) {
                     bf[0] = qv_h2<IS_BF16>::mul(bf[0], sc[j8]);
                     bf[1] = qv_h2<IS_BF16>::mul(bf[1], sc[j8]);
@@ -651,70 +641,25 @@ extern "C" size_t qv_workspace_wonly(const qv_variant *v, int m, int n, int k, c
 {
     qv_launch_ctx c;
     if (check_variant(v) != QV_OK || m < 1 || n < 1 || k < 16 || qv_launch_ctx_get(opts, &c) != QV_OK) return 0;
-    /* The largest of the paths the options allow at this M (qv_wonly_route
-     * runs the first that takes it) and of the mma kernel's. */
-    size_t bytes = plan(c, v, m, n, k).bytes;
-    /* M <= 16 may take the small-M path (wonly_small.cu). */
-    if (qv_wonly_small_wanted(m, &c) && n % 64 == 0 && k % 16 == 0) {
-        size_t small = qv_wonly_small_workspace(v, m, n, k, &c);
-        if (small > bytes) bytes = small;
-    }
-    /* M >= wo_wg_min_m (default 17, 9 on large layers) takes the wgmma kernel (wonly_wg.cu). */
-    if (qv_wonly_wg_takes(v, m, n, k, &c)) {
-        size_t w = qv_wonly_wg_workspace(v, m, n, k, &c);
-        if (w > bytes) bytes = w;
-    }
-    /* M >= wo_dq_min_m takes the dequantize + cuBLAS path (wonly_dq.cu). */
-    if (qv_wonly_dq_wanted(m, &c) && n % 64 == 0 && k % 16 == 0) {
-        size_t dq = qv_wonly_dq_workspace(v, m, n, k, &c);
-        if (dq > bytes) bytes = dq;
-    }
-    return bytes;
+    const qv_route_problem p = {v, m, n, k, v->g};
+    return qv_route_workspace(&c, &p);
 }
 
-/* The path under c (wonly_route.h). */
-static qv_wo_path route(const qv_launch_ctx &c, const qv_variant *v, int m, int n, int k)
+/* Each path's own workspace (route.h): the wgmma, small-M and dequantize +
+ * cuBLAS paths plan their own; the mma kernel's plan is below. */
+extern "C" size_t qv_wonly_path_workspace(const qv_route_row *r, const qv_launch_ctx *c, const qv_route_problem *p)
 {
-    /* The wgmma kernel first: its threshold (wo_wg_min_m, and on large
-     * layers the default M >= 9) reaches below the small-M kernel's M <= 16,
-     * and where both take M the wgmma kernel is the faster one on the H200
-     * (Llama-3-70B gate_up and down at M = 16). With the small-M kernel asked
-     * first, that default would never take effect. */
-    if (qv_wonly_wg_takes(v, m, n, k, &c)) return QV_WO_PATH_WG;
-    if (qv_wonly_small_wanted(m, &c)) return QV_WO_PATH_SMALL;
-    if (qv_wonly_dq_wanted(m, &c)) return QV_WO_PATH_DQ;
-    return QV_WO_PATH_MMA;
+    switch (r->id) {
+    case QV_ROUTE_WO_WG: return qv_wonly_wg_workspace(p->v, p->m, p->n, p->k, c);
+    case QV_ROUTE_WO_SMALL: return qv_wonly_small_workspace(p->v, p->m, p->n, p->k, c);
+    case QV_ROUTE_WO_DQ: return qv_wonly_dq_workspace(p->v, p->m, p->n, p->k, c);
+    default: return plan(*c, p->v, p->m, p->n, p->k).bytes;
+    }
 }
 
-extern "C" qv_status qv_wonly_route(const qv_variant *v, int m, int n, int k, const qv_launch_opts *opts,
-                                    qv_wo_path *path)
+/* The general mma kernel, for every problem the other paths leave. */
+static qv_status launch_mma(const qv_variant *v, const qv_gemm_args *a, const qv_launch_ctx &c)
 {
-    qv_launch_ctx c;
-    QV_TRY(qv_launch_ctx_get(opts, &c));
-    *path = route(c, v, m, n, k);
-    return QV_OK;
-}
-
-extern "C" qv_status qv_launch_wonly(const qv_variant *v, const qv_gemm_args *a)
-{
-    QV_TRY(check_variant(v));
-    QV_TRY(qv_variant_check_shape(v, a->m, a->n, a->k));
-    if (v->scale_layout == QV_SCALE_GROUP && a->g != v->g)
-        return qv_fail(QV_ERR_SHAPE, "%s: g=%d in the arguments, the variant declares g=%d", v->name, a->g, v->g);
-    if (!a->a || !a->b || !a->scales || !a->c || (v->zero_point && !a->zeros) || (v->act_order && !a->perm))
-        return qv_fail(QV_ERR_USAGE, "%s: a device buffer the variant needs is NULL", v->name);
-    if (!aligned16(a->a) || !aligned16(a->b) || !aligned16(a->scales) || (a->zeros && !aligned16(a->zeros)) ||
-        ((uintptr_t)a->c & 3))
-        return qv_fail(QV_ERR_UNSUPPORTED, "%s: A, B, scales and zeros must be 16-byte aligned, C 4-byte aligned",
-                       v->name);
-    if ((int64_t)a->n * 16 * qv_fmt_get(v->wfmt)->bits / 32 >= ((int64_t)1 << 31))
-        return qv_fail(QV_ERR_SHAPE, "%s: N=%d gives packed B rows of 2^31 words or more", v->name, a->n);
-    qv_launch_ctx c;
-    QV_TRY(qv_launch_ctx_get(a->opts, &c));
-    const qv_wo_path path = route(c, v, a->m, a->n, a->k);
-    if (path == QV_WO_PATH_WG) return qv_wonly_wg_launch(v, a, &c);
-    if (path == QV_WO_PATH_SMALL) return qv_wonly_small_launch(v, a, &c);
-    if (path == QV_WO_PATH_DQ) return qv_wonly_dq_launch(v, a, &c);
     geometry g = plan(c, v, a->m, a->n, a->k);
     if (g.bytes > a->workspace_bytes || (g.bytes && !a->workspace))
         return qv_fail(QV_ERR_USAGE, "%s: workspace of %zu bytes given, %zu needed (qv_workspace_wonly)",
@@ -753,4 +698,36 @@ extern "C" qv_status qv_launch_wonly(const qv_variant *v, const qv_gemm_args *a)
     int wt = weight_type(v);
     return v->afmt == QV_FMT_BF16 ? launch_wt<true>(wt, g.mb, p, grid, stream)
                                   : launch_wt<false>(wt, g.mb, p, grid, stream);
+}
+
+extern "C" qv_status qv_wonly_path_run(const qv_route_row *r, const qv_variant *v, const qv_gemm_args *a,
+                                       const qv_launch_ctx *c, int *declined)
+{
+    *declined = 0;
+    switch (r->id) {
+    case QV_ROUTE_WO_WG: return qv_wonly_wg_launch(v, a, c);
+    case QV_ROUTE_WO_SMALL: return qv_wonly_small_launch(v, a, c);
+    case QV_ROUTE_WO_DQ: return qv_wonly_dq_launch(v, a, c);
+    default: return launch_mma(v, a, *c);
+    }
+}
+
+extern "C" qv_status qv_launch_wonly(const qv_variant *v, const qv_gemm_args *a)
+{
+    QV_TRY(check_variant(v));
+    QV_TRY(qv_variant_check_shape(v, a->m, a->n, a->k));
+    if (v->scale_layout == QV_SCALE_GROUP && a->g != v->g)
+        return qv_fail(QV_ERR_SHAPE, "%s: g=%d in the arguments, the variant declares g=%d", v->name, a->g, v->g);
+    if (!a->a || !a->b || !a->scales || !a->c || (v->zero_point && !a->zeros) || (v->act_order && !a->perm))
+        return qv_fail(QV_ERR_USAGE, "%s: a device buffer the variant needs is NULL", v->name);
+    if (!aligned16(a->a) || !aligned16(a->b) || !aligned16(a->scales) || (a->zeros && !aligned16(a->zeros)) ||
+        ((uintptr_t)a->c & 3))
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s: A, B, scales and zeros must be 16-byte aligned, C 4-byte aligned",
+                       v->name);
+    if ((int64_t)a->n * 16 * qv_fmt_get(v->wfmt)->bits / 32 >= ((int64_t)1 << 31))
+        return qv_fail(QV_ERR_SHAPE, "%s: N=%d gives packed B rows of 2^31 words or more", v->name, a->n);
+    qv_launch_ctx c;
+    QV_TRY(qv_launch_ctx_get(a->opts, &c));
+    /* The first path of the route table that covers the problem. */
+    return qv_route_launch(v, a, &c);
 }

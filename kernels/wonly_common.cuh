@@ -23,6 +23,28 @@ enum { SC_GROUP = 0, SC_CHANNEL = 1, SC_TENSOR = 2 };
 /* Storage of the epilogue scale. */
 enum { SF_F16 = 0, SF_BF16 = 1, SF_F32 = 2 };
 
+/* Packed word j8 of a thread's weights as two f16x2 / bf16x2 registers bf
+ * (dequant.cuh), for the kernels that dequantize a whole k16 x 64 tile
+ * (wonly.cu, wonly_dq.cu): 4-bit codes "q+8" (WT_INT4) or with the group's
+ * zero-point constants zc (WT_INT4_ZP; qv_dq4_consts), 8-bit codes, e4m3
+ * codes. bw: the thread's packed words; a 4-bit word serves two consecutive
+ * j8 (the odd one shifted down 8 bits), an 8-bit word one j8. */
+template <int WT, bool IS_BF16>
+__device__ __forceinline__ void wo_dq_word(const uint32_t *bw, int j8, const uint32_t zc[2], uint32_t bf[2])
+{
+    if (WT == WT_INT4) {
+        uint32_t sym[2];
+        qv_dq4_consts<IS_BF16>(8u, sym); /* "q+8" codes: zero point 8 */
+        qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), sym, bf);
+    } else if (WT == WT_INT4_ZP) {
+        qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), zc, bf);
+    } else if (WT == WT_INT8) {
+        qv_dq8<IS_BF16>(bw[j8], bf);
+    } else {
+        qv_dqfp8<IS_BF16>(bw[j8], bf);
+    }
+}
+
 /* Packed index of logical column col for channelwise scales (scale_perm_single:
  * inside each 32 columns, position 8i + jj holds column 2i + {0,1,8,9,16,17,24,25}[jj]). */
 __device__ __forceinline__ int64_t single_perm_index(int col)

@@ -39,15 +39,11 @@
 #include "internal/gpu.h"
 #include "internal/tuning.h"
 #include "qvet/gemm.h"
+#include "wonly_common.cuh"
 #include "wonly_dq.cuh"
 #include "wonly_small.cuh"
 
 namespace {
-
-/* Weight code families, as in kernels/wonly.cu. */
-enum { WT_INT4 = 0, WT_INT8 = 1, WT_FP8 = 2, WT_INT4_ZP = 3 };
-/* Storage of the epilogue scale. */
-enum { SF_F16 = 0, SF_BF16 = 1, SF_F32 = 2 };
 
 constexpr int kDqThreads = 256;             /* 8 warps, one k16 row of the tile each */
 constexpr int kDqRows = 16 * (kDqThreads / 32); /* k rows per dequant tile: 128 */
@@ -75,17 +71,6 @@ struct dq_params {
     bool grouped;
     uint32_t unbias_h2;    /* fp8: 2^-s_pow2 as a half2 of the activation format; else 1.0 */
 };
-
-/* Packed index of logical column col for channelwise scales (layout.h,
- * QV_SORDER_CHANNEL32: inside each 32 columns, position 8i + jj holds column
- * 2i + {0,1,8,9,16,17,24,25}[jj]). */
-__device__ __forceinline__ int64_t dq_single_perm_index(int col)
-{
-    int c = col & 31;
-    int i = (c & 7) >> 1;
-    int jj = 2 * (c >> 3) + (c & 1);
-    return (int64_t)(col & ~31) + 8 * i + jj;
-}
 
 /* One block dequantizes a 128 (k) x 64 (n) tile: 64-column Marlin chunk
  * c0 + blockIdx.x, k16 rows 8*blockIdx.y .. 8*blockIdx.y + 7. Warp w decodes k16
@@ -137,7 +122,7 @@ __global__ void __launch_bounds__(kDqThreads) k_wo_dq_dequant(const dq_params p)
             } else {
 #pragma unroll
                 for (int j8 = 0; j8 < 8; j8++)
-                    sc[j8] = qv_h2<IS_BF16>::dup(__ldg(srow + dq_single_perm_index(64 * c + 8 * j8 + gid)));
+                    sc[j8] = qv_h2<IS_BF16>::dup(__ldg(srow + single_perm_index(64 * c + 8 * j8 + gid)));
             }
             if (WT == WT_FP8) {
                 /* Exact: s * 2^s_pow2 * 2^-s_pow2 = s, a half-precision value. */
@@ -164,17 +149,7 @@ __global__ void __launch_bounds__(kDqThreads) k_wo_dq_dequant(const dq_params p)
 #pragma unroll
         for (int j8 = 0; j8 < 8; j8++) {
             uint32_t bf[2];
-            if (WT == WT_INT4) {
-                uint32_t sym[2];
-                qv_dq4_consts<IS_BF16>(8u, sym); /* "q+8" codes: zero point 8 */
-                qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), sym, bf);
-            } else if (WT == WT_INT4_ZP) {
-                qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), zc[j8], bf);
-            } else if (WT == WT_INT8) {
-                qv_dq8<IS_BF16>(bw[j8], bf);
-            } else {
-                qv_dqfp8<IS_BF16>(bw[j8], bf);
-            }
+            wo_dq_word<WT, IS_BF16>(bw, j8, zc[j8], bf);
             if (p.grouped) {
                 bf[0] = qv_h2<IS_BF16>::mul(bf[0], sc[j8]);
                 bf[1] = qv_h2<IS_BF16>::mul(bf[1], sc[j8]);
@@ -202,13 +177,6 @@ __global__ void __launch_bounds__(kDqThreads) k_wo_dq_dequant(const dq_params p)
     }
 }
 
-__device__ __forceinline__ float dq_load_scale(const void *s, int64_t idx, int fmt)
-{
-    if (fmt == SF_F32) return static_cast<const float *>(s)[idx];
-    const uint16_t code = static_cast<const uint16_t *>(s)[idx];
-    return fmt == SF_F16 ? qv_h2<false>::to_float(code) : qv_h2<true>::to_float(code);
-}
-
 /* Epilogue of one chunk: c[row][n0 + j] = round(sum_t y_t[row][j] * s), the
  * fp32 sums of the K slices t = 0..splits-1 added in that order, then times s
  * = the channel (or tensor) scale times the fp8 unbias 2^-s_pow2 (an exact
@@ -229,8 +197,8 @@ __global__ void k_wo_dq_epilogue(const float *y,      /* (splits, m, nc) fp32 su
     float s[4];
 #pragma unroll
     for (int t = 0; t < 4; t++)
-        s[t] = mode == 1 ? dq_load_scale(scales, dq_single_perm_index(n0 + j + t), sfmt) * unbias
-               : mode == 2 ? dq_load_scale(scales, 0, sfmt) * unbias : 1.0f;
+        s[t] = mode == 1 ? load_scale(scales, single_perm_index(n0 + j + t), sfmt) * unbias
+               : mode == 2 ? load_scale(scales, 0, sfmt) * unbias : 1.0f;
     const int64_t slice = (int64_t)m * nc;
     for (int64_t row = blockIdx.y; row < m; row += gridDim.y) {
         float4 v = *reinterpret_cast<const float4 *>(y + row * nc + j);
@@ -294,18 +262,6 @@ qv_status side_get(side_stream **out)
     made = true;
     return QV_OK;
 }
-
-int weight_type(const qv_variant *v)
-{
-    switch (v->layout) {
-    case QV_LAYOUT_MARLIN_W4: return WT_INT4;
-    case QV_LAYOUT_MARLIN_W4_ZP: return WT_INT4_ZP;
-    case QV_LAYOUT_MARLIN_W8: return WT_INT8;
-    default: return WT_FP8;
-    }
-}
-
-size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
 
 /* The workspace layout of one launch; qv_wonly_dq_workspace and the launch
  * agree on it because both call this. */
@@ -385,16 +341,6 @@ qv_status launch_dequant(int wt, const dq_params &dp, dim3 grid, cudaStream_t s)
 }
 
 } /* namespace */
-
-bool qv_wonly_dq_wanted(int m, const qv_launch_ctx *c)
-{
-    /* Unset: the tuning table's threshold, measured on the H200 with one
-     * chunk: at M = 32 the mma kernel is still faster on the Llama-3-70B
-     * block (not on Llama-2-7B), at M = 128 this path is faster on both. */
-    const int set = c->o->wo_dq_min_m;
-    if (set == QV_OPT_OFF) return false;
-    return m >= (set ? set : c->t->wo_dq_min_m);
-}
 
 size_t qv_wonly_dq_workspace(const qv_variant *v, int m, int n, int k, const qv_launch_ctx *c)
 {

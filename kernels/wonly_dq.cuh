@@ -12,11 +12,6 @@
 #include "internal/tuning.h"
 #include "qvet/gemm.h"
 
-/* Whether an M-row problem takes this path under c: M at least its options'
- * wo_dq_min_m (QV_OPT_OFF: never; unset, the tuning table's, 64). No CUDA
- * call. */
-bool qv_wonly_dq_wanted(int m, const qv_launch_ctx *c);
-
 /* Workspace bytes of this path for v at (m, n, k): act_order's sorted copy of
  * A, the dequantized chunk buffers and, for channel/tensor scales, the fp32
  * product of one chunk. No CUDA call; v, m, n, k already validated. */

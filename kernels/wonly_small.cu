@@ -1128,14 +1128,6 @@ int pre_stages(const qv_launch_ctx &ctx, bool four)
 
 } /* namespace */
 
-int qv_wonly_small_wanted(int m, const qv_launch_ctx *c)
-{
-    const qv_wo_small_mode mode = c->o->wo_small;
-    if (mode == QV_WO_SMALL_NEVER || m < 1) return 0;
-    return m <= (mode == QV_WO_SMALL_DEFAULT || mode == QV_WO_SMALL_M16_16 ? QV_WO_SMALL_MAX_M
-                                                                          : QV_WO_SMALL_SWAP_MAX_M);
-}
-
 size_t qv_wonly_small_workspace(const qv_variant *v, int m, int n, int k, const qv_launch_ctx *c)
 {
     if (m < 1 || m > QV_WO_SMALL_MAX_M) return 0;

@@ -17,8 +17,9 @@
 /* The largest M of the swapped orientation (M as the mma's 8 columns). */
 #define QV_WO_SMALL_SWAP_MAX_M 8
 
-/* 1 when a problem of M rows goes to the small-M kernel under c: its
- * options' wo_small chooses (gemm.h, qv_wo_small_mode):
+/* Which M go to the small-M kernel is its row of the weight-only route
+ * table (src/gpu_routes.c, row small-m): the options' wo_small chooses
+ * (gemm.h, qv_wo_small_mode):
  *   QV_WO_SMALL_DEFAULT: every M <= 16, M <= 8 with the swapped mma, one or
  *     two 64-column chunks per warp where the plan says they pay
  *     (wonly_small.cu, two_chunks_pay);
@@ -32,7 +33,6 @@
  * many K slices (rounded to whole groups and to the longest slice that
  * fits); unset, the plan's cost model chooses. The workspace query and the
  * launch take the same options. */
-int qv_wonly_small_wanted(int m, const qv_launch_ctx *c);
 
 /* Workspace bytes of the small-M path for an (m, n, k) problem of v, m <= 16,
  * under c, in every configuration wo_small can select; v, n and k already

@@ -847,7 +847,9 @@ qv_status launch_permute(const uint16_t *a, const int32_t *perm, uint16_t *out, 
 
 /* Whether the kernel covers the problem: every weight-only Marlin row that
  * qv_launch_wonly accepts (it checks the rest), N on the 64-column chunk and
- * K on the k16 tile, and a grid within CUDA's limits. */
+ * K on the k16 tile, and a grid within CUDA's limits. The launch refuses
+ * what it does not cover; the route table's wgmma row (src/gpu_routes.c)
+ * states the same cover, so that no launch is refused here. */
 bool covers(const qv_variant *v, int m, int n, int k)
 {
     if (weight_type(v) < 0) return false;
@@ -863,22 +865,6 @@ bool covers(const qv_variant *v, int m, int n, int k)
     /* N below 2^24, and the schedule's tile count (at most (m / 16) x
      * (n / 128), over every token tile) within an int. */
     return (n + 255) / 256 <= 65535 && ((int64_t)m + 15) / 16 * (n / 128 + 1) < ((int64_t)1 << 31);
-}
-
-/* The smallest M that takes the kernel: the options' wo_wg_min_m (0 for
- * QV_OPT_OFF: the path is off), the one threshold for every layer; unset,
- * the tuning table's, measured on the H200 against the mma kernel
- * (wonly.cu, much slower at M = 32 and 64) and dequantize + cuBLAS
- * (wonly_dq.cu, slower at M = 512 and 1024): at M <= 16 the small-M and mma
- * kernels are faster, except on large layers from wo_wg_large_min_m: with
- * the 16-token tiles the kernel beats the mma kernel at M = 16 on every
- * layer of at least wo_wg_large_weights weights (Llama-3-70B gate_up and
- * down) and loses on most smaller ones. Every row, group scales included. */
-long wg_min_m(const qv_launch_ctx &c, int n, int k)
-{
-    const int set = c.o->wo_wg_min_m;
-    if (set) return set == QV_OPT_OFF ? 0 : set;
-    return (int64_t)n * k >= c.t->wo_wg_large_weights ? c.t->wo_wg_large_min_m : c.t->wo_wg_min_m;
 }
 
 /* The kernel's tensor maps (every base 16-byte aligned and every row a
@@ -1024,12 +1010,6 @@ qv_status launch_form(bool bf, int wt, const wg_params &p, const wg_sched &sc, c
 }
 
 } /* namespace */
-
-extern "C" int qv_wonly_wg_takes(const qv_variant *v, int m, int n, int k, const qv_launch_ctx *c)
-{
-    const long min_m = wg_min_m(*c, n, k);
-    return min_m >= 1 && m >= min_m && covers(v, m, n, k);
-}
 
 extern "C" size_t qv_wonly_wg_workspace(const qv_variant *v, int m, int n, int k, const qv_launch_ctx *c)
 {

@@ -1,11 +1,12 @@
 /* wonly_wg.cuh: the Hopper large-M path of the weight-only GEMM family,
  * kernels/wonly_wg.cu: a wgmma GEMM that dequantizes the Marlin-packed weights
- * in registers, as seen by the dispatcher in kernels/wonly.cu (and by
- * tests/t_gpu_wg.c, which asks whether a problem takes it; plain C for that).
+ * in registers, as seen by the weight-only launcher in kernels/wonly.cu (and
+ * by tests/t_gpu_wg.c; plain C for that).
  * Rule: the path computes each row's declared arithmetic (src/registry.c rows
  * of family "marlin"), the same function as the mma kernel; it is only
  * entered after qv_launch_wonly has validated the variant, the shape and the
- * buffers, from the M that qv_launch_opts.wo_wg_min_m sets (default 17). */
+ * buffers, for the problems its row of the route table covers
+ * (src/gpu_routes.c: from qv_launch_opts.wo_wg_min_m, default 17). */
 #ifndef QVET_KERNELS_WONLY_WG_CUH
 #define QVET_KERNELS_WONLY_WG_CUH
 
@@ -19,16 +20,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Whether an (m, n, k) problem of v takes the wgmma path under the
- * planning context c (tuning.h): 1 when m is at least the threshold and the
- * kernel covers v and the shape, else 0. The threshold is c's options'
- * wo_wg_min_m, one for every row and layer (QV_OPT_OFF: never); unset, the
- * tuning table's: M >= 17, and M >= 9 on layers of at least 2^27 weights
- * (n x k). No CUDA call. qv_wonly_route (wonly_route.h) asks this before
- * the small-M kernel, so a threshold at or below 16 takes those M from it.
- * v must already be a weight-only Marlin row that qv_launch_wonly accepts. */
-int qv_wonly_wg_takes(const qv_variant *v, int m, int n, int k, const qv_launch_ctx *c);
 
 /* Workspace bytes of this path: the arrival-counter area every weight-only
  * path keeps (wonly_small.cuh), for act_order rows A's columns in sorted

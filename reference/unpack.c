@@ -155,23 +155,6 @@ static void put_code(const qv_problem *p, int64_t row, int64_t col, uint32_t c)
     }
 }
 
-static double f16_value(uint16_t h)
-{
-    int e = (h >> 10) & 0x1F, m = h & 0x3FF;
-    double a = e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25); /* 2^-24: the subnormal quantum */
-    return (h & 0x8000) ? -a : a;
-}
-
-static uint16_t f16_exact(double x)
-{
-    uint16_t sign = signbit(x) ? 0x8000 : 0;
-    double a = fabs(x);
-    if (a < ldexp(1.0, -14)) return sign | (uint16_t)ldexp(a, 24); /* subnormal: a multiple of 2^-24 */
-    int e;
-    frexp(a, &e);
-    return sign | (uint16_t)((e - 1 + 15) << 10) | (uint16_t)(ldexp(a, 11 - e) - 1024.0);
-}
-
 /* Divides one scale (elem: one code of sfmt, 2 or 4 bytes) by 2^e in place,
  * undoing the fp8 exponent fold; exact because the packer multiplied a value
  * of the same format by 2^e. */
@@ -195,7 +178,7 @@ static void scale_div_pow2(qv_fmt sfmt, void *elem, int e)
     } else {
         uint16_t h;
         memcpy(&h, elem, 2);
-        if (((h >> 10) & 0x1F) != 0x1F) h = f16_exact(ldexp(f16_value(h), -e));
+        if (((h >> 10) & 0x1F) != 0x1F) h = qv_f64_to_f16(ldexp(qv_decode(QV_FMT_F16, h), -e));
         memcpy(elem, &h, 2);
     }
 }

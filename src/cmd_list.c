@@ -8,6 +8,7 @@
 #include <fnmatch.h>
 
 #include "internal/json.h"
+#include "internal/route.h"
 #include "qvet/moe.h"
 #include "qvet/spec.h"
 #include "qvet/variant.h"
@@ -15,7 +16,8 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: qvet list [--json | --spec] [--routed] [PATTERN]\n"
-               "       qvet list --spec SPEC\n\n"
+               "       qvet list --spec SPEC\n"
+               "       qvet list --paths [PATTERN]\n\n"
                "Prints every variant of the registry: its weight, activation and output formats,\n"
                "scale layout, group size g, zero points, act_order, packed layout, accumulation,\n"
                "and whether a GPU kernel and a CPU model exist (a row without a GPU kernel runs\n"
@@ -24,6 +26,10 @@ static void usage(FILE *f)
                "route and the experts' spec (docs/moe.md).\n\n"
                "  PATTERN   only variants whose name matches this glob (e.g. 'marlin-*', 'moe-*')\n"
                "  --routed  only the routed rows (with --json: their JSON array)\n"
+               "  --paths   the route table of each GPU family the rows belong to: its kernel\n"
+               "            paths in the order a launch asks them, what each covers (rows,\n"
+               "            shapes, M) and the launch options that move it; then, per row,\n"
+               "            the paths that can run it (docs/kernel-paths.md)\n"
                "  --json    a JSON array with one object per variant, for scripts\n"
                "  --spec    each row's declared arithmetic as a spec (docs/spec.md), one per line:\n"
                "            NAME SPEC; given a spec instead of a pattern, its canonical form\n"
@@ -236,9 +242,88 @@ static void print_routed_json(const char *glob)
     fputs(first ? "]\n" : "\n]\n", stdout);
 }
 
+/* A set of enum values (route.h: QV_ROUTE_BIT) as names, "any" for 0. */
+static void print_set(const char *what, uint32_t bits, const char *(*name)(int))
+{
+    if (!bits) return;
+    printf(" %s", what);
+    for (int e = 0; e < 32; e++)
+        if ((bits >> e) & 1u) printf(" %s", name(e));
+    printf(";");
+}
+
+static const char *layout_of(int e) { return qv_layout_name((qv_layout)e); }
+static const char *fmt_of(int e) { return fmt_name((qv_fmt)e); }
+static const char *scale_of(int e) { return qv_scale_layout_name((qv_scale_layout)e); }
+static const char *ascale_of(int e) { return qv_act_scale_name((qv_act_scale)e); }
+
+static void print_route(int i, const qv_route_row *r)
+{
+    printf("  %d. %-13s %s (%s)%s\n", i + 1, r->name, r->kernel, r->isa,
+           r->may_decline ? ", may decline to the next row that covers the problem" : "");
+    printf("     rows:   ");
+    const int any = !r->layouts && !r->wfmts && !r->afmts && !r->scales && !r->act_scales && !r->zero_points &&
+                    !r->act_order && !r->g_min && !r->g_mult;
+    if (any) printf(" every row of the table's families;");
+    print_set("layouts", r->layouts, layout_of);
+    print_set("weights", r->wfmts, fmt_of);
+    print_set("activations", r->afmts, fmt_of);
+    print_set("scales", r->scales, scale_of);
+    print_set("activation scales", r->act_scales, ascale_of);
+    if (r->zero_points) printf(" zero points %s;", r->zero_points == QV_ROUTE_YES ? "only" : "none");
+    if (r->act_order) printf(" act_order %s;", r->act_order == QV_ROUTE_YES ? "only" : "none");
+    if (r->g_min) printf(" group scales g >= %d or g = K;", r->g_min);
+    if (r->g_mult) printf(" group scales g a multiple of %d dividing K;", r->g_mult);
+    printf("\n     shapes:  N >= %d", r->n_min > 1 ? r->n_min : 1);
+    if (r->n_mult > 1) printf(", N %% %d = 0", r->n_mult);
+    printf("; K >= %d", r->k_min > 1 ? r->k_min : 1);
+    if (r->k_mult > 1) printf(", K %% %d = 0", r->k_mult);
+    if (r->rule_doc) printf("; %s", r->rule_doc);
+    printf("\n     M:       %s\n     options: %s\n", r->m_doc, r->opts_doc);
+}
+
+/* qvet list --paths: the route table of every family a row matching glob
+ * belongs to, then each such row's paths. */
+static void print_paths(const char *glob)
+{
+    int nt = 0;
+    const qv_route_table *tables = qv_route_tables(&nt);
+    int first = 1;
+    for (int ti = 0; ti < nt; ti++) {
+        const qv_route_table *t = &tables[ti];
+        int used = 0;
+        for (int i = 0; i < qv_registry_count(); i++) {
+            const qv_variant *v = qv_registry_get(i);
+            used += qv_variant_match(v, glob) && qv_route_table_of(v) == t;
+        }
+        if (!used) continue;
+        printf("%sroute table %s: %s\n", first ? "" : "\n", t->name, t->doc);
+        printf("  a launch runs the first path that covers its problem under its options\n");
+        first = 0;
+        for (int i = 0; i < t->n_rows; i++) print_route(i, &t->rows[i]);
+        printf("  the paths of each row, in that order:\n");
+        for (int i = 0; i < qv_registry_count(); i++) {
+            const qv_variant *v = qv_registry_get(i);
+            if (!qv_variant_match(v, glob) || qv_route_table_of(v) != t) continue;
+            printf("    %-28s", v->name);
+            for (int j = 0; j < t->n_rows; j++)
+                if (qv_route_covers_row(&t->rows[j], v)) printf(" %s", t->rows[j].name);
+            printf("\n");
+        }
+    }
+    int none = 0;
+    for (int i = 0; i < qv_registry_count(); i++) {
+        const qv_variant *v = qv_registry_get(i);
+        if (!qv_variant_match(v, glob) || qv_route_table_of(v)) continue;
+        if (!none++) printf("%srows without a GPU kernel (qvet check --cpu or --plugin):", first ? "" : "\n");
+        printf(" %s", v->name);
+    }
+    if (none) printf("\n");
+}
+
 int qv_cmd_list(int argc, char **argv)
 {
-    int json = 0, specs = 0, routed = 0;
+    int json = 0, specs = 0, routed = 0, paths = 0;
     const char *glob = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -251,6 +336,8 @@ int qv_cmd_list(int argc, char **argv)
             specs = 1;
         } else if (!strcmp(argv[i], "--routed")) {
             routed = 1;
+        } else if (!strcmp(argv[i], "--paths")) {
+            paths = 1;
         } else if (argv[i][0] == '-') {
             fprintf(stderr, "qvet list: unknown option '%s'\n\n", argv[i]);
             usage(stderr);
@@ -265,6 +352,11 @@ int qv_cmd_list(int argc, char **argv)
     }
     if (json && specs) {
         fprintf(stderr, "qvet list: --json already holds each row's spec; give one of --json and --spec\n");
+        return 2;
+    }
+    if (paths && (json || specs || routed)) {
+        fprintf(stderr, "qvet list: --paths prints the route tables alone; give it without --json, --spec and "
+                        "--routed\n");
         return 2;
     }
     if (specs && qv_is_spec(glob)) {
@@ -290,13 +382,16 @@ int qv_cmd_list(int argc, char **argv)
     for (int i = 0; i < qv_registry_count(); i++) matched += qv_variant_match(qv_registry_get(i), glob);
     for (int i = 0; i < qv_moe_row_count(); i++) matched_routed += routed_match(qv_moe_row_get(i), glob);
     if (routed) matched = 0;
+    if (paths) matched_routed = 0;
     if (!matched && !matched_routed) {
         fprintf(stderr, "qvet list: no %svariant matches '%s' (qvet list shows them all)\n", routed ? "routed " : "",
                 glob);
         return 2;
     }
     int rc = 0;
-    if (json) {
+    if (paths) {
+        print_paths(glob);
+    } else if (json) {
         /* the GEMM rows' array as before; the routed rows' with --routed */
         if (routed) print_routed_json(glob);
         else print_json(glob);

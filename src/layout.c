@@ -612,26 +612,6 @@ static qv_status pack_fp4(const qv_problem *p, qv_packed *out)
     return QV_OK;
 }
 
-/* Exact value of an f16 code. */
-static double f16_value(uint16_t h)
-{
-    int e = (h >> 10) & 0x1F, m = h & 0x3FF;
-    double a = e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25); /* 2^-24: the subnormal quantum */
-    return (h & 0x8000) ? -a : a;
-}
-
-/* The f16 code of a value known to be a finite f16 value. */
-static uint16_t f16_exact(double x)
-{
-    uint16_t sign = signbit(x) ? 0x8000 : 0;
-    double a = fabs(x);
-    if (a < ldexp(1.0, -14)) return sign | (uint16_t)ldexp(a, 24); /* subnormal: a multiple of 2^-24 */
-    int e;
-    frexp(a, &e); /* a = f * 2^e, f in [0.5, 1) */
-    uint16_t mant = (uint16_t)(ldexp(a, 11 - e) - 1024.0);
-    return sign | (uint16_t)((e - 1 + 15) << 10) | mant;
-}
-
 /* Multiplies one scale element (elem: one code of sfmt, 2 or 4 bytes) by 2^e
  * in place (exact: only the exponent moves). Refuses a result beyond the
  * format's range; Inf and NaN stay as they are. */
@@ -660,11 +640,10 @@ static qv_status scale_times_pow2(qv_fmt sfmt, void *elem, int e)
         uint16_t h;
         memcpy(&h, elem, 2);
         if (((h >> 10) & 0x1F) == 0x1F) return QV_OK; /* Inf or NaN stays */
-        double y = ldexp(f16_value(h), e);
+        const double x = qv_decode(QV_FMT_F16, h), y = ldexp(x, e);
         if (fabs(y) > 65504.0) /* 65504: the largest finite f16 */
-            return qv_fail(QV_ERR_RANGE, "marlin-fp8: scale %g times 2^%d = %g overflows f16 (max 65504)",
-                           f16_value(h), e, y);
-        h = f16_exact(y);
+            return qv_fail(QV_ERR_RANGE, "marlin-fp8: scale %g times 2^%d = %g overflows f16 (max 65504)", x, e, y);
+        h = qv_f64_to_f16(y); /* exact: only the exponent moved */
         memcpy(elem, &h, 2);
     }
     return QV_OK;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal/json.h"
+#include "internal/route.h"
 #include "qvet/moe.h"
 #include "qvet/variant.h"
 
@@ -50,6 +51,42 @@ START_TEST(test_list_bad_option)
     ck_assert_int_eq(r.rc, 2);
     ck_assert_ptr_nonnull(strstr(r.err, "no variant matches"));
     run_free(&r);
+}
+END_TEST
+
+/* qvet list --paths: the tables of the matching rows, every path of each as
+ * a numbered line in the table's order, then each row's paths (derived by
+ * hand from the rows' declarations: QQQ channelwise has int4 weights and
+ * int8 activations, no e4m3, so every path of the table but cuBLASLt fp8;
+ * NVFP4 rows have no kernel). */
+START_TEST(test_list_paths)
+{
+    run_result r = qvet_run((const char *[]){"list", "--paths", "qqq-w4a8-ch", NULL});
+    ck_assert_int_eq(r.rc, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "route table aq:"));
+    ck_assert_ptr_null(strstr(r.out, "route table marlin"));
+    int nt = 0;
+    const qv_route_table *t = qv_route_tables(&nt);
+    const qv_route_table *aq = NULL;
+    for (int i = 0; i < nt; i++)
+        if (!strcmp(t[i].name, "aq")) aq = &t[i];
+    ck_assert_ptr_nonnull(aq);
+    const char *at = r.out;
+    for (int i = 0; i < aq->n_rows; i++) {
+        char line[64];
+        snprintf(line, sizeof line, "  %d. %-13s %s", i + 1, aq->rows[i].name, aq->rows[i].kernel);
+        const char *hit = strstr(at, line);
+        ck_assert_msg(hit != NULL, "no line '%s' after the previous row in:\n%s", line, r.out);
+        at = hit;
+    }
+    ck_assert_ptr_nonnull(strstr(r.out, "    qqq-w4a8-ch                  wgmma cublaslt-i8 mma\n"));
+    run_free(&r);
+    r = qvet_run((const char *[]){"list", "--paths", "marlin-nvfp4a16-g16-f16", NULL});
+    ck_assert_int_eq(r.rc, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "rows without a GPU kernel (qvet check --cpu or --plugin): marlin-nvfp4a16-g16-f16"));
+    run_free(&r);
+    qvet_expect((const char *[]){"list", "--paths", "--json", NULL}, 2,
+                (const char *[]){"--paths prints the route tables alone", NULL});
 }
 END_TEST
 
@@ -251,6 +288,7 @@ int main(void)
     tcase_add_test(tc, test_list_help);
     tcase_add_test(tc, test_list_bad_option);
     tcase_add_test(tc, test_list_table);
+    tcase_add_test(tc, test_list_paths);
     tcase_add_test(tc, test_registry_invariants);
     tcase_add_loop_test(tc, test_list_json_row, 0, qv_registry_count());
     tcase_add_test(tc, test_list_json_families);
