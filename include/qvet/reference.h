@@ -60,9 +60,12 @@ qv_status ref_unpack(const qv_packed *pk, qv_problem *p);
 qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_truth *t);
 
 /* Options of the verdict. require_nonvacuous: a zero reference norm grades FAIL
- * ("vacuous comparison") instead of being graded on its elements alone. */
+ * ("vacuous comparison") instead of being graded on its elements alone. jobs:
+ * threads grading blocks of elements (0 or 1: the calling thread alone); the
+ * result is the same bits for every value. */
 typedef struct ref_verify_opts {
     int require_nonvacuous;
+    int jobs;
 } ref_verify_opts;
 void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, const ref_verify_opts *opts,
                    qv_result *res);
