@@ -9,25 +9,54 @@
 #include "qvet/spec.h"
 #include "ref_operands.h"
 
+/* 2^e for -1022 <= e <= 1023, from its bits. */
+static inline double pow2_bits(int e)
+{
+    uint64_t b = (uint64_t)(e + 1023) << 52;
+    double d;
+    memcpy(&d, &b, sizeof d);
+    return d;
+}
+
 double ref_round_fmt(double x, int man_bits, int emin, double maxf, int sat)
 {
     if (!isfinite(x) || x == 0.0) return x;
-    int e = ilogb(x);
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    int ef = (int)((bits >> 52) & 0x7FF);
+    int e = ef ? ef - 1023 : ilogb(x); /* ilogb from the exponent field of a normal double */
 #ifdef QV_MUTANT_orc_round_no_subnormal
     /* Oracle mutant: no subnormal range: tiny values keep man_bits bits. */
     (void)emin;
 #else
     if (e < emin) e = emin; /* subnormals share the quantum of the smallest normal binade */
 #endif
-    double quantum = ldexp(1.0, e - man_bits);
-    /* x / quantum is exact (a power-of-two scaling of a double that stays normal)
-     * and rint rounds it to nearest-even in the default rounding mode. */
+    int qe = e - man_bits;
+    double r;
+    if (qe > -1022 && qe < 1022 && man_bits <= 50) {
+        /* x 2^-qe is exact (a power-of-two scaling that stays normal) and below
+         * 2^(man_bits + 1) <= 2^51 in magnitude, where adding and subtracting
+         * 1.5 2^52 rounds it to nearest-even (-ffp-contract=off keeps both
+         * operations); the result keeps t's sign, as rint's does. */
+        double t = x * pow2_bits(-qe);
 #ifdef QV_MUTANT_orc_round_ties_away
-    /* Oracle mutant: round() (ties away from zero) where RNE is declared. */
-    double r = round(x / quantum) * quantum;
+        /* Oracle mutant: round() (ties away from zero) where RNE is declared. */
+        double i = round(t);
 #else
-    double r = rint(x / quantum) * quantum;
+        const double magic = 0x1.8p52;
+        double i = copysign((t + magic) - magic, t);
 #endif
+        r = i * pow2_bits(qe);
+    } else {
+        double quantum = ldexp(1.0, qe);
+        /* x / quantum is exact (a power-of-two scaling of a double that stays
+         * normal) and rint rounds it to nearest-even in the default rounding mode. */
+#ifdef QV_MUTANT_orc_round_ties_away
+        r = round(x / quantum) * quantum;
+#else
+        r = rint(x / quantum) * quantum;
+#endif
+    }
     if (fabs(r) > maxf) return sat ? copysign(maxf, x) : copysign(INFINITY, x);
     return r;
 }

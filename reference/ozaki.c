@@ -23,6 +23,9 @@
 
 #include "ref_ozaki.h"
 
+/* Column panel of the magnitude GEMM (the same in truth.c's compute_g). */
+#define REF_G_PANEL REF_OZAKI_G_PANEL
+
 /* Exponents of a finite nonzero double from its bits: |v| < 2^*top, and
  * 2^*low its lowest set bit. */
 static void bit_span(double v, int *top, int *low)
@@ -95,7 +98,57 @@ static void digits(double x, int top, double inv, double step, int S, double *ou
     }
 }
 
-int ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64_t k, ref_ozaki_out *out)
+/* The magnitudes' sums G = |a| |w| ((m, n) into g) with dgemm on column panels
+ * of REF_G_PANEL, the way truth.c's compute_g forms them, so both give the same
+ * bits; and the bits each column of W spans (ew: the top, lw: the lowest set
+ * bit, -100000 / 100000 for an all-zero column), in the same sweep over w.
+ * Returns 0 when a weight is not finite or memory runs out. */
+static int columns_pass(const double *a, const double *w, int64_t m, int64_t n, int64_t k, double *g, int *ew,
+                        int *lw)
+{
+    const int64_t P = n < REF_G_PANEL ? n : REF_G_PANEL;
+    double *aa = g ? malloc(sizeof(double) * (size_t)(m * k)) : NULL;
+    double *aw = g ? malloc(sizeof(double) * (size_t)(k * P)) : NULL;
+    if (g && (!aa || !aw)) {
+        free(aa);
+        free(aw);
+        return 0;
+    }
+    for (int64_t i = 0; g && i < m * k; i++) aa[i] = fabs(a[i]); /* a is finite here */
+    int ok = 1;
+    for (int64_t j = 0; j < n; j++) {
+        ew[j] = -100000;
+        lw[j] = 100000;
+    }
+    for (int64_t j0 = 0; j0 < n && ok; j0 += P) {
+        int64_t pw = j0 + P <= n ? P : n - j0;
+        for (int64_t kk = 0; kk < k && ok; kk++) {
+            const double *row = w + kk * n + j0;
+            double *arow = g ? aw + kk * pw : NULL;
+            for (int64_t jj = 0; jj < pw; jj++) {
+                double v = row[jj];
+                if (arow) arow[jj] = fabs(v);
+                if (v == 0.0) continue;
+                if (!isfinite(v)) {
+                    ok = 0;
+                    break;
+                }
+                int e, lb;
+                bit_span(v, &e, &lb);
+                if (e > ew[j0 + jj]) ew[j0 + jj] = e;
+                if (lb < lw[j0 + jj]) lw[j0 + jj] = lb;
+            }
+        }
+        if (ok && g)
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)pw, (int)k, 1.0, aa, (int)k, aw,
+                        (int)pw, 0.0, g + j0, (int)n);
+    }
+    free(aa);
+    free(aw);
+    return ok;
+}
+
+int ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64_t k, double *g, ref_ozaki_out *out)
 {
     memset(out, 0, sizeof *out);
     if (m < 1 || n < 1 || k < 1 || k > ((int64_t)1 << 30)) return 0;
@@ -117,22 +170,7 @@ int ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64
             if (top - low > span_a) span_a = top - low;
         }
     }
-    for (int64_t j = 0; j < n; j++) {
-        ew[j] = -100000;
-        lw[j] = 100000;
-    }
-    for (int64_t kk = 0; kk < k; kk++) { /* the columns in one row-major sweep */
-        const double *row = w + kk * n;
-        for (int64_t j = 0; j < n; j++) {
-            double v = row[j];
-            if (v == 0.0) continue;
-            if (!isfinite(v)) goto refuse;
-            int e, lb;
-            bit_span(v, &e, &lb);
-            if (e > ew[j]) ew[j] = e;
-            if (lb < lw[j]) lw[j] = lb;
-        }
-    }
+    if (!columns_pass(a, w, m, n, k, g, ew, lw)) goto refuse;
     for (int64_t j = 0; j < n; j++) {
         if (ew[j] == -100000) {
             ew[j] = 0; /* an all-zero column */
@@ -141,9 +179,12 @@ int ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64
         if (ew[j] - lw[j] > span_w) span_w = ew[j] - lw[j];
     }
     /* Digit widths: a product of digits below 2^(ba + bw) and K of them below
-     * 2^53 need ba + bw + log2 K <= 53; take the split with the fewest GEMMs
-     * S T (S = span_a / ba, T = span_w / bw rounded up) whose combination
-     * 2^53 S T 2^((S - 1) ba + (T - 1) bw) fits the int128. */
+     * 2^53 need ba + bw + log2 K <= 53; among the splits (S = span_a / ba, T =
+     * span_w / bw rounded up) whose combination 2^53 S T 2^((S - 1) ba + (T -
+     * 1) bw) fits the int128, take the cheapest: the S digit planes of A are
+     * one stacked (S m, k) operand, so a split costs T GEMMs of S m rows and,
+     * for T > 1, T digit planes of W (with T = 1 the weights are their own
+     * digit up to a power of two per column, and the GEMM reads w itself). */
 #ifdef QV_MUTANT_orc_ozaki_budget_no_logk
     /* Oracle mutant: digit widths of 53 bits whatever K: a digit GEMM's
      * partial sums pass 2^53 and dgemm rounds them. */
@@ -151,6 +192,7 @@ int ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64
 #else
     int budget = 53 - logk, S = 0, T = 0, ba = 0, bw = 0;
 #endif
+    double best = 0;
     for (int cw = 1; cw < budget; cw++) {
         int ca = budget - cw;
         int s = span_a ? (span_a + ca - 1) / ca : 1, t = span_w ? (span_w + cw - 1) / cw : 1;
@@ -159,7 +201,11 @@ int ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64
         int lst = 0;
         while ((1 << lst) < s * t) lst++;
         if (53 + lst + (s - 1) * ca + (t - 1) * cw >= 127 || s * t > 16) continue;
-        if (!S || s * t < S * T) {
+        /* multiply-adds of the GEMMs (at about 16 a nanosecond) and the
+         * digits split one by one */
+        double cost = (double)s * t * m * n * k / 16.0 + (t > 1 ? (double)t * k * n : 0.0) + (double)s * m * k;
+        if (!S || cost < best) {
+            best = cost;
             S = s;
             T = t;
             ba = ca;
@@ -167,15 +213,21 @@ int ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64
         }
     }
     if (!S) goto refuse;
+    /* T = 1 reads w in place: its GEMM values are the digit GEMM's times
+     * 2^(ew - bw) per column, integers below 2^53 times a power of two that
+     * stays inside the doubles (subnormals included) and so exact. */
+    int raw_w = T == 1;
+    for (int64_t j = 0; raw_w && j < n; j++) raw_w = ew[j] - bw >= -1074 && ew[j] - bw <= 960;
     /* Weights in column panels of P: T digit planes of (k, P) at a time, so
      * the digits never cost the memory of a whole (k, n) copy. */
     const int64_t P = n < 256 ? n : 256;
+    const int64_t sm = S * m;
     out->acc = calloc((size_t)(m * n), sizeof(unsigned __int128));
-    double *ad = malloc(sizeof(double) * (size_t)(S * m * k));
-    double *wd = malloc(sizeof(double) * (size_t)(T * k * P));
-    double *c = malloc(sizeof(double) * (size_t)(m * P));
+    double *ad = malloc(sizeof(double) * (size_t)(sm * k));
+    double *wd = raw_w ? NULL : malloc(sizeof(double) * (size_t)(T * k * P));
+    double *c = malloc(sizeof(double) * (size_t)(sm * P));
     double *inv = malloc(sizeof(double) * (size_t)P);
-    if (!out->acc || !ad || !wd || !c || !inv) {
+    if (!out->acc || !ad || (!raw_w && !wd) || !c || !inv) {
         free(inv);
         free(ad);
         free(wd);
@@ -197,20 +249,39 @@ int ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64
             inv[jj] = e > -1000 && e < 1000 ? pow2(-e) : 0.0;
         }
         const double step = pow2(bw);
-        for (int64_t kk = 0; kk < k; kk++)
-            for (int64_t jj = 0; jj < pw; jj++)
-                digits(w[kk * n + j0 + jj], ew[j0 + jj], inv[jj], step, T, wd + kk * pw + jj, k * pw);
-        for (int t = 0; t < T; t++)
+        if (!raw_w)
+            for (int64_t kk = 0; kk < k; kk++)
+                for (int64_t jj = 0; jj < pw; jj++)
+                    digits(w[kk * n + j0 + jj], ew[j0 + jj], inv[jj], step, T, wd + kk * pw + jj, k * pw);
+        for (int t = 0; t < T; t++) {
+            /* the S digit planes of A at once: (S m, k) x (k, pw) */
+            if (raw_w)
+                cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)sm, (int)pw, (int)k, 1.0, ad, (int)k,
+                            w + j0, (int)n, 0.0, c, (int)pw);
+            else
+                cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)sm, (int)pw, (int)k, 1.0, ad, (int)k,
+                            wd + t * k * pw, (int)pw, 0.0, c, (int)pw);
+            if (raw_w) {
+                /* back to the digit GEMM's integers: times 2^(bw - ew), exact */
+                for (int64_t jj = 0; jj < pw; jj++) {
+                    int e = bw - ew[j0 + jj];
+                    inv[jj] = e > -1000 && e < 1000 ? pow2(e) : 0.0; /* 0: scale each by ldexp */
+                }
+                for (int64_t r = 0; r < sm; r++)
+                    for (int64_t jj = 0; jj < pw; jj++)
+                        c[r * pw + jj] = inv[jj] != 0.0 ? c[r * pw + jj] * inv[jj]
+                                                        : ldexp(c[r * pw + jj], bw - ew[j0 + jj]);
+            }
             for (int s = 0; s < S; s++) {
-                cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)pw, (int)k, 1.0,
-                            ad + s * m * k, (int)k, wd + t * k * pw, (int)pw, 0.0, c, (int)pw);
                 /* the sum as an unsigned int128: two's complement, exact modulo
                  * 2^128, and the true value fits */
                 int shift = (S - 1 - s) * ba + (T - 1 - t) * bw;
+                const double *cs = c + s * m * pw;
                 for (int64_t i = 0; i < m; i++)
                     for (int64_t jj = 0; jj < pw; jj++)
-                        acc[i * n + j0 + jj] += (unsigned __int128)(__int128)(int64_t)c[i * pw + jj] << shift;
+                        acc[i * n + j0 + jj] += (unsigned __int128)(__int128)(int64_t)cs[i * pw + jj] << shift;
             }
+        }
     }
     free(ad);
     free(wd);

@@ -15,11 +15,18 @@ typedef struct ref_ozaki_out {
     int slices_a, slices_w; /* digit planes of A and W: slices_a * slices_w GEMMs */
 } ref_ozaki_out;
 
+/* Columns per dgemm of the magnitude sums G (ref_ozaki_sums and truth.c's
+ * compute_g): one panel width, so both give the same bits. */
+#define REF_OZAKI_G_PANEL 512
+
 /* a: (m, k) row-major, w: (k, n) row-major, finite doubles. Returns 1 and
  * fills out (free with ref_ozaki_clear) when the exact sums fit the scheme, 0
  * (out zeroed) when an operand is not finite, the operands span too many bits
- * for an int128 combination, or memory runs out. */
-int  ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64_t k, ref_ozaki_out *out);
+ * for an int128 combination, or memory runs out. g: NULL, or (m, n) filled
+ * with dgemm's sums |a| |w| (not yet inflated to a bound; valid only when 1
+ * is returned), from the same sweep over w that reads its exponents. */
+int  ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64_t k, double *g,
+                    ref_ozaki_out *out);
 void ref_ozaki_clear(ref_ozaki_out *out);
 
 #endif

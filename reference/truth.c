@@ -129,13 +129,92 @@ static void finish_exact(truth_ctx *c, int64_t i, int64_t j, mpfr_t acc, ref_tru
     mpfr_clear(x);
 }
 
+/* Finishes element (i, j) as finish_exact does, without MPFR, when its exact
+ * accumulator value is the double x and the epilogue only multiplies: then
+ * the scales' product F is formed exactly in a double (checked with an fma),
+ * x F = p + e exactly (p = RN(x F), e = fma(x, F, -p), exact away from
+ * underflow), y = p is the double nearest the exact value, and y_rn is the
+ * output rounding of p + e through a round-to-odd double (ref_round_sum), as
+ * finish_exact's odd_double gives. Returns 0, touching nothing, when any of
+ * that does not hold (a bias, a product of scales past 53 bits, a product
+ * near underflow or past overflow); the caller then takes finish_exact. */
+static int finish_fast(truth_ctx *c, int64_t i, int64_t j, double x, ref_truth *t)
+{
+    const qv_variant *v = c->p->v;
+    const double tiny = 0x1p-960; /* above it a product's error is a double */
+    double f = 1.0;
+    for (int st = 0; st < QV_EP_MAX && v->arith.epilogue[st] != QV_EP_END; st++) {
+        qv_ep_step s = v->arith.epilogue[st];
+        if (s == QV_EP_ADD_BIAS) return 0;
+#ifdef QV_MUTANT_orc_truth_scale2_skipped
+        /* Oracle mutant: the second-level scale left out of the exact value. */
+        if (s == QV_EP_MUL_WSCALE2) continue;
+#endif
+        if (s != QV_EP_MUL_WSCALE && s != QV_EP_MUL_WSCALE2 && s != QV_EP_MUL_ASCALE) continue;
+        double g = ref_ep_factor(&c->o, s, i, j), fg = f * g;
+        if (!isfinite(fg) || (fg != 0.0 && fabs(fg) < tiny) || fma(f, g, -fg) != 0.0) return 0;
+        f = fg;
+    }
+    double p = x * f;
+    if (!isfinite(p) || (p != 0.0 && fabs(p) < tiny)) return 0;
+    double e = fma(x, f, -p);
+    int64_t el = i * c->o.n + j;
+    int sat = v->arith.out_sat == QV_SAT_FINITE;
+    t->y[el] = p;
+    t->y_rn[el] = e == 0.0 ? ref_round_to(v->ofmt, p, sat) : ref_round_sum(v->ofmt, p, e, sat);
+    return 1;
+}
+
+/* x := the exact value acc * 2^exp of a signed __int128 (exact at REF_ACC_PREC). */
+static void mpfr_set_i128(mpfr_t x, __int128 acc, long exp, mpfr_t lo)
+{
+    unsigned __int128 mag = acc < 0 ? -(unsigned __int128)acc : (unsigned __int128)acc;
+    mpfr_set_uj(x, (uintmax_t)(uint64_t)(mag >> 64), MPFR_RNDN);
+    mpfr_mul_2ui(x, x, 64, MPFR_RNDN);
+    mpfr_set_uj(lo, (uintmax_t)(uint64_t)mag, MPFR_RNDN);
+    mpfr_add(x, x, lo, MPFR_RNDN); /* exact: 128 bits <= REF_ACC_PREC */
+    if (acc < 0) mpfr_neg(x, x, MPFR_RNDN);
+    mpfr_mul_2si(x, x, exp, MPFR_RNDN);
+}
+
+/* An exact sum acc 2^ex (an __int128, |acc 2^ex| a double's range): as a
+ * double when it is one (53 bits, not subnormal), through finish_fast, else
+ * through MPFR (x and lo are scratch of REF_ACC_PREC and 64 bits). */
+static void finish_i128(truth_ctx *c, int64_t i, int64_t j, __int128 acc, long ex, mpfr_t x, mpfr_t lo,
+                        ref_truth *t)
+{
+    const __int128 lim = (__int128)1 << 53;
+    if (acc < lim && acc > -lim && ex > -900 && ex < 900) {
+        double d = ldexp((double)acc, (int)ex); /* exact: 53 bits, scaled within the normal range */
+        if ((d == 0.0 || fabs(d) > 0x1p-1000) && finish_fast(c, i, j, d, t)) return;
+    }
+    mpfr_set_i128(x, acc, ex, lo);
+    finish_exact(c, i, j, x, t);
+}
+
+/* Makes c->g, dgemm's sums of |a||w|, certified upper bounds. */
+static void inflate_g(truth_ctx *c)
+{
+    int64_t mn = c->o.m * c->o.n, k = c->o.k;
+    /* A sum of K nonnegative doubles computed in any order is within gamma_K of
+     * the exact one; inflating by 2(K+2)2^-53 makes it an upper bound. */
+#ifdef QV_MUTANT_orc_g_inflation_unscaled
+    /* Oracle mutant: the rounding inflation of G written without its 2^-53. */
+    double infl = 1.0 + 2.0 * (double)(k + 2);
+#else
+    double infl = 1.0 + 2.0 * (double)(k + 2) * ldexp(1.0, -53);
+#endif
+    for (int64_t i = 0; i < mn; i++) c->g[i] *= infl;
+}
+
 /* Certified G = sum |a||w| for every element, from dgemm on magnitudes. */
 static qv_status compute_g(truth_ctx *c)
 {
     ref_operands *o = &c->o;
     int64_t m = o->m, n = o->n, k = o->k;
-    /* |w| in column panels of P, so no second (k, n) copy is made */
-    const int64_t P = n < 512 ? n : 512;
+    /* |w| in column panels of P, so no second (k, n) copy is made (ref_ozaki_sums
+     * forms G with the same panels) */
+    const int64_t P = n < REF_OZAKI_G_PANEL ? n : REF_OZAKI_G_PANEL;
     double *aa = malloc(sizeof(double) * (size_t)(m * k));
     double *aw = malloc(sizeof(double) * (size_t)(k * P));
     c->g = malloc(sizeof(double) * (size_t)(m * n));
@@ -155,15 +234,7 @@ static qv_status compute_g(truth_ctx *c)
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)pw, (int)k, 1.0, aa, (int)k, aw,
                     (int)pw, 0.0, c->g + j0, (int)n);
     }
-    /* A sum of K nonnegative doubles computed in any order is within gamma_K of
-     * the exact one; inflating by 2(K+2)2^-53 makes it an upper bound. */
-#ifdef QV_MUTANT_orc_g_inflation_unscaled
-    /* Oracle mutant: the rounding inflation of G written without its 2^-53. */
-    double infl = 1.0 + 2.0 * (double)(k + 2);
-#else
-    double infl = 1.0 + 2.0 * (double)(k + 2) * ldexp(1.0, -53);
-#endif
-    for (int64_t i = 0; i < m * n; i++) c->g[i] *= infl;
+    inflate_g(c);
     free(aa);
     free(aw);
     return QV_OK;
@@ -184,8 +255,9 @@ static void path_int64(truth_ctx *c, ref_truth *t)
     int32_t *wi = malloc(sizeof(int32_t) * (size_t)(k * n));
     QV_ASSERT(acc && ai && wi, "out of memory in the int64 reference");
     for (int64_t i = 0; i < k * n; i++) wi[i] = (int32_t)o->w[i];
-    mpfr_t x;
+    mpfr_t x, lo;
     mpfr_init2(x, REF_ACC_PREC);
+    mpfr_init2(lo, 64);
     for (int64_t i = 0; i < m; i++) {
         for (int64_t kk = 0; kk < k; kk++) ai[kk] = (int64_t)o->a[i * k + kk];
         memset(acc, 0, sizeof(int64_t) * (size_t)n);
@@ -200,12 +272,10 @@ static void path_int64(truth_ctx *c, ref_truth *t)
             const int32_t *wr = wi + kk * n;
             for (int64_t j = 0; j < n; j++) acc[j] += av * wr[j];
         }
-        for (int64_t j = 0; j < n; j++) {
-            mpfr_set_sj(x, acc[j], MPFR_RNDN);
-            finish_exact(c, i, j, x, t);
-        }
+        for (int64_t j = 0; j < n; j++) finish_i128(c, i, j, acc[j], 0, x, lo, t);
     }
     mpfr_clear(x);
+    mpfr_clear(lo);
     free(acc);
     free(ai);
     free(wi);
@@ -309,25 +379,22 @@ static void fixed_free(fixed_ops *f)
     free(f->ew);
 }
 
-/* x := the exact value acc * 2^exp of a signed __int128 (exact at REF_ACC_PREC). */
-static void mpfr_set_i128(mpfr_t x, __int128 acc, long exp, mpfr_t lo)
-{
-    unsigned __int128 mag = acc < 0 ? -(unsigned __int128)acc : (unsigned __int128)acc;
-    mpfr_set_uj(x, (uintmax_t)(uint64_t)(mag >> 64), MPFR_RNDN);
-    mpfr_mul_2ui(x, x, 64, MPFR_RNDN);
-    mpfr_set_uj(lo, (uintmax_t)(uint64_t)mag, MPFR_RNDN);
-    mpfr_add(x, x, lo, MPFR_RNDN); /* exact: 128 bits <= REF_ACC_PREC */
-    if (acc < 0) mpfr_neg(x, x, MPFR_RNDN);
-    mpfr_mul_2si(x, x, exp, MPFR_RNDN);
-}
-
 /* Fills t->y and t->y_rn ((m, n) each) from the exact sums of the digit
- * GEMMs (ozaki.c); returns 0 when the operands do not fit the scheme. */
+ * GEMMs (ozaki.c), and c->g; returns 0 (c->g NULL) when the operands do not
+ * fit the scheme. */
 static int path_ozaki(truth_ctx *c, ref_truth *t)
 {
     ref_operands *o = &c->o;
     ref_ozaki_out oz;
-    if (o->nonfinite || !ref_ozaki_sums(o->a, o->w, o->m, o->n, o->k, &oz)) return 0;
+    /* G from the same sweep over the weights (compute_g's bits) */
+    c->g = malloc(sizeof(double) * (size_t)(o->m * o->n));
+    if (!c->g) return 0;
+    if (o->nonfinite || !ref_ozaki_sums(o->a, o->w, o->m, o->n, o->k, c->g, &oz)) {
+        free(c->g);
+        c->g = NULL;
+        return 0;
+    }
+    inflate_g(c);
     const qv_variant *v = c->p->v;
     /* Without epilogue steps y is the sum itself: hi + lo with hi = RN(acc)
      * and lo = acc - hi (both exact doubles for |acc| < 2^106), scaled by a
@@ -354,8 +421,7 @@ static int path_ozaki(truth_ctx *c, ref_truth *t)
                     continue;
                 }
             }
-            mpfr_set_i128(x, acc, ex, lo);
-            finish_exact(c, i, j, x, t);
+            finish_i128(c, i, j, acc, ex, x, lo, t);
         }
     mpfr_clear(x);
     mpfr_clear(lo);
@@ -380,8 +446,7 @@ static void path_fixed(truth_ctx *c, fixed_ops *f, ref_truth *t)
                 int64_t pm = ma[kk] * mw[kk];
                 if (pm) acc += (__int128)pm << (ea[kk] + ew[kk] - f->q);
             }
-            mpfr_set_i128(x, acc, f->q, lo);
-            finish_exact(c, i, j, x, t);
+            finish_i128(c, i, j, acc, f->q, x, lo, t);
         }
     mpfr_clear(x);
     mpfr_clear(lo);
@@ -612,11 +677,8 @@ qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_trut
     }
     truth_ctx c = {.p = p};
     qv_status st = ref_operands_create(p, 1, &c.o);
-    if (st == QV_OK) st = compute_g(&c);
     if (st != QV_OK) {
         free(ref_err);
-        ref_operands_destroy(&c.o);
-        free(c.g);
         ref_truth_clear(t);
         return st;
     }
@@ -636,14 +698,20 @@ qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_trut
     const char *want = path && *path ? path : NULL;
     fixed_ops f;
     memset(&f, 0, sizeof f);
-    if (want && !strcmp(want, "int64") && !is_integer_path(v))
+    /* The digit GEMMs form G themselves (path_ozaki); every other path takes
+     * compute_g's. */
+    int oz = (want ? !strcmp(want, "ozaki")
+                   : macs >= (is_integer_path(v) ? REF_OZAKI_MIN_MACS_INT : REF_OZAKI_MIN_MACS)) &&
+             path_ozaki(&c, t);
+    if (!oz) st = compute_g(&c);
+    if (st != QV_OK)
+        ;
+    else if (want && !strcmp(want, "int64") && !is_integer_path(v))
         st = qv_fail(QV_ERR_UNSUPPORTED, "%s: the int64 path needs an integer accumulator", v->name);
     else if (want && strcmp(want, "int64") && strcmp(want, "fixed128") && strcmp(want, "mpfr") &&
              strcmp(want, "dgemm+cert") && strcmp(want, "ozaki"))
         st = qv_fail(QV_ERR_USAGE, "unknown reference path '%s' (int64, fixed128, ozaki, mpfr, dgemm+cert)", want);
-    else if ((want ? !strcmp(want, "ozaki")
-                   : macs >= (is_integer_path(v) ? REF_OZAKI_MIN_MACS_INT : REF_OZAKI_MIN_MACS)) &&
-             path_ozaki(&c, t)) {
+    else if (oz) {
         t->path = "ozaki";
         t->why = "every operand an exact sum of base-2^beta digits whose K products stay below 2^53: "
                  "digit dgemms are exact, combined in __int128";

@@ -1,6 +1,8 @@
 /* t_truth.c: the exact references and the fast path.
- *   - fixed128 and MPFR (and int64 and MPFR for integer rows) are independent
- *     exact computations: they agree bit for bit on y, y_rn and E;
+ *   - fixed128 and MPFR (and int64 and MPFR for integer rows), and the digit
+ *     GEMMs of the ozaki path, are independent exact computations: they agree
+ *     bit for bit on y, y_rn and E (the epilogue finished in doubles where it
+ *     can be, in MPFR elsewhere);
  *   - the dgemm fast path lies within its own certified term of the MPFR value;
  *   - a hand-derived case, path selection, and refusals.
  * Seeds: QVET_SEED (default 1) with the case index. */
@@ -35,37 +37,54 @@ static void make_case(const qv_variant *v, uint64_t s, qv_problem *p)
 
 static int same_double(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
 
+/* a and b ((m, n) each) agree bit for bit on y, y_rn and E. */
+static void assert_same_truth(const qv_variant *v, uint64_t seed, int c, const char *path, const qv_problem *p,
+                              const ref_truth *a, const ref_truth *b)
+{
+    for (int64_t e = 0; e < p->m * p->n; e++) {
+        ck_assert_msg(same_double(a->y[e], b->y[e]) && same_double(a->y_rn[e], b->y_rn[e]) &&
+                          same_double(a->bound[e], b->bound[e]),
+                      "%s seed=%llu case=%d element %lld: %s y=%.17g y_rn=%.17g E=%.17g, mpfr y=%.17g y_rn=%.17g E=%.17g",
+                      v->name, (unsigned long long)seed, c, (long long)e, path, a->y[e], a->y_rn[e], a->bound[e],
+                      b->y[e], b->y_rn[e], b->bound[e]);
+    }
+}
+
 START_TEST(exact_paths_agree)
 {
     const qv_variant *v = qv_registry_get(_i);
     const char *fast = v->arith.accum == QV_ACC_INT32 ? "int64" : "fixed128";
     uint64_t seed = base_seed();
-    int compared = 0;
+    int compared = 0, compared_oz = 0;
     for (int c = 0; c < CASES_PER_VARIANT; c++) {
         uint64_t s = mix(seed, (uint64_t)_i * 1009 + (uint64_t)c);
         qv_problem p;
         make_case(v, s, &p);
-        ref_truth a, b;
-        qv_status st = ref_truth_compute_path(&p, fast, &a);
+        ref_truth a, b, z;
+        ck_assert_int_eq(ref_truth_compute_path(&p, "mpfr", &b), QV_OK);
+        qv_status st = ref_truth_compute_path(&p, "ozaki", &z);
+        if (st == QV_OK) {
+            assert_same_truth(v, seed, c, "ozaki", &p, &z, &b);
+            compared_oz++;
+            ref_truth_clear(&z);
+        } else {
+            ck_assert_int_eq(st, QV_ERR_UNSUPPORTED); /* too wide for the digits, or not finite */
+        }
+        st = ref_truth_compute_path(&p, fast, &a);
         if (st == QV_ERR_UNSUPPORTED) { /* exponent range beyond fixed point */
+            ref_truth_clear(&b);
             qv_problem_destroy(&p);
             continue;
         }
         ck_assert_int_eq(st, QV_OK);
-        ck_assert_int_eq(ref_truth_compute_path(&p, "mpfr", &b), QV_OK);
-        for (int64_t e = 0; e < p.m * p.n; e++) {
-            ck_assert_msg(same_double(a.y[e], b.y[e]) && same_double(a.y_rn[e], b.y_rn[e]) &&
-                              same_double(a.bound[e], b.bound[e]),
-                          "%s seed=%llu case=%d element %lld: %s y=%.17g y_rn=%.17g E=%.17g, mpfr y=%.17g y_rn=%.17g E=%.17g",
-                          v->name, (unsigned long long)seed, c, (long long)e, fast, a.y[e], a.y_rn[e], a.bound[e],
-                          b.y[e], b.y_rn[e], b.bound[e]);
-        }
+        assert_same_truth(v, seed, c, fast, &p, &a, &b);
         compared++;
         ref_truth_clear(&a);
         ref_truth_clear(&b);
         qv_problem_destroy(&p);
     }
     ck_assert_msg(compared >= CASES_PER_VARIANT / 2, "%s: only %d cases fit the %s path", v->name, compared, fast);
+    ck_assert_msg(compared_oz >= CASES_PER_VARIANT / 2, "%s: only %d cases fit the ozaki path", v->name, compared_oz);
 }
 END_TEST
 
