@@ -146,6 +146,24 @@ int ref_acc_pow2(const qv_problem *p)
     return s_pow2 - bias;
 }
 
+/* 1 when one of x (n) is a NaN or an Inf: its exponent field all ones; a
+ * loop without an early exit, over blocks, so it runs at memory speed. */
+static int any_nonfinite(const double *x, int64_t n)
+{
+    const uint64_t ex = UINT64_C(0x7FF) << 52;
+    for (int64_t i0 = 0; i0 < n; i0 += 4096) {
+        int64_t i1 = i0 + 4096 < n ? i0 + 4096 : n;
+        uint64_t bad = 0;
+        for (int64_t i = i0; i < i1; i++) {
+            uint64_t b;
+            memcpy(&b, &x[i], sizeof b);
+            bad |= (b & ex) == ex;
+        }
+        if (bad) return 1;
+    }
+    return 0;
+}
+
 /* Value of element i of buf, a scale buffer of f codes (F32 stored as float). */
 static double scale_value(qv_fmt f, const void *buf, int64_t i)
 {
@@ -477,8 +495,7 @@ qv_status ref_operands_create(const qv_problem *p, int fold_block, ref_operands 
     /* Oracle mutant: every epilogue rounding counted twice (E's epilogue part doubled). */
     o->ep_ops *= 2;
 #endif
-    for (int64_t i = 0; i < mk && !o->nonfinite; i++) o->nonfinite |= !isfinite(o->a[i]);
-    for (int64_t i = 0; i < kn && !o->nonfinite; i++) o->nonfinite |= !isfinite(o->w[i]);
+    o->nonfinite |= any_nonfinite(o->a, mk) || any_nonfinite(o->w, kn);
     for (int64_t j = 0; j < p->n && !o->nonfinite; j++)
         o->nonfinite |= !isfinite(o->col_s1[j]) || !isfinite(o->col_s2[j]) || !isfinite(o->bias[j]);
     for (int64_t i = 0; i < p->m && !o->nonfinite; i++) o->nonfinite |= !isfinite(o->row_s[i]);

@@ -120,29 +120,55 @@ static int columns_pass(const double *a, const double *w, int64_t m, int64_t n, 
         ew[j] = -100000;
         lw[j] = 100000;
     }
+    /* Per column: the largest magnitude's bits (ordered as integers, so an
+     * Inf or NaN is any value at or above the Inf pattern) and the lowest set
+     * bit's exponent, ef - 1075 + ctz of the significand with its hidden bit
+     * (subnormals: ef = 0, no hidden bit, the exponent of ef = 1). */
+    const uint64_t mag_mask = ~(UINT64_C(1) << 63), inf_bits = UINT64_C(0x7FF) << 52;
+    const uint64_t frac = (UINT64_C(1) << 52) - 1;
+    uint64_t *topb = calloc((size_t)P, sizeof(uint64_t));
+    int *lowe = malloc(sizeof(int) * (size_t)P);
+    if (!topb || !lowe) ok = 0;
     for (int64_t j0 = 0; j0 < n && ok; j0 += P) {
         int64_t pw = j0 + P <= n ? P : n - j0;
-        for (int64_t kk = 0; kk < k && ok; kk++) {
+        for (int64_t jj = 0; jj < pw; jj++) {
+            topb[jj] = 0;
+            lowe[jj] = 100000;
+        }
+        for (int64_t kk = 0; kk < k; kk++) {
             const double *row = w + kk * n + j0;
             double *arow = g ? aw + kk * pw : NULL;
+            if (arow)
+                for (int64_t jj = 0; jj < pw; jj++) arow[jj] = fabs(row[jj]);
             for (int64_t jj = 0; jj < pw; jj++) {
-                double v = row[jj];
-                if (arow) arow[jj] = fabs(v);
-                if (v == 0.0) continue;
-                if (!isfinite(v)) {
-                    ok = 0;
-                    break;
-                }
-                int e, lb;
-                bit_span(v, &e, &lb);
-                if (e > ew[j0 + jj]) ew[j0 + jj] = e;
-                if (lb < lw[j0 + jj]) lw[j0 + jj] = lb;
+                uint64_t b;
+                memcpy(&b, &row[jj], sizeof b);
+                b &= mag_mask;
+                if (b > topb[jj]) topb[jj] = b;
+                if (!b) continue;
+                int ef = (int)(b >> 52);
+                uint64_t sig = (b & frac) | ((uint64_t)(ef != 0) << 52);
+                int lb = (ef ? ef : 1) - 1075 + __builtin_ctzll(sig);
+                if (lb < lowe[jj]) lowe[jj] = lb;
+            }
+        }
+        for (int64_t jj = 0; jj < pw && ok; jj++) {
+            if (topb[jj] >= inf_bits) {
+                ok = 0;
+            } else if (topb[jj]) {
+                double v;
+                int lb;
+                memcpy(&v, &topb[jj], sizeof v);
+                bit_span(v, &ew[j0 + jj], &lb);
+                lw[j0 + jj] = lowe[jj];
             }
         }
         if (ok && g)
             cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)pw, (int)k, 1.0, aa, (int)k, aw,
                         (int)pw, 0.0, g + j0, (int)n);
     }
+    free(topb);
+    free(lowe);
     free(aa);
     free(aw);
     return ok;

@@ -195,7 +195,15 @@ qv_status vio_load_into(const vio_operand *op, const char *path, int64_t rows, i
     qv_status st = vio_check_shape(op, path, &a, rows, cols);
     int lo, hi;
     if (st == QV_OK && qv_fmt_storage_bytes(op->fmt) == 1 && vio_code_range(op->fmt, &lo, &hi)) {
-        for (int64_t i = 0; i < a.count && st == QV_OK; i++) {
+        /* the extremes first (a loop without an early exit), then the first
+         * code out of range when there is one */
+        int mn = 255, mx = -128;
+        for (int64_t i = 0; i < a.count; i++) {
+            int x = a.dtype == QV_DT_I1 ? ((int8_t *)a.data)[i] : ((uint8_t *)a.data)[i];
+            mn = x < mn ? x : mn;
+            mx = x > mx ? x : mx;
+        }
+        for (int64_t i = 0; (mn < lo || mx > hi) && i < a.count && st == QV_OK; i++) {
             int x = a.dtype == QV_DT_I1 ? ((int8_t *)a.data)[i] : ((uint8_t *)a.data)[i];
             if (x < lo || x > hi)
                 st = qv_fail(QV_ERR_RANGE, "%s %s: element (%lld, %lld) is %d, outside the codes %d..%d of %s", op->opt,
