@@ -448,8 +448,9 @@ double qv_ulp(qv_fmt f, double x)
     if (isnan(x)) return NAN;
     double a = fabs(x);
     int emin = fmt_emin(r);
-    int emax = ilogb(fi->max_finite);
     uint64_t bits;
+    memcpy(&bits, &fi->max_finite, sizeof bits);
+    int emax = (int)(bits >> 52) - 1023; /* ilogb of a normal double */
     memcpy(&bits, &a, sizeof bits);
     int ef = (int)(bits >> 52);
     /* ilogb from the exponent field of a normal double (0 < ef < 2047) */

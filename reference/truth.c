@@ -32,6 +32,7 @@
 #include "ref_bound.h"
 #include "ref_operands.h"
 #include "ref_ozaki.h"
+#include "ref_parallel.h"
 
 /* Above this many multiply-adds the automatic choice takes the dgemm path: the
  * exact paths cost ~5 ns (fixed128) to ~1 us (mpfr) per product. */
@@ -55,7 +56,15 @@ typedef struct truth_ctx {
     double *g;      /* (m, n) certified sum |a||w| */
     double alpha;
     double *y1;     /* (m, n) with a bias: the exact value before the bias is added */
+    ref_truth *t;   /* what is being filled */
+    int jobs;       /* threads for the per-element work (ref_parallel_for) */
+    double *ref_err; /* (m, n) the reference's own error term of E; NULL: 0 */
+    double unit;    /* 2^-ref_acc_pow2: the kernel accumulator's unit in declared ones */
 } truth_ctx;
+
+/* Output rows per block of the per-element loops: about 16384 elements, a
+ * number that depends on the shape alone (ref_parallel.h). */
+static int64_t rows_per_block(int64_t n) { return n >= 16384 ? 1 : 16384 / (n > 0 ? n : 1); }
 
 /* x rounded to a double by round-to-odd: RZ, then the last bit set when inexact. */
 static double odd_double(const mpfr_t x)
@@ -185,7 +194,10 @@ static void finish_i128(truth_ctx *c, int64_t i, int64_t j, __int128 acc, long e
 {
     const __int128 lim = (__int128)1 << 53;
     if (acc < lim && acc > -lim && ex > -900 && ex < 900) {
-        double d = ldexp((double)acc, (int)ex); /* exact: 53 bits, scaled within the normal range */
+        uint64_t sb = (uint64_t)(ex + 1023) << 52; /* 2^ex */
+        double s2;
+        memcpy(&s2, &sb, sizeof s2);
+        double d = (double)acc * s2; /* exact: 53 bits, scaled within the normal range */
         if ((d == 0.0 || fabs(d) > 0x1p-1000) && finish_fast(c, i, j, d, t)) return;
     }
     mpfr_set_i128(x, acc, ex, lo);
@@ -379,6 +391,55 @@ static void fixed_free(fixed_ops *f)
     free(f->ew);
 }
 
+typedef struct ozaki_fin {
+    truth_ctx *c;
+    ref_truth *t;
+    const ref_ozaki_out *oz;
+    int64_t rows;
+} ozaki_fin;
+
+/* Finishes the elements of block b (fin->rows output rows) from the digit
+ * GEMMs' exact sums. */
+static void ozaki_finish_rows(void *ctx, int64_t b)
+{
+    const ozaki_fin *fin = ctx;
+    truth_ctx *c = fin->c;
+    ref_truth *t = fin->t;
+    const ref_ozaki_out *oz = fin->oz;
+    const ref_operands *o = &c->o;
+    const qv_variant *v = c->p->v;
+    /* Without epilogue steps y is the sum itself: hi + lo with hi = RN(acc)
+     * and lo = acc - hi (both exact doubles for |acc| < 2^106), scaled by a
+     * power of two, and its correctly rounded output is RN of that exact sum
+     * (ref_round_sum). Otherwise finish_i128 takes the epilogue. */
+    int plain = v->arith.epilogue[0] == QV_EP_END;
+    int sat = v->arith.out_sat == QV_SAT_FINITE;
+    int64_t i1 = (b + 1) * fin->rows < o->m ? (b + 1) * fin->rows : o->m;
+    mpfr_t x, lo;
+    mpfr_init2(x, REF_ACC_PREC);
+    mpfr_init2(lo, 64);
+    for (int64_t i = b * fin->rows; i < i1; i++)
+        for (int64_t j = 0; j < o->n; j++) {
+            int64_t e = i * o->n + j;
+            long ex = (long)oz->row_exp[i] + oz->col_exp[j] + oz->base;
+            __int128 acc = oz->acc[e];
+            const __int128 lim = (__int128)1 << 106;
+            if (plain && ex > -900 && ex < 900 && acc < lim && acc > -lim) {
+                double hi = (double)acc;                /* RN: |acc| < 2^127 */
+                double rest = (double)(acc - (__int128)hi); /* exact: |acc| < 2^106 leaves 53 bits */
+                double s = ldexp(1.0, (int)ex);
+                if (fabs(hi * s) > 0x1p-1000 || hi == 0.0) {
+                    t->y[e] = hi * s; /* exact: a power-of-two scaling in range */
+                    t->y_rn[e] = ref_round_sum(v->ofmt, hi * s, rest * s, sat);
+                    continue;
+                }
+            }
+            finish_i128(c, i, j, acc, ex, x, lo, t);
+        }
+    mpfr_clear(x);
+    mpfr_clear(lo);
+}
+
 /* Fills t->y and t->y_rn ((m, n) each) from the exact sums of the digit
  * GEMMs (ozaki.c), and c->g; returns 0 (c->g NULL) when the operands do not
  * fit the scheme. */
@@ -395,36 +456,8 @@ static int path_ozaki(truth_ctx *c, ref_truth *t)
         return 0;
     }
     inflate_g(c);
-    const qv_variant *v = c->p->v;
-    /* Without epilogue steps y is the sum itself: hi + lo with hi = RN(acc)
-     * and lo = acc - hi (both exact doubles for |acc| < 2^106), scaled by a
-     * power of two, and its correctly rounded output is RN of that exact sum
-     * (ref_round_sum). Otherwise MPFR takes the epilogue. */
-    int plain = v->arith.epilogue[0] == QV_EP_END;
-    int sat = v->arith.out_sat == QV_SAT_FINITE;
-    mpfr_t x, lo;
-    mpfr_init2(x, REF_ACC_PREC);
-    mpfr_init2(lo, 64);
-    for (int64_t i = 0; i < o->m; i++)
-        for (int64_t j = 0; j < o->n; j++) {
-            int64_t e = i * o->n + j;
-            long ex = (long)oz.row_exp[i] + oz.col_exp[j] + oz.base;
-            __int128 acc = oz.acc[e];
-            const __int128 lim = (__int128)1 << 106;
-            if (plain && ex > -900 && ex < 900 && acc < lim && acc > -lim) {
-                double hi = (double)acc;                /* RN: |acc| < 2^127 */
-                double rest = (double)(acc - (__int128)hi); /* exact: |acc| < 2^106 leaves 53 bits */
-                double s = ldexp(1.0, (int)ex);
-                if (fabs(hi * s) > 0x1p-1000 || hi == 0.0) {
-                    t->y[e] = hi * s; /* exact: a power-of-two scaling in range */
-                    t->y_rn[e] = ref_round_sum(v->ofmt, hi * s, rest * s, sat);
-                    continue;
-                }
-            }
-            finish_i128(c, i, j, acc, ex, x, lo, t);
-        }
-    mpfr_clear(x);
-    mpfr_clear(lo);
+    ozaki_fin fin = {.c = c, .t = t, .oz = &oz, .rows = rows_per_block(o->n)};
+    ref_parallel_for((o->m + fin.rows - 1) / fin.rows, c->jobs, ozaki_finish_rows, &fin);
     ref_ozaki_clear(&oz);
     return 1;
 }
@@ -495,12 +528,15 @@ static void path_mpfr(truth_ctx *c, ref_truth *t)
 
 /* ---- dgemm + certified term ---------------------------------------------- */
 
-/* Fills t->y, t->y_rn and ref_err ((m, n) each: the dgemm term of E). */
-static qv_status path_dgemm(truth_ctx *c, ref_truth *t, double *ref_err)
+/* Fills t->y, t->y_rn and *ref_err_out ((m, n) each, made here: the dgemm
+ * term of E). */
+static qv_status path_dgemm(truth_ctx *c, ref_truth *t, double **ref_err_out)
 {
     ref_operands *o = &c->o;
     const qv_variant *v = c->p->v;
     int64_t m = o->m, n = o->n, k = o->k;
+    double *ref_err = *ref_err_out = calloc((size_t)(m * n), sizeof(double));
+    if (!ref_err) return qv_fail(QV_ERR_NOMEM, "out of memory for the reference of %s", v->name);
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0, o->a, (int)k,
                 o->w, (int)n, 0.0, t->y, (int)n);
 #ifdef QV_MUTANT_orc_dgemm_term_dropped
@@ -557,7 +593,7 @@ static void fix_nonfinite(truth_ctx *c, ref_truth *t, double *ref_err)
             if (!bad && isfinite(s)) continue;
             int64_t e = i * n + j;
             t->y[e] = t->y_rn[e] = s;
-            ref_err[e] = 0.0;
+            if (ref_err) ref_err[e] = 0.0;
             c->g[e] = 0.0;
         }
 }
@@ -650,6 +686,55 @@ static qv_status accum_bounds(truth_ctx *c)
     return QV_OK;
 }
 
+/* E for the elements of block b (rows_per_block output rows), from y, G
+ * (or the structured accumulator bound in it), the epilogue and ref_err. */
+static void bound_rows(void *ctx, int64_t b)
+{
+    truth_ctx *c = ctx;
+    const qv_problem *p = c->p;
+    const qv_variant *v = p->v;
+    ref_truth *t = c->t;
+    int64_t rows = rows_per_block(p->n);
+    int64_t i0 = b * rows, i1 = i0 + rows < p->m ? i0 + rows : p->m;
+    for (int64_t i = i0; i < i1; i++)
+        for (int64_t j = 0; j < p->n; j++) {
+            int64_t e = i * p->n + j;
+            if (!isfinite(t->y[e])) {
+                t->bound[e] = 0.0;
+                continue;
+            }
+            if (!c->y1) {
+                double s = fabs(c->o.col_s1[j] * c->o.col_s2[j] * c->o.row_s[i]);
+                s *= 1.0 + ldexp(1.0, -50); /* three double roundings in the product */
+                t->bound[e] = ref_bound_element(c->alpha, c->g[e], s, t->y[e], c->o.ep_ops, p->k, c->unit,
+                                                c->ref_err ? c->ref_err[e] : 0.0);
+                continue;
+            }
+            /* a bias: the scales and roundings on each side of it */
+            double s1 = 1.0, s2 = 1.0;
+            int n1 = 0, n2 = 0, after = 0;
+            for (int st2 = 0; st2 < QV_EP_MAX && v->arith.epilogue[st2] != QV_EP_END; st2++) {
+                qv_ep_step sp = v->arith.epilogue[st2];
+                if (sp == QV_EP_ADD_BIAS) {
+                    after = 1;
+                } else if (sp == QV_EP_SUB_AZP) {
+                    continue;
+                } else if (after) {
+                    s2 *= fabs(ref_ep_factor(&c->o, sp, i, j));
+                    n2++;
+                } else {
+                    s1 *= fabs(ref_ep_factor(&c->o, sp, i, j));
+                    n1++;
+                }
+            }
+            s1 *= 1.0 + ldexp(1.0, -50);
+            s2 *= 1.0 + ldexp(1.0, -50);
+            double y2 = c->y1[e] + c->o.bias[j];
+            t->bound[e] = ref_bound_element_bias(c->alpha, c->g[e], s1, n1, c->y1[e], y2, s2, n2, t->y[e], p->k,
+                                                 c->unit, c->ref_err ? c->ref_err[e] : 0.0);
+        }
+}
+
 void ref_truth_clear(ref_truth *t)
 {
     if (!t) return;
@@ -661,7 +746,14 @@ void ref_truth_clear(ref_truth *t)
 
 qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_truth *t)
 {
+    const ref_truth_opts opts = {.path = path, .jobs = 1};
+    return ref_truth_compute_ex(p, &opts, t);
+}
+
+qv_status ref_truth_compute_ex(const qv_problem *p, const ref_truth_opts *opts, ref_truth *t)
+{
     const qv_variant *v = p->v;
+    const char *path = opts ? opts->path : NULL;
     memset(t, 0, sizeof *t);
     t->m = p->m;
     t->n = p->n;
@@ -669,13 +761,13 @@ qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_trut
     t->y = calloc((size_t)mn, sizeof(double));
     t->bound = calloc((size_t)mn, sizeof(double));
     t->y_rn = calloc((size_t)mn, sizeof(double));
-    double *ref_err = calloc((size_t)mn, sizeof(double));
-    if (!t->y || !t->bound || !t->y_rn || !ref_err) {
+    double *ref_err = NULL; /* (m, n), made by the dgemm path alone: 0 elsewhere */
+    if (!t->y || !t->bound || !t->y_rn) {
         free(ref_err);
         ref_truth_clear(t);
         return qv_fail(QV_ERR_NOMEM, "out of memory for the reference of %s", v->name);
     }
-    truth_ctx c = {.p = p};
+    truth_ctx c = {.p = p, .t = t, .jobs = opts && opts->jobs > 1 ? opts->jobs : 1};
     qv_status st = ref_operands_create(p, 1, &c.o);
     if (st != QV_OK) {
         free(ref_err);
@@ -726,7 +818,7 @@ qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_trut
         t->path = "dgemm+cert";
         t->why = "large case: dgemm sum with (K+2)*2^-53*G added to E; y_rn from the dgemm value, "
                  "not certified rounding";
-        path_dgemm(&c, t, ref_err);
+        st = path_dgemm(&c, t, &ref_err);
     } else if ((!want || !strcmp(want, "fixed128")) && fixed_plan(&c, &f)) {
         t->path = "fixed128";
         t->why = "every product is an integer multiple of 2^(min ea + min eb) below 2^125: exact __int128 sum";
@@ -742,7 +834,7 @@ qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_trut
     } else {
         t->path = "dgemm+cert";
         t->why = "exponent range beyond fixed point and too large for MPFR: dgemm with (K+2)*2^-53*G in E";
-        path_dgemm(&c, t, ref_err);
+        st = path_dgemm(&c, t, &ref_err);
     }
     fixed_free(&f);
     /* The accumulator's error per element: block-structured for the fp8
@@ -762,43 +854,10 @@ qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_trut
 #endif
         /* the kernel's accumulator may sum in other units than the declared
          * ones (marlin-fp4-nv), which moves where fp32 underflow begins */
-        const double unit = ldexp(1.0, -ref_acc_pow2(p));
-        for (int64_t i = 0; i < p->m; i++)
-            for (int64_t j = 0; j < p->n; j++) {
-                int64_t e = i * p->n + j;
-                if (!isfinite(t->y[e])) {
-                    t->bound[e] = 0.0;
-                    continue;
-                }
-                if (!c.y1) {
-                    double s = fabs(c.o.col_s1[j] * c.o.col_s2[j] * c.o.row_s[i]);
-                    s *= 1.0 + ldexp(1.0, -50); /* three double roundings in the product */
-                    t->bound[e] = ref_bound_element(c.alpha, c.g[e], s, t->y[e], c.o.ep_ops, p->k, unit, ref_err[e]);
-                    continue;
-                }
-                /* a bias: the scales and roundings on each side of it */
-                double s1 = 1.0, s2 = 1.0;
-                int n1 = 0, n2 = 0, after = 0;
-                for (int st2 = 0; st2 < QV_EP_MAX && v->arith.epilogue[st2] != QV_EP_END; st2++) {
-                    qv_ep_step sp = v->arith.epilogue[st2];
-                    if (sp == QV_EP_ADD_BIAS) {
-                        after = 1;
-                    } else if (sp == QV_EP_SUB_AZP) {
-                        continue;
-                    } else if (after) {
-                        s2 *= fabs(ref_ep_factor(&c.o, sp, i, j));
-                        n2++;
-                    } else {
-                        s1 *= fabs(ref_ep_factor(&c.o, sp, i, j));
-                        n1++;
-                    }
-                }
-                s1 *= 1.0 + ldexp(1.0, -50);
-                s2 *= 1.0 + ldexp(1.0, -50);
-                double y2 = c.y1[e] + c.o.bias[j];
-                t->bound[e] = ref_bound_element_bias(c.alpha, c.g[e], s1, n1, c.y1[e], y2, s2, n2, t->y[e], p->k,
-                                                     unit, ref_err[e]);
-            }
+        c.unit = ldexp(1.0, -ref_acc_pow2(p));
+        c.ref_err = ref_err;
+        int64_t rows = rows_per_block(p->n);
+        ref_parallel_for((p->m + rows - 1) / rows, c.jobs, bound_rows, &c);
     }
     free(ref_err);
     free(c.g);
