@@ -174,7 +174,8 @@ static int columns_pass(const double *a, const double *w, int64_t m, int64_t n, 
     return ok;
 }
 
-int ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64_t k, double *g, ref_ozaki_out *out)
+int ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64_t k, double *g,
+                   ref_ozaki_panel_fn panel, void *ctx, ref_ozaki_out *out)
 {
     memset(out, 0, sizeof *out);
     if (m < 1 || n < 1 || k < 1 || k > ((int64_t)1 << 30)) return 0;
@@ -248,7 +249,9 @@ int ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64
      * the digits never cost the memory of a whole (k, n) copy. */
     const int64_t P = n < 256 ? n : 256;
     const int64_t sm = S * m;
-    out->acc = calloc((size_t)(m * n), sizeof(unsigned __int128));
+    /* (m, n), or (m, P) reused for every panel */
+    const int64_t acc_cols = panel ? P : n;
+    out->acc = calloc((size_t)(m * acc_cols), sizeof(unsigned __int128));
     double *ad = malloc(sizeof(double) * (size_t)(sm * k));
     double *wd = raw_w ? NULL : malloc(sizeof(double) * (size_t)(T * k * P));
     double *c = malloc(sizeof(double) * (size_t)(sm * P));
@@ -268,8 +271,17 @@ int ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64
             digits(a[i * k + kk], ea[i], inv_i, pow2(ba), S, ad + i * k + kk, m * k);
     }
     unsigned __int128 *acc = (unsigned __int128 *)out->acc;
+    out->row_exp = ea;
+    out->col_exp = ew;
+    out->base = -(S * ba + T * bw);
+    out->slices_a = S;
+    out->slices_w = T;
     for (int64_t j0 = 0; j0 < n; j0 += P) {
         int64_t pw = j0 + P <= n ? P : n - j0;
+        /* the panel's sums at acc + ja, row stride acc_cols */
+        const int64_t ja = panel ? 0 : j0;
+        const int64_t lda = panel ? pw : acc_cols;
+        if (panel) memset(acc, 0, sizeof(unsigned __int128) * (size_t)(m * pw));
         for (int64_t jj = 0; jj < pw; jj++) {
             int e = ew[j0 + jj];
             inv[jj] = e > -1000 && e < 1000 ? pow2(-e) : 0.0;
@@ -305,20 +317,20 @@ int ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64
                 const double *cs = c + s * m * pw;
                 for (int64_t i = 0; i < m; i++)
                     for (int64_t jj = 0; jj < pw; jj++)
-                        acc[i * n + j0 + jj] += (unsigned __int128)(__int128)(int64_t)cs[i * pw + jj] << shift;
+                        acc[i * lda + ja + jj] += (unsigned __int128)(__int128)(int64_t)cs[i * pw + jj] << shift;
             }
         }
+        if (panel) panel(ctx, out, j0, pw);
+    }
+    if (panel) {
+        free(out->acc);
+        out->acc = NULL;
     }
     free(ad);
     free(wd);
     free(c);
     free(inv);
     free(lw);
-    out->row_exp = ea;
-    out->col_exp = ew;
-    out->base = -(S * ba + T * bw);
-    out->slices_a = S;
-    out->slices_w = T;
     return 1;
 refuse:
     free(ea);

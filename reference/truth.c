@@ -395,11 +395,11 @@ typedef struct ozaki_fin {
     truth_ctx *c;
     ref_truth *t;
     const ref_ozaki_out *oz;
-    int64_t rows;
+    int64_t j0, pw, rows; /* the panel's columns; output rows per block */
 } ozaki_fin;
 
-/* Finishes the elements of block b (fin->rows output rows) from the digit
- * GEMMs' exact sums. */
+/* Finishes the elements of block b (fin->rows output rows) of the current
+ * column panel from the digit GEMMs' exact sums. */
 static void ozaki_finish_rows(void *ctx, int64_t b)
 {
     const ozaki_fin *fin = ctx;
@@ -419,10 +419,10 @@ static void ozaki_finish_rows(void *ctx, int64_t b)
     mpfr_init2(x, REF_ACC_PREC);
     mpfr_init2(lo, 64);
     for (int64_t i = b * fin->rows; i < i1; i++)
-        for (int64_t j = 0; j < o->n; j++) {
-            int64_t e = i * o->n + j;
+        for (int64_t jj = 0; jj < fin->pw; jj++) {
+            int64_t j = fin->j0 + jj, e = i * o->n + j;
             long ex = (long)oz->row_exp[i] + oz->col_exp[j] + oz->base;
-            __int128 acc = oz->acc[e];
+            __int128 acc = oz->acc[i * fin->pw + jj];
             const __int128 lim = (__int128)1 << 106;
             if (plain && ex > -900 && ex < 900 && acc < lim && acc > -lim) {
                 double hi = (double)acc;                /* RN: |acc| < 2^127 */
@@ -440,9 +440,21 @@ static void ozaki_finish_rows(void *ctx, int64_t b)
     mpfr_clear(lo);
 }
 
+/* ref_ozaki_panel_fn: finishes a panel's elements in blocks of output rows
+ * (about 16384 elements each, fixed by the shape). */
+static void ozaki_panel(void *ctx, const ref_ozaki_out *oz, int64_t j0, int64_t pw)
+{
+    ozaki_fin *fin = ctx;
+    fin->oz = oz;
+    fin->j0 = j0;
+    fin->pw = pw;
+    fin->rows = rows_per_block(pw);
+    ref_parallel_for((fin->c->o.m + fin->rows - 1) / fin->rows, fin->c->jobs, ozaki_finish_rows, fin);
+}
+
 /* Fills t->y and t->y_rn ((m, n) each) from the exact sums of the digit
- * GEMMs (ozaki.c), and c->g; returns 0 (c->g NULL) when the operands do not
- * fit the scheme. */
+ * GEMMs (ozaki.c), panel by panel, and c->g; returns 0 (c->g NULL) when the
+ * operands do not fit the scheme. */
 static int path_ozaki(truth_ctx *c, ref_truth *t)
 {
     ref_operands *o = &c->o;
@@ -450,14 +462,13 @@ static int path_ozaki(truth_ctx *c, ref_truth *t)
     /* G from the same sweep over the weights (compute_g's bits) */
     c->g = malloc(sizeof(double) * (size_t)(o->m * o->n));
     if (!c->g) return 0;
-    if (o->nonfinite || !ref_ozaki_sums(o->a, o->w, o->m, o->n, o->k, c->g, &oz)) {
+    ozaki_fin fin = {.c = c, .t = t};
+    if (o->nonfinite || !ref_ozaki_sums(o->a, o->w, o->m, o->n, o->k, c->g, ozaki_panel, &fin, &oz)) {
         free(c->g);
         c->g = NULL;
         return 0;
     }
     inflate_g(c);
-    ozaki_fin fin = {.c = c, .t = t, .oz = &oz, .rows = rows_per_block(o->n)};
-    ref_parallel_for((o->m + fin.rows - 1) / fin.rows, c->jobs, ozaki_finish_rows, &fin);
     ref_ozaki_clear(&oz);
     return 1;
 }

@@ -127,13 +127,17 @@ static double select_kth(double *x, int64_t n, int64_t kth)
     return x[kth];
 }
 
-/* x: (n) doubles, reordered in place. */
-static double p99_of(double *x, int64_t n)
+/* The p99 of n nonnegative values of which all but the nnz in x are zero
+ * (x reordered in place): 0 when more than the 99th percentile's rank are
+ * zeros, else a selection among the nonzero ones. */
+static double p99_of(double *x, int64_t nnz, int64_t n)
 {
     if (n <= 0) return 0.0;
     int64_t kth = (int64_t)ceil(0.99 * (double)n) - 1;
     if (kth < 0) kth = 0;
-    return select_kth(x, n, kth);
+    int64_t zeros = n - nnz;
+    if (zeros > kth) return 0.0;
+    return select_kth(x, nnz, kth - zeros);
 }
 
 /* One signed, normalized error for the bias monitor. */
@@ -158,52 +162,66 @@ static uint64_t pair_hash(const bias_pt *b)
     return h ^ (h >> 31);
 }
 
-/* z = sum s / sqrt(sum s^2) over the distinct (y, s) pairs: repeated rows or
- * columns (one-hot, witnesses, broadcast data) repeat one error, which is one
- * observation, not many. The pairs are split by a hash of their bits into
- * buckets of a few ten thousand (in element order within each, in `scratch`, room
- * for n pairs), and each bucket keeps the first of equal pairs through an
- * open-addressing table; the sums run bucket by bucket, so they depend on the
- * pairs alone. Returns the number of distinct pairs. */
-static int64_t bias_z(const bias_pt *bp, int64_t n, bias_pt *scratch, double *z)
+/* Pairs per chunk of the bias monitor's partition and per bucket of its
+ * dedup; fixed, so its sums never depend on the thread count. */
+#define BIAS_CHUNK ((int64_t)1 << 20)
+#define BIAS_BUCKET ((int64_t)1 << 15)
+
+typedef struct bias_ctx {
+    const bias_pt *bp;
+    bias_pt *scratch;
+    int64_t n, nb, nchunk;
+    int lb;
+    int64_t *pos;      /* (nchunk, nb): counts, then where each chunk's part of each bucket starts */
+    int64_t *start;    /* (nb + 1) */
+    double *s1, *s2;   /* (nb) per bucket */
+    int64_t *distinct; /* (nb) */
+} bias_ctx;
+
+static int64_t bucket_of(const bias_ctx *bc, const bias_pt *b)
 {
-    *z = 0.0;
-    if (n <= 0) return 0;
-    int lb = 0;
-    while (((int64_t)32768 << lb) < n && lb < 20) lb++;
-    const int64_t nb = (int64_t)1 << lb;
-    int64_t *start = calloc((size_t)nb + 1, sizeof(int64_t));
-    int64_t *fill = malloc(sizeof(int64_t) * (size_t)nb);
-    QV_ASSERT(start && fill, "out of memory in the bias monitor");
-    for (int64_t i = 0; i < n; i++) start[(lb ? pair_hash(&bp[i]) >> (64 - lb) : 0) + 1]++;
-    int64_t biggest = 0;
-    for (int64_t b = 0; b < nb; b++) {
-        if (start[b + 1] > biggest) biggest = start[b + 1];
-        start[b + 1] += start[b];
-        fill[b] = start[b];
-    }
-    for (int64_t i = 0; i < n; i++) scratch[fill[lb ? pair_hash(&bp[i]) >> (64 - lb) : 0]++] = bp[i];
-    free(fill);
-    int64_t tsize = 16;
-    while (tsize < 2 * biggest) tsize *= 2;
-    int64_t *table = malloc(sizeof(int64_t) * (size_t)tsize);
-    QV_ASSERT(table, "out of memory in the bias monitor");
+    return bc->lb ? (int64_t)(pair_hash(b) >> (64 - bc->lb)) : 0;
+}
+
+static void bias_count(void *ctx, int64_t ch)
+{
+    bias_ctx *bc = ctx;
+    int64_t *cnt = bc->pos + ch * bc->nb;
+    int64_t i1 = (ch + 1) * BIAS_CHUNK < bc->n ? (ch + 1) * BIAS_CHUNK : bc->n;
+    for (int64_t i = ch * BIAS_CHUNK; i < i1; i++) cnt[bucket_of(bc, &bc->bp[i])]++;
+}
+
+static void bias_scatter(void *ctx, int64_t ch)
+{
+    bias_ctx *bc = ctx;
+    int64_t *at = bc->pos + ch * bc->nb;
+    int64_t i1 = (ch + 1) * BIAS_CHUNK < bc->n ? (ch + 1) * BIAS_CHUNK : bc->n;
+    for (int64_t i = ch * BIAS_CHUNK; i < i1; i++) bc->scratch[at[bucket_of(bc, &bc->bp[i])]++] = bc->bp[i];
+}
+
+/* Keeps the first of equal pairs of bucket b (an open-addressing table of
+ * indices) and sums their s and s^2 in order. */
+static void bias_bucket(void *ctx, int64_t b)
+{
+    bias_ctx *bc = ctx;
+    int64_t lo = bc->start[b], hi = bc->start[b + 1];
     double s1 = 0, s2 = 0;
     int64_t distinct = 0;
-    for (int64_t b = 0; b < nb; b++) {
-        int64_t lo = start[b], hi = start[b + 1];
-        if (lo == hi) continue;
+    if (hi > lo) {
         int64_t ts = 16;
         while (ts < 2 * (hi - lo)) ts *= 2;
+        int64_t *table = malloc(sizeof(int64_t) * (size_t)ts);
+        QV_ASSERT(table, "out of memory in the bias monitor");
         for (int64_t t = 0; t < ts; t++) table[t] = -1;
-        for (int64_t i = lo; i < hi; i++) {
+        const bias_pt *sc = bc->scratch + lo;
+        for (int64_t i = 0; i < hi - lo; i++) {
             uint64_t yi, si;
-            pair_bits(&scratch[i], &yi, &si);
-            int64_t slot = (int64_t)(pair_hash(&scratch[i]) & (uint64_t)(ts - 1));
+            pair_bits(&sc[i], &yi, &si);
+            int64_t slot = (int64_t)(pair_hash(&sc[i]) & (uint64_t)(ts - 1));
             int seen = 0;
             while (table[slot] >= 0) {
                 uint64_t yj, sj;
-                pair_bits(&scratch[table[slot]], &yj, &sj);
+                pair_bits(&sc[table[slot]], &yj, &sj);
                 if (yj == yi && sj == si) {
                     seen = 1;
                     break;
@@ -212,13 +230,64 @@ static int64_t bias_z(const bias_pt *bp, int64_t n, bias_pt *scratch, double *z)
             }
             if (seen) continue;
             table[slot] = i;
-            s1 += scratch[i].s;
-            s2 += scratch[i].s * scratch[i].s;
+            s1 += sc[i].s;
+            s2 += sc[i].s * sc[i].s;
             distinct++;
         }
+        free(table);
     }
-    free(table);
-    free(start);
+    bc->s1[b] = s1;
+    bc->s2[b] = s2;
+    bc->distinct[b] = distinct;
+}
+
+/* z = sum s / sqrt(sum s^2) over the distinct (y, s) pairs: repeated rows or
+ * columns (one-hot, witnesses, broadcast data) repeat one error, which is one
+ * observation, not many. The pairs are split by a hash of their bits into
+ * buckets (in element order within each, in `scratch`, room for n pairs), a
+ * bucket keeps the first of equal pairs, and the buckets' sums are added in
+ * bucket order; chunks and buckets have fixed sizes, so z depends on the
+ * pairs alone, whatever `jobs`. Returns the number of distinct pairs. */
+static int64_t bias_z(const bias_pt *bp, int64_t n, bias_pt *scratch, int jobs, double *z)
+{
+    *z = 0.0;
+    if (n <= 0) return 0;
+    bias_ctx bc = {.bp = bp, .scratch = scratch, .n = n};
+    while ((BIAS_BUCKET << bc.lb) < n && bc.lb < 20) bc.lb++;
+    bc.nb = (int64_t)1 << bc.lb;
+    bc.nchunk = (n + BIAS_CHUNK - 1) / BIAS_CHUNK;
+    bc.pos = calloc((size_t)(bc.nchunk * bc.nb), sizeof(int64_t));
+    bc.start = malloc(sizeof(int64_t) * (size_t)(bc.nb + 1));
+    bc.s1 = malloc(sizeof(double) * (size_t)bc.nb);
+    bc.s2 = malloc(sizeof(double) * (size_t)bc.nb);
+    bc.distinct = malloc(sizeof(int64_t) * (size_t)bc.nb);
+    QV_ASSERT(bc.pos && bc.start && bc.s1 && bc.s2 && bc.distinct, "out of memory in the bias monitor");
+    ref_parallel_for(bc.nchunk, jobs, bias_count, &bc);
+    /* bucket-major, chunk-minor offsets: a stable partition */
+    int64_t at = 0;
+    for (int64_t b = 0; b < bc.nb; b++) {
+        bc.start[b] = at;
+        for (int64_t ch = 0; ch < bc.nchunk; ch++) {
+            int64_t c = bc.pos[ch * bc.nb + b];
+            bc.pos[ch * bc.nb + b] = at;
+            at += c;
+        }
+    }
+    bc.start[bc.nb] = at;
+    ref_parallel_for(bc.nchunk, jobs, bias_scatter, &bc);
+    ref_parallel_for(bc.nb, jobs, bias_bucket, &bc);
+    double s1 = 0, s2 = 0;
+    int64_t distinct = 0;
+    for (int64_t b = 0; b < bc.nb; b++) {
+        s1 += bc.s1[b];
+        s2 += bc.s2[b];
+        distinct += bc.distinct[b];
+    }
+    free(bc.pos);
+    free(bc.start);
+    free(bc.s1);
+    free(bc.s2);
+    free(bc.distinct);
     *z = s2 > 0 ? s1 / sqrt(s2) : 0.0;
     return distinct;
 }
@@ -236,9 +305,12 @@ static void result_init(qv_result *res, int64_t mn)
 
 /* What one block of elements contributes: its counts, partial sums and
  * extremes (indices are flat element indices; -1 for none). rs, ulps and bp
- * hold its values from the block's first element's slot on. */
+ * hold its values from the block's first element's slot on: rs and ulps only
+ * the nonzero ones (zeros are counted, and the pages of a buffer that only
+ * zeros would fill are never touched). */
 typedef struct vblock {
-    int64_t nr, nbias, nbad, n_normal, n_unwritten, n_nan, n_inf, n_fail;
+    int64_t nr, nrs, nul; /* graded values; of them nonzero r, nonzero ulps */
+    int64_t nbias, nbad, n_normal, n_unwritten, n_nan, n_inf, n_fail;
     double sum_e2, sum_y2, sum_exp, max_abs_err, worst_r, worst_bad;
     int64_t first_bad, worst_e, worst_bad_e;
     const char *first_kind;
@@ -274,7 +346,7 @@ static void verify_block(void *ctx, int64_t blk)
     bias_pt *bp = vc->bp + e0;
     vblock *res = &vc->blocks[blk];
     memset(res, 0, sizeof *res);
-    int64_t nr = 0, nbad = 0, nbias = 0, n_normal = 0;
+    int64_t nr = 0, nrs = 0, nul = 0, nbad = 0, nbias = 0, n_normal = 0;
     double sum_e2 = 0, sum_y2 = 0, sum_exp = 0;
     double worst_r = -1.0, worst_bad = -1.0;
     int64_t first_bad = -1, worst_e = -1, worst_bad_e = -1;
@@ -360,13 +432,12 @@ static void verify_block(void *ctx, int64_t blk)
                     double err = o - y, ae = fabs(err);
                     double excess = ae > half ? ae - half : 0.0;
                     r = E > 0 ? excess / E : (excess > 0 ? INFINITY : 0.0);
-                    rs[nr] = r;
-                    if (o == t->y_rn[e])
-                        ulps[nr] = 0; /* the same value: the same code, or +-0 (both order as 0) */
-                    else if (isfinite(t->y_rn[e]))
-                        ulps[nr] = (double)llabs(ordered(of, c) - ordered(of, encode_out(of, t->y_rn[e], sat)));
-                    else
-                        ulps[nr] = 0;
+                    if (r != 0.0) rs[nrs++] = r;
+                    /* o == y_rn: the same code, or +-0 (both order as 0) */
+                    if (o != t->y_rn[e] && isfinite(t->y_rn[e])) {
+                        double ul = (double)llabs(ordered(of, c) - ordered(of, encode_out(of, t->y_rn[e], sat)));
+                        if (ul != 0.0) ulps[nul++] = ul;
+                    }
                     nr++;
                     if (ae > res->max_abs_err) res->max_abs_err = ae;
                     n_normal += fabs(y) >= min_normal;
@@ -403,6 +474,8 @@ static void verify_block(void *ctx, int64_t blk)
         }
     }
     res->nr = nr;
+    res->nrs = nrs;
+    res->nul = nul;
     res->nbias = nbias;
     res->nbad = nbad;
     res->n_normal = n_normal;
@@ -445,7 +518,7 @@ void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, con
     ref_parallel_for(nblk, opts ? opts->jobs : 1, verify_block, &vc);
     /* the blocks in order: the first and the worst elements are those a
      * single pass finds, and the values are packed to the front */
-    int64_t nr = 0, nbad = 0, nbias = 0, n_normal = 0;
+    int64_t nr = 0, nrs = 0, nul = 0, nbad = 0, nbias = 0, n_normal = 0;
     double sum_e2 = 0, sum_y2 = 0, sum_exp = 0;
     double worst_r = -1.0, worst_bad = -1.0;
     int64_t first_bad = -1, worst_e = -1, worst_bad_e = -1;
@@ -453,10 +526,12 @@ void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, con
     for (int64_t b = 0; b < nblk; b++) {
         const vblock *bk = &vc.blocks[b];
         int64_t e0 = b * VERIFY_BLOCK;
-        memmove(vc.rs + nr, vc.rs + e0, sizeof(double) * (size_t)bk->nr);
-        memmove(vc.ulps + nr, vc.ulps + e0, sizeof(double) * (size_t)bk->nr);
-        memmove(vc.bp + nbias, vc.bp + e0, sizeof(bias_pt) * (size_t)bk->nbias);
+        if (nrs != e0) memmove(vc.rs + nrs, vc.rs + e0, sizeof(double) * (size_t)bk->nrs);
+        if (nul != e0) memmove(vc.ulps + nul, vc.ulps + e0, sizeof(double) * (size_t)bk->nul);
+        if (nbias != e0) memmove(vc.bp + nbias, vc.bp + e0, sizeof(bias_pt) * (size_t)bk->nbias);
         nr += bk->nr;
+        nrs += bk->nrs;
+        nul += bk->nul;
         nbias += bk->nbias;
         nbad += bk->nbad;
         n_normal += bk->n_normal;
@@ -494,14 +569,14 @@ void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, con
     }
     res->max_err_over_bound = worst_r < 0 ? 0.0 : worst_r;
     double maxu = 0;
-    for (int64_t i = 0; i < nr; i++)
+    for (int64_t i = 0; i < nul; i++)
         if (ulps[i] > maxu) maxu = ulps[i];
     res->max_ulp = maxu;
-    res->p99_err_over_bound = p99_of(rs, nr);
-    res->p99_ulp = p99_of(ulps, nr);
+    res->p99_err_over_bound = p99_of(rs, nrs, nr);
+    res->p99_ulp = p99_of(ulps, nul, nr);
     res->nmse = sum_y2 > 0 ? sum_e2 / sum_y2 : (sum_e2 > 0 ? INFINITY : 0.0);
     res->norm_rel = sqrt(res->nmse);
-    nbias = bias_z(bp, nbias, (bias_pt *)rs, &res->bias_z);
+    nbias = bias_z(bp, nbias, (bias_pt *)rs, opts ? opts->jobs : 1, &res->bias_z);
     free(bp);
     free(rs);
 

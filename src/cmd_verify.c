@@ -3,6 +3,7 @@
  * arithmetic, from the same quantized inputs, with the certified reference.
  * Exit: 0 PASS or MARGINAL, 1 FAIL, 2 usage or input error (cli.h). */
 #include <cblas.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -519,6 +520,8 @@ int qv_cmd_verify(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     long long jobs = cores > 0 && cores <= 1024 ? cores : 1;
     if (va.jobs && qv_opt_long("--jobs", va.jobs, 1, 1024, &jobs)) return 2;
