@@ -164,7 +164,7 @@ static uint64_t pair_hash(const bias_pt *b)
 
 /* Pairs per chunk of the bias monitor's partition and per bucket of its
  * dedup; fixed, so its sums never depend on the thread count. */
-#define BIAS_CHUNK ((int64_t)1 << 20)
+#define BIAS_CHUNK ((int64_t)1 << 16)
 #define BIAS_BUCKET ((int64_t)1 << 15)
 
 typedef struct bias_ctx {
