@@ -53,7 +53,8 @@
 typedef struct truth_ctx {
     const qv_problem *p;
     ref_operands o;
-    double *g;      /* (m, n) certified sum |a||w| */
+    double *g;      /* (m, n) certified sum |a||w|: t->bound's storage, which
+                       bound_rows turns into E element by element in place */
     double alpha;
     double *y1;     /* (m, n) with a bias: the exact value before the bias is added */
     ref_truth *t;   /* what is being filled */
@@ -229,8 +230,8 @@ static qv_status compute_g(truth_ctx *c)
     const int64_t P = n < REF_OZAKI_G_PANEL ? n : REF_OZAKI_G_PANEL;
     double *aa = malloc(sizeof(double) * (size_t)(m * k));
     double *aw = malloc(sizeof(double) * (size_t)(k * P));
-    c->g = malloc(sizeof(double) * (size_t)(m * n));
-    if (!aa || !aw || !c->g) {
+    c->g = c->t->bound;
+    if (!aa || !aw) {
         free(aa);
         free(aw);
         return qv_fail(QV_ERR_NOMEM, "out of memory computing the bound");
@@ -460,11 +461,9 @@ static int path_ozaki(truth_ctx *c, ref_truth *t)
     ref_operands *o = &c->o;
     ref_ozaki_out oz;
     /* G from the same sweep over the weights (compute_g's bits) */
-    c->g = malloc(sizeof(double) * (size_t)(o->m * o->n));
-    if (!c->g) return 0;
+    c->g = t->bound;
     ozaki_fin fin = {.c = c, .t = t};
     if (o->nonfinite || !ref_ozaki_sums(o->a, o->w, o->m, o->n, o->k, c->g, ozaki_panel, &fin, &oz)) {
-        free(c->g);
         c->g = NULL;
         return 0;
     }
@@ -791,7 +790,6 @@ qv_status ref_truth_compute_ex(const qv_problem *p, const ref_truth_opts *opts, 
         if (!c.y1) {
             free(ref_err);
             ref_operands_destroy(&c.o);
-            free(c.g);
             ref_truth_clear(t);
             return qv_fail(QV_ERR_NOMEM, "out of memory for the reference of %s", v->name);
         }
@@ -871,7 +869,6 @@ qv_status ref_truth_compute_ex(const qv_problem *p, const ref_truth_opts *opts, 
         ref_parallel_for((p->m + rows - 1) / rows, c.jobs, bound_rows, &c);
     }
     free(ref_err);
-    free(c.g);
     free(c.y1);
     ref_operands_destroy(&c.o);
     if (st != QV_OK) ref_truth_clear(t);

@@ -162,77 +162,90 @@ static uint64_t pair_hash(const bias_pt *b)
     return h ^ (h >> 31);
 }
 
-/* Pairs per chunk of the bias monitor's partition and per bucket of its
- * dedup; fixed, so its sums never depend on the thread count. */
-#define BIAS_CHUNK ((int64_t)1 << 16)
+/* Pairs per bucket of the bias monitor (for the largest cases more, up to
+ * BIAS_MAX_BUCKETS buckets); the count depends on the shape alone. */
 #define BIAS_BUCKET ((int64_t)1 << 15)
+#define BIAS_MAX_LOG 12
+
+/* Buckets (a power of two, 2^*lb) for up to mn pairs. */
+static int64_t bias_buckets(int64_t mn, int *lb)
+{
+    *lb = 0;
+    while ((BIAS_BUCKET << *lb) < mn && *lb < BIAS_MAX_LOG) (*lb)++;
+    return (int64_t)1 << *lb;
+}
+
+static int64_t bucket_of(const bias_pt *b, int lb) { return lb ? (int64_t)(pair_hash(b) >> (64 - lb)) : 0; }
+
+/* One block's pairs, bp (n), reordered by bucket (a counting sort, element
+ * order kept within each) into sorted, with start (nb + 1) the offsets. */
+static void bias_sort_block(const bias_pt *bp, int64_t n, int lb, bias_pt *sorted, int32_t *start)
+{
+    const int64_t nb = (int64_t)1 << lb;
+    uint16_t *id = malloc(sizeof(uint16_t) * (size_t)(n > 0 ? n : 1));
+    QV_ASSERT(id, "out of memory in the bias monitor");
+    memset(start, 0, sizeof(int32_t) * (size_t)(nb + 1));
+    for (int64_t i = 0; i < n; i++) {
+        id[i] = (uint16_t)bucket_of(&bp[i], lb);
+        start[id[i] + 1]++;
+    }
+    for (int64_t b = 0; b < nb; b++) start[b + 1] += start[b];
+    int32_t *at = malloc(sizeof(int32_t) * (size_t)nb);
+    QV_ASSERT(at, "out of memory in the bias monitor");
+    memcpy(at, start, sizeof(int32_t) * (size_t)nb);
+    for (int64_t i = 0; i < n; i++) sorted[at[id[i]]++] = bp[i];
+    free(at);
+    free(id);
+}
 
 typedef struct bias_ctx {
-    const bias_pt *bp;
-    bias_pt *scratch;
-    int64_t n, nb, nchunk;
-    int lb;
-    int64_t *pos;      /* (nchunk, nb): counts, then where each chunk's part of each bucket starts */
-    int64_t *start;    /* (nb + 1) */
-    double *s1, *s2;   /* (nb) per bucket */
-    int64_t *distinct; /* (nb) */
+    int64_t nblk, nb;
+    bias_pt *const *bp;      /* (nblk) each block's pairs, by bucket */
+    int32_t *const *bstart;  /* (nblk) each block's bucket offsets (nb + 1) */
+    double *s1, *s2;         /* (nb) per bucket */
+    int64_t *distinct;       /* (nb) */
 } bias_ctx;
 
-static int64_t bucket_of(const bias_ctx *bc, const bias_pt *b)
-{
-    return bc->lb ? (int64_t)(pair_hash(b) >> (64 - bc->lb)) : 0;
-}
-
-static void bias_count(void *ctx, int64_t ch)
-{
-    bias_ctx *bc = ctx;
-    int64_t *cnt = bc->pos + ch * bc->nb;
-    int64_t i1 = (ch + 1) * BIAS_CHUNK < bc->n ? (ch + 1) * BIAS_CHUNK : bc->n;
-    for (int64_t i = ch * BIAS_CHUNK; i < i1; i++) cnt[bucket_of(bc, &bc->bp[i])]++;
-}
-
-static void bias_scatter(void *ctx, int64_t ch)
-{
-    bias_ctx *bc = ctx;
-    int64_t *at = bc->pos + ch * bc->nb;
-    int64_t i1 = (ch + 1) * BIAS_CHUNK < bc->n ? (ch + 1) * BIAS_CHUNK : bc->n;
-    for (int64_t i = ch * BIAS_CHUNK; i < i1; i++) bc->scratch[at[bucket_of(bc, &bc->bp[i])]++] = bc->bp[i];
-}
-
-/* Keeps the first of equal pairs of bucket b (an open-addressing table of
- * indices) and sums their s and s^2 in order. */
+/* Keeps the first of equal pairs of bucket b (its part of every block, in
+ * block order: element order) through an open-addressing table, and sums
+ * their s and s^2 in that order. */
 static void bias_bucket(void *ctx, int64_t b)
 {
     bias_ctx *bc = ctx;
-    int64_t lo = bc->start[b], hi = bc->start[b + 1];
+    int64_t total = 0;
+    for (int64_t k = 0; k < bc->nblk; k++)
+        if (bc->bstart[k]) total += bc->bstart[k][b + 1] - bc->bstart[k][b];
     double s1 = 0, s2 = 0;
     int64_t distinct = 0;
-    if (hi > lo) {
+    if (total > 0) {
         int64_t ts = 16;
-        while (ts < 2 * (hi - lo)) ts *= 2;
-        int64_t *table = malloc(sizeof(int64_t) * (size_t)ts);
+        while (ts < 2 * total) ts *= 2;
+        const bias_pt **table = malloc(sizeof(bias_pt *) * (size_t)ts);
         QV_ASSERT(table, "out of memory in the bias monitor");
-        for (int64_t t = 0; t < ts; t++) table[t] = -1;
-        const bias_pt *sc = bc->scratch + lo;
-        for (int64_t i = 0; i < hi - lo; i++) {
-            uint64_t yi, si;
-            pair_bits(&sc[i], &yi, &si);
-            int64_t slot = (int64_t)(pair_hash(&sc[i]) & (uint64_t)(ts - 1));
-            int seen = 0;
-            while (table[slot] >= 0) {
-                uint64_t yj, sj;
-                pair_bits(&sc[table[slot]], &yj, &sj);
-                if (yj == yi && sj == si) {
-                    seen = 1;
-                    break;
+        for (int64_t t = 0; t < ts; t++) table[t] = NULL;
+        for (int64_t k = 0; k < bc->nblk; k++) {
+            if (!bc->bstart[k]) continue;
+            const bias_pt *sc = bc->bp[k];
+            for (int32_t i = bc->bstart[k][b]; i < bc->bstart[k][b + 1]; i++) {
+                uint64_t yi, si;
+                pair_bits(&sc[i], &yi, &si);
+                int64_t slot = (int64_t)(pair_hash(&sc[i]) & (uint64_t)(ts - 1));
+                int seen = 0;
+                while (table[slot]) {
+                    uint64_t yj, sj;
+                    pair_bits(table[slot], &yj, &sj);
+                    if (yj == yi && sj == si) {
+                        seen = 1;
+                        break;
+                    }
+                    slot = (slot + 1) & (ts - 1);
                 }
-                slot = (slot + 1) & (ts - 1);
+                if (seen) continue;
+                table[slot] = &sc[i];
+                s1 += sc[i].s;
+                s2 += sc[i].s * sc[i].s;
+                distinct++;
             }
-            if (seen) continue;
-            table[slot] = i;
-            s1 += sc[i].s;
-            s2 += sc[i].s * sc[i].s;
-            distinct++;
         }
         free(table);
     }
@@ -243,51 +256,28 @@ static void bias_bucket(void *ctx, int64_t b)
 
 /* z = sum s / sqrt(sum s^2) over the distinct (y, s) pairs: repeated rows or
  * columns (one-hot, witnesses, broadcast data) repeat one error, which is one
- * observation, not many. The pairs are split by a hash of their bits into
- * buckets (in element order within each, in `scratch`, room for n pairs), a
- * bucket keeps the first of equal pairs, and the buckets' sums are added in
- * bucket order; chunks and buckets have fixed sizes, so z depends on the
- * pairs alone, whatever `jobs`. Returns the number of distinct pairs. */
-static int64_t bias_z(const bias_pt *bp, int64_t n, bias_pt *scratch, int jobs, double *z)
+ * observation, not many. Each block of the verdict has sorted its pairs by a
+ * hash of their bits into nb buckets (bias_sort_block); a bucket keeps the
+ * first of equal pairs, and the buckets' sums are added in bucket order.
+ * Blocks and buckets depend on the shape alone, so z depends on the pairs
+ * alone, whatever `jobs`. Returns the number of distinct pairs. */
+static int64_t bias_z(bias_ctx *bc, int jobs, double *z)
 {
-    *z = 0.0;
-    if (n <= 0) return 0;
-    bias_ctx bc = {.bp = bp, .scratch = scratch, .n = n};
-    while ((BIAS_BUCKET << bc.lb) < n && bc.lb < 20) bc.lb++;
-    bc.nb = (int64_t)1 << bc.lb;
-    bc.nchunk = (n + BIAS_CHUNK - 1) / BIAS_CHUNK;
-    bc.pos = calloc((size_t)(bc.nchunk * bc.nb), sizeof(int64_t));
-    bc.start = malloc(sizeof(int64_t) * (size_t)(bc.nb + 1));
-    bc.s1 = malloc(sizeof(double) * (size_t)bc.nb);
-    bc.s2 = malloc(sizeof(double) * (size_t)bc.nb);
-    bc.distinct = malloc(sizeof(int64_t) * (size_t)bc.nb);
-    QV_ASSERT(bc.pos && bc.start && bc.s1 && bc.s2 && bc.distinct, "out of memory in the bias monitor");
-    ref_parallel_for(bc.nchunk, jobs, bias_count, &bc);
-    /* bucket-major, chunk-minor offsets: a stable partition */
-    int64_t at = 0;
-    for (int64_t b = 0; b < bc.nb; b++) {
-        bc.start[b] = at;
-        for (int64_t ch = 0; ch < bc.nchunk; ch++) {
-            int64_t c = bc.pos[ch * bc.nb + b];
-            bc.pos[ch * bc.nb + b] = at;
-            at += c;
-        }
-    }
-    bc.start[bc.nb] = at;
-    ref_parallel_for(bc.nchunk, jobs, bias_scatter, &bc);
-    ref_parallel_for(bc.nb, jobs, bias_bucket, &bc);
+    bc->s1 = malloc(sizeof(double) * (size_t)bc->nb);
+    bc->s2 = malloc(sizeof(double) * (size_t)bc->nb);
+    bc->distinct = malloc(sizeof(int64_t) * (size_t)bc->nb);
+    QV_ASSERT(bc->s1 && bc->s2 && bc->distinct, "out of memory in the bias monitor");
+    ref_parallel_for(bc->nb, jobs, bias_bucket, bc);
     double s1 = 0, s2 = 0;
     int64_t distinct = 0;
-    for (int64_t b = 0; b < bc.nb; b++) {
-        s1 += bc.s1[b];
-        s2 += bc.s2[b];
-        distinct += bc.distinct[b];
+    for (int64_t b = 0; b < bc->nb; b++) {
+        s1 += bc->s1[b];
+        s2 += bc->s2[b];
+        distinct += bc->distinct[b];
     }
-    free(bc.pos);
-    free(bc.start);
-    free(bc.s1);
-    free(bc.s2);
-    free(bc.distinct);
+    free(bc->s1);
+    free(bc->s2);
+    free(bc->distinct);
     *z = s2 > 0 ? s1 / sqrt(s2) : 0.0;
     return distinct;
 }
@@ -304,16 +294,19 @@ static void result_init(qv_result *res, int64_t mn)
 #define VERIFY_BLOCK 16384
 
 /* What one block of elements contributes: its counts, partial sums and
- * extremes (indices are flat element indices; -1 for none). rs, ulps and bp
- * hold its values from the block's first element's slot on: rs and ulps only
- * the nonzero ones (zeros are counted, and the pages of a buffer that only
- * zeros would fill are never touched). */
+ * extremes (indices are flat element indices; -1 for none), and its values
+ * in buffers of its own (freed as they are used): rs and ulps hold only the
+ * nonzero ones (zeros are counted), bp the bias pairs sorted by bucket with
+ * bstart their offsets (NULL with no pair). */
 typedef struct vblock {
     int64_t nr, nrs, nul; /* graded values; of them nonzero r, nonzero ulps */
     int64_t nbias, nbad, n_normal, n_unwritten, n_nan, n_inf, n_fail;
     double sum_e2, sum_y2, sum_exp, max_abs_err, worst_r, worst_bad;
     int64_t first_bad, worst_e, worst_bad_e;
     const char *first_kind;
+    double *rs, *ulps;
+    bias_pt *bp;
+    int32_t *bstart;
 } vblock;
 
 typedef struct vctx {
@@ -325,8 +318,7 @@ typedef struct vctx {
     uint32_t poison;
     double min_normal;
     int64_t mn;
-    double *rs, *ulps; /* (mn) */
-    bias_pt *bp;       /* (mn) */
+    int lb;          /* the bias monitor's 2^lb buckets */
     vblock *blocks;
 } vctx;
 
@@ -342,10 +334,13 @@ static void verify_block(void *ctx, int64_t blk)
     const int64_t mn = vc->mn;
     const int64_t e0 = blk * VERIFY_BLOCK;
     int64_t e1 = e0 + VERIFY_BLOCK < mn ? e0 + VERIFY_BLOCK : mn;
-    double *rs = vc->rs + e0, *ulps = vc->ulps + e0;
-    bias_pt *bp = vc->bp + e0;
     vblock *res = &vc->blocks[blk];
     memset(res, 0, sizeof *res);
+    /* malloc'd pages are touched only where a value is written */
+    double *rs = malloc(sizeof(double) * (size_t)VERIFY_BLOCK);
+    double *ulps = malloc(sizeof(double) * (size_t)VERIFY_BLOCK);
+    bias_pt *bp = malloc(sizeof(bias_pt) * (size_t)VERIFY_BLOCK);
+    QV_ASSERT(rs && ulps && bp, "out of memory in ref_verify");
     int64_t nr = 0, nrs = 0, nul = 0, nbad = 0, nbias = 0, n_normal = 0;
     double sum_e2 = 0, sum_y2 = 0, sum_exp = 0;
     double worst_r = -1.0, worst_bad = -1.0;
@@ -477,6 +472,15 @@ static void verify_block(void *ctx, int64_t blk)
     res->nrs = nrs;
     res->nul = nul;
     res->nbias = nbias;
+    res->rs = rs;
+    res->ulps = ulps;
+    if (nbias) {
+        res->bp = malloc(sizeof(bias_pt) * (size_t)nbias);
+        res->bstart = malloc(sizeof(int32_t) * (size_t)((1 << vc->lb) + 1));
+        QV_ASSERT(res->bp && res->bstart, "out of memory in ref_verify");
+        bias_sort_block(bp, nbias, vc->lb, res->bp, res->bstart);
+    }
+    free(bp);
     res->nbad = nbad;
     res->n_normal = n_normal;
     res->sum_e2 = sum_e2;
@@ -508,27 +512,37 @@ void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, con
         .poison = ref_poison_code(of),
         .min_normal = fi->is_float ? ldexp(1.0, 1 - fi->bias) : 0.0, /* integers: every value counts */
         .mn = mn,
-        /* rs and ulps in one buffer, which the bias monitor reuses */
-        .rs = malloc(2 * sizeof(double) * (size_t)(mn > 0 ? mn : 1)),
-        .bp = malloc(sizeof(bias_pt) * (size_t)(mn > 0 ? mn : 1)),
         .blocks = malloc(sizeof(vblock) * (size_t)(nblk > 0 ? nblk : 1)),
     };
-    QV_ASSERT(vc.rs && vc.bp && vc.blocks, "out of memory in ref_verify");
-    vc.ulps = vc.rs + (mn > 0 ? mn : 1);
-    ref_parallel_for(nblk, opts ? opts->jobs : 1, verify_block, &vc);
+    QV_ASSERT(vc.blocks, "out of memory in ref_verify");
+    const int jobs = opts ? opts->jobs : 1;
+    bias_ctx bc = {.nblk = nblk, .nb = bias_buckets(mn, &vc.lb)};
+    ref_parallel_for(nblk, jobs, verify_block, &vc);
     /* the blocks in order: the first and the worst elements are those a
-     * single pass finds, and the values are packed to the front */
+     * single pass finds */
+    int64_t tot_rs = 0, tot_ul = 0;
+    for (int64_t b = 0; b < nblk; b++) {
+        tot_rs += vc.blocks[b].nrs;
+        tot_ul += vc.blocks[b].nul;
+    }
+    double *rs = malloc(sizeof(double) * (size_t)(tot_rs > 0 ? tot_rs : 1));
+    double *ulps = malloc(sizeof(double) * (size_t)(tot_ul > 0 ? tot_ul : 1));
+    bias_pt **bps = malloc(sizeof(bias_pt *) * (size_t)(nblk > 0 ? nblk : 1));
+    int32_t **bst = malloc(sizeof(int32_t *) * (size_t)(nblk > 0 ? nblk : 1));
+    QV_ASSERT(rs && ulps && bps && bst, "out of memory in ref_verify");
     int64_t nr = 0, nrs = 0, nul = 0, nbad = 0, nbias = 0, n_normal = 0;
     double sum_e2 = 0, sum_y2 = 0, sum_exp = 0;
     double worst_r = -1.0, worst_bad = -1.0;
     int64_t first_bad = -1, worst_e = -1, worst_bad_e = -1;
     const char *first_kind = NULL;
     for (int64_t b = 0; b < nblk; b++) {
-        const vblock *bk = &vc.blocks[b];
-        int64_t e0 = b * VERIFY_BLOCK;
-        if (nrs != e0) memmove(vc.rs + nrs, vc.rs + e0, sizeof(double) * (size_t)bk->nrs);
-        if (nul != e0) memmove(vc.ulps + nul, vc.ulps + e0, sizeof(double) * (size_t)bk->nul);
-        if (nbias != e0) memmove(vc.bp + nbias, vc.bp + e0, sizeof(bias_pt) * (size_t)bk->nbias);
+        vblock *bk = &vc.blocks[b];
+        memcpy(rs + nrs, bk->rs, sizeof(double) * (size_t)bk->nrs);
+        memcpy(ulps + nul, bk->ulps, sizeof(double) * (size_t)bk->nul);
+        free(bk->rs);
+        free(bk->ulps);
+        bps[b] = bk->bp;
+        bst[b] = bk->bstart;
         nr += bk->nr;
         nrs += bk->nrs;
         nul += bk->nul;
@@ -557,8 +571,6 @@ void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, con
         }
     }
     free(vc.blocks);
-    double *rs = vc.rs, *ulps = vc.ulps;
-    bias_pt *bp = vc.bp;
     int64_t we = nbad ? worst_bad_e : worst_e;
     if (we >= 0) {
         res->worst_m = we / n;
@@ -576,9 +588,17 @@ void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, con
     res->p99_ulp = p99_of(ulps, nul, nr);
     res->nmse = sum_y2 > 0 ? sum_e2 / sum_y2 : (sum_e2 > 0 ? INFINITY : 0.0);
     res->norm_rel = sqrt(res->nmse);
-    nbias = bias_z(bp, nbias, (bias_pt *)rs, opts ? opts->jobs : 1, &res->bias_z);
-    free(bp);
     free(rs);
+    free(ulps);
+    bc.bp = bps;
+    bc.bstart = bst;
+    nbias = nbias ? bias_z(&bc, jobs, &res->bias_z) : 0;
+    for (int64_t b = 0; b < nblk; b++) {
+        free(bps[b]);
+        free(bst[b]);
+    }
+    free(bps);
+    free(bst);
 
     if (nbad) {
         res->grade = QV_FAIL;
