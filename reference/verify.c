@@ -320,7 +320,27 @@ typedef struct vctx {
     int64_t mn;
     int lb;          /* the bias monitor's 2^lb buckets */
     vblock *blocks;
+    int fast_ulp;       /* out_ulp reads the exponent field (a float output format) */
+    int ulp_lo, ulp_hi; /* the exponents of qv_ulp(of, 0) and qv_ulp(of, Inf) */
+    int man_bits;
 } vctx;
+
+/* qv_ulp(of, x), from the exponent field: the spacing of x's binade, clamped
+ * to the format's subnormal spacing and to its largest binade's. */
+static inline double out_ulp(const vctx *vc, double x)
+{
+    if (!vc->fast_ulp) return qv_ulp(vc->of, x); /* integer outputs: 1 */
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    int ef = (int)((b >> 52) & 0x7FF);
+    if (ef == 0x7FF && (b << 12)) return NAN;
+    int e = ef == 0x7FF ? vc->ulp_hi : ef == 0 ? vc->ulp_lo : ef - 1023 - vc->man_bits;
+    e = e < vc->ulp_lo ? vc->ulp_lo : e > vc->ulp_hi ? vc->ulp_hi : e;
+    uint64_t u = (uint64_t)(e + 1023) << 52;
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
 
 static void verify_block(void *ctx, int64_t blk)
 {
@@ -429,7 +449,7 @@ static void verify_block(void *ctx, int64_t blk)
                         else res->n_fail++;
                     }
                 }
-                double half = 0.5 * qv_ulp(of, fabs(y) + E);
+                double half = 0.5 * out_ulp(vc, fabs(y) + E);
                 if (isfinite(o)) {
                     double err = o - y, ae = fabs(err);
                     double excess = ae > half ? ae - half : 0.0;
@@ -445,7 +465,7 @@ static void verify_block(void *ctx, int64_t blk)
                     n_normal += fabs(y) >= min_normal;
                     sum_e2 += err * err;
                     sum_y2 += y * y;
-                    double u = qv_ulp(of, y);
+                    double u = out_ulp(vc, y);
                     sum_exp += u * u / 12.0 + (E / 3.0) * (E / 3.0);
                     if (err != 0.0) {
                         bp[nbias].y = y;
@@ -522,6 +542,13 @@ void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, con
         .blocks = malloc(sizeof(vblock) * (size_t)(nblk > 0 ? nblk : 1)),
     };
     QV_ASSERT(vc.blocks, "out of memory in ref_verify");
+    if (fi->is_float) {
+        /* both ends are normal doubles for every output format (2^-149 at least) */
+        vc.ulp_lo = ilogb(qv_ulp(of, 0.0));
+        vc.ulp_hi = ilogb(qv_ulp(of, INFINITY));
+        vc.man_bits = fi->man_bits;
+        vc.fast_ulp = vc.ulp_lo >= -1022 && vc.ulp_hi <= 1023;
+    }
     const int jobs = opts ? opts->jobs : 1;
     bias_ctx bc = {.nblk = nblk, .nb = bias_buckets(mn, &vc.lb)};
     ref_parallel_for(nblk, jobs, verify_block, &vc);
