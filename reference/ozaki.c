@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "ref_ozaki.h"
+#include "ref_parallel.h"
 
 /* Column panel of the magnitude GEMM (the same in truth.c's compute_g). */
 #define REF_G_PANEL REF_OZAKI_G_PANEL
@@ -98,69 +99,97 @@ static void digits(double x, int top, double inv, double step, int S, double *ou
     }
 }
 
+/* Rows of W per block of the column sweep (ref_parallel_for). */
+#define SWEEP_ROWS 256
+
+typedef struct sweep_ctx {
+    const double *w;
+    double *aw;        /* (k, pw) |w| of the panel, or NULL */
+    int64_t n, k, j0, pw;
+    uint64_t *topb;    /* (blocks, P) each block's largest magnitude bits per column */
+    int *lowe;         /* (blocks, P) each block's lowest set bit per column */
+    int64_t P;
+} sweep_ctx;
+
+/* Block b of the panel's rows: |w| into aw, and per column the largest
+ * magnitude's bits (ordered as integers, so an Inf or NaN is any value at or
+ * above the Inf pattern) and the lowest set bit's exponent, ef - 1075 + ctz
+ * of the significand with its hidden bit (subnormals: ef = 0, no hidden bit,
+ * the exponent of ef = 1). */
+static void sweep_rows(void *ctx, int64_t b)
+{
+    const sweep_ctx *sc = ctx;
+    const uint64_t mag_mask = ~(UINT64_C(1) << 63), frac = (UINT64_C(1) << 52) - 1;
+    uint64_t *topb = sc->topb + b * sc->P;
+    int *lowe = sc->lowe + b * sc->P;
+    const int64_t pw = sc->pw;
+    for (int64_t jj = 0; jj < pw; jj++) {
+        topb[jj] = 0;
+        lowe[jj] = 100000;
+    }
+    int64_t k1 = (b + 1) * SWEEP_ROWS < sc->k ? (b + 1) * SWEEP_ROWS : sc->k;
+    for (int64_t kk = b * SWEEP_ROWS; kk < k1; kk++) {
+        const double *row = sc->w + kk * sc->n + sc->j0;
+        if (sc->aw) {
+            double *arow = sc->aw + kk * pw;
+            for (int64_t jj = 0; jj < pw; jj++) arow[jj] = fabs(row[jj]);
+        }
+        for (int64_t jj = 0; jj < pw; jj++) {
+            uint64_t bits;
+            memcpy(&bits, &row[jj], sizeof bits);
+            bits &= mag_mask;
+            if (bits > topb[jj]) topb[jj] = bits;
+            if (!bits) continue;
+            int ef = (int)(bits >> 52);
+            uint64_t sig = (bits & frac) | ((uint64_t)(ef != 0) << 52);
+            int lb = (ef ? ef : 1) - 1075 + __builtin_ctzll(sig);
+            if (lb < lowe[jj]) lowe[jj] = lb;
+        }
+    }
+}
+
 /* The magnitudes' sums G = |a| |w| ((m, n) into g) with dgemm on column panels
  * of REF_G_PANEL, the way truth.c's compute_g forms them, so both give the same
  * bits; and the bits each column of W spans (ew: the top, lw: the lowest set
- * bit, -100000 / 100000 for an all-zero column), in the same sweep over w.
- * Returns 0 when a weight is not finite or memory runs out. */
-static int columns_pass(const double *a, const double *w, int64_t m, int64_t n, int64_t k, double *g, int *ew,
-                        int *lw)
+ * bit, -100000 / 100000 for an all-zero column), in the same sweep over w,
+ * whose blocks of rows run on `jobs` threads (maxima and minima: the same
+ * values on any number). Returns 0 when a weight is not finite or memory
+ * runs out. */
+static int columns_pass(const double *a, const double *w, int64_t m, int64_t n, int64_t k, double *g, int jobs,
+                        int *ew, int *lw)
 {
     const int64_t P = n < REF_G_PANEL ? n : REF_G_PANEL;
+    const int64_t nblk = (k + SWEEP_ROWS - 1) / SWEEP_ROWS;
     double *aa = g ? malloc(sizeof(double) * (size_t)(m * k)) : NULL;
     double *aw = g ? malloc(sizeof(double) * (size_t)(k * P)) : NULL;
-    if (g && (!aa || !aw)) {
-        free(aa);
-        free(aw);
-        return 0;
-    }
-    for (int64_t i = 0; g && i < m * k; i++) aa[i] = fabs(a[i]); /* a is finite here */
-    int ok = 1;
+    uint64_t *topb = malloc(sizeof(uint64_t) * (size_t)(nblk * P));
+    int *lowe = malloc(sizeof(int) * (size_t)(nblk * P));
+    int ok = topb && lowe && (!g || (aa && aw));
+    for (int64_t i = 0; ok && g && i < m * k; i++) aa[i] = fabs(a[i]); /* a is finite here */
     for (int64_t j = 0; j < n; j++) {
         ew[j] = -100000;
         lw[j] = 100000;
     }
-    /* Per column: the largest magnitude's bits (ordered as integers, so an
-     * Inf or NaN is any value at or above the Inf pattern) and the lowest set
-     * bit's exponent, ef - 1075 + ctz of the significand with its hidden bit
-     * (subnormals: ef = 0, no hidden bit, the exponent of ef = 1). */
-    const uint64_t mag_mask = ~(UINT64_C(1) << 63), inf_bits = UINT64_C(0x7FF) << 52;
-    const uint64_t frac = (UINT64_C(1) << 52) - 1;
-    uint64_t *topb = calloc((size_t)P, sizeof(uint64_t));
-    int *lowe = malloc(sizeof(int) * (size_t)P);
-    if (!topb || !lowe) ok = 0;
+    const uint64_t inf_bits = UINT64_C(0x7FF) << 52;
     for (int64_t j0 = 0; j0 < n && ok; j0 += P) {
         int64_t pw = j0 + P <= n ? P : n - j0;
-        for (int64_t jj = 0; jj < pw; jj++) {
-            topb[jj] = 0;
-            lowe[jj] = 100000;
-        }
-        for (int64_t kk = 0; kk < k; kk++) {
-            const double *row = w + kk * n + j0;
-            double *arow = g ? aw + kk * pw : NULL;
-            if (arow)
-                for (int64_t jj = 0; jj < pw; jj++) arow[jj] = fabs(row[jj]);
-            for (int64_t jj = 0; jj < pw; jj++) {
-                uint64_t b;
-                memcpy(&b, &row[jj], sizeof b);
-                b &= mag_mask;
-                if (b > topb[jj]) topb[jj] = b;
-                if (!b) continue;
-                int ef = (int)(b >> 52);
-                uint64_t sig = (b & frac) | ((uint64_t)(ef != 0) << 52);
-                int lb = (ef ? ef : 1) - 1075 + __builtin_ctzll(sig);
-                if (lb < lowe[jj]) lowe[jj] = lb;
-            }
-        }
+        sweep_ctx sc = {.w = w, .aw = aw, .n = n, .k = k, .j0 = j0, .pw = pw, .topb = topb, .lowe = lowe, .P = P};
+        ref_parallel_for(nblk, jobs, sweep_rows, &sc);
         for (int64_t jj = 0; jj < pw && ok; jj++) {
-            if (topb[jj] >= inf_bits) {
+            uint64_t top = 0;
+            int low = 100000;
+            for (int64_t b = 0; b < nblk; b++) {
+                if (topb[b * P + jj] > top) top = topb[b * P + jj];
+                if (lowe[b * P + jj] < low) low = lowe[b * P + jj];
+            }
+            if (top >= inf_bits) {
                 ok = 0;
-            } else if (topb[jj]) {
+            } else if (top) {
                 double v;
                 int lb;
-                memcpy(&v, &topb[jj], sizeof v);
+                memcpy(&v, &top, sizeof v);
                 bit_span(v, &ew[j0 + jj], &lb);
-                lw[j0 + jj] = lowe[jj];
+                lw[j0 + jj] = low;
             }
         }
         if (ok && g)
@@ -174,7 +203,7 @@ static int columns_pass(const double *a, const double *w, int64_t m, int64_t n, 
     return ok;
 }
 
-int ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64_t k, double *g,
+int ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64_t k, double *g, int jobs,
                    ref_ozaki_panel_fn panel, void *ctx, ref_ozaki_out *out)
 {
     memset(out, 0, sizeof *out);
@@ -197,7 +226,7 @@ int ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64
             if (top - low > span_a) span_a = top - low;
         }
     }
-    if (!columns_pass(a, w, m, n, k, g, ew, lw)) goto refuse;
+    if (!columns_pass(a, w, m, n, k, g, jobs, ew, lw)) goto refuse;
     for (int64_t j = 0; j < n; j++) {
         if (ew[j] == -100000) {
             ew[j] = 0; /* an all-zero column */

@@ -32,8 +32,9 @@ typedef void (*ref_ozaki_panel_fn)(void *ctx, const ref_ozaki_out *out, int64_t 
  * is returned), from the same sweep over w that reads its exponents. panel:
  * NULL keeps every sum in out->acc (m, n); otherwise each panel's sums go to
  * panel(ctx, ...) and out->acc is NULL on return (m by one panel of memory
- * instead of m by n). */
-int  ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64_t k, double *g,
+ * instead of m by n). jobs: threads for the sweep over w (the BLAS calls use
+ * the BLAS's own). */
+int  ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64_t k, double *g, int jobs,
                     ref_ozaki_panel_fn panel, void *ctx, ref_ozaki_out *out);
 void ref_ozaki_clear(ref_ozaki_out *out);
 

@@ -463,7 +463,7 @@ static int path_ozaki(truth_ctx *c, ref_truth *t)
     /* G from the same sweep over the weights (compute_g's bits) */
     c->g = t->bound;
     ozaki_fin fin = {.c = c, .t = t};
-    if (o->nonfinite || !ref_ozaki_sums(o->a, o->w, o->m, o->n, o->k, c->g, ozaki_panel, &fin, &oz)) {
+    if (o->nonfinite || !ref_ozaki_sums(o->a, o->w, o->m, o->n, o->k, c->g, c->jobs, ozaki_panel, &fin, &oz)) {
         c->g = NULL;
         return 0;
     }
@@ -778,7 +778,7 @@ qv_status ref_truth_compute_ex(const qv_problem *p, const ref_truth_opts *opts, 
         return qv_fail(QV_ERR_NOMEM, "out of memory for the reference of %s", v->name);
     }
     truth_ctx c = {.p = p, .t = t, .jobs = opts && opts->jobs > 1 ? opts->jobs : 1};
-    qv_status st = ref_operands_create(p, 1, &c.o);
+    qv_status st = ref_operands_create_jobs(p, 1, c.jobs, &c.o);
     if (st != QV_OK) {
         free(ref_err);
         ref_truth_clear(t);
