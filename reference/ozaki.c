@@ -203,6 +203,41 @@ static int columns_pass(const double *a, const double *w, int64_t m, int64_t n, 
     return ok;
 }
 
+/* Output rows per block of the digit GEMMs' combination (ref_parallel_for). */
+#define COMBINE_ROWS 64
+
+typedef struct combine_ctx {
+    const double *c;          /* (S m, pw) one digit plane of W's GEMM values */
+    unsigned __int128 *acc;   /* the panel's sums, row stride lda */
+    int64_t lda, m, pw;
+    int S, ba, tshift, first; /* first: the panel's first plane writes instead of adding */
+    const double *scale;      /* (pw) T = 1 in place: 2^(bw - ew) per column, 0 for ldexp; or NULL */
+    int e0;                   /* bw */
+    const int *ew;            /* (pw) the columns' exponents */
+} combine_ctx;
+
+/* Adds block b's rows of the S digit planes, each shifted to its place, into
+ * the int128 sums (unsigned: two's complement, exact modulo 2^128, and the
+ * true value fits). Every sum is one row's own, so blocks are independent. */
+static void combine_rows(void *ctx, int64_t b)
+{
+    const combine_ctx *cc = ctx;
+    int64_t i1 = (b + 1) * COMBINE_ROWS < cc->m ? (b + 1) * COMBINE_ROWS : cc->m;
+    for (int64_t i = b * COMBINE_ROWS; i < i1; i++) {
+        unsigned __int128 *ar = cc->acc + i * cc->lda;
+        for (int s = 0; s < cc->S; s++) {
+            int shift = (cc->S - 1 - s) * cc->ba + cc->tshift;
+            const double *cs = cc->c + (s * cc->m + i) * cc->pw;
+            for (int64_t jj = 0; jj < cc->pw; jj++) {
+                double v = cs[jj];
+                if (cc->scale) v = cc->scale[jj] != 0.0 ? v * cc->scale[jj] : ldexp(v, cc->e0 - cc->ew[jj]);
+                unsigned __int128 x = (unsigned __int128)(__int128)(int64_t)v << shift;
+                ar[jj] = (cc->first && s == 0) ? x : ar[jj] + x;
+            }
+        }
+    }
+}
+
 int ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64_t k, double *g, int jobs,
                    ref_ozaki_panel_fn panel, void *ctx, ref_ozaki_out *out)
 {
@@ -310,7 +345,6 @@ int ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64
         /* the panel's sums at acc + ja, row stride acc_cols */
         const int64_t ja = panel ? 0 : j0;
         const int64_t lda = panel ? pw : acc_cols;
-        if (panel) memset(acc, 0, sizeof(unsigned __int128) * (size_t)(m * pw));
         for (int64_t jj = 0; jj < pw; jj++) {
             int e = ew[j0 + jj];
             inv[jj] = e > -1000 && e < 1000 ? pow2(-e) : 0.0;
@@ -328,26 +362,16 @@ int ref_ozaki_sums(const double *a, const double *w, int64_t m, int64_t n, int64
             else
                 cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)sm, (int)pw, (int)k, 1.0, ad, (int)k,
                             wd + t * k * pw, (int)pw, 0.0, c, (int)pw);
-            if (raw_w) {
+            if (raw_w)
                 /* back to the digit GEMM's integers: times 2^(bw - ew), exact */
                 for (int64_t jj = 0; jj < pw; jj++) {
                     int e = bw - ew[j0 + jj];
                     inv[jj] = e > -1000 && e < 1000 ? pow2(e) : 0.0; /* 0: scale each by ldexp */
                 }
-                for (int64_t r = 0; r < sm; r++)
-                    for (int64_t jj = 0; jj < pw; jj++)
-                        c[r * pw + jj] = inv[jj] != 0.0 ? c[r * pw + jj] * inv[jj]
-                                                        : ldexp(c[r * pw + jj], bw - ew[j0 + jj]);
-            }
-            for (int s = 0; s < S; s++) {
-                /* the sum as an unsigned int128: two's complement, exact modulo
-                 * 2^128, and the true value fits */
-                int shift = (S - 1 - s) * ba + (T - 1 - t) * bw;
-                const double *cs = c + s * m * pw;
-                for (int64_t i = 0; i < m; i++)
-                    for (int64_t jj = 0; jj < pw; jj++)
-                        acc[i * lda + ja + jj] += (unsigned __int128)(__int128)(int64_t)cs[i * pw + jj] << shift;
-            }
+            combine_ctx cc = {.c = c, .acc = acc + ja, .lda = lda, .m = m, .pw = pw, .S = S, .ba = ba,
+                              .tshift = (T - 1 - t) * bw, .first = t == 0 && panel,
+                              .scale = raw_w ? inv : NULL, .e0 = bw, .ew = ew + j0};
+            ref_parallel_for((m + COMBINE_ROWS - 1) / COMBINE_ROWS, jobs, combine_rows, &cc);
         }
         if (panel) panel(ctx, out, j0, pw);
     }
