@@ -149,6 +149,61 @@ START_TEST(hand_derived_case)
 }
 END_TEST
 
+/* An exact value 2^-48 above an f16 rounding tie, whose epilogue product is
+ * not a double: marlin-w8a16-ch-f16, channel scale F = 1023 2^-24 (the
+ * largest f16 subnormal), and an exact sum acc = N 2^-24 with N = (2941 2^43
+ * + 1) / 1023 (an integer: 2^10 = 1 mod 1023, so 2941 2^43 = 2941 * 8 = -1
+ * mod 1023), so y = acc F = 2941/32 + 2^-48. 2941/32 = 91.90625 lies halfway
+ * between the f16 values 91.875 (1470/16, even) and 91.9375; y, above it by
+ * less than half a double ulp (2^-47), is the double 91.90625 and rounds up:
+ * y_rn = 91.9375, where rounding the double alone would give the even
+ * 91.875. acc is written as f16 activations times codes 129 (w = 1) and 192
+ * (w = 64), 11 bits at a time; every path (the fixed128 and digit-GEMM ones
+ * finish it in doubles with an fma, MPFR in MPFR) must give these values. */
+START_TEST(epilogue_tie_in_doubles)
+{
+    const qv_variant *v = qv_variant_find("marlin-w8a16-ch-f16");
+    const int64_t n = 64, k = 16;
+    qv_problem p;
+    ck_assert_int_eq(qv_problem_create(&p, v, 1, n, k), QV_OK);
+    uint16_t *a = p.a, *sc = p.scales;
+    uint8_t *q = p.q;
+    memset(a, 0, sizeof(uint16_t) * (size_t)k);
+    memset(q, 128, (size_t)(k * n)); /* w = 0 */
+    for (int64_t j = 0; j < n; j++) sc[j] = 0x03FF; /* 1023 2^-24 */
+    unsigned __int128 big = ((unsigned __int128)2941 << 43) + 1;
+    ck_assert(big % 1023 == 0);
+    uint64_t rest = (uint64_t)(big / 1023); /* N, in units of 2^-24 */
+    int64_t kk = 0;
+    while (rest) {
+        int len = 64 - __builtin_clzll(rest);
+        int shift = len > 11 ? len - 11 : 0;
+        uint64_t chunk = rest >> shift; /* 11 bits: one f16 significand */
+        rest -= chunk << shift;
+        /* chunk 2^(shift - 24) as a times w: w = 64 keeps a within f16's range */
+        int w_exp = shift - 24 > 4 ? 6 : 0;
+        double av = ldexp((double)chunk, shift - 24 - w_exp);
+        ck_assert_int_lt(kk, k);
+        a[kk] = (uint16_t)qv_encode(QV_FMT_F16, av, QV_SAT_NONE);
+        ck_assert(qv_decode(QV_FMT_F16, a[kk]) == av);
+        for (int64_t j = 0; j < n; j++) q[kk * n + j] = (uint8_t)(128 + (1 << w_exp));
+        kk++;
+    }
+    const char *paths[] = {"fixed128", "ozaki", "mpfr"};
+    for (int pi = 0; pi < 3; pi++) {
+        ref_truth t;
+        ck_assert_int_eq(ref_truth_compute_path(&p, paths[pi], &t), QV_OK);
+        for (int64_t j = 0; j < n; j++) {
+            ck_assert_msg(t.y[j] == 2941.0 / 32.0, "%s: y = %.17g", paths[pi], t.y[j]);
+            ck_assert_msg(t.y_rn[j] == 91.9375, "%s: y_rn = %.17g, not 91.9375 (the tie broken by the 2^-48)",
+                          paths[pi], t.y_rn[j]);
+        }
+        ref_truth_clear(&t);
+    }
+    qv_problem_destroy(&p);
+}
+END_TEST
+
 /* bf16 activations spanning 2^-100 .. 2^100 do not fit 128-bit fixed point:
  * the automatic choice falls back to MPFR, which keeps the tiny terms. */
 START_TEST(wide_range_uses_mpfr)
@@ -206,6 +261,7 @@ int main(void)
     tcase_add_loop_test(tc, exact_paths_agree, 0, nv);
     tcase_add_loop_test(tc, dgemm_within_its_term, 0, nv);
     tcase_add_test(tc, hand_derived_case);
+    tcase_add_test(tc, epilogue_tie_in_doubles);
     tcase_add_test(tc, wide_range_uses_mpfr);
     tcase_add_test(tc, large_case_fast_path);
     return suite_run(s);
