@@ -805,9 +805,9 @@ qv_status ref_truth_compute_ex(const qv_problem *p, const ref_truth_opts *opts, 
                    : macs >= (is_integer_path(v) ? REF_OZAKI_MIN_MACS_INT : REF_OZAKI_MIN_MACS)) &&
              path_ozaki(&c, t);
     if (!oz) st = compute_g(&c);
-    if (st != QV_OK)
-        ;
-    else if (want && !strcmp(want, "int64") && !is_integer_path(v))
+    if (st != QV_OK) {
+        /* no memory for G: that error is the result */
+    } else if (want && !strcmp(want, "int64") && !is_integer_path(v))
         st = qv_fail(QV_ERR_UNSUPPORTED, "%s: the int64 path needs an integer accumulator", v->name);
     else if (want && strcmp(want, "int64") && strcmp(want, "fixed128") && strcmp(want, "mpfr") &&
              strcmp(want, "dgemm+cert") && strcmp(want, "ozaki"))
