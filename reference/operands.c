@@ -8,26 +8,56 @@
 #include "qvet/formats.h"
 #include "qvet/spec.h"
 #include "ref_operands.h"
+#include "ref_parallel.h"
+
+/* 2^e for -1022 <= e <= 1023, from its bits. */
+static inline double pow2_bits(int e)
+{
+    uint64_t b = (uint64_t)(e + 1023) << 52;
+    double d;
+    memcpy(&d, &b, sizeof d);
+    return d;
+}
 
 double ref_round_fmt(double x, int man_bits, int emin, double maxf, int sat)
 {
     if (!isfinite(x) || x == 0.0) return x;
-    int e = ilogb(x);
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    int ef = (int)((bits >> 52) & 0x7FF);
+    int e = ef ? ef - 1023 : ilogb(x); /* ilogb from the exponent field of a normal double */
 #ifdef QV_MUTANT_orc_round_no_subnormal
     /* Oracle mutant: no subnormal range: tiny values keep man_bits bits. */
     (void)emin;
 #else
     if (e < emin) e = emin; /* subnormals share the quantum of the smallest normal binade */
 #endif
-    double quantum = ldexp(1.0, e - man_bits);
-    /* x / quantum is exact (a power-of-two scaling of a double that stays normal)
-     * and rint rounds it to nearest-even in the default rounding mode. */
+    int qe = e - man_bits;
+    double r;
+    if (qe > -1022 && qe < 1022 && man_bits <= 50) {
+        /* x 2^-qe is exact (a power-of-two scaling that stays normal) and below
+         * 2^(man_bits + 1) <= 2^51 in magnitude, where adding and subtracting
+         * 1.5 2^52 rounds it to nearest-even (-ffp-contract=off keeps both
+         * operations); the result keeps t's sign, as rint's does. */
+        double t = x * pow2_bits(-qe);
 #ifdef QV_MUTANT_orc_round_ties_away
-    /* Oracle mutant: round() (ties away from zero) where RNE is declared. */
-    double r = round(x / quantum) * quantum;
+        /* Oracle mutant: round() (ties away from zero) where RNE is declared. */
+        double i = round(t);
 #else
-    double r = rint(x / quantum) * quantum;
+        const double magic = 0x1.8p52;
+        double i = copysign((t + magic) - magic, t);
 #endif
+        r = i * pow2_bits(qe);
+    } else {
+        double quantum = ldexp(1.0, qe);
+        /* x / quantum is exact (a power-of-two scaling of a double that stays
+         * normal) and rint rounds it to nearest-even in the default rounding mode. */
+#ifdef QV_MUTANT_orc_round_ties_away
+        r = round(x / quantum) * quantum;
+#else
+        r = rint(x / quantum) * quantum;
+#endif
+    }
     if (fabs(r) > maxf) return sat ? copysign(maxf, x) : copysign(INFINITY, x);
     return r;
 }
@@ -115,6 +145,24 @@ int ref_acc_pow2(const qv_problem *p)
         while (isfinite(lo) && ldexp(lo, s_pow2) < 2.0) s_pow2++;
     }
     return s_pow2 - bias;
+}
+
+/* 1 when one of x (n) is a NaN or an Inf: its exponent field all ones; a
+ * loop without an early exit, over blocks, so it runs at memory speed. */
+static int any_nonfinite(const double *x, int64_t n)
+{
+    const uint64_t ex = UINT64_C(0x7FF) << 52;
+    for (int64_t i0 = 0; i0 < n; i0 += 4096) {
+        int64_t i1 = i0 + 4096 < n ? i0 + 4096 : n;
+        uint64_t bad = 0;
+        for (int64_t i = i0; i < i1; i++) {
+            uint64_t b;
+            memcpy(&b, &x[i], sizeof b);
+            bad |= (b & ex) == ex;
+        }
+        if (bad) return 1;
+    }
+    return 0;
 }
 
 /* Value of element i of buf, a scale buffer of f codes (F32 stored as float). */
@@ -245,16 +293,55 @@ static int scale_in_dequant(const qv_variant *v)
     return v->scale_layout != QV_SCALE_NONE && (d == QV_DQ_MUL_RN || d == QV_DQ_MUL_RN2 || d == QV_DQ_INT8_RNE);
 }
 
+typedef struct w4_lookup {
+    const qv_problem *p;
+    const double *dq; /* (k/g, n, 16) */
+    double *w;        /* (k, n) */
+    int *bad;         /* (blocks) 1 where a block met a code above 15 */
+} w4_lookup;
+
+/* Rows of W per block of the table lookup (ref_parallel_for). */
+#define W4_ROWS 64
+
+static void w4_lookup_rows(void *ctx, int64_t b)
+{
+    const w4_lookup *wl = ctx;
+    const qv_problem *p = wl->p;
+    int64_t n = p->n, k1 = (b + 1) * W4_ROWS < p->k ? (b + 1) * W4_ROWS : p->k;
+    const uint8_t *qb = p->q;
+    int bad = 0;
+    for (int64_t kk = b * W4_ROWS; kk < k1; kk++) {
+        const double *row = wl->dq + group_row(p, kk) * n * 16;
+        const uint8_t *qr = qb + kk * n;
+        double *wr = wl->w + kk * n;
+        for (int64_t j = 0; j < n; j++) {
+            bad |= qr[j] > 15;
+            wr[j] = qr[j] < 16 ? row[j * 16 + qr[j]] : NAN; /* > 15: invalid code */
+        }
+    }
+    wl->bad[b] = bad;
+}
+
 /* u4 codes with grouped scales: the 16 dequantized values of every (group,
  * column) pair, computed once (k/g * n * 16 roundings instead of k * n), then
- * looked up. s: (k/g, n) scales as doubles; tab: (256) code values; fills o->w.
- * Returns 0 (nothing done) when the table cannot be allocated. */
-static int decode_w4_table(const qv_problem *p, const double *s, const double *tab, ref_operands *o)
+ * looked up in blocks of W4_ROWS rows on `jobs` threads. s: (k/g, n) scales
+ * as doubles; tab: (256) code values; fills o->w. Returns 0 (nothing done)
+ * when the table cannot be allocated; *finite says whether every value
+ * written is finite (every table entry is, and no code passes 15). */
+static int decode_w4_table(const qv_problem *p, const double *s, const double *tab, int jobs, ref_operands *o,
+                           int *finite)
 {
     const qv_variant *v = p->v;
     int64_t n = p->n, k = p->k, ng = k / p->g;
     double *dq = malloc(sizeof(double) * 16 * (size_t)(ng * n));
-    if (!dq) return 0;
+    int64_t nblk = (k + W4_ROWS - 1) / W4_ROWS;
+    int *bad = malloc(sizeof(int) * (size_t)nblk);
+    if (!dq || !bad) {
+        free(dq);
+        free(bad);
+        return 0;
+    }
+    int fin = 1;
     for (int64_t gi = 0; gi < ng; gi++)
         for (int64_t j = 0; j < n; j++) {
             double sc = s[gi * n + j];
@@ -263,21 +350,21 @@ static int decode_w4_table(const qv_problem *p, const double *s, const double *t
             for (int c = 0; c < 16; c++) {
                 double val = v->zero_point ? (double)c - z : tab[c];
                 d[c] = ref_round_to(v->afmt, val * sc, 0);
+                fin &= isfinite(d[c]) != 0;
             }
         }
-    const uint8_t *qb = p->q;
-    for (int64_t kk = 0; kk < k; kk++) {
-        const double *row = dq + group_row(p, kk) * n * 16;
-        const uint8_t *qr = qb + kk * n;
-        double *wr = o->w + kk * n;
-        for (int64_t j = 0; j < n; j++) wr[j] = qr[j] < 16 ? row[j * 16 + qr[j]] : NAN; /* > 15: invalid code */
-    }
+    w4_lookup wl = {.p = p, .dq = dq, .w = o->w, .bad = bad};
+    ref_parallel_for(nblk, jobs, w4_lookup_rows, &wl);
+    for (int64_t b = 0; b < nblk; b++) fin &= !bad[b];
     free(dq);
+    free(bad);
+    *finite = fin;
     return 1;
 }
 
-/* s: the scales as doubles, (rows, cols) per the row's layout; fills o->w (k, n). */
-static void decode_weights(const qv_problem *p, const double *s, int fold_block, ref_operands *o)
+/* s: the scales as doubles, (rows, cols) per the row's layout; fills o->w (k, n).
+ * Returns 1 when every value written is known to be finite, 0 when unknown. */
+static int decode_weights(const qv_problem *p, const double *s, int fold_block, int jobs, ref_operands *o)
 {
     const qv_variant *v = p->v;
     const qv_arith *ar = &v->arith;
@@ -292,8 +379,10 @@ static void decode_weights(const qv_problem *p, const double *s, int fold_block,
     int zp_grouped = v->zero_point == QV_ZP_NONE ||
                      (v->zero_point == QV_ZP_INT && v->zp_layout == QV_SCALE_GROUP && v->zp_g == p->g);
     if (ar->dequant == QV_DQ_MUL_RN && (v->wfmt == QV_FMT_U4 || v->wfmt == QV_FMT_UINT4) &&
-        v->scale_layout == QV_SCALE_GROUP && zp_grouped && decode_w4_table(p, s, tab, o))
-        return;
+        v->scale_layout == QV_SCALE_GROUP && zp_grouped) {
+        int finite;
+        if (decode_w4_table(p, s, tab, jobs, o, &finite)) return finite;
+    }
     int in_dq = scale_in_dequant(v);
     int fold = fold_block && o->seg > 0 && !in_dq && v->scale_layout != QV_SCALE_NONE &&
                v->scale_layout != QV_SCALE_TENSOR && v->scale_layout != QV_SCALE_CHANNEL;
@@ -347,6 +436,7 @@ static void decode_weights(const qv_problem *p, const double *s, int fold_block,
             o->w[i] = w;
         }
     }
+    return 0;
 }
 
 double ref_ep_factor(const ref_operands *o, qv_ep_step st, int64_t i, int64_t j)
@@ -373,6 +463,11 @@ void ref_segment_scales(const qv_problem *p, int64_t i, int64_t j, int64_t sg, d
 
 qv_status ref_operands_create(const qv_problem *p, int fold_block, ref_operands *o)
 {
+    return ref_operands_create_jobs(p, fold_block, 1, o);
+}
+
+qv_status ref_operands_create_jobs(const qv_problem *p, int fold_block, int jobs, ref_operands *o)
+{
     const qv_variant *v = p->v;
     memset(o, 0, sizeof *o);
     o->m = p->m;
@@ -397,7 +492,7 @@ qv_status ref_operands_create(const qv_problem *p, int fold_block, ref_operands 
     for (int64_t i = 0; i < ns; i++) s[i] = scale_value(v->sfmt, p->scales, i);
     if (ns <= 0) s[0] = 1.0;
     decode_acts(p, fold_block, o);
-    decode_weights(p, s, fold_block, o);
+    int w_finite = decode_weights(p, s, fold_block, jobs, o);
     for (int64_t j = 0; j < p->n; j++) {
         o->col_s1[j] = o->col_s2[j] = 1.0;
         o->bias[j] = 0.0;
@@ -448,8 +543,7 @@ qv_status ref_operands_create(const qv_problem *p, int fold_block, ref_operands 
     /* Oracle mutant: every epilogue rounding counted twice (E's epilogue part doubled). */
     o->ep_ops *= 2;
 #endif
-    for (int64_t i = 0; i < mk && !o->nonfinite; i++) o->nonfinite |= !isfinite(o->a[i]);
-    for (int64_t i = 0; i < kn && !o->nonfinite; i++) o->nonfinite |= !isfinite(o->w[i]);
+    o->nonfinite |= any_nonfinite(o->a, mk) || (!w_finite && any_nonfinite(o->w, kn));
     for (int64_t j = 0; j < p->n && !o->nonfinite; j++)
         o->nonfinite |= !isfinite(o->col_s1[j]) || !isfinite(o->col_s2[j]) || !isfinite(o->bias[j]);
     for (int64_t i = 0; i < p->m && !o->nonfinite; i++) o->nonfinite |= !isfinite(o->row_s[i]);

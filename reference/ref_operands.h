@@ -32,6 +32,9 @@ typedef struct ref_operands {
  * activation scales) into a and w (the truth); 0 leaves them out (the model
  * and the bound apply them to each segment's partial sum). */
 qv_status ref_operands_create(const qv_problem *p, int fold_block, ref_operands *o);
+/* The same with the weights' decoding on `jobs` threads where it runs in
+ * blocks (the same values for every jobs). */
+qv_status ref_operands_create_jobs(const qv_problem *p, int fold_block, int jobs, ref_operands *o);
 void      ref_operands_destroy(ref_operands *o);
 
 /* The factor of epilogue step st for element (i, j): its scale, or 1 for steps

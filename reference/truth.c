@@ -32,6 +32,7 @@
 #include "ref_bound.h"
 #include "ref_operands.h"
 #include "ref_ozaki.h"
+#include "ref_parallel.h"
 
 /* Above this many multiply-adds the automatic choice takes the dgemm path: the
  * exact paths cost ~5 ns (fixed128) to ~1 us (mpfr) per product. */
@@ -52,10 +53,19 @@
 typedef struct truth_ctx {
     const qv_problem *p;
     ref_operands o;
-    double *g;      /* (m, n) certified sum |a||w| */
+    double *g;      /* (m, n) certified sum |a||w|: t->bound's storage, which
+                       bound_rows turns into E element by element in place */
     double alpha;
     double *y1;     /* (m, n) with a bias: the exact value before the bias is added */
+    ref_truth *t;   /* what is being filled */
+    int jobs;       /* threads for the per-element work (ref_parallel_for) */
+    double *ref_err; /* (m, n) the reference's own error term of E; NULL: 0 */
+    double unit;    /* 2^-ref_acc_pow2: the kernel accumulator's unit in declared ones */
 } truth_ctx;
+
+/* Output rows per block of the per-element loops: about 16384 elements, a
+ * number that depends on the shape alone (ref_parallel.h). */
+static int64_t rows_per_block(int64_t n) { return n >= 16384 ? 1 : 16384 / (n > 0 ? n : 1); }
 
 /* x rounded to a double by round-to-odd: RZ, then the last bit set when inexact. */
 static double odd_double(const mpfr_t x)
@@ -129,17 +139,99 @@ static void finish_exact(truth_ctx *c, int64_t i, int64_t j, mpfr_t acc, ref_tru
     mpfr_clear(x);
 }
 
+/* Finishes element (i, j) as finish_exact does, without MPFR, when its exact
+ * accumulator value is the double x and the epilogue only multiplies: then
+ * the scales' product F is formed exactly in a double (checked with an fma),
+ * x F = p + e exactly (p = RN(x F), e = fma(x, F, -p), exact away from
+ * underflow), y = p is the double nearest the exact value, and y_rn is the
+ * output rounding of p + e through a round-to-odd double (ref_round_sum), as
+ * finish_exact's odd_double gives. Returns 0, touching nothing, when any of
+ * that does not hold (a bias, a product of scales past 53 bits, a product
+ * near underflow or past overflow); the caller then takes finish_exact. */
+static int finish_fast(truth_ctx *c, int64_t i, int64_t j, double x, ref_truth *t)
+{
+    const qv_variant *v = c->p->v;
+    const double tiny = 0x1p-960; /* above it a product's error is a double */
+    double f = 1.0;
+    for (int st = 0; st < QV_EP_MAX && v->arith.epilogue[st] != QV_EP_END; st++) {
+        qv_ep_step s = v->arith.epilogue[st];
+        if (s == QV_EP_ADD_BIAS) return 0;
+#ifdef QV_MUTANT_orc_truth_scale2_skipped
+        /* Oracle mutant: the second-level scale left out of the exact value. */
+        if (s == QV_EP_MUL_WSCALE2) continue;
+#endif
+        if (s != QV_EP_MUL_WSCALE && s != QV_EP_MUL_WSCALE2 && s != QV_EP_MUL_ASCALE) continue;
+        double g = ref_ep_factor(&c->o, s, i, j), fg = f * g;
+        if (!isfinite(fg) || (fg != 0.0 && fabs(fg) < tiny) || fma(f, g, -fg) != 0.0) return 0;
+        f = fg;
+    }
+    double p = x * f;
+    if (!isfinite(p) || (p != 0.0 && fabs(p) < tiny)) return 0;
+    double e = fma(x, f, -p);
+    int64_t el = i * c->o.n + j;
+    int sat = v->arith.out_sat == QV_SAT_FINITE;
+    t->y[el] = p;
+    t->y_rn[el] = e == 0.0 ? ref_round_to(v->ofmt, p, sat) : ref_round_sum(v->ofmt, p, e, sat);
+    return 1;
+}
+
+/* x := the exact value acc * 2^exp of a signed __int128 (exact at REF_ACC_PREC). */
+static void mpfr_set_i128(mpfr_t x, __int128 acc, long exp, mpfr_t lo)
+{
+    unsigned __int128 mag = acc < 0 ? -(unsigned __int128)acc : (unsigned __int128)acc;
+    mpfr_set_uj(x, (uintmax_t)(uint64_t)(mag >> 64), MPFR_RNDN);
+    mpfr_mul_2ui(x, x, 64, MPFR_RNDN);
+    mpfr_set_uj(lo, (uintmax_t)(uint64_t)mag, MPFR_RNDN);
+    mpfr_add(x, x, lo, MPFR_RNDN); /* exact: 128 bits <= REF_ACC_PREC */
+    if (acc < 0) mpfr_neg(x, x, MPFR_RNDN);
+    mpfr_mul_2si(x, x, exp, MPFR_RNDN);
+}
+
+/* An exact sum acc 2^ex (an __int128, |acc 2^ex| a double's range): as a
+ * double when it is one (53 bits, not subnormal), through finish_fast, else
+ * through MPFR (x and lo are scratch of REF_ACC_PREC and 64 bits). */
+static void finish_i128(truth_ctx *c, int64_t i, int64_t j, __int128 acc, long ex, mpfr_t x, mpfr_t lo,
+                        ref_truth *t)
+{
+    const __int128 lim = (__int128)1 << 53;
+    if (acc < lim && acc > -lim && ex > -900 && ex < 900) {
+        uint64_t sb = (uint64_t)(ex + 1023) << 52; /* 2^ex */
+        double s2;
+        memcpy(&s2, &sb, sizeof s2);
+        double d = (double)acc * s2; /* exact: 53 bits, scaled within the normal range */
+        if ((d == 0.0 || fabs(d) > 0x1p-1000) && finish_fast(c, i, j, d, t)) return;
+    }
+    mpfr_set_i128(x, acc, ex, lo);
+    finish_exact(c, i, j, x, t);
+}
+
+/* Makes c->g, dgemm's sums of |a||w|, certified upper bounds. */
+static void inflate_g(truth_ctx *c)
+{
+    int64_t mn = c->o.m * c->o.n, k = c->o.k;
+    /* A sum of K nonnegative doubles computed in any order is within gamma_K of
+     * the exact one; inflating by 2(K+2)2^-53 makes it an upper bound. */
+#ifdef QV_MUTANT_orc_g_inflation_unscaled
+    /* Oracle mutant: the rounding inflation of G written without its 2^-53. */
+    double infl = 1.0 + 2.0 * (double)(k + 2);
+#else
+    double infl = 1.0 + 2.0 * (double)(k + 2) * ldexp(1.0, -53);
+#endif
+    for (int64_t i = 0; i < mn; i++) c->g[i] *= infl;
+}
+
 /* Certified G = sum |a||w| for every element, from dgemm on magnitudes. */
 static qv_status compute_g(truth_ctx *c)
 {
     ref_operands *o = &c->o;
     int64_t m = o->m, n = o->n, k = o->k;
-    /* |w| in column panels of P, so no second (k, n) copy is made */
-    const int64_t P = n < 512 ? n : 512;
+    /* |w| in column panels of P, so no second (k, n) copy is made (ref_ozaki_sums
+     * forms G with the same panels) */
+    const int64_t P = n < REF_OZAKI_G_PANEL ? n : REF_OZAKI_G_PANEL;
     double *aa = malloc(sizeof(double) * (size_t)(m * k));
     double *aw = malloc(sizeof(double) * (size_t)(k * P));
-    c->g = malloc(sizeof(double) * (size_t)(m * n));
-    if (!aa || !aw || !c->g) {
+    c->g = c->t->bound;
+    if (!aa || !aw) {
         free(aa);
         free(aw);
         return qv_fail(QV_ERR_NOMEM, "out of memory computing the bound");
@@ -155,15 +247,7 @@ static qv_status compute_g(truth_ctx *c)
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)pw, (int)k, 1.0, aa, (int)k, aw,
                     (int)pw, 0.0, c->g + j0, (int)n);
     }
-    /* A sum of K nonnegative doubles computed in any order is within gamma_K of
-     * the exact one; inflating by 2(K+2)2^-53 makes it an upper bound. */
-#ifdef QV_MUTANT_orc_g_inflation_unscaled
-    /* Oracle mutant: the rounding inflation of G written without its 2^-53. */
-    double infl = 1.0 + 2.0 * (double)(k + 2);
-#else
-    double infl = 1.0 + 2.0 * (double)(k + 2) * ldexp(1.0, -53);
-#endif
-    for (int64_t i = 0; i < m * n; i++) c->g[i] *= infl;
+    inflate_g(c);
     free(aa);
     free(aw);
     return QV_OK;
@@ -184,8 +268,9 @@ static void path_int64(truth_ctx *c, ref_truth *t)
     int32_t *wi = malloc(sizeof(int32_t) * (size_t)(k * n));
     QV_ASSERT(acc && ai && wi, "out of memory in the int64 reference");
     for (int64_t i = 0; i < k * n; i++) wi[i] = (int32_t)o->w[i];
-    mpfr_t x;
+    mpfr_t x, lo;
     mpfr_init2(x, REF_ACC_PREC);
+    mpfr_init2(lo, 64);
     for (int64_t i = 0; i < m; i++) {
         for (int64_t kk = 0; kk < k; kk++) ai[kk] = (int64_t)o->a[i * k + kk];
         memset(acc, 0, sizeof(int64_t) * (size_t)n);
@@ -200,12 +285,10 @@ static void path_int64(truth_ctx *c, ref_truth *t)
             const int32_t *wr = wi + kk * n;
             for (int64_t j = 0; j < n; j++) acc[j] += av * wr[j];
         }
-        for (int64_t j = 0; j < n; j++) {
-            mpfr_set_sj(x, acc[j], MPFR_RNDN);
-            finish_exact(c, i, j, x, t);
-        }
+        for (int64_t j = 0; j < n; j++) finish_i128(c, i, j, acc[j], 0, x, lo, t);
     }
     mpfr_clear(x);
+    mpfr_clear(lo);
     free(acc);
     free(ai);
     free(wi);
@@ -309,40 +392,38 @@ static void fixed_free(fixed_ops *f)
     free(f->ew);
 }
 
-/* x := the exact value acc * 2^exp of a signed __int128 (exact at REF_ACC_PREC). */
-static void mpfr_set_i128(mpfr_t x, __int128 acc, long exp, mpfr_t lo)
-{
-    unsigned __int128 mag = acc < 0 ? -(unsigned __int128)acc : (unsigned __int128)acc;
-    mpfr_set_uj(x, (uintmax_t)(uint64_t)(mag >> 64), MPFR_RNDN);
-    mpfr_mul_2ui(x, x, 64, MPFR_RNDN);
-    mpfr_set_uj(lo, (uintmax_t)(uint64_t)mag, MPFR_RNDN);
-    mpfr_add(x, x, lo, MPFR_RNDN); /* exact: 128 bits <= REF_ACC_PREC */
-    if (acc < 0) mpfr_neg(x, x, MPFR_RNDN);
-    mpfr_mul_2si(x, x, exp, MPFR_RNDN);
-}
+typedef struct ozaki_fin {
+    truth_ctx *c;
+    ref_truth *t;
+    const ref_ozaki_out *oz;
+    int64_t j0, pw, rows; /* the panel's columns; output rows per block */
+} ozaki_fin;
 
-/* Fills t->y and t->y_rn ((m, n) each) from the exact sums of the digit
- * GEMMs (ozaki.c); returns 0 when the operands do not fit the scheme. */
-static int path_ozaki(truth_ctx *c, ref_truth *t)
+/* Finishes the elements of block b (fin->rows output rows) of the current
+ * column panel from the digit GEMMs' exact sums. */
+static void ozaki_finish_rows(void *ctx, int64_t b)
 {
-    ref_operands *o = &c->o;
-    ref_ozaki_out oz;
-    if (o->nonfinite || !ref_ozaki_sums(o->a, o->w, o->m, o->n, o->k, &oz)) return 0;
+    const ozaki_fin *fin = ctx;
+    truth_ctx *c = fin->c;
+    ref_truth *t = fin->t;
+    const ref_ozaki_out *oz = fin->oz;
+    const ref_operands *o = &c->o;
     const qv_variant *v = c->p->v;
     /* Without epilogue steps y is the sum itself: hi + lo with hi = RN(acc)
      * and lo = acc - hi (both exact doubles for |acc| < 2^106), scaled by a
      * power of two, and its correctly rounded output is RN of that exact sum
-     * (ref_round_sum). Otherwise MPFR takes the epilogue. */
+     * (ref_round_sum). Otherwise finish_i128 takes the epilogue. */
     int plain = v->arith.epilogue[0] == QV_EP_END;
     int sat = v->arith.out_sat == QV_SAT_FINITE;
+    int64_t i1 = (b + 1) * fin->rows < o->m ? (b + 1) * fin->rows : o->m;
     mpfr_t x, lo;
     mpfr_init2(x, REF_ACC_PREC);
     mpfr_init2(lo, 64);
-    for (int64_t i = 0; i < o->m; i++)
-        for (int64_t j = 0; j < o->n; j++) {
-            int64_t e = i * o->n + j;
-            long ex = (long)oz.row_exp[i] + oz.col_exp[j] + oz.base;
-            __int128 acc = oz.acc[e];
+    for (int64_t i = b * fin->rows; i < i1; i++)
+        for (int64_t jj = 0; jj < fin->pw; jj++) {
+            int64_t j = fin->j0 + jj, e = i * o->n + j;
+            long ex = (long)oz->row_exp[i] + oz->col_exp[j] + oz->base;
+            __int128 acc = oz->acc[i * fin->pw + jj];
             const __int128 lim = (__int128)1 << 106;
             if (plain && ex > -900 && ex < 900 && acc < lim && acc > -lim) {
                 double hi = (double)acc;                /* RN: |acc| < 2^127 */
@@ -354,11 +435,39 @@ static int path_ozaki(truth_ctx *c, ref_truth *t)
                     continue;
                 }
             }
-            mpfr_set_i128(x, acc, ex, lo);
-            finish_exact(c, i, j, x, t);
+            finish_i128(c, i, j, acc, ex, x, lo, t);
         }
     mpfr_clear(x);
     mpfr_clear(lo);
+}
+
+/* ref_ozaki_panel_fn: finishes a panel's elements in blocks of output rows
+ * (about 16384 elements each, fixed by the shape). */
+static void ozaki_panel(void *ctx, const ref_ozaki_out *oz, int64_t j0, int64_t pw)
+{
+    ozaki_fin *fin = ctx;
+    fin->oz = oz;
+    fin->j0 = j0;
+    fin->pw = pw;
+    fin->rows = rows_per_block(pw);
+    ref_parallel_for((fin->c->o.m + fin->rows - 1) / fin->rows, fin->c->jobs, ozaki_finish_rows, fin);
+}
+
+/* Fills t->y and t->y_rn ((m, n) each) from the exact sums of the digit
+ * GEMMs (ozaki.c), panel by panel, and c->g; returns 0 (c->g NULL) when the
+ * operands do not fit the scheme. */
+static int path_ozaki(truth_ctx *c, ref_truth *t)
+{
+    ref_operands *o = &c->o;
+    ref_ozaki_out oz;
+    /* G from the same sweep over the weights (compute_g's bits) */
+    c->g = t->bound;
+    ozaki_fin fin = {.c = c, .t = t};
+    if (o->nonfinite || !ref_ozaki_sums(o->a, o->w, o->m, o->n, o->k, c->g, c->jobs, ozaki_panel, &fin, &oz)) {
+        c->g = NULL;
+        return 0;
+    }
+    inflate_g(c);
     ref_ozaki_clear(&oz);
     return 1;
 }
@@ -380,8 +489,7 @@ static void path_fixed(truth_ctx *c, fixed_ops *f, ref_truth *t)
                 int64_t pm = ma[kk] * mw[kk];
                 if (pm) acc += (__int128)pm << (ea[kk] + ew[kk] - f->q);
             }
-            mpfr_set_i128(x, acc, f->q, lo);
-            finish_exact(c, i, j, x, t);
+            finish_i128(c, i, j, acc, f->q, x, lo, t);
         }
     mpfr_clear(x);
     mpfr_clear(lo);
@@ -430,12 +538,15 @@ static void path_mpfr(truth_ctx *c, ref_truth *t)
 
 /* ---- dgemm + certified term ---------------------------------------------- */
 
-/* Fills t->y, t->y_rn and ref_err ((m, n) each: the dgemm term of E). */
-static qv_status path_dgemm(truth_ctx *c, ref_truth *t, double *ref_err)
+/* Fills t->y, t->y_rn and *ref_err_out ((m, n) each, made here: the dgemm
+ * term of E). */
+static qv_status path_dgemm(truth_ctx *c, ref_truth *t, double **ref_err_out)
 {
     ref_operands *o = &c->o;
     const qv_variant *v = c->p->v;
     int64_t m = o->m, n = o->n, k = o->k;
+    double *ref_err = *ref_err_out = calloc((size_t)(m * n), sizeof(double));
+    if (!ref_err) return qv_fail(QV_ERR_NOMEM, "out of memory for the reference of %s", v->name);
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0, o->a, (int)k,
                 o->w, (int)n, 0.0, t->y, (int)n);
 #ifdef QV_MUTANT_orc_dgemm_term_dropped
@@ -492,7 +603,7 @@ static void fix_nonfinite(truth_ctx *c, ref_truth *t, double *ref_err)
             if (!bad && isfinite(s)) continue;
             int64_t e = i * n + j;
             t->y[e] = t->y_rn[e] = s;
-            ref_err[e] = 0.0;
+            if (ref_err) ref_err[e] = 0.0;
             c->g[e] = 0.0;
         }
 }
@@ -585,6 +696,55 @@ static qv_status accum_bounds(truth_ctx *c)
     return QV_OK;
 }
 
+/* E for the elements of block b (rows_per_block output rows), from y, G
+ * (or the structured accumulator bound in it), the epilogue and ref_err. */
+static void bound_rows(void *ctx, int64_t b)
+{
+    truth_ctx *c = ctx;
+    const qv_problem *p = c->p;
+    const qv_variant *v = p->v;
+    ref_truth *t = c->t;
+    int64_t rows = rows_per_block(p->n);
+    int64_t i0 = b * rows, i1 = i0 + rows < p->m ? i0 + rows : p->m;
+    for (int64_t i = i0; i < i1; i++)
+        for (int64_t j = 0; j < p->n; j++) {
+            int64_t e = i * p->n + j;
+            if (!isfinite(t->y[e])) {
+                t->bound[e] = 0.0;
+                continue;
+            }
+            if (!c->y1) {
+                double s = fabs(c->o.col_s1[j] * c->o.col_s2[j] * c->o.row_s[i]);
+                s *= 1.0 + ldexp(1.0, -50); /* three double roundings in the product */
+                t->bound[e] = ref_bound_element(c->alpha, c->g[e], s, t->y[e], c->o.ep_ops, p->k, c->unit,
+                                                c->ref_err ? c->ref_err[e] : 0.0);
+                continue;
+            }
+            /* a bias: the scales and roundings on each side of it */
+            double s1 = 1.0, s2 = 1.0;
+            int n1 = 0, n2 = 0, after = 0;
+            for (int st2 = 0; st2 < QV_EP_MAX && v->arith.epilogue[st2] != QV_EP_END; st2++) {
+                qv_ep_step sp = v->arith.epilogue[st2];
+                if (sp == QV_EP_ADD_BIAS) {
+                    after = 1;
+                } else if (sp == QV_EP_SUB_AZP) {
+                    continue;
+                } else if (after) {
+                    s2 *= fabs(ref_ep_factor(&c->o, sp, i, j));
+                    n2++;
+                } else {
+                    s1 *= fabs(ref_ep_factor(&c->o, sp, i, j));
+                    n1++;
+                }
+            }
+            s1 *= 1.0 + ldexp(1.0, -50);
+            s2 *= 1.0 + ldexp(1.0, -50);
+            double y2 = c->y1[e] + c->o.bias[j];
+            t->bound[e] = ref_bound_element_bias(c->alpha, c->g[e], s1, n1, c->y1[e], y2, s2, n2, t->y[e], p->k,
+                                                 c->unit, c->ref_err ? c->ref_err[e] : 0.0);
+        }
+}
+
 void ref_truth_clear(ref_truth *t)
 {
     if (!t) return;
@@ -596,7 +756,14 @@ void ref_truth_clear(ref_truth *t)
 
 qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_truth *t)
 {
+    const ref_truth_opts opts = {.path = path, .jobs = 1};
+    return ref_truth_compute_ex(p, &opts, t);
+}
+
+qv_status ref_truth_compute_ex(const qv_problem *p, const ref_truth_opts *opts, ref_truth *t)
+{
     const qv_variant *v = p->v;
+    const char *path = opts ? opts->path : NULL;
     memset(t, 0, sizeof *t);
     t->m = p->m;
     t->n = p->n;
@@ -604,19 +771,16 @@ qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_trut
     t->y = calloc((size_t)mn, sizeof(double));
     t->bound = calloc((size_t)mn, sizeof(double));
     t->y_rn = calloc((size_t)mn, sizeof(double));
-    double *ref_err = calloc((size_t)mn, sizeof(double));
-    if (!t->y || !t->bound || !t->y_rn || !ref_err) {
+    double *ref_err = NULL; /* (m, n), made by the dgemm path alone: 0 elsewhere */
+    if (!t->y || !t->bound || !t->y_rn) {
         free(ref_err);
         ref_truth_clear(t);
         return qv_fail(QV_ERR_NOMEM, "out of memory for the reference of %s", v->name);
     }
-    truth_ctx c = {.p = p};
-    qv_status st = ref_operands_create(p, 1, &c.o);
-    if (st == QV_OK) st = compute_g(&c);
+    truth_ctx c = {.p = p, .t = t, .jobs = opts && opts->jobs > 1 ? opts->jobs : 1};
+    qv_status st = ref_operands_create_jobs(p, 1, c.jobs, &c.o);
     if (st != QV_OK) {
         free(ref_err);
-        ref_operands_destroy(&c.o);
-        free(c.g);
         ref_truth_clear(t);
         return st;
     }
@@ -626,7 +790,6 @@ qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_trut
         if (!c.y1) {
             free(ref_err);
             ref_operands_destroy(&c.o);
-            free(c.g);
             ref_truth_clear(t);
             return qv_fail(QV_ERR_NOMEM, "out of memory for the reference of %s", v->name);
         }
@@ -636,14 +799,20 @@ qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_trut
     const char *want = path && *path ? path : NULL;
     fixed_ops f;
     memset(&f, 0, sizeof f);
-    if (want && !strcmp(want, "int64") && !is_integer_path(v))
+    /* The digit GEMMs form G themselves (path_ozaki); every other path takes
+     * compute_g's. */
+    int oz = (want ? !strcmp(want, "ozaki")
+                   : macs >= (is_integer_path(v) ? REF_OZAKI_MIN_MACS_INT : REF_OZAKI_MIN_MACS)) &&
+             path_ozaki(&c, t);
+    if (!oz) st = compute_g(&c);
+    if (st != QV_OK) {
+        /* no memory for G: that error is the result */
+    } else if (want && !strcmp(want, "int64") && !is_integer_path(v))
         st = qv_fail(QV_ERR_UNSUPPORTED, "%s: the int64 path needs an integer accumulator", v->name);
     else if (want && strcmp(want, "int64") && strcmp(want, "fixed128") && strcmp(want, "mpfr") &&
              strcmp(want, "dgemm+cert") && strcmp(want, "ozaki"))
         st = qv_fail(QV_ERR_USAGE, "unknown reference path '%s' (int64, fixed128, ozaki, mpfr, dgemm+cert)", want);
-    else if ((want ? !strcmp(want, "ozaki")
-                   : macs >= (is_integer_path(v) ? REF_OZAKI_MIN_MACS_INT : REF_OZAKI_MIN_MACS)) &&
-             path_ozaki(&c, t)) {
+    else if (oz) {
         t->path = "ozaki";
         t->why = "every operand an exact sum of base-2^beta digits whose K products stay below 2^53: "
                  "digit dgemms are exact, combined in __int128";
@@ -658,7 +827,7 @@ qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_trut
         t->path = "dgemm+cert";
         t->why = "large case: dgemm sum with (K+2)*2^-53*G added to E; y_rn from the dgemm value, "
                  "not certified rounding";
-        path_dgemm(&c, t, ref_err);
+        st = path_dgemm(&c, t, &ref_err);
     } else if ((!want || !strcmp(want, "fixed128")) && fixed_plan(&c, &f)) {
         t->path = "fixed128";
         t->why = "every product is an integer multiple of 2^(min ea + min eb) below 2^125: exact __int128 sum";
@@ -674,7 +843,7 @@ qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_trut
     } else {
         t->path = "dgemm+cert";
         t->why = "exponent range beyond fixed point and too large for MPFR: dgemm with (K+2)*2^-53*G in E";
-        path_dgemm(&c, t, ref_err);
+        st = path_dgemm(&c, t, &ref_err);
     }
     fixed_free(&f);
     /* The accumulator's error per element: block-structured for the fp8
@@ -694,46 +863,12 @@ qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_trut
 #endif
         /* the kernel's accumulator may sum in other units than the declared
          * ones (marlin-fp4-nv), which moves where fp32 underflow begins */
-        const double unit = ldexp(1.0, -ref_acc_pow2(p));
-        for (int64_t i = 0; i < p->m; i++)
-            for (int64_t j = 0; j < p->n; j++) {
-                int64_t e = i * p->n + j;
-                if (!isfinite(t->y[e])) {
-                    t->bound[e] = 0.0;
-                    continue;
-                }
-                if (!c.y1) {
-                    double s = fabs(c.o.col_s1[j] * c.o.col_s2[j] * c.o.row_s[i]);
-                    s *= 1.0 + ldexp(1.0, -50); /* three double roundings in the product */
-                    t->bound[e] = ref_bound_element(c.alpha, c.g[e], s, t->y[e], c.o.ep_ops, p->k, unit, ref_err[e]);
-                    continue;
-                }
-                /* a bias: the scales and roundings on each side of it */
-                double s1 = 1.0, s2 = 1.0;
-                int n1 = 0, n2 = 0, after = 0;
-                for (int st2 = 0; st2 < QV_EP_MAX && v->arith.epilogue[st2] != QV_EP_END; st2++) {
-                    qv_ep_step sp = v->arith.epilogue[st2];
-                    if (sp == QV_EP_ADD_BIAS) {
-                        after = 1;
-                    } else if (sp == QV_EP_SUB_AZP) {
-                        continue;
-                    } else if (after) {
-                        s2 *= fabs(ref_ep_factor(&c.o, sp, i, j));
-                        n2++;
-                    } else {
-                        s1 *= fabs(ref_ep_factor(&c.o, sp, i, j));
-                        n1++;
-                    }
-                }
-                s1 *= 1.0 + ldexp(1.0, -50);
-                s2 *= 1.0 + ldexp(1.0, -50);
-                double y2 = c.y1[e] + c.o.bias[j];
-                t->bound[e] = ref_bound_element_bias(c.alpha, c.g[e], s1, n1, c.y1[e], y2, s2, n2, t->y[e], p->k,
-                                                     unit, ref_err[e]);
-            }
+        c.unit = ldexp(1.0, -ref_acc_pow2(p));
+        c.ref_err = ref_err;
+        int64_t rows = rows_per_block(p->n);
+        ref_parallel_for((p->m + rows - 1) / rows, c.jobs, bound_rows, &c);
     }
     free(ref_err);
-    free(c.g);
     free(c.y1);
     ref_operands_destroy(&c.o);
     if (st != QV_OK) ref_truth_clear(t);

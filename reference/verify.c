@@ -33,6 +33,7 @@
 #include "qvet/formats.h"
 #include "qvet/reference.h"
 #include "ref_operands.h"
+#include "ref_parallel.h"
 
 #define P99_MARGINAL 0.5  /* see the header comment */
 #define BIAS_Z_MARGINAL 6.0
@@ -126,13 +127,17 @@ static double select_kth(double *x, int64_t n, int64_t kth)
     return x[kth];
 }
 
-/* x: (n) doubles, reordered in place. */
-static double p99_of(double *x, int64_t n)
+/* The p99 of n nonnegative values of which all but the nnz in x are zero
+ * (x reordered in place): 0 when more than the 99th percentile's rank are
+ * zeros, else a selection among the nonzero ones. */
+static double p99_of(double *x, int64_t nnz, int64_t n)
 {
     if (n <= 0) return 0.0;
     int64_t kth = (int64_t)ceil(0.99 * (double)n) - 1;
     if (kth < 0) kth = 0;
-    return select_kth(x, n, kth);
+    int64_t zeros = n - nnz;
+    if (zeros > kth) return 0.0;
+    return select_kth(x, nnz, kth - zeros);
 }
 
 /* One signed, normalized error for the bias monitor. */
@@ -140,27 +145,139 @@ typedef struct bias_pt {
     double y, s;
 } bias_pt;
 
-static int cmp_bias(const void *a, const void *b)
+/* The bits of a pair with -0 read as +0, so equal values have equal bits
+ * (y and s are finite here). */
+static void pair_bits(const bias_pt *b, uint64_t *hy, uint64_t *hs)
 {
-    const bias_pt *x = a, *y = b;
-    if (x->y != y->y) return x->y < y->y ? -1 : 1;
-    return x->s < y->s ? -1 : x->s > y->s;
+    double y = b->y + 0.0, s = b->s + 0.0; /* -0 + 0 = +0 in round-to-nearest */
+    memcpy(hy, &y, 8);
+    memcpy(hs, &s, 8);
+}
+
+static uint64_t pair_hash(const bias_pt *b)
+{
+    uint64_t hy, hs;
+    pair_bits(b, &hy, &hs);
+    uint64_t h = (hy ^ (hs * 0x9E3779B97F4A7C15ull)) * 0xBF58476D1CE4E5B9ull;
+    return h ^ (h >> 31);
+}
+
+/* Pairs per bucket of the bias monitor (for the largest cases more, up to
+ * BIAS_MAX_BUCKETS buckets); the count depends on the shape alone. */
+#define BIAS_BUCKET ((int64_t)1 << 15)
+#define BIAS_MAX_LOG 12
+
+/* Buckets (a power of two, 2^*lb) for up to mn pairs. */
+static int64_t bias_buckets(int64_t mn, int *lb)
+{
+    *lb = 0;
+    while ((BIAS_BUCKET << *lb) < mn && *lb < BIAS_MAX_LOG) (*lb)++;
+    return (int64_t)1 << *lb;
+}
+
+static int64_t bucket_of(const bias_pt *b, int lb) { return lb ? (int64_t)(pair_hash(b) >> (64 - lb)) : 0; }
+
+/* One block's pairs, bp (n), reordered by bucket (a counting sort, element
+ * order kept within each) into sorted, with start (nb + 1) the offsets. */
+static void bias_sort_block(const bias_pt *bp, int64_t n, int lb, bias_pt *sorted, int32_t *start)
+{
+    const int64_t nb = (int64_t)1 << lb;
+    uint16_t *id = malloc(sizeof(uint16_t) * (size_t)(n > 0 ? n : 1));
+    QV_ASSERT(id, "out of memory in the bias monitor");
+    memset(start, 0, sizeof(int32_t) * (size_t)(nb + 1));
+    for (int64_t i = 0; i < n; i++) {
+        id[i] = (uint16_t)bucket_of(&bp[i], lb);
+        start[id[i] + 1]++;
+    }
+    for (int64_t b = 0; b < nb; b++) start[b + 1] += start[b];
+    int32_t *at = malloc(sizeof(int32_t) * (size_t)nb);
+    QV_ASSERT(at, "out of memory in the bias monitor");
+    memcpy(at, start, sizeof(int32_t) * (size_t)nb);
+    for (int64_t i = 0; i < n; i++) sorted[at[id[i]]++] = bp[i];
+    free(at);
+    free(id);
+}
+
+typedef struct bias_ctx {
+    int64_t nblk, nb;
+    bias_pt *const *bp;      /* (nblk) each block's pairs, by bucket */
+    int32_t *const *bstart;  /* (nblk) each block's bucket offsets (nb + 1) */
+    double *s1, *s2;         /* (nb) per bucket */
+    int64_t *distinct;       /* (nb) */
+} bias_ctx;
+
+/* Keeps the first of equal pairs of bucket b (its part of every block, in
+ * block order: element order) through an open-addressing table, and sums
+ * their s and s^2 in that order. */
+static void bias_bucket(void *ctx, int64_t b)
+{
+    bias_ctx *bc = ctx;
+    int64_t total = 0;
+    for (int64_t k = 0; k < bc->nblk; k++)
+        if (bc->bstart[k]) total += bc->bstart[k][b + 1] - bc->bstart[k][b];
+    double s1 = 0, s2 = 0;
+    int64_t distinct = 0;
+    if (total > 0) {
+        int64_t ts = 16;
+        while (ts < 2 * total) ts *= 2;
+        const bias_pt **table = malloc(sizeof(bias_pt *) * (size_t)ts);
+        QV_ASSERT(table, "out of memory in the bias monitor");
+        for (int64_t t = 0; t < ts; t++) table[t] = NULL;
+        for (int64_t k = 0; k < bc->nblk; k++) {
+            if (!bc->bstart[k]) continue;
+            const bias_pt *sc = bc->bp[k];
+            for (int32_t i = bc->bstart[k][b]; i < bc->bstart[k][b + 1]; i++) {
+                uint64_t yi, si;
+                pair_bits(&sc[i], &yi, &si);
+                int64_t slot = (int64_t)(pair_hash(&sc[i]) & (uint64_t)(ts - 1));
+                int seen = 0;
+                while (table[slot]) {
+                    uint64_t yj, sj;
+                    pair_bits(table[slot], &yj, &sj);
+                    if (yj == yi && sj == si) {
+                        seen = 1;
+                        break;
+                    }
+                    slot = (slot + 1) & (ts - 1);
+                }
+                if (seen) continue;
+                table[slot] = &sc[i];
+                s1 += sc[i].s;
+                s2 += sc[i].s * sc[i].s;
+                distinct++;
+            }
+        }
+        free(table);
+    }
+    bc->s1[b] = s1;
+    bc->s2[b] = s2;
+    bc->distinct[b] = distinct;
 }
 
 /* z = sum s / sqrt(sum s^2) over the distinct (y, s) pairs: repeated rows or
  * columns (one-hot, witnesses, broadcast data) repeat one error, which is one
- * observation, not many. Returns the number of distinct pairs. */
-static int64_t bias_z(bias_pt *bp, int64_t n, double *z)
+ * observation, not many. Each block of the verdict has sorted its pairs by a
+ * hash of their bits into nb buckets (bias_sort_block); a bucket keeps the
+ * first of equal pairs, and the buckets' sums are added in bucket order.
+ * Blocks and buckets depend on the shape alone, so z depends on the pairs
+ * alone, whatever `jobs`. Returns the number of distinct pairs. */
+static int64_t bias_z(bias_ctx *bc, int jobs, double *z)
 {
-    qsort(bp, (size_t)n, sizeof *bp, cmp_bias);
+    bc->s1 = malloc(sizeof(double) * (size_t)bc->nb);
+    bc->s2 = malloc(sizeof(double) * (size_t)bc->nb);
+    bc->distinct = malloc(sizeof(int64_t) * (size_t)bc->nb);
+    QV_ASSERT(bc->s1 && bc->s2 && bc->distinct, "out of memory in the bias monitor");
+    ref_parallel_for(bc->nb, jobs, bias_bucket, bc);
     double s1 = 0, s2 = 0;
     int64_t distinct = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (i > 0 && bp[i].y == bp[i - 1].y && bp[i].s == bp[i - 1].s) continue;
-        s1 += bp[i].s;
-        s2 += bp[i].s * bp[i].s;
-        distinct++;
+    for (int64_t b = 0; b < bc->nb; b++) {
+        s1 += bc->s1[b];
+        s2 += bc->s2[b];
+        distinct += bc->distinct[b];
     }
+    free(bc->s1);
+    free(bc->s2);
+    free(bc->distinct);
     *z = s2 > 0 ? s1 / sqrt(s2) : 0.0;
     return distinct;
 }
@@ -172,36 +289,88 @@ static void result_init(qv_result *res, int64_t mn)
     res->worst_m = res->worst_n = -1;
 }
 
-void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, const ref_verify_opts *opts,
-                   qv_result *res)
+/* Elements per block of the verdict: the unit of its threads and of its
+ * partial sums, fixed so the statistics' bits never depend on the thread count. */
+#define VERIFY_BLOCK 16384
+
+/* What one block of elements contributes: its counts, partial sums and
+ * extremes (indices are flat element indices; -1 for none), and its values
+ * in buffers of its own (freed as they are used): rs and ulps hold only the
+ * nonzero ones (zeros are counted), bp the bias pairs sorted by bucket with
+ * bstart their offsets (NULL with no pair). */
+typedef struct vblock {
+    int64_t nr, nrs, nul; /* graded values; of them nonzero r, nonzero ulps */
+    int64_t nbias, nbad, n_normal, n_unwritten, n_nan, n_inf, n_fail;
+    double sum_e2, sum_y2, sum_exp, max_abs_err, worst_r, worst_bad;
+    int64_t first_bad, worst_e, worst_bad_e;
+    const char *first_kind;
+    double *rs, *ulps;
+    bias_pt *bp;
+    int32_t *bstart;
+} vblock;
+
+typedef struct vctx {
+    const qv_problem *p;
+    const ref_truth *t;
+    const void *out;
+    qv_fmt of;
+    int sat;
+    uint32_t poison;
+    double min_normal;
+    int64_t mn;
+    int lb;          /* the bias monitor's 2^lb buckets */
+    vblock *blocks;
+    int fast_ulp;       /* out_ulp reads the exponent field (a float output format) */
+    int ulp_lo, ulp_hi; /* the exponents of qv_ulp(of, 0) and qv_ulp(of, Inf) */
+    int man_bits;
+} vctx;
+
+/* qv_ulp(of, x), from the exponent field: the spacing of x's binade, clamped
+ * to the format's subnormal spacing and to its largest binade's. */
+static inline double out_ulp(const vctx *vc, double x)
 {
-    const qv_variant *v = p->v;
-    qv_fmt of = v->ofmt;
-    int sat = v->arith.out_sat == QV_SAT_FINITE;
-    int64_t m = p->m, n = p->n, mn = m * n;
-    result_init(res, mn);
-    res->ref_path = t->path;
-    res->ref_why = t->why;
-    uint32_t poison = ref_poison_code(of);
-    double *rs = malloc(sizeof(double) * (size_t)(mn > 0 ? mn : 1));
-    double *ulps = malloc(sizeof(double) * (size_t)(mn > 0 ? mn : 1));
-    QV_ASSERT(rs && ulps, "out of memory in ref_verify");
-    int64_t nr = 0, nbad = 0, nbias = 0, n_normal = 0;
-    /* Smallest normal magnitude of the output format: 2^(1 - bias). */
-    const qv_fmt_info *fi = qv_fmt_get(of);
-    double min_normal = fi->is_float ? ldexp(1.0, 1 - fi->bias) : 0.0; /* integers: every value counts */
+    if (!vc->fast_ulp) return qv_ulp(vc->of, x); /* integer outputs: 1 */
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    int ef = (int)((b >> 52) & 0x7FF);
+    if (ef == 0x7FF && (b << 12)) return NAN;
+    int e = ef == 0x7FF ? vc->ulp_hi : ef == 0 ? vc->ulp_lo : ef - 1023 - vc->man_bits;
+    e = e < vc->ulp_lo ? vc->ulp_lo : e > vc->ulp_hi ? vc->ulp_hi : e;
+    uint64_t u = (uint64_t)(e + 1023) << 52;
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+static void verify_block(void *ctx, int64_t blk)
+{
+    vctx *vc = ctx;
+    const ref_truth *t = vc->t;
+    const void *out = vc->out;
+    const qv_fmt of = vc->of;
+    const int sat = vc->sat;
+    const uint32_t poison = vc->poison;
+    const double min_normal = vc->min_normal;
+    const int64_t mn = vc->mn;
+    const int64_t e0 = blk * VERIFY_BLOCK;
+    int64_t e1 = e0 + VERIFY_BLOCK < mn ? e0 + VERIFY_BLOCK : mn;
+    vblock *res = &vc->blocks[blk];
+    memset(res, 0, sizeof *res);
+    /* malloc'd pages are touched only where a value is written */
+    double *rs = malloc(sizeof(double) * (size_t)VERIFY_BLOCK);
+    double *ulps = malloc(sizeof(double) * (size_t)VERIFY_BLOCK);
+    bias_pt *bp = malloc(sizeof(bias_pt) * (size_t)VERIFY_BLOCK);
+    QV_ASSERT(rs && ulps && bp, "out of memory in ref_verify");
+    int64_t nr = 0, nrs = 0, nul = 0, nbad = 0, nbias = 0, n_normal = 0;
     double sum_e2 = 0, sum_y2 = 0, sum_exp = 0;
-    bias_pt *bp = malloc(sizeof(bias_pt) * (size_t)(mn > 0 ? mn : 1));
-    QV_ASSERT(bp, "out of memory in ref_verify");
     double worst_r = -1.0, worst_bad = -1.0;
     int64_t first_bad = -1, worst_e = -1, worst_bad_e = -1;
     const char *first_kind = NULL;
 #ifdef QV_MUTANT_orc_verdict_last_element_skipped
     /* Oracle mutant: the loop stops one element short (the last is never graded). */
-    for (int64_t e = 0; e < mn - 1; e++) {
-#else
-    for (int64_t e = 0; e < mn; e++) {
+    if (e1 == mn) e1 = mn - 1;
 #endif
+    for (int64_t e = e0; e < e1; e++) {
         uint32_t c = out_code(of, out, e);
         double y = t->y[e], E = t->bound[e];
         const char *bad = NULL;
@@ -241,48 +410,62 @@ void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, con
                 r = INFINITY;
 #endif
             } else {
+                /* Strictly inside [y - E, y + E] (fl(o - y) below E by more than
+                 * its rounding) is inside the rounded window, RN being monotone:
+                 * the window is formed only for the other outputs. */
+                int inside = E > 0x1p-900 && fabs(o - y) < E * (1.0 - 0x1p-40);
+                if (!inside) {
 #ifdef QV_MUTANT_orc_window_unrounded
-                /* Oracle mutant: [y - E, y + E] without the output rounding. */
-                double lo = y - E, hi = y + E;
+                    /* Oracle mutant: [y - E, y + E] without the output rounding. */
+                    double lo = y - E, hi = y + E;
 #elif defined QV_MUTANT_orc_window_directed
-                /* Oracle mutant: the directed roundings RD(y - E), RU(y + E). */
-                double lo = ref_round_to(of, y - E, sat), hi = ref_round_to(of, y + E, sat);
-                if (lo > y - E) lo -= qv_ulp(of, lo);
-                if (hi < y + E) hi += qv_ulp(of, hi);
+                    /* Oracle mutant: the directed roundings RD(y - E), RU(y + E). */
+                    double lo = ref_round_to(of, y - E, sat), hi = ref_round_to(of, y + E, sat);
+                    if (lo > y - E) lo -= qv_ulp(of, lo);
+                    if (hi < y + E) hi += qv_ulp(of, hi);
 #elif defined QV_MUTANT_orc_window_half_ulp
-                /* Oracle mutant: half an output ulp added to E, then rounded as well. */
-                double hu = 0.5 * qv_ulp(of, fabs(y) + E);
-                double lo = ref_round_to(of, y - E - hu, sat), hi = ref_round_to(of, y + E + hu, sat);
+                    /* Oracle mutant: half an output ulp added to E, then rounded as well. */
+                    double hu = 0.5 * qv_ulp(of, fabs(y) + E);
+                    double lo = ref_round_to(of, y - E - hu, sat), hi = ref_round_to(of, y + E + hu, sat);
 #else
-                double lo = ref_round_to(of, y - E, sat), hi = ref_round_to(of, y + E, sat);
+                    /* o = y_rn, the correctly rounded value, is in the window:
+                     * every E holds 2^-50 |y| >= |exact - y|, so fl(y - E) <=
+                     * exact <= fl(y + E), and RN is monotone */
+                    double lo = o, hi = o;
+                    if (o != t->y_rn[e]) {
+                        lo = ref_round_to(of, y - E, sat);
+                        hi = ref_round_to(of, y + E, sat);
+                    }
 #endif
 #ifdef QV_MUTANT_orc_verdict_inf_unchecked
-                /* Oracle mutant: an Inf output is taken for an overflow inside the
-                 * bound without the range test. */
-                if (!isinf(o) && (o < lo || o > hi)) {
+                    /* Oracle mutant: an Inf output is taken for an overflow inside the
+                     * bound without the range test. */
+                    if (!isinf(o) && (o < lo || o > hi)) {
 #else
-                if (o < lo || o > hi) {
+                    if (o < lo || o > hi) {
 #endif
-                    bad = isinf(o) ? "Inf outside the bound" : "outside the rounded bound";
-                    if (isinf(o)) res->n_inf++;
-                    else res->n_fail++;
+                        bad = isinf(o) ? "Inf outside the bound" : "outside the rounded bound";
+                        if (isinf(o)) res->n_inf++;
+                        else res->n_fail++;
+                    }
                 }
-                double half = 0.5 * qv_ulp(of, fabs(y) + E);
+                double half = 0.5 * out_ulp(vc, fabs(y) + E);
                 if (isfinite(o)) {
                     double err = o - y, ae = fabs(err);
                     double excess = ae > half ? ae - half : 0.0;
                     r = E > 0 ? excess / E : (excess > 0 ? INFINITY : 0.0);
-                    rs[nr] = r;
-                    if (isfinite(t->y_rn[e]))
-                        ulps[nr] = (double)llabs(ordered(of, c) - ordered(of, encode_out(of, t->y_rn[e], sat)));
-                    else
-                        ulps[nr] = 0;
+                    if (r != 0.0) rs[nrs++] = r;
+                    /* o == y_rn: the same code, or +-0 (both order as 0) */
+                    if (o != t->y_rn[e] && isfinite(t->y_rn[e])) {
+                        double ul = (double)llabs(ordered(of, c) - ordered(of, encode_out(of, t->y_rn[e], sat)));
+                        if (ul != 0.0) ulps[nul++] = ul;
+                    }
                     nr++;
                     if (ae > res->max_abs_err) res->max_abs_err = ae;
                     n_normal += fabs(y) >= min_normal;
                     sum_e2 += err * err;
                     sum_y2 += y * y;
-                    double u = qv_ulp(of, y);
+                    double u = out_ulp(vc, y);
                     sum_exp += u * u / 12.0 + (E / 3.0) * (E / 3.0);
                     if (err != 0.0) {
                         bp[nbias].y = y;
@@ -312,6 +495,116 @@ void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, con
             worst_e = e;
         }
     }
+    res->nr = nr;
+    res->nrs = nrs;
+    res->nul = nul;
+    res->nbias = nbias;
+    res->rs = rs;
+    res->ulps = ulps;
+    if (nbias) {
+        res->bp = malloc(sizeof(bias_pt) * (size_t)nbias);
+        res->bstart = malloc(sizeof(int32_t) * (size_t)((1 << vc->lb) + 1));
+        QV_ASSERT(res->bp && res->bstart, "out of memory in ref_verify");
+        bias_sort_block(bp, nbias, vc->lb, res->bp, res->bstart);
+    }
+    free(bp);
+    res->nbad = nbad;
+    res->n_normal = n_normal;
+    res->sum_e2 = sum_e2;
+    res->sum_y2 = sum_y2;
+    res->sum_exp = sum_exp;
+    res->worst_r = worst_r;
+    res->worst_bad = worst_bad;
+    res->first_bad = first_bad;
+    res->worst_e = worst_e;
+    res->worst_bad_e = worst_bad_e;
+    res->first_kind = first_kind;
+}
+
+void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, const ref_verify_opts *opts,
+                   qv_result *out_res)
+{
+    const qv_variant *v = p->v;
+    qv_fmt of = v->ofmt;
+    int64_t m = p->m, n = p->n, mn = m * n;
+    qv_result *res = out_res;
+    result_init(res, mn);
+    res->ref_path = t->path;
+    res->ref_why = t->why;
+    /* Smallest normal magnitude of the output format: 2^(1 - bias). */
+    const qv_fmt_info *fi = qv_fmt_get(of);
+    int64_t nblk = (mn + VERIFY_BLOCK - 1) / VERIFY_BLOCK;
+    vctx vc = {
+        .p = p, .t = t, .out = out, .of = of, .sat = v->arith.out_sat == QV_SAT_FINITE,
+        .poison = ref_poison_code(of),
+        .min_normal = fi->is_float ? ldexp(1.0, 1 - fi->bias) : 0.0, /* integers: every value counts */
+        .mn = mn,
+        .blocks = malloc(sizeof(vblock) * (size_t)(nblk > 0 ? nblk : 1)),
+    };
+    QV_ASSERT(vc.blocks, "out of memory in ref_verify");
+    if (fi->is_float) {
+        /* both ends are normal doubles for every output format (2^-149 at least) */
+        vc.ulp_lo = ilogb(qv_ulp(of, 0.0));
+        vc.ulp_hi = ilogb(qv_ulp(of, INFINITY));
+        vc.man_bits = fi->man_bits;
+        vc.fast_ulp = vc.ulp_lo >= -1022 && vc.ulp_hi <= 1023;
+    }
+    const int jobs = opts ? opts->jobs : 1;
+    bias_ctx bc = {.nblk = nblk, .nb = bias_buckets(mn, &vc.lb)};
+    ref_parallel_for(nblk, jobs, verify_block, &vc);
+    /* the blocks in order: the first and the worst elements are those a
+     * single pass finds */
+    int64_t tot_rs = 0, tot_ul = 0;
+    for (int64_t b = 0; b < nblk; b++) {
+        tot_rs += vc.blocks[b].nrs;
+        tot_ul += vc.blocks[b].nul;
+    }
+    double *rs = malloc(sizeof(double) * (size_t)(tot_rs > 0 ? tot_rs : 1));
+    double *ulps = malloc(sizeof(double) * (size_t)(tot_ul > 0 ? tot_ul : 1));
+    bias_pt **bps = malloc(sizeof(bias_pt *) * (size_t)(nblk > 0 ? nblk : 1));
+    int32_t **bst = malloc(sizeof(int32_t *) * (size_t)(nblk > 0 ? nblk : 1));
+    QV_ASSERT(rs && ulps && bps && bst, "out of memory in ref_verify");
+    int64_t nr = 0, nrs = 0, nul = 0, nbad = 0, nbias = 0, n_normal = 0;
+    double sum_e2 = 0, sum_y2 = 0, sum_exp = 0;
+    double worst_r = -1.0, worst_bad = -1.0;
+    int64_t first_bad = -1, worst_e = -1, worst_bad_e = -1;
+    const char *first_kind = NULL;
+    for (int64_t b = 0; b < nblk; b++) {
+        vblock *bk = &vc.blocks[b];
+        memcpy(rs + nrs, bk->rs, sizeof(double) * (size_t)bk->nrs);
+        memcpy(ulps + nul, bk->ulps, sizeof(double) * (size_t)bk->nul);
+        free(bk->rs);
+        free(bk->ulps);
+        bps[b] = bk->bp;
+        bst[b] = bk->bstart;
+        nr += bk->nr;
+        nrs += bk->nrs;
+        nul += bk->nul;
+        nbias += bk->nbias;
+        nbad += bk->nbad;
+        n_normal += bk->n_normal;
+        res->n_unwritten += bk->n_unwritten;
+        res->n_nan += bk->n_nan;
+        res->n_inf += bk->n_inf;
+        res->n_fail += bk->n_fail;
+        if (bk->max_abs_err > res->max_abs_err) res->max_abs_err = bk->max_abs_err;
+        sum_e2 += bk->sum_e2;
+        sum_y2 += bk->sum_y2;
+        sum_exp += bk->sum_exp;
+        if (first_bad < 0 && bk->first_bad >= 0) {
+            first_bad = bk->first_bad;
+            first_kind = bk->first_kind;
+        }
+        if (bk->worst_bad_e >= 0 && (bk->worst_bad > worst_bad || worst_bad_e < 0)) {
+            worst_bad = bk->worst_bad;
+            worst_bad_e = bk->worst_bad_e;
+        }
+        if (bk->worst_e >= 0 && bk->worst_r > worst_r) {
+            worst_r = bk->worst_r;
+            worst_e = bk->worst_e;
+        }
+    }
+    free(vc.blocks);
     int64_t we = nbad ? worst_bad_e : worst_e;
     if (we >= 0) {
         res->worst_m = we / n;
@@ -322,17 +615,24 @@ void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, con
     }
     res->max_err_over_bound = worst_r < 0 ? 0.0 : worst_r;
     double maxu = 0;
-    for (int64_t i = 0; i < nr; i++)
+    for (int64_t i = 0; i < nul; i++)
         if (ulps[i] > maxu) maxu = ulps[i];
     res->max_ulp = maxu;
-    res->p99_err_over_bound = p99_of(rs, nr);
-    res->p99_ulp = p99_of(ulps, nr);
+    res->p99_err_over_bound = p99_of(rs, nrs, nr);
+    res->p99_ulp = p99_of(ulps, nul, nr);
     res->nmse = sum_y2 > 0 ? sum_e2 / sum_y2 : (sum_e2 > 0 ? INFINITY : 0.0);
     res->norm_rel = sqrt(res->nmse);
-    nbias = bias_z(bp, nbias, &res->bias_z);
-    free(bp);
     free(rs);
     free(ulps);
+    bc.bp = bps;
+    bc.bstart = bst;
+    nbias = nbias ? bias_z(&bc, jobs, &res->bias_z) : 0;
+    for (int64_t b = 0; b < nblk; b++) {
+        free(bps[b]);
+        free(bst[b]);
+    }
+    free(bps);
+    free(bst);
 
     if (nbad) {
         res->grade = QV_FAIL;

@@ -1,6 +1,8 @@
 /* t_truth.c: the exact references and the fast path.
- *   - fixed128 and MPFR (and int64 and MPFR for integer rows) are independent
- *     exact computations: they agree bit for bit on y, y_rn and E;
+ *   - fixed128 and MPFR (and int64 and MPFR for integer rows), and the digit
+ *     GEMMs of the ozaki path, are independent exact computations: they agree
+ *     bit for bit on y, y_rn and E (the epilogue finished in doubles where it
+ *     can be, in MPFR elsewhere);
  *   - the dgemm fast path lies within its own certified term of the MPFR value;
  *   - a hand-derived case, path selection, and refusals.
  * Seeds: QVET_SEED (default 1) with the case index. */
@@ -35,37 +37,54 @@ static void make_case(const qv_variant *v, uint64_t s, qv_problem *p)
 
 static int same_double(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
 
+/* a and b ((m, n) each) agree bit for bit on y, y_rn and E. */
+static void assert_same_truth(const qv_variant *v, uint64_t seed, int c, const char *path, const qv_problem *p,
+                              const ref_truth *a, const ref_truth *b)
+{
+    for (int64_t e = 0; e < p->m * p->n; e++) {
+        ck_assert_msg(same_double(a->y[e], b->y[e]) && same_double(a->y_rn[e], b->y_rn[e]) &&
+                          same_double(a->bound[e], b->bound[e]),
+                      "%s seed=%llu case=%d element %lld: %s y=%.17g y_rn=%.17g E=%.17g, mpfr y=%.17g y_rn=%.17g E=%.17g",
+                      v->name, (unsigned long long)seed, c, (long long)e, path, a->y[e], a->y_rn[e], a->bound[e],
+                      b->y[e], b->y_rn[e], b->bound[e]);
+    }
+}
+
 START_TEST(exact_paths_agree)
 {
     const qv_variant *v = qv_registry_get(_i);
     const char *fast = v->arith.accum == QV_ACC_INT32 ? "int64" : "fixed128";
     uint64_t seed = base_seed();
-    int compared = 0;
+    int compared = 0, compared_oz = 0;
     for (int c = 0; c < CASES_PER_VARIANT; c++) {
         uint64_t s = mix(seed, (uint64_t)_i * 1009 + (uint64_t)c);
         qv_problem p;
         make_case(v, s, &p);
-        ref_truth a, b;
-        qv_status st = ref_truth_compute_path(&p, fast, &a);
+        ref_truth a, b, z;
+        ck_assert_int_eq(ref_truth_compute_path(&p, "mpfr", &b), QV_OK);
+        qv_status st = ref_truth_compute_path(&p, "ozaki", &z);
+        if (st == QV_OK) {
+            assert_same_truth(v, seed, c, "ozaki", &p, &z, &b);
+            compared_oz++;
+            ref_truth_clear(&z);
+        } else {
+            ck_assert_int_eq(st, QV_ERR_UNSUPPORTED); /* too wide for the digits, or not finite */
+        }
+        st = ref_truth_compute_path(&p, fast, &a);
         if (st == QV_ERR_UNSUPPORTED) { /* exponent range beyond fixed point */
+            ref_truth_clear(&b);
             qv_problem_destroy(&p);
             continue;
         }
         ck_assert_int_eq(st, QV_OK);
-        ck_assert_int_eq(ref_truth_compute_path(&p, "mpfr", &b), QV_OK);
-        for (int64_t e = 0; e < p.m * p.n; e++) {
-            ck_assert_msg(same_double(a.y[e], b.y[e]) && same_double(a.y_rn[e], b.y_rn[e]) &&
-                              same_double(a.bound[e], b.bound[e]),
-                          "%s seed=%llu case=%d element %lld: %s y=%.17g y_rn=%.17g E=%.17g, mpfr y=%.17g y_rn=%.17g E=%.17g",
-                          v->name, (unsigned long long)seed, c, (long long)e, fast, a.y[e], a.y_rn[e], a.bound[e],
-                          b.y[e], b.y_rn[e], b.bound[e]);
-        }
+        assert_same_truth(v, seed, c, fast, &p, &a, &b);
         compared++;
         ref_truth_clear(&a);
         ref_truth_clear(&b);
         qv_problem_destroy(&p);
     }
     ck_assert_msg(compared >= CASES_PER_VARIANT / 2, "%s: only %d cases fit the %s path", v->name, compared, fast);
+    ck_assert_msg(compared_oz >= CASES_PER_VARIANT / 2, "%s: only %d cases fit the ozaki path", v->name, compared_oz);
 }
 END_TEST
 
@@ -130,6 +149,61 @@ START_TEST(hand_derived_case)
 }
 END_TEST
 
+/* An exact value 2^-48 above an f16 rounding tie, whose epilogue product is
+ * not a double: marlin-w8a16-ch-f16, channel scale F = 1023 2^-24 (the
+ * largest f16 subnormal), and an exact sum acc = N 2^-24 with N = (2941 2^43
+ * + 1) / 1023 (an integer: 2^10 = 1 mod 1023, so 2941 2^43 = 2941 * 8 = -1
+ * mod 1023), so y = acc F = 2941/32 + 2^-48. 2941/32 = 91.90625 lies halfway
+ * between the f16 values 91.875 (1470/16, even) and 91.9375; y, above it by
+ * less than half a double ulp (2^-47), is the double 91.90625 and rounds up:
+ * y_rn = 91.9375, where rounding the double alone would give the even
+ * 91.875. acc is written as f16 activations times codes 129 (w = 1) and 192
+ * (w = 64), 11 bits at a time; every path (the fixed128 and digit-GEMM ones
+ * finish it in doubles with an fma, MPFR in MPFR) must give these values. */
+START_TEST(epilogue_tie_in_doubles)
+{
+    const qv_variant *v = qv_variant_find("marlin-w8a16-ch-f16");
+    const int64_t n = 64, k = 16;
+    qv_problem p;
+    ck_assert_int_eq(qv_problem_create(&p, v, 1, n, k), QV_OK);
+    uint16_t *a = p.a, *sc = p.scales;
+    uint8_t *q = p.q;
+    memset(a, 0, sizeof(uint16_t) * (size_t)k);
+    memset(q, 128, (size_t)(k * n)); /* w = 0 */
+    for (int64_t j = 0; j < n; j++) sc[j] = 0x03FF; /* 1023 2^-24 */
+    unsigned __int128 big = ((unsigned __int128)2941 << 43) + 1;
+    ck_assert(big % 1023 == 0);
+    uint64_t rest = (uint64_t)(big / 1023); /* N, in units of 2^-24 */
+    int64_t kk = 0;
+    while (rest) {
+        int len = 64 - __builtin_clzll(rest);
+        int shift = len > 11 ? len - 11 : 0;
+        uint64_t chunk = rest >> shift; /* 11 bits: one f16 significand */
+        rest -= chunk << shift;
+        /* chunk 2^(shift - 24) as a times w: w = 64 keeps a within f16's range */
+        int w_exp = shift - 24 > 4 ? 6 : 0;
+        double av = ldexp((double)chunk, shift - 24 - w_exp);
+        ck_assert_int_lt(kk, k);
+        a[kk] = (uint16_t)qv_encode(QV_FMT_F16, av, QV_SAT_NONE);
+        ck_assert(qv_decode(QV_FMT_F16, a[kk]) == av);
+        for (int64_t j = 0; j < n; j++) q[kk * n + j] = (uint8_t)(128 + (1 << w_exp));
+        kk++;
+    }
+    const char *paths[] = {"fixed128", "ozaki", "mpfr"};
+    for (int pi = 0; pi < 3; pi++) {
+        ref_truth t;
+        ck_assert_int_eq(ref_truth_compute_path(&p, paths[pi], &t), QV_OK);
+        for (int64_t j = 0; j < n; j++) {
+            ck_assert_msg(t.y[j] == 2941.0 / 32.0, "%s: y = %.17g", paths[pi], t.y[j]);
+            ck_assert_msg(t.y_rn[j] == 91.9375, "%s: y_rn = %.17g, not 91.9375 (the tie broken by the 2^-48)",
+                          paths[pi], t.y_rn[j]);
+        }
+        ref_truth_clear(&t);
+    }
+    qv_problem_destroy(&p);
+}
+END_TEST
+
 /* bf16 activations spanning 2^-100 .. 2^100 do not fit 128-bit fixed point:
  * the automatic choice falls back to MPFR, which keeps the tiny terms. */
 START_TEST(wide_range_uses_mpfr)
@@ -187,6 +261,7 @@ int main(void)
     tcase_add_loop_test(tc, exact_paths_agree, 0, nv);
     tcase_add_loop_test(tc, dgemm_within_its_term, 0, nv);
     tcase_add_test(tc, hand_derived_case);
+    tcase_add_test(tc, epilogue_tie_in_doubles);
     tcase_add_test(tc, wide_range_uses_mpfr);
     tcase_add_test(tc, large_case_fast_path);
     return suite_run(s);

@@ -45,6 +45,20 @@ static int run(const char *args)
     return WEXITSTATUS(st);
 }
 
+/* As run(), with stderr in out_buf after stdout. */
+static int run_both(const char *args)
+{
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", qvet, args);
+    FILE *f = popen(cmd, "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(out_buf, 1, sizeof out_buf - 1, f);
+    out_buf[n] = 0;
+    int st = pclose(f);
+    ck_assert_msg(WIFEXITED(st), "qvet did not exit normally: %s", cmd);
+    return WEXITSTATUS(st);
+}
+
 static void qqq_ch_args(char *buf, size_t len, const char *scales_name, int m_a, int m_out, const char *extra)
 {
     const char *g = golden_root();
@@ -145,6 +159,61 @@ START_TEST(generated_case_and_tamper)
              tmpdir, tmpdir);
     ck_assert_int_eq(run(a), 2);
     qv_problem_destroy(&p);
+}
+END_TEST
+
+/* --jobs: the JSON of a generated case is the same bytes on 1, 2 and 3
+ * threads. The shape (64 x 2048 x 64: 8 blocks of the verdict, 2 chunks and
+ * 4 buckets of the bias monitor, 2^23 multiply-adds on the digit-GEMM path)
+ * splits every threaded stage; one row finishes y in MPFR-free doubles
+ * (marlin-w8a16-ch-f16: a channel scale in the epilogue), the other adds the
+ * sums alone (marlin-w4a16-g128-f16), and one tampered element makes the
+ * first and worst elements matter. A --jobs that is not a count from 1 to
+ * 1024 exits 2 and names the option. */
+START_TEST(jobs_same_bits)
+{
+    const char *rows[] = {"marlin-w4a16-g128-f16", "marlin-w8a16-ch-f16"};
+    const int64_t m = 64, n = 2048, k = 128;
+    static uint16_t out[64 * 2048];
+    static char json1[sizeof out_buf];
+    for (int r = 0; r < 2; r++) {
+        const qv_variant *v = qv_variant_find(rows[r]);
+        ck_assert_ptr_nonnull(v);
+        qv_problem p;
+        ck_assert_int_eq(qv_problem_create(&p, v, m, n, k), QV_OK);
+        ck_assert_int_eq(ref_probe_fill(&p, QV_PROBE_RANDOM, QV_REGIME_LOGUNIFORM, 4242 + (uint64_t)r), QV_OK);
+        ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
+        out[37 * n + 1001] = (uint16_t)qv_encode(QV_FMT_F16, qv_decode(QV_FMT_F16, out[37 * n + 1001]) * 0.5 + 1.0,
+                                                 QV_SAT_NONE);
+        save("A.npy", QV_DT_F2, m, k, p.a);
+        save("Q.npy", QV_DT_U1, k, n, p.q);
+        save("S.npy", QV_DT_F2, qv_problem_scale_rows(&p), qv_problem_scale_cols(&p), p.scales);
+        save("C.npy", QV_DT_F2, m, n, out);
+        char a[4096];
+        for (int jobs = 1; jobs <= 3; jobs++) {
+            snprintf(a, sizeof a, "verify %s --a %s/A.npy --q %s/Q.npy --scales %s/S.npy --out %s/C.npy --json --jobs %d",
+                     v->name, tmpdir, tmpdir, tmpdir, tmpdir, jobs);
+            ck_assert_int_eq(run(a), 1);
+            ck_assert_msg(strstr(out_buf, "\"ref_path\":\"ozaki\"") != NULL, "%s: not the digit-GEMM path: %s",
+                          v->name, out_buf);
+            ck_assert_msg(strstr(out_buf, "\"worst\":{\"m\":37,\"n\":1001") != NULL, "%s: %s", v->name, out_buf);
+            if (jobs == 1)
+                snprintf(json1, sizeof json1, "%s", out_buf);
+            else
+                ck_assert_msg(!strcmp(json1, out_buf), "%s --jobs %d differs from --jobs 1:\n%s\n%s", v->name, jobs,
+                              out_buf, json1);
+        }
+        qv_problem_destroy(&p);
+    }
+    const char *bad[] = {"0", "-2", "1025", "two", "3x", ""};
+    for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+        char a[4096];
+        snprintf(a, sizeof a, "verify marlin-w4a16-g128-f16 --a %s/A.npy --q %s/Q.npy --scales %s/S.npy --out %s/C.npy "
+                 "--jobs '%s'", tmpdir, tmpdir, tmpdir, tmpdir, bad[b]);
+        ck_assert_int_eq(run_both(a), 2);
+        ck_assert_msg(strstr(out_buf, "--jobs") != NULL && strstr(out_buf, "not an integer in [1, 1024]") != NULL,
+                      "--jobs '%s': %s", bad[b], out_buf);
+    }
 }
 END_TEST
 
@@ -743,6 +812,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, golden_pass_and_fail);
     tcase_add_test(tc, usage_and_input_errors);
     tcase_add_test(tc, generated_case_and_tamper);
+    tcase_add_test(tc, jobs_same_bits);
     tcase_add_loop_test(tc, fp4_rows_logical_and_packed, 0, qv_registry_count());
     tcase_add_test(tc, block_row_mn_major_scales);
     tcase_add_test(tc, golden_spec_same_verdict);

@@ -59,10 +59,24 @@ qv_status ref_unpack(const qv_packed *pk, qv_problem *p);
  * that cannot be exact for this case (QV_ERR_UNSUPPORTED). */
 qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_truth *t);
 
+/* Options of the truth. path: as ref_truth_compute_path's (NULL chooses).
+ * jobs: threads finishing the exact sums and the bounds in blocks of output
+ * rows (0 or 1: the calling thread alone); every value is the same bits for
+ * every jobs. The BLAS calls use the BLAS library's own threads, which the
+ * caller sets (qvet verify --jobs sets both). */
+typedef struct ref_truth_opts {
+    const char *path;
+    int jobs;
+} ref_truth_opts;
+qv_status ref_truth_compute_ex(const qv_problem *p, const ref_truth_opts *opts, ref_truth *t);
+
 /* Options of the verdict. require_nonvacuous: a zero reference norm grades FAIL
- * ("vacuous comparison") instead of being graded on its elements alone. */
+ * ("vacuous comparison") instead of being graded on its elements alone. jobs:
+ * threads grading blocks of elements (0 or 1: the calling thread alone); the
+ * result is the same bits for every value. */
 typedef struct ref_verify_opts {
     int require_nonvacuous;
+    int jobs;
 } ref_verify_opts;
 void ref_verify_ex(const qv_problem *p, const ref_truth *t, const void *out, const ref_verify_opts *opts,
                    qv_result *res);
