@@ -84,8 +84,9 @@ static float dot_f32(const float *a, const float *w, int64_t k, int fused)
 
 /* The fp8 tensor-core sum of products k0..k1-1 with promotion (see the file
  * comment): blocks of nc products in an acc_bits accumulator, each promoted
- * into an fp32 sum. a: activation values of row i; wt: weight values of column j. */
-static float sum_fp8(const qv_arith *ar, const double *a, const double *wt, int64_t k0, int64_t k1, int64_t nc,
+ * into an fp32 sum. a: activation values of row i; wt: weight values of
+ * column j (exact in fp32, so each product is exact in a double). */
+static float sum_fp8(const qv_arith *ar, const double *a, const float *wt, int64_t k0, int64_t k1, int64_t nc,
                      int bits)
 {
     float acc = 0;
@@ -96,13 +97,13 @@ static float sum_fp8(const qv_arith *ar, const double *a, const double *wt, int6
             /* An fp32-wide accumulator: each exact e4m3 product (<= 8 significant
              * bits, so exact in fp32) is added with one fp32 RN rounding. */
             float part = 0;
-            for (int64_t kk = b0; kk < b1; kk++) part = part + (float)(a[kk] * wt[kk]);
+            for (int64_t kk = b0; kk < b1; kk++) part = part + (float)(a[kk] * (double)wt[kk]);
             pf = part;
         } else {
             /* A narrower accumulator truncates after each addition; the partial
              * stays exact in a double (< 24-bit values plus e4m3 products). */
             double part = 0;
-            for (int64_t kk = b0; kk < b1; kk++) part = trunc_bits(part + a[kk] * wt[kk], bits);
+            for (int64_t kk = b0; kk < b1; kk++) part = trunc_bits(part + a[kk] * (double)wt[kk], bits);
             pf = (float)part; /* exact: bits < 24 */
         }
         acc = acc + pf;
@@ -111,17 +112,17 @@ static float sum_fp8(const qv_arith *ar, const double *a, const double *wt, int6
     return acc;
 }
 
-/* The model's accumulation of products k0..k1-1 of row a and column w, as an
- * fp32 value (the int32 sum converted when `to_f32`; else its exact value in
- * *isum). */
-static float sum_range(const qv_variant *v, const double *a, const double *w, const float *af, const float *wf,
-                       int64_t k0, int64_t k1, int64_t *isum)
+/* The model's accumulation of products k0..k1-1 of row a (values, and as
+ * fp32 in af) and column wf, as an fp32 value (the int32 sum converted when
+ * `to_f32`; else its exact value in *isum). */
+static float sum_range(const qv_variant *v, const double *a, const float *af, const float *wf, int64_t k0, int64_t k1,
+                       int64_t *isum)
 {
     const qv_arith *ar = &v->arith;
     switch (ar->accum) {
     case QV_ACC_INT32: {
         int64_t s = 0;
-        for (int64_t kk = k0; kk < k1; kk++) s += (int64_t)a[kk] * (int64_t)w[kk];
+        for (int64_t kk = k0; kk < k1; kk++) s += (int64_t)a[kk] * (int64_t)wf[kk];
         *isum = s;
         return (float)s; /* int -> fp32 RN (C's conversion rounds to nearest) */
     }
@@ -134,7 +135,7 @@ static float sum_range(const qv_variant *v, const double *a, const double *w, co
         nc = k1 - k0;
         bits = 14;
 #endif
-        return sum_fp8(ar, a, w, k0, k1, nc, bits);
+        return sum_fp8(ar, a, wf, k0, k1, nc, bits);
     }
     default:
         return dot_f32(af + k0, wf + k0, k1 - k0, ar->accum == QV_ACC_FMA_F32);
@@ -244,11 +245,9 @@ qv_status ref_model_run(const qv_problem *p, void *out)
         for (int64_t i = 0; i < k * n; i++) o.w[i] = ldexp(o.w[i], e_acc);
         for (int64_t j = 0; j < n; j++) o.col_s2[j] = ldexp(o.col_s2[j], -e_acc);
     }
-    double *wt = malloc(sizeof(double) * (size_t)(n * k));
     float *af = malloc(sizeof(float) * (size_t)(m * k));
     float *wf = malloc(sizeof(float) * (size_t)(n * k));
-    if (!wt || !af || !wf) {
-        free(wt);
+    if (!af || !wf) {
         free(af);
         free(wf);
         ref_operands_destroy(&o);
@@ -257,9 +256,8 @@ qv_status ref_model_run(const qv_problem *p, void *out)
     /* (k, n) -> (n, k) so every dot product reads both operands contiguously;
      * the operands are fp16/bf16/fp8/int values, exact in fp32. */
     for (int64_t kk = 0; kk < k; kk++)
-        for (int64_t j = 0; j < n; j++) wt[j * k + kk] = o.w[kk * n + j];
+        for (int64_t j = 0; j < n; j++) wf[j * k + kk] = (float)o.w[kk * n + j];
     for (int64_t i = 0; i < m * k; i++) af[i] = (float)o.a[i];
-    for (int64_t i = 0; i < n * k; i++) wf[i] = (float)wt[i];
     qv_accum acc = v->arith.accum;
     int64_t seg = o.seg;
     for (int64_t i = 0; i < m; i++) {
@@ -278,19 +276,18 @@ qv_status ref_model_run(const qv_problem *p, void *out)
                 for (int t = 0; t < 4; t++) store(v, out, i * n + j + t, epilogue(v, &o, i, j + t, s4[t]));
             }
         for (; j < n; j++) {
-            const double *w = wt + j * k;
             const float *wr = wf + j * k;
             int64_t isum = 0;
             float x;
             if (!seg) {
-                x = sum_range(v, a, w, ar, wr, 0, k, &isum);
+                x = sum_range(v, a, ar, wr, 0, k, &isum);
             } else {
                 /* each segment's partial (an int32 sum converted to fp32) times its
                  * scales, added into an fp32 total */
                 x = 0;
                 for (int64_t k0 = 0; k0 < k; k0 += seg) {
                     int64_t k1 = k0 + seg < k ? k0 + seg : k;
-                    float part = sum_range(v, a, w, ar, wr, k0, k1, &isum);
+                    float part = sum_range(v, a, ar, wr, k0, k1, &isum);
                     x = x + part * segment_scale(p, i, j, k0);
                 }
             }
@@ -300,7 +297,6 @@ qv_status ref_model_run(const qv_problem *p, void *out)
                 store(v, out, i * n + j, epilogue(v, &o, i, j, x));
         }
     }
-    free(wt);
     free(af);
     free(wf);
     ref_operands_destroy(&o);
