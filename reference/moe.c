@@ -458,6 +458,7 @@ static void finish(const qv_moe_spec *s, const acc *a, int J, double *y, double 
 typedef struct moe_ctx {
     const qv_moe_problem *p;
     int k;                      /* topk */
+    int jobs;                   /* threads of each expert's truth (ref_truth_opts) */
     int32_t *sel;               /* (t, k) the selection used */
     double *w;                  /* (t, k) its exact weights */
     double *rel;                /* (t) weight_rel of the token */
@@ -720,7 +721,8 @@ static qv_status experts_truth(moe_ctx *c)
         st = qv_moe_subproblem(p, x, rows, m, &sub);
         if (st != QV_OK) break;
         ref_truth tr;
-        st = ref_truth_compute(&sub, &tr);
+        const ref_truth_opts to = {.jobs = c->jobs};
+        st = ref_truth_compute_ex(&sub, &to, &tr);
         qv_moe_subproblem_destroy(&sub);
         if (st != QV_OK) break;
         for (int64_t i = 0; i < m; i++) {
@@ -896,10 +898,11 @@ void ref_moe_truth_clear(qv_moe_truth *t)
 }
 
 /* Route, run the experts' truths, decide near ties against `out` (or not). */
-static qv_status truth_ctx(const qv_moe_problem *p, const int32_t *ids, const void *out, moe_ctx *c)
+static qv_status truth_ctx(const qv_moe_problem *p, const int32_t *ids, const void *out, int jobs, moe_ctx *c)
 {
     QV_TRY(qv_moe_problem_check(p));
     QV_TRY(ctx_alloc(c, p));
+    c->jobs = jobs;
     qv_status st = route_all(c, ids, out != NULL);
     if (st == QV_OK) st = experts_truth(c);
     if (st == QV_OK) st = decide_deferred(c, out);
@@ -911,7 +914,7 @@ qv_status ref_moe_truth(const qv_moe_problem *p, const int32_t *ids, qv_moe_trut
 {
     memset(t, 0, sizeof *t);
     moe_ctx c;
-    QV_TRY(truth_ctx(p, ids, NULL, &c));
+    QV_TRY(truth_ctx(p, ids, NULL, 1, &c));
     qv_status st = fill_truth(&c, t);
     ctx_free(&c);
     return st;
@@ -920,12 +923,18 @@ qv_status ref_moe_truth(const qv_moe_problem *p, const int32_t *ids, qv_moe_trut
 qv_status ref_moe_verify(const qv_moe_problem *p, const void *out, const int32_t *ids, const float *weights,
                          qv_moe_result *res)
 {
+    return ref_moe_verify_jobs(p, out, ids, weights, 1, res);
+}
+
+qv_status ref_moe_verify_jobs(const qv_moe_problem *p, const void *out, const int32_t *ids, const float *weights,
+                              int jobs, qv_moe_result *res)
+{
     memset(res, 0, sizeof *res);
     res->first_bad_token = -1;
     if (weights && !ids)
         return qv_fail(QV_ERR_USAGE, "routing weights without the expert ids they belong to");
     moe_ctx c;
-    QV_TRY(truth_ctx(p, ids, out, &c));
+    QV_TRY(truth_ctx(p, ids, out, jobs, &c));
     qv_moe_truth t;
     memset(&t, 0, sizeof t);
     qv_status st = fill_truth(&c, &t);
@@ -934,7 +943,8 @@ qv_status ref_moe_verify(const qv_moe_problem *p, const void *out, const int32_t
         return st;
     }
     qv_problem shell = {.v = p->s->expert, .m = p->t, .n = p->n, .k = p->k};
-    ref_verify_ex(&shell, &t.out, out, NULL, &res->out);
+    const ref_verify_opts vo = {.jobs = jobs};
+    ref_verify_ex(&shell, &t.out, out, &vo, &res->out);
     res->n_route_bad = c.n_bad;
     res->first_bad_token = c.first_bad;
     res->n_ambiguous = c.n_ambiguous;

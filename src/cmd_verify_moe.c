@@ -3,9 +3,11 @@
  * declared arithmetic, from the router logits, the stacked expert weights and,
  * when the kernel reports them, its expert ids and weights.
  * Exit: 0 PASS or MARGINAL, 1 FAIL, 2 usage or input error (cli.h). */
+#include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal/cli.h"
 #include "internal/json.h"
@@ -21,7 +23,7 @@ static void usage(FILE *f)
             "usage: qvet verify --spec 'EXPERT,route=R,topk=K[,...]' --a A.npy --logits L.npy\n"
             "                   --q Q.npy [--scales S.npy] [--scales2 S2.npy] [--zeros Z.npy] [--bias B.npy]\n"
             "                   [--g-idx G.npy] [--a-scale SA.npy] [--azp AZP.npy] [--expert-map MAP.npy]\n"
-            "                   [--shared S] [--ids IDS.npy [--weights W.npy]] --out C.npy [--json]\n\n"
+            "                   [--shared S] [--ids IDS.npy [--weights W.npy]] --out C.npy [--jobs N] [--json]\n\n"
             "Verifies a routed (mixture-of-experts) GEMM: each token's top-k experts and weights\n"
             "are computed exactly from its router logits by the declared route, and C[t] must be\n"
             "the weighted sum of its local experts' products (plus the shared experts') within\n"
@@ -42,6 +44,8 @@ static void usage(FILE *f)
             "  --weights W.npy     (T, topk) float32: the kernel's routing weights (needs --ids),\n"
             "                      each within the certified bound of the exact one\n"
             "  --out C.npy         (T, N) output, in the expert's out= format\n"
+            "  --jobs N            threads for each expert's reference and the verdict, and for\n"
+            "                      the BLAS (default: the cores online; the same bits for every N)\n"
             "Without --ids, a token whose top-k is a near tie passes if its output matches any\n"
             "admissible selection.\n\n"
             "Exit status: 0 PASS or MARGINAL, 1 FAIL, 2 usage or input error.\n");
@@ -49,7 +53,7 @@ static void usage(FILE *f)
 
 typedef struct moe_args {
     const char *spec, *a, *a_scale, *azp, *logits, *map, *shared, *q, *scales, *scales2, *zeros, *bias, *g_idx, *ids,
-        *weights, *out;
+        *weights, *out, *jobs;
     int json;
 } moe_args;
 
@@ -277,7 +281,7 @@ int qv_cmd_verify_moe(int argc, char **argv)
                             {"--shared", &ma.shared},   {"--q", &ma.q},           {"--scales", &ma.scales},
                             {"--scales2", &ma.scales2}, {"--zeros", &ma.zeros},   {"--bias", &ma.bias},
                             {"--g-idx", &ma.g_idx},     {"--ids", &ma.ids},       {"--weights", &ma.weights},
-                            {"--out", &ma.out}};
+                            {"--out", &ma.out},         {"--jobs", &ma.jobs}};
     int pr = vio_parse_args(argc, argv, opts, (int)(sizeof opts / sizeof opts[0]), &ma.json, &ma.spec,
                             " (routed form)", usage);
     if (pr >= 0) return pr;
@@ -286,6 +290,9 @@ int qv_cmd_verify_moe(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long long jobs = cores > 0 && cores <= 1024 ? cores : 1;
+    if (ma.jobs && qv_opt_long("--jobs", ma.jobs, 1, 1024, &jobs)) return 2;
     qv_moe_spec s;
     qv_status st = qv_moe_spec_parse(ma.spec, &s);
     if (st != QV_OK) return input_error(st);
@@ -295,7 +302,8 @@ int qv_cmd_verify_moe(int argc, char **argv)
     float *weights = NULL;
     st = load(&ma, &s, &p, &out, &ids, &weights);
     qv_moe_result r;
-    if (st == QV_OK) st = ref_moe_verify(&p, out.data, ids, weights, &r);
+    openblas_set_num_threads((int)jobs);
+    if (st == QV_OK) st = ref_moe_verify_jobs(&p, out.data, ids, weights, (int)jobs, &r);
     if (st != QV_OK) {
         qv_moe_problem_destroy(&p);
         qv_array_destroy(&out);

@@ -132,6 +132,40 @@ START_TEST(bad_outputs_fail)
 }
 END_TEST
 
+/* --jobs changes who computes, not what: the same JSON, byte for byte, for
+ * 1, 2 and 3 threads on a tampered output; a bad count is refused. */
+START_TEST(jobs_same_bits)
+{
+    char *first = NULL;
+    const char *counts[] = {"1", "2", "3"};
+    for (int j = 0; j < 3; j++) {
+        const char *args[] = {"verify", "--spec", spec_text, "--a", at(0, "a.npy"), "--logits", at(1, "logits.npy"),
+                              "--expert-map", at(2, "map.npy"), "--shared", "1", "--q", at(3, "q.npy"), "--scales",
+                              at(4, "scales.npy"), "--out", at(5, "out_bad.npy"), "--ids", at(6, "ids.npy"),
+                              "--jobs", counts[j], "--json", NULL};
+        run_result r = qvet_run(args);
+        ck_assert_int_eq(r.rc, 1);
+        ck_assert_msg(strstr(r.out, "\"verdict\":\"FAIL\"") != NULL, "%s", r.out);
+        if (!first) {
+            first = strdup(r.out);
+            ck_assert_ptr_nonnull(first);
+        } else {
+            ck_assert_msg(!strcmp(first, r.out), "--jobs %s differs from --jobs 1:\n%s\n%s", counts[j], r.out, first);
+        }
+        run_free(&r);
+    }
+    free(first);
+    const char *bad[] = {"0", "-1", "1025", "two", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *args[] = {"verify", "--spec", spec_text, "--a", at(0, "a.npy"), "--logits", at(1, "logits.npy"),
+                              "--q", at(3, "q.npy"), "--scales", at(4, "scales.npy"), "--out", at(5, "out.npy"),
+                              "--jobs", bad[i], NULL};
+        const char *need[] = {"--jobs", NULL};
+        qvet_expect(args, 2, need);
+    }
+}
+END_TEST
+
 /* Each malformed input: (option to replace, file, text the message holds). */
 static const struct {
     const char *opt, *file, *needle;
@@ -204,6 +238,7 @@ int main(void)
     tcase_add_unchecked_fixture(tc, setup, teardown);
     tcase_add_test(tc, model_output_passes);
     tcase_add_test(tc, bad_outputs_fail);
+    tcase_add_test(tc, jobs_same_bits);
     tcase_add_loop_test(tc, malformed_inputs_refused, 0, (int)(sizeof bad_inputs / sizeof bad_inputs[0]));
     tcase_add_test(tc, usage_errors);
     return suite_run(s);

@@ -178,6 +178,10 @@ void ref_moe_truth_clear(qv_moe_truth *t);
  * output matches any admissible selection. */
 qv_status ref_moe_verify(const qv_moe_problem *p, const void *out, const int32_t *ids, const float *weights,
                          qv_moe_result *res);
+/* The same on `jobs` threads (each expert's truth and the verdict; the
+ * result is the same bits for every value). */
+qv_status ref_moe_verify_jobs(const qv_moe_problem *p, const void *out, const int32_t *ids, const float *weights,
+                              int jobs, qv_moe_result *res);
 
 /* The CPU model of the declared arithmetic: routing in fp32 (libm expf, ties
  * to the lower index), the token sort padded to `block`, each expert's CPU
