@@ -656,28 +656,33 @@ static qv_status accum_bounds(truth_ctx *c)
 {
     const qv_problem *p = c->p;
     int64_t m = p->m, n = p->n, k = p->k;
-    ref_operands u;
-    QV_TRY(ref_operands_create(p, 0, &u));
+    /* The unscaled operands: the truth's own when it folded no segment
+     * scales into them (they are then the same values). */
+    ref_operands own;
+    const ref_operands *u = &c->o;
+    if (c->o.folded) {
+        QV_TRY(ref_operands_create(p, 0, &own));
+        u = &own;
+    }
     ref_accum_model am = accum_model(p->v, k);
     int64_t nseg = am.seg > 0 ? (k + am.seg - 1) / am.seg : 1;
-    double *wt = malloc(sizeof(double) * (size_t)(n * k));
+    double *wcol = malloc(sizeof(double) * (size_t)k);
     double *ap = malloc(sizeof(double) * (size_t)k);
     double *sigma = malloc(sizeof(double) * (size_t)nseg);
-    if (!wt || !ap || !sigma) {
-        free(wt);
+    if (!wcol || !ap || !sigma) {
+        free(wcol);
         free(ap);
         free(sigma);
-        ref_operands_destroy(&u);
+        if (u == &own) ref_operands_destroy(&own);
         return qv_fail(QV_ERR_NOMEM, "out of memory for the accumulator bound");
     }
-    for (int64_t kk = 0; kk < k; kk++)
-        for (int64_t j = 0; j < n; j++) wt[j * k + kk] = u.w[kk * n + j];
-    for (int64_t i = 0; i < m; i++) {
-        const double *a = u.a + i * k;
-        for (int64_t j = 0; j < n; j++) {
-            const double *w = wt + j * k;
+    for (int64_t j = 0; j < n; j++) {
+        /* column j of the (k, n) weights, contiguous along K */
+        for (int64_t kk = 0; kk < k; kk++) wcol[kk] = u->w[kk * n + j];
+        for (int64_t i = 0; i < m; i++) {
+            const double *a = u->a + i * k;
             for (int64_t kk = 0; kk < k; kk++) {
-                double x = a[kk] * w[kk];
+                double x = a[kk] * wcol[kk];
                 ap[kk] = isfinite(x) ? x : 0.0;
             }
             for (int64_t sg = 0; am.seg > 0 && sg < nseg; sg++) {
@@ -689,10 +694,10 @@ static qv_status accum_bounds(truth_ctx *c)
             c->g[i * n + j] = ref_bound_accum(&am, ap, sigma, k);
         }
     }
-    free(wt);
+    free(wcol);
     free(ap);
     free(sigma);
-    ref_operands_destroy(&u);
+    if (u == &own) ref_operands_destroy(&own);
     return QV_OK;
 }
 
