@@ -31,11 +31,12 @@ static char qvet[4096];
 static char tmpdir[] = "/tmp/qvet_verify_cli_XXXXXX";
 static char out_buf[65536];
 
-/* Runs qvet with args (a shell fragment); returns its exit status, stdout in out_buf. */
-static int run(const char *args)
+/* Runs qvet with args (a shell fragment) and `redirect` for its stderr;
+ * returns its exit status, what it printed in out_buf. */
+static int run_with(const char *args, const char *redirect)
 {
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "%s %s 2>/dev/null", qvet, args);
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd, "%s %s %s", qvet, args, redirect);
     FILE *f = popen(cmd, "r");
     ck_assert_ptr_nonnull(f);
     size_t n = fread(out_buf, 1, sizeof out_buf - 1, f);
@@ -45,19 +46,11 @@ static int run(const char *args)
     return WEXITSTATUS(st);
 }
 
+/* Runs qvet with args; stdout in out_buf. */
+static int run(const char *args) { return run_with(args, "2>/dev/null"); }
+
 /* As run(), with stderr in out_buf after stdout. */
-static int run_both(const char *args)
-{
-    char cmd[16384];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", qvet, args);
-    FILE *f = popen(cmd, "r");
-    ck_assert_ptr_nonnull(f);
-    size_t n = fread(out_buf, 1, sizeof out_buf - 1, f);
-    out_buf[n] = 0;
-    int st = pclose(f);
-    ck_assert_msg(WIFEXITED(st), "qvet did not exit normally: %s", cmd);
-    return WEXITSTATUS(st);
-}
+static int run_both(const char *args) { return run_with(args, "2>&1"); }
 
 static void qqq_ch_args(char *buf, size_t len, const char *scales_name, int m_a, int m_out, const char *extra)
 {
