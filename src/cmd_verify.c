@@ -124,6 +124,25 @@ int vio_parse_args(int argc, char **argv, const vio_opt *opts, int n, int *json,
     return -1;
 }
 
+qv_status vio_load_act_extras(const qv_variant *v, const char *a_scale, const char *azp, int64_t m, int64_t k,
+                              void *a_scale_dst, void *azp_dst)
+{
+    QV_TRY(vio_want(a_scale, v->act_scale != QV_ASCALE_NONE, v, "--a-scale", "activation scales"));
+    if (a_scale_dst) {
+        /* Per token and 128-K group: (ceil(k/128), m), MN-major (variant.h). */
+        int64_t rows = v->act_scale == QV_ASCALE_TENSOR ? 1 : v->act_scale == QV_ASCALE_TOKEN_BLOCK ? (k + 127) / 128 : m;
+        int64_t cols = v->act_scale == QV_ASCALE_TOKEN_BLOCK ? m : 1;
+        const vio_operand op = vio_operand_of("--a-scale", QV_FMT_F32, "as=f32");
+        QV_TRY(vio_load_into(&op, a_scale, rows, cols, a_scale_dst, 0));
+    }
+    QV_TRY(vio_want(azp, v->azp != QV_AZP_NONE, v, "--azp", "activation zero points"));
+    if (azp_dst) {
+        const vio_operand op = vio_operand_of("--azp", QV_FMT_I32, "az=i32");
+        QV_TRY(vio_load_into(&op, azp, 1, v->azp == QV_AZP_TOKEN ? m : 1, azp_dst, 0));
+    }
+    return QV_OK;
+}
+
 const char *vio_fname(qv_fmt f) { return qv_fmt_get(f)->name; }
 
 /* The weight codes as the spec spells them: with integer zero points a
@@ -411,19 +430,7 @@ static qv_status load_problem(const verify_args *va, const qv_variant *v, qv_pro
     qv_array_destroy(&a);
     if (st != QV_OK) return st;
     int64_t m = p->m, k = p->k;
-    QV_TRY(vio_want(va->a_scale, v->act_scale != QV_ASCALE_NONE, v, "--a-scale", "activation scales"));
-    if (p->a_scale) {
-        /* Per token and 128-K group: (ceil(k/128), m), MN-major (variant.h). */
-        int64_t rows = v->act_scale == QV_ASCALE_TENSOR ? 1 : v->act_scale == QV_ASCALE_TOKEN_BLOCK ? (k + 127) / 128 : m;
-        int64_t cols = v->act_scale == QV_ASCALE_TOKEN_BLOCK ? m : 1;
-        const vio_operand op = vio_operand_of("--a-scale", QV_FMT_F32, "as=f32");
-        QV_TRY(vio_load_into(&op, va->a_scale, rows, cols, p->a_scale, 0));
-    }
-    QV_TRY(vio_want(va->azp, v->azp != QV_AZP_NONE, v, "--azp", "activation zero points"));
-    if (p->azp) {
-        const vio_operand op = vio_operand_of("--azp", QV_FMT_I32, "az=i32");
-        QV_TRY(vio_load_into(&op, va->azp, 1, v->azp == QV_AZP_TOKEN ? m : 1, p->azp, 0));
-    }
+    QV_TRY(vio_load_act_extras(v, va->a_scale, va->azp, m, k, p->a_scale, p->azp));
     /* An FP4 folder holds the bias in the order its kernel reads it. */
     const int fp4_packed = va->packed && qv_layout_is_fp4(v->layout);
     if (fp4_packed && va->bias)

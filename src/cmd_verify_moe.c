@@ -196,18 +196,7 @@ static qv_status load(const moe_args *ma, const qv_moe_spec *s, qv_moe_problem *
     QV_TRY(st);
     int64_t t = p->t, k = p->k, n = p->n;
     const qv_problem *w0 = &p->w[0];
-    QV_TRY(vio_want(ma->a_scale, v->act_scale != QV_ASCALE_NONE, v, "--a-scale", "activation scales"));
-    if (p->a_scale) {
-        int64_t rows = v->act_scale == QV_ASCALE_TENSOR ? 1 : v->act_scale == QV_ASCALE_TOKEN_BLOCK ? (k + 127) / 128 : t;
-        int64_t cols = v->act_scale == QV_ASCALE_TOKEN_BLOCK ? t : 1;
-        const vio_operand op = vio_operand_of("--a-scale", QV_FMT_F32, "as=f32");
-        QV_TRY(vio_load_into(&op, ma->a_scale, rows, cols, p->a_scale, 0));
-    }
-    QV_TRY(vio_want(ma->azp, v->azp != QV_AZP_NONE, v, "--azp", "activation zero points"));
-    if (p->azp) {
-        const vio_operand op = vio_operand_of("--azp", QV_FMT_I32, "az=i32");
-        QV_TRY(vio_load_into(&op, ma->azp, 1, v->azp == QV_AZP_TOKEN ? t : 1, p->azp, 0));
-    }
+    QV_TRY(vio_load_act_extras(v, ma->a_scale, ma->azp, t, k, p->a_scale, p->azp));
     if (!ma->q) return qv_fail(QV_ERR_USAGE, "--q (the (X, K, N) stacked weight codes) is required");
     const vio_operand qop = vio_operand_of("--q", v->wfmt, "w=%s", vio_w_name(v));
     QV_TRY(load_stack(&qop, ma->q, p, k, n, ST_Q, 0));

@@ -59,6 +59,11 @@ typedef struct vio_opt {
  * a second positional word); `form` names the command's form in messages. */
 int vio_parse_args(int argc, char **argv, const vio_opt *opts, int n, int *json, const char **positional,
                    const char *form, void (*usage)(FILE *));
+/* The activation scales (--a-scale, as=) and zero points (--azp) of m tokens
+ * over k into their buffers (NULL when the variant has none), each required
+ * when the variant declares it and refused when not. */
+qv_status vio_load_act_extras(const qv_variant *v, const char *a_scale, const char *azp, int64_t m, int64_t k,
+                              void *a_scale_dst, void *azp_dst);
 /* An optional array: required when `has`, refused when not. */
 qv_status vio_want(const char *path, int has, const qv_variant *v, const char *opt, const char *what);
 
