@@ -59,6 +59,20 @@ static int find_root(void)
     return 0;
 }
 
+/* Splits line at its tabs into at most six columns, in place; returns how
+ * many (a sixth that still holds a tab means more than six). */
+static int split_columns(char *line, char *col[6])
+{
+    int nc = 0;
+    for (char *s = line, *tab; nc < 6; s = tab + 1) {
+        col[nc++] = s;
+        tab = strchr(s, '\t');
+        if (!tab) break;
+        *tab = '\0';
+    }
+    return nc;
+}
+
 /* Reads the catalogue into rows[], asserting the column count of each row. */
 static void read_catalogue(void)
 {
@@ -72,13 +86,7 @@ static void read_catalogue(void)
         line[strcspn(line, "\n")] = '\0';
         if (line[0] == '#' || line[0] == '\0') continue;
         char *col[6];
-        int nc = 0;
-        for (char *s = line, *tab; nc < 6; s = tab + 1) {
-            col[nc++] = s;
-            tab = strchr(s, '\t');
-            if (!tab) break;
-            *tab = '\0';
-        }
+        int nc = split_columns(line, col);
         ck_assert_msg(nc == 6 && !strchr(col[5], '\t'), "catalogue line %d: expected 6 tab-separated columns", lineno);
         ck_assert_msg(n_rows < MAX_ROWS, "more than %d catalogue rows", MAX_ROWS);
         row *r = &rows[n_rows++];
@@ -185,13 +193,7 @@ static void read_oracle(void)
         line[strcspn(line, "\n")] = '\0';
         if (line[0] == '#' || line[0] == '\0') continue;
         char *col[6];
-        int nc = 0;
-        for (char *s = line, *tab; nc < 6; s = tab + 1) {
-            col[nc++] = s;
-            tab = strchr(s, '\t');
-            if (!tab) break;
-            *tab = '\0';
-        }
+        int nc = split_columns(line, col);
         ck_assert_msg(nc == 6 && !strchr(col[5], '\t'), "oracle.tsv line %d: expected 6 tab-separated columns", lineno);
         ck_assert_msg(n_orows < MAX_ROWS, "more than %d oracle rows", MAX_ROWS);
         orow *r = &orows[n_orows++];

@@ -38,8 +38,9 @@ SEED_TEST = "t_seed_scenario"
 JOBS = 2  # make -j; --jobs raises it on a bigger machine
 
 
-def read_catalogue(path):
-    rows = []
+def read_tsv(path):
+    """(line number, its six tab-separated columns) for each row of a catalogue
+    file, comments and blank lines skipped; any other column count exits."""
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
             line = line.rstrip("\n")
@@ -48,9 +49,14 @@ def read_catalogue(path):
             cols = line.split("\t")
             if len(cols) != 6:
                 sys.exit(f"mutants: {path}:{lineno}: expected 6 tab-separated columns, got {len(cols)}")
-            name, cls, backends, variants, cites, what = cols
-            rows.append({"name": name, "bug_class": int(cls), "backends": backends.split(","),
-                         "variants": variants, "cites": cites, "what": what})
+            yield lineno, cols
+
+
+def read_catalogue(path):
+    rows = []
+    for _, (name, cls, backends, variants, cites, what) in read_tsv(path):
+        rows.append({"name": name, "bug_class": int(cls), "backends": backends.split(","),
+                     "variants": variants, "cites": cites, "what": what})
     return rows
 
 
@@ -378,26 +384,18 @@ SUITE_TIMEOUT = 900  # seconds: a hang is reported, the suites' own timeouts com
 def read_oracle(path):
     """mutants/oracle.tsv: six tab-separated columns (its header says which)."""
     rows = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.rstrip("\n")
-            if not line.strip() or line.startswith("#"):
-                continue
-            cols = line.split("\t")
-            if len(cols) != 6:
-                sys.exit(f"mutants: {path}:{lineno}: expected 6 tab-separated columns, got {len(cols)}")
-            name, part, checks, variants, models, what = cols
-            if part not in ORACLE_PARTS:
-                sys.exit(f"mutants: {path}:{lineno}: part '{part}' is not one of {', '.join(ORACLE_PARTS)}")
-            eq = checks == "equivalent"
-            cl = [] if eq else checks.split(",")
-            bad = [c for c in cl if c not in ORACLE_CHECKS]
-            if bad or (not eq and not cl):
-                sys.exit(f"mutants: {path}:{lineno}: unknown checks {', '.join(bad) or '(none)'}")
-            if ("check" in cl or "fuzz" in cl) and variants == "-":
-                sys.exit(f"mutants: {path}:{lineno}: check and fuzz need a variants glob")
-            rows.append({"name": name, "part": part, "checks": cl, "equivalent": eq, "variants": variants,
-                         "models": models, "what": what})
+    for lineno, (name, part, checks, variants, models, what) in read_tsv(path):
+        if part not in ORACLE_PARTS:
+            sys.exit(f"mutants: {path}:{lineno}: part '{part}' is not one of {', '.join(ORACLE_PARTS)}")
+        eq = checks == "equivalent"
+        cl = [] if eq else checks.split(",")
+        bad = [c for c in cl if c not in ORACLE_CHECKS]
+        if bad or (not eq and not cl):
+            sys.exit(f"mutants: {path}:{lineno}: unknown checks {', '.join(bad) or '(none)'}")
+        if ("check" in cl or "fuzz" in cl) and variants == "-":
+            sys.exit(f"mutants: {path}:{lineno}: check and fuzz need a variants glob")
+        rows.append({"name": name, "part": part, "checks": cl, "equivalent": eq, "variants": variants,
+                     "models": models, "what": what})
     return rows
 
 
