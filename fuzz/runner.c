@@ -403,6 +403,50 @@ static void unique_is_pass(qv_result *res)
     res->reason[0] = '\0';
 }
 
+/* A unique probe's output is the only one the declared arithmetic allows:
+ * anything but its bits is wrong, however far inside the bound it lies.
+ * Under the declared arithmetic its partial sums are exact, so those bits are
+ * the exact value rounded to the output format, which the truth holds when its
+ * path is exact. Two exceptions take the CPU model's bits instead: a narrower
+ * fp8 accumulator (it drops bits on purpose), and a truth summed by dgemm
+ * (its rounded value is not certified). The CPU model, which stands where a
+ * kernel would, is held to the exact bits and, in those two cases, only to
+ * the bound. */
+static qv_status unique_bits(const qv_backend *b, const qv_problem *p, qv_outcome *o)
+{
+    int narrow = p->v->arith.accum == QV_ACC_TC_FP8 && p->v->arith.acc_bits < 24;
+    int use_model = narrow || !strcmp(o->truth.path, "dgemm+cert");
+    if (b->kind == QV_BACKEND_CPU && use_model) return QV_OK;
+#ifdef QV_MUTANT_orc_runner_unique_bits_unchecked
+    /* Oracle mutant: a kernel's unique output graded by the bound alone. */
+    if (b->kind != QV_BACKEND_CPU) return QV_OK;
+#endif
+    size_t bytes = (size_t)qv_problem_out_bytes(p), es = qv_fmt_storage_bytes(p->v->ofmt);
+    void *expected = malloc(bytes ? bytes : 1);
+    if (!expected) return qv_fail(QV_ERR_NOMEM, "expected output of %zu bytes", bytes);
+    qv_status st = QV_OK;
+    if (use_model) {
+        st = ref_model_run(p, expected);
+    } else {
+        for (int64_t e = 0; e < p->m * p->n; e++) {
+            uint32_t code = qv_encode(p->v->ofmt, o->truth.y_rn[e], p->v->arith.out_sat);
+            memcpy((char *)expected + (size_t)e * es, &code, es); /* little-endian */
+        }
+    }
+    if (st == QV_OK) {
+        qv_result bit;
+        ref_verify_bitexact(p, expected, o->out, &bit);
+        if (bit.grade == QV_FAIL) o->res = bit;
+        else unique_is_pass(&o->res);
+    } else {
+        o->st = st;
+        o->res.grade = QV_FAIL;
+        snprintf(o->res.reason, sizeof o->res.reason, "the CPU model refused the case: %s", qv_errmsg());
+    }
+    free(expected);
+    return QV_OK;
+}
+
 /* The usual criteria of the case's output against y rounded to the output format. */
 static void usual_criteria(const qv_problem *p, const qv_outcome *o, qv_criteria *cr)
 {
@@ -448,15 +492,15 @@ qv_status qv_case_run(const qv_backend *b, const qv_problem *p, int unique, qv_o
         o->time_ms = now_ms() - t0;
         return QV_OK;
     }
-    /* The truth and the CPU model share the reference's decoding: it is
-     * checked first against an independent one. */
+    /* The truth and the CPU model share the reference's decoding: the truth
+     * checks its own against an independent one before any sum. */
 #ifdef QV_MUTANT_orc_runner_operands_check_skipped
     /* Oracle mutant: the reference's decoding trusted unchecked. */
-    st = QV_OK;
+    const ref_truth_opts topts = {.jobs = 1};
 #else
-    st = ref_operands_check(p);
+    const ref_truth_opts topts = {.jobs = 1, .check_operands = 1};
 #endif
-    if (st == QV_OK) st = ref_truth_compute(p, &o->truth);
+    st = ref_truth_compute_ex(p, &topts, &o->truth);
     if (st != QV_OK) {
         o->st = st;
         o->res.grade = QV_FAIL;
@@ -468,49 +512,9 @@ qv_status qv_case_run(const qv_backend *b, const qv_problem *p, int unique, qv_o
     }
     o->has_truth = 1;
     ref_verify(p, &o->truth, o->out, &o->res);
-#ifdef QV_MUTANT_orc_runner_unique_bits_unchecked
-    /* Oracle mutant: a kernel's unique output graded by the bound alone. */
-    if (0) {
-#else
-    if (unique && b->kind != QV_BACKEND_CPU && o->res.grade != QV_FAIL) {
-#endif
-        /* The probe's output is unique: anything but the model's bits is wrong,
-         * however far inside the bound it lies. */
-        void *expected = malloc(bytes ? bytes : 1);
-        if (!expected) return qv_fail(QV_ERR_NOMEM, "expected output of %zu bytes", bytes);
-        st = ref_model_run(p, expected);
-        if (st == QV_OK) {
-            qv_result bit;
-            ref_verify_bitexact(p, expected, o->out, &bit);
-            if (bit.grade == QV_FAIL) o->res = bit;
-            else unique_is_pass(&o->res);
-        }
-        free(expected);
-        if (st != QV_OK) {
-            o->st = st;
-            o->res.grade = QV_FAIL;
-            snprintf(o->res.reason, sizeof o->res.reason, "the CPU model refused the case: %s", qv_errmsg());
-        }
-    }
-    if (unique && b->kind == QV_BACKEND_CPU && o->res.grade != QV_FAIL &&
-        (p->v->arith.accum != QV_ACC_TC_FP8 || p->v->arith.acc_bits >= 24)) {
-        /* The CPU model stands where a kernel would, so it is held to the same
-         * bits: under the declared arithmetic a unique probe's partial sums are
-         * exact, and its one correct output is the exact value rounded to the
-         * output format (a narrower fp8 accumulator is the exception: it drops
-         * bits on purpose, and only the bound grades it). */
-        size_t es = qv_fmt_storage_bytes(p->v->ofmt);
-        void *expected = malloc(bytes ? bytes : 1);
-        if (!expected) return qv_fail(QV_ERR_NOMEM, "expected output of %zu bytes", bytes);
-        for (int64_t e = 0; e < p->m * p->n; e++) {
-            uint32_t code = qv_encode(p->v->ofmt, o->truth.y_rn[e], p->v->arith.out_sat);
-            memcpy((char *)expected + (size_t)e * es, &code, es); /* little-endian */
-        }
-        qv_result bit;
-        ref_verify_bitexact(p, expected, o->out, &bit);
-        if (bit.grade == QV_FAIL) o->res = bit;
-        else unique_is_pass(&o->res);
-        free(expected);
+    if (unique && o->res.grade != QV_FAIL) {
+        st = unique_bits(b, p, o);
+        if (st == QV_ERR_NOMEM) return st;
     }
     if (o->res.grade != QV_FAIL) {
         char why[sizeof o->res.reason];

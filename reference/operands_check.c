@@ -105,11 +105,11 @@ static int has_step(const qv_variant *v, qv_ep_step s)
     return 0;
 }
 
-static qv_status check_fold(const qv_problem *p, int fold)
+static qv_status compare(const qv_problem *p, const ref_operands *op)
 {
     const qv_variant *v = p->v;
-    ref_operands o;
-    QV_TRY(ref_operands_create(p, fold, &o));
+    const ref_operands o = *op;
+    int fold = o.folded;
     qv_status st = QV_OK;
     for (int64_t kk = 0; kk < p->k && st == QV_OK; kk++)
         for (int64_t j = 0; j < p->n && st == QV_OK; j++) {
@@ -146,6 +146,14 @@ static qv_status check_fold(const qv_problem *p, int fold)
             st = qv_fail(QV_ERR_RANGE, "%s: the reference's activation scale of row %lld is %.17g; the problem's is "
                          "%.17g", v->name, (long long)i, o.row_s[i], s);
     }
+    return st;
+}
+
+static qv_status check_fold(const qv_problem *p, int fold)
+{
+    ref_operands o;
+    QV_TRY(ref_operands_create(p, fold, &o));
+    qv_status st = compare(p, &o);
     ref_operands_destroy(&o);
     return st;
 }
@@ -154,4 +162,13 @@ qv_status ref_operands_check(const qv_problem *p)
 {
     QV_TRY(check_fold(p, 0));
     return qv_spec_segment(p->v) > 0 ? check_fold(p, 1) : QV_OK;
+}
+
+qv_status ref_operands_check_made(const qv_problem *p, const ref_operands *o)
+{
+    /* Both forms are checked, as ref_operands_check does: folded operands
+     * stand for the second, and the unfolded ones are then made here. */
+    if (o->folded) QV_TRY(check_fold(p, 0));
+    QV_TRY(compare(p, o));
+    return o->folded || qv_spec_segment(p->v) <= 0 ? QV_OK : check_fold(p, 1);
 }

@@ -73,4 +73,9 @@ double ref_alpha(const qv_variant *v, int64_t k);
  * accumulates in those units; the bound charges their fp32 underflow. */
 int ref_acc_pow2(const qv_problem *p);
 
+/* ref_operands_check's comparison for operands already made by
+ * ref_operands_create (their `folded` says which form): the truth checks its
+ * own this way instead of decoding twice. */
+qv_status ref_operands_check_made(const qv_problem *p, const ref_operands *o);
+
 #endif

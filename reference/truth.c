@@ -784,6 +784,10 @@ qv_status ref_truth_compute_ex(const qv_problem *p, const ref_truth_opts *opts, 
     }
     truth_ctx c = {.p = p, .t = t, .jobs = opts && opts->jobs > 1 ? opts->jobs : 1};
     qv_status st = ref_operands_create_jobs(p, 1, c.jobs, &c.o);
+    if (st == QV_OK && opts && opts->check_operands) {
+        st = ref_operands_check_made(p, &c.o);
+        if (st != QV_OK) ref_operands_destroy(&c.o);
+    }
     if (st != QV_OK) {
         free(ref_err);
         ref_truth_clear(t);

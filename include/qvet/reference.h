@@ -63,10 +63,13 @@ qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_trut
  * jobs: threads finishing the exact sums and the bounds in blocks of output
  * rows (0 or 1: the calling thread alone); every value is the same bits for
  * every jobs. The BLAS calls use the BLAS library's own threads, which the
- * caller sets (qvet verify --jobs sets both). */
+ * caller sets (qvet verify --jobs sets both). check_operands: the truth's own
+ * decoding goes through ref_operands_check's comparison before any sum (its
+ * error is then the truth's), so a caller wanting both decodes once. */
 typedef struct ref_truth_opts {
     const char *path;
     int jobs;
+    int check_operands;
 } ref_truth_opts;
 qv_status ref_truth_compute_ex(const qv_problem *p, const ref_truth_opts *opts, ref_truth *t);
 
