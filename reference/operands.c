@@ -2,6 +2,7 @@
  * and the rounding helpers and accumulation constants the reference shares. */
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -461,6 +462,71 @@ void ref_segment_scales(const qv_problem *p, int64_t i, int64_t j, int64_t sg, d
         *sw = scale_value(v->sfmt, p->scales, scale_index(p, kk, j));
 }
 
+/* The (k, n) weights are a case's one large allocation (a 28672 x 8192
+ * layer is 1.9 GB of doubles), and fresh pages cost the kernel a clearing on
+ * first touch, for every case of a campaign. Each thread keeps the largest
+ * buffer it handed back, up to KEEP_MAX bytes, for its next case; the thread's
+ * exit frees it. Every byte of w is written by the decoding before it is read,
+ * so a reused buffer's old contents never show. */
+#define KEEP_MAX ((size_t)2 << 30)
+
+typedef struct kept_buf {
+    void *p;
+    size_t bytes;
+} kept_buf;
+
+static pthread_key_t keep_key;
+static pthread_once_t keep_once = PTHREAD_ONCE_INIT;
+static int keep_ok;
+
+static void keep_release(void *x)
+{
+    kept_buf *k = x;
+    free(k->p);
+    free(k);
+}
+
+static void keep_init(void) { keep_ok = pthread_key_create(&keep_key, keep_release) == 0; }
+
+static kept_buf *kept(void)
+{
+    pthread_once(&keep_once, keep_init);
+    if (!keep_ok) return NULL;
+    kept_buf *k = pthread_getspecific(keep_key);
+    if (!k && (k = calloc(1, sizeof *k)) && pthread_setspecific(keep_key, k) != 0) {
+        free(k);
+        k = NULL;
+    }
+    return k;
+}
+
+/* A buffer of at least `bytes`; *got: the bytes it holds. */
+static void *wbuf_take(size_t bytes, size_t *got)
+{
+    kept_buf *k = kept();
+    if (k && k->p && k->bytes >= bytes) {
+        void *p = k->p;
+        *got = k->bytes;
+        k->p = NULL;
+        k->bytes = 0;
+        return p;
+    }
+    *got = bytes;
+    return malloc(bytes ? bytes : 1);
+}
+
+static void wbuf_give(void *p, size_t bytes)
+{
+    kept_buf *k = p && bytes <= KEEP_MAX ? kept() : NULL;
+    if (!k || bytes <= k->bytes) {
+        free(p);
+        return;
+    }
+    free(k->p);
+    k->p = p;
+    k->bytes = bytes;
+}
+
 qv_status ref_operands_create(const qv_problem *p, int fold_block, ref_operands *o)
 {
     return ref_operands_create_jobs(p, fold_block, 1, o);
@@ -476,7 +542,7 @@ qv_status ref_operands_create_jobs(const qv_problem *p, int fold_block, int jobs
     o->seg = qv_spec_segment(v);
     o->folded = fold_block && o->seg > 0;
     o->a = malloc(sizeof(double) * (size_t)(p->m * p->k));
-    o->w = malloc(sizeof(double) * (size_t)(p->k * p->n));
+    o->w = wbuf_take(sizeof(double) * (size_t)(p->k * p->n), &o->w_bytes);
     o->col_s1 = malloc(sizeof(double) * (size_t)p->n);
     o->col_s2 = malloc(sizeof(double) * (size_t)p->n);
     o->row_s = malloc(sizeof(double) * (size_t)p->m);
@@ -553,7 +619,7 @@ qv_status ref_operands_create_jobs(const qv_problem *p, int fold_block, int jobs
 void ref_operands_destroy(ref_operands *o)
 {
     free(o->a);
-    free(o->w);
+    wbuf_give(o->w, o->w_bytes);
     free(o->col_s1);
     free(o->col_s2);
     free(o->row_s);

@@ -25,6 +25,7 @@ typedef struct ref_operands {
     int seg;        /* qv_spec_segment: K extent of the scaled partial sums, 0 if none */
     int folded;     /* 1 when segment scales are folded into a and w */
     int nonfinite;  /* 1 when an operand, scale or bias is NaN or Inf */
+    size_t w_bytes; /* the allocation behind w (ref_operands_destroy hands it back) */
 } ref_operands;
 
 /* fold_block: 1 folds the scales that vary along K and multiply partial sums
