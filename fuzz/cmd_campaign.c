@@ -4,6 +4,7 @@
  * of either bit for bit. All three write JSON Lines (docs/results-format.md): a
  * "run" provenance line, then one "case" line per case. */
 #include <cblas.h>
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -806,14 +807,23 @@ static void *pool_worker(void *arg)
     }
 }
 
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* What the main thread does after each finished case: 0 to go on, 1 to stop
  * issuing cases (the ones in flight are still finished), or an exit code >= 2
  * to stop at once. */
 typedef int (*after_fn)(campaign *cp, const qv_case *c, void *ctx);
 
 /* Runs cases 0, 1, ... (case_at) on cp->o->jobs workers and finishes each in
- * order. Returns 0 or an exit code for an environment error. */
-static int pool_run(campaign *cp, case_at_fn case_at, after_fn after, void *ctx)
+ * order. deadline (wall_s() time, 0 for none): no case is issued past it, even
+ * while the main thread waits on a slow case. Returns 0 or an exit code for an
+ * environment error. */
+static int pool_run(campaign *cp, case_at_fn case_at, after_fn after, void *ctx, double deadline)
 {
     int jobs = cp->o->jobs > 0 ? cp->o->jobs : 1;
     pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -829,7 +839,12 @@ static int pool_run(campaign *cp, case_at_fn case_at, after_fn after, void *ctx)
     }
     pthread_mutex_init(&pl.mu, NULL);
     pthread_cond_init(&pl.work, NULL);
-    pthread_cond_init(&pl.done, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the clock of wall_s and the deadline */
+    pthread_cond_init(&pl.done, &ca);
+    pthread_condattr_destroy(&ca);
+    struct timespec until = {.tv_sec = (time_t)deadline, .tv_nsec = (long)((deadline - floor(deadline)) * 1e9)};
     int started = 0;
     for (; started < jobs; started++)
         if (pthread_create(&th[started], NULL, pool_worker, &pl)) break;
@@ -839,8 +854,16 @@ static int pool_run(campaign *cp, case_at_fn case_at, after_fn after, void *ctx)
         pthread_mutex_lock(&pl.mu);
         slot *s = &pl.ring[pl.next_emit % pl.window];
         while (started && s->state != SLOT_DONE && !(pl.end >= 0 && pl.next_emit >= pl.end) &&
-               !(pl.stop && pl.next_emit >= pl.next_issue))
-            pthread_cond_wait(&pl.done, &pl.mu);
+               !(pl.stop && pl.next_emit >= pl.next_issue)) {
+            if (deadline > 0 && !pl.stop) {
+                if (pthread_cond_timedwait(&pl.done, &pl.mu, &until) == ETIMEDOUT || wall_s() >= deadline) {
+                    pl.stop = 1; /* the cases in flight are still finished */
+                    pthread_cond_broadcast(&pl.work);
+                }
+            } else {
+                pthread_cond_wait(&pl.done, &pl.mu);
+            }
+        }
         int over = !started || (pl.end >= 0 && pl.next_emit >= pl.end) || (pl.stop && pl.next_emit >= pl.next_issue);
         pthread_mutex_unlock(&pl.mu);
         if (over) break;
@@ -961,13 +984,6 @@ static void opts_defaults(camp_opts *o, const char *cmd)
     o->jobs = cores > 0 && cores <= 1024 ? (int)cores : 1;
 }
 
-static double wall_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* The throughput line that ends every check and fuzz run. */
 static void print_rate(const campaign *cp, double secs)
 {
@@ -1034,7 +1050,7 @@ int qv_cmd_check(int argc, char **argv)
             cp.check_index[cp.check_total++] = j;
         }
     double t0 = wall_s();
-    rc = pool_run(&cp, check_case_at, check_after, NULL);
+    rc = pool_run(&cp, check_case_at, check_after, NULL, 0);
     if (!rc) rc = check_routed(&cp);
     double secs = wall_s() - t0;
     free(cp.check_variant);
@@ -1130,7 +1146,7 @@ int qv_cmd_fuzz(int argc, char **argv)
     fuzz_ctx f = {.tty = isatty(STDOUT_FILENO)};
     f.t0 = f.last = wall_s();
     f.deadline = o.minutes > 0 ? f.t0 + o.minutes * 60 : 0;
-    rc = pool_run(&cp, fuzz_case_at, fuzz_after, &f);
+    rc = pool_run(&cp, fuzz_case_at, fuzz_after, &f, f.deadline);
     signal(SIGINT, old);
     if (f.tty && !o.quiet) printf("\r\033[K");
     if (fuzz_stop) printf("interrupted\n");
