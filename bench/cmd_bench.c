@@ -118,6 +118,7 @@ static weight_bytes weight_sizes(const qv_variant *v, int n, int k)
     w.scales = (size_t)(qv_problem_scale_rows(&shape) * qv_problem_scale_cols(&shape)) * selem;
     w.scales2 = v->scale_layout == QV_SCALE_GROUP_CHANNEL ? (size_t)n * sizeof(float)
                 : v->scale_layout == QV_SCALE_BLOCK   ? (size_t)qv_block_scales2_cols(n, k) * sizeof(float)
+                : v->s2_layout == QV_SCALE_TENSOR     ? sizeof(float) /* NVFP4's global scale */
                                                       : 0;
     w.zeros = v->zero_point && v->g > 0 ? (size_t)(k / v->g) * (size_t)n / 2 : 0;
     return w;
@@ -492,7 +493,14 @@ static qv_status layer_alloc(const bench_row *r, const bench_layer *L, const ben
         QV_TRY(pool_alloc(pool, ws_bytes, &ws));
         QV_CUDA_TRY(cudaMemset(ws, 0, ws_bytes), "cudaMemset (workspace)");
     }
+    void *bias = NULL;
+    if (v->bias_fmt != QV_FMT_NONE) {
+        /* The FP4 rows' packed bias: n codes of its format, in [-1, 1]. */
+        QV_TRY(pool_alloc(pool, (size_t)L->n * qv_fmt_storage_bytes(v->bias_fmt), &bias));
+        QV_TRY(qv_bench_fill(bias, L->n, v->bias_fmt, 80, 0.0f, 1.0f, 1, NULL));
+    }
     c->x16 = x16;
+    c->args.bias_packed = bias;
     c->args.n = L->n, c->args.k = L->k, c->args.g = v->g;
     c->args.a = a, c->args.a_scale = ascale, c->args.azp = azp, c->args.perm = perm, c->args.c = out;
     c->args.workspace = ws, c->args.workspace_bytes = ws_bytes;

@@ -228,6 +228,24 @@ __device__ __forceinline__ void qv_dqfp8(uint32_t w, uint32_t b[2])
     }
 }
 
+/* e2m1 codes of a 4-bit word (qv_dq4's nibble placement: `w` already
+ * shifted right by 8*(j8%2), the lo pair at bits 0-3/16-19, the hi pair at
+ * bits 4-7/20-23) -> x 2^-14 in fp16 or x 2^-126 in bf16, by moving bits
+ * alone, as vLLM's Marlin FP4 dequant does: the code's sign (bit 3) goes to
+ * bit 15 and its e e m bits to the two lowest exponent bits and the top
+ * mantissa bit, which reads them with bias 15 (127) instead of e2m1's 1.
+ * Exact for every code: 0.5 becomes the subnormal 2^-15 (2^-127), -0 stays
+ * -0. The caller's scale multiplication undoes the power of two. */
+template <bool IS_BF16>
+__device__ __forceinline__ void qv_dqfp4(uint32_t w, uint32_t b[2])
+{
+    /* e e m at bits 9-11 (fp16) or 6-8 (bf16) of each half. */
+    constexpr uint32_t em = IS_BF16 ? 0x01C001C0u : 0x0E000E00u;
+    constexpr int lo_sh = IS_BF16 ? 6 : 9, hi_sh = IS_BF16 ? 2 : 5;
+    b[0] = qv_lop3_and_or(w << 12, 0x80008000u, (w << lo_sh) & em);
+    b[1] = qv_lop3_and_or(w << 8, 0x80008000u, (w << hi_sh) & em);
+}
+
 /* e4m3 codes of word j8 -> bf16 values 2^-120 times theirs, by moving bits
  * alone: the code's exponent and fraction bits go
  * to bf16 bits 4-10, which reads them with bias 127 instead of 7, and its

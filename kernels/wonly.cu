@@ -50,7 +50,7 @@ template <int MB> struct ring {
 /* k16 tiles each warp handles per stage: 4 for 4-bit and 2 for 8-bit weights,
  * so a stage always holds 16 KiB of packed B for the block. */
 template <int WT> struct wt_traits {
-    static constexpr bool four = WT == WT_INT4 || WT == WT_INT4_ZP;
+    static constexpr bool four = wt_is_4bit(WT);
     static constexpr int bits = four ? 4 : 8;
     static constexpr int kpw = four ? 4 : 2;
     static constexpr int ks = kpw * kWarpsK;                /* k16 tiles per stage */
@@ -64,7 +64,8 @@ template <int WT, int MB> struct stage_layout {
     static constexpr int a_row_bytes = ks * 16 * 2;
     static constexpr int a_bytes = 16 * MB * a_row_bytes;
     static constexpr int b_bytes = ks * kWarpsN * 32 * wt_traits<WT>::lane_bytes;
-    static constexpr int s_bytes = ks * kBN * 2;           /* one fp16/bf16 scale row per k16 tile */
+    static constexpr int s_row = wt_is_fp4(WT) ? kBN : kBN * 2; /* bytes of one k16 tile's scale row */
+    static constexpr int s_bytes = ks * s_row;             /* one fp16/bf16 (FP4: byte) scale row per k16 tile */
     static constexpr int z_bytes = ks * (kBN / 8) * 4;     /* one packed zero-point row per k16 tile */
     static constexpr int a_off = 0;
     static constexpr int b_off = a_off + a_bytes;
@@ -93,6 +94,10 @@ struct wo_params {
     int grp_single;          /* 1: group scales use the 32-wide channel permutation (k == g) */
     float unbias_f32;        /* fp8: 2^-s_pow2, undoes the exponent bias folded into the scales; else 1 */
     uint32_t unbias_h2;      /* the same power of two as a half2 of the activation format */
+    const float *gscale;     /* MARLIN_FP4_NV: (1) fp32 global scale G (qv_packed.scales2), else NULL */
+    const void *bias;        /* FP4 rows with a bias: (n) bias_fmt codes in scale_perm_single order
+                                (qv_packed.bias), else NULL */
+    int bias_fmt;            /* SF_*: storage of the bias */
 };
 
 /* The fp32 epilogue of column col: times the channel or tensor scale. */
@@ -109,6 +114,34 @@ __device__ __forceinline__ float epilogue_scale(const wo_params &p, int col)
 #endif
     if (p.scale_mode == SC_TENSOR) return load_scale(p.scales, 0, p.scale_fmt) * p.unbias_f32;
     return 1.0f;
+}
+
+/* The FP4 epilogue of two fp32 sums, in place: times the global scale g
+ * (fp32, RN), then plus the bias (fp32, RN) when there is one; the caller
+ * rounds once to the output format. */
+template <bool IS_BF16>
+__device__ __forceinline__ void wo_fp4_epilogue(float &y0, float &y1, float g, bool has_bias, float b0, float b1)
+{
+#ifdef QV_MUTANT_gpu_wo_fp4_cast_before_global
+    /* Mutant (class 22, vLLM #33972, #37135): the sum, in the units the
+     * kernel accumulates in, cast to the 16-bit output before the fp32
+     * global scale. */
+    const uint32_t r = qv_h2<IS_BF16>::pack(y0, y1);
+    y0 = qv_h2<IS_BF16>::to_float((uint16_t)(r & 0xFFFFu));
+    y1 = qv_h2<IS_BF16>::to_float((uint16_t)(r >> 16));
+#endif
+    y0 = y0 * g;
+    y1 = y1 * g;
+    if (!has_bias) return;
+#ifdef QV_MUTANT_gpu_wo_fp4_bias_after_cast
+    /* Mutant (class 24, sglang #35020; vLLM's Marlin FP4 epilogue): the bias
+     * added after the output cast, then rounded again. */
+    const uint32_t r2 = qv_h2<IS_BF16>::pack(y0, y1);
+    y0 = qv_h2<IS_BF16>::to_float((uint16_t)(r2 & 0xFFFFu));
+    y1 = qv_h2<IS_BF16>::to_float((uint16_t)(r2 >> 16));
+#endif
+    y0 = y0 + b0;
+    y1 = y1 + b1;
 }
 
 /* 16- and 32-row tiles run two blocks per SM (registers capped at 128),
@@ -177,8 +210,11 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_gemm_wonly_mma(co
         b_valid[i] = chunk < n_chunks;
         b_src[i] = chunk * T::chunk_words + ln * (T::lane_bytes / 4) + part * 4;
     }
-    const int s_tile = tid / 32, s_ch = tid % 32;
-    const bool s_used = grouped && tid < T::ks * 32 && n0 / 64 + s_ch / 8 < n_chunks;
+    /* A scale row of 256 columns is 32 chunks of 16 bytes (fp16/bf16), or 16
+     * (FP4's bytes). */
+    constexpr int s_chunks = L::s_row / 16;
+    const int s_tile = tid / s_chunks, s_ch = tid % s_chunks;
+    const bool s_used = grouped && tid < T::ks * s_chunks && n0 / 64 + s_ch / (s_chunks / 4) < n_chunks;
     const int z_tile = tid / 8, z_ch = tid % 8;
     const bool z_used = grouped && WT == WT_INT4_ZP && tid < T::ks * 8 && n0 / 64 + z_ch / 2 < n_chunks;
 
@@ -204,7 +240,8 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_gemm_wonly_mma(co
             const int64_t grp = (kt0 + s_tile) >> p.g_shift;
 #endif
             qv_cp_async16(st + L::s_off + tid * 16,
-                          static_cast<const uint16_t *>(p.scales) + grp * p.n + n0 + s_ch * 8, true);
+                          static_cast<const unsigned char *>(p.scales) +
+                              (grp * p.n + n0) * (L::s_row / kBN) + s_ch * 16, true);
         }
         if (z_used && kt0 + z_tile < kt_end) {
             const int64_t grp = (kt0 + z_tile) >> p.g_shift;
@@ -259,9 +296,22 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_gemm_wonly_mma(co
              * uses the channel permutation. */
             if (grouped) {
                 const int grp = (kt0 + u) >> p.g_shift;
+#ifdef QV_MUTANT_gpu_wo_fp4_scale_stale
+                /* Mutant (class 23, CUTLASS #3596, #3615): the FP4 block scales
+                 * reloaded only at the first k16 tile of a warp's share of a
+                 * stage, so its other tiles keep the block scale of an
+                 * earlier K tile. */
+                if (grp != cur_grp && (!wt_is_fp4(WT) || uu == 0)) {
+#else
                 if (grp != cur_grp) {
+#endif
                     cur_grp = grp;
-                    if (!p.grp_single) {
+                    if (wt_is_fp4(WT)) {
+                        /* One byte per column: the chunk's 8 bytes at 8 (lane/4). */
+                        const uint2 sv = *reinterpret_cast<const uint2 *>(st + L::s_off + u * L::s_row + wn * 64 +
+                                                                          8 * (lane >> 2));
+                        wo_fp4_lane_scales<WT, IS_BF16>(sv, sc);
+                    } else if (!p.grp_single) {
                         uint4 sv = *reinterpret_cast<const uint4 *>(st + L::s_off + u * kBN * 2 +
                                                                   (wn * 64 + 8 * (lane >> 2)) * 2);
                         uint32_t s4[4] = {sv.x, sv.y, sv.z, sv.w};
@@ -302,7 +352,9 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_gemm_wonly_mma(co
             for (int j8 = 0; j8 < 8; j8++) {
                 uint32_t bf[2];
                 wo_dq_word<WT, IS_BF16>(bw, j8, zc[j8], bf);
-                if (grouped) {
+                if (wt_is_fp4(WT)) {
+                    wo_fp4_scale<WT, IS_BF16>(sc[j8], bf);
+                } else if (grouped) {
                     bf[0] = qv_h2<IS_BF16>::mul(bf[0], sc[j8]);
                     bf[1] = qv_h2<IS_BF16>::mul(bf[1], sc[j8]);
                 }
@@ -432,6 +484,8 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_gemm_wonly_mma(co
         }
     }
 
+    /* FP4: the global scale (1 without one: an exact product) and the bias. */
+    const float gs = wt_is_fp4(WT) && p.gscale ? __ldg(p.gscale) : 1.0f;
     if (wk == 0 && warp_active) {
 #pragma unroll
         for (int mt = 0; mt < MB; mt++)
@@ -439,6 +493,11 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_gemm_wonly_mma(co
             for (int j8 = 0; j8 < 8; j8++) {
                 int col = n0 + wn * 64 + j8 * 8 + 2 * (lane & 3);
                 float s0 = epilogue_scale(p, col), s1 = epilogue_scale(p, col + 1);
+                float b0 = 0.0f, b1 = 0.0f;
+                if (wt_is_fp4(WT) && p.bias) {
+                    b0 = load_scale(p.bias, single_perm_index(col), p.bias_fmt);
+                    b1 = load_scale(p.bias, single_perm_index(col + 1), p.bias_fmt);
+                }
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     int row = m0 + mt * 16 + (lane >> 2) + 8 * h;
@@ -458,6 +517,7 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_gemm_wonly_mma(co
                         y0 = y0 * s0;
                         y1 = y1 * s1;
                     }
+                    if (wt_is_fp4(WT)) wo_fp4_epilogue<IS_BF16>(y0, y1, gs, p.bias != nullptr, b0, b1);
                     *reinterpret_cast<uint32_t *>(static_cast<uint16_t *>(p.c) + (int64_t)row * p.n + col) =
                         qv_h2<IS_BF16>::pack(y0, y1);
                 }
@@ -500,7 +560,7 @@ geometry plan(const qv_launch_ctx &c, const qv_variant *v, int m, int n, int k)
 {
     geometry g;
     int wt = weight_type(v);
-    int ks = (wt == WT_INT4 || wt == WT_INT4_ZP) ? wt_traits<WT_INT4>::ks : wt_traits<WT_INT8>::ks;
+    int ks = wt_is_4bit(wt) ? wt_traits<WT_INT4>::ks : wt_traits<WT_INT8>::ks;
     /* Rows per block: 16 up to M = 16, 32 up to M = 64 (two blocks per SM),
      * 64 beyond (one block per SM, the dequantized B reused by 4 m16 tiles). */
     g.mb = m <= 16 ? 1 : m <= 64 ? 2 : 4;
@@ -578,8 +638,35 @@ qv_status launch_wt(int wt, int mb, const wo_params &p, dim3 grid, cudaStream_t 
     case WT_INT4: return launch_mb<WT_INT4, BF>(mb, p, grid, stream);
     case WT_INT4_ZP: return launch_mb<WT_INT4_ZP, BF>(mb, p, grid, stream);
     case WT_INT8: return launch_mb<WT_INT8, BF>(mb, p, grid, stream);
+    case WT_FP4_MX: return launch_mb<WT_FP4_MX, BF>(mb, p, grid, stream);
+    case WT_FP4_NV: return launch_mb<WT_FP4_NV, BF>(mb, p, grid, stream);
     default: return launch_mb<WT_FP8, BF>(mb, p, grid, stream);
     }
+}
+
+/* The FP4 rows (layout.h, MARLIN_FP4_MX / _NV): block scales in the
+ * dequantization with one rounding, e8m0 per 32 or ue4m3 per 16 with the
+ * fp32 global scale, then in the fp32 epilogue the global scale (NV) and
+ * the bias in that order, if any; nothing else. */
+qv_status check_fp4(const qv_variant *v)
+{
+    const bool nv = v->layout == QV_LAYOUT_MARLIN_FP4_NV;
+    const qv_ep_step *ep = v->arith.epilogue;
+    int i = 0;
+    const bool g_ok = nv ? ep[i++] == QV_EP_MUL_WSCALE2 : true;
+    const bool b_ok = v->bias_fmt == QV_FMT_NONE || ep[i++] == QV_EP_ADD_BIAS;
+    if (v->scale_layout != QV_SCALE_GROUP || v->arith.dequant != QV_DQ_MUL_RN || !g_ok || !b_ok ||
+        ep[i] != QV_EP_END)
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s: FP4 rows need group scales in a mul-rn dequant, then the global "
+                       "scale (NV) and the bias in the fp32 epilogue", v->name);
+    if (nv ? v->sfmt != QV_FMT_UE4M3 || v->g != 16 || v->s2fmt != QV_FMT_F32 || v->s2_layout != QV_SCALE_TENSOR
+           : v->sfmt != QV_FMT_E8M0 || v->g != 32 || v->s2_layout != QV_SCALE_NONE)
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s: FP4 scales must be e8m0 per 32 (MX) or ue4m3 per 16 with an f32 "
+                       "global scale (NV)", v->name);
+    if (v->bias_fmt != QV_FMT_NONE && v->bias_fmt != QV_FMT_F16 && v->bias_fmt != QV_FMT_BF16 &&
+        v->bias_fmt != QV_FMT_F32)
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s: the bias must be f16, bf16 or f32", v->name);
+    return QV_OK;
 }
 
 /* The rows this kernel implements: anything else is refused, never computed. */
@@ -591,7 +678,8 @@ qv_status check_variant(const qv_variant *v)
     bool w_ok = (v->layout == QV_LAYOUT_MARLIN_W4 && v->wfmt == QV_FMT_U4 && !v->zero_point) ||
                 (v->layout == QV_LAYOUT_MARLIN_W4_ZP && v->wfmt == QV_FMT_U4 && v->zero_point) ||
                 (v->layout == QV_LAYOUT_MARLIN_W8 && v->wfmt == QV_FMT_U8 && !v->zero_point) ||
-                (v->layout == QV_LAYOUT_MARLIN_FP8 && v->wfmt == QV_FMT_E4M3 && !v->zero_point);
+                (v->layout == QV_LAYOUT_MARLIN_FP8 && v->wfmt == QV_FMT_E4M3 && !v->zero_point) ||
+                (qv_layout_is_fp4(v->layout) && v->wfmt == QV_FMT_E2M1 && !v->zero_point && !v->act_order);
     if (!w_ok) return qv_fail(QV_ERR_UNSUPPORTED, "%s: weight format and layout do not match", v->name);
     if ((v->afmt != QV_FMT_F16 && v->afmt != QV_FMT_BF16) || v->ofmt != v->afmt)
         return qv_fail(QV_ERR_UNSUPPORTED, "%s: activations and output must both be f16 or both bf16",
@@ -601,6 +689,9 @@ qv_status check_variant(const qv_variant *v)
     if (v->arith.accum != QV_ACC_TC_F32 || v->arith.out_sat != QV_SAT_NONE)
         return qv_fail(QV_ERR_UNSUPPORTED, "%s: the kernel accumulates on fp16/bf16 tensor cores in fp32 "
                        "and casts without saturation", v->name);
+    if (qv_layout_is_fp4(v->layout)) return check_fp4(v);
+    if (v->bias_fmt != QV_FMT_NONE || v->s2_layout != QV_SCALE_NONE)
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s: a bias or a second-level scale needs an FP4 layout", v->name);
     if (v->scale_layout == QV_SCALE_GROUP) {
         if (v->arith.dequant != QV_DQ_MUL_RN || v->arith.epilogue[0] != QV_EP_END || v->g < 16 ||
             (v->g & (v->g - 1)))
@@ -687,6 +778,9 @@ static qv_status launch_mma(const qv_variant *v, const qv_gemm_args *a, const qv
     p.tiles_per_split = g.tiles_per_split;
     p.splits = g.splits;
     wo_set_scale_fields(p, v, a->k);
+    p.gscale = v->s2_layout == QV_SCALE_TENSOR ? (const float *)a->scales2 : NULL;
+    p.bias = v->bias_fmt != QV_FMT_NONE ? a->bias_packed : NULL;
+    p.bias_fmt = v->bias_fmt == QV_FMT_F32 ? SF_F32 : v->bias_fmt == QV_FMT_BF16 ? SF_BF16 : SF_F16;
 #ifdef QV_MUTANT_gpu_wo_fp8_unbias_missing
     /* Mutant (class 8, vLLM #47315): the exponent bias folded into the scales is never taken out. */
     p.unbias_f32 = 1.0f;
@@ -718,8 +812,11 @@ extern "C" qv_status qv_launch_wonly(const qv_variant *v, const qv_gemm_args *a)
     QV_TRY(qv_variant_check_shape(v, a->m, a->n, a->k));
     if (v->scale_layout == QV_SCALE_GROUP && a->g != v->g)
         return qv_fail(QV_ERR_SHAPE, "%s: g=%d in the arguments, the variant declares g=%d", v->name, a->g, v->g);
-    if (!a->a || !a->b || !a->scales || !a->c || (v->zero_point && !a->zeros) || (v->act_order && !a->perm))
+    if (!a->a || !a->b || !a->scales || !a->c || (v->zero_point && !a->zeros) || (v->act_order && !a->perm) ||
+        (v->s2_layout != QV_SCALE_NONE && !a->scales2) || (v->bias_fmt != QV_FMT_NONE && !a->bias_packed))
         return qv_fail(QV_ERR_USAGE, "%s: a device buffer the variant needs is NULL", v->name);
+    if (a->bias_packed && ((uintptr_t)a->bias_packed & 3))
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s: the packed bias must be 4-byte aligned", v->name);
     if (!aligned16(a->a) || !aligned16(a->b) || !aligned16(a->scales) || (a->zeros && !aligned16(a->zeros)) ||
         ((uintptr_t)a->c & 3))
         return qv_fail(QV_ERR_UNSUPPORTED, "%s: A, B, scales and zeros must be 16-byte aligned, C 4-byte aligned",

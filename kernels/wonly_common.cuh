@@ -16,8 +16,17 @@
 
 namespace {
 
-/* Weight code families the kernels instantiate. */
-enum { WT_INT4 = 0, WT_INT8 = 1, WT_FP8 = 2, WT_INT4_ZP = 3 };
+/* Weight code families the kernels instantiate: the two FP4 ones are e2m1
+ * codes in the 4-bit words with one byte of block scale per (group, column)
+ * (layout.h, MARLIN_FP4_MX and MARLIN_FP4_NV; wonly.cu and wonly_dq.cu only). */
+enum { WT_INT4 = 0, WT_INT8 = 1, WT_FP8 = 2, WT_INT4_ZP = 3, WT_FP4_MX = 4, WT_FP4_NV = 5 };
+
+/* 1 for the code families stored 8 per int32 word. */
+__host__ __device__ constexpr bool wt_is_4bit(int wt)
+{
+    return wt == WT_INT4 || wt == WT_INT4_ZP || wt == WT_FP4_MX || wt == WT_FP4_NV;
+}
+__host__ __device__ constexpr bool wt_is_fp4(int wt) { return wt == WT_FP4_MX || wt == WT_FP4_NV; }
 /* How the weight scale enters. */
 enum { SC_GROUP = 0, SC_CHANNEL = 1, SC_TENSOR = 2 };
 /* Storage of the epilogue scale. */
@@ -27,7 +36,8 @@ enum { SF_F16 = 0, SF_BF16 = 1, SF_F32 = 2 };
  * (dequant.cuh), for the kernels that dequantize a whole k16 x 64 tile
  * (wonly.cu, wonly_dq.cu): 4-bit codes "q+8" (WT_INT4) or with the group's
  * zero-point constants zc (WT_INT4_ZP; qv_dq4_consts), 8-bit codes, e4m3
- * codes. bw: the thread's packed words; a 4-bit word serves two consecutive
+ * codes, e2m1 codes as x 2^-14 / x 2^-126 (WT_FP4_*; qv_dqfp4, which
+ * wo_fp4_scale then multiplies by the block scale). bw: the thread's packed words; a 4-bit word serves two consecutive
  * j8 (the odd one shifted down 8 bits), an 8-bit word one j8. */
 template <int WT, bool IS_BF16>
 __device__ __forceinline__ void wo_dq_word(const uint32_t *bw, int j8, const uint32_t zc[2], uint32_t bf[2])
@@ -38,10 +48,68 @@ __device__ __forceinline__ void wo_dq_word(const uint32_t *bw, int j8, const uin
         qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), sym, bf);
     } else if (WT == WT_INT4_ZP) {
         qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), zc, bf);
+    } else if (wt_is_fp4(WT)) {
+        qv_dqfp4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), bf);
     } else if (WT == WT_INT8) {
         qv_dq8<IS_BF16>(bw[j8], bf);
     } else {
         qv_dqfp8<IS_BF16>(bw[j8], bf);
+    }
+}
+
+/* The FP4 block scale of one n8 tile as a kernel register, from its packed
+ * byte (layout.h): NV's S0E5M3 byte read as the f16 it came from (bits
+ * 14..7) or widened into bf16 as vLLM's dequant_fp8_scales does (bit 7 to
+ * the top exponent bit, bits 6..3 to the low four, bits 2..0 to the top of
+ * the mantissa; exact for the bytes with bit 7 set, the only ones the
+ * layout gives bf16), in both halves; MX's e8m0 code c as the bf16 2^(c-127)
+ * in both halves, or for f16, whose range does not hold 2^(c-127), the fp32
+ * bits of 2^(c-113) (2^127 from c = 241 on). */
+template <int WT, bool IS_BF16> __device__ __forceinline__ uint32_t wo_fp4_scale_reg(uint32_t b)
+{
+    if (WT == WT_FP4_NV)
+        return qv_h2<IS_BF16>::dup(IS_BF16 ? ((b & 0x80u) << 7) | ((b & 0x7Fu) << 4) : b << 7);
+    if (IS_BF16) return qv_h2<true>::dup(b << 7);
+    return (b + 14u < 254u ? b + 14u : 254u) << 23;
+}
+
+/* A lane's eight FP4 block scales, sc[j8] for column 8 j8 + lane/4 of its
+ * 64-column chunk, from the chunk's 8 packed bytes at 8 (lane/4) (sv):
+ * QV_SORDER_GROUP64_FP8 puts the scale of n8 tile 4 (b/4) + [0,2,1,3][b%4]
+ * at byte b. */
+template <int WT, bool IS_BF16> __device__ __forceinline__ void wo_fp4_lane_scales(uint2 sv, uint32_t sc[8])
+{
+#pragma unroll
+    for (int b = 0; b < 8; b++) {
+        const uint32_t byte = ((b < 4 ? sv.x : sv.y) >> (8 * (b & 3))) & 0xFFu;
+        sc[4 * (b >> 2) + ((b & 1) << 1) + ((b >> 1) & 1)] = wo_fp4_scale_reg<WT, IS_BF16>(byte);
+    }
+}
+
+/* Multiplies the two registers bf of qv_dqfp4 by their block scale s
+ * (wo_fp4_scale_reg), one rounding to the activation format:
+ *  - NV: (x 2^-bias)(s 2^s_pow2) in one multiply, exact (layout.h; the
+ *    global scale in the epilogue carries 2^(bias - s_pow2));
+ *  - MX bf16: x 2^-126 times 2^126 (exact: x), then times 2^(c-127), which
+ *    rounds only when it overflows to Inf;
+ *  - MX f16: x 2^-14 widened to fp32 and multiplied by 2^(c-113), the exact
+ *    product x 2^(c-127) (a normal or subnormal fp32), rounded once to f16
+ *    (RN, overflow to Inf, subnormals kept); from c = 241 on 2^127 stands
+ *    for 2^(c-113) and any nonzero x overflows f16 either way. */
+template <int WT, bool IS_BF16> __device__ __forceinline__ void wo_fp4_scale(uint32_t s, uint32_t bf[2])
+{
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        if (WT == WT_FP4_NV) {
+            bf[r] = qv_h2<IS_BF16>::mul(bf[r], s);
+        } else if (IS_BF16) {
+            /* 0x7E80 is bf16 2^126. */
+            bf[r] = qv_h2<true>::mul(qv_h2<true>::mul(bf[r], 0x7E807E80u), s);
+        } else {
+            const float2 x = __half22float2(*reinterpret_cast<const __half2 *>(&bf[r]));
+            const float f = __uint_as_float(s);
+            bf[r] = qv_h2<false>::pack(x.x * f, x.y * f);
+        }
     }
 }
 
@@ -84,6 +152,8 @@ inline int weight_type(const qv_variant *v)
     case QV_LAYOUT_MARLIN_W4_ZP: return WT_INT4_ZP;
     case QV_LAYOUT_MARLIN_W8: return WT_INT8;
     case QV_LAYOUT_MARLIN_FP8: return WT_FP8;
+    case QV_LAYOUT_MARLIN_FP4_MX: return WT_FP4_MX;
+    case QV_LAYOUT_MARLIN_FP4_NV: return WT_FP4_NV;
     default: return -1;
     }
 }
@@ -105,8 +175,9 @@ template <typename P> inline void wo_set_scale_fields(P &p, const qv_variant *v,
     p.g_shift = 0;
     if (v->scale_layout == QV_SCALE_GROUP)
         for (int t = v->g / 16; t > 1; t >>= 1) p.g_shift++;
-    /* layout.h: a single group (g == K) is stored in the channel order. */
-    p.grp_single = v->scale_layout == QV_SCALE_GROUP && k == v->g;
+    /* layout.h: a single group (g == K) is stored in the channel order,
+     * except the FP4 layouts' bytes, always in QV_SORDER_GROUP64_FP8. */
+    p.grp_single = v->scale_layout == QV_SCALE_GROUP && k == v->g && !wt_is_fp4(weight_type(v));
     /* layout.h, MARLIN_FP8: the packed scales hold s * 2^8 (f16 activations)
      * or s * 2^120 (bf16), for kernels whose bit-shift conversion of e4m3
      * yields value * 2^-8 (2^-120). These kernels convert e4m3 exactly (cvt),

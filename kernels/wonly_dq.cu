@@ -82,7 +82,7 @@ template <int WT, bool IS_BF16>
 __global__ void __launch_bounds__(kDqThreads) k_wo_dq_dequant(const dq_params p)
 {
     __shared__ __align__(16) uint32_t tile[64 * kColWords];
-    constexpr bool four = WT == WT_INT4 || WT == WT_INT4_ZP;
+    constexpr bool four = wt_is_4bit(WT);
     /* int32 words per (k16 row, 64-column chunk): 16 x 64 codes of 4 or 8 bits. */
     constexpr int chunk_words = four ? 128 : 256;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -113,7 +113,11 @@ __global__ void __launch_bounds__(kDqThreads) k_wo_dq_dequant(const dq_params p)
             const int64_t grp = kt >> p.g_shift;
 #endif
             const uint16_t *srow = static_cast<const uint16_t *>(p.scales) + grp * p.n;
-            if (!p.grp_single) {
+            if (wt_is_fp4(WT)) {
+                /* One byte per column, GROUP64_FP8: the chunk's 8 bytes at 8*gid. */
+                const unsigned char *srow8 = static_cast<const unsigned char *>(p.scales) + grp * p.n;
+                wo_fp4_lane_scales<WT, IS_BF16>(__ldg(reinterpret_cast<const uint2 *>(srow8 + 64 * c + 8 * gid)), sc);
+            } else if (!p.grp_single) {
                 /* GROUP64: positions 64c + 8*gid + j8 hold column 64c + 8*j8 + gid. */
                 const uint4 sv = __ldg(reinterpret_cast<const uint4 *>(srow + 64 * c + 8 * gid));
                 const uint32_t s4[4] = {sv.x, sv.y, sv.z, sv.w};
@@ -150,7 +154,9 @@ __global__ void __launch_bounds__(kDqThreads) k_wo_dq_dequant(const dq_params p)
         for (int j8 = 0; j8 < 8; j8++) {
             uint32_t bf[2];
             wo_dq_word<WT, IS_BF16>(bw, j8, zc[j8], bf);
-            if (p.grouped) {
+            if (wt_is_fp4(WT)) {
+                wo_fp4_scale<WT, IS_BF16>(sc[j8], bf);
+            } else if (p.grouped) {
                 bf[0] = qv_h2<IS_BF16>::mul(bf[0], sc[j8]);
                 bf[1] = qv_h2<IS_BF16>::mul(bf[1], sc[j8]);
             }
@@ -181,7 +187,8 @@ __global__ void __launch_bounds__(kDqThreads) k_wo_dq_dequant(const dq_params p)
  * fp32 sums of the K slices t = 0..splits-1 added in that order, then times s
  * = the channel (or tensor) scale times the fp8 unbias 2^-s_pow2 (an exact
  * product) unless the scales are grouped, one fp32 multiply and one RNE cast,
- * as kernels/wonly.cu's epilogue. A thread owns 4 consecutive columns (their
+ * as kernels/wonly.cu's epilogue. FP4 rows: times the global scale (NV),
+ * then plus the bias, each in fp32, before the one cast. A thread owns 4 consecutive columns (their
  * scales loaded once) and the rows blockIdx.y, blockIdx.y + gridDim.y, ... */
 template <bool IS_BF16>
 __global__ void k_wo_dq_epilogue(const float *y,      /* (splits, m, nc) fp32 sums, row-major (ld nc) */
@@ -190,7 +197,10 @@ __global__ void k_wo_dq_epilogue(const float *y,      /* (splits, m, nc) fp32 su
                                  uint16_t *c,         /* (m, n) output, row-major; columns n0 .. n0+nc-1 */
                                  int m, int n, int n0, int nc,
                                  int mode,            /* 0: grouped (no scale), 1: channel, 2: tensor */
-                                 int sfmt, float unbias)
+                                 int sfmt, float unbias,
+                                 const float *gscale, /* FP4 NV: (1) fp32 global scale, else NULL */
+                                 const void *bias,    /* FP4: (n) bias codes in CHANNEL32 order, or NULL */
+                                 int bfmt)            /* SF_*: the bias's storage */
 {
     const int j = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
     if (j >= nc) return;
@@ -199,6 +209,11 @@ __global__ void k_wo_dq_epilogue(const float *y,      /* (splits, m, nc) fp32 su
     for (int t = 0; t < 4; t++)
         s[t] = mode == 1 ? load_scale(scales, single_perm_index(n0 + j + t), sfmt) * unbias
                : mode == 2 ? load_scale(scales, 0, sfmt) * unbias : 1.0f;
+    const float g = gscale ? __ldg(gscale) : 1.0f;
+    float bb[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (bias)
+#pragma unroll
+        for (int t = 0; t < 4; t++) bb[t] = load_scale(bias, single_perm_index(n0 + j + t), bfmt);
     const int64_t slice = (int64_t)m * nc;
     for (int64_t row = blockIdx.y; row < m; row += gridDim.y) {
         float4 v = *reinterpret_cast<const float4 *>(y + row * nc + j);
@@ -214,6 +229,18 @@ __global__ void k_wo_dq_epilogue(const float *y,      /* (splits, m, nc) fp32 su
             v.y = v.y * s[1];
             v.z = v.z * s[2];
             v.w = v.w * s[3];
+        }
+        if (gscale) {
+            v.x = v.x * g;
+            v.y = v.y * g;
+            v.z = v.z * g;
+            v.w = v.w * g;
+        }
+        if (bias) {
+            v.x = v.x + bb[0];
+            v.y = v.y + bb[1];
+            v.z = v.z + bb[2];
+            v.w = v.w + bb[3];
         }
         /* Two 4-byte stores: gemm.h promises C only 4-byte alignment. */
         uint32_t *dst = reinterpret_cast<uint32_t *>(c + row * n + n0 + j);
@@ -270,7 +297,8 @@ struct dq_plan {
     int chunks;      /* ceil(n / cols) */
     int nbuf;        /* chunk buffers: 2 when chunked (ping-pong), else 1 */
     int splits;      /* K slices of each chunk's GEMM (1: no split) */
-    bool epilogue;   /* fp32 product + k_wo_dq_epilogue: channel/tensor scales or splits > 1 */
+    bool epilogue;   /* fp32 product + k_wo_dq_epilogue: channel/tensor scales, a global scale,
+                        a bias or splits > 1 */
     size_t aperm_off, buf_off[2], y_off, bytes;
 };
 
@@ -309,7 +337,8 @@ dq_plan make_plan(const qv_launch_ctx &c, const qv_variant *v, int m, int n, int
                k / (2 * p.splits) >= kMinSliceK)
             p.splits *= 2;
     }
-    p.epilogue = v->scale_layout != QV_SCALE_GROUP || p.splits > 1;
+    p.epilogue = v->scale_layout != QV_SCALE_GROUP || p.splits > 1 || v->s2_layout != QV_SCALE_NONE ||
+                 v->bias_fmt != QV_FMT_NONE;
     /* The workspace starts with the other paths' split-K arrival counters
      * (wonly_small.cuh), which must stay zero between launches (gemm.h) when
      * one workspace serves several M (as in `qvet bench`): this path never
@@ -334,6 +363,8 @@ qv_status launch_dequant(int wt, const dq_params &dp, dim3 grid, cudaStream_t s)
     case WT_INT4: k_wo_dq_dequant<WT_INT4, BF><<<grid, kDqThreads, 0, s>>>(dp); break;
     case WT_INT4_ZP: k_wo_dq_dequant<WT_INT4_ZP, BF><<<grid, kDqThreads, 0, s>>>(dp); break;
     case WT_INT8: k_wo_dq_dequant<WT_INT8, BF><<<grid, kDqThreads, 0, s>>>(dp); break;
+    case WT_FP4_MX: k_wo_dq_dequant<WT_FP4_MX, BF><<<grid, kDqThreads, 0, s>>>(dp); break;
+    case WT_FP4_NV: k_wo_dq_dequant<WT_FP4_NV, BF><<<grid, kDqThreads, 0, s>>>(dp); break;
     default: k_wo_dq_dequant<WT_FP8, BF><<<grid, kDqThreads, 0, s>>>(dp); break;
     }
     QV_CUDA_TRY(cudaGetLastError(), "weight-only dequantize kernel launch");
@@ -397,8 +428,9 @@ qv_status qv_wonly_dq_launch(const qv_variant *v, const qv_gemm_args *a, const q
     dp.g_shift = 0;
     if (dp.grouped)
         for (int t = v->g / 16; t > 1; t >>= 1) dp.g_shift++;
-    /* layout.h: a single group (g == K) is stored in the channel order. */
-    dp.grp_single = dp.grouped && a->k == v->g;
+    /* layout.h: a single group (g == K) is stored in the channel order (not
+     * the FP4 bytes). */
+    dp.grp_single = dp.grouped && a->k == v->g && !wt_is_fp4(weight_type(v));
     /* layout.h, MARLIN_FP8: the packed scales hold s * 2^8 (f16) or s * 2^120
      * (bf16); multiplying by 2^-8 (2^-120) restores s exactly, as
      * kernels/wonly.cu does. 0x1C00 is fp16 2^-8, 0x0380 bf16 2^-120, 0x3C00
@@ -409,6 +441,9 @@ qv_status qv_wonly_dq_launch(const qv_variant *v, const qv_gemm_args *a, const q
     const cudaDataType_t t = bf ? CUDA_R_16BF : CUDA_R_16F;
     const float alpha = 1.0f, beta = 0.0f;
     const int sfmt = v->sfmt == QV_FMT_F32 ? SF_F32 : v->sfmt == QV_FMT_BF16 ? SF_BF16 : SF_F16;
+    const float *gscale = v->s2_layout == QV_SCALE_TENSOR ? (const float *)a->scales2 : NULL;
+    const void *bias = v->bias_fmt != QV_FMT_NONE ? a->bias_packed : NULL;
+    const int bfmt = v->bias_fmt == QV_FMT_F32 ? SF_F32 : v->bias_fmt == QV_FMT_BF16 ? SF_BF16 : SF_F16;
 
     for (int ci = 0; ci < pl.chunks; ci++) {
         const int b = ci % pl.nbuf;
@@ -456,10 +491,12 @@ qv_status qv_wonly_dq_launch(const qv_variant *v, const qv_gemm_args *a, const q
             const int mode = v->scale_layout == QV_SCALE_CHANNEL ? 1 : v->scale_layout == QV_SCALE_TENSOR ? 2 : 0;
             if (bf)
                 k_wo_dq_epilogue<true><<<blocks, 128, 0, s0>>>(y, pl.splits, a->scales, (uint16_t *)a->c, a->m,
-                                                               a->n, n0, nc, mode, sfmt, unbias);
+                                                               a->n, n0, nc, mode, sfmt, unbias, gscale, bias,
+                                                               bfmt);
             else
                 k_wo_dq_epilogue<false><<<blocks, 128, 0, s0>>>(y, pl.splits, a->scales, (uint16_t *)a->c, a->m,
-                                                                a->n, n0, nc, mode, sfmt, unbias);
+                                                                a->n, n0, nc, mode, sfmt, unbias, gscale, bias,
+                                                                bfmt);
             QV_CUDA_TRY(cudaGetLastError(), "weight-only epilogue kernel launch");
         }
         if (overlap) QV_CUDA_TRY(cudaEventRecord(ss->mm_done[b], s0), "cudaEventRecord (chunk multiplied)");

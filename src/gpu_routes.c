@@ -73,6 +73,8 @@ static int wo_dq_from(const qv_launch_ctx *c, const qv_route_problem *p)
     (QV_ROUTE_BIT(QV_LAYOUT_MARLIN_W4) | QV_ROUTE_BIT(QV_LAYOUT_MARLIN_W4_ZP) |                          \
      QV_ROUTE_BIT(QV_LAYOUT_MARLIN_W8) | QV_ROUTE_BIT(QV_LAYOUT_MARLIN_FP8))
 #define F16_BF16 (QV_ROUTE_BIT(QV_FMT_F16) | QV_ROUTE_BIT(QV_FMT_BF16))
+/* The FP4 layouts: the mma kernel and dequantize + cuBLAS only. */
+#define FP4_LAYOUTS (QV_ROUTE_BIT(QV_LAYOUT_MARLIN_FP4_MX) | QV_ROUTE_BIT(QV_LAYOUT_MARLIN_FP4_NV))
 
 static const qv_route_row kMarlin[] = {
     {
@@ -111,7 +113,7 @@ static const qv_route_row kMarlin[] = {
         .name = "dq-cublas",
         .kernel = "kernels/wonly_dq.cu",
         .isa = "sm_90",
-        .layouts = MARLIN_LAYOUTS,
+        .layouts = MARLIN_LAYOUTS | FP4_LAYOUTS,
         .afmts = F16_BF16,
         .n_min = 64, .n_mult = 64, .k_min = 16, .k_mult = 16,
         .m_from = wo_dq_from,
@@ -124,7 +126,7 @@ static const qv_route_row kMarlin[] = {
         .name = "mma",
         .kernel = "kernels/wonly.cu",
         .isa = "sm_90",
-        .layouts = MARLIN_LAYOUTS,
+        .layouts = MARLIN_LAYOUTS | FP4_LAYOUTS,
         .afmts = F16_BF16,
         .m_doc = "every M",
         .opts_doc = "none: taken by every problem the rows above leave",

@@ -99,8 +99,8 @@ qv_status qv_gpu_problem_upload(const qv_problem *p, const qv_packed *pk, const 
     UP(p->a, (size_t)(p->m * p->k) * qv_fmt_storage_bytes(v->afmt), a);
     UP(p->a_scale, (size_t)qv_problem_ascale_count(p) * sizeof(float), a_scale);
     UP(p->azp, (size_t)(v->azp == QV_AZP_TOKEN ? p->m : 1) * sizeof(int32_t), azp);
-    UP(p->bias, (size_t)p->n * sizeof(float), bias);
     if (v->layout == QV_LAYOUT_LOGICAL) {
+        UP(p->bias, (size_t)p->n * sizeof(float), bias);
         size_t nz = (size_t)(qv_problem_zero_rows(p) * qv_problem_zero_cols(p));
         UP(p->q, (size_t)(p->k * p->n) * qv_fmt_storage_bytes(v->wfmt), b);
         UP(p->scales, (size_t)(qv_problem_scale_rows(p) * qv_problem_scale_cols(p)) * qv_fmt_storage_bytes(v->sfmt),
@@ -117,6 +117,7 @@ qv_status qv_gpu_problem_upload(const qv_problem *p, const qv_packed *pk, const 
         UP(pk->zeros, (size_t)pk->z_bytes, zeros);
         UP(pk->perm, (size_t)p->k * sizeof(int32_t), perm);
         UP(pk->g_idx, (size_t)p->k * sizeof(int32_t), g_idx);
+        UP(pk->bias, (size_t)pk->bias_cols * pk->bias_elem, bias_packed);
     }
 #undef UP
     gp->out_bytes = (size_t)qv_problem_out_bytes(p);

@@ -84,8 +84,9 @@
  * rounding to the activation format (exact for every code and scale the
  * layouts carry, overflow to Inf aside), f16 or bf16 activations and the
  * same format out, an optional bias in that format added in fp32 before the
- * single output rounding. The GPU kernels do not exist yet (gpu_kernel 0):
- * the rows run on the CPU model through qv_pack and ref_unpack. */
+ * single output rounding. Their GPU kernels are the weight-only family's mma
+ * kernel and dequantize + cuBLAS (kernels/wonly.cu, wonly_dq.cu), reading
+ * qv_pack's bytes as vLLM's Marlin FP4 kernel does. */
 #define FP4_ROW(name_, sfmt_, g_, s2fmt_, layout_, act_, bias_, arith_, summary_)                        \
     {.name = (name_), .summary = (summary_), .family = "marlin",                                        \
      .wfmt = QV_FMT_E2M1, .afmt = (act_), .ofmt = (act_), .sfmt = (sfmt_),                              \
@@ -94,7 +95,7 @@
      .act_scale = QV_ASCALE_NONE, .azp = QV_AZP_NONE, .bias_fmt = (bias_),                              \
      .layout = (layout_), .n_tile = 64, .k_tile = 16,                                                   \
      .arith = arith_,                                                                                   \
-     .gpu_kernel = 0, .cpu_model = 1}
+     .gpu_kernel = 1, .cpu_model = 1}
 
 static const qv_variant registry[] = {
     /*         name           format (weights, activations, output)

@@ -1,6 +1,7 @@
 /* t_fp4.c: the Marlin FP4 rows (MXFP4 and NVFP4 weight-only, DESIGN.md §11)
  * on the CPU side, from the registry: what each row declares and refuses,
- * that the GPU backend leaves them out until their kernels exist, that every
+ * that the GPU backend takes them (routes and launch refusals, without a
+ * device; tests/t_gpu_ops.c runs their kernels), that every
  * FP4 probe produces what probe.h says it does (all 16 e2m1 codes, the scale
  * codes at the ends of their range, the global scales), that the fixed suite
  * of `qvet check` reaches each of them, that the CPU model run through
@@ -18,6 +19,7 @@
 #include "internal/campaign.h"
 #include "qvet/formats.h"
 #include "qvet/gemm.h"
+#include "../kernels/wonly_route.h"
 #include "qvet/layout.h"
 #include "qvet/probe.h"
 #include "qvet/reference.h"
@@ -105,8 +107,7 @@ START_TEST(rows_declare_their_formats)
         ck_assert_int_eq(v->arith.accum, QV_ACC_TC_F32);
         ck_assert_int_eq(v->n_tile, 64);
         ck_assert_int_eq(v->k_tile, 16);
-        ck_assert_msg(!v->gpu_kernel && v->cpu_model, "%s: gpu %d, cpu %d", v->name, v->gpu_kernel, v->cpu_model);
-        ck_assert_ptr_null(qv_gpu_launcher(v));
+        ck_assert_msg(v->gpu_kernel && v->cpu_model, "%s: gpu %d, cpu %d", v->name, v->gpu_kernel, v->cpu_model);
         /* epilogue: the global scale (NV), then the bias */
         int n_ep = 0;
         qv_ep_step want[2];
@@ -162,32 +163,54 @@ START_TEST(shape_rules)
 }
 END_TEST
 
-/* No GPU kernel yet: the GPU backend has none of the rows, a glob of only
- * FP4 rows is refused with what runs them, the whole registry's GPU
- * candidates leave them out, naming one is refused, and the launch table
- * has no entry. */
-START_TEST(gpu_leaves_them_out)
+/* Their GPU kernels: both backends take every row, the whole registry's
+ * GPU candidates include them, each reaches the weight-only launcher, whose
+ * route table gives them dequantize + cuBLAS and the mma kernel only; a
+ * launch refuses an illegal shape (N off 64 columns, K off the group) and
+ * missing buffers (the NV global scale, the packed bias) with a status and
+ * a message, before any CUDA call. */
+START_TEST(gpu_takes_them)
 {
     qv_backend gpu, cpu;
     qv_backend_init(&gpu, QV_BACKEND_GPU);
     qv_backend_init(&cpu, QV_BACKEND_CPU);
     qv_gen gen;
-    ck_assert_int_eq(qv_gen_init(&gen, "marlin-*fp4a16-*", &gpu), QV_ERR_USAGE);
-    ck_assert_msg(strstr(qv_errmsg(), "8 rows without a qvet GPU kernel") && strstr(qv_errmsg(), "--cpu"), "%s",
-                  qv_errmsg());
-    ck_assert_int_eq(qv_gen_init(&gen, NULL, &gpu), QV_OK);
-    for (int i = 0; i < gen.n_variants; i++) ck_assert_msg(!is_fp4(gen.variants[i]), "%s", gen.variants[i]->name);
+    ck_assert_int_eq(qv_gen_init(&gen, "marlin-*fp4a16-*", &gpu), QV_OK);
+    ck_assert_int_eq(gen.n_variants, 8);
     ck_assert_int_eq(qv_gen_init(&gen, "marlin-*fp4a16-*", &cpu), QV_OK);
     ck_assert_int_eq(gen.n_variants, 8);
+    int fp4 = 0;
+    ck_assert_int_eq(qv_gen_init(&gen, NULL, &gpu), QV_OK);
+    for (int i = 0; i < gen.n_variants; i++) fp4 += is_fp4(gen.variants[i]);
+    ck_assert_int_eq(fp4, 8);
+    const qv_launch_opts h200 = {.sms = 132, .arch = 90};
     for (int i = 0; i < qv_registry_count(); i++) {
         const qv_variant *v = qv_registry_get(i);
         if (!is_fp4(v)) continue;
-        ck_assert(!qv_backend_has(&gpu, v) && qv_backend_has(&cpu, v));
-        ck_assert_int_eq(qv_gen_init_list(&gen, &v, 1, &gpu), QV_ERR_USAGE);
-        ck_assert_ptr_nonnull(strstr(qv_errmsg(), "has no qvet GPU kernel"));
+        ck_assert(qv_backend_has(&gpu, v) && qv_backend_has(&cpu, v));
+        ck_assert_ptr_nonnull(qv_gpu_launcher(v));
+        ck_assert_str_eq(qv_gpu_launcher(v)->family, "marlin");
+        qv_wo_path path;
+        ck_assert_int_eq(qv_wonly_route(v, 1, 4096, 4096, &h200, &path), QV_OK);
+        ck_assert_int_eq(path, QV_WO_PATH_MMA);
+        ck_assert_int_eq(qv_wonly_route(v, 1024, 4096, 4096, &h200, &path), QV_OK);
+        ck_assert_int_eq(path, QV_WO_PATH_DQ);
         qv_gemm_args args;
         memset(&args, 0, sizeof args);
-        ck_assert_int_eq(qv_gpu_launch(v, &args), QV_ERR_UNSUPPORTED);
+        args.m = 1, args.n = 96, args.k = 64, args.g = v->g;
+        ck_assert_int_ne(qv_gpu_launch(v, &args), QV_OK);
+        ck_assert_msg(strstr(qv_errmsg(), "96"), "%s", qv_errmsg());
+        args.n = 64, args.k = is_nv(v) ? 24 : 48; /* off the k16 tile (NV), off the group of 32 (MX) */
+        ck_assert_int_ne(qv_gpu_launch(v, &args), QV_OK);
+        ck_assert_msg(strstr(qv_errmsg(), is_nv(v) ? "24" : "48"), "%s", qv_errmsg());
+        if (!is_nv(v) && v->bias_fmt == QV_FMT_NONE) continue;
+        /* every buffer but the global scale and the packed bias */
+        static const uint32_t buf[64];
+        args.k = 2 * v->g;
+        args.a = args.b = args.scales = buf;
+        args.c = (void *)buf;
+        ck_assert_int_eq(qv_gpu_launch(v, &args), QV_ERR_USAGE);
+        ck_assert_msg(strstr(qv_errmsg(), "NULL"), "%s", qv_errmsg());
     }
 }
 END_TEST
@@ -439,7 +462,7 @@ int main(void)
     Suite *s = suite_single("fp4", "fp4", 120, &tc);
     tcase_add_test(tc, rows_declare_their_formats);
     tcase_add_loop_test(tc, shape_rules, 0, qv_registry_count());
-    tcase_add_test(tc, gpu_leaves_them_out);
+    tcase_add_test(tc, gpu_takes_them);
     tcase_add_loop_test(tc, probes_apply_where_their_formats_are, 0, qv_registry_count());
     tcase_add_loop_test(tc, probes_claim_and_pass, 0, qv_registry_count());
     tcase_add_loop_test(tc, scale_ends_overflow_column, 0, qv_registry_count());

@@ -81,6 +81,28 @@ static const struct op_case {
     {"marlin-*", "small-m", {.wo_wg_min_m = 9}, 8, 192, 384, EXACT},
     {"marlin-*", "wgmma", {.wo_wg_min_m = 9}, 9, 192, 384, EXACT},
 
+    /* FP4 (mma kernel below M = 64, dequantize + cuBLAS from it): K = 16
+     * and 32 are one group, K = 416 ends inside a pipeline stage, K = 4096
+     * at M = 1 splits K; the probes at the values the Marlin FP4
+     * preparation treats apart (probe.h). */
+    {"marlin-*fp4*", "mma", DEFAULTS, 1, 64, 32, EXACT},
+    {"marlin-*fp4*", "mma", DEFAULTS, 1, 64, 4096, EXACT},
+    {"marlin-*fp4*", "mma", DEFAULTS, 16, 192, 416, QV_PROBE_FP4_CODES},
+    {"marlin-*fp4*", "mma", DEFAULTS, 17, 320, 416, QV_PROBE_FP4_SCALE_ENDS},
+    {"marlin-*fp4*", "mma", DEFAULTS, 63, 256, 512, RANDOM},
+    {"marlin-*fp4*", "mma", WO_MMA, 129, 192, 384, RANDOM},
+    {"marlin-*fp4*", "dq-cublas", DEFAULTS, 64, 256, 512, EXACT},
+    {"marlin-*fp4*", "dq-cublas", DEFAULTS, 65, 320, 416, QV_PROBE_FP4_SCALE_ENDS},
+    {"marlin-*fp4*", "dq-cublas", WO_DQ, 2, 192, 384, QV_PROBE_FP4_CODES},
+    {"marlin-nvfp4*", "mma", DEFAULTS, 3, 64, 16, QV_PROBE_FP4_GLOBAL_ONE},
+    {"marlin-nvfp4*", "mma", DEFAULTS, 33, 192, 384, QV_PROBE_FP4_GLOBAL_TINY},
+    {"marlin-nvfp4*", "mma", DEFAULTS, 8, 320, 416, QV_PROBE_FP4_GLOBAL_HUGE},
+    {"marlin-nvfp4*", "dq-cublas", DEFAULTS, 64, 192, 384, QV_PROBE_FP4_GLOBAL_ONE},
+    {"marlin-nvfp4*", "dq-cublas", DEFAULTS, 100, 192, 384, QV_PROBE_FP4_GLOBAL_TINY},
+    {"marlin-nvfp4*", "dq-cublas", DEFAULTS, 64, 320, 416, QV_PROBE_FP4_GLOBAL_HUGE},
+    {"marlin-*fp4*-bias-*", "mma", DEFAULTS, 5, 192, 384, QV_PROBE_WITNESS_BIAS},
+    {"marlin-*fp4*-bias-*", "dq-cublas", DEFAULTS, 64, 192, 384, QV_PROBE_WITNESS_BIAS},
+
     /* Activation-quantized. QQQ needs N % 64 and per group K % 128; W8A8
      * N % 8 and K % 16 (the block row K % 128 for cuBLASLt). The cuBLASLt
      * cases keep to shapes its heuristic takes on the H200 (t_gpu_aq_lt's
@@ -117,11 +139,15 @@ static const struct op_case {
 };
 #define N_CASES ((int)(sizeof kCases / sizeof kCases[0]))
 
-/* Row v runs case c: a kernel, the glob, a legal shape, the probe applies. */
+static const qv_route_row *case_row(const struct op_case *c, const qv_variant *v);
+
+/* Row v runs case c: a kernel, the glob, the case's path takes v's kind of
+ * row (the FP4 rows have two of the weight-only paths), a legal shape, the
+ * probe applies. */
 static int case_runs(const struct op_case *c, const qv_variant *v)
 {
-    return v->gpu_kernel && qv_variant_match(v, c->rows) && qv_variant_check_shape(v, c->m, c->n, c->k) == QV_OK &&
-           ref_probe_applies(v, c->probe, c->m, c->n, c->k);
+    return v->gpu_kernel && qv_variant_match(v, c->rows) && qv_route_covers_row(case_row(c, v), v) &&
+           qv_variant_check_shape(v, c->m, c->n, c->k) == QV_OK && ref_probe_applies(v, c->probe, c->m, c->n, c->k);
 }
 
 /* The row of v's table the case names; fails the test when there is none. */

@@ -38,11 +38,16 @@ static int is_group(const qv_variant *v)
     return v->scale_layout == QV_SCALE_GROUP || v->scale_layout == QV_SCALE_GROUP_CHANNEL;
 }
 
+/* The FP4 rows (e2m1 weights) run on dequantize + cuBLAS and the mma
+ * kernel only. */
+static int is_fp4(const qv_variant *v) { return v->wfmt == QV_FMT_E2M1; }
+
 /* Weight-only wgmma: wo_wg_min_m; unset, 17, and 9 on layers of at least
- * 2^27 weights. Every Marlin row but group size 16 (g >= 32 or one group),
- * N on 64 columns, K on 16. */
+ * 2^27 weights. Every Marlin row but group size 16 (g >= 32 or one group)
+ * and FP4, N on 64 columns, K on 16. */
 static int want_wo_wg(const qv_variant *v, int m, int n, int k, const qv_launch_opts *o)
 {
+    if (is_fp4(v)) return 0;
     const int dflt = (int64_t)n * k >= ((int64_t)1 << 27) ? 9 : 17;
     if (!reaches(m, o->wo_wg_min_m, dflt)) return 0;
     if (n % 64 || k % 16 || (is_group(v) && v->g < 32 && v->g != k)) return 0;
@@ -50,10 +55,11 @@ static int want_wo_wg(const qv_variant *v, int m, int n, int k, const qv_launch_
 }
 
 /* Small-M: wo_small unset or _M16_16 M <= 16; _M16_8, _SWAP, _SWAP2 M <= 8;
- * _NEVER never. */
+ * _NEVER never; not FP4. */
 static int want_wo_small(const qv_variant *v, int m, int n, int k, const qv_launch_opts *o)
 {
-    (void)v, (void)n, (void)k;
+    (void)n, (void)k;
+    if (is_fp4(v)) return 0;
     switch (o->wo_small) {
     case QV_WO_SMALL_NEVER: return 0;
     case QV_WO_SMALL_DEFAULT:
@@ -296,8 +302,9 @@ START_TEST(query_refusals)
     ck_assert_int_eq(qv_route_query(qv_variant_find("w8a8-i8-tensor"), 128, 4096, 4096, &bad, &r), QV_ERR_USAGE);
     ck_assert_ptr_nonnull(strstr(qv_errmsg(), "aq_lt_min_m"));
     const qv_launch_opts ok = {H200};
-    ck_assert_int_eq(qv_route_query(qv_variant_find("marlin-mxfp4a16-g32-f16"), 1, 4096, 4096, &ok, &r),
-                     QV_ERR_UNSUPPORTED);
+    qv_variant no_kernel = *qv_variant_find("marlin-w4a16-g128-f16");
+    no_kernel.gpu_kernel = 0;
+    ck_assert_int_eq(qv_route_query(&no_kernel, 1, 4096, 4096, &ok, &r), QV_ERR_UNSUPPORTED);
 }
 END_TEST
 

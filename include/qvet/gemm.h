@@ -143,7 +143,8 @@ typedef struct qv_gemm_args {
     size_t workspace_bytes;
     void *stream;            /* cudaStream_t, or NULL for the default stream */
     /* Appended in plugin ABI version 2 (a version-1 plugin never reads them). */
-    const float *bias;       /* (n) per-column bias, values decoded (v->bias_fmt), or NULL */
+    const float *bias;       /* a spec's (n) per-column bias, values decoded (v->bias_fmt), or NULL
+                                (a registry row's packed bias travels in bias_packed) */
     const int32_t *g_idx;    /* act_order: (k) group of each row of b: for a spec, of logical
                                 row k (problem.h); for a registry row, of each sorted row
                                 (qv_packed.g_idx); else NULL */
@@ -151,6 +152,10 @@ typedef struct qv_gemm_args {
      * version-2 plugins built against the shorter struct keep working: qvet
      * launches read it, a plugin may ignore it. */
     const qv_launch_opts *opts; /* the path choices (above); NULL: every default */
+    /* Appended with the FP4 rows, at the end for the same reason. */
+    const void *bias_packed;    /* a registry row whose layout packs its bias (the FP4 layouts):
+                                   qv_packed.bias, (n) bias_fmt codes in scale_perm_single order,
+                                   4-byte aligned; `bias` is then NULL; else NULL */
 } qv_gemm_args;
 
 /* Launches the variant's kernel on device buffers; returns a status, never
