@@ -5,7 +5,7 @@
  * Per routed row with a GPU kernel, at its model's expert GEMM (the row's n,
  * k, experts, top-k) and each token count T:
  *   - "grouped": qv_moe_launch, the whole routed layer from the logits to
- *     the (T, n) output;
+ *     the (T, n) output (W4A16 or fp8 block-128 experts);
  *   - "cuBLAS loop": one cuBLAS fp16 GEMM per expert that receives tokens,
  *     on the token counts our routing gave (read back once), launched back
  *     to back: the GEMMs alone, no routing, gather or combine, which only
@@ -57,7 +57,8 @@ struct moe_setup {
     /* the cuBLAS baselines */
     const qv_variant *ref;     /* cublas-f16 or cublas-bf16 */
     int active, *m_of;         /* experts with tokens, their token counts */
-    uint16_t *w16, *a16, *c16; /* (nx, n, k) weights, (pairs, k) gathered activations, (pairs, n) products */
+    uint16_t *w16, *a16, *c16; /* (nx, n, k) weights, (pairs, k) gathered activations, (pairs, n) products,
+                                  in the row's output format (f16 or bf16) */
     const void **dW, **dX;     /* device pointer arrays of the grouped call: weights, activations */
     void **dY;                 /* and products */
     cublasHandle_t h;
@@ -129,7 +130,7 @@ qv_status launch_cublas_grouped(void *ctx, int iter, void *stream)
     }
     cublasStatus_t st = cublasSetStream(s->h, (cudaStream_t)stream);
     if (st == CUBLAS_STATUS_SUCCESS) {
-        const cudaDataType_t t = d.bf16 ? CUDA_R_16BF : CUDA_R_16F;
+        const cudaDataType_t t = d.out_bf16 ? CUDA_R_16BF : CUDA_R_16F;
         st = cublasGemmGroupedBatchedEx(s->h, ta, tb, mm, nn, kk, alpha, s->dW, t, lda, s->dX, t, ldb, beta, s->dY, t,
                                         ldc, g, size, CUBLAS_COMPUTE_32F);
     }
@@ -147,9 +148,14 @@ qv_status setup(const qv_moe_row *r, const qv_moe_spec *s, int T, uint64_t seed,
     qv_moe_dev &d = m->d;
     d.t = T, d.n = (int)r->n, d.k = (int)r->k, d.e = r->experts, d.e_local = r->experts, d.shared = r->shared;
     d.topk = s->topk, d.route = (int)s->route, d.rsf = s->rsf, d.logit_fmt = (int)s->logit_fmt;
+    const bool fp8 = v->wfmt == QV_FMT_E4M3;
+    d.kind = fp8 ? QV_MOE_FP8_B128 : QV_MOE_W4A16;
     d.bf16 = v->afmt == QV_FMT_BF16;
+    d.out_bf16 = v->ofmt == QV_FMT_BF16;
     d.act_order = v->act_order;
-    if (v->scale_layout == QV_SCALE_GROUP) {
+    if (fp8) {
+        d.scale_mode = 0;
+    } else if (v->scale_layout == QV_SCALE_GROUP) {
         d.scale_mode = 0;
         for (int q = v->g / 16; q > 1; q >>= 1) d.g_shift++;
     } else if (v->arith.dequant == QV_DQ_MUL_RN) {
@@ -160,8 +166,10 @@ qv_status setup(const qv_moe_row *r, const qv_moe_spec *s, int T, uint64_t seed,
     d.mb = qv_moe_pick_mb(&d);
     qv_moe_ws_plan(&d, d.mb, &m->ws);
     const int nx = d.e_local + d.shared;
-    const qv_fmt af = d.bf16 ? QV_FMT_BF16 : QV_FMT_F16;
+    /* the baselines' format: the row's output format */
+    const qv_fmt af = d.out_bf16 ? QV_FMT_BF16 : QV_FMT_F16;
     const int64_t groups = v->scale_layout == QV_SCALE_GROUP ? d.k / v->g : 1;
+    const int64_t kb = (d.k + 127) / 128, nb = (d.n + 127) / 128;
     void *p;
     QV_TRY(dalloc(m, sizeof(float) * (size_t)T * d.e, &p));
     d.logits = p;
@@ -186,17 +194,32 @@ qv_status setup(const qv_moe_row *r, const qv_moe_spec *s, int T, uint64_t seed,
     }
     free(host);
     QV_CUDA_TRY(ce, "cudaMemcpy (expert map, perm)");
-    QV_TRY(dalloc(m, 2 * (size_t)T * d.k, &p));
-    d.a = (const uint16_t *)p;
-    QV_TRY(qv_bench_fill(p, (int64_t)T * d.k, af, seed + 1, 0.5f, 1.0f, 1, NULL));
-    const int64_t b_words = (int64_t)nx * (d.k / 16) * 2 * d.n;
-    QV_TRY(dalloc(m, 4 * (size_t)b_words, &p));
-    d.b = (const uint32_t *)p;
-    QV_TRY(qv_bench_fill(p, b_words, QV_FMT_I32, seed + 2, 0, 0, 0, NULL));
-    const int64_t n_sc = d.scale_mode == 2 ? nx : (int64_t)nx * groups * d.n;
-    QV_TRY(dalloc(m, (d.scale_mode == 2 ? 4 : 2) * (size_t)n_sc, &p));
-    d.scales = p;
-    QV_TRY(qv_bench_fill(p, n_sc, d.scale_mode == 2 ? QV_FMT_F32 : af, seed + 3, 1e-3f, 1e-2f, 0, NULL));
+    if (fp8) {
+        QV_TRY(dalloc(m, (size_t)T * d.k, &p));
+        d.a = p;
+        QV_TRY(qv_bench_fill(p, (int64_t)T * d.k, QV_FMT_E4M3, seed + 1, 0, 0, 0, NULL));
+        QV_TRY(dalloc(m, sizeof(float) * (size_t)(kb * T), &p));
+        d.a_scale = (const float *)p;
+        QV_TRY(qv_bench_fill(p, kb * T, QV_FMT_F32, seed + 6, 1e-3f, 1e-2f, 0, NULL));
+        QV_TRY(dalloc(m, (size_t)nx * d.n * d.k, &p));
+        d.b = p;
+        QV_TRY(qv_bench_fill(p, (int64_t)nx * d.n * d.k, QV_FMT_E4M3, seed + 2, 0, 0, 0, NULL));
+        QV_TRY(dalloc(m, sizeof(float) * (size_t)(nx * kb * nb), &p));
+        d.scales = p;
+        QV_TRY(qv_bench_fill(p, nx * kb * nb, QV_FMT_F32, seed + 3, 1e-3f, 1e-2f, 0, NULL));
+    } else {
+        QV_TRY(dalloc(m, 2 * (size_t)T * d.k, &p));
+        d.a = p;
+        QV_TRY(qv_bench_fill(p, (int64_t)T * d.k, af, seed + 1, 0.5f, 1.0f, 1, NULL));
+        const int64_t b_words = (int64_t)nx * (d.k / 16) * 2 * d.n;
+        QV_TRY(dalloc(m, 4 * (size_t)b_words, &p));
+        d.b = p;
+        QV_TRY(qv_bench_fill(p, b_words, QV_FMT_I32, seed + 2, 0, 0, 0, NULL));
+        const int64_t n_sc = d.scale_mode == 2 ? nx : (int64_t)nx * groups * d.n;
+        QV_TRY(dalloc(m, (d.scale_mode == 2 ? 4 : 2) * (size_t)n_sc, &p));
+        d.scales = p;
+        QV_TRY(qv_bench_fill(p, n_sc, d.scale_mode == 2 ? QV_FMT_F32 : af, seed + 3, 1e-3f, 1e-2f, 0, NULL));
+    }
     QV_TRY(dalloc(m, 2 * (size_t)T * d.n, &p));
     d.out = p;
     QV_TRY(dalloc(m, m->ws.bytes, &p));
@@ -212,7 +235,7 @@ qv_status setup(const qv_moe_row *r, const qv_moe_spec *s, int T, uint64_t seed,
                 "cudaMemcpy counts");
     int64_t pairs = 0;
     for (int x = 0; x < nx; x++) pairs += m->m_of[x], m->active += m->m_of[x] > 0;
-    m->ref = qv_variant_find(d.bf16 ? "cublas-bf16" : "cublas-f16");
+    m->ref = qv_variant_find(d.out_bf16 ? "cublas-bf16" : "cublas-f16");
     if (!m->ref) return qv_fail(QV_ERR_USAGE, "the registry has no cuBLAS row to compare with");
     QV_TRY(dalloc(m, 2 * (size_t)nx * d.n * d.k, &p));
     m->w16 = (uint16_t *)p;

@@ -1,4 +1,4 @@
-/* moe_grouped.cu: the routed (mixture-of-experts) W4A16 GEMM (docs/moe.md,
+/* moe_grouped.cu: the routed (mixture-of-experts) GEMM (docs/moe.md,
  * gpu_moe.h) in five launches on one stream:
  *
  *  1. k_moe_route: per token (one warp), the router scores in fp32 from the
@@ -19,7 +19,9 @@
  *     kernel (same pipeline, dequant and fp32 tensor-core accumulation, two
  *     warps along K reduced in a fixed order) with an expert dimension and no
  *     split-K. Each pair's fp32 product (its own epilogue included) goes to
- *     row t*per + c of an fp32 buffer;
+ *     row t*per + c of an fp32 buffer. For e4m3 experts with 128x128 block
+ *     scales (DeepSeek-V3) the same grouping drives k_moe_gemm_fp8_b128, the
+ *     w8a8-fp8-block128 row's arithmetic (aq_gemm.cuh) over slots;
  *  5. k_moe_combine: per token and column, in choice order, the router weight
  *     times the fp32 product in fp32 (rw=acc), summed in fp32 (sum=f32), one
  *     RNE cast to the output at the end; a token with no local choice is 0.
@@ -37,6 +39,7 @@
 #include "dequant.cuh"
 #include "internal/gpu.h"
 #include "internal/gpu_moe.h"
+#include "aq_mma.cuh"
 #include "mma.cuh"
 #include "qvet/formats.h"
 #include "wonly_common.cuh"
@@ -538,6 +541,196 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_moe_gemm_w4a16_mm
         }
 }
 
+/* ---- 4b. the grouped fp8 block-128 GEMM ------------------------------------------------ */
+
+/* DeepSeek-V3's expert arithmetic (the w8a8-fp8-block128 row's, kernels/
+ * aq_gemm.cuh): e4m3 x e4m3 through exact fp16 conversion and fp16 mma.sync
+ * with fp32 accumulation, one 128-K partial per stage promoted into the fp32
+ * total as total + partial * (s_a[kt][token] * s_w[kt][col / 128]), three fp32
+ * roundings, never contracted. A block owns BM slots (one expert) x 128
+ * columns (one block-scale column): 4 warps of 32 columns each. */
+constexpr int kF8Threads = 128;
+constexpr int kF8BN = 128;
+constexpr int kF8BK = 128;
+constexpr int kF8NT = 4; /* n8 tiles per warp */
+
+template <int MW> struct f8_stage {
+    static constexpr int bm = 16 * MW;
+    static constexpr int a_bytes = bm * kF8BK;
+    static constexpr int b_bytes = kF8BN * kF8BK;
+    static constexpr int bytes = a_bytes + b_bytes;
+    static constexpr int stages = 4;
+    static constexpr int total = stages * bytes;
+};
+
+struct f8_params {
+    const uint8_t *a;           /* (t, k) e4m3 activations */
+    const float *a_scale;       /* (ceil(k/128), t) */
+    const uint8_t *b;           /* (nx, n, k) e4m3 weights */
+    const float *w_scale;       /* (nx, ceil(k/128), ceil(n/128)) */
+    const int32_t *slot;
+    const int *block_expert;
+    const int *expert_start;
+    float *inter;               /* (t * per, n) */
+    int t, n, k, per, nx;
+};
+
+/* Byte offset of 16-byte chunk c (0..7) of row r of a 128-byte-row tile,
+ * XOR-swizzled so that the 8 rows an ldmatrix reads hit 8 bank groups. */
+__device__ __forceinline__ int f8_swz(int r, int c) { return r * kF8BK + ((c ^ (r & 7)) << 4); }
+
+template <int MW>
+__global__ void __launch_bounds__(kF8Threads) k_moe_gemm_fp8_b128(const f8_params p)
+{
+    using S = f8_stage<MW>;
+    extern __shared__ __align__(128) uint8_t smem8[];
+    const int tid = threadIdx.x, lane = tid & 31, wn = tid >> 5;
+    const int n0 = blockIdx.x * kF8BN;
+    const int base = blockIdx.y * S::bm;
+    if (base >= p.expert_start[p.nx]) return;
+    const int x = p.block_expert[blockIdx.y];
+    const int ktiles = (p.k + kF8BK - 1) / kF8BK, nbk = (p.n + 127) / 128;
+    const int64_t N = p.n, K = p.k;
+    const uint8_t *bx = p.b + (int64_t)x * N * K;
+#ifdef QV_MUTANT_gpu_moe_prev_block_scale
+    /* Mutant (class 23, CUTLASS #3596): the block scales of the previous M
+     * block's group (expert) reused for this block. */
+    const int xs = blockIdx.y > 0 ? p.block_expert[blockIdx.y - 1] : x;
+#else
+    const int xs = x;
+#endif
+    const float *wsx = p.w_scale + (int64_t)xs * ktiles * nbk;
+
+    /* The token of each A row this thread copies (-1: padding, a zero row). */
+    constexpr int a_iters = S::bm * 8 / kF8Threads;
+    int64_t a_tok[a_iters];
+#pragma unroll
+    for (int i = 0; i < a_iters; i++) {
+        const int32_t sl = p.slot[base + ((tid + i * kF8Threads) >> 3)];
+        a_tok[i] = sl >= 0 ? sl / p.per : -1;
+    }
+    auto load_stage = [&](int s, int kt) {
+        const int64_t k0 = (int64_t)kt * kF8BK;
+        uint8_t *sa = smem8 + s * S::bytes;
+        uint8_t *sb = sa + S::a_bytes;
+#pragma unroll
+        for (int i = 0; i < a_iters; i++) {
+            const int idx = tid + i * kF8Threads, r = idx >> 3, c = idx & 7;
+            const int64_t kk = k0 + 16 * c;
+            const bool pred = a_tok[i] >= 0 && kk < K;
+            qv_cp_async16(sa + f8_swz(r, c), pred ? p.a + a_tok[i] * K + kk : p.a, pred);
+        }
+        for (int idx = tid; idx < kF8BN * 8; idx += kF8Threads) {
+            const int r = idx >> 3, c = idx & 7;
+            const int64_t col = n0 + r, kk = k0 + 16 * c;
+            const bool pred = col < N && kk < K;
+            qv_cp_async16(sb + f8_swz(r, c), pred ? bx + col * K + kk : bx, pred);
+        }
+    };
+
+    float acc[MW][kF8NT][4], part[MW][kF8NT][4];
+#pragma unroll
+    for (int i = 0; i < MW; i++)
+#pragma unroll
+        for (int t = 0; t < kF8NT; t++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][t][e] = 0.0f;
+    /* The token of each accumulator row of this thread: rows 16 i + lane/4 + 8 hh. */
+    int64_t r_tok[MW][2];
+#pragma unroll
+    for (int i = 0; i < MW; i++)
+#pragma unroll
+        for (int hh = 0; hh < 2; hh++) {
+            const int32_t sl = p.slot[base + i * 16 + (lane >> 2) + 8 * hh];
+            r_tok[i][hh] = sl >= 0 ? sl / p.per : -1;
+        }
+
+#pragma unroll
+    for (int s = 0; s < S::stages - 1; s++) {
+        if (s < ktiles) load_stage(s, s);
+        qv_cp_async_commit();
+    }
+    for (int kt = 0; kt < ktiles; kt++) {
+        qv_cp_async_wait<S::stages - 2>();
+        __syncthreads();
+        /* refill the stage consumed in the previous iteration (everyone is past it) */
+        const int nx = kt + S::stages - 1;
+        if (nx < ktiles) load_stage(nx % S::stages, nx);
+        qv_cp_async_commit();
+        const uint8_t *sa = smem8 + (kt % S::stages) * S::bytes;
+        const uint8_t *sb = sa + S::a_bytes;
+#pragma unroll
+        for (int i = 0; i < MW; i++)
+#pragma unroll
+            for (int t = 0; t < kF8NT; t++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) part[i][t][e] = 0.0f;
+#pragma unroll
+        for (int ks = 0; ks < kF8BK / 32; ks++) {
+            uint32_t af[MW][4], ah[MW][8];
+#pragma unroll
+            for (int i = 0; i < MW; i++) {
+                qv_ldmatrix_x4(af[i], sa + f8_swz(i * 16 + (lane & 15), 2 * ks + (lane >> 4)));
+                aq_e4m3_frag_a(af[i], ah[i]);
+            }
+            uint32_t bf[kF8NT][2];
+#pragma unroll
+            for (int pr = 0; pr < kF8NT / 2; pr++) {
+                const int r = 8 * kF8NT * wn + 16 * pr + ((lane >> 4) << 3) + (lane & 7);
+                uint32_t v[4];
+                qv_ldmatrix_x4(v, sb + f8_swz(r, 2 * ks + ((lane >> 3) & 1)));
+                bf[2 * pr][0] = v[0];
+                bf[2 * pr][1] = v[1];
+                bf[2 * pr + 1][0] = v[2];
+                bf[2 * pr + 1][1] = v[3];
+            }
+#pragma unroll
+            for (int t = 0; t < kF8NT; t++) {
+                uint32_t bh[4];
+                aq_e4m3_frag_b(bf[t], bh);
+#pragma unroll
+                for (int i = 0; i < MW; i++) aq_mma_f16_k32(part[i][t], ah[i], bh);
+            }
+        }
+        /* promotion with the block scales of K tile kt */
+        const float sw = wsx[(int64_t)kt * nbk + n0 / 128];
+#pragma unroll
+        for (int i = 0; i < MW; i++)
+#pragma unroll
+            for (int hh = 0; hh < 2; hh++) {
+                const int64_t tok = r_tok[i][hh];
+                const float s_ab = tok >= 0 ? __fmul_rn(p.a_scale[(int64_t)kt * p.t + tok], sw) : 0.0f;
+#pragma unroll
+                for (int t = 0; t < kF8NT; t++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        float &tot = acc[i][t][2 * hh + e];
+                        tot = __fadd_rn(tot, __fmul_rn(part[i][t][2 * hh + e], s_ab));
+                    }
+            }
+    }
+    qv_cp_async_wait<0>();
+
+#pragma unroll
+    for (int i = 0; i < MW; i++)
+#pragma unroll
+        for (int hh = 0; hh < 2; hh++) {
+            int32_t sl = p.slot[base + i * 16 + (lane >> 2) + 8 * hh];
+#ifdef QV_MUTANT_gpu_moe_padding_written
+            if (sl < 0) sl = 0;
+#else
+            if (sl < 0) continue; /* padding: never written */
+#endif
+#pragma unroll
+            for (int t = 0; t < kF8NT; t++) {
+                const int col = n0 + 8 * kF8NT * wn + 8 * t + 2 * (lane & 3);
+                if (col >= p.n) continue;
+                __stcg(reinterpret_cast<float2 *>(p.inter + (int64_t)sl * N + col),
+                       make_float2(acc[i][t][2 * hh], acc[i][t][2 * hh + 1]));
+            }
+        }
+}
+
 /* ---- 5. the combine ------------------------------------------------------------------------ */
 
 /* out[t][col, col+1] from the pairs of token t in choice order. */
@@ -613,6 +806,20 @@ template <bool BF> qv_status launch_gemm_mb(int mb, const gemm_params &g, dim3 g
     return launch_gemm<4, BF>(g, grid, stream);
 }
 
+template <int MW> qv_status launch_fp8(const f8_params &f, dim3 grid, cudaStream_t stream)
+{
+    constexpr int smem = f8_stage<MW>::total;
+    static bool attr_set = false;
+    if (!attr_set) {
+        QV_CUDA_TRY(cudaFuncSetAttribute(k_moe_gemm_fp8_b128<MW>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
+                    "cudaFuncSetAttribute (grouped fp8 GEMM shared memory)");
+        attr_set = true;
+    }
+    k_moe_gemm_fp8_b128<MW><<<grid, kF8Threads, smem, stream>>>(f);
+    QV_CUDA_TRY(cudaGetLastError(), "grouped fp8 GEMM launch");
+    return QV_OK;
+}
+
 } /* namespace */
 
 extern "C" int qv_moe_pick_mb(const qv_moe_dev *d)
@@ -654,9 +861,14 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
     if (d->topk < 1 || d->topk > QV_MOE_GPU_MAX_TOPK || d->e < d->topk || d->e > 1024)
         return qv_fail(QV_ERR_UNSUPPORTED, "grouped GEMM: topk=%d of e=%d router experts (the routing kernel takes "
                        "topk <= %d, e <= 1024)", d->topk, d->e, QV_MOE_GPU_MAX_TOPK);
-    if (nx < 1 || d->t < 1 || d->n < 64 || d->n % 64 || d->k < 16 || d->k % 16)
-        return qv_fail(QV_ERR_SHAPE, "grouped GEMM: t=%d n=%d k=%d with %d experts (n a multiple of 64, k of 16)", d->t,
-                       d->n, d->k, nx);
+    const bool fp8 = d->kind == QV_MOE_FP8_B128;
+    if (d->kind != QV_MOE_W4A16 && !fp8) return qv_fail(QV_ERR_USAGE, "grouped GEMM: unknown kind %d", d->kind);
+    const int n_step = fp8 ? 16 : 64;
+    if (nx < 1 || d->t < 1 || d->n < n_step || d->n % n_step || d->k < 16 || d->k % 16)
+        return qv_fail(QV_ERR_SHAPE, "grouped GEMM: t=%d n=%d k=%d with %d experts (n a multiple of %d, k of 16)", d->t,
+                       d->n, d->k, nx, n_step);
+    if (fp8 && (d->act_order || !d->a_scale))
+        return qv_fail(QV_ERR_USAGE, "grouped fp8 GEMM: activation scales are needed, act_order is not taken");
     if ((int64_t)d->t * per >= ((int64_t)1 << 31) / 2 || (int64_t)d->n * 2 * 16 >= ((int64_t)1 << 31))
         return qv_fail(QV_ERR_SHAPE, "grouped GEMM: t=%d with %d pairs a token is past the int32 slots", d->t, per);
     if (d->mb != 1 && d->mb != 2 && d->mb != 4) return qv_fail(QV_ERR_USAGE, "grouped GEMM: mb=%d (1, 2 or 4)", d->mb);
@@ -665,7 +877,7 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
         return qv_fail(QV_ERR_USAGE, "grouped GEMM: a device buffer is NULL");
     qv_moe_ws w;
     qv_moe_ws_plan(d, d->mb, &w);
-    const int n_blocks = (d->n + kBN - 1) / kBN;
+    const int n_blocks = fp8 ? (d->n + kF8BN - 1) / kF8BN : (d->n + kBN - 1) / kBN;
     if (w.max_blocks > 65535)
         return qv_fail(QV_ERR_SHAPE, "grouped GEMM: t=%d needs up to %d row blocks (65535 at most)", d->t, w.max_blocks);
     cudaStream_t stream = (cudaStream_t)stream_v;
@@ -695,44 +907,65 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
     k_moe_scatter<<<nx, 256, 0, stream>>>(sp);
     QV_CUDA_TRY(cudaGetLastError(), "token sort launch");
 
-    gemm_params g;
-    g.a = d->a;
-    g.a_sorted = d->act_order;
-    if (d->act_order) {
-        uint16_t *ap = (uint16_t *)(ws + w.a_perm);
-        k_moe_gather_perm<<<stride_blocks(w.max_slots * d->k), 256, 0, stream>>>(
-            d->a, sp.slot, sp.block_expert, sp.expert_start, d->perm, ap, nx, per, d->k, w.block, w.max_slots);
-        QV_CUDA_TRY(cudaGetLastError(), "act_order gather launch");
-        g.a = ap;
+    float *inter = (float *)(ws + w.inter);
+    const dim3 grid(n_blocks, w.max_blocks);
+    if (fp8) {
+        f8_params f;
+        f.a = (const uint8_t *)d->a;
+        f.a_scale = d->a_scale;
+        f.b = (const uint8_t *)d->b;
+        f.w_scale = (const float *)d->scales;
+        f.slot = sp.slot;
+        f.block_expert = sp.block_expert;
+        f.expert_start = sp.expert_start;
+        f.inter = inter;
+        f.t = d->t;
+        f.n = d->n;
+        f.k = d->k;
+        f.per = per;
+        f.nx = nx;
+        QV_TRY(d->mb == 1 ? launch_fp8<1>(f, grid, stream) : d->mb == 2 ? launch_fp8<2>(f, grid, stream)
+                                                                        : launch_fp8<4>(f, grid, stream));
+    } else {
+        gemm_params g;
+        g.a = (const uint16_t *)d->a;
+        g.a_sorted = d->act_order;
+        if (d->act_order) {
+            uint16_t *ap = (uint16_t *)(ws + w.a_perm);
+            k_moe_gather_perm<<<stride_blocks(w.max_slots * d->k), 256, 0, stream>>>(
+                (const uint16_t *)d->a, sp.slot, sp.block_expert, sp.expert_start, d->perm, ap, nx, per, d->k, w.block,
+                w.max_slots);
+            QV_CUDA_TRY(cudaGetLastError(), "act_order gather launch");
+            g.a = ap;
+        }
+        g.b = (const uint32_t *)d->b;
+        g.b_expert_words = (int64_t)(d->k / 16) * 2 * d->n;
+        g.scales = d->scales;
+        g.scale_mode = d->scale_mode;
+        g.scale_fmt = d->scale_mode == SC_TENSOR ? SF_F32 : d->bf16 ? SF_BF16 : SF_F16;
+        g.s_expert = d->scale_mode == SC_TENSOR ? 1 : d->scale_mode == SC_CHANNEL || d->grp_single
+                                                             ? d->n
+                                                             : (int64_t)(d->k >> (d->g_shift + 4)) * d->n;
+        g.g_shift = d->g_shift;
+        g.grp_single = d->grp_single;
+        g.slot = sp.slot;
+        g.block_expert = sp.block_expert;
+        g.expert_start = sp.expert_start;
+        g.inter = inter;
+        g.n = d->n;
+        g.k = d->k;
+        g.per = per;
+        g.nx = nx;
+        QV_TRY(d->bf16 ? launch_gemm_mb<true>(d->mb, g, grid, stream) : launch_gemm_mb<false>(d->mb, g, grid, stream));
     }
-    g.b = d->b;
-    g.b_expert_words = (int64_t)(d->k / 16) * 2 * d->n;
-    g.scales = d->scales;
-    g.scale_mode = d->scale_mode;
-    g.scale_fmt = d->scale_mode == SC_TENSOR ? SF_F32 : d->bf16 ? SF_BF16 : SF_F16;
-    g.s_expert = d->scale_mode == SC_TENSOR ? 1 : d->scale_mode == SC_CHANNEL || d->grp_single
-                                                         ? d->n
-                                                         : (int64_t)(d->k >> (d->g_shift + 4)) * d->n;
-    g.g_shift = d->g_shift;
-    g.grp_single = d->grp_single;
-    g.slot = sp.slot;
-    g.block_expert = sp.block_expert;
-    g.expert_start = sp.expert_start;
-    g.inter = (float *)(ws + w.inter);
-    g.n = d->n;
-    g.k = d->k;
-    g.per = per;
-    g.nx = nx;
-    dim3 grid(n_blocks, w.max_blocks);
-    QV_TRY(d->bf16 ? launch_gemm_mb<true>(d->mb, g, grid, stream) : launch_gemm_mb<false>(d->mb, g, grid, stream));
 
     const int64_t items = (int64_t)d->t * (d->n / 2);
-    if (d->bf16)
-        k_moe_combine<true><<<stride_blocks(items), 256, 0, stream>>>(g.inter, ids, weights, d->expert_map,
+    if (d->out_bf16)
+        k_moe_combine<true><<<stride_blocks(items), 256, 0, stream>>>(inter, ids, weights, d->expert_map,
                                                                       (uint32_t *)d->out, d->t, d->n, d->topk, per,
                                                                       d->e_local);
     else
-        k_moe_combine<false><<<stride_blocks(items), 256, 0, stream>>>(g.inter, ids, weights, d->expert_map,
+        k_moe_combine<false><<<stride_blocks(items), 256, 0, stream>>>(inter, ids, weights, d->expert_map,
                                                                        (uint32_t *)d->out, d->t, d->n, d->topk, per,
                                                                        d->e_local);
     QV_CUDA_TRY(cudaGetLastError(), "combine launch");

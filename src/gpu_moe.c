@@ -20,35 +20,61 @@
 /* The kernel's scale modes (gpu_moe.h qv_moe_dev.scale_mode). */
 enum { MODE_DEQUANT = 0, MODE_CHANNEL = 1, MODE_TENSOR = 2 };
 
+/* Why the fp8 block-128 kernel does not run v, or NULL when it does. */
+static const char *fp8_refusal(const qv_variant *v)
+{
+    if (v->afmt != QV_FMT_E4M3) return "the grouped fp8 kernel takes e4m3 activations";
+    if (v->scale_layout != QV_SCALE_BLOCK || (v->block_k && v->block_k != 128) || (v->block_n && v->block_n != 128) ||
+        v->sfmt != QV_FMT_F32)
+        return "the grouped fp8 kernel takes f32 weight scales per 128 x 128 block";
+    if (v->act_scale != QV_ASCALE_TOKEN_BLOCK) return "the grouped fp8 kernel takes f32 activation scales per token and 128 K";
+    if (v->arith.accum != QV_ACC_TC_FP8 || v->arith.promote_nc != 128)
+        return "the grouped fp8 kernel promotes its fp8 partial sums to fp32 every 128 K (acc=f8p128)";
+    if (v->ofmt != QV_FMT_F16 && v->ofmt != QV_FMT_BF16) return "the grouped fp8 kernel writes f16 or bf16";
+    if (v->zero_point != QV_ZP_NONE || v->azp != QV_AZP_NONE || v->bias_fmt != QV_FMT_NONE ||
+        v->s2fmt != QV_FMT_NONE || v->act_order || v->arith.out_sat != QV_SAT_NONE ||
+        (v->arith.epilogue[0] != QV_EP_END))
+        return "the grouped fp8 kernel has no zero points, bias, second-level scales, act_order, epilogue or "
+               "saturation";
+    return NULL;
+}
+
+/* Why the W4A16 kernel does not run v, or NULL when it does. */
+static const char *w4a16_refusal(const qv_variant *v)
+{
+    int h = v->afmt == QV_FMT_F16 || v->afmt == QV_FMT_BF16;
+    if (v->wfmt != QV_FMT_U4 || v->zero_point != QV_ZP_NONE)
+        return "the grouped kernel takes int4 \"q+8\" weights (w=u4b8) without zero points, or e4m3 weights";
+    if (!h || v->ofmt != v->afmt) return "the grouped W4A16 kernel takes f16 or bf16 activations and the same output";
+    if (v->act_scale != QV_ASCALE_NONE || v->azp != QV_AZP_NONE || v->bias_fmt != QV_FMT_NONE ||
+        v->s2fmt != QV_FMT_NONE)
+        return "the grouped W4A16 kernel has no activation scales, second-level scales or bias";
+    if (v->arith.accum != QV_ACC_TC_F32 || v->arith.out_sat != QV_SAT_NONE)
+        return "the grouped kernel accumulates on fp16/bf16 tensor cores into fp32 and casts without saturation";
+    if (v->scale_layout == QV_SCALE_GROUP || (v->scale_layout == QV_SCALE_CHANNEL && v->arith.dequant == QV_DQ_MUL_RN)) {
+        if (v->arith.dequant != QV_DQ_MUL_RN || v->arith.epilogue[0] != QV_EP_END || v->sfmt != v->afmt)
+            return "scales in the dequant need dq=rn, no epilogue and scales stored like the activations";
+        if (v->scale_layout == QV_SCALE_GROUP && (v->g < 16 || (v->g & (v->g - 1))))
+            return "group scales need g a power of two >= 16";
+    } else if (v->scale_layout == QV_SCALE_CHANNEL || v->scale_layout == QV_SCALE_TENSOR) {
+        if (v->arith.dequant != QV_DQ_EXACT || v->arith.epilogue[0] != QV_EP_MUL_WSCALE ||
+            v->arith.epilogue[1] != QV_EP_END)
+            return "channel or tensor scales in the epilogue need dq=exact and one fp32 scale";
+        if (v->scale_layout == QV_SCALE_CHANNEL ? v->sfmt != v->afmt : v->sfmt != QV_FMT_F32)
+            return "epilogue scales are stored like the activations (channel) or as f32 (tensor)";
+    } else {
+        return "the grouped W4A16 kernel takes group, channel or tensor weight scales";
+    }
+    if (v->act_order && v->scale_layout != QV_SCALE_GROUP) return "act_order needs group scales";
+    return NULL;
+}
+
+static int is_fp8(const qv_variant *v) { return v->wfmt == QV_FMT_E4M3; }
+
 qv_status qv_gpu_moe_supported(const qv_moe_spec *s)
 {
     const qv_variant *v = s->expert;
-    const char *why = NULL;
-    int h = v->afmt == QV_FMT_F16 || v->afmt == QV_FMT_BF16;
-    if (v->wfmt != QV_FMT_U4 || v->zero_point != QV_ZP_NONE)
-        why = "the grouped kernel takes int4 \"q+8\" weights (w=u4b8) without zero points";
-    else if (!h || v->ofmt != v->afmt)
-        why = "the grouped kernel takes f16 or bf16 activations and the same output format";
-    else if (v->act_scale != QV_ASCALE_NONE || v->azp != QV_AZP_NONE || v->bias_fmt != QV_FMT_NONE ||
-             v->s2fmt != QV_FMT_NONE)
-        why = "the grouped W4A16 kernel has no activation scales, second-level scales or bias";
-    else if (v->arith.accum != QV_ACC_TC_F32 || v->arith.out_sat != QV_SAT_NONE)
-        why = "the grouped kernel accumulates on fp16/bf16 tensor cores into fp32 and casts without saturation";
-    else if (v->scale_layout == QV_SCALE_GROUP || (v->scale_layout == QV_SCALE_CHANNEL && v->arith.dequant == QV_DQ_MUL_RN)) {
-        if (v->arith.dequant != QV_DQ_MUL_RN || v->arith.epilogue[0] != QV_EP_END || v->sfmt != v->afmt)
-            why = "scales in the dequant need dq=rn, no epilogue and scales stored like the activations";
-        else if (v->scale_layout == QV_SCALE_GROUP && (v->g < 16 || (v->g & (v->g - 1))))
-            why = "group scales need g a power of two >= 16";
-    } else if (v->scale_layout == QV_SCALE_CHANNEL || v->scale_layout == QV_SCALE_TENSOR) {
-        if (v->arith.dequant != QV_DQ_EXACT || v->arith.epilogue[0] != QV_EP_MUL_WSCALE ||
-            v->arith.epilogue[1] != QV_EP_END || v->act_order)
-            why = "channel or tensor scales in the epilogue need dq=exact and one fp32 scale";
-        else if (v->scale_layout == QV_SCALE_CHANNEL ? v->sfmt != v->afmt : v->sfmt != QV_FMT_F32)
-            why = "epilogue scales are stored like the activations (channel) or as f32 (tensor)";
-    } else {
-        why = "the grouped kernel takes group, channel or tensor weight scales";
-    }
-    if (!why && v->act_order && v->scale_layout != QV_SCALE_GROUP) why = "act_order needs group scales";
+    const char *why = is_fp8(v) ? fp8_refusal(v) : w4a16_refusal(v);
     if (!why && (s->rw != QV_RW_ACC || s->sum != QV_MSUM_F32))
         why = "the combine applies the router weight in fp32 before the cast and sums in fp32 (rw=acc, sum=f32)";
     if (!why && s->topk > QV_MOE_GPU_MAX_TOPK) why = "the routing kernel keeps at most 32 choices a token";
@@ -102,14 +128,15 @@ static qv_status check_groups(const qv_problem *w, int x)
     return st;
 }
 
-/* Each expert packed as a Marlin W4 row of the expert's arithmetic, stacked
- * expert-major into b (nx, k/16, 2n), scales (nx, ...) and perm (nx, k). */
+/* Each expert packed as a row of the expert's arithmetic would be (Marlin W4,
+ * or (n, k) e4m3 with its block scales), stacked expert-major into b, scales
+ * and perm (nx, k). */
 static qv_status pack_experts(const qv_moe_problem *p, uint32_t **b, void **scales, size_t *s_bytes, int32_t **perm,
                               size_t *b_bytes)
 {
     const qv_variant *ve = p->s->expert;
     qv_variant pv = *ve;
-    pv.layout = QV_LAYOUT_MARLIN_W4;
+    pv.layout = is_fp8(ve) ? QV_LAYOUT_PLAIN_NK : QV_LAYOUT_MARLIN_W4;
     int nx = p->e_local + p->shared;
     *b = NULL, *scales = NULL, *perm = NULL;
     qv_status st = QV_OK;
@@ -157,9 +184,13 @@ qv_status qv_gpu_moe_upload(const qv_moe_problem *p, qv_gpu_moe *g)
     d->t = (int)p->t, d->n = (int)p->n, d->k = (int)p->k, d->e = p->e, d->e_local = p->e_local;
     d->shared = p->shared, d->topk = s->topk, d->route = (int)s->route, d->rsf = s->rsf;
     d->logit_fmt = (int)s->logit_fmt;
+    d->kind = is_fp8(v) ? QV_MOE_FP8_B128 : QV_MOE_W4A16;
     d->bf16 = v->afmt == QV_FMT_BF16;
+    d->out_bf16 = v->ofmt == QV_FMT_BF16;
     d->act_order = v->act_order;
-    if (v->scale_layout == QV_SCALE_GROUP && p->k != v->g) {
+    if (d->kind == QV_MOE_FP8_B128) {
+        d->scale_mode = MODE_DEQUANT;
+    } else if (v->scale_layout == QV_SCALE_GROUP && p->k != v->g) {
         d->scale_mode = MODE_DEQUANT;
         for (int q = v->g / 16; q > 1; q >>= 1) d->g_shift++;
     } else if (v->scale_layout == QV_SCALE_GROUP || v->arith.dequant == QV_DQ_MUL_RN) {
@@ -189,7 +220,8 @@ qv_status qv_gpu_moe_upload(const qv_moe_problem *p, qv_gpu_moe *g)
     } while (0)
     UP(p->logits, (size_t)(p->t * p->e) * qv_fmt_storage_bytes(s->logit_fmt), logits);
     UP(p->expert_map, sizeof(int32_t) * (size_t)p->e, expert_map);
-    UP(p->a, (size_t)(p->t * p->k) * 2, a);
+    UP(p->a, (size_t)(p->t * p->k) * qv_fmt_storage_bytes(v->afmt), a);
+    if (d->kind == QV_MOE_FP8_B128) UP(p->a_scale, sizeof(float) * (size_t)(p->t * ((p->k + 127) / 128)), a_scale);
     UP(b, bb, b);
     UP(sc, sb, scales);
     if (perm) UP(perm, sizeof(int32_t) * (size_t)(p->k * (p->e_local + p->shared)), perm);

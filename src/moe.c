@@ -448,7 +448,7 @@ static const qv_moe_row rows[] = {
      .summary = "DeepSeek-V3-style: 256 experts + 1 shared, top-8 renormalized sigmoid, rsf 2.5, fp8 block-128",
      .spec = "w=e4m3,ws=f32/b128x128,a=e4m3,as=f32/tok-b128,acc=f8p128,out=bf16,route=sigmoid-topk-renorm,topk=8,"
              "rsf=2.5",
-     .experts = 256, .shared = 1, .n = 4096, .k = 7168},
+     .experts = 256, .shared = 1, .n = 4096, .k = 7168, .gpu_kernel = 1},
     {.name = "moe-gptoss-mxfp4-bias-bf16",
      .summary = "gpt-oss-style: 32 experts, top-4 then softmax, MXFP4 experts with a bias",
      .spec = "w=e2m1,ws=e8m0/g32,a=bf16,bias=bf16,route=topk-softmax,topk=4", .experts = 32, .shared = 0,

@@ -25,12 +25,21 @@ extern "C" {
 /* What the grouped launch reads and writes, every pointer on the device.
  * nx = e_local + shared experts hold weights; per = topk + shared pairs per
  * token; a pair (t, c) is routed choice c < topk or shared expert c - topk. */
+/* The experts' GEMM (qv_moe_dev.kind). */
+enum {
+    QV_MOE_W4A16 = 0,   /* Marlin-packed int4 "q+8" weights, f16/bf16 activations, mma.sync */
+    QV_MOE_FP8_B128     /* e4m3 (n, k) weights with f32 128x128 block scales, e4m3 activations
+                           with f32 scales per token and 128 K; promoted to fp32 every 128 K */
+};
+
 typedef struct qv_moe_dev {
+    int kind;                   /* QV_MOE_W4A16 or QV_MOE_FP8_B128 */
     int t, n, k, e, e_local, shared, topk;
     int route;                  /* qv_route */
     float rsf;                  /* routed scaling factor (1: none) */
     int logit_fmt;              /* qv_fmt: F32, BF16 or F16 */
-    int bf16;                   /* 1: bf16 activations, scales and output; 0: f16 */
+    int bf16;                   /* W4A16: 1 bf16 activations and scales, 0 f16 */
+    int out_bf16;               /* 1: bf16 output, 0: f16 (W4A16: as the activations) */
     int act_order;              /* 1: each expert's rows sorted by its g_idx (perm) */
     int scale_mode;             /* 0: scales in the dequant (per group, or one group of K for
                                    channel scales); 1: exact dequant, fp32 channel scale in the
@@ -40,9 +49,12 @@ typedef struct qv_moe_dev {
     int mb;                     /* m16 tiles per block: the sort pads segments to 16 * mb rows */
     const void *logits;         /* (t, e) in logit_fmt (float or uint16_t codes) */
     const int32_t *expert_map;  /* (e) local index or -1 */
-    const uint16_t *a;          /* (t, k) activations */
-    const uint32_t *b;          /* (nx, k/16, 2n) Marlin-packed int4 "q+8" weights, expert-major */
-    const void *scales;         /* (nx, k/g, n) f16/bf16 packed, (nx, 1, n), or (nx) f32 for mode 2 */
+    const void *a;              /* (t, k) activations: f16/bf16, or e4m3 codes */
+    const float *a_scale;       /* FP8_B128: (ceil(k/128), t) f32, MN-major; else NULL */
+    const void *b;              /* W4A16: (nx, k/16, 2n) Marlin-packed int32 words; FP8_B128:
+                                   (nx, n, k) e4m3 codes; expert-major */
+    const void *scales;         /* W4A16: (nx, k/g, n) f16/bf16 packed, (nx, 1, n), or (nx) f32
+                                   for mode 2; FP8_B128: (nx, ceil(k/128), ceil(n/128)) f32 */
     const int32_t *perm;        /* (nx, k) each expert's sorted-row order (act_order), else NULL */
     void *out;                  /* (t, n) output codes */
     void *workspace;            /* qv_moe_workspace bytes, any content */
