@@ -63,6 +63,7 @@
 #include <cuda_runtime_api.h>
 
 #include "aq_bench.h"
+#include "moe_bench.h"
 #include "internal/aq.h"
 #include "internal/bench.h"
 #include "internal/campaign.h"
@@ -259,6 +260,7 @@ typedef struct bench_opts {
     int model_mask;
     int ms[MAX_M];
     int n_m;
+    int m_set; /* --m given (routed rows: token counts, else their own default) */
     int runs, warmup;
     int passes; /* passes over the rows at each M, every other one in reverse order */
     int no_queue; /* time launches as the host submits them (no blocker in front of each batch) */
@@ -727,6 +729,9 @@ static void usage(FILE *f)
             "per-token row with its activation quantization in front (\"+aq\"), and the\n"
             "quantizer alone. Every registry row is also timed on the whole block, its\n"
             "four layers launched back to back (\"chain\").\n"
+            "Routed rows (--variant 'moe-*') time the whole routed layer (routing, token\n"
+            "sort, grouped GEMM, combine) at each token count (--m, default 1,8,64,512,4096)\n"
+            "against cuBLAS fp16 GEMMs of the same experts, looped and grouped.\n"
             "  --variant GLOB  rows to time (fnmatch, e.g. 'marlin-w4*'; several patterns\n"
             "                  separated by commas, e.g. 'qqq-*,w8a8-*'); cublas-f16 is\n"
             "                  always timed as the reference\n"
@@ -996,7 +1001,7 @@ int qv_cmd_bench(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--m") && val) {
             if (parse_m_list(val, &o)) return 2;
-            i++;
+            o.m_set = 1, i++;
         } else if (!strcmp(a, "--runs") && val) {
             long long r;
             if (qv_opt_long("--runs", val, 1, 100000, &r)) return 2;
@@ -1031,6 +1036,10 @@ int qv_cmd_bench(int argc, char **argv)
     /* The kernel paths' variables (docs/launch-options.md). */
     const int env_rc = qv_cli_launch_env("bench", &o.launch);
     if (env_rc) return env_rc;
+
+    /* Routed rows (moe-*): their own table, moe_bench.cu. */
+    if (o.n_globs && !o.dry_run && qv_moe_bench_selected(o.globs, o.n_globs))
+        return qv_moe_bench(o.globs, o.n_globs, o.m_set ? o.ms : NULL, o.n_m, o.runs, o.no_queue, o.out);
 
     const qv_variant *ref = qv_variant_find("cublas-f16");
     if (!ref || !ref->gpu_kernel) {

@@ -605,6 +605,7 @@ static void finish_case(campaign *cp, const qv_case *c, qv_problem *p, qv_outcom
 /* Routed cases run on cp->o->jobs threads in batches; their lines are
  * written in case order, as with one thread. */
 typedef struct routed_batch {
+    const qv_backend *b;
     const qv_moe_case *cases;
     qv_moe_outcome *out;
     char (*err)[512];
@@ -621,7 +622,7 @@ static void *routed_worker(void *arg)
         int i = rb->next++;
         pthread_mutex_unlock(&rb->mu);
         if (i >= rb->n) return NULL;
-        if (qv_moe_case_run(&rb->cases[i], &rb->out[i]) != QV_OK)
+        if (qv_moe_case_run(rb->b, &rb->cases[i], &rb->out[i]) != QV_OK)
             snprintf(rb->err[i], sizeof rb->err[i], "%s", qv_errmsg());
     }
 }
@@ -640,7 +641,7 @@ static int finish_routed(campaign *cp, const qv_moe_case *c, const qv_moe_outcom
         if (cp->moe[i] == c->row) tally_result(&cp->moe_tally[i], &o->res.out);
     if (o->res.out.grade == QV_FAIL) {
         char replay[512];
-        qv_moe_case_replay_cmd(c, replay, sizeof replay);
+        qv_moe_case_replay_cmd(c, cp->b, replay, sizeof replay);
         cp->n_fail++;
         printf("%sFAIL %s t=%lld n=%lld k=%lld logits %s, %s: %s\n  replay: %s\n",
                isatty(STDOUT_FILENO) ? "\r\033[K" : "", c->row->name, (long long)c->t, (long long)c->n,
@@ -648,7 +649,7 @@ static int finish_routed(campaign *cp, const qv_moe_case *c, const qv_moe_outcom
         fflush(stdout);
     }
     if (cp->res.f) {
-        qv_moe_case_json(cp->res.f, c, cp->b->name, o);
+        qv_moe_case_json(cp->res.f, c, cp->b, o);
         fflush(cp->res.f);
     }
     cp->n_cases++;
@@ -663,7 +664,7 @@ static int run_routed(campaign *cp, const qv_moe_case *cases, int n)
 {
     int jobs = cp->o->jobs > 0 ? cp->o->jobs : 1;
     if (jobs > n) jobs = n;
-    routed_batch rb = {.cases = cases, .n = n};
+    routed_batch rb = {.b = cp->b, .cases = cases, .n = n};
     rb.out = calloc((size_t)n, sizeof *rb.out);
     rb.err = calloc((size_t)n, sizeof *rb.err);
     pthread_t *th = calloc((size_t)(jobs ? jobs : 1), sizeof *th);
@@ -783,7 +784,7 @@ static void *pool_worker(void *arg)
         s->built = 0;
         s->released = 0;
         if (s->w.routed) {
-            s->st = qv_moe_case_run(&s->w.mc, &s->mo);
+            s->st = qv_moe_case_run(cp->b, &s->w.mc, &s->mo);
             s->built = 1;
         } else {
             s->st = qv_case_build(&s->w.c, &s->p);
@@ -940,8 +941,8 @@ static int campaign_start(campaign *cp, camp_opts *o, qv_backend *b, qv_plugin *
             rc = 2;
         }
     } else if (!rc) {
-        /* routed rows run on the CPU model until a grouped kernel exists */
-        if (b->kind == QV_BACKEND_CPU) cp->n_moe = qv_moe_rows_match(o->glob, cp->moe, QV_GEN_MAX_VARIANTS);
+        /* routed rows: the CPU models, and the grouped kernels on the GPU */
+        cp->n_moe = qv_moe_rows_match(o->glob, b, cp->moe, QV_GEN_MAX_VARIANTS);
         if (qv_gen_init(&cp->gen, o->glob, b) != QV_OK && !cp->n_moe) {
             fprintf(stderr, "qvet %s: %s\n", o->cmd, qv_errmsg());
             rc = 2;
@@ -1178,15 +1179,15 @@ static int replay_routed(campaign *cp)
         qv_moe_gen_case(cp->moe, cp->n_moe, o->seed, o->case_index, &c);
     }
     qv_moe_outcome out;
-    if (qv_moe_case_run(&c, &out) != QV_OK) {
+    if (qv_moe_case_run(cp->b, &c, &out) != QV_OK) {
         fprintf(stderr, "qvet replay: %s\n", qv_errmsg());
         return 2;
     }
     printf("%s t=%lld n=%lld k=%lld logits %s, %s on %s: %s%s%s\n", c.row->name, (long long)c.t, (long long)c.n,
            (long long)c.k, qv_moe_logits_name(c.logits), qv_probe_name(c.probe), cp->b->name,
            qv_grade_name(out.res.out.grade), out.res.out.reason[0] ? ": " : "", out.res.out.reason);
-    qv_moe_case_json(stdout, &c, cp->b->name, &out);
-    if (cp->res.f) qv_moe_case_json(cp->res.f, &c, cp->b->name, &out);
+    qv_moe_case_json(stdout, &c, cp->b, &out);
+    if (cp->res.f) qv_moe_case_json(cp->res.f, &c, cp->b, &out);
     return out.res.out.grade == QV_FAIL ? 1 : 0;
 }
 

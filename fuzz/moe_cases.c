@@ -9,7 +9,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <pthread.h>
+
 #include "internal/campaign.h"
+#include "internal/gpu_moe.h"
 #include "internal/json.h"
 
 /* ---- the suite ---------------------------------------------------------------------- */
@@ -112,12 +115,13 @@ void qv_moe_gen_case(const qv_moe_row *const *rows, int n_rows, uint64_t seed, i
 
 /* ---- rows of a run ---------------------------------------------------------------------- */
 
-int qv_moe_rows_match(const char *glob, const qv_moe_row **out, int max)
+int qv_moe_rows_match(const char *glob, const qv_backend *b, const qv_moe_row **out, int max)
 {
     int n = 0;
     for (int i = 0; i < qv_moe_row_count() && n < max; i++) {
         const qv_moe_row *r = qv_moe_row_get(i);
-        if (!glob || !*glob || fnmatch(glob, r->name, 0) == 0) out[n++] = r;
+        int runs = b->kind == QV_BACKEND_CPU || (b->kind == QV_BACKEND_GPU && r->gpu_kernel);
+        if (runs && (!glob || !*glob || fnmatch(glob, r->name, 0) == 0)) out[n++] = r;
     }
     return n;
 }
@@ -131,7 +135,31 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-qv_status qv_moe_case_run(const qv_moe_case *c, qv_moe_outcome *o)
+/* The case on the GPU: one launch at a time (b->launch_lock), b->repeat
+ * launches compared bit for bit. *why receives a backend refusal or what
+ * the launches showed (differing bits, writes past the output). */
+static qv_status run_gpu(const qv_backend *b, const qv_moe_problem *p, void *out, int32_t *ids, float *w, char *why,
+                         size_t len)
+{
+    pthread_mutex_t *lock = b->launch_lock;
+    qv_gpu_moe_stats gs;
+    if (lock) pthread_mutex_lock(lock);
+    qv_status st = qv_gpu_moe_run(p, b->repeat > 1 ? b->repeat : 1, out, ids, w, NULL, &gs);
+    if (lock) pthread_mutex_unlock(lock);
+    if (st == QV_ERR_NODEVICE) return st;
+    if (st != QV_OK)
+        snprintf(why, len, "backend error: %s", qv_errmsg());
+    else if (gs.nondeterministic)
+        snprintf(why, len, "nondeterministic: two identical launches differ%s at (%lld, %lld)",
+                 gs.first_diff < 0 ? " in the routing" : "", (long long)(gs.first_diff < 0 ? 0 : gs.first_diff / p->n),
+                 (long long)(gs.first_diff < 0 ? 0 : gs.first_diff % p->n));
+    else if (gs.guard_writes)
+        snprintf(why, len, "%lld guard bytes written past the (%lld, %lld) output", (long long)gs.guard_writes,
+                 (long long)p->t, (long long)p->n);
+    return QV_OK;
+}
+
+qv_status qv_moe_case_run(const qv_backend *b, const qv_moe_case *c, qv_moe_outcome *o)
 {
     memset(o, 0, sizeof *o);
     double t0 = now_ms();
@@ -144,13 +172,27 @@ qv_status qv_moe_case_run(const qv_moe_case *c, qv_moe_outcome *o)
     void *out = malloc((size_t)(c->t * c->n) * es);
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)(c->t * s->topk));
     float *w = malloc(sizeof(float) * (size_t)(c->t * s->topk));
+    char why[sizeof o->res.out.reason] = "";
     if (st == QV_OK && (!out || !ids || !w)) st = qv_fail(QV_ERR_NOMEM, "out of memory for a routed case");
-    if (st == QV_OK) {
+    if (st == QV_OK && b->kind == QV_BACKEND_GPU) {
+        st = run_gpu(b, &p, out, ids, w, why, sizeof why);
+    } else if (st == QV_OK) {
         uint32_t poison = ref_poison_code(s->expert->ofmt);
         for (int64_t i = 0; i < c->t * c->n; i++) memcpy((char *)out + (size_t)i * es, &poison, es);
         st = ref_moe_model_run(&p, 16, out, ids, w);
     }
-    if (st == QV_OK) st = ref_moe_verify(&p, out, ids, w, &o->res);
+    if (st == QV_OK && !strncmp(why, "backend error", 13)) {
+        o->res.out.grade = QV_FAIL;
+        o->res.out.n_elements = c->t * c->n;
+        o->res.out.worst_m = o->res.out.worst_n = -1;
+        o->res.first_bad_token = -1;
+    } else if (st == QV_OK) {
+        st = ref_moe_verify(&p, out, ids, w, &o->res);
+    }
+    if (st == QV_OK && why[0]) {
+        o->res.out.grade = QV_FAIL;
+        snprintf(o->res.out.reason, sizeof o->res.out.reason, "%s", why);
+    }
     if (st == QV_OK) o->out_hash = qv_fnv1a64(out, (size_t)(c->t * c->n) * es);
     free(out), free(ids), free(w);
     qv_moe_problem_destroy(&p);
@@ -159,13 +201,14 @@ qv_status qv_moe_case_run(const qv_moe_case *c, qv_moe_outcome *o)
     return st;
 }
 
-void qv_moe_case_replay_cmd(const qv_moe_case *c, char *buf, size_t len)
+void qv_moe_case_replay_cmd(const qv_moe_case *c, const qv_backend *b, char *buf, size_t len)
 {
-    snprintf(buf, len, "qvet replay%s --seed %llu --case %lld --variant %s --cpu", c->suite ? " --check" : "",
-             (unsigned long long)c->seed, (long long)c->index, c->row->name);
+    snprintf(buf, len, "qvet replay%s --seed %llu --case %lld --variant %s --%s", c->suite ? " --check" : "",
+             (unsigned long long)c->seed, (long long)c->index, c->row->name,
+             b->kind == QV_BACKEND_GPU ? "gpu" : "cpu");
 }
 
-void qv_moe_case_json(FILE *f, const qv_moe_case *c, const char *backend, const qv_moe_outcome *o)
+void qv_moe_case_json(FILE *f, const qv_moe_case *c, const qv_backend *b, const qv_moe_outcome *o)
 {
     const qv_moe_spec *s = NULL;
     qv_moe_row_spec(c->row, &s);
@@ -177,7 +220,7 @@ void qv_moe_case_json(FILE *f, const qv_moe_case *c, const char *backend, const 
     fputs(",\"spec\":", f);
     qv_json_fput_str(f, s ? s->text : c->row->spec);
     fputs(",\"backend\":", f);
-    qv_json_fput_str(f, backend);
+    qv_json_fput_str(f, b->name);
     fprintf(f, ",\"t\":%lld,\"n\":%lld,\"k\":%lld,\"experts\":%d,\"local\":%d,\"shared\":%d", (long long)c->t,
             (long long)c->n, (long long)c->k, c->e, c->e_local, c->shared);
     fputs(",\"logits\":", f);
@@ -191,7 +234,7 @@ void qv_moe_case_json(FILE *f, const qv_moe_case *c, const char *backend, const 
     qv_json_fput_num(f, o->time_ms);
     fprintf(f, ",\"out_fnv1a64\":\"%016llx\"", (unsigned long long)o->out_hash);
     char replay[512];
-    qv_moe_case_replay_cmd(c, replay, sizeof replay);
+    qv_moe_case_replay_cmd(c, b, replay, sizeof replay);
     fputs(",\"replay\":", f);
     qv_json_fput_str(f, replay);
     fputs("}\n", f);

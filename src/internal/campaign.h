@@ -269,14 +269,18 @@ void qv_moe_suite_case(const qv_moe_row *r, uint64_t seed, int j, qv_moe_case *c
  * one stream, everything else from another, so a replay naming the row alone
  * draws the same case. */
 void qv_moe_gen_case(const qv_moe_row *const *rows, int n, uint64_t seed, int64_t index, qv_moe_case *c);
-/* The routed rows whose name matches glob (NULL/"" = all), at most max. */
-int qv_moe_rows_match(const char *glob, const qv_moe_row **out, int max);
-/* Runs the case on the CPU model (routing, token sort, experts, combine) and
- * grades it with ref_moe_verify, ids and weights included. */
-qv_status qv_moe_case_run(const qv_moe_case *c, qv_moe_outcome *o);
-void qv_moe_case_replay_cmd(const qv_moe_case *c, char *buf, size_t len);
+/* The routed rows whose name matches glob (NULL/"" = all) that b runs (the
+ * CPU: every row; the GPU: the rows with gpu_kernel = 1), at most max. */
+int qv_moe_rows_match(const char *glob, const qv_backend *b, const qv_moe_row **out, int max);
+/* Runs the case on b (the CPU model: routing, token sort, experts, combine;
+ * the GPU: the grouped kernels, b->repeat launches compared bit for bit) and
+ * grades it with ref_moe_verify, ids and weights included. A backend's
+ * refusal, a difference between launches or a write past the output is a
+ * FAIL with its reason; QV_ERR_NODEVICE is returned as it is. */
+qv_status qv_moe_case_run(const qv_backend *b, const qv_moe_case *c, qv_moe_outcome *o);
+void qv_moe_case_replay_cmd(const qv_moe_case *c, const qv_backend *b, char *buf, size_t len);
 /* The case's JSONL line ("kind":"routed", docs/results-format.md). */
-void qv_moe_case_json(FILE *f, const qv_moe_case *c, const char *backend, const qv_moe_outcome *o);
+void qv_moe_case_json(FILE *f, const qv_moe_case *c, const qv_backend *b, const qv_moe_outcome *o);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,27 @@
+/* moe_bench.h: the routed rows' part of `qvet bench` (bench/moe_bench.cu),
+ * called by bench/cmd_bench.c when --variant names routed rows (moe-*).
+ * Internal to bench/. Rule: the grouped launch (routing, sort, grouped GEMM,
+ * combine) and its cuBLAS baselines are timed in the same run, the same way
+ * (bench.h: CUDA events, median, side by side). */
+#ifndef QVET_BENCH_MOE_BENCH_H
+#define QVET_BENCH_MOE_BENCH_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 1 when one of globs[0..n) matches a routed row with a GPU kernel. */
+int qv_moe_bench_selected(const char *const *globs, int n);
+
+/* Times every routed row with a GPU kernel that globs select, at each token
+ * count tokens[0..n_tok) (NULL: 1, 8, 64, 512, 4096), `runs` timed launches
+ * after a warm-up, every batch queued behind a wait unless no_queue; prints
+ * the table and appends "kind":"bench" lines to out (NULL: none). Returns
+ * the exit code: 0, 2 bad input, 3 no device or a CUDA error. */
+int qv_moe_bench(const char *const *globs, int n, const int *tokens, int n_tok, int runs, int no_queue,
+                 const char *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,973 @@
+/* moe_grouped.cu: the routed (mixture-of-experts) GEMM (docs/moe.md,
+ * gpu_moe.h) in five launches on one stream:
+ *
+ *  1. k_moe_route: per token (one warp), the router scores in fp32 from the
+ *     logits (softmax over E, sigmoid, or the logits themselves), the k
+ *     largest (the lower expert first among equal scores), and the weights in
+ *     fp32 as the route declares (renormalized, or a softmax over the k
+ *     logits), times the routed scaling factor;
+ *  2. k_moe_count and k_moe_scatter: the token sort (moe.h qv_moe_sort, the
+ *     same slots in the same order): pairs (t, c) grouped by local expert,
+ *     shared experts last, each segment padded with -1 to the GEMM's M block;
+ *  3. k_moe_gather_perm (act_order only): the activations of every slot, in
+ *     the column order of its expert's sorted rows;
+ *  4. k_moe_gemm_w4a16_mma: ONE grouped launch over (N tile, M block) for
+ *     every expert: block y owns slots [y*BM, (y+1)*BM), all of one expert
+ *     (block_expert[y]), whose Marlin-packed weights and scales it reads at
+ *     that expert's offset; rows are gathered from A through the slots, a
+ *     padding row is a zero row and is never written. It is wonly.cu's mma
+ *     kernel (same pipeline, dequant and fp32 tensor-core accumulation, two
+ *     warps along K reduced in a fixed order) with an expert dimension and no
+ *     split-K. Each pair's fp32 product (its own epilogue included) goes to
+ *     row t*per + c of an fp32 buffer. For e4m3 experts with 128x128 block
+ *     scales (DeepSeek-V3) the same grouping drives k_moe_gemm_fp8_b128, the
+ *     w8a8-fp8-block128 row's arithmetic (aq_gemm.cuh) over slots;
+ *  5. k_moe_combine: per token and column, in choice order, the router weight
+ *     times the fp32 product in fp32 (rw=acc), summed in fp32 (sum=f32), one
+ *     RNE cast to the output at the end; a token with no local choice is 0.
+ *
+ * Nothing depends on which block runs first and no atomic decides an order,
+ * so every launch gives the same bits. */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include <type_traits>
+
+#include "dequant.cuh"
+#include "internal/gpu.h"
+#include "internal/gpu_moe.h"
+#include "aq_mma.cuh"
+#include "mma.cuh"
+#include "qvet/formats.h"
+#include "wonly_common.cuh"
+
+namespace {
+
+/* ---- 1. routing ---------------------------------------------------------------- */
+
+/* Logit j of row `row` as a float (exact: bf16 and f16 widen exactly). */
+__device__ __forceinline__ float logit_at(const void *logits, int fmt, int64_t idx)
+{
+    if (fmt == QV_FMT_F32) return static_cast<const float *>(logits)[idx];
+    const uint16_t c = static_cast<const uint16_t *>(logits)[idx];
+    return fmt == QV_FMT_BF16 ? qv_h2<true>::to_float(c) : qv_h2<false>::to_float(c);
+}
+
+__device__ __forceinline__ bool route_softmax(int r) { return r == QV_ROUTE_SOFTMAX_TOPK || r == QV_ROUTE_SOFTMAX_TOPK_RENORM; }
+__device__ __forceinline__ bool route_sigmoid(int r) { return r == QV_ROUTE_SIGMOID_TOPK || r == QV_ROUTE_SIGMOID_TOPK_RENORM; }
+
+/* Token blockIdx.x * 4 + warp: lane l holds experts l, l+32, ... (e <= 1024,
+ * so one bit per expert in `taken`). The fp32 arithmetic is the CPU model's
+ * (reference/moe.c model_route) except the softmax denominator's order of
+ * summation (lane partial sums, then a fixed butterfly), which the declared
+ * bound allows (any order of E terms). Every op is an explicit _rn so that no
+ * contraction changes a bit. */
+__global__ void __launch_bounds__(128) k_moe_route(const void *logits, int fmt, int t, int e, int topk, int route,
+                                                   float rsf, int32_t *ids, float *weights)
+{
+    const int lane = threadIdx.x & 31;
+    const int tok = blockIdx.x * 4 + (threadIdx.x >> 5);
+    if (tok >= t) return;
+    const int64_t row = (int64_t)tok * e;
+    float lmax = -INFINITY;
+    for (int j = lane; j < e; j += 32) lmax = fmaxf(lmax, logit_at(logits, fmt, row + j));
+#pragma unroll
+    for (int o = 16; o; o >>= 1) lmax = fmaxf(lmax, __shfl_xor_sync(0xffffffffu, lmax, o));
+    const bool sm = route_softmax(route), sg = route_sigmoid(route);
+    float sum = 0.0f;
+    if (sm) {
+        for (int j = lane; j < e; j += 32) sum = __fadd_rn(sum, expf(__fsub_rn(logit_at(logits, fmt, row + j), lmax)));
+#pragma unroll
+        for (int o = 16; o; o >>= 1) sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, o));
+    }
+    /* The key of expert j: its score (softmax, sigmoid) or its logit. */
+    auto key = [&](int j) {
+        const float l = logit_at(logits, fmt, row + j);
+        if (sm) return __fdiv_rn(expf(__fsub_rn(l, lmax)), sum);
+        if (sg) return __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-l)));
+        return l;
+    };
+    uint32_t taken = 0;  /* bit i: expert lane + 32 i chosen */
+    int sel[QV_MOE_GPU_MAX_TOPK];
+    float w[QV_MOE_GPU_MAX_TOPK];
+    for (int c = 0; c < topk; c++) {
+        int best = -1;
+        float kb = 0.0f;
+        for (int j = lane, i = 0; j < e; j += 32, i++) {
+            if (taken >> i & 1u) continue;
+            const float kj = key(j);
+            if (best < 0 || kj > kb) best = j, kb = kj;
+        }
+        /* The warp's largest key, the lower index among equal ones: the
+         * same winner on every lane whatever the order of the exchanges. */
+#pragma unroll
+        for (int o = 16; o; o >>= 1) {
+            const float ok = __shfl_xor_sync(0xffffffffu, kb, o);
+            const int ob = __shfl_xor_sync(0xffffffffu, best, o);
+            if (ob >= 0 && (best < 0 || ok > kb || (ok == kb && ob < best))) best = ob, kb = ok;
+        }
+        sel[c] = best;
+        w[c] = kb;
+        if ((best & 31) == lane) taken |= 1u << (best >> 5);
+    }
+    if (lane) return;
+#ifdef QV_MUTANT_gpu_moe_topk_before_softmax
+    /* Mutant (class 26, vLLM #43223): softmax-topk computed as top-k then softmax. */
+    if (route == QV_ROUTE_TOPK_SOFTMAX || route == QV_ROUTE_SOFTMAX_TOPK) {
+#else
+    if (route == QV_ROUTE_TOPK_SOFTMAX) {
+#endif
+        const float m = logit_at(logits, fmt, row + sel[0]);
+        float s = 0.0f;
+        for (int c = 0; c < topk; c++) {
+            w[c] = expf(__fsub_rn(logit_at(logits, fmt, row + sel[c]), m));
+            s = __fadd_rn(s, w[c]);
+        }
+        for (int c = 0; c < topk; c++) w[c] = __fdiv_rn(w[c], s);
+    } else if (route == QV_ROUTE_SOFTMAX_TOPK_RENORM || route == QV_ROUTE_SIGMOID_TOPK_RENORM) {
+        float s = 0.0f;
+        for (int c = 0; c < topk; c++) s = __fadd_rn(s, w[c]);
+        for (int c = 0; c < topk; c++) w[c] = __fdiv_rn(w[c], s);
+    }
+#if defined QV_MUTANT_gpu_moe_rsf_dropped
+    /* Mutant (class 27, vLLM #43769): the routed scaling factor dropped. */
+#elif defined QV_MUTANT_gpu_moe_rsf_twice
+    /* Mutant (class 27, sglang #22513): the routed scaling factor applied twice. */
+    if (rsf != 1.0f)
+        for (int c = 0; c < topk; c++) w[c] = __fmul_rn(__fmul_rn(w[c], rsf), rsf);
+#else
+    if (rsf != 1.0f)
+        for (int c = 0; c < topk; c++) w[c] = __fmul_rn(w[c], rsf);
+#endif
+    for (int c = 0; c < topk; c++) {
+        ids[(int64_t)tok * topk + c] = sel[c];
+        weights[(int64_t)tok * topk + c] = w[c];
+    }
+}
+
+/* ---- 2. the token sort ------------------------------------------------------------- */
+
+struct sort_params {
+    const int32_t *ids;         /* (t, topk) */
+    const int32_t *expert_map;  /* (e) */
+    int t, topk, per, e_local, nx, block;
+    int *counts;                /* (nx) pairs per expert */
+    int *expert_start;          /* (nx + 1) first slot of each segment; [nx] the padded total */
+    int *block_expert;          /* (max_blocks) */
+    int32_t *slot;              /* (max_slots) */
+};
+
+/* The local expert of pair i = t * per + c (moe.h): routed choice c < topk
+ * through the expert map, shared expert c - topk after the local ones; -1
+ * when another rank holds it. The sort, the GEMM and the combine all take a
+ * pair's expert from here. */
+__device__ __forceinline__ int pair_expert(const int32_t *ids, const int32_t *expert_map, int topk, int per,
+                                           int e_local, int64_t i)
+{
+    const int64_t t = i / per;
+    const int c = (int)(i % per);
+#if defined QV_MUTANT_gpu_moe_expert_map_ignored
+    /* Mutant (class 28, vLLM #51632): the router's expert id taken as the local
+     * index (the expert map skipped): non-local experts land on local ones. */
+    if (c < topk) {
+        const int id = ids[t * topk + c];
+        return id < e_local ? id : -1;
+    }
+    return e_local + c - topk;
+#elif defined QV_MUTANT_gpu_moe_shared_dropped
+    /* Mutant (class 28): the shared experts' pairs dropped. */
+    return c < topk ? expert_map[ids[t * topk + c]] : -1;
+#else
+    return c < topk ? expert_map[ids[t * topk + c]] : e_local + c - topk;
+#endif
+}
+
+/* Block x counts expert x's pairs. */
+__global__ void __launch_bounds__(256) k_moe_count(const sort_params p)
+{
+    const int x = blockIdx.x;
+    const int64_t total = (int64_t)p.t * p.per;
+    int cnt = 0;
+    for (int64_t b = 0; b < total; b += 256) {
+        const int64_t i = b + threadIdx.x;
+        const bool mine = i < total && pair_expert(p.ids, p.expert_map, p.topk, p.per, p.e_local, i) == x;
+        cnt += __syncthreads_count(mine);
+    }
+    if (threadIdx.x == 0) p.counts[x] = cnt;
+}
+
+/* Block x writes expert x's segment: its start (the padded counts of the
+ * experts before it), its blocks' expert, its pairs in increasing pair order
+ * (a block-wide stable compaction, 256 pairs at a time) and its padding. */
+__global__ void __launch_bounds__(256) k_moe_scatter(const sort_params p)
+{
+    __shared__ int s_warp[8];
+    __shared__ int s_start;
+    const int x = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int B = p.block;
+    int part = 0;
+    for (int y = tid; y < x; y += 256) part += (p.counts[y] + B - 1) / B * B;
+    part = __reduce_add_sync(0xffffffffu, part);
+    if (lane == 0) s_warp[warp] = part;
+    __syncthreads();
+    if (tid == 0) {
+        int s = 0;
+        for (int w = 0; w < 8; w++) s += s_warp[w];
+        s_start = s;
+    }
+    __syncthreads();
+    const int start = s_start, count = p.counts[x], padded = (count + B - 1) / B * B;
+    if (tid == 0) {
+        p.expert_start[x] = start;
+        if (x == p.nx - 1) p.expert_start[p.nx] = start + padded;
+    }
+    for (int b = tid; b < padded / B; b += 256) p.block_expert[start / B + b] = x;
+    const int64_t total = (int64_t)p.t * p.per;
+    int done = 0;
+    for (int64_t b = 0; b < total; b += 256) {
+        const int64_t i = b + tid;
+        const bool mine = i < total && pair_expert(p.ids, p.expert_map, p.topk, p.per, p.e_local, i) == x;
+        const uint32_t bal = __ballot_sync(0xffffffffu, mine);
+        __syncthreads(); /* s_warp of the previous round is read */
+        if (lane == 0) s_warp[warp] = __popc(bal);
+        __syncthreads();
+        int before = done;
+        for (int w = 0; w < warp; w++) before += s_warp[w];
+        if (mine) p.slot[start + before + __popc(bal & ((1u << lane) - 1u))] = (int32_t)i;
+        for (int w = 0; w < 8; w++) done += s_warp[w];
+    }
+    for (int j = count + tid; j < padded; j += 256) p.slot[start + j] = -1;
+}
+
+/* ---- 3. act_order: the activations of each slot in its expert's row order ---------- */
+
+/* a_perm[s][j] = a[token of slot s][perm[x][j]] for the slots of the sort
+ * (padding rows are left alone: the GEMM never reads them). */
+__global__ void k_moe_gather_perm(const uint16_t *a, const int32_t *slot, const int *block_expert,
+                                  const int *expert_start, const int32_t *perm, uint16_t *a_perm, int nx, int per, int k,
+                                  int block, int64_t max_slots)
+{
+    const int64_t used = (int64_t)expert_start[nx] * k, cap = max_slots * k;
+    for (int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; idx < used && idx < cap;
+         idx += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t s = idx / k;
+        const int j = (int)(idx % k);
+        const int32_t sl = slot[s];
+        if (sl < 0) continue;
+        const int x = block_expert[s / block];
+        a_perm[idx] = a[(int64_t)(sl / per) * k + perm[(int64_t)x * k + j]];
+    }
+}
+
+/* ---- 4. the grouped GEMM ----------------------------------------------------------------- */
+
+constexpr int kThreads = 256; /* 8 warps */
+constexpr int kWarpsN = 4;    /* warps along N, 64 columns each (one Marlin chunk) */
+constexpr int kWarpsK = 2;    /* warps along K inside a stage */
+constexpr int kBN = 64 * kWarpsN;
+constexpr int kKpw = 4;                   /* k16 tiles per warp per stage (4-bit weights) */
+constexpr int kKs = kKpw * kWarpsK;       /* k16 tiles per stage: 128 of K */
+constexpr int kLaneBytes = 16;            /* packed B bytes per lane per k16 tile */
+constexpr int kChunkWords = 16 * 64 / 8;  /* int32 words per (k16 tile, 64 columns) */
+
+/* Shared-memory byte layout of one stage (wonly.cu's for 4-bit weights). */
+template <int MB> struct stage {
+    static constexpr int a_row_bytes = kKs * 16 * 2;
+    static constexpr int a_bytes = 16 * MB * a_row_bytes;
+    static constexpr int b_bytes = kKs * kWarpsN * 32 * kLaneBytes;
+    static constexpr int s_bytes = kKs * kBN * 2;
+    static constexpr int a_off = 0;
+    static constexpr int b_off = a_off + a_bytes;
+    static constexpr int s_off = b_off + b_bytes;
+    static constexpr int bytes = s_off + s_bytes;
+    static constexpr int red_bytes = kWarpsN * MB * 8 * 4 * 32 * 4;
+    static constexpr int stages = MB == 2 ? 3 : 4;
+    static constexpr int total = (stages * bytes > red_bytes) ? stages * bytes : red_bytes;
+};
+
+struct gemm_params {
+    const uint16_t *a;          /* (t, k) activations, or (max_slots, k) by slot when a_sorted */
+    int a_sorted;
+    const uint32_t *b;          /* (nx, k/16, 2n) packed weights */
+    int64_t b_expert_words;     /* k/16 * 2n */
+    const void *scales;         /* per expert s_expert elements (f16/bf16, or f32 in SC_TENSOR) */
+    int64_t s_expert;
+    const int32_t *slot;        /* (max_slots) */
+    const int *block_expert;    /* (max_blocks) */
+    const int *expert_start;    /* (nx + 1) */
+    float *inter;               /* (t * per, n) each pair's fp32 product */
+    int n, k, per, nx;
+    int scale_mode, scale_fmt, g_shift, grp_single;
+};
+
+/* Expert x's scale array. */
+__device__ __forceinline__ const void *expert_scales(const gemm_params &p, int x)
+{
+    const size_t es = p.scale_fmt == SF_F32 ? 4 : 2;
+    return static_cast<const char *>(p.scales) + (size_t)x * (size_t)p.s_expert * es;
+}
+
+template <int MB, bool IS_BF16>
+__global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_moe_gemm_w4a16_mma(const gemm_params p)
+{
+    using L = stage<MB>;
+    constexpr int BM = 16 * MB;
+    extern __shared__ __align__(16) unsigned char smem[];
+
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const int wn = warp % kWarpsN;
+    const int wk = warp / kWarpsN;
+    const int tid = threadIdx.x;
+    const int n0 = blockIdx.x * kBN;
+    const int base = blockIdx.y * BM; /* first slot of this block */
+    /* The grid covers the largest sort; blocks past this one's end have no rows. */
+    if (base >= p.expert_start[p.nx]) return;
+    const int x = p.block_expert[blockIdx.y];
+#ifdef QV_MUTANT_gpu_moe_prev_block_scale
+    /* Mutant (class 23, CUTLASS #3596): the scales of the previous M block's
+     * group (expert) reused for this block. */
+    const int xs = blockIdx.y > 0 ? p.block_expert[blockIdx.y - 1] : x;
+#else
+    const int xs = x;
+#endif
+    const uint32_t *bx = p.b + (int64_t)x * p.b_expert_words;
+    const void *sx = expert_scales(p, xs);
+    const int n_chunks = p.n / 64;
+    const bool warp_active = (n0 / 64 + wn) < n_chunks;
+    const int kt_end = p.k / 16;
+    const int n_steps = (kt_end + kKs - 1) / kKs;
+    const bool grouped = p.scale_mode == SC_GROUP;
+
+    /* Each thread's copies, fixed for the K loop (wonly.cu): A rows through
+     * the slots (a padding slot is a zero row: nothing is read), the chunk
+     * index XOR-swizzled with the row for ldmatrix; B as each lane's bytes. */
+    constexpr int a_chunks_row = kKs * 2;
+    constexpr int a_total = BM * a_chunks_row;
+    constexpr int a_iters = (a_total + kThreads - 1) / kThreads;
+    constexpr int b_total = kKs * kWarpsN * 32;
+    constexpr int b_iters = b_total / kThreads;
+    static_assert(b_total % kThreads == 0, "B copies divide evenly among the threads");
+    const int64_t b_row_words = (int64_t)n_chunks * kChunkWords;
+    int64_t a_src[a_iters];
+    int a_dst[a_iters], a_tile[a_iters];
+    bool a_valid[a_iters], a_used[a_iters];
+#pragma unroll
+    for (int i = 0; i < a_iters; i++) {
+        const int c = tid + i * kThreads;
+        const int row = c / a_chunks_row, ch = c % a_chunks_row;
+        a_used[i] = c < a_total;
+        const int32_t sl = a_used[i] ? p.slot[base + row] : -1;
+        a_valid[i] = sl >= 0;
+        const int64_t arow = p.a_sorted ? (int64_t)(base + row) : (int64_t)(sl / p.per);
+        a_src[i] = a_valid[i] ? arow * p.k + ch * 8 : 0;
+        a_dst[i] = L::a_off + row * L::a_row_bytes + ((ch ^ (row & 7)) * 16);
+        a_tile[i] = ch / 2;
+    }
+    int b_src[b_iters];
+    int b_tile[b_iters];
+    bool b_valid[b_iters];
+#pragma unroll
+    for (int i = 0; i < b_iters; i++) {
+        const int c = tid + i * kThreads;
+        const int ln = c % 32, w = (c / 32) % kWarpsN;
+        const int chunk = n0 / 64 + w;
+        b_tile[i] = c / 32 / kWarpsN;
+        b_valid[i] = chunk < n_chunks;
+        b_src[i] = chunk * kChunkWords + ln * (kLaneBytes / 4);
+    }
+    const int s_tile = tid / 32, s_ch = tid % 32;
+    const bool s_used = grouped && tid < kKs * 32 && n0 / 64 + s_ch / 8 < n_chunks;
+
+    auto load_stage = [&](int step, int slot) {
+        unsigned char *st = smem + slot * L::bytes;
+        const int kt0 = step * kKs;
+#pragma unroll
+        for (int i = 0; i < a_iters; i++)
+            if (a_used[i] && kt0 + a_tile[i] < kt_end)
+                qv_cp_async16(st + a_dst[i], a_valid[i] ? p.a + a_src[i] + (int64_t)kt0 * 16 : p.a, a_valid[i]);
+        const uint32_t *brow = bx + (int64_t)kt0 * b_row_words;
+#pragma unroll
+        for (int i = 0; i < b_iters; i++)
+            if (b_valid[i] && kt0 + b_tile[i] < kt_end)
+                qv_cp_async16(st + L::b_off + (tid + i * kThreads) * 16, brow + (int64_t)b_tile[i] * b_row_words + b_src[i],
+                              true);
+        if (s_used && kt0 + s_tile < kt_end) {
+            const int64_t grp = (kt0 + s_tile) >> p.g_shift;
+            qv_cp_async16(st + L::s_off + tid * 16, static_cast<const uint16_t *>(sx) + grp * p.n + n0 + s_ch * 8, true);
+        }
+    };
+
+    float acc[MB][8][4];
+#pragma unroll
+    for (int i = 0; i < MB; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int r = 0; r < 4; r++) acc[i][j][r] = 0.0f;
+
+#pragma unroll
+    for (int s = 0; s < L::stages - 1; s++) {
+        if (s < n_steps) load_stage(s, s);
+        qv_cp_async_commit();
+    }
+
+    uint32_t sc[8];
+    int cur_grp = -1;
+    const uint32_t no_zp[2] = {0u, 0u}; /* WT_INT4 has its own zero point 8 */
+    auto compute_stage = [&](const unsigned char *st, int kt0, auto full) {
+#pragma unroll
+        for (int uu = 0; uu < kKpw; uu++) {
+            const int u = wk * kKpw + uu;
+            if (!decltype(full)::value && kt0 + u >= kt_end) break;
+            uint32_t af[MB][4];
+#pragma unroll
+            for (int mt = 0; mt < MB; mt++) {
+                int row = mt * 16 + (lane & 15);
+                int ch = u * 2 + (lane >> 4);
+                qv_ldmatrix_x4(af[mt], st + L::a_off + row * L::a_row_bytes + ((ch ^ (row & 7)) * 16));
+            }
+            const uint4 bv = *reinterpret_cast<const uint4 *>(st + L::b_off + ((u * kWarpsN + wn) * 32 + lane) * kLaneBytes);
+            const uint32_t bw[4] = {bv.x, bv.y, bv.z, bv.w};
+            /* Group scales of this lane's eight n8 tiles (wonly.cu): positions
+             * 8*(lane/4)+j8 of the warp's chunk, or the channel permutation
+             * for one group of K. */
+            if (grouped) {
+                const int grp = (kt0 + u) >> p.g_shift;
+                if (grp != cur_grp) {
+                    cur_grp = grp;
+                    if (!p.grp_single) {
+                        uint4 sv = *reinterpret_cast<const uint4 *>(st + L::s_off + u * kBN * 2 + (wn * 64 + 8 * (lane >> 2)) * 2);
+                        uint32_t s4[4] = {sv.x, sv.y, sv.z, sv.w};
+#pragma unroll
+                        for (int j8 = 0; j8 < 8; j8++) sc[j8] = qv_h2<IS_BF16>::dup((s4[j8 >> 1] >> (16 * (j8 & 1))) & 0xFFFFu);
+                    } else {
+                        const uint16_t *srow = reinterpret_cast<const uint16_t *>(st + L::s_off + u * kBN * 2);
+#pragma unroll
+                        for (int j8 = 0; j8 < 8; j8++)
+                            sc[j8] = qv_h2<IS_BF16>::dup(srow[single_perm_index(wn * 64 + 8 * j8 + (lane >> 2))]);
+                    }
+                }
+            }
+#pragma unroll
+            for (int j8 = 0; j8 < 8; j8++) {
+                uint32_t bf[2];
+                wo_dq_word<WT_INT4, IS_BF16>(bw, j8, no_zp, bf);
+                if (grouped) {
+                    bf[0] = qv_h2<IS_BF16>::mul(bf[0], sc[j8]);
+                    bf[1] = qv_h2<IS_BF16>::mul(bf[1], sc[j8]);
+                }
+#pragma unroll
+                for (int mt = 0; mt < MB; mt++) qv_mma_16816<IS_BF16>(acc[mt][j8], af[mt], bf);
+            }
+        }
+    };
+
+    for (int step = 0; step < n_steps; step++) {
+        qv_cp_async_wait<L::stages - 2>();
+        __syncthreads();
+        /* The slot refilled here was read in step-1, which every warp finished
+         * before the barrier above. */
+        int next = step + L::stages - 1;
+        if (next < n_steps) load_stage(next, next % L::stages);
+        qv_cp_async_commit();
+        const unsigned char *st = smem + (step % L::stages) * L::bytes;
+        const int kt0 = step * kKs;
+        if (!warp_active) continue;
+        if (kt0 + kKs <= kt_end)
+            compute_stage(st, kt0, std::true_type());
+        else
+            compute_stage(st, kt0, std::false_type());
+    }
+    qv_cp_async_wait<0>();
+    __syncthreads();
+
+    /* Cross-warp K reduction in a fixed order: warp wk=0 adds wk=1's sums. */
+    float *red = reinterpret_cast<float *>(smem);
+    if (wk == 1 && warp_active) {
+#pragma unroll
+        for (int mt = 0; mt < MB; mt++)
+#pragma unroll
+            for (int j8 = 0; j8 < 8; j8++)
+#pragma unroll
+                for (int r = 0; r < 4; r++) red[(((wn * MB + mt) * 8 + j8) * 4 + r) * 32 + lane] = acc[mt][j8][r];
+    }
+    __syncthreads();
+    if (wk != 0 || !warp_active) return;
+    const void *sx_ep = expert_scales(p, x);
+#pragma unroll
+    for (int mt = 0; mt < MB; mt++)
+#pragma unroll
+        for (int j8 = 0; j8 < 8; j8++) {
+#pragma unroll
+            for (int r = 0; r < 4; r++)
+                acc[mt][j8][r] = acc[mt][j8][r] + red[(((wn * MB + mt) * 8 + j8) * 4 + r) * 32 + lane];
+            const int col = n0 + wn * 64 + j8 * 8 + 2 * (lane & 3);
+            float s0 = 1.0f, s1 = 1.0f;
+            if (p.scale_mode == SC_CHANNEL) {
+                s0 = load_scale(sx_ep, single_perm_index(col), p.scale_fmt);
+                s1 = load_scale(sx_ep, single_perm_index(col + 1), p.scale_fmt);
+            } else if (p.scale_mode == SC_TENSOR) {
+                s0 = s1 = load_scale(sx_ep, 0, p.scale_fmt);
+            }
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int row = mt * 16 + (lane >> 2) + 8 * h;
+                int32_t sl = p.slot[base + row];
+#ifdef QV_MUTANT_gpu_moe_padding_written
+                /* Mutant (class 29, llama.cpp #17089): a block's padding rows are
+                 * written too, to pair 0's row. */
+                if (sl < 0) sl = 0;
+#else
+                if (sl < 0) continue; /* padding: never written */
+#endif
+                float y0 = acc[mt][j8][2 * h], y1 = acc[mt][j8][2 * h + 1];
+                if (p.scale_mode != SC_GROUP) {
+                    y0 = y0 * s0;
+                    y1 = y1 * s1;
+                }
+#ifdef QV_MUTANT_gpu_moe_wrong_columns
+                /* Mutant (class 29): the columns of a tile written from its first
+                 * warp's chunk on, in the order of the warps that finished. */
+                const int wcol = (col + 64) % p.n;
+#else
+                const int wcol = col;
+#endif
+                __stcg(reinterpret_cast<float2 *>(p.inter + (int64_t)sl * p.n + wcol), make_float2(y0, y1));
+            }
+        }
+}
+
+/* ---- 4b. the grouped fp8 block-128 GEMM ------------------------------------------------ */
+
+/* DeepSeek-V3's expert arithmetic (the w8a8-fp8-block128 row's, kernels/
+ * aq_gemm.cuh): e4m3 x e4m3 through exact fp16 conversion and fp16 mma.sync
+ * with fp32 accumulation, one 128-K partial per stage promoted into the fp32
+ * total as total + partial * (s_a[kt][token] * s_w[kt][col / 128]), three fp32
+ * roundings, never contracted. A block owns BM slots (one expert) x 128
+ * columns (one block-scale column): 4 warps of 32 columns each. */
+constexpr int kF8Threads = 128;
+constexpr int kF8BN = 128;
+constexpr int kF8BK = 128;
+constexpr int kF8NT = 4; /* n8 tiles per warp */
+
+template <int MW> struct f8_stage {
+    static constexpr int bm = 16 * MW;
+    static constexpr int a_bytes = bm * kF8BK;
+    static constexpr int b_bytes = kF8BN * kF8BK;
+    static constexpr int bytes = a_bytes + b_bytes;
+    static constexpr int stages = 4;
+    static constexpr int total = stages * bytes;
+};
+
+struct f8_params {
+    const uint8_t *a;           /* (t, k) e4m3 activations */
+    const float *a_scale;       /* (ceil(k/128), t) */
+    const uint8_t *b;           /* (nx, n, k) e4m3 weights */
+    const float *w_scale;       /* (nx, ceil(k/128), ceil(n/128)) */
+    const int32_t *slot;
+    const int *block_expert;
+    const int *expert_start;
+    float *inter;               /* (t * per, n) */
+    int t, n, k, per, nx;
+};
+
+/* Byte offset of 16-byte chunk c (0..7) of row r of a 128-byte-row tile,
+ * XOR-swizzled so that the 8 rows an ldmatrix reads hit 8 bank groups. */
+__device__ __forceinline__ int f8_swz(int r, int c) { return r * kF8BK + ((c ^ (r & 7)) << 4); }
+
+template <int MW>
+__global__ void __launch_bounds__(kF8Threads) k_moe_gemm_fp8_b128(const f8_params p)
+{
+    using S = f8_stage<MW>;
+    extern __shared__ __align__(128) uint8_t smem8[];
+    const int tid = threadIdx.x, lane = tid & 31, wn = tid >> 5;
+    const int n0 = blockIdx.x * kF8BN;
+    const int base = blockIdx.y * S::bm;
+    if (base >= p.expert_start[p.nx]) return;
+    const int x = p.block_expert[blockIdx.y];
+    const int ktiles = (p.k + kF8BK - 1) / kF8BK, nbk = (p.n + 127) / 128;
+    const int64_t N = p.n, K = p.k;
+    const uint8_t *bx = p.b + (int64_t)x * N * K;
+#ifdef QV_MUTANT_gpu_moe_prev_block_scale
+    /* Mutant (class 23, CUTLASS #3596): the block scales of the previous M
+     * block's group (expert) reused for this block. */
+    const int xs = blockIdx.y > 0 ? p.block_expert[blockIdx.y - 1] : x;
+#else
+    const int xs = x;
+#endif
+    const float *wsx = p.w_scale + (int64_t)xs * ktiles * nbk;
+
+    /* The token of each A row this thread copies (-1: padding, a zero row). */
+    constexpr int a_iters = S::bm * 8 / kF8Threads;
+    int64_t a_tok[a_iters];
+#pragma unroll
+    for (int i = 0; i < a_iters; i++) {
+        const int32_t sl = p.slot[base + ((tid + i * kF8Threads) >> 3)];
+        a_tok[i] = sl >= 0 ? sl / p.per : -1;
+    }
+    auto load_stage = [&](int s, int kt) {
+        const int64_t k0 = (int64_t)kt * kF8BK;
+        uint8_t *sa = smem8 + s * S::bytes;
+        uint8_t *sb = sa + S::a_bytes;
+#pragma unroll
+        for (int i = 0; i < a_iters; i++) {
+            const int idx = tid + i * kF8Threads, r = idx >> 3, c = idx & 7;
+            const int64_t kk = k0 + 16 * c;
+            const bool pred = a_tok[i] >= 0 && kk < K;
+            qv_cp_async16(sa + f8_swz(r, c), pred ? p.a + a_tok[i] * K + kk : p.a, pred);
+        }
+        for (int idx = tid; idx < kF8BN * 8; idx += kF8Threads) {
+            const int r = idx >> 3, c = idx & 7;
+            const int64_t col = n0 + r, kk = k0 + 16 * c;
+            const bool pred = col < N && kk < K;
+            qv_cp_async16(sb + f8_swz(r, c), pred ? bx + col * K + kk : bx, pred);
+        }
+    };
+
+    float acc[MW][kF8NT][4], part[MW][kF8NT][4];
+#pragma unroll
+    for (int i = 0; i < MW; i++)
+#pragma unroll
+        for (int t = 0; t < kF8NT; t++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][t][e] = 0.0f;
+    /* The token of each accumulator row of this thread: rows 16 i + lane/4 + 8 hh. */
+    int64_t r_tok[MW][2];
+#pragma unroll
+    for (int i = 0; i < MW; i++)
+#pragma unroll
+        for (int hh = 0; hh < 2; hh++) {
+            const int32_t sl = p.slot[base + i * 16 + (lane >> 2) + 8 * hh];
+            r_tok[i][hh] = sl >= 0 ? sl / p.per : -1;
+        }
+
+#pragma unroll
+    for (int s = 0; s < S::stages - 1; s++) {
+        if (s < ktiles) load_stage(s, s);
+        qv_cp_async_commit();
+    }
+    for (int kt = 0; kt < ktiles; kt++) {
+        qv_cp_async_wait<S::stages - 2>();
+        __syncthreads();
+        /* refill the stage consumed in the previous iteration (everyone is past it) */
+        const int nx = kt + S::stages - 1;
+        if (nx < ktiles) load_stage(nx % S::stages, nx);
+        qv_cp_async_commit();
+        const uint8_t *sa = smem8 + (kt % S::stages) * S::bytes;
+        const uint8_t *sb = sa + S::a_bytes;
+#pragma unroll
+        for (int i = 0; i < MW; i++)
+#pragma unroll
+            for (int t = 0; t < kF8NT; t++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) part[i][t][e] = 0.0f;
+#pragma unroll
+        for (int ks = 0; ks < kF8BK / 32; ks++) {
+            uint32_t af[MW][4], ah[MW][8];
+#pragma unroll
+            for (int i = 0; i < MW; i++) {
+                qv_ldmatrix_x4(af[i], sa + f8_swz(i * 16 + (lane & 15), 2 * ks + (lane >> 4)));
+                aq_e4m3_frag_a(af[i], ah[i]);
+            }
+            uint32_t bf[kF8NT][2];
+#pragma unroll
+            for (int pr = 0; pr < kF8NT / 2; pr++) {
+                const int r = 8 * kF8NT * wn + 16 * pr + ((lane >> 4) << 3) + (lane & 7);
+                uint32_t v[4];
+                qv_ldmatrix_x4(v, sb + f8_swz(r, 2 * ks + ((lane >> 3) & 1)));
+                bf[2 * pr][0] = v[0];
+                bf[2 * pr][1] = v[1];
+                bf[2 * pr + 1][0] = v[2];
+                bf[2 * pr + 1][1] = v[3];
+            }
+#pragma unroll
+            for (int t = 0; t < kF8NT; t++) {
+                uint32_t bh[4];
+                aq_e4m3_frag_b(bf[t], bh);
+#pragma unroll
+                for (int i = 0; i < MW; i++) aq_mma_f16_k32(part[i][t], ah[i], bh);
+            }
+        }
+        /* promotion with the block scales of K tile kt */
+        const float sw = wsx[(int64_t)kt * nbk + n0 / 128];
+#pragma unroll
+        for (int i = 0; i < MW; i++)
+#pragma unroll
+            for (int hh = 0; hh < 2; hh++) {
+                const int64_t tok = r_tok[i][hh];
+                const float s_ab = tok >= 0 ? __fmul_rn(p.a_scale[(int64_t)kt * p.t + tok], sw) : 0.0f;
+#pragma unroll
+                for (int t = 0; t < kF8NT; t++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        float &tot = acc[i][t][2 * hh + e];
+                        tot = __fadd_rn(tot, __fmul_rn(part[i][t][2 * hh + e], s_ab));
+                    }
+            }
+    }
+    qv_cp_async_wait<0>();
+
+#pragma unroll
+    for (int i = 0; i < MW; i++)
+#pragma unroll
+        for (int hh = 0; hh < 2; hh++) {
+            int32_t sl = p.slot[base + i * 16 + (lane >> 2) + 8 * hh];
+#ifdef QV_MUTANT_gpu_moe_padding_written
+            if (sl < 0) sl = 0;
+#else
+            if (sl < 0) continue; /* padding: never written */
+#endif
+#pragma unroll
+            for (int t = 0; t < kF8NT; t++) {
+                const int col = n0 + 8 * kF8NT * wn + 8 * t + 2 * (lane & 3);
+                if (col >= p.n) continue;
+                __stcg(reinterpret_cast<float2 *>(p.inter + (int64_t)sl * N + col),
+                       make_float2(acc[i][t][2 * hh], acc[i][t][2 * hh + 1]));
+            }
+        }
+}
+
+/* ---- 5. the combine ------------------------------------------------------------------------ */
+
+/* out[t][col, col+1] from the pairs of token t in choice order. */
+template <bool IS_BF16>
+__global__ void k_moe_combine(const float *inter, const int32_t *ids, const float *weights, const int32_t *expert_map,
+                              uint32_t *out, int t, int n, int topk, int per, int e_local)
+{
+    const int64_t half_n = n / 2, total = (int64_t)t * half_n;
+    for (int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; idx < total;
+         idx += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t tok = idx / half_n;
+        const int col = (int)(idx % half_n) * 2;
+        float y0 = 0.0f, y1 = 0.0f;
+        int J = 0;
+        for (int c = 0; c < per; c++) {
+            const int64_t pair = tok * per + c;
+            if (pair_expert(ids, expert_map, topk, per, e_local, pair) < 0) continue;
+            float2 v = __ldcg(reinterpret_cast<const float2 *>(inter + pair * n + col));
+            if (c < topk) {
+                const float w = weights[tok * topk + c];
+#ifdef QV_MUTANT_gpu_moe_weight_after_cast
+                /* Mutant (class 25, vLLM #32002): the router weight applied after the
+                 * product is rounded to the output format. */
+                const uint32_t pr = qv_h2<IS_BF16>::pack(v.x, v.y);
+                v.x = __fmul_rn(qv_h2<IS_BF16>::to_float((uint16_t)(pr & 0xFFFFu)), w);
+                v.y = __fmul_rn(qv_h2<IS_BF16>::to_float((uint16_t)(pr >> 16)), w);
+                const uint32_t q = qv_h2<IS_BF16>::pack(v.x, v.y);
+                v.x = qv_h2<IS_BF16>::to_float((uint16_t)(q & 0xFFFFu));
+                v.y = qv_h2<IS_BF16>::to_float((uint16_t)(q >> 16));
+#else
+                v.x = __fmul_rn(w, v.x);
+                v.y = __fmul_rn(w, v.y);
+#endif
+            }
+            y0 = J ? __fadd_rn(y0, v.x) : v.x;
+            y1 = J ? __fadd_rn(y1, v.y) : v.y;
+            J++;
+        }
+        out[idx] = qv_h2<IS_BF16>::pack(y0, y1);
+    }
+}
+
+/* Grid of a grid-stride loop over `count` items, 256 threads a block. */
+int stride_blocks(int64_t count)
+{
+    int64_t b = (count + 255) / 256;
+    return (int)(b < 1 ? 1 : b > 8192 ? 8192 : b);
+}
+
+size_t up256(size_t x) { return (x + 255) & ~(size_t)255; }
+
+template <int MB, bool BF> qv_status launch_gemm(const gemm_params &g, dim3 grid, cudaStream_t stream)
+{
+    constexpr int smem = stage<MB>::total;
+    static bool attr_set = false;
+    if (!attr_set) {
+        QV_CUDA_TRY(cudaFuncSetAttribute(k_moe_gemm_w4a16_mma<MB, BF>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
+                    "cudaFuncSetAttribute (grouped GEMM shared memory)");
+        QV_CUDA_TRY(cudaFuncSetAttribute(k_moe_gemm_w4a16_mma<MB, BF>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                         (int)cudaSharedmemCarveoutMaxShared),
+                    "cudaFuncSetAttribute (grouped GEMM carveout)");
+        attr_set = true;
+    }
+    k_moe_gemm_w4a16_mma<MB, BF><<<grid, kThreads, smem, stream>>>(g);
+    QV_CUDA_TRY(cudaGetLastError(), "grouped GEMM launch");
+    return QV_OK;
+}
+
+template <bool BF> qv_status launch_gemm_mb(int mb, const gemm_params &g, dim3 grid, cudaStream_t stream)
+{
+    if (mb == 1) return launch_gemm<1, BF>(g, grid, stream);
+    if (mb == 2) return launch_gemm<2, BF>(g, grid, stream);
+    return launch_gemm<4, BF>(g, grid, stream);
+}
+
+template <int MW> qv_status launch_fp8(const f8_params &f, dim3 grid, cudaStream_t stream)
+{
+    constexpr int smem = f8_stage<MW>::total;
+    static bool attr_set = false;
+    if (!attr_set) {
+        QV_CUDA_TRY(cudaFuncSetAttribute(k_moe_gemm_fp8_b128<MW>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
+                    "cudaFuncSetAttribute (grouped fp8 GEMM shared memory)");
+        attr_set = true;
+    }
+    k_moe_gemm_fp8_b128<MW><<<grid, kF8Threads, smem, stream>>>(f);
+    QV_CUDA_TRY(cudaGetLastError(), "grouped fp8 GEMM launch");
+    return QV_OK;
+}
+
+} /* namespace */
+
+extern "C" int qv_moe_pick_mb(const qv_moe_dev *d)
+{
+    /* Mean rows per expert that receives any: 16-row blocks for decode-like
+     * batches, 64-row blocks (the dequantized B reused by four m16 tiles)
+     * once experts get more than 32 rows. */
+    const int64_t pairs = (int64_t)d->t * (d->topk + d->shared);
+    const int nx = d->e_local + d->shared;
+    const int64_t busy = pairs < nx ? pairs : nx;
+    const int64_t mean = busy ? pairs / busy : 0;
+    return mean <= 16 ? 1 : mean <= 32 ? 2 : 4;
+}
+
+extern "C" void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w)
+{
+    const int per = d->topk + d->shared, nx = d->e_local + d->shared;
+    const int64_t pairs = (int64_t)d->t * per;
+    w->block = 16 * mb;
+    const int64_t blocks = pairs / w->block + nx + 1; /* sum of ceil(count_x / B) <= pairs / B + nx */
+    w->max_blocks = blocks > 0x7fffffff ? 0x7fffffff : (int)blocks;
+    w->max_slots = blocks * w->block;
+    size_t off = 0;
+    w->ids = off, off += up256(sizeof(int32_t) * (size_t)d->t * d->topk);
+    w->weights = off, off += up256(sizeof(float) * (size_t)d->t * d->topk);
+    w->counts = off, off += up256(sizeof(int) * (size_t)nx);
+    w->expert_start = off, off += up256(sizeof(int) * ((size_t)nx + 1));
+    w->block_expert = off, off += up256(sizeof(int) * (size_t)blocks);
+    w->slot = off, off += up256(sizeof(int32_t) * (size_t)w->max_slots);
+    w->a_perm = off;
+    if (d->act_order) off += up256(2 * (size_t)w->max_slots * (size_t)d->k);
+    w->inter = off, off += up256(sizeof(float) * (size_t)pairs * (size_t)d->n);
+    w->bytes = off;
+}
+
+extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
+{
+    const int per = d->topk + d->shared, nx = d->e_local + d->shared;
+    if (d->topk < 1 || d->topk > QV_MOE_GPU_MAX_TOPK || d->e < d->topk || d->e > 1024)
+        return qv_fail(QV_ERR_UNSUPPORTED, "grouped GEMM: topk=%d of e=%d router experts (the routing kernel takes "
+                       "topk <= %d, e <= 1024)", d->topk, d->e, QV_MOE_GPU_MAX_TOPK);
+    const bool fp8 = d->kind == QV_MOE_FP8_B128;
+    if (d->kind != QV_MOE_W4A16 && !fp8) return qv_fail(QV_ERR_USAGE, "grouped GEMM: unknown kind %d", d->kind);
+    const int n_step = fp8 ? 16 : 64;
+    if (nx < 1 || d->t < 1 || d->n < n_step || d->n % n_step || d->k < 16 || d->k % 16)
+        return qv_fail(QV_ERR_SHAPE, "grouped GEMM: t=%d n=%d k=%d with %d experts (n a multiple of %d, k of 16)", d->t,
+                       d->n, d->k, nx, n_step);
+    if (fp8 && (d->act_order || !d->a_scale))
+        return qv_fail(QV_ERR_USAGE, "grouped fp8 GEMM: activation scales are needed, act_order is not taken");
+    if ((int64_t)d->t * per >= ((int64_t)1 << 31) / 2 || (int64_t)d->n * 2 * 16 >= ((int64_t)1 << 31))
+        return qv_fail(QV_ERR_SHAPE, "grouped GEMM: t=%d with %d pairs a token is past the int32 slots", d->t, per);
+    if (d->mb != 1 && d->mb != 2 && d->mb != 4) return qv_fail(QV_ERR_USAGE, "grouped GEMM: mb=%d (1, 2 or 4)", d->mb);
+    if (!d->logits || !d->expert_map || !d->a || !d->b || !d->scales || !d->out || !d->workspace ||
+        (d->act_order && !d->perm))
+        return qv_fail(QV_ERR_USAGE, "grouped GEMM: a device buffer is NULL");
+    qv_moe_ws w;
+    qv_moe_ws_plan(d, d->mb, &w);
+    const int n_blocks = fp8 ? (d->n + kF8BN - 1) / kF8BN : (d->n + kBN - 1) / kBN;
+    if (w.max_blocks > 65535)
+        return qv_fail(QV_ERR_SHAPE, "grouped GEMM: t=%d needs up to %d row blocks (65535 at most)", d->t, w.max_blocks);
+    cudaStream_t stream = (cudaStream_t)stream_v;
+    unsigned char *ws = (unsigned char *)d->workspace;
+    int32_t *ids = (int32_t *)(ws + w.ids);
+    float *weights = (float *)(ws + w.weights);
+
+    k_moe_route<<<(d->t + 3) / 4, 128, 0, stream>>>(d->logits, d->logit_fmt, d->t, d->e, d->topk, d->route, d->rsf,
+                                                    ids, weights);
+    QV_CUDA_TRY(cudaGetLastError(), "routing kernel launch");
+
+    sort_params sp;
+    sp.ids = ids;
+    sp.expert_map = d->expert_map;
+    sp.t = d->t;
+    sp.topk = d->topk;
+    sp.per = per;
+    sp.e_local = d->e_local;
+    sp.nx = nx;
+    sp.block = w.block;
+    sp.counts = (int *)(ws + w.counts);
+    sp.expert_start = (int *)(ws + w.expert_start);
+    sp.block_expert = (int *)(ws + w.block_expert);
+    sp.slot = (int32_t *)(ws + w.slot);
+    k_moe_count<<<nx, 256, 0, stream>>>(sp);
+    QV_CUDA_TRY(cudaGetLastError(), "token count launch");
+    k_moe_scatter<<<nx, 256, 0, stream>>>(sp);
+    QV_CUDA_TRY(cudaGetLastError(), "token sort launch");
+
+    float *inter = (float *)(ws + w.inter);
+    const dim3 grid(n_blocks, w.max_blocks);
+    if (fp8) {
+        f8_params f;
+        f.a = (const uint8_t *)d->a;
+        f.a_scale = d->a_scale;
+        f.b = (const uint8_t *)d->b;
+        f.w_scale = (const float *)d->scales;
+        f.slot = sp.slot;
+        f.block_expert = sp.block_expert;
+        f.expert_start = sp.expert_start;
+        f.inter = inter;
+        f.t = d->t;
+        f.n = d->n;
+        f.k = d->k;
+        f.per = per;
+        f.nx = nx;
+        QV_TRY(d->mb == 1 ? launch_fp8<1>(f, grid, stream) : d->mb == 2 ? launch_fp8<2>(f, grid, stream)
+                                                                        : launch_fp8<4>(f, grid, stream));
+    } else {
+        gemm_params g;
+        g.a = (const uint16_t *)d->a;
+        g.a_sorted = d->act_order;
+        if (d->act_order) {
+            uint16_t *ap = (uint16_t *)(ws + w.a_perm);
+            k_moe_gather_perm<<<stride_blocks(w.max_slots * d->k), 256, 0, stream>>>(
+                (const uint16_t *)d->a, sp.slot, sp.block_expert, sp.expert_start, d->perm, ap, nx, per, d->k, w.block,
+                w.max_slots);
+            QV_CUDA_TRY(cudaGetLastError(), "act_order gather launch");
+            g.a = ap;
+        }
+        g.b = (const uint32_t *)d->b;
+        g.b_expert_words = (int64_t)(d->k / 16) * 2 * d->n;
+        g.scales = d->scales;
+        g.scale_mode = d->scale_mode;
+        g.scale_fmt = d->scale_mode == SC_TENSOR ? SF_F32 : d->bf16 ? SF_BF16 : SF_F16;
+        g.s_expert = d->scale_mode == SC_TENSOR ? 1 : d->scale_mode == SC_CHANNEL || d->grp_single
+                                                             ? d->n
+                                                             : (int64_t)(d->k >> (d->g_shift + 4)) * d->n;
+        g.g_shift = d->g_shift;
+        g.grp_single = d->grp_single;
+        g.slot = sp.slot;
+        g.block_expert = sp.block_expert;
+        g.expert_start = sp.expert_start;
+        g.inter = inter;
+        g.n = d->n;
+        g.k = d->k;
+        g.per = per;
+        g.nx = nx;
+        QV_TRY(d->bf16 ? launch_gemm_mb<true>(d->mb, g, grid, stream) : launch_gemm_mb<false>(d->mb, g, grid, stream));
+    }
+
+    const int64_t items = (int64_t)d->t * (d->n / 2);
+    if (d->out_bf16)
+        k_moe_combine<true><<<stride_blocks(items), 256, 0, stream>>>(inter, ids, weights, d->expert_map,
+                                                                      (uint32_t *)d->out, d->t, d->n, d->topk, per,
+                                                                      d->e_local);
+    else
+        k_moe_combine<false><<<stride_blocks(items), 256, 0, stream>>>(inter, ids, weights, d->expert_map,
+                                                                       (uint32_t *)d->out, d->t, d->n, d->topk, per,
+                                                                       d->e_local);
+    QV_CUDA_TRY(cudaGetLastError(), "combine launch");
+    return QV_OK;
+}

@@ -1,0 +1,364 @@
+/* gpu_moe.c: a routed problem (moe.h) on the GPU under qvet's rules
+ * (gpu_moe.h): each expert packed in the Marlin layout and stacked, the
+ * upload, a poisoned output before every launch, the grouped launch
+ * (kernels/moe_grouped.cu), every CUDA call checked, the output, the routing
+ * and optionally the token sort downloaded, and repeated launches compared
+ * bit for bit. Safe on machines without a GPU (QV_ERR_NODEVICE). */
+#include "internal/gpu_moe.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "internal/gpu.h"
+#include "qvet/formats.h"
+#include "qvet/layout.h"
+#include "qvet/reference.h"
+
+/* The kernel's scale modes (gpu_moe.h qv_moe_dev.scale_mode). */
+enum { MODE_DEQUANT = 0, MODE_CHANNEL = 1, MODE_TENSOR = 2 };
+
+/* Why the fp8 block-128 kernel does not run v, or NULL when it does. */
+static const char *fp8_refusal(const qv_variant *v)
+{
+    if (v->afmt != QV_FMT_E4M3) return "the grouped fp8 kernel takes e4m3 activations";
+    if (v->scale_layout != QV_SCALE_BLOCK || (v->block_k && v->block_k != 128) || (v->block_n && v->block_n != 128) ||
+        v->sfmt != QV_FMT_F32)
+        return "the grouped fp8 kernel takes f32 weight scales per 128 x 128 block";
+    if (v->act_scale != QV_ASCALE_TOKEN_BLOCK) return "the grouped fp8 kernel takes f32 activation scales per token and 128 K";
+    if (v->arith.accum != QV_ACC_TC_FP8 || v->arith.promote_nc != 128)
+        return "the grouped fp8 kernel promotes its fp8 partial sums to fp32 every 128 K (acc=f8p128)";
+    if (v->ofmt != QV_FMT_F16 && v->ofmt != QV_FMT_BF16) return "the grouped fp8 kernel writes f16 or bf16";
+    if (v->zero_point != QV_ZP_NONE || v->azp != QV_AZP_NONE || v->bias_fmt != QV_FMT_NONE ||
+        v->s2fmt != QV_FMT_NONE || v->act_order || v->arith.out_sat != QV_SAT_NONE ||
+        (v->arith.epilogue[0] != QV_EP_END))
+        return "the grouped fp8 kernel has no zero points, bias, second-level scales, act_order, epilogue or "
+               "saturation";
+    return NULL;
+}
+
+/* Why the W4A16 kernel does not run v, or NULL when it does. */
+static const char *w4a16_refusal(const qv_variant *v)
+{
+    int h = v->afmt == QV_FMT_F16 || v->afmt == QV_FMT_BF16;
+    if (v->wfmt != QV_FMT_U4 || v->zero_point != QV_ZP_NONE)
+        return "the grouped kernel takes int4 \"q+8\" weights (w=u4b8) without zero points, or e4m3 weights";
+    if (!h || v->ofmt != v->afmt) return "the grouped W4A16 kernel takes f16 or bf16 activations and the same output";
+    if (v->act_scale != QV_ASCALE_NONE || v->azp != QV_AZP_NONE || v->bias_fmt != QV_FMT_NONE ||
+        v->s2fmt != QV_FMT_NONE)
+        return "the grouped W4A16 kernel has no activation scales, second-level scales or bias";
+    if (v->arith.accum != QV_ACC_TC_F32 || v->arith.out_sat != QV_SAT_NONE)
+        return "the grouped kernel accumulates on fp16/bf16 tensor cores into fp32 and casts without saturation";
+    if (v->scale_layout == QV_SCALE_GROUP || (v->scale_layout == QV_SCALE_CHANNEL && v->arith.dequant == QV_DQ_MUL_RN)) {
+        if (v->arith.dequant != QV_DQ_MUL_RN || v->arith.epilogue[0] != QV_EP_END || v->sfmt != v->afmt)
+            return "scales in the dequant need dq=rn, no epilogue and scales stored like the activations";
+        if (v->scale_layout == QV_SCALE_GROUP && (v->g < 16 || (v->g & (v->g - 1))))
+            return "group scales need g a power of two >= 16";
+    } else if (v->scale_layout == QV_SCALE_CHANNEL || v->scale_layout == QV_SCALE_TENSOR) {
+        if (v->arith.dequant != QV_DQ_EXACT || v->arith.epilogue[0] != QV_EP_MUL_WSCALE ||
+            v->arith.epilogue[1] != QV_EP_END)
+            return "channel or tensor scales in the epilogue need dq=exact and one fp32 scale";
+        if (v->scale_layout == QV_SCALE_CHANNEL ? v->sfmt != v->afmt : v->sfmt != QV_FMT_F32)
+            return "epilogue scales are stored like the activations (channel) or as f32 (tensor)";
+    } else {
+        return "the grouped W4A16 kernel takes group, channel or tensor weight scales";
+    }
+    if (v->act_order && v->scale_layout != QV_SCALE_GROUP) return "act_order needs group scales";
+    return NULL;
+}
+
+static int is_fp8(const qv_variant *v) { return v->wfmt == QV_FMT_E4M3; }
+
+qv_status qv_gpu_moe_supported(const qv_moe_spec *s)
+{
+    const qv_variant *v = s->expert;
+    const char *why = is_fp8(v) ? fp8_refusal(v) : w4a16_refusal(v);
+    if (!why && (s->rw != QV_RW_ACC || s->sum != QV_MSUM_F32))
+        why = "the combine applies the router weight in fp32 before the cast and sums in fp32 (rw=acc, sum=f32)";
+    if (!why && s->topk > QV_MOE_GPU_MAX_TOPK) why = "the routing kernel keeps at most 32 choices a token";
+    if (why) return qv_fail(QV_ERR_UNSUPPORTED, "%s: %s", s->text, why);
+    return QV_OK;
+}
+
+static qv_status dev_alloc(qv_gpu_moe *g, size_t bytes, void **dev)
+{
+    QV_ASSERT(g->n_allocs < (int)(sizeof g->allocs / sizeof g->allocs[0]), "qv_gpu_moe holds a fixed number of buffers");
+    QV_CUDA_TRY(cudaMalloc(dev, bytes ? bytes : 1), "cudaMalloc");
+    g->allocs[g->n_allocs++] = *dev;
+    return QV_OK;
+}
+
+static qv_status dev_upload(qv_gpu_moe *g, const void *host, size_t bytes, void **dev)
+{
+    QV_TRY(dev_alloc(g, bytes, dev));
+    QV_CUDA_TRY(cudaMemcpy(*dev, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to device");
+    return QV_OK;
+}
+
+void qv_gpu_moe_free(qv_gpu_moe *g)
+{
+    for (int i = 0; i < g->n_allocs; i++) cudaFree(g->allocs[i]);
+    memset(g, 0, sizeof *g);
+}
+
+/* The kernel takes the group of each sorted row from its position (row / g),
+ * so every group must hold exactly g rows, as GPTQ's act_order makes them. */
+static qv_status check_groups(const qv_problem *w, int x)
+{
+    int64_t groups = w->k / w->g;
+    int64_t *count = calloc((size_t)groups, sizeof *count);
+    if (!count) return qv_fail(QV_ERR_NOMEM, "act_order group counts");
+    qv_status st = QV_OK;
+    for (int64_t i = 0; i < w->k && st == QV_OK; i++) {
+        int32_t gi = w->g_idx[i];
+        if (gi < 0 || gi >= groups)
+            st = qv_fail(QV_ERR_RANGE, "expert %d: g_idx[%lld] = %d is outside [0, %lld)", x, (long long)i, gi,
+                         (long long)groups);
+        else
+            count[gi]++;
+    }
+    for (int64_t i = 0; i < groups && st == QV_OK; i++)
+        if (count[i] != w->g)
+            st = qv_fail(QV_ERR_UNSUPPORTED,
+                         "expert %d: group %lld holds %lld rows; the grouped kernel needs exactly g=%d rows per group",
+                         x, (long long)i, (long long)count[i], w->g);
+    free(count);
+    return st;
+}
+
+/* Each expert packed as a row of the expert's arithmetic would be (Marlin W4,
+ * or (n, k) e4m3 with its block scales), stacked expert-major into b, scales
+ * and perm (nx, k). */
+static qv_status pack_experts(const qv_moe_problem *p, uint32_t **b, void **scales, size_t *s_bytes, int32_t **perm,
+                              size_t *b_bytes)
+{
+    const qv_variant *ve = p->s->expert;
+    qv_variant pv = *ve;
+    pv.layout = is_fp8(ve) ? QV_LAYOUT_PLAIN_NK : QV_LAYOUT_MARLIN_W4;
+    int nx = p->e_local + p->shared;
+    *b = NULL, *scales = NULL, *perm = NULL;
+    qv_status st = QV_OK;
+    for (int x = 0; x < nx && st == QV_OK; x++) {
+        qv_problem w = p->w[x];
+        w.v = &pv;
+        if (ve->act_order) {
+            st = check_groups(&w, x);
+            if (st != QV_OK) break;
+        }
+        qv_packed pk;
+        st = qv_pack(&w, &pk);
+        if (st != QV_OK) break;
+        size_t bb = (size_t)(pk.b_rows * pk.b_cols) * sizeof(int32_t);
+        size_t sb = (size_t)(pk.s_rows * pk.s_cols) * pk.s_elem;
+        if (!x) {
+            *b = malloc(bb * (size_t)nx);
+            *scales = malloc(sb * (size_t)nx);
+            if (ve->act_order) *perm = malloc(sizeof(int32_t) * (size_t)(p->k * nx));
+            *b_bytes = bb * (size_t)nx;
+            *s_bytes = sb * (size_t)nx;
+            if (!*b || !*scales || (ve->act_order && !*perm)) st = qv_fail(QV_ERR_NOMEM, "stacking %d experts", nx);
+        }
+        if (st == QV_OK) {
+            memcpy((char *)*b + bb * (size_t)x, pk.b, bb);
+            memcpy((char *)*scales + sb * (size_t)x, pk.scales, sb);
+            if (ve->act_order) memcpy(*perm + p->k * x, pk.perm, sizeof(int32_t) * (size_t)p->k);
+        }
+        qv_packed_destroy(&pk);
+    }
+    if (st != QV_OK) {
+        free(*b), free(*scales), free(*perm);
+        *b = NULL, *scales = NULL, *perm = NULL;
+    }
+    return st;
+}
+
+qv_status qv_gpu_moe_upload(const qv_moe_problem *p, qv_gpu_moe *g)
+{
+    memset(g, 0, sizeof *g);
+    const qv_moe_spec *s = p->s;
+    const qv_variant *v = s->expert;
+    QV_TRY(qv_gpu_moe_supported(s));
+    qv_moe_dev *d = &g->d;
+    d->t = (int)p->t, d->n = (int)p->n, d->k = (int)p->k, d->e = p->e, d->e_local = p->e_local;
+    d->shared = p->shared, d->topk = s->topk, d->route = (int)s->route, d->rsf = s->rsf;
+    d->logit_fmt = (int)s->logit_fmt;
+    d->kind = is_fp8(v) ? QV_MOE_FP8_B128 : QV_MOE_W4A16;
+    d->bf16 = v->afmt == QV_FMT_BF16;
+    d->out_bf16 = v->ofmt == QV_FMT_BF16;
+    d->act_order = v->act_order;
+    if (d->kind == QV_MOE_FP8_B128) {
+        d->scale_mode = MODE_DEQUANT;
+    } else if (v->scale_layout == QV_SCALE_GROUP && p->k != v->g) {
+        d->scale_mode = MODE_DEQUANT;
+        for (int q = v->g / 16; q > 1; q >>= 1) d->g_shift++;
+    } else if (v->scale_layout == QV_SCALE_GROUP || v->arith.dequant == QV_DQ_MUL_RN) {
+        /* one group of K: stored in the channel order (layout.h) */
+        d->scale_mode = MODE_DEQUANT;
+        d->g_shift = 30;
+        d->grp_single = 1;
+    } else {
+        d->scale_mode = v->scale_layout == QV_SCALE_CHANNEL ? MODE_CHANNEL : MODE_TENSOR;
+    }
+    d->mb = qv_moe_pick_mb(d);
+    if (p->t > 0x7fffffff || p->n > 0x7fffffff || p->k > 0x7fffffff)
+        return qv_fail(QV_ERR_SHAPE, "grouped GEMM: t, n and k must fit int32");
+
+    uint32_t *b;
+    void *sc;
+    int32_t *perm;
+    size_t sb, bb;
+    QV_TRY(pack_experts(p, &b, &sc, &sb, &perm, &bb));
+    void *dv;
+    qv_status st;
+#define UP(host, bytes, field)                                                                                        \
+    do {                                                                                                              \
+        st = dev_upload(g, (host), (bytes), &dv);                                                                     \
+        if (st != QV_OK) goto fail;                                                                                   \
+        d->field = dv;                                                                                                \
+    } while (0)
+    UP(p->logits, (size_t)(p->t * p->e) * qv_fmt_storage_bytes(s->logit_fmt), logits);
+    UP(p->expert_map, sizeof(int32_t) * (size_t)p->e, expert_map);
+    UP(p->a, (size_t)(p->t * p->k) * qv_fmt_storage_bytes(v->afmt), a);
+    if (d->kind == QV_MOE_FP8_B128) UP(p->a_scale, sizeof(float) * (size_t)(p->t * ((p->k + 127) / 128)), a_scale);
+    UP(b, bb, b);
+    UP(sc, sb, scales);
+    if (perm) UP(perm, sizeof(int32_t) * (size_t)(p->k * (p->e_local + p->shared)), perm);
+#undef UP
+    g->out_bytes = (size_t)(p->t * p->n) * 2;
+    st = dev_alloc(g, g->out_bytes + QV_GPU_GUARD_BYTES, &d->out);
+    if (st != QV_OK) goto fail;
+    qv_moe_ws_plan(d, d->mb, &g->ws);
+    st = dev_alloc(g, g->ws.bytes, &d->workspace);
+    if (st != QV_OK) goto fail;
+    free(b), free(sc), free(perm);
+    return QV_OK;
+fail:
+    free(b), free(sc), free(perm);
+    qv_gpu_moe_free(g);
+    return st;
+}
+
+/* Downloads the device's token sort into so (moe.h's form). */
+static qv_status download_sort(const qv_gpu_moe *g, qv_moe_sorted *so)
+{
+    memset(so, 0, sizeof *so);
+    const qv_moe_dev *d = &g->d;
+    int nx = d->e_local + d->shared;
+    const unsigned char *ws = d->workspace;
+    int *start = malloc(sizeof(int) * ((size_t)nx + 1));
+    so->expert_start = malloc(sizeof(int64_t) * ((size_t)nx + 1));
+    if (!start || !so->expert_start) {
+        free(start);
+        qv_moe_sorted_destroy(so);
+        return qv_fail(QV_ERR_NOMEM, "token sort download");
+    }
+    cudaError_t rc = cudaMemcpy(start, ws + g->ws.expert_start, sizeof(int) * ((size_t)nx + 1), cudaMemcpyDeviceToHost);
+    int total = rc == cudaSuccess ? start[nx] : 0;
+    for (int x = 0; x <= nx; x++) so->expert_start[x] = start[x];
+    free(start);
+    so->block = g->ws.block;
+    so->n_slots = total;
+    so->slot = malloc(sizeof(int32_t) * (size_t)(total ? total : 1));
+    so->block_expert = malloc(sizeof(int32_t) * (size_t)(total ? total / so->block : 1));
+    if (rc == cudaSuccess && (!so->slot || !so->block_expert)) {
+        qv_moe_sorted_destroy(so);
+        return qv_fail(QV_ERR_NOMEM, "token sort download");
+    }
+    if (rc == cudaSuccess && total)
+        rc = cudaMemcpy(so->slot, ws + g->ws.slot, sizeof(int32_t) * (size_t)total, cudaMemcpyDeviceToHost);
+    if (rc == cudaSuccess && total)
+        rc = cudaMemcpy(so->block_expert, ws + g->ws.block_expert, sizeof(int32_t) * (size_t)(total / so->block),
+                        cudaMemcpyDeviceToHost);
+    if (rc != cudaSuccess) {
+        qv_moe_sorted_destroy(so);
+        return qv_cuda_fail((int)rc, "token sort download", __FILE__, __LINE__);
+    }
+    return QV_OK;
+}
+
+/* Poison, launch, wait, download the output, ids and weights; count guard
+ * bytes that lost their poison. */
+static qv_status launch_once(qv_gpu_moe *g, qv_fmt of, void *out, int32_t *ids, float *weights, double *ms,
+                             int64_t *guard_writes)
+{
+    const qv_moe_dev *d = &g->d;
+    int64_t count = (int64_t)d->t * d->n, guard = QV_GPU_GUARD_BYTES / 2;
+    QV_TRY(qv_gpu_poison(d->out, of, count + guard, NULL));
+    cudaEvent_t e0, e1;
+    QV_CUDA_TRY(cudaEventCreate(&e0), "cudaEventCreate");
+    QV_CUDA_TRY(cudaEventCreate(&e1), "cudaEventCreate");
+    QV_CUDA_TRY(cudaEventRecord(e0, NULL), "cudaEventRecord");
+    qv_status st = qv_moe_launch(d, NULL);
+    if (st != QV_OK) {
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+        return st;
+    }
+    QV_CUDA_TRY(cudaEventRecord(e1, NULL), "cudaEventRecord");
+    QV_CUDA_TRY(cudaDeviceSynchronize(), "routed GEMM execution");
+    float f = 0;
+    QV_CUDA_TRY(cudaEventElapsedTime(&f, e0, e1), "cudaEventElapsedTime");
+    *ms = f;
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    const unsigned char *ws = d->workspace;
+    size_t nk = sizeof(int32_t) * (size_t)d->t * (size_t)d->topk;
+    QV_CUDA_TRY(cudaMemcpy(out, d->out, g->out_bytes, cudaMemcpyDeviceToHost), "cudaMemcpy output to host");
+    QV_CUDA_TRY(cudaMemcpy(ids, ws + g->ws.ids, nk, cudaMemcpyDeviceToHost), "cudaMemcpy ids to host");
+    QV_CUDA_TRY(cudaMemcpy(weights, ws + g->ws.weights, nk, cudaMemcpyDeviceToHost), "cudaMemcpy weights to host");
+    unsigned char gb[QV_GPU_GUARD_BYTES];
+    QV_CUDA_TRY(cudaMemcpy(gb, (char *)d->out + g->out_bytes, sizeof gb, cudaMemcpyDeviceToHost),
+                "cudaMemcpy guard to host");
+    uint32_t code = ref_poison_code(of);
+    for (size_t i = 0; i < sizeof gb; i++)
+        if (gb[i] != ((const unsigned char *)&code)[i % 2]) ++*guard_writes;
+    return QV_OK;
+}
+
+qv_status qv_gpu_moe_run(const qv_moe_problem *p, int repeat, void *out, int32_t *ids, float *weights,
+                         qv_moe_sorted *sorted, qv_gpu_moe_stats *st)
+{
+    qv_gpu_moe_stats tmp;
+    if (!st) st = &tmp;
+    memset(st, 0, sizeof *st);
+    st->first_diff = -1;
+    if (sorted) memset(sorted, 0, sizeof *sorted);
+    QV_TRY(qv_gpu_moe_supported(p->s));
+    QV_TRY(qv_moe_problem_check(p));
+    if (!qv_gpu_info_get(NULL)) return qv_fail(QV_ERR_NODEVICE, "no CUDA device");
+    qv_gpu_moe g;
+    QV_TRY(qv_gpu_moe_upload(p, &g));
+    st->block = g.ws.block;
+    qv_fmt of = p->s->expert->ofmt;
+    size_t nk = (size_t)(p->t * p->s->topk);
+    size_t ob = g.out_bytes;
+    int32_t *ids1 = malloc(sizeof(int32_t) * nk * 2);
+    float *w1 = malloc(sizeof(float) * nk * 2);
+    void *out2 = repeat > 1 ? malloc(ob) : NULL;
+    qv_status s = QV_OK;
+    if (!ids1 || !w1 || (repeat > 1 && !out2)) s = qv_fail(QV_ERR_NOMEM, "routed run buffers");
+    if (s == QV_OK) s = launch_once(&g, of, out, ids1, w1, &st->ms, &st->guard_writes);
+    if (s == QV_OK) st->launches = 1;
+    for (int r = 1; r < repeat && s == QV_OK && !st->nondeterministic; r++) {
+        s = launch_once(&g, of, out2, ids1 + nk, w1 + nk, &st->ms, &st->guard_writes);
+        st->launches++;
+        if (s != QV_OK) break;
+        if (memcmp(out2, out, ob) || memcmp(ids1, ids1 + nk, sizeof(int32_t) * nk) ||
+            memcmp(w1, w1 + nk, sizeof(float) * nk)) {
+            st->nondeterministic = 1;
+            for (int64_t i = 0; i < p->t * p->n; i++)
+                if (memcmp((char *)out2 + i * 2, (char *)out + i * 2, 2)) {
+                    st->first_diff = i;
+                    break;
+                }
+        }
+    }
+    if (s == QV_OK && ids) memcpy(ids, ids1, sizeof(int32_t) * nk);
+    if (s == QV_OK && weights) memcpy(weights, w1, sizeof(float) * nk);
+    if (s == QV_OK && sorted) s = download_sort(&g, sorted);
+    free(ids1), free(w1), free(out2);
+    qv_gpu_moe_free(&g);
+    return s;
+}

@@ -1,0 +1,120 @@
+/* gpu_moe.h: the routed (mixture-of-experts) GEMM on the GPU (docs/moe.md):
+ * routing, the token sort, one grouped GEMM launch over (M block, N tile) for
+ * every expert, and the weighted combine. Included by kernels/moe_grouped.cu,
+ * the GPU runner of routed problems (src/gpu_moe.c), the campaign, the GPU
+ * suite and bench. Rule: everything after the upload runs on the device in
+ * one stream with no host round trip, and its result is a function of the
+ * problem alone (no atomics decide an order), so two launches agree bit for
+ * bit. */
+#ifndef QVET_GPU_MOE_H
+#define QVET_GPU_MOE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qvet/moe.h"
+#include "qvet/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The most choices per token the routing kernel keeps in registers. */
+#define QV_MOE_GPU_MAX_TOPK 32
+
+/* What the grouped launch reads and writes, every pointer on the device.
+ * nx = e_local + shared experts hold weights; per = topk + shared pairs per
+ * token; a pair (t, c) is routed choice c < topk or shared expert c - topk. */
+/* The experts' GEMM (qv_moe_dev.kind). */
+enum {
+    QV_MOE_W4A16 = 0,   /* Marlin-packed int4 "q+8" weights, f16/bf16 activations, mma.sync */
+    QV_MOE_FP8_B128     /* e4m3 (n, k) weights with f32 128x128 block scales, e4m3 activations
+                           with f32 scales per token and 128 K; promoted to fp32 every 128 K */
+};
+
+typedef struct qv_moe_dev {
+    int kind;                   /* QV_MOE_W4A16 or QV_MOE_FP8_B128 */
+    int t, n, k, e, e_local, shared, topk;
+    int route;                  /* qv_route */
+    float rsf;                  /* routed scaling factor (1: none) */
+    int logit_fmt;              /* qv_fmt: F32, BF16 or F16 */
+    int bf16;                   /* W4A16: 1 bf16 activations and scales, 0 f16 */
+    int out_bf16;               /* 1: bf16 output, 0: f16 (W4A16: as the activations) */
+    int act_order;              /* 1: each expert's rows sorted by its g_idx (perm) */
+    int scale_mode;             /* 0: scales in the dequant (per group, or one group of K for
+                                   channel scales); 1: exact dequant, fp32 channel scale in the
+                                   epilogue; 2: the same with one f32 tensor scale */
+    int g_shift;                /* log2(g / 16) for group scales; 30 for one group of K */
+    int grp_single;             /* 1: the dequant scales are one row in the channel permutation */
+    int mb;                     /* m16 tiles per block: the sort pads segments to 16 * mb rows */
+    const void *logits;         /* (t, e) in logit_fmt (float or uint16_t codes) */
+    const int32_t *expert_map;  /* (e) local index or -1 */
+    const void *a;              /* (t, k) activations: f16/bf16, or e4m3 codes */
+    const float *a_scale;       /* FP8_B128: (ceil(k/128), t) f32, MN-major; else NULL */
+    const void *b;              /* W4A16: (nx, k/16, 2n) Marlin-packed int32 words; FP8_B128:
+                                   (nx, n, k) e4m3 codes; expert-major */
+    const void *scales;         /* W4A16: (nx, k/g, n) f16/bf16 packed, (nx, 1, n), or (nx) f32
+                                   for mode 2; FP8_B128: (nx, ceil(k/128), ceil(n/128)) f32 */
+    const int32_t *perm;        /* (nx, k) each expert's sorted-row order (act_order), else NULL */
+    void *out;                  /* (t, n) output codes */
+    void *workspace;            /* qv_moe_workspace bytes, any content */
+} qv_moe_dev;
+
+/* Where the workspace of a launch keeps each buffer (byte offsets), with the
+ * largest padded slot count: (t * per) / block + nx blocks of `block` rows. */
+typedef struct qv_moe_ws {
+    int block, max_blocks;
+    int64_t max_slots;
+    size_t ids, weights, counts, expert_start, block_expert, slot, a_perm, inter, bytes;
+} qv_moe_ws;
+
+/* The plan of d's shape (mb and the pointers are not read). */
+void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w);
+/* The rows per block the grouped kernel takes for d's shape: 1, 2 or 4 m16
+ * tiles, by the mean rows per expert. */
+int qv_moe_pick_mb(const qv_moe_dev *d);
+
+/* Routing, sort, grouped GEMM, combine on `stream` (a cudaStream_t, NULL the
+ * default). Refuses (without a CUDA call) what the kernels do not implement. */
+qv_status qv_moe_launch(const qv_moe_dev *d, void *stream);
+
+/* ---- the runner (src/gpu_moe.c) ---- */
+
+/* Whether qvet's grouped kernels run spec s: QV_OK, or QV_ERR_UNSUPPORTED
+ * with the reason (no CUDA call). */
+qv_status qv_gpu_moe_supported(const qv_moe_spec *s);
+
+/* A routed problem on the device, for repeated launches (bench). */
+typedef struct qv_gpu_moe {
+    qv_moe_dev d;
+    size_t out_bytes;        /* t * n codes; QV_GPU_GUARD_BYTES of guard follow them */
+    qv_moe_ws ws;
+    void *allocs[10];
+    int n_allocs;
+} qv_gpu_moe;
+
+/* Packs each expert (Marlin layout), stacks and uploads them with the
+ * activations, logits and expert map. */
+qv_status qv_gpu_moe_upload(const qv_moe_problem *p, qv_gpu_moe *g);
+void      qv_gpu_moe_free(qv_gpu_moe *g);
+
+typedef struct qv_gpu_moe_stats {
+    int launches;
+    int nondeterministic;    /* two launches differed in a bit of the output, ids or weights */
+    int64_t first_diff;      /* first differing output element, -1 if none */
+    int64_t guard_writes;    /* bytes changed past the output */
+    double ms;               /* the last launch, for information */
+    int block;               /* rows per block of the sort */
+} qv_gpu_moe_stats;
+
+/* Runs p on the GPU `repeat` (>= 1) times, each with a poisoned output,
+ * and downloads the output (t, n) codes, the routing ids and weights (t,
+ * topk; either may be NULL) and, when `sorted` is not NULL, the device's
+ * token sort (released with qv_moe_sorted_destroy). */
+qv_status qv_gpu_moe_run(const qv_moe_problem *p, int repeat, void *out, int32_t *ids, float *weights,
+                         qv_moe_sorted *sorted, qv_gpu_moe_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

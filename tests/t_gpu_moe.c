@@ -1,0 +1,312 @@
+/* t_gpu_moe.c: the routed GEMM on the GPU (kernels/moe_grouped.cu through
+ * src/gpu_moe.c; GPU, prints "SKIP: no CUDA device" and runs only its CPU
+ * checks where there is none).
+ *
+ * A case is a routed row or spec x router experts (local ones, shared ones)
+ * x tokens x (n, k) x a logits case x a GEMM probe. On a device each case
+ * runs twice with a poisoned output (same bits in the output, ids and
+ * weights; nothing written past the output) and is checked four ways, each
+ * against something the kernels did not compute:
+ *  - the verdict of the exact routed reference (ref_moe_verify: the ids must
+ *    be an admissible top-k of the exact scores, the weights within their
+ *    certified bound, every output element within its bound);
+ *  - the device's token sort equals the host's qv_moe_sort of the device's
+ *    ids, slot for slot (segments padded with -1 to the kernel's block);
+ *  - a token whose choices are all on other ranks (expert map -1) and that
+ *    has no shared expert is exactly +0 in every column;
+ *  - with one expert far above the rest, every token's first choice is it.
+ * The rows: Marlin-style W4A16 experts (g128, g32, channelwise in the
+ * dequant or the epilogue, act_order) and DeepSeek-V3-style fp8 block-128
+ * experts with a shared expert and a routed scaling factor.
+ * Without a device the CPU half checks that the rows flagged gpu_kernel are
+ * the ones the backend takes, that the workspace plan holds the largest sort
+ * of every case, and that refusals happen before any CUDA call. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal/gpu_moe.h"
+#include "qvet/formats.h"
+#include "qvet/moe.h"
+#include "qvet/probe.h"
+#include "qvet/reference.h"
+#include "support/gpu.h"
+
+/* The date the suite was written; QVET_SEED replaces it. Case i fills its
+ * data from seed * 1000 + i. */
+static uint64_t g_seed = 20261205;
+
+#define MIXTRAL "moe-mixtral-w4a16-g128-f16"
+#define QWEN3 "moe-qwen3-w4a16-g128-bf16"
+#define ACTORDER "moe-w4a16-actorder-f16"
+#define CHANNEL "moe-w4a16-channel-f16"
+/* DeepSeek-V3's routing (256 experts, top-8 sigmoid, rsf 2.5, one shared
+ * expert) over W4A16 bf16 experts. */
+#define DSV3 "w=u4b8,ws=bf16/g128,a=bf16,route=sigmoid-topk-renorm,topk=8,rsf=2.5"
+#define DSFP8 "moe-deepseek-fp8-b128-bf16"
+
+static const struct moe_case {
+    const char *spec;        /* a routed row's name or a routed spec */
+    int e, e_local, shared;  /* router experts, local ones, shared ones */
+    int t, n, k;
+    qv_moe_logits logits;
+    qv_probe_kind probe;
+} kCases[] = {
+    /* Mixtral-8x7B: decode, batches, every logits case. */
+    {MIXTRAL, 8, 8, 0, 1, 256, 256, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
+    {MIXTRAL, 8, 8, 0, 2, 256, 384, QV_LOGITS_RANDOM, QV_PROBE_ONEHOT},
+    {MIXTRAL, 8, 8, 0, 37, 320, 256, QV_LOGITS_TIES, QV_PROBE_EXACT},
+    {MIXTRAL, 8, 8, 0, 33, 128, 256, QV_LOGITS_NEAR_TIES, QV_PROBE_RANDOM},
+    {MIXTRAL, 8, 8, 0, 300, 128, 256, QV_LOGITS_ONE_EXPERT, QV_PROBE_EXACT},
+    {MIXTRAL, 8, 8, 0, 64, 192, 256, QV_LOGITS_EMPTY, QV_PROBE_RANDOM},
+    {MIXTRAL, 8, 8, 0, 129, 128, 256, QV_LOGITS_WIDE, QV_PROBE_RANDOM},
+    {MIXTRAL, 8, 6, 0, 65, 128, 256, QV_LOGITS_MASKED, QV_PROBE_EXACT},
+    {MIXTRAL, 8, 4, 0, 17, 128, 256, QV_LOGITS_NONLOCAL, QV_PROBE_RANDOM},
+    {MIXTRAL, 8, 8, 0, 4096, 64, 128, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
+    /* Mixtral-8x7B's whole expert GEMM (N = 28672, K = 4096). */
+    {MIXTRAL, 8, 8, 0, 2, 28672, 4096, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
+    /* Qwen3-MoE: 128 experts, top-8, bf16. */
+    {QWEN3, 128, 128, 0, 1, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
+    {QWEN3, 128, 128, 0, 8, 128, 256, QV_LOGITS_TIES, QV_PROBE_RANDOM},
+    {QWEN3, 128, 96, 0, 200, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
+    {QWEN3, 128, 64, 0, 31, 128, 256, QV_LOGITS_NONLOCAL, QV_PROBE_RANDOM},
+    {QWEN3, 128, 128, 0, 1024, 64, 128, QV_LOGITS_ONE_EXPERT, QV_PROBE_RANDOM},
+    {QWEN3, 128, 128, 0, 4096, 64, 128, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
+    {QWEN3, 128, 128, 0, 16, 1536, 2048, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
+    /* act_order per expert, channelwise scales in the dequant. */
+    {ACTORDER, 8, 8, 0, 65, 192, 384, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
+    {ACTORDER, 8, 8, 0, 16, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_ONEHOT},
+    {ACTORDER, 8, 6, 0, 257, 128, 256, QV_LOGITS_TIES, QV_PROBE_EXACT},
+    {CHANNEL, 16, 16, 0, 1, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
+    {CHANNEL, 16, 12, 0, 100, 320, 128, QV_LOGITS_MASKED, QV_PROBE_RANDOM},
+    /* k = 1; channel scales in the epilogue; groups of 32. */
+    {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=1", 8, 8, 0, 63, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
+    {"w=u4b8,ws=f16/c,dq=exact,route=softmax-topk-renorm,topk=2", 8, 8, 0, 40, 128, 256, QV_LOGITS_RANDOM,
+     QV_PROBE_RANDOM},
+    {"w=u4b8,ws=f16/g32,route=softmax-topk-renorm,topk=2", 8, 8, 0, 9, 64, 256, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
+    /* DeepSeek-V3-class: 256 experts, top-8, a shared expert, rsf, non-local experts. */
+    {DSV3, 256, 256, 1, 1, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
+    {DSV3, 256, 256, 1, 200, 128, 256, QV_LOGITS_TIES, QV_PROBE_RANDOM},
+    {DSV3, 256, 192, 1, 77, 128, 256, QV_LOGITS_NONLOCAL, QV_PROBE_RANDOM},
+    {DSV3, 256, 256, 1, 4096, 64, 128, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
+    /* DeepSeek-V3's fp8 block-128 experts: N tails (192 = 1.5 blocks), K of
+     * several 128-blocks, near ties, non-local experts, the model's K. */
+    {DSFP8, 256, 256, 1, 1, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
+    {DSFP8, 256, 256, 1, 37, 192, 384, QV_LOGITS_NEAR_TIES, QV_PROBE_RANDOM},
+    {DSFP8, 256, 256, 1, 200, 128, 256, QV_LOGITS_TIES, QV_PROBE_ONEHOT},
+    {DSFP8, 256, 192, 1, 65, 64, 512, QV_LOGITS_NONLOCAL, QV_PROBE_RANDOM},
+    {DSFP8, 256, 256, 1, 2048, 64, 256, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
+    {DSFP8, 256, 256, 1, 3, 128, 7168, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
+    {"w=e4m3,ws=f32/b128x128,a=e4m3,as=f32/tok-b128,acc=f8p128,out=f16,route=softmax-topk-renorm,topk=2", 8, 6, 0,
+     33, 320, 256, QV_LOGITS_MASKED, QV_PROBE_EXACT},
+};
+#define NCASES ((int)(sizeof kCases / sizeof kCases[0]))
+
+/* The routed spec of a case (rows interned by the registry, specs parsed
+ * once per case into a static). */
+static const qv_moe_spec *spec_of(int i)
+{
+    static qv_moe_spec parsed[NCASES];
+    const qv_moe_row *r = qv_moe_row_find(kCases[i].spec);
+    const qv_moe_spec *s = NULL;
+    if (r) {
+        ck_assert_msg(qv_moe_row_spec(r, &s) == QV_OK, "%s: %s", kCases[i].spec, qv_errmsg());
+        return s;
+    }
+    ck_assert_msg(qv_moe_spec_parse(kCases[i].spec, &parsed[i]) == QV_OK, "%s: %s", kCases[i].spec, qv_errmsg());
+    return &parsed[i];
+}
+
+static void build(int i, qv_moe_problem *p)
+{
+    const struct moe_case *c = &kCases[i];
+    const qv_moe_spec *s = spec_of(i);
+    ck_assert_msg(qv_moe_problem_create(p, s, c->t, c->n, c->k, c->e, c->e_local, c->shared) == QV_OK, "case %d: %s", i,
+                  qv_errmsg());
+    ck_assert_msg(ref_moe_fill(p, c->logits, c->probe, QV_REGIME_LOGUNIFORM, g_seed * 1000 + (uint64_t)i) == QV_OK,
+                  "case %d: %s", i, qv_errmsg());
+}
+
+/* The device argument struct of p as the runner sets it up, without buffers. */
+static qv_moe_dev shape_of(const qv_moe_problem *p)
+{
+    qv_moe_dev d;
+    memset(&d, 0, sizeof d);
+    d.t = (int)p->t, d.n = (int)p->n, d.k = (int)p->k, d.e = p->e, d.e_local = p->e_local, d.shared = p->shared;
+    d.topk = p->s->topk;
+    d.act_order = p->s->expert->act_order;
+    return d;
+}
+
+/* ---- CPU half ---------------------------------------------------------------------- */
+
+/* The rows flagged gpu_kernel are exactly the ones the backend takes. */
+START_TEST(rows_flagged)
+{
+    int flagged = 0;
+    for (int i = 0; i < qv_moe_row_count(); i++) {
+        const qv_moe_row *r = qv_moe_row_get(i);
+        const qv_moe_spec *s;
+        ck_assert_int_eq(qv_moe_row_spec(r, &s), QV_OK);
+        qv_status st = qv_gpu_moe_supported(s);
+        ck_assert_msg((st == QV_OK) == (r->gpu_kernel == 1), "%s: gpu_kernel %d, backend says %s", r->name,
+                      r->gpu_kernel, st == QV_OK ? "yes" : qv_errmsg());
+        flagged += r->gpu_kernel;
+    }
+    ck_assert_int_ge(flagged, 5);
+}
+END_TEST
+
+/* Refusals come before any CUDA call (this runs without a device). */
+START_TEST(refusals)
+{
+    qv_moe_spec s;
+    ck_assert_int_eq(qv_moe_spec_parse("w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,rw=out", &s), QV_OK);
+    ck_assert_int_eq(qv_gpu_moe_supported(&s), QV_ERR_UNSUPPORTED);
+    ck_assert_int_eq(qv_moe_spec_parse("w=u4,ws=f16/g128,wz=int/g128,route=softmax-topk,topk=2", &s), QV_OK);
+    ck_assert_int_eq(qv_gpu_moe_supported(&s), QV_ERR_UNSUPPORTED);
+    ck_assert_int_eq(qv_moe_spec_parse("w=u4b8,ws=f16/g128,route=softmax-topk,topk=33", &s), QV_OK);
+    ck_assert_int_eq(qv_gpu_moe_supported(&s), QV_ERR_UNSUPPORTED);
+    int dummy = 0;
+    qv_moe_dev d = {.t = 4, .n = 128, .k = 256, .e = 64, .e_local = 64, .topk = 33, .mb = 1};
+    d.logits = &dummy;
+    d.expert_map = (const int32_t *)&dummy;
+    d.a = (const uint16_t *)&dummy;
+    d.b = (const uint32_t *)&dummy;
+    d.scales = &dummy;
+    d.out = &dummy;
+    d.workspace = &dummy;
+    ck_assert_int_eq(qv_moe_launch(&d, NULL), QV_ERR_UNSUPPORTED);
+    d.topk = 2;
+    d.n = 96; /* not a multiple of 64 */
+    ck_assert_int_eq(qv_moe_launch(&d, NULL), QV_ERR_SHAPE);
+    d.n = 128;
+    d.e = 2048; /* more router experts than the routing kernel's 1024 */
+    ck_assert_int_eq(qv_moe_launch(&d, NULL), QV_ERR_UNSUPPORTED);
+}
+END_TEST
+
+/* The workspace plan holds the token sort of any routing of each case's
+ * shape: choices spread evenly (the most segments with a padded tail), all
+ * on one window of experts, and a seeded random draw. The problem here is a
+ * shell (shape, spec and expert map; no weights are made). */
+START_TEST(plan_holds_sort)
+{
+    const struct moe_case *c = &kCases[_i];
+    qv_moe_problem p;
+    memset(&p, 0, sizeof p);
+    p.s = spec_of(_i);
+    p.t = c->t, p.n = c->n, p.k = c->k, p.e = c->e, p.e_local = c->e_local, p.shared = c->shared;
+    const int k = p.s->topk;
+    p.expert_map = malloc(sizeof(int32_t) * (size_t)c->e);
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)c->t * (size_t)k);
+    ck_assert(p.expert_map && ids);
+    /* the first e_local router experts local, the rest elsewhere */
+    for (int j = 0; j < c->e; j++) p.expert_map[j] = j < c->e_local ? j : -1;
+    qv_moe_dev d = shape_of(&p);
+    uint64_t st = g_seed * 1000 + (uint64_t)_i;
+    for (int pattern = 0; pattern < 3; pattern++) {
+        for (int64_t t = 0; t < p.t; t++) {
+            st = st * 6364136223846793005ull + 1442695040888963407ull;
+            int first = pattern == 0 ? (int)((t * k) % c->e) : pattern == 1 ? 0 : (int)((st >> 33) % (uint64_t)c->e);
+            for (int j = 0; j < k; j++) ids[t * k + j] = (first + j) % c->e;
+        }
+        for (int mb = 1; mb <= 4; mb *= 2) {
+            qv_moe_ws w;
+            qv_moe_ws_plan(&d, mb, &w);
+            qv_moe_sorted so;
+            ck_assert_int_eq(qv_moe_sort(&p, ids, 16 * mb, &so), QV_OK);
+            ck_assert_int_le(so.n_slots, w.max_slots);
+            ck_assert_int_le(so.n_slots / so.block, w.max_blocks);
+            qv_moe_sorted_destroy(&so);
+        }
+    }
+    free(ids);
+    free(p.expert_map);
+}
+END_TEST
+
+/* ---- GPU half ---------------------------------------------------------------------- */
+
+static int cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
+START_TEST(routed_case)
+{
+    const struct moe_case *c = &kCases[_i];
+    qv_moe_problem p;
+    build(_i, &p);
+    const qv_moe_spec *s = p.s;
+    int k = s->topk;
+    size_t es = qv_fmt_storage_bytes(s->expert->ofmt);
+    void *out = malloc((size_t)(p.t * p.n) * es);
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(p.t * k));
+    float *w = malloc(sizeof(float) * (size_t)(p.t * k));
+    ck_assert(out && ids && w);
+    qv_moe_sorted dev;
+    qv_gpu_moe_stats gs;
+    qv_status st = qv_gpu_moe_run(&p, 2, out, ids, w, &dev, &gs);
+    ck_assert_msg(st == QV_OK, "case %d (%s t=%d): %s", _i, c->spec, c->t, qv_errmsg());
+    ck_assert_msg(!gs.nondeterministic, "case %d: two launches differ (element %lld)", _i, (long long)gs.first_diff);
+    ck_assert_msg(gs.guard_writes == 0, "case %d: %lld bytes written past the output", _i, (long long)gs.guard_writes);
+
+    /* the device's sort is the host's sort of the device's ids */
+    qv_moe_sorted host;
+    ck_assert_int_eq(qv_moe_sort(&p, ids, gs.block, &host), QV_OK);
+    ck_assert_int_eq(dev.n_slots, host.n_slots);
+    for (int x = 0; x <= p.e_local + p.shared; x++)
+        ck_assert_msg(dev.expert_start[x] == host.expert_start[x], "case %d: expert %d starts at %lld, not %lld", _i, x,
+                      (long long)dev.expert_start[x], (long long)host.expert_start[x]);
+    for (int64_t i = 0; i < host.n_slots; i++)
+        ck_assert_msg(dev.slot[i] == host.slot[i], "case %d: slot %lld holds %d, not %d", _i, (long long)i,
+                      dev.slot[i], host.slot[i]);
+    for (int64_t b = 0; b < host.n_slots / host.block; b++)
+        ck_assert_int_eq(dev.block_expert[b], host.block_expert[b]);
+
+    /* tokens with every choice elsewhere and no shared expert: exactly +0 */
+    int64_t zero_rows = 0;
+    for (int64_t t = 0; t < p.t && !p.shared; t++) {
+        int local = 0;
+        for (int j = 0; j < k; j++) local |= p.expert_map[ids[t * k + j]] >= 0;
+        if (local) continue;
+        zero_rows++;
+        for (int64_t j = 0; j < p.n; j++) {
+            uint16_t code;
+            memcpy(&code, (char *)out + (size_t)(t * p.n + j) * es, es);
+            ck_assert_msg(code == 0, "case %d: token %lld has no local expert, column %lld is 0x%04x", _i,
+                          (long long)t, (long long)j, code);
+        }
+    }
+    if (c->logits == QV_LOGITS_NONLOCAL && !p.shared) ck_assert_int_eq(zero_rows, p.t);
+    if (c->logits == QV_LOGITS_ONE_EXPERT)
+        for (int64_t t = 1; t < p.t; t++) ck_assert_int_eq(ids[t * k], ids[0]);
+
+    qv_moe_result r;
+    ck_assert_int_eq(ref_moe_verify_jobs(&p, out, ids, w, cores(), &r), QV_OK);
+    ck_assert_msg(r.n_route_bad == 0 && r.n_weight_bad == 0, "case %d (%s t=%d): routing: %s", _i, c->spec, c->t,
+                  r.route_reason);
+    ck_assert_msg(r.out.grade != QV_FAIL, "case %d (%s t=%d n=%d k=%d, %s): %s", _i, c->spec, c->t, c->n, c->k,
+                  qv_moe_logits_name(c->logits), r.out.reason);
+    qv_moe_sorted_destroy(&dev);
+    qv_moe_sorted_destroy(&host);
+    free(out), free(ids), free(w);
+    qv_moe_problem_destroy(&p);
+}
+END_TEST
+
+int main(void)
+{
+    const int gpu = gpu_suite_start(&g_seed);
+    TCase *tc;
+    Suite *s = gpu_suite_create("gpu_moe", gpu, g_seed, NCASES, &tc);
+    tcase_add_test(tc, rows_flagged);
+    tcase_add_test(tc, refusals);
+    tcase_add_loop_test(tc, plan_holds_sort, 0, NCASES);
+    if (gpu) tcase_add_loop_test(tc, routed_case, 0, NCASES);
+    return gpu_suite_run(s);
+}
