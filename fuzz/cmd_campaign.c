@@ -674,11 +674,16 @@ static int run_routed(campaign *cp, const qv_moe_case *cases, int n)
         return 3;
     }
     pthread_mutex_init(&rb.mu, NULL);
+    /* one GPU launch at a time, as in pool_run (the fixed suite runs here, after it) */
+    pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
+    void *outer_lock = cp->b->launch_lock;
+    if (!outer_lock) cp->b->launch_lock = &launch_lock;
     int started = 0;
     for (; started < jobs; started++)
         if (pthread_create(&th[started], NULL, routed_worker, &rb)) break;
     if (!started) routed_worker(&rb);
     for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    cp->b->launch_lock = outer_lock;
     pthread_mutex_destroy(&rb.mu);
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) rc = finish_routed(cp, &cases[i], &rb.out[i], rb.err[i]);

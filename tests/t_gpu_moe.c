@@ -159,6 +159,20 @@ START_TEST(rows_flagged)
 }
 END_TEST
 
+/* Every case's spec is one the backend takes, and its shape one the kernels
+ * take: the GPU half never meets a refusal. */
+START_TEST(cases_supported)
+{
+    const struct moe_case *c = &kCases[_i];
+    const qv_moe_spec *s = spec_of(_i);
+    ck_assert_msg(qv_gpu_moe_supported(s) == QV_OK, "%s: %s", c->spec, qv_errmsg());
+    const int fp8 = s->expert->wfmt == QV_FMT_E4M3;
+    ck_assert_msg(c->n % (fp8 ? 16 : 64) == 0 && c->k % 16 == 0, "case %d: n=%d k=%d", _i, c->n, c->k);
+    ck_assert_int_le(s->topk, QV_MOE_GPU_MAX_TOPK);
+    ck_assert_int_le(c->e, 1024);
+}
+END_TEST
+
 /* Refusals come before any CUDA call (this runs without a device). */
 START_TEST(refusals)
 {
@@ -306,6 +320,7 @@ int main(void)
     Suite *s = gpu_suite_create("gpu_moe", gpu, g_seed, NCASES, &tc);
     tcase_add_test(tc, rows_flagged);
     tcase_add_test(tc, refusals);
+    tcase_add_loop_test(tc, cases_supported, 0, NCASES);
     tcase_add_loop_test(tc, plan_holds_sort, 0, NCASES);
     if (gpu) tcase_add_loop_test(tc, routed_case, 0, NCASES);
     return gpu_suite_run(s);
