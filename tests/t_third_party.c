@@ -6,8 +6,10 @@
  * own output, FAIL for a copy with one thing made wrong (tamper_*), and for
  * the fp8 accumulation witnesses whatever the declared accumulator allows.
  * `qvet verify --spec` must give exactly that verdict (exit 0 for PASS, 1 for
- * FAIL). The expectations come from make_dumps.py, which knows the kernel and
- * the tampering, not from qvet. Runs BUILD/qvet from the repository root. */
+ * FAIL). The moe_hf_* folders are routed layers PyTorch computed as Hugging
+ * Face's MoE blocks do (make_moe_dumps.py), verified with a routed spec. The
+ * expectations come from the scripts, which know the kernel and the
+ * tampering, not from qvet. Runs BUILD/qvet from the repository root. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,7 +79,7 @@ static int starts(const char *s, const char *prefix) { return !strncmp(s, prefix
 START_TEST(folders_present)
 {
     find_cases();
-    const char *families[] = {"cublas_", "scaled_tw_", "scaled_rw_", "int_mm_", "tinygemm_", "fp8w_", "tamper_"};
+    const char *families[] = {"cublas_", "scaled_tw_", "scaled_rw_", "int_mm_", "tinygemm_", "fp8w_", "moe_hf_", "tamper_"};
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) {
         int n = 0;
         for (int c = 0; c < n_cases; c++) n += starts(cases[c].name, families[i]);
@@ -101,7 +103,7 @@ START_TEST(every_case_verdict)
         read_line(nm, "expect", expect, sizeof expect);
         ck_assert_msg(!strcmp(expect, "PASS") || !strcmp(expect, "FAIL"), "%s: expect is '%s'", nm, expect);
         if (starts(nm, "tamper_")) ck_assert_msg(!strcmp(expect, "FAIL"), "%s: a tampered copy must FAIL", nm);
-        static char paths[8][512];
+        static char paths[16][512];
         const char *args[24];
         int na = 0;
         args[na++] = "verify";
@@ -110,7 +112,7 @@ START_TEST(every_case_verdict)
         static const char *const opt[][2] = {{"--a", "a.npy"},           {"--q", "q.npy"},
                                              {"--out", "out.npy"},       {"--scales", "scales.npy"},
                                              {"--a-scale", "a_scale.npy"}, {"--zeros", "zeros.npy"},
-                                             {"--bias", "bias.npy"}};
+                                             {"--bias", "bias.npy"},     {"--logits", "logits.npy"}};
         for (size_t o = 0; o < sizeof opt / sizeof opt[0]; o++) {
             if (o >= 3 && !has_file(nm, opt[o][1])) continue;
             snprintf(paths[o], sizeof paths[o], "%s/%.200s/%s", DIR_TP, nm, opt[o][1]);
