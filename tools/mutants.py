@@ -8,8 +8,10 @@ the kill matrix (JSONL and Markdown) beside the field's usual criteria.
   tools/mutants.py --gpu --build-only    build here (no GPU needed) ...
   tools/mutants.py --gpu --run-only      ... and run there on the built binaries
   tools/mutants.py --gpu --build-only --pack    ... binaries as zstd patches against the
-                                         base (mutants/out/gpu/pack, a few MB) to carry
-  tools/mutants.py --gpu --unpack --run-only    ... rebuilt from the pack, then run
+                                         base, in parts of at most 60 MiB to carry one at a
+                                         time (mutants/out/gpu/pack, pack-2, ...)
+  tools/mutants.py --gpu --unpack --run-only    ... rebuilt from the parts present, whose
+                                         mutants then run
   tools/mutants.py --cpu --edits mutants/edits.tsv   the one-line edits (no switch) instead
   tools/mutants.py --cpu --oracle-only   the oracle mutants of mutants/oracle.tsv alone
 
@@ -27,6 +29,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -320,33 +323,76 @@ def criteria_pass(cases):
 ZSTD_LIBS = ["libz.so.1", "liblzma.so.5", "liblz4.so.1"]
 
 
-def pack_bins(bindir, pack, names):
-    """bin/qvet-base compressed, every mutant binary as a zstd patch against it."""
-    if os.path.exists(pack):
-        shutil.rmtree(pack)
-    os.makedirs(os.path.join(pack, "lib"))
+# What one pack part may hold: the GPU machine takes at most 64 MiB of carried files.
+PACK_PART_MAX = 60 * 2**20
+
+
+def pack_dirs(out):
+    """The pack parts present under out (pack, pack-2, pack-3, ...), any subset."""
+    if not os.path.isdir(out):
+        return []
+    parts = [(1 if fn == "pack" else int(fn[5:]), fn) for fn in os.listdir(out)
+             if os.path.isdir(os.path.join(out, fn)) and (fn == "pack" or re.fullmatch(r"pack-[0-9]+", fn))]
+    return [os.path.join(out, fn) for _, fn in sorted(parts)]
+
+
+def pack_bins(bindir, out, names):
+    """bin/qvet-base compressed, every mutant binary as a zstd patch against it,
+    in parts of at most PACK_PART_MAX bytes (pack, pack-2, ...), each carrying
+    the base, zstd and its libraries, so that each can travel alone."""
+    for d in pack_dirs(out):
+        shutil.rmtree(d)
     zstd = shutil.which("zstd")
     if not zstd:
         sys.exit("mutants: --pack needs zstd")
-    shutil.copy2(zstd, os.path.join(pack, "zstd"))
-    for lib in ZSTD_LIBS:
-        for d in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu"):
-            if os.path.exists(os.path.join(d, lib)):
-                shutil.copy2(os.path.join(d, lib), os.path.join(pack, "lib", lib))
-                break
     base = os.path.join(bindir, "qvet-base")
-    subprocess.run([zstd, "-q", "-f", "-19", base, "-o", os.path.join(pack, "qvet-base.zst")], check=True)
+    stage = os.path.join(out, "pack-patches")
+    os.makedirs(stage, exist_ok=True)
+    base_zst = os.path.join(stage, "qvet-base.zst")
+    subprocess.run([zstd, "-q", "-f", "-19", base, "-o", base_zst], check=True)
+    patches = []
     for name in names:
         exe = os.path.join(bindir, "qvet-" + name)
         if os.path.exists(exe):
-            subprocess.run([zstd, "-q", "-f", "-19", "--long=27", f"--patch-from={base}", exe, "-o",
-                            os.path.join(pack, name + ".patch.zst")], check=True, stderr=subprocess.DEVNULL)
-    total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(pack) for f in fs)
-    print(f"mutants: packed {len(names)} binaries into {os.path.relpath(pack, ROOT)} ({total / 2**20:.1f} MiB)")
+            pz = os.path.join(stage, name + ".patch.zst")
+            subprocess.run([zstd, "-q", "-f", "-19", "--long=27", f"--patch-from={base}", exe, "-o", pz],
+                           check=True, stderr=subprocess.DEVNULL)
+            patches.append(pz)
+    libs = []
+    for lib in ZSTD_LIBS:
+        for d in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu"):
+            if os.path.exists(os.path.join(d, lib)):
+                libs.append(os.path.join(d, lib))
+                break
+    fixed = os.path.getsize(base_zst) + os.path.getsize(zstd) + sum(os.path.getsize(x) for x in libs)
+    parts, size = [[]], fixed
+    for pz in patches:
+        if parts[-1] and size + os.path.getsize(pz) > PACK_PART_MAX:
+            parts.append([])
+            size = fixed
+        parts[-1].append(pz)
+        size += os.path.getsize(pz)
+    for i, part in enumerate(parts):
+        d = os.path.join(out, "pack" if i == 0 else f"pack-{i + 1}")
+        os.makedirs(os.path.join(d, "lib"))
+        shutil.copy2(zstd, os.path.join(d, "zstd"))
+        for x in libs:
+            shutil.copy2(x, os.path.join(d, "lib", os.path.basename(x)))
+        shutil.copy2(base_zst, os.path.join(d, "qvet-base.zst"))
+        for pz in part:
+            shutil.move(pz, os.path.join(d, os.path.basename(pz)))
+        total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(d) for f in fs)
+        print(f"mutants: packed {len(part)} binaries into {os.path.relpath(d, ROOT)} ({total / 2**20:.1f} MiB)")
+    shutil.rmtree(stage)
+
+
+def packed_names(out):
+    """The mutants whose patches the pack parts present hold."""
+    return {fn[:-len(".patch.zst")] for d in pack_dirs(out) for fn in os.listdir(d) if fn.endswith(".patch.zst")}
 
 
 def unpack_bins(pack, bindir):
-    """Rebuilds bin/ from pack_bins' output."""
+    """Rebuilds bin/ from one part of pack_bins' output."""
     os.makedirs(bindir, exist_ok=True)
     zstd = os.path.join(pack, "zstd")
     env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(pack, "lib"))
@@ -776,11 +822,22 @@ def main():
             for fut in [pool.submit(build_one, r) for r in rows]:
                 fut.result()
         if a.pack:
-            pack_bins(bindir, os.path.join(out, "pack"), [r["name"] for r in rows])
+            pack_bins(bindir, out, [r["name"] for r in rows])
         if a.build_only:
             return 0
     if a.unpack:
-        unpack_bins(os.path.join(out, "pack"), bindir)
+        dirs = pack_dirs(out)
+        if not dirs:
+            sys.exit(f"mutants: --unpack: no pack under {os.path.relpath(out, ROOT)} (pack, pack-2, ...)")
+        for d in dirs:
+            unpack_bins(d, bindir)
+        # The parts carried here decide which mutants run.
+        held = packed_names(out)
+        left = [r["name"] for r in rows if r["name"] not in held]
+        if left:
+            print(f"mutants: {len(left)} selected mutants are in no pack part present here; running the "
+                  f"{len(rows) - len(left)} that are", flush=True)
+        rows = [r for r in rows if r["name"] in held]
 
     flag = "--gpu" if a.gpu else "--cpu"
     globs = sorted({r["variants"] for r in rows})
