@@ -762,10 +762,14 @@ static int pool_full(const pool *pl)
     return ahead >= pl->window || (pl->fails_held && ahead >= pl->window_fail);
 }
 
+/* What a campaign worker keeps of its last case's decoded weights (reference.h). */
+#define WORKER_KEEP_BYTES ((size_t)2 << 30)
+
 static void *pool_worker(void *arg)
 {
     pool *pl = arg;
     const campaign *cp = pl->cp;
+    ref_keep_weight_buffer(WORKER_KEEP_BYTES);
     for (;;) {
         pthread_mutex_lock(&pl->mu);
         while (!pl->stop && pl->end < 0 && pool_full(pl)) pthread_cond_wait(&pl->work, &pl->mu);

@@ -464,11 +464,14 @@ void ref_segment_scales(const qv_problem *p, int64_t i, int64_t j, int64_t sg, d
 
 /* The (k, n) weights are a case's one large allocation (a 28672 x 8192
  * layer is 1.9 GB of doubles), and fresh pages cost the kernel a clearing on
- * first touch, for every case of a campaign. Each thread keeps the largest
- * buffer it handed back, up to KEEP_MAX bytes, for its next case; the thread's
- * exit frees it. Every byte of w is written by the decoding before it is read,
- * so a reused buffer's old contents never show. */
-#define KEEP_MAX ((size_t)2 << 30)
+ * first touch, for every case of a campaign. A thread that asked for it
+ * (ref_keep_weight_buffer: the campaign's workers) keeps the largest buffer
+ * it handed back, up to its cap, for its next case; the thread's exit frees
+ * it. Every byte of w is written by the decoding before it is read, so a
+ * reused buffer's old contents never show. Other threads keep nothing. */
+static _Thread_local size_t keep_cap;
+
+void ref_keep_weight_buffer(size_t max_bytes) { keep_cap = max_bytes; }
 
 typedef struct kept_buf {
     void *p;
@@ -503,7 +506,7 @@ static kept_buf *kept(void)
 /* A buffer of at least `bytes`; *got: the bytes it holds. */
 static void *wbuf_take(size_t bytes, size_t *got)
 {
-    kept_buf *k = kept();
+    kept_buf *k = keep_cap ? kept() : NULL;
     if (k && k->p && k->bytes >= bytes) {
         void *p = k->p;
         *got = k->bytes;
@@ -517,7 +520,7 @@ static void *wbuf_take(size_t bytes, size_t *got)
 
 static void wbuf_give(void *p, size_t bytes)
 {
-    kept_buf *k = p && bytes <= KEEP_MAX ? kept() : NULL;
+    kept_buf *k = p && bytes <= keep_cap ? kept() : NULL;
     if (!k || bytes <= k->bytes) {
         free(p);
         return;

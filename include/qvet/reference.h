@@ -73,6 +73,13 @@ typedef struct ref_truth_opts {
 } ref_truth_opts;
 qv_status ref_truth_compute_ex(const qv_problem *p, const ref_truth_opts *opts, ref_truth *t);
 
+/* The calling thread keeps its largest decoded (k, n) weight buffer, up to
+ * max_bytes, from one reference to the next instead of freeing it (0, the
+ * default: keeps none); the thread's exit frees it. For threads that verify
+ * many large cases in a row: fresh pages are cleared by the kernel on first
+ * touch, a large share of a big case's time. */
+void ref_keep_weight_buffer(size_t max_bytes);
+
 /* Options of the verdict. require_nonvacuous: a zero reference norm grades FAIL
  * ("vacuous comparison") instead of being graded on its elements alone. jobs:
  * threads grading blocks of elements (0 or 1: the calling thread alone); the
