@@ -99,6 +99,24 @@ const qv_fmt_info *qv_fmt_get(qv_fmt f)
     return &fmt_table[f].info;
 }
 
+int qv_fmt_code_bits(qv_fmt f)
+{
+    switch (f) {
+    case QV_FMT_U4:
+    case QV_FMT_UINT4:
+    case QV_FMT_I4:
+    case QV_FMT_E2M1:
+    case QV_FMT_U8:
+    case QV_FMT_UINT8:
+    case QV_FMT_I8:
+    case QV_FMT_E4M3:
+    case QV_FMT_E5M2:
+    case QV_FMT_F16:
+    case QV_FMT_BF16: return qv_fmt_get(f)->bits;
+    default: return 0;
+    }
+}
+
 qv_fmt qv_fmt_from_name(const char *name)
 {
     if (name == NULL) return QV_FMT_NONE;

@@ -123,24 +123,6 @@ static int kernel_scale_pow2(const qv_variant *v)
     return v->afmt == QV_FMT_BF16 ? 127 - 7 : 15 - 7;
 }
 
-static int bits_of(qv_fmt f)
-{
-    switch (f) {
-    case QV_FMT_U4:
-    case QV_FMT_UINT4:
-    case QV_FMT_I4:
-    case QV_FMT_E2M1: return 4;
-    case QV_FMT_U8:
-    case QV_FMT_UINT8:
-    case QV_FMT_I8:
-    case QV_FMT_E4M3:
-    case QV_FMT_E5M2: return 8;
-    case QV_FMT_F16:
-    case QV_FMT_BF16: return 16;
-    default: return 0;
-    }
-}
-
 /* Stores code c (already masked to its bits) at logical (row, col) of p->q,
  * the (k, n) row-major code matrix (int8 for I4, uint16 bits for F16/BF16,
  * uint8 otherwise). */
@@ -371,7 +353,7 @@ qv_status ref_unpack(const qv_packed *pk, qv_problem *p)
     if (pk->k != p->k || pk->n != p->n)
         return qv_fail(QV_ERR_SHAPE, "%s: packed K=%lld N=%lld, problem K=%lld N=%lld", ln, (long long)pk->k,
                        (long long)pk->n, (long long)p->k, (long long)p->n);
-    int bits = bits_of(v->wfmt);
+    int bits = qv_fmt_code_bits(v->wfmt);
     if (!bits) return qv_fail(QV_ERR_DTYPE, "%s: no packed form of %s codes", ln, qv_fmt_get(v->wfmt)->name);
     int per = 32 / bits;
     int marlin = l != QV_LAYOUT_PLAIN_NK;

@@ -57,25 +57,6 @@ static const int interleave_w4[8] = {0, 2, 4, 6, 1, 3, 5, 7};
 static const int interleave_qqq_ch[8] = {4, 0, 5, 1, 6, 2, 7, 3};
 static const int interleave_w8[4] = {0, 2, 1, 3};
 
-/* Storage bits of one weight code. */
-static int code_bits(qv_fmt f)
-{
-    switch (f) {
-    case QV_FMT_U4:
-    case QV_FMT_UINT4:
-    case QV_FMT_I4:
-    case QV_FMT_E2M1: return 4;
-    case QV_FMT_U8:
-    case QV_FMT_UINT8:
-    case QV_FMT_I8:
-    case QV_FMT_E4M3:
-    case QV_FMT_E5M2: return 8;
-    case QV_FMT_F16:
-    case QV_FMT_BF16: return 16;
-    default: return 0;
-    }
-}
-
 /* Bytes of one scale element as the problem stores it. */
 static size_t scale_bytes(qv_fmt sfmt, qv_scale_layout sl)
 {
@@ -292,7 +273,7 @@ static qv_status check_problem(const qv_problem *p)
     /* Every index of the packed buffers must fit the kernels' int arithmetic. */
     if (p->k > ((int64_t)1 << 30) || p->n > ((int64_t)1 << 30))
         return qv_fail(QV_ERR_SHAPE, "%s: dimensions above 2^30 are not supported", ln);
-    int bits = code_bits(v->wfmt);
+    int bits = qv_fmt_code_bits(v->wfmt);
     if (is_marlin_family(l)) {
         if (v->wfmt != layout_wfmt(l))
             return qv_fail(QV_ERR_DTYPE, "%s stores %s weight codes, not %s", ln,
@@ -423,7 +404,7 @@ static void sort_rows(const int32_t *g_idx, int64_t k, int64_t groups, int32_t *
 static uint32_t code_at(const qv_problem *p, int64_t row, int64_t col)
 {
     int64_t i = row * p->n + col;
-    switch (code_bits(p->v->wfmt)) {
+    switch (qv_fmt_code_bits(p->v->wfmt)) {
 #ifdef QV_MUTANT_int4_mask_missing
     /* Mutant (class 10, AutoGPTQ #484): a signed nibble widened without & 0xF
      * sign-extends into every higher nibble of the word. */
@@ -457,7 +438,7 @@ static void pack_marlin_weights(const qv_problem *p, const int32_t *rows, uint32
         build_perm(1, interleave_w4, 8, perm);
     else
         build_perm(0, interleave_w4, 8, perm);
-    int bits = code_bits(p->v->wfmt);
+    int bits = qv_fmt_code_bits(p->v->wfmt);
     int per = 32 / bits;
     int64_t row_len = 16 * p->n; /* values in one tiled row */
     for (int64_t kb = 0; kb < p->k / 16; kb++) {
@@ -483,7 +464,7 @@ static void pack_marlin_weights(const qv_problem *p, const int32_t *rows, uint32
  * for pack_marlin_weights. */
 static void pack_plain_weights(const qv_problem *p, const int32_t *rows, uint32_t *b, int64_t b_cols)
 {
-    int bits = code_bits(p->v->wfmt);
+    int bits = qv_fmt_code_bits(p->v->wfmt);
     int per = 32 / bits;
     for (int64_t j = 0; j < p->n; j++)
         for (int64_t kk = 0; kk < p->k; kk++) {
@@ -740,7 +721,7 @@ qv_status qv_pack(const qv_problem *p, qv_packed *out)
     const qv_variant *v = p->v;
     qv_layout l = v->layout;
     int grouped = v->scale_layout == QV_SCALE_GROUP || v->scale_layout == QV_SCALE_GROUP_CHANNEL;
-    int bits = code_bits(v->wfmt);
+    int bits = qv_fmt_code_bits(v->wfmt);
 
     out->layout = l;
     out->k = p->k;

@@ -61,6 +61,9 @@ typedef struct qv_fmt_info {
 /* The row of f. QV_FMT_NONE has a row too (name "none", every field 0) so that
  * messages can name any operand's format; the codecs below reject it. */
 const qv_fmt_info *qv_fmt_get(qv_fmt f);
+/* Storage bits of one weight code that a packed layout holds: 4, 8 or 16 for
+ * the formats the spec grammar allows as weights (w=), 0 for any other. */
+int qv_fmt_code_bits(qv_fmt f);
 /* Looks a format up by its name ("f16", "bf16", "e4m3", ...); QV_FMT_NONE if unknown. */
 qv_fmt qv_fmt_from_name(const char *name);
 
