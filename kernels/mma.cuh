@@ -1,7 +1,8 @@
 /* mma.cuh: the PTX wrappers of qvet's mma.sync kernels, in one header:
- * cp.async copies into shared memory, the L2 prefetch, ldmatrix, the m16n8k16
- * fp16 / bf16 mma.sync with fp32 accumulators, the m16n8k32 int8 one with
- * int32 accumulators and the exact e4m3 -> fp16 conversion. Included by
+ * cp.async copies into shared memory (16 and 4 bytes), the L2 prefetch,
+ * ldmatrix, the m16n8k16 fp16 / bf16 mma.sync with fp32 accumulators, the
+ * m16n8k32 int8 one with int32 accumulators and the exact e4m3 -> fp16
+ * conversion. Included by
  * kernels/wonly.cu, wonly_small_tile.cuh, dequant.cuh and aq_mma.cuh (the
  * activation-quantized kernels). Rule: each wrapper is one PTX instruction
  * with the exact semantics named in its comment; none of them rounds anything
@@ -22,6 +23,16 @@ __device__ __forceinline__ void qv_cp_async16(void *smem_dst, const void *gmem_s
     int src_bytes = valid ? 16 : 0;
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem_src),
                  "r"(src_bytes));
+}
+
+/* 4-byte asynchronous copy global -> shared, through L1 (cp.async takes 4 or
+ * 8 bytes only in its .ca form), in the same commit groups as
+ * qv_cp_async16: for sources aligned to 4 bytes only (the FP4 rows' packed
+ * bias, qv_gemm_args.bias_packed). Both addresses must be 4-byte aligned. */
+__device__ __forceinline__ void qv_cp_async4(void *smem_dst, const void *gmem_src)
+{
+    unsigned dst = (unsigned)__cvta_generic_to_shared(smem_dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(gmem_src));
 }
 
 __device__ __forceinline__ void qv_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }

@@ -116,34 +116,6 @@ __device__ __forceinline__ float epilogue_scale(const wo_params &p, int col)
     return 1.0f;
 }
 
-/* The FP4 epilogue of two fp32 sums, in place: times the global scale g
- * (fp32, RN), then plus the bias (fp32, RN) when there is one; the caller
- * rounds once to the output format. */
-template <bool IS_BF16>
-__device__ __forceinline__ void wo_fp4_epilogue(float &y0, float &y1, float g, bool has_bias, float b0, float b1)
-{
-#ifdef QV_MUTANT_gpu_wo_fp4_cast_before_global
-    /* Mutant (class 22, vLLM #33972, #37135): the sum, in the units the
-     * kernel accumulates in, cast to the 16-bit output before the fp32
-     * global scale. */
-    const uint32_t r = qv_h2<IS_BF16>::pack(y0, y1);
-    y0 = qv_h2<IS_BF16>::to_float((uint16_t)(r & 0xFFFFu));
-    y1 = qv_h2<IS_BF16>::to_float((uint16_t)(r >> 16));
-#endif
-    y0 = y0 * g;
-    y1 = y1 * g;
-    if (!has_bias) return;
-#ifdef QV_MUTANT_gpu_wo_fp4_bias_after_cast
-    /* Mutant (class 24, sglang #35020; vLLM's Marlin FP4 epilogue): the bias
-     * added after the output cast, then rounded again. */
-    const uint32_t r2 = qv_h2<IS_BF16>::pack(y0, y1);
-    y0 = qv_h2<IS_BF16>::to_float((uint16_t)(r2 & 0xFFFFu));
-    y1 = qv_h2<IS_BF16>::to_float((uint16_t)(r2 >> 16));
-#endif
-    y0 = y0 + b0;
-    y1 = y1 + b1;
-}
-
 /* 16- and 32-row tiles run two blocks per SM (registers capped at 128),
  * 64-row tiles one. */
 template <int WT, int MB, bool IS_BF16>

@@ -1,8 +1,10 @@
-/* wonly_common.cuh: what the weight-only kernels of wonly.cu (m16n8k16 mma)
- * and wonly_wg.cu (Hopper wgmma) share: the weight code families and scale
- * modes they instantiate, the channel-scale permutation, the scale load, and
- * the host-side derivation of the scale fields of their launch parameters
- * from the registry row. CUDA C++ only (included by .cu files). */
+/* wonly_common.cuh: what the weight-only kernels of wonly.cu (m16n8k16 mma),
+ * wonly_small.cu (M <= 16), wonly_wg.cu (Hopper wgmma) and wonly_dq.cu
+ * share: the weight code families and scale modes they instantiate, the FP4
+ * dequantization, block scales and epilogue, the channel-scale permutation,
+ * the scale load, and the host-side derivation of the scale fields of their
+ * launch parameters from the registry row. CUDA C++ only (included by .cu
+ * files). */
 #ifndef QVET_KERNELS_WONLY_COMMON_CUH
 #define QVET_KERNELS_WONLY_COMMON_CUH
 
@@ -18,7 +20,9 @@ namespace {
 
 /* Weight code families the kernels instantiate: the two FP4 ones are e2m1
  * codes in the 4-bit words with one byte of block scale per (group, column)
- * (layout.h, MARLIN_FP4_MX and MARLIN_FP4_NV; wonly.cu and wonly_dq.cu only). */
+ * (layout.h, MARLIN_FP4_MX and MARLIN_FP4_NV; wonly.cu, wonly_small.cu and
+ * wonly_dq.cu, not wonly_wg.cu). wonly_small_tile.cuh numbers two more
+ * families of its own after these. */
 enum { WT_INT4 = 0, WT_INT8 = 1, WT_FP8 = 2, WT_INT4_ZP = 3, WT_FP4_MX = 4, WT_FP4_NV = 5 };
 
 /* 1 for the code families stored 8 per int32 word. */
@@ -111,6 +115,38 @@ template <int WT, bool IS_BF16> __device__ __forceinline__ void wo_fp4_scale(uin
             bf[r] = qv_h2<false>::pack(x.x * f, x.y * f);
         }
     }
+}
+
+/* The FP4 epilogue of two fp32 sums, in place: times the global scale g
+ * (fp32, RN; 1 for MX, an exact product), then plus the bias (fp32, RN) when
+ * there is one, b0 to y0 and b1 to y1; the caller rounds each once to the
+ * output format. The two sums are any two outputs (wonly.cu: two columns of
+ * one row; wonly_small.cu: two columns of one row, or in the swapped
+ * orientation two rows of one column), each with its own bias. The mutant
+ * switches here reach both kernels. */
+template <bool IS_BF16>
+__device__ __forceinline__ void wo_fp4_epilogue(float &y0, float &y1, float g, bool has_bias, float b0, float b1)
+{
+#ifdef QV_MUTANT_gpu_wo_fp4_cast_before_global
+    /* Mutant (class 22, vLLM #33972, #37135): the sum, in the units the
+     * kernel accumulates in, cast to the 16-bit output before the fp32
+     * global scale. */
+    const uint32_t r = qv_h2<IS_BF16>::pack(y0, y1);
+    y0 = qv_h2<IS_BF16>::to_float((uint16_t)(r & 0xFFFFu));
+    y1 = qv_h2<IS_BF16>::to_float((uint16_t)(r >> 16));
+#endif
+    y0 = y0 * g;
+    y1 = y1 * g;
+    if (!has_bias) return;
+#ifdef QV_MUTANT_gpu_wo_fp4_bias_after_cast
+    /* Mutant (class 24, sglang #35020; vLLM's Marlin FP4 epilogue): the bias
+     * added after the output cast, then rounded again. */
+    const uint32_t r2 = qv_h2<IS_BF16>::pack(y0, y1);
+    y0 = qv_h2<IS_BF16>::to_float((uint16_t)(r2 & 0xFFFFu));
+    y1 = qv_h2<IS_BF16>::to_float((uint16_t)(r2 >> 16));
+#endif
+    y0 = y0 + b0;
+    y1 = y1 + b1;
 }
 
 /* Packed index of logical column col for channelwise scales (scale_perm_single:

@@ -7,6 +7,10 @@
  *    with the code's bits moved into a bf16: qv_dqfp8_bf16_moved);
  *  - tensor/channel scales (QV_DQ_EXACT + QV_EP_MUL_WSCALE): w = value(q)
  *    exactly, the fp32 result times the scale in fp32;
+ *  - FP4 (MARLIN_FP4_MX / _NV): the e2m1 codes times their block scale byte
+ *    with one rounding, then in the fp32 epilogue NVFP4's global scale and
+ *    the bias, one rounding to the output (wonly_common.cuh's helpers, which
+ *    wonly.cu runs too);
  *  - products summed by m16n8k16 tensor cores into fp32 (one tile holds every
  *    row: M <= 16 as the mma's rows, or M <= 8 as its columns); split-K
  *    partials added in fp32 in one fixed order (below) that depends on the
@@ -76,6 +80,7 @@
 #include "internal/gpu.h"
 #include "internal/tuning.h"
 #include "qvet/gemm.h"
+#include "qvet/layout.h"
 #include "wonly_small.cuh"
 #include "wonly_small_tile.cuh"
 
@@ -139,6 +144,10 @@ struct small_params {
     int groups_max;          /* group rows of scales (and zero points) staged per block */
     float unbias_f32;        /* fp8: 2^-s_pow2, undoes the exponent bias folded into the scales; else 1 */
     uint32_t unbias_h2;      /* the same power of two as a half2 of the activation format */
+    const float *gscale;     /* MARLIN_FP4_NV: (1) fp32 global scale G (qv_packed.scales2), else NULL */
+    const void *bias;        /* FP4 rows with a bias: (n) bias_fmt codes in scale_perm_single order, 4-byte
+                                aligned (qv_packed.bias), else NULL */
+    int bias_fmt;            /* SF_*: storage of the bias */
 #ifdef QV_WO_SMALL_TIMELINE
     unsigned long long *trace; /* kTracePoints global-timer stamps per block */
 #endif
@@ -171,7 +180,8 @@ enum { TR_START = 0, TR_FIRST, TR_LOOP, TR_END, kTracePoints };
  * slice, each padded by 16 bytes so that the 8 row addresses of an ldmatrix
  * fall on 8 different 16-byte bank groups (the row stride is an odd multiple of
  * 16 bytes); a 16-byte zero line that rows >= m read; then groups_max rows of bn
- * group scales and of bn/8 zero-point words (bn: the block's columns).
+ * group scales (s_elem bytes each: 2, or FP4's 1-byte block scales) and of
+ * bn/8 zero-point words (bn: the block's columns).
  * row_bytes: one k16 row of the block's weights (bn/64 chunks).
  * After the K loop the A rows and what follows them (extended if needed) hold
  * the block's split-K partial tile: m rows of bn fp32 at red_stride floats,
@@ -180,11 +190,13 @@ enum { TR_START = 0, TR_FIRST, TR_LOOP, TR_END, kTracePoints };
  * bulk copy ever writes where the partial tile lives. Rows with channel or
  * tensor scales end with room for the block's bn epilogue factors (their
  * codes, or one fp32 tensor scale), staged with A at block start, so that no
- * global load of a scale sits in the epilogue after the last weights. */
+ * global load of a scale sits in the epilogue after the last weights; FP4
+ * rows end with their global scale and the block's bias codes, staged so
+ * too. */
 struct small_smem {
     int rows_per_stage, stage_bytes, ring_off, a_off, a_stride, zero_off, s_off, z_off, red_stride, e_off, bytes;
     __host__ __device__ small_smem(int m, int tiles_per_split, int groups_max, bool grouped, bool zp, int bn,
-                                   int row_bytes)
+                                   int row_bytes, int s_elem, bool fp4)
     {
         rows_per_stage = kStageBytes / row_bytes;
         stage_bytes = rows_per_stage * row_bytes;
@@ -193,16 +205,18 @@ struct small_smem {
         a_stride = tiles_per_split * 32 + 16;
         zero_off = a_off + m * a_stride;
         s_off = zero_off + 16;
-        z_off = s_off + (grouped ? groups_max * bn * 2 : 0);
+        z_off = s_off + (grouped ? groups_max * bn * s_elem : 0);
         bytes = z_off + (zp ? groups_max * (bn / 8) * 4 : 0);
         red_stride = bn + 4;
         const int red_end = a_off + m * red_stride * 4;
         if (bytes < red_end) bytes = red_end;
         /* Channel or tensor scales: the block's bn epilogue factors (at most
          * 4 bytes each), past everything above, so that the partial tile
-         * never covers them. */
+         * never covers them. FP4: the global scale (fp32, in a 16-byte
+         * line), then the block's bn bias codes (at most 4 bytes each). */
         e_off = (bytes + 15) & ~15;
         if (!grouped) bytes = e_off + bn * 4;
+        if (fp4) bytes = e_off + 16 + bn * 4;
     }
 };
 
@@ -220,6 +234,12 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
 {
     using T = small_traits<WT>;
     constexpr bool kZp = WT == WT_INT4_ZP;
+    /* FP4: one byte of block scale per (group, column); k16 tiles per group
+     * 1 (NV, g = 16) or 2 (MX, g = 32), the only group sizes check_fp4
+     * (wonly.cu) lets through. */
+    constexpr bool kFp4 = wt_is_fp4(WT);
+    constexpr int kSElem = kFp4 ? 1 : 2; /* bytes per staged group scale */
+    constexpr int kFp4Tpg = WT == WT_FP4_MX ? 2 : 1;
     constexpr int BN = 64 * kWarps * CPW;   /* columns per block */
     constexpr int VW = T::vecs * CPW;       /* 16-byte words per lane per k16 tile */
     extern __shared__ __align__(16) unsigned char smem[];
@@ -243,11 +263,11 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     const int kt_begin = (slice * p.slice_q + min(slice, p.slice_r)) * p.slice_unit;
     const int kt_end = min(p.k / 16, kt_begin + (p.slice_q + (slice < p.slice_r ? 1 : 0)) * p.slice_unit);
     const int nt = kt_end - kt_begin;
-    const bool grouped = group4(WT) || kZp || (!T::four && p.scale_mode == SC_GROUP);
+    const bool grouped = group4(WT) || kZp || kFp4 || (!T::four && p.scale_mode == SC_GROUP);
     /* One k16 row of the block's weights in shared memory, all BN / 64 chunks. */
     constexpr int kRowBytes = (BN / 64) * T::chunk_vecs * 16;
     constexpr int kRps = kStageBytes / kRowBytes; /* k16 rows per ring stage (small_smem) */
-    const small_smem L(p.m, p.tiles_per_split, p.groups_max, grouped, kZp, BN, kRowBytes);
+    const small_smem L(p.m, p.tiles_per_split, p.groups_max, grouped, kZp, BN, kRowBytes, kSElem, kFp4);
     QV_WO_STAMP(TR_START);
 
     /* 1. The weight ring. Stage s (k16 rows s*R .. s*R + R - 1 of the slice)
@@ -296,14 +316,16 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     auto stage_scales = [&]() {
         if (grouped) {
             const int n_grp = ((kt_end - 1) >> p.g_shift) - grp_begin + 1;
-            /* BN/8 pieces of 16 bytes per row of BN scales; a piece exists
-             * when its 8 columns lie below n (n is a multiple of 64). */
-            for (int c = tid; c < n_grp * (BN / 8); c += kThreads) {
-                const int r = c / (BN / 8), ch = c % (BN / 8);
-                if (n0 + ch * 8 < p.n)
-                    qv_cp_async16(smem + L.s_off + r * BN * 2 + ch * 16,
-                                  static_cast<const uint16_t *>(p.scales) + (int64_t)(grp_begin + r) * p.n + n0 +
-                                      ch * 8,
+            /* BN/8 pieces of 16 bytes per row of BN scales (FP4's bytes:
+             * BN/16 pieces); a piece exists when its 8 (16) columns lie below
+             * n (n is a multiple of 64). */
+            constexpr int kPieceCols = 16 / kSElem;
+            for (int c = tid; c < n_grp * (BN / kPieceCols); c += kThreads) {
+                const int r = c / (BN / kPieceCols), ch = c % (BN / kPieceCols);
+                if (n0 + ch * kPieceCols < p.n)
+                    qv_cp_async16(smem + L.s_off + r * BN * kSElem + ch * 16,
+                                  static_cast<const unsigned char *>(p.scales) +
+                                      ((int64_t)(grp_begin + r) * p.n + n0 + ch * kPieceCols) * kSElem,
                                   true);
             }
             if (kZp) {
@@ -372,6 +394,27 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
 #endif
         }
     }
+    if constexpr (kFp4) {
+        /* FP4: the global scale (1 without one, MX: an exact product) and
+         * the block's bias codes (positions n0 .. n0 + bcols - 1:
+         * scale_perm_single permutes within 32 columns), for the epilogue.
+         * After the wait: gemm.h lets a dependent read only b, scales and
+         * zeros before it. 4-byte copies: the packed bias is only 4-byte
+         * aligned (qv_launch_wonly), and n0 is a multiple of 512. */
+        if (tid == kThreads - 1) {
+            if (p.gscale)
+                qv_cp_async4(smem + L.e_off, p.gscale);
+            else
+                *reinterpret_cast<float *>(smem + L.e_off) = 1.0f;
+        }
+        if (p.bias) {
+            const int es = p.bias_fmt == SF_F32 ? 4 : 2;
+            const int words = blk_chunks * 64 * es / 4;
+            for (int c = tid; c < words; c += kThreads)
+                qv_cp_async4(smem + L.e_off + 16 + 4 * c,
+                             static_cast<const unsigned char *>(p.bias) + (int64_t)n0 * es + 4 * c);
+        }
+    }
     if (tid == 0) *reinterpret_cast<uint4 *>(smem + L.zero_off) = make_uint4(0, 0, 0, 0);
     qv_cp_async_commit();
     qv_cp_async_wait<0>();
@@ -382,6 +425,19 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     auto esc_at = [&](int col) {
         if (p.scale_mode == SC_TENSOR) return *reinterpret_cast<const float *>(smem + L.e_off);
         return load_scale(smem + L.e_off, single_perm_index(col) - n0, p.scale_fmt) * p.unbias_f32;
+    };
+    /* FP4 rows: the epilogue of two fp32 sums y0, y1 of columns col0, col1,
+     * in place (wo_fp4_epilogue): times the staged global scale, then plus
+     * each column's staged bias code, read at its scale_perm_single
+     * position within the block. */
+    auto fp4_epilogue = [&](float &y0, float &y1, int col0, int col1) {
+        const float gs = *reinterpret_cast<const float *>(smem + L.e_off);
+        float b0 = 0.0f, b1 = 0.0f;
+        if (p.bias) {
+            b0 = load_scale(smem + L.e_off + 16, single_perm_index(col0) - n0, p.bias_fmt);
+            b1 = load_scale(smem + L.e_off + 16, single_perm_index(col1) - n0, p.bias_fmt);
+        }
+        wo_fp4_epilogue<IS_BF16>(y0, y1, gs, p.bias != nullptr, b0, b1);
     };
 
     /* The lane's ldmatrix row address (rows >= m read the zero line). m16
@@ -423,7 +479,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
      * when each half of it is one group (g = 32 with 4-bit codes). */
     auto load_group = [&](int grp) {
         cur_grp = grp;
-        small_load_group<WT, IS_BF16, SWAP, CPW>(grp_regs, smem + L.s_off + (grp - grp_begin) * BN * 2,
+        small_load_group<WT, IS_BF16, SWAP, CPW>(grp_regs, smem + L.s_off + (grp - grp_begin) * BN * kSElem,
                                                  smem + L.z_off + (grp - grp_begin) * (BN / 8) * 4, warp, lane,
                                                  p.grp_single, p.unbias_h2);
     };
@@ -529,8 +585,29 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                     }
                 };
                 const bool full = rows == kRps;
-                if (grouped) { /* every zero-point row is grouped */
-                    if (stage_fast<WT>(true) && full && one_group)
+                if (grouped) { /* every zero-point row and every FP4 row is grouped */
+                    if constexpr (kFp4) {
+                        /* FP4: a group of one or two k16 tiles, so no stage
+                         * lies in one group. A full stage whose first tile
+                         * starts a group (always: slices start on a group,
+                         * make_plan, and stages hold an even number of
+                         * tiles) runs as one straight line, every row's
+                         * words loaded first, the scale bytes of each group
+                         * read before its first row; a partial one row by
+                         * row (stage_rows). */
+                        if (full && (kt_begin + t0) % kFp4Tpg == 0) {
+                            uint4 cur[kRps][VW];
+#pragma unroll
+                            for (int r = 0; r < kRps; r++) load_row(r, cur[r]);
+#pragma unroll
+                            for (int r = 0; r < kRps; r++) {
+                                if (r % kFp4Tpg == 0) load_group((kt_begin + t0 + r) / kFp4Tpg);
+                                compute_tile(t0 + r, cur[r], true, false);
+                            }
+                        } else {
+                            stage_rows(true);
+                        }
+                    } else if (stage_fast<WT>(true) && full && one_group)
                         stage_line(true, false);
                     else if (stage_fast<WT>(true) && kRps % 2 == 0 && full && two_halves)
                         stage_line(true, true);
@@ -629,10 +706,16 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
         const int64_t slice = (int64_t)p.m * p.n;
         uint16_t *out = static_cast<uint16_t *>(p.c);
         auto out_off = [&](int e) { return (int64_t)(e / qpr) * p.n + n0 + 4 * (e % qpr); };
-        /* The epilogue of 4 outputs at out offset off: the fp32 channel/tensor
-         * scale, one rounding. */
+        /* The epilogue of 4 outputs at out offset off (4 columns of one
+         * row): the fp32 channel/tensor scale, or FP4's global scale and
+         * bias, one rounding. */
         auto finish = [&](int64_t off, float4 sum) {
-            const float y4[4] = {sum.x, sum.y, sum.z, sum.w};
+            float y4[4] = {sum.x, sum.y, sum.z, sum.w};
+            if constexpr (kFp4) {
+                const int col = (int)(off % p.n);
+                fp4_epilogue(y4[0], y4[1], col, col + 1);
+                fp4_epilogue(y4[2], y4[3], col + 2, col + 3);
+            }
             uint16_t h[4];
 #pragma unroll
             for (int i = 0; i < 4; i++) {
@@ -750,21 +833,44 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
     }
 
     /* 5. Without split-K, the epilogue straight from the accumulators: the fp32
-     * channel/tensor scale, one rounding, rows < m and columns < n only. */
+     * channel/tensor scale (FP4: the global scale and the bias, elements 2h
+     * and 2h + 1 of a tile in one call, two columns of one row in the m16
+     * orientation, two rows of one column swapped), one rounding, rows < m
+     * and columns < n only. */
     uint16_t *out = static_cast<uint16_t *>(p.c);
+    if constexpr (kFp4) {
 #pragma unroll
-    for (int c = 0; c < CPW; c++) {
-        if (!chunk_on[c]) continue;
+        for (int c = 0; c < CPW; c++) {
+            if (!chunk_on[c]) continue;
 #pragma unroll
-        for (int j = 0; j < NT; j++)
+            for (int j = 0; j < NT; j++)
 #pragma unroll
-            for (int r = 0; r < 4; r++) {
-                const int row = elem_row(r), col = elem_col(c, j, r);
-                if (row >= p.m) continue;
-                float y = acc[c][j][r];
-                if (p.scale_mode != SC_GROUP) y = y * esc_at(col);
-                out[(int64_t)row * p.n + col] = (uint16_t)(qv_h2<IS_BF16>::pack(y, 0.0f) & 0xFFFFu);
-            }
+                for (int h = 0; h < 2; h++) {
+                    const int r0 = 2 * h, r1 = 2 * h + 1;
+                    const int col0 = elem_col(c, j, r0), col1 = elem_col(c, j, r1);
+                    float y0 = acc[c][j][r0], y1 = acc[c][j][r1];
+                    fp4_epilogue(y0, y1, col0, col1);
+                    if (elem_row(r0) < p.m)
+                        out[(int64_t)elem_row(r0) * p.n + col0] = (uint16_t)(qv_h2<IS_BF16>::pack(y0, 0.0f) & 0xFFFFu);
+                    if (elem_row(r1) < p.m)
+                        out[(int64_t)elem_row(r1) * p.n + col1] = (uint16_t)(qv_h2<IS_BF16>::pack(y1, 0.0f) & 0xFFFFu);
+                }
+        }
+    } else {
+#pragma unroll
+        for (int c = 0; c < CPW; c++) {
+            if (!chunk_on[c]) continue;
+#pragma unroll
+            for (int j = 0; j < NT; j++)
+#pragma unroll
+                for (int r = 0; r < 4; r++) {
+                    const int row = elem_row(r), col = elem_col(c, j, r);
+                    if (row >= p.m) continue;
+                    float y = acc[c][j][r];
+                    if (p.scale_mode != SC_GROUP) y = y * esc_at(col);
+                    out[(int64_t)row * p.n + col] = (uint16_t)(qv_h2<IS_BF16>::pack(y, 0.0f) & 0xFFFFu);
+                }
+        }
     }
     QV_WO_STAMP(TR_END);
 }
@@ -835,14 +941,18 @@ small_plan make_plan(const qv_launch_ctx &ctx, const qv_variant *v, int m, int n
     const int gt = grouped ? v->g / 16 : 1;
     const int tiles = k / 16;
     const int bn = 64 * kWarps * cpw;
-    /* One k16 row of a 64-column chunk: 512 bytes of 4-bit codes, 1 KiB of 8-bit ones. */
-    const bool four = v->layout == QV_LAYOUT_MARLIN_W4 || v->layout == QV_LAYOUT_MARLIN_W4_ZP;
+    /* One k16 row of a 64-column chunk: 512 bytes of 4-bit (and e2m1) codes,
+     * 1 KiB of 8-bit ones. A staged group scale: 2 bytes, FP4's 1. */
+    const bool fp4 = qv_layout_is_fp4(v->layout);
+    const bool four = v->layout == QV_LAYOUT_MARLIN_W4 || v->layout == QV_LAYOUT_MARLIN_W4_ZP || fp4;
     const int row_bytes = (bn / 64) * (four ? 512 : 1024);
+    const int s_elem = fp4 ? 1 : 2;
     pl.n_blocks = (n + bn - 1) / bn;
     /* The longest slice whose A rows and group scales fit the budget. */
     int tps_max = kMaxTilesPerSplit;
     while (tps_max > 1 &&
-           (size_t)small_smem(m, tps_max, groups_for(v, tps_max), grouped, v->zero_point, bn, row_bytes).bytes >
+           (size_t)small_smem(m, tps_max, groups_for(v, tps_max), grouped, v->zero_point, bn, row_bytes, s_elem, fp4)
+                   .bytes >
                kSmemBudget)
         tps_max /= 2;
     /* Slices are whole groups when a group fits in one, so a slice never
@@ -925,7 +1035,7 @@ small_plan make_plan(const qv_launch_ctx &ctx, const qv_variant *v, int m, int n
     pl.slice_r = units % best_sp;
     pl.cluster = best_c;
     pl.groups_max = groups_for(v, best_tps);
-    const small_smem lay(m, best_tps, pl.groups_max, grouped, v->zero_point, bn, row_bytes);
+    const small_smem lay(m, best_tps, pl.groups_max, grouped, v->zero_point, bn, row_bytes, s_elem, fp4);
     pl.smem = lay.bytes;
     /* The split-K tile after the K loop (m x bn fp32) is not shortened by the
      * slice length: a ring built with a larger QV_WO_SMALL_STAGES x
@@ -1072,7 +1182,8 @@ qv_status launch_kernel(const small_params &p, dim3 grid, int smem, unsigned tra
 }
 
 /* The instantiations: m16 and swapped orientations with one chunk per warp,
- * and the swapped one with two chunks per warp, for every weight type; and
+ * and the swapped one with two chunks per warp, for every weight type (FP4
+ * included); and
  * the swapped fp16 ones with one or two chunks per warp in the one-fma form
  * for group scales with g >= 128 (WT_INT4_GF). */
 template <bool BF>
@@ -1089,6 +1200,8 @@ qv_status launch_wt(int wt, bool swap, int cpw, const small_params &p, dim3 grid
         case WT_INT4_G: return launch_kernel<WT_INT4_G, BF, true, 2>(p, grid, smem, trace, stream);
         case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF, true, 2>(p, grid, smem, trace, stream);
         case WT_INT8: return launch_kernel<WT_INT8, BF, true, 2>(p, grid, smem, trace, stream);
+        case WT_FP4_MX: return launch_kernel<WT_FP4_MX, BF, true, 2>(p, grid, smem, trace, stream);
+        case WT_FP4_NV: return launch_kernel<WT_FP4_NV, BF, true, 2>(p, grid, smem, trace, stream);
         default: return launch_kernel<WT_FP8, BF, true, 2>(p, grid, smem, trace, stream);
         }
     }
@@ -1098,6 +1211,8 @@ qv_status launch_wt(int wt, bool swap, int cpw, const small_params &p, dim3 grid
         case WT_INT4_G: return launch_kernel<WT_INT4_G, BF, true, 1>(p, grid, smem, trace, stream);
         case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF, true, 1>(p, grid, smem, trace, stream);
         case WT_INT8: return launch_kernel<WT_INT8, BF, true, 1>(p, grid, smem, trace, stream);
+        case WT_FP4_MX: return launch_kernel<WT_FP4_MX, BF, true, 1>(p, grid, smem, trace, stream);
+        case WT_FP4_NV: return launch_kernel<WT_FP4_NV, BF, true, 1>(p, grid, smem, trace, stream);
         default: return launch_kernel<WT_FP8, BF, true, 1>(p, grid, smem, trace, stream);
         }
     }
@@ -1106,6 +1221,8 @@ qv_status launch_wt(int wt, bool swap, int cpw, const small_params &p, dim3 grid
     case WT_INT4_G: return launch_kernel<WT_INT4_G, BF, false, 1>(p, grid, smem, trace, stream);
     case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF, false, 1>(p, grid, smem, trace, stream);
     case WT_INT8: return launch_kernel<WT_INT8, BF, false, 1>(p, grid, smem, trace, stream);
+    case WT_FP4_MX: return launch_kernel<WT_FP4_MX, BF, false, 1>(p, grid, smem, trace, stream);
+    case WT_FP4_NV: return launch_kernel<WT_FP4_NV, BF, false, 1>(p, grid, smem, trace, stream);
     default: return launch_kernel<WT_FP8, BF, false, 1>(p, grid, smem, trace, stream);
     }
 }
@@ -1251,6 +1368,12 @@ qv_status qv_wonly_small_launch(const qv_variant *v, const qv_gemm_args *a, cons
         return qv_fail(QV_ERR_USAGE, "%s: qv_launch_opts.wo_small_pre = %d is more than the %d ring stages", v->name,
                        p.pre_stages, kStages);
     wo_set_scale_fields(p, v, a->k);
+    p.gscale = v->s2_layout == QV_SCALE_TENSOR ? (const float *)a->scales2 : NULL;
+    p.bias = v->bias_fmt != QV_FMT_NONE ? a->bias_packed : NULL;
+    p.bias_fmt = v->bias_fmt == QV_FMT_F32 ? SF_F32 : v->bias_fmt == QV_FMT_BF16 ? SF_BF16 : SF_F16;
+    /* The FP4 kernels place their group rows by k16 tiles per group: 1 (NV,
+     * g = 16) or 2 (MX, g = 32), what check_fp4 lets through. */
+    QV_ASSERT(!wt_is_fp4(wt) || p.g_shift == (wt == WT_FP4_MX ? 1 : 0), "FP4 rows have g = 16 (NV) or 32 (MX)");
     const bool bf = v->afmt == QV_FMT_BF16;
     const dim3 grid(pl.n_blocks, pl.splits, 1);
     if (pl.splits > 65535)

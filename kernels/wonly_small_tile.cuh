@@ -3,9 +3,9 @@
  * code families, the warp's share of a block (8 warps, one or two 64-column
  * Marlin chunks each), the math of one k16 tile (dequantization into mma
  * fragments and the m16n8k16 products) and the unpacking of one group row of
- * scales and zero points. Rule: every product and fp32 sum of a K slice is
- * made here, so a K loop of another shape computes the same bits. CUDA C++
- * only. */
+ * scales, zero points or FP4 block-scale bytes. Rule: every product and fp32
+ * sum of a K slice is made here, so a K loop of another shape computes the
+ * same bits. CUDA C++ only. */
 #ifndef QVET_KERNELS_WONLY_SMALL_TILE_CUH
 #define QVET_KERNELS_WONLY_SMALL_TILE_CUH
 
@@ -18,14 +18,18 @@
 
 namespace {
 
-/* The code families of wonly_common.cuh, and here two more: 4-bit symmetric
- * codes come in three kernels, WT_INT4 with channel or tensor scales,
- * WT_INT4_G with group scales, and WT_INT4_GF with group scales of g >= 128
- * in fp16 on the swapped path, which dequantizes in the one-fma form
- * (small_g4_fma), so that each has only its own scale layout's code
- * (registers and schedule); 8-bit codes read the layout at run time. The
- * host picks WT_INT4_GF (launch_wt) where WT_INT4_G is the row's family. */
-enum { WT_INT4_G = 4, WT_INT4_GF = 5 };
+/* The code families of wonly_common.cuh, and here two more, numbered after
+ * them: 4-bit symmetric codes come in three kernels, WT_INT4 with channel or
+ * tensor scales, WT_INT4_G with group scales, and WT_INT4_GF with group
+ * scales of g >= 128 in fp16 on the swapped path, which dequantizes in the
+ * one-fma form (small_g4_fma), so that each has only its own scale layout's
+ * code (registers and schedule); 8-bit codes read the layout at run time.
+ * The host picks WT_INT4_GF (launch_wt) where WT_INT4_G is the row's family.
+ * The FP4 families (WT_FP4_MX, WT_FP4_NV) always have group scales: one
+ * byte per (group, column), unpacked by wonly_common.cuh's helpers. */
+enum { WT_INT4_G = 6, WT_INT4_GF = 7 };
+static_assert((int)WT_INT4_G > (int)WT_FP4_NV && (int)WT_INT4_G > (int)WT_FP8 && (int)WT_INT4_G > (int)WT_INT4_ZP,
+              "the small-M kernel's own code families are numbered apart from wonly_common.cuh's");
 
 /* The code family of a Marlin weight-only row (host side). */
 inline int small_weight_type(const qv_variant *v)
@@ -34,6 +38,8 @@ inline int small_weight_type(const qv_variant *v)
     case QV_LAYOUT_MARLIN_W4: return v->scale_layout == QV_SCALE_GROUP ? (int)WT_INT4_G : (int)WT_INT4;
     case QV_LAYOUT_MARLIN_W4_ZP: return WT_INT4_ZP;
     case QV_LAYOUT_MARLIN_W8: return WT_INT8;
+    case QV_LAYOUT_MARLIN_FP4_MX: return WT_FP4_MX;
+    case QV_LAYOUT_MARLIN_FP4_NV: return WT_FP4_NV;
     default: return WT_FP8;
     }
 }
@@ -42,11 +48,11 @@ constexpr int kWarps = 8; /* warps per block, one or two 64-column chunks each *
 constexpr int kThreads = 32 * kWarps;
 
 /* Per weight type: 16-byte words per lane per k16 tile and 64-column chunk
- * (4-bit: one word holds the lane's fragments of the chunk's 8 n8 tiles; 8-bit:
- * two words). */
+ * (4-bit, e2m1 included: one word holds the lane's fragments of the chunk's 8
+ * n8 tiles; 8-bit: two words). */
 __host__ __device__ constexpr bool four_bit(int wt)
 {
-    return wt == WT_INT4 || wt == WT_INT4_G || wt == WT_INT4_GF || wt == WT_INT4_ZP;
+    return wt == WT_INT4 || wt == WT_INT4_G || wt == WT_INT4_GF || wt == WT_INT4_ZP || wt_is_fp4(wt);
 }
 /* 4-bit symmetric codes with group scales (either kernel). */
 __host__ __device__ constexpr bool group4(int wt) { return wt == WT_INT4_G || wt == WT_INT4_GF; }
@@ -101,7 +107,8 @@ __device__ __forceinline__ float add_partial(float s, float v)
 }
 
 /* The group registers of a warp with CPW chunks: sc, the group scales as one
- * half2 per n8 tile; zw, the lane's packed zero-point word per chunk; zc, with
+ * half2 per n8 tile (FP4: the block scale's kernel register per n8 tile,
+ * wo_fp4_scale_reg); zw, the lane's packed zero-point word per chunk; zc, with
  * one chunk per warp, each n8 tile's dequant constants (with two they are
  * rebuilt per tile, which keeps registers below 128). The one-constant form
  * of the wgmma kernel (qv_dq4_one) is slower here on the H200: this kernel
@@ -189,11 +196,37 @@ __device__ __forceinline__ bool small_g4_fma_prepare(unsigned char *rows, int n_
 }
 
 /* Reads one group row into r: srow, the row's scales of the block's BN
- * columns (block-local column order, 2 bytes each); zrow, its BN/8 packed
- * zero-point words (WT_INT4_ZP only). single: the row is stored in the channel
- * order (a single group, k == g, layout.h); unbias_h2: the fp8 scale factor
- * (wo_set_scale_fields), 1 otherwise. A small_g4_fma kernel whose warp runs
- * the one-fma form (r.fma) finds S = s 2^20 staged and adds C = -8 s. */
+ * columns (block-local packed order, 2 bytes each; FP4: 1 byte each);
+ * zrow, its BN/8 packed zero-point words (WT_INT4_ZP only). single: the row
+ * is stored in the channel order (a single group, k == g, layout.h; never
+ * for FP4); unbias_h2: the fp8 scale factor (wo_set_scale_fields), 1
+ * otherwise. A small_g4_fma kernel whose warp runs the one-fma form (r.fma)
+ * finds S = s 2^20 staged and adds C = -8 s.
+ *
+ * FP4 block scales, which byte feeds which register (l: the lane):
+ *  - the lane's weight word of a chunk and k16 tile is the Marlin W4 word
+ *    (layout.h, dequant.cuh): the B fragments of the chunk's n8 tiles j8 =
+ *    0..7, column 8 j8 + l/4, k rows 2(l%4) + {0,1} (bf[0]) and + 8 (bf[1]);
+ *  - small_tile_mma dequantizes and scales those fragments before either
+ *    orientation uses them. m16: bf is the B operand of n8 tile j8 as it is.
+ *    Swapped: {bf(2i)[0], bf(2i+1)[0], bf(2i)[1], bf(2i+1)[1]} is the A
+ *    fragment of the 16 x 16 tile of W^T, whose A rows gid = l/4 and gid + 8
+ *    are columns 16i + l/4 = 8(2i) + l/4 and 16i + 8 + l/4 = 8(2i+1) + l/4
+ *    and whose A columns 2(l%4) + {0,1}, + 8 are those k rows: every
+ *    register keeps the (column, k) of the B fragment it came from;
+ *  - so in both orientations register pair bf of n8 tile j8 holds column
+ *    8 j8 + l/4 of the chunk alone, and takes that column's block scale, as
+ *    in wonly.cu: what the swap moves is where the products land (acc to Y,
+ *    elem_row / elem_col in wonly_small.cu), which only the epilogue's
+ *    per-column bias sees, read there per output column;
+ *  - QV_SORDER_GROUP64_FP8 stores column 64(c/64) + (c%64)/8 + 8x, x = 4((c%8)/4)
+ *    + [0,2,1,3][c%4], at byte c of a row: the chunk's bytes 8(l/4) .. 8(l/4)
+ *    + 7 are the columns l/4 + 8x, byte b the column l/4 + 8(4(b/4) +
+ *    [0,2,1,3][b%4]), i.e. n8 tile j8 = 4(b/4) + [0,2,1,3][b%4]: one 8-byte
+ *    load at local + 8(l/4) of the staged row (local: the chunk's first
+ *    column in the block; the staged row holds the block's BN columns in
+ *    packed order), unpacked by wo_fp4_lane_scales, which puts byte b at
+ *    exactly that j8. */
 template <int WT, bool IS_BF16, bool SWAP, int CPW>
 __device__ __forceinline__ void small_load_group(small_group_regs<CPW> &r, const unsigned char *srow,
                                                  const unsigned char *zrow, int warp, int lane, bool single,
@@ -202,6 +235,11 @@ __device__ __forceinline__ void small_load_group(small_group_regs<CPW> &r, const
 #pragma unroll
     for (int c = 0; c < CPW; c++) {
         const int local = (warp * CPW + c) * 64; /* the chunk's first column in the block */
+        if constexpr (wt_is_fp4(WT)) {
+            wo_fp4_lane_scales<WT, IS_BF16>(*reinterpret_cast<const uint2 *>(srow + local + 8 * (lane >> 2)),
+                                            r.sc[c]);
+            continue;
+        }
         /* scale_perm puts column 8*j8 + lane/4 of a chunk at position
          * 8*(lane/4) + j8: one 16-byte vector per lane. A single group
          * (k == g) is stored in the channel order instead. */
@@ -285,6 +323,15 @@ __device__ __forceinline__ void small_tile_mma(float (&acc)[CPW][SWAP ? 4 : 8][4
         /* The B fragment of n8 tile j8: the exact codes, times the group
          * scale with one rounding (dequant.cuh). */
         auto dequant = [&](int j8, uint32_t bf[2]) {
+            if constexpr (wt_is_fp4(WT)) {
+                /* e2m1 codes moved into x 2^-14 / x 2^-126, then times the
+                 * block scale of column 8 j8 + lane/4 (small_load_group), one
+                 * rounding, as wonly.cu. FP4 rows always have group scales:
+                 * every caller passes G. */
+                wo_dq_word<WT, IS_BF16>(bw, j8, r.zc[0], bf);
+                wo_fp4_scale<WT, IS_BF16>(r.sc[c][j8], bf);
+                return;
+            }
             if constexpr (small_g4_fma<WT, IS_BF16, SWAP, CPW>()) {
                 if (G && F) {
                     /* the lo pair's nibbles (bits 0-3, or 8-11 for odd j8)

@@ -73,7 +73,8 @@ static int wo_dq_from(const qv_launch_ctx *c, const qv_route_problem *p)
     (QV_ROUTE_BIT(QV_LAYOUT_MARLIN_W4) | QV_ROUTE_BIT(QV_LAYOUT_MARLIN_W4_ZP) |                          \
      QV_ROUTE_BIT(QV_LAYOUT_MARLIN_W8) | QV_ROUTE_BIT(QV_LAYOUT_MARLIN_FP8))
 #define F16_BF16 (QV_ROUTE_BIT(QV_FMT_F16) | QV_ROUTE_BIT(QV_FMT_BF16))
-/* The FP4 layouts: the mma kernel and dequantize + cuBLAS only. */
+/* The FP4 layouts: the small-M kernel, dequantize + cuBLAS and the mma
+ * kernel (not the wgmma kernel, whose scale staging is 16-bit). */
 #define FP4_LAYOUTS (QV_ROUTE_BIT(QV_LAYOUT_MARLIN_FP4_MX) | QV_ROUTE_BIT(QV_LAYOUT_MARLIN_FP4_NV))
 
 static const qv_route_row kMarlin[] = {
@@ -99,7 +100,7 @@ static const qv_route_row kMarlin[] = {
         .name = "small-m",
         .kernel = "kernels/wonly_small.cu",
         .isa = "sm_90",
-        .layouts = MARLIN_LAYOUTS,
+        .layouts = MARLIN_LAYOUTS | FP4_LAYOUTS,
         .afmts = F16_BF16,
         .n_min = 64, .n_mult = 64, .k_min = 16, .k_mult = 16,
         .m_from = wo_small_from,

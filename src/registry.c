@@ -84,9 +84,10 @@
  * rounding to the activation format (exact for every code and scale the
  * layouts carry, overflow to Inf aside), f16 or bf16 activations and the
  * same format out, an optional bias in that format added in fp32 before the
- * single output rounding. Their GPU kernels are the weight-only family's mma
- * kernel and dequantize + cuBLAS (kernels/wonly.cu, wonly_dq.cu), reading
- * qv_pack's bytes as vLLM's Marlin FP4 kernel does. */
+ * single output rounding. Their GPU kernels are the weight-only family's
+ * small-M and mma kernels and dequantize + cuBLAS (kernels/wonly_small.cu,
+ * wonly.cu, wonly_dq.cu), reading qv_pack's bytes as vLLM's Marlin FP4
+ * kernel does. */
 #define FP4_ROW(name_, sfmt_, g_, s2fmt_, layout_, act_, bias_, arith_, summary_)                        \
     {.name = (name_), .summary = (summary_), .family = "marlin",                                        \
      .wfmt = QV_FMT_E2M1, .afmt = (act_), .ofmt = (act_), .sfmt = (sfmt_),                              \

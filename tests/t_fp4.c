@@ -165,7 +165,9 @@ END_TEST
 
 /* Their GPU kernels: both backends take every row, the whole registry's
  * GPU candidates include them, each reaches the weight-only launcher, whose
- * route table gives them dequantize + cuBLAS and the mma kernel only; a
+ * route table gives them the small-M kernel (M <= 16), the mma kernel
+ * (M = 17-63) and dequantize + cuBLAS (from M = 64), never the wgmma
+ * kernel; a
  * launch refuses an illegal shape (N off 64 columns, K off the group) and
  * missing buffers (the NV global scale, the packed bias) with a status and
  * a message, before any CUDA call. */
@@ -192,6 +194,12 @@ START_TEST(gpu_takes_them)
         ck_assert_str_eq(qv_gpu_launcher(v)->family, "marlin");
         qv_wo_path path;
         ck_assert_int_eq(qv_wonly_route(v, 1, 4096, 4096, &h200, &path), QV_OK);
+        ck_assert_int_eq(path, QV_WO_PATH_SMALL);
+        ck_assert_int_eq(qv_wonly_route(v, 16, 8192, 28672, &h200, &path), QV_OK);
+        ck_assert_int_eq(path, QV_WO_PATH_SMALL);
+        ck_assert_int_eq(qv_wonly_route(v, 17, 4096, 4096, &h200, &path), QV_OK);
+        ck_assert_int_eq(path, QV_WO_PATH_MMA);
+        ck_assert_int_eq(qv_wonly_route(v, 63, 8192, 28672, &h200, &path), QV_OK);
         ck_assert_int_eq(path, QV_WO_PATH_MMA);
         ck_assert_int_eq(qv_wonly_route(v, 1024, 4096, 4096, &h200, &path), QV_OK);
         ck_assert_int_eq(path, QV_WO_PATH_DQ);

@@ -40,6 +40,11 @@ static uint64_t g_seed = 20261205;
 #define WO_SMALL {.wo_wg_min_m = QV_OPT_OFF}
 #define WO_DQ {.wo_wg_min_m = QV_OPT_OFF, .wo_small = QV_WO_SMALL_NEVER, .wo_dq_min_m = 1}
 #define WO_MMA {.wo_wg_min_m = QV_OPT_OFF, .wo_small = QV_WO_SMALL_NEVER, .wo_dq_min_m = QV_OPT_OFF}
+/* The small-M kernel in each of its forms: swapped with one or two 64-column
+ * chunks per warp (M <= 8), the m16 orientation (M <= 16). */
+#define SMALL_SWAP {.wo_wg_min_m = QV_OPT_OFF, .wo_small = QV_WO_SMALL_SWAP}
+#define SMALL_SWAP2 {.wo_wg_min_m = QV_OPT_OFF, .wo_small = QV_WO_SMALL_SWAP2}
+#define SMALL_M16 {.wo_wg_min_m = QV_OPT_OFF, .wo_small = QV_WO_SMALL_M16_16}
 #define AQ_WG {.aq_wg_min_m = 1}
 #define AQ_LT_I8 {.aq_wg_min_m = QV_OPT_OFF, .aq_lt_min_m = 1}
 #define AQ_LT_FP8 {.aq_lt_fp8_min_m = 1}
@@ -81,27 +86,71 @@ static const struct op_case {
     {"marlin-*", "small-m", {.wo_wg_min_m = 9}, 8, 192, 384, EXACT},
     {"marlin-*", "wgmma", {.wo_wg_min_m = 9}, 9, 192, 384, EXACT},
 
-    /* FP4 (mma kernel below M = 64, dequantize + cuBLAS from it): K = 16
-     * and 32 are one group, K = 416 ends inside a pipeline stage, K = 4096
-     * at M = 1 splits K; the probes at the values the Marlin FP4
-     * preparation treats apart (probe.h). */
-    {"marlin-*fp4*", "mma", DEFAULTS, 1, 64, 32, EXACT},
-    {"marlin-*fp4*", "mma", DEFAULTS, 1, 64, 4096, EXACT},
-    {"marlin-*fp4*", "mma", DEFAULTS, 16, 192, 416, QV_PROBE_FP4_CODES},
+    /* FP4 (the small-M kernel to M = 16, the mma kernel to 63, dequantize +
+     * cuBLAS from 64; never wgmma): K = 16 and 32 are one group, K = 416 ends
+     * inside a pipeline or ring stage, K = 4096 at M = 1 splits K; the probes
+     * at the values the Marlin FP4 preparation treats apart (probe.h). The
+     * mma kernel below M = 17 only when the options force it. */
+    {"marlin-*fp4*", "mma", WO_MMA, 1, 64, 32, EXACT},
+    {"marlin-*fp4*", "mma", WO_MMA, 1, 64, 4096, EXACT},
+    {"marlin-*fp4*", "mma", WO_MMA, 16, 192, 416, QV_PROBE_FP4_CODES},
     {"marlin-*fp4*", "mma", DEFAULTS, 17, 320, 416, QV_PROBE_FP4_SCALE_ENDS},
     {"marlin-*fp4*", "mma", DEFAULTS, 63, 256, 512, RANDOM},
     {"marlin-*fp4*", "mma", WO_MMA, 129, 192, 384, RANDOM},
     {"marlin-*fp4*", "dq-cublas", DEFAULTS, 64, 256, 512, EXACT},
     {"marlin-*fp4*", "dq-cublas", DEFAULTS, 65, 320, 416, QV_PROBE_FP4_SCALE_ENDS},
     {"marlin-*fp4*", "dq-cublas", WO_DQ, 2, 192, 384, QV_PROBE_FP4_CODES},
-    {"marlin-nvfp4*", "mma", DEFAULTS, 3, 64, 16, QV_PROBE_FP4_GLOBAL_ONE},
+    {"marlin-nvfp4*", "mma", WO_MMA, 3, 64, 16, QV_PROBE_FP4_GLOBAL_ONE},
     {"marlin-nvfp4*", "mma", DEFAULTS, 33, 192, 384, QV_PROBE_FP4_GLOBAL_TINY},
-    {"marlin-nvfp4*", "mma", DEFAULTS, 8, 320, 416, QV_PROBE_FP4_GLOBAL_HUGE},
+    {"marlin-nvfp4*", "mma", WO_MMA, 8, 320, 416, QV_PROBE_FP4_GLOBAL_HUGE},
     {"marlin-nvfp4*", "dq-cublas", DEFAULTS, 64, 192, 384, QV_PROBE_FP4_GLOBAL_ONE},
     {"marlin-nvfp4*", "dq-cublas", DEFAULTS, 100, 192, 384, QV_PROBE_FP4_GLOBAL_TINY},
     {"marlin-nvfp4*", "dq-cublas", DEFAULTS, 64, 320, 416, QV_PROBE_FP4_GLOBAL_HUGE},
-    {"marlin-*fp4*-bias-*", "mma", DEFAULTS, 5, 192, 384, QV_PROBE_WITNESS_BIAS},
+    {"marlin-*fp4*-bias-*", "mma", WO_MMA, 5, 192, 384, QV_PROBE_WITNESS_BIAS},
+    {"marlin-*fp4*-bias-*", "mma", DEFAULTS, 17, 192, 384, QV_PROBE_WITNESS_BIAS},
     {"marlin-*fp4*-bias-*", "dq-cublas", DEFAULTS, 64, 192, 384, QV_PROBE_WITNESS_BIAS},
+    /* FP4 on the small-M kernel, in each form at M = 1, 5, 8 (swapped, one
+     * and two chunks per warp) and 1, 5, 8, 9, 16 (m16), every FP4 row (bias
+     * on and off, f16 and bf16). N = 192 and 320 leave warps of a block
+     * without a chunk (with two chunks, a warp with one); N = 1088 is a
+     * second, partial block. K = 4096 splits K over clusters; forced slice
+     * counts send the partials through the workspace alone (cluster 1) and
+     * through both (6 slices in clusters of 2). K = 416 ends inside a ring
+     * stage (its last rows one by one, the stages before in one line). */
+    {"marlin-*fp4*", "small-m", SMALL_SWAP, 1, 192, 384, EXACT},
+    {"marlin-*fp4*", "small-m", SMALL_SWAP, 1, 64, 4096, EXACT},
+    {"marlin-*fp4*", "small-m", SMALL_SWAP, 5, 192, 416, QV_PROBE_FP4_CODES},
+    {"marlin-*fp4*", "small-m", SMALL_SWAP, 8, 1088, 416, QV_PROBE_FP4_SCALE_ENDS},
+    {"marlin-*fp4*", "small-m", SMALL_SWAP2, 1, 192, 512, QV_PROBE_FP4_CODES},
+    {"marlin-*fp4*", "small-m", SMALL_SWAP2, 5, 1088, 384, EXACT},
+    {"marlin-*fp4*", "small-m", SMALL_SWAP2, 8, 320, 416, QV_PROBE_FP4_SCALE_ENDS},
+    {"marlin-*fp4*", "small-m", SMALL_SWAP2, 8, 192, 4096, RANDOM},
+    {"marlin-*fp4*", "small-m", SMALL_M16, 1, 64, 32, EXACT},
+    {"marlin-*fp4*", "small-m", SMALL_M16, 5, 192, 416, QV_PROBE_FP4_SCALE_ENDS},
+    {"marlin-*fp4*", "small-m", SMALL_M16, 8, 320, 384, QV_PROBE_FP4_CODES},
+    {"marlin-*fp4*", "small-m", SMALL_M16, 9, 1088, 416, EXACT},
+    {"marlin-*fp4*", "small-m", SMALL_M16, 16, 192, 4096, EXACT},
+    {"marlin-*fp4*", "small-m", SMALL_M16, 16, 320, 416, RANDOM},
+    {"marlin-*fp4*", "small-m", DEFAULTS, 1, 64, 4096, QV_PROBE_FP4_CODES},
+    {"marlin-*fp4*", "small-m", DEFAULTS, 16, 192, 416, QV_PROBE_FP4_CODES},
+    {"marlin-*fp4*", "small-m", {.wo_small = QV_WO_SMALL_SWAP, .wo_small_splits = 5, .wo_small_cluster = 1}, 8,
+     192, 1024, EXACT},
+    {"marlin-*fp4*", "small-m", {.wo_small = QV_WO_SMALL_M16_16, .wo_small_splits = 6, .wo_small_cluster = 2}, 16,
+     320, 1024, RANDOM},
+    /* The NV global scale at 1 (block scales below 2^-6) and at both
+     * extremes, and the bias witness, in both orientations. */
+    {"marlin-nvfp4*", "small-m", SMALL_SWAP, 1, 64, 16, QV_PROBE_FP4_GLOBAL_ONE},
+    {"marlin-nvfp4*", "small-m", SMALL_SWAP, 8, 192, 384, QV_PROBE_FP4_GLOBAL_TINY},
+    {"marlin-nvfp4*", "small-m", SMALL_SWAP, 1, 320, 416, QV_PROBE_FP4_GLOBAL_HUGE},
+    {"marlin-nvfp4*", "small-m", SMALL_SWAP2, 5, 1088, 416, QV_PROBE_FP4_GLOBAL_HUGE},
+    {"marlin-nvfp4*", "small-m", SMALL_SWAP2, 8, 192, 1024, QV_PROBE_FP4_GLOBAL_ONE},
+    {"marlin-nvfp4*", "small-m", SMALL_M16, 5, 64, 16, QV_PROBE_FP4_GLOBAL_TINY},
+    {"marlin-nvfp4*", "small-m", SMALL_M16, 9, 192, 384, QV_PROBE_FP4_GLOBAL_ONE},
+    {"marlin-nvfp4*", "small-m", SMALL_M16, 16, 320, 416, QV_PROBE_FP4_GLOBAL_HUGE},
+    {"marlin-*fp4*-bias-*", "small-m", SMALL_SWAP, 5, 192, 384, QV_PROBE_WITNESS_BIAS},
+    {"marlin-*fp4*-bias-*", "small-m", SMALL_SWAP2, 8, 1088, 384, QV_PROBE_WITNESS_BIAS},
+    {"marlin-*fp4*-bias-*", "small-m", SMALL_M16, 9, 320, 1024, QV_PROBE_WITNESS_BIAS},
+    {"marlin-*fp4*-bias-*", "small-m", SMALL_M16, 16, 192, 384, QV_PROBE_WITNESS_BIAS},
 
     /* Activation-quantized. QQQ needs N % 64 and per group K % 128; W8A8
      * N % 8 and K % 16 (the block row K % 128 for cuBLASLt). The cuBLASLt

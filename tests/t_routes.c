@@ -38,8 +38,8 @@ static int is_group(const qv_variant *v)
     return v->scale_layout == QV_SCALE_GROUP || v->scale_layout == QV_SCALE_GROUP_CHANNEL;
 }
 
-/* The FP4 rows (e2m1 weights) run on dequantize + cuBLAS and the mma
- * kernel only. */
+/* The FP4 rows (e2m1 weights) run on the small-M kernel, dequantize +
+ * cuBLAS and the mma kernel, never on the wgmma kernel. */
 static int is_fp4(const qv_variant *v) { return v->wfmt == QV_FMT_E2M1; }
 
 /* Weight-only wgmma: wo_wg_min_m; unset, 17, and 9 on layers of at least
@@ -55,11 +55,10 @@ static int want_wo_wg(const qv_variant *v, int m, int n, int k, const qv_launch_
 }
 
 /* Small-M: wo_small unset or _M16_16 M <= 16; _M16_8, _SWAP, _SWAP2 M <= 8;
- * _NEVER never; not FP4. */
+ * _NEVER never; every Marlin row, FP4 included. */
 static int want_wo_small(const qv_variant *v, int m, int n, int k, const qv_launch_opts *o)
 {
-    (void)n, (void)k;
-    if (is_fp4(v)) return 0;
+    (void)v, (void)n, (void)k;
     switch (o->wo_small) {
     case QV_WO_SMALL_NEVER: return 0;
     case QV_WO_SMALL_DEFAULT:

@@ -234,7 +234,8 @@ END_TEST
  * up to 2, 248 for 4, 240 for 8), and it needs no more K slices than the
  * one-chunk plan, or the one-chunk plan runs more than one wave and the
  * two-chunk slices are at least 64 k16 tiles, or they are at least 128 tiles
- * and the row is not an 8-bit fp16 row without group scales; the default's
+ * and the row is not an 8-bit fp16 row without group scales (e2m1 codes
+ * are 4-bit, and grouped); the default's
  * plan is then the chosen configuration's. Above M = 8 one chunk. Both
  * choices occur (Llama-3-70B gate_up at M = 1 takes two chunks for
  * w4a16-ch-f16, its qkv one; zero-point rows never two). */
@@ -242,7 +243,7 @@ static int slots_for(int c) { return c <= 2 ? 264 : c == 4 ? 248 : c == 8 ? 240 
 
 static int two_expected(const qv_variant *v, const qv_wo_small_plan_info *one, const qv_wo_small_plan_info *two)
 {
-    const int four = v->layout == QV_LAYOUT_MARLIN_W4 || v->layout == QV_LAYOUT_MARLIN_W4_ZP;
+    const int four = v->layout == QV_LAYOUT_MARLIN_W4 || v->layout == QV_LAYOUT_MARLIN_W4_ZP || v->wfmt == QV_FMT_E2M1;
     const int light = !four && v->afmt != QV_FMT_BF16 && v->scale_layout != QV_SCALE_GROUP;
     if (v->zero_point || 4L * two->n_blocks * two->splits < 3L * slots_for(two->cluster)) return 0;
     const int one_waves = (long)one->n_blocks * one->splits > slots_for(one->cluster);
