@@ -3,10 +3,11 @@
  * cuBLAS baseline on the GPU.
  *
  * Witnesses, none of them the kernel's own output:
- *  - every registry row of family "marlin" or "cublas" with a launch, over the
- *    edge set of M x shapes on the tiles and at the smallest legal step past
- *    them (and past the kernel's 256-column block, its 128- and 64-row K stages
- *    and its split-K slices), K/g in {1, 3, 5}, with three probes:
+ *  - every registry row of family "marlin" (but the FP4 ones, which t_gpu_ops
+ *    runs) or "cublas" with a launch, over the edge set of M x shapes on the
+ *    tiles and at the smallest legal step past them (and past the kernel's
+ *    256-column block, its 128- and 64-row K stages and its split-K
+ *    slices), K/g in {1, 3, 5}, with three probes:
  *      exact   small-integer activations and power-of-two scales that differ
  *              per channel and group: every partial sum is exact in fp32, so the
  *              output is unique and must equal the CPU model (ref_model_run)
@@ -35,8 +36,8 @@
  * cluster cases, =3 only the scale-edge cases, =4 only the two-chunk
  * real-layer cases; QVET_WONLY_ROWS=<text> only
  * the rows whose name contains it. Without a CUDA device the suite prints
- * exactly "SKIP: no CUDA device" and runs only the refusal checks, which make
- * no CUDA call. Random cases come from (seed, index); the seed is printed and
+ * exactly "SKIP: no CUDA device" and runs only the refusal checks and the
+ * fills of its rows (rows_fillable), which make no CUDA call. Random cases come from (seed, index); the seed is printed and
  * QVET_SEED=<seed> replays it. */
 #include <check.h>
 #include <inttypes.h>
@@ -47,6 +48,7 @@
 #include "../kernels/wonly_small.cuh"
 #include "internal/gpu.h"
 #include "qvet/gemm.h"
+#include "qvet/layout.h"
 #include "qvet/problem.h"
 #include "qvet/variant.h"
 #include "support/gpu.h"
@@ -60,11 +62,14 @@ static int g_rows[64];
 static int g_nrows;
 
 /* QVET_WONLY_ROWS=<text> keeps only the rows whose name contains it (a
- * sanitizer pass on one row); unset, every row. */
+ * sanitizer pass on one row); unset, every row. Not the FP4 rows: wonly_fill
+ * writes no e2m1 codes, byte scales or global scale, and the small-M path
+ * takes no FP4 layout; t_gpu_ops runs their two paths with the FP4 probes. */
 static int keep_row(const qv_variant *v)
 {
     const char *only = getenv("QVET_WONLY_ROWS");
     if (only && *only && !strstr(v->name, only)) return 0;
+    if (qv_layout_is_fp4(v->layout)) return 0;
     return !strcmp(v->family, "marlin") || !strcmp(v->family, "cublas");
 }
 
@@ -213,6 +218,20 @@ START_TEST(small_m_both_paths)
 END_TEST
 
 /* ---- refusals (no CUDA call) ------------------------------------------------------ */
+
+/* The suite's premise, without a device: wonly_fill fills every row the
+ * device half runs (it aborts on a weight format it does not write). */
+START_TEST(rows_fillable)
+{
+    const qv_variant *v = qv_registry_get(g_rows[_i]);
+    int64_t n, k;
+    shape_for(v, 0, 1, &n, &k);
+    qv_problem p;
+    ck_assert_msg(qv_problem_create(&p, v, 1, n, k) == QV_OK, "%s: %s", v->name, qv_errmsg());
+    for (int probe = 0; probe < PROBE_COUNT; probe++) wonly_fill(&p, probe, REG_NORMAL, g_seed, (uint64_t)_i);
+    qv_problem_destroy(&p);
+}
+END_TEST
 
 START_TEST(refusals)
 {
@@ -553,6 +572,7 @@ static Suite *wonly_suite(int gpu, int quick)
     TCase *tc;
     Suite *s = gpu_suite_create("gpu_wonly", gpu, g_seed, g_nrows, &tc);
     tcase_add_test(tc, refusals);
+    tcase_add_loop_test(tc, rows_fillable, 0, g_nrows);
     if (gpu && quick == 2) {
         tcase_add_loop_test(tc, small_m_cluster_sums, 0, g_nrows);
     } else if (gpu && quick == 3) {
