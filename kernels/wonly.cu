@@ -118,7 +118,8 @@ __device__ __forceinline__ float epilogue_scale(const wo_params &p, int col)
 
 /* The FP4 epilogue of two fp32 sums, in place: times the global scale g
  * (fp32, RN), then plus the bias (fp32, RN) when there is one; the caller
- * rounds once to the output format. */
+ * rounds once to the output format. The intrinsics keep the two roundings:
+ * under -fmad=true the compiler fuses y * g + b into one fma otherwise. */
 template <bool IS_BF16>
 __device__ __forceinline__ void wo_fp4_epilogue(float &y0, float &y1, float g, bool has_bias, float b0, float b1)
 {
@@ -130,8 +131,8 @@ __device__ __forceinline__ void wo_fp4_epilogue(float &y0, float &y1, float g, b
     y0 = qv_h2<IS_BF16>::to_float((uint16_t)(r & 0xFFFFu));
     y1 = qv_h2<IS_BF16>::to_float((uint16_t)(r >> 16));
 #endif
-    y0 = y0 * g;
-    y1 = y1 * g;
+    y0 = __fmul_rn(y0, g);
+    y1 = __fmul_rn(y1, g);
     if (!has_bias) return;
 #ifdef QV_MUTANT_gpu_wo_fp4_bias_after_cast
     /* Mutant (class 24, sglang #35020; vLLM's Marlin FP4 epilogue): the bias
@@ -140,8 +141,8 @@ __device__ __forceinline__ void wo_fp4_epilogue(float &y0, float &y1, float g, b
     y0 = qv_h2<IS_BF16>::to_float((uint16_t)(r2 & 0xFFFFu));
     y1 = qv_h2<IS_BF16>::to_float((uint16_t)(r2 >> 16));
 #endif
-    y0 = y0 + b0;
-    y1 = y1 + b1;
+    y0 = __fadd_rn(y0, b0);
+    y1 = __fadd_rn(y1, b1);
 }
 
 /* 16- and 32-row tiles run two blocks per SM (registers capped at 128),
