@@ -123,7 +123,8 @@ template <int WT, bool IS_BF16> __device__ __forceinline__ void wo_fp4_scale(uin
  * output format. The two sums are any two outputs (wonly.cu: two columns of
  * one row; wonly_small.cu: two columns of one row, or in the swapped
  * orientation two rows of one column), each with its own bias. The mutant
- * switches here reach both kernels. */
+ * switches here reach both kernels. The intrinsics keep the two roundings:
+ * under -fmad=true the compiler would fuse y * g + b into one fma. */
 template <bool IS_BF16>
 __device__ __forceinline__ void wo_fp4_epilogue(float &y0, float &y1, float g, bool has_bias, float b0, float b1)
 {
@@ -135,8 +136,8 @@ __device__ __forceinline__ void wo_fp4_epilogue(float &y0, float &y1, float g, b
     y0 = qv_h2<IS_BF16>::to_float((uint16_t)(r & 0xFFFFu));
     y1 = qv_h2<IS_BF16>::to_float((uint16_t)(r >> 16));
 #endif
-    y0 = y0 * g;
-    y1 = y1 * g;
+    y0 = __fmul_rn(y0, g);
+    y1 = __fmul_rn(y1, g);
     if (!has_bias) return;
 #ifdef QV_MUTANT_gpu_wo_fp4_bias_after_cast
     /* Mutant (class 24, sglang #35020; vLLM's Marlin FP4 epilogue): the bias
@@ -145,8 +146,8 @@ __device__ __forceinline__ void wo_fp4_epilogue(float &y0, float &y1, float g, b
     y0 = qv_h2<IS_BF16>::to_float((uint16_t)(r2 & 0xFFFFu));
     y1 = qv_h2<IS_BF16>::to_float((uint16_t)(r2 >> 16));
 #endif
-    y0 = y0 + b0;
-    y1 = y1 + b1;
+    y0 = __fadd_rn(y0, b0);
+    y1 = __fadd_rn(y1, b1);
 }
 
 /* Packed index of logical column col for channelwise scales (scale_perm_single:

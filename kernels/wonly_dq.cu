@@ -224,23 +224,26 @@ __global__ void k_wo_dq_epilogue(const float *y,      /* (splits, m, nc) fp32 su
             v.z = v.z + u.z;
             v.w = v.w + u.w;
         }
+        /* The scale, the global scale and the bias as separate fp32
+         * roundings, as declared: the intrinsics keep -fmad=true from fusing
+         * a product with the bias. */
         if (mode != 0) {
-            v.x = v.x * s[0];
-            v.y = v.y * s[1];
-            v.z = v.z * s[2];
-            v.w = v.w * s[3];
+            v.x = __fmul_rn(v.x, s[0]);
+            v.y = __fmul_rn(v.y, s[1]);
+            v.z = __fmul_rn(v.z, s[2]);
+            v.w = __fmul_rn(v.w, s[3]);
         }
         if (gscale) {
-            v.x = v.x * g;
-            v.y = v.y * g;
-            v.z = v.z * g;
-            v.w = v.w * g;
+            v.x = __fmul_rn(v.x, g);
+            v.y = __fmul_rn(v.y, g);
+            v.z = __fmul_rn(v.z, g);
+            v.w = __fmul_rn(v.w, g);
         }
         if (bias) {
-            v.x = v.x + bb[0];
-            v.y = v.y + bb[1];
-            v.z = v.z + bb[2];
-            v.w = v.w + bb[3];
+            v.x = __fadd_rn(v.x, bb[0]);
+            v.y = __fadd_rn(v.y, bb[1]);
+            v.z = __fadd_rn(v.z, bb[2]);
+            v.w = __fadd_rn(v.w, bb[3]);
         }
         /* Two 4-byte stores: gemm.h promises C only 4-byte alignment. */
         uint32_t *dst = reinterpret_cast<uint32_t *>(c + row * n + n0 + j);

@@ -3,11 +3,12 @@
  * value to; every case's launch options are data (qv_launch_opts).
  *
  * Witnesses, none of them the kernel's own output:
- *  - every registry row of family "marlin" over M in {1, 63, 64, 65, 200,
- *    1024}, N in {64, 192, 576, 4096} (one 64-column chunk, a partial
- *    warpgroup, one chunk past a block of 512 or 256 columns, a real width)
- *    and K on the k16 tile or the group, past the 64-row stage (K = 48, 3g)
- *    and long (4096, 4112 / 4096 + g: a partial last stage), with three probes:
+ *  - every registry row of family "marlin" but the FP4 ones (which the
+ *    wgmma path does not take) over M in {1, 63, 64, 65, 200, 1024}, N in
+ *    {64, 192, 576, 4096} (one 64-column chunk, a partial warpgroup, one
+ *    chunk past a block of 512 or 256 columns, a real width) and K on the
+ *    k16 tile or the group, past the 64-row stage (K = 48, 3g) and long
+ *    (4096, 4112 / 4096 + g: a partial last stage), with three probes:
  *      exact   small-integer activations and power-of-two scales that differ
  *              per channel and group: every partial sum is exact in fp32, so
  *              the output is unique and must equal the CPU model
@@ -52,6 +53,7 @@
 #include "../kernels/wonly_wg.cuh"
 #include "internal/gpu.h"
 #include "qvet/gemm.h"
+#include "qvet/layout.h"
 #include "qvet/variant.h"
 #include "support/gpu.h"
 #include "support/wonly.h"
@@ -341,6 +343,16 @@ static int tail_tiles(const qv_variant *v, int m, int n, int k, qv_launch_opts o
     return qv_wonly_wg_tail_tiles(v, m, n, k, &o);
 }
 
+/* The suite's premise, without a device: the wgmma path takes every row the
+ * device half runs, at the first shape direct_store_epilogue asserts it on. */
+START_TEST(rows_take_wgmma)
+{
+    const qv_variant *v = qv_registry_get(g_rows[_i]);
+    const qv_launch_opts o = {H200, TO_WG, .wo_wg_tile = QV_WG_TILE_128X256};
+    ck_assert_msg(wg_takes(v, 70, 576, (int)k_for(v, 1), o), "%s: the wgmma path does not take it", v->name);
+}
+END_TEST
+
 START_TEST(switch_and_refusals)
 {
     const qv_variant *w4 = qv_variant_find("marlin-w4a16-g128-f16");
@@ -454,6 +466,7 @@ static Suite *wg_suite(int gpu, int quick)
     TCase *tc;
     Suite *s = gpu_suite_create("gpu_wg", gpu, g_seed, g_nrows, &tc);
     tcase_add_test(tc, switch_and_refusals);
+    tcase_add_loop_test(tc, rows_take_wgmma, 0, g_nrows);
     if (gpu) tcase_add_loop_test(tc, direct_store_epilogue, 0, g_nrows);
     if (gpu && quick)
         tcase_add_loop_test(tc, registry_quick, 0, g_nrows);

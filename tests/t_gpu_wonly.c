@@ -30,30 +30,39 @@
  *  - the small-M kernel's two chunks per warp where the default takes them on
  *    its own, Llama-3-70B gate_up at M = 1, for one row of each two-chunk
  *    kernel family (small_m_two_chunk_layer);
+ *  - the NVFP4 rows with a bias where their global scale's and bias's two
+ *    fp32 roundings meet a tie that one fma would not (hand-derived bits, on
+ *    the mma, small-M and dequantize + cuBLAS paths; bug_20261205_nvfp4_bias_fused);
  *  - refusals: illegal N and K, a missing workspace, mismatched g (no launch).
  * QVET_WONLY_QUICK=1 runs two small cases per row instead, for the
  * compute-sanitizer passes; QVET_WONLY_QUICK=2 only the small-M split-K
  * cluster cases, =3 only the scale-edge cases, =4 only the two-chunk
  * real-layer cases; QVET_WONLY_ROWS=<text> only
  * the rows whose name contains it. Without a CUDA device the suite prints
- * exactly "SKIP: no CUDA device" and runs only the refusal checks, which make
- * no CUDA call. Random cases come from (seed, index); the seed is printed and
- * QVET_SEED=<seed> replays it. */
+ * exactly "SKIP: no CUDA device" and runs only the checks that make no CUDA
+ * call: the refusals, the fills of its rows (rows_fillable) and the CPU model
+ * and routing of the NVFP4 bias tie. Random cases come from (seed, index);
+ * the seed is printed and QVET_SEED=<seed> replays it. */
 #include <check.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/wonly_route.h"
 #include "../kernels/wonly_small.cuh"
 #include "internal/gpu.h"
+#include "qvet/formats.h"
 #include "qvet/gemm.h"
+#include "qvet/layout.h"
 #include "qvet/problem.h"
+#include "qvet/reference.h"
 #include "qvet/variant.h"
 #include "support/gpu.h"
 #include "support/wonly.h"
 
 static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
+static int g_gpu;                  /* a device is present (gpu_suite_start) */
 
 /* ---- the rows under test --------------------------------------------------- */
 
@@ -218,6 +227,20 @@ START_TEST(small_m_both_paths)
 END_TEST
 
 /* ---- refusals (no CUDA call) ------------------------------------------------------ */
+
+/* The suite's premise, without a device: wonly_fill fills every row the
+ * device half runs (it aborts on a weight format it does not write). */
+START_TEST(rows_fillable)
+{
+    const qv_variant *v = qv_registry_get(g_rows[_i]);
+    int64_t n, k;
+    shape_for(v, 0, 1, &n, &k);
+    qv_problem p;
+    ck_assert_msg(qv_problem_create(&p, v, 1, n, k) == QV_OK, "%s: %s", v->name, qv_errmsg());
+    for (int probe = 0; probe < PROBE_COUNT; probe++) wonly_fill(&p, probe, REG_NORMAL, g_seed, (uint64_t)_i);
+    qv_problem_destroy(&p);
+}
+END_TEST
 
 START_TEST(refusals)
 {
@@ -549,6 +572,82 @@ START_TEST(small_m_two_chunk_layer)
 }
 END_TEST
 
+/* ---- NVFP4's global scale and bias: two fp32 roundings ---------------------------- */
+
+/* The NVFP4 rows with a bias declare y g rounded in fp32, then plus the bias
+ * rounded in fp32 (ep=ws2:bias), then the one cast; a kernel that fuses
+ * y g + b into one fma (what -fmad=true makes of a plain y * g + b) rounds
+ * once and differs at these ties. One product per output element, so the sum y is exact; in column 0, with a bias of 2^-24:
+ *   f16:  a = 17, w = 2 (e2m1) x 64 (ue4m3), g = 987377 2^-31: y g =
+ *         17 2^7 987377 2^-31 = 16785409 2^-24 = 1 + 2^-11 + 2^-24, halfway
+ *         between two f32 values: 1 + 2^-11 (even); plus 2^-24, halfway
+ *         again: 1 + 2^-11, which f16 rounds to 1 (0x3C00, the even one).
+ *         Fused: 1 + 2^-11 + 2^-23 exactly, which f16 rounds to 1 + 2^-10.
+ *   bf16: a = 9, w = 4 x 64, g = 1871417 2^-32: y g = 9 2^8 1871417 2^-32 =
+ *         16842753 2^-24 = 1 + 2^-8 + 2^-24: 1 + 2^-8, then 1 (0x3F80).
+ *         Fused: 1 + 2^-8 + 2^-23, which bf16 rounds to 1 + 2^-7.
+ * Every other element is +0. The CPU model is held to these bits on any
+ * machine; on a device, the three paths of the rows (mma; dequantize +
+ * cuBLAS; small-M),
+ * planned for the H200 first so that each case takes its path. */
+static const struct {
+    const char *row;
+    double a, w, g;
+    uint16_t want; /* output (0, 0) */
+} kBiasTie[] = {
+    {"marlin-nvfp4a16-g16-bias-f16", 17.0, 2.0, 987377.0 * 0x1p-31, 0x3C00},
+    {"marlin-nvfp4a16-g16-bias-bf16", 9.0, 4.0, 1871417.0 * 0x1p-32, 0x3F80},
+};
+#define N_BIAS_TIE ((int)(sizeof kBiasTie / sizeof kBiasTie[0]))
+
+static void expect_bias_tie(const uint16_t *out, int64_t n, uint16_t want, const char *who)
+{
+    for (int64_t j = 0; j < n; j++)
+        ck_assert_msg(out[j] == (j ? 0 : want), "%s: output (0, %lld) is 0x%04x, not 0x%04x", who, (long long)j,
+                      out[j], j ? 0 : want);
+}
+
+START_TEST(bug_20261205_nvfp4_bias_fused)
+{
+    const qv_variant *v = qv_variant_find(kBiasTie[_i].row);
+    ck_assert_ptr_nonnull(v);
+    const int64_t m = 1, n = 64, k = 16;
+    qv_problem p;
+    ck_assert_msg(qv_problem_create(&p, v, m, n, k) == QV_OK, "%s: %s", v->name, qv_errmsg());
+    ((uint16_t *)p.a)[0] = (uint16_t)qv_encode(v->afmt, kBiasTie[_i].a, QV_SAT_NONE);
+    ((uint8_t *)p.q)[0] = (uint8_t)qv_encode(QV_FMT_E2M1, kBiasTie[_i].w, QV_SAT_NONE);
+    ((uint8_t *)p.scales)[0] = (uint8_t)qv_encode(QV_FMT_UE4M3, 64.0, QV_SAT_NONE);
+    p.scales2[0] = (float)kBiasTie[_i].g;
+    p.bias[0] = 0x1p-24f;
+    uint16_t *out = malloc((size_t)qv_problem_out_bytes(&p));
+    ck_assert_ptr_nonnull(out);
+    ck_assert_msg(ref_model_run(&p, out) == QV_OK, "%s: model: %s", v->name, qv_errmsg());
+    expect_bias_tie(out, n, kBiasTie[_i].want, "CPU model");
+    static const qv_launch_opts paths[3] = {
+        {.wo_wg_min_m = QV_OPT_OFF, .wo_small = QV_WO_SMALL_NEVER, .wo_dq_min_m = QV_OPT_OFF},
+        {.wo_wg_min_m = QV_OPT_OFF, .wo_small = QV_WO_SMALL_NEVER, .wo_dq_min_m = 1},
+        {.wo_wg_min_m = QV_OPT_OFF, .wo_dq_min_m = QV_OPT_OFF}};
+    static const qv_wo_path want_path[3] = {QV_WO_PATH_MMA, QV_WO_PATH_DQ, QV_WO_PATH_SMALL};
+    static const char *const path_name[3] = {"mma", "dq-cublas", "small-m"};
+    static const char *const who[3] = {"mma kernel", "dequantize + cuBLAS", "small-M kernel"};
+    for (int t = 0; t < 3; t++) {
+        qv_launch_opts planned = paths[t];
+        planned.sms = 132, planned.arch = 90;
+        qv_wo_path path = (qv_wo_path)0;
+        ck_assert_int_eq(qv_wonly_route(v, (int)m, (int)n, (int)k, &planned, &path), QV_OK);
+        ck_assert_int_eq(path, want_path[t]);
+        if (!g_gpu) continue;
+        const qv_launch_opts o = gpu_opts(&paths[t]);
+        char label[96];
+        snprintf(label, sizeof label, "%s m=1 n=64 k=16, the bias tie", v->name);
+        gpu_run_twice(&p, &o, out, label, path_name[t]);
+        expect_bias_tie(out, n, kBiasTie[_i].want, who[t]);
+    }
+    free(out);
+    qv_problem_destroy(&p);
+}
+END_TEST
+
 /* quick: 0 the whole suite, 1 the sanitizer pass (registry_quick), 2 the
  * small-M split-K cluster cases only (small_m_cluster_sums), 3 the scale-edge
  * cases only (small_m_scale_edges), 4 the two-chunk real-layer cases only
@@ -558,6 +657,8 @@ static Suite *wonly_suite(int gpu, int quick)
     TCase *tc;
     Suite *s = gpu_suite_create("gpu_wonly", gpu, g_seed, g_nrows, &tc);
     tcase_add_test(tc, refusals);
+    tcase_add_loop_test(tc, rows_fillable, 0, g_nrows);
+    tcase_add_loop_test(tc, bug_20261205_nvfp4_bias_fused, 0, N_BIAS_TIE);
     if (gpu && quick == 2) {
         tcase_add_loop_test(tc, small_m_cluster_sums, 0, g_nrows);
     } else if (gpu && quick == 3) {
@@ -587,6 +688,7 @@ static Suite *wonly_suite(int gpu, int quick)
 int main(void)
 {
     const int gpu = gpu_suite_start(&g_seed);
+    g_gpu = gpu;
     g_nrows = gpu_registry_rows(keep_row, g_rows, 64);
     const char *q = getenv("QVET_WONLY_QUICK");
     const int quick = q && *q >= '1' && *q <= '4' ? *q - '0' : 0;
