@@ -15,10 +15,10 @@
  *     every expert: block y owns slots [y*BM, (y+1)*BM), all of one expert
  *     (block_expert[y]), whose Marlin-packed weights and scales it reads at
  *     that expert's offset; rows are gathered from A through the slots, a
- *     padding row is a zero row and is never written. It is wonly.cu's mma
- *     kernel (same pipeline, dequant and fp32 tensor-core accumulation, two
- *     warps along K reduced in a fixed order) with an expert dimension and no
- *     split-K. Each pair's fp32 product (its own epilogue included) goes to
+ *     padding row is a zero row and is never written. It runs wonly.cu's
+ *     main loop (wonly_mma.cuh: the same pipeline, dequant and fp32
+ *     tensor-core accumulation, two warps along K reduced in a fixed order)
+ *     with an expert dimension and no split-K. Each pair's fp32 product (its own epilogue included) goes to
  *     row t*per + c of an fp32 buffer. For e4m3 experts with 128x128 block
  *     scales (DeepSeek-V3) the same grouping drives k_moe_gemm_fp8_b128, the
  *     w8a8-fp8-block128 row's arithmetic (aq_gemm.cuh) over slots;
@@ -43,6 +43,7 @@
 #include "mma.cuh"
 #include "qvet/formats.h"
 #include "wonly_common.cuh"
+#include "wonly_mma.cuh"
 
 namespace {
 
@@ -264,30 +265,6 @@ __global__ void k_moe_gather_perm(const uint16_t *a, const int32_t *slot, const 
 
 /* ---- 4. the grouped GEMM ----------------------------------------------------------------- */
 
-constexpr int kThreads = 256; /* 8 warps */
-constexpr int kWarpsN = 4;    /* warps along N, 64 columns each (one Marlin chunk) */
-constexpr int kWarpsK = 2;    /* warps along K inside a stage */
-constexpr int kBN = 64 * kWarpsN;
-constexpr int kKpw = 4;                   /* k16 tiles per warp per stage (4-bit weights) */
-constexpr int kKs = kKpw * kWarpsK;       /* k16 tiles per stage: 128 of K */
-constexpr int kLaneBytes = 16;            /* packed B bytes per lane per k16 tile */
-constexpr int kChunkWords = 16 * 64 / 8;  /* int32 words per (k16 tile, 64 columns) */
-
-/* Shared-memory byte layout of one stage (wonly.cu's for 4-bit weights). */
-template <int MB> struct stage {
-    static constexpr int a_row_bytes = kKs * 16 * 2;
-    static constexpr int a_bytes = 16 * MB * a_row_bytes;
-    static constexpr int b_bytes = kKs * kWarpsN * 32 * kLaneBytes;
-    static constexpr int s_bytes = kKs * kBN * 2;
-    static constexpr int a_off = 0;
-    static constexpr int b_off = a_off + a_bytes;
-    static constexpr int s_off = b_off + b_bytes;
-    static constexpr int bytes = s_off + s_bytes;
-    static constexpr int red_bytes = kWarpsN * MB * 8 * 4 * 32 * 4;
-    static constexpr int stages = MB == 2 ? 3 : 4;
-    static constexpr int total = (stages * bytes > red_bytes) ? stages * bytes : red_bytes;
-};
-
 struct gemm_params {
     const uint16_t *a;          /* (t, k) activations, or (max_slots, k) by slot when a_sorted */
     int a_sorted;
@@ -313,15 +290,13 @@ __device__ __forceinline__ const void *expert_scales(const gemm_params &p, int x
 template <int MB, bool IS_BF16>
 __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_moe_gemm_w4a16_mma(const gemm_params p)
 {
-    using L = stage<MB>;
+    using L = stage_layout<WT_INT4, MB, false>;
     constexpr int BM = 16 * MB;
     extern __shared__ __align__(16) unsigned char smem[];
 
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
     const int wn = warp % kWarpsN;
-    const int wk = warp / kWarpsN;
-    const int tid = threadIdx.x;
     const int n0 = blockIdx.x * kBN;
     const int base = blockIdx.y * BM; /* first slot of this block */
     /* The grid covers the largest sort; blocks past this one's end have no rows. */
@@ -336,167 +311,33 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_moe_gemm_w4a16_mm
 #endif
     const uint32_t *bx = p.b + (int64_t)x * p.b_expert_words;
     const void *sx = expert_scales(p, xs);
-    const int n_chunks = p.n / 64;
-    const bool warp_active = (n0 / 64 + wn) < n_chunks;
-    const int kt_end = p.k / 16;
-    const int n_steps = (kt_end + kKs - 1) / kKs;
-    const bool grouped = p.scale_mode == SC_GROUP;
 
-    /* Each thread's copies, fixed for the K loop (wonly.cu): A rows through
-     * the slots (a padding slot is a zero row: nothing is read), the chunk
-     * index XOR-swizzled with the row for ldmatrix; B as each lane's bytes. */
-    constexpr int a_chunks_row = kKs * 2;
-    constexpr int a_total = BM * a_chunks_row;
-    constexpr int a_iters = (a_total + kThreads - 1) / kThreads;
-    constexpr int b_total = kKs * kWarpsN * 32;
-    constexpr int b_iters = b_total / kThreads;
-    static_assert(b_total % kThreads == 0, "B copies divide evenly among the threads");
-    const int64_t b_row_words = (int64_t)n_chunks * kChunkWords;
-    int64_t a_src[a_iters];
-    int a_dst[a_iters], a_tile[a_iters];
-    bool a_valid[a_iters], a_used[a_iters];
-#pragma unroll
-    for (int i = 0; i < a_iters; i++) {
-        const int c = tid + i * kThreads;
-        const int row = c / a_chunks_row, ch = c % a_chunks_row;
-        a_used[i] = c < a_total;
-        const int32_t sl = a_used[i] ? p.slot[base + row] : -1;
-        a_valid[i] = sl >= 0;
-        const int64_t arow = p.a_sorted ? (int64_t)(base + row) : (int64_t)(sl / p.per);
-        a_src[i] = a_valid[i] ? arow * p.k + ch * 8 : 0;
-        a_dst[i] = L::a_off + row * L::a_row_bytes + ((ch ^ (row & 7)) * 16);
-        a_tile[i] = ch / 2;
-    }
-    int b_src[b_iters];
-    int b_tile[b_iters];
-    bool b_valid[b_iters];
-#pragma unroll
-    for (int i = 0; i < b_iters; i++) {
-        const int c = tid + i * kThreads;
-        const int ln = c % 32, w = (c / 32) % kWarpsN;
-        const int chunk = n0 / 64 + w;
-        b_tile[i] = c / 32 / kWarpsN;
-        b_valid[i] = chunk < n_chunks;
-        b_src[i] = chunk * kChunkWords + ln * (kLaneBytes / 4);
-    }
-    const int s_tile = tid / 32, s_ch = tid % 32;
-    const bool s_used = grouped && tid < kKs * 32 && n0 / 64 + s_ch / 8 < n_chunks;
-
-    auto load_stage = [&](int step, int slot) {
-        unsigned char *st = smem + slot * L::bytes;
-        const int kt0 = step * kKs;
-#pragma unroll
-        for (int i = 0; i < a_iters; i++)
-            if (a_used[i] && kt0 + a_tile[i] < kt_end)
-                qv_cp_async16(st + a_dst[i], a_valid[i] ? p.a + a_src[i] + (int64_t)kt0 * 16 : p.a, a_valid[i]);
-        const uint32_t *brow = bx + (int64_t)kt0 * b_row_words;
-#pragma unroll
-        for (int i = 0; i < b_iters; i++)
-            if (b_valid[i] && kt0 + b_tile[i] < kt_end)
-                qv_cp_async16(st + L::b_off + (tid + i * kThreads) * 16, brow + (int64_t)b_tile[i] * b_row_words + b_src[i],
-                              true);
-        if (s_used && kt0 + s_tile < kt_end) {
-            const int64_t grp = (kt0 + s_tile) >> p.g_shift;
-            qv_cp_async16(st + L::s_off + tid * 16, static_cast<const uint16_t *>(sx) + grp * p.n + n0 + s_ch * 8, true);
-        }
+    /* wonly.cu's main loop over all of K on expert x's weights and scales. */
+    mma_operands o;
+    o.a = p.a;
+    o.b = bx;
+    o.scales = sx;
+    o.zeros = nullptr;
+    o.n = p.n;
+    o.k = p.k;
+    o.kt_begin = 0;
+    o.kt_end = p.k / 16;
+    o.grouped = p.scale_mode == SC_GROUP;
+    o.g_shift = p.g_shift;
+    o.grp_single = p.grp_single;
+    o.unbias_h2 = 0u;
+    /* Row r of the block is slot base + r: the activations of its token (or
+     * its own row of the act_order gather); a padding slot is a zero row. */
+    auto rows = [&](int row, bool used, bool &valid) {
+        const int32_t sl = used ? p.slot[base + row] : -1;
+        valid = sl >= 0;
+        return p.a_sorted ? (int64_t)(base + row) : (int64_t)(sl / p.per);
     };
-
     float acc[MB][8][4];
-#pragma unroll
-    for (int i = 0; i < MB; i++)
-#pragma unroll
-        for (int j = 0; j < 8; j++)
-#pragma unroll
-            for (int r = 0; r < 4; r++) acc[i][j][r] = 0.0f;
+    /* Warp wk = 0 of each active column adds wk = 1's sums and stores. */
+    if (!wo_mma_mainloop<WT_INT4, MB, IS_BF16, L, mma_hooks>(smem, o, n0, rows, acc)) return;
 
-#pragma unroll
-    for (int s = 0; s < L::stages - 1; s++) {
-        if (s < n_steps) load_stage(s, s);
-        qv_cp_async_commit();
-    }
-
-    uint32_t sc[8];
-    int cur_grp = -1;
-    const uint32_t no_zp[2] = {0u, 0u}; /* WT_INT4 has its own zero point 8 */
-    auto compute_stage = [&](const unsigned char *st, int kt0, auto full) {
-#pragma unroll
-        for (int uu = 0; uu < kKpw; uu++) {
-            const int u = wk * kKpw + uu;
-            if (!decltype(full)::value && kt0 + u >= kt_end) break;
-            uint32_t af[MB][4];
-#pragma unroll
-            for (int mt = 0; mt < MB; mt++) {
-                int row = mt * 16 + (lane & 15);
-                int ch = u * 2 + (lane >> 4);
-                qv_ldmatrix_x4(af[mt], st + L::a_off + row * L::a_row_bytes + ((ch ^ (row & 7)) * 16));
-            }
-            const uint4 bv = *reinterpret_cast<const uint4 *>(st + L::b_off + ((u * kWarpsN + wn) * 32 + lane) * kLaneBytes);
-            const uint32_t bw[4] = {bv.x, bv.y, bv.z, bv.w};
-            /* Group scales of this lane's eight n8 tiles (wonly.cu): positions
-             * 8*(lane/4)+j8 of the warp's chunk, or the channel permutation
-             * for one group of K. */
-            if (grouped) {
-                const int grp = (kt0 + u) >> p.g_shift;
-                if (grp != cur_grp) {
-                    cur_grp = grp;
-                    if (!p.grp_single) {
-                        uint4 sv = *reinterpret_cast<const uint4 *>(st + L::s_off + u * kBN * 2 + (wn * 64 + 8 * (lane >> 2)) * 2);
-                        uint32_t s4[4] = {sv.x, sv.y, sv.z, sv.w};
-#pragma unroll
-                        for (int j8 = 0; j8 < 8; j8++) sc[j8] = qv_h2<IS_BF16>::dup((s4[j8 >> 1] >> (16 * (j8 & 1))) & 0xFFFFu);
-                    } else {
-                        const uint16_t *srow = reinterpret_cast<const uint16_t *>(st + L::s_off + u * kBN * 2);
-#pragma unroll
-                        for (int j8 = 0; j8 < 8; j8++)
-                            sc[j8] = qv_h2<IS_BF16>::dup(srow[single_perm_index(wn * 64 + 8 * j8 + (lane >> 2))]);
-                    }
-                }
-            }
-#pragma unroll
-            for (int j8 = 0; j8 < 8; j8++) {
-                uint32_t bf[2];
-                wo_dq_word<WT_INT4, IS_BF16>(bw, j8, no_zp, bf);
-                if (grouped) {
-                    bf[0] = qv_h2<IS_BF16>::mul(bf[0], sc[j8]);
-                    bf[1] = qv_h2<IS_BF16>::mul(bf[1], sc[j8]);
-                }
-#pragma unroll
-                for (int mt = 0; mt < MB; mt++) qv_mma_16816<IS_BF16>(acc[mt][j8], af[mt], bf);
-            }
-        }
-    };
-
-    for (int step = 0; step < n_steps; step++) {
-        qv_cp_async_wait<L::stages - 2>();
-        __syncthreads();
-        /* The slot refilled here was read in step-1, which every warp finished
-         * before the barrier above. */
-        int next = step + L::stages - 1;
-        if (next < n_steps) load_stage(next, next % L::stages);
-        qv_cp_async_commit();
-        const unsigned char *st = smem + (step % L::stages) * L::bytes;
-        const int kt0 = step * kKs;
-        if (!warp_active) continue;
-        if (kt0 + kKs <= kt_end)
-            compute_stage(st, kt0, std::true_type());
-        else
-            compute_stage(st, kt0, std::false_type());
-    }
-    qv_cp_async_wait<0>();
-    __syncthreads();
-
-    /* Cross-warp K reduction in a fixed order: warp wk=0 adds wk=1's sums. */
     float *red = reinterpret_cast<float *>(smem);
-    if (wk == 1 && warp_active) {
-#pragma unroll
-        for (int mt = 0; mt < MB; mt++)
-#pragma unroll
-            for (int j8 = 0; j8 < 8; j8++)
-#pragma unroll
-                for (int r = 0; r < 4; r++) red[(((wn * MB + mt) * 8 + j8) * 4 + r) * 32 + lane] = acc[mt][j8][r];
-    }
-    __syncthreads();
-    if (wk != 0 || !warp_active) return;
     const void *sx_ep = expert_scales(p, x);
 #pragma unroll
     for (int mt = 0; mt < MB; mt++)
@@ -504,7 +345,7 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_moe_gemm_w4a16_mm
         for (int j8 = 0; j8 < 8; j8++) {
 #pragma unroll
             for (int r = 0; r < 4; r++)
-                acc[mt][j8][r] = acc[mt][j8][r] + red[(((wn * MB + mt) * 8 + j8) * 4 + r) * 32 + lane];
+                acc[mt][j8][r] = acc[mt][j8][r] + red[red_index<MB>(wn, mt, j8, r, lane)];
             const int col = n0 + wn * 64 + j8 * 8 + 2 * (lane & 3);
             float s0 = 1.0f, s1 = 1.0f;
             if (p.scale_mode == SC_CHANNEL) {
@@ -784,7 +625,7 @@ size_t up256(size_t x) { return (x + 255) & ~(size_t)255; }
 
 template <int MB, bool BF> qv_status launch_gemm(const gemm_params &g, dim3 grid, cudaStream_t stream)
 {
-    constexpr int smem = stage<MB>::total;
+    constexpr int smem = stage_layout<WT_INT4, MB, false>::total;
     static bool attr_set = false;
     if (!attr_set) {
         QV_CUDA_TRY(cudaFuncSetAttribute(k_moe_gemm_w4a16_mma<MB, BF>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
