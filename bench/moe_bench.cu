@@ -1,11 +1,12 @@
 /* moe_bench.cu: `qvet bench --variant 'moe-*'`: the routed rows' grouped
- * launch (kernels/moe_grouped.cu: routing, token sort, one grouped W4A16
- * GEMM, combine) against cuBLAS fp16 on the same experts in the same run.
+ * launch (kernels/moe_grouped.cu: routing, token sort, one grouped W4A16,
+ * FP4 or fp8 GEMM, combine) against cuBLAS fp16 on the same experts in the
+ * same run.
  *
  * Per routed row with a GPU kernel, at its model's expert GEMM (the row's n,
  * k, experts, top-k) and each token count T:
  *   - "grouped": qv_moe_launch, the whole routed layer from the logits to
- *     the (T, n) output (W4A16 or fp8 block-128 experts);
+ *     the (T, n) output (W4A16, MXFP4/NVFP4 or fp8 block-128 experts);
  *   - "cuBLAS loop": one cuBLAS fp16 GEMM per expert that receives tokens,
  *     on the token counts our routing gave (read back once), launched back
  *     to back: the GEMMs alone, no routing, gather or combine, which only
@@ -52,7 +53,7 @@ int row_selected(const qv_moe_row *r, const char *const *globs, int n)
 struct moe_setup {
     qv_moe_dev d;
     qv_moe_ws ws;
-    void *allocs[16];
+    void *allocs[20];
     int n_allocs;
     /* the cuBLAS baselines */
     const qv_variant *ref;     /* cublas-f16 or cublas-bf16 */
@@ -148,13 +149,16 @@ qv_status setup(const qv_moe_row *r, const qv_moe_spec *s, int T, uint64_t seed,
     qv_moe_dev &d = m->d;
     d.t = T, d.n = (int)r->n, d.k = (int)r->k, d.e = r->experts, d.e_local = r->experts, d.shared = r->shared;
     d.topk = s->topk, d.route = (int)s->route, d.rsf = s->rsf, d.logit_fmt = (int)s->logit_fmt;
-    const bool fp8 = v->wfmt == QV_FMT_E4M3;
-    d.kind = fp8 ? QV_MOE_FP8_B128 : QV_MOE_W4A16;
+    const bool fp8 = v->wfmt == QV_FMT_E4M3, fp4 = v->wfmt == QV_FMT_E2M1, nv = fp4 && v->sfmt == QV_FMT_UE4M3;
+    d.kind = fp8 ? QV_MOE_FP8_B128 : !fp4 ? QV_MOE_W4A16 : nv ? QV_MOE_NVFP4 : QV_MOE_MXFP4;
     d.bf16 = v->afmt == QV_FMT_BF16;
     d.out_bf16 = v->ofmt == QV_FMT_BF16;
     d.act_order = v->act_order;
+    d.bias_fmt = (int)v->bias_fmt;
     if (fp8) {
         d.scale_mode = 0;
+    } else if (fp4) {
+        d.scale_mode = 0, d.g_shift = nv ? 0 : 1;
     } else if (v->scale_layout == QV_SCALE_GROUP) {
         d.scale_mode = 0;
         for (int q = v->g / 16; q > 1; q >>= 1) d.g_shift++;
@@ -216,9 +220,28 @@ qv_status setup(const qv_moe_row *r, const qv_moe_spec *s, int T, uint64_t seed,
         d.b = p;
         QV_TRY(qv_bench_fill(p, b_words, QV_FMT_I32, seed + 2, 0, 0, 0, NULL));
         const int64_t n_sc = d.scale_mode == 2 ? nx : (int64_t)nx * groups * d.n;
-        QV_TRY(dalloc(m, (d.scale_mode == 2 ? 4 : 2) * (size_t)n_sc, &p));
-        d.scales = p;
-        QV_TRY(qv_bench_fill(p, n_sc, d.scale_mode == 2 ? QV_FMT_F32 : af, seed + 3, 1e-3f, 1e-2f, 0, NULL));
+        if (fp4) {
+            /* scale bytes of one value (e8m0 127 = 1; NV 0xB0 = the S0E5M3
+             * byte of 1 * 2^7), global scales 1 and a bias: the kernels' speed
+             * does not depend on the values */
+            QV_TRY(dalloc(m, (size_t)n_sc, &p));
+            d.scales = p;
+            QV_CUDA_TRY(cudaMemset(p, nv ? 0xB0 : 127, (size_t)n_sc), "cudaMemset (FP4 scales)");
+            if (nv) {
+                QV_TRY(dalloc(m, sizeof(float) * (size_t)nx, &p));
+                d.gscale = (const float *)p;
+                QV_TRY(qv_bench_fill(p, nx, QV_FMT_F32, seed + 7, 1.0f, 1.0f, 0, NULL));
+            }
+            if (v->bias_fmt != QV_FMT_NONE) {
+                QV_TRY(dalloc(m, qv_fmt_storage_bytes(v->bias_fmt) * (size_t)nx * d.n, &p));
+                d.bias = p;
+                QV_TRY(qv_bench_fill(p, (int64_t)nx * d.n, v->bias_fmt, seed + 8, 1e-3f, 1e-2f, 1, NULL));
+            }
+        } else {
+            QV_TRY(dalloc(m, (d.scale_mode == 2 ? 4 : 2) * (size_t)n_sc, &p));
+            d.scales = p;
+            QV_TRY(qv_bench_fill(p, n_sc, d.scale_mode == 2 ? QV_FMT_F32 : af, seed + 3, 1e-3f, 1e-2f, 0, NULL));
+        }
     }
     QV_TRY(dalloc(m, 2 * (size_t)T * d.n, &p));
     d.out = p;

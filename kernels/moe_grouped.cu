@@ -11,20 +11,24 @@
  *     shared experts last, each segment padded with -1 to the GEMM's M block;
  *  3. k_moe_gather_perm (act_order only): the activations of every slot, in
  *     the column order of its expert's sorted rows;
- *  4. k_moe_gemm_w4a16_mma: ONE grouped launch over (N tile, M block) for
+ *  4. k_moe_gemm_w4a16_mma (int4 "q+8" experts) or k_moe_gemm_fp4_mma
+ *     (MXFP4 / NVFP4 experts): ONE grouped launch over (N tile, M block) for
  *     every expert: block y owns slots [y*BM, (y+1)*BM), all of one expert
  *     (block_expert[y]), whose Marlin-packed weights and scales it reads at
  *     that expert's offset; rows are gathered from A through the slots, a
- *     padding row is a zero row and is never written. It is wonly.cu's mma
- *     kernel (same pipeline, dequant and fp32 tensor-core accumulation, two
- *     warps along K reduced in a fixed order) with an expert dimension and no
- *     split-K. Each pair's fp32 product (its own epilogue included) goes to
- *     row t*per + c of an fp32 buffer. For e4m3 experts with 128x128 block
- *     scales (DeepSeek-V3) the same grouping drives k_moe_gemm_fp8_b128, the
- *     w8a8-fp8-block128 row's arithmetic (aq_gemm.cuh) over slots;
- *  5. k_moe_combine: per token and column, in choice order, the router weight
- *     times the fp32 product in fp32 (rw=acc), summed in fp32 (sum=f32), one
- *     RNE cast to the output at the end; a token with no local choice is 0.
+ *     padding row is a zero row and is never written. It runs wonly.cu's
+ *     main loop (wonly_mma.cuh: the same pipeline, dequant and fp32
+ *     tensor-core accumulation, two warps along K reduced in a fixed order)
+ *     with an expert dimension and no split-K. Each pair's fp32 product (its
+ *     own epilogue included, but for an FP4 bias, which the combine adds)
+ *     goes to row t*per + c of an fp32 buffer. For e4m3 experts with 128x128
+ *     block scales (DeepSeek-V3) the same grouping drives
+ *     k_moe_gemm_fp8_b128, the w8a8-fp8-block128 row's arithmetic
+ *     (aq_gemm.cuh) over slots;
+ *  5. k_moe_combine: per token and column, in choice order, the fp32 product
+ *     plus its expert's bias (FP4 experts with one), times the router weight
+ *     in fp32 (rw=acc), summed in fp32 (sum=f32), one RNE cast to the output
+ *     at the end; a token with no local choice is 0.
  *
  * Nothing depends on which block runs first and no atomic decides an order,
  * so every launch gives the same bits. */
@@ -43,6 +47,7 @@
 #include "mma.cuh"
 #include "qvet/formats.h"
 #include "wonly_common.cuh"
+#include "wonly_mma.cuh"
 
 namespace {
 
@@ -264,36 +269,13 @@ __global__ void k_moe_gather_perm(const uint16_t *a, const int32_t *slot, const 
 
 /* ---- 4. the grouped GEMM ----------------------------------------------------------------- */
 
-constexpr int kThreads = 256; /* 8 warps */
-constexpr int kWarpsN = 4;    /* warps along N, 64 columns each (one Marlin chunk) */
-constexpr int kWarpsK = 2;    /* warps along K inside a stage */
-constexpr int kBN = 64 * kWarpsN;
-constexpr int kKpw = 4;                   /* k16 tiles per warp per stage (4-bit weights) */
-constexpr int kKs = kKpw * kWarpsK;       /* k16 tiles per stage: 128 of K */
-constexpr int kLaneBytes = 16;            /* packed B bytes per lane per k16 tile */
-constexpr int kChunkWords = 16 * 64 / 8;  /* int32 words per (k16 tile, 64 columns) */
-
-/* Shared-memory byte layout of one stage (wonly.cu's for 4-bit weights). */
-template <int MB> struct stage {
-    static constexpr int a_row_bytes = kKs * 16 * 2;
-    static constexpr int a_bytes = 16 * MB * a_row_bytes;
-    static constexpr int b_bytes = kKs * kWarpsN * 32 * kLaneBytes;
-    static constexpr int s_bytes = kKs * kBN * 2;
-    static constexpr int a_off = 0;
-    static constexpr int b_off = a_off + a_bytes;
-    static constexpr int s_off = b_off + b_bytes;
-    static constexpr int bytes = s_off + s_bytes;
-    static constexpr int red_bytes = kWarpsN * MB * 8 * 4 * 32 * 4;
-    static constexpr int stages = MB == 2 ? 3 : 4;
-    static constexpr int total = (stages * bytes > red_bytes) ? stages * bytes : red_bytes;
-};
-
 struct gemm_params {
     const uint16_t *a;          /* (t, k) activations, or (max_slots, k) by slot when a_sorted */
     int a_sorted;
     const uint32_t *b;          /* (nx, k/16, 2n) packed weights */
     int64_t b_expert_words;     /* k/16 * 2n */
-    const void *scales;         /* per expert s_expert elements (f16/bf16, or f32 in SC_TENSOR) */
+    const void *scales;         /* per expert s_expert elements (f16/bf16, or f32 in SC_TENSOR;
+                                   FP4: bytes) */
     int64_t s_expert;
     const int32_t *slot;        /* (max_slots) */
     const int *block_expert;    /* (max_blocks) */
@@ -301,27 +283,36 @@ struct gemm_params {
     float *inter;               /* (t * per, n) each pair's fp32 product */
     int n, k, per, nx;
     int scale_mode, scale_fmt, g_shift, grp_single;
+    const float *gscale;        /* WT_FP4_NV: (nx) each expert's f32 global scale, else NULL */
 };
 
-/* Expert x's scale array. */
+/* Expert x's scale array (16- or 32-bit scales; FP4's bytes: fp4_scales). */
 __device__ __forceinline__ const void *expert_scales(const gemm_params &p, int x)
 {
     const size_t es = p.scale_fmt == SF_F32 ? 4 : 2;
     return static_cast<const char *>(p.scales) + (size_t)x * (size_t)p.s_expert * es;
 }
 
-template <int MB, bool IS_BF16>
-__global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_moe_gemm_w4a16_mma(const gemm_params p)
+/* Expert x's FP4 scale bytes: (k/g, n) of them. */
+__device__ __forceinline__ const void *fp4_scales(const gemm_params &p, int x)
 {
-    using L = stage<MB>;
+    return static_cast<const unsigned char *>(p.scales) + (size_t)x * (size_t)p.s_expert;
+}
+
+/* One block of the grouped weight-only GEMM, for code family WT (WT_INT4
+ * or WT_FP4_MX / WT_FP4_NV, whose group scales are always in the dequant):
+ * slots [blockIdx.y * BM, + BM) of one expert x (1 kernel per family below).
+ * Epilogue, in fp32: the channel or tensor scale (WT_INT4, scale_mode), or
+ * expert x's global scale (WT_FP4_NV); an FP4 bias is the combine's. */
+template <int WT, int MB, bool IS_BF16>
+__device__ __forceinline__ void moe_gemm_mma(const gemm_params &p, unsigned char *smem)
+{
+    using L = stage_layout<WT, MB, false>;
     constexpr int BM = 16 * MB;
-    extern __shared__ __align__(16) unsigned char smem[];
 
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
     const int wn = warp % kWarpsN;
-    const int wk = warp / kWarpsN;
-    const int tid = threadIdx.x;
     const int n0 = blockIdx.x * kBN;
     const int base = blockIdx.y * BM; /* first slot of this block */
     /* The grid covers the largest sort; blocks past this one's end have no rows. */
@@ -335,176 +326,46 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_moe_gemm_w4a16_mm
     const int xs = x;
 #endif
     const uint32_t *bx = p.b + (int64_t)x * p.b_expert_words;
-    const void *sx = expert_scales(p, xs);
-    const int n_chunks = p.n / 64;
-    const bool warp_active = (n0 / 64 + wn) < n_chunks;
-    const int kt_end = p.k / 16;
-    const int n_steps = (kt_end + kKs - 1) / kKs;
-    const bool grouped = p.scale_mode == SC_GROUP;
+    const void *sx = wt_is_fp4(WT) ? fp4_scales(p, xs) : expert_scales(p, xs);
 
-    /* Each thread's copies, fixed for the K loop (wonly.cu): A rows through
-     * the slots (a padding slot is a zero row: nothing is read), the chunk
-     * index XOR-swizzled with the row for ldmatrix; B as each lane's bytes. */
-    constexpr int a_chunks_row = kKs * 2;
-    constexpr int a_total = BM * a_chunks_row;
-    constexpr int a_iters = (a_total + kThreads - 1) / kThreads;
-    constexpr int b_total = kKs * kWarpsN * 32;
-    constexpr int b_iters = b_total / kThreads;
-    static_assert(b_total % kThreads == 0, "B copies divide evenly among the threads");
-    const int64_t b_row_words = (int64_t)n_chunks * kChunkWords;
-    int64_t a_src[a_iters];
-    int a_dst[a_iters], a_tile[a_iters];
-    bool a_valid[a_iters], a_used[a_iters];
-#pragma unroll
-    for (int i = 0; i < a_iters; i++) {
-        const int c = tid + i * kThreads;
-        const int row = c / a_chunks_row, ch = c % a_chunks_row;
-        a_used[i] = c < a_total;
-        const int32_t sl = a_used[i] ? p.slot[base + row] : -1;
-        a_valid[i] = sl >= 0;
-        const int64_t arow = p.a_sorted ? (int64_t)(base + row) : (int64_t)(sl / p.per);
-        a_src[i] = a_valid[i] ? arow * p.k + ch * 8 : 0;
-        a_dst[i] = L::a_off + row * L::a_row_bytes + ((ch ^ (row & 7)) * 16);
-        a_tile[i] = ch / 2;
-    }
-    int b_src[b_iters];
-    int b_tile[b_iters];
-    bool b_valid[b_iters];
-#pragma unroll
-    for (int i = 0; i < b_iters; i++) {
-        const int c = tid + i * kThreads;
-        const int ln = c % 32, w = (c / 32) % kWarpsN;
-        const int chunk = n0 / 64 + w;
-        b_tile[i] = c / 32 / kWarpsN;
-        b_valid[i] = chunk < n_chunks;
-        b_src[i] = chunk * kChunkWords + ln * (kLaneBytes / 4);
-    }
-    const int s_tile = tid / 32, s_ch = tid % 32;
-    const bool s_used = grouped && tid < kKs * 32 && n0 / 64 + s_ch / 8 < n_chunks;
-
-    auto load_stage = [&](int step, int slot) {
-        unsigned char *st = smem + slot * L::bytes;
-        const int kt0 = step * kKs;
-#pragma unroll
-        for (int i = 0; i < a_iters; i++)
-            if (a_used[i] && kt0 + a_tile[i] < kt_end)
-                qv_cp_async16(st + a_dst[i], a_valid[i] ? p.a + a_src[i] + (int64_t)kt0 * 16 : p.a, a_valid[i]);
-        const uint32_t *brow = bx + (int64_t)kt0 * b_row_words;
-#pragma unroll
-        for (int i = 0; i < b_iters; i++)
-            if (b_valid[i] && kt0 + b_tile[i] < kt_end)
-                qv_cp_async16(st + L::b_off + (tid + i * kThreads) * 16, brow + (int64_t)b_tile[i] * b_row_words + b_src[i],
-                              true);
-        if (s_used && kt0 + s_tile < kt_end) {
-            const int64_t grp = (kt0 + s_tile) >> p.g_shift;
-            qv_cp_async16(st + L::s_off + tid * 16, static_cast<const uint16_t *>(sx) + grp * p.n + n0 + s_ch * 8, true);
-        }
+    /* wonly.cu's main loop over all of K on expert x's weights and scales. */
+    mma_operands o;
+    o.a = p.a;
+    o.b = bx;
+    o.scales = sx;
+    o.zeros = nullptr;
+    o.n = p.n;
+    o.k = p.k;
+    o.kt_begin = 0;
+    o.kt_end = p.k / 16;
+    o.grouped = p.scale_mode == SC_GROUP;
+    o.g_shift = p.g_shift;
+    o.grp_single = p.grp_single;
+    o.unbias_h2 = 0u;
+    /* Row r of the block is slot base + r: the activations of its token (or
+     * its own row of the act_order gather); a padding slot is a zero row. */
+    auto rows = [&](int row, bool used, bool &valid) {
+        const int32_t sl = used ? p.slot[base + row] : -1;
+        valid = sl >= 0;
+        return p.a_sorted ? (int64_t)(base + row) : (int64_t)(sl / p.per);
     };
-
     float acc[MB][8][4];
-#pragma unroll
-    for (int i = 0; i < MB; i++)
-#pragma unroll
-        for (int j = 0; j < 8; j++)
-#pragma unroll
-            for (int r = 0; r < 4; r++) acc[i][j][r] = 0.0f;
+    /* Warp wk = 0 of each active column adds wk = 1's sums and stores. */
+    if (!wo_mma_mainloop<WT, MB, IS_BF16, L, mma_hooks>(smem, o, n0, rows, acc)) return;
 
-#pragma unroll
-    for (int s = 0; s < L::stages - 1; s++) {
-        if (s < n_steps) load_stage(s, s);
-        qv_cp_async_commit();
-    }
-
-    uint32_t sc[8];
-    int cur_grp = -1;
-    const uint32_t no_zp[2] = {0u, 0u}; /* WT_INT4 has its own zero point 8 */
-    auto compute_stage = [&](const unsigned char *st, int kt0, auto full) {
-#pragma unroll
-        for (int uu = 0; uu < kKpw; uu++) {
-            const int u = wk * kKpw + uu;
-            if (!decltype(full)::value && kt0 + u >= kt_end) break;
-            uint32_t af[MB][4];
-#pragma unroll
-            for (int mt = 0; mt < MB; mt++) {
-                int row = mt * 16 + (lane & 15);
-                int ch = u * 2 + (lane >> 4);
-                qv_ldmatrix_x4(af[mt], st + L::a_off + row * L::a_row_bytes + ((ch ^ (row & 7)) * 16));
-            }
-            const uint4 bv = *reinterpret_cast<const uint4 *>(st + L::b_off + ((u * kWarpsN + wn) * 32 + lane) * kLaneBytes);
-            const uint32_t bw[4] = {bv.x, bv.y, bv.z, bv.w};
-            /* Group scales of this lane's eight n8 tiles (wonly.cu): positions
-             * 8*(lane/4)+j8 of the warp's chunk, or the channel permutation
-             * for one group of K. */
-            if (grouped) {
-                const int grp = (kt0 + u) >> p.g_shift;
-                if (grp != cur_grp) {
-                    cur_grp = grp;
-                    if (!p.grp_single) {
-                        uint4 sv = *reinterpret_cast<const uint4 *>(st + L::s_off + u * kBN * 2 + (wn * 64 + 8 * (lane >> 2)) * 2);
-                        uint32_t s4[4] = {sv.x, sv.y, sv.z, sv.w};
-#pragma unroll
-                        for (int j8 = 0; j8 < 8; j8++) sc[j8] = qv_h2<IS_BF16>::dup((s4[j8 >> 1] >> (16 * (j8 & 1))) & 0xFFFFu);
-                    } else {
-                        const uint16_t *srow = reinterpret_cast<const uint16_t *>(st + L::s_off + u * kBN * 2);
-#pragma unroll
-                        for (int j8 = 0; j8 < 8; j8++)
-                            sc[j8] = qv_h2<IS_BF16>::dup(srow[single_perm_index(wn * 64 + 8 * j8 + (lane >> 2))]);
-                    }
-                }
-            }
-#pragma unroll
-            for (int j8 = 0; j8 < 8; j8++) {
-                uint32_t bf[2];
-                wo_dq_word<WT_INT4, IS_BF16>(bw, j8, no_zp, bf);
-                if (grouped) {
-                    bf[0] = qv_h2<IS_BF16>::mul(bf[0], sc[j8]);
-                    bf[1] = qv_h2<IS_BF16>::mul(bf[1], sc[j8]);
-                }
-#pragma unroll
-                for (int mt = 0; mt < MB; mt++) qv_mma_16816<IS_BF16>(acc[mt][j8], af[mt], bf);
-            }
-        }
-    };
-
-    for (int step = 0; step < n_steps; step++) {
-        qv_cp_async_wait<L::stages - 2>();
-        __syncthreads();
-        /* The slot refilled here was read in step-1, which every warp finished
-         * before the barrier above. */
-        int next = step + L::stages - 1;
-        if (next < n_steps) load_stage(next, next % L::stages);
-        qv_cp_async_commit();
-        const unsigned char *st = smem + (step % L::stages) * L::bytes;
-        const int kt0 = step * kKs;
-        if (!warp_active) continue;
-        if (kt0 + kKs <= kt_end)
-            compute_stage(st, kt0, std::true_type());
-        else
-            compute_stage(st, kt0, std::false_type());
-    }
-    qv_cp_async_wait<0>();
-    __syncthreads();
-
-    /* Cross-warp K reduction in a fixed order: warp wk=0 adds wk=1's sums. */
     float *red = reinterpret_cast<float *>(smem);
-    if (wk == 1 && warp_active) {
-#pragma unroll
-        for (int mt = 0; mt < MB; mt++)
-#pragma unroll
-            for (int j8 = 0; j8 < 8; j8++)
-#pragma unroll
-                for (int r = 0; r < 4; r++) red[(((wn * MB + mt) * 8 + j8) * 4 + r) * 32 + lane] = acc[mt][j8][r];
-    }
-    __syncthreads();
-    if (wk != 0 || !warp_active) return;
     const void *sx_ep = expert_scales(p, x);
+    /* NVFP4: the global scale of expert x (layout.h: it carries the units
+     * the dequant left out, 2^(bias - s_pow2), so that y * G is the
+     * declared y * g, one fp32 rounding) */
+    const float gs = WT == WT_FP4_NV ? __ldg(p.gscale + x) : 1.0f;
 #pragma unroll
     for (int mt = 0; mt < MB; mt++)
 #pragma unroll
         for (int j8 = 0; j8 < 8; j8++) {
 #pragma unroll
             for (int r = 0; r < 4; r++)
-                acc[mt][j8][r] = acc[mt][j8][r] + red[(((wn * MB + mt) * 8 + j8) * 4 + r) * 32 + lane];
+                acc[mt][j8][r] = acc[mt][j8][r] + red[red_index<MB>(wn, mt, j8, r, lane)];
             const int col = n0 + wn * 64 + j8 * 8 + 2 * (lane & 3);
             float s0 = 1.0f, s1 = 1.0f;
             if (p.scale_mode == SC_CHANNEL) {
@@ -529,6 +390,10 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_moe_gemm_w4a16_mm
                     y0 = y0 * s0;
                     y1 = y1 * s1;
                 }
+                if (WT == WT_FP4_NV) {
+                    y0 = y0 * gs;
+                    y1 = y1 * gs;
+                }
 #ifdef QV_MUTANT_gpu_moe_wrong_columns
                 /* Mutant (class 29): the columns of a tile written from its first
                  * warp's chunk on, in the order of the warps that finished. */
@@ -539,6 +404,24 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_moe_gemm_w4a16_mm
                 __stcg(reinterpret_cast<float2 *>(p.inter + (int64_t)sl * p.n + wcol), make_float2(y0, y1));
             }
         }
+}
+
+/* The W4A16 experts: Marlin int4 "q+8" codes. 16- and 32-row blocks run two
+ * blocks per SM (registers capped at 128), 64-row blocks one. */
+template <int MB, bool IS_BF16>
+__global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_moe_gemm_w4a16_mma(const gemm_params p)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    moe_gemm_mma<WT_INT4, MB, IS_BF16>(p, smem);
+}
+
+/* The FP4 experts (WT_FP4_MX, WT_FP4_NV): e2m1 codes in the same words,
+ * one scale byte per (group, column). */
+template <int WT, int MB, bool IS_BF16>
+__global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_moe_gemm_fp4_mma(const gemm_params p)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    moe_gemm_mma<WT, MB, IS_BF16>(p, smem);
 }
 
 /* ---- 4b. the grouped fp8 block-128 GEMM ------------------------------------------------ */
@@ -733,10 +616,14 @@ __global__ void __launch_bounds__(kF8Threads) k_moe_gemm_fp8_b128(const f8_param
 
 /* ---- 5. the combine ------------------------------------------------------------------------ */
 
-/* out[t][col, col+1] from the pairs of token t in choice order. */
+/* out[t][col, col+1] from the pairs of token t in choice order: each pair's
+ * fp32 product plus its expert's bias (FP4 experts: bias (nx, n) codes of
+ * bias_fmt, an SF_*, in scale_perm_single order, or NULL for none), the
+ * expert's epilogue ending there, then times the router weight. */
 template <bool IS_BF16>
 __global__ void k_moe_combine(const float *inter, const int32_t *ids, const float *weights, const int32_t *expert_map,
-                              uint32_t *out, int t, int n, int topk, int per, int e_local)
+                              const void *bias, int bias_fmt, uint32_t *out, int t, int n, int topk, int per,
+                              int e_local)
 {
     const int64_t half_n = n / 2, total = (int64_t)t * half_n;
     for (int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; idx < total;
@@ -747,8 +634,19 @@ __global__ void k_moe_combine(const float *inter, const int32_t *ids, const floa
         int J = 0;
         for (int c = 0; c < per; c++) {
             const int64_t pair = tok * per + c;
-            if (pair_expert(ids, expert_map, topk, per, e_local, pair) < 0) continue;
+            const int x = pair_expert(ids, expert_map, topk, per, e_local, pair);
+            if (x < 0) continue;
             float2 v = __ldcg(reinterpret_cast<const float2 *>(inter + pair * n + col));
+            float b0 = 0.0f, b1 = 0.0f;
+            if (bias) {
+                b0 = load_scale(bias, (int64_t)x * n + single_perm_index(col), bias_fmt);
+                b1 = load_scale(bias, (int64_t)x * n + single_perm_index(col + 1), bias_fmt);
+#ifndef QV_MUTANT_gpu_moe_bias_unweighted
+                /* (Mutant QV_MUTANT_gpu_moe_bias_unweighted moves this addition after the weight.) */
+                v.x = __fadd_rn(v.x, b0);
+                v.y = __fadd_rn(v.y, b1);
+#endif
+            }
             if (c < topk) {
                 const float w = weights[tok * topk + c];
 #ifdef QV_MUTANT_gpu_moe_weight_after_cast
@@ -765,6 +663,13 @@ __global__ void k_moe_combine(const float *inter, const int32_t *ids, const floa
                 v.y = __fmul_rn(w, v.y);
 #endif
             }
+#ifdef QV_MUTANT_gpu_moe_bias_unweighted
+            /* Mutant (class 24, NeMo Automodel #2591): each expert's bias added
+             * after its router weight, so every routed choice adds its whole
+             * bias to the token. */
+            v.x = __fadd_rn(v.x, b0);
+            v.y = __fadd_rn(v.y, b1);
+#endif
             y0 = J ? __fadd_rn(y0, v.x) : v.x;
             y1 = J ? __fadd_rn(y1, v.y) : v.y;
             J++;
@@ -782,28 +687,41 @@ int stride_blocks(int64_t count)
 
 size_t up256(size_t x) { return (x + 255) & ~(size_t)255; }
 
-template <int MB, bool BF> qv_status launch_gemm(const gemm_params &g, dim3 grid, cudaStream_t stream)
+template <int WT, int MB, bool BF> qv_status launch_gemm(const gemm_params &g, dim3 grid, cudaStream_t stream)
 {
-    constexpr int smem = stage<MB>::total;
+    constexpr int smem = stage_layout<WT, MB, false>::total;
+    void (*kernel)(gemm_params);
+    if constexpr (WT == WT_INT4)
+        kernel = k_moe_gemm_w4a16_mma<MB, BF>;
+    else
+        kernel = k_moe_gemm_fp4_mma<WT, MB, BF>;
     static bool attr_set = false;
     if (!attr_set) {
-        QV_CUDA_TRY(cudaFuncSetAttribute(k_moe_gemm_w4a16_mma<MB, BF>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
+        QV_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
                     "cudaFuncSetAttribute (grouped GEMM shared memory)");
-        QV_CUDA_TRY(cudaFuncSetAttribute(k_moe_gemm_w4a16_mma<MB, BF>, cudaFuncAttributePreferredSharedMemoryCarveout,
+        QV_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                          (int)cudaSharedmemCarveoutMaxShared),
                     "cudaFuncSetAttribute (grouped GEMM carveout)");
         attr_set = true;
     }
-    k_moe_gemm_w4a16_mma<MB, BF><<<grid, kThreads, smem, stream>>>(g);
+    kernel<<<grid, kThreads, smem, stream>>>(g);
     QV_CUDA_TRY(cudaGetLastError(), "grouped GEMM launch");
     return QV_OK;
 }
 
-template <bool BF> qv_status launch_gemm_mb(int mb, const gemm_params &g, dim3 grid, cudaStream_t stream)
+template <int WT, bool BF> qv_status launch_gemm_mb(int mb, const gemm_params &g, dim3 grid, cudaStream_t stream)
 {
-    if (mb == 1) return launch_gemm<1, BF>(g, grid, stream);
-    if (mb == 2) return launch_gemm<2, BF>(g, grid, stream);
-    return launch_gemm<4, BF>(g, grid, stream);
+    if (mb == 1) return launch_gemm<WT, 1, BF>(g, grid, stream);
+    if (mb == 2) return launch_gemm<WT, 2, BF>(g, grid, stream);
+    return launch_gemm<WT, 4, BF>(g, grid, stream);
+}
+
+/* The grouped weight-only GEMM of kind (QV_MOE_W4A16, _MXFP4 or _NVFP4). */
+template <bool BF> qv_status launch_gemm_kind(int kind, int mb, const gemm_params &g, dim3 grid, cudaStream_t stream)
+{
+    if (kind == QV_MOE_MXFP4) return launch_gemm_mb<WT_FP4_MX, BF>(mb, g, grid, stream);
+    if (kind == QV_MOE_NVFP4) return launch_gemm_mb<WT_FP4_NV, BF>(mb, g, grid, stream);
+    return launch_gemm_mb<WT_INT4, BF>(mb, g, grid, stream);
 }
 
 template <int MW> qv_status launch_fp8(const f8_params &f, dim3 grid, cudaStream_t stream)
@@ -861,14 +779,26 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
     if (d->topk < 1 || d->topk > QV_MOE_GPU_MAX_TOPK || d->e < d->topk || d->e > 1024)
         return qv_fail(QV_ERR_UNSUPPORTED, "grouped GEMM: topk=%d of e=%d router experts (the routing kernel takes "
                        "topk <= %d, e <= 1024)", d->topk, d->e, QV_MOE_GPU_MAX_TOPK);
-    const bool fp8 = d->kind == QV_MOE_FP8_B128;
-    if (d->kind != QV_MOE_W4A16 && !fp8) return qv_fail(QV_ERR_USAGE, "grouped GEMM: unknown kind %d", d->kind);
-    const int n_step = fp8 ? 16 : 64;
-    if (nx < 1 || d->t < 1 || d->n < n_step || d->n % n_step || d->k < 16 || d->k % 16)
-        return qv_fail(QV_ERR_SHAPE, "grouped GEMM: t=%d n=%d k=%d with %d experts (n a multiple of %d, k of 16)", d->t,
-                       d->n, d->k, nx, n_step);
+    const bool fp8 = d->kind == QV_MOE_FP8_B128, mx = d->kind == QV_MOE_MXFP4, nv = d->kind == QV_MOE_NVFP4;
+    if (d->kind != QV_MOE_W4A16 && !fp8 && !mx && !nv)
+        return qv_fail(QV_ERR_USAGE, "grouped GEMM: unknown kind %d", d->kind);
+    /* FP4: K in whole groups (the scale rows end there) */
+    const int n_step = fp8 ? 16 : 64, k_step = mx ? 32 : 16;
+    if (nx < 1 || d->t < 1 || d->n < n_step || d->n % n_step || d->k < k_step || d->k % k_step)
+        return qv_fail(QV_ERR_SHAPE, "grouped GEMM: t=%d n=%d k=%d with %d experts (n a multiple of %d, k of %d)", d->t,
+                       d->n, d->k, nx, n_step, k_step);
     if (fp8 && (d->act_order || !d->a_scale))
         return qv_fail(QV_ERR_USAGE, "grouped fp8 GEMM: activation scales are needed, act_order is not taken");
+    if ((mx || nv) && (d->act_order || d->scale_mode != SC_GROUP || d->grp_single || d->g_shift != (mx ? 1 : 0)))
+        return qv_fail(QV_ERR_USAGE, "grouped FP4 GEMM: group scales in the dequant (g_shift %d), no act_order",
+                       mx ? 1 : 0);
+    if (nv && !d->gscale) return qv_fail(QV_ERR_USAGE, "grouped NVFP4 GEMM: the experts' global scales are NULL");
+    if (d->bias && !(mx || nv))
+        return qv_fail(QV_ERR_UNSUPPORTED, "grouped GEMM: a bias is taken with FP4 experts only");
+    const int bias_bytes = d->bias_fmt == QV_FMT_F32 ? 4 : 2;
+    if (d->bias && ((d->bias_fmt != QV_FMT_F16 && d->bias_fmt != QV_FMT_BF16 && d->bias_fmt != QV_FMT_F32) ||
+                    ((uintptr_t)d->bias & (uintptr_t)(bias_bytes - 1))))
+        return qv_fail(QV_ERR_USAGE, "grouped GEMM: the bias must be f16, bf16 or f32 codes, aligned to their size");
     if ((int64_t)d->t * per >= ((int64_t)1 << 31) / 2 || (int64_t)d->n * 2 * 16 >= ((int64_t)1 << 31))
         return qv_fail(QV_ERR_SHAPE, "grouped GEMM: t=%d with %d pairs a token is past the int32 slots", d->t, per);
     if (d->mb != 1 && d->mb != 2 && d->mb != 4) return qv_fail(QV_ERR_USAGE, "grouped GEMM: mb=%d (1, 2 or 4)", d->mb);
@@ -948,6 +878,7 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
                                                              : (int64_t)(d->k >> (d->g_shift + 4)) * d->n;
         g.g_shift = d->g_shift;
         g.grp_single = d->grp_single;
+        g.gscale = nv ? d->gscale : nullptr;
         g.slot = sp.slot;
         g.block_expert = sp.block_expert;
         g.expert_start = sp.expert_start;
@@ -956,18 +887,20 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
         g.k = d->k;
         g.per = per;
         g.nx = nx;
-        QV_TRY(d->bf16 ? launch_gemm_mb<true>(d->mb, g, grid, stream) : launch_gemm_mb<false>(d->mb, g, grid, stream));
+        QV_TRY(d->bf16 ? launch_gemm_kind<true>(d->kind, d->mb, g, grid, stream)
+                       : launch_gemm_kind<false>(d->kind, d->mb, g, grid, stream));
     }
 
     const int64_t items = (int64_t)d->t * (d->n / 2);
+    const int bias_sf = d->bias_fmt == QV_FMT_F32 ? SF_F32 : d->bias_fmt == QV_FMT_BF16 ? SF_BF16 : SF_F16;
     if (d->out_bf16)
-        k_moe_combine<true><<<stride_blocks(items), 256, 0, stream>>>(inter, ids, weights, d->expert_map,
-                                                                      (uint32_t *)d->out, d->t, d->n, d->topk, per,
-                                                                      d->e_local);
+        k_moe_combine<true><<<stride_blocks(items), 256, 0, stream>>>(inter, ids, weights, d->expert_map, d->bias,
+                                                                      bias_sf, (uint32_t *)d->out, d->t, d->n,
+                                                                      d->topk, per, d->e_local);
     else
-        k_moe_combine<false><<<stride_blocks(items), 256, 0, stream>>>(inter, ids, weights, d->expert_map,
-                                                                       (uint32_t *)d->out, d->t, d->n, d->topk, per,
-                                                                       d->e_local);
+        k_moe_combine<false><<<stride_blocks(items), 256, 0, stream>>>(inter, ids, weights, d->expert_map, d->bias,
+                                                                       bias_sf, (uint32_t *)d->out, d->t, d->n,
+                                                                       d->topk, per, d->e_local);
     QV_CUDA_TRY(cudaGetLastError(), "combine launch");
     return QV_OK;
 }

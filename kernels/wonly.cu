@@ -15,7 +15,8 @@
  * 64) over one K slice. 4 warps along N own 64 columns each (one Marlin chunk:
  * a lane's 16-byte load holds its B fragments for four 16x16 tiles); 2 warps
  * along K split every pipeline stage between them. A, B, group scales and
- * zero points travel global -> shared through a 4-stage cp.async ring.
+ * zero points travel global -> shared through a 4-stage cp.async ring. That
+ * main loop lives in wonly_mma.cuh, shared with the grouped MoE GEMM.
  * Split-K: each slice writes fp32 partials to the workspace; the last block of
  * an output tile to arrive (a counter per tile) adds the partials of slices
  * 0..S-1 in that order, applies the epilogue, writes Y and resets the counter
@@ -30,52 +31,13 @@
 #include "internal/gpu.h"
 #include "qvet/gemm.h"
 #include "wonly_common.cuh"
+#include "wonly_mma.cuh"
 #include "wonly_small.cuh"
 #include "wonly_dq.cuh"
 #include "internal/route.h"
 #include "wonly_wg.cuh"
 
 namespace {
-
-constexpr int kThreads = 256;  /* 8 warps */
-constexpr int kWarpsN = 4;     /* warps along N, 64 columns each */
-constexpr int kWarpsK = 2;     /* warps along K inside a stage */
-constexpr int kBN = 64 * kWarpsN;
-/* cp.async ring depth: stages-1 in flight while one is used. 32-row tiles
- * keep 3 so that two blocks fit in one SM's 227 KiB of shared memory. */
-template <int MB> struct ring {
-    static constexpr int stages = MB == 2 ? 3 : 4;
-};
-
-/* k16 tiles each warp handles per stage: 4 for 4-bit and 2 for 8-bit weights,
- * so a stage always holds 16 KiB of packed B for the block. */
-template <int WT> struct wt_traits {
-    static constexpr bool four = wt_is_4bit(WT);
-    static constexpr int bits = four ? 4 : 8;
-    static constexpr int kpw = four ? 4 : 2;
-    static constexpr int ks = kpw * kWarpsK;                /* k16 tiles per stage */
-    static constexpr int lane_bytes = bits * 4;              /* B bytes per lane per k16 tile */
-    static constexpr int chunk_words = 16 * 64 * bits / 32;  /* int32 words per (k16, 64 cols) */
-};
-
-/* Shared-memory byte layout of one stage. */
-template <int WT, int MB> struct stage_layout {
-    static constexpr int ks = wt_traits<WT>::ks;
-    static constexpr int a_row_bytes = ks * 16 * 2;
-    static constexpr int a_bytes = 16 * MB * a_row_bytes;
-    static constexpr int b_bytes = ks * kWarpsN * 32 * wt_traits<WT>::lane_bytes;
-    static constexpr int s_row = wt_is_fp4(WT) ? kBN : kBN * 2; /* bytes of one k16 tile's scale row */
-    static constexpr int s_bytes = ks * s_row;             /* one fp16/bf16 (FP4: byte) scale row per k16 tile */
-    static constexpr int z_bytes = ks * (kBN / 8) * 4;     /* one packed zero-point row per k16 tile */
-    static constexpr int a_off = 0;
-    static constexpr int b_off = a_off + a_bytes;
-    static constexpr int s_off = b_off + b_bytes;
-    static constexpr int z_off = s_off + s_bytes;
-    static constexpr int bytes = z_off + z_bytes;
-    static constexpr int red_bytes = kWarpsN * MB * 8 * 4 * 32 * 4; /* cross-warp K reduction */
-    static constexpr int stages = ring<MB>::stages;
-    static constexpr int total = (stages * bytes > red_bytes) ? stages * bytes : red_bytes;
-};
 
 struct wo_params {
     const void *a;           /* (m, k) fp16/bf16 codes, row-major (sorted columns under act_order) */
@@ -116,13 +78,49 @@ __device__ __forceinline__ float epilogue_scale(const wo_params &p, int col)
     return 1.0f;
 }
 
+/* The main loop's mutant switches of this kernel (wonly_mma.cuh): each
+ * hides one member of mma_hooks, so the grouped MoE kernel, which shares the
+ * loop, keeps the declared one. */
+struct wo_hooks : mma_hooks {
+#ifdef QV_MUTANT_gpu_wo_missing_barrier
+    /* Mutant (class 5, vLLM #11493): the barrier after cp.async.wait_group dropped. */
+    static constexpr bool stage_barrier = false;
+#endif
+#ifdef QV_MUTANT_gpu_wo_k_tail_dropped
+    /* Mutant (class 11, vLLM #13227): the partial last stage of a K slice skipped. */
+    static constexpr bool k_tail = false;
+#endif
+#ifdef QV_MUTANT_gpu_wo_fp4_scale_stale
+    /* Mutant (class 23, CUTLASS #3596, #3615): the FP4 block scales
+     * reloaded only at the first k16 tile of a warp's share of a stage, so
+     * its other tiles keep the block scale of an earlier K tile. */
+    static constexpr bool fp4_scale_every_tile = false;
+#endif
+#ifdef QV_MUTANT_gpu_wo_group_index_shift
+    /* Mutant (class 18): the group of a k16 tile computed from the tile before it. */
+    static __device__ __forceinline__ int scale_group(int kt, int g_shift) { return (kt > 0 ? kt - 1 : 0) >> g_shift; }
+#endif
+#if defined(QV_MUTANT_gpu_wo_zp_mask_missing)
+    /* Mutant (class 10, AutoGPTQ #484): the zero-point nibble taken without & 0xF. */
+    static __device__ __forceinline__ uint32_t zp_code(uint32_t zw, int j8)
+    {
+        return zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1)));
+    }
+#elif defined(QV_MUTANT_gpu_wo_zp_off_by_one)
+    /* Mutant (class 9, AutoGPTQ #325, vLLM #38966): GPTQ v1's +1 applied to v2 zero points. */
+    static __device__ __forceinline__ uint32_t zp_code(uint32_t zw, int j8)
+    {
+        return ((zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1)))) + 1) & 0xFu;
+    }
+#endif
+};
+
 /* 16- and 32-row tiles run two blocks per SM (registers capped at 128),
  * 64-row tiles one. */
 template <int WT, int MB, bool IS_BF16>
 __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_gemm_wonly_mma(const wo_params p)
 {
-    using T = wt_traits<WT>;
-    using L = stage_layout<WT, MB>;
+    using L = stage_layout<WT, MB, true>;
     constexpr int BM = 16 * MB;
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ int s_is_last;
@@ -136,247 +134,30 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_gemm_wonly_mma(co
     const int n_chunks = p.n / 64;
     const bool warp_active = (n0 / 64 + wn) < n_chunks;
     const int kt_begin = blockIdx.z * p.tiles_per_split;
-    const int kt_end = min(p.k / 16, kt_begin + p.tiles_per_split);
-    const int n_steps = (kt_end - kt_begin + T::ks - 1) / T::ks;
-    const bool grouped = p.scale_mode == SC_GROUP;
-    const uint16_t *a16 = static_cast<const uint16_t *>(p.a);
-    const int tid = threadIdx.x;
 
-    /* Each thread's share of every stage's copies is fixed for the whole K
-     * loop, so the offsets are computed once here; per stage only the k16 tile
-     * index moves. A: BM rows x ks*2 chunks of 16 bytes, the chunk index
-     * XOR-swizzled with the row so ldmatrix's 8 row addresses hit 8 different
-     * banks. B: each lane's bytes of each (k16 tile, warp column chunk), in
-     * order, so a warp reads 512 contiguous bytes. Scales: one row of 256
-     * columns (32 chunks) per k16 tile; zero points: 32 words (8 chunks). */
-    constexpr int a_chunks_row = T::ks * 2;
-    constexpr int a_total = BM * a_chunks_row;
-    constexpr int a_iters = (a_total + kThreads - 1) / kThreads;
-    constexpr int b_parts = T::lane_bytes / 16;
-    constexpr int b_total = T::ks * kWarpsN * 32 * b_parts;
-    constexpr int b_iters = b_total / kThreads;
-    static_assert(b_total % kThreads == 0, "B copies divide evenly among the threads");
-    const int64_t b_row_words = (int64_t)n_chunks * T::chunk_words;
-    int64_t a_src[a_iters];
-    int a_dst[a_iters], a_tile[a_iters];
-    bool a_valid[a_iters], a_used[a_iters];
-#pragma unroll
-    for (int i = 0; i < a_iters; i++) {
-        const int c = tid + i * kThreads;
-        const int row = c / a_chunks_row, ch = c % a_chunks_row;
-        a_used[i] = c < a_total;
-        a_valid[i] = m0 + row < p.m;
-        a_src[i] = a_valid[i] ? (int64_t)(m0 + row) * p.k + ch * 8 : 0;
-        a_dst[i] = L::a_off + row * L::a_row_bytes + ((ch ^ (row & 7)) * 16);
-        a_tile[i] = ch / 2;
-    }
-    int b_src[b_iters];  /* < 2^31: the launcher refuses N with 16 * N * bits / 32 >= 2^31 */
-    int b_tile[b_iters];
-    bool b_valid[b_iters];
-#pragma unroll
-    for (int i = 0; i < b_iters; i++) {
-        const int c = tid + i * kThreads;
-        const int part = c % b_parts, ln = (c / b_parts) % 32, w = (c / b_parts / 32) % kWarpsN;
-        const int chunk = n0 / 64 + w;
-        b_tile[i] = c / b_parts / 32 / kWarpsN;
-        b_valid[i] = chunk < n_chunks;
-        b_src[i] = chunk * T::chunk_words + ln * (T::lane_bytes / 4) + part * 4;
-    }
-    /* A scale row of 256 columns is 32 chunks of 16 bytes (fp16/bf16), or 16
-     * (FP4's bytes). */
-    constexpr int s_chunks = L::s_row / 16;
-    const int s_tile = tid / s_chunks, s_ch = tid % s_chunks;
-    const bool s_used = grouped && tid < T::ks * s_chunks && n0 / 64 + s_ch / (s_chunks / 4) < n_chunks;
-    const int z_tile = tid / 8, z_ch = tid % 8;
-    const bool z_used = grouped && WT == WT_INT4_ZP && tid < T::ks * 8 && n0 / 64 + z_ch / 2 < n_chunks;
-
-    /* Issues the copies of pipeline step `step` into ring slot `slot`. */
-    auto load_stage = [&](int step, int slot) {
-        unsigned char *st = smem + slot * L::bytes;
-        const int kt0 = kt_begin + step * T::ks;
-#pragma unroll
-        for (int i = 0; i < a_iters; i++)
-            if (a_used[i] && kt0 + a_tile[i] < kt_end)
-                qv_cp_async16(st + a_dst[i], a_valid[i] ? a16 + a_src[i] + (int64_t)kt0 * 16 : a16, a_valid[i]);
-        const uint32_t *brow = p.b + (int64_t)kt0 * b_row_words;
-#pragma unroll
-        for (int i = 0; i < b_iters; i++)
-            if (b_valid[i] && kt0 + b_tile[i] < kt_end)
-                qv_cp_async16(st + L::b_off + (tid + i * kThreads) * 16,
-                              brow + (int64_t)b_tile[i] * b_row_words + b_src[i], true);
-        if (s_used && kt0 + s_tile < kt_end) {
-#ifdef QV_MUTANT_gpu_wo_group_index_shift
-            /* Mutant (class 18): the group of a k16 tile computed from the tile before it. */
-            const int64_t grp = (kt0 + s_tile > 0 ? kt0 + s_tile - 1 : 0) >> p.g_shift;
-#else
-            const int64_t grp = (kt0 + s_tile) >> p.g_shift;
-#endif
-            qv_cp_async16(st + L::s_off + tid * 16,
-                          static_cast<const unsigned char *>(p.scales) +
-                              (grp * p.n + n0) * (L::s_row / kBN) + s_ch * 16, true);
-        }
-        if (z_used && kt0 + z_tile < kt_end) {
-            const int64_t grp = (kt0 + z_tile) >> p.g_shift;
-            qv_cp_async16(st + L::z_off + tid * 16, p.zeros + grp * (p.n / 8) + n0 / 8 + z_ch * 4, true);
-        }
+    mma_operands o;
+    o.a = static_cast<const uint16_t *>(p.a);
+    o.b = p.b;
+    o.scales = p.scales;
+    o.zeros = p.zeros;
+    o.n = p.n;
+    o.k = p.k;
+    o.kt_begin = kt_begin;
+    o.kt_end = min(p.k / 16, kt_begin + p.tiles_per_split);
+    o.grouped = p.scale_mode == SC_GROUP;
+    o.g_shift = p.g_shift;
+    o.grp_single = p.grp_single;
+    o.unbias_h2 = p.unbias_h2;
+    /* Row r of the block is A's row m0 + r, a zero row past M. */
+    auto rows = [&](int row, bool, bool &valid) {
+        valid = m0 + row < p.m;
+        return (int64_t)(m0 + row);
     };
-
     float acc[MB][8][4];
-#pragma unroll
-    for (int i = 0; i < MB; i++)
-#pragma unroll
-        for (int j = 0; j < 8; j++)
-#pragma unroll
-            for (int r = 0; r < 4; r++) acc[i][j][r] = 0.0f;
-
-#pragma unroll
-    for (int s = 0; s < L::stages - 1; s++) {
-        if (s < n_steps) load_stage(s, s);
-        qv_cp_async_commit();
-    }
-
-    uint32_t sc[8];         /* group scales of the current group, one half2 per n8 tile */
-    uint32_t zc[8][2];      /* zero-point constants of the current group (qv_dq4_consts) */
-    int cur_grp = -1;
-    /* One warp's share of one stage: k16 tiles wk*kpw .. wk*kpw+kpw-1. */
-    auto compute_stage = [&](const unsigned char *st, int kt0, auto full) {
-#pragma unroll
-        for (int uu = 0; uu < T::kpw; uu++) {
-            const int u = wk * T::kpw + uu;
-            if (!decltype(full)::value && kt0 + u >= kt_end) break;
-            uint32_t af[MB][4];
-#pragma unroll
-            for (int mt = 0; mt < MB; mt++) {
-                int row = mt * 16 + (lane & 15);
-                int ch = u * 2 + (lane >> 4);
-                qv_ldmatrix_x4(af[mt], st + L::a_off + row * L::a_row_bytes + ((ch ^ (row & 7)) * 16));
-            }
-            const uint4 *bsrc = reinterpret_cast<const uint4 *>(
-                st + L::b_off + ((u * kWarpsN + wn) * 32 + lane) * T::lane_bytes);
-            uint32_t bw[T::lane_bytes / 4];
-#pragma unroll
-            for (int q = 0; q < T::lane_bytes / 16; q++) {
-                uint4 v = bsrc[q];
-                bw[4 * q] = v.x;
-                bw[4 * q + 1] = v.y;
-                bw[4 * q + 2] = v.z;
-                bw[4 * q + 3] = v.w;
-            }
-            /* Group scales of this lane's eight n8 tiles, reloaded only when the
-             * group changes: positions 8*(lane/4)+j8 of the warp's 64-column
-             * chunk (scale_perm puts column 8*j8 + lane/4 there), unless k == g
-             * uses the channel permutation. */
-            if (grouped) {
-                const int grp = (kt0 + u) >> p.g_shift;
-#ifdef QV_MUTANT_gpu_wo_fp4_scale_stale
-                /* Mutant (class 23, CUTLASS #3596, #3615): the FP4 block scales
-                 * reloaded only at the first k16 tile of a warp's share of a
-                 * stage, so its other tiles keep the block scale of an
-                 * earlier K tile. */
-                if (grp != cur_grp && (!wt_is_fp4(WT) || uu == 0)) {
-#else
-                if (grp != cur_grp) {
-#endif
-                    cur_grp = grp;
-                    if (wt_is_fp4(WT)) {
-                        /* One byte per column: the chunk's 8 bytes at 8 (lane/4). */
-                        const uint2 sv = *reinterpret_cast<const uint2 *>(st + L::s_off + u * L::s_row + wn * 64 +
-                                                                          8 * (lane >> 2));
-                        wo_fp4_lane_scales<WT, IS_BF16>(sv, sc);
-                    } else if (!p.grp_single) {
-                        uint4 sv = *reinterpret_cast<const uint4 *>(st + L::s_off + u * kBN * 2 +
-                                                                  (wn * 64 + 8 * (lane >> 2)) * 2);
-                        uint32_t s4[4] = {sv.x, sv.y, sv.z, sv.w};
-#pragma unroll
-                        for (int j8 = 0; j8 < 8; j8++)
-                            sc[j8] = qv_h2<IS_BF16>::dup((s4[j8 >> 1] >> (16 * (j8 & 1))) & 0xFFFFu);
-                    } else {
-                        const uint16_t *srow = reinterpret_cast<const uint16_t *>(st + L::s_off + u * kBN * 2);
-#pragma unroll
-                        for (int j8 = 0; j8 < 8; j8++)
-                            sc[j8] = qv_h2<IS_BF16>::dup(srow[single_perm_index(wn * 64 + 8 * j8 + (lane >> 2))]);
-                    }
-                    if (WT == WT_FP8) {
-                        /* Exact: s * 2^s_pow2 * 2^-s_pow2 = s, a half-precision value. */
-#pragma unroll
-                        for (int j8 = 0; j8 < 8; j8++) sc[j8] = qv_h2<IS_BF16>::mul(sc[j8], p.unbias_h2);
-                    }
-                    if (WT == WT_INT4_ZP) {
-                        /* Zero point of n8 tile j8: packed position j8 sits at nibble
-                         * j8/2 + 4*(j8%2) (interleave [0,2,4,6,1,3,5,7]). */
-                        const uint32_t zw = *reinterpret_cast<const uint32_t *>(
-                            st + L::z_off + u * (kBN / 8) * 4 + (wn * 8 + (lane >> 2)) * 4);
-#pragma unroll
-                        for (int j8 = 0; j8 < 8; j8++)
-#if defined(QV_MUTANT_gpu_wo_zp_mask_missing)
-                            /* Mutant (class 10, AutoGPTQ #484): the zero-point nibble taken without & 0xF. */
-                            qv_dq4_consts<IS_BF16>(zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1))), zc[j8]);
-#elif defined(QV_MUTANT_gpu_wo_zp_off_by_one)
-                            /* Mutant (class 9, AutoGPTQ #325, vLLM #38966): GPTQ v1's +1 applied to v2 zero points. */
-                            qv_dq4_consts<IS_BF16>(((zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1)))) + 1) & 0xFu, zc[j8]);
-#else
-                            qv_dq4_consts<IS_BF16>((zw >> (4 * ((j8 >> 1) + 4 * (j8 & 1)))) & 0xFu, zc[j8]);
-#endif
-                    }
-                }
-            }
-#pragma unroll
-            for (int j8 = 0; j8 < 8; j8++) {
-                uint32_t bf[2];
-                wo_dq_word<WT, IS_BF16>(bw, j8, zc[j8], bf);
-                if (wt_is_fp4(WT)) {
-                    wo_fp4_scale<WT, IS_BF16>(sc[j8], bf);
-                } else if (grouped) {
-                    bf[0] = qv_h2<IS_BF16>::mul(bf[0], sc[j8]);
-                    bf[1] = qv_h2<IS_BF16>::mul(bf[1], sc[j8]);
-                }
-#pragma unroll
-                for (int mt = 0; mt < MB; mt++) qv_mma_16816<IS_BF16>(acc[mt][j8], af[mt], bf);
-            }
-        }
-    };
-
-    for (int step = 0; step < n_steps; step++) {
-        qv_cp_async_wait<L::stages - 2>();
-#ifndef QV_MUTANT_gpu_wo_missing_barrier
-        /* (Mutant QV_MUTANT_gpu_wo_missing_barrier, class 5, vLLM #11493, drops this barrier.) */
-        __syncthreads();
-#endif
-        /* The slot refilled here was read in step-1, which every warp finished
-         * before the barrier above. */
-        int next = step + L::stages - 1;
-        if (next < n_steps) load_stage(next, next % L::stages);
-        qv_cp_async_commit();
-
-        const unsigned char *st = smem + (step % L::stages) * L::bytes;
-        const int kt0 = kt_begin + step * T::ks;
-        if (!warp_active) continue;
-        /* Full stages run without per-tile bounds checks, so the compiler can
-         * issue all of a warp's shared-memory loads of the stage up front; only
-         * a slice's last stage can be partial. */
-        if (kt0 + T::ks <= kt_end)
-            compute_stage(st, kt0, std::true_type());
-#ifndef QV_MUTANT_gpu_wo_k_tail_dropped
-        /* (Mutant QV_MUTANT_gpu_wo_k_tail_dropped, class 11, vLLM #13227, skips the partial stage.) */
-        else
-            compute_stage(st, kt0, std::false_type());
-#endif
-    }
-    qv_cp_async_wait<0>();
-    __syncthreads();
+    wo_mma_mainloop<WT, MB, IS_BF16, L, wo_hooks>(smem, o, n0, rows, acc);
 
     /* Cross-warp K reduction in a fixed order: warp wk=0 adds wk=1's sums. */
     float *red = reinterpret_cast<float *>(smem);
-    if (wk == 1 && warp_active) {
-#pragma unroll
-        for (int mt = 0; mt < MB; mt++)
-#pragma unroll
-            for (int j8 = 0; j8 < 8; j8++)
-#pragma unroll
-                for (int r = 0; r < 4; r++)
-                    red[(((wn * MB + mt) * 8 + j8) * 4 + r) * 32 + lane] = acc[mt][j8][r];
-    }
-    __syncthreads();
     if (wk == 0 && warp_active) {
 #pragma unroll
         for (int mt = 0; mt < MB; mt++)
@@ -387,9 +168,9 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_gemm_wonly_mma(co
 #ifdef QV_MUTANT_gpu_wo_splitk_f16_reduce
                     /* Mutant (class 4, vLLM #6795): the K slices of the two warps reduced in fp16. */
                     acc[mt][j8][r] = __half2float(__hadd(__float2half_rn(acc[mt][j8][r]),
-                                                         __float2half_rn(red[(((wn * MB + mt) * 8 + j8) * 4 + r) * 32 + lane])));
+                                                         __float2half_rn(red[red_index<MB>(wn, mt, j8, r, lane)])));
 #else
-                    acc[mt][j8][r] = acc[mt][j8][r] + red[(((wn * MB + mt) * 8 + j8) * 4 + r) * 32 + lane];
+                    acc[mt][j8][r] = acc[mt][j8][r] + red[red_index<MB>(wn, mt, j8, r, lane)];
 #endif
     }
 
@@ -575,7 +356,7 @@ geometry plan(const qv_launch_ctx &c, const qv_variant *v, int m, int n, int k)
 template <int WT, int MB, bool BF>
 qv_status launch_kernel(const wo_params &p, dim3 grid, cudaStream_t stream)
 {
-    constexpr int smem = stage_layout<WT, MB>::total;
+    constexpr int smem = stage_layout<WT, MB, true>::total;
     static bool attr_set = false;
     if (!attr_set) {
         QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_mma<WT, MB, BF>,

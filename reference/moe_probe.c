@@ -150,9 +150,16 @@ qv_status ref_moe_fill(qv_moe_problem *p, qv_moe_logits logits, qv_probe_kind ki
                        uint64_t seed)
 {
     if ((unsigned)logits >= QV_LOGITS_COUNT) return qv_fail(QV_ERR_USAGE, "unknown logits case %d", (int)logits);
-    if (kind != QV_PROBE_EXACT && kind != QV_PROBE_ONEHOT && kind != QV_PROBE_RANDOM)
+    /* fp4-scale-ends scales the activations of each group row by the
+     * reciprocal of that row's largest block scale; with e8m0 scales which
+     * end a row takes follows from its index alone (probe.c), the same in
+     * every expert's draw and in the activations' own (an ordinary row's
+     * largest scale is 1 but with probability 0.8^n, which would cost the
+     * case its exact sums, not its verdict). */
+    const int mx_ends = kind == QV_PROBE_FP4_SCALE_ENDS && p->s->expert->sfmt == QV_FMT_E8M0;
+    if (kind != QV_PROBE_EXACT && kind != QV_PROBE_ONEHOT && kind != QV_PROBE_RANDOM && !mx_ends)
         return qv_fail(QV_ERR_UNSUPPORTED, "probe %s ties the activations to one weight matrix; a routed case "
-                       "takes exact, onehot or random", qv_probe_name(kind));
+                       "takes exact, onehot or random (and fp4-scale-ends with e8m0 scales)", qv_probe_name(kind));
     rng r = {seed ^ 0x6D6F65ull};
     QV_TRY(fill_map(p, &r));
     QV_TRY(fill_logits(p, logits, &r));

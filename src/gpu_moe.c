@@ -44,7 +44,7 @@ static const char *w4a16_refusal(const qv_variant *v)
 {
     int h = v->afmt == QV_FMT_F16 || v->afmt == QV_FMT_BF16;
     if (v->wfmt != QV_FMT_U4 || v->zero_point != QV_ZP_NONE)
-        return "the grouped kernel takes int4 \"q+8\" weights (w=u4b8) without zero points, or e4m3 weights";
+        return "the grouped kernels take int4 \"q+8\" weights (w=u4b8) without zero points, e2m1 or e4m3 weights";
     if (!h || v->ofmt != v->afmt) return "the grouped W4A16 kernel takes f16 or bf16 activations and the same output";
     if (v->act_scale != QV_ASCALE_NONE || v->azp != QV_AZP_NONE || v->bias_fmt != QV_FMT_NONE ||
         v->s2fmt != QV_FMT_NONE)
@@ -69,12 +69,61 @@ static const char *w4a16_refusal(const qv_variant *v)
     return NULL;
 }
 
+/* 1 for NVFP4 experts (ue4m3 block scales), 0 for MXFP4 (e8m0). */
+static int is_nv(const qv_variant *v) { return v->sfmt == QV_FMT_UE4M3; }
+
+/* Why the FP4 kernel does not run v, or NULL when it does: the dense FP4
+ * rows' arithmetic (registry.c FP4_ROW; the kernel is wonly.cu's main loop):
+ * e2m1 codes times an e8m0 scale per 32 (MX) or a ue4m3 scale per 16 with an
+ * f32 global scale (NV), one rounding to the activation format, fp32
+ * tensor-core sums, then the global scale and the bias in fp32. The experts'
+ * layout is the spec's own (logical) or the matching Marlin FP4 one (a
+ * registry row named as the expert). */
+static const char *fp4_refusal(const qv_variant *v)
+{
+    const int nv = is_nv(v);
+    if (v->scale_layout != QV_SCALE_GROUP || (nv ? v->sfmt != QV_FMT_UE4M3 || v->g != 16 : v->sfmt != QV_FMT_E8M0 ||
+                                                                                               v->g != 32))
+        return "the grouped FP4 kernel takes e8m0 scales per 32 (ws=e8m0/g32) or ue4m3 per 16 (ws=ue4m3/g16)";
+    if (nv ? v->s2fmt != QV_FMT_F32 || v->s2_layout != QV_SCALE_TENSOR : v->s2_layout != QV_SCALE_NONE)
+        return nv ? "NVFP4 experts need their f32 global scale (ws2=f32/t)" : "MXFP4 experts have no second-level scale";
+    if ((v->afmt != QV_FMT_F16 && v->afmt != QV_FMT_BF16) || v->ofmt != v->afmt)
+        return "the grouped FP4 kernel takes f16 or bf16 activations and the same output";
+    if (v->zero_point != QV_ZP_NONE || v->act_order || v->act_scale != QV_ASCALE_NONE || v->azp != QV_AZP_NONE)
+        return "the grouped FP4 kernel has no zero points, act_order or activation scales";
+    if (v->bias_fmt != QV_FMT_NONE && v->bias_fmt != QV_FMT_F16 && v->bias_fmt != QV_FMT_BF16 &&
+        v->bias_fmt != QV_FMT_F32)
+        return "the grouped FP4 kernel takes an f16, bf16 or f32 bias";
+    if (v->arith.accum != QV_ACC_TC_F32 || v->arith.out_sat != QV_SAT_NONE)
+        return "the grouped kernel accumulates on fp16/bf16 tensor cores into fp32 and casts without saturation";
+    const qv_ep_step *ep = v->arith.epilogue;
+    int i = 0;
+    const int g_ok = !nv || ep[i++] == QV_EP_MUL_WSCALE2;
+    const int b_ok = v->bias_fmt == QV_FMT_NONE || ep[i++] == QV_EP_ADD_BIAS;
+    if (v->arith.dequant != QV_DQ_MUL_RN || !g_ok || !b_ok || ep[i] != QV_EP_END)
+        return "FP4 experts need the block scales in a dq=rn dequant, then the global scale (NV) and the bias in the "
+               "fp32 epilogue, in that order";
+    const qv_layout packed = nv ? QV_LAYOUT_MARLIN_FP4_NV : QV_LAYOUT_MARLIN_FP4_MX;
+    if (v->layout != QV_LAYOUT_LOGICAL && v->layout != packed)
+        return "FP4 experts are given by their spec or by a marlin FP4 row of the same format";
+    /* layout.h: with bf16 the kernel sums in units of 2^(s_pow2 - 126) of
+     * the declared values, whose fp32 sums leave the normal range where the
+     * declared ones do not; the marlin-fp4-nv rows declare those units
+     * (reference: ref_acc_pow2), a logical spec does not. With f16 the units
+     * (2^-7) change no result. */
+    if (nv && v->afmt == QV_FMT_BF16 && v->layout != packed)
+        return "NVFP4 with bf16 activations sums in the kernel's own units (layout.h); name the row "
+               "marlin-nvfp4a16-g16-bf16 or marlin-nvfp4a16-g16-bias-bf16 as the expert, whose arithmetic declares them";
+    return NULL;
+}
+
 static int is_fp8(const qv_variant *v) { return v->wfmt == QV_FMT_E4M3; }
+static int is_fp4(const qv_variant *v) { return v->wfmt == QV_FMT_E2M1; }
 
 qv_status qv_gpu_moe_supported(const qv_moe_spec *s)
 {
     const qv_variant *v = s->expert;
-    const char *why = is_fp8(v) ? fp8_refusal(v) : w4a16_refusal(v);
+    const char *why = is_fp8(v) ? fp8_refusal(v) : is_fp4(v) ? fp4_refusal(v) : w4a16_refusal(v);
     if (!why && (s->rw != QV_RW_ACC || s->sum != QV_MSUM_F32))
         why = "the combine applies the router weight in fp32 before the cast and sums in fp32 (rw=acc, sum=f32)";
     if (!why && s->topk > QV_MOE_GPU_MAX_TOPK) why = "the routing kernel keeps at most 32 choices a token";
@@ -128,17 +177,40 @@ static qv_status check_groups(const qv_problem *w, int x)
     return st;
 }
 
-/* Each expert packed as a row of the expert's arithmetic would be (Marlin W4,
- * or (n, k) e4m3 with its block scales), stacked expert-major into b, scales
- * and perm (nx, k). */
-static qv_status pack_experts(const qv_moe_problem *p, uint32_t **b, void **scales, size_t *s_bytes, int32_t **perm,
-                              size_t *b_bytes)
+/* The experts stacked expert-major, as the grouped launch reads them. */
+typedef struct stacked {
+    uint32_t *b;         /* (nx, ...) packed weights */
+    void *scales;        /* (nx, ...) packed scales */
+    int32_t *perm;       /* act_order: (nx, k), else NULL */
+    float *gscale;       /* NVFP4: (nx) packed global scales, else NULL */
+    void *bias;          /* FP4 with a bias: (nx, n) packed bias codes, else NULL */
+    size_t b_bytes, s_bytes, bias_bytes;
+} stacked;
+
+static void stacked_free(stacked *k)
+{
+    free(k->b), free(k->scales), free(k->perm), free(k->gscale), free(k->bias);
+    memset(k, 0, sizeof *k);
+}
+
+/* The layout each expert is packed in: what a row of the expert's arithmetic
+ * would be (Marlin W4 or FP4, or (n, k) e4m3 with its block scales). */
+static qv_layout expert_layout(const qv_variant *v)
+{
+    if (is_fp8(v)) return QV_LAYOUT_PLAIN_NK;
+    if (is_fp4(v)) return is_nv(v) ? QV_LAYOUT_MARLIN_FP4_NV : QV_LAYOUT_MARLIN_FP4_MX;
+    return QV_LAYOUT_MARLIN_W4;
+}
+
+/* Each expert packed (expert_layout), stacked expert-major into k: b,
+ * scales, perm (nx, k), the FP4 global scales (nx) and biases (nx, n). */
+static qv_status pack_experts(const qv_moe_problem *p, stacked *k)
 {
     const qv_variant *ve = p->s->expert;
     qv_variant pv = *ve;
-    pv.layout = is_fp8(ve) ? QV_LAYOUT_PLAIN_NK : QV_LAYOUT_MARLIN_W4;
+    pv.layout = expert_layout(ve);
     int nx = p->e_local + p->shared;
-    *b = NULL, *scales = NULL, *perm = NULL;
+    memset(k, 0, sizeof *k);
     qv_status st = QV_OK;
     for (int x = 0; x < nx && st == QV_OK; x++) {
         qv_problem w = p->w[x];
@@ -152,25 +224,30 @@ static qv_status pack_experts(const qv_moe_problem *p, uint32_t **b, void **scal
         if (st != QV_OK) break;
         size_t bb = (size_t)(pk.b_rows * pk.b_cols) * sizeof(int32_t);
         size_t sb = (size_t)(pk.s_rows * pk.s_cols) * pk.s_elem;
+        size_t biasb = (size_t)pk.bias_cols * pk.bias_elem;
         if (!x) {
-            *b = malloc(bb * (size_t)nx);
-            *scales = malloc(sb * (size_t)nx);
-            if (ve->act_order) *perm = malloc(sizeof(int32_t) * (size_t)(p->k * nx));
-            *b_bytes = bb * (size_t)nx;
-            *s_bytes = sb * (size_t)nx;
-            if (!*b || !*scales || (ve->act_order && !*perm)) st = qv_fail(QV_ERR_NOMEM, "stacking %d experts", nx);
+            k->b = malloc(bb * (size_t)nx);
+            k->scales = malloc(sb * (size_t)nx);
+            if (ve->act_order) k->perm = malloc(sizeof(int32_t) * (size_t)(p->k * nx));
+            if (pk.s2_cols && qv_layout_is_fp4(pv.layout)) k->gscale = malloc(sizeof(float) * (size_t)nx);
+            if (biasb) k->bias = malloc(biasb * (size_t)nx);
+            k->b_bytes = bb * (size_t)nx;
+            k->s_bytes = sb * (size_t)nx;
+            k->bias_bytes = biasb * (size_t)nx;
+            if (!k->b || !k->scales || (ve->act_order && !k->perm) ||
+                (pk.s2_cols && qv_layout_is_fp4(pv.layout) && !k->gscale) || (biasb && !k->bias))
+                st = qv_fail(QV_ERR_NOMEM, "stacking %d experts", nx);
         }
         if (st == QV_OK) {
-            memcpy((char *)*b + bb * (size_t)x, pk.b, bb);
-            memcpy((char *)*scales + sb * (size_t)x, pk.scales, sb);
-            if (ve->act_order) memcpy(*perm + p->k * x, pk.perm, sizeof(int32_t) * (size_t)p->k);
+            memcpy((char *)k->b + bb * (size_t)x, pk.b, bb);
+            memcpy((char *)k->scales + sb * (size_t)x, pk.scales, sb);
+            if (ve->act_order) memcpy(k->perm + p->k * x, pk.perm, sizeof(int32_t) * (size_t)p->k);
+            if (k->gscale) k->gscale[x] = ((const float *)pk.scales2)[0];
+            if (k->bias) memcpy((char *)k->bias + biasb * (size_t)x, pk.bias, biasb);
         }
         qv_packed_destroy(&pk);
     }
-    if (st != QV_OK) {
-        free(*b), free(*scales), free(*perm);
-        *b = NULL, *scales = NULL, *perm = NULL;
-    }
+    if (st != QV_OK) stacked_free(k);
     return st;
 }
 
@@ -184,12 +261,18 @@ qv_status qv_gpu_moe_upload(const qv_moe_problem *p, qv_gpu_moe *g)
     d->t = (int)p->t, d->n = (int)p->n, d->k = (int)p->k, d->e = p->e, d->e_local = p->e_local;
     d->shared = p->shared, d->topk = s->topk, d->route = (int)s->route, d->rsf = s->rsf;
     d->logit_fmt = (int)s->logit_fmt;
-    d->kind = is_fp8(v) ? QV_MOE_FP8_B128 : QV_MOE_W4A16;
+    d->kind = is_fp8(v) ? QV_MOE_FP8_B128 : !is_fp4(v) ? QV_MOE_W4A16 : is_nv(v) ? QV_MOE_NVFP4 : QV_MOE_MXFP4;
     d->bf16 = v->afmt == QV_FMT_BF16;
     d->out_bf16 = v->ofmt == QV_FMT_BF16;
     d->act_order = v->act_order;
+    d->bias_fmt = (int)v->bias_fmt;
     if (d->kind == QV_MOE_FP8_B128) {
         d->scale_mode = MODE_DEQUANT;
+    } else if (is_fp4(v)) {
+        /* layout.h: FP4 scales are always per group, in the GROUP64_FP8
+         * order, a single group of K included */
+        d->scale_mode = MODE_DEQUANT;
+        d->g_shift = is_nv(v) ? 0 : 1;
     } else if (v->scale_layout == QV_SCALE_GROUP && p->k != v->g) {
         d->scale_mode = MODE_DEQUANT;
         for (int q = v->g / 16; q > 1; q >>= 1) d->g_shift++;
@@ -205,11 +288,8 @@ qv_status qv_gpu_moe_upload(const qv_moe_problem *p, qv_gpu_moe *g)
     if (p->t > 0x7fffffff || p->n > 0x7fffffff || p->k > 0x7fffffff)
         return qv_fail(QV_ERR_SHAPE, "grouped GEMM: t, n and k must fit int32");
 
-    uint32_t *b;
-    void *sc;
-    int32_t *perm;
-    size_t sb, bb;
-    QV_TRY(pack_experts(p, &b, &sc, &sb, &perm, &bb));
+    stacked k;
+    QV_TRY(pack_experts(p, &k));
     void *dv;
     qv_status st;
 #define UP(host, bytes, field)                                                                                        \
@@ -222,9 +302,11 @@ qv_status qv_gpu_moe_upload(const qv_moe_problem *p, qv_gpu_moe *g)
     UP(p->expert_map, sizeof(int32_t) * (size_t)p->e, expert_map);
     UP(p->a, (size_t)(p->t * p->k) * qv_fmt_storage_bytes(v->afmt), a);
     if (d->kind == QV_MOE_FP8_B128) UP(p->a_scale, sizeof(float) * (size_t)(p->t * ((p->k + 127) / 128)), a_scale);
-    UP(b, bb, b);
-    UP(sc, sb, scales);
-    if (perm) UP(perm, sizeof(int32_t) * (size_t)(p->k * (p->e_local + p->shared)), perm);
+    UP(k.b, k.b_bytes, b);
+    UP(k.scales, k.s_bytes, scales);
+    if (k.perm) UP(k.perm, sizeof(int32_t) * (size_t)(p->k * (p->e_local + p->shared)), perm);
+    if (k.gscale) UP(k.gscale, sizeof(float) * (size_t)(p->e_local + p->shared), gscale);
+    if (k.bias) UP(k.bias, k.bias_bytes, bias);
 #undef UP
     g->out_bytes = (size_t)(p->t * p->n) * 2;
     st = dev_alloc(g, g->out_bytes + QV_GPU_GUARD_BYTES, &d->out);
@@ -232,10 +314,10 @@ qv_status qv_gpu_moe_upload(const qv_moe_problem *p, qv_gpu_moe *g)
     qv_moe_ws_plan(d, d->mb, &g->ws);
     st = dev_alloc(g, g->ws.bytes, &d->workspace);
     if (st != QV_OK) goto fail;
-    free(b), free(sc), free(perm);
+    stacked_free(&k);
     return QV_OK;
 fail:
-    free(b), free(sc), free(perm);
+    stacked_free(&k);
     qv_gpu_moe_free(g);
     return st;
 }

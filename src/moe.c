@@ -452,7 +452,7 @@ static const qv_moe_row rows[] = {
     {.name = "moe-gptoss-mxfp4-bias-bf16",
      .summary = "gpt-oss-style: 32 experts, top-4 then softmax, MXFP4 experts with a bias",
      .spec = "w=e2m1,ws=e8m0/g32,a=bf16,bias=bf16,route=topk-softmax,topk=4", .experts = 32, .shared = 0,
-     .n = 5760, .k = 2880},
+     .n = 5760, .k = 2880, .gpu_kernel = 1},
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
 

@@ -16,11 +16,15 @@
  *    has no shared expert is exactly +0 in every column;
  *  - with one expert far above the rest, every token's first choice is it.
  * The rows: Marlin-style W4A16 experts (g128, g32, channelwise in the
- * dequant or the epilogue, act_order) and DeepSeek-V3-style fp8 block-128
- * experts with a shared expert and a routed scaling factor.
+ * dequant or the epilogue, act_order), DeepSeek-V3-style fp8 block-128
+ * experts with a shared expert and a routed scaling factor, and gpt-oss-style
+ * MXFP4 experts with and without a bias (e8m0 codes at the ends of their
+ * range among them), with NVFP4 ones beside them.
  * Without a device the CPU half checks that the rows flagged gpu_kernel are
  * the ones the backend takes, that the workspace plan holds the largest sort
- * of every case, and that refusals happen before any CUDA call. */
+ * of every case, that refusals happen before any CUDA call, and, for the
+ * smaller FP4 cases, that every expert packs and that the routed CPU model of
+ * the same data passes the verdict. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +33,7 @@
 
 #include "internal/gpu_moe.h"
 #include "qvet/formats.h"
+#include "qvet/layout.h"
 #include "qvet/moe.h"
 #include "qvet/probe.h"
 #include "qvet/reference.h"
@@ -46,6 +51,16 @@ static uint64_t g_seed = 20261205;
  * expert) over W4A16 bf16 experts. */
 #define DSV3 "w=u4b8,ws=bf16/g128,a=bf16,route=sigmoid-topk-renorm,topk=8,rsf=2.5"
 #define DSFP8 "moe-deepseek-fp8-b128-bf16"
+#define GPTOSS "moe-gptoss-mxfp4-bias-bf16"
+/* gpt-oss's MXFP4 experts without their bias; with f16 activations and an
+ * f16 bias; with one choice a token. */
+#define MX_NOBIAS "w=e2m1,ws=e8m0/g32,a=bf16,route=topk-softmax,topk=4"
+#define MX_F16 "w=e2m1,ws=e8m0/g32,bias=f16,route=softmax-topk-renorm,topk=2"
+#define MX_K1 "w=e2m1,ws=e8m0/g32,a=bf16,bias=bf16,route=softmax-topk,topk=1"
+/* NVFP4 experts: bf16 through the registry row (its arithmetic declares the
+ * kernel's accumulator units), f16 as a spec with an f32 bias. */
+#define NV_BF16 "marlin-nvfp4a16-g16-bias-bf16,route=softmax-topk-renorm,topk=2"
+#define NV_F16 "w=e2m1,ws=ue4m3/g16,ws2=f32/t,bias=f32,route=topk-softmax,topk=4"
 
 static const struct moe_case {
     const char *spec;        /* a routed row's name or a routed spec */
@@ -101,6 +116,33 @@ static const struct moe_case {
     {DSFP8, 256, 256, 1, 3, 128, 7168, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
     {"w=e4m3,ws=f32/b128x128,a=e4m3,as=f32/tok-b128,acc=f8p128,out=f16,route=softmax-topk-renorm,topk=2", 8, 6, 0,
      33, 320, 256, QV_LOGITS_MASKED, QV_PROBE_EXACT},
+    /* gpt-oss: MXFP4 experts with a bf16 bias, top-4 then softmax. N tails
+     * (320: one 64-column chunk in the second tile), K of 9 groups (the
+     * last stage partial), K = g (one group), experts nobody takes, one
+     * expert taking all, non-local experts, e8m0 codes at the ends of the
+     * range (1, 2, 253, 254, and a column that overflows to Inf), the
+     * model's whole expert GEMM (N = 5760, K = 2880). */
+    {GPTOSS, 32, 32, 0, 1, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
+    {GPTOSS, 32, 32, 0, 37, 320, 256, QV_LOGITS_TIES, QV_PROBE_EXACT},
+    {GPTOSS, 32, 32, 0, 64, 192, 288, QV_LOGITS_EMPTY, QV_PROBE_RANDOM},
+    {GPTOSS, 32, 32, 0, 300, 128, 256, QV_LOGITS_ONE_EXPERT, QV_PROBE_EXACT},
+    {GPTOSS, 32, 24, 0, 65, 128, 256, QV_LOGITS_NONLOCAL, QV_PROBE_RANDOM},
+    {GPTOSS, 32, 32, 0, 33, 128, 32, QV_LOGITS_RANDOM, QV_PROBE_ONEHOT},
+    {GPTOSS, 32, 32, 0, 40, 256, 512, QV_LOGITS_RANDOM, QV_PROBE_FP4_SCALE_ENDS},
+    {GPTOSS, 32, 32, 0, 1024, 64, 128, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
+    {GPTOSS, 32, 32, 0, 4, 5760, 2880, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
+    /* the same without a bias; f16 (e8m0 ends where f16 underflows and
+     * overflows); k = 1 */
+    {MX_NOBIAS, 32, 32, 0, 17, 128, 256, QV_LOGITS_NEAR_TIES, QV_PROBE_EXACT},
+    {MX_NOBIAS, 32, 32, 0, 9, 64, 256, QV_LOGITS_RANDOM, QV_PROBE_FP4_SCALE_ENDS},
+    {MX_F16, 8, 8, 0, 33, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_FP4_SCALE_ENDS},
+    {MX_F16, 8, 6, 0, 65, 192, 384, QV_LOGITS_MASKED, QV_PROBE_RANDOM},
+    {MX_K1, 32, 32, 0, 63, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
+    /* NVFP4: each expert's global scale; K = 48 (three k16 tiles) */
+    {NV_BF16, 16, 16, 0, 33, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
+    {NV_BF16, 16, 12, 0, 100, 320, 48, QV_LOGITS_WIDE, QV_PROBE_RANDOM},
+    {NV_F16, 16, 16, 0, 1, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
+    {NV_F16, 16, 16, 0, 200, 64, 512, QV_LOGITS_TIES, QV_PROBE_RANDOM},
 };
 #define NCASES ((int)(sizeof kCases / sizeof kCases[0]))
 
@@ -140,6 +182,12 @@ static qv_moe_dev shape_of(const qv_moe_problem *p)
     return d;
 }
 
+static int cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
 /* ---- CPU half ---------------------------------------------------------------------- */
 
 /* The rows flagged gpu_kernel are exactly the ones the backend takes. */
@@ -155,7 +203,7 @@ START_TEST(rows_flagged)
                       r->gpu_kernel, st == QV_OK ? "yes" : qv_errmsg());
         flagged += r->gpu_kernel;
     }
-    ck_assert_int_ge(flagged, 5);
+    ck_assert_int_ge(flagged, 6);
 }
 END_TEST
 
@@ -199,6 +247,99 @@ START_TEST(refusals)
     d.n = 128;
     d.e = 2048; /* more router experts than the routing kernel's 1024 */
     ck_assert_int_eq(qv_moe_launch(&d, NULL), QV_ERR_UNSUPPORTED);
+    d.e = 64;
+    d.kind = QV_MOE_MXFP4;
+    d.g_shift = 1;
+    d.k = 240; /* not a multiple of MXFP4's group of 32 */
+    ck_assert_int_eq(qv_moe_launch(&d, NULL), QV_ERR_SHAPE);
+    d.kind = QV_MOE_NVFP4; /* 240 = 15 groups of 16, but no global scales */
+    d.g_shift = 0;
+    ck_assert_int_eq(qv_moe_launch(&d, NULL), QV_ERR_USAGE);
+    ck_assert_msg(strstr(qv_errmsg(), "global scales"), "%s", qv_errmsg());
+    d.kind = QV_MOE_MXFP4; /* MXFP4's scales are per 32: g_shift 1 */
+    d.k = 256;
+    ck_assert_int_eq(qv_moe_launch(&d, NULL), QV_ERR_USAGE);
+    ck_assert_msg(strstr(qv_errmsg(), "g_shift 1"), "%s", qv_errmsg());
+    d.g_shift = 1;
+    d.bias = &dummy;
+    d.bias_fmt = QV_FMT_E4M3; /* not a bias format */
+    ck_assert_int_eq(qv_moe_launch(&d, NULL), QV_ERR_USAGE);
+    ck_assert_msg(strstr(qv_errmsg(), "bias"), "%s", qv_errmsg());
+    d.kind = QV_MOE_W4A16; /* a bias needs FP4 experts */
+    d.g_shift = 0;
+    d.bias_fmt = QV_FMT_BF16;
+    ck_assert_int_eq(qv_moe_launch(&d, NULL), QV_ERR_UNSUPPORTED);
+}
+END_TEST
+
+/* The FP4 specs the backend refuses, before any CUDA call. */
+START_TEST(fp4_refusals)
+{
+    static const char *const refused[] = {
+        /* bf16 NVFP4 as a logical spec: the kernel sums in its own units */
+        "w=e2m1,ws=ue4m3/g16,ws2=f32/t,a=bf16,route=softmax-topk,topk=2",
+        /* NVFP4 without its global scale, MXFP4 with one */
+        "w=e2m1,ws=ue4m3/g16,route=softmax-topk,topk=2",
+        "w=e2m1,ws=e8m0/g32,ws2=f32/t,a=bf16,route=softmax-topk,topk=2",
+        /* a group the kernel does not read: e8m0 per 16 */
+        "w=e2m1,ws=e8m0/g16,a=bf16,route=softmax-topk,topk=2",
+        /* an output other than the activations' */
+        "w=e2m1,ws=e8m0/g32,a=bf16,out=f32,route=softmax-topk,topk=2",
+        /* the bias before the output cast is the only place the kernel has */
+        "w=e2m1,ws=e8m0/g32,a=bf16,bias=bf16,route=topk-softmax,topk=4,rw=out",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        qv_moe_spec s;
+        ck_assert_msg(qv_moe_spec_parse(refused[i], &s) == QV_OK, "%s: %s", refused[i], qv_errmsg());
+        ck_assert_msg(qv_gpu_moe_supported(&s) == QV_ERR_UNSUPPORTED, "%s is taken", refused[i]);
+    }
+    /* the dense NVFP4 row named as the expert is taken with bf16 */
+    qv_moe_spec s;
+    ck_assert_int_eq(qv_moe_spec_parse("marlin-nvfp4a16-g16-bf16,route=softmax-topk,topk=2", &s), QV_OK);
+    ck_assert_msg(qv_gpu_moe_supported(&s) == QV_OK, "%s", qv_errmsg());
+}
+END_TEST
+
+/* The FP4 cases of at most 2^24 multiply-adds, on the CPU: every expert
+ * packs in its Marlin FP4 layout (what the upload sends), and the routed CPU
+ * model of the same data passes the exact routed verdict, so that the data
+ * of each case is one the GPU half can only fail through the kernels. */
+static int cpu_cases[NCASES], n_cpu_cases;
+
+START_TEST(fp4_case_on_cpu)
+{
+    const int i = cpu_cases[_i];
+    const struct moe_case *c = &kCases[i];
+    qv_moe_problem p;
+    build(i, &p);
+    const qv_variant *v = p.s->expert;
+    qv_variant pv = *v;
+    pv.layout = v->sfmt == QV_FMT_UE4M3 ? QV_LAYOUT_MARLIN_FP4_NV : QV_LAYOUT_MARLIN_FP4_MX;
+    for (int x = 0; x < p.e_local + p.shared; x++) {
+        qv_problem w = p.w[x];
+        w.v = &pv;
+        qv_packed pk;
+        ck_assert_msg(qv_pack(&w, &pk) == QV_OK, "case %d expert %d: %s", i, x, qv_errmsg());
+        ck_assert_int_eq(pk.s_elem, 1);
+        ck_assert_int_eq(pk.s_rows * pk.s_cols, p.k / v->g * p.n);
+        ck_assert_int_eq(pk.bias_cols, v->bias_fmt == QV_FMT_NONE ? 0 : p.n);
+        ck_assert_int_eq(pk.s2_cols, v->sfmt == QV_FMT_UE4M3 ? 1 : 0);
+        qv_packed_destroy(&pk);
+    }
+    const int k = p.s->topk;
+    size_t es = qv_fmt_storage_bytes(v->ofmt);
+    void *out = malloc((size_t)(p.t * p.n) * es);
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(p.t * k));
+    float *w = malloc(sizeof(float) * (size_t)(p.t * k));
+    ck_assert(out && ids && w);
+    ck_assert_int_eq(ref_moe_model_run(&p, 16, out, ids, w), QV_OK);
+    qv_moe_result r;
+    ck_assert_int_eq(ref_moe_verify_jobs(&p, out, ids, w, cores(), &r), QV_OK);
+    ck_assert_msg(r.n_route_bad == 0 && r.n_weight_bad == 0, "case %d: routing: %s", i, r.route_reason);
+    ck_assert_msg(r.out.grade != QV_FAIL, "case %d (%s t=%d n=%d k=%d): the CPU model fails: %s", i, c->spec, c->t,
+                  c->n, c->k, r.out.reason);
+    free(out), free(ids), free(w);
+    qv_moe_problem_destroy(&p);
 }
 END_TEST
 
@@ -243,12 +384,6 @@ START_TEST(plan_holds_sort)
 END_TEST
 
 /* ---- GPU half ---------------------------------------------------------------------- */
-
-static int cores(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
-}
 
 START_TEST(routed_case)
 {
@@ -318,8 +453,23 @@ int main(void)
     const int gpu = gpu_suite_start(&g_seed);
     TCase *tc;
     Suite *s = gpu_suite_create("gpu_moe", gpu, g_seed, NCASES, &tc);
+    /* (no Check assertion out here: a case whose spec does not parse fails
+     * cases_supported) */
+    for (int i = 0; i < NCASES; i++) {
+        const struct moe_case *c = &kCases[i];
+        const qv_moe_row *r = qv_moe_row_find(c->spec);
+        qv_moe_spec parsed;
+        const qv_moe_spec *sp = NULL;
+        if (r ? qv_moe_row_spec(r, &sp) != QV_OK : qv_moe_spec_parse(c->spec, &parsed) != QV_OK) continue;
+        if (!r) sp = &parsed;
+        if (sp->expert->wfmt == QV_FMT_E2M1 &&
+            (int64_t)c->t * (sp->topk + c->shared) * c->n * c->k <= ((int64_t)1 << 24))
+            cpu_cases[n_cpu_cases++] = i;
+    }
     tcase_add_test(tc, rows_flagged);
     tcase_add_test(tc, refusals);
+    tcase_add_test(tc, fp4_refusals);
+    tcase_add_loop_test(tc, fp4_case_on_cpu, 0, n_cpu_cases);
     tcase_add_loop_test(tc, cases_supported, 0, NCASES);
     tcase_add_loop_test(tc, plan_holds_sort, 0, NCASES);
     if (gpu) tcase_add_loop_test(tc, routed_case, 0, NCASES);

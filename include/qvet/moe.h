@@ -212,7 +212,9 @@ qv_moe_logits qv_moe_logits_from_name(const char *n); /* QV_LOGITS_COUNT if unkn
  * which router experts are local), the logits per `logits`, the activations
  * and every expert's weights per the GEMM probe `kind` and `regime`
  * (probe.h; only probes whose structure does not tie the activations to one
- * weight matrix: exact, onehot, random). Pure function of its arguments. */
+ * weight matrix: exact, onehot, random, and fp4-scale-ends for e8m0 block
+ * scales, whose ends fall on the same group rows in every expert). Pure
+ * function of its arguments. */
 qv_status ref_moe_fill(qv_moe_problem *p, qv_moe_logits logits, qv_probe_kind kind, qv_regime regime,
                        uint64_t seed);
 

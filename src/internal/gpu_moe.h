@@ -28,33 +28,45 @@ extern "C" {
 /* The experts' GEMM (qv_moe_dev.kind). */
 enum {
     QV_MOE_W4A16 = 0,   /* Marlin-packed int4 "q+8" weights, f16/bf16 activations, mma.sync */
-    QV_MOE_FP8_B128     /* e4m3 (n, k) weights with f32 128x128 block scales, e4m3 activations
+    QV_MOE_FP8_B128,    /* e4m3 (n, k) weights with f32 128x128 block scales, e4m3 activations
                            with f32 scales per token and 128 K; promoted to fp32 every 128 K */
+    QV_MOE_MXFP4,       /* e2m1 codes in the Marlin W4 words with an e8m0 byte per 32 along K
+                           (layout.h, MARLIN_FP4_MX), f16/bf16 activations, mma.sync */
+    QV_MOE_NVFP4        /* the same with a ue4m3-derived byte per 16 (MARLIN_FP4_NV) and each
+                           expert's f32 global scale in the epilogue */
 };
 
 typedef struct qv_moe_dev {
-    int kind;                   /* QV_MOE_W4A16 or QV_MOE_FP8_B128 */
+    int kind;                   /* QV_MOE_W4A16, QV_MOE_FP8_B128, QV_MOE_MXFP4 or QV_MOE_NVFP4 */
     int t, n, k, e, e_local, shared, topk;
     int route;                  /* qv_route */
     float rsf;                  /* routed scaling factor (1: none) */
     int logit_fmt;              /* qv_fmt: F32, BF16 or F16 */
-    int bf16;                   /* W4A16: 1 bf16 activations and scales, 0 f16 */
-    int out_bf16;               /* 1: bf16 output, 0: f16 (W4A16: as the activations) */
+    int bf16;                   /* W4A16, FP4: 1 bf16 activations (and W4A16 scales), 0 f16 */
+    int out_bf16;               /* 1: bf16 output, 0: f16 (W4A16, FP4: as the activations) */
     int act_order;              /* 1: each expert's rows sorted by its g_idx (perm) */
     int scale_mode;             /* 0: scales in the dequant (per group, or one group of K for
                                    channel scales); 1: exact dequant, fp32 channel scale in the
                                    epilogue; 2: the same with one f32 tensor scale */
-    int g_shift;                /* log2(g / 16) for group scales; 30 for one group of K */
+    int g_shift;                /* log2(g / 16) for group scales (FP4: 1 MX, 0 NV); 30 for one
+                                   group of K (W4A16 only) */
     int grp_single;             /* 1: the dequant scales are one row in the channel permutation */
     int mb;                     /* m16 tiles per block: the sort pads segments to 16 * mb rows */
     const void *logits;         /* (t, e) in logit_fmt (float or uint16_t codes) */
     const int32_t *expert_map;  /* (e) local index or -1 */
     const void *a;              /* (t, k) activations: f16/bf16, or e4m3 codes */
     const float *a_scale;       /* FP8_B128: (ceil(k/128), t) f32, MN-major; else NULL */
-    const void *b;              /* W4A16: (nx, k/16, 2n) Marlin-packed int32 words; FP8_B128:
+    const void *b;              /* W4A16, FP4: (nx, k/16, 2n) Marlin-packed int32 words; FP8_B128:
                                    (nx, n, k) e4m3 codes; expert-major */
     const void *scales;         /* W4A16: (nx, k/g, n) f16/bf16 packed, (nx, 1, n), or (nx) f32
-                                   for mode 2; FP8_B128: (nx, ceil(k/128), ceil(n/128)) f32 */
+                                   for mode 2; FP4: (nx, k/g, n) scale bytes in the
+                                   GROUP64_FP8 order (layout.h); FP8_B128: (nx, ceil(k/128),
+                                   ceil(n/128)) f32 */
+    const float *gscale;        /* NVFP4: (nx) each expert's packed f32 global scale
+                                   (qv_packed.scales2), else NULL */
+    const void *bias;           /* FP4: (nx, n) each expert's bias codes in scale_perm_single
+                                   order (qv_packed.bias), or NULL: no bias */
+    int bias_fmt;               /* qv_fmt of the bias codes: F16, BF16 or F32 */
     const int32_t *perm;        /* (nx, k) each expert's sorted-row order (act_order), else NULL */
     void *out;                  /* (t, n) output codes */
     void *workspace;            /* qv_moe_workspace bytes, any content */
@@ -89,12 +101,13 @@ typedef struct qv_gpu_moe {
     qv_moe_dev d;
     size_t out_bytes;        /* t * n codes; QV_GPU_GUARD_BYTES of guard follow them */
     qv_moe_ws ws;
-    void *allocs[10];
+    void *allocs[12];
     int n_allocs;
 } qv_gpu_moe;
 
-/* Packs each expert (Marlin layout), stacks and uploads them with the
- * activations, logits and expert map. */
+/* Packs each expert (Marlin W4 or FP4 layout, or plain (n, k) e4m3), stacks
+ * them expert-major (FP4: their global scales and biases too) and uploads
+ * them with the activations, logits and expert map. */
 qv_status qv_gpu_moe_upload(const qv_moe_problem *p, qv_gpu_moe *g);
 void      qv_gpu_moe_free(qv_gpu_moe *g);
 
