@@ -740,6 +740,53 @@ START_TEST(dequant_i8)
 }
 END_TEST
 
+/* dq=f32 (torchao's NVFP4 emulation): w = bf16(f32(value(q) f32(s s2))).
+ * s2 = 5614251 2^-23, an fp32 value, with e2m1 codes and ue4m3 scales:
+ *   column 0: q = 1, s = 1.5: s s2 = 1 + 2^-8 + 2^-24, an fp32 tie that goes
+ *     to the even 1 + 2^-8, a bf16 tie that goes to 1. Left unrounded, the
+ *     product is past the bf16 tie: 1 + 2^-7.
+ *   column 1: q = 3, s = 1: s s2 = s2 exactly, 3 s2 = 2 + 2^-7 + 2^-23, an
+ *     fp32 tie that goes to 2 + 2^-7, a bf16 tie that goes to 2. One
+ *     rounding of the exact product gives 2 + 2^-6.
+ * Sixteen unit activations: y = 16 and 32, E = 2 (1 + 1/16) 16 2^-23 G with
+ * G = 16 and 32 and no epilogue rounding (ws2 is in the dequantization). The
+ * cheaper arithmetics FAIL: the scale product kept exact (16.125), one
+ * rounding of the exact product (16.125 and 32.25), and the global scale in
+ * the epilogue after a bf16 dequantization of q s (16 1.5 s2 and 16 3 s2 in
+ * fp32: ties at 16 + 2^-4 and 32 + 2^-3, which go to the even 16.0625 and
+ * 32.125). */
+START_TEST(dequant_f32)
+{
+    qv_problem p;
+    mk(&p, "w=e2m1,ws=ue4m3/g16,ws2=f32/t,dq=f32,a=bf16,out=f32", 1, 2, 16);
+    const double s2 = 5614251 * 0x1p-23;
+    ck_assert(1.5 * s2 == 1 + 0x1p-8 + 0x1p-24 && 3 * s2 == 2 + 0x1p-7 + 0x1p-23);
+    for (int kk = 0; kk < 16; kk++) {
+        set_a(&p, 0, kk, 1);
+        set_w(&p, kk, 0, 1);
+        set_w(&p, kk, 1, 3);
+    }
+    set_s(&p, 0, 1.5);
+    set_s(&p, 1, 1);
+    put(QV_FMT_F32, p.scales2, 0, s2);
+    ref_truth t;
+    truth(&p, &t);
+    ck_assert_msg(t.y[0] == 16.0 && t.y[1] == 32.0, "y = %.17g, %.17g; the declared math gives 16 and 32", t.y[0],
+                  t.y[1]);
+    qv_result r;
+    for (int j = 0; j < 2; j++) {
+        ck_assert_msg(grade_one(&p, &t, j, t.y[j], &r) == QV_PASS, "dq=f32 column %d: %s", j, r.reason);
+        edge(j ? "dq=f32 (column 1)" : "dq=f32", &p, &t, j, 2 * (1 + 1.0 / 16) * 16 * U23 * t.y[j]);
+    }
+    cheaper("dq=f32 against an unrounded scale product", &p, &t, 0, 16 * (1 + 0x1p-7));
+    cheaper("dq=f32 against one rounding of the product", &p, &t, 1, 16 * (2 + 0x1p-6));
+    cheaper("dq=f32 against the global scale in the epilogue", &p, &t, 0, 16.0625);
+    cheaper("dq=f32 against the global scale in the epilogue", &p, &t, 1, 32.125);
+    ref_truth_clear(&t);
+    qv_problem_destroy(&p);
+}
+END_TEST
+
 /* ---- the fast path's own term ------------------------------------------------- */
 
 /* The digit-GEMM path is exact: K = 4096 products whose large terms cancel
@@ -1517,6 +1564,7 @@ static Suite *sharp_suite(void)
     tcase_add_test(tb, segment_terms);
     tcase_add_test(tb, dequant_rn);
     tcase_add_test(tb, dequant_i8);
+    tcase_add_test(tb, dequant_f32);
     tcase_add_test(tb, dgemm_term);
     tcase_add_test(tb, ozaki_exact);
     tcase_add_test(tb, segment_group_exact);
