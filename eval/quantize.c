@@ -344,12 +344,22 @@ qv_status qv_problem_weight_f32(const qv_problem *p, float *w_kn)
     for (int64_t kk = 0; kk < p->k; kk++)
         for (int64_t j = 0; j < p->n; j++) {
             double q = qv_problem_wq(p, kk, j) * wmul, s = qv_problem_scale(p, kk, j), w;
+            double s2 = qv_problem_scale2(p, j); /* per channel (QQQ) or per tensor (NVFP4) */
             switch (v->arith.dequant) {
             case QV_DQ_MUL_RN: w = qv_decode(v->afmt, qv_encode(v->afmt, q * s, QV_SAT_NONE)); break;
             case QV_DQ_INT8_RNE: w = clampd(nearbyint(q * s), -128, 127); break;
+            case QV_DQ_F32: {
+                /* the scale product and the scaled value rounded to fp32, then the
+                 * value to the activation format; s2 is in the product */
+                double sf = qv_decode(QV_FMT_F32, qv_encode(QV_FMT_F32, s * s2, QV_SAT_NONE));
+                double x = qv_decode(QV_FMT_F32, qv_encode(QV_FMT_F32, q * sf, QV_SAT_NONE));
+                w = qv_decode(v->afmt, qv_encode(v->afmt, x, QV_SAT_NONE));
+                s2 = 1.0;
+                break;
+            }
             default: w = q * s; break;
             }
-            w *= qv_problem_scale2(p, j); /* per channel (QQQ) or per tensor (NVFP4) */
+            w *= s2;
             w_kn[kk * p->n + j] = (float)w;
         }
     return QV_OK;

@@ -291,7 +291,33 @@ static int64_t zero_index(const qv_problem *p, int64_t kk, int64_t j)
 static int scale_in_dequant(const qv_variant *v)
 {
     qv_dequant d = v->arith.dequant;
-    return v->scale_layout != QV_SCALE_NONE && (d == QV_DQ_MUL_RN || d == QV_DQ_MUL_RN2 || d == QV_DQ_INT8_RNE);
+    return v->scale_layout != QV_SCALE_NONE &&
+           (d == QV_DQ_MUL_RN || d == QV_DQ_MUL_RN2 || d == QV_DQ_INT8_RNE || d == QV_DQ_F32);
+}
+
+/* The factor the dequantization multiplies (value(q) - z) by, from the
+ * first-level scale s of a weight in column j: s, or with dq=f32 the fp32
+ * product RN_f32(s * s2[j]) (s2 = 1 without a second-level scale). s * s2
+ * is exact in a double: two values of at most 24 significant bits, within
+ * 2^+-300. */
+static double dq_factor(const qv_problem *p, double s, int64_t j)
+{
+    if (p->v->arith.dequant != QV_DQ_F32) return s;
+#ifdef QV_MUTANT_orc_operands_f32_scale_unrounded
+    /* Oracle mutant: the scale product s * s2 kept exact, not rounded to fp32. */
+    return s * qv_problem_scale2(p, j);
+#else
+    return ref_round_to(QV_FMT_F32, s * qv_problem_scale2(p, j), 0);
+#endif
+}
+
+/* The dequantized weight of an exact product x = (value(q) - z) * factor
+ * under dq=rn (one rounding to the activation format) or dq=f32 (to fp32,
+ * then to the activation format); overflow gives Inf, as the multiply does. */
+static double round_product(const qv_variant *v, double x)
+{
+    if (v->arith.dequant == QV_DQ_F32) x = ref_round_to(QV_FMT_F32, x, 0);
+    return ref_round_to(v->afmt, x, 0);
 }
 
 typedef struct w4_lookup {
@@ -323,10 +349,10 @@ static void w4_lookup_rows(void *ctx, int64_t b)
     wl->bad[b] = bad;
 }
 
-/* u4 codes with grouped scales: the 16 dequantized values of every (group,
- * column) pair, computed once (k/g * n * 16 roundings instead of k * n), then
- * looked up in blocks of W4_ROWS rows on `jobs` threads. s: (k/g, n) scales
- * as doubles; tab: (256) code values; fills o->w. Returns 0 (nothing done)
+/* u4 codes with grouped scales (dq=rn or f32): the 16 dequantized values of
+ * every (group, column) pair, computed once (k/g * n * 16 roundings instead of
+ * k * n), then looked up in blocks of W4_ROWS rows on `jobs` threads. s: (k/g,
+ * n) scales as doubles; tab: (256) code values; fills o->w. Returns 0 (nothing done)
  * when the table cannot be allocated; *finite says whether every value
  * written is finite (every table entry is, and no code passes 15). */
 static int decode_w4_table(const qv_problem *p, const double *s, const double *tab, int jobs, ref_operands *o,
@@ -345,12 +371,12 @@ static int decode_w4_table(const qv_problem *p, const double *s, const double *t
     int fin = 1;
     for (int64_t gi = 0; gi < ng; gi++)
         for (int64_t j = 0; j < n; j++) {
-            double sc = s[gi * n + j];
+            double sc = dq_factor(p, s[gi * n + j], j);
             double z = v->zero_point ? (double)p->zeros[gi * n + j] : 0.0;
             double *d = dq + (gi * n + j) * 16;
             for (int c = 0; c < 16; c++) {
                 double val = v->zero_point ? (double)c - z : tab[c];
-                d[c] = ref_round_to(v->afmt, val * sc, 0);
+                d[c] = round_product(v, val * sc);
                 fin &= isfinite(d[c]) != 0;
             }
         }
@@ -379,8 +405,8 @@ static int decode_weights(const qv_problem *p, const double *s, int fold_block, 
     int afmt_sat = 0; /* the dequant multiply is an fp16/bf16 multiply: overflow gives Inf */
     int zp_grouped = v->zero_point == QV_ZP_NONE ||
                      (v->zero_point == QV_ZP_INT && v->zp_layout == QV_SCALE_GROUP && v->zp_g == p->g);
-    if (ar->dequant == QV_DQ_MUL_RN && (v->wfmt == QV_FMT_U4 || v->wfmt == QV_FMT_UINT4) &&
-        v->scale_layout == QV_SCALE_GROUP && zp_grouped) {
+    if ((ar->dequant == QV_DQ_MUL_RN || ar->dequant == QV_DQ_F32) &&
+        (v->wfmt == QV_FMT_U4 || v->wfmt == QV_FMT_UINT4) && v->scale_layout == QV_SCALE_GROUP && zp_grouped) {
         int finite;
         if (decode_w4_table(p, s, tab, jobs, o, &finite)) return finite;
     }
@@ -397,7 +423,7 @@ static int decode_weights(const qv_problem *p, const double *s, int fold_block, 
                 val = zp_code(v->wfmt, qb[i]) - zp_code(v->wfmt, p->zeros[zero_index(p, kk, j)]);
             else
                 val = tab[qb[i]];
-            double sc = in_dq ? s[scale_index(p, kk, j)] : 1.0;
+            double sc = in_dq ? dq_factor(p, s[scale_index(p, kk, j)], j) : 1.0;
             double z = v->zero_point == QV_ZP_FLOAT ? (double)p->zeros_f[zero_index(p, kk, j)] : 0.0;
             double w;
             switch (ar->dequant) {
@@ -417,6 +443,11 @@ static int decode_weights(const qv_problem *p, const double *s, int fold_block, 
             case QV_DQ_MUL_RN2:
                 /* the product rounded to the activation format, then the sum */
                 w = ref_round_sum(v->afmt, ref_round_to(v->afmt, val * sc, afmt_sat), z, afmt_sat);
+                break;
+            case QV_DQ_F32:
+                /* (q - z) times the fp32 factor is exact in a double (at most 11 + 24
+                 * bits); rounded to fp32, then to the activation format */
+                w = round_product(v, val * sc);
                 break;
             case QV_DQ_INT8_RNE: {
                 /* One fp16 FMA whose rounding lands on integers: rne of the exact

@@ -40,7 +40,8 @@ static double round_sum_mpfr(qv_fmt f, double x, double y)
 static int scale_in_dequant(const qv_variant *v)
 {
     qv_dequant d = v->arith.dequant;
-    return v->scale_layout != QV_SCALE_NONE && (d == QV_DQ_MUL_RN || d == QV_DQ_MUL_RN2 || d == QV_DQ_INT8_RNE);
+    return v->scale_layout != QV_SCALE_NONE &&
+           (d == QV_DQ_MUL_RN || d == QV_DQ_MUL_RN2 || d == QV_DQ_INT8_RNE || d == QV_DQ_F32);
 }
 
 /* The value the accumulator multiplies for weight (kk, j), from the row's
@@ -64,6 +65,14 @@ static double expect_w(const qv_problem *p, int64_t kk, int64_t j, int fold)
     case QV_DQ_MUL_RN2:
         w = round_sum_mpfr(v->afmt, qv_decode(v->afmt, qv_encode(v->afmt, q * s, QV_SAT_NONE)), z);
         break;
+    case QV_DQ_F32: {
+        /* The scale product s s2 rounded to fp32, the value times it rounded to
+         * fp32, then to the activation format: each through the codec. */
+        double sf = qv_decode(QV_FMT_F32, qv_encode(QV_FMT_F32, s * qv_problem_scale2(p, j), QV_SAT_NONE));
+        double x = qv_decode(QV_FMT_F32, qv_encode(QV_FMT_F32, q * sf, QV_SAT_NONE));
+        w = qv_decode(v->afmt, qv_encode(v->afmt, x, QV_SAT_NONE));
+        break;
+    }
     case QV_DQ_INT8_RNE: {
         /* The product rounded to an integer, ties to even, then held to int8. */
         double r = nearbyint(q * s);

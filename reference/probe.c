@@ -292,6 +292,14 @@ static void unit_scales(qv_problem *p)
         for (int64_t kk = 0; kk < p->k; kk++) p->g_idx[kk] = (int32_t)(kk / p->g);
 }
 
+/* The dequantization multiplies by the scale and rounds to the activation
+ * format (dq=rn, rn2 or f32). */
+static int dq_rounds_to_act(const qv_variant *v)
+{
+    qv_dequant d = v->arith.dequant;
+    return d == QV_DQ_MUL_RN || d == QV_DQ_MUL_RN2 || d == QV_DQ_F32;
+}
+
 /* The bias is the epilogue's last step. */
 static int bias_last(const qv_variant *v)
 {
@@ -357,9 +365,8 @@ static qv_status fill_exact(qv_problem *p, rng *r)
     int fp8acc = v->arith.accum == QV_ACC_TC_FP8;
     int wide_w = v->wfmt == QV_FMT_U8 || v->wfmt == QV_FMT_E4M3 || v->wfmt == QV_FMT_UINT8 || v->wfmt == QV_FMT_E5M2;
     /* K-varying scales that multiply partial sums (qv_spec_segment) */
-    int seg_w = qv_spec_segment(v) > 0 && v->arith.dequant != QV_DQ_MUL_RN && v->arith.dequant != QV_DQ_MUL_RN2 &&
-                v->arith.dequant != QV_DQ_INT8_RNE && v->scale_layout != QV_SCALE_TENSOR &&
-                v->scale_layout != QV_SCALE_CHANNEL;
+    int seg_w = qv_spec_segment(v) > 0 && !dq_rounds_to_act(v) && v->arith.dequant != QV_DQ_INT8_RNE &&
+                v->scale_layout != QV_SCALE_TENSOR && v->scale_layout != QV_SCALE_CHANNEL;
     fill_g_idx(p, r);
     fill_zeros(p, r, 0);
     /* Activations: small integers, times a per-token power of two for float rows. */
@@ -412,7 +419,7 @@ static qv_status fill_exact(qv_problem *p, rng *r)
         double s;
         if (v->scale_layout == QV_SCALE_BLOCK || seg_w)
             s = rng_pow2(r, -2, 1); /* the fp32 sum over blocks stays below 2^24 quanta */
-        else if (v->arith.dequant == QV_DQ_MUL_RN || v->arith.dequant == QV_DQ_MUL_RN2)
+        else if (dq_rounds_to_act(v))
             s = rng_pow2(r, -span, 0);
         else if (v->arith.dequant == QV_DQ_INT8_RNE)
             s = rng_pow2(r, -2, 4); /* |q-8| * 16 <= 128 fits int8; 2^-2 and 2^-1 make ties for RNE */
@@ -669,8 +676,7 @@ static int weight_values(const qv_variant *v, double s_group, double *vals, int 
         /* the 16 codes' values (0.5 and 1.5 are no integers), times the group scale */
         for (uint32_t c = 0; c < 16 && nv < cap; c++) {
             double eff = qv_decode(QV_FMT_E2M1, c) * s_group;
-            if ((v->arith.dequant == QV_DQ_MUL_RN || v->arith.dequant == QV_DQ_MUL_RN2) && !representable(v->afmt, eff))
-                continue;
+            if (dq_rounds_to_act(v) && !representable(v->afmt, eff)) continue;
             vals[nv++] = eff;
         }
         return nv;
@@ -690,8 +696,7 @@ static int weight_values(const qv_variant *v, double s_group, double *vals, int 
         }
         if (!ok) continue;
         double eff = v->arith.dequant == QV_DQ_INT8_RNE ? rint(val * s_group) : val * wmul;
-        if ((v->arith.dequant == QV_DQ_MUL_RN || v->arith.dequant == QV_DQ_MUL_RN2) && !representable(v->afmt, eff))
-            continue;
+        if (dq_rounds_to_act(v) && !representable(v->afmt, eff)) continue;
         vals[nv++] = eff;
     }
     return nv;
@@ -702,8 +707,7 @@ static int weight_values(const qv_variant *v, double s_group, double *vals, int 
  * include 1 and 3 (0.5 and 1.5 times 2) and need no epilogue factor. */
 static int fp4_group_witness(const qv_variant *v)
 {
-    return v->wfmt == QV_FMT_E2M1 && v->scale_layout == QV_SCALE_GROUP &&
-           (v->arith.dequant == QV_DQ_MUL_RN || v->arith.dequant == QV_DQ_MUL_RN2);
+    return v->wfmt == QV_FMT_E2M1 && v->scale_layout == QV_SCALE_GROUP && dq_rounds_to_act(v);
 }
 
 /* The code value that dequantizes (unit scales) to accumulator value eff. */
@@ -943,19 +947,22 @@ static void set_scale_code(qv_problem *p, int64_t i, uint8_t c) { ((uint8_t *)p-
 
 static int half_fmt(qv_fmt f) { return f == QV_FMT_F16 || f == QV_FMT_BF16; }
 
-/* e2m1 weights, their block scale applied in the dequantization. */
+/* e2m1 weights, their block scale applied in the dequantization (dq=rn, or
+ * dq=f32 with the second-level scale, if any, in the fp32 scale product). */
 static int fp4_weights(const qv_variant *v)
 {
-    return v->wfmt == QV_FMT_E2M1 && v->scale_layout == QV_SCALE_GROUP && v->arith.dequant == QV_DQ_MUL_RN &&
-           half_fmt(v->afmt);
+    return v->wfmt == QV_FMT_E2M1 && v->scale_layout == QV_SCALE_GROUP &&
+           (v->arith.dequant == QV_DQ_MUL_RN || v->arith.dequant == QV_DQ_F32) && half_fmt(v->afmt);
 }
 
 /* The e2m1 weights of an NVFP4 row: ue4m3 block scales and an f32 global
- * scale per tensor, multiplied in the fp32 epilogue. */
+ * scale per tensor, multiplied in the fp32 epilogue (the global-scale
+ * probes are about that epilogue step: with dq=f32 the global scale is in
+ * the dequantization, where fp4-codes and fp4-scale-ends reach it). */
 static int nvfp4_weights(const qv_variant *v)
 {
     return fp4_weights(v) && v->sfmt == QV_FMT_UE4M3 && v->s2_layout == QV_SCALE_TENSOR &&
-           v->s2fmt == QV_FMT_F32 && half_fmt(v->ofmt);
+           v->s2fmt == QV_FMT_F32 && has_step(v, QV_EP_MUL_WSCALE2) && half_fmt(v->ofmt);
 }
 
 /* A bias the output stays unique with: exact in the fp32 sum when it comes

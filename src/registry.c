@@ -418,6 +418,7 @@ const char *qv_dequant_name(qv_dequant d)
     case QV_DQ_MUL_RN: return "mul-rn";
     case QV_DQ_MUL_RN2: return "mul-rn2";
     case QV_DQ_INT8_RNE: return "int8-rne";
+    case QV_DQ_F32: return "mul-f32";
     }
     return "?";
 }

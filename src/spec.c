@@ -189,6 +189,13 @@ static int ws_in_epilogue(const qv_variant *v)
     return (l == QV_SCALE_TENSOR || l == QV_SCALE_CHANNEL) && eff_dq(v) == QV_DQ_EXACT;
 }
 
+/* The second-level weight scale is an epilogue step (every dq but f32, whose
+ * dequantization multiplies it into the scale product). */
+static int ws2_in_epilogue(const qv_variant *v)
+{
+    return v->s2_layout != QV_SCALE_NONE && v->arith.dequant != QV_DQ_F32;
+}
+
 /* An int32 sum with nothing to scale, summed exactly: its output defaults
  * to the integer itself. */
 static int int_out_default(const qv_variant *v)
@@ -234,10 +241,10 @@ void qv_spec_default_epilogue(const qv_variant *v, qv_ep_step ep[QV_EP_MAX])
     if (v->arith.accum == QV_ACC_INT32 && v->ofmt != QV_FMT_I32 && !seg) ep[n++] = QV_EP_TO_F32;
     int ws_ep = ws_in_epilogue(v);
     if (ws_ep && v->scale_layout == QV_SCALE_CHANNEL) ep[n++] = QV_EP_MUL_WSCALE;
-    if (v->s2_layout == QV_SCALE_CHANNEL) ep[n++] = QV_EP_MUL_WSCALE2;
+    if (ws2_in_epilogue(v) && v->s2_layout == QV_SCALE_CHANNEL) ep[n++] = QV_EP_MUL_WSCALE2;
     if (v->act_scale == QV_ASCALE_TENSOR || v->act_scale == QV_ASCALE_TOKEN) ep[n++] = QV_EP_MUL_ASCALE;
     if (ws_ep && v->scale_layout == QV_SCALE_TENSOR) ep[n++] = QV_EP_MUL_WSCALE;
-    if (v->s2_layout == QV_SCALE_TENSOR) ep[n++] = QV_EP_MUL_WSCALE2;
+    if (ws2_in_epilogue(v) && v->s2_layout == QV_SCALE_TENSOR) ep[n++] = QV_EP_MUL_WSCALE2;
     if (v->bias_fmt != QV_FMT_NONE) ep[n++] = QV_EP_ADD_BIAS;
 }
 
@@ -327,6 +334,17 @@ static qv_status check_variant(const qv_variant *v, int have_out, int ep_given)
         return bad("dq=rn rounds to the activation format; with a=i8 that rounding is dq=i8");
     if (dq == QV_DQ_MUL_RN2 && v->zero_point != QV_ZP_FLOAT)
         return bad("dq=rn2 rounds the product and then adds a float zero point: it needs wz=float/GRAN");
+    if (dq == QV_DQ_F32) {
+        if (!half_acts)
+            return bad("dq=f32 ends in one rounding to the activation format: it needs a=f16 or a=bf16 (with a=i8 "
+                       "the rounding to int8 is dq=i8)");
+        if (v->scale_layout == QV_SCALE_NONE)
+            return bad("dq=f32 rounds the scale product and the scaled value to fp32: it needs a weight scale ws "
+                       "(without one the value is exact in fp32 and rounded once, which is dq=rn)");
+        if (v->zero_point == QV_ZP_FLOAT)
+            return bad("dq=f32 subtracts an integer zero point (wz=int) exactly before the fp32 multiply; a float "
+                       "zero point is added after the product, as dq=rn (fused) or dq=rn2 declares");
+    }
     if (v->zero_point == QV_ZP_FLOAT) {
         if (v->scale_layout == QV_SCALE_NONE)
             return bad("wz=float: a float zero point is a number in the weight scale's format; declare ws");
@@ -351,7 +369,9 @@ static qv_status check_variant(const qv_variant *v, int have_out, int ep_given)
     }
     /* scales */
     if (v->s2_layout != QV_SCALE_NONE && v->s2_layout != QV_SCALE_TENSOR && v->s2_layout != QV_SCALE_CHANNEL)
-        return bad("ws2 is applied in the epilogue: its granularity must be t or c");
+        return bad(dq == QV_DQ_F32 ? "dq=f32 multiplies ws2 into the scale product per tensor or channel (scales2 "
+                                     "holds 1 or N values): its granularity must be t or c"
+                                   : "ws2 is applied in the epilogue: its granularity must be t or c");
     if (v->s2_layout != QV_SCALE_NONE && v->scale_layout == QV_SCALE_NONE)
         return bad("ws2 is a second-level scale: declare the first level ws too");
     if (v->act_order) {
@@ -431,7 +451,8 @@ static qv_status parse_key(int key, const char *val, qv_variant *v, gran *ws, gr
         else if (!strcmp(val, "rn")) v->arith.dequant = QV_DQ_MUL_RN;
         else if (!strcmp(val, "rn2")) v->arith.dequant = QV_DQ_MUL_RN2;
         else if (!strcmp(val, "i8")) v->arith.dequant = QV_DQ_INT8_RNE;
-        else return bad("dq=%s: exact, rn, rn2 or i8", val);
+        else if (!strcmp(val, "f32")) v->arith.dequant = QV_DQ_F32;
+        else return bad("dq=%s: exact, rn, rn2, i8 or f32", val);
         return QV_OK;
     case K_A:
         if (!find_fmt(a_names, N_OF(a_names), val, &v->afmt))
@@ -532,6 +553,11 @@ static qv_status parse_ep(const char *text, qv_variant *v)
         qv_ep_step st = ep_names[found].step;
         int is_present = 0;
         for (int i = 0; i < np; i++) is_present |= present[i] == st;
+        if (!is_present && st == QV_EP_MUL_WSCALE2 && v->arith.dequant == QV_DQ_F32 &&
+            v->s2_layout != QV_SCALE_NONE)
+            return bad("ep=%s: with dq=f32 the second-level scale ws2 enters the dequantization's scale product, "
+                       "not the epilogue; leave it out of ep",
+                       text);
         if (!is_present)
             return bad("ep=%s: '%s' is not an epilogue step of this spec (its steps: %d; a ws per group or block, "
                        "or with dq other than exact, is applied in the dequantization)",
@@ -608,10 +634,11 @@ static qv_status parse_into(const char *text, qv_variant *v)
         v->arith.dequant = (v->afmt == QV_FMT_F16 || v->afmt == QV_FMT_BF16) ? QV_DQ_MUL_RN : QV_DQ_EXACT;
     /* Nothing to apply in the dequantization (no scale, no zero point, no
      * multiplier) and weights exact in the multiply's operand format: they
-     * enter as they are, whichever rounding was declared. */
+     * enter as they are, whichever rounding was declared (dq=f32 without a
+     * scale is refused below instead). */
     double bv;
     if (v->scale_layout == QV_SCALE_NONE && v->zero_point == QV_ZP_NONE && v->arith.w_mul <= 1 &&
-        v->arith.dequant != QV_DQ_INT8_RNE && weights_exact(v, &bv))
+        v->arith.dequant != QV_DQ_INT8_RNE && v->arith.dequant != QV_DQ_F32 && weights_exact(v, &bv))
         v->arith.dequant = QV_DQ_NONE;
     /* red default: f32, or none for exact int32 partials */
     if (!red_set) v->arith.reduce = v->arith.accum == QV_ACC_INT32 ? QV_RED_NONE : QV_RED_F32;
@@ -761,7 +788,8 @@ int qv_spec_format(const qv_variant *v, char *buf, size_t len)
     qv_dequant dq = v->arith.dequant;
     if (dq != QV_DQ_NONE && dq != dflt) {
         static const char *const dq_names[] = {[QV_DQ_EXACT] = "exact", [QV_DQ_MUL_RN] = "rn",
-                                               [QV_DQ_MUL_RN2] = "rn2", [QV_DQ_INT8_RNE] = "i8"};
+                                               [QV_DQ_MUL_RN2] = "rn2", [QV_DQ_INT8_RNE] = "i8",
+                                               [QV_DQ_F32] = "f32"};
         put(&w, "dq", dq_names[dq]);
     } else if (dq == QV_DQ_NONE && (v->scale_layout != QV_SCALE_NONE || v->zero_point) && half) {
         /* a registry row whose scale is applied to sums, not weights */

@@ -665,6 +665,7 @@ static const char *const grammar_specs[] = {
     "w=f16,bias=f16",
     "w=i8,ws=f32/c,a=i8,as=f32/tok,az=i32/tok,acc=i32,bias=f32,ep=as:ws:bias,out=f16",
     "w=i8,a=i8,acc=i32,out=i32",
+    "w=e2m1,ws=ue4m3/g16,ws2=f32/t,dq=f32,a=bf16",
 };
 #define N_GRAMMAR_SPECS ((int)(sizeof grammar_specs / sizeof grammar_specs[0]))
 /* Cases per spec: enough to reach edge, random and real shapes, probes and
@@ -676,7 +677,7 @@ START_TEST(spec_list_covers_the_grammar)
     /* Every value of every key, as the parsed fields hold it. */
     int w[QV_FMT_COUNT] = {0}, sf[QV_FMT_COUNT] = {0}, a[QV_FMT_COUNT] = {0}, bias[QV_FMT_COUNT] = {0},
         out[QV_FMT_COUNT] = {0};
-    int gran[QV_SCALE_BLOCK + 1] = {0}, s2[QV_SCALE_BLOCK + 1] = {0}, zp[3] = {0}, dq[QV_DQ_INT8_RNE + 1] = {0};
+    int gran[QV_SCALE_BLOCK + 1] = {0}, s2[QV_SCALE_BLOCK + 1] = {0}, zp[3] = {0}, dq[QV_DQ_F32 + 1] = {0};
     int as[QV_ASCALE_TOKEN_BLOCK + 1] = {0}, az[QV_AZP_TOKEN + 1] = {0}, red[2] = {0};
     int wmul = 0, act = 0, ep = 0, f8p = 0, f8fast = 0, acc[QV_ACC_FMA_F32 + 1] = {0};
     for (int i = 0; i < N_GRAMMAR_SPECS; i++) {
@@ -714,7 +715,7 @@ START_TEST(spec_list_covers_the_grammar)
     ck_assert(zp[QV_ZP_INT] && zp[QV_ZP_FLOAT]);
     ck_assert(wmul && act && ep);
     /* dq=exact with nothing to apply reads as NONE: an explicit exact is counted apart. */
-    ck_assert(dq[QV_DQ_EXACT] && dq[QV_DQ_MUL_RN] && dq[QV_DQ_MUL_RN2] && dq[QV_DQ_INT8_RNE]);
+    ck_assert(dq[QV_DQ_EXACT] && dq[QV_DQ_MUL_RN] && dq[QV_DQ_MUL_RN2] && dq[QV_DQ_INT8_RNE] && dq[QV_DQ_F32]);
     ck_assert(a[QV_FMT_F16] && a[QV_FMT_BF16] && a[QV_FMT_I8] && a[QV_FMT_E4M3]);
     ck_assert(as[QV_ASCALE_TENSOR] && as[QV_ASCALE_TOKEN] && as[QV_ASCALE_TOKEN_BLOCK]);
     ck_assert(az[QV_AZP_TENSOR] && az[QV_AZP_TOKEN]);

@@ -740,6 +740,67 @@ START_TEST(dequant_i8)
 }
 END_TEST
 
+/* dq=f32 (torchao's NVFP4 emulation): w = bf16(f32(value(q) f32(s s2))),
+ * e2m1 codes, ue4m3 scales, fp32 second-level scales per column:
+ *   column 0: q = 1, s = 1.5, s2 = 5614251 2^-23: s s2 = 1 + 2^-8 + 2^-24, an
+ *     fp32 tie that goes to the even 1 + 2^-8, a bf16 tie that goes to 1.
+ *     One rounding of the exact product, to bf16, gives 1 + 2^-7.
+ *   column 1: q = 3, s = 1, the same s2: 3 s2 = 2 + 2^-7 + 2^-23, an fp32 tie
+ *     that goes to 2 + 2^-7, a bf16 tie that goes to 2. One rounding of the
+ *     exact product gives 2 + 2^-6.
+ *   column 2: q = 3, s = 1.375, s2 = 1537117 2^-21: s s2 = 1 + 2^-7 - 2^-24,
+ *     an fp32 tie that goes to the even 1 + 2^-7; 3 times that is 3 + 3 2^-7,
+ *     exact in fp32 and a bf16 tie that goes to the even 3 + 2^-5. With the
+ *     scale product left unrounded, 3 s s2 lies 3/4 of an fp32 ulp below the
+ *     tie, rounds to the fp32 value below it, and that to bf16 3 + 2^-6.
+ * Sixteen unit activations: y = 16, 32 and 48.5, E = 2 (1 + 1/16) 16 2^-23 G
+ * with G = y and no epilogue rounding (ws2 is in the dequantization). The
+ * cheaper arithmetics FAIL: one rounding of the product (16.125, 32.25), the
+ * scale product unrounded (48.25), and the global scale in the epilogue after
+ * a bf16 dequantization of q s (the fp32 products 24 s2, 48 s2 and 66 s2:
+ * ties at 16 + 2^-4 and 32 + 2^-3 go to the even 16.0625 and 32.125). */
+START_TEST(dequant_f32)
+{
+    qv_problem p;
+    mk(&p, "w=e2m1,ws=ue4m3/g16,ws2=f32/c,dq=f32,a=bf16,out=f32", 1, 3, 16);
+    const double s2a = 5614251 * 0x1p-23, s2b = 1537117 * 0x1p-21;
+    ck_assert(1.5 * s2a == 1 + 0x1p-8 + 0x1p-24 && 3 * s2a == 2 + 0x1p-7 + 0x1p-23);
+    ck_assert(1.375 * s2b == 1 + 0x1p-7 - 0x1p-24);
+    for (int kk = 0; kk < 16; kk++) {
+        set_a(&p, 0, kk, 1);
+        set_w(&p, kk, 0, 1);
+        set_w(&p, kk, 1, 3);
+        set_w(&p, kk, 2, 3);
+    }
+    set_s(&p, 0, 1.5);
+    set_s(&p, 1, 1);
+    set_s(&p, 2, 1.375);
+    put(QV_FMT_F32, p.scales2, 0, s2a);
+    put(QV_FMT_F32, p.scales2, 1, s2a);
+    put(QV_FMT_F32, p.scales2, 2, s2b);
+    ref_truth t;
+    truth(&p, &t);
+    ck_assert_msg(t.y[0] == 16.0 && t.y[1] == 32.0 && t.y[2] == 48.5,
+                  "y = %.17g, %.17g, %.17g; the declared math gives 16, 32 and 48.5", t.y[0], t.y[1], t.y[2]);
+    qv_result r;
+    for (int j = 0; j < 3; j++) {
+        char what[32];
+        snprintf(what, sizeof what, "dq=f32 (column %d)", j);
+        ck_assert_msg(grade_one(&p, &t, j, t.y[j], &r) == QV_PASS, "%s: %s", what, r.reason);
+        edge(what, &p, &t, j, 2 * (1 + 1.0 / 16) * 16 * U23 * t.y[j]);
+    }
+    cheaper("dq=f32 against one rounding of the product", &p, &t, 0, 16 * (1 + 0x1p-7));
+    cheaper("dq=f32 against one rounding of the product", &p, &t, 1, 16 * (2 + 0x1p-6));
+    cheaper("dq=f32 against an unrounded scale product", &p, &t, 2, 16 * (3 + 0x1p-6));
+    /* the global scale in the epilogue: 16 q s exact in fp32, then one fp32 multiply */
+    const float ep[3] = {24.0f * (float)s2a, 48.0f * (float)s2a, 66.0f * (float)s2b};
+    ck_assert(ep[0] == 16.0625f && ep[1] == 32.125f);
+    for (int j = 0; j < 3; j++) cheaper("dq=f32 against the global scale in the epilogue", &p, &t, j, ep[j]);
+    ref_truth_clear(&t);
+    qv_problem_destroy(&p);
+}
+END_TEST
+
 /* ---- the fast path's own term ------------------------------------------------- */
 
 /* The digit-GEMM path is exact: K = 4096 products whose large terms cancel
@@ -1517,6 +1578,7 @@ static Suite *sharp_suite(void)
     tcase_add_test(tb, segment_terms);
     tcase_add_test(tb, dequant_rn);
     tcase_add_test(tb, dequant_i8);
+    tcase_add_test(tb, dequant_f32);
     tcase_add_test(tb, dgemm_term);
     tcase_add_test(tb, ozaki_exact);
     tcase_add_test(tb, segment_group_exact);

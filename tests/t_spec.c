@@ -13,7 +13,12 @@
  *   - the fp8 bound follows the promotion blocks: the promoted accumulator's
  *     output of DESIGN §3's witness (exact - 127) passes acc=f8p128 while fast
  *     accumulation's (65536) fails it at K = 1024 and 8192 and passes f8fast;
- *   - the bias witness fails a bias added after the output cast, or dropped.
+ *   - the bias witness fails a bias added after the output cast, or dropped;
+ *   - dq=f32 holds its second-level scale in the dequantization and none in
+ *     the epilogue, and an NVFP4 GEMM computed here as torchao's emulation
+ *     does (fp32 scale product and scaled value, one bf16 rounding, an fp32
+ *     sum) passes it and equals the CPU model bit for bit, while the spec
+ *     with the global scale in the epilogue fails it.
  * Seeds: QVET_SEED (default 1). */
 #include <check.h>
 #include <math.h>
@@ -27,6 +32,7 @@
 #include "qvet/reference.h"
 #include "qvet/spec.h"
 #include "support/cases.h"
+#include "support/rand.h"
 #include "support/suite.h"
 
 static uint64_t mix(uint64_t a, uint64_t b) { return case_mix(a, b, 0x5DEECE66Dull); }
@@ -108,6 +114,8 @@ static const struct {
     {"acc=f32", "w=f16"},
     {"w=i8,ws=f32/t,a=i8,as=f32/t,acc=i32,out=f16,ep=as:ws", "w=i8,ws=f32/t,a=i8,as=f32/t,acc=i32,out=f16"},
     {"w=i8,ws=f32/t,a=i8,as=f32/t,acc=i32,out=f16,ep=ws:as", "w=i8,ws=f32/t,a=i8,as=f32/t,acc=i32,ep=ws:as,out=f16"},
+    {"dq=f32,a=bf16,ws2=f32/t,ws=ue4m3/g16,w=e2m1,out=bf16", "w=e2m1,ws=ue4m3/g16,ws2=f32/t,dq=f32,a=bf16"},
+    {"w=u4,wz=int/g32,ws=f16/g32,dq=f32,bias=f32,ep=bias", "w=u4,ws=f16/g32,wz=int/g32,dq=f32,bias=f32"},
 };
 
 START_TEST(canonical_forms)
@@ -179,6 +187,17 @@ static const struct {
     {"w=e4m3,ws=f32/b128x128,a=e4m3,as=f32/tok-b128,acc=f8p96,out=f16", "must divide"},
     {"w=i8,a=i8,acc=i32,red=f32,out=i32", "red=f32 adds the slices' partials in fp32"},
     {"w=i8,a=i8,acc=i32,red=f32", "declare the output format"},
+    {"w=u4b8,ws=f16/g128,dq=f32,a=i8,acc=i32,out=f16", "dq=f32 ends in one rounding to the activation format"},
+    {"w=e4m3,ws=f32/c,dq=f32,a=e4m3,acc=f8p128,out=f16", "it needs a=f16 or a=bf16"},
+    {"dq=f32", "dq=f32 rounds the scale product and the scaled value to fp32: it needs a weight scale"},
+    {"w=u4,wz=int/g32,dq=f32", "it needs a weight scale ws"},
+    {"w=e2m1,ws2=f32/t,dq=f32,a=bf16", "it needs a weight scale ws"},
+    {"w=u4b8,ws=bf16/g64,wz=float/g64,dq=f32,a=bf16", "dq=f32 subtracts an integer zero point"},
+    {"w=e2m1,ws=ue4m3/g16,ws2=f32/g16,dq=f32", "dq=f32 multiplies ws2 into the scale product"},
+    {"w=e2m1,ws=ue4m3/g16,ws2=f32/t,dq=f32,a=bf16,bias=f32,ep=ws2:bias", "ws2 enters the dequantization's scale"},
+    {"w=u4b8,ws=f16/c,dq=f32,ws2=f32/c,ep=ws2", "ws2 enters the dequantization's scale"},
+    {"w=i4,ws=f32/c,wmul=16,dq=f32", "wmul=16 multiplies integer codes"},
+    {"dq=f64", "dq=f64: exact, rn, rn2, i8 or f32"},
 };
 
 START_TEST(refusals)
@@ -202,6 +221,35 @@ START_TEST(names_and_specs)
     ck_assert(strstr(qv_errmsg(), "qvet list") != NULL);
     ck_assert_int_eq(qv_variant_resolve("", &v), QV_ERR_USAGE);
     ck_assert(qv_is_spec("w=u4b8") && !qv_is_spec("marlin-w4a16-g128-f16") && !qv_is_spec(NULL));
+}
+END_TEST
+
+/* dq=f32 moves the second-level scale into the dequantization: its specs
+ * have no MUL_WSCALE2 step, per tensor or channel, with a bias or not, while
+ * the same spec with dq=rn keeps it in the epilogue (docs/spec.md). */
+START_TEST(dq_f32_epilogue)
+{
+    static const struct {
+        const char *text;
+        qv_ep_step ep[3];
+    } cases[] = {
+        {"w=e2m1,ws=ue4m3/g16,ws2=f32/t,dq=f32,a=bf16", {QV_EP_END}},
+        {"w=e2m1,ws=ue4m3/g16,ws2=f32/c,dq=f32,bias=f16", {QV_EP_ADD_BIAS, QV_EP_END}},
+        {"w=u4b8,ws=bf16/c,ws2=f32/t,dq=f32,a=bf16", {QV_EP_END}},
+        {"w=e2m1,ws=ue4m3/g16,ws2=f32/t,a=bf16", {QV_EP_MUL_WSCALE2, QV_EP_END}},
+        {"w=e2m1,ws=ue4m3/g16,ws2=f32/c,bias=f16", {QV_EP_MUL_WSCALE2, QV_EP_ADD_BIAS, QV_EP_END}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const qv_variant *v = spec(cases[c].text);
+        for (int i = 0; i < 3; i++) {
+            ck_assert_msg(v->arith.epilogue[i] == cases[c].ep[i], "%s: epilogue step %d is %d, want %d", v->name, i,
+                          v->arith.epilogue[i], cases[c].ep[i]);
+            if (cases[c].ep[i] == QV_EP_END) break;
+        }
+        ck_assert_int_eq(qv_spec_segment(v), 0);
+    }
+    ck_assert_int_eq(spec(cases[0].text)->arith.dequant, QV_DQ_F32);
+    ck_assert_str_eq(qv_dequant_name(QV_DQ_F32), "mul-f32");
 }
 END_TEST
 
@@ -230,8 +278,13 @@ static double rn_sum(qv_fmt f, double x, double y)
 static int in_dequant(const qv_variant *v)
 {
     qv_dequant d = v->arith.dequant;
-    return v->scale_layout != QV_SCALE_NONE && (d == QV_DQ_MUL_RN || d == QV_DQ_MUL_RN2 || d == QV_DQ_INT8_RNE);
+    return v->scale_layout != QV_SCALE_NONE &&
+           (d == QV_DQ_MUL_RN || d == QV_DQ_MUL_RN2 || d == QV_DQ_INT8_RNE || d == QV_DQ_F32);
 }
+
+/* x rounded to fp32 as C's conversion of a double to float does it (to
+ * nearest even, subnormals kept, Inf past the range). */
+static double rn_f32(double x) { return (double)(float)x; }
 
 /* The weight the accumulator multiplies, from the declared formula. */
 static double weight(const qv_problem *p, int64_t kk, int64_t j)
@@ -244,6 +297,10 @@ static double weight(const qv_problem *p, int64_t kk, int64_t j)
     case QV_DQ_MUL_RN2: return rn_sum(v->afmt, rn_sum(v->afmt, q * s, 0.0), z);
     case QV_DQ_INT8_RNE: return fmin(fmax(nearbyint(q * s), -128), 127);
     case QV_DQ_EXACT: return q * (v->arith.w_mul > 1 ? v->arith.w_mul : 1);
+    /* s s2 (at most 24 + 24 bits) and q times the fp32 factor (at most 11 + 24)
+     * are exact in a double; each is rounded to fp32, the value then to the
+     * activation format; s2 is 1 without a second-level scale */
+    case QV_DQ_F32: return rn_sum(v->afmt, rn_f32(q * rn_f32(s * qv_problem_scale2(p, j))), 0.0);
     default: return q;
     }
 }
@@ -274,7 +331,11 @@ static void exact_y(const qv_problem *p, int64_t i, int64_t j, mpfr_t y)
     for (int s = 0; s < QV_EP_MAX && v->arith.epilogue[s] != QV_EP_END; s++) {
         switch (v->arith.epilogue[s]) {
         case QV_EP_MUL_WSCALE: mpfr_mul_d(y, y, qv_problem_scale(p, 0, j), MPFR_RNDN); break;
-        case QV_EP_MUL_WSCALE2: mpfr_mul_d(y, y, qv_problem_scale2(p, j), MPFR_RNDN); break;
+        case QV_EP_MUL_WSCALE2:
+            /* with dq=f32 the second-level scale is in the weights (weight()) */
+            ck_assert_msg(v->arith.dequant != QV_DQ_F32, "%s: ws2 in the epilogue under dq=f32", v->name);
+            mpfr_mul_d(y, y, qv_problem_scale2(p, j), MPFR_RNDN);
+            break;
         case QV_EP_MUL_ASCALE:
             mpfr_mul_d(y, y, p->a_scale[v->act_scale == QV_ASCALE_TOKEN ? i : 0], MPFR_RNDN);
             break;
@@ -310,6 +371,12 @@ static const char *const specs[] = {
     "w=e4m3,ws=f32/c,a=e4m3,as=f32/tok,acc=f8p128,bias=bf16,out=bf16",
     "w=e5m2,ws=f32/b128x64,a=e4m3,as=f32/tok-b128,acc=f8p64,out=bf16",
     "w=u4b8,ws=f16/g128,a=e4m3,acc=f8p128,out=f16",
+    "w=e2m1,ws=ue4m3/g16,ws2=f32/t,dq=f32,a=bf16",
+    "w=e2m1,ws=e8m0/g32,dq=f32,a=bf16,bias=bf16",
+    "w=u4,ws=f32/g32,wz=int/g32,ws2=f32/c,dq=f32",
+    "w=e4m3,ws=f32/b64x32,ws2=bf16/c,dq=f32,a=bf16,bias=f32,out=f32",
+    "w=u4b8,ws=f16/g32,ws2=e8m0/t,dq=f32,act=gidx",
+    "w=i8,ws=bf16/c,dq=f32,a=bf16",
 };
 #define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
 
@@ -404,6 +471,106 @@ START_TEST(model_passes)
         case_release(&p, &t);
     }
     ck_assert_msg(unique_seen > 0 || v->arith.accum == QV_ACC_TC_FP8, "%s: no unique probe applied", v->name);
+}
+END_TEST
+
+/* ---- torchao's NVFP4 emulation ---------------------------------------------- */
+
+/* x (a finite fp32 value) rounded to bf16, to nearest even, from its bits. */
+static float bf16_rne(float x)
+{
+    uint32_t b;
+    memcpy(&b, &x, sizeof b);
+    b += 0x7FFFu + ((b >> 16) & 1u);
+    b &= 0xFFFF0000u;
+    memcpy(&x, &b, sizeof x);
+    return x;
+}
+
+static uint16_t bf16_bits(float x)
+{
+    uint32_t b;
+    memcpy(&b, &x, sizeof b);
+    return (uint16_t)(b >> 16);
+}
+
+/* An NVFP4 linear layer as torchao's emulation computes it (NVFP4Tensor's
+ * dequantization, then a bf16 GEMM): each weight is bf16(f32(value(q) *
+ * f32(s * G))) with s the ue4m3 block scale and G the fp32 per-tensor scale
+ * amax / (448 * 6), a general fp32 value; the products of bf16 activations
+ * and those weights are summed in fp32 in K order and rounded once to bf16.
+ * Computed here with C's float arithmetic and a bf16 rounding of its own.
+ * That output passes w=e2m1,ws=ue4m3/g16,ws2=f32/t,dq=f32,a=bf16 well inside
+ * its bound, equals the CPU model of that spec bit for bit (the model sums
+ * in K order too), and fails the spec that multiplies G in the epilogue. */
+START_TEST(torchao_nvfp4_emulation)
+{
+    const qv_variant *vf = spec("w=e2m1,ws=ue4m3/g16,ws2=f32/t,dq=f32,a=bf16");
+    const qv_variant *vr = spec("w=e2m1,ws=ue4m3/g16,ws2=f32/t,a=bf16");
+    const int64_t m = 7, n = 64, k = 128;
+    uint64_t seed = case_seed(1);
+    qv_problem p;
+    ck_assert_int_eq(qv_problem_create(&p, vf, m, n, k), QV_OK);
+    uint16_t *a = p.a;
+    uint8_t *q = p.q, *sc = p.scales;
+    float *act = malloc(sizeof(float) * (size_t)(m * k)), *w = malloc(sizeof(float) * (size_t)(k * n));
+    uint16_t *out = malloc(sizeof(uint16_t) * (size_t)(m * n)), *model = malloc(sizeof(uint16_t) * (size_t)(m * n));
+    ck_assert(act && w && out && model);
+    uint64_t r = 0;
+    for (int64_t i = 0; i < m * k; i++) {
+        double u = test_rnd_unit(seed, 31, r++) * 2.0 - 1.0;
+        act[i] = bf16_rne((float)(u * 4.0));
+        a[i] = bf16_bits(act[i]);
+    }
+    for (int64_t i = 0; i < k * n; i++) q[i] = (uint8_t)(test_rnd(seed, 31, r++) % 16);
+    /* ue4m3 block scales from 2^-3 to 448 (codes 0x20..0x7E) */
+    for (int64_t i = 0; i < (k / 16) * n; i++) sc[i] = (uint8_t)(0x20 + test_rnd(seed, 31, r++) % 0x5F);
+    /* G = amax / 2688 for an amax in [1, 8): no power of two */
+    float g = (float)((1.0 + 7.0 * test_rnd_unit(seed, 31, r++)) / 2688.0);
+    p.scales2[0] = g;
+    static const double e2m1[16] = {0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6};
+    static const double ue4m3_mant[8] = {0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875};
+    for (int64_t kk = 0; kk < k; kk++)
+        for (int64_t j = 0; j < n; j++) {
+            uint8_t c = sc[(kk / 16) * n + j];
+            int e = c >> 3;
+            double s = e ? ldexp(1.0 + ue4m3_mant[c & 7], e - 7) : ldexp(ue4m3_mant[c & 7], -6);
+            float sg = (float)(s * (double)g);                    /* RN_f32(s G) */
+            float x = (float)(e2m1[q[kk * n + j]] * (double)sg); /* RN_f32(value (s G)) */
+            w[kk * n + j] = bf16_rne(x);
+        }
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            float acc = 0.0f;
+            for (int64_t kk = 0; kk < k; kk++) acc += act[i * k + kk] * w[kk * n + j];
+            out[i * n + j] = bf16_bits(bf16_rne(acc));
+        }
+    ref_truth t;
+    case_truth(&p, &t);
+    qv_result res;
+    ref_verify(&p, &t, out, &res);
+    ck_assert_msg(res.grade != QV_FAIL && res.max_err_over_bound < 0.5,
+                  "dq=f32 against the emulation: %s, max err/E %.3g: %s", qv_grade_name(res.grade),
+                  res.max_err_over_bound, res.reason);
+    ck_assert_int_eq(ref_model_run(&p, model), QV_OK);
+    ck_assert_msg(!memcmp(model, out, sizeof(uint16_t) * (size_t)(m * n)),
+                  "the CPU model of dq=f32 differs from the emulation's fp32 sum in K order");
+    ref_truth_clear(&t);
+    /* the same buffers under the global scale in the epilogue */
+    p.v = vr;
+    case_truth(&p, &t);
+    ref_verify(&p, &t, out, &res);
+    printf("t_spec: the torchao NVFP4 emulation (G = %.9g) against the epilogue global scale: %s, %lld of %lld out "
+           "of bound, max err/E %.3g\n", (double)g, qv_grade_name(res.grade), (long long)res.n_fail,
+           (long long)res.n_elements, res.max_err_over_bound);
+    ck_assert_msg(res.grade == QV_FAIL, "the emulation passes the epilogue global scale (max err/E %.3g)",
+                  res.max_err_over_bound);
+    p.v = vf;
+    free(act);
+    free(w);
+    free(out);
+    free(model);
+    case_release(&p, &t);
 }
 END_TEST
 
@@ -542,6 +709,7 @@ int main(void)
     tcase_add_loop_test(tg, canonical_forms, 0, (int)(sizeof canon / sizeof canon[0]));
     tcase_add_loop_test(tg, refusals, 0, (int)(sizeof refused / sizeof refused[0]));
     tcase_add_test(tg, names_and_specs);
+    tcase_add_test(tg, dq_f32_epilogue);
     suite_add_tcase(s, tg);
     TCase *tr = tcase_create("reference");
     tcase_set_timeout(tr, 300);
@@ -550,6 +718,7 @@ int main(void)
     tcase_add_test(tr, fp8_bound_follows_promotion);
     tcase_add_test(tr, int_partials_in_fp32);
     tcase_add_loop_test(tr, bias_witness, 0, 3);
+    tcase_add_test(tr, torchao_nvfp4_emulation);
     suite_add_tcase(s, tr);
     printf("t_spec: seed %llu (QVET_SEED)\n", (unsigned long long)case_seed(1));
     return suite_run(s);

@@ -81,8 +81,12 @@ typedef enum qv_dequant {
                            rounding: a multiply, or a fused multiply-add with a float zero
                            point: RN(value(q) * s + z)) */
     QV_DQ_MUL_RN2,      /* float zero points: w = RN(RN(value(q) * s) + z), two roundings */
-    QV_DQ_INT8_RNE      /* QQQ per-group: w8 = rne((q - 8) * s_group) as one fp16 FMA,
+    QV_DQ_INT8_RNE,     /* QQQ per-group: w8 = rne((q - 8) * s_group) as one fp16 FMA,
                            then int8; s_group is fp16 */
+    QV_DQ_F32           /* w = RN(RN_f32((value(q) - z) * RN_f32(s * s2))): the scale product
+                           (s2 only with a second-level scale, which then leaves the epilogue)
+                           and the scaled value each rounded to fp32, then one rounding to the
+                           activation format (torchao's NVFP4 emulation); z an integer code */
 } qv_dequant;
 
 /* How products are summed along K. */
@@ -109,7 +113,8 @@ typedef enum qv_ep_step {
     QV_EP_SUB_AZP,      /* int32: acc -= azp * colsum(B_q) (exact in int32) */
     QV_EP_TO_F32,       /* int32 -> fp32, RN (exact when |acc| <= 2^24) */
     QV_EP_MUL_WSCALE,   /* *= weight scale: tensor, or channel s[n] (in sfmt, exact in fp32) */
-    QV_EP_MUL_WSCALE2,  /* *= second-level scale: tensor or channel scales2 (f32) */
+    QV_EP_MUL_WSCALE2,  /* *= second-level scale: tensor or channel scales2 (f32); none with
+                           QV_DQ_F32, whose dequantization applies it */
     QV_EP_MUL_ASCALE,   /* *= activation scale: tensor or token s_a[m] (f32) */
     QV_EP_ADD_BIAS      /* += bias[n] (exact in fp32) */
 } qv_ep_step;
