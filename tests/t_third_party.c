@@ -112,7 +112,8 @@ START_TEST(every_case_verdict)
         static const char *const opt[][2] = {{"--a", "a.npy"},           {"--q", "q.npy"},
                                              {"--out", "out.npy"},       {"--scales", "scales.npy"},
                                              {"--a-scale", "a_scale.npy"}, {"--zeros", "zeros.npy"},
-                                             {"--bias", "bias.npy"},     {"--logits", "logits.npy"}};
+                                             {"--bias", "bias.npy"},     {"--logits", "logits.npy"},
+                                             {"--scales2", "scales2.npy"}};
         for (size_t o = 0; o < sizeof opt / sizeof opt[0]; o++) {
             if (o >= 3 && !has_file(nm, opt[o][1])) continue;
             snprintf(paths[o], sizeof paths[o], "%s/%.200s/%s", DIR_TP, nm, opt[o][1]);
