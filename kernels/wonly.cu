@@ -341,7 +341,7 @@ geometry plan(const qv_launch_ctx &c, const qv_variant *v, int m, int n, int k)
     g.tiles_per_split = (tiles + splits - 1) / splits;
     g.splits = (tiles + g.tiles_per_split - 1) / g.tiles_per_split;
     g.counters_off = 0;
-    /* The counters area (wonly_small.cuh) is shared by every path of
+    /* The counters area (internal/wonly_plan.h) is shared by every path of
      * qv_launch_wonly and every path leaves it zero, so one workspace can serve
      * any sequence of M: no other buffer may start inside it. */
     size_t off = qv_wonly_counters_bytes(n);

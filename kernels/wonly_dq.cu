@@ -38,10 +38,10 @@
 #include "dequant.cuh"
 #include "internal/gpu.h"
 #include "internal/tuning.h"
+#include "internal/wonly_plan.h"
 #include "qvet/gemm.h"
 #include "wonly_common.cuh"
 #include "wonly_dq.cuh"
-#include "wonly_small.cuh"
 
 namespace {
 
@@ -343,7 +343,7 @@ dq_plan make_plan(const qv_launch_ctx &c, const qv_variant *v, int m, int n, int
     p.epilogue = v->scale_layout != QV_SCALE_GROUP || p.splits > 1 || v->s2_layout != QV_SCALE_NONE ||
                  v->bias_fmt != QV_FMT_NONE;
     /* The workspace starts with the other paths' split-K arrival counters
-     * (wonly_small.cuh), which must stay zero between launches (gemm.h) when
+     * (internal/wonly_plan.h), which must stay zero between launches (gemm.h) when
      * one workspace serves several M (as in `qvet bench`): this path never
      * writes them. */
     size_t off = qv_wonly_counters_bytes(n);

@@ -54,7 +54,7 @@
  * cluster, then the Q cluster sums in order: fp32 RN adds in a fixed order.
  * (One last block summing slices 0..S-1 is far slower on the H200 at M = 16.)
  *
- * Configurations (qv_launch_opts.wo_small, wonly_small.cuh): by default M <= 8 runs
+ * Configurations (qv_launch_opts.wo_small, internal/wonly_plan.h): by default M <= 8 runs
  * swapped (weights as the A operand, A^T as B: 4 mma per k16 tile and chunk
  * instead of 8, since at M = 1 the m16 orientation wastes 15 of 16 rows),
  * with one 64-column chunk per warp or, where the plan says it pays
@@ -927,7 +927,7 @@ int max_cluster(const qv_launch_ctx &ctx)
 /* 1 when `splits` K slices can run in clusters of c (a power of two) for
  * blocks of `chunks` 64-column chunks: c divides splits, and c exceeds chunks
  * only as the only cluster (no counters), so that the counters, one per
- * (block, part), stay within one per 64 columns (wonly_small.cuh). */
+ * (block, part), stay within one per 64 columns (internal/wonly_plan.h). */
 bool cluster_fits(int splits, int c, int chunks) { return splits % c == 0 && (c <= chunks || splits == c); }
 
 /* The plan of one shape for blocks of 512 * cpw columns. The options'
@@ -1045,11 +1045,11 @@ small_plan make_plan(const qv_launch_ctx &ctx, const qv_variant *v, int m, int n
     /* Counters (with more than one cluster per column tile): one per (block,
      * part), n_blocks x cluster <= n / 64 rounded up to a multiple of bn / 64,
      * within the 64-int multiple that qv_wonly_counters_bytes reserves
-     * (wonly_small.cuh). The partials start after the counters area every
+     * (internal/wonly_plan.h). The partials start after the counters area every
      * path shares. */
     QV_ASSERT(pl.splits == pl.cluster ||
                   (size_t)pl.n_blocks * pl.cluster * sizeof(int) <= qv_wonly_counters_bytes(n),
-              "small-M split-K counters exceed the reserved area (wonly_small.cuh)");
+              "small-M split-K counters exceed the reserved area (internal/wonly_plan.h)");
     pl.partial_off = qv_wonly_counters_bytes(n);
     const int q = pl.splits / pl.cluster;
     /* The last ticket's own cluster sums (m x bn / cluster fp32) stay in its

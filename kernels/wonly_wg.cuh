@@ -1,7 +1,7 @@
 /* wonly_wg.cuh: the Hopper large-M path of the weight-only GEMM family,
  * kernels/wonly_wg.cu: a wgmma GEMM that dequantizes the Marlin-packed weights
- * in registers, as seen by the weight-only launcher in kernels/wonly.cu (and
- * by tests/t_gpu_wg.c; plain C for that).
+ * in registers, as seen by the weight-only launcher in kernels/wonly.cu; its
+ * schedule queries for the suites are in internal/wonly_plan.h. Plain C.
  * Rule: the path computes each row's declared arithmetic (src/registry.c rows
  * of family "marlin"), the same function as the mma kernel; it is only
  * entered after qv_launch_wonly has validated the variant, the shape and the
@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "internal/tuning.h"
+#include "internal/wonly_plan.h"
 #include "qvet/gemm.h"
 #include "qvet/status.h"
 #include "qvet/variant.h"
@@ -22,37 +23,11 @@ extern "C" {
 #endif
 
 /* Workspace bytes of this path: the arrival-counter area every weight-only
- * path keeps (wonly_small.cuh), for act_order rows A's columns in sorted
+ * path keeps (internal/wonly_plan.h), for act_order rows A's columns in sorted
  * order, (m, k) halves, and when the schedule has a stream-K tail its fp32
  * partial tiles (2 per block of the grid, 128 KiB each). 0 when none of these
  * is needed. No CUDA call. */
 size_t qv_wonly_wg_workspace(const qv_variant *v, int m, int n, int k, const qv_launch_ctx *c);
-
-/* The tiles of an (m, n, k) problem of v that the kernel's schedule shares
- * over every block along K (its "stream-K" tail; 0 when the last round of
- * whole tiles is kept), under options o (wo_wg_tile, wo_wg_blocks,
- * wo_wg_streamk); -1 when o is refused or there is no device to plan for
- * (qv_launch_ctx_get). Tests use it to know that a case reaches the tail. */
-int qv_wonly_wg_tail_tiles(const qv_variant *v, int m, int n, int k, const qv_launch_opts *o);
-
-/* The schedule of an (m, n, k) problem of v on this kernel under options o
- * (wo_wg_tile, wo_wg_blocks, wo_wg_streamk; with o's sms and arch set, no
- * CUDA call: tests/t_wonly_plan.c). The tiles are tile_cols x tile_tokens;
- * tiles_m of them along M, n_steps k64 stages each. The first dp_tiles tiles
- * run whole, tile t on block t mod grid; the last sk_tiles are cut into
- * sk_tiles x n_steps units (unit x: stage x mod n_steps of tail tile x /
- * n_steps), block b < sk_grid taking units [b U / sk_grid, (b + 1) U /
- * sk_grid), U = sk_tiles x n_steps. */
-typedef struct {
-    int tile_cols, tile_tokens;
-    int tiles, tiles_m, n_steps, grid, dp_tiles, sk_tiles, sk_grid;
-    size_t workspace;
-} qv_wo_wg_sched_info;
-
-/* 1 and *out filled when the kernel covers the problem and o is valid (and a
- * device or o's sms and arch say what to plan for), else 0. */
-int qv_wonly_wg_sched_info(const qv_variant *v, int m, int n, int k, const qv_launch_opts *o,
-                           qv_wo_wg_sched_info *out);
 
 /* Runs Y = A x W on the wgmma kernel under c. The caller (qv_launch_wonly)
  * has checked v, the shape, g and the buffers; this checks the workspace and

@@ -5,8 +5,8 @@
  * from src/gpu_routes.c. Host C; no CUDA call of its own. */
 #include <limits.h>
 
-#include "../kernels/wonly_route.h"
 #include "internal/route.h"
+#include "internal/wonly_plan.h"
 
 /* value is one of the enum values in the set `bits` (0: any). */
 static int in_set(uint32_t bits, int value) { return !bits || (value >= 0 && value < 32 && (bits >> value) & 1u); }

@@ -7,10 +7,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../kernels/wonly_route.h"
-#include "../kernels/wonly_small.cuh"
 #include "internal/aq.h"
 #include "internal/route.h"
+#include "internal/wonly_plan.h"
 
 _Static_assert(QV_ROUTE_WO_WG == (int)QV_WO_PATH_WG && QV_ROUTE_WO_SMALL == (int)QV_WO_PATH_SMALL &&
                    QV_ROUTE_WO_DQ == (int)QV_WO_PATH_DQ && QV_ROUTE_WO_MMA == (int)QV_WO_PATH_MMA,

@@ -17,9 +17,9 @@
 #include <string.h>
 
 #include "internal/campaign.h"
+#include "internal/wonly_plan.h"
 #include "qvet/formats.h"
 #include "qvet/gemm.h"
-#include "../kernels/wonly_route.h"
 #include "qvet/layout.h"
 #include "qvet/probe.h"
 #include "qvet/reference.h"

@@ -49,9 +49,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../kernels/wonly_route.h"
-#include "../kernels/wonly_wg.cuh"
 #include "internal/gpu.h"
+#include "internal/wonly_plan.h"
 #include "qvet/gemm.h"
 #include "qvet/layout.h"
 #include "qvet/variant.h"

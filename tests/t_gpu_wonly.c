@@ -49,9 +49,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kernels/wonly_route.h"
-#include "../kernels/wonly_small.cuh"
 #include "internal/gpu.h"
+#include "internal/wonly_plan.h"
 #include "qvet/formats.h"
 #include "qvet/gemm.h"
 #include "qvet/layout.h"
@@ -197,7 +196,7 @@ START_TEST(small_m_both_paths)
     if (strcmp(v->family, "marlin") != 0) return; /* the cuBLAS rows have one path */
     const int64_t n = 576, k = v->g > 0 ? 32 * (int64_t)v->g : 4112;
     int failed = 0, cases = 0;
-    /* wo_small (kernels/wonly_small.cuh): QV_WO_SMALL_M16_8 the small-M
+    /* wo_small (internal/wonly_plan.h): QV_WO_SMALL_M16_8 the small-M
      * kernel up to M = 8 in the m16 orientation, _SWAP and _SWAP2 its
      * swapped-mma configurations (M <= 8; _SWAP is what the default runs
      * there), _M16_16 the small-M kernel at every M <= 16 in the m16

@@ -21,9 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kernels/wonly_small.cuh"
 #include "internal/launch_env.h"
 #include "internal/tuning.h"
+#include "internal/wonly_plan.h"
 #include "qvet/gemm.h"
 #include "qvet/variant.h"
 #include "support/cli.h"

@@ -41,8 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kernels/wonly_small.cuh"
-#include "../kernels/wonly_wg.cuh"
+#include "internal/wonly_plan.h"
 #include "qvet/variant.h"
 #include "support/gpu.h"
 #include "support/suite.h"

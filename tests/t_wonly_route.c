@@ -1,5 +1,5 @@
 /* t_wonly_route.c: which kernel qv_launch_wonly runs for a weight-only
- * problem (kernels/wonly_route.h), on the CPU, under launch options given as
+ * problem (internal/wonly_plan.h), on the CPU, under launch options given as
  * data (qv_launch_opts, planning for the H200: 132 SMs, compute capability
  * 9.0, so no CUDA call). Expected paths are the rules docs/launch-options.md
  * states: wo_wg_min_m (unset: M >= 17, and M >= 9 on layers of at least 2^27
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kernels/wonly_route.h"
+#include "internal/wonly_plan.h"
 #include "qvet/gemm.h"
 #include "qvet/variant.h"
 #include "support/suite.h"

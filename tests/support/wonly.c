@@ -10,10 +10,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../../kernels/wonly_small.cuh"
-#include "../../kernels/wonly_route.h"
-#include "../../kernels/wonly_wg.cuh"
 #include "internal/gpu.h"
+#include "internal/wonly_plan.h"
 #include "qvet/formats.h"
 #include "qvet/probe.h"
 #include "qvet/reference.h"
