@@ -150,6 +150,24 @@ __device__ __forceinline__ void wo_fp4_epilogue(float &y0, float &y1, float g, b
     y1 = __fadd_rn(y1, b1);
 }
 
+/* Packed word j8 dequantized (wo_dq_word) and scaled, in place in bf: FP4
+ * codes times their block scale sc (wo_fp4_scale), other codes with group
+ * scales times the f16/bf16 group scale sc (one rounding each), others as
+ * they are (their scale waits for the epilogue). wonly_mma.cuh and
+ * wonly_dq.cu; the small-M kernel keeps its own fused forms. */
+template <int WT, bool IS_BF16>
+__device__ __forceinline__ void wo_dq_word_scaled(const uint32_t *bw, int j8, const uint32_t zc[2], uint32_t sc,
+                                                  bool grouped, uint32_t bf[2])
+{
+    wo_dq_word<WT, IS_BF16>(bw, j8, zc, bf);
+    if (wt_is_fp4(WT)) {
+        wo_fp4_scale<WT, IS_BF16>(sc, bf);
+    } else if (grouped) {
+        bf[0] = qv_h2<IS_BF16>::mul(bf[0], sc);
+        bf[1] = qv_h2<IS_BF16>::mul(bf[1], sc);
+    }
+}
+
 /* Packed index of logical column col for channelwise scales (scale_perm_single:
  * inside each 32 columns, position 8i + jj holds column 2i + {0,1,8,9,16,17,24,25}[jj]). */
 __device__ __forceinline__ int64_t single_perm_index(int col)

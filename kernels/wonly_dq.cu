@@ -153,13 +153,7 @@ __global__ void __launch_bounds__(kDqThreads) k_wo_dq_dequant(const dq_params p)
 #pragma unroll
         for (int j8 = 0; j8 < 8; j8++) {
             uint32_t bf[2];
-            wo_dq_word<WT, IS_BF16>(bw, j8, zc[j8], bf);
-            if (wt_is_fp4(WT)) {
-                wo_fp4_scale<WT, IS_BF16>(sc[j8], bf);
-            } else if (p.grouped) {
-                bf[0] = qv_h2<IS_BF16>::mul(bf[0], sc[j8]);
-                bf[1] = qv_h2<IS_BF16>::mul(bf[1], sc[j8]);
-            }
+            wo_dq_word_scaled<WT, IS_BF16>(bw, j8, zc[j8], sc[j8], p.grouped, bf);
             /* Column 8*j8 + gid; k rows 16*warp + 2*tig + {0,1} (bf[0]) and + 8 + {0,1} (bf[1]). */
             uint32_t *col = tile + (8 * j8 + gid) * kColWords + warp * 8 + tig;
             col[0] = bf[0];

@@ -286,13 +286,7 @@ __device__ __forceinline__ bool wo_mma_mainloop(unsigned char *smem, const mma_o
 #pragma unroll
             for (int j8 = 0; j8 < 8; j8++) {
                 uint32_t bf[2];
-                wo_dq_word<WT, IS_BF16>(bw, j8, zc[j8], bf);
-                if (wt_is_fp4(WT)) {
-                    wo_fp4_scale<WT, IS_BF16>(sc[j8], bf);
-                } else if (grouped) {
-                    bf[0] = qv_h2<IS_BF16>::mul(bf[0], sc[j8]);
-                    bf[1] = qv_h2<IS_BF16>::mul(bf[1], sc[j8]);
-                }
+                wo_dq_word_scaled<WT, IS_BF16>(bw, j8, zc[j8], sc[j8], grouped, bf);
 #pragma unroll
                 for (int mt = 0; mt < MB; mt++) qv_mma_16816<IS_BF16>(acc[mt][j8], af[mt], bf);
             }
