@@ -20,8 +20,7 @@ namespace {
 
 /* Weight code families the kernels instantiate: the two FP4 ones are e2m1
  * codes in the 4-bit words with one byte of block scale per (group, column)
- * (layout.h, MARLIN_FP4_MX and MARLIN_FP4_NV; wonly.cu, wonly_small.cu and
- * wonly_dq.cu, not wonly_wg.cu). wonly_small_tile.cuh numbers two more
+ * (layout.h, MARLIN_FP4_MX and MARLIN_FP4_NV; every weight-only kernel). wonly_small_tile.cuh numbers two more
  * families of its own after these. */
 enum { WT_INT4 = 0, WT_INT8 = 1, WT_FP8 = 2, WT_INT4_ZP = 3, WT_FP4_MX = 4, WT_FP4_NV = 5 };
 
@@ -122,8 +121,8 @@ template <int WT, bool IS_BF16> __device__ __forceinline__ void wo_fp4_scale(uin
  * there is one, b0 to y0 and b1 to y1; the caller rounds each once to the
  * output format. The two sums are any two outputs (wonly.cu: two columns of
  * one row; wonly_small.cu: two columns of one row, or in the swapped
- * orientation two rows of one column), each with its own bias. The mutant
- * switches here reach both kernels. The intrinsics keep the two roundings:
+ * orientation two rows of one column; wonly_wg.cu: two rows of one column),
+ * each with its own bias. The mutant switches here reach all three kernels. The intrinsics keep the two roundings:
  * under -fmad=true the compiler would fuse y * g + b into one fma. */
 template <bool IS_BF16>
 __device__ __forceinline__ void wo_fp4_epilogue(float &y0, float &y1, float g, bool has_bias, float b0, float b1)

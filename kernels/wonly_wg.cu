@@ -1,6 +1,7 @@
 /* wonly_wg.cu: the weight-only GEMM family from M = 17 on Hopper (sm_90a):
  * Y (m, n) = A (m, k) x W (k, n) with A in fp16/bf16 and W Marlin-packed
- * (int4 "q+8" or with zero points, int8 "q+128", fp8 e4m3; layout.h), computed
+ * (int4 "q+8" or with zero points, int8 "q+128", fp8 e4m3, e2m1 with MXFP4
+ * or NVFP4 block scales; layout.h), computed
  * as the transposed product Y^T (n, m) = W^T (n, k) . A^T (k, m) on wgmma:
  *  - the weights are the wgmma A operand, 64 output columns x 16 k per
  *    warpgroup, dequantized in registers straight from the packed words (the
@@ -20,6 +21,11 @@
  *    layout's scale as stored: qv_dqfp8_bf16_moved);
  *  - tensor/channel scales (QV_DQ_EXACT + QV_EP_MUL_WSCALE): w = value(q)
  *    exactly, the fp32 result times the scale in fp32;
+ *  - FP4 (MARLIN_FP4_MX, g = 32; MARLIN_FP4_NV, g = 16): the e2m1 code times
+ *    its block scale byte with one rounding (wo_fp4_scale), then in the fp32
+ *    epilogue NVFP4's global scale and the bias, each rounded in fp32, one
+ *    rounding to the output (wo_fp4_epilogue: the helpers of wonly.cu and
+ *    wonly_small.cu);
  *  - products summed by the tensor cores into fp32, k16 by k16 in increasing
  *    k (one accumulator per output, no split K); output cast RNE.
  *
@@ -73,9 +79,11 @@ constexpr int kKs = 4;                 /* k16 tiles per stage: 64 fp16 = one 128
 /* How a kernel applies its scales (a template parameter): SM_NONE, tensor
  * or channel scales in the epilogue; SM_ROW, group scales constant over a
  * stage (g >= 64, or k == g), made into registers once per stage; SM_TILE,
- * group scales of g = 32, made into registers before every other k16 tile
- * (covers: g = 16 takes another kernel). */
-constexpr int SM_NONE = 0, SM_ROW = 1, SM_TILE = 2;
+ * group scales of g = 32 (16-bit, or MXFP4's bytes), made into registers
+ * before every other k16 tile; SM_TILE16, NVFP4's block scales of g = 16,
+ * made into registers before every k16 tile (covers: the 16-bit g = 16 rows
+ * take another kernel). */
+constexpr int SM_NONE = 0, SM_ROW = 1, SM_TILE = 2, SM_TILE16 = 3;
 constexpr int kMaxStages = 8;
 /* wgmma groups (one per k16 tile) a warpgroup keeps queued while it builds
  * the next tile's fragments: 2 (default), 1 or 3 (-DQV_WG_INFLIGHT=n, for
@@ -88,7 +96,7 @@ constexpr int kInFlight = QV_WG_INFLIGHT;
 static_assert(kInFlight >= 1 && kInFlight <= 3, "one to three wgmma groups in flight");
 
 template <int WT> struct wt_traits {
-    static constexpr bool four = WT == WT_INT4 || WT == WT_INT4_ZP;
+    static constexpr bool four = wt_is_4bit(WT);
     static constexpr int lane_bytes = four ? 16 : 32;        /* packed bytes per lane per (k16, chunk) */
     static constexpr int chunk_bytes = 32 * lane_bytes;      /* one k16 x 64-column tile of codes */
     static_assert(chunk_bytes * 8 == 16 * 64 * (four ? 4 : 8), "a chunk is one k16 x 64-column tile");
@@ -99,8 +107,9 @@ template <int WT> struct wt_traits {
  * (bx rows of 128 bytes, on a swizzle atom), then kKs k16 rows of the block's
  * packed weights, each in its global order (chunk, lane, bytes) but cut into
  * segments of at most 2 KiB (one box row; below), then, for group
- * scales, up to kKs group rows of bn halves and of bn/8 zero-point words (g =
- * 16 gives one per k16 tile). As many stages as fit, at most kMaxStages. */
+ * scales, up to kKs group rows of bn halves (FP4: bn bytes) and of bn/8
+ * zero-point words (g = 16 gives one per k16 tile). As many stages as fit,
+ * at most kMaxStages. */
 template <int WT, int TPW, int BX, bool GROUPED> struct stage_layout {
     using C = tile_cfg<TPW, BX>;
     static constexpr int a_bytes = C::bx * 128;
@@ -113,7 +122,8 @@ template <int WT, int TPW, int BX, bool GROUPED> struct stage_layout {
     static constexpr int w_bytes = kKs * row_bytes;
     /* Group scales and zero points: one box of up to kKs group rows (the
      * rows the stage touches; rows past K / g read as zeros). */
-    static constexpr int s_bytes = GROUPED ? kKs * C::bn * 2 : 0;
+    static constexpr int s_row = C::bn * (wt_is_fp4(WT) ? 1 : 2); /* one staged group row */
+    static constexpr int s_bytes = GROUPED ? kKs * s_row : 0;
     static constexpr int z_bytes = GROUPED && WT == WT_INT4_ZP ? kKs * (C::bn / 8) * 4 : 0;
     static constexpr int a_off = 0;
     static constexpr int w_off = a_off + a_bytes;
@@ -135,7 +145,8 @@ template <int WT, int TPW, int BX, bool GROUPED> struct stage_layout {
 
 struct wg_params {
     const uint32_t *b;       /* Marlin-packed weights, (k/16, 2n) or (k/16, 4n) int32 */
-    const void *scales;      /* packed scales: (k/g, n) group, (1, n) channel (f16/bf16), (1) tensor */
+    const void *scales;      /* packed scales: (k/g, n) group, (1, n) channel (f16/bf16), (1) tensor;
+                                FP4: (k/g, n) bytes in QV_SORDER_GROUP64_FP8 order */
     const uint32_t *zeros;   /* packed zero points (k/g, n/8) int32, or NULL */
     void *c;                 /* (m, n) output, row-major, same format as A */
     int m, n, k;
@@ -148,6 +159,10 @@ struct wg_params {
     int pdl;                 /* host: launched as a programmatic dependent of the kernel in front */
     float unbias_f32;        /* fp8: 2^-s_pow2, undoes the exponent bias folded into the scales; else 1 */
     uint32_t unbias_h2;      /* the same power of two as a half2 of the activation format */
+    const float *gscale;     /* MARLIN_FP4_NV: (1) fp32 global scale G (qv_packed.scales2), else NULL */
+    const void *bias;        /* FP4 rows with a bias: (n) bias_fmt codes in scale_perm_single order
+                                (qv_packed.bias), else NULL */
+    int bias_fmt;            /* SF_*: storage of the bias */
     int *counters;           /* stream-K tail: one arrival counter per tail tile, zero between launches */
     float *partial;          /* stream-K tail: 2 x grid slots of one tile's fp32 accumulators */
 };
@@ -211,6 +226,9 @@ __device__ __forceinline__ void dequant_tile(const uint32_t *bw, const grp_regs<
             qv_dq4<IS_BF16>(bw[jj >> 1] >> (8 * (jj & 1)), sym, bf);
         } else if (WT == WT_INT4_ZP) {
             qv_dq4_one<IS_BF16>(bw[jj >> 1] >> (8 * (jj & 1)), g.zc[jj], bf);
+        } else if (wt_is_fp4(WT)) {
+            qv_dqfp4<IS_BF16>(bw[jj >> 1] >> (8 * (jj & 1)), bf);
+            wo_fp4_scale<WT, IS_BF16>(g.sc[jj], bf);
         } else if (WT == WT_INT8) {
             qv_dq8<IS_BF16>(bw[jj], bf);
         } else if (IS_BF16 && GROUPED) {
@@ -218,7 +236,7 @@ __device__ __forceinline__ void dequant_tile(const uint32_t *bw, const grp_regs<
         } else {
             qv_dqfp8<IS_BF16>(bw[jj], bf);
         }
-        if (GROUPED) {
+        if (GROUPED && !wt_is_fp4(WT)) {
             bf[0] = qv_h2<IS_BF16>::mul(bf[0], g.sc[jj]);
             bf[1] = qv_h2<IS_BF16>::mul(bf[1], g.sc[jj]);
         }
@@ -242,6 +260,22 @@ __device__ __forceinline__ void set_scales(grp_regs<WT, IS_BF16, TPW> &g, const 
         /* bytes 1:0 (jj even) or 3:2 (jj odd) into both halves */
         g.sc[jj] = __byte_perm(words[jj >> 1], 0, jj & 1 ? 0x3232 : 0x1010);
         if (WT == WT_FP8 && !IS_BF16) g.sc[jj] = qv_h2<IS_BF16>::mul(g.sc[jj], unbias_h2);
+    }
+}
+
+/* The FP4 block-scale registers (wo_fp4_scale_reg) of the warp's n8 tiles
+ * j8 = 2 q0 + jj from the 8 packed bytes of the lane's column lane/4 in a
+ * staged group row (QV_SORDER_GROUP64_FP8: the scale of n8 tile j8 at byte
+ * 4 (j8 / 4) + [0,2,1,3][j8 % 4], words[0] bytes 0-3, words[1] bytes 4-7):
+ * one byte permute each. */
+template <int WT, bool IS_BF16, int TPW>
+__device__ __forceinline__ void set_scales_fp4(grp_regs<WT, IS_BF16, TPW> &g, const uint32_t *words, int q0)
+{
+#pragma unroll
+    for (int jj = 0; jj < 2 * TPW; jj++) {
+        const int j8 = 2 * q0 + jj;
+        const int b = 4 * (j8 >> 2) + ((j8 & 1) << 1) + ((j8 >> 1) & 1);
+        g.sc[jj] = wo_fp4_scale_reg<WT, IS_BF16>(__byte_perm(words[0], words[1], (uint32_t)b) & 0xFFu);
     }
 }
 
@@ -328,15 +362,16 @@ __global__ void __launch_bounds__(kThreads, 1)
         /* Every stage announces the same bytes: the tensor-map copies write
          * whole boxes, zeros past M, N and K included. */
         const uint32_t tx = L::a_bytes + L::w_bytes +
-                            (uint32_t)s_rows * (C::bn * 2 + (WT == WT_INT4_ZP ? (C::bn / 8) * 4 : 0));
+                            (uint32_t)s_rows * (L::s_row + (WT == WT_INT4_ZP ? (C::bn / 8) * 4 : 0));
         uint32_t slot = 0, phase = 0;
         /* Stages s0 .. s1 - 1 of tile `tile`. */
         auto produce = [&](int tile, int s0, int s1) {
             const int m0 = tile % tiles_m * C::bx;
             const int c0 = tile / tiles_m * C::chunks;
             /* The tile's first weight element (8 bytes) in a k16 row, its
-             * first group-scale pair and zero-point word. */
-            const int w_x = c0 * (T::chunk_bytes / 8), s_x = c0 * 32, z_x = c0 * 8;
+             * first group-scale word (a pair of 16-bit scales, or four FP4
+             * scale bytes) and zero-point word. */
+            const int w_x = c0 * (T::chunk_bytes / 8), s_x = c0 * (L::s_row / C::chunks / 4), z_x = c0 * 8;
             for (int step = s0; step < s1; step++) {
                 const int kt0 = step * kKs;
                 mbar_wait(empty0 + 8 * slot, phase ^ 1);
@@ -377,12 +412,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     /* The same bytes of k16 row 0 in the stage's segmented weight boxes. */
     const int w_lane = lane_off / L::seg_bytes * (kKs * L::seg_bytes) + lane_off % L::seg_bytes;
     /* This lane's group scales in a staged row: positions 8*(lane/4) + j8 of
-     * the warp's chunk (scale_perm puts column 8*j8 + lane/4 there); its
-     * zero-point word: column lane/4 of the chunk's n8 tiles. */
-    const int s_lane = (chunk_l * 64 + 8 * (lane >> 2) + 2 * q0) * 2;
+     * the warp's chunk (scale_perm puts column 8*j8 + lane/4 there; FP4: all
+     * eight bytes of the lane's column, set_scales_fp4); its zero-point word:
+     * column lane/4 of the chunk's n8 tiles. */
+    const int s_lane = wt_is_fp4(WT) ? chunk_l * 64 + 8 * (lane >> 2) : (chunk_l * 64 + 8 * (lane >> 2) + 2 * q0) * 2;
     const int z_lane = (chunk_l * 8 + (lane >> 2)) * 4;
     uint32_t sym[2]; /* "q+8" codes: zero point 8 */
     qv_dq4_consts<IS_BF16>(8u, sym);
+    /* FP4: the global scale (1 without one, MX: an exact product). */
+    const float gs = wt_is_fp4(WT) && p.gscale ? __ldg(p.gscale) : 1.0f;
     grp_regs<WT, IS_BF16, TPW> g;
 #pragma unroll
     for (int jj = 0; jj < 2 * TPW; jj++) g.sc[jj] = 0;
@@ -402,10 +440,11 @@ __global__ void __launch_bounds__(kThreads, 1)
      * moves to uniform registers), and cannot rebuild a loop-carried one. The
      * g = 32 instances (SM_TILE) make it per stage: there the carried word
      * made ptxas spill inside the stage loop, and with their group rows
-     * once per two tiles it makes no shorter code (cuobjdump).
+     * once per two tiles it makes no shorter code (cuobjdump); SM_TILE16
+     * likewise.
      * Slots are whole swizzle atoms apart, so the low words of consecutive
      * slots differ by L::bytes / 16. */
-    constexpr bool kCarryDesc = SM != SM_TILE;
+    constexpr bool kCarryDesc = SM != SM_TILE && SM != SM_TILE16;
     static_assert(L::bytes % kSwizzleAtom == 0, "ring slots start on swizzle atoms");
     const uint32_t desc_ring = wg_desc_sw128_lo(ring + L::a_off);
     uint32_t desc_slot = desc_ring;
@@ -489,19 +528,21 @@ __global__ void __launch_bounds__(kThreads, 1)
                  * SM_TILE (g = 32), row r of k16 tiles 2r and 2r + 1, made
                  * into registers before tile 2r (with g = 16 or 32 in one
                  * instance, a row for every tile, made before each, was
-                 * slower on the H200). 2 TPW 16-bit codes per lane in TPW
-                 * words. */
-                constexpr int kRows = SM == SM_TILE ? kKs / 2 : 1;
-                uint32_t scw[kRows][TPW];
+                 * slower on the H200); SM_TILE16 (NVFP4, g = 16), row u
+                 * before tile u. 2 TPW 16-bit codes per lane in TPW words;
+                 * FP4, the lane's 8 scale bytes in two. */
+                constexpr int kRows = SM == SM_TILE ? kKs / 2 : SM == SM_TILE16 ? kKs : 1;
+                constexpr int kSw = wt_is_fp4(WT) ? 2 : TPW;
+                uint32_t scw[kRows][kSw];
                 uint32_t zw[WT == WT_INT4_ZP ? kRows : 1];
                 if constexpr (GROUPED) {
                     const bool ld = !p.grp_single && chunk_ok;
 #pragma unroll
                     for (int u = 0; u < kRows; u++) {
-                        uint32_t v[TPW];
-                        ld_words<TPW>(st + L::s_off + u * C::bn * 2 + s_lane, ld, v);
+                        uint32_t v[kSw];
+                        ld_words<kSw>(st + L::s_off + u * L::s_row + s_lane, ld, v);
 #pragma unroll
-                        for (int w = 0; w < TPW; w++) scw[u][w] = p.grp_single ? tcode[w] : v[w];
+                        for (int w = 0; w < kSw; w++) scw[u][w] = p.grp_single && !wt_is_fp4(WT) ? tcode[w] : v[w];
                         if constexpr (WT == WT_INT4_ZP) {
                             const uint32_t z =
                                 ld ? *reinterpret_cast<const uint32_t *>(st + L::z_off + u * (C::bn / 8) * 4 + z_lane)
@@ -512,7 +553,10 @@ __global__ void __launch_bounds__(kThreads, 1)
                 }
                 /* The scale and zero-point registers from row u's codes. */
                 auto use_row = [&](int u) {
-                    set_scales(g, scw[u], p.unbias_h2);
+                    if constexpr (wt_is_fp4(WT))
+                        set_scales_fp4(g, scw[u], q0);
+                    else
+                        set_scales(g, scw[u], p.unbias_h2);
                     if constexpr (WT == WT_INT4_ZP) set_zeros(g, zw[u], q0);
                 };
                 if constexpr (SM == SM_ROW) use_row(0);
@@ -520,6 +564,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 auto k16 = [&](int u) {
                     if constexpr (SM == SM_TILE)
                         if (u % 2 == 0) use_row(u / 2);
+                    if constexpr (SM == SM_TILE16) use_row(u);
                     if constexpr (!kAllRows) load_row(u, bw[0]);
                     uint32_t af[TPW][4];
                     dequant_tile<WT, IS_BF16, TPW, GROUPED>(bw[kAllRows ? u : 0], g, sym, af);
@@ -643,7 +688,8 @@ __global__ void __launch_bounds__(kThreads, 1)
              * compute-sanitizer's racecheck reported the stream-K flag's
              * barrier-ordered write and read as a race where the two
              * diverged.) Arithmetic as
-             * in the direct form below: y * s in fp32, one rounding.
+             * in the direct form below: y * s in fp32 (FP4: y * G, then +
+             * bias, wo_fp4_epilogue), one rounding.
              * Matrix mat of a round is token block jb = mat / (2 TPW), m64
              * tile i = mat / 2 % TPW and column half h = mat % 2, its columns
              * 16 (q0 + i) + 8 h + 0..7 of the warp's chunk: 16-byte unit
@@ -654,13 +700,17 @@ __global__ void __launch_bounds__(kThreads, 1)
             const uint32_t epi_warp = smem_addr + L::epi_off + chunk_l * L::epi_chunk_bytes;
             const bool lead = (ct & 127) == 0;
             const int gq = lane >> 2;
-            float sc[TPW][2];
+            float sc[TPW][2], bi[TPW][2];
 #pragma unroll
             for (int i = 0; i < TPW; i++)
 #pragma unroll
-                for (int h = 0; h < 2; h++)
-                    sc[i][h] = GROUPED || !chunk_ok ? 1.0f
-                                                    : epilogue_scale(p, (c0 + chunk_l) * 64 + 16 * (q0 + i) + 8 * h + gq);
+                for (int h = 0; h < 2; h++) {
+                    const int col = (c0 + chunk_l) * 64 + 16 * (q0 + i) + 8 * h + gq;
+                    sc[i][h] = GROUPED || !chunk_ok ? 1.0f : epilogue_scale(p, col);
+                    bi[i][h] = wt_is_fp4(WT) && p.bias && chunk_ok
+                                   ? load_scale(p.bias, single_perm_index(col), p.bias_fmt)
+                                   : 0.0f;
+                }
 #pragma unroll
             for (int r = 0; r < kRounds; r++) {
                 if (m0 + r * R >= p.m) break; /* the tile's rows past M (uniform over the block) */
@@ -686,6 +736,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                                 y0 = y0 * sc[i][h];
                                 y1 = y1 * sc[i][h];
                             }
+                            if (wt_is_fp4(WT))
+                                wo_fp4_epilogue<IS_BF16>(y0, y1, gs, p.bias != nullptr, bi[i][h], bi[i][h]);
                             v[e] = qv_h2<IS_BF16>::pack(y0, y1);
                         }
                         const int mat_l = q + (lane >> 3);
@@ -728,6 +780,8 @@ __global__ void __launch_bounds__(kThreads, 1)
             for (int h = 0; h < 2; h++) {
                 const int col = (c0 + chunk_l) * 64 + 16 * (q0 + i) + 8 * h + gq;
                 const float s = GROUPED ? 1.0f : epilogue_scale(p, col);
+                const float b =
+                    wt_is_fp4(WT) && p.bias ? load_scale(p.bias, single_perm_index(col), p.bias_fmt) : 0.0f;
 #pragma unroll
                 for (int j = 0; j < C::bx / 8; j++) {
                     float y0 = acc[i][4 * j + 2 * h], y1 = acc[i][4 * j + 2 * h + 1];
@@ -735,6 +789,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                         y0 = y0 * s;
                         y1 = y1 * s;
                     }
+                    /* FP4: two tokens of one column, one bias. */
+                    if (wt_is_fp4(WT)) wo_fp4_epilogue<IS_BF16>(y0, y1, gs, p.bias != nullptr, b, b);
                     const float recv = __shfl_xor_sync(0xFFFFFFFFu, even ? y1 : y0, 4);
                     const int tok = m0 + 8 * j + 2 * tq + (even ? 0 : 1);
                     const int cp = even ? col : col - 1;
@@ -859,9 +915,11 @@ bool covers(const qv_variant *v, int m, int n, int k)
         return false;
     if (m < 1 || n < 64 || n % 64 || k < 16 || k % 16) return false;
     /* Group scales: one group row per stage (g >= 64) or per two k16 tiles
-     * (g = 32, SM_TILE), or a single group; g = 16 (no registry row) takes
-     * the mma kernel. */
-    if (v->scale_layout == QV_SCALE_GROUP && v->g < 32 && v->g != k) return false;
+     * (g = 32, SM_TILE), or a single group; NVFP4's g = 16 one per k16 tile
+     * (SM_TILE16); 16-bit scales of g = 16 (no registry row) take the mma
+     * kernel. The FP4 rows' other terms (check_fp4) qv_launch_wonly checks. */
+    if (v->scale_layout == QV_SCALE_GROUP && v->g < 32 && v->g != k && v->layout != QV_LAYOUT_MARLIN_FP4_NV)
+        return false;
     /* N below 2^24, and the schedule's tile count (at most (m / 16) x
      * (n / 128), over every token tile) within an int. */
     return (n + 255) / 256 <= 65535 && ((int64_t)m + 15) / 16 * (n / 128 + 1) < ((int64_t)1 << 31);
@@ -875,7 +933,7 @@ bool covers(const qv_variant *v, int m, int n, int k)
  *  - the packed weights, k / 16 rows of n / 64 chunks, as 8-byte elements,
  *    boxes of kKs rows x one segment (stage_layout);
  *  - group scales (k / g, n) 16-bit as pairs, boxes of s_rows rows x bn / 2
- *    pairs, and zero points (k / g, n / 8) words, s_rows rows x bn / 8 (only
+ *    pairs (FP4: bytes as words of four, rows x bn / 4), and zero points (k / g, n / 8) words, s_rows rows x bn / 8 (only
  *    with group rows staged, s_rows > 0);
  *  - C (m, n) 16-bit codes, boxes of 64 columns (128 bytes) x epi_rows tokens
  *    with the 128-byte swizzle, for the epilogue's stores (only with C
@@ -897,8 +955,9 @@ qv_status make_maps(wg_maps *mp, const wg_params &p, const void *a)
                        L::seg_bytes / 8, kKs, CU_TENSOR_MAP_SWIZZLE_NONE, "packed weights"));
     if (GROUPED && p.s_rows > 0) {
         const uint64_t groups = (uint64_t)(p.k / 16) >> p.g_shift;
-        QV_TRY(make_map_2d(&mp->s, p.scales, CU_TENSOR_MAP_DATA_TYPE_UINT32, 4, (uint64_t)p.n / 2, groups,
-                           (uint64_t)p.n * 2, C::bn / 2, (uint32_t)p.s_rows, CU_TENSOR_MAP_SWIZZLE_NONE,
+        const int eb = L::s_row / C::bn; /* bytes per scale: 2, FP4 1 */
+        QV_TRY(make_map_2d(&mp->s, p.scales, CU_TENSOR_MAP_DATA_TYPE_UINT32, 4, (uint64_t)p.n * eb / 4, groups,
+                           (uint64_t)p.n * eb, C::bn * eb / 4, (uint32_t)p.s_rows, CU_TENSOR_MAP_SWIZZLE_NONE,
                            "group scales"));
         if (WT == WT_INT4_ZP)
             QV_TRY(make_map_2d(&mp->z, p.zeros, CU_TENSOR_MAP_DATA_TYPE_UINT32, 4, (uint64_t)p.n / 8, groups,
@@ -973,28 +1032,45 @@ qv_status launch_kernel(const wg_params &p, const wg_sched &sc, const void *a, c
     return QV_OK;
 }
 
-/* sm: SM_NONE, SM_ROW or SM_TILE (launch_sm). */
+/* sm: SM_NONE, SM_ROW, SM_TILE or SM_TILE16 (launch_sm); FP4 only in its
+ * one mode (MX: SM_TILE, NV: SM_TILE16), the others not in SM_TILE16. */
 template <bool BF, int TPW, int BX, int SM>
 qv_status launch_wt(int wt, const wg_params &p, const wg_sched &sc, const void *a, cudaStream_t stream)
 {
-    switch (wt) {
-    case WT_INT4: return launch_kernel<WT_INT4, BF, TPW, BX, SM>(p, sc, a, stream);
-    case WT_INT4_ZP:
-        /* Zero points come with group scales only (no row has them otherwise). */
-        if constexpr (SM == SM_NONE)
-            return qv_fail(QV_ERR_UNSUPPORTED, "4-bit weights with zero points need group scales");
-        else
-            return launch_kernel<WT_INT4_ZP, BF, TPW, BX, SM>(p, sc, a, stream);
-    case WT_INT8: return launch_kernel<WT_INT8, BF, TPW, BX, SM>(p, sc, a, stream);
-    default: return launch_kernel<WT_FP8, BF, TPW, BX, SM>(p, sc, a, stream);
+    const char *fp4_only = "wgmma weight-only kernel: FP4 block scales of g = 32 (MX) or 16 (NV) only";
+    if constexpr (SM == SM_TILE16) {
+        if (wt == WT_FP4_NV) return launch_kernel<WT_FP4_NV, BF, TPW, BX, SM>(p, sc, a, stream);
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s", fp4_only);
+    } else {
+        if (wt == WT_FP4_MX) {
+            if constexpr (SM == SM_TILE)
+                return launch_kernel<WT_FP4_MX, BF, TPW, BX, SM>(p, sc, a, stream);
+            else
+                return qv_fail(QV_ERR_UNSUPPORTED, "%s", fp4_only);
+        }
+        switch (wt) {
+        case WT_INT4: return launch_kernel<WT_INT4, BF, TPW, BX, SM>(p, sc, a, stream);
+        case WT_INT4_ZP:
+            /* Zero points come with group scales only (no row has them otherwise). */
+            if constexpr (SM == SM_NONE)
+                return qv_fail(QV_ERR_UNSUPPORTED, "4-bit weights with zero points need group scales");
+            else
+                return launch_kernel<WT_INT4_ZP, BF, TPW, BX, SM>(p, sc, a, stream);
+        case WT_INT8: return launch_kernel<WT_INT8, BF, TPW, BX, SM>(p, sc, a, stream);
+        case WT_FP8: return launch_kernel<WT_FP8, BF, TPW, BX, SM>(p, sc, a, stream);
+        default: return qv_fail(QV_ERR_UNSUPPORTED, "%s", fp4_only);
+        }
     }
 }
 
 /* Group scales take SM_ROW when a stage's 64 k lie in one group (g >= 64,
- * or k == g: one group), SM_TILE for g = 32 (covers). */
+ * or k == g: one group), SM_TILE for g = 32 (covers); FP4 SM_TILE (MX, g =
+ * 32) or SM_TILE16 (NV, g = 16), whatever K (its scales are always staged). */
 template <bool BF, int TPW, int BX>
 qv_status launch_sm(int wt, const wg_params &p, const wg_sched &sc, const void *a, cudaStream_t stream)
 {
+    if (wt == WT_FP4_NV) return launch_wt<BF, TPW, BX, SM_TILE16>(wt, p, sc, a, stream);
+    if (wt == WT_FP4_MX) return launch_wt<BF, TPW, BX, SM_TILE>(wt, p, sc, a, stream);
     if (p.scale_mode != SC_GROUP) return launch_wt<BF, TPW, BX, SM_NONE>(wt, p, sc, a, stream);
     if (p.grp_single || p.g_shift >= 2) return launch_wt<BF, TPW, BX, SM_ROW>(wt, p, sc, a, stream);
     return launch_wt<BF, TPW, BX, SM_TILE>(wt, p, sc, a, stream);
@@ -1085,8 +1161,12 @@ extern "C" qv_status qv_wonly_wg_launch(const qv_variant *v, const qv_gemm_args 
     p.unbias_h2 = v->afmt == QV_FMT_BF16 ? 0x3F803F80u : 0x3C003C00u;
 #endif
     /* Group rows staged per stage: one per group of its kKs k16 tiles (g
-     * = 16 << g_shift), none when k == g (the one row is read directly). */
+     * = 16 << g_shift), none when k == g (the one row is read directly;
+     * FP4 never sets grp_single). */
     p.s_rows = p.scale_mode == SC_GROUP && !p.grp_single ? kKs >> (p.g_shift < 2 ? p.g_shift : 2) : 0;
+    p.gscale = v->s2_layout == QV_SCALE_TENSOR ? (const float *)a->scales2 : NULL;
+    p.bias = v->bias_fmt != QV_FMT_NONE ? a->bias_packed : NULL;
+    p.bias_fmt = v->bias_fmt == QV_FMT_F32 ? SF_F32 : v->bias_fmt == QV_FMT_BF16 ? SF_BF16 : SF_F16;
     const bool bf = v->afmt == QV_FMT_BF16;
     const int wt = weight_type(v);
     switch (pl.tile) {

@@ -36,10 +36,15 @@ static int wo_wg_from(const qv_launch_ctx *c, const qv_route_problem *p)
 }
 
 /* Its grid: N / 256 column blocks within CUDA's grid, and the schedule's
- * tiles ((M / 16) x (N / 128 + 1) at most) within an int. */
+ * tiles ((M / 16) x (N / 128 + 1) at most) within an int; group scales of g
+ * = 16 only as NVFP4's block scales (its 16-bit ones stage a row per two k16
+ * tiles at most; g_min lets g = 16 through to this rule). */
 static int wo_wg_grid(const qv_launch_ctx *c, const qv_route_problem *p)
 {
     (void)c;
+    if (p->v->scale_layout == QV_SCALE_GROUP && p->g < 32 && p->g != p->k &&
+        p->v->layout != QV_LAYOUT_MARLIN_FP4_NV)
+        return 0;
     return (p->n + 255) / 256 <= 65535 && ((int64_t)p->m + 15) / 16 * (p->n / 128 + 1) < ((int64_t)1 << 31);
 }
 
@@ -72,8 +77,7 @@ static int wo_dq_from(const qv_launch_ctx *c, const qv_route_problem *p)
     (QV_ROUTE_BIT(QV_LAYOUT_MARLIN_W4) | QV_ROUTE_BIT(QV_LAYOUT_MARLIN_W4_ZP) |                          \
      QV_ROUTE_BIT(QV_LAYOUT_MARLIN_W8) | QV_ROUTE_BIT(QV_LAYOUT_MARLIN_FP8))
 #define F16_BF16 (QV_ROUTE_BIT(QV_FMT_F16) | QV_ROUTE_BIT(QV_FMT_BF16))
-/* The FP4 layouts: the small-M kernel, dequantize + cuBLAS and the mma
- * kernel (not the wgmma kernel, whose scale staging is 16-bit). */
+/* The FP4 layouts: every weight-only path. */
 #define FP4_LAYOUTS (QV_ROUTE_BIT(QV_LAYOUT_MARLIN_FP4_MX) | QV_ROUTE_BIT(QV_LAYOUT_MARLIN_FP4_NV))
 
 static const qv_route_row kMarlin[] = {
@@ -82,13 +86,13 @@ static const qv_route_row kMarlin[] = {
         .name = "wgmma",
         .kernel = "kernels/wonly_wg.cu",
         .isa = "sm_90a",
-        .layouts = MARLIN_LAYOUTS,
+        .layouts = MARLIN_LAYOUTS | FP4_LAYOUTS,
         .afmts = F16_BF16,
         .scales = QV_ROUTE_BIT(QV_SCALE_TENSOR) | QV_ROUTE_BIT(QV_SCALE_CHANNEL) | QV_ROUTE_BIT(QV_SCALE_GROUP),
-        .g_min = 32,
+        .g_min = 16,
         .n_min = 64, .n_mult = 64, .k_min = 16, .k_mult = 16,
         .rule = wo_wg_grid,
-        .rule_doc = "N/256 <= 65535 and (M/16)(N/128+1) < 2^31 (its grid)",
+        .rule_doc = "g >= 32, g = K or NVFP4; N/256 <= 65535 and (M/16)(N/128+1) < 2^31 (its grid)",
         .m_from = wo_wg_from,
         .m_doc = "M >= wo_wg_min_m; unset, M >= 17, and M >= 9 on layers of at least 2^27 weights (sm_90)",
         .opts_doc = "wo_wg_min_m (QV_OPT_OFF: never; 1: every M); shaped by wo_wg_tile, wo_wg_blocks, "

@@ -38,6 +38,7 @@ static uint64_t g_seed = 20261205;
 /* The options that force each path (the defaults of the others stay). */
 #define WO_WG {.wo_wg_min_m = 1}
 #define WO_SMALL {.wo_wg_min_m = QV_OPT_OFF}
+#define NO_WG {.wo_wg_min_m = QV_OPT_OFF}
 #define WO_DQ {.wo_wg_min_m = QV_OPT_OFF, .wo_small = QV_WO_SMALL_NEVER, .wo_dq_min_m = 1}
 #define WO_MMA {.wo_wg_min_m = QV_OPT_OFF, .wo_small = QV_WO_SMALL_NEVER, .wo_dq_min_m = QV_OPT_OFF}
 /* The small-M kernel in each of its forms: swapped with one or two 64-column
@@ -60,6 +61,7 @@ static const struct op_case {
     qv_launch_opts force; /* what makes it take it */
     int m, n, k;
     qv_probe_kind probe;
+    int c_off4;           /* 1: the output 4 bytes past a 16-byte boundary (gpu_launch_c_off4) */
 } kCases[] = {
     /* Weight-only. N = 192 and 320 end inside a 128- and 256-column tile;
      * K = 384 holds three 128-groups; N = 64, K = 128 is one chunk. */
@@ -86,29 +88,57 @@ static const struct op_case {
     {"marlin-*", "small-m", {.wo_wg_min_m = 9}, 8, 192, 384, EXACT},
     {"marlin-*", "wgmma", {.wo_wg_min_m = 9}, 9, 192, 384, EXACT},
 
-    /* FP4 (the small-M kernel to M = 16, the mma kernel to 63, dequantize +
-     * cuBLAS from 64; never wgmma): K = 16 and 32 are one group, K = 416 ends
-     * inside a pipeline or ring stage, K = 4096 at M = 1 splits K; the probes
-     * at the values the Marlin FP4 preparation treats apart (probe.h). The
-     * mma kernel below M = 17 only when the options force it. */
+    /* FP4 (the small-M kernel to M = 16, wgmma from 17; with wgmma off, the
+     * mma kernel to 63 and dequantize + cuBLAS from 64): K = 16 and 32 are
+     * one group, K = 416 ends inside a pipeline or ring stage, K = 4096 at
+     * M = 1 splits K; the probes at the values the Marlin FP4 preparation
+     * treats apart (probe.h). The mma kernel below M = 17 only when the
+     * options force it. */
     {"marlin-*fp4*", "mma", WO_MMA, 1, 64, 32, EXACT},
     {"marlin-*fp4*", "mma", WO_MMA, 1, 64, 4096, EXACT},
     {"marlin-*fp4*", "mma", WO_MMA, 16, 192, 416, QV_PROBE_FP4_CODES},
-    {"marlin-*fp4*", "mma", DEFAULTS, 17, 320, 416, QV_PROBE_FP4_SCALE_ENDS},
-    {"marlin-*fp4*", "mma", DEFAULTS, 63, 256, 512, RANDOM},
+    {"marlin-*fp4*", "mma", NO_WG, 17, 320, 416, QV_PROBE_FP4_SCALE_ENDS},
+    {"marlin-*fp4*", "mma", NO_WG, 63, 256, 512, RANDOM},
     {"marlin-*fp4*", "mma", WO_MMA, 129, 192, 384, RANDOM},
-    {"marlin-*fp4*", "dq-cublas", DEFAULTS, 64, 256, 512, EXACT},
-    {"marlin-*fp4*", "dq-cublas", DEFAULTS, 65, 320, 416, QV_PROBE_FP4_SCALE_ENDS},
+    {"marlin-*fp4*", "dq-cublas", NO_WG, 64, 256, 512, EXACT},
+    {"marlin-*fp4*", "dq-cublas", NO_WG, 65, 320, 416, QV_PROBE_FP4_SCALE_ENDS},
     {"marlin-*fp4*", "dq-cublas", WO_DQ, 2, 192, 384, QV_PROBE_FP4_CODES},
     {"marlin-nvfp4*", "mma", WO_MMA, 3, 64, 16, QV_PROBE_FP4_GLOBAL_ONE},
-    {"marlin-nvfp4*", "mma", DEFAULTS, 33, 192, 384, QV_PROBE_FP4_GLOBAL_TINY},
+    {"marlin-nvfp4*", "mma", NO_WG, 33, 192, 384, QV_PROBE_FP4_GLOBAL_TINY},
     {"marlin-nvfp4*", "mma", WO_MMA, 8, 320, 416, QV_PROBE_FP4_GLOBAL_HUGE},
-    {"marlin-nvfp4*", "dq-cublas", DEFAULTS, 64, 192, 384, QV_PROBE_FP4_GLOBAL_ONE},
-    {"marlin-nvfp4*", "dq-cublas", DEFAULTS, 100, 192, 384, QV_PROBE_FP4_GLOBAL_TINY},
-    {"marlin-nvfp4*", "dq-cublas", DEFAULTS, 64, 320, 416, QV_PROBE_FP4_GLOBAL_HUGE},
+    {"marlin-nvfp4*", "dq-cublas", NO_WG, 64, 192, 384, QV_PROBE_FP4_GLOBAL_ONE},
+    {"marlin-nvfp4*", "dq-cublas", NO_WG, 100, 192, 384, QV_PROBE_FP4_GLOBAL_TINY},
+    {"marlin-nvfp4*", "dq-cublas", NO_WG, 64, 320, 416, QV_PROBE_FP4_GLOBAL_HUGE},
     {"marlin-*fp4*-bias-*", "mma", WO_MMA, 5, 192, 384, QV_PROBE_WITNESS_BIAS},
-    {"marlin-*fp4*-bias-*", "mma", DEFAULTS, 17, 192, 384, QV_PROBE_WITNESS_BIAS},
-    {"marlin-*fp4*-bias-*", "dq-cublas", DEFAULTS, 64, 192, 384, QV_PROBE_WITNESS_BIAS},
+    {"marlin-*fp4*-bias-*", "mma", NO_WG, 17, 192, 384, QV_PROBE_WITNESS_BIAS},
+    {"marlin-*fp4*-bias-*", "dq-cublas", NO_WG, 64, 192, 384, QV_PROBE_WITNESS_BIAS},
+    /* FP4 on the wgmma kernel: every tile (its columns x tokens, TPW 1, 2
+     * and 4 m64 tiles per warp, 16 to 256 tokens), the stream-K tail (a
+     * tile's K shared by blocks, fp32 parts summed in order) and its
+     * absence, C only 4-byte aligned (the direct-store epilogue), K = 16 and
+     * 32 (one group: the scales are still staged), K ending inside a stage;
+     * the probes at the FP4 edges. */
+    {"marlin-*fp4*", "wgmma", DEFAULTS, 17, 320, 416, QV_PROBE_FP4_SCALE_ENDS},
+    {"marlin-*fp4*", "wgmma", DEFAULTS, 64, 256, 512, EXACT},
+    {"marlin-*fp4*", "wgmma", DEFAULTS, 1024, 1088, 416, RANDOM},
+    {"marlin-*fp4*", "wgmma", WO_WG, 1, 64, 32, EXACT},
+    {"marlin-*fp4*", "wgmma", WO_WG, 3, 64, 16, QV_PROBE_FP4_CODES},
+    {"marlin-*fp4*", "wgmma", {.wo_wg_min_m = 1, .wo_wg_tile = QV_WG_TILE_128X256}, 300, 192, 416, RANDOM},
+    {"marlin-*fp4*", "wgmma", {.wo_wg_min_m = 1, .wo_wg_tile = QV_WG_TILE_256X128}, 129, 320, 384, QV_PROBE_FP4_CODES},
+    {"marlin-*fp4*", "wgmma", {.wo_wg_min_m = 1, .wo_wg_tile = QV_WG_TILE_512X64}, 65, 1088, 416, QV_PROBE_FP4_SCALE_ENDS},
+    {"marlin-*fp4*", "wgmma", {.wo_wg_min_m = 1, .wo_wg_tile = QV_WG_TILE_512X16}, 16, 576, 4096, EXACT},
+    {"marlin-*fp4*", "wgmma", {.wo_wg_min_m = 1, .wo_wg_tile = QV_WG_TILE_128X32}, 33, 192, 1024, RANDOM},
+    {"marlin-*fp4*", "wgmma", {.wo_wg_min_m = 1, .wo_wg_tile = QV_WG_TILE_128X16, .wo_wg_blocks = 7}, 16, 256, 4096,
+     QV_PROBE_FP4_CODES},
+    {"marlin-*fp4*", "wgmma", {.wo_wg_min_m = 1, .wo_wg_streamk = QV_OPT_OFF}, 100, 320, 1024, EXACT},
+    {"marlin-nvfp4*", "wgmma", WO_WG, 17, 64, 16, QV_PROBE_FP4_GLOBAL_ONE},
+    {"marlin-nvfp4*", "wgmma", WO_WG, 64, 192, 384, QV_PROBE_FP4_GLOBAL_TINY},
+    {"marlin-nvfp4*", "wgmma", WO_WG, 129, 320, 416, QV_PROBE_FP4_GLOBAL_HUGE},
+    {"marlin-*fp4*-bias-*", "wgmma", WO_WG, 9, 192, 384, QV_PROBE_WITNESS_BIAS},
+    {"marlin-*fp4*-bias-*", "wgmma", DEFAULTS, 257, 320, 1024, QV_PROBE_WITNESS_BIAS},
+    {"marlin-*fp4*", "wgmma", WO_WG, 70, 320, 416, QV_PROBE_FP4_SCALE_ENDS, 1},
+    {"marlin-*fp4*-bias-*", "wgmma", WO_WG, 33, 192, 384, QV_PROBE_WITNESS_BIAS, 1},
+    {"marlin-nvfp4*", "wgmma", WO_WG, 129, 192, 416, QV_PROBE_FP4_GLOBAL_HUGE, 1},
     /* FP4 on the small-M kernel, in each form at M = 1, 5, 8 (swapped, one
      * and two chunks per warp) and 1, 5, 8, 9, 16 (m16), every FP4 row (bias
      * on and off, f16 and bf16). N = 192 and 320 leave warps of a block
@@ -287,7 +317,7 @@ START_TEST(case_on_device)
         void *out = malloc((size_t)qv_problem_out_bytes(&p));
         ck_assert_ptr_nonnull(out);
         const long long before = qv_route_runs(want);
-        gpu_run_twice(&p, &opts, out, label, c->path);
+        gpu_run_twice_with(&p, c->c_off4 ? gpu_launch_c_off4 : NULL, &opts, out, label, c->path);
         ck_assert_msg(qv_route_runs(want) == before + 2, "%s: path %s ran %lld of the 2 launches", label, c->path,
                       qv_route_runs(want) - before);
         failed += !gpu_verdict(&p, c->probe, out, label, c->path);
@@ -295,8 +325,8 @@ START_TEST(case_on_device)
         qv_problem_destroy(&p);
         rows++;
     }
-    printf("case %d: %s on %s, m=%d n=%d k=%d %s: %d rows, %d failed\n", _i, c->rows, c->path, c->m, c->n, c->k,
-           qv_probe_name(c->probe), rows, failed);
+    printf("case %d: %s on %s, m=%d n=%d k=%d %s%s: %d rows, %d failed\n", _i, c->rows, c->path, c->m, c->n, c->k,
+           qv_probe_name(c->probe), c->c_off4 ? ", C 4 bytes off" : "", rows, failed);
     ck_assert_msg(failed == 0, "case %d: %d rows failed their verdict (see stderr)", _i, failed);
 }
 END_TEST

@@ -3,8 +3,8 @@
  * value to; every case's launch options are data (qv_launch_opts).
  *
  * Witnesses, none of them the kernel's own output:
- *  - every registry row of family "marlin" but the FP4 ones (which the
- *    wgmma path does not take) over M in {1, 63, 64, 65, 200, 1024}, N in
+ *  - every registry row of family "marlin" but the FP4 ones (whose codes
+ *    the fills here do not make; t_gpu_ops runs them on this kernel) over M in {1, 63, 64, 65, 200, 1024}, N in
  *    {64, 192, 576, 4096} (one 64-column chunk, a partial warpgroup, one
  *    chunk past a block of 512 or 256 columns, a real width) and K on the
  *    k16 tile or the group, past the 64-row stage (K = 48, 3g) and long
@@ -64,9 +64,9 @@ static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
 static int g_rows[64];
 static int g_nrows;
 
-/* Every marlin row the wgmma kernel covers (not the FP4 rows:
- * src/gpu_routes.c; nor do the fills of tests/support/wonly.c make their
- * codes), or those QVET_WG_ROWS (an fnmatch pattern) names: the sanitizer
+/* Every marlin row the wgmma kernel covers but the FP4 rows (the fills of
+ * tests/support/wonly.c do not make their codes; t_gpu_ops's FP4 cases run
+ * them on this kernel), or those QVET_WG_ROWS (an fnmatch pattern) names: the sanitizer
  * passes run one or two rows. */
 static int keep_row(const qv_variant *v)
 {

@@ -38,19 +38,18 @@ static int is_group(const qv_variant *v)
     return v->scale_layout == QV_SCALE_GROUP || v->scale_layout == QV_SCALE_GROUP_CHANNEL;
 }
 
-/* The FP4 rows (e2m1 weights) run on the small-M kernel, dequantize +
- * cuBLAS and the mma kernel, never on the wgmma kernel. */
+/* The FP4 rows (e2m1 weights): MXFP4 has g = 32, NVFP4 g = 16. */
 static int is_fp4(const qv_variant *v) { return v->wfmt == QV_FMT_E2M1; }
 
 /* Weight-only wgmma: wo_wg_min_m; unset, 17, and 9 on layers of at least
- * 2^27 weights. Every Marlin row but group size 16 (g >= 32 or one group)
- * and FP4, N on 64 columns, K on 16. */
+ * 2^27 weights. Every Marlin row but 16-bit group scales of g = 16 (g >= 32
+ * or one group; NVFP4's g = 16 byte scales included), N on 64 columns, K on
+ * 16. */
 static int want_wo_wg(const qv_variant *v, int m, int n, int k, const qv_launch_opts *o)
 {
-    if (is_fp4(v)) return 0;
     const int dflt = (int64_t)n * k >= ((int64_t)1 << 27) ? 9 : 17;
     if (!reaches(m, o->wo_wg_min_m, dflt)) return 0;
-    if (n % 64 || k % 16 || (is_group(v) && v->g < 32 && v->g != k)) return 0;
+    if (n % 64 || k % 16 || (is_group(v) && v->g < 32 && v->g != k && !is_fp4(v))) return 0;
     return 1;
 }
 
