@@ -564,7 +564,16 @@ __global__ void __launch_bounds__(kThreads, 1)
                 auto k16 = [&](int u) {
                     if constexpr (SM == SM_TILE)
                         if (u % 2 == 0) use_row(u / 2);
+#ifdef QV_MUTANT_gpu_wg_fp4_scale_stale
+                    /* Mutant (class 23, CUTLASS #3596, #3615): NVFP4's block
+                     * scales made into registers only before every other k16
+                     * tile, so tiles 1 and 3 of a stage keep the scales of
+                     * the tile before them (another group). */
+                    if constexpr (SM == SM_TILE16)
+                        if (u % 2 == 0) use_row(u);
+#else
                     if constexpr (SM == SM_TILE16) use_row(u);
+#endif
                     if constexpr (!kAllRows) load_row(u, bw[0]);
                     uint32_t af[TPW][4];
                     dequant_tile<WT, IS_BF16, TPW, GROUPED>(bw[kAllRows ? u : 0], g, sym, af);

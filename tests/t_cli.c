@@ -81,10 +81,10 @@ START_TEST(test_list_paths)
     }
     ck_assert_ptr_nonnull(strstr(r.out, "    qqq-w4a8-ch                  wgmma cublaslt-i8 mma\n"));
     run_free(&r);
-    /* the FP4 rows: every weight-only path but the wgmma kernel */
+    /* the FP4 rows: every weight-only path */
     r = qvet_run((const char *[]){"list", "--paths", "marlin-nvfp4a16-g16-f16", NULL});
     ck_assert_int_eq(r.rc, 0);
-    ck_assert_ptr_nonnull(strstr(r.out, "    marlin-nvfp4a16-g16-f16      small-m dq-cublas mma\n"));
+    ck_assert_ptr_nonnull(strstr(r.out, "    marlin-nvfp4a16-g16-f16      wgmma small-m dq-cublas mma\n"));
     ck_assert_ptr_null(strstr(r.out, "rows without a GPU kernel"));
     run_free(&r);
     qvet_expect((const char *[]){"list", "--paths", "--json", NULL}, 2,

@@ -165,10 +165,10 @@ END_TEST
 
 /* Their GPU kernels: both backends take every row, the whole registry's
  * GPU candidates include them, each reaches the weight-only launcher, whose
- * route table gives them the small-M kernel (M <= 16), the mma kernel
- * (M = 17-63) and dequantize + cuBLAS (from M = 64), never the wgmma
- * kernel; a
- * launch refuses an illegal shape (N off 64 columns, K off the group) and
+ * route table gives them the small-M kernel (M <= 16, M <= 8 on layers of
+ * 2^27 weights or more) and the wgmma kernel above, and with the wgmma
+ * kernel off the mma kernel (M = 17-63) and dequantize + cuBLAS (from
+ * M = 64); a launch refuses an illegal shape (N off 64 columns, K off the group) and
  * missing buffers (the NV global scale, the packed bias) with a status and
  * a message, before any CUDA call. */
 START_TEST(gpu_takes_them)
@@ -195,13 +195,24 @@ START_TEST(gpu_takes_them)
         qv_wo_path path;
         ck_assert_int_eq(qv_wonly_route(v, 1, 4096, 4096, &h200, &path), QV_OK);
         ck_assert_int_eq(path, QV_WO_PATH_SMALL);
-        ck_assert_int_eq(qv_wonly_route(v, 16, 8192, 28672, &h200, &path), QV_OK);
+        /* M = 9-16 on a layer of 2^27 weights or more: the wgmma kernel,
+         * as for the int4 rows (docs/kernel-paths.md). */
+        ck_assert_int_eq(qv_wonly_route(v, 16, 4096, 4096, &h200, &path), QV_OK);
         ck_assert_int_eq(path, QV_WO_PATH_SMALL);
+        ck_assert_int_eq(qv_wonly_route(v, 8, 8192, 28672, &h200, &path), QV_OK);
+        ck_assert_int_eq(path, QV_WO_PATH_SMALL);
+        ck_assert_int_eq(qv_wonly_route(v, 9, 8192, 28672, &h200, &path), QV_OK);
+        ck_assert_int_eq(path, QV_WO_PATH_WG);
         ck_assert_int_eq(qv_wonly_route(v, 17, 4096, 4096, &h200, &path), QV_OK);
-        ck_assert_int_eq(path, QV_WO_PATH_MMA);
-        ck_assert_int_eq(qv_wonly_route(v, 63, 8192, 28672, &h200, &path), QV_OK);
-        ck_assert_int_eq(path, QV_WO_PATH_MMA);
+        ck_assert_int_eq(path, QV_WO_PATH_WG);
         ck_assert_int_eq(qv_wonly_route(v, 1024, 4096, 4096, &h200, &path), QV_OK);
+        ck_assert_int_eq(path, QV_WO_PATH_WG);
+        /* With the wgmma kernel off: the mma kernel to M = 63, dequantize +
+         * cuBLAS from 64. */
+        const qv_launch_opts no_wg = {.sms = 132, .arch = 90, .wo_wg_min_m = QV_OPT_OFF};
+        ck_assert_int_eq(qv_wonly_route(v, 63, 8192, 28672, &no_wg, &path), QV_OK);
+        ck_assert_int_eq(path, QV_WO_PATH_MMA);
+        ck_assert_int_eq(qv_wonly_route(v, 64, 4096, 4096, &no_wg, &path), QV_OK);
         ck_assert_int_eq(path, QV_WO_PATH_DQ);
         qv_gemm_args args;
         memset(&args, 0, sizeof args);
