@@ -3,8 +3,8 @@
  * value to; every case's launch options are data (qv_launch_opts).
  *
  * Witnesses, none of them the kernel's own output:
- *  - every registry row of family "marlin" but the FP4 ones (whose codes
- *    the fills here do not make; t_gpu_ops runs them on this kernel) over M in {1, 63, 64, 65, 200, 1024}, N in
+ *  - every registry row of family "marlin" (FP4 with its global scale and
+ *    bias, tests/support/wonly.c) over M in {1, 63, 64, 65, 200, 1024}, N in
  *    {64, 192, 576, 4096} (one 64-column chunk, a partial warpgroup, one
  *    chunk past a block of 512 or 256 columns, a real width) and K on the
  *    k16 tile or the group, past the 64-row stage (K = 48, 3g) and long
@@ -64,15 +64,14 @@ static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
 static int g_rows[64];
 static int g_nrows;
 
-/* Every marlin row the wgmma kernel covers but the FP4 rows (the fills of
- * tests/support/wonly.c do not make their codes; t_gpu_ops's FP4 cases run
- * them on this kernel), or those QVET_WG_ROWS (an fnmatch pattern) names: the sanitizer
- * passes run one or two rows. */
+/* Every marlin row (the wgmma kernel covers them all), or those
+ * QVET_WG_ROWS (an fnmatch pattern) names: the sanitizer passes run one or
+ * two rows. */
 static int keep_row(const qv_variant *v)
 {
     const char *pat = getenv("QVET_WG_ROWS");
     if (pat && *pat && fnmatch(pat, v->name, 0) != 0) return 0;
-    return !strcmp(v->family, "marlin") && v->wfmt != QV_FMT_E2M1;
+    return !strcmp(v->family, "marlin");
 }
 
 /* ---- one case ----------------------------------------------------------------- */
@@ -352,6 +351,26 @@ START_TEST(rows_take_wgmma)
 }
 END_TEST
 
+/* Without a device too: wonly_fill fills every row of the suite (FP4's codes,
+ * block scales, global scale and bias included) in each probe and regime,
+ * and the packer takes the result. */
+START_TEST(rows_fillable)
+{
+    const qv_variant *v = qv_registry_get(g_rows[_i]);
+    qv_problem p;
+    ck_assert_msg(qv_problem_create(&p, v, 3, 192, k_for(v, 1)) == QV_OK, "%s: %s", v->name, qv_errmsg());
+    for (int probe = 0; probe < PROBE_COUNT; probe++)
+        for (int regime = 0; regime < REG_COUNT; regime++) {
+            wonly_fill(&p, probe, regime, g_seed, (uint64_t)_i);
+            qv_packed pk;
+            ck_assert_msg(qv_pack(&p, &pk) == QV_OK, "%s %s %s: %s", v->name, wonly_probe_names[probe],
+                          wonly_regime_names[regime], qv_errmsg());
+            qv_packed_destroy(&pk);
+        }
+    qv_problem_destroy(&p);
+}
+END_TEST
+
 START_TEST(switch_and_refusals)
 {
     const qv_variant *w4 = qv_variant_find("marlin-w4a16-g128-f16");
@@ -466,6 +485,7 @@ static Suite *wg_suite(int gpu, int quick)
     Suite *s = gpu_suite_create("gpu_wg", gpu, g_seed, g_nrows, &tc);
     tcase_add_test(tc, switch_and_refusals);
     tcase_add_loop_test(tc, rows_take_wgmma, 0, g_nrows);
+    tcase_add_loop_test(tc, rows_fillable, 0, g_nrows);
     if (gpu) tcase_add_loop_test(tc, direct_store_epilogue, 0, g_nrows);
     if (gpu && quick)
         tcase_add_loop_test(tc, registry_quick, 0, g_nrows);

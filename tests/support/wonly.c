@@ -37,14 +37,20 @@ static uint8_t e4m3_random(uint64_t seed, uint64_t s, uint64_t i)
     return (c & 0x7F) == 0x7F ? (uint8_t)(c - 1) : c;
 }
 
-/* Element i of buf, a scale array of format f (f32, else 16-bit codes). */
+/* Element i of buf, a scale array of format f (f32, one-byte codes for
+ * E8M0 / UE4M3, else 16-bit codes). */
 static void put(qv_fmt f, void *buf, int64_t i, double x)
 {
     if (f == QV_FMT_F32)
         ((float *)buf)[i] = (float)x;
+    else if (qv_fmt_storage_bytes(f) == 1)
+        ((uint8_t *)buf)[i] = (uint8_t)enc(f, x);
     else
         ((uint16_t *)buf)[i] = (uint16_t)enc(f, x);
 }
+
+/* x rounded to format f and decoded (a value f holds exactly). */
+static double held(qv_fmt f, double x) { return qv_decode(f, enc(f, x)); }
 
 /* Scale exponent window [lo, hi] for the row, probe and regime. Exact probes
  * keep 4 bits of spread so that every partial sum stays exact in fp32 (4 bits
@@ -66,7 +72,7 @@ void wonly_fill(qv_problem *p, int probe, int regime, uint64_t seed, uint64_t id
     const qv_variant *v = p->v;
     const int64_t m = p->m, n = p->n, k = p->k;
     /* 16 streams per case: activations 1 and 7, weights 2, scales 3, zero
-     * points 4, the act_order permutation 5. */
+     * points 4, the act_order permutation 5, FP4's global scale and bias 6. */
     const uint64_t s = idx * 16;
 
     /* Activations: small integers, one-hot rows, or signed log-uniform values. */
@@ -83,11 +89,14 @@ void wonly_fill(qv_problem *p, int probe, int regime, uint64_t seed, uint64_t id
             ((uint16_t *)p->a)[e] = (uint16_t)enc(v->afmt, x);
         }
 
-    /* Weights: full code range; exact e4m3 probes use small integers. */
+    /* Weights: full code range (e2m1: every code, -0 included; all of them
+     * multiples of 1/2 up to 6, exact in the exact probes' sums); exact e4m3
+     * probes use small integers. */
     for (int64_t e = 0; e < k * n; e++) {
         switch (v->wfmt) {
         case QV_FMT_U4: ((uint8_t *)p->q)[e] = (uint8_t)rnd_int(seed, s + 2, (uint64_t)e, 0, 15); break;
         case QV_FMT_U8: ((uint8_t *)p->q)[e] = (uint8_t)rnd_int(seed, s + 2, (uint64_t)e, 0, 255); break;
+        case QV_FMT_E2M1: ((uint8_t *)p->q)[e] = (uint8_t)rnd_int(seed, s + 2, (uint64_t)e, 0, 15); break;
         case QV_FMT_E4M3:
             ((uint8_t *)p->q)[e] = probe == PROBE_EXACT
                                        ? (uint8_t)enc(QV_FMT_E4M3, (double)rnd_int(seed, s + 2, (uint64_t)e, -4, 4))
@@ -116,6 +125,23 @@ void wonly_fill(qv_problem *p, int probe, int regime, uint64_t seed, uint64_t id
             put(v->sfmt, p->scales, e, x);
         }
     }
+    /* FP4: NVFP4's global scale (a power of two in the exact probes, so that
+     * y G stays exact; log-uniform over 2^-8..2^8 in the random one) and the
+     * bias (small integers, or signed log-uniform values held by its format),
+     * stream 6. */
+    if (p->scales2)
+        for (int64_t e = 0; e < qv_problem_scale2_count(p); e++)
+            p->scales2[e] = (float)(probe == PROBE_RANDOM
+                                        ? held(v->s2fmt, exp2(-8.0 + 16.0 * test_rnd_unit(seed, s + 6, (uint64_t)e)))
+                                        : ldexp(1.0, (int)rnd_int(seed, s + 6, (uint64_t)e, -3, 3)));
+    if (p->bias)
+        for (int64_t j = 0; j < n; j++) {
+            const uint64_t e = (uint64_t)(2 * j);
+            p->bias[j] = (float)(probe == PROBE_RANDOM
+                                     ? held(v->bias_fmt, (test_rnd(seed, s + 6, e) & 1 ? -1 : 1) *
+                                                             exp2(-4.0 + 8.0 * test_rnd_unit(seed, s + 6, e + 1)))
+                                     : (double)rnd_int(seed, s + 6, e, -8, 7));
+        }
     if (p->zeros) {
         const int64_t cnt = (k / p->g) * n;
         for (int64_t e = 0; e < cnt; e++) p->zeros[e] = (uint8_t)rnd_int(seed, s + 4, (uint64_t)e, 0, 15);
