@@ -29,7 +29,8 @@
  * warpgroups, each the A operand of half the tile's columns: per k32 step
  * they read their lanes' words of two k16 rows, make the int8 fragments and
  * issue the wgmma, two groups in flight, releasing a stage once the groups
- * that read it have completed. */
+ * that read it have completed. A tile ends in wg_epilogue.cuh (stream-K sum,
+ * staged or direct stores) with this file's arithmetic (qwg_epi). */
 #include <atomic>
 
 #include <cuda.h>
@@ -44,6 +45,7 @@
 #include "qqq_wg.cuh"
 #include "internal/gpu.h"
 #include "wg_common.cuh"
+#include "wg_epilogue.cuh"
 
 namespace {
 
@@ -53,34 +55,16 @@ constexpr int kChunkBytes = 512; /* one k16 x 64-column tile of packed nibbles: 
 
 std::atomic<long long> g_runs(0);
 
-/* Shared-memory byte layout: the ring's barriers in a 1024-byte header, then
- * the stages. A stage holds the activations (bx rows of 128 bytes, on a
- * swizzle atom), then its kKs k16 rows of the block's packed weights cut into
- * segments of at most 2 KiB (byte b of k16 row u at (b / seg_bytes) kKs
- * seg_bytes + u seg_bytes + b % seg_bytes, one tensor-map box per segment),
- * then, per group, the stage's group row of bn fp16 scales. After the ring,
- * the epilogue's staging area (wg_common.cuh, wg_epi_area). */
-template <int TPW, int BX, bool GROUP> struct q_layout {
-    using C = tile_cfg<TPW, BX>;
-    static constexpr int a_bytes = C::bx * 128;
-    static constexpr int row_bytes = C::chunks * kChunkBytes;
-    using G = wg_segments<row_bytes, kChunkBytes>;
-    static constexpr int seg_bytes = G::seg_bytes;
-    static constexpr int n_seg = G::n_seg;
-    static constexpr int w_bytes = kKs * row_bytes;
-    static constexpr int s_bytes = GROUP ? C::bn * 2 : 0;
-    static constexpr int a_off = 0;
-    static constexpr int w_off = a_off + a_bytes;
-    static constexpr int s_off = w_off + w_bytes;
-    using E = wg_epi_area<C>;
-    static constexpr int epi_rows = E::rows;
-    static constexpr int epi_chunk_bytes = E::chunk_bytes;
-    using R = wg_ring<s_off + s_bytes, kMaxStages, E::bytes>;
-    static constexpr int bytes = R::bytes;
-    static constexpr int header = R::header;
-    static constexpr int stages = R::stages;
-    static constexpr int epi_off = R::extra_off;
-    static constexpr int total = R::total;
+/* Shared-memory byte layout (wg_layout): the ring's barriers in a 1024-byte
+ * header, then the stages, each the activations (bx rows of 128 bytes), its
+ * kKs k16 rows of the block's packed weights in segments, then, per group,
+ * the stage's group row of bn fp16 scales (s_bytes at s_off); after the
+ * ring, the epilogue's staging area. */
+template <int TPW, int BX, bool GROUP, int S_BYTES = GROUP ? tile_cfg<TPW, BX>::bn * 2 : 0>
+struct q_layout : wg_layout<tile_cfg<TPW, BX>, kKs, kChunkBytes, S_BYTES, kMaxStages> {
+    static constexpr int s_bytes = S_BYTES;
+    static constexpr int s_off = q_layout::tail_off;
+    static_assert(s_off % 16 == 0, "the scales' copy lands on 16 bytes");
 };
 
 struct qwg_params {
@@ -148,6 +132,78 @@ __device__ __forceinline__ void qqq_frags(const uint32_t *w0, const uint32_t *w1
     }
 }
 
+/* This kernel's part of the epilogue (wg_epilogue.cuh): int32 accumulators,
+ * D = fp16_rne((float(acc) * s_w) * s_tok), each product RN, then RNE to
+ * fp16 (aq_scale_out, aq_round_f16x2, aq_store_f16x2: the mma kernel's own
+ * sequence), with the fp32 channel scales s_w (per group, the second-level
+ * ones) in the 32-column permutation (aq_perm32_pos). */
+template <bool GROUP> struct qwg_epi {
+    using acc_t = int;
+    struct col_t {
+        float s0, s1; /* columns cp and cp + 1 */
+    };
+    const aq_params &aq;
+    const float *ws;
+
+    __device__ __forceinline__ explicit qwg_epi(const aq_params &a)
+        : aq(a), ws(GROUP ? a.w_scale2 : static_cast<const float *>(a.w_scale))
+    {
+    }
+#ifdef QV_MUTANT_gpu_qwg_epi_rows_unswizzled
+    /* Mutant (class 3): the staged rows written without the 128-byte swizzle
+     * the store's tensor map reads them with. */
+    static constexpr bool kSwizzled = false;
+#else
+    static constexpr bool kSwizzled = true;
+#endif
+    static constexpr bool kReadWait = true;
+    static __device__ __forceinline__ int parts_summed(int parts)
+    {
+#ifdef QV_MUTANT_gpu_qwg_streamk_first_part_only
+        /* Mutant (class 11): only the first part of a shared tile is summed. */
+        return 1;
+#else
+        return parts;
+#endif
+    }
+    __device__ __forceinline__ float col_scale(bool chunk_ok, int col) const
+    {
+        return chunk_ok ? ws[aq_perm32_pos(col)] : 0.0f;
+    }
+    template <int NB> __device__ __forceinline__ void token_scales(float (&sa)[NB][2], int tok0, int tq) const
+    {
+#pragma unroll
+        for (int jb = 0; jb < NB; jb++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int tok = tok0 + 8 * jb + 2 * tq + e;
+                sa[jb][e] = tok < aq.m ? aq.a_scale[tok] : 0.0f;
+            }
+    }
+    __device__ __forceinline__ uint32_t pack(int a0, int a1, float sw, const float (&sa)[2]) const
+    {
+        const __half2 o = aq_round_f16x2(aq_scale_out(__int2float_rn(a0), sw, sa[0]),
+                                         aq_scale_out(__int2float_rn(a1), sw, sa[1]));
+        return *reinterpret_cast<const uint32_t *>(&o);
+    }
+    /* The direct form exchanges the int32 sums and scales both columns of
+     * the pair with their own s_w. */
+    __device__ __forceinline__ col_t direct_col(int col, bool even) const
+    {
+        const int cp = even ? col : col - 1;
+        return {ws[aq_perm32_pos(cp)], ws[aq_perm32_pos(cp + 1)]};
+    }
+    __device__ __forceinline__ void direct_scale(const col_t &, int &, int &) const {}
+    __device__ __forceinline__ void direct_store(const col_t &s, int tok, int cp, bool even, int y0, int y1,
+                                                 int recv) const
+    {
+        const float sa = aq.a_scale[tok];
+        const int v0 = even ? y0 : recv, v1 = even ? recv : y1;
+        aq_store_f16x2(aq, tok, cp, aq_scale_out(__int2float_rn(v0), s.s0, sa),
+                       aq_scale_out(__int2float_rn(v1), s.s1, sa));
+    }
+};
+
 /* The persistent, warp-specialized kernel (see the file comment). */
 template <int TPW, int BX, bool GROUP>
 __global__ void __launch_bounds__(kThreads, 1)
@@ -158,32 +214,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     using C = tile_cfg<TPW, BX>;
     using L = q_layout<TPW, BX, GROUP>;
     constexpr int S = L::stages;
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    const uint32_t raw_addr = (uint32_t)__cvta_generic_to_shared(smem_raw);
-    const uint32_t pad = (kSwizzleAtom - (raw_addr & (kSwizzleAtom - 1))) & (kSwizzleAtom - 1);
-    unsigned char *smem = smem_raw + pad;
-    const uint32_t smem_addr = raw_addr + pad;
-    const uint32_t full0 = smem_addr, empty0 = smem_addr + 8 * S;
-    unsigned char *ring = smem + L::header;
-    const uint32_t ring_addr = smem_addr + L::header;
-
-    const int tid = threadIdx.x;
-    const int lane = tid & 31;
-    const int warp = tid >> 5;
+    const wg_block<L> b;
     const int m = p.aq.m, n = p.aq.n;
     const int n_chunks = n / 64;
     const int kt_total = p.aq.k / 16;
-    const int n_steps = sc.n_steps;
     const int tiles_m = sc.tiles_m;
-
-    if (tid == 0) {
-        for (int s = 0; s < S; s++) {
-            mbar_init(full0 + 8 * s, 1);
-            mbar_init(empty0 + 8 * s, 32 * kConsumerWarps);
-        }
-        mbar_fence_init();
-    }
-    __syncthreads();
+    b.init_ring();
     /* Programmatic dependent launch (launch_kernel): this grid may start
      * while the kernel before it in the stream (in a W4A8 layer, the
      * activation quantizer, which allows dependents as soon as its blocks
@@ -191,13 +227,13 @@ __global__ void __launch_bounds__(kThreads, 1)
      * before that kernel has finished and its writes are visible. */
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
 
-    if (warp >= kConsumerWarps) {
+    if (b.warp >= kConsumerWarps) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-        if (warp != kConsumerWarps || lane != 0) return;
+        if (b.warp != kConsumerWarps || b.lane != 0) return;
         /* Every stage announces the same bytes: the copies write whole boxes,
          * zeros past M, N and K included. */
         constexpr uint32_t tx = L::a_bytes + L::w_bytes + L::s_bytes;
-        uint32_t slot = 0, phase = 0;
+        wg_ring_pos<S> pos;
         for (wg_pieces pc(sc, blockIdx.x); pc.next(sc);) {
             const int m0 = pc.tile % tiles_m * C::bx;
             const int c0 = pc.tile / tiles_m * C::chunks;
@@ -208,16 +244,9 @@ __global__ void __launch_bounds__(kThreads, 1)
             int grp = GROUP ? pc.s0 / p.g_steps : 0, grp_left = GROUP ? p.g_steps - (pc.s0 - grp * p.g_steps) : 0;
 #pragma unroll 1
             for (int step = pc.s0; step < pc.s1; step++) {
-                mbar_wait(empty0 + 8 * slot, phase ^ 1);
-                const uint32_t st = ring_addr + slot * L::bytes, bar = full0 + 8 * slot;
-                mbar_arrive_tx(bar, tx);
-                tma_load_2d(st + L::a_off, &a_map, step * 128, m0, bar);
-#pragma unroll
-                for (int j = 0; j < L::n_seg; j++)
-                    tma_load_2d(st + L::w_off + j * kKs * L::seg_bytes, &w_map, w_x + j * (L::seg_bytes / 8),
-                                step * kKs, bar);
+                const wg_stage_at at = wg_stage_in<L, kKs>(b, pos, tx, &a_map, &w_map, step, m0, w_x);
                 if constexpr (GROUP) {
-                    tma_load_2d(st + L::s_off, &s_map, s_x, grp, bar);
+                    tma_load_2d(at.st + L::s_off, &s_map, s_x, grp, at.bar);
 #ifdef QV_MUTANT_gpu_qwg_group_row_stale
                     /* Mutant (class 18): every stage of a piece reads its first stage's group row. */
                     (void)grp_left;
@@ -225,54 +254,35 @@ __global__ void __launch_bounds__(kThreads, 1)
                     if (--grp_left == 0) grp++, grp_left = p.g_steps;
 #endif
                 }
-                if (++slot == S) slot = 0, phase ^= 1;
+                pos.advance();
             }
         }
         return;
     }
 
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
-    const int wgi = warp >> 2;
-    const int chunk_l = warp * TPW / 4;     /* this warp's chunk inside the block */
-    const int q0 = warp * TPW % 4;          /* its first word (pair of n8 tiles) of the chunk */
-    const int lane_off = chunk_l * kChunkBytes + lane * 16 + 4 * q0;
+    const wg_consumer<TPW> th(b.tid, b.warp, b.lane);
+    const int lane_off = th.chunk_l * kChunkBytes + b.lane * 16 + 4 * th.q0;
     const int w_lane = lane_off / L::seg_bytes * (kKs * L::seg_bytes) + lane_off % L::seg_bytes;
     /* Its group scales in the staged row: positions 8 (lane/4) + 2 q0 .. of
      * the warp's chunk (scale_perm puts logical column 8 t + j of a chunk at
      * 8 j + t: n8 tile t's scale of column lane/4). */
-    const int s_lane = (chunk_l * 64 + 8 * (lane >> 2) + 2 * q0) * 2;
+    const int s_lane = (th.chunk_l * 64 + 8 * (b.lane >> 2) + 2 * th.q0) * 2;
 
     int acc[TPW][C::bx / 2];
-    uint32_t slot = 0, phase = 0;
-    const int ct = tid;
-    /* Whether this block's part of a shared tile arrived last: one flag per
-     * tail piece (a block has at most two, j = 0 and 1), so that no flag is
-     * written again while a consumer may still read it. */
-    volatile int *last_flags = reinterpret_cast<volatile int *>(smem + 512);
+    wg_ring_reader<S> rd(b.full0, b.empty0);
     for (wg_pieces pc(sc, blockIdx.x); pc.next(sc);) {
-        const int tile = pc.tile;
-        const int m0 = tile % tiles_m * C::bx;
-        const int c0 = tile / tiles_m * C::chunks;
-        const bool wg_active = c0 + TPW * wgi < n_chunks;
-        const bool chunk_ok = c0 + chunk_l < n_chunks;
+        const wg_tile t = wg_tile_at<TPW, BX>(pc.tile, tiles_m, n_chunks, th);
 #pragma unroll
         for (int i = 0; i < TPW; i++)
 #pragma unroll
             for (int r = 0; r < C::bx / 2; r++) acc[i][r] = 0;
-
-        int sk_first = 0, sk_parts = 0, sk_j0 = 0;
-        if (pc.sk_t >= 0 && (pc.s0 > 0 || pc.s1 < n_steps)) {
-            const int u0 = pc.sk_t * n_steps;
-            sk_first = sc.owner(u0);
-            sk_parts = sc.owner(u0 + n_steps - 1) - sk_first + 1;
-            sk_j0 = sc.unit_start(sk_first) < u0 ? 1 : 0;
-        }
-        int pend = -1;
+        const wg_part pt = wg_part_of(sc, pc);
         for (int step = pc.s0; step < pc.s1; step++) {
             const int nk = kt_total - step * kKs < kKs ? kt_total - step * kKs : kKs;
-            mbar_wait(full0 + 8 * slot, phase);
-            const unsigned char *st = ring + slot * L::bytes;
-            if (wg_active) {
+            rd.wait();
+            const unsigned char *st = b.ring + rd.pos.slot * L::bytes;
+            if (t.wg_active) {
                 /* This lane's TPW words of k16 row u (the copy engine wrote
                  * zeros past K and for a chunk past N, so no test): all eight
                  * rows at the start of the stage for one m64 tile per
@@ -325,10 +335,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                      * now all but the latest are done, and (kk = 1) so is every
                      * group of the previous stage. */
                     wg_wait<1>();
-                    if (kk == 1 && pend >= 0) {
-                        mbar_arrive(empty0 + 8 * pend);
-                        pend = -1;
-                    }
+                    if (kk == 1) rd.release_held();
                     wg_fence();
                     /* 32 bytes (k) into each 128-byte row per k32 step. */
                     const uint64_t desc = wg_desc_sw128_from_lo(desc_lo + (uint32_t)(kk * 32 >> 4));
@@ -341,170 +348,19 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
                 for (int kk = 0; kk < kKs / 2; kk++)
                     if (2 * kk < nk) k32(kk);
-                if (pend >= 0) {
-                    wg_wait<0>();
-                    mbar_arrive(empty0 + 8 * pend);
-                }
-                pend = (int)slot;
+                rd.hold();
             } else {
-                mbar_arrive(empty0 + 8 * slot);
+                rd.skip();
             }
-            if (++slot == S) slot = 0, phase ^= 1;
+            rd.pos.advance();
         }
-        wg_wait<0>();
-        if (pend >= 0) mbar_arrive(empty0 + 8 * pend);
-
-        if (sk_parts > 0) {
-            /* A part of a tail tile: its int32 accumulators to its slot; the
-             * last part to arrive adds all of them (exact) and writes the tile. */
-            const int parts = sk_parts;
-            int4 *slot_mine = reinterpret_cast<int4 *>(p.partial + (int64_t)(2 * blockIdx.x + pc.j) * kTileFloats);
-            constexpr int kQ = C::bx / 8;
-#pragma unroll
-            for (int q = 0; q < TPW * kQ; q++)
-                slot_mine[q * 256 + ct] = make_int4(acc[q / kQ][4 * (q % kQ)], acc[q / kQ][4 * (q % kQ) + 1],
-                                                    acc[q / kQ][4 * (q % kQ) + 2], acc[q / kQ][4 * (q % kQ) + 3]);
-            __threadfence();
-            consumers_bar();
-            if (ct == 0) last_flags[pc.j] = atomicAdd(&p.counters[pc.sk_t], 1) == parts - 1;
-            consumers_bar();
-            if (!last_flags[pc.j]) continue;
-            __threadfence();
-            const int4 *src0 = reinterpret_cast<const int4 *>(p.partial) + ct;
-#ifdef QV_MUTANT_gpu_qwg_streamk_first_part_only
-            /* Mutant (class 11): only the first part of a shared tile is summed. */
-            const int n_sum = 1;
-#else
-            const int n_sum = parts;
-#endif
-#pragma unroll 1
-            for (int i = 0; i < n_sum; i++) {
-                const int slot_i = i == 0 ? 2 * sk_first + sk_j0 : 2 * (sk_first + i);
-                const int4 *src = src0 + (int64_t)slot_i * (kTileFloats / 4);
-                if (i == 0) {
-#pragma unroll
-                    for (int q = 0; q < TPW * kQ; q++) {
-                        const int4 v = __ldcg(src + q * 256);
-                        acc[q / kQ][4 * (q % kQ)] = v.x, acc[q / kQ][4 * (q % kQ) + 1] = v.y;
-                        acc[q / kQ][4 * (q % kQ) + 2] = v.z, acc[q / kQ][4 * (q % kQ) + 3] = v.w;
-                    }
-                } else {
-#pragma unroll
-                    for (int q = 0; q < TPW * kQ; q++) {
-                        const int4 v = __ldcg(src + q * 256);
-                        acc[q / kQ][4 * (q % kQ)] += v.x, acc[q / kQ][4 * (q % kQ) + 1] += v.y;
-                        acc[q / kQ][4 * (q % kQ) + 2] += v.z, acc[q / kQ][4 * (q % kQ) + 3] += v.w;
-                    }
-                }
-            }
-            if (ct == 0) p.counters[pc.sk_t] = 0;
-        }
-        const float *ws = GROUP ? p.aq.w_scale2 : static_cast<const float *>(p.aq.w_scale);
-        if (p.c_tma) {
-            /* Epilogue through the staging area, as the weight-only kernel's
-             * (kernels/wonly_wg.cu): rounds of R tokens, each warp's 16 TPW
-             * columns of the round written as transposed 8 x 8 matrices
-             * (stmatrix) on the 128-byte swizzle, one tensor-map store per
-             * chunk issued by one thread of the warpgroup. The values are the
-             * direct form's: (float(acc) * s_w) * s_tok, each product RN, then
-             * RNE to fp16 (aq_scale_out, aq_round_f16x2). */
-            constexpr int R = L::epi_rows, kRounds = C::bx / R, kMats = R / 8 * 2 * TPW;
-            static_assert(kMats % 4 == 0, "whole stmatrix.x4 groups");
-            const uint32_t epi_wg = smem_addr + L::epi_off + TPW * wgi * L::epi_chunk_bytes;
-            const uint32_t epi_warp = smem_addr + L::epi_off + chunk_l * L::epi_chunk_bytes;
-            const bool lead = (ct & 127) == 0;
-            const int gq = lane >> 2, tq = lane & 3;
-            float sw[TPW][2];
-#pragma unroll
-            for (int i = 0; i < TPW; i++)
-#pragma unroll
-                for (int h = 0; h < 2; h++)
-                    sw[i][h] = chunk_ok ? ws[aq_perm32_pos((c0 + chunk_l) * 64 + 16 * (q0 + i) + 8 * h + gq)] : 0.0f;
-#pragma unroll
-            for (int r = 0; r < kRounds; r++) {
-                if (m0 + r * R >= m) break; /* the tile's rows past M (uniform over the block) */
-                /* This lane's two tokens of each 8-token block of the round. */
-                float sa[R / 8][2];
-#pragma unroll
-                for (int jb = 0; jb < R / 8; jb++)
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        const int tok = m0 + r * R + 8 * jb + 2 * tq + e;
-                        sa[jb][e] = tok < m ? p.aq.a_scale[tok] : 0.0f;
-                    }
-                if (lead) bulk_wait_read<0>();
-                consumers_bar();
-                if (wg_active) { /* a warpgroup wholly past N writes nothing */
-#pragma unroll
-                    for (int q = 0; q < kMats; q += 4) {
-                        uint32_t v[4];
-#pragma unroll
-                        for (int e = 0; e < 4; e++) {
-                            const int mat = q + e, jb = mat / (2 * TPW), i = mat / 2 % TPW, h = mat % 2;
-                            const int j = r * (R / 8) + jb;
-                            const __half2 o = aq_round_f16x2(
-                                aq_scale_out(__int2float_rn(acc[i][4 * j + 2 * h]), sw[i][h], sa[jb][0]),
-                                aq_scale_out(__int2float_rn(acc[i][4 * j + 2 * h + 1]), sw[i][h], sa[jb][1]));
-                            v[e] = *reinterpret_cast<const uint32_t *>(&o);
-                        }
-                        const int mat_l = q + (lane >> 3);
-                        const int row = mat_l / (2 * TPW) * 8 + (lane & 7);
-                        const int unit = 2 * (q0 + mat_l / 2 % TPW) + mat_l % 2;
-#ifdef QV_MUTANT_gpu_qwg_epi_rows_unswizzled
-                        /* Mutant (class 3): the staged rows written without the 128-byte swizzle
-                         * the store's tensor map reads them with. */
-                        stmatrix_x4_trans(epi_warp + row * 128 + (unit << 4), v);
-#else
-                        stmatrix_x4_trans(epi_warp + row * 128 + ((unit ^ (lane & 7)) << 4), v);
-#endif
-                    }
-                }
-                fence_proxy_async();
-                consumers_bar();
-                if (lead && wg_active) {
-#pragma unroll
-                    for (int c = 0; c < TPW; c++)
-                        if (c0 + TPW * wgi + c < n_chunks)
-                            tma_store_2d(&c_map, (c0 + TPW * wgi + c) * 64, m0 + r * R, epi_wg + c * L::epi_chunk_bytes);
-                    bulk_commit();
-                }
-            }
+        rd.finish();
+        if (pt.parts > 0 && !wg_streamk_sum<qwg_epi<GROUP>, TPW, BX>(acc, p, b, pc, pt, th.ct))
             continue;
-        }
-        if (!wg_active || !chunk_ok) continue;
-
-        /* Epilogue with direct stores (C only 4-byte aligned): row 16w + lane/4 (+8) of m64 tile i is column 64 chunk +
-         * 16 (q0 + i) + lane/4 (+8); accumulator 4j + 2h + e holds token 8j +
-         * 2 (lane%4) + e. After one exchange with lane ^ 4 (the neighbouring
-         * column), the even-column lane writes both columns of its even token
-         * and the odd-column lane both of its odd token: (float(acc) * s_w) *
-         * s_tok, each product RN, then RNE to fp16 (aq_scale_out,
-         * aq_store_f16x2: the mma kernel's own sequence). */
-        const int gq = lane >> 2, tq = lane & 3;
-        const bool even = (gq & 1) == 0;
-#pragma unroll
-        for (int i = 0; i < TPW; i++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int col = (c0 + chunk_l) * 64 + 16 * (q0 + i) + 8 * h + gq;
-                const int cp = even ? col : col - 1;
-                const float sw0 = ws[aq_perm32_pos(cp)], sw1 = ws[aq_perm32_pos(cp + 1)];
-#pragma unroll
-                for (int j = 0; j < C::bx / 8; j++) {
-                    const int y0 = acc[i][4 * j + 2 * h], y1 = acc[i][4 * j + 2 * h + 1];
-                    const int recv = __shfl_xor_sync(0xFFFFFFFFu, even ? y1 : y0, 4);
-                    const int tok = m0 + 8 * j + 2 * tq + (even ? 0 : 1);
-                    if (tok < m) {
-                        const float sa = p.aq.a_scale[tok];
-                        const int v0 = even ? y0 : recv, v1 = even ? recv : y1;
-                        aq_store_f16x2(p.aq, tok, cp, aq_scale_out(__int2float_rn(v0), sw0, sa),
-                                       aq_scale_out(__int2float_rn(v1), sw1, sa));
-                    }
-                }
-            }
+        wg_epilogue<TPW, BX, L>(qwg_epi<GROUP>(p.aq), acc, b, th, t, m, n_chunks, p.c_tma, &c_map);
     }
     /* The staging area's last stores done before the block leaves. */
-    if (p.c_tma && (ct & 127) == 0) bulk_wait<0>();
+    if (p.c_tma && (th.ct & 127) == 0) bulk_wait<0>();
 }
 
 /* ---- host side ---- */
@@ -589,30 +445,11 @@ qv_status launch_kernel(const qwg_params &p, const wg_sched &sc, bool pdl, cudaS
     if (p.c_tma)
         QV_TRY(make_map_2d(&c_map, p.aq.c, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, (uint64_t)n, (uint64_t)m, (uint64_t)n * 2,
                            64, L::epi_rows, CU_TENSOR_MAP_SWIZZLE_128B, "C"));
-    static bool attr_set = false;
-    if (!attr_set) {
-        QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_qqq_wgmma<TPW, BX, GROUP>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
-                    "cudaFuncSetAttribute (QQQ wgmma kernel shared memory)");
-        attr_set = true;
-    }
     /* A programmatic dependent of the stream's previous kernel (pdl_wanted):
-     * the blocks set up their ring while the quantizer in front finishes,
-     * then wait for it (griddepcontrol.wait). */
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = pdl;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)sc.grid);
-    cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = (size_t)smem;
-    cfg.stream = stream;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    QV_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_gemm_qqq_wgmma<TPW, BX, GROUP>, p, sc, a_map, w_map, s_map, c_map),
-                "QQQ wgmma kernel launch");
-    QV_CUDA_TRY(cudaGetLastError(), "QQQ wgmma kernel launch");
-    return QV_OK;
+     * the quantizer in front finishes while the blocks set up their ring. */
+    return wg_launch<k_gemm_qqq_wgmma<TPW, BX, GROUP>>(sc, smem, pdl, stream,
+                                                        "cudaFuncSetAttribute (QQQ wgmma kernel shared memory)",
+                                                        "QQQ wgmma kernel launch", p, sc, a_map, w_map, s_map, c_map);
 }
 
 /* Tile kTiles[I], its shape taken from the table. */

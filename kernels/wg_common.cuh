@@ -4,13 +4,16 @@
  * A^T with the dequantized weights as the register A operand of wgmma and the
  * activations as its shared-memory B operand, on one producer warpgroup and
  * two consumer warpgroups per block, over the same persistent schedule with
- * a stream-K tail. Here: the block's shape, the schedule (host and device),
- * the wgmma fences and descriptors, the host's tensor-map encoding and
- * tile rule (launch options: qv_launch_opts, tuning.h). Rule:
- * nothing here knows a weight format; each kernel file keeps its own stage
- * layout, dequantization and epilogue. Everything sits in an unnamed
- * namespace: each translation unit has its own copy, as nvcc's whole-program
- * device code needs anyway. */
+ * a stream-K tail. Here: the block's shape, the stage layout's common part
+ * and the ring, the schedule (host and device), the block's skeleton (its
+ * shared memory, the producer's copies of a stage, the consumers' walk over
+ * the ring and their place in a tile), the wgmma fences and descriptors, the
+ * host's tensor-map encoding, tile rule and launch (launch options:
+ * qv_launch_opts, tuning.h); the epilogue is wg_epilogue.cuh. Rule: nothing
+ * here knows a weight format; each kernel file keeps its own operands past
+ * the weights, dequantization and output arithmetic. Everything sits in an
+ * unnamed namespace: each translation unit has its own copy, as nvcc's
+ * whole-program device code needs anyway. */
 #ifndef QVET_KERNELS_WG_COMMON_CUH
 #define QVET_KERNELS_WG_COMMON_CUH
 
@@ -22,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "async_copy.cuh"
 #include "internal/gpu.h"
 #include "internal/tuning.h"
 
@@ -133,6 +137,36 @@ template <class C> struct wg_epi_area {
     static constexpr int rows = C::bx < kEpiRows ? C::bx : kEpiRows;
     static constexpr int chunk_bytes = rows * 128;
     static constexpr int bytes = C::chunks * chunk_bytes;
+};
+
+/* A block's shared-memory layout for tile C, as far as both kernels share it.
+ * A stage holds the activations first (bx rows of 128 bytes, on a swizzle
+ * atom: a_off), then its KS k16 rows of the block's packed weights (row_bytes
+ * each, whole chunks of CHUNK_BYTES) cut into segments of at most 2 KiB (byte
+ * b of k16 row u at (b / seg_bytes) KS seg_bytes + u seg_bytes + b %
+ * seg_bytes, one tensor-map box per segment: wg_segments; w_off), then TAIL
+ * bytes of the kernel's own operands (scales, zero points: tail_off). The
+ * ring holds as many such stages as fit (wg_ring, at most MAX_STAGES), and
+ * the epilogue's staging area (wg_epi_area) comes after it. */
+template <class C, int KS, int CHUNK_BYTES, int TAIL, int MAX_STAGES> struct wg_layout {
+    static constexpr int a_bytes = C::bx * 128;
+    static constexpr int row_bytes = C::chunks * CHUNK_BYTES;
+    using G = wg_segments<row_bytes, CHUNK_BYTES>;
+    static constexpr int seg_bytes = G::seg_bytes;
+    static constexpr int n_seg = G::n_seg;
+    static constexpr int w_bytes = KS * row_bytes;
+    static constexpr int a_off = 0;
+    static constexpr int w_off = a_off + a_bytes;
+    static constexpr int tail_off = w_off + w_bytes;
+    using E = wg_epi_area<C>;
+    static constexpr int epi_rows = E::rows;
+    static constexpr int epi_chunk_bytes = E::chunk_bytes;
+    using R = wg_ring<tail_off + TAIL, MAX_STAGES, E::bytes>;
+    static constexpr int bytes = R::bytes;
+    static constexpr int header = R::header;
+    static constexpr int stages = R::stages;
+    static constexpr int epi_off = R::extra_off;
+    static constexpr int total = R::total;
 };
 
 /* 32-bit accumulators of one tile (fp32 or int32): at most 128 per consumer
@@ -329,6 +363,196 @@ __device__ __forceinline__ void ld_words(const unsigned char *src, bool ok, uint
     }
 }
 
+/* ---- the block's skeleton (device) ---- */
+
+/* The block's shared memory (layout L: a wg_layout) and the thread's place:
+ * the dynamic base rounded up to a swizzle atom in the shared address space
+ * (smem, smem_addr: what the descriptors, the tensor-map copies and the
+ * hardware's XOR see), the ring's barriers full[s] at full0 + 8 s and
+ * empty[s] at empty0 + 8 s in the header, its stages from `ring` on. */
+template <class L> struct wg_block {
+    unsigned char *smem;
+    uint32_t smem_addr, full0, empty0;
+    unsigned char *ring;
+    uint32_t ring_addr;
+    int tid, lane, warp;
+
+    __device__ __forceinline__ wg_block()
+    {
+        extern __shared__ __align__(16) unsigned char smem_raw[];
+        const uint32_t raw_addr = (uint32_t)__cvta_generic_to_shared(smem_raw);
+        const uint32_t pad = (kSwizzleAtom - (raw_addr & (kSwizzleAtom - 1))) & (kSwizzleAtom - 1);
+        smem = smem_raw + pad;
+        smem_addr = raw_addr + pad;
+        full0 = smem_addr, empty0 = smem_addr + 8 * L::stages;
+        ring = smem + L::header;
+        ring_addr = smem_addr + L::header;
+        tid = threadIdx.x;
+        lane = tid & 31;
+        warp = tid >> 5;
+    }
+
+    /* Thread 0 makes the barriers (full: the producer's one arrival and the
+     * copies' bytes; empty: one arrival per consumer thread), and the block
+     * waits until they are made. */
+    __device__ __forceinline__ void init_ring() const
+    {
+        if (tid == 0) {
+            for (int s = 0; s < L::stages; s++) {
+                mbar_init(full0 + 8 * s, 1);
+                mbar_init(empty0 + 8 * s, 32 * kConsumerWarps);
+            }
+            mbar_fence_init();
+        }
+        __syncthreads();
+    }
+
+    /* Whether the stream-K part of this block's tail piece j arrived last
+     * (wg_streamk_sum): one flag per tail piece (a block has at most two),
+     * so that no flag is written again while a consumer may still read it;
+     * in the header, after the barriers. */
+    __device__ __forceinline__ volatile int *last_flags() const
+    {
+        return reinterpret_cast<volatile int *>(smem + 512);
+    }
+};
+
+/* A walk over the S slots of the ring, the producer's or the consumers': the
+ * slot of the next stage and the parity of the pass over the ring it is in. */
+template <int S> struct wg_ring_pos {
+    uint32_t slot = 0, phase = 0;
+    __device__ __forceinline__ void advance()
+    {
+        if (++slot == S) slot = 0, phase ^= 1;
+    }
+};
+
+/* Where the producer put one stage: the slot's shared address and its full
+ * barrier. */
+struct wg_stage_at {
+    uint32_t st, bar;
+};
+
+/* The producer's part of stage `step` (KS k16 rows of 16-bit or 8-bit
+ * activations: 16 KS elements, 128 bytes, of each token) of the tile whose
+ * tokens start at m0 and whose weights at element w_x (8 bytes) of a k16 row:
+ * waits until ring slot pos.slot is free, announces the stage's tx bytes on
+ * its full barrier and copies the tile's activations and its weights' n_seg
+ * segments into it. The kernel then copies its own operands of the stage
+ * (its scales) to the place returned. */
+template <class L, int KS>
+__device__ __forceinline__ wg_stage_at wg_stage_in(const wg_block<L> &b, const wg_ring_pos<L::stages> &pos,
+                                                   uint32_t tx, const CUtensorMap *a_map,
+                                                   const CUtensorMap *w_map, int step, int m0, int w_x)
+{
+    mbar_wait(b.empty0 + 8 * pos.slot, pos.phase ^ 1);
+    const wg_stage_at at = {b.ring_addr + pos.slot * L::bytes, b.full0 + 8 * pos.slot};
+    mbar_arrive_tx(at.bar, tx);
+    tma_load_2d(at.st + L::a_off, a_map, step * (KS * 16), m0, at.bar);
+#pragma unroll
+    for (int j = 0; j < L::n_seg; j++)
+        tma_load_2d(at.st + L::w_off + j * KS * L::seg_bytes, w_map, w_x + j * (L::seg_bytes / 8), step * KS,
+                    at.bar);
+    return at;
+}
+
+/* The consumers' walk over the ring (S slots; barriers full[s] at full0 +
+ * 8 s, empty[s] at empty0 + 8 s): each stage of a tile is waited for (wait),
+ * read by the warpgroup's wgmma groups and then held (hold) until those
+ * groups have completed: the kernel gives it back (release_held) once the
+ * next stage's first groups have waited for them, or the tile's end
+ * (finish) does. `pend` is the slot held, -1 none. A warpgroup with nothing
+ * to compute gives each stage back at once (skip). pos.advance() moves to
+ * the next stage. */
+template <int S> struct wg_ring_reader {
+    uint32_t full0, empty0;
+    wg_ring_pos<S> pos;
+    int pend;
+
+    __device__ __forceinline__ wg_ring_reader(uint32_t full, uint32_t empty) : full0(full), empty0(empty), pend(-1) {}
+    __device__ __forceinline__ void wait() const { mbar_wait(full0 + 8 * pos.slot, pos.phase); }
+    __device__ __forceinline__ void release_held()
+    {
+        if (pend >= 0) {
+            mbar_arrive(empty0 + 8 * pend);
+            pend = -1;
+        }
+    }
+    /* The stage just issued is held; the one held before it (a stage too
+     * short to release it) goes back once every group has completed. */
+    __device__ __forceinline__ void hold()
+    {
+        if (pend >= 0) {
+            wg_wait<0>();
+            mbar_arrive(empty0 + 8 * pend);
+        }
+        pend = (int)pos.slot;
+    }
+    __device__ __forceinline__ void skip() const { mbar_arrive(empty0 + 8 * pos.slot); }
+    /* After a tile's last stage: every group completed, the stage held
+     * given back, none held for the next tile. */
+    __device__ __forceinline__ void finish()
+    {
+        wg_wait<0>();
+        if (pend >= 0) mbar_arrive(empty0 + 8 * pend);
+        pend = -1;
+    }
+};
+
+/* A consumer thread's place (thread ct, 0..255, of the two consumer
+ * warpgroups): its warpgroup wgi, its warp's chunk chunk_l of the block's
+ * 2 TPW, and the first q0 of the warp's TPW quarter-chunks (m64 tile i takes
+ * n8 tiles 2 (q0 + i) and 2 (q0 + i) + 1 of the chunk). */
+template <int TPW> struct wg_consumer {
+    int ct, lane, wgi, chunk_l, q0;
+    __device__ __forceinline__ wg_consumer(int tid, int warp, int lane_)
+        : ct(tid), lane(lane_), wgi(warp >> 2), chunk_l(warp * TPW / 4), q0(warp * TPW % 4)
+    {
+    }
+};
+
+/* Tile `tile` of the schedule as a consumer thread sees it: its first token
+ * m0 and first chunk c0; whether the thread's warpgroup has a chunk inside N
+ * (wg_active: uniform over the warpgroup, as wgmma requires; a warpgroup
+ * wholly past N computes and writes nothing) and whether its warp's chunk
+ * does (chunk_ok: else the warp feeds zeros). */
+struct wg_tile {
+    int m0, c0;
+    bool wg_active, chunk_ok;
+};
+
+template <int TPW, int BX>
+__device__ __forceinline__ wg_tile wg_tile_at(int tile, int tiles_m, int n_chunks, const wg_consumer<TPW> &th)
+{
+    using C = tile_cfg<TPW, BX>;
+    wg_tile t;
+    t.m0 = tile % tiles_m * C::bx;
+    t.c0 = tile / tiles_m * C::chunks;
+    t.wg_active = t.c0 + TPW * th.wgi < n_chunks;
+    t.chunk_ok = t.c0 + th.chunk_l < n_chunks;
+    return t;
+}
+
+/* A tail piece that is not its whole tile is one of the tile's parts
+ * (computed before the accumulators fill the registers): the first part's
+ * block, the number of parts (0: the piece is no part), and whether the first
+ * part is its block's second piece (its units start in the tile before). */
+struct wg_part {
+    int first, parts, j0;
+};
+
+__device__ __forceinline__ wg_part wg_part_of(const wg_sched &sc, const wg_pieces &pc)
+{
+    wg_part pt = {0, 0, 0};
+    if (pc.sk_t >= 0 && (pc.s0 > 0 || pc.s1 < sc.n_steps)) {
+        const int u0 = pc.sk_t * sc.n_steps;
+        pt.first = sc.owner(u0);
+        pt.parts = sc.owner(u0 + sc.n_steps - 1) - pt.first + 1;
+        pt.j0 = sc.unit_start(pt.first) < u0 ? 1 : 0;
+    }
+    return pt;
+}
+
 /* cuTensorMapEncodeTiled, a driver function, found through the runtime so
  * that nothing links libcuda directly; looked up once. */
 qv_status encode_fn(PFN_cuTensorMapEncodeTiled_v12000 *fn)
@@ -440,6 +664,36 @@ int tile_pick(const qv_launch_ctx &c, qv_wg_tile tile, int m, int n, int k, int 
 {
     if (tile != QV_WG_TILE_DEFAULT) return (int)tile - 1;
     return tile_default(m, n, k, kks, narrow_stages, plan_blocks(c, 0));
+}
+
+/* Launches kernel K on the persistent grid: sc.grid blocks of kThreads
+ * threads with smem bytes of dynamic shared memory (allowed at K's first
+ * launch), as a programmatic dependent of the kernel in front in the stream
+ * when pdl (its blocks set up their ring while the last blocks in front
+ * finish, then wait for them: griddepcontrol.wait). attr_what and
+ * launch_what name the two steps in a failure. */
+template <auto K, class... Args>
+qv_status wg_launch(const wg_sched &sc, int smem, bool pdl, cudaStream_t stream, const char *attr_what,
+                    const char *launch_what, const Args &...args)
+{
+    static bool attr_set = false;
+    if (!attr_set) {
+        QV_CUDA_TRY(cudaFuncSetAttribute(K, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), attr_what);
+        attr_set = true;
+    }
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = pdl ? 1 : 0;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)sc.grid);
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = (size_t)smem;
+    cfg.stream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    QV_CUDA_TRY(cudaLaunchKernelEx(&cfg, K, args...), launch_what);
+    QV_CUDA_TRY(cudaGetLastError(), launch_what);
+    return QV_OK;
 }
 
 } /* namespace */

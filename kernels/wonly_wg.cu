@@ -54,7 +54,8 @@
  *    stage, the epilogue writes the tile while the producer streams the next:
  *    through a staging area after the ring and tensor-map stores, which the
  *    copy engine finishes while the consumers start the next tile (with C
- *    only 4-byte aligned, direct stores from registers).
+ *    only 4-byte aligned, direct stores from registers): wg_epilogue.cuh,
+ *    with this file's arithmetic (wo_epi).
  * Each warp owns TPW quarters of a 64-column Marlin chunk: per k16 tile it
  * feeds quarter i as its 16 rows of the warpgroup's i-th m64 tile. */
 #include <cuda.h>
@@ -69,6 +70,7 @@
 #include "internal/gpu.h"
 #include "qvet/gemm.h"
 #include "wg_common.cuh"
+#include "wg_epilogue.cuh"
 #include "wonly_common.cuh"
 #include "wonly_small.cuh"
 #include "wonly_wg.cuh"
@@ -102,45 +104,21 @@ template <int WT> struct wt_traits {
     static_assert(chunk_bytes * 8 == 16 * 64 * (four ? 4 : 8), "a chunk is one k16 x 64-column tile");
 };
 
-/* Shared-memory byte layout: the ring's barriers (full[s], empty[s]) in a
- * 1024-byte header, then kStages stages. A stage holds the activations first
- * (bx rows of 128 bytes, on a swizzle atom), then kKs k16 rows of the block's
- * packed weights, each in its global order (chunk, lane, bytes) but cut into
- * segments of at most 2 KiB (one box row; below), then, for group
- * scales, up to kKs group rows of bn halves (FP4: bn bytes) and of bn/8
- * zero-point words (g = 16 gives one per k16 tile). As many stages as fit,
- * at most kMaxStages. */
-template <int WT, int TPW, int BX, bool GROUPED> struct stage_layout {
-    using C = tile_cfg<TPW, BX>;
-    static constexpr int a_bytes = C::bx * 128;
-    static constexpr int row_bytes = C::chunks * wt_traits<WT>::chunk_bytes;  /* one k16 row of weights */
-    /* The weights arrive as tensor-map boxes of kKs k16 rows x seg_bytes,
-     * n_seg of them per stage (wg_segments gives the bytes' places). */
-    using G = wg_segments<row_bytes, wt_traits<WT>::chunk_bytes>;
-    static constexpr int seg_bytes = G::seg_bytes;
-    static constexpr int n_seg = G::n_seg;
-    static constexpr int w_bytes = kKs * row_bytes;
-    /* Group scales and zero points: one box of up to kKs group rows (the
-     * rows the stage touches; rows past K / g read as zeros). */
-    static constexpr int s_row = C::bn * (wt_is_fp4(WT) ? 1 : 2); /* one staged group row */
-    static constexpr int s_bytes = GROUPED ? kKs * s_row : 0;
-    static constexpr int z_bytes = GROUPED && WT == WT_INT4_ZP ? kKs * (C::bn / 8) * 4 : 0;
-    static constexpr int a_off = 0;
-    static constexpr int w_off = a_off + a_bytes;
-    static constexpr int s_off = w_off + w_bytes;
-    static constexpr int z_off = s_off + s_bytes;
-    /* The epilogue's staging area after the ring (wg_epi_area), which the
-     * tile's output passes through in rounds of epi_rows tokens on its way
-     * to the tensor-map stores. */
-    using E = wg_epi_area<C>;
-    static constexpr int epi_rows = E::rows;
-    static constexpr int epi_chunk_bytes = E::chunk_bytes;
-    using R = wg_ring<z_off + z_bytes, kMaxStages, E::bytes>;
-    static constexpr int bytes = R::bytes;
-    static constexpr int header = R::header;
-    static constexpr int stages = R::stages;
-    static constexpr int epi_off = R::extra_off;
-    static constexpr int total = R::total;
+/* Shared-memory byte layout (wg_layout): the ring's barriers (full[s],
+ * empty[s]) in a 1024-byte header, then the stages, each the activations (bx
+ * rows of 128 bytes), its kKs k16 rows of the block's packed weights in
+ * segments, then, for group scales, up to kKs group rows of bn halves (FP4:
+ * bn bytes; s_row) (S_BYTES at s_off) and of bn/8 zero-point words (Z_BYTES
+ * at z_off): one box of the rows the stage touches (rows past K / g read as
+ * zeros); after the ring, the epilogue's staging area. As many stages as
+ * fit, at most kMaxStages. */
+template <int WT, int TPW, int BX, bool GROUPED,
+          int S_BYTES = GROUPED ? kKs * tile_cfg<TPW, BX>::bn * (wt_is_fp4(WT) ? 1 : 2) : 0,
+          int Z_BYTES = GROUPED && WT == WT_INT4_ZP ? kKs * (tile_cfg<TPW, BX>::bn / 8) * 4 : 0>
+struct stage_layout : wg_layout<tile_cfg<TPW, BX>, kKs, wt_traits<WT>::chunk_bytes, S_BYTES + Z_BYTES, kMaxStages> {
+    static constexpr int s_row = tile_cfg<TPW, BX>::bn * (wt_is_fp4(WT) ? 1 : 2); /* one staged group row */
+    static constexpr int s_off = stage_layout::tail_off;
+    static constexpr int z_off = s_off + S_BYTES;
 };
 
 struct wg_params {
@@ -301,6 +279,83 @@ __device__ __forceinline__ void set_zeros(grp_regs<WT, IS_BF16, TPW> &g, uint32_
     }
 }
 
+/* This kernel's part of the epilogue (wg_epilogue.cuh): fp32 accumulators,
+ * y * s in fp32 (tensor or channel scales, epilogue_scale; group scales were
+ * applied in the dequantization), or for FP4 y * G then + bias
+ * (wo_fp4_epilogue; the column's factor is then its bias, G the same for
+ * every column), and one rounding to the 16-bit output; the direct form
+ * scales each lane's own column before the exchange. */
+template <bool IS_BF16, bool GROUPED, bool FP4> struct wo_epi {
+    using acc_t = float;
+    using col_t = float;
+    const wg_params &p;
+    const float gs; /* FP4: the global scale (1 without one) */
+
+    __device__ __forceinline__ wo_epi(const wg_params &params, float g) : p(params), gs(g) {}
+#ifdef QV_MUTANT_gpu_wg_epi_swizzle_missing
+    /* Mutant (class 3): the staged rows written without the 128-byte swizzle
+     * the store's tensor map reads them with (a chunk's columns permuted). */
+    static constexpr bool kSwizzled = false;
+#else
+    static constexpr bool kSwizzled = true;
+#endif
+#ifdef QV_MUTANT_gpu_wg_epi_no_read_wait
+    /* Mutant (class 5): the staging area rewritten without waiting for the
+     * stores of the round before to have read it. */
+    static constexpr bool kReadWait = false;
+#else
+    static constexpr bool kReadWait = true;
+#endif
+    static __device__ __forceinline__ int parts_summed(int parts)
+    {
+#ifdef QV_MUTANT_gpu_wg_streamk_part_dropped
+        /* Mutant (class 11, vLLM #13227): the last part of a shared tile, its
+         * last K stages, is left out of the sum. */
+        return parts - 1;
+#else
+        return parts;
+#endif
+    }
+    /* FP4: the column's bias (0 without one or past N). */
+    __device__ __forceinline__ float fp4_bias(bool ok, int col) const
+    {
+        return p.bias && ok ? load_scale(p.bias, single_perm_index(col), p.bias_fmt) : 0.0f;
+    }
+    __device__ __forceinline__ float col_scale(bool chunk_ok, int col) const
+    {
+        if (FP4) return fp4_bias(chunk_ok, col);
+        return GROUPED || !chunk_ok ? 1.0f : epilogue_scale(p, col);
+    }
+    /* No token scales. */
+    template <int NB> __device__ __forceinline__ void token_scales(float (&)[NB][2], int, int) const {}
+    __device__ __forceinline__ uint32_t pack(float y0, float y1, float s, const float (&)[2]) const
+    {
+        direct_scale(s, y0, y1);
+        return qv_h2<IS_BF16>::pack(y0, y1);
+    }
+    __device__ __forceinline__ col_t direct_col(int col, bool) const
+    {
+        if (FP4) return fp4_bias(true, col);
+        return GROUPED ? 1.0f : epilogue_scale(p, col);
+    }
+    /* Two tokens of one column (FP4: one bias). */
+    __device__ __forceinline__ void direct_scale(col_t s, float &y0, float &y1) const
+    {
+        if (FP4) {
+            wo_fp4_epilogue<IS_BF16>(y0, y1, gs, p.bias != nullptr, s, s);
+        } else if (!GROUPED) {
+            y0 = y0 * s;
+            y1 = y1 * s;
+        }
+    }
+    __device__ __forceinline__ void direct_store(col_t, int tok, int cp, bool even, float y0, float y1,
+                                                 float recv) const
+    {
+        *reinterpret_cast<uint32_t *>(static_cast<uint16_t *>(p.c) + (int64_t)tok * p.n + cp) =
+            even ? qv_h2<IS_BF16>::pack(y0, recv) : qv_h2<IS_BF16>::pack(recv, y1);
+    }
+};
+
 /* The persistent, warp-specialized kernel (see the file comment). One block
  * per SM: 240 registers per consumer thread, 128 of them its accumulators,
  * and most of the SM's shared memory for the ring. */
@@ -315,34 +370,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     using C = tile_cfg<TPW, BX>;
     using L = stage_layout<WT, TPW, BX, GROUPED>;
     constexpr int S = L::stages;
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    /* Rounded up to a swizzle atom in the shared address space, which is
-     * what the descriptors, the tensor-map copies and the hardware's XOR see. */
-    const uint32_t raw_addr = (uint32_t)__cvta_generic_to_shared(smem_raw);
-    const uint32_t pad = (kSwizzleAtom - (raw_addr & (kSwizzleAtom - 1))) & (kSwizzleAtom - 1);
-    unsigned char *smem = smem_raw + pad;
-    const uint32_t smem_addr = raw_addr + pad;
-    const uint32_t full0 = smem_addr, empty0 = smem_addr + 8 * S;
-    unsigned char *ring = smem + L::header;
-    const uint32_t ring_addr = smem_addr + L::header;
-
-    const int tid = threadIdx.x;
-    const int lane = tid & 31;
-    const int warp = tid >> 5;
+    const wg_block<L> b;
     const int n_chunks = p.n / 64;
     const int kt_total = p.k / 16;
-    const int n_steps = sc.n_steps;
     const int tiles_m = sc.tiles_m;
     const int s_rows = GROUPED ? p.s_rows : 0;
-
-    if (tid == 0) {
-        for (int s = 0; s < S; s++) {
-            mbar_init(full0 + 8 * s, 1);
-            mbar_init(empty0 + 8 * s, 32 * kConsumerWarps);
-        }
-        mbar_fence_init();
-    }
-    __syncthreads();
+    b.init_ring();
     /* Programmatic dependent launch (launch_kernel): the grid may start
      * while the kernel in front runs (act_order: the permutation of A; else
      * whatever the stream ran last), and nothing in global memory is read or
@@ -353,17 +386,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     asm volatile("griddepcontrol.launch_dependents;\n" ::);
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
 
-    if (warp >= kConsumerWarps) {
+    if (b.warp >= kConsumerWarps) {
         /* The producer: every stage of every tile of this block, in order,
          * each into the next slot once its consumers have released it. One
          * thread issues them all; its warpgroup hands its registers over. */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-        if (warp != kConsumerWarps || lane != 0) return;
+        if (b.warp != kConsumerWarps || b.lane != 0) return;
         /* Every stage announces the same bytes: the tensor-map copies write
          * whole boxes, zeros past M, N and K included. */
         const uint32_t tx = L::a_bytes + L::w_bytes +
                             (uint32_t)s_rows * (L::s_row + (WT == WT_INT4_ZP ? (C::bn / 8) * 4 : 0));
-        uint32_t slot = 0, phase = 0;
+        wg_ring_pos<S> pos;
         /* Stages s0 .. s1 - 1 of tile `tile`. */
         auto produce = [&](int tile, int s0, int s1) {
             const int m0 = tile % tiles_m * C::bx;
@@ -374,14 +407,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             const int w_x = c0 * (T::chunk_bytes / 8), s_x = c0 * (L::s_row / C::chunks / 4), z_x = c0 * 8;
             for (int step = s0; step < s1; step++) {
                 const int kt0 = step * kKs;
-                mbar_wait(empty0 + 8 * slot, phase ^ 1);
-                const uint32_t st = ring_addr + slot * L::bytes, bar = full0 + 8 * slot;
-                mbar_arrive_tx(bar, tx);
-                tma_load_2d(st + L::a_off, &a_map, kt0 * 16, m0, bar);
-#pragma unroll
-                for (int j = 0; j < L::n_seg; j++)
-                    tma_load_2d(st + L::w_off + j * kKs * L::seg_bytes, &w_map, w_x + j * (L::seg_bytes / 8), kt0,
-                                bar);
+                const wg_stage_at at = wg_stage_in<L, kKs>(b, pos, tx, &a_map, &w_map, step, m0, w_x);
                 if (s_rows > 0) {
 #ifdef QV_MUTANT_gpu_wg_group_index_shift
                     /* Mutant (class 18): a stage's group rows taken from the stage before it. */
@@ -389,10 +415,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 #else
                     const int grp = kt0 >> p.g_shift;
 #endif
-                    tma_load_2d(st + L::s_off, &s_map, s_x, grp, bar);
-                    if (WT == WT_INT4_ZP) tma_load_2d(st + L::z_off, &z_map, z_x, grp, bar);
+                    tma_load_2d(at.st + L::s_off, &s_map, s_x, grp, at.bar);
+                    if (WT == WT_INT4_ZP) tma_load_2d(at.st + L::z_off, &z_map, z_x, grp, at.bar);
                 }
-                if (++slot == S) slot = 0, phase ^= 1;
+                pos.advance();
             }
         };
         for (wg_pieces pc(sc, blockIdx.x); pc.next(sc);) produce(pc.tile, pc.s0, pc.s1);
@@ -401,22 +427,23 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     /* The consumers. */
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
-    const int wgi = warp >> 2;              /* warpgroup */
-    const int chunk_l = warp * TPW / 4;     /* this warp's chunk inside the block */
-    /* The first of this warp's TPW quarter-chunks (4-bit words): m64 tile i
-     * takes n8 tiles 2 (q0 + i) and 2 (q0 + i) + 1 of the chunk. */
-    const int q0 = warp * TPW % 4;
+    /* This thread's warpgroup, its warp's chunk and first quarter-chunk q0
+     * (4-bit words: m64 tile i takes n8 tiles 2 (q0 + i) and 2 (q0 + i) + 1
+     * of the chunk). */
+    const wg_consumer<TPW> th(b.tid, b.warp, b.lane);
+    const int q0 = th.q0;
     /* This lane's bytes in a k16 row of the stage: TPW 4-bit words from word
      * q0, or 2 TPW 8-bit words from word 2 q0 (16 bytes per pair of m64 tiles). */
-    const int lane_off = chunk_l * T::chunk_bytes + lane * T::lane_bytes + (T::four ? 4 * q0 : 8 * q0);
+    const int lane_off = th.chunk_l * T::chunk_bytes + b.lane * T::lane_bytes + (T::four ? 4 * q0 : 8 * q0);
     /* The same bytes of k16 row 0 in the stage's segmented weight boxes. */
     const int w_lane = lane_off / L::seg_bytes * (kKs * L::seg_bytes) + lane_off % L::seg_bytes;
     /* This lane's group scales in a staged row: positions 8*(lane/4) + j8 of
      * the warp's chunk (scale_perm puts column 8*j8 + lane/4 there; FP4: all
      * eight bytes of the lane's column, set_scales_fp4); its zero-point word:
      * column lane/4 of the chunk's n8 tiles. */
-    const int s_lane = wt_is_fp4(WT) ? chunk_l * 64 + 8 * (lane >> 2) : (chunk_l * 64 + 8 * (lane >> 2) + 2 * q0) * 2;
-    const int z_lane = (chunk_l * 8 + (lane >> 2)) * 4;
+    const int s_lane = wt_is_fp4(WT) ? th.chunk_l * 64 + 8 * (b.lane >> 2)
+                                     : (th.chunk_l * 64 + 8 * (b.lane >> 2) + 2 * q0) * 2;
+    const int z_lane = (th.chunk_l * 8 + (b.lane >> 2)) * 4;
     uint32_t sym[2]; /* "q+8" codes: zero point 8 */
     qv_dq4_consts<IS_BF16>(8u, sym);
     /* FP4: the global scale (1 without one, MX: an exact product). */
@@ -433,7 +460,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int w = 0; w < TPW; w++) tcode[w] = 0;
 
     float acc[TPW][C::bx / 2];
-    uint32_t slot = 0, phase = 0;
+    wg_ring_reader<S> rd(b.full0, b.empty0);
     /* The activations' descriptor low word of the current slot, carried from
      * stage to stage (kCarryDesc: SM_NONE, SM_ROW): ptxas rebuilt a value made
      * from the slot inside every k16 tile (a multiply, an add, logic ops and
@@ -446,22 +473,11 @@ __global__ void __launch_bounds__(kThreads, 1)
      * slots differ by L::bytes / 16. */
     constexpr bool kCarryDesc = SM != SM_TILE && SM != SM_TILE16;
     static_assert(L::bytes % kSwizzleAtom == 0, "ring slots start on swizzle atoms");
-    const uint32_t desc_ring = wg_desc_sw128_lo(ring + L::a_off);
+    const uint32_t desc_ring = wg_desc_sw128_lo(b.ring + L::a_off);
     uint32_t desc_slot = desc_ring;
-    const int ct = tid;                    /* consumer thread 0..255 */
-    /* Whether this block's part of a shared tile arrived last: one flag per
-     * tail piece (a block has at most two, j = 0 and 1), so that no flag is
-     * written again while a consumer may still read it. */
-    volatile int *last_flags = reinterpret_cast<volatile int *>(smem + 512);
     for (wg_pieces pc(sc, blockIdx.x); pc.next(sc);) {
-        const int tile = pc.tile;
-        const int m0 = tile % tiles_m * C::bx;
-        const int c0 = tile / tiles_m * C::chunks;
-        /* A warpgroup whose TPW chunks all lie past N has nothing to compute
-         * (uniform over the warpgroup, as wgmma requires); a warp of an
-         * active warpgroup whose chunk lies past N feeds zeros. */
-        const bool wg_active = c0 + TPW * wgi < n_chunks;
-        const bool chunk_ok = c0 + chunk_l < n_chunks;
+        const wg_tile t = wg_tile_at<TPW, BX>(pc.tile, tiles_m, n_chunks, th);
+        const bool chunk_ok = t.chunk_ok;
 #pragma unroll
         for (int i = 0; i < TPW; i++)
 #pragma unroll
@@ -472,32 +488,21 @@ __global__ void __launch_bounds__(kThreads, 1)
             const uint16_t *s16 = static_cast<const uint16_t *>(p.scales);
 #pragma unroll
             for (int w = 0; w < TPW; w++) {
-                const int col = (c0 + chunk_l) * 64 + 8 * (2 * q0 + 2 * w) + (lane >> 2);
+                const int col = (t.c0 + th.chunk_l) * 64 + 8 * (2 * q0 + 2 * w) + (b.lane >> 2);
                 tcode[w] = (uint32_t)s16[single_perm_index(col)] | (uint32_t)s16[single_perm_index(col + 8)] << 16;
             }
             /* Its zero points keep the grouped layout: the word of column
              * lane/4 of the warp's chunk in the one group row. */
-            if (WT == WT_INT4_ZP) tzero = p.zeros[(c0 + chunk_l) * 8 + (lane >> 2)];
+            if (WT == WT_INT4_ZP) tzero = p.zeros[(t.c0 + th.chunk_l) * 8 + (b.lane >> 2)];
         }
 
-        /* A tail piece that is not the whole tile is one of its parts
-         * (computed before the accumulators fill the registers): the first
-         * part's block, the number of parts, and whether the first part is
-         * its block's second piece (its units start in the tile before). */
-        int sk_first = 0, sk_parts = 0, sk_j0 = 0;
-        if (pc.sk_t >= 0 && (pc.s0 > 0 || pc.s1 < n_steps)) {
-            const int u0 = pc.sk_t * n_steps;
-            sk_first = sc.owner(u0);
-            sk_parts = sc.owner(u0 + n_steps - 1) - sk_first + 1;
-            sk_j0 = sc.unit_start(sk_first) < u0 ? 1 : 0;
-        }
-        int pend = -1; /* the previous stage's slot, until it goes back to the producer */
+        const wg_part pt = wg_part_of(sc, pc);
         for (int step = pc.s0; step < pc.s1; step++) {
             const int kt0 = step * kKs;
             const int nk = kt_total - kt0 < kKs ? kt_total - kt0 : kKs;
-            mbar_wait(full0 + 8 * slot, phase);
-            const unsigned char *st = ring + slot * L::bytes;
-            if (wg_active) {
+            rd.wait();
+            const unsigned char *st = b.ring + rd.pos.slot * L::bytes;
+            if (t.wg_active) {
                 /* This lane's words of k16 row u of the stage (zeros past K
                  * and for a chunk past N). With at most 16 words in the stage
                  * (8 beside the zero-point constants of four m64 tiles), every
@@ -583,10 +588,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                      * every group of the previous stage. */
                     if (kInFlight >= 2) {
                         wg_wait<kInFlight - 1>();
-                        if (u == kInFlight - 1 && pend >= 0) {
-                            mbar_arrive(empty0 + 8 * pend);
-                            pend = -1;
-                        }
+                        if (u == kInFlight - 1) rd.release_held();
                     }
                     wg_fence();
                     /* 32 bytes into each 128-byte row. */
@@ -598,10 +600,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                      * is queued, and (u = 0) every group of the previous stage. */
                     if (kInFlight == 1) {
                         wg_wait<1>();
-                        if (u == 0 && pend >= 0) {
-                            mbar_arrive(empty0 + 8 * pend);
-                            pend = -1;
-                        }
+                        if (u == 0) rd.release_held();
                     }
                 };
                 /* (A branch around the body, not a break: ptxas then keeps
@@ -612,205 +611,21 @@ __global__ void __launch_bounds__(kThreads, 1)
                 for (int u = 0; u < kKs; u++)
                     if (u < nk) k16(u);
                 /* A last stage too short to release the previous one. */
-                if (pend >= 0) {
-                    wg_wait<0>();
-                    mbar_arrive(empty0 + 8 * pend);
-                }
-                pend = (int)slot;
+                rd.hold();
             } else {
                 /* Nothing of the stage is read. */
-                mbar_arrive(empty0 + 8 * slot);
+                rd.skip();
             }
-            if (++slot == S) slot = 0, phase ^= 1;
-            if (kCarryDesc) desc_slot = slot == 0 ? desc_ring : desc_slot + (uint32_t)(L::bytes >> 4);
+            rd.pos.advance();
+            if (kCarryDesc) desc_slot = rd.pos.slot == 0 ? desc_ring : desc_slot + (uint32_t)(L::bytes >> 4);
         }
-        wg_wait<0>();
-        if (pend >= 0) mbar_arrive(empty0 + 8 * pend);
-
-        if (sk_parts > 0) {
-            /* A part of a tail tile: its accumulators to its slot (each
-             * thread its own 128, 16 bytes at a time, so every block's thread
-             * ct holds the same elements); the last part to arrive adds all
-             * of them in part order and writes the tile. */
-            const int parts = sk_parts;
-            float4 *slot_mine = reinterpret_cast<float4 *>(p.partial + (int64_t)(2 * blockIdx.x + pc.j) * kTileFloats);
-            constexpr int kQ = C::bx / 8; /* float4s per m64 tile */
-#pragma unroll
-            for (int q = 0; q < TPW * kQ; q++)
-                slot_mine[q * 256 + ct] = make_float4(acc[q / kQ][4 * (q % kQ)], acc[q / kQ][4 * (q % kQ) + 1],
-                                                      acc[q / kQ][4 * (q % kQ) + 2], acc[q / kQ][4 * (q % kQ) + 3]);
-            __threadfence();
-            consumers_bar();
-            if (ct == 0) last_flags[pc.j] = atomicAdd(&p.counters[pc.sk_t], 1) == parts - 1;
-            consumers_bar();
-            if (!last_flags[pc.j]) continue;
-            __threadfence();
-            /* Part i of the tile lives in block sk_first + i's slot: its
-             * first tail piece, except that part 0 is its block's second
-             * piece when that block's units start in the tile before. This
-             * block's own part is read back from its slot too, so the sum is
-             * ((p0 + p1) + p2) + ... whoever adds it. (Part 0 and the
-             * others are two loops: one loop with a select per element made
-             * ptxas spill the accumulators.) */
-            const float4 *src0 = reinterpret_cast<const float4 *>(p.partial) + ct;
-#ifdef QV_MUTANT_gpu_wg_streamk_part_dropped
-            /* Mutant (class 11, vLLM #13227): the last part of a shared tile, its last K
-             * stages, is left out of the sum. */
-            const int n_sum = parts - 1;
-#else
-            const int n_sum = parts;
-#endif
-#pragma unroll 1
-            for (int i = 0; i < n_sum; i++) {
-                const int slot_i = i == 0 ? 2 * sk_first + sk_j0 : 2 * (sk_first + i);
-                const float4 *src = src0 + (int64_t)slot_i * (kTileFloats / 4);
-                if (i == 0) {
-#pragma unroll
-                    for (int q = 0; q < TPW * kQ; q++) {
-                        const float4 v = __ldcg(src + q * 256);
-                        acc[q / kQ][4 * (q % kQ)] = v.x, acc[q / kQ][4 * (q % kQ) + 1] = v.y;
-                        acc[q / kQ][4 * (q % kQ) + 2] = v.z, acc[q / kQ][4 * (q % kQ) + 3] = v.w;
-                    }
-                } else {
-#pragma unroll
-                    for (int q = 0; q < TPW * kQ; q++) {
-                        const float4 v = __ldcg(src + q * 256);
-                        acc[q / kQ][4 * (q % kQ)] += v.x, acc[q / kQ][4 * (q % kQ) + 1] += v.y;
-                        acc[q / kQ][4 * (q % kQ) + 2] += v.z, acc[q / kQ][4 * (q % kQ) + 3] += v.w;
-                    }
-                }
-            }
-            if (ct == 0) p.counters[pc.sk_t] = 0;
-        }
-        if (p.c_tma) {
-            /* Epilogue through the staging area, in rounds of R tokens: each
-             * warp writes its 16 TPW columns of the round's tokens there as
-             * 8 x 8 matrices (stmatrix, transposed: the accumulators of one
-             * column and 8 tokens become 8 tokens' rows of 8 columns), each
-             * 64-column chunk as R rows of 128 bytes on the 128-byte swizzle
-             * (16-byte unit u of row r at u ^ (r % 8): conflict-free), then,
-             * after a barrier of both consumer warpgroups, one thread of each
-             * stores its chunks with the tensor map (rows past M and chunks
-             * past N are not written) and the warpgroups go on while the copy
-             * engine writes. (Both warpgroups take the same barriers, one
-             * wholly past N included: with a barrier per warpgroup,
-             * compute-sanitizer's racecheck reported the stream-K flag's
-             * barrier-ordered write and read as a race where the two
-             * diverged.) Arithmetic as
-             * in the direct form below: y * s in fp32 (FP4: y * G, then +
-             * bias, wo_fp4_epilogue), one rounding.
-             * Matrix mat of a round is token block jb = mat / (2 TPW), m64
-             * tile i = mat / 2 % TPW and column half h = mat % 2, its columns
-             * 16 (q0 + i) + 8 h + 0..7 of the warp's chunk: 16-byte unit
-             * 2 (q0 + i) + h of a staged row. */
-            constexpr int R = L::epi_rows, kRounds = C::bx / R, kMats = R / 8 * 2 * TPW;
-            static_assert(kMats % 4 == 0, "whole stmatrix.x4 groups");
-            const uint32_t epi_wg = smem_addr + L::epi_off + TPW * wgi * L::epi_chunk_bytes;
-            const uint32_t epi_warp = smem_addr + L::epi_off + chunk_l * L::epi_chunk_bytes;
-            const bool lead = (ct & 127) == 0;
-            const int gq = lane >> 2;
-            float sc[TPW][2], bi[TPW][2];
-#pragma unroll
-            for (int i = 0; i < TPW; i++)
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const int col = (c0 + chunk_l) * 64 + 16 * (q0 + i) + 8 * h + gq;
-                    sc[i][h] = GROUPED || !chunk_ok ? 1.0f : epilogue_scale(p, col);
-                    bi[i][h] = wt_is_fp4(WT) && p.bias && chunk_ok
-                                   ? load_scale(p.bias, single_perm_index(col), p.bias_fmt)
-                                   : 0.0f;
-                }
-#pragma unroll
-            for (int r = 0; r < kRounds; r++) {
-                if (m0 + r * R >= p.m) break; /* the tile's rows past M (uniform over the block) */
-                /* The area is free once the stores of the round (or tile)
-                 * before have read it. */
-#ifndef QV_MUTANT_gpu_wg_epi_no_read_wait
-                if (lead) bulk_wait_read<0>();
-#else
-                /* Mutant (class 5): the staging area rewritten without waiting for the
-                 * stores of the round before to have read it. */
-#endif
-                consumers_bar();
-                if (wg_active) { /* a warpgroup wholly past N writes nothing */
-#pragma unroll
-                    for (int q = 0; q < kMats; q += 4) {
-                        uint32_t v[4];
-#pragma unroll
-                        for (int e = 0; e < 4; e++) {
-                            const int mat = q + e, jb = mat / (2 * TPW), i = mat / 2 % TPW, h = mat % 2;
-                            const int j = r * (R / 8) + jb;
-                            float y0 = acc[i][4 * j + 2 * h], y1 = acc[i][4 * j + 2 * h + 1];
-                            if (!GROUPED) {
-                                y0 = y0 * sc[i][h];
-                                y1 = y1 * sc[i][h];
-                            }
-                            if (wt_is_fp4(WT))
-                                wo_fp4_epilogue<IS_BF16>(y0, y1, gs, p.bias != nullptr, bi[i][h], bi[i][h]);
-                            v[e] = qv_h2<IS_BF16>::pack(y0, y1);
-                        }
-                        const int mat_l = q + (lane >> 3);
-                        const int row = mat_l / (2 * TPW) * 8 + (lane & 7);
-                        const int unit = 2 * (q0 + mat_l / 2 % TPW) + mat_l % 2;
-#ifdef QV_MUTANT_gpu_wg_epi_swizzle_missing
-                        /* Mutant (class 3): the staged rows written without the 128-byte swizzle
-                         * the store's tensor map reads them with (a chunk's columns permuted). */
-                        stmatrix_x4_trans(epi_warp + row * 128 + (unit << 4), v);
-#else
-                        stmatrix_x4_trans(epi_warp + row * 128 + ((unit ^ (lane & 7)) << 4), v);
-#endif
-                    }
-                }
-                fence_proxy_async();
-                consumers_bar();
-                if (lead && wg_active) {
-#pragma unroll
-                    for (int c = 0; c < TPW; c++)
-                        if (c0 + TPW * wgi + c < n_chunks)
-                            tma_store_2d(&c_map, (c0 + TPW * wgi + c) * 64, m0 + r * R, epi_wg + c * L::epi_chunk_bytes);
-                    bulk_commit();
-                }
-            }
-            continue;
-        }
-        if (!wg_active || !chunk_ok) continue;
-
-        /* Epilogue with direct stores (C only 4-byte aligned): row 16w + lane/4 (+8) of m64 tile i is column
-         * 64*chunk + 16(q0+i) + lane/4 (+8); accumulator 4j + 2h + e holds token
-         * 8j + 2(lane%4) + e. Lanes lane and lane^4 hold neighbouring columns of
-         * the same tokens: after one exchange, the even-column lane stores both
-         * columns of its even token and the odd-column lane both of its odd token,
-         * as one 4-byte word each. */
-        const int gq = lane >> 2, tq = lane & 3;
-        const bool even = (gq & 1) == 0;
-#pragma unroll
-        for (int i = 0; i < TPW; i++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int col = (c0 + chunk_l) * 64 + 16 * (q0 + i) + 8 * h + gq;
-                const float s = GROUPED ? 1.0f : epilogue_scale(p, col);
-                const float b =
-                    wt_is_fp4(WT) && p.bias ? load_scale(p.bias, single_perm_index(col), p.bias_fmt) : 0.0f;
-#pragma unroll
-                for (int j = 0; j < C::bx / 8; j++) {
-                    float y0 = acc[i][4 * j + 2 * h], y1 = acc[i][4 * j + 2 * h + 1];
-                    if (!GROUPED) {
-                        y0 = y0 * s;
-                        y1 = y1 * s;
-                    }
-                    /* FP4: two tokens of one column, one bias. */
-                    if (wt_is_fp4(WT)) wo_fp4_epilogue<IS_BF16>(y0, y1, gs, p.bias != nullptr, b, b);
-                    const float recv = __shfl_xor_sync(0xFFFFFFFFu, even ? y1 : y0, 4);
-                    const int tok = m0 + 8 * j + 2 * tq + (even ? 0 : 1);
-                    const int cp = even ? col : col - 1;
-                    if (tok < p.m)
-                        *reinterpret_cast<uint32_t *>(static_cast<uint16_t *>(p.c) + (int64_t)tok * p.n + cp) =
-                            even ? qv_h2<IS_BF16>::pack(y0, recv) : qv_h2<IS_BF16>::pack(recv, y1);
-                }
-            }
+        rd.finish();
+        using Epi = wo_epi<IS_BF16, GROUPED, wt_is_fp4(WT)>;
+        if (pt.parts > 0 && !wg_streamk_sum<Epi, TPW, BX>(acc, p, b, pc, pt, th.ct)) continue;
+        wg_epilogue<TPW, BX, L>(Epi(p, gs), acc, b, th, t, p.m, n_chunks, p.c_tma, &c_map);
     }
     /* The staging area's last stores done before the block leaves. */
-    if (p.c_tma && (ct & 127) == 0) bulk_wait<0>();
+    if (p.c_tma && (th.ct & 127) == 0) bulk_wait<0>();
 }
 
 /* act_order: out[i][j] = a[i][perm[j]], the activations in sorted-row order.
@@ -1013,32 +828,12 @@ qv_status launch_kernel(const wg_params &p, const wg_sched &sc, const void *a, c
     static_assert(smem <= kSmemMax, "the ring fits one block's shared memory");
     wg_maps mp;
     QV_TRY((make_maps<WT, TPW, BX, GROUPED>(&mp, p, a)));
-    static bool attr_set = false;
-    if (!attr_set) {
-        QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_wgmma<WT, BF, TPW, BX, SM>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
-                    "cudaFuncSetAttribute (wgmma weight-only kernel shared memory)");
-        attr_set = true;
-    }
     /* A programmatic dependent of the kernel in front (act_order: the
      * permutation kernel, which lets it launch as soon as its own blocks
-     * run): the blocks set up their ring while the last blocks in front
-     * finish, then wait (griddepcontrol.wait). */
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = p.pdl ? 1 : 0;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)sc.grid);
-    cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = (size_t)smem;
-    cfg.stream = stream;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    QV_CUDA_TRY(cudaLaunchKernelEx(&cfg, k_gemm_wonly_wgmma<WT, BF, TPW, BX, SM>, p, sc, mp.a, mp.w, mp.s, mp.z,
-                                   mp.c),
-                "wgmma weight-only kernel launch");
-    QV_CUDA_TRY(cudaGetLastError(), "wgmma weight-only kernel launch");
-    return QV_OK;
+     * run). */
+    return wg_launch<k_gemm_wonly_wgmma<WT, BF, TPW, BX, SM>>(
+        sc, smem, p.pdl != 0, stream, "cudaFuncSetAttribute (wgmma weight-only kernel shared memory)",
+        "wgmma weight-only kernel launch", p, sc, mp.a, mp.w, mp.s, mp.z, mp.c);
 }
 
 /* sm: SM_NONE, SM_ROW, SM_TILE or SM_TILE16 (launch_sm); FP4 only in its
