@@ -41,6 +41,7 @@
 
 #include "aq_gemm.cuh"
 #include "async_copy.cuh"
+#include "func_attr.cuh"
 #include "qqq_wg.cuh"
 #include "internal/gpu.h"
 #include "wg_common.cuh"
@@ -589,13 +590,13 @@ qv_status launch_kernel(const qwg_params &p, const wg_sched &sc, bool pdl, cudaS
     if (p.c_tma)
         QV_TRY(make_map_2d(&c_map, p.aq.c, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, (uint64_t)n, (uint64_t)m, (uint64_t)n * 2,
                            64, L::epi_rows, CU_TENSOR_MAP_SWIZZLE_128B, "C"));
-    static bool attr_set = false;
-    if (!attr_set) {
+    static std::atomic<uint64_t> attr_dev(0); /* the devices its attributes are set on */
+    QV_TRY(qv_func_attr_once(attr_dev, [&]() -> qv_status {
         QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_qqq_wgmma<TPW, BX, GROUP>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
                     "cudaFuncSetAttribute (QQQ wgmma kernel shared memory)");
-        attr_set = true;
-    }
+        return QV_OK;
+    }));
     /* A programmatic dependent of the stream's previous kernel (pdl_wanted):
      * the blocks set up their ring while the quantizer in front finishes,
      * then wait for it (griddepcontrol.wait). */

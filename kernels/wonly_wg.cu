@@ -68,6 +68,7 @@
 #include "dequant.cuh"
 #include "internal/gpu.h"
 #include "qvet/gemm.h"
+#include "func_attr.cuh"
 #include "wg_common.cuh"
 #include "wonly_common.cuh"
 #include "wonly_small.cuh"
@@ -874,13 +875,13 @@ template <bool BULK>
 qv_status launch_permute_as(const uint16_t *a, const int32_t *perm, uint16_t *out, int m, int k, int rows,
                             cudaStream_t stream)
 {
-    static bool attr_set = false;
-    if (!attr_set) {
+    static std::atomic<uint64_t> attr_dev(0); /* the devices its attributes are set on */
+    QV_TRY(qv_func_attr_once(attr_dev, [&]() -> qv_status {
         QV_CUDA_TRY(cudaFuncSetAttribute(k_wg_permute_rows<BULK>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          kPermSmem),
                     "cudaFuncSetAttribute (act_order permutation shared memory)");
-        attr_set = true;
-    }
+        return QV_OK;
+    }));
     k_wg_permute_rows<BULK><<<(m + rows - 1) / rows, kPermThreads, (size_t)rows * (size_t)k * 2, stream>>>(
         a, perm, out, m, k, rows);
     QV_CUDA_TRY(cudaGetLastError(), "act_order column permutation launch");
@@ -1013,13 +1014,13 @@ qv_status launch_kernel(const wg_params &p, const wg_sched &sc, const void *a, c
     static_assert(smem <= kSmemMax, "the ring fits one block's shared memory");
     wg_maps mp;
     QV_TRY((make_maps<WT, TPW, BX, GROUPED>(&mp, p, a)));
-    static bool attr_set = false;
-    if (!attr_set) {
+    static std::atomic<uint64_t> attr_dev(0); /* the devices its attributes are set on */
+    QV_TRY(qv_func_attr_once(attr_dev, [&]() -> qv_status {
         QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_wgmma<WT, BF, TPW, BX, SM>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
                     "cudaFuncSetAttribute (wgmma weight-only kernel shared memory)");
-        attr_set = true;
-    }
+        return QV_OK;
+    }));
     /* A programmatic dependent of the kernel in front (act_order: the
      * permutation kernel, which lets it launch as soon as its own blocks
      * run): the blocks set up their ring while the last blocks in front
