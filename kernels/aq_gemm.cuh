@@ -39,6 +39,7 @@
 
 #include "aq_mma.cuh"
 #include "cluster.cuh"
+#include "func_attr.cuh"
 #include "internal/gpu.h"
 #include "internal/tuning.h"
 #include "qvet/gemm.h"
@@ -896,15 +897,15 @@ static qv_status aq_launch_cfg(aq_params p, cudaStream_t stream, int bps, const 
     using C = aq_cfg<KIND, MW, WM, WN, NT>;
     void (*kern)(const aq_params) = k_gemm_aq_mma<KIND, MW, WM, WN, NT>;
     /* Raising the dynamic shared memory limit and allowing clusters past the
-     * portable 8 once per instantiation is enough. */
-    static int smem_set = 0;
-    if (!smem_set) {
+     * portable 8 once per instantiation and device is enough. */
+    static std::atomic<uint64_t> attr_dev(0); /* the devices its attributes are set on */
+    QV_TRY(qv_func_attr_once(attr_dev, [&]() -> qv_status {
         QV_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::smem),
                     "cudaFuncSetAttribute(k_gemm_aq_mma shared memory)");
         QV_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
                     "cudaFuncSetAttribute(k_gemm_aq_mma cluster size)");
-        smem_set = 1;
-    }
+        return QV_OK;
+    }));
     const int64_t gy = ((int64_t)p.n + C::bn - 1) / C::bn;
     if (gy > 65535 || p.splits > 65535)
         return qv_fail(QV_ERR_UNSUPPORTED, "N=%d needs %lld column blocks, above the grid limit 65535",

@@ -28,8 +28,20 @@ const char *qv_cublas_msg(cublasStatus_t s)
 
 cublasHandle_t qv_cublas_handle(qv_status *st)
 {
-    static cublasHandle_t h = NULL;
+    constexpr int kDevs = 64;
+    static thread_local cublasHandle_t handles[kDevs];
     *st = QV_OK;
+    int dev = 0;
+    const cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) {
+        *st = qv_fail(QV_ERR_CUDA, "cudaGetDevice: %s", cudaGetErrorString(e));
+        return NULL;
+    }
+    if (dev < 0 || dev >= kDevs) {
+        *st = qv_fail(QV_ERR_UNSUPPORTED, "cuBLAS paths: device ordinal %d (0 to %d only)", dev, kDevs - 1);
+        return NULL;
+    }
+    cublasHandle_t &h = handles[dev];
     if (h) return h;
     cublasStatus_t s = cublasCreate(&h);
     if (s != CUBLAS_STATUS_SUCCESS) {

@@ -21,7 +21,12 @@ qv_status lt_fail(const lt_cache *c, cublasStatus_t s, const char *what)
 qv_status lt_desc_create(lt_cache *c, cublasComputeType_t compute, cudaDataType_t scale,
                          cublasLtMatmulDesc_t *out)
 {
-    if (!c->handle) LT_TRY(c, cublasLtCreate(&c->handle), "cublasLtCreate");
+    if (!c->handle) {
+        int dev = 0;
+        QV_CUDA_TRY(cudaGetDevice(&dev), "cudaGetDevice");
+        LT_TRY(c, cublasLtCreate(&c->handle), "cublasLtCreate");
+        c->dev1 = dev + 1;
+    }
     cublasLtMatmulDesc_t d = NULL;
     LT_TRY(c, cublasLtMatmulDescCreate(&d, compute, scale), "matmul descriptor");
     const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
@@ -50,6 +55,13 @@ static void entry_clear(lt_entry *e)
 
 qv_status lt_lookup(lt_cache *c, cublasLtMatmulDesc_t desc, const lt_key &key, unsigned trace, lt_entry **out)
 {
+    int dev = 0;
+    QV_CUDA_TRY(cudaGetDevice(&dev), "cudaGetDevice");
+    if (dev + 1 != c->dev1) {
+        static lt_entry declined; /* found == false, never filled */
+        *out = &declined;
+        return QV_OK;
+    }
     for (int i = 0; i < c->count; i++)
         if (key_eq(c->entry[i].key, key)) {
             *out = &c->entry[i];

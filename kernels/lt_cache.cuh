@@ -48,6 +48,9 @@ struct lt_cache {
     cudaDataType_t tw, ta, td; /* element types of W, A and D */
     uint32_t schemes;          /* the split-K reduction schemes the heuristic may pick */
     cublasLtHandle_t handle;   /* created on first use */
+    int dev1;                  /* 1 + the device current at the handle's creation (0 before): the
+                                  device whose algorithms the cache holds; launches on another
+                                  device are declined (the mma kernel runs them) */
     lt_entry entry[LT_CACHE];
     int count, evict;          /* entries in use; the next one to replace when full */
 };
@@ -65,7 +68,8 @@ qv_status lt_desc_create(lt_cache *c, cublasComputeType_t compute, cudaDataType_
  * algorithm within LT_WS_BYTES of workspace, created on first use (the
  * oldest entry is replaced when the cache is full; with QV_TRACE_LT in trace,
  * the new entry's algorithm is printed: qv_lt_trace_algo). *out->found
- * tells whether cuBLASLt takes the shape. */
+ * tells whether cuBLASLt takes the shape; on a device other than the
+ * handle's (c->dev1) it never does. */
 qv_status lt_lookup(lt_cache *c, cublasLtMatmulDesc_t desc, const lt_key &key, unsigned trace, lt_entry **out);
 
 /* D = alpha W A + beta D (C is D) with e's algorithm on stream st; w, a and d

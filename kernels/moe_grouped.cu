@@ -44,6 +44,7 @@
 #include "internal/gpu.h"
 #include "internal/gpu_moe.h"
 #include "aq_mma.cuh"
+#include "func_attr.cuh"
 #include "mma.cuh"
 #include "qvet/formats.h"
 #include "wonly_common.cuh"
@@ -695,15 +696,15 @@ template <int WT, int MB, bool BF> qv_status launch_gemm(const gemm_params &g, d
         kernel = k_moe_gemm_w4a16_mma<MB, BF>;
     else
         kernel = k_moe_gemm_fp4_mma<WT, MB, BF>;
-    static bool attr_set = false;
-    if (!attr_set) {
+    static std::atomic<uint64_t> attr_dev(0); /* the devices its attributes are set on */
+    QV_TRY(qv_func_attr_once(attr_dev, [&]() -> qv_status {
         QV_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
                     "cudaFuncSetAttribute (grouped GEMM shared memory)");
         QV_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                          (int)cudaSharedmemCarveoutMaxShared),
                     "cudaFuncSetAttribute (grouped GEMM carveout)");
-        attr_set = true;
-    }
+        return QV_OK;
+    }));
     kernel<<<grid, kThreads, smem, stream>>>(g);
     QV_CUDA_TRY(cudaGetLastError(), "grouped GEMM launch");
     return QV_OK;
@@ -727,12 +728,12 @@ template <bool BF> qv_status launch_gemm_kind(int kind, int mb, const gemm_param
 template <int MW> qv_status launch_fp8(const f8_params &f, dim3 grid, cudaStream_t stream)
 {
     constexpr int smem = f8_stage<MW>::total;
-    static bool attr_set = false;
-    if (!attr_set) {
+    static std::atomic<uint64_t> attr_dev(0); /* the devices its attributes are set on */
+    QV_TRY(qv_func_attr_once(attr_dev, [&]() -> qv_status {
         QV_CUDA_TRY(cudaFuncSetAttribute(k_moe_gemm_fp8_b128<MW>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
                     "cudaFuncSetAttribute (grouped fp8 GEMM shared memory)");
-        attr_set = true;
-    }
+        return QV_OK;
+    }));
     k_moe_gemm_fp8_b128<MW><<<grid, kF8Threads, smem, stream>>>(f);
     QV_CUDA_TRY(cudaGetLastError(), "grouped fp8 GEMM launch");
     return QV_OK;

@@ -42,6 +42,7 @@
 
 #include "aq_gemm.cuh"
 #include "async_copy.cuh"
+#include "func_attr.cuh"
 #include "qqq_wg.cuh"
 #include "internal/gpu.h"
 #include "wg_common.cuh"

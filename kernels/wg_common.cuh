@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "async_copy.cuh"
+#include "func_attr.cuh"
 #include "internal/gpu.h"
 #include "internal/tuning.h"
 
@@ -676,11 +677,11 @@ template <auto K, class... Args>
 qv_status wg_launch(const wg_sched &sc, int smem, bool pdl, cudaStream_t stream, const char *attr_what,
                     const char *launch_what, const Args &...args)
 {
-    static bool attr_set = false;
-    if (!attr_set) {
+    static std::atomic<uint64_t> attr_dev(0); /* the devices its attributes are set on */
+    QV_TRY(qv_func_attr_once(attr_dev, [&]() -> qv_status {
         QV_CUDA_TRY(cudaFuncSetAttribute(K, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), attr_what);
-        attr_set = true;
-    }
+        return QV_OK;
+    }));
     cudaLaunchAttribute attr;
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = pdl ? 1 : 0;

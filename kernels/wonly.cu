@@ -27,6 +27,7 @@
 #include <type_traits>
 
 #include "dequant.cuh"
+#include "func_attr.cuh"
 #include "mma.cuh"
 #include "internal/gpu.h"
 #include "qvet/gemm.h"
@@ -357,8 +358,8 @@ template <int WT, int MB, bool BF>
 qv_status launch_kernel(const wo_params &p, dim3 grid, cudaStream_t stream)
 {
     constexpr int smem = stage_layout<WT, MB, true>::total;
-    static bool attr_set = false;
-    if (!attr_set) {
+    static std::atomic<uint64_t> attr_dev(0); /* the devices its attributes are set on */
+    QV_TRY(qv_func_attr_once(attr_dev, [&]() -> qv_status {
         QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_mma<WT, MB, BF>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
                     "cudaFuncSetAttribute (weight-only kernel shared memory)");
@@ -369,8 +370,8 @@ qv_status launch_kernel(const wo_params &p, dim3 grid, cudaStream_t stream)
                                          cudaFuncAttributePreferredSharedMemoryCarveout,
                                          (int)cudaSharedmemCarveoutMaxShared),
                     "cudaFuncSetAttribute (weight-only kernel carveout)");
-        attr_set = true;
-    }
+        return QV_OK;
+    }));
     k_gemm_wonly_mma<WT, MB, BF><<<grid, kThreads, smem, stream>>>(p);
     QV_CUDA_TRY(cudaGetLastError(), "weight-only kernel launch");
     return QV_OK;

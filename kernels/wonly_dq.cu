@@ -271,10 +271,21 @@ struct side_stream {
 
 qv_status side_get(side_stream **out)
 {
-    static side_stream ss;
-    static bool made = false;
+    /* Per thread: two threads' launches recording and waiting on the same
+     * events would order one's work by the other's (a wait on a buffer's
+     * event re-recorded by another thread does not cover this thread's
+     * reads). Per device: a stream and its events belong to one. */
+    constexpr int kDevs = 64;
+    static thread_local side_stream sides[kDevs];
+    static thread_local uint64_t made = 0;
+    int dev = 0;
+    QV_CUDA_TRY(cudaGetDevice(&dev), "cudaGetDevice");
+    if (dev < 0 || dev >= kDevs)
+        return qv_fail(QV_ERR_UNSUPPORTED, "dequantize + cuBLAS overlap: device ordinal %d (0 to %d only)", dev,
+                       kDevs - 1);
+    side_stream &ss = sides[dev];
     *out = &ss;
-    if (made) return QV_OK;
+    if (made >> dev & 1) return QV_OK;
     /* Non-blocking: the side stream never synchronizes implicitly with the
      * legacy default stream; the events below order it explicitly. */
     QV_CUDA_TRY(cudaStreamCreateWithFlags(&ss.s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags (dequant stream)");
@@ -283,7 +294,7 @@ qv_status side_get(side_stream **out)
         QV_CUDA_TRY(cudaEventCreateWithFlags(&ss.dq_done[b], cudaEventDisableTiming), "cudaEventCreateWithFlags");
         QV_CUDA_TRY(cudaEventCreateWithFlags(&ss.mm_done[b], cudaEventDisableTiming), "cudaEventCreateWithFlags");
     }
-    made = true;
+    made |= (uint64_t)1 << dev;
     return QV_OK;
 }
 

@@ -81,6 +81,7 @@
 #include "internal/tuning.h"
 #include "qvet/gemm.h"
 #include "qvet/layout.h"
+#include "func_attr.cuh"
 #include "wonly_small.cuh"
 #include "wonly_small_tile.cuh"
 
@@ -1106,8 +1107,8 @@ void print_timeline(const small_params &p, const unsigned long long *t, int bloc
 template <int WT, bool BF, bool SWAP, int CPW>
 qv_status launch_kernel(const small_params &p, dim3 grid, int smem, unsigned trace, cudaStream_t stream)
 {
-    static bool attr_set = false;
-    if (!attr_set) {
+    static std::atomic<uint64_t> attr_dev(0); /* the devices its attributes are set on */
+    QV_TRY(qv_func_attr_once(attr_dev, [&]() -> qv_status {
         QV_CUDA_TRY(cudaFuncSetAttribute(k_gemm_wonly_small<WT, BF, SWAP, CPW>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kSmemBudget),
                     "cudaFuncSetAttribute (small-M weight-only kernel shared memory)");
@@ -1120,8 +1121,8 @@ qv_status launch_kernel(const small_params &p, dim3 grid, int smem, unsigned tra
                                          cudaFuncAttributePreferredSharedMemoryCarveout,
                                          (int)cudaSharedmemCarveoutMaxShared),
                     "cudaFuncSetAttribute (small-M weight-only kernel carveout)");
-        attr_set = true;
-    }
+        return QV_OK;
+    }));
     /* Clusters of p.cluster consecutive K slices of one column tile. */
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;

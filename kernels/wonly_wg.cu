@@ -69,6 +69,7 @@
 #include "dequant.cuh"
 #include "internal/gpu.h"
 #include "qvet/gemm.h"
+#include "func_attr.cuh"
 #include "wg_common.cuh"
 #include "wg_epilogue.cuh"
 #include "wonly_common.cuh"
@@ -689,13 +690,13 @@ template <bool BULK>
 qv_status launch_permute_as(const uint16_t *a, const int32_t *perm, uint16_t *out, int m, int k, int rows,
                             cudaStream_t stream)
 {
-    static bool attr_set = false;
-    if (!attr_set) {
+    static std::atomic<uint64_t> attr_dev(0); /* the devices its attributes are set on */
+    QV_TRY(qv_func_attr_once(attr_dev, [&]() -> qv_status {
         QV_CUDA_TRY(cudaFuncSetAttribute(k_wg_permute_rows<BULK>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          kPermSmem),
                     "cudaFuncSetAttribute (act_order permutation shared memory)");
-        attr_set = true;
-    }
+        return QV_OK;
+    }));
     k_wg_permute_rows<BULK><<<(m + rows - 1) / rows, kPermThreads, (size_t)rows * (size_t)k * 2, stream>>>(
         a, perm, out, m, k, rows);
     QV_CUDA_TRY(cudaGetLastError(), "act_order column permutation launch");
