@@ -653,12 +653,10 @@ __global__ void k_moe_combine(const float *inter, const int32_t *ids, const floa
 #ifdef QV_MUTANT_gpu_moe_weight_after_cast
                 /* Mutant (class 25, vLLM #32002): the router weight applied after the
                  * product is rounded to the output format. */
-                const uint32_t pr = qv_h2<IS_BF16>::pack(v.x, v.y);
-                v.x = __fmul_rn(qv_h2<IS_BF16>::to_float((uint16_t)(pr & 0xFFFFu)), w);
-                v.y = __fmul_rn(qv_h2<IS_BF16>::to_float((uint16_t)(pr >> 16)), w);
-                const uint32_t q = qv_h2<IS_BF16>::pack(v.x, v.y);
-                v.x = qv_h2<IS_BF16>::to_float((uint16_t)(q & 0xFFFFu));
-                v.y = qv_h2<IS_BF16>::to_float((uint16_t)(q >> 16));
+                wo_round_pair<IS_BF16>(v.x, v.y);
+                v.x = __fmul_rn(v.x, w);
+                v.y = __fmul_rn(v.y, w);
+                wo_round_pair<IS_BF16>(v.x, v.y);
 #else
                 v.x = __fmul_rn(w, v.x);
                 v.y = __fmul_rn(w, v.y);

@@ -116,14 +116,25 @@ template <int WT, bool IS_BF16> __device__ __forceinline__ void wo_fp4_scale(uin
     }
 }
 
+/* Two fp32 values rounded to the 16-bit activation format (RNE) and back,
+ * in place: what the mutant switches use where a bug rounds an intermediate
+ * to the output format (here and in moe_grouped.cu). */
+template <bool IS_BF16> __device__ __forceinline__ void wo_round_pair(float &y0, float &y1)
+{
+    const uint32_t r = qv_h2<IS_BF16>::pack(y0, y1);
+    y0 = qv_h2<IS_BF16>::to_float((uint16_t)(r & 0xFFFFu));
+    y1 = qv_h2<IS_BF16>::to_float((uint16_t)(r >> 16));
+}
+
 /* The FP4 epilogue of two fp32 sums, in place: times the global scale g
  * (fp32, RN; 1 for MX, an exact product), then plus the bias (fp32, RN) when
  * there is one, b0 to y0 and b1 to y1; the caller rounds each once to the
  * output format. The two sums are any two outputs (wonly.cu: two columns of
  * one row; wonly_small.cu: two columns of one row, or in the swapped
  * orientation two rows of one column; wonly_wg.cu: two rows of one column),
- * each with its own bias. The mutant switches here reach all three kernels. The intrinsics keep the two roundings:
- * under -fmad=true the compiler would fuse y * g + b into one fma. */
+ * each with its own bias. The mutant switches here reach all three kernels.
+ * The intrinsics keep the two roundings: under -fmad=true the compiler would
+ * fuse y * g + b into one fma. */
 template <bool IS_BF16>
 __device__ __forceinline__ void wo_fp4_epilogue(float &y0, float &y1, float g, bool has_bias, float b0, float b1)
 {
@@ -131,9 +142,7 @@ __device__ __forceinline__ void wo_fp4_epilogue(float &y0, float &y1, float g, b
     /* Mutant (class 22, vLLM #33972, #37135): the sum, in the units the
      * kernel accumulates in, cast to the 16-bit output before the fp32
      * global scale. */
-    const uint32_t r = qv_h2<IS_BF16>::pack(y0, y1);
-    y0 = qv_h2<IS_BF16>::to_float((uint16_t)(r & 0xFFFFu));
-    y1 = qv_h2<IS_BF16>::to_float((uint16_t)(r >> 16));
+    wo_round_pair<IS_BF16>(y0, y1);
 #endif
     y0 = __fmul_rn(y0, g);
     y1 = __fmul_rn(y1, g);
@@ -141,9 +150,7 @@ __device__ __forceinline__ void wo_fp4_epilogue(float &y0, float &y1, float g, b
 #ifdef QV_MUTANT_gpu_wo_fp4_bias_after_cast
     /* Mutant (class 24, sglang #35020; vLLM's Marlin FP4 epilogue): the bias
      * added after the output cast, then rounded again. */
-    const uint32_t r2 = qv_h2<IS_BF16>::pack(y0, y1);
-    y0 = qv_h2<IS_BF16>::to_float((uint16_t)(r2 & 0xFFFFu));
-    y1 = qv_h2<IS_BF16>::to_float((uint16_t)(r2 >> 16));
+    wo_round_pair<IS_BF16>(y0, y1);
 #endif
     y0 = __fadd_rn(y0, b0);
     y1 = __fadd_rn(y1, b1);
