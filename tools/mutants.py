@@ -8,7 +8,7 @@ the kill matrix (JSONL and Markdown) beside the field's usual criteria.
   tools/mutants.py --gpu --build-only    build here (no GPU needed) ...
   tools/mutants.py --gpu --run-only      ... and run there on the built binaries
   tools/mutants.py --gpu --build-only --pack    ... binaries as zstd patches against the
-                                         base, in parts of at most 60 MiB to carry one at a
+                                         base, in parts of at most 40 MiB to carry one at a
                                          time (mutants/out/gpu/pack, pack-2, ...)
   tools/mutants.py --gpu --unpack --run-only    ... rebuilt from the parts present, whose
                                          mutants then run
@@ -323,8 +323,9 @@ def criteria_pass(cases):
 ZSTD_LIBS = ["libz.so.1", "liblzma.so.5", "liblz4.so.1"]
 
 
-# What one pack part may hold: the GPU machine takes at most 64 MiB of carried files.
-PACK_PART_MAX = 60 * 2**20
+# What one pack part may hold: the GPU machine takes at most 64 MiB of files,
+# the repository's own (about 19 MiB) and the carried ones together.
+PACK_PART_MAX = 40 * 2**20
 
 
 def pack_dirs(out):
