@@ -66,14 +66,27 @@ __device__ __forceinline__ void wo_dq_word(const uint32_t *bw, int j8, const uin
  * the top exponent bit, bits 6..3 to the low four, bits 2..0 to the top of
  * the mantissa; exact for the bytes with bit 7 set, the only ones the
  * layout gives bf16), in both halves; MX's e8m0 code c as the bf16 2^(c-127)
- * in both halves, or for f16, whose range does not hold 2^(c-127), the fp32
- * bits of 2^(c-113) (2^127 from c = 241 on). */
+ * in both halves, or for f16, whose range does not hold 2^(c-127), two f16
+ * factors, A in the low half and B in the high one, that wo_fp4_scale
+ * applies one after the other to x 2^-14 (qv_dqfp4):
+ *  - c <= 128: A = 2^max(c-113, -24), B = 1. From c = 89 on, x 2^-14 A is
+ *    the exact x 2^(c-127), rounded once; below, |x| 2^(c-127) <= 6 2^-39
+ *    rounds to a signed zero, as x 2^-38 does;
+ *  - 129 <= c <= 143: A = 2^15 makes 2x exactly, B = 2^(c-128) rounds once;
+ *  - c >= 144 (255, NaN in e8m0, which layout.c refuses, included):
+ *    |x| 2^(c-127) >= 2^16 overflows f16 for every nonzero x, and A = 65504,
+ *    B = 32800 take the smallest nonzero one, 2^-15, to 1.999 x 32800 >
+ *    65520, so to Inf, while a zero stays a signed zero.
+ * A and B are made by one fp32-to-f16x2 conversion of the exact fp32 powers
+ * of two (2^-24 converts to the f16 subnormal exactly). */
 template <int WT, bool IS_BF16> __device__ __forceinline__ uint32_t wo_fp4_scale_reg(uint32_t b)
 {
     if (WT == WT_FP4_NV)
         return qv_h2<IS_BF16>::dup(IS_BF16 ? ((b & 0x80u) << 7) | ((b & 0x7Fu) << 4) : b << 7);
     if (IS_BF16) return qv_h2<true>::dup(b << 7);
-    return (b + 14u < 254u ? b + 14u : 254u) << 23;
+    const uint32_t t_a = min(max(b, 89u), 128u), t_b = min(max(b, 128u), 143u);
+    return b >= 144u ? 0x78017BFFu
+                     : qv_h2<false>::pack(__uint_as_float((t_a + 14u) << 23), __uint_as_float((t_b - 1u) << 23));
 }
 
 /* A lane's eight FP4 block scales, sc[j8] for column 8 j8 + lane/4 of its
@@ -95,10 +108,11 @@ template <int WT, bool IS_BF16> __device__ __forceinline__ void wo_fp4_lane_scal
  *    global scale in the epilogue carries 2^(bias - s_pow2));
  *  - MX bf16: x 2^-126 times 2^126 (exact: x), then times 2^(c-127), which
  *    rounds only when it overflows to Inf;
- *  - MX f16: x 2^-14 widened to fp32 and multiplied by 2^(c-113), the exact
- *    product x 2^(c-127) (a normal or subnormal fp32), rounded once to f16
- *    (RN, overflow to Inf, subnormals kept); from c = 241 on 2^127 stands
- *    for 2^(c-113) and any nonzero x overflows f16 either way. */
+ *  - MX f16: x 2^-14 times the register's low half A, then times its high
+ *    half B (wo_fp4_scale_reg): at most one of the two rounds, so the result
+ *    is x 2^(c-127) rounded once to f16 (RN, overflow to Inf, subnormals
+ *    kept). Two f16 multiplies where widening to fp32 took five
+ *    instructions. */
 template <int WT, bool IS_BF16> __device__ __forceinline__ void wo_fp4_scale(uint32_t s, uint32_t bf[2])
 {
 #pragma unroll
@@ -109,9 +123,10 @@ template <int WT, bool IS_BF16> __device__ __forceinline__ void wo_fp4_scale(uin
             /* 0x7E80 is bf16 2^126. */
             bf[r] = qv_h2<true>::mul(qv_h2<true>::mul(bf[r], 0x7E807E80u), s);
         } else {
-            const float2 x = __half22float2(*reinterpret_cast<const __half2 *>(&bf[r]));
-            const float f = __uint_as_float(s);
-            bf[r] = qv_h2<false>::pack(x.x * f, x.y * f);
+            const __half2 ab = *reinterpret_cast<const __half2 *>(&s);
+            __half2 v = __hmul2_rn(*reinterpret_cast<const __half2 *>(&bf[r]), __low2half2(ab));
+            v = __hmul2_rn(v, __high2half2(ab));
+            bf[r] = *reinterpret_cast<const uint32_t *>(&v);
         }
     }
 }
