@@ -254,7 +254,8 @@ MUTANT_ENV = {"blk_scales_unpadded": {"QVET_AQ_LT_FP8_BLK_MIN_M": "1"},
               "gpu_aq_split_sum_not_zeroed": {"QVET_AQ_CLUSTER_MAX": "1"},
               "gpu_aq_splitk_f16_reduce": {"QVET_AQ_LT_FP8_MIN_M": "off"},
               "gpu_aq_block_scale_n_floor": {"QVET_AQ_LT_FP8_MIN_M": "off"},
-              "gpu_aq_block_scale_token_major": {"QVET_AQ_LT_FP8_MIN_M": "off"}}
+              "gpu_aq_block_scale_token_major": {"QVET_AQ_LT_FP8_MIN_M": "off"},
+              "gpu_aq_padding_not_cleared": {"QVET_AQ_LT_FP8_MIN_M": "off"}}
 
 
 def mutant_env(name):
