@@ -111,8 +111,8 @@ template <int WT, bool IS_BF16> __device__ __forceinline__ void wo_fp4_lane_scal
  *  - MX f16: x 2^-14 times the register's low half A, then times its high
  *    half B (wo_fp4_scale_reg): at most one of the two rounds, so the result
  *    is x 2^(c-127) rounded once to f16 (RN, overflow to Inf, subnormals
- *    kept). Two f16 multiplies where widening to fp32 took five
- *    instructions. */
+ *    kept), in two f16 multiplies (widening to fp32 would take five
+ *    instructions). */
 template <int WT, bool IS_BF16> __device__ __forceinline__ void wo_fp4_scale(uint32_t s, uint32_t bf[2])
 {
 #pragma unroll

@@ -247,8 +247,8 @@ PATH_ENV = {"kernels/wonly_small.cu": {"QVET_WO_SMALL": "swap"},
 # split through it (t_gpu_aq's split_sums checks both sums clean and equal).
 # The e4m3 rows' mma kernel runs only below the cuBLASLt path's M (1 for
 # w8a8-fp8-tok-ch since its two-step form), which the check's e4m3 witness
-# (M = 17) never is; "off" keeps every M on it for the two switches of its
-# split-K.
+# (M = 17) never is; "off" keeps every M on it for the switches of that kernel
+# whose rows are e4m3 ones (its split-K, block scales and padding).
 MUTANT_ENV = {"blk_scales_unpadded": {"QVET_AQ_LT_FP8_BLK_MIN_M": "1"},
               "gpu_aq_lock_not_reset": {"QVET_AQ_CLUSTER_MAX": "1", "QVET_AQ_LT_FP8_MIN_M": "off"},
               "gpu_aq_split_sum_not_zeroed": {"QVET_AQ_CLUSTER_MAX": "1"},
