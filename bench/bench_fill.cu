@@ -20,7 +20,7 @@ __device__ __forceinline__ uint64_t mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
-enum { FILL_BYTES = 0, FILL_E4M3, FILL_F16, FILL_BF16, FILL_F32 };
+enum { FILL_BYTES = 0, FILL_E4M3, FILL_E8M0, FILL_F16, FILL_BF16, FILL_F32 };
 
 /* Element i of the buffer from the i-th random word of the seed. */
 __global__ void k_bench_fill(unsigned char *dev, int64_t count, int kind, uint64_t seed, float lo, float hi,
@@ -40,6 +40,12 @@ __global__ void k_bench_fill(unsigned char *dev, int64_t count, int kind, uint64
             dev[i] = (c & 0x7F) == 0x7F ? (unsigned char)(c - 1) : c;
             break;
         }
+        /* 2^floor(log2 x): the biased exponent of the fp32 x (both bias
+         * 127). MXFP4 kernels take a faster form when no code of a stage
+         * exceeds 127 (scales up to 1, as in real checkpoints), so random
+         * bytes, half of them 128 or more, would time a form real weights
+         * never run. */
+        case FILL_E8M0: dev[i] = (unsigned char)(__float_as_uint(x) >> 23); break;
         case FILL_F16: reinterpret_cast<__half *>(dev)[i] = __float2half_rn(x); break;
         case FILL_BF16: reinterpret_cast<__nv_bfloat16 *>(dev)[i] = __float2bfloat16_rn(x); break;
         default: reinterpret_cast<float *>(dev)[i] = x; break;
@@ -76,6 +82,7 @@ extern "C" qv_status qv_bench_fill(void *dev, int64_t count, qv_fmt fmt, uint64_
     int64_t n = count;
     switch (fmt) {
     case QV_FMT_E4M3: kind = FILL_E4M3; break;
+    case QV_FMT_E8M0: kind = FILL_E8M0; break;
     case QV_FMT_F16: kind = FILL_F16; break;
     case QV_FMT_BF16: kind = FILL_BF16; break;
     case QV_FMT_F32: kind = FILL_F32; break;

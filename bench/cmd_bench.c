@@ -221,7 +221,8 @@ static void pool_free(dev_pool *pool)
     pool->n = 0;
 }
 
-/* Scale values: positive, around 2^-7, so random dot products stay finite. */
+/* Scale values: positive, around 2^-7, so random dot products stay finite
+ * (e8m0 scales: 2^-8 and 2^-7, codes 119 and 120). */
 #define SCALE_LO 0.004f
 #define SCALE_HI 0.016f
 

@@ -60,64 +60,103 @@ __device__ __forceinline__ void wo_dq_word(const uint32_t *bw, int j8, const uin
     }
 }
 
-/* The FP4 block scale of one n8 tile as a kernel register, from its packed
- * byte (layout.h): NV's S0E5M3 byte read as the f16 it came from (bits
- * 14..7) or widened into bf16 as vLLM's dequant_fp8_scales does (bit 7 to
- * the top exponent bit, bits 6..3 to the low four, bits 2..0 to the top of
- * the mantissa; exact for the bytes with bit 7 set, the only ones the
- * layout gives bf16), in both halves; MX's e8m0 code c as the bf16 2^(c-127)
- * in both halves, or for f16, whose range does not hold 2^(c-127), two f16
- * factors, A in the low half and B in the high one, that wo_fp4_scale
- * applies one after the other to x 2^-14 (qv_dqfp4):
- *  - c <= 128: A = 2^max(c-113, -24), B = 1. From c = 89 on, x 2^-14 A is
- *    the exact x 2^(c-127), rounded once; below, |x| 2^(c-127) <= 6 2^-39
- *    rounds to a signed zero, as x 2^-38 does;
- *  - 129 <= c <= 143: A = 2^15 makes 2x exactly, B = 2^(c-128) rounds once;
- *  - c >= 144 (255, NaN in e8m0, which layout.c refuses, included):
- *    |x| 2^(c-127) >= 2^16 overflows f16 for every nonzero x, and A = 65504,
- *    B = 32800 take the smallest nonzero one, 2^-15, to 1.999 x 32800 >
- *    65520, so to Inf, while a zero stays a signed zero.
- * A and B are made by one fp32-to-f16x2 conversion of the exact fp32 powers
- * of two (2^-24 converts to the f16 subnormal exactly). */
-template <int WT, bool IS_BF16> __device__ __forceinline__ uint32_t wo_fp4_scale_reg(uint32_t b)
+/* Scale byte b (0..7) of the 8 bytes w0 (bytes 0-3), w1 (4-7) in both
+ * halves of a word, d = c * 0x00010001 for the byte's value c. Every kernel
+ * register of a block scale below is made from d by arithmetic that keeps
+ * the two halves apart, and d is monotonic in c, so that a 32-bit min or max
+ * of d is the min or max of c in both halves. For a b known at compile time
+ * (an unrolled loop's index): one byte permute (byte 4 of the pair (w, 0) is
+ * a zero; wonly_wg.cu's set_scales_fp4 does the same with a b it learns at
+ * run time). */
+__device__ __forceinline__ uint32_t wo_fp4_byte_dup(uint32_t w0, uint32_t w1, int b)
 {
-    if (WT == WT_FP4_NV)
-        return qv_h2<IS_BF16>::dup(IS_BF16 ? ((b & 0x80u) << 7) | ((b & 0x7Fu) << 4) : b << 7);
-    if (IS_BF16) return qv_h2<true>::dup(b << 7);
-    const uint32_t t_a = min(max(b, 89u), 128u), t_b = min(max(b, 128u), 143u);
-    return b >= 144u ? 0x78017BFFu
-                     : qv_h2<false>::pack(__uint_as_float((t_a + 14u) << 23), __uint_as_float((t_b - 1u) << 23));
+    const uint32_t lane = (uint32_t)(b & 3);
+    return __byte_perm(b < 4 ? w0 : w1, 0u, lane | 4u << 4 | lane << 8 | 4u << 12);
+}
+/* Whether every MXFP4 scale code of a warp's staged rows is at most 127
+ * (scales up to 2^0), given the OR of the words the lane holds: then its
+ * kernels take the one-multiply form of wo_fp4_scale (FAST). Real
+ * checkpoints have no larger code: a block's scale is 2^(floor(log2 amax)
+ * - 2), so a code of 128 means weights of 8 and more. Every lane of the warp
+ * calls it (a vote). */
+__device__ __forceinline__ bool wo_fp4_mx_fast(uint32_t ored)
+{
+    return __all_sync(0xFFFFFFFFu, (ored & 0x80808080u) == 0u);
+}
+
+/* The FP4 block scale of one n8 tile as a kernel register, from its packed
+ * byte c in both halves, d = c * 0x00010001 (wo_fp4_byte_dup; layout.h):
+ *  - NV: the S0E5M3 byte read as the f16 it came from (bits 14..7), or
+ *    widened into bf16 as vLLM's dequant_fp8_scales does (bit 7 to the top
+ *    exponent bit, bits 6..3 to the low four, bits 2..0 to the top of the
+ *    mantissa; exact for the bytes with bit 7 set, the only nonzero ones the
+ *    layout gives bf16), as 16 c + 112 (c & 0x80);
+ *  - MX bf16: the e8m0 code c as the bf16 2^(c-127) (c << 7), or with FAST
+ *    (every code at most 127: wo_fp4_mx_fast) as 2^(c-1) = 2^126 2^(c-127),
+ *    which wo_fp4_scale applies in one multiply to x 2^-126 (qv_dqfp4);
+ *  - MX f16, whose range does not hold 2^(c-127): two f16 factors, A in the
+ *    low half and B in the high one, that wo_fp4_scale applies one after the
+ *    other to x 2^-14 (qv_dqfp4):
+ *     - c <= 98: A = +0, B = 1. |x| 2^(c-127) <= 6 2^-29 is below half the
+ *       smallest f16 subnormal, so it rounds to a signed zero, as x 2^-14 0
+ *       is;
+ *     - 99 <= c <= 128: A = 2^(c-113), B = 1. x 2^-14 A is the exact
+ *       x 2^(c-127), rounded once;
+ *     - 129 <= c <= 143: A = 2^15 makes 2x exactly, B = 2^(c-128) rounds
+ *       once;
+ *     - c >= 144 (255, NaN in e8m0, which layout.c refuses, included):
+ *       |x| 2^(c-127) >= 2^16 overflows f16 for every nonzero x, and A =
+ *       65504, B = 32800 take the smallest nonzero one, 2^-15, to 1.999 x
+ *       32800 > 65520, so to Inf, while a zero stays a signed zero;
+ *    as f16 codes, A = (clamp(c, 98, 128) - 98) 2^10 and B = (clamp(c, 128,
+ *    143) - 113) 2^10: the clamps on d, a byte permute joining A's half of
+ *    one and B's of the other, one multiply-add for both halves (each half's
+ *    result lies in 0..0x7800, so the 32-bit arithmetic never mixes them).
+ *    With FAST (c <= 127) B = 1 is left out: A alone, one multiply. */
+template <int WT, bool IS_BF16, bool FAST = false> __device__ __forceinline__ uint32_t wo_fp4_scale_reg(uint32_t d)
+{
+    constexpr uint32_t k1 = 0x00010001u;
+    if (WT == WT_FP4_NV) return IS_BF16 ? d * 16u + (d & 0x00800080u) * 112u : d << 7;
+    if (IS_BF16) return FAST ? d * 128u + 0x3F003F00u : d << 7; /* 0x3F00: 126 << 7 */
+    if (FAST) return max(d, 98u * k1) * 1024u - 98u * 1024u * k1;
+    const uint32_t a = min(max(d, 98u * k1), 128u * k1);
+    const uint32_t b = min(max(d, 128u * k1), 143u * k1);
+    const uint32_t ab = __byte_perm(a, b, 0x7610u) * 1024u - (98u + 113u * 65536u) * 1024u;
+    return d > 143u * k1 ? 0x78017BFFu : ab;
 }
 
 /* A lane's eight FP4 block scales, sc[j8] for column 8 j8 + lane/4 of its
  * 64-column chunk, from the chunk's 8 packed bytes at 8 (lane/4) (sv):
  * QV_SORDER_GROUP64_FP8 puts the scale of n8 tile 4 (b/4) + [0,2,1,3][b%4]
  * at byte b. */
-template <int WT, bool IS_BF16> __device__ __forceinline__ void wo_fp4_lane_scales(uint2 sv, uint32_t sc[8])
+template <int WT, bool IS_BF16, bool FAST = false>
+__device__ __forceinline__ void wo_fp4_lane_scales(uint2 sv, uint32_t sc[8])
 {
 #pragma unroll
-    for (int b = 0; b < 8; b++) {
-        const uint32_t byte = ((b < 4 ? sv.x : sv.y) >> (8 * (b & 3))) & 0xFFu;
-        sc[4 * (b >> 2) + ((b & 1) << 1) + ((b >> 1) & 1)] = wo_fp4_scale_reg<WT, IS_BF16>(byte);
-    }
+    for (int b = 0; b < 8; b++)
+        sc[4 * (b >> 2) + ((b & 1) << 1) + ((b >> 1) & 1)] =
+            wo_fp4_scale_reg<WT, IS_BF16, FAST>(wo_fp4_byte_dup(sv.x, sv.y, b));
 }
 
 /* Multiplies the two registers bf of qv_dqfp4 by their block scale s
- * (wo_fp4_scale_reg), one rounding to the activation format:
+ * (wo_fp4_scale_reg of the same FAST), one rounding to the activation
+ * format:
  *  - NV: (x 2^-bias)(s 2^s_pow2) in one multiply, exact (layout.h; the
  *    global scale in the epilogue carries 2^(bias - s_pow2));
  *  - MX bf16: x 2^-126 times 2^126 (exact: x), then times 2^(c-127), which
- *    rounds only when it overflows to Inf;
+ *    rounds only when it overflows to Inf; with FAST, x 2^-126 times
+ *    2^(c-1) in one multiply, exact (no code above 127);
  *  - MX f16: x 2^-14 times the register's low half A, then times its high
  *    half B (wo_fp4_scale_reg): at most one of the two rounds, so the result
  *    is x 2^(c-127) rounded once to f16 (RN, overflow to Inf, subnormals
  *    kept), in two f16 multiplies (widening to fp32 would take five
- *    instructions). */
-template <int WT, bool IS_BF16> __device__ __forceinline__ void wo_fp4_scale(uint32_t s, uint32_t bf[2])
+ *    instructions); with FAST, times A alone. */
+template <int WT, bool IS_BF16, bool FAST = false>
+__device__ __forceinline__ void wo_fp4_scale(uint32_t s, uint32_t bf[2])
 {
 #pragma unroll
     for (int r = 0; r < 2; r++) {
-        if (WT == WT_FP4_NV) {
+        if (WT == WT_FP4_NV || (FAST && IS_BF16)) {
             bf[r] = qv_h2<IS_BF16>::mul(bf[r], s);
         } else if (IS_BF16) {
             /* 0x7E80 is bf16 2^126. */
@@ -125,7 +164,7 @@ template <int WT, bool IS_BF16> __device__ __forceinline__ void wo_fp4_scale(uin
         } else {
             const __half2 ab = *reinterpret_cast<const __half2 *>(&s);
             __half2 v = __hmul2_rn(*reinterpret_cast<const __half2 *>(&bf[r]), __low2half2(ab));
-            v = __hmul2_rn(v, __high2half2(ab));
+            if (!FAST) v = __hmul2_rn(v, __high2half2(ab));
             bf[r] = *reinterpret_cast<const uint32_t *>(&v);
         }
     }

@@ -478,15 +478,15 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
      * compute_tile on grouped rows: per tile in the general loop, once per
      * stage when the stage lies in one group, or at its start and its middle
      * when each half of it is one group (g = 32 with 4-bit codes). */
-    auto load_group = [&](int grp) {
+    auto load_group = [&](int grp, const bool fast) {
         cur_grp = grp;
         small_load_group<WT, IS_BF16, SWAP, CPW>(grp_regs, smem + L.s_off + (grp - grp_begin) * BN * kSElem,
                                                  smem + L.z_off + (grp - grp_begin) * (BN / 8) * 4, warp, lane,
-                                                 p.grp_single, p.unbias_h2);
+                                                 p.grp_single, p.unbias_h2, fast);
     };
     auto group_of_tile = [&](int tl) {
         const int grp = (kt_begin + tl) >> p.g_shift;
-        if (grp != cur_grp) load_group(grp);
+        if (grp != cur_grp) load_group(grp, false);
     };
 
     /* One k16 tile (small_tile_mma): tl is its index in the slice, w the
@@ -562,7 +562,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                     auto line = [&](const bool F) {
 #pragma unroll
                         for (int r = 0; r < kRps; r++) {
-                            if (G && H && r == kRps / 2) load_group(g_last);
+                            if (G && H && r == kRps / 2) load_group(g_last, false);
                             compute_tile(t0 + r, cur[r], G, F);
                         }
                     };
@@ -597,13 +597,26 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                          * read before its first row; a partial one row by
                          * row (stage_rows). */
                         if (full && (kt_begin + t0) % kFp4Tpg == 0) {
-                            uint4 cur[kRps][VW];
+                            /* MXFP4 whose stage has no scale code above
+                             * 127 (small_fp4_mx_fast): the one-multiply
+                             * form (F, a literal in each copy of the line). */
+                            auto fp4_line = [&](const bool F) {
+                                uint4 cur[kRps][VW];
 #pragma unroll
-                            for (int r = 0; r < kRps; r++) load_row(r, cur[r]);
+                                for (int r = 0; r < kRps; r++) load_row(r, cur[r]);
 #pragma unroll
-                            for (int r = 0; r < kRps; r++) {
-                                if (r % kFp4Tpg == 0) load_group((kt_begin + t0 + r) / kFp4Tpg);
-                                compute_tile(t0 + r, cur[r], true, false);
+                                for (int r = 0; r < kRps; r++) {
+                                    if (r % kFp4Tpg == 0) load_group((kt_begin + t0 + r) / kFp4Tpg, F);
+                                    compute_tile(t0 + r, cur[r], true, F);
+                                }
+                            };
+                            if (WT == WT_FP4_MX &&
+                                small_fp4_mx_fast<CPW>(smem + L.s_off + (g_first - grp_begin) * BN, kRps / kFp4Tpg,
+                                                       BN, warp, lane)) {
+                                fp4_line(true);
+                                cur_grp = -1; /* its registers are for that form alone */
+                            } else {
+                                fp4_line(false);
                             }
                         } else {
                             stage_rows(true);

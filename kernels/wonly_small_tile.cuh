@@ -195,13 +195,32 @@ __device__ __forceinline__ bool small_g4_fma_prepare(unsigned char *rows, int n_
     return true;
 }
 
+/* Whether every MXFP4 scale code of n_rows staged group rows (bn bytes each,
+ * from rows) in the warp's CPW chunks is at most 127 (wo_fp4_mx_fast, a
+ * vote: every lane of the warp calls it): each lane reads the 8 bytes of its
+ * column lane/4 in each chunk and row, those small_load_group reads. */
+template <int CPW>
+__device__ __forceinline__ bool small_fp4_mx_fast(const unsigned char *rows, int n_rows, int bn, int warp, int lane)
+{
+    uint32_t ored = 0;
+    for (int gi = 0; gi < n_rows; gi++)
+#pragma unroll
+        for (int c = 0; c < CPW; c++) {
+            const uint2 v = *reinterpret_cast<const uint2 *>(rows + gi * bn + (warp * CPW + c) * 64 + 8 * (lane >> 2));
+            ored |= v.x | v.y;
+        }
+    return wo_fp4_mx_fast(ored);
+}
+
 /* Reads one group row into r: srow, the row's scales of the block's BN
  * columns (block-local packed order, 2 bytes each; FP4: 1 byte each);
  * zrow, its BN/8 packed zero-point words (WT_INT4_ZP only). single: the row
  * is stored in the channel order (a single group, k == g, layout.h; never
  * for FP4); unbias_h2: the fp8 scale factor (wo_set_scale_fields), 1
- * otherwise. A small_g4_fma kernel whose warp runs the one-fma form (r.fma)
- * finds S = s 2^20 staged and adds C = -8 s.
+ * otherwise; fast, a literal at every call: MXFP4's registers for the
+ * one-multiply form (wo_fp4_scale_reg's FAST: small_fp4_mx_fast found every
+ * code of the stage at most 127). A small_g4_fma kernel whose warp runs the
+ * one-fma form (r.fma) finds S = s 2^20 staged and adds C = -8 s.
  *
  * FP4 block scales, which byte feeds which register (l: the lane):
  *  - the lane's weight word of a chunk and k16 tile is the Marlin W4 word
@@ -230,14 +249,17 @@ __device__ __forceinline__ bool small_g4_fma_prepare(unsigned char *rows, int n_
 template <int WT, bool IS_BF16, bool SWAP, int CPW>
 __device__ __forceinline__ void small_load_group(small_group_regs<CPW> &r, const unsigned char *srow,
                                                  const unsigned char *zrow, int warp, int lane, bool single,
-                                                 uint32_t unbias_h2)
+                                                 uint32_t unbias_h2, const bool fast)
 {
 #pragma unroll
     for (int c = 0; c < CPW; c++) {
         const int local = (warp * CPW + c) * 64; /* the chunk's first column in the block */
         if constexpr (wt_is_fp4(WT)) {
-            wo_fp4_lane_scales<WT, IS_BF16>(*reinterpret_cast<const uint2 *>(srow + local + 8 * (lane >> 2)),
-                                            r.sc[c]);
+            const uint2 sv = *reinterpret_cast<const uint2 *>(srow + local + 8 * (lane >> 2));
+            if (WT == WT_FP4_MX && fast)
+                wo_fp4_lane_scales<WT, IS_BF16, true>(sv, r.sc[c]);
+            else
+                wo_fp4_lane_scales<WT, IS_BF16, false>(sv, r.sc[c]);
             continue;
         }
         /* scale_perm puts column 8*j8 + lane/4 of a chunk at position
@@ -296,7 +318,9 @@ __device__ __forceinline__ void small_load_group(small_group_regs<CPW> &r, const
  * acc[c][j8] is n8 tile j8 (rows lane/4 and lane/4 + 8); swapped, acc[c][i]
  * is the n16 pair of n8 tiles 2i, 2i+1 (rows 2*(lane%4) + {0,1}). F, a
  * literal too: a small_g4_fma kernel dequantizes in its one-fma form (only
- * where r.fma holds, with S in r.sc). */
+ * where r.fma holds, with S in r.sc); an MXFP4 kernel scales in the
+ * one-multiply form (wo_fp4_scale's FAST, with registers small_load_group
+ * made for it). */
 template <int WT, bool IS_BF16, bool SWAP, int CPW>
 __device__ __forceinline__ void small_tile_mma(float (&acc)[CPW][SWAP ? 4 : 8][4], unsigned a_addr,
                                                const uint4 (&w)[small_traits<WT>::vecs * CPW],
@@ -329,7 +353,10 @@ __device__ __forceinline__ void small_tile_mma(float (&acc)[CPW][SWAP ? 4 : 8][4
                  * rounding, as wonly.cu. FP4 rows always have group scales:
                  * every caller passes G. */
                 wo_dq_word<WT, IS_BF16>(bw, j8, r.zc[0], bf);
-                wo_fp4_scale<WT, IS_BF16>(r.sc[c][j8], bf);
+                if (WT == WT_FP4_MX && F)
+                    wo_fp4_scale<WT, IS_BF16, true>(r.sc[c][j8], bf);
+                else
+                    wo_fp4_scale<WT, IS_BF16, false>(r.sc[c][j8], bf);
                 return;
             }
             if constexpr (small_g4_fma<WT, IS_BF16, SWAP, CPW>()) {

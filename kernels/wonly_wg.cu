@@ -98,6 +98,12 @@ constexpr int kMaxStages = 8;
 constexpr int kInFlight = QV_WG_INFLIGHT;
 static_assert(kInFlight >= 1 && kInFlight <= 3, "one to three wgmma groups in flight");
 
+/* A bool as a type, for the lambdas that take FAST (wo_fp4_scale) as a
+ * literal. */
+template <bool B> struct wg_bool {
+    static constexpr bool value = B;
+};
+
 template <int WT> struct wt_traits {
     static constexpr bool four = wt_is_4bit(WT);
     static constexpr int lane_bytes = four ? 16 : 32;        /* packed bytes per lane per (k16, chunk) */
@@ -194,7 +200,7 @@ template <int WT, bool IS_BF16, int TPW> struct grp_regs {
  * 0-7) and 2(q0+i)+1 (rows 8-15), fragment {lo tile k0-7, hi tile k0-7, lo
  * tile k8-15, hi tile k8-15}. 4-bit: word q holds n8 tiles 2q and 2q + 1;
  * 8-bit: word j8 holds n8 tile j8. */
-template <int WT, bool IS_BF16, int TPW, bool GROUPED>
+template <int WT, bool IS_BF16, int TPW, bool GROUPED, bool FAST = false>
 __device__ __forceinline__ void dequant_tile(const uint32_t *bw, const grp_regs<WT, IS_BF16, TPW> &g,
                                              const uint32_t sym[2], uint32_t af[TPW][4])
 {
@@ -207,7 +213,7 @@ __device__ __forceinline__ void dequant_tile(const uint32_t *bw, const grp_regs<
             qv_dq4_one<IS_BF16>(bw[jj >> 1] >> (8 * (jj & 1)), g.zc[jj], bf);
         } else if (wt_is_fp4(WT)) {
             qv_dqfp4<IS_BF16>(bw[jj >> 1] >> (8 * (jj & 1)), bf);
-            wo_fp4_scale<WT, IS_BF16>(g.sc[jj], bf);
+            wo_fp4_scale<WT, IS_BF16, FAST>(g.sc[jj], bf);
         } else if (WT == WT_INT8) {
             qv_dq8<IS_BF16>(bw[jj], bf);
         } else if (IS_BF16 && GROUPED) {
@@ -242,19 +248,24 @@ __device__ __forceinline__ void set_scales(grp_regs<WT, IS_BF16, TPW> &g, const 
     }
 }
 
-/* The FP4 block-scale registers (wo_fp4_scale_reg) of the warp's n8 tiles
- * j8 = 2 q0 + jj from the 8 packed bytes of the lane's column lane/4 in a
- * staged group row (QV_SORDER_GROUP64_FP8: the scale of n8 tile j8 at byte
- * 4 (j8 / 4) + [0,2,1,3][j8 % 4], words[0] bytes 0-3, words[1] bytes 4-7):
- * one byte permute each. */
-template <int WT, bool IS_BF16, int TPW>
+/* The FP4 block-scale registers (wo_fp4_scale_reg, of the stage's FAST) of
+ * the warp's n8 tiles j8 = 2 q0 + jj from the 8 packed bytes of the lane's
+ * column lane/4 in a staged group row (QV_SORDER_GROUP64_FP8: the scale of
+ * n8 tile j8 at byte 4 (j8 / 4) + [0,2,1,3][j8 % 4], words[0] bytes 0-3,
+ * words[1] bytes 4-7). j8 depends on the warp, so the byte's place is known
+ * only at run time: a byte permute and a mask, then the byte in both halves
+ * (wo_fp4_byte_dup's d) by a multiply that ptxas folds into the register's
+ * own arithmetic (a second permute beside zeros made the NVFP4 rows slower
+ * at M = 1024 on the H100). */
+template <int WT, bool IS_BF16, int TPW, bool FAST>
 __device__ __forceinline__ void set_scales_fp4(grp_regs<WT, IS_BF16, TPW> &g, const uint32_t *words, int q0)
 {
 #pragma unroll
     for (int jj = 0; jj < 2 * TPW; jj++) {
         const int j8 = 2 * q0 + jj;
         const int b = 4 * (j8 >> 2) + ((j8 & 1) << 1) + ((j8 >> 1) & 1);
-        g.sc[jj] = wo_fp4_scale_reg<WT, IS_BF16>(__byte_perm(words[0], words[1], (uint32_t)b) & 0xFFu);
+        const uint32_t c = __byte_perm(words[0], words[1], (uint32_t)b) & 0xFFu;
+        g.sc[jj] = wo_fp4_scale_reg<WT, IS_BF16, FAST>(c * 0x00010001u);
     }
 }
 
@@ -557,32 +568,52 @@ __global__ void __launch_bounds__(kThreads, 1)
                         }
                     }
                 }
+                /* MXFP4: whether the stage's scale codes are all at most
+                 * 127 (wo_fp4_mx_fast), for the stage's tiles to take the
+                 * one-multiply form (FAST, a literal in each of the two
+                 * copies of the tiles below). Only for f16 (bf16 saves one
+                 * multiply of three, and its rows ran slower at M = 1024
+                 * with the vote and the two copies on the H100) and with
+                 * one m64 tile per warp (128-column tiles, M > 128 by
+                 * default): with four the two copies leave ptxas too few
+                 * registers to keep the wgmma groups asynchronous, with two
+                 * they spill. */
+                constexpr bool kMxFast = WT == WT_FP4_MX && !IS_BF16 && TPW == 1;
+                bool mx_fast = false;
+                if constexpr (kMxFast) {
+                    uint32_t ored = 0;
+#pragma unroll
+                    for (int u = 0; u < kRows; u++)
+#pragma unroll
+                        for (int w = 0; w < kSw; w++) ored |= scw[u][w];
+                    mx_fast = wo_fp4_mx_fast(ored);
+                }
                 /* The scale and zero-point registers from row u's codes. */
-                auto use_row = [&](int u) {
+                auto use_row = [&](int u, auto fast) {
                     if constexpr (wt_is_fp4(WT))
-                        set_scales_fp4(g, scw[u], q0);
+                        set_scales_fp4<WT, IS_BF16, TPW, decltype(fast)::value>(g, scw[u], q0);
                     else
                         set_scales(g, scw[u], p.unbias_h2);
                     if constexpr (WT == WT_INT4_ZP) set_zeros(g, zw[u], q0);
                 };
-                if constexpr (SM == SM_ROW) use_row(0);
+                if constexpr (SM == SM_ROW) use_row(0, wg_bool<false>{});
                 /* k16 tile u of the stage. */
-                auto k16 = [&](int u) {
+                auto k16 = [&](int u, auto fast) {
                     if constexpr (SM == SM_TILE)
-                        if (u % 2 == 0) use_row(u / 2);
+                        if (u % 2 == 0) use_row(u / 2, fast);
 #ifdef QV_MUTANT_gpu_wg_fp4_scale_stale
                     /* Mutant (class 23, CUTLASS #3596, #3615): NVFP4's block
                      * scales made into registers only before every other k16
                      * tile, so tiles 1 and 3 of a stage keep the scales of
                      * the tile before them (another group). */
                     if constexpr (SM == SM_TILE16)
-                        if (u % 2 == 0) use_row(u);
+                        if (u % 2 == 0) use_row(u, fast);
 #else
-                    if constexpr (SM == SM_TILE16) use_row(u);
+                    if constexpr (SM == SM_TILE16) use_row(u, fast);
 #endif
                     if constexpr (!kAllRows) load_row(u, bw[0]);
                     uint32_t af[TPW][4];
-                    dequant_tile<WT, IS_BF16, TPW, GROUPED>(bw[kAllRows ? u : 0], g, sym, af);
+                    dequant_tile<WT, IS_BF16, TPW, GROUPED, decltype(fast)::value>(bw[kAllRows ? u : 0], g, sym, af);
                     /* kInFlight >= 2: the fragments were built while the
                      * kInFlight latest groups ran; now all but the latest
                      * kInFlight - 1 are done, and (u = kInFlight - 1) so is
@@ -608,9 +639,15 @@ __global__ void __launch_bounds__(kThreads, 1)
                  * the wgmma groups asynchronous. Two copies of the loop, one
                  * without the test for whole stages, made ptxas serialize
                  * them.) */
+                if (kMxFast && mx_fast) {
 #pragma unroll
-                for (int u = 0; u < kKs; u++)
-                    if (u < nk) k16(u);
+                    for (int u = 0; u < kKs; u++)
+                        if (u < nk) k16(u, wg_bool<kMxFast>{});
+                } else {
+#pragma unroll
+                    for (int u = 0; u < kKs; u++)
+                        if (u < nk) k16(u, wg_bool<false>{});
+                }
                 /* A last stage too short to release the previous one. */
                 rd.hold();
             } else {

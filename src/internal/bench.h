@@ -60,7 +60,8 @@ qv_status qv_bench_copy_bandwidth(size_t bytes, int runs, double *bytes_per_s, q
 
 /* Fills `count` elements of format `fmt` at device pointer `dev` with random
  * data from `seed`: integer codes and QV_FMT_I32 words get uniform random bits;
- * e4m3 random finite codes (never NaN); f16/bf16/f32 values of magnitude
+ * e4m3 random finite codes (never NaN); e8m0 the codes of 2^floor(log2 x)
+ * for x uniform in [lo, hi] (0 < lo); f16/bf16/f32 values of magnitude
  * uniform in [lo, hi], negative with probability 1/2 when `signed_values`. */
 qv_status qv_bench_fill(void *dev, int64_t count, qv_fmt fmt, uint64_t seed, float lo, float hi,
                         int signed_values, void *stream);
