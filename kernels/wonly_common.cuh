@@ -81,6 +81,11 @@ __device__ __forceinline__ uint32_t wo_fp4_byte_dup(uint32_t w0, uint32_t w1, in
  * calls it (a vote). */
 __device__ __forceinline__ bool wo_fp4_mx_fast(uint32_t ored)
 {
+#ifdef QV_MUTANT_gpu_wo_fp4_mx_fast_unchecked
+    /* Mutant (class 7): the one-multiply form without its vote, so codes of
+     * 128 and more get registers that do not hold their scale. */
+    return true;
+#endif
     return __all_sync(0xFFFFFFFFu, (ored & 0x80808080u) == 0u);
 }
 
