@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include "cublas_handle.cuh"
+#include "func_attr.cuh"
 #include "internal/route.h"
 #include "qvet/gemm.h"
 
@@ -28,19 +29,10 @@ const char *qv_cublas_msg(cublasStatus_t s)
 
 cublasHandle_t qv_cublas_handle(qv_status *st)
 {
-    constexpr int kDevs = 64;
-    static thread_local cublasHandle_t handles[kDevs];
-    *st = QV_OK;
+    static thread_local cublasHandle_t handles[kQvDevices];
     int dev = 0;
-    const cudaError_t e = cudaGetDevice(&dev);
-    if (e != cudaSuccess) {
-        *st = qv_fail(QV_ERR_CUDA, "cudaGetDevice: %s", cudaGetErrorString(e));
-        return NULL;
-    }
-    if (dev < 0 || dev >= kDevs) {
-        *st = qv_fail(QV_ERR_UNSUPPORTED, "cuBLAS paths: device ordinal %d (0 to %d only)", dev, kDevs - 1);
-        return NULL;
-    }
+    *st = qv_current_device(&dev, "cuBLAS paths");
+    if (*st != QV_OK) return NULL;
     cublasHandle_t &h = handles[dev];
     if (h) return h;
     cublasStatus_t s = cublasCreate(&h);

@@ -1,8 +1,10 @@
-/* func_attr.cuh: a kernel's function attributes (its dynamic shared-memory
- * limit, carveout, cluster sizes) set once per device. cudaFuncSetAttribute
- * acts on the current device's context, so a library whose launches a caller
- * spreads over devices (cudaSetDevice before each) sets them on each. CUDA
- * C++ only (included by the .cu files that launch with such attributes). */
+/* func_attr.cuh: what the host side of the launches keeps per device: a
+ * kernel's function attributes (its dynamic shared-memory limit, carveout,
+ * cluster sizes) set once per device, and the current device's ordinal for
+ * the per-device tables of the cuBLAS handles and side streams. CUDA calls
+ * act on the current device's context, so a library whose launches a caller
+ * spreads over devices (cudaSetDevice before each) keeps such state for
+ * each. CUDA C++ only (included by the .cu files that keep it). */
 #ifndef QVET_KERNELS_FUNC_ATTR_CUH
 #define QVET_KERNELS_FUNC_ATTR_CUH
 
@@ -16,17 +18,30 @@
 
 namespace {
 
+/* The device ordinals the per-device state covers: 0 to 63, one bit each
+ * in a 64-bit word. */
+constexpr int kQvDevices = 64;
+
+/* The current device's ordinal in *dev; QV_ERR_UNSUPPORTED naming `what`
+ * (the path that keeps state per device) from ordinal kQvDevices on. */
+inline qv_status qv_current_device(int *dev, const char *what)
+{
+    QV_CUDA_TRY(cudaGetDevice(dev), "cudaGetDevice");
+    if (*dev < 0 || *dev >= kQvDevices)
+        return qv_fail(QV_ERR_UNSUPPORTED, "%s: device ordinal %d (0 to %d only)", what, *dev, kQvDevices - 1);
+    return QV_OK;
+}
+
 /* Runs set() (which sets one kernel's attributes and returns a status) on
  * the current device unless *done says it has run there: one bit per device
- * ordinal below 64, set after set() succeeds; an ordinal from 64 on runs it
- * every time. Two threads launching on a fresh device at once may both run
- * it, which sets the same values twice. */
+ * ordinal, set after set() succeeds. Two threads launching on a fresh device
+ * at once may both run it, which sets the same values twice. */
 template <class F> qv_status qv_func_attr_once(std::atomic<uint64_t> &done, F set)
 {
     int dev = 0;
-    QV_CUDA_TRY(cudaGetDevice(&dev), "cudaGetDevice");
-    const uint64_t bit = dev >= 0 && dev < 64 ? (uint64_t)1 << dev : 0;
-    if (bit && (done.load(std::memory_order_acquire) & bit)) return QV_OK;
+    QV_TRY(qv_current_device(&dev, "kernel attributes"));
+    const uint64_t bit = (uint64_t)1 << dev;
+    if (done.load(std::memory_order_acquire) & bit) return QV_OK;
     QV_TRY(set());
     done.fetch_or(bit, std::memory_order_release);
     return QV_OK;

@@ -143,6 +143,70 @@ __device__ __forceinline__ void wo_fp4_lane_scales(uint2 sv, uint32_t sc[8])
             wo_fp4_scale_reg<WT, IS_BF16, FAST>(wo_fp4_byte_dup(sv.x, sv.y, b));
 }
 
+/* Two FP4 block scales per register, for a kernel whose n8 tiles 2p and
+ * 2p + 1 are dequantized side by side (the small-M kernel): register p of a
+ * lane's eight scale bytes (sv, as wo_fp4_lane_scales reads them) holds the
+ * byte of n8 tile 2p in its low half and that of 2p + 1 in its high one,
+ * which QV_SORDER_GROUP64_FP8 stores at bytes {0, 2}, {1, 3}, {4, 6}, {5, 7}:
+ * t = (word >> 8 (p % 2)) & 0x00FF00FF, then each half made into its kernel
+ * register as wo_fp4_scale_reg does, by 16x2 arithmetic that keeps the halves
+ * apart (half the instructions of one register per tile; a multiply names
+ * its half as an operand, .H0_H0 or .H1_H1, for free). MX f16 without FAST
+ * needs two factors per tile: sc[p] holds the A of both tiles, sc[4 + p] the
+ * B, and the codes from 144 on (A = 65504, B = 32800) take e = max(min(c,
+ * 144), 143) - 143, 1 for them and 0 below, as A + 1023 e and B - 1023 e
+ * (0x7800 + 0x3FF, 0x7C00 - 0x3FF). */
+template <int WT, bool IS_BF16, bool FAST = false>
+__device__ __forceinline__ void wo_fp4_lane_scale_pairs(uint2 sv, uint32_t sc[8])
+{
+    constexpr uint32_t k1 = 0x00010001u;
+#pragma unroll
+    for (int p = 0; p < 4; p++) {
+        const uint32_t t = ((p < 2 ? sv.x : sv.y) >> (8 * (p & 1))) & 0x00FF00FFu;
+        if (WT == WT_FP4_NV) {
+            sc[p] = IS_BF16 ? t * 16u + (t & 0x00800080u) * 112u : t << 7;
+        } else if (IS_BF16) {
+            sc[p] = FAST ? t * 128u + 0x3F003F00u : t << 7;
+        } else if (FAST) {
+            sc[p] = __vmaxu2(t, 98u * k1) * 1024u - 98u * 1024u * k1;
+        } else {
+            const uint32_t a = __vminu2(__vmaxu2(t, 98u * k1), 128u * k1);
+            const uint32_t b = __vminu2(__vmaxu2(t, 128u * k1), 144u * k1);
+            const uint32_t e = __vmaxu2(__vminu2(t, 144u * k1), 143u * k1) - 143u * k1;
+            sc[p] = a * 1024u - 98u * 1024u * k1 + e * 0x3FFu;
+            sc[4 + p] = b * 1024u - 113u * 1024u * k1 - e * 0x3FFu;
+        }
+    }
+}
+
+/* wo_fp4_scale with the block scale in half h (0 low, 1 high) of s, and for
+ * MX f16 without FAST the factor B in half h of s2 (wo_fp4_lane_scale_pairs):
+ * the same products. */
+template <int WT, bool IS_BF16, bool FAST = false>
+__device__ __forceinline__ void wo_fp4_scale_half(uint32_t s, uint32_t s2, int h, uint32_t bf[2])
+{
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        if (IS_BF16) {
+            const __nv_bfloat162 sp = *reinterpret_cast<const __nv_bfloat162 *>(&s);
+            const __nv_bfloat162 sh = h ? __high2bfloat162(sp) : __low2bfloat162(sp);
+            uint32_t x = bf[r];
+            /* 0x7E80 is bf16 2^126. */
+            if (WT == WT_FP4_MX && !FAST) x = qv_h2<true>::mul(x, 0x7E807E80u);
+            const __nv_bfloat162 v = __hmul2_rn(*reinterpret_cast<const __nv_bfloat162 *>(&x), sh);
+            bf[r] = *reinterpret_cast<const uint32_t *>(&v);
+        } else {
+            const __half2 sp = *reinterpret_cast<const __half2 *>(&s);
+            __half2 v = __hmul2_rn(*reinterpret_cast<const __half2 *>(&bf[r]), h ? __high2half2(sp) : __low2half2(sp));
+            if (WT == WT_FP4_MX && !FAST) {
+                const __half2 bp = *reinterpret_cast<const __half2 *>(&s2);
+                v = __hmul2_rn(v, h ? __high2half2(bp) : __low2half2(bp));
+            }
+            bf[r] = *reinterpret_cast<const uint32_t *>(&v);
+        }
+    }
+}
+
 /* Multiplies the two registers bf of qv_dqfp4 by their block scale s
  * (wo_fp4_scale_reg of the same FAST), one rounding to the activation
  * format:

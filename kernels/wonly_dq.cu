@@ -35,6 +35,7 @@
 #include <stdlib.h>
 
 #include "cublas_handle.cuh"
+#include "func_attr.cuh"
 #include "dequant.cuh"
 #include "internal/gpu.h"
 #include "internal/tuning.h"
@@ -275,14 +276,10 @@ qv_status side_get(side_stream **out)
      * events would order one's work by the other's (a wait on a buffer's
      * event re-recorded by another thread does not cover this thread's
      * reads). Per device: a stream and its events belong to one. */
-    constexpr int kDevs = 64;
-    static thread_local side_stream sides[kDevs];
+    static thread_local side_stream sides[kQvDevices];
     static thread_local uint64_t made = 0;
     int dev = 0;
-    QV_CUDA_TRY(cudaGetDevice(&dev), "cudaGetDevice");
-    if (dev < 0 || dev >= kDevs)
-        return qv_fail(QV_ERR_UNSUPPORTED, "dequantize + cuBLAS overlap: device ordinal %d (0 to %d only)", dev,
-                       kDevs - 1);
+    QV_TRY(qv_current_device(&dev, "dequantize + cuBLAS overlap"));
     side_stream &ss = sides[dev];
     *out = &ss;
     if (made >> dev & 1) return QV_OK;

@@ -484,9 +484,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                                                  smem + L.z_off + (grp - grp_begin) * (BN / 8) * 4, warp, lane,
                                                  p.grp_single, p.unbias_h2, fast);
     };
-    auto group_of_tile = [&](int tl) {
+    auto group_of_tile = [&](int tl, const bool fast) {
         const int grp = (kt_begin + tl) >> p.g_shift;
-        if (grp != cur_grp) load_group(grp, false);
+        if (grp != cur_grp) load_group(grp, fast);
     };
 
     /* One k16 tile (small_tile_mma): tl is its index in the slice, w the
@@ -558,7 +558,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                     uint4 cur[kRps][VW];
 #pragma unroll
                     for (int r = 0; r < kRps; r++) load_row(r, cur[r]);
-                    if (G) group_of_tile(t0);
+                    if (G) group_of_tile(t0, false);
                     auto line = [&](const bool F) {
 #pragma unroll
                         for (int r = 0; r < kRps; r++) {
@@ -574,15 +574,16 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                     else
                         line(false);
                 };
-                auto stage_rows = [&](const bool G) {
+                /* F: MXFP4's one-multiply form (the FP4 rows below). */
+                auto stage_rows = [&](const bool G, const bool F) {
                     for (int r = 0; r < rows; r++) {
                         uint4 cur[VW];
                         load_row(r, cur);
-                        if (G) group_of_tile(t0 + r);
+                        if (G) group_of_tile(t0 + r, F);
                         if (kG4Fma && G && grp_regs.fma)
                             compute_tile(t0 + r, cur, G, true);
                         else
-                            compute_tile(t0 + r, cur, G, false);
+                            compute_tile(t0 + r, cur, G, F);
                     }
                 };
                 const bool full = rows == kRps;
@@ -595,43 +596,47 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
                          * tiles) runs as one straight line, every row's
                          * words loaded first, the scale bytes of each group
                          * read before its first row; a partial one row by
-                         * row (stage_rows). */
-                        if (full && (kt_begin + t0) % kFp4Tpg == 0) {
-                            /* MXFP4 whose stage has no scale code above
-                             * 127 (small_fp4_mx_fast): the one-multiply
-                             * form (F, a literal in each copy of the line). */
-                            auto fp4_line = [&](const bool F) {
-                                uint4 cur[kRps][VW];
+                         * row (stage_rows). MXFP4 whose stage has no scale
+                         * code above 127 (small_fp4_mx_fast, over the
+                         * groups of the stage's rows) takes the one-multiply
+                         * form in either (F, a literal in each copy), and
+                         * its registers serve no other stage. */
+                        const bool line = full && (kt_begin + t0) % kFp4Tpg == 0;
+                        const int g_end = (kt_begin + t0 + rows - 1) >> p.g_shift;
+                        const bool mx_fast = WT == WT_FP4_MX && small_fp4_mx_fast<CPW, kRps / kFp4Tpg>(
+                                                                    smem + L.s_off + (g_first - grp_begin) * BN,
+                                                                    g_end - g_first + 1, BN, warp, lane);
+                        auto fp4_line = [&](const bool F) {
+                            uint4 cur[kRps][VW];
 #pragma unroll
-                                for (int r = 0; r < kRps; r++) load_row(r, cur[r]);
+                            for (int r = 0; r < kRps; r++) load_row(r, cur[r]);
 #pragma unroll
-                                for (int r = 0; r < kRps; r++) {
-                                    if (r % kFp4Tpg == 0) load_group((kt_begin + t0 + r) / kFp4Tpg, F);
-                                    compute_tile(t0 + r, cur[r], true, F);
-                                }
-                            };
-                            if (WT == WT_FP4_MX &&
-                                small_fp4_mx_fast<CPW>(smem + L.s_off + (g_first - grp_begin) * BN, kRps / kFp4Tpg,
-                                                       BN, warp, lane)) {
-                                fp4_line(true);
-                                cur_grp = -1; /* its registers are for that form alone */
-                            } else {
-                                fp4_line(false);
+                            for (int r = 0; r < kRps; r++) {
+                                if (r % kFp4Tpg == 0) load_group((kt_begin + t0 + r) / kFp4Tpg, F);
+                                compute_tile(t0 + r, cur[r], true, F);
                             }
-                        } else {
-                            stage_rows(true);
-                        }
+                        };
+                        if (mx_fast) cur_grp = -1;
+                        if (line && mx_fast)
+                            fp4_line(true);
+                        else if (line)
+                            fp4_line(false);
+                        else if (mx_fast)
+                            stage_rows(true, true);
+                        else
+                            stage_rows(true, false);
+                        if (mx_fast) cur_grp = -1;
                     } else if (stage_fast<WT>(true) && full && one_group)
                         stage_line(true, false);
                     else if (stage_fast<WT>(true) && kRps % 2 == 0 && full && two_halves)
                         stage_line(true, true);
                     else
-                        stage_rows(true);
+                        stage_rows(true, false);
                 } else {
                     if (stage_fast<WT>(false) && full)
                         stage_line(false, false);
                     else
-                        stage_rows(false);
+                        stage_rows(false, false);
                 }
             }
             if (st + kStages < n_stages) {

@@ -107,8 +107,9 @@ __device__ __forceinline__ float add_partial(float s, float v)
 }
 
 /* The group registers of a warp with CPW chunks: sc, the group scales as one
- * half2 per n8 tile (FP4: the block scale's kernel register per n8 tile,
- * wo_fp4_scale_reg); zw, the lane's packed zero-point word per chunk; zc, with
+ * half2 per n8 tile (FP4: the block scales of n8 tiles 2p and 2p + 1 in
+ * the halves of sc[p], and for MX f16's two-multiply form their second
+ * factors in sc[4 + p]: wo_fp4_lane_scale_pairs); zw, the lane's packed zero-point word per chunk; zc, with
  * one chunk per warp, each n8 tile's dequant constants (with two they are
  * rebuilt per tile, which keeps registers below 128). The one-constant form
  * of the wgmma kernel (qv_dq4_one) is slower here on the H200: this kernel
@@ -195,17 +196,22 @@ __device__ __forceinline__ bool small_g4_fma_prepare(unsigned char *rows, int n_
     return true;
 }
 
-/* Whether every MXFP4 scale code of n_rows staged group rows (bn bytes each,
- * from rows) in the warp's CPW chunks is at most 127 (wo_fp4_mx_fast, a
- * vote: every lane of the warp calls it): each lane reads the 8 bytes of its
- * column lane/4 in each chunk and row, those small_load_group reads. */
-template <int CPW>
+/* Whether every MXFP4 scale code of n_rows <= MAXR staged group rows (bn
+ * bytes each, from rows) in the warp's CPW chunks is at most 127
+ * (wo_fp4_mx_fast, a vote: every lane of the warp calls it): each lane reads
+ * the 8 bytes of its column lane/4 in each chunk and row, those
+ * small_load_group reads (an unrolled loop to MAXR, each row under its
+ * test: a loop to n_rows cost a full stage about 20 instructions). */
+template <int CPW, int MAXR>
 __device__ __forceinline__ bool small_fp4_mx_fast(const unsigned char *rows, int n_rows, int bn, int warp, int lane)
 {
+    if (n_rows > MAXR) return false; /* the same for every lane */
     uint32_t ored = 0;
-    for (int gi = 0; gi < n_rows; gi++)
+#pragma unroll
+    for (int gi = 0; gi < MAXR; gi++)
 #pragma unroll
         for (int c = 0; c < CPW; c++) {
+            if (gi >= n_rows) break;
             const uint2 v = *reinterpret_cast<const uint2 *>(rows + gi * bn + (warp * CPW + c) * 64 + 8 * (lane >> 2));
             ored |= v.x | v.y;
         }
@@ -244,8 +250,8 @@ __device__ __forceinline__ bool small_fp4_mx_fast(const unsigned char *rows, int
  *    [0,2,1,3][b%4]), i.e. n8 tile j8 = 4(b/4) + [0,2,1,3][b%4]: one 8-byte
  *    load at local + 8(l/4) of the staged row (local: the chunk's first
  *    column in the block; the staged row holds the block's BN columns in
- *    packed order), unpacked by wo_fp4_lane_scales, which puts byte b at
- *    exactly that j8. */
+ *    packed order), unpacked by wo_fp4_lane_scale_pairs, which puts byte b
+ *    at exactly that j8 (half j8 % 2 of register j8 / 2). */
 template <int WT, bool IS_BF16, bool SWAP, int CPW>
 __device__ __forceinline__ void small_load_group(small_group_regs<CPW> &r, const unsigned char *srow,
                                                  const unsigned char *zrow, int warp, int lane, bool single,
@@ -257,9 +263,9 @@ __device__ __forceinline__ void small_load_group(small_group_regs<CPW> &r, const
         if constexpr (wt_is_fp4(WT)) {
             const uint2 sv = *reinterpret_cast<const uint2 *>(srow + local + 8 * (lane >> 2));
             if (WT == WT_FP4_MX && fast)
-                wo_fp4_lane_scales<WT, IS_BF16, true>(sv, r.sc[c]);
+                wo_fp4_lane_scale_pairs<WT, IS_BF16, true>(sv, r.sc[c]);
             else
-                wo_fp4_lane_scales<WT, IS_BF16, false>(sv, r.sc[c]);
+                wo_fp4_lane_scale_pairs<WT, IS_BF16, false>(sv, r.sc[c]);
             continue;
         }
         /* scale_perm puts column 8*j8 + lane/4 of a chunk at position
@@ -353,10 +359,11 @@ __device__ __forceinline__ void small_tile_mma(float (&acc)[CPW][SWAP ? 4 : 8][4
                  * rounding, as wonly.cu. FP4 rows always have group scales:
                  * every caller passes G. */
                 wo_dq_word<WT, IS_BF16>(bw, j8, r.zc[0], bf);
+                const uint32_t s = r.sc[c][j8 >> 1], s2 = r.sc[c][4 + (j8 >> 1)];
                 if (WT == WT_FP4_MX && F)
-                    wo_fp4_scale<WT, IS_BF16, true>(r.sc[c][j8], bf);
+                    wo_fp4_scale_half<WT, IS_BF16, true>(s, s2, j8 & 1, bf);
                 else
-                    wo_fp4_scale<WT, IS_BF16, false>(r.sc[c][j8], bf);
+                    wo_fp4_scale_half<WT, IS_BF16, false>(s, s2, j8 & 1, bf);
                 return;
             }
             if constexpr (small_g4_fma<WT, IS_BF16, SWAP, CPW>()) {

@@ -183,9 +183,10 @@ const qv_launcher *qv_gpu_launcher(const qv_variant *v);
  * caller's cudaSetDevice) and may come from several threads and devices at
  * once: each kernel's function attributes are set once per device, the
  * cuBLAS handles and dequantize + cuBLAS's side streams are per thread and
- * device (ordinals 0 to 63); the cuBLASLt paths keep the algorithms of the
- * first device that used them, and their launches on another device run the
- * rows' mma kernel instead. */
+ * device (these per-device tables hold ordinals 0 to 63: a launch that
+ * needs one on a higher ordinal is refused, QV_ERR_UNSUPPORTED); the
+ * cuBLASLt paths keep the algorithms of the first device that used them, and
+ * their launches on another device run the rows' mma kernel instead. */
 qv_status qv_gpu_launch(const qv_variant *v, const qv_gemm_args *args);
 /* Workspace bytes v's kernel needs at (m, n, k) under opts (qv_workspace_fn);
  * 0 without a kernel or a workspace. Asks the current device for its SM count
