@@ -149,9 +149,10 @@ __device__ __forceinline__ void wo_fp4_lane_scales(uint2 sv, uint32_t sc[8])
  * byte of n8 tile 2p in its low half and that of 2p + 1 in its high one,
  * which QV_SORDER_GROUP64_FP8 stores at bytes {0, 2}, {1, 3}, {4, 6}, {5, 7}:
  * t = (word >> 8 (p % 2)) & 0x00FF00FF, then each half made into its kernel
- * register as wo_fp4_scale_reg does, by 16x2 arithmetic that keeps the halves
- * apart (half the instructions of one register per tile; a multiply names
- * its half as an operand, .H0_H0 or .H1_H1, for free). MX f16 without FAST
+ * register as wo_fp4_scale_reg does (which serves NV and MX bf16 as it is;
+ * MX f16's clamps take 16x2 min and max here), half the instructions of one
+ * register per tile (a multiply names its half as an operand, .H0_H0 or
+ * .H1_H1, for free). MX f16 without FAST
  * needs two factors per tile: sc[p] holds the A of both tiles, sc[4 + p] the
  * B, and the codes from 144 on (A = 65504, B = 32800) take e = max(min(c,
  * 144), 143) - 143, 1 for them and 0 below, as A + 1023 e and B - 1023 e
@@ -163,10 +164,8 @@ __device__ __forceinline__ void wo_fp4_lane_scale_pairs(uint2 sv, uint32_t sc[8]
 #pragma unroll
     for (int p = 0; p < 4; p++) {
         const uint32_t t = ((p < 2 ? sv.x : sv.y) >> (8 * (p & 1))) & 0x00FF00FFu;
-        if (WT == WT_FP4_NV) {
-            sc[p] = IS_BF16 ? t * 16u + (t & 0x00800080u) * 112u : t << 7;
-        } else if (IS_BF16) {
-            sc[p] = FAST ? t * 128u + 0x3F003F00u : t << 7;
+        if (WT == WT_FP4_NV || IS_BF16) {
+            sc[p] = wo_fp4_scale_reg<WT, IS_BF16, FAST>(t); /* its arithmetic keeps the halves apart */
         } else if (FAST) {
             sc[p] = __vmaxu2(t, 98u * k1) * 1024u - 98u * 1024u * k1;
         } else {
