@@ -134,13 +134,12 @@ template <int WT, bool IS_BF16, bool FAST = false> __device__ __forceinline__ ui
  * 64-column chunk, from the chunk's 8 packed bytes at 8 (lane/4) (sv):
  * QV_SORDER_GROUP64_FP8 puts the scale of n8 tile 4 (b/4) + [0,2,1,3][b%4]
  * at byte b. */
-template <int WT, bool IS_BF16, bool FAST = false>
-__device__ __forceinline__ void wo_fp4_lane_scales(uint2 sv, uint32_t sc[8])
+template <int WT, bool IS_BF16> __device__ __forceinline__ void wo_fp4_lane_scales(uint2 sv, uint32_t sc[8])
 {
 #pragma unroll
     for (int b = 0; b < 8; b++)
         sc[4 * (b >> 2) + ((b & 1) << 1) + ((b >> 1) & 1)] =
-            wo_fp4_scale_reg<WT, IS_BF16, FAST>(wo_fp4_byte_dup(sv.x, sv.y, b));
+            wo_fp4_scale_reg<WT, IS_BF16>(wo_fp4_byte_dup(sv.x, sv.y, b));
 }
 
 /* Two FP4 block scales per register, for a kernel whose n8 tiles 2p and
@@ -152,11 +151,10 @@ __device__ __forceinline__ void wo_fp4_lane_scales(uint2 sv, uint32_t sc[8])
  * register as wo_fp4_scale_reg does (which serves NV and MX bf16 as it is;
  * MX f16's clamps take 16x2 min and max here), half the instructions of one
  * register per tile (a multiply names its half as an operand, .H0_H0 or
- * .H1_H1, for free). MX f16 without FAST
- * needs two factors per tile: sc[p] holds the A of both tiles, sc[4 + p] the
- * B, and the codes from 144 on (A = 65504, B = 32800) take e = max(min(c,
- * 144), 143) - 143, 1 for them and 0 below, as A + 1023 e and B - 1023 e
- * (0x7800 + 0x3FF, 0x7C00 - 0x3FF). */
+ * .H1_H1, for free). MX f16 without FAST needs two factors per tile: sc[p]
+ * holds the A of both tiles, sc[4 + p] the B, and the codes from 144 on (A =
+ * 65504, B = 32800) take e = max(min(c, 144), 143) - 143, 1 for them and 0
+ * below, as A + 1023 e and B - 1023 e (0x7800 + 0x3FF, 0x7C00 - 0x3FF). */
 template <int WT, bool IS_BF16, bool FAST = false>
 __device__ __forceinline__ void wo_fp4_lane_scale_pairs(uint2 sv, uint32_t sc[8])
 {
