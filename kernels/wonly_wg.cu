@@ -255,8 +255,7 @@ __device__ __forceinline__ void set_scales(grp_regs<WT, IS_BF16, TPW> &g, const 
  * words[1] bytes 4-7). j8 depends on the warp, so the byte's place is known
  * only at run time: a byte permute and a mask, then the byte in both halves
  * (wo_fp4_byte_dup's d) by a multiply that ptxas folds into the register's
- * own arithmetic (a second permute beside zeros made the NVFP4 rows slower
- * at M = 1024 on the H100). */
+ * own arithmetic. */
 template <int WT, bool IS_BF16, int TPW, bool FAST>
 __device__ __forceinline__ void set_scales_fp4(grp_regs<WT, IS_BF16, TPW> &g, const uint32_t *words, int q0)
 {
@@ -266,10 +265,9 @@ __device__ __forceinline__ void set_scales_fp4(grp_regs<WT, IS_BF16, TPW> &g, co
         const int b = 4 * (j8 >> 2) + ((j8 & 1) << 1) + ((j8 >> 1) & 1);
         const uint32_t c = __byte_perm(words[0], words[1], (uint32_t)b) & 0xFFu;
         if (WT == WT_FP4_NV && IS_BF16)
-            /* wo_fp4_scale_reg's widening, on the byte before it goes to
-             * both halves: the NVFP4 bf16 rows' SASS of before the shared
-             * form (which read 1-4 % slower at M = 1024 on the H100 and
-             * H200, within the order effect, but never faster) */
+            /* wo_fp4_scale_reg's widening on the byte, before it goes to
+             * both halves: these kernels' code from before the shared form,
+             * which was no faster on them */
             g.sc[jj] = qv_h2<true>::dup(((c & 0x80u) << 7) | ((c & 0x7Fu) << 4));
         else
             g.sc[jj] = wo_fp4_scale_reg<WT, IS_BF16, FAST>(c * 0x00010001u);
