@@ -1040,7 +1040,7 @@ int qv_cmd_bench(int argc, char **argv)
 
     /* Routed rows (moe-*): their own table, moe_bench.cu. */
     if (o.n_globs && !o.dry_run && qv_moe_bench_selected(o.globs, o.n_globs))
-        return qv_moe_bench(o.globs, o.n_globs, o.m_set ? o.ms : NULL, o.n_m, o.runs, o.no_queue, o.out);
+        return qv_moe_bench(o.globs, o.n_globs, o.m_set ? o.ms : NULL, o.n_m, o.runs, o.no_queue, o.out, &o.launch);
 
     const qv_variant *ref = qv_variant_find("cublas-f16");
     if (!ref || !ref->gpu_kernel) {

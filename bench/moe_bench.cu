@@ -142,7 +142,8 @@ qv_status launch_cublas_grouped(void *ctx, int iter, void *stream)
 
 /* Buffers of row r at T tokens, one routed launch, and the baselines' token
  * counts from its sort. */
-qv_status setup(const qv_moe_row *r, const qv_moe_spec *s, int T, uint64_t seed, moe_setup *m)
+qv_status setup(const qv_moe_row *r, const qv_moe_spec *s, int T, uint64_t seed, const qv_launch_opts *launch,
+                moe_setup *m)
 {
     memset(m, 0, sizeof *m);
     const qv_variant *v = s->expert;
@@ -167,7 +168,7 @@ qv_status setup(const qv_moe_row *r, const qv_moe_spec *s, int T, uint64_t seed,
     } else {
         d.scale_mode = v->scale_layout == QV_SCALE_CHANNEL ? 1 : 2;
     }
-    d.mb = qv_moe_pick_mb(&d);
+    QV_TRY(qv_moe_pick(&d, launch));
     qv_moe_ws_plan(&d, d.mb, &m->ws);
     const int nx = d.e_local + d.shared;
     /* the baselines' format: the row's output format */
@@ -303,7 +304,7 @@ extern "C" int qv_moe_bench_selected(const char *const *globs, int n)
 }
 
 extern "C" int qv_moe_bench(const char *const *globs, int n, const int *tokens, int n_tok, int runs, int no_queue,
-                            const char *out)
+                            const char *out, const qv_launch_opts *launch)
 {
     if (!tokens) tokens = kDefaultTokens, n_tok = (int)(sizeof kDefaultTokens / sizeof kDefaultTokens[0]);
     qv_gpu_info gi;
@@ -327,7 +328,7 @@ extern "C" int qv_moe_bench(const char *const *globs, int n, const int *tokens, 
     printf("device: %s; routed rows: the grouped launch (routing + sort + grouped GEMM + combine) against\n"
            "cuBLAS fp16 GEMMs of the same experts and token counts (GEMMs only), median of %d runs\n",
            gi.name, runs);
-    printf("%-28s %6s %6s %11s %12s %7s %14s %7s\n", "row", "T", "block", "grouped us", "cuBLAS loop", "ratio",
+    printf("%-28s %6s %10s %11s %12s %7s %14s %7s\n", "row", "T", "block", "grouped us", "cuBLAS loop", "ratio",
            "cuBLAS grouped", "ratio");
     int rc = 0;
     for (int i = 0; i < qv_moe_row_count() && st == QV_OK; i++) {
@@ -337,7 +338,7 @@ extern "C" int qv_moe_bench(const char *const *globs, int n, const int *tokens, 
         st = qv_moe_row_spec(r, &s);
         for (int ti = 0; ti < n_tok && st == QV_OK; ti++) {
             moe_setup m;
-            st = setup(r, s, tokens[ti], 0x5EED0000ull + (uint64_t)(i * 64 + ti), &m);
+            st = setup(r, s, tokens[ti], 0x5EED0000ull + (uint64_t)(i * 64 + ti), launch, &m);
             m.h = h;
             qv_bench_timing tg, tl, tc;
             if (st == QV_OK)
@@ -352,8 +353,8 @@ extern "C" int qv_moe_bench(const char *const *globs, int n, const int *tokens, 
                 }
             }
             if (st == QV_OK) {
-                printf("%-28s %6d %6d %11.1f %12.1f %6.2fx", r->name, tokens[ti], m.ws.block, tg.median_us,
-                       tl.median_us, tl.median_us / tg.median_us);
+                printf("%-28s %6d %3d %-6s %11.1f %12.1f %6.2fx", r->name, tokens[ti], m.ws.block,
+                       m.d.wg ? "wgmma" : "mma", tg.median_us, tl.median_us, tl.median_us / tg.median_us);
                 if (have_grouped)
                     printf(" %14.1f %6.2fx\n", tc.median_us, tc.median_us / tg.median_us);
                 else
@@ -363,9 +364,9 @@ extern "C" int qv_moe_bench(const char *const *globs, int n, const int *tokens, 
                     fprintf(jf,
                             "{\"kind\":\"bench\",\"variant\":\"%s\",\"model\":null,\"layer\":\"experts\",\"m\":%d,"
                             "\"n\":%d,\"k\":%d,\"median_us\":%.3f,\"p10_us\":%.3f,\"p90_us\":%.3f,\"runs\":%d,"
-                            "\"cublas_loop_us\":%.3f,\"cublas_grouped_us\":",
+                            "\"path\":\"%s\",\"block\":%d,\"cublas_loop_us\":%.3f,\"cublas_grouped_us\":",
                             r->name, tokens[ti], (int)r->n, (int)r->k, tg.median_us, tg.p10_us, tg.p90_us, tg.runs,
-                            tl.median_us);
+                            m.d.wg ? "wgmma" : "mma", m.ws.block, tl.median_us);
                     if (have_grouped)
                         fprintf(jf, "%.3f}\n", tc.median_us);
                     else

@@ -6,6 +6,8 @@
 #ifndef QVET_BENCH_MOE_BENCH_H
 #define QVET_BENCH_MOE_BENCH_H
 
+#include "qvet/gemm.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -17,9 +19,11 @@ int qv_moe_bench_selected(const char *const *globs, int n);
  * count tokens[0..n_tok) (NULL: 1, 8, 64, 512, 4096), `runs` timed launches
  * after a warm-up, every batch queued behind a wait unless no_queue; prints
  * the table and appends "kind":"bench" lines to out (NULL: none). Returns
- * the exit code: 0, 2 bad input, 3 no device or a CUDA error. */
+ * the exit code: 0, 2 bad input, 3 no device or a CUDA error. `launch`
+ * (the QVET_* variables) picks the grouped GEMM's path and block
+ * (qv_moe_pick). */
 int qv_moe_bench(const char *const *globs, int n, const int *tokens, int n_tok, int runs, int no_queue,
-                 const char *out);
+                 const char *out, const qv_launch_opts *launch);
 
 #ifdef __cplusplus
 }

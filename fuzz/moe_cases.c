@@ -144,7 +144,7 @@ static qv_status run_gpu(const qv_backend *b, const qv_moe_problem *p, void *out
     pthread_mutex_t *lock = b->launch_lock;
     qv_gpu_moe_stats gs;
     if (lock) pthread_mutex_lock(lock);
-    qv_status st = qv_gpu_moe_run(p, b->repeat > 1 ? b->repeat : 1, out, ids, w, NULL, &gs);
+    qv_status st = qv_gpu_moe_run(p, b->opts, b->repeat > 1 ? b->repeat : 1, out, ids, w, NULL, &gs);
     if (lock) pthread_mutex_unlock(lock);
     if (st == QV_ERR_NODEVICE) return st;
     if (st != QV_OK)

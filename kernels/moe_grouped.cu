@@ -43,6 +43,7 @@
 #include "dequant.cuh"
 #include "internal/gpu.h"
 #include "internal/gpu_moe.h"
+#include "internal/tuning.h"
 #include "aq_mma.cuh"
 #include "func_attr.cuh"
 #include "mma.cuh"
@@ -617,63 +618,71 @@ __global__ void __launch_bounds__(kF8Threads) k_moe_gemm_fp8_b128(const f8_param
 
 /* ---- 5. the combine ------------------------------------------------------------------------ */
 
-/* out[t][col, col+1] from the pairs of token t in choice order: each pair's
+constexpr int kCombineThreads = 256;
+
+/* out[t][col .. col + 3] from the pairs of token t in choice order: each pair's
  * fp32 product plus its expert's bias (FP4 experts: bias (nx, n) codes of
  * bias_fmt, an SF_*, in scale_perm_single order, or NULL for none), the
  * expert's epilogue ending there, then times the router weight. */
 template <bool IS_BF16>
-__global__ void k_moe_combine(const float *inter, const int32_t *ids, const float *weights, const int32_t *expert_map,
-                              const void *bias, int bias_fmt, uint32_t *out, int t, int n, int topk, int per,
-                              int e_local)
+__global__ void __launch_bounds__(kCombineThreads)
+    k_moe_combine(const float *inter, const int32_t *ids, const float *weights, const int32_t *expert_map,
+                  const void *bias, int bias_fmt, uint32_t *out, int t, int n, int topk, int per, int e_local)
 {
-    const int64_t half_n = n / 2, total = (int64_t)t * half_n;
-    for (int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; idx < total;
-         idx += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t tok = idx / half_n;
-        const int col = (int)(idx % half_n) * 2;
-        float y0 = 0.0f, y1 = 0.0f;
+    /* Block (x, y): columns [1024 x, + 1024) of tokens y, y + gridDim.y, ...;
+     * each thread four columns (n % 4 == 0: one float4 of each pair's row). */
+    const int col = (blockIdx.x * kCombineThreads + threadIdx.x) * 4;
+    if (col >= n) return;
+    for (int tok = blockIdx.y; tok < t; tok += gridDim.y) {
+        float y[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         int J = 0;
         for (int c = 0; c < per; c++) {
-            const int64_t pair = tok * per + c;
+            const int64_t pair = (int64_t)tok * per + c;
             const int x = pair_expert(ids, expert_map, topk, per, e_local, pair);
             if (x < 0) continue;
-            float2 v = __ldcg(reinterpret_cast<const float2 *>(inter + pair * n + col));
-            float b0 = 0.0f, b1 = 0.0f;
+            const float4 v4 = __ldcg(reinterpret_cast<const float4 *>(inter + pair * n + col));
+            float v[4] = {v4.x, v4.y, v4.z, v4.w};
+            float b[4] = {0.0f, 0.0f, 0.0f, 0.0f};
             if (bias) {
-                b0 = load_scale(bias, (int64_t)x * n + single_perm_index(col), bias_fmt);
-                b1 = load_scale(bias, (int64_t)x * n + single_perm_index(col + 1), bias_fmt);
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    b[e] = load_scale(bias, (int64_t)x * n + single_perm_index(col + e), bias_fmt);
 #ifndef QV_MUTANT_gpu_moe_bias_unweighted
-                /* (Mutant QV_MUTANT_gpu_moe_bias_unweighted moves this addition after the weight.) */
-                v.x = __fadd_rn(v.x, b0);
-                v.y = __fadd_rn(v.y, b1);
+                    /* (Mutant QV_MUTANT_gpu_moe_bias_unweighted moves this addition after the weight.) */
+                    v[e] = __fadd_rn(v[e], b[e]);
 #endif
+                }
             }
             if (c < topk) {
                 const float w = weights[tok * topk + c];
 #ifdef QV_MUTANT_gpu_moe_weight_after_cast
                 /* Mutant (class 25, vLLM #32002): the router weight applied after the
                  * product is rounded to the output format. */
-                wo_round_pair<IS_BF16>(v.x, v.y);
-                v.x = __fmul_rn(v.x, w);
-                v.y = __fmul_rn(v.y, w);
-                wo_round_pair<IS_BF16>(v.x, v.y);
+                wo_round_pair<IS_BF16>(v[0], v[1]);
+                wo_round_pair<IS_BF16>(v[2], v[3]);
+#pragma unroll
+                for (int e = 0; e < 4; e++) v[e] = __fmul_rn(v[e], w);
+                wo_round_pair<IS_BF16>(v[0], v[1]);
+                wo_round_pair<IS_BF16>(v[2], v[3]);
 #else
-                v.x = __fmul_rn(w, v.x);
-                v.y = __fmul_rn(w, v.y);
+#pragma unroll
+                for (int e = 0; e < 4; e++) v[e] = __fmul_rn(w, v[e]);
 #endif
             }
 #ifdef QV_MUTANT_gpu_moe_bias_unweighted
             /* Mutant (class 24, NeMo Automodel #2591): each expert's bias added
              * after its router weight, so every routed choice adds its whole
              * bias to the token. */
-            v.x = __fadd_rn(v.x, b0);
-            v.y = __fadd_rn(v.y, b1);
+#pragma unroll
+            for (int e = 0; e < 4; e++) v[e] = __fadd_rn(v[e], b[e]);
 #endif
-            y0 = J ? __fadd_rn(y0, v.x) : v.x;
-            y1 = J ? __fadd_rn(y1, v.y) : v.y;
+#pragma unroll
+            for (int e = 0; e < 4; e++) y[e] = J ? __fadd_rn(y[e], v[e]) : v[e];
             J++;
         }
-        out[idx] = qv_h2<IS_BF16>::pack(y0, y1);
+        uint32_t *o = out + ((int64_t)tok * n + col) / 2;
+        o[0] = qv_h2<IS_BF16>::pack(y[0], y[1]);
+        o[1] = qv_h2<IS_BF16>::pack(y[2], y[3]);
     }
 }
 
@@ -739,16 +748,32 @@ template <int MW> qv_status launch_fp8(const f8_params &f, dim3 grid, cudaStream
 
 } /* namespace */
 
-extern "C" int qv_moe_pick_mb(const qv_moe_dev *d)
+extern "C" qv_status qv_moe_pick(qv_moe_dev *d, const qv_launch_opts *o)
 {
-    /* Mean rows per expert that receives any: 16-row blocks for decode-like
-     * batches, 64-row blocks (the dequantized B reused by four m16 tiles)
-     * once experts get more than 32 rows. */
+    qv_launch_ctx c;
+    QV_TRY(qv_launch_ctx_get(o, &c));
+    /* Mean rows per expert that receives any. */
     const int64_t pairs = (int64_t)d->t * (d->topk + d->shared);
     const int nx = d->e_local + d->shared;
     const int64_t busy = pairs < nx ? pairs : nx;
     const int64_t mean = busy ? pairs / busy : 0;
-    return mean <= 16 ? 1 : mean <= 32 ? 2 : 4;
+    const int min_rows = c.o->moe_wg_min_rows ? c.o->moe_wg_min_rows : c.t->moe_wg_min_rows;
+    d->wg = min_rows != QV_OPT_OFF && mean >= min_rows && qv_moe_wg_covers(d);
+    if (d->wg) {
+        /* Wider slot tiles once most experts fill them (fewer padding
+         * rows with the narrower below that). */
+        const int block = c.o->moe_wg_block                        ? c.o->moe_wg_block
+                          : mean >= c.t->moe_wg_block256_rows ? 256
+                          : mean >= c.t->moe_wg_block128_rows ? 128
+                                                              : 64;
+        d->mb = block / 16;
+    } else {
+        /* The mma.sync kernel: 16-row blocks for decode-like batches,
+         * 64-row blocks (the dequantized B reused by four m16 tiles) once
+         * experts get more than 32 rows. */
+        d->mb = mean <= 16 ? 1 : mean <= 32 ? 2 : 4;
+    }
+    return QV_OK;
 }
 
 extern "C" void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w)
@@ -766,8 +791,8 @@ extern "C" void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w)
     w->expert_start = off, off += up256(sizeof(int) * ((size_t)nx + 1));
     w->block_expert = off, off += up256(sizeof(int) * (size_t)blocks);
     w->slot = off, off += up256(sizeof(int32_t) * (size_t)w->max_slots);
-    w->a_perm = off;
-    if (d->act_order) off += up256(2 * (size_t)w->max_slots * (size_t)d->k);
+    w->a_slots = off;
+    if (d->act_order || d->wg) off += up256(2 * (size_t)w->max_slots * (size_t)d->k);
     w->inter = off, off += up256(sizeof(float) * (size_t)pairs * (size_t)d->n);
     w->bytes = off;
 }
@@ -800,14 +825,18 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
         return qv_fail(QV_ERR_USAGE, "grouped GEMM: the bias must be f16, bf16 or f32 codes, aligned to their size");
     if ((int64_t)d->t * per >= ((int64_t)1 << 31) / 2 || (int64_t)d->n * 2 * 16 >= ((int64_t)1 << 31))
         return qv_fail(QV_ERR_SHAPE, "grouped GEMM: t=%d with %d pairs a token is past the int32 slots", d->t, per);
-    if (d->mb != 1 && d->mb != 2 && d->mb != 4) return qv_fail(QV_ERR_USAGE, "grouped GEMM: mb=%d (1, 2 or 4)", d->mb);
+    if (d->wg ? d->mb != 4 && d->mb != 8 && d->mb != 16 : d->mb != 1 && d->mb != 2 && d->mb != 4)
+        return qv_fail(QV_ERR_USAGE, "grouped GEMM: mb=%d (%s)", d->mb, d->wg ? "4, 8 or 16 on wgmma" : "1, 2 or 4");
+    if (d->wg && !qv_moe_wg_covers(d))
+        return qv_fail(QV_ERR_UNSUPPORTED, "grouped GEMM: the wgmma kernel does not take kind %d with scale mode %d "
+                       "(g_shift %d, act_order %d)", d->kind, d->scale_mode, d->g_shift, d->act_order);
     if (!d->logits || !d->expert_map || !d->a || !d->b || !d->scales || !d->out || !d->workspace ||
         (d->act_order && !d->perm))
         return qv_fail(QV_ERR_USAGE, "grouped GEMM: a device buffer is NULL");
     qv_moe_ws w;
     qv_moe_ws_plan(d, d->mb, &w);
     const int n_blocks = fp8 ? (d->n + kF8BN - 1) / kF8BN : (d->n + kBN - 1) / kBN;
-    if (w.max_blocks > 65535)
+    if (!d->wg && w.max_blocks > 65535)
         return qv_fail(QV_ERR_SHAPE, "grouped GEMM: t=%d needs up to %d row blocks (65535 at most)", d->t, w.max_blocks);
     cudaStream_t stream = (cudaStream_t)stream_v;
     unsigned char *ws = (unsigned char *)d->workspace;
@@ -838,7 +867,9 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
 
     float *inter = (float *)(ws + w.inter);
     const dim3 grid(n_blocks, w.max_blocks);
-    if (fp8) {
+    if (d->wg) {
+        QV_TRY(qv_moe_wg_gemm(d, &w, stream));
+    } else if (fp8) {
         f8_params f;
         f.a = (const uint8_t *)d->a;
         f.a_scale = d->a_scale;
@@ -860,7 +891,7 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
         g.a = (const uint16_t *)d->a;
         g.a_sorted = d->act_order;
         if (d->act_order) {
-            uint16_t *ap = (uint16_t *)(ws + w.a_perm);
+            uint16_t *ap = (uint16_t *)(ws + w.a_slots);
             k_moe_gather_perm<<<stride_blocks(w.max_slots * d->k), 256, 0, stream>>>(
                 (const uint16_t *)d->a, sp.slot, sp.block_expert, sp.expert_start, d->perm, ap, nx, per, d->k, w.block,
                 w.max_slots);
@@ -890,14 +921,15 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
                        : launch_gemm_kind<false>(d->kind, d->mb, g, grid, stream));
     }
 
-    const int64_t items = (int64_t)d->t * (d->n / 2);
+    /* One block per 1024 columns and token, tokens strided past 65535. */
+    const dim3 cgrid((d->n + 4 * kCombineThreads - 1) / (4 * kCombineThreads), d->t < 65535 ? d->t : 65535);
     const int bias_sf = d->bias_fmt == QV_FMT_F32 ? SF_F32 : d->bias_fmt == QV_FMT_BF16 ? SF_BF16 : SF_F16;
     if (d->out_bf16)
-        k_moe_combine<true><<<stride_blocks(items), 256, 0, stream>>>(inter, ids, weights, d->expert_map, d->bias,
+        k_moe_combine<true><<<cgrid, kCombineThreads, 0, stream>>>(inter, ids, weights, d->expert_map, d->bias,
                                                                       bias_sf, (uint32_t *)d->out, d->t, d->n,
                                                                       d->topk, per, d->e_local);
     else
-        k_moe_combine<false><<<stride_blocks(items), 256, 0, stream>>>(inter, ids, weights, d->expert_map, d->bias,
+        k_moe_combine<false><<<cgrid, kCombineThreads, 0, stream>>>(inter, ids, weights, d->expert_map, d->bias,
                                                                        bias_sf, (uint32_t *)d->out, d->t, d->n,
                                                                        d->topk, per, d->e_local);
     QV_CUDA_TRY(cudaGetLastError(), "combine launch");

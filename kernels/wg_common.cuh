@@ -436,15 +436,17 @@ struct wg_stage_at {
 
 /* The producer's part of stage `step` (KS k16 rows of 16-bit or 8-bit
  * activations: 16 KS elements, 128 bytes, of each token) of the tile whose
- * tokens start at m0 and whose weights at element w_x (8 bytes) of a k16 row:
- * waits until ring slot pos.slot is free, announces the stage's tx bytes on
+ * tokens start at m0 and whose weights at element w_x (8 bytes) of a k16 row,
+ * its k16 rows counted from row w_row0 of the weights' map (the grouped
+ * GEMM's expert; 0 elsewhere): waits until ring slot pos.slot is free, announces the stage's tx bytes on
  * its full barrier and copies the tile's activations and its weights' n_seg
  * segments into it. The kernel then copies its own operands of the stage
  * (its scales) to the place returned. */
 template <class L, int KS>
 __device__ __forceinline__ wg_stage_at wg_stage_in(const wg_block<L> &b, const wg_ring_pos<L::stages> &pos,
                                                    uint32_t tx, const CUtensorMap *a_map,
-                                                   const CUtensorMap *w_map, int step, int m0, int w_x)
+                                                   const CUtensorMap *w_map, int step, int m0, int w_x,
+                                                   int w_row0 = 0)
 {
     mbar_wait(b.empty0 + 8 * pos.slot, pos.phase ^ 1);
     const wg_stage_at at = {b.ring_addr + pos.slot * L::bytes, b.full0 + 8 * pos.slot};
@@ -452,8 +454,8 @@ __device__ __forceinline__ wg_stage_at wg_stage_in(const wg_block<L> &b, const w
     tma_load_2d(at.st + L::a_off, a_map, step * (KS * 16), m0, at.bar);
 #pragma unroll
     for (int j = 0; j < L::n_seg; j++)
-        tma_load_2d(at.st + L::w_off + j * KS * L::seg_bytes, w_map, w_x + j * (L::seg_bytes / 8), step * KS,
-                    at.bar);
+        tma_load_2d(at.st + L::w_off + j * KS * L::seg_bytes, w_map, w_x + j * (L::seg_bytes / 8),
+                    w_row0 + step * KS, at.bar);
     return at;
 }
 

@@ -251,7 +251,7 @@ static qv_status pack_experts(const qv_moe_problem *p, stacked *k)
     return st;
 }
 
-qv_status qv_gpu_moe_upload(const qv_moe_problem *p, qv_gpu_moe *g)
+qv_status qv_gpu_moe_upload(const qv_moe_problem *p, const qv_launch_opts *opts, qv_gpu_moe *g)
 {
     memset(g, 0, sizeof *g);
     const qv_moe_spec *s = p->s;
@@ -284,7 +284,7 @@ qv_status qv_gpu_moe_upload(const qv_moe_problem *p, qv_gpu_moe *g)
     } else {
         d->scale_mode = v->scale_layout == QV_SCALE_CHANNEL ? MODE_CHANNEL : MODE_TENSOR;
     }
-    d->mb = qv_moe_pick_mb(d);
+    QV_TRY(qv_moe_pick(d, opts));
     if (p->t > 0x7fffffff || p->n > 0x7fffffff || p->k > 0x7fffffff)
         return qv_fail(QV_ERR_SHAPE, "grouped GEMM: t, n and k must fit int32");
 
@@ -399,8 +399,8 @@ static qv_status launch_once(qv_gpu_moe *g, qv_fmt of, void *out, int32_t *ids, 
     return QV_OK;
 }
 
-qv_status qv_gpu_moe_run(const qv_moe_problem *p, int repeat, void *out, int32_t *ids, float *weights,
-                         qv_moe_sorted *sorted, qv_gpu_moe_stats *st)
+qv_status qv_gpu_moe_run(const qv_moe_problem *p, const qv_launch_opts *opts, int repeat, void *out, int32_t *ids,
+                         float *weights, qv_moe_sorted *sorted, qv_gpu_moe_stats *st)
 {
     qv_gpu_moe_stats tmp;
     if (!st) st = &tmp;
@@ -411,8 +411,9 @@ qv_status qv_gpu_moe_run(const qv_moe_problem *p, int repeat, void *out, int32_t
     QV_TRY(qv_moe_problem_check(p));
     if (!qv_gpu_info_get(NULL)) return qv_fail(QV_ERR_NODEVICE, "no CUDA device");
     qv_gpu_moe g;
-    QV_TRY(qv_gpu_moe_upload(p, &g));
+    QV_TRY(qv_gpu_moe_upload(p, opts, &g));
     st->block = g.ws.block;
+    st->wg = g.d.wg;
     qv_fmt of = p->s->expert->ofmt;
     size_t nk = (size_t)(p->t * p->s->topk);
     size_t ob = g.out_bytes;

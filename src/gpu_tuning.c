@@ -49,6 +49,9 @@ static const qv_tuning kRows[] = {
         /* Fewer rows than the H200's 132 SMs leave SMs idle with a block
          * per row; 128 rows x 8 blocks = 1024 blocks. */
         .act_quant_cluster_max_m = 128,
+        .moe_wg_min_rows = 64,
+        .moe_wg_block128_rows = 256,
+        .moe_wg_block256_rows = 768,
         .sm_smem_kib = 228,
     },
 };
@@ -126,6 +129,9 @@ qv_status qv_launch_opts_check(const qv_launch_opts *o)
     QV_TRY(check_int("aq_pdl_max_m", o->aq_pdl_max_m, 1, QV_OPT_M_MAX, 1, M_RANGE));
     QV_TRY(check_int("act_quant_cluster_max_m", o->act_quant_cluster_max_m, 1, QV_OPT_M_MAX, 1,
                      "1 to 2147483647, or QV_OPT_OFF (-1) for none"));
+    QV_TRY(check_int("moe_wg_min_rows", o->moe_wg_min_rows, 1, QV_OPT_M_MAX, 1, M_RANGE));
+    if (o->moe_wg_block != 0 && o->moe_wg_block != 64 && o->moe_wg_block != 128 && o->moe_wg_block != 256)
+        return bad_int("moe_wg_block", o->moe_wg_block, "64, 128 or 256");
     QV_TRY(check_int("sms", o->sms, 1, QV_SMS_MAX, 0, "1 to 4096"));
     QV_TRY(check_int("arch", o->arch, 1, QV_ARCH_MAX, 0, "1 to 1000 (major * 10 + minor)"));
     if (o->trace & ~QV_TRACE_ALL) return qv_fail(QV_ERR_USAGE, "qv_launch_opts.trace = %#x: only QV_TRACE_* bits", o->trace);

@@ -20,6 +20,7 @@ typedef enum {
     V_ZERO_ONE,  /* 0..hi; 0 is 1 (the same meaning: none) */
     V_SWITCH,    /* 0 (QV_OPT_OFF) or 1 (QV_OPT_ON) */
     V_POW2,      /* 1, 2, 4, 8 or 16 */
+    V_BLOCK,     /* 64, 128 or 256 */
     V_TILE,      /* a wgmma tile's name */
     V_SMALL,     /* 0, 1, 16, swap or swap2 */
     V_MIB_OFF,   /* a decimal from 0 to QV_CHUNK_MIB_MAX; 0 is QV_OPT_OFF */
@@ -121,6 +122,12 @@ static const var_def kVars[] = {
     {{"QVET_AQ_PDL_MAX_M", "aq_pdl_max_m", "a whole number from 0 to 2147483647 (0: never)",
       "the largest M at which the W4A8 / W8A8 mma kernel is a programmatic dependent"},
      V_ZERO_OFF, OFF(aq_pdl_max_m), QV_OPT_M_MAX, 0, 0, 0},
+    {{"QVET_MOE_WG_MIN_ROWS", "moe_wg_min_rows", M_TEXT,
+      "the smallest mean of rows per expert at which a routed layer's grouped GEMM runs on wgmma"},
+     V_MIN_M, OFF(moe_wg_min_rows), 0, 0, 0, 0},
+    {{"QVET_MOE_WG_BLOCK", "moe_wg_block", "64, 128 or 256",
+      "the slot block of the routed layer's wgmma grouped GEMM (the sort pads each expert to it)"},
+     V_BLOCK, OFF(moe_wg_block), 0, 0, 0, 0},
 };
 #define N_VARS ((int)(sizeof kVars / sizeof kVars[0]))
 
@@ -180,6 +187,10 @@ static int parse_one(const var_def *d, const char *s, qv_launch_opts *o)
     case V_RANGE:
         if (!whole(s, &w) || w < d->lo || w > d->hi) return 0;
         set_int(o, d->offset, (int)w);
+        return 1;
+    case V_BLOCK:
+        if (strcmp(s, "64") && strcmp(s, "128") && strcmp(s, "256")) return 0;
+        set_int(o, d->offset, (int)strtol(s, NULL, 10));
         return 1;
     case V_ZERO_OFF:
     case V_ZERO_ONE:
@@ -275,7 +286,7 @@ static const size_t kIntFields[] = {
     OFF(wo_dq_overlap),   OFF(aq_wg_min_m),     OFF(aq_wg_tile),    OFF(aq_wg_blocks),     OFF(aq_wg_streamk),
     OFF(aq_wg_pdl),       OFF(aq_lt_min_m),     OFF(aq_lt_fp8_min_m), OFF(aq_lt_fp8_blk_min_m),
     OFF(aq_lt_fp8_outer_min_m), OFF(aq_blocks_per_sm), OFF(aq_splits), OFF(aq_cluster_max), OFF(aq_pdl_max_m),
-    OFF(act_quant_cluster_max_m), OFF(sms), OFF(arch)};
+    OFF(act_quant_cluster_max_m), OFF(moe_wg_min_rows), OFF(moe_wg_block), OFF(sms), OFF(arch)};
 static const size_t kMibFields[] = {OFF(wo_dq_chunk_mib), OFF(aq_lt_chunk_mib)};
 /* The two enums are stored as ints (the overlay copies them as such). */
 _Static_assert(sizeof(qv_wg_tile) == sizeof(int) && sizeof(qv_wo_small_mode) == sizeof(int),

@@ -269,6 +269,73 @@ START_TEST(refusals)
     d.g_shift = 0;
     d.bias_fmt = QV_FMT_BF16;
     ck_assert_int_eq(qv_moe_launch(&d, NULL), QV_ERR_UNSUPPORTED);
+    d.bias = NULL;
+    /* the wgmma kernel: 64- or 128-row blocks, and not the experts it does not take */
+    d.wg = 1;
+    d.mb = 2;
+    d.g_shift = 3; /* g = 128 */
+    ck_assert_int_eq(qv_moe_launch(&d, NULL), QV_ERR_USAGE);
+    ck_assert_msg(strstr(qv_errmsg(), "4, 8 or 16"), "%s", qv_errmsg());
+    d.mb = 8;
+    d.g_shift = 1; /* g = 32 */
+    ck_assert_int_eq(qv_moe_launch(&d, NULL), QV_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(qv_errmsg(), "wgmma"), "%s", qv_errmsg());
+    d.kind = QV_MOE_FP8_B128;
+    d.g_shift = 0;
+    d.a_scale = (const float *)&dummy;
+    ck_assert_int_eq(qv_moe_launch(&d, NULL), QV_ERR_UNSUPPORTED);
+    ck_assert(!qv_moe_wg_covers(&d));
+    d.kind = QV_MOE_W4A16;
+    d.g_shift = 3;
+    ck_assert(qv_moe_wg_covers(&d));
+    d.k = 320; /* not whole groups of 128 */
+    ck_assert(!qv_moe_wg_covers(&d));
+}
+END_TEST
+
+/* The grouped GEMM's path and block by the mean rows per expert (planned
+ * for an H200-like device: no CUDA call). */
+START_TEST(pick_path)
+{
+    static const struct {
+        int kind, t, topk, e, g_shift, grp_single, scale_mode, min_rows, block;
+        int wg, mb;
+    } cases[] = {
+        /* Mixtral: 2 of 8 experts */
+        {QV_MOE_W4A16, 4096, 2, 8, 3, 0, 0, 0, 0, 1, 16},  /* 1024 rows per expert: 256-row blocks */
+        {QV_MOE_W4A16, 2048, 2, 8, 3, 0, 0, 0, 0, 1, 8},   /* 512: 128-row blocks */
+        {QV_MOE_W4A16, 512, 2, 8, 3, 0, 0, 0, 0, 1, 4},    /* 128: 64-row blocks */
+        {QV_MOE_W4A16, 256, 2, 8, 3, 0, 0, 0, 0, 1, 4},    /* 64: the default threshold */
+        {QV_MOE_W4A16, 255, 2, 8, 3, 0, 0, 0, 0, 0, 4},    /* 63: mma.sync, 64-row blocks */
+        {QV_MOE_W4A16, 100, 2, 8, 3, 0, 0, 0, 0, 0, 2},    /* 25: 32-row blocks */
+        {QV_MOE_W4A16, 64, 2, 8, 3, 0, 0, 0, 0, 0, 1},     /* 16 */
+        {QV_MOE_W4A16, 4096, 2, 8, 3, 0, 0, QV_OPT_OFF, 0, 0, 4},
+        {QV_MOE_W4A16, 4096, 2, 8, 3, 0, 0, 0, 64, 1, 4},
+        {QV_MOE_W4A16, 8, 2, 8, 3, 0, 0, 1, 128, 1, 8},
+        {QV_MOE_W4A16, 4096, 2, 8, 1, 0, 0, 0, 0, 0, 4},   /* g = 32: mma.sync */
+        {QV_MOE_W4A16, 4096, 2, 8, 30, 1, 0, 0, 0, 1, 16}, /* one group of K */
+        {QV_MOE_W4A16, 4096, 2, 8, 0, 0, 1, 0, 0, 1, 16},  /* channel scales in the epilogue */
+        {QV_MOE_W4A16, 4096, 2, 8, 3, 0, 0, 0, 256, 1, 16},
+        {QV_MOE_MXFP4, 4096, 4, 32, 1, 0, 0, 0, 0, 1, 8},  /* gpt-oss: 512 */
+        {QV_MOE_NVFP4, 4096, 4, 32, 0, 0, 0, 0, 0, 1, 8},
+        {QV_MOE_FP8_B128, 4096, 8, 256, 0, 0, 0, 0, 0, 0, 4},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        qv_moe_dev d;
+        memset(&d, 0, sizeof d);
+        d.kind = cases[i].kind, d.t = cases[i].t, d.topk = cases[i].topk, d.e = d.e_local = cases[i].e;
+        d.n = 1024, d.k = 4096, d.g_shift = cases[i].g_shift, d.grp_single = cases[i].grp_single;
+        d.scale_mode = cases[i].scale_mode;
+        const qv_launch_opts o = {.moe_wg_min_rows = cases[i].min_rows, .moe_wg_block = cases[i].block,
+                                  .sms = 132, .arch = 90};
+        ck_assert_msg(qv_moe_pick(&d, &o) == QV_OK, "case %zu: %s", i, qv_errmsg());
+        ck_assert_msg(d.wg == cases[i].wg && d.mb == cases[i].mb, "case %zu: wg %d mb %d, not wg %d mb %d", i, d.wg,
+                      d.mb, cases[i].wg, cases[i].mb);
+    }
+    qv_moe_dev d;
+    memset(&d, 0, sizeof d);
+    const qv_launch_opts bad = {.moe_wg_block = 96, .sms = 132, .arch = 90};
+    ck_assert_int_eq(qv_moe_pick(&d, &bad), QV_ERR_USAGE);
 }
 END_TEST
 
@@ -368,9 +435,12 @@ START_TEST(plan_holds_sort)
             int first = pattern == 0 ? (int)((t * k) % c->e) : pattern == 1 ? 0 : (int)((st >> 33) % (uint64_t)c->e);
             for (int j = 0; j < k; j++) ids[t * k + j] = (first + j) % c->e;
         }
-        for (int mb = 1; mb <= 4; mb *= 2) {
+        /* mma.sync's 16-, 32- and 64-row blocks, wgmma's 64, 128 and 256 */
+        for (int mb = 1; mb <= 16; mb *= 2) {
             qv_moe_ws w;
+            d.wg = mb >= 8;
             qv_moe_ws_plan(&d, mb, &w);
+            if (d.wg || d.act_order) ck_assert_uint_ge(w.inter - w.a_slots, 2 * (size_t)w.max_slots * (size_t)d.k);
             qv_moe_sorted so;
             ck_assert_int_eq(qv_moe_sort(&p, ids, 16 * mb, &so), QV_OK);
             ck_assert_int_le(so.n_slots, w.max_slots);
@@ -385,7 +455,9 @@ END_TEST
 
 /* ---- GPU half ---------------------------------------------------------------------- */
 
-START_TEST(routed_case)
+/* Case i on the GPU under launch options o: wg 1 when o must put its
+ * grouped GEMM on the wgmma kernel, 0 on mma.sync, -1 either. */
+static void run_case(int _i, const qv_launch_opts *o, int want_wg)
 {
     const struct moe_case *c = &kCases[_i];
     qv_moe_problem p;
@@ -399,8 +471,11 @@ START_TEST(routed_case)
     ck_assert(out && ids && w);
     qv_moe_sorted dev;
     qv_gpu_moe_stats gs;
-    qv_status st = qv_gpu_moe_run(&p, 2, out, ids, w, &dev, &gs);
+    qv_status st = qv_gpu_moe_run(&p, o, 2, out, ids, w, &dev, &gs);
     ck_assert_msg(st == QV_OK, "case %d (%s t=%d): %s", _i, c->spec, c->t, qv_errmsg());
+    if (want_wg >= 0)
+        ck_assert_msg(gs.wg == want_wg, "case %d: the grouped GEMM ran on %s", _i, gs.wg ? "wgmma" : "mma.sync");
+    if (o && o->moe_wg_block && want_wg == 1) ck_assert_int_eq(gs.block, o->moe_wg_block);
     ck_assert_msg(!gs.nondeterministic, "case %d: two launches differ (element %lld)", _i, (long long)gs.first_diff);
     ck_assert_msg(gs.guard_writes == 0, "case %d: %lld bytes written past the output", _i, (long long)gs.guard_writes);
 
@@ -446,6 +521,57 @@ START_TEST(routed_case)
     free(out), free(ids), free(w);
     qv_moe_problem_destroy(&p);
 }
+
+/* Every case with the default path for its shape. */
+START_TEST(routed_case)
+{
+    run_case(_i, NULL, -1);
+}
+END_TEST
+
+/* Whether the wgmma grouped GEMM takes case i's experts (qv_moe_wg_covers
+ * on the runner's terms), from the spec: MXFP4, NVFP4, and W4A16 but with
+ * groups of 32 (one group of K and channel scales included). */
+static int wg_case(int i)
+{
+    const struct moe_case *c = &kCases[i];
+    const qv_variant *v = spec_of(i)->expert;
+    if (v->wfmt == QV_FMT_E4M3) return 0;
+    if (v->wfmt == QV_FMT_E2M1) return 1;
+    if (v->scale_layout == QV_SCALE_GROUP && v->g != c->k) return v->g >= 64 && c->k % v->g == 0;
+    return 1;
+}
+
+/* The same cases on the wgmma grouped GEMM whatever their batch (the
+ * default takes it from 64 rows per expert on), with 64-, 128- and
+ * 256-slot blocks in turn. */
+START_TEST(routed_case_wg)
+{
+    if (!wg_case(_i)) return;
+    static const int blocks[] = {64, 128, 256};
+    const qv_launch_opts o = {.moe_wg_min_rows = 1, .moe_wg_block = blocks[_i % 3]};
+    run_case(_i, &o, 1);
+}
+END_TEST
+
+/* The cases the wgmma kernel does not take stay on mma.sync when asked. */
+START_TEST(wg_not_taken)
+{
+    int n = 0;
+    for (int i = 0; i < NCASES; i++) {
+        if (wg_case(i)) continue;
+        qv_moe_problem p;
+        build(i, &p);
+        qv_gpu_moe g;
+        const qv_launch_opts o = {.moe_wg_min_rows = 1};
+        ck_assert_msg(qv_gpu_moe_upload(&p, &o, &g) == QV_OK, "case %d: %s", i, qv_errmsg());
+        ck_assert_msg(!g.d.wg, "case %d (%s) was put on the wgmma kernel", i, kCases[i].spec);
+        qv_gpu_moe_free(&g);
+        qv_moe_problem_destroy(&p);
+        n++;
+    }
+    ck_assert_int_gt(n, 3);
+}
 END_TEST
 
 int main(void)
@@ -469,9 +595,14 @@ int main(void)
     tcase_add_test(tc, rows_flagged);
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, fp4_refusals);
+    tcase_add_test(tc, pick_path);
     tcase_add_loop_test(tc, fp4_case_on_cpu, 0, n_cpu_cases);
     tcase_add_loop_test(tc, cases_supported, 0, NCASES);
     tcase_add_loop_test(tc, plan_holds_sort, 0, NCASES);
-    if (gpu) tcase_add_loop_test(tc, routed_case, 0, NCASES);
+    if (gpu) {
+        tcase_add_loop_test(tc, routed_case, 0, NCASES);
+        tcase_add_loop_test(tc, routed_case_wg, 0, NCASES);
+        tcase_add_test(tc, wg_not_taken);
+    }
     return gpu_suite_run(s);
 }

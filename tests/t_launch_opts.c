@@ -145,6 +145,11 @@ static const accept_case kAccept[] = {
     {"QVET_AQ_PDL_MAX_M", "0", {.aq_pdl_max_m = QV_OPT_OFF}},
     {"QVET_AQ_PDL_MAX_M", "8", {.aq_pdl_max_m = 8}},
     {"QVET_AQ_PDL_MAX_M", "100000", {.aq_pdl_max_m = 100000}},
+    {"QVET_MOE_WG_MIN_ROWS", "1", {.moe_wg_min_rows = 1}},
+    {"QVET_MOE_WG_MIN_ROWS", "off", {.moe_wg_min_rows = QV_OPT_OFF}},
+    {"QVET_MOE_WG_BLOCK", "64", {.moe_wg_block = 64}},
+    {"QVET_MOE_WG_BLOCK", "128", {.moe_wg_block = 128}},
+    {"QVET_MOE_WG_BLOCK", "256", {.moe_wg_block = 256}},
 };
 #define N_ACCEPT ((int)(sizeof kAccept / sizeof kAccept[0]))
 
@@ -182,6 +187,8 @@ START_TEST(every_value_accepted)
     ck_assert_int_eq(got.aq_cluster_max, c->want.aq_cluster_max);
     ck_assert_int_eq(got.aq_pdl_max_m, c->want.aq_pdl_max_m);
     ck_assert_int_eq(got.act_quant_cluster_max_m, c->want.act_quant_cluster_max_m);
+    ck_assert_int_eq(got.moe_wg_min_rows, c->want.moe_wg_min_rows);
+    ck_assert_int_eq(got.moe_wg_block, c->want.moe_wg_block);
     ck_assert_int_eq(got.sms, 0);
     ck_assert_int_eq(got.arch, 0);
     ck_assert_uint_eq(got.trace, c->want.trace);
@@ -228,6 +235,8 @@ static const refuse_case kRefuse[] = {
     {"QVET_AQ_TRACE", {"2", "x"}},
     {"QVET_AQ_CLUSTER_MAX", {"17", "-1", "x"}},
     {"QVET_AQ_PDL_MAX_M", {"-1", "x", "2147483648"}},
+    {"QVET_MOE_WG_MIN_ROWS", {M_BAD}},
+    {"QVET_MOE_WG_BLOCK", {"0", "32", "96", "512", "064", "x", "-64"}},
 };
 #define N_REFUSE ((int)(sizeof kRefuse / sizeof kRefuse[0]))
 
@@ -263,7 +272,7 @@ START_TEST(cases_cover_every_variable)
 {
     int count = 0;
     const qv_launch_env_var *vars = qv_launch_env_vars(&count);
-    ck_assert_int_eq(count, 30);
+    ck_assert_int_eq(count, 32);
     ck_assert_int_eq(N_REFUSE, count);
     for (int i = 0; i < count; i++) {
         int accepted = 0, refused = 0;
@@ -402,6 +411,9 @@ START_TEST(check_names_the_field)
         {{.aq_cluster_max = 17}, "aq_cluster_max"},
         {{.aq_pdl_max_m = -2}, "aq_pdl_max_m"},
         {{.act_quant_cluster_max_m = -2}, "act_quant_cluster_max_m"},
+        {{.moe_wg_min_rows = -2}, "moe_wg_min_rows"},
+        {{.moe_wg_block = 96}, "moe_wg_block"},
+        {{.moe_wg_block = 512}, "moe_wg_block"},
         {{.sms = 4097}, "sms"},
         {{.arch = -90}, "arch"},
         {{.trace = 16}, "trace"},
@@ -420,7 +432,8 @@ START_TEST(check_names_the_field)
                                   .wo_dq_min_m = QV_OPT_OFF, .wo_dq_chunk_mib = QV_CHUNK_MIB_MAX,
                                   .aq_lt_chunk_mib = 1e-6, .aq_blocks_per_sm = 32, .aq_splits = 65535,
                                   .aq_cluster_max = 1, .aq_pdl_max_m = QV_OPT_OFF,
-                                  .act_quant_cluster_max_m = QV_OPT_OFF, .sms = QV_SMS_MAX, .arch = 1,
+                                  .act_quant_cluster_max_m = QV_OPT_OFF, .moe_wg_min_rows = QV_OPT_OFF,
+                                  .moe_wg_block = 128, .sms = QV_SMS_MAX, .arch = 1,
                                   .trace = QV_TRACE_ALL};
     ck_assert_msg(qv_launch_opts_check(&edges) == QV_OK, "%s", qv_errmsg());
 }
@@ -532,7 +545,8 @@ START_TEST(overlay)
         .aq_wg_min_m = 7, .aq_wg_tile = QV_WG_TILE_512X64, .aq_wg_blocks = 8, .aq_wg_streamk = QV_OPT_OFF,
         .aq_wg_pdl = QV_OPT_ON, .aq_lt_min_m = 9, .aq_lt_chunk_mib = 10, .aq_lt_fp8_min_m = 11,
         .aq_lt_fp8_blk_min_m = 12, .aq_lt_fp8_outer_min_m = 13, .aq_blocks_per_sm = 14, .aq_splits = 15,
-        .aq_cluster_max = 16, .aq_pdl_max_m = 17, .act_quant_cluster_max_m = 18, .sms = 19, .arch = 20,
+        .aq_cluster_max = 16, .aq_pdl_max_m = 17, .act_quant_cluster_max_m = 18, .moe_wg_min_rows = 21,
+        .moe_wg_block = 64, .sms = 19, .arch = 20,
         .trace = QV_TRACE_ALL};
     qv_launch_opts z;
     memset(&z, 0, sizeof z);

@@ -114,6 +114,12 @@ typedef struct qv_launch_opts {
                                   this M, QV_OPT_OFF only rows too long for one block
                                   (qv_act_quant) */
 
+    /* Routed (mixture-of-experts) layers: the grouped GEMM of W4A16 and FP4
+     * experts (src/internal/gpu_moe.h, qv_moe_pick). */
+    int moe_wg_min_rows;       /* the wgmma kernel from this mean of rows per expert that receives
+                                  any on (1..QV_OPT_M_MAX), QV_OPT_OFF never (the mma.sync kernel) */
+    int moe_wg_block;          /* its slot block (the sort's padding): 64, 128 or 256 rows */
+
     /* Every family. */
     int sms;                   /* the SM count the plans assume (1..QV_SMS_MAX); unset, the device's */
     int arch;                  /* the compute capability whose tuning applies (major * 10 + minor,

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "qvet/gemm.h"
 #include "qvet/moe.h"
 #include "qvet/status.h"
 
@@ -51,7 +52,10 @@ typedef struct qv_moe_dev {
     int g_shift;                /* log2(g / 16) for group scales (FP4: 1 MX, 0 NV); 30 for one
                                    group of K (W4A16 only) */
     int grp_single;             /* 1: the dequant scales are one row in the channel permutation */
-    int mb;                     /* m16 tiles per block: the sort pads segments to 16 * mb rows */
+    int mb;                     /* m16 tiles per block: the sort pads segments to 16 * mb rows
+                                   (1, 2 or 4 on the mma.sync kernel; 4, 8 or 16 on the wgmma one) */
+    int wg;                     /* 1: the grouped GEMM on the wgmma kernel (kernels/moe_wg.cu,
+                                   kinds W4A16, MXFP4, NVFP4 where qv_moe_wg_covers), 0: mma.sync */
     const void *logits;         /* (t, e) in logit_fmt (float or uint16_t codes) */
     const int32_t *expert_map;  /* (e) local index or -1 */
     const void *a;              /* (t, k) activations: f16/bf16, or e4m3 codes */
@@ -77,14 +81,29 @@ typedef struct qv_moe_dev {
 typedef struct qv_moe_ws {
     int block, max_blocks;
     int64_t max_slots;
-    size_t ids, weights, counts, expert_start, block_expert, slot, a_perm, inter, bytes;
+    size_t ids, weights, counts, expert_start, block_expert, slot, a_slots, inter, bytes;
 } qv_moe_ws;
 
-/* The plan of d's shape (mb and the pointers are not read). */
+/* The plan of d's shape and path (d->wg; mb and the pointers are not read).
+ * a_slots holds every slot's activations (max_slots, k) for act_order and
+ * the wgmma kernel, else nothing. */
 void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w);
-/* The rows per block the grouped kernel takes for d's shape: 1, 2 or 4 m16
- * tiles, by the mean rows per expert. */
-int qv_moe_pick_mb(const qv_moe_dev *d);
+/* The grouped GEMM's path and block for d's shape under o (NULL: the
+ * defaults): d->wg and d->mb. The wgmma kernel where it covers d and the
+ * mean rows per expert that receives any reach o->moe_wg_min_rows (unset:
+ * the tuning's), with 128-row blocks from moe_wg_block128_rows on (o's
+ * moe_wg_block, when set, decides), else the mma.sync kernel with 16-, 32-
+ * or 64-row blocks by the same mean. QV_ERR_USAGE for options that
+ * qv_launch_opts_check refuses. No CUDA call. */
+qv_status qv_moe_pick(qv_moe_dev *d, const qv_launch_opts *o);
+
+/* Whether the wgmma kernel takes d's kind and scales (no CUDA call). */
+int qv_moe_wg_covers(const qv_moe_dev *d);
+/* The grouped GEMM on the wgmma kernel (kernels/moe_wg.cu): the slots'
+ * activations gathered into w's a_slots, then one persistent launch that
+ * writes every pair's fp32 product to w's inter. Called by qv_moe_launch
+ * after the sort, on its stream. */
+qv_status qv_moe_wg_gemm(const qv_moe_dev *d, const qv_moe_ws *w, void *stream);
 
 /* Routing, sort, grouped GEMM, combine on `stream` (a cudaStream_t, NULL the
  * default). Refuses (without a CUDA call) what the kernels do not implement. */
@@ -107,8 +126,9 @@ typedef struct qv_gpu_moe {
 
 /* Packs each expert (Marlin W4 or FP4 layout, or plain (n, k) e4m3), stacks
  * them expert-major (FP4: their global scales and biases too) and uploads
- * them with the activations, logits and expert map. */
-qv_status qv_gpu_moe_upload(const qv_moe_problem *p, qv_gpu_moe *g);
+ * them with the activations, logits and expert map; the grouped GEMM's path
+ * and block are qv_moe_pick's under opts (NULL: the defaults). */
+qv_status qv_gpu_moe_upload(const qv_moe_problem *p, const qv_launch_opts *opts, qv_gpu_moe *g);
 void      qv_gpu_moe_free(qv_gpu_moe *g);
 
 typedef struct qv_gpu_moe_stats {
@@ -118,14 +138,15 @@ typedef struct qv_gpu_moe_stats {
     int64_t guard_writes;    /* bytes changed past the output */
     double ms;               /* the last launch, for information */
     int block;               /* rows per block of the sort */
+    int wg;                  /* 1: the grouped GEMM ran on the wgmma kernel */
 } qv_gpu_moe_stats;
 
 /* Runs p on the GPU `repeat` (>= 1) times, each with a poisoned output,
  * and downloads the output (t, n) codes, the routing ids and weights (t,
  * topk; either may be NULL) and, when `sorted` is not NULL, the device's
  * token sort (released with qv_moe_sorted_destroy). */
-qv_status qv_gpu_moe_run(const qv_moe_problem *p, int repeat, void *out, int32_t *ids, float *weights,
-                         qv_moe_sorted *sorted, qv_gpu_moe_stats *st);
+qv_status qv_gpu_moe_run(const qv_moe_problem *p, const qv_launch_opts *opts, int repeat, void *out, int32_t *ids,
+                         float *weights, qv_moe_sorted *sorted, qv_gpu_moe_stats *st);
 
 #ifdef __cplusplus
 }

@@ -51,6 +51,10 @@ typedef struct qv_tuning {
     int aq_pdl_max_m;
     int aq_cluster_max;
     int act_quant_cluster_max_m;
+    /* routed layers */
+    int moe_wg_min_rows;
+    int moe_wg_block128_rows;      /* moe_wg_block 128 from this mean of rows per expert on, else 64 */
+    int moe_wg_block256_rows;      /* moe_wg_block 256 from this mean on */
     int sm_smem_kib;               /* shared memory of one SM: blocks per SM of the mma kernel's tiles */
 } qv_tuning;
 

@@ -1,0 +1,210 @@
+/* moe_wg.cu: the routed layer's grouped GEMM on Hopper's wgmma (sm_90a), for
+ * prefill batches (gpu_moe.h, qv_moe_dev.wg): the weight-only kernel of
+ * wonly_wg_kernel.cuh in its MOE instances, over the slots of the token sort
+ * instead of the tokens.
+ *
+ *  1. k_moe_gather_slots: row s of a (max_slots, k) buffer is the
+ *     activations of slot s's token (act_order: in its expert's sorted-row
+ *     order), a zero row for a padding slot; slots from expert_start[nx] on
+ *     are left alone (no tile reads them);
+ *  2. k_gemm_wonly_wgmma<..., MOE>: the persistent warp-specialized GEMM of
+ *     that buffer (M = max_slots) with every expert's weights stacked in one
+ *     tensor map: token tile y is expert block_expert[y]'s, whose k16 rows
+ *     and group rows the producer copies at that expert's offset, and each
+ *     slot's fp32 product (times the expert's channel, tensor or NVFP4
+ *     global scale) goes to its pair's row of the combine's buffer, never a
+ *     padding slot's. The sort pads each expert's segment to the tile's
+ *     tokens (64, 128 or 256: qv_moe_dev.mb 4, 8 or 16).
+ * The arithmetic is the mma.sync grouped kernel's (moe_grouped.cu) and the
+ * dense weight-only row's: the weights dequantized exactly as there,
+ * products summed by the tensor cores in fp32, k16 by k16 in increasing k,
+ * one accumulator per output (no split K); the same fp32 epilogue factor. */
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <cudaTypedefs.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "internal/gpu_moe.h"
+#include "wonly_wg_kernel.cuh"
+
+namespace {
+
+constexpr int kGatherThreads = 256;
+
+/* Row s of out (k halves, 16-byte aligned rows) for every used slot s: the
+ * activations of the slot's token (pair slot[s], token pair / per), in
+ * the column order perm[x] of its expert x when perm is given, zeros for a
+ * padding slot. One block per row at a time, 16 bytes per thread and step
+ * without perm; a perm entry outside [0, k) reads as zero. */
+__global__ void __launch_bounds__(kGatherThreads)
+    k_moe_gather_slots(const uint16_t *a, const int32_t *slot, const int *block_expert, const int *expert_start,
+                       const int32_t *perm, uint16_t *out, int nx, int per, int k, int block)
+{
+    /* The GEMM behind may launch now; its griddepcontrol.wait still waits
+     * for this whole grid. */
+    asm volatile("griddepcontrol.launch_dependents;\n" ::);
+    const int used = expert_start[nx];
+    for (int s = blockIdx.x; s < used; s += gridDim.x) {
+        const int32_t sl = slot[s];
+        uint16_t *dst = out + (int64_t)s * k;
+        if (sl < 0) {
+            for (int v = threadIdx.x; v < k / 8; v += kGatherThreads)
+                reinterpret_cast<uint4 *>(dst)[v] = make_uint4(0u, 0u, 0u, 0u);
+            continue;
+        }
+        const uint16_t *src = a + (int64_t)(sl / per) * k;
+        if (!perm) {
+            for (int v = threadIdx.x; v < k / 8; v += kGatherThreads)
+                reinterpret_cast<uint4 *>(dst)[v] = __ldg(reinterpret_cast<const uint4 *>(src) + v);
+        } else {
+            const int32_t *px = perm + (int64_t)block_expert[s / block] * k;
+            for (int j = 2 * threadIdx.x; j < k; j += 2 * kGatherThreads) {
+                const int p0 = px[j], p1 = px[j + 1];
+                const uint32_t lo = (unsigned)p0 < (unsigned)k ? src[p0] : 0u;
+                const uint32_t hi = (unsigned)p1 < (unsigned)k ? src[p1] : 0u;
+                *reinterpret_cast<uint32_t *>(dst + j) = lo | hi << 16;
+            }
+        }
+    }
+}
+
+/* The kernel's tensor maps over the stacked experts (make_map_2d; bases
+ * 16-byte aligned, rows multiples of 16 bytes: n % 64 == 0, k % 16 == 0):
+ *  - A: the gathered slots (max_slots, k), boxes of 64 k x bx slots, the
+ *    128-byte swizzle;
+ *  - the packed weights: nx * k / 16 rows of n / 64 chunks (8-byte
+ *    elements), boxes of kKs rows x one segment;
+ *  - group scales: nx * (k / g) rows of n codes (as words), boxes of s_rows
+ *    rows x bn codes. */
+template <int WT, int TPW, int BX, bool GROUPED>
+qv_status make_moe_maps(CUtensorMap *am, CUtensorMap *wm, CUtensorMap *sm, const wg_params &p, const void *a_slots,
+                        int nx)
+{
+    using C = tile_cfg<TPW, BX>;
+    using L = stage_layout<WT, TPW, BX, GROUPED>;
+    QV_TRY(make_map_2d(am, a_slots, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, (uint64_t)p.k, (uint64_t)p.m,
+                       (uint64_t)p.k * 2, 64, C::bx, CU_TENSOR_MAP_SWIZZLE_128B, "gathered slots"));
+    const uint64_t row = (uint64_t)(p.n / 64) * wt_traits<WT>::chunk_bytes;
+    QV_TRY(make_map_2d(wm, p.b, CU_TENSOR_MAP_DATA_TYPE_UINT64, 8, row / 8, (uint64_t)nx * (uint64_t)(p.k / 16), row,
+                       L::seg_bytes / 8, kKs, CU_TENSOR_MAP_SWIZZLE_NONE, "stacked packed weights"));
+    if (GROUPED && p.s_rows > 0) {
+        const uint64_t groups = (uint64_t)(p.k / 16) >> p.g_shift;
+        const int eb = L::s_row / C::bn;
+        QV_TRY(make_map_2d(sm, p.scales, CU_TENSOR_MAP_DATA_TYPE_UINT32, 4, (uint64_t)p.n * eb / 4,
+                           (uint64_t)nx * groups, (uint64_t)p.n * eb, C::bn * eb / 4, (uint32_t)p.s_rows,
+                           CU_TENSOR_MAP_SWIZZLE_NONE, "stacked group scales"));
+    }
+    return QV_OK;
+}
+
+template <int WT, bool BF, int TPW, int BX, int SM>
+qv_status launch_moe(const wg_params &p, const wg_moe &mo, const void *a_slots, int sms, cudaStream_t stream)
+{
+    constexpr bool GROUPED = SM != SM_NONE;
+    constexpr int smem = stage_layout<WT, TPW, BX, GROUPED>::total;
+    static_assert(smem <= kSmemMax, "the ring fits one block's shared memory");
+    CUtensorMap am, wm, sm, none;
+    memset(&sm, 0, sizeof sm);
+    memset(&none, 0, sizeof none);
+    QV_TRY((make_moe_maps<WT, TPW, BX, GROUPED>(&am, &wm, &sm, p, a_slots, mo.nx)));
+    /* Whole tiles on one block per SM (a stream-K tail would need the tile
+     * count, which only the device's sort knows). */
+    const wg_sched sc = plan_sched(p.m, p.n, p.k, TPW, BX, kKs, sms, false);
+    return wg_launch<k_gemm_wonly_wgmma<WT, BF, TPW, BX, SM, true>>(
+        sc, smem, true, stream, "cudaFuncSetAttribute (grouped wgmma GEMM shared memory)",
+        "grouped wgmma GEMM launch", p, sc, am, wm, sm, none, none, mo);
+}
+
+/* The instance of (kind, bf16, group or epilogue scales) in tile TPW x BX. */
+template <bool BF, int TPW, int BX>
+qv_status launch_kind(int kind, const wg_params &p, const wg_moe &mo, const void *a_slots, int sms,
+                      cudaStream_t stream)
+{
+    if (kind == QV_MOE_MXFP4) return launch_moe<WT_FP4_MX, BF, TPW, BX, SM_TILE>(p, mo, a_slots, sms, stream);
+    if (kind == QV_MOE_NVFP4) return launch_moe<WT_FP4_NV, BF, TPW, BX, SM_TILE16>(p, mo, a_slots, sms, stream);
+    if (p.scale_mode == SC_GROUP) return launch_moe<WT_INT4, BF, TPW, BX, SM_ROW>(p, mo, a_slots, sms, stream);
+    return launch_moe<WT_INT4, BF, TPW, BX, SM_NONE>(p, mo, a_slots, sms, stream);
+}
+
+} /* namespace */
+
+extern "C" int qv_moe_wg_covers(const qv_moe_dev *d)
+{
+    if (d->kind == QV_MOE_MXFP4 || d->kind == QV_MOE_NVFP4)
+        return d->scale_mode == SC_GROUP && !d->grp_single && !d->act_order && d->n % 64 == 0 &&
+               d->k % (16 << d->g_shift) == 0;
+    if (d->kind != QV_MOE_W4A16 || d->n < 64 || d->n % 64 || d->k < 16 || d->k % 16) return 0;
+    /* Group scales of g >= 64 (one group row per k64 stage, SM_ROW) in
+     * whole groups, or one group of K (grp_single: the tile's row read
+     * directly); channel or tensor scales in the epilogue. g = 32 takes
+     * the mma.sync kernel. */
+    if (d->scale_mode == SC_GROUP && d->grp_single) return 1;
+    if (d->scale_mode == SC_GROUP) return d->g_shift >= 2 && d->g_shift < 30 && d->k % (16 << d->g_shift) == 0;
+    return d->scale_mode == SC_CHANNEL || d->scale_mode == SC_TENSOR;
+}
+
+extern "C" qv_status qv_moe_wg_gemm(const qv_moe_dev *d, const qv_moe_ws *w, void *stream_v)
+{
+    if (!qv_moe_wg_covers(d))
+        return qv_fail(QV_ERR_UNSUPPORTED, "grouped wgmma GEMM: kind %d, scale mode %d, g_shift %d, n=%d k=%d is not "
+                       "covered (the mma.sync kernel takes it)", d->kind, d->scale_mode, d->g_shift, d->n, d->k);
+    if (w->block != 64 && w->block != 128 && w->block != 256)
+        return qv_fail(QV_ERR_USAGE, "grouped wgmma GEMM: the sort's block is %d rows (64, 128 or 256)", w->block);
+    if (w->max_slots > 0x7fffffff / 2)
+        return qv_fail(QV_ERR_SHAPE, "grouped wgmma GEMM: %lld slots", (long long)w->max_slots);
+    cudaStream_t stream = (cudaStream_t)stream_v;
+    int dev = 0, sms = 0;
+    QV_CUDA_TRY(cudaGetDevice(&dev), "cudaGetDevice");
+    QV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute (SMs)");
+    const int nx = d->e_local + d->shared, per = d->topk + d->shared;
+    unsigned char *ws = (unsigned char *)d->workspace;
+    const int32_t *slot = (const int32_t *)(ws + w->slot);
+    const int *block_expert = (const int *)(ws + w->block_expert);
+    const int *expert_start = (const int *)(ws + w->expert_start);
+    uint16_t *a_slots = (uint16_t *)(ws + w->a_slots);
+
+    const int rows = w->max_slots < 4 * sms ? (int)w->max_slots : 4 * sms;
+    k_moe_gather_slots<<<rows > 0 ? rows : 1, kGatherThreads, 0, stream>>>(
+        (const uint16_t *)d->a, slot, block_expert, expert_start, d->act_order ? d->perm : nullptr, a_slots, nx,
+        per, d->k, w->block);
+    QV_CUDA_TRY(cudaGetLastError(), "slot gather launch");
+
+    wg_params p;
+    memset(&p, 0, sizeof p);
+    p.b = (const uint32_t *)d->b;
+    p.scales = d->scales;
+    p.m = (int)w->max_slots;
+    p.n = d->n;
+    p.k = d->k;
+    p.scale_mode = d->scale_mode;
+    p.scale_fmt = d->scale_mode == SC_TENSOR ? SF_F32 : d->bf16 ? SF_BF16 : SF_F16;
+    p.grp_single = d->grp_single;
+    p.g_shift = d->scale_mode == SC_GROUP && !d->grp_single ? d->g_shift : 0;
+    p.s_rows = d->scale_mode == SC_GROUP && !d->grp_single ? kKs >> (p.g_shift < 2 ? p.g_shift : 2) : 0;
+    p.pdl = 1;
+    p.unbias_f32 = 1.0f;
+    p.gscale = d->kind == QV_MOE_NVFP4 ? d->gscale : nullptr;
+    wg_moe mo;
+    mo.slot = slot;
+    mo.block_expert = block_expert;
+    mo.expert_start = expert_start;
+    mo.inter = (float *)(ws + w->inter);
+    mo.e_scales = d->scales;
+    mo.e_stride = d->scale_mode == SC_TENSOR ? 1 : d->n;
+    mo.nx = nx;
+    mo.w_rows = d->k / 16;
+    mo.s_rows_x = p.s_rows > 0 ? (d->k / 16) >> p.g_shift : 0;
+    /* 256-slot tiles in 128 columns, 128-slot tiles in 256, 64-slot tiles
+     * in 512 (the dense kernel's wide forms of those tokens): the wider in
+     * slots, the fewer times each weight is dequantized per product, and
+     * the more padding rows computed. */
+    if (w->block == 256)
+        return d->bf16 ? launch_kind<true, 1, 256>(d->kind, p, mo, a_slots, sms, stream)
+                       : launch_kind<false, 1, 256>(d->kind, p, mo, a_slots, sms, stream);
+    if (w->block == 128)
+        return d->bf16 ? launch_kind<true, 2, 128>(d->kind, p, mo, a_slots, sms, stream)
+                       : launch_kind<false, 2, 128>(d->kind, p, mo, a_slots, sms, stream);
+    return d->bf16 ? launch_kind<true, 4, 64>(d->kind, p, mo, a_slots, sms, stream)
+                   : launch_kind<false, 4, 64>(d->kind, p, mo, a_slots, sms, stream);
+}
