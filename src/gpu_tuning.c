@@ -49,8 +49,15 @@ static const qv_tuning kRows[] = {
         /* Fewer rows than the H200's 132 SMs leave SMs idle with a block
          * per row; 128 rows x 8 blocks = 1024 blocks. */
         .act_quant_cluster_max_m = 128,
-        .moe_wg_min_rows = 64,
-        .moe_wg_block128_rows = 256,
+        /* Routed layers (qvet bench --variant 'moe-*', every block forced
+         * in turn): the wgmma grouped GEMM was the faster from 32 rows per
+         * expert (Qwen3-MoE at 512 tokens: 1.7x the mma.sync kernel's
+         * speed; at 16 rows the two within -3 %..+12 %), 128-slot blocks
+         * from 64 rows (gpt-oss: +15 % over 64), 256-slot from 768 (at 512
+         * rows 128 won on Mixtral by 9 % and lost on gpt-oss by 7 %; at
+         * 1024 rows 256 won by 4-7 %). */
+        .moe_wg_min_rows = 32,
+        .moe_wg_block128_rows = 64,
         .moe_wg_block256_rows = 768,
         .sm_smem_kib = 228,
     },

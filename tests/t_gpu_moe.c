@@ -303,11 +303,12 @@ START_TEST(pick_path)
     } cases[] = {
         /* Mixtral: 2 of 8 experts */
         {QV_MOE_W4A16, 4096, 2, 8, 3, 0, 0, 0, 0, 1, 16},  /* 1024 rows per expert: 256-row blocks */
-        {QV_MOE_W4A16, 2048, 2, 8, 3, 0, 0, 0, 0, 1, 8},   /* 512: 128-row blocks */
-        {QV_MOE_W4A16, 512, 2, 8, 3, 0, 0, 0, 0, 1, 4},    /* 128: 64-row blocks */
-        {QV_MOE_W4A16, 256, 2, 8, 3, 0, 0, 0, 0, 1, 4},    /* 64: the default threshold */
-        {QV_MOE_W4A16, 255, 2, 8, 3, 0, 0, 0, 0, 0, 4},    /* 63: mma.sync, 64-row blocks */
-        {QV_MOE_W4A16, 100, 2, 8, 3, 0, 0, 0, 0, 0, 2},    /* 25: 32-row blocks */
+        {QV_MOE_W4A16, 3072, 2, 8, 3, 0, 0, 0, 0, 1, 16},  /* 768 */
+        {QV_MOE_W4A16, 3068, 2, 8, 3, 0, 0, 0, 0, 1, 8},   /* 767: 128-row blocks */
+        {QV_MOE_W4A16, 256, 2, 8, 3, 0, 0, 0, 0, 1, 8},    /* 64 */
+        {QV_MOE_W4A16, 255, 2, 8, 3, 0, 0, 0, 0, 1, 4},    /* 63: 64-row blocks */
+        {QV_MOE_W4A16, 128, 2, 8, 3, 0, 0, 0, 0, 1, 4},    /* 32: the default threshold */
+        {QV_MOE_W4A16, 127, 2, 8, 3, 0, 0, 0, 0, 0, 2},    /* 31: mma.sync, 32-row blocks */
         {QV_MOE_W4A16, 64, 2, 8, 3, 0, 0, 0, 0, 0, 1},     /* 16 */
         {QV_MOE_W4A16, 4096, 2, 8, 3, 0, 0, QV_OPT_OFF, 0, 0, 4},
         {QV_MOE_W4A16, 4096, 2, 8, 3, 0, 0, 0, 64, 1, 4},

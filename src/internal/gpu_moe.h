@@ -91,10 +91,12 @@ void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w);
 /* The grouped GEMM's path and block for d's shape under o (NULL: the
  * defaults): d->wg and d->mb. The wgmma kernel where it covers d and the
  * mean rows per expert that receives any reach o->moe_wg_min_rows (unset:
- * the tuning's), with 128-row blocks from moe_wg_block128_rows on (o's
+ * the tuning's), with 64-, 128- or 256-row blocks by that mean (the
+ * tuning's moe_wg_block128_rows and moe_wg_block256_rows; o's
  * moe_wg_block, when set, decides), else the mma.sync kernel with 16-, 32-
  * or 64-row blocks by the same mean. QV_ERR_USAGE for options that
- * qv_launch_opts_check refuses. No CUDA call. */
+ * qv_launch_opts_check refuses; the device's SM count and architecture
+ * asked once (qv_launch_ctx_get) unless o sets both. */
 qv_status qv_moe_pick(qv_moe_dev *d, const qv_launch_opts *o);
 
 /* Whether the wgmma kernel takes d's kind and scales (no CUDA call). */
