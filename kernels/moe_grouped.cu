@@ -24,7 +24,11 @@
  *     goes to row t*per + c of an fp32 buffer. For e4m3 experts with 128x128
  *     block scales (DeepSeek-V3) the same grouping drives
  *     k_moe_gemm_fp8_b128, the w8a8-fp8-block128 row's arithmetic
- *     (aq_gemm.cuh) over slots;
+ *     (aq_gemm.cuh) over slots. With qv_moe_dev.wg (qv_moe_pick: prefill
+ *     batches) the W4A16 and FP4 experts take the wgmma kernel instead
+ *     (kernels/moe_wg.cu: the slots' activations gathered, then the dense
+ *     weight-only wgmma kernel over them, 64-256 slots a tile, the same
+ *     products to the same rows);
  *  5. k_moe_combine: per token and column, in choice order, the fp32 product
  *     plus its expert's bias (FP4 experts with one), times the router weight
  *     in fp32 (rw=acc), summed in fp32 (sum=f32), one RNE cast to the output
