@@ -185,6 +185,18 @@ struct wg_moe {
     int nx, w_rows, s_rows_x;
 };
 
+/* The expert whose scales token tile y reads: its own, block_expert[y]. */
+__device__ __forceinline__ int moe_scale_expert(const wg_moe &mo, int y)
+{
+#ifdef QV_MUTANT_gpu_moe_prev_block_scale
+    /* Mutant (class 23, CUTLASS #3596): the scales of the previous token
+     * tile's expert reused for this tile (the weights stay its own). */
+    return mo.block_expert[y > 0 ? y - 1 : 0];
+#else
+    return mo.block_expert[y];
+#endif
+}
+
 /* The MOE instances' epilogue policy (wg_epilogue.cuh), direct stores only:
  * y times expert x's channel or tensor scale (sx, as wonly_common.cuh's
  * epilogue_scale reads it) or NVFP4's global scale in fp32, then the fp32
@@ -540,16 +552,8 @@ __global__ void __launch_bounds__(kThreads, 1)
             int w_row0 = 0, s_row0 = 0;
             if constexpr (MOE) {
                 if (m0 >= mo.expert_start[mo.nx]) return;
-                const int y = m0 / C::bx;
-#ifdef QV_MUTANT_gpu_moe_prev_block_scale
-                /* Mutant (class 23, CUTLASS #3596): the scales of the previous
-                 * token tile's expert reused for this tile. */
-                const int xs = mo.block_expert[y > 0 ? y - 1 : 0];
-#else
-                const int xs = mo.block_expert[y];
-#endif
-                w_row0 = mo.block_expert[y] * mo.w_rows;
-                s_row0 = xs * mo.s_rows_x;
+                w_row0 = mo.block_expert[m0 / C::bx] * mo.w_rows;
+                s_row0 = moe_scale_expert(mo, m0 / C::bx) * mo.s_rows_x;
             }
             for (int step = s0; step < s1; step++) {
                 const int kt0 = step * kKs;
@@ -625,11 +629,13 @@ __global__ void __launch_bounds__(kThreads, 1)
         const wg_tile t = wg_tile_at<TPW, BX>(
             MOE ? moe_raster(pc.tile, tiles_m, sc.tiles / tiles_m, kMoeBand / C::bx) : pc.tile, tiles_m, n_chunks, th);
         const bool chunk_ok = t.chunk_ok;
-        /* MOE: the tile's expert (the producer skips the same tiles). */
-        int x = 0;
+        /* MOE: the tile's expert x and the expert xs whose scales it reads
+         * (the producer skips the same tiles). */
+        int x = 0, xs = 0;
         if constexpr (MOE) {
             if (t.m0 >= mo.expert_start[mo.nx]) continue;
             x = mo.block_expert[t.m0 / C::bx];
+            xs = moe_scale_expert(mo, t.m0 / C::bx);
         }
 #pragma unroll
         for (int i = 0; i < TPW; i++)
@@ -639,14 +645,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             /* k == g: one group for all of K, its scales in the channel order,
              * read once per tile (codes 2w and 2w + 1 in word w). */
             const uint16_t *s16 = static_cast<const uint16_t *>(p.scales);
-            if constexpr (MOE) {
-#ifdef QV_MUTANT_gpu_moe_prev_block_scale
-                const int xs = mo.block_expert[t.m0 / C::bx > 0 ? t.m0 / C::bx - 1 : 0];
-#else
-                const int xs = x;
-#endif
-                s16 = static_cast<const uint16_t *>(mo.e_scales) + (size_t)xs * (size_t)mo.e_stride;
-            }
+            if constexpr (MOE) s16 = static_cast<const uint16_t *>(mo.e_scales) + (size_t)xs * (size_t)mo.e_stride;
 #pragma unroll
             for (int w = 0; w < TPW; w++) {
                 const int col = (t.c0 + th.chunk_l) * 64 + 8 * (2 * q0 + 2 * w) + (b.lane >> 2);
@@ -809,11 +808,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         rd.finish();
         if constexpr (MOE) {
             /* Whole tiles only (the host plans no stream-K tail). */
-#ifdef QV_MUTANT_gpu_moe_prev_block_scale
-            const int xs = mo.block_expert[t.m0 / C::bx > 0 ? t.m0 / C::bx - 1 : 0];
-#else
-            const int xs = x;
-#endif
             const void *sx = static_cast<const char *>(mo.e_scales) +
                              (size_t)xs * (size_t)mo.e_stride * (p.scale_fmt == SF_F32 ? 4 : 2);
             const float gx = WT == WT_FP4_NV ? __ldg(p.gscale + x) : 1.0f;
