@@ -151,8 +151,10 @@ extern "C" qv_status qv_moe_wg_gemm(const qv_moe_dev *d, const qv_moe_ws *w, voi
                        "covered (the mma.sync kernel takes it)", d->kind, d->scale_mode, d->g_shift, d->n, d->k);
     if (w->block != 64 && w->block != 128 && w->block != 256)
         return qv_fail(QV_ERR_USAGE, "grouped wgmma GEMM: the sort's block is %d rows (64, 128 or 256)", w->block);
-    if (w->max_slots > 0x7fffffff / 2)
-        return qv_fail(QV_ERR_SHAPE, "grouped wgmma GEMM: %lld slots", (long long)w->max_slots);
+    /* The schedule's tile count (token tiles x column tiles) is an int. */
+    if ((int64_t)(w->max_slots / 64) * (d->n / 64 + 1) >= ((int64_t)1 << 31))
+        return qv_fail(QV_ERR_SHAPE, "grouped wgmma GEMM: %lld slots x n=%d is past the schedule's tile count",
+                       (long long)w->max_slots, d->n);
     cudaStream_t stream = (cudaStream_t)stream_v;
     int dev = 0, sms = 0;
     QV_CUDA_TRY(cudaGetDevice(&dev), "cudaGetDevice");
