@@ -129,6 +129,11 @@ qv_status launch_kind(int kind, const wg_params &p, const wg_moe &mo, const void
 
 } /* namespace */
 
+extern "C" int qv_moe_wg_tile_of(int tile, int tiles_m, int n_tiles, int block)
+{
+    return moe_raster(tile, tiles_m, n_tiles, kMoeBand / block);
+}
+
 extern "C" int qv_moe_wg_covers(const qv_moe_dev *d)
 {
     if (d->kind == QV_MOE_MXFP4 || d->kind == QV_MOE_NVFP4)

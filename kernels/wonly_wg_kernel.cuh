@@ -489,7 +489,7 @@ template <bool IS_BF16, bool GROUPED, bool FP4> struct wo_epi {
  * in L2, where the dense order would stream every slot's activations once
  * per column tile (the slots of a prefill batch are many times the L2). */
 constexpr int kMoeBand = 1024;
-__device__ __forceinline__ int moe_raster(int tile, int tiles_m, int n_tiles, int band_m)
+__host__ __device__ __forceinline__ int moe_raster(int tile, int tiles_m, int n_tiles, int band_m)
 {
     const int per_band = band_m * n_tiles;
     const int band = tile / per_band;

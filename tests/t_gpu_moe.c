@@ -345,6 +345,35 @@ START_TEST(pick_path)
 }
 END_TEST
 
+/* The wgmma grouped GEMM's schedule visits every (token tile, column tile)
+ * exactly once, and the tiles of one band of 1024 slots before the next. */
+START_TEST(wg_schedule_covers)
+{
+    static const int blocks[] = {64, 128, 256};
+    static const int ms[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 73, 129};
+    static const int ns[] = {1, 2, 3, 5, 6, 12, 112, 224};
+    for (size_t b = 0; b < 3; b++)
+        for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
+            for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++) {
+                const int tm = ms[i], nt = ns[j], tiles = tm * nt, band_m = 1024 / blocks[b];
+                unsigned char *seen = calloc((size_t)tiles, 1);
+                ck_assert(seen);
+                int last_band = 0;
+                for (int x = 0; x < tiles; x++) {
+                    const int t = qv_moe_wg_tile_of(x, tm, nt, blocks[b]);
+                    ck_assert_msg(t >= 0 && t < tiles && !seen[t], "block %d, %d x %d tiles: index %d gives %d%s",
+                                  blocks[b], tm, nt, x, t, t >= 0 && t < tiles ? " again" : "");
+                    seen[t] = 1;
+                    const int band = t % tm / band_m;
+                    ck_assert_msg(band >= last_band, "block %d, %d x %d tiles: band %d after %d", blocks[b], tm, nt,
+                                  band, last_band);
+                    last_band = band;
+                }
+                free(seen);
+            }
+}
+END_TEST
+
 /* The FP4 specs the backend refuses, before any CUDA call. */
 START_TEST(fp4_refusals)
 {
@@ -616,6 +645,7 @@ int main(void)
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, fp4_refusals);
     tcase_add_test(tc, pick_path);
+    tcase_add_test(tc, wg_schedule_covers);
     tcase_add_loop_test(tc, fp4_case_on_cpu, 0, n_cpu_cases);
     tcase_add_loop_test(tc, cases_supported, 0, NCASES);
     tcase_add_loop_test(tc, plan_holds_sort, 0, NCASES);

@@ -99,6 +99,12 @@ void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w);
  * asked once (qv_launch_ctx_get) unless o sets both. */
 qv_status qv_moe_pick(qv_moe_dev *d, const qv_launch_opts *o);
 
+/* The wgmma grouped GEMM's schedule order (for the suites): the tile, in
+ * the dense order (token tiles fastest: token tile = result % tiles_m,
+ * column tile = result / tiles_m), that schedule index `tile` computes,
+ * for tiles_m token tiles of `block` slots and n_tiles column tiles. */
+int qv_moe_wg_tile_of(int tile, int tiles_m, int n_tiles, int block);
+
 /* Whether the wgmma kernel takes d's kind and scales (no CUDA call). */
 int qv_moe_wg_covers(const qv_moe_dev *d);
 /* The grouped GEMM on the wgmma kernel (kernels/moe_wg.cu): the slots'
