@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "internal/gpu_moe.h"
+#include "internal/tuning.h"
 #include "wonly_wg_kernel.cuh"
 
 namespace {
@@ -161,9 +162,11 @@ extern "C" qv_status qv_moe_wg_gemm(const qv_moe_dev *d, const qv_moe_ws *w, voi
         return qv_fail(QV_ERR_SHAPE, "grouped wgmma GEMM: %lld slots x n=%d is past the schedule's tile count",
                        (long long)w->max_slots, d->n);
     cudaStream_t stream = (cudaStream_t)stream_v;
-    int dev = 0, sms = 0;
-    QV_CUDA_TRY(cudaGetDevice(&dev), "cudaGetDevice");
-    QV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute (SMs)");
+    /* The device's SM count, asked once per device (tuning.h): one block
+     * per SM. */
+    qv_launch_ctx c;
+    QV_TRY(qv_launch_ctx_get(NULL, &c));
+    const int sms = c.sms;
     const int nx = d->e_local + d->shared, per = d->topk + d->shared;
     unsigned char *ws = (unsigned char *)d->workspace;
     const int32_t *slot = (const int32_t *)(ws + w->slot);
