@@ -51,6 +51,7 @@
 #include "aq_mma.cuh"
 #include "func_attr.cuh"
 #include "mma.cuh"
+#include "moe_common.cuh"
 #include "qvet/formats.h"
 #include "wonly_common.cuh"
 #include "wonly_mma.cuh"
@@ -382,15 +383,8 @@ __device__ __forceinline__ void moe_gemm_mma(const gemm_params &p, unsigned char
             }
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                const int row = mt * 16 + (lane >> 2) + 8 * h;
-                int32_t sl = p.slot[base + row];
-#ifdef QV_MUTANT_gpu_moe_padding_written
-                /* Mutant (class 29, llama.cpp #17089): a block's padding rows are
-                 * written too, to pair 0's row. */
-                if (sl < 0) sl = 0;
-#else
-                if (sl < 0) continue; /* padding: never written */
-#endif
+                int32_t sl;
+                if (!moe_slot_row(p.slot[base + mt * 16 + (lane >> 2) + 8 * h], &sl)) continue;
                 float y0 = acc[mt][j8][2 * h], y1 = acc[mt][j8][2 * h + 1];
                 if (p.scale_mode != SC_GROUP) {
                     y0 = y0 * s0;
@@ -400,14 +394,8 @@ __device__ __forceinline__ void moe_gemm_mma(const gemm_params &p, unsigned char
                     y0 = y0 * gs;
                     y1 = y1 * gs;
                 }
-#ifdef QV_MUTANT_gpu_moe_wrong_columns
-                /* Mutant (class 29): the columns of a tile written from its first
-                 * warp's chunk on, in the order of the warps that finished. */
-                const int wcol = (col + 64) % p.n;
-#else
-                const int wcol = col;
-#endif
-                __stcg(reinterpret_cast<float2 *>(p.inter + (int64_t)sl * p.n + wcol), make_float2(y0, y1));
+                __stcg(reinterpret_cast<float2 *>(p.inter + (int64_t)sl * p.n + moe_out_col(col, p.n)),
+                       make_float2(y0, y1));
             }
         }
 }
@@ -604,12 +592,8 @@ __global__ void __launch_bounds__(kF8Threads) k_moe_gemm_fp8_b128(const f8_param
     for (int i = 0; i < MW; i++)
 #pragma unroll
         for (int hh = 0; hh < 2; hh++) {
-            int32_t sl = p.slot[base + i * 16 + (lane >> 2) + 8 * hh];
-#ifdef QV_MUTANT_gpu_moe_padding_written
-            if (sl < 0) sl = 0;
-#else
-            if (sl < 0) continue; /* padding: never written */
-#endif
+            int32_t sl;
+            if (!moe_slot_row(p.slot[base + i * 16 + (lane >> 2) + 8 * hh], &sl)) continue;
 #pragma unroll
             for (int t = 0; t < kF8NT; t++) {
                 const int col = n0 + 8 * kF8NT * wn + 8 * t + 2 * (lane & 3);

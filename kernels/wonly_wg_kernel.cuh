@@ -79,6 +79,7 @@
 #include "internal/gpu.h"
 #include "qvet/gemm.h"
 #include "func_attr.cuh"
+#include "moe_common.cuh"
 #include "wg_common.cuh"
 #include "wg_epilogue.cuh"
 #include "wonly_common.cuh"
@@ -238,21 +239,9 @@ template <int WT> struct moe_epi {
     __device__ __forceinline__ void direct_store(col_t, int tok, int cp, bool even, float y0, float y1,
                                                  float recv) const
     {
-        int32_t sl = mo.slot[tok];
-#ifdef QV_MUTANT_gpu_moe_padding_written
-        /* Mutant (class 29, llama.cpp #17089): a block's padding rows are
-         * written too, to pair 0's row (as in moe_grouped.cu's kernel). */
-        if (sl < 0) sl = 0;
-#else
-        if (sl < 0) return; /* padding: never written */
-#endif
-#ifdef QV_MUTANT_gpu_moe_wrong_columns
-        /* Mutant (class 29): the columns of a tile written 64 columns on. */
-        const int wcol = (cp + 64) % p.n;
-#else
-        const int wcol = cp;
-#endif
-        __stcg(reinterpret_cast<float2 *>(mo.inter + (int64_t)sl * p.n + wcol),
+        int32_t sl;
+        if (!moe_slot_row(mo.slot[tok], &sl)) return; /* padding: never written */
+        __stcg(reinterpret_cast<float2 *>(mo.inter + (int64_t)sl * p.n + moe_out_col(cp, p.n)),
                even ? make_float2(y0, recv) : make_float2(recv, y1));
     }
 };
