@@ -9,8 +9,9 @@
  *  2. k_moe_count and k_moe_scatter: the token sort (moe.h qv_moe_sort, the
  *     same slots in the same order): pairs (t, c) grouped by local expert,
  *     shared experts last, each segment padded with -1 to the GEMM's M block;
- *  3. k_moe_gather_perm (act_order only): the activations of every slot, in
- *     the column order of its expert's sorted rows;
+ *  3. k_moe_gather_slots (act_order, and the wgmma kernel): the activations
+ *     of every slot in sort order, a zero row for padding (act_order: in the
+ *     column order of its expert's sorted rows);
  *  4. k_moe_gemm_w4a16_mma (int4 "q+8" experts) or k_moe_gemm_fp4_mma
  *     (MXFP4 / NVFP4 experts): ONE grouped launch over (N tile, M block) for
  *     every expert: block y owns slots [y*BM, (y+1)*BM), all of one expert
@@ -26,9 +27,9 @@
  *     k_moe_gemm_fp8_b128, the w8a8-fp8-block128 row's arithmetic
  *     (aq_gemm.cuh) over slots. With qv_moe_dev.wg (qv_moe_pick: prefill
  *     batches) the W4A16 and FP4 experts take the wgmma kernel instead
- *     (kernels/moe_wg.cu: the slots' activations gathered, then the dense
- *     weight-only wgmma kernel over them, 64-256 slots a tile, the same
- *     products to the same rows);
+ *     (kernels/moe_wg.cu: the dense weight-only wgmma kernel over the
+ *     gathered slots, 64-256 slots a tile, the same products to the same
+ *     rows);
  *  5. k_moe_combine: per token and column, in choice order, the fp32 product
  *     plus its expert's bias (FP4 experts with one), times the router weight
  *     in fp32 (rw=acc), summed in fp32 (sum=f32), one RNE cast to the output
@@ -254,23 +255,44 @@ __global__ void __launch_bounds__(256) k_moe_scatter(const sort_params p)
     for (int j = count + tid; j < padded; j += 256) p.slot[start + j] = -1;
 }
 
-/* ---- 3. act_order: the activations of each slot in its expert's row order ---------- */
+/* ---- 3. act_order or wgmma: the activations of each slot, in sort order -------------- */
 
-/* a_perm[s][j] = a[token of slot s][perm[x][j]] for the slots of the sort
- * (padding rows are left alone: the GEMM never reads them). */
-__global__ void k_moe_gather_perm(const uint16_t *a, const int32_t *slot, const int *block_expert,
-                                  const int *expert_start, const int32_t *perm, uint16_t *a_perm, int nx, int per, int k,
-                                  int block, int64_t max_slots)
+constexpr int kGatherThreads = 256;
+
+/* Row s of out (k halves, 16-byte aligned rows) for every used slot s: the
+ * activations of the slot's token (pair slot[s], token pair / per), in
+ * the column order perm[x] of its expert x when perm is given, zeros for a
+ * padding slot. One block per row at a time, 16 bytes per thread and step
+ * without perm; a perm entry outside [0, k) reads as zero. */
+__global__ void __launch_bounds__(kGatherThreads)
+    k_moe_gather_slots(const uint16_t *a, const int32_t *slot, const int *block_expert, const int *expert_start,
+                       const int32_t *perm, uint16_t *out, int nx, int per, int k, int block)
 {
-    const int64_t used = (int64_t)expert_start[nx] * k, cap = max_slots * k;
-    for (int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; idx < used && idx < cap;
-         idx += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t s = idx / k;
-        const int j = (int)(idx % k);
+    /* The GEMM behind may launch now; its griddepcontrol.wait still waits
+     * for this whole grid. */
+    asm volatile("griddepcontrol.launch_dependents;\n" ::);
+    const int used = expert_start[nx];
+    for (int s = blockIdx.x; s < used; s += gridDim.x) {
         const int32_t sl = slot[s];
-        if (sl < 0) continue;
-        const int x = block_expert[s / block];
-        a_perm[idx] = a[(int64_t)(sl / per) * k + perm[(int64_t)x * k + j]];
+        uint16_t *dst = out + (int64_t)s * k;
+        if (sl < 0) {
+            for (int v = threadIdx.x; v < k / 8; v += kGatherThreads)
+                reinterpret_cast<uint4 *>(dst)[v] = make_uint4(0u, 0u, 0u, 0u);
+            continue;
+        }
+        const uint16_t *src = a + (int64_t)(sl / per) * k;
+        if (!perm) {
+            for (int v = threadIdx.x; v < k / 8; v += kGatherThreads)
+                reinterpret_cast<uint4 *>(dst)[v] = __ldg(reinterpret_cast<const uint4 *>(src) + v);
+        } else {
+            const int32_t *px = perm + (int64_t)block_expert[s / block] * k;
+            for (int j = 2 * threadIdx.x; j < k; j += 2 * kGatherThreads) {
+                const int p0 = px[j], p1 = px[j + 1];
+                const uint32_t lo = (unsigned)p0 < (unsigned)k ? src[p0] : 0u;
+                const uint32_t hi = (unsigned)p1 < (unsigned)k ? src[p1] : 0u;
+                *reinterpret_cast<uint32_t *>(dst + j) = lo | hi << 16;
+            }
+        }
     }
 }
 
@@ -674,13 +696,6 @@ __global__ void __launch_bounds__(kCombineThreads)
     }
 }
 
-/* Grid of a grid-stride loop over `count` items, 256 threads a block. */
-int stride_blocks(int64_t count)
-{
-    int64_t b = (count + 255) / 256;
-    return (int)(b < 1 ? 1 : b > 8192 ? 8192 : b);
-}
-
 size_t up256(size_t x) { return (x + 255) & ~(size_t)255; }
 
 template <int WT, int MB, bool BF> qv_status launch_gemm(const gemm_params &g, dim3 grid, cudaStream_t stream)
@@ -853,6 +868,20 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
     k_moe_scatter<<<nx, 256, 0, stream>>>(sp);
     QV_CUDA_TRY(cudaGetLastError(), "token sort launch");
 
+    /* act_order, and every wgmma run: the slots' activations in sort order
+     * (max_slots, k), read by row instead of through the slots. A block per
+     * row, four blocks per SM at most. */
+    const bool gathered = d->act_order || d->wg;
+    if (gathered) {
+        qv_launch_ctx c;
+        QV_TRY(qv_launch_ctx_get(NULL, &c));
+        const int64_t rows = w.max_slots < 4 * (int64_t)c.sms ? w.max_slots : 4 * (int64_t)c.sms;
+        k_moe_gather_slots<<<rows > 0 ? (int)rows : 1, kGatherThreads, 0, stream>>>(
+            (const uint16_t *)d->a, sp.slot, sp.block_expert, sp.expert_start, d->act_order ? d->perm : nullptr,
+            (uint16_t *)(ws + w.a_slots), nx, per, d->k, w.block);
+        QV_CUDA_TRY(cudaGetLastError(), "slot gather launch");
+    }
+
     float *inter = (float *)(ws + w.inter);
     const dim3 grid(n_blocks, w.max_blocks);
     if (d->wg) {
@@ -876,16 +905,8 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
                                                                         : launch_fp8<4>(f, grid, stream));
     } else {
         gemm_params g;
-        g.a = (const uint16_t *)d->a;
-        g.a_sorted = d->act_order;
-        if (d->act_order) {
-            uint16_t *ap = (uint16_t *)(ws + w.a_slots);
-            k_moe_gather_perm<<<stride_blocks(w.max_slots * d->k), 256, 0, stream>>>(
-                (const uint16_t *)d->a, sp.slot, sp.block_expert, sp.expert_start, d->perm, ap, nx, per, d->k, w.block,
-                w.max_slots);
-            QV_CUDA_TRY(cudaGetLastError(), "act_order gather launch");
-            g.a = ap;
-        }
+        g.a = gathered ? (const uint16_t *)(ws + w.a_slots) : (const uint16_t *)d->a;
+        g.a_sorted = gathered;
         g.b = (const uint32_t *)d->b;
         g.b_expert_words = (int64_t)(d->k / 16) * 2 * d->n;
         g.scales = d->scales;

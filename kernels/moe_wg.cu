@@ -3,18 +3,17 @@
  * wonly_wg_kernel.cuh in its MOE instances, over the slots of the token sort
  * instead of the tokens.
  *
- *  1. k_moe_gather_slots: row s of a (max_slots, k) buffer is the
- *     activations of slot s's token (act_order: in its expert's sorted-row
- *     order), a zero row for a padding slot; slots from expert_start[nx] on
- *     are left alone (no tile reads them);
- *  2. k_gemm_wonly_wgmma<..., MOE>: the persistent warp-specialized GEMM of
- *     that buffer (M = max_slots) with every expert's weights stacked in one
- *     tensor map: token tile y is expert block_expert[y]'s, whose k16 rows
- *     and group rows the producer copies at that expert's offset, and each
- *     slot's fp32 product (times the expert's channel, tensor or NVFP4
- *     global scale) goes to its pair's row of the combine's buffer, never a
- *     padding slot's. The sort pads each expert's segment to the tile's
- *     tokens (64, 128 or 256: qv_moe_dev.mb 4, 8 or 16).
+ *  - its A is the (max_slots, k) buffer of the slots' activations that
+ *    moe_grouped.cu's k_moe_gather_slots wrote just before (act_order: in
+ *    each expert's sorted-row order; zero rows for padding slots);
+ *  - k_gemm_wonly_wgmma<..., MOE>: the persistent warp-specialized GEMM of
+ *    that buffer (M = max_slots) with every expert's weights stacked in one
+ *    tensor map: token tile y is expert block_expert[y]'s, whose k16 rows
+ *    and group rows the producer copies at that expert's offset, and each
+ *    slot's fp32 product (times the expert's channel, tensor or NVFP4
+ *    global scale) goes to its pair's row of the combine's buffer, never a
+ *    padding slot's. The sort pads each expert's segment to the tile's
+ *    tokens (64, 128 or 256: qv_moe_dev.mb 4, 8 or 16).
  * The arithmetic is the mma.sync grouped kernel's (moe_grouped.cu) and the
  * dense weight-only row's: the weights dequantized exactly as there,
  * products summed by the tensor cores in fp32, k16 by k16 in increasing k,
@@ -30,45 +29,6 @@
 #include "wonly_wg_kernel.cuh"
 
 namespace {
-
-constexpr int kGatherThreads = 256;
-
-/* Row s of out (k halves, 16-byte aligned rows) for every used slot s: the
- * activations of the slot's token (pair slot[s], token pair / per), in
- * the column order perm[x] of its expert x when perm is given, zeros for a
- * padding slot. One block per row at a time, 16 bytes per thread and step
- * without perm; a perm entry outside [0, k) reads as zero. */
-__global__ void __launch_bounds__(kGatherThreads)
-    k_moe_gather_slots(const uint16_t *a, const int32_t *slot, const int *block_expert, const int *expert_start,
-                       const int32_t *perm, uint16_t *out, int nx, int per, int k, int block)
-{
-    /* The GEMM behind may launch now; its griddepcontrol.wait still waits
-     * for this whole grid. */
-    asm volatile("griddepcontrol.launch_dependents;\n" ::);
-    const int used = expert_start[nx];
-    for (int s = blockIdx.x; s < used; s += gridDim.x) {
-        const int32_t sl = slot[s];
-        uint16_t *dst = out + (int64_t)s * k;
-        if (sl < 0) {
-            for (int v = threadIdx.x; v < k / 8; v += kGatherThreads)
-                reinterpret_cast<uint4 *>(dst)[v] = make_uint4(0u, 0u, 0u, 0u);
-            continue;
-        }
-        const uint16_t *src = a + (int64_t)(sl / per) * k;
-        if (!perm) {
-            for (int v = threadIdx.x; v < k / 8; v += kGatherThreads)
-                reinterpret_cast<uint4 *>(dst)[v] = __ldg(reinterpret_cast<const uint4 *>(src) + v);
-        } else {
-            const int32_t *px = perm + (int64_t)block_expert[s / block] * k;
-            for (int j = 2 * threadIdx.x; j < k; j += 2 * kGatherThreads) {
-                const int p0 = px[j], p1 = px[j + 1];
-                const uint32_t lo = (unsigned)p0 < (unsigned)k ? src[p0] : 0u;
-                const uint32_t hi = (unsigned)p1 < (unsigned)k ? src[p1] : 0u;
-                *reinterpret_cast<uint32_t *>(dst + j) = lo | hi << 16;
-            }
-        }
-    }
-}
 
 /* The kernel's tensor maps over the stacked experts (make_map_2d; bases
  * 16-byte aligned, rows multiples of 16 bytes: n % 64 == 0, k % 16 == 0):
@@ -167,18 +127,12 @@ extern "C" qv_status qv_moe_wg_gemm(const qv_moe_dev *d, const qv_moe_ws *w, voi
     qv_launch_ctx c;
     QV_TRY(qv_launch_ctx_get(NULL, &c));
     const int sms = c.sms;
-    const int nx = d->e_local + d->shared, per = d->topk + d->shared;
+    const int nx = d->e_local + d->shared;
     unsigned char *ws = (unsigned char *)d->workspace;
     const int32_t *slot = (const int32_t *)(ws + w->slot);
     const int *block_expert = (const int *)(ws + w->block_expert);
     const int *expert_start = (const int *)(ws + w->expert_start);
     uint16_t *a_slots = (uint16_t *)(ws + w->a_slots);
-
-    const int rows = w->max_slots < 4 * sms ? (int)w->max_slots : 4 * sms;
-    k_moe_gather_slots<<<rows > 0 ? rows : 1, kGatherThreads, 0, stream>>>(
-        (const uint16_t *)d->a, slot, block_expert, expert_start, d->act_order ? d->perm : nullptr, a_slots, nx,
-        per, d->k, w->block);
-    QV_CUDA_TRY(cudaGetLastError(), "slot gather launch");
 
     wg_params p;
     memset(&p, 0, sizeof p);

@@ -107,10 +107,10 @@ int qv_moe_wg_tile_of(int tile, int tiles_m, int n_tiles, int block);
 
 /* Whether the wgmma kernel takes d's kind and scales (no CUDA call). */
 int qv_moe_wg_covers(const qv_moe_dev *d);
-/* The grouped GEMM on the wgmma kernel (kernels/moe_wg.cu): the slots'
- * activations gathered into w's a_slots, then one persistent launch that
- * writes every pair's fp32 product to w's inter. Called by qv_moe_launch
- * after the sort, on its stream. */
+/* The grouped GEMM on the wgmma kernel (kernels/moe_wg.cu): one persistent
+ * launch over the slots' activations in w's a_slots that writes every
+ * pair's fp32 product to w's inter. Called by qv_moe_launch after the sort
+ * and the slot gather, on its stream. */
 qv_status qv_moe_wg_gemm(const qv_moe_dev *d, const qv_moe_ws *w, void *stream);
 
 /* Routing, sort, grouped GEMM, combine on `stream` (a cudaStream_t, NULL the
