@@ -353,8 +353,14 @@ extern "C" int qv_moe_bench(const char *const *globs, int n, const int *tokens, 
                 }
             }
             if (st == QV_OK) {
-                printf("%-28s %6d %3d %-6s %11.1f %12.1f %6.2fx", r->name, tokens[ti], m.ws.block,
-                       m.d.wg ? "wgmma" : "mma", tg.median_us, tl.median_us, tl.median_us / tg.median_us);
+                int kt_part;
+                const int parts = qv_moe_parts(&m.d, &kt_part);
+                char path[16];
+                if (m.d.wg) snprintf(path, sizeof path, "wgmma");
+                else if (parts > 1) snprintf(path, sizeof path, "mma k%d", parts);
+                else snprintf(path, sizeof path, "mma");
+                printf("%-28s %6d %3d %-6s %11.1f %12.1f %6.2fx", r->name, tokens[ti], m.ws.block, path,
+                       tg.median_us, tl.median_us, tl.median_us / tg.median_us);
                 if (have_grouped)
                     printf(" %14.1f %6.2fx\n", tc.median_us, tc.median_us / tg.median_us);
                 else
@@ -364,9 +370,10 @@ extern "C" int qv_moe_bench(const char *const *globs, int n, const int *tokens, 
                     fprintf(jf,
                             "{\"kind\":\"bench\",\"variant\":\"%s\",\"model\":null,\"layer\":\"experts\",\"m\":%d,"
                             "\"n\":%d,\"k\":%d,\"median_us\":%.3f,\"p10_us\":%.3f,\"p90_us\":%.3f,\"runs\":%d,"
-                            "\"path\":\"%s\",\"block\":%d,\"cublas_loop_us\":%.3f,\"cublas_grouped_us\":",
+                            "\"path\":\"%s\",\"block\":%d,\"parts\":%d,\"cublas_loop_us\":%.3f,"
+                            "\"cublas_grouped_us\":",
                             r->name, tokens[ti], (int)r->n, (int)r->k, tg.median_us, tg.p10_us, tg.p90_us, tg.runs,
-                            m.d.wg ? "wgmma" : "mma", m.ws.block, tl.median_us);
+                            m.d.wg ? "wgmma" : "mma", m.ws.block, parts, tl.median_us);
                     if (have_grouped)
                         fprintf(jf, "%.3f}\n", tc.median_us);
                     else

@@ -309,7 +309,9 @@ struct gemm_params {
     const int32_t *slot;        /* (max_slots) */
     const int *block_expert;    /* (max_blocks) */
     const int *expert_start;    /* (nx + 1) */
-    float *inter;               /* (t * per, n) each pair's fp32 product */
+    float *inter;               /* (parts, t * per, n) each pair's fp32 product, by K part */
+    int64_t part_stride;        /* floats from one K part's products to the next's: t * per * n */
+    int kt_part;                /* k16 tiles of K per part (blockIdx.z), a multiple of a stage's */
     int n, k, per, nx;
     int scale_mode, scale_fmt, g_shift, grp_single;
     const float *gscale;        /* WT_FP4_NV: (nx) each expert's f32 global scale, else NULL */
@@ -330,9 +332,13 @@ __device__ __forceinline__ const void *fp4_scales(const gemm_params &p, int x)
 
 /* One block of the grouped weight-only GEMM, for code family WT (WT_INT4
  * or WT_FP4_MX / WT_FP4_NV, whose group scales are always in the dequant):
- * slots [blockIdx.y * BM, + BM) of one expert x (1 kernel per family below).
+ * slots [blockIdx.y * BM, + BM) of one expert x (1 kernel per family below),
+ * over K part blockIdx.z: k16 tiles [z * kt_part, + kt_part) (one part but
+ * for decode batches, whose few blocks would leave SMs idle; the combine adds
+ * the parts' fp32 sums in increasing z, the red=f32 of the spec).
  * Epilogue, in fp32: the channel or tensor scale (WT_INT4, scale_mode), or
- * expert x's global scale (WT_FP4_NV); an FP4 bias is the combine's. */
+ * expert x's global scale (WT_FP4_NV), with one part only (qv_moe_launch);
+ * an FP4 bias is the combine's. */
 template <int WT, int MB, bool IS_BF16>
 __device__ __forceinline__ void moe_gemm_mma(const gemm_params &p, unsigned char *smem)
 {
@@ -357,7 +363,8 @@ __device__ __forceinline__ void moe_gemm_mma(const gemm_params &p, unsigned char
     const uint32_t *bx = p.b + (int64_t)x * p.b_expert_words;
     const void *sx = wt_is_fp4(WT) ? fp4_scales(p, xs) : expert_scales(p, xs);
 
-    /* wonly.cu's main loop over all of K on expert x's weights and scales. */
+    /* wonly.cu's main loop over the block's part of K on expert x's weights
+     * and scales. */
     mma_operands o;
     o.a = p.a;
     o.b = bx;
@@ -365,8 +372,8 @@ __device__ __forceinline__ void moe_gemm_mma(const gemm_params &p, unsigned char
     o.zeros = nullptr;
     o.n = p.n;
     o.k = p.k;
-    o.kt_begin = 0;
-    o.kt_end = p.k / 16;
+    o.kt_begin = blockIdx.z * p.kt_part;
+    o.kt_end = min(o.kt_begin + p.kt_part, p.k / 16);
     o.grouped = p.scale_mode == SC_GROUP;
     o.g_shift = p.g_shift;
     o.grp_single = p.grp_single;
@@ -388,6 +395,7 @@ __device__ __forceinline__ void moe_gemm_mma(const gemm_params &p, unsigned char
      * the dequant left out, 2^(bias - s_pow2), so that y * G is the
      * declared y * g, one fp32 rounding) */
     const float gs = WT == WT_FP4_NV ? __ldg(p.gscale + x) : 1.0f;
+    float *const inter = p.inter + blockIdx.z * p.part_stride;
 #pragma unroll
     for (int mt = 0; mt < MB; mt++)
 #pragma unroll
@@ -416,7 +424,7 @@ __device__ __forceinline__ void moe_gemm_mma(const gemm_params &p, unsigned char
                     y0 = y0 * gs;
                     y1 = y1 * gs;
                 }
-                __stcg(reinterpret_cast<float2 *>(p.inter + (int64_t)sl * p.n + moe_out_col(col, p.n)),
+                __stcg(reinterpret_cast<float2 *>(inter + (int64_t)sl * p.n + moe_out_col(col, p.n)),
                        make_float2(y0, y1));
             }
         }
@@ -631,13 +639,15 @@ __global__ void __launch_bounds__(kF8Threads) k_moe_gemm_fp8_b128(const f8_param
 constexpr int kCombineThreads = 256;
 
 /* out[t][col .. col + 3] from the pairs of token t in choice order: each pair's
- * fp32 product plus its expert's bias (FP4 experts: bias (nx, n) codes of
+ * fp32 product (the sum of its `parts` K parts, part_stride floats apart, in
+ * increasing part) plus its expert's bias (FP4 experts: bias (nx, n) codes of
  * bias_fmt, an SF_*, in scale_perm_single order, or NULL for none), the
  * expert's epilogue ending there, then times the router weight. */
 template <bool IS_BF16>
 __global__ void __launch_bounds__(kCombineThreads)
-    k_moe_combine(const float *inter, const int32_t *ids, const float *weights, const int32_t *expert_map,
-                  const void *bias, int bias_fmt, uint32_t *out, int t, int n, int topk, int per, int e_local)
+    k_moe_combine(const float *inter, int parts, int64_t part_stride, const int32_t *ids, const float *weights,
+                  const int32_t *expert_map, const void *bias, int bias_fmt, uint32_t *out, int t, int n, int topk,
+                  int per, int e_local)
 {
     /* Block (x, y): columns [1024 x, + 1024) of tokens y, y + gridDim.y, ...;
      * each thread four columns (n % 4 == 0: one float4 of each pair's row). */
@@ -652,6 +662,13 @@ __global__ void __launch_bounds__(kCombineThreads)
             if (x < 0) continue;
             const float4 v4 = __ldcg(reinterpret_cast<const float4 *>(inter + pair * n + col));
             float v[4] = {v4.x, v4.y, v4.z, v4.w};
+            for (int z = 1; z < parts; z++) {
+                const float4 u4 = __ldcg(reinterpret_cast<const float4 *>(inter + z * part_stride + pair * n + col));
+                v[0] = __fadd_rn(v[0], u4.x);
+                v[1] = __fadd_rn(v[1], u4.y);
+                v[2] = __fadd_rn(v[2], u4.z);
+                v[3] = __fadd_rn(v[3], u4.w);
+            }
             float b[4] = {0.0f, 0.0f, 0.0f, 0.0f};
             if (bias) {
 #pragma unroll
@@ -776,7 +793,48 @@ extern "C" qv_status qv_moe_pick(qv_moe_dev *d, const qv_launch_opts *o)
          * experts get more than 32 rows. */
         d->mb = mean <= 16 ? 1 : mean <= 32 ? 2 : 4;
     }
+    d->ksplit = 1;
+    if (qv_moe_ksplit_covers(d)) {
+        /* Decode batches: a block streams its expert's (k, 256) weights
+         * alone, so with fewer blocks than SMs some stay idle and the rest
+         * hold one block where they take two (16- and 32-row blocks; one of
+         * 64): parts enough to fill those places. Blocks that can hold rows:
+         * one per busy expert and column block, plus one per full block of
+         * pairs. (From as many blocks as SMs on, splitting made Mixtral's
+         * one token 3 % slower on an H100.) */
+        const int64_t n_blocks = (d->n + kBN - 1) / kBN;
+        const int64_t blocks = n_blocks * (pairs / (16 * d->mb) + busy);
+        const int64_t room = (int64_t)(d->mb <= 2 ? 2 : 1) * c.sms;
+        int parts = 1;
+        if (c.o->moe_ksplit) {
+            parts = c.o->moe_ksplit;
+        } else if (blocks > 0 && blocks < c.sms) {
+            const int64_t want = (room + blocks - 1) / blocks, most = (d->k / 16) / 16;
+            parts = (int)(want < most ? want : most);
+            if (parts > QV_MOE_KSPLIT_MAX) parts = QV_MOE_KSPLIT_MAX;
+            if (parts < 1) parts = 1;
+        }
+        d->ksplit = parts;
+    }
     return QV_OK;
+}
+
+extern "C" int qv_moe_ksplit_covers(const qv_moe_dev *d)
+{
+    return !d->wg && (d->kind == QV_MOE_W4A16 || d->kind == QV_MOE_MXFP4) && d->scale_mode == SC_GROUP;
+}
+
+extern "C" int qv_moe_parts(const qv_moe_dev *d, int *kt_part)
+{
+    const int kt = d->k / 16;
+    *kt_part = kt;
+    if (d->ksplit <= 1 || kt < 1) return 1;
+    /* Parts of whole stages (the main loop's kt ranges start on one). */
+    constexpr int stage = wt_traits<WT_INT4>::ks;
+    static_assert(wt_traits<WT_FP4_MX>::ks == stage, "the split's kinds share a stage depth");
+    const int per = (kt + d->ksplit - 1) / d->ksplit;
+    *kt_part = (per + stage - 1) / stage * stage;
+    return (kt + *kt_part - 1) / *kt_part;
 }
 
 extern "C" void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w)
@@ -796,7 +854,8 @@ extern "C" void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w)
     w->slot = off, off += up256(sizeof(int32_t) * (size_t)w->max_slots);
     w->a_slots = off;
     if (d->act_order || d->wg) off += up256(2 * (size_t)w->max_slots * (size_t)d->k);
-    w->inter = off, off += up256(sizeof(float) * (size_t)pairs * (size_t)d->n);
+    const int parts = d->ksplit > 1 ? d->ksplit : 1;
+    w->inter = off, off += up256(sizeof(float) * (size_t)parts * (size_t)pairs * (size_t)d->n);
     w->bytes = off;
 }
 
@@ -830,6 +889,9 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
         return qv_fail(QV_ERR_SHAPE, "grouped GEMM: t=%d with %d pairs a token is past the int32 slots", d->t, per);
     if (d->wg ? d->mb != 4 && d->mb != 8 && d->mb != 16 : d->mb != 1 && d->mb != 2 && d->mb != 4)
         return qv_fail(QV_ERR_USAGE, "grouped GEMM: mb=%d (%s)", d->mb, d->wg ? "4, 8 or 16 on wgmma" : "1, 2 or 4");
+    if (d->ksplit > QV_MOE_KSPLIT_MAX || (d->ksplit > 1 && !qv_moe_ksplit_covers(d)))
+        return qv_fail(QV_ERR_USAGE, "grouped GEMM: %d K parts (1 to %d, on the mma.sync kernel with every scale in "
+                       "the dequant)", d->ksplit, QV_MOE_KSPLIT_MAX);
     if (d->wg && !qv_moe_wg_covers(d))
         return qv_fail(QV_ERR_UNSUPPORTED, "grouped GEMM: the wgmma kernel does not take kind %d with scale mode %d "
                        "(g_shift %d, act_order %d)", d->kind, d->scale_mode, d->g_shift, d->act_order);
@@ -883,7 +945,10 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
     }
 
     float *inter = (float *)(ws + w.inter);
-    const dim3 grid(n_blocks, w.max_blocks);
+    int kt_part;
+    const int parts = qv_moe_parts(d, &kt_part);
+    const int64_t part_stride = (int64_t)d->t * per * d->n;
+    const dim3 grid(n_blocks, w.max_blocks, parts);
     if (d->wg) {
         QV_TRY(qv_moe_wg_gemm(d, &w, stream));
     } else if (fp8) {
@@ -922,6 +987,8 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
         g.block_expert = sp.block_expert;
         g.expert_start = sp.expert_start;
         g.inter = inter;
+        g.part_stride = part_stride;
+        g.kt_part = kt_part;
         g.n = d->n;
         g.k = d->k;
         g.per = per;
@@ -934,13 +1001,15 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
     const dim3 cgrid((d->n + 4 * kCombineThreads - 1) / (4 * kCombineThreads), d->t < 65535 ? d->t : 65535);
     const int bias_sf = d->bias_fmt == QV_FMT_F32 ? SF_F32 : d->bias_fmt == QV_FMT_BF16 ? SF_BF16 : SF_F16;
     if (d->out_bf16)
-        k_moe_combine<true><<<cgrid, kCombineThreads, 0, stream>>>(inter, ids, weights, d->expert_map, d->bias,
-                                                                      bias_sf, (uint32_t *)d->out, d->t, d->n,
-                                                                      d->topk, per, d->e_local);
+        k_moe_combine<true><<<cgrid, kCombineThreads, 0, stream>>>(inter, parts, part_stride, ids, weights,
+                                                                      d->expert_map, d->bias, bias_sf,
+                                                                      (uint32_t *)d->out, d->t, d->n, d->topk, per,
+                                                                      d->e_local);
     else
-        k_moe_combine<false><<<cgrid, kCombineThreads, 0, stream>>>(inter, ids, weights, d->expert_map, d->bias,
-                                                                       bias_sf, (uint32_t *)d->out, d->t, d->n,
-                                                                       d->topk, per, d->e_local);
+        k_moe_combine<false><<<cgrid, kCombineThreads, 0, stream>>>(inter, parts, part_stride, ids, weights,
+                                                                       d->expert_map, d->bias, bias_sf,
+                                                                       (uint32_t *)d->out, d->t, d->n, d->topk, per,
+                                                                       d->e_local);
     QV_CUDA_TRY(cudaGetLastError(), "combine launch");
     return QV_OK;
 }

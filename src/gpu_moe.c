@@ -414,6 +414,8 @@ qv_status qv_gpu_moe_run(const qv_moe_problem *p, const qv_launch_opts *opts, in
     QV_TRY(qv_gpu_moe_upload(p, opts, &g));
     st->block = g.ws.block;
     st->wg = g.d.wg;
+    int kt_part;
+    st->parts = qv_moe_parts(&g.d, &kt_part);
     qv_fmt of = p->s->expert->ofmt;
     size_t nk = (size_t)(p->t * p->s->topk);
     size_t ob = g.out_bytes;

@@ -139,6 +139,7 @@ qv_status qv_launch_opts_check(const qv_launch_opts *o)
     QV_TRY(check_int("moe_wg_min_rows", o->moe_wg_min_rows, 1, QV_OPT_M_MAX, 1, M_RANGE));
     if (o->moe_wg_block != 0 && o->moe_wg_block != 64 && o->moe_wg_block != 128 && o->moe_wg_block != 256)
         return bad_int("moe_wg_block", o->moe_wg_block, "64, 128 or 256");
+    QV_TRY(check_int("moe_ksplit", o->moe_ksplit, 1, QV_MOE_KSPLIT_MAX, 0, "1 (none) to 8"));
     QV_TRY(check_int("sms", o->sms, 1, QV_SMS_MAX, 0, "1 to 4096"));
     QV_TRY(check_int("arch", o->arch, 1, QV_ARCH_MAX, 0, "1 to 1000 (major * 10 + minor)"));
     if (o->trace & ~QV_TRACE_ALL) return qv_fail(QV_ERR_USAGE, "qv_launch_opts.trace = %#x: only QV_TRACE_* bits", o->trace);

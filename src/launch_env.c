@@ -128,6 +128,9 @@ static const var_def kVars[] = {
     {{"QVET_MOE_WG_BLOCK", "moe_wg_block", "64, 128 or 256",
       "the slot block of the routed layer's wgmma grouped GEMM (the sort pads each expert to it)"},
      V_BLOCK, OFF(moe_wg_block), 0, 0, 0, 0},
+    {{"QVET_MOE_KSPLIT", "moe_ksplit", "a whole number from 1 to 8 (1: none)",
+      "the K parts of the routed layer's mma.sync grouped GEMM, summed in order by the combine"},
+     V_RANGE, OFF(moe_ksplit), QV_MOE_KSPLIT_MAX, 1, 0, 0},
 };
 #define N_VARS ((int)(sizeof kVars / sizeof kVars[0]))
 
@@ -286,7 +289,8 @@ static const size_t kIntFields[] = {
     OFF(wo_dq_overlap),   OFF(aq_wg_min_m),     OFF(aq_wg_tile),    OFF(aq_wg_blocks),     OFF(aq_wg_streamk),
     OFF(aq_wg_pdl),       OFF(aq_lt_min_m),     OFF(aq_lt_fp8_min_m), OFF(aq_lt_fp8_blk_min_m),
     OFF(aq_lt_fp8_outer_min_m), OFF(aq_blocks_per_sm), OFF(aq_splits), OFF(aq_cluster_max), OFF(aq_pdl_max_m),
-    OFF(act_quant_cluster_max_m), OFF(moe_wg_min_rows), OFF(moe_wg_block), OFF(sms), OFF(arch)};
+    OFF(act_quant_cluster_max_m), OFF(moe_wg_min_rows), OFF(moe_wg_block), OFF(moe_ksplit),
+    OFF(sms),             OFF(arch)};
 static const size_t kMibFields[] = {OFF(wo_dq_chunk_mib), OFF(aq_lt_chunk_mib)};
 /* The two enums are stored as ints (the overlay copies them as such). */
 _Static_assert(sizeof(qv_wg_tile) == sizeof(int) && sizeof(qv_wo_small_mode) == sizeof(int),

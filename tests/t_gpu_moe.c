@@ -285,6 +285,26 @@ START_TEST(refusals)
     d.g_shift = 1; /* g = 32 */
     ck_assert_int_eq(qv_moe_launch(&d, NULL), QV_ERR_UNSUPPORTED);
     ck_assert_msg(strstr(qv_errmsg(), "wgmma"), "%s", qv_errmsg());
+    /* K parts: at most 8, and never on wgmma or with an fp32 epilogue factor */
+    d.mb = 8;
+    d.g_shift = 3;
+    d.ksplit = 2;
+    ck_assert_int_eq(qv_moe_launch(&d, NULL), QV_ERR_USAGE);
+    ck_assert_msg(strstr(qv_errmsg(), "K parts"), "%s", qv_errmsg());
+    d.wg = 0;
+    d.mb = 1;
+    d.ksplit = 9;
+    ck_assert_int_eq(qv_moe_launch(&d, NULL), QV_ERR_USAGE);
+    ck_assert_msg(strstr(qv_errmsg(), "K parts"), "%s", qv_errmsg());
+    d.ksplit = 2;
+    d.scale_mode = 1; /* channel scales in the epilogue */
+    ck_assert_int_eq(qv_moe_launch(&d, NULL), QV_ERR_USAGE);
+    ck_assert_msg(strstr(qv_errmsg(), "K parts"), "%s", qv_errmsg());
+    d.scale_mode = 0;
+    d.ksplit = 0;
+    d.wg = 1;
+    d.mb = 8;
+    d.g_shift = 1;
     d.kind = QV_MOE_FP8_B128;
     d.g_shift = 0;
     d.a_scale = (const float *)&dummy;
@@ -342,6 +362,65 @@ START_TEST(pick_path)
     memset(&d, 0, sizeof d);
     const qv_launch_opts bad = {.moe_wg_block = 96, .sms = 132, .arch = 90};
     ck_assert_int_eq(qv_moe_pick(&d, &bad), QV_ERR_USAGE);
+}
+END_TEST
+
+/* The mma.sync kernel's K parts at decode batches (planned for 132 SMs, no
+ * CUDA call), each expected value derived by hand: blocks that can hold rows
+ * = ceil(n / 256) x (pairs / (16 mb) + busy experts), split when fewer than
+ * the 132 SMs, into ceil(264 / blocks) parts (two 16-row blocks per SM), at most 8 and
+ * (k / 16) / 16; each part ceil(k16 tiles / parts) rounded up to 8 k16
+ * tiles (a stage), the last one shorter. */
+START_TEST(ksplit_plan)
+{
+    static const struct {
+        int kind, t, topk, e, n, k, g_shift, scale_mode, forced;
+        int ksplit, parts, kt_part;
+    } cases[] = {
+        /* gpt-oss, 1 token: 23 x 4 = 92 blocks, 3 parts of 64 (k16 tiles 180) */
+        {QV_MOE_MXFP4, 1, 4, 32, 5760, 2880, 1, 0, 0, 3, 3, 64},
+        /* Qwen3-MoE, 1 token: 6 x 8 = 48 blocks, 6 parts of 24 (128) */
+        {QV_MOE_W4A16, 1, 8, 128, 1536, 2048, 3, 0, 0, 6, 6, 24},
+        /* Mixtral, 1 token: 112 x 2 = 224 blocks, no split */
+        {QV_MOE_W4A16, 1, 2, 8, 28672, 4096, 3, 0, 0, 1, 1, 256},
+        /* 131 blocks (n = 131 x 256, one expert): ceil(264 / 131) = 3
+         * parts, ceil(256 / 3) = 86 -> 88 k16 tiles; 132 blocks: none */
+        {QV_MOE_W4A16, 1, 1, 8, 33536, 4096, 3, 0, 0, 3, 3, 88},
+        {QV_MOE_W4A16, 1, 1, 8, 33792, 4096, 3, 0, 0, 1, 1, 256},
+        /* Mixtral, 8 tokens: 112 x (1 + 8) = 1008 blocks, no split */
+        {QV_MOE_W4A16, 8, 2, 8, 28672, 4096, 3, 0, 0, 1, 1, 256},
+        /* k = 512: at most (32 / 16) = 2 parts */
+        {QV_MOE_W4A16, 1, 2, 8, 256, 512, 3, 0, 0, 2, 2, 16},
+        /* forced: 8 parts of 16; 5 of k16 tiles 16 are 2 parts of 8 */
+        {QV_MOE_W4A16, 1, 8, 128, 1536, 2048, 3, 0, 8, 8, 8, 16},
+        {QV_MOE_W4A16, 1, 8, 128, 1536, 256, 3, 0, 5, 5, 2, 8},
+        {QV_MOE_W4A16, 1, 8, 128, 1536, 2048, 3, 0, 1, 1, 1, 128},
+        /* not taken: NVFP4's global scale and channel scales are fp32
+         * epilogue factors; fp8 block-128 has its own kernel; 4096 tokens
+         * of MXFP4 run on wgmma */
+        {QV_MOE_NVFP4, 1, 4, 32, 5760, 2880, 0, 0, 0, 1, 1, 180},
+        {QV_MOE_W4A16, 1, 8, 128, 1536, 2048, 0, 1, 4, 1, 1, 128},
+        {QV_MOE_FP8_B128, 1, 8, 256, 4096, 7168, 0, 0, 0, 1, 1, 448},
+        {QV_MOE_MXFP4, 4096, 4, 32, 5760, 2880, 1, 0, 4, 1, 1, 180},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        qv_moe_dev d;
+        memset(&d, 0, sizeof d);
+        d.kind = cases[i].kind, d.t = cases[i].t, d.topk = cases[i].topk, d.e = d.e_local = cases[i].e;
+        d.n = cases[i].n, d.k = cases[i].k, d.g_shift = cases[i].g_shift, d.scale_mode = cases[i].scale_mode;
+        const qv_launch_opts o = {.moe_ksplit = cases[i].forced, .sms = 132, .arch = 90};
+        ck_assert_msg(qv_moe_pick(&d, &o) == QV_OK, "case %zu: %s", i, qv_errmsg());
+        int kt_part = -1;
+        const int parts = qv_moe_parts(&d, &kt_part);
+        ck_assert_msg(d.ksplit == cases[i].ksplit && parts == cases[i].parts && kt_part == cases[i].kt_part,
+                      "case %zu: ksplit %d, %d parts of %d k16 tiles; expected %d, %d of %d", i, d.ksplit, parts,
+                      kt_part, cases[i].ksplit, cases[i].parts, cases[i].kt_part);
+        /* the workspace keeps a copy of the products per part */
+        qv_moe_ws w;
+        qv_moe_ws_plan(&d, d.mb, &w);
+        ck_assert_uint_ge(w.bytes - w.inter, sizeof(float) * (size_t)d.ksplit * (size_t)d.t *
+                                                 (size_t)d.topk * (size_t)d.n);
+    }
 }
 END_TEST
 
@@ -490,13 +569,24 @@ END_TEST
 
 /* ---- GPU half ---------------------------------------------------------------------- */
 
-/* Case i on the GPU under launch options o: wg 1 when o must put its
- * grouped GEMM on the wgmma kernel, 0 on mma.sync, -1 either. */
+/* Seconds on the monotonic clock. */
 static double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Whether the mma.sync grouped GEMM splits case i's K when asked
+ * (qv_moe_ksplit_covers on the runner's terms), from the spec: W4A16 and
+ * MXFP4 experts whose scales are all in the dequant (not channel or tensor
+ * scales in the epilogue, not NVFP4's global scale). */
+static int ksplit_case(int i)
+{
+    const qv_variant *v = spec_of(i)->expert;
+    if (v->wfmt == QV_FMT_E4M3) return 0;
+    if (v->wfmt == QV_FMT_E2M1) return v->sfmt != QV_FMT_UE4M3;
+    return v->scale_layout == QV_SCALE_GROUP || v->arith.dequant == QV_DQ_MUL_RN;
 }
 
 /* Case i's problem p on the GPU under launch options o, checked: wg 1 when
@@ -508,7 +598,10 @@ static void run_on(int _i, const qv_moe_problem *pp, const qv_launch_opts *o, in
     /* One line on stderr as each run starts (Check reports at the end): a
      * run that never returns is named by the last line. */
     fprintf(stderr, "case %d: %s t=%d n=%d k=%d%s\n", _i, c->spec, c->t, c->n, c->k,
-            o && o->moe_wg_min_rows ? " (wgmma forced)" : "");
+            !o                                  ? ""
+            : o->moe_ksplit                     ? " (mma.sync, K parts asked)"
+            : o->moe_wg_min_rows == QV_OPT_OFF ? " (mma.sync forced)"
+                                                : " (wgmma forced)");
     const double t0 = now_s();
     const qv_moe_spec *s = p.s;
     int k = s->topk;
@@ -525,6 +618,14 @@ static void run_on(int _i, const qv_moe_problem *pp, const qv_launch_opts *o, in
     if (want_wg >= 0)
         ck_assert_msg(gs.wg == want_wg, "case %d: the grouped GEMM ran on %s", _i, gs.wg ? "wgmma" : "mma.sync");
     if (o && o->moe_wg_block && want_wg == 1) ck_assert_int_eq(gs.block, o->moe_wg_block);
+    /* K parts as asked where the kernel takes them, of whole stages of 8
+     * k16 tiles (fewer parts where K has fewer stages), else none */
+    if (o && o->moe_ksplit > 1) {
+        const int kt = (int)(p.k / 16), per = (kt + o->moe_ksplit - 1) / o->moe_ksplit;
+        const int part = (per + 7) / 8 * 8, want = ksplit_case(_i) ? (kt + part - 1) / part : 1;
+        ck_assert_msg(gs.parts == want, "case %d: %d K parts for %d asked at k = %lld, not %d", _i, gs.parts,
+                      o->moe_ksplit, (long long)p.k, want);
+    }
     ck_assert_msg(!gs.nondeterministic, "case %d: two launches differ (element %lld)", _i, (long long)gs.first_diff);
     ck_assert_msg(gs.guard_writes == 0, "case %d: %lld bytes written past the output", _i, (long long)gs.guard_writes);
 
@@ -565,8 +666,8 @@ static void run_on(int _i, const qv_moe_problem *pp, const qv_launch_opts *o, in
                   r.route_reason);
     ck_assert_msg(r.out.grade != QV_FAIL, "case %d (%s t=%d n=%d k=%d, %s): %s", _i, c->spec, c->t, c->n, c->k,
                   qv_moe_logits_name(c->logits), r.out.reason);
-    fprintf(stderr, "case %d: %s, block %d, GPU %.2f s, verified in %.2f s\n", _i, gs.wg ? "wgmma" : "mma.sync",
-            gs.block, t1 - t0, now_s() - t1);
+    fprintf(stderr, "case %d: %s, block %d, %d K parts, GPU %.2f s, verified in %.2f s\n", _i,
+            gs.wg ? "wgmma" : "mma.sync", gs.block, gs.parts, t1 - t0, now_s() - t1);
     qv_moe_sorted_destroy(&dev);
     qv_moe_sorted_destroy(&host);
     free(out), free(ids), free(w);
@@ -588,7 +689,9 @@ static int wg_case(int i)
 /* Every case with the default path for its shape, then, where the wgmma
  * grouped GEMM takes its experts, on that kernel whatever the batch (the
  * default takes it from 32 rows per expert on) with 64-, 128- and 256-slot
- * blocks in turn over the cases: one problem (made once) on both. */
+ * blocks in turn over the cases, and on mma.sync with 2, 3 or 4 K parts in
+ * turn (every case: those whose experts it does not split run whole): one
+ * problem (made once) on all. */
 START_TEST(routed_case)
 {
     qv_moe_problem p;
@@ -599,6 +702,8 @@ START_TEST(routed_case)
         const qv_launch_opts o = {.moe_wg_min_rows = 1, .moe_wg_block = blocks[_i % 3]};
         run_on(_i, &p, &o, 1);
     }
+    const qv_launch_opts o = {.moe_wg_min_rows = QV_OPT_OFF, .moe_ksplit = 2 + _i % 3};
+    run_on(_i, &p, &o, 0);
     qv_moe_problem_destroy(&p);
 }
 END_TEST
@@ -646,6 +751,7 @@ int main(void)
     tcase_add_test(tc, fp4_refusals);
     tcase_add_test(tc, pick_path);
     tcase_add_test(tc, wg_schedule_covers);
+    tcase_add_test(tc, ksplit_plan);
     tcase_add_loop_test(tc, fp4_case_on_cpu, 0, n_cpu_cases);
     tcase_add_loop_test(tc, cases_supported, 0, NCASES);
     tcase_add_loop_test(tc, plan_holds_sort, 0, NCASES);

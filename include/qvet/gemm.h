@@ -43,6 +43,7 @@ extern "C" {
 #define QV_AQ_BLOCKS_PER_SM_MAX 32
 #define QV_AQ_SPLITS_MAX 65535
 #define QV_AQ_CLUSTER_MAX 16         /* the most K slices one cluster of the mma kernel sums */
+#define QV_MOE_KSPLIT_MAX 8          /* the most K parts of the routed layer's mma.sync grouped GEMM */
 #define QV_CHUNK_MIB_MAX 1048576.0   /* a chunk size in MiB */
 #define QV_SMS_MAX 4096
 #define QV_ARCH_MAX 1000             /* compute capability major * 10 + minor */
@@ -119,6 +120,10 @@ typedef struct qv_launch_opts {
     int moe_wg_min_rows;       /* the wgmma kernel from this mean of rows per expert that receives
                                   any on (1..QV_OPT_M_MAX), QV_OPT_OFF never (the mma.sync kernel) */
     int moe_wg_block;          /* its slot block (the sort's padding): 64, 128 or 256 rows */
+    int moe_ksplit;            /* the mma.sync kernel's K parts (1..QV_MOE_KSPLIT_MAX, 1: none),
+                                  where its experts take them (group scales in the dequant, no
+                                  NVFP4 global scale); unset, enough parts to fill the SMs at
+                                  decode batches */
 
     /* Every family. */
     int sms;                   /* the SM count the plans assume (1..QV_SMS_MAX); unset, the device's */

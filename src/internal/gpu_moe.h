@@ -56,6 +56,10 @@ typedef struct qv_moe_dev {
                                    (1, 2 or 4 on the mma.sync kernel; 4, 8 or 16 on the wgmma one) */
     int wg;                     /* 1: the grouped GEMM on the wgmma kernel (kernels/moe_wg.cu,
                                    kinds W4A16, MXFP4, NVFP4 where qv_moe_wg_covers), 0: mma.sync */
+    int ksplit;                 /* the mma.sync kernel's K parts at most (1..QV_MOE_KSPLIT_MAX; 0
+                                   and 1: none), where qv_moe_ksplit_covers: each part's fp32 sums
+                                   to its own copy of the products, added in part order by the
+                                   combine (qv_moe_parts: how many the launch makes) */
     const void *logits;         /* (t, e) in logit_fmt (float or uint16_t codes) */
     const int32_t *expert_map;  /* (e) local index or -1 */
     const void *a;              /* (t, k) activations: f16/bf16, or e4m3 codes */
@@ -84,17 +88,21 @@ typedef struct qv_moe_ws {
     size_t ids, weights, counts, expert_start, block_expert, slot, a_slots, inter, bytes;
 } qv_moe_ws;
 
-/* The plan of d's shape and path (d->wg; mb and the pointers are not read).
- * a_slots holds every slot's activations (max_slots, k) for act_order and
- * the wgmma kernel, else nothing. */
+/* The plan of d's shape and path (d->wg, d->ksplit; mb and the pointers
+ * are not read). a_slots holds every slot's activations (max_slots, k) for
+ * act_order and the wgmma kernel, else nothing; inter one copy of the
+ * products per K part. */
 void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w);
-/* The grouped GEMM's path and block for d's shape under o (NULL: the
- * defaults): d->wg and d->mb. The wgmma kernel where it covers d and the
+/* The grouped GEMM's path, block and K parts for d's shape under o (NULL:
+ * the defaults): d->wg, d->mb and d->ksplit. The wgmma kernel where it covers d and the
  * mean rows per expert that receives any reach o->moe_wg_min_rows (unset:
  * the tuning's), with 64-, 128- or 256-row blocks by that mean (the
  * tuning's moe_wg_block128_rows and moe_wg_block256_rows; o's
  * moe_wg_block, when set, decides), else the mma.sync kernel with 16-, 32-
- * or 64-row blocks by the same mean. QV_ERR_USAGE for options that
+ * or 64-row blocks by the same mean, and K parts where it takes them:
+ * o->moe_ksplit, or unset, when the blocks that can hold rows are fewer than
+ * the SMs, enough parts to fill the places the SMs hold at once (at most
+ * QV_MOE_KSPLIT_MAX, each of 16 k16 tiles or more). QV_ERR_USAGE for options that
  * qv_launch_opts_check refuses; the device's SM count and architecture
  * asked once (qv_launch_ctx_get) unless o sets both. */
 qv_status qv_moe_pick(qv_moe_dev *d, const qv_launch_opts *o);
@@ -107,6 +115,13 @@ int qv_moe_wg_tile_of(int tile, int tiles_m, int n_tiles, int block);
 
 /* Whether the wgmma kernel takes d's kind and scales (no CUDA call). */
 int qv_moe_wg_covers(const qv_moe_dev *d);
+/* Whether the mma.sync kernel can split d's K into parts: W4A16 and MXFP4
+ * experts with every scale in the dequant (no fp32 epilogue factor), not on
+ * the wgmma kernel. */
+int qv_moe_ksplit_covers(const qv_moe_dev *d);
+/* The K parts a launch of d makes (1 without a split) and the k16 tiles of
+ * each but the last (*kt_part, a whole number of the kernel's stages). */
+int qv_moe_parts(const qv_moe_dev *d, int *kt_part);
 /* The grouped GEMM on the wgmma kernel (kernels/moe_wg.cu): one persistent
  * launch over the slots' activations in w's a_slots that writes every
  * pair's fp32 product to w's inter. Called by qv_moe_launch after the sort
@@ -147,6 +162,7 @@ typedef struct qv_gpu_moe_stats {
     double ms;               /* the last launch, for information */
     int block;               /* rows per block of the sort */
     int wg;                  /* 1: the grouped GEMM ran on the wgmma kernel */
+    int parts;               /* its K parts (mma.sync; 1: none) */
 } qv_gpu_moe_stats;
 
 /* Runs p on the GPU `repeat` (>= 1) times, each with a poisoned output,
