@@ -15,6 +15,19 @@
 #include <stddef.h>
 #include <string.h>
 
+/* x * 2^k, exact where the result is a normal double (as ldexp), by one
+ * multiplication where 2^k itself is a normal double (the codecs' hot path:
+ * ldexp is a library call), else through ldexp. Both round the same way
+ * where the result leaves the normal range: one IEEE operation each. */
+static inline double scale2(double x, int k)
+{
+    if (k < -1022 || k > 1023) return ldexp(x, k);
+    const uint64_t b = (uint64_t)(k + 1023) << 52;
+    double p;
+    memcpy(&p, &b, sizeof p);
+    return x * p;
+}
+
 /* How a float format spends its top codes. */
 typedef enum fmt_special {
     SPECIAL_NONE = 0, /* every code is finite (e2m1) */
@@ -296,9 +309,9 @@ static double decode_float(const fmt_row *r, uint32_t code)
     case SPECIAL_E8M0:
 #ifdef QV_MUTANT_orc_e8m0_nan_as_scale
         /* Oracle mutant: e8m0's NaN code 0xFF read as the scale 2^128. */
-        return ldexp(1.0, (int)code - fi->bias);
+        return scale2(1.0, (int)code - fi->bias);
 #endif
-        return code == 0xFFu ? NAN : ldexp(1.0, (int)code - fi->bias);
+        return code == 0xFFu ? NAN : scale2(1.0, (int)code - fi->bias);
     case SPECIAL_IEEE:
 #ifdef QV_MUTANT_orc_e5m2_inf_as_nan
         /* Oracle mutant: every all-ones exponent read as NaN: e5m2's Inf lost. */
@@ -321,9 +334,9 @@ static double decode_float(const fmt_row *r, uint32_t code)
     if (e == 0) m = 0;
 #endif
     if (e == 0) /* zero or subnormal: m quanta of 2^(emin - man) */
-        v = ldexp((double)m, fmt_emin(r) - fi->man_bits);
+        v = scale2((double)m, fmt_emin(r) - fi->man_bits);
     else
-        v = ldexp((double)(m | (1u << fi->man_bits)), (int)e - fi->bias - fi->man_bits);
+        v = scale2((double)(m | (1u << fi->man_bits)), (int)e - fi->bias - fi->man_bits);
 #ifdef QV_MUTANT_orc_negative_zero_positive
     /* Oracle mutant: the sign of a zero dropped (-0 decodes as +0). */
     if (v == 0) return 0.0;
@@ -340,11 +353,11 @@ static double round_rne(double a, int man, int emin)
     int e = ilogb(a);
     if (e < emin) e = emin;
     /* scaling by a power of two is exact (the result stays below 2^(man+1)) */
-    double s = ldexp(a, man - e);
+    double s = scale2(a, man - e);
     double fl = floor(s);
     double frac = s - fl; /* exact: s and fl share the binade or fl is 0 */
     if (frac > 0.5 || (frac == 0.5 && fmod(fl, 2.0) != 0)) fl += 1;
-    return ldexp(fl, e - man);
+    return scale2(fl, e - man);
 }
 
 /* Code of a representable value v >= 0 (a result of round_rne within range). */
@@ -355,8 +368,8 @@ static uint32_t magnitude_code(const fmt_row *r, double v)
     int emin = fmt_emin(r);
     int e = ilogb(v);
     if (e < emin) /* subnormal: exponent field 0 */
-        return (uint32_t)ldexp(v, fi->man_bits - emin);
-    uint32_t m = (uint32_t)ldexp(v, fi->man_bits - e) - (1u << fi->man_bits);
+        return (uint32_t)scale2(v, fi->man_bits - emin);
+    uint32_t m = (uint32_t)scale2(v, fi->man_bits - e) - (1u << fi->man_bits);
     return ((uint32_t)(e + fi->bias) << fi->man_bits) | m;
 }
 
@@ -456,6 +469,25 @@ uint32_t qv_encode(qv_fmt f, double x, qv_sat sat)
         return (uint32_t)(int32_t)round_int_clamped(x, fi->min_value, fi->max_finite);
     default: return encode_float(r, x, sat);
     }
+}
+
+double qv_trunc_bits(double x, int bits)
+{
+    if (x == 0.0 || !isfinite(x) || bits >= 53) return x;
+    if (bits < 1) bits = 1;
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    /* A normal double has 53 significant bits (the implicit one and 52
+     * stored), a subnormal one as many as its fraction's highest set bit
+     * gives; clearing the low (significant - bits) of the magnitude
+     * truncates toward zero. */
+    int sig = 53;
+    if ((u >> 52 & 0x7ff) == 0)
+        for (sig = 52; sig > 0 && !(u >> (sig - 1) & 1u); sig--) continue;
+    if (bits >= sig) return x;
+    u &= ~((UINT64_C(1) << (sig - bits)) - 1);
+    memcpy(&x, &u, sizeof x);
+    return x;
 }
 
 double qv_ulp(qv_fmt f, double x)

@@ -38,14 +38,6 @@
 #define K_END(k) (k)
 #endif
 
-/* x truncated (toward zero) to `bits` significant bits. */
-static double trunc_bits(double x, int bits)
-{
-    if (x == 0.0 || !isfinite(x)) return x;
-    double q = ldexp(1.0, ilogb(x) - bits + 1);
-    return trunc(x / q) * q;
-}
-
 /* The fp32 sum of a[kk]*w[kk] in K order; products are exact in fp32 for every
  * TC_F32 row (<= 22 significant bits), so a*w + acc is one RN addition. */
 /* a: (k) fp32 activations; w0..w3: (k) fp32 weights of four columns; acc: (4) out. */
@@ -103,7 +95,7 @@ static float sum_fp8(const qv_arith *ar, const double *a, const float *wt, int64
             /* A narrower accumulator truncates after each addition; the partial
              * stays exact in a double (< 24-bit values plus e4m3 products). */
             double part = 0;
-            for (int64_t kk = b0; kk < b1; kk++) part = trunc_bits(part + a[kk] * (double)wt[kk], bits);
+            for (int64_t kk = b0; kk < b1; kk++) part = qv_trunc_bits(part + a[kk] * (double)wt[kk], bits);
             pf = (float)part; /* exact: bits < 24 */
         }
         acc = acc + pf;
@@ -218,7 +210,7 @@ static void store(const qv_variant *v, void *out, int64_t e, float x)
     qv_sat sat = v->arith.out_sat;
 #ifdef QV_MUTANT_cpu_output_truncation
     /* Mutant (class 17): the output cast truncates toward zero where RNE is declared. */
-    x = (float)trunc_bits(x, v->ofmt == QV_FMT_BF16 ? 8 : v->ofmt == QV_FMT_F16 ? 11 : 24);
+    x = (float)qv_trunc_bits(x, v->ofmt == QV_FMT_BF16 ? 8 : v->ofmt == QV_FMT_F16 ? 11 : 24);
 #endif
     uint32_t c = qv_encode(v->ofmt, (double)x, sat);
     if (v->ofmt == QV_FMT_F32)

@@ -756,6 +756,46 @@ START_TEST(ulp_is_code_spacing)
 }
 END_TEST
 
+/* qv_trunc_bits against MPFR: a `bits`-bit MPFR number set from x toward
+ * zero (exact: MPFR's exponent range has no subnormals) for every bits in
+ * 1..53 and random doubles of every binade (normal, subnormal, negative),
+ * plus the edges: powers of two, all-ones significands, 0, -0, Inf, NaN. */
+START_TEST(trunc_bits_vs_mpfr)
+{
+    mpfr_t r;
+    mpfr_init2(r, 53);
+    long bad = 0, n = 0;
+    for (int i = 0; i < 200000; i++) {
+        uint64_t u = rnd(91, (uint64_t)i);
+        /* the exponent field from a second word: every binade, subnormals included */
+        u = (u & ~(UINT64_C(0x7ff) << 52)) | ((rnd(92, (uint64_t)i) % 2047) << 52);
+        if (i % 7 == 0) u |= (UINT64_C(1) << 52) - 1;        /* all ones below the top bit */
+        if (i % 11 == 0) u &= ~((UINT64_C(1) << 52) - 1);    /* a power of two */
+        double x;
+        memcpy(&x, &u, sizeof x);
+        const int bits = 1 + (int)(rnd(93, (uint64_t)i) % 53);
+        mpfr_set_prec(r, bits);
+        mpfr_set_d(r, x, MPFR_RNDZ);
+        const double want = mpfr_get_d(r, MPFR_RNDN); /* exact: bits <= 53 */
+        const double got = qv_trunc_bits(x, bits);
+        n++;
+        if (memcmp(&got, &want, sizeof got) && bad++ < MAX_REPORTS)
+            printf("  trunc %a to %d bits: %a, MPFR %a (seed %" PRIu64 ")\n", x, bits, got, want, g_seed);
+    }
+    const double specials[] = {0.0, -0.0, INFINITY, -INFINITY};
+    for (int i = 0; i < 4; i++) {
+        const double got = qv_trunc_bits(specials[i], 8);
+        if (memcmp(&got, &specials[i], sizeof got)) bad++;
+    }
+    if (!isnan(qv_trunc_bits(NAN, 8))) bad++;
+    /* 1 + 2^-52 keeps its last bit at 53 and loses it below; 0x1.fffp0 to 3 bits is 0x1.cp0 */
+    if (qv_trunc_bits(1.0 + 0x1p-52, 53) != 1.0 + 0x1p-52 || qv_trunc_bits(1.0 + 0x1p-52, 52) != 1.0) bad++;
+    if (qv_trunc_bits(-0x1.fffp0, 3) != -0x1.cp0 || qv_trunc_bits(0x1p-1074, 1) != 0x1p-1074) bad++;
+    mpfr_clear(r);
+    ck_assert_msg(bad == 0, "%ld of %ld truncations differ from MPFR", bad, n);
+}
+END_TEST
+
 static Suite *formats_suite(void)
 {
     Suite *su = suite_create("formats");
@@ -765,6 +805,7 @@ static Suite *formats_suite(void)
     tcase_add_test(tc, table_rows);
     tcase_add_test_raise_signal(tc, codec_rejects_none, SIGABRT);
     tcase_add_loop_test(tc, ulp_is_code_spacing, 0, N_SPECS);
+    tcase_add_test(tc, trunc_bits_vs_mpfr);
     suite_add_tcase(su, tc);
 
     tc = tcase_create("encode");

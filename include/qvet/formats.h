@@ -105,6 +105,11 @@ uint16_t qv_f64_to_bf16(double x);         /* RNE directly from double (no doubl
  * +-Inf) the top binade's spacing; NaN for NaN; 1 for integer formats. */
 double qv_ulp(qv_fmt f, double x);
 
+/* x truncated toward zero to `bits` significant bits (1..53): what an
+ * accumulator that keeps `bits` bits and drops the rest does (the fp8
+ * tensor-core sums of DESIGN.md §3). Exact; 0, Inf and NaN unchanged. */
+double qv_trunc_bits(double x, int bits);
+
 #ifdef __cplusplus
 }
 #endif
