@@ -28,6 +28,15 @@ static inline double scale2(double x, int k)
     return x * p;
 }
 
+/* ilogb of a finite nonzero x: from the exponent field where x is normal. */
+static inline int ilogb_fast(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    const int ef = (int)(u >> 52 & 0x7ff);
+    return ef ? ef - 1023 : ilogb(x);
+}
+
 /* How a float format spends its top codes. */
 typedef enum fmt_special {
     SPECIAL_NONE = 0, /* every code is finite (e2m1) */
@@ -350,13 +359,14 @@ static double decode_float(const fmt_row *r, uint32_t code)
 static double round_rne(double a, int man, int emin)
 {
     if (a == 0) return 0;
-    int e = ilogb(a);
+    int e = ilogb_fast(a);
     if (e < emin) e = emin;
     /* scaling by a power of two is exact (the result stays below 2^(man+1)) */
     double s = scale2(a, man - e);
     double fl = floor(s);
     double frac = s - fl; /* exact: s and fl share the binade or fl is 0 */
-    if (frac > 0.5 || (frac == 0.5 && fmod(fl, 2.0) != 0)) fl += 1;
+    /* fl < 2^(man+1) <= 2^53: an integer its uint64_t holds exactly */
+    if (frac > 0.5 || (frac == 0.5 && ((uint64_t)fl & 1u))) fl += 1;
     return scale2(fl, e - man);
 }
 
@@ -366,7 +376,7 @@ static uint32_t magnitude_code(const fmt_row *r, double v)
     const qv_fmt_info *fi = &r->info;
     if (v == 0) return 0;
     int emin = fmt_emin(r);
-    int e = ilogb(v);
+    int e = ilogb_fast(v);
     if (e < emin) /* subnormal: exponent field 0 */
         return (uint32_t)scale2(v, fi->man_bits - emin);
     uint32_t m = (uint32_t)scale2(v, fi->man_bits - e) - (1u << fi->man_bits);
