@@ -179,6 +179,25 @@ static double rand_wval_zp(rng *r, qv_fmt f, int zp)
 }
 #define rand_wval(r, f) rand_wval_zp((r), (f), p->v->zero_point == QV_ZP_INT)
 
+/* set_w(p, kk, j, rand_wval(r, f) * colw) with the same draws: a float code
+ * format's value (colw 1) is stored as the code it was decoded from, which
+ * is what encoding it again gives (-0 included), without that encoding. */
+static void set_w_rand(qv_problem *p, rng *r, int64_t kk, int64_t j, double colw)
+{
+    const qv_fmt f = p->v->wfmt;
+    if (colw == 1.0 && (f == QV_FMT_E2M1 || f == QV_FMT_E4M3 || f == QV_FMT_E5M2)) {
+        uint32_t c;
+        if (f == QV_FMT_E2M1)
+            c = (uint32_t)rng_int(r, 0, 15);
+        else /* not NaN (e4m3: S.1111.111) nor e5m2's Inf and NaN (S.11111.xx) */
+            do c = (uint32_t)rng_int(r, 0, 255);
+            while (f == QV_FMT_E4M3 ? (c & 0x7Fu) == 0x7Fu : (c & 0x7Cu) == 0x7Cu);
+        put_code(f, p->q, kk * p->n + j, c);
+        return;
+    }
+    set_w(p, kk, j, rand_wval(r, f) * colw);
+}
+
 static void set_scale(qv_problem *p, int64_t i, double s)
 {
     if (p->v->sfmt == QV_FMT_F32)
@@ -468,7 +487,7 @@ static qv_status fill_onehot(qv_problem *p, rng *r)
         for (int64_t kk = 0; kk < k; kk++) set_a(p, i, kk, (double)azp_of(p, i) + (kk == hot ? 1.0 : 0.0));
     }
     for (int64_t kk = 0; kk < k; kk++)
-        for (int64_t j = 0; j < n; j++) set_w(p, kk, j, rand_wval(r, v->wfmt));
+        for (int64_t j = 0; j < n; j++) set_w_rand(p, r, kk, j, 1.0);
     for (int64_t i = 0; i < n_scales(p); i++) {
         double s;
         if (v->arith.dequant == QV_DQ_INT8_RNE)
@@ -573,7 +592,7 @@ static qv_status fill_random(qv_problem *p, qv_regime regime, rng *r)
         for (int64_t j = 0; j < n; j++) {
             if (v->wfmt == QV_FMT_F16 || v->wfmt == QV_FMT_BF16)
                 colw = ldexp(1.0, -(int)(j % 3)); /* column magnitudes 1, 1/2, 1/4 */
-            set_w(p, kk, j, rand_wval(r, v->wfmt) * colw);
+            set_w_rand(p, r, kk, j, colw);
         }
     }
     /* Scales: log-uniform over 2^8 per element. The tiny regime takes them
@@ -779,7 +798,7 @@ static qv_status fill_splitk(qv_problem *p, rng *r)
     set_group_scales(p, sg);
     int64_t k = p->k;
     for (int64_t kk = 0; kk < k; kk++)
-        for (int64_t j = 0; j < p->n; j++) set_w(p, kk, j, rand_wval(r, v->wfmt));
+        for (int64_t j = 0; j < p->n; j++) set_w_rand(p, r, kk, j, 1.0);
     for (int64_t i = 0; i < p->m; i++)
         for (int64_t kk = 0; kk < k; kk++) set_a(p, i, kk, 0.0);
     /* (-256)(-8) + 1*1 + 256*(-8) = 2049 - 2048 = 1: exact in fp32, 0 through fp16. */
