@@ -12,6 +12,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -424,6 +425,22 @@ static double round_int_clamped(double x, double lo, double hi)
     return fl < lo ? lo : (fl > hi ? hi : fl);
 }
 
+/* The values of every code of the float formats of at most 8 bits (e2m1,
+ * e4m3, e5m2, e8m0, ue4m3), filled once from decode_float, their definition
+ * (t_formats checks every code against MPFR): index code & 0xFF, which
+ * decode_float's own mask makes the same value for the narrower formats. */
+static double small_values[QV_FMT_COUNT][256];
+static pthread_once_t small_once = PTHREAD_ONCE_INIT;
+
+static void small_fill(void)
+{
+    for (int f = QV_FMT_NONE + 1; f < QV_FMT_COUNT; f++) {
+        const fmt_row *r = &fmt_table[f];
+        if (!r->info.is_float || r->info.bits > 8) continue;
+        for (uint32_t c = 0; c < 256; c++) small_values[f][c] = decode_float(r, c);
+    }
+}
+
 double qv_decode(qv_fmt f, uint32_t code)
 {
     const fmt_row *r = row_of(f);
@@ -443,7 +460,12 @@ double qv_decode(qv_fmt f, uint32_t code)
     case QV_FMT_UINT4: return (double)(code & 0xFu);
     case QV_FMT_UINT8: return (double)(code & 0xFFu);
     case QV_FMT_I32: return (double)(int32_t)code;
-    default: return decode_float(r, code);
+    default:
+        if (r->info.bits <= 8) {
+            pthread_once(&small_once, small_fill);
+            return small_values[f][code & 0xFFu];
+        }
+        return decode_float(r, code);
     }
 }
 
