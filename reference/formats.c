@@ -530,19 +530,9 @@ double qv_ulp(qv_fmt f, double x)
     if (isnan(x)) return NAN;
     double a = fabs(x);
     int emin = fmt_emin(r);
-    uint64_t bits;
-    memcpy(&bits, &fi->max_finite, sizeof bits);
-    int emax = (int)(bits >> 52) - 1023; /* ilogb of a normal double */
-    memcpy(&bits, &a, sizeof bits);
-    int ef = (int)(bits >> 52);
-    /* ilogb from the exponent field of a normal double (0 < ef < 2047) */
-    int e = (a == 0) ? emin : (isinf(a) ? emax : (ef ? ef - 1023 : ilogb(a)));
+    int emax = ilogb_fast(fi->max_finite);
+    int e = (a == 0) ? emin : (isinf(a) ? emax : ilogb_fast(a));
     if (e < emin) e = emin;
     if (e > emax) e = emax;
-    int qe = e - fi->man_bits;
-    if (qe < -1022 || qe > 1023) return ldexp(1.0, qe);
-    uint64_t q = (uint64_t)(qe + 1023) << 52;
-    double d;
-    memcpy(&d, &q, sizeof d);
-    return d;
+    return scale2(1.0, e - fi->man_bits);
 }

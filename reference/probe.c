@@ -156,6 +156,18 @@ static void set_w(qv_problem *p, int64_t kk, int64_t j, double v)
 }
 
 /* A random weight code value of the format (full range), as set_w takes it. */
+/* A random finite code of the float code formats (e2m1, e4m3, e5m2), every
+ * one equally likely: e2m1's 16; e4m3's and e5m2's 256 but the NaN codes
+ * (e4m3: S.1111.111) and e5m2's Inf and NaN (S.11111.xx), drawn again. */
+static uint32_t rand_float_code(rng *r, qv_fmt f)
+{
+    if (f == QV_FMT_E2M1) return (uint32_t)rng_int(r, 0, 15);
+    uint32_t c;
+    do c = (uint32_t)rng_int(r, 0, 255);
+    while (f == QV_FMT_E4M3 ? (c & 0x7Fu) == 0x7Fu : (c & 0x7Cu) == 0x7Cu);
+    return c;
+}
+
 static double rand_wval_zp(rng *r, qv_fmt f, int zp)
 {
     switch (f) {
@@ -165,15 +177,9 @@ static double rand_wval_zp(rng *r, qv_fmt f, int zp)
     case QV_FMT_U8: return (double)rng_int(r, -128, 127);
     case QV_FMT_UINT8: return (double)rng_int(r, 0, 255) - (zp ? 128 : 0);
     case QV_FMT_I8: return (double)rng_int(r, -127, 127);
-    case QV_FMT_E2M1: return qv_decode(QV_FMT_E2M1, (uint32_t)rng_int(r, 0, 15));
+    case QV_FMT_E2M1:
     case QV_FMT_E4M3:
-    case QV_FMT_E5M2: {
-        uint32_t c;
-        double x;
-        do x = qv_decode(f, c = (uint32_t)rng_int(r, 0, 255));
-        while (!isfinite(x)); /* skip the NaN (and e5m2's Inf) codes */
-        return x;
-    }
+    case QV_FMT_E5M2: return qv_decode(f, rand_float_code(r, f));
     default: return rng_normal(r);
     }
 }
@@ -185,17 +191,10 @@ static double rand_wval_zp(rng *r, qv_fmt f, int zp)
 static void set_w_rand(qv_problem *p, rng *r, int64_t kk, int64_t j, double colw)
 {
     const qv_fmt f = p->v->wfmt;
-    if (colw == 1.0 && (f == QV_FMT_E2M1 || f == QV_FMT_E4M3 || f == QV_FMT_E5M2)) {
-        uint32_t c;
-        if (f == QV_FMT_E2M1)
-            c = (uint32_t)rng_int(r, 0, 15);
-        else /* not NaN (e4m3: S.1111.111) nor e5m2's Inf and NaN (S.11111.xx) */
-            do c = (uint32_t)rng_int(r, 0, 255);
-            while (f == QV_FMT_E4M3 ? (c & 0x7Fu) == 0x7Fu : (c & 0x7Cu) == 0x7Cu);
-        put_code(f, p->q, kk * p->n + j, c);
-        return;
-    }
-    set_w(p, kk, j, rand_wval(r, f) * colw);
+    if (colw == 1.0 && (f == QV_FMT_E2M1 || f == QV_FMT_E4M3 || f == QV_FMT_E5M2))
+        put_code(f, p->q, kk * p->n + j, rand_float_code(r, f));
+    else
+        set_w(p, kk, j, rand_wval(r, f) * colw);
 }
 
 static void set_scale(qv_problem *p, int64_t i, double s)
