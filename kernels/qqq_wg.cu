@@ -138,7 +138,7 @@ __device__ __forceinline__ void qqq_frags(const uint32_t *w0, const uint32_t *w1
  * fp16 (aq_scale_out, aq_round_f16x2, aq_store_f16x2: the mma kernel's own
  * sequence), with the fp32 channel scales s_w (per group, the second-level
  * ones) in the 32-column permutation (aq_perm32_pos). */
-template <bool GROUP> struct qwg_epi {
+template <bool GROUP> struct qwg_epi : wg_rows_identity {
     using acc_t = int;
     struct col_t {
         float s0, s1; /* columns cp and cp + 1 */

@@ -87,6 +87,14 @@ __device__ __forceinline__ bool wg_streamk_sum(T (&acc)[TPW][BX / 2], const P &p
     return true;
 }
 
+/* The direct form's rows of a policy whose token tok is row tok of its
+ * output. */
+struct wg_rows_identity {
+    struct rows_t {};
+    __device__ __forceinline__ rows_t direct_rows(int, int) const { return {}; }
+    __device__ __forceinline__ int direct_row(const rows_t &, int, int tok) const { return tok; }
+};
+
 /* An epilogue policy E says what differs between the kernels: its
  * accumulator type acc_t (float or int) and
  *   kSwizzled, kReadWait    static constexpr bools, true but in the mutants
@@ -105,10 +113,19 @@ __device__ __forceinline__ bool wg_streamk_sum(T (&acc)[TPW][BX / 2], const P &p
  *   pack(a0, a1, s, ts[jb]) the outputs of tokens 2 tq and 2 tq + 1 of block
  *                           jb in one column as a pair of 16-bit codes;
  *   col_t direct_col(col, even), direct_scale(s, y0, y1),
- *   direct_store(s, tok, cp, even, y0, y1, recv)
+ *   direct_store(s, row, cp, even, y0, y1, recv)
  *                           the direct form: a column's factors, what
  *                           applies before the exchange with lane ^ 4, and
- *                           the store of outputs (tok, cp) and (tok, cp + 1).
+ *                           the store of a token's outputs in columns cp
+ *                           and cp + 1 of its output row `row`;
+ *   rows_t direct_rows(m0, lane), direct_row(rows, j, tok)
+ *                           that row: direct_rows reads what the tile's
+ *                           rows need once per tile (every lane of the
+ *                           warp, before any store), direct_row gives
+ *                           token tok's (of block j: tok - m0 = 8 j + tok
+ *                           % 8) and is called by every lane of the warp,
+ *                           tok past M included (wg_rows_identity: row tok
+ *                           of C).
  *
  * The epilogue of tile t (m rows of C in all, n_chunks 64-column chunks):
  * row 16 w + lane/4 (+8) of m64 tile i is column 64 chunk + 16 (q0 + i) +
@@ -196,6 +213,7 @@ __device__ __forceinline__ void wg_epilogue(const E &epi, typename E::acc_t (&ac
 
     const int gq = th.lane >> 2, tq = th.lane & 3;
     const bool even = (gq & 1) == 0;
+    const typename E::rows_t rows = epi.direct_rows(t.m0, th.lane);
 #pragma unroll
     for (int i = 0; i < TPW; i++)
 #pragma unroll
@@ -209,7 +227,8 @@ __device__ __forceinline__ void wg_epilogue(const E &epi, typename E::acc_t (&ac
                 const A recv = __shfl_xor_sync(0xFFFFFFFFu, even ? y1 : y0, 4);
                 const int tok = t.m0 + 8 * j + 2 * tq + (even ? 0 : 1);
                 const int cp = even ? col : col - 1;
-                if (tok < m) epi.direct_store(s, tok, cp, even, y0, y1, recv);
+                const int row = epi.direct_row(rows, j, tok);
+                if (tok < m) epi.direct_store(s, row, cp, even, y0, y1, recv);
             }
         }
 }

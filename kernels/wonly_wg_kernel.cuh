@@ -201,8 +201,13 @@ __device__ __forceinline__ int moe_scale_expert(const wg_moe &mo, int y)
 /* The MOE instances' epilogue policy (wg_epilogue.cuh), direct stores only:
  * y times expert x's channel or tensor scale (sx, as wonly_common.cuh's
  * epilogue_scale reads it) or NVFP4's global scale in fp32, then the fp32
- * pair (column cp, cp + 1) of slot tok to its pair's row of p.inter. */
-template <int WT> struct moe_epi {
+ * pair (column cp, cp + 1) of slot tok to its pair's row of p.inter. The
+ * tile's BX slot entries are read once, lane l holding those of slots m0 +
+ * l + 32 q, and each store's is shuffled from there (read at each store,
+ * every store waited for its own load: ptxas keeps a load behind the stores
+ * before it, and the tensor cores idled through the chain). */
+template <int WT, int BX> struct moe_epi {
+    static_assert(BX % 32 == 0, "whole warps of slot entries");
     using acc_t = float;
     using col_t = float;
     const wg_params &p;
@@ -236,11 +241,31 @@ template <int WT> struct moe_epi {
             y1 = y1 * gs;
         }
     }
-    __device__ __forceinline__ void direct_store(col_t, int tok, int cp, bool even, float y0, float y1,
+    /* rows_t: the slot entries of tile rows m0 + lane + 32 q (-1 past M). */
+    struct rows_t {
+        int32_t v[BX / 32];
+    };
+    __device__ __forceinline__ rows_t direct_rows(int m0, int lane) const
+    {
+        rows_t r;
+#pragma unroll
+        for (int q = 0; q < BX / 32; q++) {
+            const int s = m0 + 32 * q + lane;
+            r.v[q] = s < p.m ? __ldg(mo.slot + s) : -1;
+        }
+        return r;
+    }
+    /* Slot tok = m0 + 8 j + tok % 8 (m0 a multiple of 8) is lane (8 j + tok
+     * % 8) % 32's entry q = j / 4. */
+    __device__ __forceinline__ int direct_row(const rows_t &r, int j, int tok) const
+    {
+        return __shfl_sync(0xFFFFFFFFu, r.v[j / 4], (8 * j + (tok & 7)) & 31);
+    }
+    __device__ __forceinline__ void direct_store(col_t, int slot, int cp, bool even, float y0, float y1,
                                                  float recv) const
     {
         int32_t sl;
-        if (!moe_slot_row(mo.slot[tok], &sl)) return; /* padding: never written */
+        if (!moe_slot_row(slot, &sl)) return; /* padding: never written */
         __stcg(reinterpret_cast<float2 *>(mo.inter + (int64_t)sl * p.n + moe_out_col(cp, p.n)),
                even ? make_float2(y0, recv) : make_float2(recv, y1));
     }
@@ -396,7 +421,7 @@ __device__ __forceinline__ void set_zeros(grp_regs<WT, IS_BF16, TPW> &g, uint32_
  * (wo_fp4_epilogue; the column's factor is then its bias, G the same for
  * every column), and one rounding to the 16-bit output; the direct form
  * scales each lane's own column before the exchange. */
-template <bool IS_BF16, bool GROUPED, bool FP4> struct wo_epi {
+template <bool IS_BF16, bool GROUPED, bool FP4> struct wo_epi : wg_rows_identity {
     using acc_t = float;
     using col_t = float;
     const wg_params &p;
@@ -800,7 +825,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             const void *sx = static_cast<const char *>(mo.e_scales) +
                              (size_t)xs * (size_t)mo.e_stride * (p.scale_fmt == SF_F32 ? 4 : 2);
             const float gx = WT == WT_FP4_NV ? __ldg(p.gscale + x) : 1.0f;
-            wg_epilogue<TPW, BX, L>(moe_epi<WT>(p, mo, sx, gx), acc, b, th, t, p.m, n_chunks, false, &c_map);
+            wg_epilogue<TPW, BX, L>(moe_epi<WT, C::bx>(p, mo, sx, gx), acc, b, th, t, p.m, n_chunks, false, &c_map);
         } else {
             using Epi = wo_epi<IS_BF16, GROUPED, wt_is_fp4(WT)>;
             if (pt.parts > 0 && !wg_streamk_sum<Epi, TPW, BX>(acc, p, b, pc, pt, th.ct)) continue;
