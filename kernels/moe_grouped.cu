@@ -415,6 +415,26 @@ __device__ __forceinline__ void moe_gemm_mma(const gemm_params &p, unsigned char
      * declared y * g, one fp32 rounding) */
     const float gs = WT == WT_FP4_NV ? __ldg(p.gscale + x) : 1.0f;
     float *const inter = p.inter + blockIdx.z * p.part_stride;
+    /* Every slot entry and epilogue scale this thread needs, read before its
+     * first store (a load behind a store waits for it: read in the loop
+     * below, each store waited for a load of its own). */
+    int32_t slot_of[MB][2];
+#pragma unroll
+    for (int mt = 0; mt < MB; mt++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) slot_of[mt][h] = p.slot[base + mt * 16 + (lane >> 2) + 8 * h];
+    float s0[8], s1[8];
+#pragma unroll
+    for (int j8 = 0; j8 < 8; j8++) {
+        const int col = n0 + wn * 64 + j8 * 8 + 2 * (lane & 3);
+        s0[j8] = s1[j8] = 1.0f;
+        if (p.scale_mode == SC_CHANNEL) {
+            s0[j8] = load_scale(sx_ep, single_perm_index(col), p.scale_fmt);
+            s1[j8] = load_scale(sx_ep, single_perm_index(col + 1), p.scale_fmt);
+        } else if (p.scale_mode == SC_TENSOR) {
+            s0[j8] = s1[j8] = load_scale(sx_ep, 0, p.scale_fmt);
+        }
+    }
 #pragma unroll
     for (int mt = 0; mt < MB; mt++)
 #pragma unroll
@@ -423,21 +443,14 @@ __device__ __forceinline__ void moe_gemm_mma(const gemm_params &p, unsigned char
             for (int r = 0; r < 4; r++)
                 acc[mt][j8][r] = acc[mt][j8][r] + red[red_index<MB>(wn, mt, j8, r, lane)];
             const int col = n0 + wn * 64 + j8 * 8 + 2 * (lane & 3);
-            float s0 = 1.0f, s1 = 1.0f;
-            if (p.scale_mode == SC_CHANNEL) {
-                s0 = load_scale(sx_ep, single_perm_index(col), p.scale_fmt);
-                s1 = load_scale(sx_ep, single_perm_index(col + 1), p.scale_fmt);
-            } else if (p.scale_mode == SC_TENSOR) {
-                s0 = s1 = load_scale(sx_ep, 0, p.scale_fmt);
-            }
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 int32_t sl;
-                if (!moe_slot_row(p.slot[base + mt * 16 + (lane >> 2) + 8 * h], &sl)) continue;
+                if (!moe_slot_row(slot_of[mt][h], &sl)) continue;
                 float y0 = acc[mt][j8][2 * h], y1 = acc[mt][j8][2 * h + 1];
                 if (p.scale_mode != SC_GROUP) {
-                    y0 = y0 * s0;
-                    y1 = y1 * s1;
+                    y0 = y0 * s0[j8];
+                    y1 = y1 * s1[j8];
                 }
                 if (WT == WT_FP4_NV) {
                     y0 = y0 * gs;
@@ -637,12 +650,19 @@ __global__ void __launch_bounds__(kF8Threads) k_moe_gemm_fp8_b128(const f8_param
     }
     qv_cp_async_wait<0>();
 
+    /* The rows' slot entries, read before the first store (as in
+     * moe_gemm_mma). */
+    int32_t slot_of[MW][2];
+#pragma unroll
+    for (int i = 0; i < MW; i++)
+#pragma unroll
+        for (int hh = 0; hh < 2; hh++) slot_of[i][hh] = p.slot[base + i * 16 + (lane >> 2) + 8 * hh];
 #pragma unroll
     for (int i = 0; i < MW; i++)
 #pragma unroll
         for (int hh = 0; hh < 2; hh++) {
             int32_t sl;
-            if (!moe_slot_row(p.slot[base + i * 16 + (lane >> 2) + 8 * hh], &sl)) continue;
+            if (!moe_slot_row(slot_of[i][hh], &sl)) continue;
 #pragma unroll
             for (int t = 0; t < kF8NT; t++) {
                 const int col = n0 + 8 * kF8NT * wn + 8 * t + 2 * (lane & 3);
@@ -698,10 +718,22 @@ __global__ void __launch_bounds__(kCombineThreads)
                     if (z == 0) {
                         v[u][0] = u4.x, v[u][1] = u4.y, v[u][2] = u4.z, v[u][3] = u4.w;
                     } else {
-                        v[u][0] = __fadd_rn(v[u][0], u4.x);
-                        v[u][1] = __fadd_rn(v[u][1], u4.y);
-                        v[u][2] = __fadd_rn(v[u][2], u4.z);
-                        v[u][3] = __fadd_rn(v[u][3], u4.w);
+                        float q4[4] = {u4.x, u4.y, u4.z, u4.w};
+#ifdef QV_MUTANT_gpu_moe_ksplit_f16_reduce
+                        /* Mutant (class 4, vLLM #6795): the K parts reduced in
+                         * the 16-bit output format: the running sum and the
+                         * part rounded to it, and their sum rounded again. */
+                        wo_round_pair<IS_BF16>(q4[0], q4[1]);
+                        wo_round_pair<IS_BF16>(q4[2], q4[3]);
+                        wo_round_pair<IS_BF16>(v[u][0], v[u][1]);
+                        wo_round_pair<IS_BF16>(v[u][2], v[u][3]);
+#endif
+#pragma unroll
+                        for (int e = 0; e < 4; e++) v[u][e] = __fadd_rn(v[u][e], q4[e]);
+#ifdef QV_MUTANT_gpu_moe_ksplit_f16_reduce
+                        wo_round_pair<IS_BF16>(v[u][0], v[u][1]);
+                        wo_round_pair<IS_BF16>(v[u][2], v[u][3]);
+#endif
                     }
                 }
 #pragma unroll
