@@ -74,6 +74,20 @@ static float dot_f32(const float *a, const float *w, int64_t k, int fused)
 #endif
 }
 
+/* qv_trunc_bits(x, bits) for 1 <= bits < 53, a normal x's low 53 - bits
+ * significand bits cleared here (the fp8 sum below truncates after every
+ * product); zero, subnormals and non-finite values go to qv_trunc_bits. */
+static inline double trunc_bits(double x, int bits)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    const uint64_t e = u >> 52 & 0x7ff;
+    if (e == 0 || e == 0x7ff) return qv_trunc_bits(x, bits);
+    u &= ~((UINT64_C(1) << (53 - bits)) - 1);
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
 /* The fp8 tensor-core sum of products k0..k1-1 with promotion (see the file
  * comment): blocks of nc products in an acc_bits accumulator, each promoted
  * into an fp32 sum. a: activation values of row i; wt: weight values of
@@ -95,7 +109,7 @@ static float sum_fp8(const qv_arith *ar, const double *a, const float *wt, int64
             /* A narrower accumulator truncates after each addition; the partial
              * stays exact in a double (< 24-bit values plus e4m3 products). */
             double part = 0;
-            for (int64_t kk = b0; kk < b1; kk++) part = qv_trunc_bits(part + a[kk] * (double)wt[kk], bits);
+            for (int64_t kk = b0; kk < b1; kk++) part = trunc_bits(part + a[kk] * (double)wt[kk], bits);
             pf = (float)part; /* exact: bits < 24 */
         }
         acc = acc + pf;

@@ -399,12 +399,18 @@ static qv_status fill_exact(qv_problem *p, rng *r)
     double *colf = malloc(sizeof(double) * (size_t)n);
     QV_ASSERT(colf, "out of memory in the exact probe");
     for (int64_t j = 0; j < n; j++) colf[j] = rng_pow2(r, -2, 0);
+    /* fp8 weights of an fp8 sum: -3..3, stored as their codes (enc of each
+     * value once, not once a weight: routed rows fill every expert). */
+    const int fp8_small = (v->wfmt == QV_FMT_E4M3 || v->wfmt == QV_FMT_E5M2) && fp8acc;
+    uint32_t small_code[7] = {0};
+    for (int c = 0; fp8_small && c < 7; c++) small_code[c] = enc(v->wfmt, (double)(c - 3));
     for (int64_t kk = 0; kk < k; kk++)
         for (int64_t j = 0; j < n; j++) {
             double w;
-            if ((v->wfmt == QV_FMT_E4M3 || v->wfmt == QV_FMT_E5M2) && fp8acc)
-                w = (double)rng_int(r, -3, 3);
-            else if (v->wfmt == QV_FMT_E4M3)
+            if (fp8_small) {
+                put_code(v->wfmt, p->q, kk * n + j, small_code[rng_int(r, -3, 3) + 3]);
+                continue;
+            } else if (v->wfmt == QV_FMT_E4M3)
                 w = (double)rng_int(r, 8, 15) / 8.0 * rng_pow2(r, -1, 1) * (rng_int(r, 0, 1) ? 1 : -1);
             else if (v->wfmt == QV_FMT_E5M2)
                 w = (double)rng_int(r, 4, 7) / 4.0 * rng_pow2(r, -1, 1) * (rng_int(r, 0, 1) ? 1 : -1);
