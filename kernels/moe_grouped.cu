@@ -72,13 +72,8 @@ __device__ __forceinline__ float logit_at(const void *logits, int fmt, int64_t i
 __device__ __forceinline__ bool route_softmax(int r) { return r == QV_ROUTE_SOFTMAX_TOPK || r == QV_ROUTE_SOFTMAX_TOPK_RENORM; }
 __device__ __forceinline__ bool route_sigmoid(int r) { return r == QV_ROUTE_SIGMOID_TOPK || r == QV_ROUTE_SIGMOID_TOPK_RENORM; }
 
-/* Experts per lane: e <= 1024 = 32 lanes x 32. */
-constexpr int kRouteSlots = 32;
-
 /* Token blockIdx.x * 4 + warp: lane l holds experts l, l+32, ... (e <= 1024,
- * so one bit per expert in `taken`), their logits and then their keys in
- * registers (kRouteSlots, indices fixed at compile time), each logit read
- * and each key computed once. The fp32 arithmetic is the CPU model's
+ * so one bit per expert in `taken`). The fp32 arithmetic is the CPU model's
  * (reference/moe.c model_route) except the softmax denominator's order of
  * summation (lane partial sums, then a fixed butterfly), which the declared
  * bound allows (any order of E terms). Every op is an explicit _rn so that no
@@ -90,48 +85,34 @@ __global__ void __launch_bounds__(128) k_moe_route(const void *logits, int fmt, 
     const int tok = blockIdx.x * 4 + (threadIdx.x >> 5);
     if (tok >= t) return;
     const int64_t row = (int64_t)tok * e;
-    float kr[kRouteSlots]; /* expert lane + 32 i: its logit, then its key */
     float lmax = -INFINITY;
-#pragma unroll
-    for (int i = 0; i < kRouteSlots; i++) {
-        const int j = lane + 32 * i;
-        kr[i] = j < e ? logit_at(logits, fmt, row + j) : 0.0f;
-        if (j < e) lmax = fmaxf(lmax, kr[i]);
-    }
+    for (int j = lane; j < e; j += 32) lmax = fmaxf(lmax, logit_at(logits, fmt, row + j));
 #pragma unroll
     for (int o = 16; o; o >>= 1) lmax = fmaxf(lmax, __shfl_xor_sync(0xffffffffu, lmax, o));
     const bool sm = route_softmax(route), sg = route_sigmoid(route);
     float sum = 0.0f;
     if (sm) {
-#pragma unroll
-        for (int i = 0; i < kRouteSlots; i++) {
-            /* the exponentials once, in the order of the sum */
-            if (lane + 32 * i < e) {
-                kr[i] = expf(__fsub_rn(kr[i], lmax));
-                sum = __fadd_rn(sum, kr[i]);
-            }
-        }
+        for (int j = lane; j < e; j += 32) sum = __fadd_rn(sum, expf(__fsub_rn(logit_at(logits, fmt, row + j), lmax)));
 #pragma unroll
         for (int o = 16; o; o >>= 1) sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, o));
     }
-    /* The key of each expert: its score (softmax, sigmoid) or its logit. */
-#pragma unroll
-    for (int i = 0; i < kRouteSlots; i++) {
-        if (lane + 32 * i >= e) continue;
-        if (sm) kr[i] = __fdiv_rn(kr[i], sum);
-        else if (sg) kr[i] = __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-kr[i])));
-    }
+    /* The key of expert j: its score (softmax, sigmoid) or its logit. */
+    auto key = [&](int j) {
+        const float l = logit_at(logits, fmt, row + j);
+        if (sm) return __fdiv_rn(expf(__fsub_rn(l, lmax)), sum);
+        if (sg) return __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-l)));
+        return l;
+    };
     uint32_t taken = 0;  /* bit i: expert lane + 32 i chosen */
     int sel[QV_MOE_GPU_MAX_TOPK];
     float w[QV_MOE_GPU_MAX_TOPK];
     for (int c = 0; c < topk; c++) {
         int best = -1;
         float kb = 0.0f;
-#pragma unroll
-        for (int i = 0; i < kRouteSlots; i++) {
-            const int j = lane + 32 * i;
-            if (j >= e || (taken >> i & 1u)) continue;
-            if (best < 0 || kr[i] > kb) best = j, kb = kr[i];
+        for (int j = lane, i = 0; j < e; j += 32, i++) {
+            if (taken >> i & 1u) continue;
+            const float kj = key(j);
+            if (best < 0 || kj > kb) best = j, kb = kj;
         }
         /* The warp's largest key, the lower index among equal ones: the
          * same winner on every lane whatever the order of the exchanges. */
@@ -676,7 +657,6 @@ __global__ void __launch_bounds__(kF8Threads) k_moe_gemm_fp8_b128(const f8_param
 /* ---- 5. the combine ------------------------------------------------------------------------ */
 
 constexpr int kCombineThreads = 256;
-constexpr int kCombineChunk = 4; /* choices whose loads are in flight together */
 
 /* out[t][col .. col + 3] from the pairs of token t in choice order: each pair's
  * fp32 product (the sum of its `parts` K parts, part_stride floats apart, in
@@ -696,88 +676,68 @@ __global__ void __launch_bounds__(kCombineThreads)
     for (int tok = blockIdx.y; tok < t; tok += gridDim.y) {
         float y[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         int J = 0;
-        /* kCombineChunk choices at a time: their experts, weights and
-         * products loaded together (decode batches wait on these loads),
-         * then added in choice order as before. */
-        for (int c0 = 0; c0 < per; c0 += kCombineChunk) {
-            int xs[kCombineChunk];
-            float ws[kCombineChunk], v[kCombineChunk][4];
+        for (int c = 0; c < per; c++) {
+            const int64_t pair = (int64_t)tok * per + c;
+            const int x = pair_expert(ids, expert_map, topk, per, e_local, pair);
+            if (x < 0) continue;
+            const float4 v4 = __ldcg(reinterpret_cast<const float4 *>(inter + pair * n + col));
+            float v[4] = {v4.x, v4.y, v4.z, v4.w};
+            for (int z = 1; z < parts; z++) {
+                const float4 u4 = __ldcg(reinterpret_cast<const float4 *>(inter + z * part_stride + pair * n + col));
+                float q[4] = {u4.x, u4.y, u4.z, u4.w};
+#ifdef QV_MUTANT_gpu_moe_ksplit_f16_reduce
+                /* Mutant (class 4, vLLM #6795): the K parts reduced in the
+                 * 16-bit output format: the running sum and the part rounded
+                 * to it, and their sum rounded again. */
+                wo_round_pair<IS_BF16>(q[0], q[1]);
+                wo_round_pair<IS_BF16>(q[2], q[3]);
+                wo_round_pair<IS_BF16>(v[0], v[1]);
+                wo_round_pair<IS_BF16>(v[2], v[3]);
+#endif
 #pragma unroll
-            for (int u = 0; u < kCombineChunk; u++) {
-                const int c = c0 + u;
-                xs[u] = c < per ? pair_expert(ids, expert_map, topk, per, e_local, (int64_t)tok * per + c) : -1;
-                ws[u] = c < topk ? weights[tok * topk + c] : 1.0f;
+                for (int e = 0; e < 4; e++) v[e] = __fadd_rn(v[e], q[e]);
+#ifdef QV_MUTANT_gpu_moe_ksplit_f16_reduce
+                wo_round_pair<IS_BF16>(v[0], v[1]);
+                wo_round_pair<IS_BF16>(v[2], v[3]);
+#endif
             }
-            /* each pair's K parts added in increasing part */
-            for (int z = 0; z < parts; z++)
+            float b[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            if (bias) {
 #pragma unroll
-                for (int u = 0; u < kCombineChunk; u++) {
-                    if (xs[u] < 0) continue;
-                    const int64_t pair = (int64_t)tok * per + c0 + u;
-                    const float4 u4 = __ldcg(reinterpret_cast<const float4 *>(inter + z * part_stride + pair * n + col));
-                    if (z == 0) {
-                        v[u][0] = u4.x, v[u][1] = u4.y, v[u][2] = u4.z, v[u][3] = u4.w;
-                    } else {
-                        float q4[4] = {u4.x, u4.y, u4.z, u4.w};
-#ifdef QV_MUTANT_gpu_moe_ksplit_f16_reduce
-                        /* Mutant (class 4, vLLM #6795): the K parts reduced in
-                         * the 16-bit output format: the running sum and the
-                         * part rounded to it, and their sum rounded again. */
-                        wo_round_pair<IS_BF16>(q4[0], q4[1]);
-                        wo_round_pair<IS_BF16>(q4[2], q4[3]);
-                        wo_round_pair<IS_BF16>(v[u][0], v[u][1]);
-                        wo_round_pair<IS_BF16>(v[u][2], v[u][3]);
-#endif
-#pragma unroll
-                        for (int e = 0; e < 4; e++) v[u][e] = __fadd_rn(v[u][e], q4[e]);
-#ifdef QV_MUTANT_gpu_moe_ksplit_f16_reduce
-                        wo_round_pair<IS_BF16>(v[u][0], v[u][1]);
-                        wo_round_pair<IS_BF16>(v[u][2], v[u][3]);
-#endif
-                    }
-                }
-#pragma unroll
-            for (int u = 0; u < kCombineChunk; u++) {
-                const int c = c0 + u, x = xs[u];
-                if (x < 0) continue;
-                float b[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-                if (bias) {
-#pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        b[e] = load_scale(bias, (int64_t)x * n + single_perm_index(col + e), bias_fmt);
+                for (int e = 0; e < 4; e++) {
+                    b[e] = load_scale(bias, (int64_t)x * n + single_perm_index(col + e), bias_fmt);
 #ifndef QV_MUTANT_gpu_moe_bias_unweighted
-                        /* (Mutant QV_MUTANT_gpu_moe_bias_unweighted moves this addition after the weight.) */
-                        v[u][e] = __fadd_rn(v[u][e], b[e]);
+                    /* (Mutant QV_MUTANT_gpu_moe_bias_unweighted moves this addition after the weight.) */
+                    v[e] = __fadd_rn(v[e], b[e]);
 #endif
-                    }
                 }
-                if (c < topk) {
-                    const float w = ws[u];
+            }
+            if (c < topk) {
+                const float w = weights[tok * topk + c];
 #ifdef QV_MUTANT_gpu_moe_weight_after_cast
-                    /* Mutant (class 25, vLLM #32002): the router weight applied after the
-                     * product is rounded to the output format. */
-                    wo_round_pair<IS_BF16>(v[u][0], v[u][1]);
-                    wo_round_pair<IS_BF16>(v[u][2], v[u][3]);
+                /* Mutant (class 25, vLLM #32002): the router weight applied after the
+                 * product is rounded to the output format. */
+                wo_round_pair<IS_BF16>(v[0], v[1]);
+                wo_round_pair<IS_BF16>(v[2], v[3]);
 #pragma unroll
-                    for (int e = 0; e < 4; e++) v[u][e] = __fmul_rn(v[u][e], w);
-                    wo_round_pair<IS_BF16>(v[u][0], v[u][1]);
-                    wo_round_pair<IS_BF16>(v[u][2], v[u][3]);
+                for (int e = 0; e < 4; e++) v[e] = __fmul_rn(v[e], w);
+                wo_round_pair<IS_BF16>(v[0], v[1]);
+                wo_round_pair<IS_BF16>(v[2], v[3]);
 #else
 #pragma unroll
-                    for (int e = 0; e < 4; e++) v[u][e] = __fmul_rn(w, v[u][e]);
+                for (int e = 0; e < 4; e++) v[e] = __fmul_rn(w, v[e]);
 #endif
-                }
-#ifdef QV_MUTANT_gpu_moe_bias_unweighted
-                /* Mutant (class 24, NeMo Automodel #2591): each expert's bias added
-                 * after its router weight, so every routed choice adds its whole
-                 * bias to the token. */
-#pragma unroll
-                for (int e = 0; e < 4; e++) v[u][e] = __fadd_rn(v[u][e], b[e]);
-#endif
-#pragma unroll
-                for (int e = 0; e < 4; e++) y[e] = J ? __fadd_rn(y[e], v[u][e]) : v[u][e];
-                J++;
             }
+#ifdef QV_MUTANT_gpu_moe_bias_unweighted
+            /* Mutant (class 24, NeMo Automodel #2591): each expert's bias added
+             * after its router weight, so every routed choice adds its whole
+             * bias to the token. */
+#pragma unroll
+            for (int e = 0; e < 4; e++) v[e] = __fadd_rn(v[e], b[e]);
+#endif
+#pragma unroll
+            for (int e = 0; e < 4; e++) y[e] = J ? __fadd_rn(y[e], v[e]) : v[e];
+            J++;
         }
         uint32_t *o = out + ((int64_t)tok * n + col) / 2;
         o[0] = qv_h2<IS_BF16>::pack(y[0], y[1]);
