@@ -814,8 +814,10 @@ extern "C" qv_status qv_moe_pick(qv_moe_dev *d, const qv_launch_opts *o)
     if (d->wg) {
         /* Wider slot tiles once most experts fill them (fewer padding
          * rows with the narrower below that). */
+        const int rows256 =
+            d->kind == QV_MOE_MXFP4 ? c.t->moe_wg_block256_rows_mxfp4 : c.t->moe_wg_block256_rows;
         const int block = c.o->moe_wg_block                        ? c.o->moe_wg_block
-                          : mean >= c.t->moe_wg_block256_rows ? 256
+                          : mean >= rows256                   ? 256
                           : mean >= c.t->moe_wg_block128_rows ? 128
                                                               : 64;
         d->mb = block / 16;

@@ -55,10 +55,14 @@ static const qv_tuning kRows[] = {
          * speed; at 16 rows the two within -3 %..+12 %), 128-slot blocks
          * from 64 rows (gpt-oss: +15 % over 64), 256-slot from 768 (at 512
          * rows 128 won on Mixtral by 9 % and lost on gpt-oss by 7 %; at
-         * 1024 rows 256 won by 4-7 %). */
+         * 1024 rows 256 won by 4-7 %), and for MXFP4 experts from 512
+         * (gpt-oss at 4096 tokens, 512 rows, on an H100 after the
+         * epilogue's slot reads moved ahead of its stores: 256 won by 11 %;
+         * at 64 rows it lost by 38 %). */
         .moe_wg_min_rows = 32,
         .moe_wg_block128_rows = 64,
         .moe_wg_block256_rows = 768,
+        .moe_wg_block256_rows_mxfp4 = 512,
         .sm_smem_kib = 228,
     },
 };

@@ -342,7 +342,9 @@ START_TEST(pick_path)
         {QV_MOE_W4A16, 4096, 2, 8, 30, 1, 0, 0, 0, 1, 16}, /* one group of K */
         {QV_MOE_W4A16, 4096, 2, 8, 0, 0, 1, 0, 0, 1, 16},  /* channel scales in the epilogue */
         {QV_MOE_W4A16, 4096, 2, 8, 3, 0, 0, 0, 256, 1, 16},
-        {QV_MOE_MXFP4, 4096, 4, 32, 1, 0, 0, 0, 0, 1, 8},  /* gpt-oss: 512 */
+        {QV_MOE_MXFP4, 4096, 4, 32, 1, 0, 0, 0, 0, 1, 16}, /* gpt-oss: 512 rows, MXFP4's 256-row blocks */
+        {QV_MOE_MXFP4, 4088, 4, 32, 1, 0, 0, 0, 0, 1, 8},  /* 511 */
+        {QV_MOE_W4A16, 2048, 4, 16, 3, 0, 0, 0, 0, 1, 8},  /* 512 rows of int4 experts: 128 */
         {QV_MOE_NVFP4, 4096, 4, 32, 0, 0, 0, 0, 0, 1, 8},
         {QV_MOE_FP8_B128, 4096, 8, 256, 0, 0, 0, 0, 0, 0, 4},
     };

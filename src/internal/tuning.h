@@ -55,6 +55,7 @@ typedef struct qv_tuning {
     int moe_wg_min_rows;
     int moe_wg_block128_rows;      /* moe_wg_block 128 from this mean of rows per expert on, else 64 */
     int moe_wg_block256_rows;      /* moe_wg_block 256 from this mean on */
+    int moe_wg_block256_rows_mxfp4; /* the same for MXFP4 experts */
     int sm_smem_kib;               /* shared memory of one SM: blocks per SM of the mma kernel's tiles */
 } qv_tuning;
 
