@@ -53,8 +53,10 @@ static int topk_of(const qv_moe_row *r)
     return qv_moe_row_spec(r, &s) == QV_OK ? s->topk : 1;
 }
 
-/* Whether the row's experts are weight-only with group scales. */
-static int splits_k(const qv_moe_row *r)
+/* Whether the row's experts are weight-only with group scales: those the
+ * GPU's grouped GEMM splits along K at decode batches (qv_moe_ksplit_covers:
+ * W4A16 and MXFP4) and NVFP4, whose global scale keeps it whole. */
+static int weight_only_grouped(const qv_moe_row *r)
 {
     const qv_moe_spec *s;
     if (qv_moe_row_spec(r, &s) != QV_OK) return 0;
@@ -77,11 +79,10 @@ void qv_moe_suite_case(const qv_moe_row *r, uint64_t seed, int j, qv_moe_case *c
     if (j < SUITE_PER_LOGITS * QV_LOGITS_COUNT) {
         c->logits = (qv_moe_logits)(j / SUITE_PER_LOGITS);
         c->t = j % SUITE_PER_LOGITS ? 37 : 1;
-        /* A decode step of weight-only experts with group scales (those
-         * the GPU's grouped GEMM splits along K: qv_moe_ksplit_covers) has
-         * K long enough for two parts (16 k16 tiles a part, qv_moe_parts),
+        /* A decode step of weight-only experts with group scales has K
+         * long enough for two parts (16 k16 tiles a part, qv_moe_parts),
          * so that the combine's sum of the parts is checked too. */
-        if (c->t == 1 && splits_k(r)) c->k = 512;
+        if (c->t == 1 && weight_only_grouped(r)) c->k = 512;
         c->probe = j % 3 == 0 ? QV_PROBE_EXACT : QV_PROBE_RANDOM;
         c->e_local = local_of(r, topk, c->logits, j % 4 == 3);
     } else {

@@ -155,7 +155,6 @@ static void set_w(qv_problem *p, int64_t kk, int64_t j, double v)
     }
 }
 
-/* A random weight code value of the format (full range), as set_w takes it. */
 /* A random finite code of the float code formats (e2m1, e4m3, e5m2), every
  * one equally likely: e2m1's 16; e4m3's and e5m2's 256 but the NaN codes
  * (e4m3: S.1111.111) and e5m2's Inf and NaN (S.11111.xx), drawn again. */
@@ -168,6 +167,7 @@ static uint32_t rand_float_code(rng *r, qv_fmt f)
     return c;
 }
 
+/* A random weight code value of the format (full range), as set_w takes it. */
 static double rand_wval_zp(rng *r, qv_fmt f, int zp)
 {
     switch (f) {
