@@ -20,16 +20,17 @@
 /* Per logits case two token counts (a decode step and a batch), then four
  * larger batches, each within SUITE_CAP multiply-adds (t x (topk + shared)
  * x n x k), the GEMM suite's CPU cap: the models of fp8 rows cost about
- * 100 ns a multiply-add. */
+ * 100 ns a multiply-add; last, a decode step on the split-K witness. */
 #define SUITE_CAP ((int64_t)1 << 22)
 #define SUITE_PER_LOGITS 2
 #define SUITE_BATCHES 4
+#define SUITE_WITNESS 1
 static const int64_t batch_t[SUITE_BATCHES] = {8, 64, 128, 256};
 
 int qv_moe_suite_count(const qv_moe_row *r)
 {
     (void)r;
-    return SUITE_PER_LOGITS * QV_LOGITS_COUNT + SUITE_BATCHES;
+    return SUITE_PER_LOGITS * QV_LOGITS_COUNT + SUITE_BATCHES + SUITE_WITNESS;
 }
 
 /* Local experts of a case: all, three quarters (some -1 in the map), or half
@@ -85,12 +86,30 @@ void qv_moe_suite_case(const qv_moe_row *r, uint64_t seed, int j, qv_moe_case *c
         if (c->t == 1 && weight_only_grouped(r)) c->k = 512;
         c->probe = j % 3 == 0 ? QV_PROBE_EXACT : QV_PROBE_RANDOM;
         c->e_local = local_of(r, topk, c->logits, j % 4 == 3);
-    } else {
+    } else if (j < SUITE_PER_LOGITS * QV_LOGITS_COUNT + SUITE_BATCHES) {
         int b = j - SUITE_PER_LOGITS * QV_LOGITS_COUNT;
         c->logits = QV_LOGITS_RANDOM;
         c->t = batch_t[b];
         c->probe = b == 1 ? QV_PROBE_ONEHOT : QV_PROBE_RANDOM;
         c->e_local = local_of(r, topk, c->logits, b == 2);
+    } else {
+        /* Every expert's product 2049 - 2048 = 1 in every column, the 2049
+         * in the first K part and the -2048 in the last: a reduction of
+         * the GPU's K parts in a 16-bit format gives 0. On random data at
+         * K = 512 such a reduction stays within the certified fp32 bound on
+         * f16 rows (its errors are those of 2^-11 roundings of partial
+         * sums, the bound's of 512 of 2^-24 each over the products'
+         * magnitudes). An fp8 sum's bound exceeds the witness's result:
+         * those rows take the exact probe. */
+        c->logits = QV_LOGITS_RANDOM;
+        c->t = 1;
+        if (weight_only_grouped(r)) c->k = 512;
+        const qv_moe_spec *s;
+        c->probe = qv_moe_row_spec(r, &s) == QV_OK && s->expert->arith.accum == QV_ACC_TC_F32 &&
+                           ref_probe_applies(s->expert, QV_PROBE_WITNESS_SPLITK, c->t, c->n, c->k)
+                       ? QV_PROBE_WITNESS_SPLITK
+                       : QV_PROBE_EXACT;
+        c->e_local = local_of(r, topk, c->logits, 0);
     }
     while (c->t > 1 && c->t * (topk + r->shared) * c->n * c->k > SUITE_CAP) c->t /= 2;
     uint64_t h = 0;

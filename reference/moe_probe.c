@@ -157,9 +157,18 @@ qv_status ref_moe_fill(qv_moe_problem *p, qv_moe_logits logits, qv_probe_kind ki
      * largest scale is 1 but with probability 0.8^n, which would cost the
      * case its exact sums, not its verdict). */
     const int mx_ends = kind == QV_PROBE_FP4_SCALE_ENDS && p->s->expert->sfmt == QV_FMT_E8M0;
-    if (kind != QV_PROBE_EXACT && kind != QV_PROBE_ONEHOT && kind != QV_PROBE_RANDOM && !mx_ends)
+    /* The split-K witness's activations are fixed by K alone and every
+     * expert's weights make the same three products with them (each
+     * expert's product is exactly 1 in every column), so one activation
+     * draw serves all experts. */
+    const int splitk = kind == QV_PROBE_WITNESS_SPLITK;
+    if (kind != QV_PROBE_EXACT && kind != QV_PROBE_ONEHOT && kind != QV_PROBE_RANDOM && !mx_ends && !splitk)
         return qv_fail(QV_ERR_UNSUPPORTED, "probe %s ties the activations to one weight matrix; a routed case "
-                       "takes exact, onehot or random (and fp4-scale-ends with e8m0 scales)", qv_probe_name(kind));
+                       "takes exact, onehot, random or witness-splitk (and fp4-scale-ends with e8m0 scales)",
+                       qv_probe_name(kind));
+    if (splitk && !ref_probe_applies(p->s->expert, kind, p->t, p->n, p->k))
+        return qv_fail(QV_ERR_UNSUPPORTED, "probe witness-splitk does not apply to %s at K = %lld",
+                       p->s->expert->name, (long long)p->k);
     rng r = {seed ^ 0x6D6F65ull};
     QV_TRY(fill_map(p, &r));
     QV_TRY(fill_logits(p, logits, &r));

@@ -8,6 +8,8 @@
  *   - the truth against an independent MPFR sum of weights times expert
  *     products computed from problem.h's accessors;
  *   - the CPU model passes every logits case, route, combine and expert spec;
+ *   - the split-K witness: each expert's product exactly 1, an output of K
+ *     parts reduced in the 16-bit format fails, the int32 rows refuse it;
  *   - the bug classes of DESIGN §6 rows 25-28 fail: the router weight applied
  *     after the output cast, another route order, the routed scaling factor
  *     dropped or applied twice, a non-local or shared expert dropped or
@@ -401,6 +403,66 @@ START_TEST(model_passes)
 }
 END_TEST
 
+/* The split-K witness on routed problems: every expert's product is 2049 -
+ * 2048 = 1 in every column, so each token's exact output is the sum of its
+ * exact weights (plus 1 per shared expert). An output made as a reduction of
+ * two K parts in the 16-bit output format would make it (2048 - 2048 = 0 per
+ * expert) fails; the correctly rounded sum passes. (An fp8 sum's certified
+ * bound, 4097 products in a 14-bit accumulator, exceeds the result: the
+ * suite gives fp8 rows the exact probe instead.) Rows with an int32 sum
+ * refuse the witness. */
+static const char *witness_specs[] = {
+    "w=u4b8,ws=f16/g128,route=softmax-topk-renorm,topk=2",
+    "w=e2m1,ws=e8m0/g32,a=bf16,route=topk-softmax,topk=4",
+    "w=u4b8,ws=bf16/c,a=bf16,route=sigmoid-topk-renorm,topk=8,rsf=2.5",
+};
+
+START_TEST(splitk_witness)
+{
+    qv_moe_spec *s = moe_spec(witness_specs[_i]);
+    const int shared = _i == 2, e = _i == 2 ? 16 : 8, e_local = _i == 1 ? 6 : e;
+    const int64_t T = 5, n = 128, k = 512;
+    qv_moe_problem p;
+    make(&p, s, T, n, k, e, e_local, shared, QV_LOGITS_RANDOM, QV_PROBE_WITNESS_SPLITK, mix(case_seed(1), 700 + _i));
+    qv_moe_truth tr;
+    ck_assert_msg(ref_moe_truth(&p, NULL, &tr) == QV_OK, "%s", qv_errmsg());
+    const qv_fmt of = s->expert->ofmt;
+    const size_t es = qv_fmt_storage_bytes(of);
+    void *good = out_alloc(&p), *bad = out_alloc(&p);
+    int local_terms = 0;
+    for (int64_t t = 0; t < T; t++) {
+        double sum = shared;
+        for (int c = 0; c < s->topk; c++)
+            if (p.expert_map[tr.ids[t * s->topk + c]] >= 0) sum += tr.weight[t * s->topk + c], local_terms++;
+        for (int64_t j = 0; j < n; j++) {
+            ck_assert_msg(fabs(tr.out.y[t * n + j] - sum) <= 0x1p-40 * fabs(sum), "token %lld col %lld: y %.17g, sum of "
+                          "weights %.17g", (long long)t, (long long)j, tr.out.y[t * n + j], sum);
+            uint32_t g = qv_encode(of, sum, QV_SAT_NONE), z = qv_encode(of, 0.0, QV_SAT_NONE);
+            memcpy((char *)good + (size_t)(t * n + j) * es, &g, es);
+            memcpy((char *)bad + (size_t)(t * n + j) * es, &z, es);
+        }
+    }
+    ck_assert_int_gt(local_terms, 0);
+    qv_moe_result r;
+    ck_assert_msg(ref_moe_verify(&p, good, NULL, NULL, &r) == QV_OK, "%s", qv_errmsg());
+    ck_assert_msg(r.out.grade != QV_FAIL, "%s: the rounded sum of weights failed: %s", s->text, r.out.reason);
+    ck_assert_msg(ref_moe_verify(&p, bad, NULL, NULL, &r) == QV_OK, "%s", qv_errmsg());
+    ck_assert_msg(r.out.grade == QV_FAIL, "%s: the 16-bit reduction's zeros passed", s->text);
+    ref_moe_truth_clear(&tr);
+    free(good), free(bad);
+    qv_moe_problem_destroy(&p);
+    free(s);
+    /* an int32 sum has no split to witness */
+    qv_moe_spec *si = moe_spec("w=i8,ws=f32/c,a=i8,as=f32/tok,acc=i32,out=f16,route=softmax-topk,topk=2");
+    ck_assert_int_eq(qv_moe_problem_create(&p, si, 2, 64, 256, 4, 4, 0), QV_OK);
+    ck_assert_int_eq(ref_moe_fill(&p, QV_LOGITS_RANDOM, QV_PROBE_WITNESS_SPLITK, QV_REGIME_LOGUNIFORM, 1),
+                     QV_ERR_UNSUPPORTED);
+    ck_assert(strstr(qv_errmsg(), "witness-splitk") != NULL);
+    qv_moe_problem_destroy(&p);
+    free(si);
+}
+END_TEST
+
 /* ---- bug classes -------------------------------------------------------------------------- */
 
 /* The model's output under spec `made` graded under spec `declared` (same
@@ -613,6 +675,7 @@ int main(void)
     tcase_add_loop_test(tr, weights_against_mpfr, 0, 10);
     tcase_add_loop_test(tr, truth_equals_independent, 0, 2);
     tcase_add_loop_test(tr, model_passes, 0, N_MODEL_SPECS * QV_LOGITS_COUNT);
+    tcase_add_loop_test(tr, splitk_witness, 0, (int)(sizeof witness_specs / sizeof witness_specs[0]));
     tcase_add_test(tr, bug_classes_fail);
     tcase_add_test(tr, experts_dropped_or_kept);
     tcase_add_test(tr, tie_rule);
