@@ -36,7 +36,15 @@
  *     at the end; a token with no local choice is 0.
  *
  * Nothing depends on which block runs first and no atomic decides an order,
- * so every launch gives the same bits. */
+ * so every launch gives the same bits.
+ *
+ * Every launch after the routing is a programmatic dependent of the one in
+ * front (chained): it is launched while that kernel runs, and each of its
+ * threads waits (griddepcontrol.wait) for that grid to finish, its writes
+ * visible, before touching global memory. Since every kernel of the chain
+ * waits so, each finishes after all those in front of it; what overlaps is
+ * one kernel's launch with the tail of the one before (at a decode step the
+ * five kernels are each a few microseconds). */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -58,6 +66,37 @@
 #include "wonly_mma.cuh"
 
 namespace {
+
+/* ---- the chain --------------------------------------------------------------------- */
+
+/* Waits until the kernel in front has finished and its writes are visible
+ * (a no-op for a kernel launched without the attribute). */
+__device__ __forceinline__ void chain_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+
+/* Lets the next kernel of the chain launch once every block of this grid has
+ * passed here (or exited). */
+__device__ __forceinline__ void chain_release() { asm volatile("griddepcontrol.launch_dependents;\n" ::); }
+
+/* Launches kernel k as a programmatic dependent of the kernel in front in
+ * the stream (its threads call chain_wait first). */
+template <class... KArgs, class... Args>
+qv_status launch_chained(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                         const char *what, const Args &...args)
+{
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    QV_CUDA_TRY(cudaLaunchKernelEx(&cfg, k, args...), what);
+    QV_CUDA_TRY(cudaGetLastError(), what);
+    return QV_OK;
+}
 
 /* ---- 1. routing ---------------------------------------------------------------- */
 
@@ -81,6 +120,8 @@ __device__ __forceinline__ bool route_sigmoid(int r) { return r == QV_ROUTE_SIGM
 __global__ void __launch_bounds__(128) k_moe_route(const void *logits, int fmt, int t, int e, int topk, int route,
                                                    float rsf, int32_t *ids, float *weights)
 {
+    /* The first of the chain: the sort may launch at once (it waits). */
+    chain_release();
     const int lane = threadIdx.x & 31;
     const int tok = blockIdx.x * 4 + (threadIdx.x >> 5);
     if (tok >= t) return;
@@ -201,6 +242,8 @@ __device__ __forceinline__ int pair_expert(const int32_t *ids, const int32_t *ex
 /* Block x counts expert x's pairs. */
 __global__ void __launch_bounds__(256) k_moe_count(const sort_params p)
 {
+    chain_wait();
+    chain_release();
     const int x = blockIdx.x;
     const int64_t total = (int64_t)p.t * p.per;
     int cnt = 0;
@@ -219,6 +262,8 @@ __global__ void __launch_bounds__(256) k_moe_scatter(const sort_params p)
 {
     __shared__ int s_warp[8];
     __shared__ int s_start;
+    chain_wait();
+    chain_release();
     const int x = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int B = p.block;
     int part = 0;
@@ -270,7 +315,8 @@ __global__ void __launch_bounds__(kGatherThreads)
 {
     /* The GEMM behind may launch now; its griddepcontrol.wait still waits
      * for this whole grid. */
-    asm volatile("griddepcontrol.launch_dependents;\n" ::);
+    chain_wait();
+    chain_release();
     const int used = expert_start[nx];
     for (int s = blockIdx.x; s < used; s += gridDim.x) {
         const int32_t sl = slot[s];
@@ -350,6 +396,8 @@ __device__ __forceinline__ void moe_gemm_mma(const gemm_params &p, unsigned char
     const int wn = warp % kWarpsN;
     const int n0 = blockIdx.x * kBN;
     const int base = blockIdx.y * BM; /* first slot of this block */
+    chain_wait();
+    chain_release();
     /* The grid covers the largest sort; blocks past this one's end have no rows. */
     if (base >= p.expert_start[p.nx]) return;
     const int x = p.block_expert[blockIdx.y];
@@ -507,6 +555,8 @@ __global__ void __launch_bounds__(kF8Threads) k_moe_gemm_fp8_b128(const f8_param
     const int tid = threadIdx.x, lane = tid & 31, wn = tid >> 5;
     const int n0 = blockIdx.x * kF8BN;
     const int base = blockIdx.y * S::bm;
+    chain_wait();
+    chain_release();
     if (base >= p.expert_start[p.nx]) return;
     const int x = p.block_expert[blockIdx.y];
     const int ktiles = (p.k + kF8BK - 1) / kF8BK, nbk = (p.n + 127) / 128;
@@ -671,6 +721,7 @@ __global__ void __launch_bounds__(kCombineThreads)
 {
     /* Block (x, y): columns [1024 x, + 1024) of tokens y, y + gridDim.y, ...;
      * each thread four columns (n % 4 == 0: one float4 of each pair's row). */
+    chain_wait();
     const int col = (blockIdx.x * kCombineThreads + threadIdx.x) * 4;
     if (col >= n) return;
     for (int tok = blockIdx.y; tok < t; tok += gridDim.y) {
@@ -764,9 +815,7 @@ template <int WT, int MB, bool BF> qv_status launch_gemm(const gemm_params &g, d
                     "cudaFuncSetAttribute (grouped GEMM carveout)");
         return QV_OK;
     }));
-    kernel<<<grid, kThreads, smem, stream>>>(g);
-    QV_CUDA_TRY(cudaGetLastError(), "grouped GEMM launch");
-    return QV_OK;
+    return launch_chained(kernel, grid, dim3(kThreads), smem, stream, "grouped GEMM launch", g);
 }
 
 template <int WT, bool BF> qv_status launch_gemm_mb(int mb, const gemm_params &g, dim3 grid, cudaStream_t stream)
@@ -793,9 +842,8 @@ template <int MW> qv_status launch_fp8(const f8_params &f, dim3 grid, cudaStream
                     "cudaFuncSetAttribute (grouped fp8 GEMM shared memory)");
         return QV_OK;
     }));
-    k_moe_gemm_fp8_b128<MW><<<grid, kF8Threads, smem, stream>>>(f);
-    QV_CUDA_TRY(cudaGetLastError(), "grouped fp8 GEMM launch");
-    return QV_OK;
+    return launch_chained(k_moe_gemm_fp8_b128<MW>, grid, dim3(kF8Threads), smem, stream, "grouped fp8 GEMM launch",
+                          f);
 }
 
 } /* namespace */
@@ -876,7 +924,11 @@ extern "C" void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w)
     const int per = d->topk + d->shared, nx = d->e_local + d->shared;
     const int64_t pairs = (int64_t)d->t * per;
     w->block = 16 * mb;
-    const int64_t blocks = pairs / w->block + nx + 1; /* sum of ceil(count_x / B) <= pairs / B + nx */
+    /* sum of ceil(c_x / B) <= floor(pairs / B) + (experts with c_x % B != 0),
+     * and those are at most min(nx, pairs): at a decode step of many experts
+     * the grid's row blocks are the few that can hold rows, not one per
+     * expert (Qwen3 at one token: 9, not 129). */
+    const int64_t blocks = pairs / w->block + (pairs < nx ? pairs : nx) + 1;
     w->max_blocks = blocks > 0x7fffffff ? 0x7fffffff : (int)blocks;
     w->max_slots = blocks * w->block;
     size_t off = 0;
@@ -959,10 +1011,8 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
     sp.expert_start = (int *)(ws + w.expert_start);
     sp.block_expert = (int *)(ws + w.block_expert);
     sp.slot = (int32_t *)(ws + w.slot);
-    k_moe_count<<<nx, 256, 0, stream>>>(sp);
-    QV_CUDA_TRY(cudaGetLastError(), "token count launch");
-    k_moe_scatter<<<nx, 256, 0, stream>>>(sp);
-    QV_CUDA_TRY(cudaGetLastError(), "token sort launch");
+    QV_TRY(launch_chained(k_moe_count, dim3(nx), dim3(256), 0, stream, "token count launch", sp));
+    QV_TRY(launch_chained(k_moe_scatter, dim3(nx), dim3(256), 0, stream, "token sort launch", sp));
 
     /* act_order, and every wgmma run: the slots' activations in sort order
      * (max_slots, k), read by row instead of through the slots. A block per
@@ -972,10 +1022,14 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
         qv_launch_ctx c;
         QV_TRY(qv_launch_ctx_get(NULL, &c));
         const int64_t rows = w.max_slots < 4 * (int64_t)c.sms ? w.max_slots : 4 * (int64_t)c.sms;
-        k_moe_gather_slots<<<rows > 0 ? (int)rows : 1, kGatherThreads, 0, stream>>>(
-            (const uint16_t *)d->a, sp.slot, sp.block_expert, sp.expert_start, d->act_order ? d->perm : nullptr,
-            (uint16_t *)(ws + w.a_slots), nx, per, d->k, w.block);
-        QV_CUDA_TRY(cudaGetLastError(), "slot gather launch");
+        const uint16_t *a16 = (const uint16_t *)d->a;
+        const int32_t *slot = sp.slot, *perm = d->act_order ? d->perm : nullptr;
+        const int *block_expert = sp.block_expert, *expert_start = sp.expert_start;
+        uint16_t *a_slots = (uint16_t *)(ws + w.a_slots);
+        const int k = d->k, block = w.block;
+        QV_TRY(launch_chained(k_moe_gather_slots, dim3(rows > 0 ? (unsigned)rows : 1u), dim3(kGatherThreads), 0, stream,
+                              "slot gather launch", a16, slot, block_expert, expert_start, perm, a_slots, nx, per, k,
+                              block));
     }
 
     float *inter = (float *)(ws + w.inter);
@@ -1034,16 +1088,13 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
     /* One block per 1024 columns and token, tokens strided past 65535. */
     const dim3 cgrid((d->n + 4 * kCombineThreads - 1) / (4 * kCombineThreads), d->t < 65535 ? d->t : 65535);
     const int bias_sf = d->bias_fmt == QV_FMT_F32 ? SF_F32 : d->bias_fmt == QV_FMT_BF16 ? SF_BF16 : SF_F16;
-    if (d->out_bf16)
-        k_moe_combine<true><<<cgrid, kCombineThreads, 0, stream>>>(inter, parts, part_stride, ids, weights,
-                                                                      d->expert_map, d->bias, bias_sf,
-                                                                      (uint32_t *)d->out, d->t, d->n, d->topk, per,
-                                                                      d->e_local);
-    else
-        k_moe_combine<false><<<cgrid, kCombineThreads, 0, stream>>>(inter, parts, part_stride, ids, weights,
-                                                                       d->expert_map, d->bias, bias_sf,
-                                                                       (uint32_t *)d->out, d->t, d->n, d->topk, per,
-                                                                       d->e_local);
-    QV_CUDA_TRY(cudaGetLastError(), "combine launch");
-    return QV_OK;
+    const float *inter_c = inter;
+    const int32_t *ids_c = ids, *map = d->expert_map;
+    const float *weights_c = weights;
+    const void *bias = d->bias;
+    uint32_t *out = (uint32_t *)d->out;
+    const int t = d->t, n = d->n, topk = d->topk, e_local = d->e_local;
+    return launch_chained(d->out_bf16 ? k_moe_combine<true> : k_moe_combine<false>, cgrid, dim3(kCombineThreads), 0,
+                          stream, "combine launch", inter_c, parts, part_stride, ids_c, weights_c, map, bias, bias_sf,
+                          out, t, n, topk, per, e_local);
 }

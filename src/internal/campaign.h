@@ -249,7 +249,7 @@ typedef struct qv_moe_case {
     int64_t t, n, k;          /* tokens, expert GEMM N and K */
     int e, e_local, shared;   /* router experts, local ones, shared ones */
     qv_moe_logits logits;     /* the routing case */
-    qv_probe_kind probe;      /* exact, onehot or random data */
+    qv_probe_kind probe;      /* exact, onehot, random or the split-K witness */
     uint64_t data_seed;
 } qv_moe_case;
 
