@@ -118,6 +118,47 @@ static float sum_fp8(const qv_arith *ar, const double *a, const float *wt, int64
     return acc;
 }
 
+/* sum_fp8 on four columns w[0..3] at once: the same operations per column
+ * in the same order (so the same bits), four independent chains for the
+ * processor to overlap. */
+static void sum_fp8_4(const double *a, const float *const w[4], int64_t k0, int64_t k1, int64_t nc, int bits,
+                      float out[4])
+{
+    float acc[4] = {0, 0, 0, 0};
+    for (int64_t b0 = k0; b0 < k1; b0 += nc) {
+        int64_t b1 = b0 + nc < k1 ? b0 + nc : k1;
+        if (bits >= 24) {
+            float part[4] = {0, 0, 0, 0};
+            for (int64_t kk = b0; kk < b1; kk++) {
+                const double av = a[kk];
+                for (int t = 0; t < 4; t++) part[t] = part[t] + (float)(av * (double)w[t][kk]);
+            }
+            for (int t = 0; t < 4; t++) acc[t] = acc[t] + part[t];
+        } else {
+            double part[4] = {0, 0, 0, 0};
+            for (int64_t kk = b0; kk < b1; kk++) {
+                const double av = a[kk];
+                for (int t = 0; t < 4; t++) part[t] = trunc_bits(part[t] + av * (double)w[t][kk], bits);
+            }
+            for (int t = 0; t < 4; t++) acc[t] = acc[t] + (float)part[t];
+        }
+    }
+    for (int t = 0; t < 4; t++) out[t] = acc[t];
+}
+
+/* The promotion interval and accumulator width of a TC_FP8 sum over k0..k1-1. */
+static void fp8_accum(const qv_arith *ar, int64_t k0, int64_t k1, int64_t *nc, int *bits)
+{
+    *nc = ar->promote_nc > 0 ? ar->promote_nc : k1 - k0;
+    *bits = ar->acc_bits > 0 ? ar->acc_bits : 14;
+#ifdef QV_MUTANT_cpu_fp8_no_promotion
+    /* Mutant (class 16, DeepSeek-V3 §3.3.2): no promotion; the whole K (or
+     * scale block) stays in the ~14-bit tensor-core accumulator. */
+    *nc = k1 - k0;
+    *bits = 14;
+#endif
+}
+
 /* The model's accumulation of products k0..k1-1 of row a (values, and as
  * fp32 in af) and column wf, as an fp32 value (the int32 sum converted when
  * `to_f32`; else its exact value in *isum). */
@@ -133,18 +174,28 @@ static float sum_range(const qv_variant *v, const double *a, const float *af, co
         return (float)s; /* int -> fp32 RN (C's conversion rounds to nearest) */
     }
     case QV_ACC_TC_FP8: {
-        int64_t nc = ar->promote_nc > 0 ? ar->promote_nc : k1 - k0;
-        int bits = ar->acc_bits > 0 ? ar->acc_bits : 14;
-#ifdef QV_MUTANT_cpu_fp8_no_promotion
-        /* Mutant (class 16, DeepSeek-V3 §3.3.2): no promotion; the whole K (or
-         * scale block) stays in the ~14-bit tensor-core accumulator. */
-        nc = k1 - k0;
-        bits = 14;
-#endif
+        int64_t nc;
+        int bits;
+        fp8_accum(ar, k0, k1, &nc, &bits);
         return sum_fp8(ar, a, wf, k0, k1, nc, bits);
     }
     default:
         return dot_f32(af + k0, wf + k0, k1 - k0, ar->accum == QV_ACC_FMA_F32);
+    }
+}
+
+/* sum_range on four columns w[0..3] of a TC_F32 or TC_FP8 row, the same bits
+ * per column. */
+static void sum_range4(const qv_variant *v, const double *a, const float *af, const float *const w[4], int64_t k0,
+                       int64_t k1, float out[4])
+{
+    if (v->arith.accum == QV_ACC_TC_FP8) {
+        int64_t nc;
+        int bits;
+        fp8_accum(&v->arith, k0, k1, &nc, &bits);
+        sum_fp8_4(a, w, k0, k1, nc, bits, out);
+    } else {
+        dot4_f32(af + k0, w[0] + k0, w[1] + k0, w[2] + k0, w[3] + k0, k1 - k0, out);
     }
 }
 
@@ -270,16 +321,28 @@ qv_status ref_model_run(const qv_problem *p, void *out)
         const double *a = o.a + i * k;
         const float *ar = af + i * k;
         int64_t j = 0;
-        /* four columns at a time where the fp32 sum runs over all of K */
+        /* four columns at a time for the tensor cores' fp32 and fp8 sums
+         * (each column's operations as below, in the same order) */
 #ifdef QV_MUTANT_cpu_splitk_f16_reduce
         if (0) /* every column through the split dot_f32 */
 #else
-        if (acc == QV_ACC_TC_F32 && !seg)
+        if (acc == QV_ACC_TC_F32 || acc == QV_ACC_TC_FP8)
 #endif
             for (; j + 4 <= n; j += 4) {
-                float s4[4];
-                dot4_f32(ar, wf + j * k, wf + (j + 1) * k, wf + (j + 2) * k, wf + (j + 3) * k, k, s4);
-                for (int t = 0; t < 4; t++) store(v, out, i * n + j + t, epilogue(v, &o, i, j + t, s4[t]));
+                const float *const w4[4] = {wf + j * k, wf + (j + 1) * k, wf + (j + 2) * k, wf + (j + 3) * k};
+                float x4[4];
+                if (!seg) {
+                    sum_range4(v, a, ar, w4, 0, k, x4);
+                } else {
+                    for (int t = 0; t < 4; t++) x4[t] = 0;
+                    for (int64_t k0 = 0; k0 < k; k0 += seg) {
+                        int64_t k1 = k0 + seg < k ? k0 + seg : k;
+                        float part[4];
+                        sum_range4(v, a, ar, w4, k0, k1, part);
+                        for (int t = 0; t < 4; t++) x4[t] = x4[t] + part[t] * segment_scale(p, i, j + t, k0);
+                    }
+                }
+                for (int t = 0; t < 4; t++) store(v, out, i * n + j + t, epilogue(v, &o, i, j + t, x4[t]));
             }
         for (; j < n; j++) {
             const float *wr = wf + j * k;
