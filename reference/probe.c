@@ -592,12 +592,19 @@ static qv_status fill_random(qv_problem *p, qv_regime regime, rng *r)
         }
     }
     free(outlier);
-    for (int64_t kk = 0; kk < k; kk++) {
-        double colw = 1.0;
-        for (int64_t j = 0; j < n; j++) {
-            if (v->wfmt == QV_FMT_F16 || v->wfmt == QV_FMT_BF16)
-                colw = ldexp(1.0, -(int)(j % 3)); /* column magnitudes 1, 1/2, 1/4 */
-            set_w_rand(p, r, kk, j, colw);
+    if ((v->wfmt == QV_FMT_E2M1 || v->wfmt == QV_FMT_E4M3 || v->wfmt == QV_FMT_E5M2) &&
+        qv_fmt_storage_bytes(v->wfmt) == 1) {
+        /* set_w_rand's codes, in its order, straight into the code bytes */
+        uint8_t *q = p->q;
+        for (int64_t e = 0; e < k * n; e++) q[e] = (uint8_t)rand_float_code(r, v->wfmt);
+    } else {
+        for (int64_t kk = 0; kk < k; kk++) {
+            double colw = 1.0;
+            for (int64_t j = 0; j < n; j++) {
+                if (v->wfmt == QV_FMT_F16 || v->wfmt == QV_FMT_BF16)
+                    colw = ldexp(1.0, -(int)(j % 3)); /* column magnitudes 1, 1/2, 1/4 */
+                set_w_rand(p, r, kk, j, colw);
+            }
         }
     }
     /* Scales: log-uniform over 2^8 per element. The tiny regime takes them
