@@ -1022,14 +1022,9 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
         qv_launch_ctx c;
         QV_TRY(qv_launch_ctx_get(NULL, &c));
         const int64_t rows = w.max_slots < 4 * (int64_t)c.sms ? w.max_slots : 4 * (int64_t)c.sms;
-        const uint16_t *a16 = (const uint16_t *)d->a;
-        const int32_t *slot = sp.slot, *perm = d->act_order ? d->perm : nullptr;
-        const int *block_expert = sp.block_expert, *expert_start = sp.expert_start;
-        uint16_t *a_slots = (uint16_t *)(ws + w.a_slots);
-        const int k = d->k, block = w.block;
         QV_TRY(launch_chained(k_moe_gather_slots, dim3(rows > 0 ? (unsigned)rows : 1u), dim3(kGatherThreads), 0, stream,
-                              "slot gather launch", a16, slot, block_expert, expert_start, perm, a_slots, nx, per, k,
-                              block));
+                              "slot gather launch", (const uint16_t *)d->a, sp.slot, sp.block_expert, sp.expert_start,
+                              d->act_order ? d->perm : nullptr, (uint16_t *)(ws + w.a_slots), nx, per, d->k, w.block));
     }
 
     float *inter = (float *)(ws + w.inter);
@@ -1088,13 +1083,7 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
     /* One block per 1024 columns and token, tokens strided past 65535. */
     const dim3 cgrid((d->n + 4 * kCombineThreads - 1) / (4 * kCombineThreads), d->t < 65535 ? d->t : 65535);
     const int bias_sf = d->bias_fmt == QV_FMT_F32 ? SF_F32 : d->bias_fmt == QV_FMT_BF16 ? SF_BF16 : SF_F16;
-    const float *inter_c = inter;
-    const int32_t *ids_c = ids, *map = d->expert_map;
-    const float *weights_c = weights;
-    const void *bias = d->bias;
-    uint32_t *out = (uint32_t *)d->out;
-    const int t = d->t, n = d->n, topk = d->topk, e_local = d->e_local;
     return launch_chained(d->out_bf16 ? k_moe_combine<true> : k_moe_combine<false>, cgrid, dim3(kCombineThreads), 0,
-                          stream, "combine launch", inter_c, parts, part_stride, ids_c, weights_c, map, bias, bias_sf,
-                          out, t, n, topk, per, e_local);
+                          stream, "combine launch", inter, parts, part_stride, ids, weights, d->expert_map, d->bias,
+                          bias_sf, (uint32_t *)d->out, d->t, d->n, d->topk, per, d->e_local);
 }
