@@ -155,9 +155,12 @@ static void set_w(qv_problem *p, int64_t kk, int64_t j, double v)
     }
 }
 
-/* A random finite code of the float code formats (e2m1, e4m3, e5m2), every
- * one equally likely: e2m1's 16; e4m3's and e5m2's 256 but the NaN codes
- * (e4m3: S.1111.111) and e5m2's Inf and NaN (S.11111.xx), drawn again. */
+/* The float code formats: e2m1, e4m3, e5m2. */
+static int float_code_fmt(qv_fmt f) { return f == QV_FMT_E2M1 || f == QV_FMT_E4M3 || f == QV_FMT_E5M2; }
+
+/* A random finite code of the float code formats, every one equally likely:
+ * e2m1's 16; e4m3's and e5m2's 256 but the NaN codes (e4m3: S.1111.111) and
+ * e5m2's Inf and NaN (S.11111.xx), drawn again. */
 static uint32_t rand_float_code(rng *r, qv_fmt f)
 {
     if (f == QV_FMT_E2M1) return (uint32_t)rng_int(r, 0, 15);
@@ -191,7 +194,7 @@ static double rand_wval_zp(rng *r, qv_fmt f, int zp)
 static void set_w_rand(qv_problem *p, rng *r, int64_t kk, int64_t j, double colw)
 {
     const qv_fmt f = p->v->wfmt;
-    if (colw == 1.0 && (f == QV_FMT_E2M1 || f == QV_FMT_E4M3 || f == QV_FMT_E5M2))
+    if (colw == 1.0 && float_code_fmt(f))
         put_code(f, p->q, kk * p->n + j, rand_float_code(r, f));
     else
         set_w(p, kk, j, rand_wval(r, f) * colw);
@@ -592,8 +595,7 @@ static qv_status fill_random(qv_problem *p, qv_regime regime, rng *r)
         }
     }
     free(outlier);
-    if ((v->wfmt == QV_FMT_E2M1 || v->wfmt == QV_FMT_E4M3 || v->wfmt == QV_FMT_E5M2) &&
-        qv_fmt_storage_bytes(v->wfmt) == 1) {
+    if (float_code_fmt(v->wfmt) && qv_fmt_storage_bytes(v->wfmt) == 1) {
         /* set_w_rand's codes, in its order, straight into the code bytes */
         uint8_t *q = p->q;
         for (int64_t e = 0; e < k * n; e++) q[e] = (uint8_t)rand_float_code(r, v->wfmt);
