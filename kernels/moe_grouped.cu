@@ -214,15 +214,13 @@ struct sort_params {
     int32_t *slot;              /* (max_slots) */
 };
 
-/* The local expert of pair i = t * per + c (moe.h): routed choice c < topk
- * through the expert map, shared expert c - topk after the local ones; -1
- * when another rank holds it. The sort, the GEMM and the combine all take a
- * pair's expert from here. */
-__device__ __forceinline__ int pair_expert(const int32_t *ids, const int32_t *expert_map, int topk, int per,
-                                           int e_local, int64_t i)
+/* The local expert of choice c of token t (pair t * per + c, moe.h): routed
+ * choice c < topk through the expert map, shared expert c - topk after the
+ * local ones; -1 when another rank holds it. The sort, the GEMM and the
+ * combine all take a pair's expert from here. */
+__device__ __forceinline__ int pair_expert_tc(const int32_t *ids, const int32_t *expert_map, int topk, int e_local,
+                                              int64_t t, int c)
 {
-    const int64_t t = i / per;
-    const int c = (int)(i % per);
 #if defined QV_MUTANT_gpu_moe_expert_map_ignored
     /* Mutant (class 28, vLLM #51632): the router's expert id taken as the local
      * index (the expert map skipped): non-local experts land on local ones. */
@@ -239,29 +237,68 @@ __device__ __forceinline__ int pair_expert(const int32_t *ids, const int32_t *ex
 #endif
 }
 
-/* Block x counts expert x's pairs. */
+__device__ __forceinline__ int pair_expert(const int32_t *ids, const int32_t *expert_map, int topk, int per,
+                                           int e_local, int64_t i)
+{
+    return pair_expert_tc(ids, expert_map, topk, e_local, i / per, (int)(i % per));
+}
+
+/* Pairs i, i + 256, i + 512, ... as (token, choice), without a division a
+ * step (256 % per < per: one carry at most). */
+struct pair_walk {
+    int64_t t;
+    int c, dt, dc, per;
+    __device__ pair_walk(int64_t i, int per_)
+        : t(i / per_), c((int)(i % per_)), dt(256 / per_), dc(256 % per_), per(per_) {}
+    __device__ void next()
+    {
+        t += dt;
+        c += dc;
+        if (c >= per) c -= per, t++;
+    }
+};
+
+/* Block x counts expert x's pairs: each thread its pairs tid + 256 j, the
+ * loads of one step independent of the last (no barrier in the loop), then
+ * one block sum. */
 __global__ void __launch_bounds__(256) k_moe_count(const sort_params p)
 {
+    __shared__ int s_warp[8];
     chain_wait();
     chain_release();
     const int x = blockIdx.x;
     const int64_t total = (int64_t)p.t * p.per;
     int cnt = 0;
-    for (int64_t b = 0; b < total; b += 256) {
-        const int64_t i = b + threadIdx.x;
-        const bool mine = i < total && pair_expert(p.ids, p.expert_map, p.topk, p.per, p.e_local, i) == x;
-        cnt += __syncthreads_count(mine);
+    pair_walk w(threadIdx.x, p.per);
+    for (int64_t i = threadIdx.x; i < total; i += 256, w.next())
+        cnt += pair_expert_tc(p.ids, p.expert_map, p.topk, p.e_local, w.t, w.c) == x;
+    cnt = __reduce_add_sync(0xffffffffu, cnt);
+    if ((threadIdx.x & 31) == 0) s_warp[threadIdx.x >> 5] = cnt;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int sum = 0;
+        for (int k = 0; k < 8; k++) sum += s_warp[k];
+        p.counts[x] = sum;
     }
-    if (threadIdx.x == 0) p.counts[x] = cnt;
 }
+
+/* 32-pair chunks a round of the scatter (kSortChunks x 32 = 65536 pairs),
+ * kSortChunks / 256 of them scanned by each thread. */
+constexpr int kSortChunks = 2048;
 
 /* Block x writes expert x's segment: its start (the padded counts of the
  * experts before it), its blocks' expert, its pairs in increasing pair order
- * (a block-wide stable compaction, 256 pairs at a time) and its padding. */
+ * and its padding. The stable compaction runs per round of up to 65536
+ * pairs in two passes over 32-pair chunks (warp w: chunks w, w + 8, ...):
+ * the first counts each chunk's pairs of expert x (a ballot), a block scan
+ * makes the counts each chunk's offset, the second writes each pair at its
+ * chunk's offset plus the lanes below it. No barrier sits inside a pass, so
+ * a warp's loads of one chunk do not wait for the block's last chunk. */
 __global__ void __launch_bounds__(256) k_moe_scatter(const sort_params p)
 {
     __shared__ int s_warp[8];
     __shared__ int s_start;
+    __shared__ int s_chunk[kSortChunks]; /* a round's matches per chunk, then each chunk's offset */
     chain_wait();
     chain_release();
     const int x = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -284,18 +321,58 @@ __global__ void __launch_bounds__(256) k_moe_scatter(const sort_params p)
     }
     for (int b = tid; b < padded / B; b += 256) p.block_expert[start / B + b] = x;
     const int64_t total = (int64_t)p.t * p.per;
+    const uint32_t below = (1u << lane) - 1u;
+    constexpr int E = kSortChunks / 256;
     int done = 0;
-    for (int64_t b = 0; b < total; b += 256) {
-        const int64_t i = b + tid;
-        const bool mine = i < total && pair_expert(p.ids, p.expert_map, p.topk, p.per, p.e_local, i) == x;
-        const uint32_t bal = __ballot_sync(0xffffffffu, mine);
-        __syncthreads(); /* s_warp of the previous round is read */
-        if (lane == 0) s_warp[warp] = __popc(bal);
+    for (int64_t r0 = 0; r0 < total; r0 += (int64_t)kSortChunks * 32) {
+        const int64_t left = (total - r0 + 31) / 32;
+        const int nch = left < kSortChunks ? (int)left : kSortChunks;
+        const int64_t i0 = r0 + warp * 32 + lane;
+        pair_walk w1(i0, p.per);
+        for (int ch = warp; ch < nch; ch += 8, w1.next()) {
+            const int64_t i = r0 + (int64_t)ch * 32 + lane;
+            const bool mine = i < total && pair_expert_tc(p.ids, p.expert_map, p.topk, p.e_local, w1.t, w1.c) == x;
+            const uint32_t bal = __ballot_sync(0xffffffffu, mine);
+            if (lane == 0) s_chunk[ch] = __popc(bal);
+        }
+        __syncthreads(); /* every chunk counted; s_warp free */
+        /* exclusive scan: thread tid's E chunks, then the block's threads */
+        int loc[E], sum = 0;
+#pragma unroll
+        for (int e = 0; e < E; e++) {
+            const int j = tid * E + e;
+            loc[e] = j < nch ? s_chunk[j] : 0;
+            sum += loc[e];
+        }
+        int incl = sum;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const int v = __shfl_up_sync(0xffffffffu, incl, o);
+            if (lane >= o) incl += v;
+        }
+        if (lane == 31) s_warp[warp] = incl;
         __syncthreads();
-        int before = done;
-        for (int w = 0; w < warp; w++) before += s_warp[w];
-        if (mine) p.slot[start + before + __popc(bal & ((1u << lane) - 1u))] = (int32_t)i;
-        for (int w = 0; w < 8; w++) done += s_warp[w];
+        int run = incl - sum, round = 0;
+        for (int w = 0; w < 8; w++) {
+            if (w < warp) run += s_warp[w];
+            round += s_warp[w];
+        }
+#pragma unroll
+        for (int e = 0; e < E; e++) {
+            const int j = tid * E + e;
+            if (j < nch) s_chunk[j] = run;
+            run += loc[e];
+        }
+        __syncthreads(); /* every chunk's offset in place */
+        pair_walk w2(i0, p.per);
+        for (int ch = warp; ch < nch; ch += 8, w2.next()) {
+            const int64_t i = r0 + (int64_t)ch * 32 + lane;
+            const bool mine = i < total && pair_expert_tc(p.ids, p.expert_map, p.topk, p.e_local, w2.t, w2.c) == x;
+            const uint32_t bal = __ballot_sync(0xffffffffu, mine);
+            if (mine) p.slot[start + done + s_chunk[ch] + __popc(bal & below)] = (int32_t)i;
+        }
+        done += round;
+        __syncthreads(); /* s_chunk and s_warp are rewritten next round */
     }
     for (int j = count + tid; j < padded; j += 256) p.slot[start + j] = -1;
 }
