@@ -111,20 +111,15 @@ __device__ __forceinline__ float logit_at(const void *logits, int fmt, int64_t i
 __device__ __forceinline__ bool route_softmax(int r) { return r == QV_ROUTE_SOFTMAX_TOPK || r == QV_ROUTE_SOFTMAX_TOPK_RENORM; }
 __device__ __forceinline__ bool route_sigmoid(int r) { return r == QV_ROUTE_SIGMOID_TOPK || r == QV_ROUTE_SIGMOID_TOPK_RENORM; }
 
-/* Token blockIdx.x * 4 + warp: lane l holds experts l, l+32, ... (e <= 1024,
- * so one bit per expert in `taken`). The fp32 arithmetic is the CPU model's
+/* Token tok on one warp: lane l holds experts l, l+32, ... (e <= 1024, so
+ * one bit per expert in `taken`). The fp32 arithmetic is the CPU model's
  * (reference/moe.c model_route) except the softmax denominator's order of
  * summation (lane partial sums, then a fixed butterfly), which the declared
  * bound allows (any order of E terms). Every op is an explicit _rn so that no
  * contraction changes a bit. */
-__global__ void __launch_bounds__(128) k_moe_route(const void *logits, int fmt, int t, int e, int topk, int route,
-                                                   float rsf, int32_t *ids, float *weights)
+__device__ __forceinline__ void route_token(const void *logits, int fmt, int e, int topk, int route, float rsf,
+                                            int tok, int lane, int32_t *ids, float *weights)
 {
-    /* The first of the chain: the sort may launch at once (it waits). */
-    chain_release();
-    const int lane = threadIdx.x & 31;
-    const int tok = blockIdx.x * 4 + (threadIdx.x >> 5);
-    if (tok >= t) return;
     const int64_t row = (int64_t)tok * e;
     float lmax = -INFINITY;
     for (int j = lane; j < e; j += 32) lmax = fmaxf(lmax, logit_at(logits, fmt, row + j));
@@ -200,6 +195,15 @@ __global__ void __launch_bounds__(128) k_moe_route(const void *logits, int fmt, 
         ids[(int64_t)tok * topk + c] = sel[c];
         weights[(int64_t)tok * topk + c] = w[c];
     }
+}
+
+__global__ void __launch_bounds__(128) k_moe_route(const void *logits, int fmt, int t, int e, int topk, int route,
+                                                   float rsf, int32_t *ids, float *weights)
+{
+    /* The first of the chain: the sort may launch at once (it waits). */
+    chain_release();
+    const int tok = blockIdx.x * 4 + (threadIdx.x >> 5);
+    if (tok < t) route_token(logits, fmt, e, topk, route, rsf, tok, threadIdx.x & 31, ids, weights);
 }
 
 /* ---- 2. the token sort ------------------------------------------------------------- */
@@ -375,6 +379,77 @@ __global__ void __launch_bounds__(256) k_moe_scatter(const sort_params p)
         __syncthreads(); /* s_chunk and s_warp are rewritten next round */
     }
     for (int j = count + tid; j < padded; j += 256) p.slot[start + j] = -1;
+}
+
+/* Decode steps: routing and sort in one block when the pairs and the
+ * experts fit its shared memory. */
+constexpr int kSmallPairs = 256;
+constexpr int kSmallExperts = 2048;
+
+/* Routing and the token sort of a decode step in one launch instead of
+ * three: warp w routes tokens w, w + 8, ... (route_token, as k_moe_route);
+ * then thread i takes pair i: its expert, each expert's count (shared-memory
+ * atomics: the counts, not an order), each expert's padded start (a block
+ * scan over the experts, thread i holding experts [i E, i E + E)), and the
+ * pair's slot: its expert's start plus the pairs of that expert before it.
+ * The same slots, starts and block experts as k_moe_count and k_moe_scatter. */
+__global__ void __launch_bounds__(256)
+    k_moe_route_sort_small(const void *logits, int fmt, int e, int route, float rsf, int32_t *ids_out,
+                           float *weights, const sort_params p)
+{
+    __shared__ int s_px[kSmallPairs];
+    __shared__ int s_cnt[kSmallExperts]; /* pairs per expert, then each expert's first slot */
+    __shared__ int s_warp[8];
+    /* The first of the chain: the GEMM may launch at once (it waits). */
+    chain_release();
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    for (int tok = warp; tok < p.t; tok += 8) route_token(logits, fmt, e, p.topk, route, rsf, tok, lane, ids_out, weights);
+    for (int x = tid; x < p.nx; x += 256) s_cnt[x] = 0;
+    __syncthreads(); /* the block's ids in global memory are visible to it */
+    const int total = p.t * p.per;
+    int px = -1;
+    if (tid < total) {
+        px = pair_expert(p.ids, p.expert_map, p.topk, p.per, p.e_local, tid);
+        s_px[tid] = px;
+        if (px >= 0) atomicAdd(&s_cnt[px], 1);
+    }
+    __syncthreads();
+    const int E = (p.nx + 255) / 256, B = p.block;
+    int sum = 0;
+    for (int q = 0; q < E; q++) {
+        const int x = tid * E + q;
+        if (x < p.nx) sum += (s_cnt[x] + B - 1) / B * B;
+    }
+    int incl = sum;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int v = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += v;
+    }
+    if (lane == 31) s_warp[warp] = incl;
+    __syncthreads();
+    int run = incl - sum, slots = 0;
+    for (int w = 0; w < 8; w++) {
+        if (w < warp) run += s_warp[w];
+        slots += s_warp[w];
+    }
+    for (int q = 0; q < E; q++) {
+        const int x = tid * E + q;
+        if (x >= p.nx) break;
+        const int count = s_cnt[x], padded = (count + B - 1) / B * B;
+        p.expert_start[x] = run;
+        for (int b = 0; b < padded / B; b++) p.block_expert[run / B + b] = x;
+        for (int j = count; j < padded; j++) p.slot[run + j] = -1;
+        s_cnt[x] = run; /* thread tid alone reads and writes its experts' entries */
+        run += padded;
+    }
+    if (tid == 0) p.expert_start[p.nx] = slots;
+    __syncthreads();
+    if (px >= 0) {
+        int rank = 0;
+        for (int j = 0; j < tid; j++) rank += s_px[j] == px;
+        p.slot[s_cnt[px] + rank] = tid;
+    }
 }
 
 /* ---- 3. act_order or wgmma: the activations of each slot, in sort order -------------- */
@@ -1071,10 +1146,6 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
     int32_t *ids = (int32_t *)(ws + w.ids);
     float *weights = (float *)(ws + w.weights);
 
-    k_moe_route<<<(d->t + 3) / 4, 128, 0, stream>>>(d->logits, d->logit_fmt, d->t, d->e, d->topk, d->route, d->rsf,
-                                                    ids, weights);
-    QV_CUDA_TRY(cudaGetLastError(), "routing kernel launch");
-
     sort_params sp;
     sp.ids = ids;
     sp.expert_map = d->expert_map;
@@ -1088,8 +1159,17 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
     sp.expert_start = (int *)(ws + w.expert_start);
     sp.block_expert = (int *)(ws + w.block_expert);
     sp.slot = (int32_t *)(ws + w.slot);
-    QV_TRY(launch_chained(k_moe_count, dim3(nx), dim3(256), 0, stream, "token count launch", sp));
-    QV_TRY(launch_chained(k_moe_scatter, dim3(nx), dim3(256), 0, stream, "token sort launch", sp));
+    if ((int64_t)d->t * per <= kSmallPairs && nx <= kSmallExperts) {
+        k_moe_route_sort_small<<<1, 256, 0, stream>>>(d->logits, d->logit_fmt, d->e, d->route, d->rsf, ids, weights,
+                                                      sp);
+        QV_CUDA_TRY(cudaGetLastError(), "routing and sort launch");
+    } else {
+        k_moe_route<<<(d->t + 3) / 4, 128, 0, stream>>>(d->logits, d->logit_fmt, d->t, d->e, d->topk, d->route,
+                                                        d->rsf, ids, weights);
+        QV_CUDA_TRY(cudaGetLastError(), "routing kernel launch");
+        QV_TRY(launch_chained(k_moe_count, dim3(nx), dim3(256), 0, stream, "token count launch", sp));
+        QV_TRY(launch_chained(k_moe_scatter, dim3(nx), dim3(256), 0, stream, "token sort launch", sp));
+    }
 
     /* act_order, and every wgmma run: the slots' activations in sort order
      * (max_slots, k), read by row instead of through the slots. A block per
