@@ -382,9 +382,12 @@ __global__ void __launch_bounds__(256) k_moe_scatter(const sort_params p)
 }
 
 /* Decode steps: routing and sort in one block when the pairs and the
- * experts fit its shared memory. */
+ * experts fit its shared memory */
 constexpr int kSmallPairs = 256;
 constexpr int kSmallExperts = 2048;
+/* and at most two tokens a warp: the one block routes them one after the
+ * other, where the routing kernel has a warp for each */
+constexpr int kSmallTokens = 16;
 
 /* Routing and the token sort of a decode step in one launch instead of
  * three: warp w routes tokens w, w + 8, ... (route_token, as k_moe_route);
@@ -1180,7 +1183,7 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
     sp.expert_start = (int *)(ws + w.expert_start);
     sp.block_expert = (int *)(ws + w.block_expert);
     sp.slot = (int32_t *)(ws + w.slot);
-    if ((int64_t)d->t * per <= kSmallPairs && nx <= kSmallExperts) {
+    if (d->t <= kSmallTokens && (int64_t)d->t * per <= kSmallPairs && nx <= kSmallExperts) {
         k_moe_route_sort_small<<<1, 256, 0, stream>>>(d->logits, d->logit_fmt, d->e, d->route, d->rsf, ids, weights,
                                                       sp);
         QV_CUDA_TRY(cudaGetLastError(), "routing and sort launch");
