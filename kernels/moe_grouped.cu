@@ -263,8 +263,9 @@ struct pair_walk {
 };
 
 /* Block x counts expert x's pairs: each thread its pairs tid + 256 j, the
- * loads of one step independent of the last (no barrier in the loop), then
- * one block sum. */
+ * loads of one step independent of the last (no barrier in the loop, four
+ * steps unrolled so that their loads are in flight together), then one
+ * block sum. */
 __global__ void __launch_bounds__(256) k_moe_count(const sort_params p)
 {
     __shared__ int s_warp[8];
@@ -274,6 +275,7 @@ __global__ void __launch_bounds__(256) k_moe_count(const sort_params p)
     const int64_t total = (int64_t)p.t * p.per;
     int cnt = 0;
     pair_walk w(threadIdx.x, p.per);
+#pragma unroll 4
     for (int64_t i = threadIdx.x; i < total; i += 256, w.next())
         cnt += pair_expert_tc(p.ids, p.expert_map, p.topk, p.e_local, w.t, w.c) == x;
     cnt = __reduce_add_sync(0xffffffffu, cnt);
@@ -333,6 +335,7 @@ __global__ void __launch_bounds__(256) k_moe_scatter(const sort_params p)
         const int nch = left < kSortChunks ? (int)left : kSortChunks;
         const int64_t i0 = r0 + warp * 32 + lane;
         pair_walk w1(i0, p.per);
+#pragma unroll 4
         for (int ch = warp; ch < nch; ch += 8, w1.next()) {
             const int64_t i = r0 + (int64_t)ch * 32 + lane;
             const bool mine = i < total && pair_expert_tc(p.ids, p.expert_map, p.topk, p.e_local, w1.t, w1.c) == x;
@@ -369,6 +372,7 @@ __global__ void __launch_bounds__(256) k_moe_scatter(const sort_params p)
         }
         __syncthreads(); /* every chunk's offset in place */
         pair_walk w2(i0, p.per);
+#pragma unroll 4
         for (int ch = warp; ch < nch; ch += 8, w2.next()) {
             const int64_t i = r0 + (int64_t)ch * 32 + lane;
             const bool mine = i < total && pair_expert_tc(p.ids, p.expert_map, p.topk, p.e_local, w2.t, w2.c) == x;
