@@ -111,44 +111,59 @@ __device__ __forceinline__ float logit_at(const void *logits, int fmt, int64_t i
 __device__ __forceinline__ bool route_softmax(int r) { return r == QV_ROUTE_SOFTMAX_TOPK || r == QV_ROUTE_SOFTMAX_TOPK_RENORM; }
 __device__ __forceinline__ bool route_sigmoid(int r) { return r == QV_ROUTE_SIGMOID_TOPK || r == QV_ROUTE_SIGMOID_TOPK_RENORM; }
 
-/* Token tok on one warp: lane l holds experts l, l+32, ... (e <= 1024, so
- * one bit per expert in `taken`). The fp32 arithmetic is the CPU model's
+/* Token tok on one warp: lane l holds experts l, l+32, ..., l + 32 (NS - 1)
+ * (NS = route_slots(e), e <= 1024, so one bit per slot in `taken`), each
+ * expert's logit read and its key (score or logit) computed once, kept in
+ * registers across the k selections. The fp32 arithmetic is the CPU model's
  * (reference/moe.c model_route) except the softmax denominator's order of
  * summation (lane partial sums, then a fixed butterfly), which the declared
  * bound allows (any order of E terms). Every op is an explicit _rn so that no
  * contraction changes a bit. */
+template <int NS>
 __device__ __forceinline__ void route_token(const void *logits, int fmt, int e, int topk, int route, float rsf,
                                             int tok, int lane, int32_t *ids, float *weights)
 {
     const int64_t row = (int64_t)tok * e;
+    float key[NS]; /* the logits, then the keys; slot i holds expert lane + 32 i */
     float lmax = -INFINITY;
-    for (int j = lane; j < e; j += 32) lmax = fmaxf(lmax, logit_at(logits, fmt, row + j));
+#pragma unroll
+    for (int i = 0; i < NS; i++) {
+        const int j = lane + 32 * i;
+        key[i] = j < e ? logit_at(logits, fmt, row + j) : -INFINITY;
+        if (j < e) lmax = fmaxf(lmax, key[i]);
+    }
 #pragma unroll
     for (int o = 16; o; o >>= 1) lmax = fmaxf(lmax, __shfl_xor_sync(0xffffffffu, lmax, o));
     const bool sm = route_softmax(route), sg = route_sigmoid(route);
-    float sum = 0.0f;
     if (sm) {
-        for (int j = lane; j < e; j += 32) sum = __fadd_rn(sum, expf(__fsub_rn(logit_at(logits, fmt, row + j), lmax)));
+        float sum = 0.0f;
+#pragma unroll
+        for (int i = 0; i < NS; i++)
+            if (lane + 32 * i < e) {
+                key[i] = expf(__fsub_rn(key[i], lmax));
+                sum = __fadd_rn(sum, key[i]);
+            }
 #pragma unroll
         for (int o = 16; o; o >>= 1) sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, o));
+#pragma unroll
+        for (int i = 0; i < NS; i++)
+            if (lane + 32 * i < e) key[i] = __fdiv_rn(key[i], sum);
+    } else if (sg) {
+#pragma unroll
+        for (int i = 0; i < NS; i++)
+            if (lane + 32 * i < e) key[i] = __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-key[i])));
     }
-    /* The key of expert j: its score (softmax, sigmoid) or its logit. */
-    auto key = [&](int j) {
-        const float l = logit_at(logits, fmt, row + j);
-        if (sm) return __fdiv_rn(expf(__fsub_rn(l, lmax)), sum);
-        if (sg) return __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-l)));
-        return l;
-    };
     uint32_t taken = 0;  /* bit i: expert lane + 32 i chosen */
     int sel[QV_MOE_GPU_MAX_TOPK];
     float w[QV_MOE_GPU_MAX_TOPK];
     for (int c = 0; c < topk; c++) {
         int best = -1;
         float kb = 0.0f;
-        for (int j = lane, i = 0; j < e; j += 32, i++) {
-            if (taken >> i & 1u) continue;
-            const float kj = key(j);
-            if (best < 0 || kj > kb) best = j, kb = kj;
+#pragma unroll
+        for (int i = 0; i < NS; i++) {
+            const int j = lane + 32 * i;
+            if (j >= e || (taken >> i & 1u)) continue;
+            if (best < 0 || key[i] > kb) best = j, kb = key[i];
         }
         /* The warp's largest key, the lower index among equal ones: the
          * same winner on every lane whatever the order of the exchanges. */
@@ -197,13 +212,17 @@ __device__ __forceinline__ void route_token(const void *logits, int fmt, int e, 
     }
 }
 
+/* Slots a lane holds for e router experts (route_token). */
+inline int route_slots(int e) { return e <= 32 ? 1 : e <= 64 ? 2 : e <= 128 ? 4 : e <= 256 ? 8 : 32; }
+
+template <int NS>
 __global__ void __launch_bounds__(128) k_moe_route(const void *logits, int fmt, int t, int e, int topk, int route,
                                                    float rsf, int32_t *ids, float *weights)
 {
     /* The first of the chain: the sort may launch at once (it waits). */
     chain_release();
     const int tok = blockIdx.x * 4 + (threadIdx.x >> 5);
-    if (tok < t) route_token(logits, fmt, e, topk, route, rsf, tok, threadIdx.x & 31, ids, weights);
+    if (tok < t) route_token<NS>(logits, fmt, e, topk, route, rsf, tok, threadIdx.x & 31, ids, weights);
 }
 
 /* ---- 2. the token sort ------------------------------------------------------------- */
@@ -400,6 +419,7 @@ constexpr int kSmallTokens = 16;
  * scan over the experts, thread i holding experts [i E, i E + E)), and the
  * pair's slot: its expert's start plus the pairs of that expert before it.
  * The same slots, starts and block experts as k_moe_count and k_moe_scatter. */
+template <int NS>
 __global__ void __launch_bounds__(256)
     k_moe_route_sort_small(const void *logits, int fmt, int e, int route, float rsf, int32_t *ids_out,
                            float *weights, const sort_params p)
@@ -410,7 +430,8 @@ __global__ void __launch_bounds__(256)
     /* The first of the chain: the GEMM may launch at once (it waits). */
     chain_release();
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    for (int tok = warp; tok < p.t; tok += 8) route_token(logits, fmt, e, p.topk, route, rsf, tok, lane, ids_out, weights);
+    for (int tok = warp; tok < p.t; tok += 8)
+        route_token<NS>(logits, fmt, e, p.topk, route, rsf, tok, lane, ids_out, weights);
     for (int x = tid; x < p.nx; x += 256) s_cnt[x] = 0;
     __syncthreads(); /* the block's ids in global memory are visible to it */
     const int total = p.t * p.per;
@@ -1026,6 +1047,34 @@ template <int MW> qv_status launch_fp8(const f8_params &f, dim3 grid, cudaStream
                           f);
 }
 
+/* The routing (small: with the decode step's sort, one block) for NS slots a
+ * lane, the first launch of the chain. */
+template <int NS>
+qv_status launch_route_ns(bool small, const qv_moe_dev *d, int32_t *ids, float *weights, const sort_params &sp,
+                          cudaStream_t stream)
+{
+    if (small)
+        k_moe_route_sort_small<NS><<<1, 256, 0, stream>>>(d->logits, d->logit_fmt, d->e, d->route, d->rsf, ids,
+                                                          weights, sp);
+    else
+        k_moe_route<NS><<<(d->t + 3) / 4, 128, 0, stream>>>(d->logits, d->logit_fmt, d->t, d->e, d->topk, d->route,
+                                                            d->rsf, ids, weights);
+    QV_CUDA_TRY(cudaGetLastError(), small ? "routing and sort launch" : "routing kernel launch");
+    return QV_OK;
+}
+
+qv_status launch_route(int ns, bool small, const qv_moe_dev *d, int32_t *ids, float *weights, const sort_params &sp,
+                       cudaStream_t stream)
+{
+    switch (ns) {
+    case 1: return launch_route_ns<1>(small, d, ids, weights, sp, stream);
+    case 2: return launch_route_ns<2>(small, d, ids, weights, sp, stream);
+    case 4: return launch_route_ns<4>(small, d, ids, weights, sp, stream);
+    case 8: return launch_route_ns<8>(small, d, ids, weights, sp, stream);
+    default: return launch_route_ns<32>(small, d, ids, weights, sp, stream);
+    }
+}
+
 } /* namespace */
 
 extern "C" qv_status qv_moe_pick(qv_moe_dev *d, const qv_launch_opts *o)
@@ -1188,13 +1237,9 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
     sp.block_expert = (int *)(ws + w.block_expert);
     sp.slot = (int32_t *)(ws + w.slot);
     if (d->t <= kSmallTokens && (int64_t)d->t * per <= kSmallPairs && nx <= kSmallExperts) {
-        k_moe_route_sort_small<<<1, 256, 0, stream>>>(d->logits, d->logit_fmt, d->e, d->route, d->rsf, ids, weights,
-                                                      sp);
-        QV_CUDA_TRY(cudaGetLastError(), "routing and sort launch");
+        QV_TRY(launch_route(route_slots(d->e), true, d, ids, weights, sp, stream));
     } else {
-        k_moe_route<<<(d->t + 3) / 4, 128, 0, stream>>>(d->logits, d->logit_fmt, d->t, d->e, d->topk, d->route,
-                                                        d->rsf, ids, weights);
-        QV_CUDA_TRY(cudaGetLastError(), "routing kernel launch");
+        QV_TRY(launch_route(route_slots(d->e), false, d, ids, weights, sp, stream));
         QV_TRY(launch_chained(k_moe_count, dim3(nx), dim3(256), 0, stream, "token count launch", sp));
         QV_TRY(launch_chained(k_moe_scatter, dim3(nx), dim3(256), 0, stream, "token sort launch", sp));
     }
