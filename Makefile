@@ -51,13 +51,14 @@ MUTANT_FLAGS := -DQV_MUTANT_$(MUTANT)=1 -DQV_MUTANT_NAME=\"$(MUTANT)\"
 CFLAGS += $(MUTANT_FLAGS)
 endif
 
-# kernels/wonly_wg.cu, moe_wg.cu and qqq_wg.cu use wgmma, which exists only in the
+# kernels/wonly_wg.cu, moe_wg.cu, moe_fp8_wg.cu and qqq_wg.cu use wgmma, which exists only in the
 # architecture-specific sm_90a target (no forward-compatible PTX): those files
 # are built for sm_90a alone, with the other flags unchanged.
 WG_NVFLAGS := $(filter-out -gencode=%,$(NVFLAGS)) -gencode=arch=compute_90a,code=sm_90a
 $(BUILD)/obj/kernels/wonly_wg.cu.o: NVFLAGS := $(WG_NVFLAGS)
 $(BUILD)/obj/kernels/qqq_wg.cu.o: NVFLAGS := $(WG_NVFLAGS)
 $(BUILD)/obj/kernels/moe_wg.cu.o: NVFLAGS := $(WG_NVFLAGS)
+$(BUILD)/obj/kernels/moe_fp8_wg.cu.o: NVFLAGS := $(WG_NVFLAGS)
 
 # Check and subunit are linked statically (by path) so the binaries also run on
 # the lent GPU machine, which has neither; MPFR, GMP, OpenBLAS and cuBLAS exist

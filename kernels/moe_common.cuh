@@ -1,11 +1,50 @@
 /* moe_common.cuh: where the routed layer's grouped GEMMs (kernels/moe_grouped.cu's
- * mma.sync and fp8 kernels, the wgmma kernel's MOE epilogue in
- * wonly_wg_kernel.cuh) store a slot's products, one definition for all three,
- * with the mutant switches of that step (mutants/catalogue.tsv, class 29). */
+ * mma.sync and fp8 kernels, kernels/moe_fp8_wg.cu, the wgmma kernel's MOE
+ * epilogue in wonly_wg_kernel.cuh) store a slot's products, one definition for
+ * all, with the mutant switches of that step (mutants/catalogue.tsv, class
+ * 29); and the chain the grouped launch's kernels form (moe_grouped.cu). */
 #ifndef QVET_KERNELS_MOE_COMMON_CUH
 #define QVET_KERNELS_MOE_COMMON_CUH
 
 #include <stdint.h>
+
+#include <cuda_runtime.h>
+
+#include "internal/gpu.h"
+
+/* ---- the chain: every launch after the routing a programmatic dependent of
+ * the one in front ---- */
+
+/* Waits until the kernel in front has finished and its writes are visible
+ * (a no-op for a kernel launched without the attribute). */
+__device__ __forceinline__ void chain_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+
+/* Lets the next kernel of the chain launch once every block of this grid has
+ * passed here (or exited). */
+__device__ __forceinline__ void chain_release() { asm volatile("griddepcontrol.launch_dependents;\n" ::); }
+
+/* Launches kernel k as a programmatic dependent of the kernel in front in
+ * the stream (its threads call chain_wait first). */
+template <class... KArgs, class... Args>
+static qv_status launch_chained(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                                const char *what, const Args &...args)
+{
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    QV_CUDA_TRY(cudaLaunchKernelEx(&cfg, k, args...), what);
+    QV_CUDA_TRY(cudaGetLastError(), what);
+    return QV_OK;
+}
+
+/* ---- a slot's products ---- */
 
 /* The row of the fp32 products that slot value sl (a pair t * per + c, or -1
  * for padding) writes: true with *row = sl, or false for a padding slot,

@@ -67,37 +67,6 @@
 
 namespace {
 
-/* ---- the chain --------------------------------------------------------------------- */
-
-/* Waits until the kernel in front has finished and its writes are visible
- * (a no-op for a kernel launched without the attribute). */
-__device__ __forceinline__ void chain_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
-
-/* Lets the next kernel of the chain launch once every block of this grid has
- * passed here (or exited). */
-__device__ __forceinline__ void chain_release() { asm volatile("griddepcontrol.launch_dependents;\n" ::); }
-
-/* Launches kernel k as a programmatic dependent of the kernel in front in
- * the stream (its threads call chain_wait first). */
-template <class... KArgs, class... Args>
-qv_status launch_chained(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                         const char *what, const Args &...args)
-{
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = stream;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    QV_CUDA_TRY(cudaLaunchKernelEx(&cfg, k, args...), what);
-    QV_CUDA_TRY(cudaGetLastError(), what);
-    return QV_OK;
-}
-
 /* ---- 1. routing ---------------------------------------------------------------- */
 
 /* Logit j of row `row` as a float (exact: bf16 and f16 widen exactly). */
@@ -1087,8 +1056,11 @@ extern "C" qv_status qv_moe_pick(qv_moe_dev *d, const qv_launch_opts *o)
     const int64_t busy = pairs < nx ? pairs : nx;
     const int64_t mean = busy ? pairs / busy : 0;
     const int min_rows = c.o->moe_wg_min_rows ? c.o->moe_wg_min_rows : c.t->moe_wg_min_rows;
-    d->wg = min_rows != QV_OPT_OFF && mean >= min_rows && qv_moe_wg_covers(d);
-    if (d->wg) {
+    const bool fp8 = d->kind == QV_MOE_FP8_B128;
+    d->wg = min_rows != QV_OPT_OFF && mean >= min_rows && (fp8 ? qv_moe_fp8_wg_covers(d) : qv_moe_wg_covers(d));
+    if (d->wg && fp8) {
+        d->mb = 4; /* kernels/moe_fp8_wg.cu: 64-slot blocks */
+    } else if (d->wg) {
         /* Wider slot tiles once most experts fill them (fewer padding
          * rows with the narrower below that). */
         const int rows256 =
@@ -1168,7 +1140,7 @@ extern "C" void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w)
     w->block_expert = off, off += up256(sizeof(int) * (size_t)blocks);
     w->slot = off, off += up256(sizeof(int32_t) * (size_t)w->max_slots);
     w->a_slots = off;
-    if (d->act_order || d->wg) off += up256(2 * (size_t)w->max_slots * (size_t)d->k);
+    if (d->act_order || (d->wg && d->kind != QV_MOE_FP8_B128)) off += up256(2 * (size_t)w->max_slots * (size_t)d->k);
     const int parts = d->ksplit > 1 ? d->ksplit : 1;
     w->inter = off, off += up256(sizeof(float) * (size_t)parts * (size_t)pairs * (size_t)d->n);
     w->bytes = off;
@@ -1202,12 +1174,15 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
         return qv_fail(QV_ERR_USAGE, "grouped GEMM: the bias must be f16, bf16 or f32 codes, aligned to their size");
     if ((int64_t)d->t * per >= ((int64_t)1 << 31) / 2 || (int64_t)d->n * 2 * 16 >= ((int64_t)1 << 31))
         return qv_fail(QV_ERR_SHAPE, "grouped GEMM: t=%d with %d pairs a token is past the int32 slots", d->t, per);
-    if (d->wg ? d->mb != 4 && d->mb != 8 && d->mb != 16 : d->mb != 1 && d->mb != 2 && d->mb != 4)
-        return qv_fail(QV_ERR_USAGE, "grouped GEMM: mb=%d (%s)", d->mb, d->wg ? "4, 8 or 16 on wgmma" : "1, 2 or 4");
+    if (d->wg && fp8 ? d->mb != 4
+        : d->wg      ? d->mb != 4 && d->mb != 8 && d->mb != 16
+                     : d->mb != 1 && d->mb != 2 && d->mb != 4)
+        return qv_fail(QV_ERR_USAGE, "grouped GEMM: mb=%d (%s)", d->mb,
+                       d->wg && fp8 ? "4 on the fp8 wgmma kernel" : d->wg ? "4, 8 or 16 on wgmma" : "1, 2 or 4");
     if (d->ksplit > QV_MOE_KSPLIT_MAX || (d->ksplit > 1 && !qv_moe_ksplit_covers(d)))
         return qv_fail(QV_ERR_USAGE, "grouped GEMM: %d K parts (1 to %d, on the mma.sync kernel with every scale in "
                        "the dequant)", d->ksplit, QV_MOE_KSPLIT_MAX);
-    if (d->wg && !qv_moe_wg_covers(d))
+    if (d->wg && !fp8 && !qv_moe_wg_covers(d))
         return qv_fail(QV_ERR_UNSUPPORTED, "grouped GEMM: the wgmma kernel does not take kind %d with scale mode %d "
                        "(g_shift %d, act_order %d)", d->kind, d->scale_mode, d->g_shift, d->act_order);
     if (!d->logits || !d->expert_map || !d->a || !d->b || !d->scales || !d->out || !d->workspace ||
@@ -1247,7 +1222,7 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
     /* act_order, and every wgmma run: the slots' activations in sort order
      * (max_slots, k), read by row instead of through the slots. A block per
      * row, four blocks per SM at most. */
-    const bool gathered = d->act_order || d->wg;
+    const bool gathered = d->act_order || (d->wg && !fp8);
     if (gathered) {
         qv_launch_ctx c;
         QV_TRY(qv_launch_ctx_get(NULL, &c));
@@ -1262,7 +1237,9 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
     const int parts = qv_moe_parts(d, &kt_part);
     const int64_t part_stride = (int64_t)d->t * per * d->n;
     const dim3 grid(n_blocks, w.max_blocks, parts);
-    if (d->wg) {
+    if (d->wg && fp8) {
+        QV_TRY(qv_moe_fp8_wg_gemm(d, &w, stream));
+    } else if (d->wg) {
         QV_TRY(qv_moe_wg_gemm(d, &w, stream));
     } else if (fp8) {
         f8_params f;

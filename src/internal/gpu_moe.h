@@ -54,8 +54,10 @@ typedef struct qv_moe_dev {
     int grp_single;             /* 1: the dequant scales are one row in the channel permutation */
     int mb;                     /* m16 tiles per block: the sort pads segments to 16 * mb rows
                                    (1, 2 or 4 on the mma.sync kernel; 4, 8 or 16 on the wgmma one) */
-    int wg;                     /* 1: the grouped GEMM on the wgmma kernel (kernels/moe_wg.cu,
-                                   kinds W4A16, MXFP4, NVFP4 where qv_moe_wg_covers), 0: mma.sync */
+    int wg;                     /* 1: the grouped GEMM on a wgmma kernel (kernels/moe_wg.cu,
+                                   kinds W4A16, MXFP4, NVFP4 where qv_moe_wg_covers; kernels/
+                                   moe_fp8_wg.cu, fp8 block-128 with 64-row blocks where
+                                   qv_moe_fp8_wg_covers), 0: mma.sync */
     int ksplit;                 /* the mma.sync kernel's K parts at most (1..QV_MOE_KSPLIT_MAX; 0
                                    and 1: none), where qv_moe_ksplit_covers: each part's fp32 sums
                                    to its own copy of the products, added in part order by the
@@ -90,8 +92,8 @@ typedef struct qv_moe_ws {
 
 /* The plan of d's shape and path (d->wg, d->ksplit; mb and the pointers
  * are not read). a_slots holds every slot's activations (max_slots, k) for
- * act_order and the wgmma kernel, else nothing; inter one copy of the
- * products per K part. */
+ * act_order and the W4A16 / FP4 wgmma kernel, else nothing; inter one copy
+ * of the products per K part. */
 void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w);
 /* The grouped GEMM's path, block and K parts for d's shape under o (NULL:
  * the defaults): d->wg, d->mb and d->ksplit. The wgmma kernel where it covers d and the
@@ -128,6 +130,17 @@ int qv_moe_parts(const qv_moe_dev *d, int *kt_part);
  * pair's fp32 product to w's inter. Called by qv_moe_launch after the sort
  * and the slot gather, on its stream. */
 qv_status qv_moe_wg_gemm(const qv_moe_dev *d, const qv_moe_ws *w, void *stream);
+
+/* Whether the fp8 wgmma kernel takes d (no CUDA call): fp8 block-128 experts,
+ * n a multiple of 64. */
+int qv_moe_fp8_wg_covers(const qv_moe_dev *d);
+/* The grouped fp8 block-128 GEMM on wgmma (kernels/moe_fp8_wg.cu): a block
+ * per 64 weight columns and 64-slot block, the slots' activations read
+ * through the slots, every pair's fp32 product to w's inter. Called by
+ * qv_moe_launch after the sort, on its stream. */
+qv_status qv_moe_fp8_wg_gemm(const qv_moe_dev *d, const qv_moe_ws *w, void *stream);
+/* Launches of the fp8 wgmma kernel in this process (for the suites). */
+long long qv_moe_fp8_wg_runs(void);
 
 /* Routing, sort, grouped GEMM, combine on `stream` (a cudaStream_t, NULL the
  * default). Refuses (without a CUDA call) what the kernels do not implement. */

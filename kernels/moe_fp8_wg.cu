@@ -1,0 +1,246 @@
+/* moe_fp8_wg.cu: the grouped fp8 block-128 GEMM of prefill batches on wgmma
+ * (sm_90a), DeepSeek-V3-style experts (gpu_moe.h QV_MOE_FP8_B128): the same
+ * token sort, slots and products as kernels/moe_grouped.cu's mma.sync kernel
+ * (k_moe_gemm_fp8_b128), on the e4m3 tensor cores that Hopper has only
+ * through wgmma (an e4m3 mma.sync compiles to conversions and fp16 products).
+ *
+ * Block (x, y): weight columns [64 x, 64 x + 64) of slot block y (64 slots,
+ * all of expert block_expert[y]); one warpgroup computes the transposed tile
+ * D^T (64 columns x 64 slots) = W_x^T . A_slots^T with wgmma m64n64k32
+ * e4m3 x e4m3 -> f32, both operands from shared memory, K-major with the
+ * 128-byte swizzle:
+ *  - the weights (expert x's (n, k) row-major e4m3, a column's K contiguous)
+ *    are the A operand, 64 rows of 128 bytes a stage;
+ *  - the activations of the block's slots (the slot's token's row, a zero
+ *    row for padding) are the B operand, 64 rows of 128 bytes a stage;
+ * both copied 16 bytes at a time (cp.async) to the swizzled places, 4 stages.
+ *
+ * Declared arithmetic (acc=f8p128, the w8a8-fp8-block128 row's): each stage
+ * is 128 K, one promotion interval: its four k32 products accumulate in the
+ * tensor core's narrow accumulator from zero (`part`), then
+ * total = total + part * (s_a[kb][token] * s_w[kb][col / 128]), three fp32
+ * roundings in that order, never contracted. The weights' 64 columns lie in
+ * one 128-column scale block.
+ *
+ * The D fragment (PTX ISA "wgmma register fragments", m64nNk32 .f32): warp w,
+ * lane l holds d[4j + {0,1}] = rows 16 w + l/4, slots 8 j + 2 (l%4) + {0,1},
+ * and d[4j + {2,3}] = rows 16 w + l/4 + 8, the same slots. */
+#include <atomic>
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "func_attr.cuh"
+#include "internal/gpu.h"
+#include "internal/gpu_moe.h"
+#include "mma.cuh"
+#include "moe_common.cuh"
+#include "wg_common.cuh"
+
+namespace {
+
+constexpr int kFwThreads = 128;            /* one warpgroup */
+constexpr int kFwBN = 64;                  /* weight columns a block: the wgmma M */
+constexpr int kFwBX = 64;                  /* slots a block: the wgmma N, the sort's block */
+constexpr int kFwBK = 128;                 /* K a stage: one promotion interval, one 128-byte row */
+constexpr int kFwStages = 4;
+constexpr int kFwTile = 64 * kFwBK;        /* one operand's stage: 64 rows of 128 bytes */
+constexpr int kFwStageBytes = 2 * kFwTile; /* weights, then activations */
+constexpr int kFwSmem = kFwStages * kFwStageBytes + kSwizzleAtom; /* + room to align the ring to 1024 */
+static_assert(kFwTile % kSwizzleAtom == 0, "every tile starts on a swizzle atom");
+
+struct fwg_params {
+    const uint8_t *a;      /* (t, k) e4m3 activations */
+    const float *a_scale;  /* (ceil(k/128), t) */
+    const uint8_t *b;      /* (nx, n, k) e4m3 weights */
+    const float *w_scale;  /* (nx, ceil(k/128), ceil(n/128)) */
+    const int32_t *slot;
+    const int *block_expert;
+    const int *expert_start;
+    float *inter;          /* (t * per, n) */
+    int t, n, k, per, nx;
+};
+
+/* Byte offset of 16-byte chunk c (0..7) of row r in a 128-byte-row tile with
+ * the 128-byte swizzle (the tile on a 1024-byte boundary): the chunk index
+ * XOR the row's index in its 8-row atom, as wgmma's descriptor reads it. */
+__device__ __forceinline__ int fw_swz(int r, int c) { return r * kFwBK + ((c ^ (r & 7)) << 4); }
+
+/* D (64 x 64, fp32) += A (64 x 32 e4m3) . B (32 x 64 e4m3), both through
+ * descriptors; scale-d 1, no negation. */
+__device__ __forceinline__ void fw_mma(float d[32], uint64_t desc_a, uint64_t desc_b)
+{
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
+                 "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, 1, 1, 1;\n"
+                 : WG_D64("+f")
+                 : "l"(desc_a), "l"(desc_b));
+}
+
+__global__ void __launch_bounds__(kFwThreads) k_moe_gemm_fp8_wg(const fwg_params p)
+{
+    extern __shared__ __align__(16) uint8_t fw_smem_raw[];
+    uint8_t *ring = reinterpret_cast<uint8_t *>(
+        (reinterpret_cast<uintptr_t>(fw_smem_raw) + (kSwizzleAtom - 1)) & ~(uintptr_t)(kSwizzleAtom - 1));
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int n0 = blockIdx.x * kFwBN;
+    const int base = blockIdx.y * kFwBX;
+    chain_wait();
+    chain_release();
+    if (base >= p.expert_start[p.nx]) return;
+    const int x = p.block_expert[blockIdx.y];
+#ifdef QV_MUTANT_gpu_moe_prev_block_scale
+    /* Mutant (class 23, CUTLASS #3596): the block scales of the previous M
+     * block's group (expert) reused for this block. */
+    const int xs = blockIdx.y > 0 ? p.block_expert[blockIdx.y - 1] : x;
+#else
+    const int xs = x;
+#endif
+    const int ktiles = (p.k + kFwBK - 1) / kFwBK, nbk = (p.n + 127) / 128;
+    const int64_t N = p.n, K = p.k;
+    const uint8_t *bx = p.b + (int64_t)x * N * K;
+    const float *wsx = p.w_scale + (int64_t)xs * ktiles * nbk + n0 / 128;
+
+    /* The copies: thread tid takes chunks tid + 128 i (i < 4) of each tile,
+     * row q / 8, chunk q % 8; the token of each of its activation rows (-1:
+     * padding, a zero row). */
+    constexpr int kIters = 64 * 8 / kFwThreads;
+    int64_t a_tok[kIters];
+#pragma unroll
+    for (int i = 0; i < kIters; i++) {
+        const int32_t sl = p.slot[base + ((tid + i * kFwThreads) >> 3)];
+        a_tok[i] = sl >= 0 ? sl / p.per : -1;
+    }
+    auto load_stage = [&](int s, int kt) {
+        uint8_t *sw = ring + s * kFwStageBytes;
+        uint8_t *sa = sw + kFwTile;
+        const int64_t k0 = (int64_t)kt * kFwBK;
+#pragma unroll
+        for (int i = 0; i < kIters; i++) {
+            const int q = tid + i * kFwThreads, r = q >> 3, c = q & 7;
+            const int64_t kk = k0 + 16 * c, col = n0 + r;
+            const bool pw = col < N && kk < K;
+            qv_cp_async16(sw + fw_swz(r, c), pw ? bx + col * K + kk : bx, pw);
+            const bool pa = a_tok[i] >= 0 && kk < K;
+            qv_cp_async16(sa + fw_swz(r, c), pa ? p.a + a_tok[i] * K + kk : p.a, pa);
+        }
+    };
+
+    /* This thread's slots in the D fragment: 8 j + 2 (lane % 4) + u, as
+     * q = 2 j + u; their entries read once, before any store. */
+    int32_t slot_of[16];
+    int64_t tok_of[16];
+#pragma unroll
+    for (int q = 0; q < 16; q++) {
+        slot_of[q] = p.slot[base + 8 * (q >> 1) + 2 * (lane & 3) + (q & 1)];
+        tok_of[q] = slot_of[q] >= 0 ? slot_of[q] / p.per : -1;
+    }
+
+    float acc[32], part[32];
+#pragma unroll
+    for (int r = 0; r < 32; r++) acc[r] = 0.0f;
+
+#pragma unroll
+    for (int s = 0; s < kFwStages - 1; s++) {
+        if (s < ktiles) load_stage(s, s);
+        qv_cp_async_commit();
+    }
+    for (int kt = 0; kt < ktiles; kt++) {
+        qv_cp_async_wait<kFwStages - 2>();
+        /* this thread's copies of stage kt, made through the generic proxy,
+         * visible to wgmma's reads through the async proxy; then everyone's */
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncthreads();
+        /* refill the stage consumed in the previous iteration (its wgmma
+         * completed there, and every thread is past it) */
+        const int nx = kt + kFwStages - 1;
+        if (nx < ktiles) load_stage(nx % kFwStages, nx);
+        qv_cp_async_commit();
+        /* the stage's scales, loaded while the tensor cores run */
+        const float sw = wsx[(int64_t)kt * nbk];
+        float sa[16];
+#pragma unroll
+        for (int q = 0; q < 16; q++) sa[q] = tok_of[q] >= 0 ? p.a_scale[(int64_t)kt * p.t + tok_of[q]] : 0.0f;
+        const uint8_t *st = ring + (kt % kFwStages) * kFwStageBytes;
+        const uint32_t lo_w = wg_desc_sw128_lo(st), lo_a = wg_desc_sw128_lo(st + kFwTile);
+#pragma unroll
+        for (int r = 0; r < 32; r++) part[r] = 0.0f;
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < kFwBK / 32; kk++)
+            fw_mma(part, wg_desc_sw128_from_lo(lo_w + 2 * kk), wg_desc_sw128_from_lo(lo_a + 2 * kk));
+        wg_commit();
+        wg_wait<0>();
+        /* promotion with the block scales of K tile kt */
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int q = 2 * j + (e & 1);
+                const float s_ab = tok_of[q] >= 0 ? __fmul_rn(sa[q], sw) : 0.0f;
+                acc[4 * j + e] = __fadd_rn(acc[4 * j + e], __fmul_rn(part[4 * j + e], s_ab));
+            }
+    }
+    qv_cp_async_wait<0>();
+
+    const int r0 = 16 * warp + (lane >> 2);
+#pragma unroll
+    for (int q = 0; q < 16; q++) {
+        int32_t sl;
+        if (!moe_slot_row(slot_of[q], &sl)) continue;
+        float *row = p.inter + (int64_t)sl * N;
+        const int j = q >> 1, u = q & 1;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int col = n0 + r0 + 8 * h;
+            if (col < p.n) __stcg(row + moe_out_col(col, p.n), acc[4 * j + 2 * h + u]);
+        }
+    }
+}
+
+std::atomic<long long> g_runs(0);
+
+} /* namespace */
+
+extern "C" int qv_moe_fp8_wg_covers(const qv_moe_dev *d)
+{
+    return d->kind == QV_MOE_FP8_B128 && d->n >= kFwBN && d->n % kFwBN == 0 && d->k >= 16 && d->k % 16 == 0;
+}
+
+extern "C" qv_status qv_moe_fp8_wg_gemm(const qv_moe_dev *d, const qv_moe_ws *w, void *stream_v)
+{
+    if (!qv_moe_fp8_wg_covers(d))
+        return qv_fail(QV_ERR_UNSUPPORTED, "grouped fp8 wgmma GEMM: kind %d, n=%d k=%d is not covered (n a "
+                       "multiple of %d, k of 16)", d->kind, d->n, d->k, kFwBN);
+    if (w->block != kFwBX)
+        return qv_fail(QV_ERR_USAGE, "grouped fp8 wgmma GEMM: the sort's block is %d rows (%d)", w->block, kFwBX);
+    if (w->max_blocks > 65535)
+        return qv_fail(QV_ERR_SHAPE, "grouped fp8 wgmma GEMM: t=%d needs up to %d row blocks (65535 at most)", d->t,
+                       w->max_blocks);
+    unsigned char *ws = (unsigned char *)d->workspace;
+    fwg_params f;
+    f.a = (const uint8_t *)d->a;
+    f.a_scale = d->a_scale;
+    f.b = (const uint8_t *)d->b;
+    f.w_scale = (const float *)d->scales;
+    f.slot = (const int32_t *)(ws + w->slot);
+    f.block_expert = (const int *)(ws + w->block_expert);
+    f.expert_start = (const int *)(ws + w->expert_start);
+    f.inter = (float *)(ws + w->inter);
+    f.t = d->t;
+    f.n = d->n;
+    f.k = d->k;
+    f.per = d->topk + d->shared;
+    f.nx = d->e_local + d->shared;
+    static std::atomic<uint64_t> attr_dev(0); /* the devices its attributes are set on */
+    QV_TRY(qv_func_attr_once(attr_dev, [&]() -> qv_status {
+        QV_CUDA_TRY(cudaFuncSetAttribute(k_moe_gemm_fp8_wg, cudaFuncAttributeMaxDynamicSharedMemorySize, kFwSmem),
+                    "cudaFuncSetAttribute (grouped fp8 wgmma GEMM shared memory)");
+        return QV_OK;
+    }));
+    g_runs.fetch_add(1);
+    return launch_chained(k_moe_gemm_fp8_wg, dim3(d->n / kFwBN, w->max_blocks), dim3(kFwThreads), kFwSmem,
+                          (cudaStream_t)stream_v, "grouped fp8 wgmma GEMM launch", f);
+}
+
+extern "C" long long qv_moe_fp8_wg_runs(void) { return g_runs.load(); }
