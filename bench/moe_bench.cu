@@ -259,6 +259,9 @@ qv_status setup(const qv_moe_row *r, const qv_moe_spec *s, int T, uint64_t seed,
                 "cudaMemcpy counts");
     int64_t pairs = 0;
     for (int x = 0; x < nx; x++) pairs += m->m_of[x], m->active += m->m_of[x] > 0;
+    if (pairs > (int64_t)T * (d.topk + d.shared))
+        return qv_fail(QV_ERR_CUDA, "the sort's counts hold %lld pairs, more than %d tokens make", (long long)pairs,
+                       T);
     m->ref = qv_variant_find(d.out_bf16 ? "cublas-bf16" : "cublas-f16");
     if (!m->ref) return qv_fail(QV_ERR_USAGE, "the registry has no cuBLAS row to compare with");
     QV_TRY(dalloc(m, 2 * (size_t)nx * d.n * d.k, &p));

@@ -387,7 +387,8 @@ constexpr int kSmallTokens = 16;
  * atomics: the counts, not an order), each expert's padded start (a block
  * scan over the experts, thread i holding experts [i E, i E + E)), and the
  * pair's slot: its expert's start plus the pairs of that expert before it.
- * The same slots, starts and block experts as k_moe_count and k_moe_scatter. */
+ * The same counts, slots, starts and block experts as k_moe_count and
+ * k_moe_scatter. */
 template <int NS>
 __global__ void __launch_bounds__(256)
     k_moe_route_sort_small(const void *logits, int fmt, int e, int route, float rsf, int32_t *ids_out,
@@ -434,6 +435,7 @@ __global__ void __launch_bounds__(256)
         const int x = tid * E + q;
         if (x >= p.nx) break;
         const int count = s_cnt[x], padded = (count + B - 1) / B * B;
+        p.counts[x] = count;
         p.expert_start[x] = run;
         for (int b = 0; b < padded / B; b++) p.block_expert[run / B + b] = x;
         for (int j = count; j < padded; j++) p.slot[run + j] = -1;

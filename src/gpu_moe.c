@@ -323,7 +323,7 @@ fail:
 }
 
 /* Downloads the device's token sort into so (moe.h's form). */
-static qv_status download_sort(const qv_gpu_moe *g, qv_moe_sorted *so)
+static qv_status download_sort(const qv_gpu_moe *g, qv_moe_sorted *so, int *count_bad)
 {
     memset(so, 0, sizeof *so);
     const qv_moe_dev *d = &g->d;
@@ -353,6 +353,21 @@ static qv_status download_sort(const qv_gpu_moe *g, qv_moe_sorted *so)
     if (rc == cudaSuccess && total)
         rc = cudaMemcpy(so->block_expert, ws + g->ws.block_expert, sizeof(int32_t) * (size_t)(total / so->block),
                         cudaMemcpyDeviceToHost);
+    /* each expert's pair count (the workspace's, which callers such as the
+     * bench read) against the used slots of its segment */
+    int *count = rc == cudaSuccess ? malloc(sizeof(int) * (size_t)(nx ? nx : 1)) : NULL;
+    if (rc == cudaSuccess && !count) {
+        qv_moe_sorted_destroy(so);
+        return qv_fail(QV_ERR_NOMEM, "token sort download");
+    }
+    if (rc == cudaSuccess && nx) rc = cudaMemcpy(count, ws + g->ws.counts, sizeof(int) * (size_t)nx, cudaMemcpyDeviceToHost);
+    *count_bad = -1;
+    for (int x = 0; rc == cudaSuccess && x < nx && *count_bad < 0; x++) {
+        int used = 0;
+        for (int64_t i = so->expert_start[x]; i < so->expert_start[x + 1] && i < total; i++) used += so->slot[i] >= 0;
+        if (count[x] != used) *count_bad = x;
+    }
+    free(count);
     if (rc != cudaSuccess) {
         qv_moe_sorted_destroy(so);
         return qv_cuda_fail((int)rc, "token sort download", __FILE__, __LINE__);
@@ -406,6 +421,7 @@ qv_status qv_gpu_moe_run(const qv_moe_problem *p, const qv_launch_opts *opts, in
     if (!st) st = &tmp;
     memset(st, 0, sizeof *st);
     st->first_diff = -1;
+    st->count_bad = -1;
     if (sorted) memset(sorted, 0, sizeof *sorted);
     QV_TRY(qv_gpu_moe_supported(p->s));
     QV_TRY(qv_moe_problem_check(p));
@@ -442,7 +458,7 @@ qv_status qv_gpu_moe_run(const qv_moe_problem *p, const qv_launch_opts *opts, in
     }
     if (s == QV_OK && ids) memcpy(ids, ids1, sizeof(int32_t) * nk);
     if (s == QV_OK && weights) memcpy(weights, w1, sizeof(float) * nk);
-    if (s == QV_OK && sorted) s = download_sort(&g, sorted);
+    if (s == QV_OK && sorted) s = download_sort(&g, sorted, &st->count_bad);
     free(ids1), free(w1), free(out2);
     qv_gpu_moe_free(&g);
     return s;

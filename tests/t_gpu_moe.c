@@ -656,6 +656,7 @@ static void run_on(int _i, const qv_moe_problem *pp, const qv_launch_opts *o, in
                       dev.slot[i], host.slot[i]);
     for (int64_t b = 0; b < host.n_slots / host.block; b++)
         ck_assert_int_eq(dev.block_expert[b], host.block_expert[b]);
+    ck_assert_msg(gs.count_bad < 0, "case %d: expert %d's pair count is not its segment's pairs", _i, gs.count_bad);
 
     /* tokens with every choice elsewhere and no shared expert: exactly +0 */
     int64_t zero_rows = 0;

@@ -177,6 +177,8 @@ typedef struct qv_gpu_moe_stats {
     int block;               /* rows per block of the sort */
     int wg;                  /* 1: the grouped GEMM ran on the wgmma kernel */
     int parts;               /* its K parts (mma.sync; 1: none) */
+    int count_bad;           /* first expert whose pair count in the workspace is not the
+                                used slots of its sorted segment, -1 if none (with `sorted`) */
 } qv_gpu_moe_stats;
 
 /* Runs p on the GPU `repeat` (>= 1) times, each with a poisoned output,
