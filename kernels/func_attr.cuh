@@ -1,7 +1,9 @@
 /* func_attr.cuh: what the host side of the launches keeps per device: a
  * kernel's function attributes (its dynamic shared-memory limit, carveout,
  * cluster sizes) set once per device, and the current device's ordinal for
- * the per-device tables of the cuBLAS handles and side streams. CUDA calls
+ * the per-device tables of the cuBLAS handles and side streams; and the one
+ * launch with programmatic dependent launch that the chained kernels share.
+ * CUDA calls
  * act on the current device's context, so a library whose launches a caller
  * spreads over devices (cudaSetDevice before each) keeps such state for
  * each. CUDA C++ only (included by the .cu files that keep it). */
@@ -44,6 +46,29 @@ template <class F> qv_status qv_func_attr_once(std::atomic<uint64_t> &done, F se
     if (done.load(std::memory_order_acquire) & bit) return QV_OK;
     QV_TRY(set());
     done.fetch_or(bit, std::memory_order_release);
+    return QV_OK;
+}
+
+/* Launches kernel k on stream, as a programmatic dependent of the kernel in
+ * front when pdl (its threads then wait, griddepcontrol.wait, before they
+ * read what that kernel writes); both the launch and its error state checked,
+ * failures naming `what`. */
+template <class... KArgs, class... Args>
+qv_status qv_launch_pdl(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool pdl,
+                        const char *what, const Args &...args)
+{
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = pdl ? 1 : 0;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    QV_CUDA_TRY(cudaLaunchKernelEx(&cfg, k, args...), what);
+    QV_CUDA_TRY(cudaGetLastError(), what);
     return QV_OK;
 }
 

@@ -10,6 +10,7 @@
 
 #include <cuda_runtime.h>
 
+#include "func_attr.cuh"
 #include "internal/gpu.h"
 
 /* ---- the chain: every launch after the routing a programmatic dependent of
@@ -29,19 +30,7 @@ template <class... KArgs, class... Args>
 static qv_status launch_chained(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                                 const char *what, const Args &...args)
 {
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = stream;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    QV_CUDA_TRY(cudaLaunchKernelEx(&cfg, k, args...), what);
-    QV_CUDA_TRY(cudaGetLastError(), what);
-    return QV_OK;
+    return qv_launch_pdl(k, grid, block, smem, stream, true, what, args...);
 }
 
 /* ---- a slot's products ---- */

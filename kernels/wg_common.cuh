@@ -684,19 +684,7 @@ qv_status wg_launch(const wg_sched &sc, int smem, bool pdl, cudaStream_t stream,
         QV_CUDA_TRY(cudaFuncSetAttribute(K, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), attr_what);
         return QV_OK;
     }));
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = pdl ? 1 : 0;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)sc.grid);
-    cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = (size_t)smem;
-    cfg.stream = stream;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    QV_CUDA_TRY(cudaLaunchKernelEx(&cfg, K, args...), launch_what);
-    QV_CUDA_TRY(cudaGetLastError(), launch_what);
-    return QV_OK;
+    return qv_launch_pdl(K, dim3((unsigned)sc.grid), dim3(kThreads), (size_t)smem, stream, pdl, launch_what, args...);
 }
 
 } /* namespace */
