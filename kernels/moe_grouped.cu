@@ -679,12 +679,7 @@ template <int MW> struct f8_stage {
     static constexpr int b_bytes = kF8BN * kF8BK;
     static constexpr int bytes = a_bytes + b_bytes;
     static constexpr int stages = 4;
-    /* After the ring: the stage's A fragments converted to fp16, MW x 4
-     * (m16, k32) fragments of 32 lanes x 32 bytes (aq_e4m3_frag_a's eight
-     * words), each fragment's first 16 bytes of every lane, then its last. */
-    static constexpr int a16_off = stages * bytes;
-    static constexpr int a16_bytes = MW * 4 * 32 * 32;
-    static constexpr int total = a16_off + a16_bytes;
+    static constexpr int total = stages * bytes;
 };
 
 struct f8_params {
@@ -785,20 +780,6 @@ __global__ void __launch_bounds__(kF8Threads) k_moe_gemm_fp8_b128(const f8_param
         qv_cp_async_commit();
         const uint8_t *sa = smem8 + (kt % S::stages) * S::bytes;
         const uint8_t *sb = sa + S::a_bytes;
-        /* The stage's A fragments converted to fp16 once for the block, warp
-         * w taking fragments w, w + 4, ...: every warp multiplies all of
-         * them, and the conversion (16 codes a clock on an SM) is what
-         * bounds this kernel; B's fragments are each warp's own. */
-        uint4 *a16 = reinterpret_cast<uint4 *>(smem8 + S::a16_off);
-        for (int f = wn; f < MW * 4; f += kF8Threads / 32) {
-            const int i = f >> 2, ks = f & 3;
-            uint32_t af[4], ah[8];
-            qv_ldmatrix_x4(af, sa + f8_swz(i * 16 + (lane & 15), 2 * ks + (lane >> 4)));
-            aq_e4m3_frag_a(af, ah);
-            a16[(2 * f) * 32 + lane] = make_uint4(ah[0], ah[1], ah[2], ah[3]);
-            a16[(2 * f + 1) * 32 + lane] = make_uint4(ah[4], ah[5], ah[6], ah[7]);
-        }
-        __syncthreads(); /* every fragment converted (the next iteration's barrier keeps them until all have read) */
 #pragma unroll
         for (int i = 0; i < MW; i++)
 #pragma unroll
@@ -807,13 +788,11 @@ __global__ void __launch_bounds__(kF8Threads) k_moe_gemm_fp8_b128(const f8_param
                 for (int e = 0; e < 4; e++) part[i][t][e] = 0.0f;
 #pragma unroll
         for (int ks = 0; ks < kF8BK / 32; ks++) {
-            uint32_t ah[MW][8];
+            uint32_t af[MW][4], ah[MW][8];
 #pragma unroll
             for (int i = 0; i < MW; i++) {
-                const int f = i * 4 + ks;
-                const uint4 lo = a16[(2 * f) * 32 + lane], hi = a16[(2 * f + 1) * 32 + lane];
-                ah[i][0] = lo.x, ah[i][1] = lo.y, ah[i][2] = lo.z, ah[i][3] = lo.w;
-                ah[i][4] = hi.x, ah[i][5] = hi.y, ah[i][6] = hi.z, ah[i][7] = hi.w;
+                qv_ldmatrix_x4(af[i], sa + f8_swz(i * 16 + (lane & 15), 2 * ks + (lane >> 4)));
+                aq_e4m3_frag_a(af[i], ah[i]);
             }
             uint32_t bf[kF8NT][2];
 #pragma unroll
