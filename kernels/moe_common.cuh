@@ -33,6 +33,27 @@ static qv_status launch_chained(void (*k)(KArgs...), dim3 grid, dim3 block, size
     return qv_launch_pdl(k, grid, block, smem, stream, true, what, args...);
 }
 
+/* ---- the grouped fp8 block-128 GEMMs (moe_grouped.cu's mma.sync kernel,
+ * moe_fp8_wg.cu's wgmma one) ---- */
+
+struct moe_f8_params {
+    const uint8_t *a;      /* (t, k) e4m3 activations */
+    const float *a_scale;  /* (ceil(k/128), t) */
+    const uint8_t *b;      /* (nx, n, k) e4m3 weights */
+    const float *w_scale;  /* (nx, ceil(k/128), ceil(n/128)) */
+    const int32_t *slot;
+    const int *block_expert;
+    const int *expert_start;
+    float *inter;          /* (t * per, n) */
+    int t, n, k, per, nx;
+};
+
+/* Byte offset of 16-byte chunk c (0..7) of row r of a tile of 128-byte rows,
+ * the chunk index XOR the row's index in its 8-row atom: wgmma's 128-byte
+ * swizzle (the tile on a 1024-byte boundary), and a layout where the 8 rows
+ * an ldmatrix reads hit 8 bank groups. */
+__device__ __forceinline__ int moe_swz128(int r, int c) { return r * 128 + ((c ^ (r & 7)) << 4); }
+
 /* ---- a slot's products ---- */
 
 /* The row of the fp32 products that slot value sl (a pair t * per + c, or -1

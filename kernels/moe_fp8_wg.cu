@@ -48,23 +48,7 @@ constexpr int kFwTile = 64 * kFwBK;        /* one operand's stage: 64 rows of 12
 constexpr int kFwStageBytes = 2 * kFwTile; /* weights, then activations */
 constexpr int kFwSmem = kFwStages * kFwStageBytes + kSwizzleAtom; /* + room to align the ring to 1024 */
 static_assert(kFwTile % kSwizzleAtom == 0, "every tile starts on a swizzle atom");
-
-struct fwg_params {
-    const uint8_t *a;      /* (t, k) e4m3 activations */
-    const float *a_scale;  /* (ceil(k/128), t) */
-    const uint8_t *b;      /* (nx, n, k) e4m3 weights */
-    const float *w_scale;  /* (nx, ceil(k/128), ceil(n/128)) */
-    const int32_t *slot;
-    const int *block_expert;
-    const int *expert_start;
-    float *inter;          /* (t * per, n) */
-    int t, n, k, per, nx;
-};
-
-/* Byte offset of 16-byte chunk c (0..7) of row r in a 128-byte-row tile with
- * the 128-byte swizzle (the tile on a 1024-byte boundary): the chunk index
- * XOR the row's index in its 8-row atom, as wgmma's descriptor reads it. */
-__device__ __forceinline__ int fw_swz(int r, int c) { return r * kFwBK + ((c ^ (r & 7)) << 4); }
+static_assert(kFwBK == 128, "the tiles' rows are moe_swz128's 128 bytes");
 
 /* D (64 x 64, fp32) += A (64 x 32 e4m3) . B (32 x 64 e4m3), both through
  * descriptors; scale-d 1, no negation. */
@@ -77,7 +61,7 @@ __device__ __forceinline__ void fw_mma(float d[32], uint64_t desc_a, uint64_t de
                  : "l"(desc_a), "l"(desc_b));
 }
 
-__global__ void __launch_bounds__(kFwThreads) k_moe_gemm_fp8_wg(const fwg_params p)
+__global__ void __launch_bounds__(kFwThreads) k_moe_gemm_fp8_wg(const moe_f8_params p)
 {
     extern __shared__ __align__(16) uint8_t fw_smem_raw[];
     uint8_t *ring = reinterpret_cast<uint8_t *>(
@@ -120,9 +104,9 @@ __global__ void __launch_bounds__(kFwThreads) k_moe_gemm_fp8_wg(const fwg_params
             const int q = tid + i * kFwThreads, r = q >> 3, c = q & 7;
             const int64_t kk = k0 + 16 * c, col = n0 + r;
             const bool pw = col < N && kk < K;
-            qv_cp_async16(sw + fw_swz(r, c), pw ? bx + col * K + kk : bx, pw);
+            qv_cp_async16(sw + moe_swz128(r, c), pw ? bx + col * K + kk : bx, pw);
             const bool pa = a_tok[i] >= 0 && kk < K;
-            qv_cp_async16(sa + fw_swz(r, c), pa ? p.a + a_tok[i] * K + kk : p.a, pa);
+            qv_cp_async16(sa + moe_swz128(r, c), pa ? p.a + a_tok[i] * K + kk : p.a, pa);
         }
     };
 
@@ -218,7 +202,7 @@ extern "C" qv_status qv_moe_fp8_wg_gemm(const qv_moe_dev *d, const qv_moe_ws *w,
         return qv_fail(QV_ERR_SHAPE, "grouped fp8 wgmma GEMM: t=%d needs up to %d row blocks (65535 at most)", d->t,
                        w->max_blocks);
     unsigned char *ws = (unsigned char *)d->workspace;
-    fwg_params f;
+    moe_f8_params f;
     f.a = (const uint8_t *)d->a;
     f.a_scale = d->a_scale;
     f.b = (const uint8_t *)d->b;

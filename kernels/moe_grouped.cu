@@ -280,6 +280,28 @@ __global__ void __launch_bounds__(256) k_moe_count(const sort_params p)
  * kSortChunks / 256 of them scanned by each thread. */
 constexpr int kSortChunks = 2048;
 
+/* The exclusive prefix sum of v over a 256-thread block (thread order) and,
+ * in *total, the block's sum: a warp scan, the warps' sums through s_warp
+ * (8 ints), one barrier, which every thread must reach. */
+__device__ __forceinline__ int block_scan256(int v, int *s_warp, int lane, int warp, int *total)
+{
+    int incl = v;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int u = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += u;
+    }
+    if (lane == 31) s_warp[warp] = incl;
+    __syncthreads();
+    int run = incl - v, all = 0;
+    for (int w = 0; w < 8; w++) {
+        if (w < warp) run += s_warp[w];
+        all += s_warp[w];
+    }
+    *total = all;
+    return run;
+}
+
 /* Block x writes expert x's segment: its start (the padded counts of the
  * experts before it), its blocks' expert, its pairs in increasing pair order
  * and its padding. The stable compaction runs per round of up to 65536
@@ -339,19 +361,8 @@ __global__ void __launch_bounds__(256) k_moe_scatter(const sort_params p)
             loc[e] = j < nch ? s_chunk[j] : 0;
             sum += loc[e];
         }
-        int incl = sum;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const int v = __shfl_up_sync(0xffffffffu, incl, o);
-            if (lane >= o) incl += v;
-        }
-        if (lane == 31) s_warp[warp] = incl;
-        __syncthreads();
-        int run = incl - sum, round = 0;
-        for (int w = 0; w < 8; w++) {
-            if (w < warp) run += s_warp[w];
-            round += s_warp[w];
-        }
+        int round;
+        int run = block_scan256(sum, s_warp, lane, warp, &round);
 #pragma unroll
         for (int e = 0; e < E; e++) {
             const int j = tid * E + e;
@@ -418,19 +429,8 @@ __global__ void __launch_bounds__(256)
         const int x = tid * E + q;
         if (x < p.nx) sum += (s_cnt[x] + B - 1) / B * B;
     }
-    int incl = sum;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const int v = __shfl_up_sync(0xffffffffu, incl, o);
-        if (lane >= o) incl += v;
-    }
-    if (lane == 31) s_warp[warp] = incl;
-    __syncthreads();
-    int run = incl - sum, slots = 0;
-    for (int w = 0; w < 8; w++) {
-        if (w < warp) run += s_warp[w];
-        slots += s_warp[w];
-    }
+    int slots;
+    int run = block_scan256(sum, s_warp, lane, warp, &slots);
     for (int q = 0; q < E; q++) {
         const int x = tid * E + q;
         if (x >= p.nx) break;
@@ -671,6 +671,7 @@ __global__ void __launch_bounds__(kThreads, MB <= 2 ? 2 : 1) k_moe_gemm_fp4_mma(
 constexpr int kF8Threads = 128;
 constexpr int kF8BN = 128;
 constexpr int kF8BK = 128;
+static_assert(kF8BK == 128, "the tiles' rows are moe_swz128's 128 bytes");
 constexpr int kF8NT = 4; /* n8 tiles per warp */
 
 template <int MW> struct f8_stage {
@@ -682,24 +683,8 @@ template <int MW> struct f8_stage {
     static constexpr int total = stages * bytes;
 };
 
-struct f8_params {
-    const uint8_t *a;           /* (t, k) e4m3 activations */
-    const float *a_scale;       /* (ceil(k/128), t) */
-    const uint8_t *b;           /* (nx, n, k) e4m3 weights */
-    const float *w_scale;       /* (nx, ceil(k/128), ceil(n/128)) */
-    const int32_t *slot;
-    const int *block_expert;
-    const int *expert_start;
-    float *inter;               /* (t * per, n) */
-    int t, n, k, per, nx;
-};
-
-/* Byte offset of 16-byte chunk c (0..7) of row r of a 128-byte-row tile,
- * XOR-swizzled so that the 8 rows an ldmatrix reads hit 8 bank groups. */
-__device__ __forceinline__ int f8_swz(int r, int c) { return r * kF8BK + ((c ^ (r & 7)) << 4); }
-
 template <int MW>
-__global__ void __launch_bounds__(kF8Threads) k_moe_gemm_fp8_b128(const f8_params p)
+__global__ void __launch_bounds__(kF8Threads) k_moe_gemm_fp8_b128(const moe_f8_params p)
 {
     using S = f8_stage<MW>;
     extern __shared__ __align__(128) uint8_t smem8[];
@@ -739,13 +724,13 @@ __global__ void __launch_bounds__(kF8Threads) k_moe_gemm_fp8_b128(const f8_param
             const int idx = tid + i * kF8Threads, r = idx >> 3, c = idx & 7;
             const int64_t kk = k0 + 16 * c;
             const bool pred = a_tok[i] >= 0 && kk < K;
-            qv_cp_async16(sa + f8_swz(r, c), pred ? p.a + a_tok[i] * K + kk : p.a, pred);
+            qv_cp_async16(sa + moe_swz128(r, c), pred ? p.a + a_tok[i] * K + kk : p.a, pred);
         }
         for (int idx = tid; idx < kF8BN * 8; idx += kF8Threads) {
             const int r = idx >> 3, c = idx & 7;
             const int64_t col = n0 + r, kk = k0 + 16 * c;
             const bool pred = col < N && kk < K;
-            qv_cp_async16(sb + f8_swz(r, c), pred ? bx + col * K + kk : bx, pred);
+            qv_cp_async16(sb + moe_swz128(r, c), pred ? bx + col * K + kk : bx, pred);
         }
     };
 
@@ -791,7 +776,7 @@ __global__ void __launch_bounds__(kF8Threads) k_moe_gemm_fp8_b128(const f8_param
             uint32_t af[MW][4], ah[MW][8];
 #pragma unroll
             for (int i = 0; i < MW; i++) {
-                qv_ldmatrix_x4(af[i], sa + f8_swz(i * 16 + (lane & 15), 2 * ks + (lane >> 4)));
+                qv_ldmatrix_x4(af[i], sa + moe_swz128(i * 16 + (lane & 15), 2 * ks + (lane >> 4)));
                 aq_e4m3_frag_a(af[i], ah[i]);
             }
             uint32_t bf[kF8NT][2];
@@ -799,7 +784,7 @@ __global__ void __launch_bounds__(kF8Threads) k_moe_gemm_fp8_b128(const f8_param
             for (int pr = 0; pr < kF8NT / 2; pr++) {
                 const int r = 8 * kF8NT * wn + 16 * pr + ((lane >> 4) << 3) + (lane & 7);
                 uint32_t v[4];
-                qv_ldmatrix_x4(v, sb + f8_swz(r, 2 * ks + ((lane >> 3) & 1)));
+                qv_ldmatrix_x4(v, sb + moe_swz128(r, 2 * ks + ((lane >> 3) & 1)));
                 bf[2 * pr][0] = v[0];
                 bf[2 * pr][1] = v[1];
                 bf[2 * pr + 1][0] = v[2];
@@ -984,7 +969,7 @@ template <bool BF> qv_status launch_gemm_kind(int kind, int mb, const gemm_param
     return launch_gemm_mb<WT_INT4, BF>(mb, g, grid, stream);
 }
 
-template <int MW> qv_status launch_fp8(const f8_params &f, dim3 grid, cudaStream_t stream)
+template <int MW> qv_status launch_fp8(const moe_f8_params &f, dim3 grid, cudaStream_t stream)
 {
     constexpr int smem = f8_stage<MW>::total;
     static std::atomic<uint64_t> attr_dev(0); /* the devices its attributes are set on */
@@ -1223,7 +1208,7 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
     } else if (d->wg) {
         QV_TRY(qv_moe_wg_gemm(d, &w, stream));
     } else if (fp8) {
-        f8_params f;
+        moe_f8_params f;
         f.a = (const uint8_t *)d->a;
         f.a_scale = d->a_scale;
         f.b = (const uint8_t *)d->b;
