@@ -48,6 +48,20 @@ struct moe_f8_params {
     int t, n, k, per, nx;
 };
 
+/* The expert whose block scales slot block y reads: its own, x =
+ * block_expert[y]. */
+__device__ __forceinline__ int moe_scale_expert(const int *block_expert, int y, int x)
+{
+#ifdef QV_MUTANT_gpu_moe_prev_block_scale
+    /* Mutant (class 23, CUTLASS #3596): the scales of the previous block's
+     * group (expert) reused for this block (the weights stay its own). */
+    return y > 0 ? block_expert[y - 1] : x;
+#else
+    (void)block_expert, (void)y;
+    return x;
+#endif
+}
+
 /* Byte offset of 16-byte chunk c (0..7) of row r of a tile of 128-byte rows,
  * the chunk index XOR the row's index in its 8-row atom: wgmma's 128-byte
  * swizzle (the tile on a 1024-byte boundary), and a layout where the 8 rows

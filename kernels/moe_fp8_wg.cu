@@ -73,13 +73,7 @@ __global__ void __launch_bounds__(kFwThreads) k_moe_gemm_fp8_wg(const moe_f8_par
     chain_release();
     if (base >= p.expert_start[p.nx]) return;
     const int x = p.block_expert[blockIdx.y];
-#ifdef QV_MUTANT_gpu_moe_prev_block_scale
-    /* Mutant (class 23, CUTLASS #3596): the block scales of the previous M
-     * block's group (expert) reused for this block. */
-    const int xs = blockIdx.y > 0 ? p.block_expert[blockIdx.y - 1] : x;
-#else
-    const int xs = x;
-#endif
+    const int xs = moe_scale_expert(p.block_expert, blockIdx.y, x);
     const int ktiles = (p.k + kFwBK - 1) / kFwBK, nbk = (p.n + 127) / 128;
     const int64_t N = p.n, K = p.k;
     const uint8_t *bx = p.b + (int64_t)x * N * K;

@@ -552,13 +552,7 @@ __device__ __forceinline__ void moe_gemm_mma(const gemm_params &p, unsigned char
     /* The grid covers the largest sort; blocks past this one's end have no rows. */
     if (base >= p.expert_start[p.nx]) return;
     const int x = p.block_expert[blockIdx.y];
-#ifdef QV_MUTANT_gpu_moe_prev_block_scale
-    /* Mutant (class 23, CUTLASS #3596): the scales of the previous M block's
-     * group (expert) reused for this block. */
-    const int xs = blockIdx.y > 0 ? p.block_expert[blockIdx.y - 1] : x;
-#else
-    const int xs = x;
-#endif
+    const int xs = moe_scale_expert(p.block_expert, blockIdx.y, x);
     const uint32_t *bx = p.b + (int64_t)x * p.b_expert_words;
     const void *sx = wt_is_fp4(WT) ? fp4_scales(p, xs) : expert_scales(p, xs);
 
@@ -698,13 +692,7 @@ __global__ void __launch_bounds__(kF8Threads) k_moe_gemm_fp8_b128(const moe_f8_p
     const int ktiles = (p.k + kF8BK - 1) / kF8BK, nbk = (p.n + 127) / 128;
     const int64_t N = p.n, K = p.k;
     const uint8_t *bx = p.b + (int64_t)x * N * K;
-#ifdef QV_MUTANT_gpu_moe_prev_block_scale
-    /* Mutant (class 23, CUTLASS #3596): the block scales of the previous M
-     * block's group (expert) reused for this block. */
-    const int xs = blockIdx.y > 0 ? p.block_expert[blockIdx.y - 1] : x;
-#else
-    const int xs = x;
-#endif
+    const int xs = moe_scale_expert(p.block_expert, blockIdx.y, x);
     const float *wsx = p.w_scale + (int64_t)xs * ktiles * nbk;
 
     /* The token of each A row this thread copies (-1: padding, a zero row). */

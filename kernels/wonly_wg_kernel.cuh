@@ -186,16 +186,10 @@ struct wg_moe {
     int nx, w_rows, s_rows_x;
 };
 
-/* The expert whose scales token tile y reads: its own, block_expert[y]. */
+/* The expert whose scales token tile y reads (moe_common.cuh). */
 __device__ __forceinline__ int moe_scale_expert(const wg_moe &mo, int y)
 {
-#ifdef QV_MUTANT_gpu_moe_prev_block_scale
-    /* Mutant (class 23, CUTLASS #3596): the scales of the previous token
-     * tile's expert reused for this tile (the weights stay its own). */
-    return mo.block_expert[y > 0 ? y - 1 : 0];
-#else
-    return mo.block_expert[y];
-#endif
+    return ::moe_scale_expert(mo.block_expert, y, mo.block_expert[y]);
 }
 
 /* The MOE instances' epilogue policy (wg_epilogue.cuh), direct stores only:
