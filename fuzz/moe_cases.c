@@ -20,17 +20,24 @@
 /* Per logits case two token counts (a decode step and a batch), then four
  * larger batches, each within SUITE_CAP multiply-adds (t x (topk + shared)
  * x n x k), the GEMM suite's CPU cap: the models of fp8 rows cost about
- * 100 ns a multiply-add; last, a decode step on the split-K witness. */
+ * 100 ns a multiply-add; then a decode step on the split-K witness; last,
+ * an expert-parallel shard at a prefill batch (SHARD_T tokens, top-k local
+ * experts, N = 64, K = 128): the launch plans SHARD_T rows per local expert,
+ * from which fp8 block-128 experts take the wgmma GEMM on a GPU (32 rows,
+ * qv_moe_pick), where the batches above, cut to a few tokens by the cap on
+ * 257-expert rows, plan about 9. */
 #define SUITE_CAP ((int64_t)1 << 22)
 #define SUITE_PER_LOGITS 2
 #define SUITE_BATCHES 4
 #define SUITE_WITNESS 1
+#define SUITE_SHARD 1
+#define SHARD_T 32
 static const int64_t batch_t[SUITE_BATCHES] = {8, 64, 128, 256};
 
 int qv_moe_suite_count(const qv_moe_row *r)
 {
     (void)r;
-    return SUITE_PER_LOGITS * QV_LOGITS_COUNT + SUITE_BATCHES + SUITE_WITNESS;
+    return SUITE_PER_LOGITS * QV_LOGITS_COUNT + SUITE_BATCHES + SUITE_WITNESS + SUITE_SHARD;
 }
 
 /* Local experts of a case: all, three quarters (some -1 in the map), or half
@@ -92,6 +99,13 @@ void qv_moe_suite_case(const qv_moe_row *r, uint64_t seed, int j, qv_moe_case *c
         c->t = batch_t[b];
         c->probe = b == 1 ? QV_PROBE_ONEHOT : QV_PROBE_RANDOM;
         c->e_local = local_of(r, topk, c->logits, b == 2);
+    } else if (j == qv_moe_suite_count(r) - 1) {
+        c->logits = QV_LOGITS_RANDOM;
+        c->t = SHARD_T;
+        c->n = 64;
+        c->k = 128;
+        c->probe = QV_PROBE_RANDOM;
+        c->e_local = topk;
     } else {
         /* Every expert's product 2049 - 2048 = 1 in every column, the 2049
          * in the first K part and the -2048 in the last: a reduction of

@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "internal/campaign.h"
 #include "internal/gpu_moe.h"
 #include "qvet/formats.h"
 #include "qvet/layout.h"
@@ -328,6 +329,38 @@ END_TEST
 
 /* The grouped GEMM's path and block by the mean rows per expert (planned
  * for an H200-like device: no CUDA call). */
+/* qvet check's routed suite reaches the fp8 wgmma GEMM through its last
+ * case alone, the expert-parallel shard (32 tokens, top-k local experts):
+ * the launch plans 32 rows per expert there, the threshold, and fewer in
+ * every other case of the fp8 row (its batches are cut to a few tokens by
+ * the CPU cap). */
+START_TEST(suite_reaches_fp8_wgmma)
+{
+    int fp8_rows = 0;
+    for (int i = 0; i < qv_moe_row_count(); i++) {
+        const qv_moe_row *r = qv_moe_row_get(i);
+        const qv_moe_spec *s;
+        ck_assert_int_eq(qv_moe_row_spec(r, &s), QV_OK);
+        if (s->expert->wfmt != QV_FMT_E4M3) continue;
+        fp8_rows++;
+        const int n = qv_moe_suite_count(r);
+        for (int j = 0; j < n; j++) {
+            qv_moe_case c;
+            qv_moe_suite_case(r, 20261129, j, &c);
+            qv_moe_dev d;
+            memset(&d, 0, sizeof d);
+            d.kind = QV_MOE_FP8_B128, d.t = (int)c.t, d.n = (int)c.n, d.k = (int)c.k, d.topk = s->topk;
+            d.e = c.e, d.e_local = c.e_local, d.shared = c.shared;
+            const qv_launch_opts o = {.sms = 132, .arch = 90};
+            ck_assert_msg(qv_moe_pick(&d, &o) == QV_OK, "%s case %d: %s", r->name, j, qv_errmsg());
+            ck_assert_msg(d.wg == (j == n - 1), "%s case %d (t=%lld, %d local experts): %s", r->name, j,
+                          (long long)c.t, c.e_local, d.wg ? "wgmma" : "mma.sync");
+        }
+    }
+    ck_assert_int_ge(fp8_rows, 1);
+}
+END_TEST
+
 START_TEST(pick_path)
 {
     static const struct {
@@ -768,6 +801,7 @@ int main(void)
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, fp4_refusals);
     tcase_add_test(tc, pick_path);
+    tcase_add_test(tc, suite_reaches_fp8_wgmma);
     tcase_add_test(tc, wg_schedule_covers);
     tcase_add_test(tc, ksplit_plan);
     tcase_add_loop_test(tc, fp4_case_on_cpu, 0, n_cpu_cases);

@@ -249,11 +249,12 @@ PATH_ENV = {"kernels/wonly_small.cu": {"QVET_WO_SMALL": "swap"},
 # w8a8-fp8-tok-ch since its two-step form), which the check's e4m3 witness
 # (M = 17) never is; "off" keeps every M on it for the switches of that kernel
 # whose rows are e4m3 ones (its split-K, block scales and padding).
-# The routed suite's DeepSeek cases (at most 8 tokens within its CPU cap, 257
-# experts) give about 9 rows an expert, below the 32 from which fp8 block-128
-# experts take the wgmma GEMM (kernels/moe_fp8_wg.cu); 1 sends them there, so
-# the previous-block-scale switch (moe_scale_expert, which the mma.sync
-# kernels read too) is met in the kernel the suite otherwise never runs.
+# Of the routed suite's DeepSeek cases only the last (the expert-parallel
+# shard) plans the 32 rows an expert from which fp8 block-128 experts take the
+# wgmma GEMM (kernels/moe_fp8_wg.cu), and the check stops at the first failing
+# case, an mma.sync one; 1 sends every case there, so the previous-block-scale
+# switch (moe_scale_expert, which the mma.sync kernels read too) is met in
+# that kernel (its mma.sync kill: mutants/results/gpu.md).
 MUTANT_ENV = {"gpu_moe_prev_block_scale": {"QVET_MOE_WG_MIN_ROWS": "1"},
               "blk_scales_unpadded": {"QVET_AQ_LT_FP8_BLK_MIN_M": "1"},
               "gpu_aq_lock_not_reset": {"QVET_AQ_CLUSTER_MAX": "1", "QVET_AQ_LT_FP8_MIN_M": "off"},

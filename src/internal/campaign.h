@@ -262,7 +262,9 @@ typedef struct qv_moe_outcome {
 
 /* The fixed suite of a routed row: every logits case at one and 37 tokens,
  * then batches of 8 to 256 tokens (fewer where the row's experts per token
- * would pass 2^22 multiply-adds); N = 128, K = 256. */
+ * would pass 2^22 multiply-adds), N = 128, K = 256; a decode step on the
+ * split-K witness; last, an expert-parallel shard (32 tokens, top-k local
+ * experts, N = 64, K = 128). */
 int  qv_moe_suite_count(const qv_moe_row *r);
 void qv_moe_suite_case(const qv_moe_row *r, uint64_t seed, int j, qv_moe_case *c);
 /* Generated case `index` of campaign `seed` among rows[0..n): the row from
