@@ -327,8 +327,6 @@ START_TEST(refusals)
 }
 END_TEST
 
-/* The grouped GEMM's path and block by the mean rows per expert (planned
- * for an H200-like device: no CUDA call). */
 /* qvet check's routed suite reaches the fp8 wgmma GEMM through its last
  * case alone, the expert-parallel shard (32 tokens, top-k local experts):
  * the launch plans 32 rows per expert there, the threshold, and fewer in
@@ -361,6 +359,8 @@ START_TEST(suite_reaches_fp8_wgmma)
 }
 END_TEST
 
+/* The grouped GEMM's path and block by the mean rows per expert (planned
+ * for an H200-like device: no CUDA call). */
 START_TEST(pick_path)
 {
     static const struct {
