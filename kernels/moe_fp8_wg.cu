@@ -50,15 +50,29 @@ constexpr int kFwSmem = kFwStages * kFwStageBytes + kSwizzleAtom; /* + room to a
 static_assert(kFwTile % kSwizzleAtom == 0, "every tile starts on a swizzle atom");
 static_assert(kFwBK == 128, "the tiles' rows are moe_swz128's 128 bytes");
 
-/* D (64 x 64, fp32) += A (64 x 32 e4m3) . B (32 x 64 e4m3), both through
- * descriptors; scale-d 1, no negation. */
-__device__ __forceinline__ void fw_mma(float d[32], uint64_t desc_a, uint64_t desc_b)
+/* 16 bytes global -> shared (a 32-bit shared address), the last 16 - src
+ * bytes zero-filled (src 0: nothing read), in cp.async's commit groups. */
+__device__ __forceinline__ void fw_cp16(uint32_t dst, const void *g, int src)
 {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(g), "r"(src));
+}
+
+/* 4 bytes global -> shared, in the same groups. */
+__device__ __forceinline__ void fw_cp4(uint32_t dst, const void *g)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(g));
+}
+
+/* D (64 x 64, fp32) = A (64 x 32 e4m3) . B (32 x 64 e4m3) (+ D when acc),
+ * both through descriptors; no negation. */
+__device__ __forceinline__ void fw_mma(float d[32], uint64_t desc_a, uint64_t desc_b, bool acc)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
                  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
-                 "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, 1, 1, 1;\n"
+                 "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1;\n}\n"
                  : WG_D64("+f")
-                 : "l"(desc_a), "l"(desc_b));
+                 : "l"(desc_a), "l"(desc_b), "r"((int)acc));
 }
 
 __global__ void __launch_bounds__(kFwThreads) k_moe_gemm_fp8_wg(const moe_f8_params p)
@@ -75,52 +89,69 @@ __global__ void __launch_bounds__(kFwThreads) k_moe_gemm_fp8_wg(const moe_f8_par
     const int x = p.block_expert[blockIdx.y];
     const int xs = moe_scale_expert(p.block_expert, blockIdx.y, x);
     const int ktiles = (p.k + kFwBK - 1) / kFwBK, nbk = (p.n + 127) / 128;
-    const int64_t N = p.n, K = p.k;
-    const uint8_t *bx = p.b + (int64_t)x * N * K;
+    const int64_t K = p.k;
+    const uint8_t *bx = p.b + (int64_t)x * p.n * K;
     const float *wsx = p.w_scale + (int64_t)xs * ktiles * nbk + n0 / 128;
 
-    /* The copies: thread tid takes chunks tid + 128 i (i < 4) of each tile,
-     * row q / 8, chunk q % 8; the token of each of its activation rows (-1:
-     * padding, a zero row). */
+    /* The stage's block scales travel with its tiles (same cp.async groups):
+     * the activation scale of each of the 64 slots (thread tid < 64 copies
+     * slot tid's; a padding slot copies token 0's, which scales only that
+     * slot's zero row, never stored) and the weights' scale of the 64
+     * columns (thread 64). */
+    __shared__ __align__(16) float s_sa[kFwStages][kFwBX];
+    __shared__ float s_sw[kFwStages];
+
+    /* The copies: thread tid takes chunks tid + 128 i (i < 4) of each tile:
+     * row r_i = tid / 8 + 16 i, 16-byte chunk c = tid % 8 (the same for every
+     * i), so one K offset and one bounds test a stage, and one swizzled
+     * offset in each tile plus 2048 i. The weight rows are 16 i columns apart
+     * (every column < N: the grid has N / 64 column blocks); each activation
+     * row is its slot's token row (a_ok bit i clear: a zero row). The stages
+     * are copied in increasing order, so each source advances by one stage a
+     * copy (k_next: the K offset of the next stage to copy). */
     constexpr int kIters = 64 * 8 / kFwThreads;
-    int64_t a_tok[kIters];
+    const int c16 = 16 * (tid & 7);
+    const uint32_t ring_s = (uint32_t)__cvta_generic_to_shared(ring) + moe_swz128(tid >> 3, tid & 7);
+    const uint8_t *w_src[kIters], *a_src[kIters];
+    unsigned a_ok = 0;
 #pragma unroll
     for (int i = 0; i < kIters; i++) {
-        const int32_t sl = p.slot[base + ((tid + i * kFwThreads) >> 3)];
-        a_tok[i] = sl >= 0 ? sl / p.per : -1;
+        const int32_t sl = p.slot[base + (tid >> 3) + 16 * i];
+        a_ok |= (sl >= 0 ? 1u : 0u) << i;
+        a_src[i] = p.a + (int64_t)(sl >= 0 ? sl / p.per : 0) * K + c16;
+        w_src[i] = bx + (int64_t)(n0 + (tid >> 3) + 16 * i) * K + c16;
     }
-    auto load_stage = [&](int s, int kt) {
-        uint8_t *sw = ring + s * kFwStageBytes;
-        uint8_t *sa = sw + kFwTile;
-        const int64_t k0 = (int64_t)kt * kFwBK;
+    const float *sa_src = p.a_scale, *sw_src = wsx;
+    if (tid < kFwBX) {
+        const int32_t sl = p.slot[base + tid];
+        sa_src += sl >= 0 ? sl / p.per : 0;
+    }
+    const uint32_t sa_s = (uint32_t)__cvta_generic_to_shared(&s_sa[0][tid < kFwBX ? tid : 0]);
+    const uint32_t sw_s = (uint32_t)__cvta_generic_to_shared(&s_sw[0]);
+    int64_t k_next = 0;
+    auto load_stage = [&](int s) {
+        const uint32_t dw = ring_s + s * kFwStageBytes, da = dw + kFwTile;
+        const bool kin = k_next + c16 < K;
+        const int64_t ko = kin ? k_next : 0;
 #pragma unroll
         for (int i = 0; i < kIters; i++) {
-            const int q = tid + i * kFwThreads, r = q >> 3, c = q & 7;
-            const int64_t kk = k0 + 16 * c, col = n0 + r;
-            const bool pw = col < N && kk < K;
-            qv_cp_async16(sw + moe_swz128(r, c), pw ? bx + col * K + kk : bx, pw);
-            const bool pa = a_tok[i] >= 0 && kk < K;
-            qv_cp_async16(sa + moe_swz128(r, c), pa ? p.a + a_tok[i] * K + kk : p.a, pa);
+            fw_cp16(dw + 2048 * i, w_src[i] + ko, kin ? 16 : 0);
+            fw_cp16(da + 2048 * i, a_src[i] + ko, kin && (a_ok >> i & 1) ? 16 : 0);
         }
+        if (tid < kFwBX) fw_cp4(sa_s + s * kFwBX * 4, sa_src);
+        if (tid == kFwBX) fw_cp4(sw_s + s * 4, sw_src);
+        k_next += kFwBK;
+        sa_src += p.t;
+        sw_src += nbk;
     };
-
-    /* This thread's slots in the D fragment: 8 j + 2 (lane % 4) + u, as
-     * q = 2 j + u; their entries read once, before any store. */
-    int32_t slot_of[16];
-    int64_t tok_of[16];
-#pragma unroll
-    for (int q = 0; q < 16; q++) {
-        slot_of[q] = p.slot[base + 8 * (q >> 1) + 2 * (lane & 3) + (q & 1)];
-        tok_of[q] = slot_of[q] >= 0 ? slot_of[q] / p.per : -1;
-    }
 
     float acc[32], part[32];
 #pragma unroll
-    for (int r = 0; r < 32; r++) acc[r] = 0.0f;
+    for (int r = 0; r < 32; r++) acc[r] = 0.0f, part[r] = 0.0f;
 
 #pragma unroll
     for (int s = 0; s < kFwStages - 1; s++) {
-        if (s < ktiles) load_stage(s, s);
+        if (s < ktiles) load_stage(s);
         qv_cp_async_commit();
     }
     for (int kt = 0; kt < ktiles; kt++) {
@@ -132,41 +163,48 @@ __global__ void __launch_bounds__(kFwThreads) k_moe_gemm_fp8_wg(const moe_f8_par
         /* refill the stage consumed in the previous iteration (its wgmma
          * completed there, and every thread is past it) */
         const int nx = kt + kFwStages - 1;
-        if (nx < ktiles) load_stage(nx % kFwStages, nx);
+        if (nx < ktiles) load_stage(nx % kFwStages);
         qv_cp_async_commit();
-        /* the stage's scales, loaded while the tensor cores run */
-        const float sw = wsx[(int64_t)kt * nbk];
-        float sa[16];
-#pragma unroll
-        for (int q = 0; q < 16; q++) sa[q] = tok_of[q] >= 0 ? p.a_scale[(int64_t)kt * p.t + tok_of[q]] : 0.0f;
-        const uint8_t *st = ring + (kt % kFwStages) * kFwStageBytes;
+        const int cur = kt % kFwStages;
+        const uint8_t *st = ring + cur * kFwStageBytes;
         const uint32_t lo_w = wg_desc_sw128_lo(st), lo_a = wg_desc_sw128_lo(st + kFwTile);
-#pragma unroll
-        for (int r = 0; r < 32; r++) part[r] = 0.0f;
         wg_fence();
 #pragma unroll
         for (int kk = 0; kk < kFwBK / 32; kk++)
-            fw_mma(part, wg_desc_sw128_from_lo(lo_w + 2 * kk), wg_desc_sw128_from_lo(lo_a + 2 * kk));
+            fw_mma(part, wg_desc_sw128_from_lo(lo_w + 2 * kk), wg_desc_sw128_from_lo(lo_a + 2 * kk), kk > 0);
         wg_commit();
+        /* the stage's scales, read while the tensor cores run: s_a s_w for
+         * each of this thread's slots 8 j + 2 (lane % 4) + u (q = 2 j + u),
+         * one fp32 rounding. A padding slot's (token 0's scale) multiplies
+         * its zero row's products and is never stored. */
+        const float sw = s_sw[cur];
+        float s_ab[16];
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const float2 sa = *reinterpret_cast<const float2 *>(&s_sa[cur][8 * j + 2 * (lane & 3)]);
+            s_ab[2 * j] = __fmul_rn(sa.x, sw);
+            s_ab[2 * j + 1] = __fmul_rn(sa.y, sw);
+        }
         wg_wait<0>();
         /* promotion with the block scales of K tile kt */
 #pragma unroll
         for (int j = 0; j < 8; j++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int q = 2 * j + (e & 1);
-                const float s_ab = tok_of[q] >= 0 ? __fmul_rn(sa[q], sw) : 0.0f;
-                acc[4 * j + e] = __fadd_rn(acc[4 * j + e], __fmul_rn(part[4 * j + e], s_ab));
-            }
+            for (int e = 0; e < 4; e++)
+                acc[4 * j + e] = __fadd_rn(acc[4 * j + e], __fmul_rn(part[4 * j + e], s_ab[2 * j + (e & 1)]));
     }
     qv_cp_async_wait<0>();
 
+    /* the slot entries again, before the first store */
     const int r0 = 16 * warp + (lane >> 2);
+    int32_t slot_of[16];
+#pragma unroll
+    for (int q = 0; q < 16; q++) slot_of[q] = p.slot[base + 8 * (q >> 1) + 2 * (lane & 3) + (q & 1)];
 #pragma unroll
     for (int q = 0; q < 16; q++) {
         int32_t sl;
         if (!moe_slot_row(slot_of[q], &sl)) continue;
-        float *row = p.inter + (int64_t)sl * N;
+        float *row = p.inter + (int64_t)sl * p.n;
         const int j = q >> 1, u = q & 1;
 #pragma unroll
         for (int h = 0; h < 2; h++) {
