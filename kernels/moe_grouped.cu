@@ -1,12 +1,12 @@
 /* moe_grouped.cu: the routed (mixture-of-experts) GEMM (docs/moe.md,
- * gpu_moe.h) in five launches on one stream:
+ * gpu_moe.h) in up to seven launches on one stream:
  *
  *  1. k_moe_route: per token (one warp), the router scores in fp32 from the
  *     logits (softmax over E, sigmoid, or the logits themselves), the k
  *     largest (the lower expert first among equal scores), and the weights in
  *     fp32 as the route declares (renormalized, or a softmax over the k
  *     logits), times the routed scaling factor;
- *  2. k_moe_count and k_moe_scatter: the token sort (moe.h qv_moe_sort, the
+ *  2. k_moe_hist, k_moe_hist_scan and k_moe_scatter: the token sort (moe.h qv_moe_sort, the
  *     same slots in the same order): pairs (t, c) grouped by local expert,
  *     shared experts last, each segment padded with -1 to the GEMM's M block;
  *  3. k_moe_gather_slots (act_order, and the wgmma kernel): the activations
@@ -44,7 +44,7 @@
  * visible, before touching global memory. Since every kernel of the chain
  * waits so, each finishes after all those in front of it; what overlaps is
  * one kernel's launch with the tail of the one before (at a decode step the
- * five kernels are each a few microseconds). */
+ * kernels are each a few microseconds). */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -235,50 +235,71 @@ __device__ __forceinline__ int pair_expert(const int32_t *ids, const int32_t *ex
     return pair_expert_tc(ids, expert_map, topk, e_local, i / per, (int)(i % per));
 }
 
-/* Pairs i, i + 256, i + 512, ... as (token, choice), without a division a
- * step (256 % per < per: one carry at most). */
-struct pair_walk {
-    int64_t t;
-    int c, dt, dc, per;
-    __device__ pair_walk(int64_t i, int per_)
-        : t(i / per_), c((int)(i % per_)), dt(256 / per_), dc(256 % per_), per(per_) {}
-    __device__ void next()
-    {
-        t += dt;
-        c += dc;
-        if (c >= per) c -= per, t++;
-    }
-};
+/* The sort in chunks of 256 pairs (chunk c: pairs [256 c, 256 c + 256)),
+ * three launches whose work grows with the pairs, not with pairs x experts:
+ * k_moe_hist counts each chunk's pairs per expert, k_moe_hist_scan makes
+ * each expert's chunk counts its offsets (the pairs of that expert in the
+ * chunks before; up to kSortFuseChunks chunks the scatter sums them
+ * itself, a launch fewer), k_moe_scatter puts each chunk's pairs at their expert's
+ * start plus that offset plus the pairs of that expert before them in the
+ * chunk. hist is (nx, chunks), expert-major. */
+constexpr int kSortChunk = 256;
+/* Experts a launch of the large sort takes (its shared tables). */
+constexpr int kSortExperts = 2048;
+/* Up to this many chunks the scatter sums the chunk counts itself (one
+ * launch fewer; beyond, each of its threads would read too many). */
+constexpr int kSortFuseChunks = 32;
 
-/* Block x counts expert x's pairs: each thread its pairs tid + 256 j, the
- * loads of one step independent of the last (no barrier in the loop, four
- * steps unrolled so that their loads are in flight together), then one
- * block sum. */
-__global__ void __launch_bounds__(256) k_moe_count(const sort_params p)
+__global__ void __launch_bounds__(kSortChunk) k_moe_hist(const sort_params p, int *hist)
 {
-    __shared__ int s_warp[8];
+    __shared__ int s_cnt[kSortExperts];
     chain_wait();
     chain_release();
-    const int x = blockIdx.x;
-    const int64_t total = (int64_t)p.t * p.per;
-    int cnt = 0;
-    pair_walk w(threadIdx.x, p.per);
-#pragma unroll 4
-    for (int64_t i = threadIdx.x; i < total; i += 256, w.next())
-        cnt += pair_expert_tc(p.ids, p.expert_map, p.topk, p.e_local, w.t, w.c) == x;
-    cnt = __reduce_add_sync(0xffffffffu, cnt);
-    if ((threadIdx.x & 31) == 0) s_warp[threadIdx.x >> 5] = cnt;
+    const int c = blockIdx.x, chunks = gridDim.x, tid = threadIdx.x;
+    for (int x = tid; x < p.nx; x += kSortChunk) s_cnt[x] = 0;
     __syncthreads();
-    if (threadIdx.x == 0) {
-        int sum = 0;
-        for (int k = 0; k < 8; k++) sum += s_warp[k];
-        p.counts[x] = sum;
+    const int64_t i = (int64_t)c * kSortChunk + tid;
+    if (i < (int64_t)p.t * p.per) {
+        const int px = pair_expert(p.ids, p.expert_map, p.topk, p.per, p.e_local, i);
+        if (px >= 0) atomicAdd(&s_cnt[px], 1); /* a count, not an order */
     }
+    __syncthreads();
+    for (int x = tid; x < p.nx; x += kSortChunk) hist[(int64_t)x * chunks + c] = s_cnt[x];
 }
 
-/* 32-pair chunks a round of the scatter (kSortChunks x 32 = 65536 pairs),
- * kSortChunks / 256 of them scanned by each thread. */
-constexpr int kSortChunks = 2048;
+/* Warp w of block b takes expert 8 b + w: its chunk counts become exclusive
+ * prefix sums in place, 256 chunks a round (8 a lane, loaded before the
+ * scan), and its total is its pair count. */
+__global__ void __launch_bounds__(256) k_moe_hist_scan(const sort_params p, int *hist, int chunks)
+{
+    chain_wait();
+    chain_release();
+    const int lane = threadIdx.x & 31, x = blockIdx.x * 8 + (threadIdx.x >> 5);
+    if (x >= p.nx) return;
+    int *h = hist + (int64_t)x * chunks;
+    int run = 0;
+    for (int c0 = 0; c0 < chunks; c0 += 256) {
+        int v[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const int c = c0 + j * 32 + lane;
+            v[j] = c < chunks ? h[c] : 0;
+        }
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            int incl = v[j];
+#pragma unroll
+            for (int o = 1; o < 32; o <<= 1) {
+                const int u = __shfl_up_sync(0xffffffffu, incl, o);
+                if (lane >= o) incl += u;
+            }
+            const int c = c0 + j * 32 + lane;
+            if (c < chunks) h[c] = run + incl - v[j];
+            run += __shfl_sync(0xffffffffu, incl, 31);
+        }
+    }
+    if (lane == 0) p.counts[x] = run;
+}
 
 /* The exclusive prefix sum of v over a 256-thread block (thread order) and,
  * in *total, the block's sum: a warp scan, the warps' sums through s_warp
@@ -302,86 +323,78 @@ __device__ __forceinline__ int block_scan256(int v, int *s_warp, int lane, int w
     return run;
 }
 
-/* Block x writes expert x's segment: its start (the padded counts of the
- * experts before it), its blocks' expert, its pairs in increasing pair order
- * and its padding. The stable compaction runs per round of up to 65536
- * pairs in two passes over 32-pair chunks (warp w: chunks w, w + 8, ...):
- * the first counts each chunk's pairs of expert x (a ballot), a block scan
- * makes the counts each chunk's offset, the second writes each pair at its
- * chunk's offset plus the lanes below it. No barrier sits inside a pass, so
- * a warp's loads of one chunk do not wait for the block's last chunk. */
-__global__ void __launch_bounds__(256) k_moe_scatter(const sort_params p)
+/* Block c places chunk c. Every block scans the experts' padded counts
+ * (thread tid holding experts [tid E, tid E + E)) for their starts; block
+ * x % chunks writes expert x's start, its blocks' expert and its padding.
+ * Then each pair's slot: its expert's start, plus the chunk's offset, plus
+ * that expert's pairs before it in the chunk: in a warp the lanes of one
+ * expert (a match) rank by lane, and the warps take their experts' next
+ * slots one after the other (warp order is pair order). With scanned 0
+ * (at most kSortFuseChunks chunks, no k_moe_hist_scan launch) hist holds
+ * the raw chunk counts and each thread sums its experts' rows itself, and
+ * block x % chunks writes expert x's pair count. */
+__global__ void __launch_bounds__(kSortChunk) k_moe_scatter(const sort_params p, const int *hist, int scanned)
 {
+    __shared__ int s_next[kSortExperts]; /* each expert's next slot in this chunk */
+    __shared__ int s_cnt[kSortExperts];  /* each expert's pair count (thread-owned entries) */
     __shared__ int s_warp[8];
-    __shared__ int s_start;
-    __shared__ int s_chunk[kSortChunks]; /* a round's matches per chunk, then each chunk's offset */
     chain_wait();
     chain_release();
-    const int x = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int B = p.block;
-    int part = 0;
-    for (int y = tid; y < x; y += 256) part += (p.counts[y] + B - 1) / B * B;
-    part = __reduce_add_sync(0xffffffffu, part);
-    if (lane == 0) s_warp[warp] = part;
+    const int c = blockIdx.x, chunks = gridDim.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int B = p.block, E = (p.nx + kSortChunk - 1) / kSortChunk;
+    int sum = 0;
+    for (int q = 0; q < E; q++) {
+        const int x = tid * E + q;
+        if (x >= p.nx) break;
+        const int *h = hist + (int64_t)x * chunks;
+        int count = 0, off = 0;
+        if (scanned) {
+            count = p.counts[x];
+            off = h[c];
+        } else {
+            for (int j = 0; j < chunks; j++) {
+                const int v = h[j];
+                off += j < c ? v : 0;
+                count += v;
+            }
+        }
+        s_next[x] = off;
+        s_cnt[x] = count;
+        sum += (count + B - 1) / B * B;
+    }
+    int slots;
+    int run = block_scan256(sum, s_warp, lane, warp, &slots);
+    for (int q = 0; q < E; q++) {
+        const int x = tid * E + q;
+        if (x >= p.nx) break;
+        const int count = s_cnt[x], padded = (count + B - 1) / B * B;
+        s_next[x] += run;
+        if (x % chunks == c) {
+            if (!scanned) p.counts[x] = count;
+            p.expert_start[x] = run;
+            for (int b = 0; b < padded / B; b++) p.block_expert[run / B + b] = x;
+            for (int j = count; j < padded; j++) p.slot[run + j] = -1;
+        }
+        run += padded;
+    }
+    if (c == 0 && tid == 0) p.expert_start[p.nx] = slots;
     __syncthreads();
-    if (tid == 0) {
-        int s = 0;
-        for (int w = 0; w < 8; w++) s += s_warp[w];
-        s_start = s;
+    const int64_t i = (int64_t)c * kSortChunk + tid;
+    const int px = i < (int64_t)p.t * p.per ? pair_expert(p.ids, p.expert_map, p.topk, p.per, p.e_local, i) : -1;
+    const uint32_t same = __match_any_sync(0xffffffffu, px);
+    const int leader = __ffs(same) - 1;
+    for (int w = 0; w < 8; w++) {
+        if (warp == w) {
+            int base = 0;
+            if (lane == leader && px >= 0) {
+                base = s_next[px];
+                s_next[px] = base + __popc(same);
+            }
+            base = __shfl_sync(0xffffffffu, base, leader);
+            if (px >= 0) p.slot[base + __popc(same & ((1u << lane) - 1u))] = (int32_t)i;
+        }
+        __syncthreads();
     }
-    __syncthreads();
-    const int start = s_start, count = p.counts[x], padded = (count + B - 1) / B * B;
-    if (tid == 0) {
-        p.expert_start[x] = start;
-        if (x == p.nx - 1) p.expert_start[p.nx] = start + padded;
-    }
-    for (int b = tid; b < padded / B; b += 256) p.block_expert[start / B + b] = x;
-    const int64_t total = (int64_t)p.t * p.per;
-    const uint32_t below = (1u << lane) - 1u;
-    constexpr int E = kSortChunks / 256;
-    int done = 0;
-    for (int64_t r0 = 0; r0 < total; r0 += (int64_t)kSortChunks * 32) {
-        const int64_t left = (total - r0 + 31) / 32;
-        const int nch = left < kSortChunks ? (int)left : kSortChunks;
-        const int64_t i0 = r0 + warp * 32 + lane;
-        pair_walk w1(i0, p.per);
-#pragma unroll 4
-        for (int ch = warp; ch < nch; ch += 8, w1.next()) {
-            const int64_t i = r0 + (int64_t)ch * 32 + lane;
-            const bool mine = i < total && pair_expert_tc(p.ids, p.expert_map, p.topk, p.e_local, w1.t, w1.c) == x;
-            const uint32_t bal = __ballot_sync(0xffffffffu, mine);
-            if (lane == 0) s_chunk[ch] = __popc(bal);
-        }
-        __syncthreads(); /* every chunk counted; s_warp free */
-        /* exclusive scan: thread tid's E chunks, then the block's threads */
-        int loc[E], sum = 0;
-#pragma unroll
-        for (int e = 0; e < E; e++) {
-            const int j = tid * E + e;
-            loc[e] = j < nch ? s_chunk[j] : 0;
-            sum += loc[e];
-        }
-        int round;
-        int run = block_scan256(sum, s_warp, lane, warp, &round);
-#pragma unroll
-        for (int e = 0; e < E; e++) {
-            const int j = tid * E + e;
-            if (j < nch) s_chunk[j] = run;
-            run += loc[e];
-        }
-        __syncthreads(); /* every chunk's offset in place */
-        pair_walk w2(i0, p.per);
-#pragma unroll 4
-        for (int ch = warp; ch < nch; ch += 8, w2.next()) {
-            const int64_t i = r0 + (int64_t)ch * 32 + lane;
-            const bool mine = i < total && pair_expert_tc(p.ids, p.expert_map, p.topk, p.e_local, w2.t, w2.c) == x;
-            const uint32_t bal = __ballot_sync(0xffffffffu, mine);
-            if (mine) p.slot[start + done + s_chunk[ch] + __popc(bal & below)] = (int32_t)i;
-        }
-        done += round;
-        __syncthreads(); /* s_chunk and s_warp are rewritten next round */
-    }
-    for (int j = count + tid; j < padded; j += 256) p.slot[start + j] = -1;
 }
 
 /* Decode steps: routing and sort in one block when the pairs and the
@@ -398,8 +411,8 @@ constexpr int kSmallTokens = 16;
  * atomics: the counts, not an order), each expert's padded start (a block
  * scan over the experts, thread i holding experts [i E, i E + E)), and the
  * pair's slot: its expert's start plus the pairs of that expert before it.
- * The same counts, slots, starts and block experts as k_moe_count and
- * k_moe_scatter. */
+ * The same counts, slots, starts and block experts as the three-launch
+ * sort. */
 template <int NS>
 __global__ void __launch_bounds__(256)
     k_moe_route_sort_small(const void *logits, int fmt, int e, int route, float rsf, int32_t *ids_out,
@@ -457,9 +470,13 @@ constexpr int kGatherThreads = 256;
 
 /* Row s of out (k halves, 16-byte aligned rows) for every used slot s: the
  * activations of the slot's token (pair slot[s], token pair / per), in
- * the column order perm[x] of its expert x when perm is given, zeros for a
- * padding slot. One block per row at a time, 16 bytes per thread and step
- * without perm; a perm entry outside [0, k) reads as zero. */
+ * the column order perm[x] of its expert x with PERM, zeros for a padding
+ * slot; a perm entry outside [0, k) reads as zero. Without PERM a warp per
+ * row at a time (8 rows of a block in flight), 16 bytes a lane and step,
+ * four steps' loads issued before their stores; with PERM, whose loads
+ * wait on the perm entry before them, a block per row, 2 halves a thread
+ * and step (a warp per row was 10 % slower on act_order's 64-token layer). */
+template <bool PERM>
 __global__ void __launch_bounds__(kGatherThreads)
     k_moe_gather_slots(const uint16_t *a, const int32_t *slot, const int *block_expert, const int *expert_start,
                        const int32_t *perm, uint16_t *out, int nx, int per, int k, int block)
@@ -468,22 +485,31 @@ __global__ void __launch_bounds__(kGatherThreads)
      * for this whole grid. */
     chain_wait();
     chain_release();
+    constexpr int rows_a_block = PERM ? 1 : kGatherThreads / 32;
     const int used = expert_start[nx];
-    for (int s = blockIdx.x; s < used; s += gridDim.x) {
+    const int lane = PERM ? threadIdx.x : threadIdx.x & 31, lanes = PERM ? kGatherThreads : 32;
+    const int kv = k / 8; /* 16-byte pieces a row */
+    for (int s = blockIdx.x * rows_a_block + threadIdx.x / lanes; s < used; s += gridDim.x * rows_a_block) {
         const int32_t sl = slot[s];
         uint16_t *dst = out + (int64_t)s * k;
         if (sl < 0) {
-            for (int v = threadIdx.x; v < k / 8; v += kGatherThreads)
-                reinterpret_cast<uint4 *>(dst)[v] = make_uint4(0u, 0u, 0u, 0u);
+            for (int v = lane; v < kv; v += lanes) reinterpret_cast<uint4 *>(dst)[v] = make_uint4(0u, 0u, 0u, 0u);
             continue;
         }
         const uint16_t *src = a + (int64_t)(sl / per) * k;
-        if (!perm) {
-            for (int v = threadIdx.x; v < k / 8; v += kGatherThreads)
-                reinterpret_cast<uint4 *>(dst)[v] = __ldg(reinterpret_cast<const uint4 *>(src) + v);
+        if constexpr (!PERM) {
+            const uint4 *s4 = reinterpret_cast<const uint4 *>(src);
+            uint4 *d4 = reinterpret_cast<uint4 *>(dst);
+            int v = lane;
+            for (; v + 96 < kv; v += 128) {
+                const uint4 x0 = __ldg(s4 + v), x1 = __ldg(s4 + v + 32), x2 = __ldg(s4 + v + 64),
+                            x3 = __ldg(s4 + v + 96);
+                d4[v] = x0, d4[v + 32] = x1, d4[v + 64] = x2, d4[v + 96] = x3;
+            }
+            for (; v < kv; v += 32) d4[v] = __ldg(s4 + v);
         } else {
             const int32_t *px = perm + (int64_t)block_expert[s / block] * k;
-            for (int j = 2 * threadIdx.x; j < k; j += 2 * kGatherThreads) {
+            for (int j = 2 * lane; j < k; j += 2 * kGatherThreads) {
                 const int p0 = px[j], p1 = px[j + 1];
                 const uint32_t lo = (unsigned)p0 < (unsigned)k ? src[p0] : 0u;
                 const uint32_t hi = (unsigned)p1 < (unsigned)k ? src[p1] : 0u;
@@ -1093,6 +1119,7 @@ extern "C" void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w)
     w->expert_start = off, off += up256(sizeof(int) * ((size_t)nx + 1));
     w->block_expert = off, off += up256(sizeof(int) * (size_t)blocks);
     w->slot = off, off += up256(sizeof(int32_t) * (size_t)w->max_slots);
+    w->hist = off, off += up256(sizeof(int) * (size_t)nx * (size_t)((pairs + kSortChunk - 1) / kSortChunk));
     w->a_slots = off;
     if (d->act_order || (d->wg && d->kind != QV_MOE_FP8_B128)) off += up256(2 * (size_t)w->max_slots * (size_t)d->k);
     const int parts = d->ksplit > 1 ? d->ksplit : 1;
@@ -1111,6 +1138,9 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
         return qv_fail(QV_ERR_USAGE, "grouped GEMM: unknown kind %d", d->kind);
     /* FP4: K in whole groups (the scale rows end there) */
     const int n_step = fp8 ? 16 : 64, k_step = mx ? 32 : 16;
+    if (nx > kSortExperts)
+        return qv_fail(QV_ERR_UNSUPPORTED, "grouped GEMM: %d local and shared experts (the token sort takes %d)", nx,
+                       kSortExperts);
     if (nx < 1 || d->t < 1 || d->n < n_step || d->n % n_step || d->k < k_step || d->k % k_step)
         return qv_fail(QV_ERR_SHAPE, "grouped GEMM: t=%d n=%d k=%d with %d experts (n a multiple of %d, k of %d)", d->t,
                        d->n, d->k, nx, n_step, k_step);
@@ -1169,21 +1199,33 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
         QV_TRY(launch_route(route_slots(d->e), true, d, ids, weights, sp, stream));
     } else {
         QV_TRY(launch_route(route_slots(d->e), false, d, ids, weights, sp, stream));
-        QV_TRY(launch_chained(k_moe_count, dim3(nx), dim3(256), 0, stream, "token count launch", sp));
-        QV_TRY(launch_chained(k_moe_scatter, dim3(nx), dim3(256), 0, stream, "token sort launch", sp));
+        const int64_t chunks = ((int64_t)d->t * per + kSortChunk - 1) / kSortChunk;
+        int *hist = (int *)(ws + w.hist);
+        QV_TRY(launch_chained(k_moe_hist, dim3((unsigned)chunks), dim3(kSortChunk), 0, stream, "token count launch", sp,
+                              hist));
+        const bool scan = chunks > kSortFuseChunks;
+        if (scan)
+            QV_TRY(launch_chained(k_moe_hist_scan, dim3((unsigned)((nx + 7) / 8)), dim3(256), 0, stream,
+                                  "token count scan launch", sp, hist, (int)chunks));
+        QV_TRY(launch_chained(k_moe_scatter, dim3((unsigned)chunks), dim3(kSortChunk), 0, stream, "token sort launch", sp,
+                              (const int *)hist, (int)scan));
     }
 
     /* act_order, and every wgmma run: the slots' activations in sort order
-     * (max_slots, k), read by row instead of through the slots. A block per
-     * row, four blocks per SM at most. */
+     * (max_slots, k), read by row instead of through the slots: a warp per
+     * row (act_order: a block), four blocks per SM at most, which leaves
+     * the GEMM behind room to start. */
     const bool gathered = d->act_order || (d->wg && !fp8);
     if (gathered) {
         qv_launch_ctx c;
         QV_TRY(qv_launch_ctx_get(NULL, &c));
-        const int64_t rows = w.max_slots < 4 * (int64_t)c.sms ? w.max_slots : 4 * (int64_t)c.sms;
-        QV_TRY(launch_chained(k_moe_gather_slots, dim3(rows > 0 ? (unsigned)rows : 1u), dim3(kGatherThreads), 0, stream,
-                              "slot gather launch", (const uint16_t *)d->a, sp.slot, sp.block_expert, sp.expert_start,
-                              d->act_order ? d->perm : nullptr, (uint16_t *)(ws + w.a_slots), nx, per, d->k, w.block));
+        const int rows_a_block = d->act_order ? 1 : kGatherThreads / 32, per_sm = 4;
+        const int64_t need = (w.max_slots + rows_a_block - 1) / rows_a_block;
+        const unsigned blocks = (unsigned)(need < per_sm * (int64_t)c.sms ? (need > 0 ? need : 1) : per_sm * c.sms);
+        QV_TRY(launch_chained(d->act_order ? k_moe_gather_slots<true> : k_moe_gather_slots<false>, dim3(blocks),
+                              dim3(kGatherThreads), 0, stream, "slot gather launch", (const uint16_t *)d->a, sp.slot,
+                              sp.block_expert, sp.expert_start, d->act_order ? d->perm : nullptr,
+                              (uint16_t *)(ws + w.a_slots), nx, per, d->k, w.block));
     }
 
     float *inter = (float *)(ws + w.inter);

@@ -87,11 +87,12 @@ typedef struct qv_moe_dev {
 typedef struct qv_moe_ws {
     int block, max_blocks;
     int64_t max_slots;
-    size_t ids, weights, counts, expert_start, block_expert, slot, a_slots, inter, bytes;
+    size_t ids, weights, counts, expert_start, block_expert, slot, hist, a_slots, inter, bytes;
 } qv_moe_ws;
 
 /* The plan of d's shape and path (d->wg, d->ksplit; mb and the pointers
- * are not read). a_slots holds every slot's activations (max_slots, k) for
+ * are not read). hist holds the token sort's expert counts per 256-pair
+ * chunk (nx, ceil(t * per / 256)); a_slots every slot's activations (max_slots, k) for
  * act_order and the W4A16 / FP4 wgmma kernel, else nothing; inter one copy
  * of the products per K part. */
 void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w);
