@@ -323,6 +323,42 @@ __device__ __forceinline__ int block_scan256(int v, int *s_warp, int lane, int w
     return run;
 }
 
+/* Expert x's segment: its start, its blocks' expert and its padding slots
+ * (-1), from its first slot and pair count. */
+__device__ __forceinline__ void write_segment(const sort_params &p, int x, int start, int count)
+{
+    const int B = p.block, padded = (count + B - 1) / B * B;
+    p.expert_start[x] = start;
+    for (int b = 0; b < padded / B; b++) p.block_expert[start / B + b] = x;
+    for (int j = count; j < padded; j++) p.slot[start + j] = -1;
+}
+
+/* The experts' first slots from their pair counts s_cnt[x] (each padded to
+ * the block): a block scan, thread tid holding experts [tid E, tid E + E),
+ * E = ceil(nx / 256). Calls each(x, count, start) for the thread's experts
+ * in order (after reading s_cnt[x], so each may overwrite it) and returns
+ * the padded total. Every thread of the block must call it. */
+template <class F>
+__device__ __forceinline__ int scan_segments(int *s_cnt, int nx, int B, int *s_warp, F &&each)
+{
+    const int tid = threadIdx.x, E = (nx + 255) / 256;
+    int sum = 0;
+    for (int q = 0; q < E; q++) {
+        const int x = tid * E + q;
+        if (x < nx) sum += (s_cnt[x] + B - 1) / B * B;
+    }
+    int slots;
+    int run = block_scan256(sum, s_warp, tid & 31, tid >> 5, &slots);
+    for (int q = 0; q < E; q++) {
+        const int x = tid * E + q;
+        if (x >= nx) break;
+        const int count = s_cnt[x];
+        each(x, count, run);
+        run += (count + B - 1) / B * B;
+    }
+    return slots;
+}
+
 /* Block c places chunk c. Every block scans the experts' padded counts
  * (thread tid holding experts [tid E, tid E + E)) for their starts; block
  * x % chunks writes expert x's start, its blocks' expert and its padding.
@@ -341,8 +377,7 @@ __global__ void __launch_bounds__(kSortChunk) k_moe_scatter(const sort_params p,
     chain_wait();
     chain_release();
     const int c = blockIdx.x, chunks = gridDim.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int B = p.block, E = (p.nx + kSortChunk - 1) / kSortChunk;
-    int sum = 0;
+    const int E = (p.nx + kSortChunk - 1) / kSortChunk;
     for (int q = 0; q < E; q++) {
         const int x = tid * E + q;
         if (x >= p.nx) break;
@@ -360,23 +395,14 @@ __global__ void __launch_bounds__(kSortChunk) k_moe_scatter(const sort_params p,
         }
         s_next[x] = off;
         s_cnt[x] = count;
-        sum += (count + B - 1) / B * B;
     }
-    int slots;
-    int run = block_scan256(sum, s_warp, lane, warp, &slots);
-    for (int q = 0; q < E; q++) {
-        const int x = tid * E + q;
-        if (x >= p.nx) break;
-        const int count = s_cnt[x], padded = (count + B - 1) / B * B;
-        s_next[x] += run;
+    const int slots = scan_segments(s_cnt, p.nx, p.block, s_warp, [&](int x, int count, int start) {
+        s_next[x] += start;
         if (x % chunks == c) {
             if (!scanned) p.counts[x] = count;
-            p.expert_start[x] = run;
-            for (int b = 0; b < padded / B; b++) p.block_expert[run / B + b] = x;
-            for (int j = count; j < padded; j++) p.slot[run + j] = -1;
+            write_segment(p, x, start, count);
         }
-        run += padded;
-    }
+    });
     if (c == 0 && tid == 0) p.expert_start[p.nx] = slots;
     __syncthreads();
     const int64_t i = (int64_t)c * kSortChunk + tid;
@@ -436,25 +462,11 @@ __global__ void __launch_bounds__(256)
         if (px >= 0) atomicAdd(&s_cnt[px], 1);
     }
     __syncthreads();
-    const int E = (p.nx + 255) / 256, B = p.block;
-    int sum = 0;
-    for (int q = 0; q < E; q++) {
-        const int x = tid * E + q;
-        if (x < p.nx) sum += (s_cnt[x] + B - 1) / B * B;
-    }
-    int slots;
-    int run = block_scan256(sum, s_warp, lane, warp, &slots);
-    for (int q = 0; q < E; q++) {
-        const int x = tid * E + q;
-        if (x >= p.nx) break;
-        const int count = s_cnt[x], padded = (count + B - 1) / B * B;
+    const int slots = scan_segments(s_cnt, p.nx, p.block, s_warp, [&](int x, int count, int start) {
         p.counts[x] = count;
-        p.expert_start[x] = run;
-        for (int b = 0; b < padded / B; b++) p.block_expert[run / B + b] = x;
-        for (int j = count; j < padded; j++) p.slot[run + j] = -1;
-        s_cnt[x] = run; /* thread tid alone reads and writes its experts' entries */
-        run += padded;
-    }
+        write_segment(p, x, start, count);
+        s_cnt[x] = start; /* thread tid alone reads and writes its experts' entries */
+    });
     if (tid == 0) p.expert_start[p.nx] = slots;
     __syncthreads();
     if (px >= 0) {
