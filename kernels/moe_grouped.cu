@@ -244,7 +244,8 @@ __device__ __forceinline__ int pair_expert(const int32_t *ids, const int32_t *ex
  * start plus that offset plus the pairs of that expert before them in the
  * chunk. hist is (nx, chunks), expert-major. */
 constexpr int kSortChunk = 256;
-/* Experts a launch of the large sort takes (its shared tables). */
+/* Experts a launch of either sort takes (their shared tables; qv_moe_launch
+ * refuses more). */
 constexpr int kSortExperts = 2048;
 /* Up to this many chunks the scatter sums the chunk counts itself (one
  * launch fewer; beyond, each of its threads would read too many). */
@@ -267,6 +268,17 @@ __global__ void __launch_bounds__(kSortChunk) k_moe_hist(const sort_params p, in
     for (int x = tid; x < p.nx; x += kSortChunk) hist[(int64_t)x * chunks + c] = s_cnt[x];
 }
 
+/* The inclusive prefix sum of v over a warp's lanes (lane order). */
+__device__ __forceinline__ int warp_scan_incl(int v, int lane)
+{
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int u = __shfl_up_sync(0xffffffffu, v, o);
+        if (lane >= o) v += u;
+    }
+    return v;
+}
+
 /* Warp w of block b takes expert 8 b + w: its chunk counts become exclusive
  * prefix sums in place, 256 chunks a round (8 a lane, loaded before the
  * scan), and its total is its pair count. */
@@ -287,12 +299,7 @@ __global__ void __launch_bounds__(256) k_moe_hist_scan(const sort_params p, int 
         }
 #pragma unroll
         for (int j = 0; j < 8; j++) {
-            int incl = v[j];
-#pragma unroll
-            for (int o = 1; o < 32; o <<= 1) {
-                const int u = __shfl_up_sync(0xffffffffu, incl, o);
-                if (lane >= o) incl += u;
-            }
+            const int incl = warp_scan_incl(v[j], lane);
             const int c = c0 + j * 32 + lane;
             if (c < chunks) h[c] = run + incl - v[j];
             run += __shfl_sync(0xffffffffu, incl, 31);
@@ -306,12 +313,7 @@ __global__ void __launch_bounds__(256) k_moe_hist_scan(const sort_params p, int 
  * (8 ints), one barrier, which every thread must reach. */
 __device__ __forceinline__ int block_scan256(int v, int *s_warp, int lane, int warp, int *total)
 {
-    int incl = v;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const int u = __shfl_up_sync(0xffffffffu, incl, o);
-        if (lane >= o) incl += u;
-    }
+    const int incl = warp_scan_incl(v, lane);
     if (lane == 31) s_warp[warp] = incl;
     __syncthreads();
     int run = incl - v, all = 0;
@@ -423,10 +425,9 @@ __global__ void __launch_bounds__(kSortChunk) k_moe_scatter(const sort_params p,
     }
 }
 
-/* Decode steps: routing and sort in one block when the pairs and the
- * experts fit its shared memory */
+/* Decode steps: routing and sort in one block when the pairs fit its
+ * shared memory (the experts always do: kSortExperts at most) */
 constexpr int kSmallPairs = 256;
-constexpr int kSmallExperts = 2048;
 /* and at most two tokens a warp: the one block routes them one after the
  * other, where the routing kernel has a warp for each */
 constexpr int kSmallTokens = 16;
@@ -445,7 +446,7 @@ __global__ void __launch_bounds__(256)
                            float *weights, const sort_params p)
 {
     __shared__ int s_px[kSmallPairs];
-    __shared__ int s_cnt[kSmallExperts]; /* pairs per expert, then each expert's first slot */
+    __shared__ int s_cnt[kSortExperts]; /* pairs per expert, then each expert's first slot */
     __shared__ int s_warp[8];
     /* The first of the chain: the GEMM may launch at once (it waits). */
     chain_release();
@@ -1207,7 +1208,7 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
     sp.expert_start = (int *)(ws + w.expert_start);
     sp.block_expert = (int *)(ws + w.block_expert);
     sp.slot = (int32_t *)(ws + w.slot);
-    if (d->t <= kSmallTokens && (int64_t)d->t * per <= kSmallPairs && nx <= kSmallExperts) {
+    if (d->t <= kSmallTokens && (int64_t)d->t * per <= kSmallPairs) {
         QV_TRY(launch_route(route_slots(d->e), true, d, ids, weights, sp, stream));
     } else {
         QV_TRY(launch_route(route_slots(d->e), false, d, ids, weights, sp, stream));
