@@ -17,22 +17,33 @@
  * is how rows beyond M, columns past N and K tails become exact zeros without
  * touching memory. The caller still passes a valid address, so no out-of-range
  * pointer is ever formed. */
+__device__ __forceinline__ void qv_cp_async16_s(uint32_t smem_dst, const void *gmem_src, bool valid)
+{
+    int src_bytes = valid ? 16 : 0;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_dst), "l"(gmem_src),
+                 "r"(src_bytes));
+}
+
+/* The same, to a generic pointer into shared memory (the _s form takes the
+ * 32-bit shared address, for callers that keep one and add offsets to it). */
 __device__ __forceinline__ void qv_cp_async16(void *smem_dst, const void *gmem_src, bool valid)
 {
-    unsigned dst = (unsigned)__cvta_generic_to_shared(smem_dst);
-    int src_bytes = valid ? 16 : 0;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem_src),
-                 "r"(src_bytes));
+    qv_cp_async16_s((uint32_t)__cvta_generic_to_shared(smem_dst), gmem_src, valid);
 }
 
 /* 4-byte asynchronous copy global -> shared, through L1 (cp.async takes 4 or
  * 8 bytes only in its .ca form), in the same commit groups as
  * qv_cp_async16: for sources aligned to 4 bytes only (the FP4 rows' packed
- * bias, qv_gemm_args.bias_packed). Both addresses must be 4-byte aligned. */
+ * bias, qv_gemm_args.bias_packed; the fp8 wgmma MoE kernel's block scales).
+ * Both addresses must be 4-byte aligned. */
+__device__ __forceinline__ void qv_cp_async4_s(uint32_t smem_dst, const void *gmem_src)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_dst), "l"(gmem_src));
+}
+
 __device__ __forceinline__ void qv_cp_async4(void *smem_dst, const void *gmem_src)
 {
-    unsigned dst = (unsigned)__cvta_generic_to_shared(smem_dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(gmem_src));
+    qv_cp_async4_s((uint32_t)__cvta_generic_to_shared(smem_dst), gmem_src);
 }
 
 __device__ __forceinline__ void qv_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }

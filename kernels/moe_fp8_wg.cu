@@ -50,19 +50,6 @@ constexpr int kFwSmem = kFwStages * kFwStageBytes + kSwizzleAtom; /* + room to a
 static_assert(kFwTile % kSwizzleAtom == 0, "every tile starts on a swizzle atom");
 static_assert(kFwBK == 128, "the tiles' rows are moe_swz128's 128 bytes");
 
-/* 16 bytes global -> shared (a 32-bit shared address), the last 16 - src
- * bytes zero-filled (src 0: nothing read), in cp.async's commit groups. */
-__device__ __forceinline__ void fw_cp16(uint32_t dst, const void *g, int src)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(g), "r"(src));
-}
-
-/* 4 bytes global -> shared, in the same groups. */
-__device__ __forceinline__ void fw_cp4(uint32_t dst, const void *g)
-{
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(g));
-}
-
 /* D (64 x 64, fp32) = A (64 x 32 e4m3) . B (32 x 64 e4m3) (+ D when acc),
  * both through descriptors; no negation. */
 __device__ __forceinline__ void fw_mma(float d[32], uint64_t desc_a, uint64_t desc_b, bool acc)
@@ -135,11 +122,11 @@ __global__ void __launch_bounds__(kFwThreads) k_moe_gemm_fp8_wg(const moe_f8_par
         const int64_t ko = kin ? k_next : 0;
 #pragma unroll
         for (int i = 0; i < kIters; i++) {
-            fw_cp16(dw + 2048 * i, w_src[i] + ko, kin ? 16 : 0);
-            fw_cp16(da + 2048 * i, a_src[i] + ko, kin && (a_ok >> i & 1) ? 16 : 0);
+            qv_cp_async16_s(dw + 2048 * i, w_src[i] + ko, kin);
+            qv_cp_async16_s(da + 2048 * i, a_src[i] + ko, kin && (a_ok >> i & 1));
         }
-        if (tid < kFwBX) fw_cp4(sa_s + s * kFwBX * 4, sa_src);
-        if (tid == kFwBX) fw_cp4(sw_s + s * 4, sw_src);
+        if (tid < kFwBX) qv_cp_async4_s(sa_s + s * kFwBX * 4, sa_src);
+        if (tid == kFwBX) qv_cp_async4_s(sw_s + s * 4, sw_src);
         k_next += kFwBK;
         sa_src += p.t;
         sw_src += nbk;

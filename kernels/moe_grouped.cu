@@ -480,6 +480,9 @@ __global__ void __launch_bounds__(256)
 /* ---- 3. act_order or wgmma: the activations of each slot, in sort order -------------- */
 
 constexpr int kGatherThreads = 256;
+/* Slot rows a block of k_moe_gather_slots copies at a time: a warp each, or
+ * with a permutation the whole block (the launch sizes its grid by it). */
+__host__ __device__ constexpr int gather_rows_a_block(bool perm) { return perm ? 1 : kGatherThreads / 32; }
 
 /* Row s of out (k halves, 16-byte aligned rows) for every used slot s: the
  * activations of the slot's token (pair slot[s], token pair / per), in
@@ -498,7 +501,7 @@ __global__ void __launch_bounds__(kGatherThreads)
      * for this whole grid. */
     chain_wait();
     chain_release();
-    constexpr int rows_a_block = PERM ? 1 : kGatherThreads / 32;
+    constexpr int rows_a_block = gather_rows_a_block(PERM);
     const int used = expert_start[nx];
     const int lane = PERM ? threadIdx.x : threadIdx.x & 31, lanes = PERM ? kGatherThreads : 32;
     const int kv = k / 8; /* 16-byte pieces a row */
@@ -1232,7 +1235,7 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
     if (gathered) {
         qv_launch_ctx c;
         QV_TRY(qv_launch_ctx_get(NULL, &c));
-        const int rows_a_block = d->act_order ? 1 : kGatherThreads / 32, per_sm = 4;
+        const int rows_a_block = gather_rows_a_block(d->act_order), per_sm = 4;
         const int64_t need = (w.max_slots + rows_a_block - 1) / rows_a_block;
         const unsigned blocks = (unsigned)(need < per_sm * (int64_t)c.sms ? (need > 0 ? need : 1) : per_sm * c.sms);
         QV_TRY(launch_chained(d->act_order ? k_moe_gather_slots<true> : k_moe_gather_slots<false>, dim3(blocks),
