@@ -1200,6 +1200,21 @@ qv_status launch_kernel(const small_params &p, dim3 grid, int smem, unsigned tra
     return QV_OK;
 }
 
+/* The instance of weight type wt in orientation SWAP with CPW chunks a warp. */
+template <bool BF, bool SWAP, int CPW>
+qv_status launch_type(int wt, const small_params &p, dim3 grid, int smem, unsigned trace, cudaStream_t stream)
+{
+    switch (wt) {
+    case WT_INT4: return launch_kernel<WT_INT4, BF, SWAP, CPW>(p, grid, smem, trace, stream);
+    case WT_INT4_G: return launch_kernel<WT_INT4_G, BF, SWAP, CPW>(p, grid, smem, trace, stream);
+    case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF, SWAP, CPW>(p, grid, smem, trace, stream);
+    case WT_INT8: return launch_kernel<WT_INT8, BF, SWAP, CPW>(p, grid, smem, trace, stream);
+    case WT_FP4_MX: return launch_kernel<WT_FP4_MX, BF, SWAP, CPW>(p, grid, smem, trace, stream);
+    case WT_FP4_NV: return launch_kernel<WT_FP4_NV, BF, SWAP, CPW>(p, grid, smem, trace, stream);
+    default: return launch_kernel<WT_FP8, BF, SWAP, CPW>(p, grid, smem, trace, stream);
+    }
+}
+
 /* The instantiations: m16 and swapped orientations with one chunk per warp,
  * and the swapped one with two chunks per warp, for every weight type (FP4
  * included); and
@@ -1213,37 +1228,9 @@ qv_status launch_wt(int wt, bool swap, int cpw, const small_params &p, dim3 grid
         if (swap && wt == WT_INT4_G && p.g_shift >= 3)
             return cpw == 2 ? launch_kernel<WT_INT4_GF, false, true, 2>(p, grid, smem, trace, stream)
                             : launch_kernel<WT_INT4_GF, false, true, 1>(p, grid, smem, trace, stream);
-    if (swap && cpw == 2) {
-        switch (wt) {
-        case WT_INT4: return launch_kernel<WT_INT4, BF, true, 2>(p, grid, smem, trace, stream);
-        case WT_INT4_G: return launch_kernel<WT_INT4_G, BF, true, 2>(p, grid, smem, trace, stream);
-        case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF, true, 2>(p, grid, smem, trace, stream);
-        case WT_INT8: return launch_kernel<WT_INT8, BF, true, 2>(p, grid, smem, trace, stream);
-        case WT_FP4_MX: return launch_kernel<WT_FP4_MX, BF, true, 2>(p, grid, smem, trace, stream);
-        case WT_FP4_NV: return launch_kernel<WT_FP4_NV, BF, true, 2>(p, grid, smem, trace, stream);
-        default: return launch_kernel<WT_FP8, BF, true, 2>(p, grid, smem, trace, stream);
-        }
-    }
-    if (swap) {
-        switch (wt) {
-        case WT_INT4: return launch_kernel<WT_INT4, BF, true, 1>(p, grid, smem, trace, stream);
-        case WT_INT4_G: return launch_kernel<WT_INT4_G, BF, true, 1>(p, grid, smem, trace, stream);
-        case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF, true, 1>(p, grid, smem, trace, stream);
-        case WT_INT8: return launch_kernel<WT_INT8, BF, true, 1>(p, grid, smem, trace, stream);
-        case WT_FP4_MX: return launch_kernel<WT_FP4_MX, BF, true, 1>(p, grid, smem, trace, stream);
-        case WT_FP4_NV: return launch_kernel<WT_FP4_NV, BF, true, 1>(p, grid, smem, trace, stream);
-        default: return launch_kernel<WT_FP8, BF, true, 1>(p, grid, smem, trace, stream);
-        }
-    }
-    switch (wt) {
-    case WT_INT4: return launch_kernel<WT_INT4, BF, false, 1>(p, grid, smem, trace, stream);
-    case WT_INT4_G: return launch_kernel<WT_INT4_G, BF, false, 1>(p, grid, smem, trace, stream);
-    case WT_INT4_ZP: return launch_kernel<WT_INT4_ZP, BF, false, 1>(p, grid, smem, trace, stream);
-    case WT_INT8: return launch_kernel<WT_INT8, BF, false, 1>(p, grid, smem, trace, stream);
-    case WT_FP4_MX: return launch_kernel<WT_FP4_MX, BF, false, 1>(p, grid, smem, trace, stream);
-    case WT_FP4_NV: return launch_kernel<WT_FP4_NV, BF, false, 1>(p, grid, smem, trace, stream);
-    default: return launch_kernel<WT_FP8, BF, false, 1>(p, grid, smem, trace, stream);
-    }
+    if (swap && cpw == 2) return launch_type<BF, true, 2>(wt, p, grid, smem, trace, stream);
+    if (swap) return launch_type<BF, true, 1>(wt, p, grid, smem, trace, stream);
+    return launch_type<BF, false, 1>(wt, p, grid, smem, trace, stream);
 }
 
 /* Ring stages a block requests before it waits for the kernel in front
