@@ -359,7 +359,7 @@ extern "C" int qv_moe_bench(const char *const *globs, int n, const int *tokens, 
                 int kt_part;
                 const int parts = qv_moe_parts(&m.d, &kt_part);
                 char path[16];
-                if (m.d.wg) snprintf(path, sizeof path, "wgmma");
+                if (m.d.wg) snprintf(path, sizeof path, m.d.pairs ? "wg+pr" : "wgmma");
                 else if (parts > 1) snprintf(path, sizeof path, "mma k%d", parts);
                 else snprintf(path, sizeof path, "mma");
                 printf("%-28s %6d %3d %-6s %11.1f %12.1f %6.2fx", r->name, tokens[ti], m.ws.block, path,
@@ -376,7 +376,8 @@ extern "C" int qv_moe_bench(const char *const *globs, int n, const int *tokens, 
                             "\"path\":\"%s\",\"block\":%d,\"parts\":%d,\"cublas_loop_us\":%.3f,"
                             "\"cublas_grouped_us\":",
                             r->name, tokens[ti], (int)r->n, (int)r->k, tg.median_us, tg.p10_us, tg.p90_us, tg.runs,
-                            m.d.wg ? "wgmma" : "mma", m.ws.block, parts, tl.median_us);
+                            m.d.wg ? (m.d.pairs ? "wgmma-pairs" : "wgmma") : "mma", m.ws.block, parts,
+                            tl.median_us);
                     if (have_grouped)
                         fprintf(jf, "%.3f}\n", tc.median_us);
                     else

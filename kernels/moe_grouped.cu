@@ -1053,6 +1053,7 @@ extern "C" qv_status qv_moe_pick(qv_moe_dev *d, const qv_launch_opts *o)
     const int64_t mean = busy ? pairs / busy : 0;
     const int min_rows = c.o->moe_wg_min_rows ? c.o->moe_wg_min_rows : c.t->moe_wg_min_rows;
     const bool fp8 = d->kind == QV_MOE_FP8_B128;
+    d->pairs = 0;
     d->wg = min_rows != QV_OPT_OFF && mean >= min_rows && (fp8 ? qv_moe_fp8_wg_covers(d) : qv_moe_wg_covers(d));
     if (d->wg && fp8) {
         d->mb = 4; /* kernels/moe_fp8_wg.cu: 64-slot blocks */
@@ -1061,10 +1062,18 @@ extern "C" qv_status qv_moe_pick(qv_moe_dev *d, const qv_launch_opts *o)
          * rows with the narrower below that). */
         const int rows256 =
             d->kind == QV_MOE_MXFP4 ? c.t->moe_wg_block256_rows_mxfp4 : c.t->moe_wg_block256_rows;
-        const int block = c.o->moe_wg_block                        ? c.o->moe_wg_block
-                          : mean >= rows256                   ? 256
-                          : mean >= c.t->moe_wg_block128_rows ? 128
-                                                              : 64;
+        int block = c.o->moe_wg_block                        ? c.o->moe_wg_block
+                    : mean >= rows256                   ? 256
+                    : mean >= c.t->moe_wg_block128_rows ? 128
+                                                        : 64;
+        /* Pairs: the sort's blocks at 128 rows, two of an expert in one
+         * 256-slot tile. Asked, wherever no other block is forced; unset,
+         * from the tuning's mean of rows per expert on, no block forced. */
+        d->pairs = c.o->moe_wg_pairs == QV_OPT_ON
+                       ? !c.o->moe_wg_block || c.o->moe_wg_block == 128
+                       : !c.o->moe_wg_pairs && !c.o->moe_wg_block && c.t->moe_wg_pairs_rows != QV_OPT_OFF &&
+                             mean >= c.t->moe_wg_pairs_rows;
+        if (d->pairs) block = 128;
         d->mb = block / 16;
     } else {
         /* The mma.sync kernel: 16-row blocks for decode-like batches,
@@ -1140,6 +1149,9 @@ extern "C" void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w)
     if (d->act_order || (d->wg && d->kind != QV_MOE_FP8_B128)) off += up256(2 * (size_t)w->max_slots * (size_t)d->k);
     const int parts = d->ksplit > 1 ? d->ksplit : 1;
     w->inter = off, off += up256(sizeof(float) * (size_t)parts * (size_t)pairs * (size_t)d->n);
+    /* paired tiles: the two lists (kernels/moe_wg.cu), each its count first */
+    w->tiles = off;
+    if (d->pairs) off += up256(sizeof(int) * ((size_t)w->max_blocks / 2 + 1 + (size_t)nx + 1));
     w->bytes = off;
 }
 

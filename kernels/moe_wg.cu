@@ -13,7 +13,10 @@
  *    slot's fp32 product (times the expert's channel, tensor or NVFP4
  *    global scale) goes to its pair's row of the combine's buffer, never a
  *    padding slot's. The sort pads each expert's segment to the tile's
- *    tokens (64, 128 or 256: qv_moe_dev.mb 4, 8 or 16).
+ *    tokens (64, 128 or 256: qv_moe_dev.mb 4, 8 or 16);
+ *  - paired (qv_moe_dev.pairs, 128-slot blocks): k_moe_tile_lists lists
+ *    each expert's blocks two by two as 256-slot tiles and an odd last one
+ *    as a 128-slot tile, and the GEMM runs once over each list.
  * The arithmetic is the mma.sync grouped kernel's (moe_grouped.cu) and the
  * dense weight-only row's: the weights dequantized exactly as there,
  * products summed by the tensor cores in fp32, k16 by k16 in increasing k,
@@ -26,6 +29,7 @@
 
 #include "internal/gpu_moe.h"
 #include "internal/tuning.h"
+#include "moe_common.cuh"
 #include "wonly_wg_kernel.cuh"
 
 namespace {
@@ -59,8 +63,11 @@ qv_status make_moe_maps(CUtensorMap *am, CUtensorMap *wm, CUtensorMap *sm, const
     return QV_OK;
 }
 
+/* tiles_m: the schedule's token tiles (p.m / BX rounded up without a tile
+ * list, the list's capacity with one). */
 template <int WT, bool BF, int TPW, int BX, int SM>
-qv_status launch_moe(const wg_params &p, const wg_moe &mo, const void *a_slots, int sms, cudaStream_t stream)
+qv_status launch_moe(const wg_params &p, const wg_moe &mo, const void *a_slots, int sms, int tiles_m,
+                     cudaStream_t stream)
 {
     constexpr bool GROUPED = SM != SM_NONE;
     constexpr int smem = stage_layout<WT, TPW, BX, GROUPED>::total;
@@ -71,7 +78,7 @@ qv_status launch_moe(const wg_params &p, const wg_moe &mo, const void *a_slots, 
     QV_TRY((make_moe_maps<WT, TPW, BX, GROUPED>(&am, &wm, &sm, p, a_slots, mo.nx)));
     /* Whole tiles on one block per SM (a stream-K tail would need the tile
      * count, which only the device's sort knows). */
-    const wg_sched sc = plan_sched(p.m, p.n, p.k, TPW, BX, kKs, sms, false);
+    const wg_sched sc = plan_sched(tiles_m * BX, p.n, p.k, TPW, BX, kKs, sms, false);
     return wg_launch<k_gemm_wonly_wgmma<WT, BF, TPW, BX, SM, true>>(
         sc, smem, true, stream, "cudaFuncSetAttribute (grouped wgmma GEMM shared memory)",
         "grouped wgmma GEMM launch", p, sc, am, wm, sm, none, none, mo);
@@ -79,13 +86,57 @@ qv_status launch_moe(const wg_params &p, const wg_moe &mo, const void *a_slots, 
 
 /* The instance of (kind, bf16, group or epilogue scales) in tile TPW x BX. */
 template <bool BF, int TPW, int BX>
-qv_status launch_kind(int kind, const wg_params &p, const wg_moe &mo, const void *a_slots, int sms,
+qv_status launch_kind(int kind, const wg_params &p, const wg_moe &mo, const void *a_slots, int sms, int tiles_m,
                       cudaStream_t stream)
 {
-    if (kind == QV_MOE_MXFP4) return launch_moe<WT_FP4_MX, BF, TPW, BX, SM_TILE>(p, mo, a_slots, sms, stream);
-    if (kind == QV_MOE_NVFP4) return launch_moe<WT_FP4_NV, BF, TPW, BX, SM_TILE16>(p, mo, a_slots, sms, stream);
-    if (p.scale_mode == SC_GROUP) return launch_moe<WT_INT4, BF, TPW, BX, SM_ROW>(p, mo, a_slots, sms, stream);
-    return launch_moe<WT_INT4, BF, TPW, BX, SM_NONE>(p, mo, a_slots, sms, stream);
+    if (kind == QV_MOE_MXFP4)
+        return launch_moe<WT_FP4_MX, BF, TPW, BX, SM_TILE>(p, mo, a_slots, sms, tiles_m, stream);
+    if (kind == QV_MOE_NVFP4)
+        return launch_moe<WT_FP4_NV, BF, TPW, BX, SM_TILE16>(p, mo, a_slots, sms, tiles_m, stream);
+    if (p.scale_mode == SC_GROUP)
+        return launch_moe<WT_INT4, BF, TPW, BX, SM_ROW>(p, mo, a_slots, sms, tiles_m, stream);
+    return launch_moe<WT_INT4, BF, TPW, BX, SM_NONE>(p, mo, a_slots, sms, tiles_m, stream);
+}
+
+/* The tile lists of a paired launch (qv_moe_dev.pairs), from the sort's
+ * 128-slot segments: expert x's first 2 floor(b_x / 2) blocks (b_x its
+ * blocks) as 256-slot tiles in `pairs`, its last block, when b_x is odd, as
+ * a 128-slot tile in `singles`; each list its count, then the tiles' first
+ * slots in slot order. One block; nx <= kSortExperts. */
+constexpr int kListThreads = 256;
+
+__global__ void __launch_bounds__(kListThreads) k_moe_tile_lists(const int *expert_start, int nx, int *pairs,
+                                                                 int *singles)
+{
+    chain_release();
+    chain_wait();
+    __shared__ int n_pairs[kListThreads], n_odd[kListThreads];
+    /* thread i takes experts [i * per, (i + 1) * per) */
+    const int per = (nx + kListThreads - 1) / kListThreads, x0 = threadIdx.x * per;
+    int np = 0, no = 0;
+    for (int x = x0; x < x0 + per && x < nx; x++) {
+        const int b = (expert_start[x + 1] - expert_start[x]) >> 7;
+        np += b >> 1;
+        no += b & 1;
+    }
+    n_pairs[threadIdx.x] = np, n_odd[threadIdx.x] = no;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int sp = 0, so = 0;
+        for (int i = 0; i < kListThreads; i++) {
+            const int a = n_pairs[i], c = n_odd[i];
+            n_pairs[i] = sp, n_odd[i] = so;
+            sp += a, so += c;
+        }
+        pairs[0] = sp, singles[0] = so;
+    }
+    __syncthreads();
+    np = n_pairs[threadIdx.x], no = n_odd[threadIdx.x];
+    for (int x = x0; x < x0 + per && x < nx; x++) {
+        const int s0 = expert_start[x], b = (expert_start[x + 1] - s0) >> 7;
+        for (int j = 0; j < b >> 1; j++) pairs[1 + np++] = s0 + 256 * j;
+        if (b & 1) singles[1 + no++] = s0 + 256 * (b >> 1);
+    }
 }
 
 } /* namespace */
@@ -117,6 +168,9 @@ extern "C" qv_status qv_moe_wg_gemm(const qv_moe_dev *d, const qv_moe_ws *w, voi
                        "covered (the mma.sync kernel takes it)", d->kind, d->scale_mode, d->g_shift, d->n, d->k);
     if (w->block != 64 && w->block != 128 && w->block != 256)
         return qv_fail(QV_ERR_USAGE, "grouped wgmma GEMM: the sort's block is %d rows (64, 128 or 256)", w->block);
+    if (d->pairs && w->block != 128)
+        return qv_fail(QV_ERR_USAGE, "grouped wgmma GEMM: paired tiles need the sort's 128-slot blocks, not %d",
+                       w->block);
     /* The schedule's tile count (token tiles x column tiles) is an int. */
     if ((int64_t)(w->max_slots / 64) * (d->n / 64 + 1) >= ((int64_t)1 << 31))
         return qv_fail(QV_ERR_SHAPE, "grouped wgmma GEMM: %lld slots x n=%d is past the schedule's tile count",
@@ -159,16 +213,38 @@ extern "C" qv_status qv_moe_wg_gemm(const qv_moe_dev *d, const qv_moe_ws *w, voi
     mo.nx = nx;
     mo.w_rows = d->k / 16;
     mo.s_rows_x = p.s_rows > 0 ? (d->k / 16) >> p.g_shift : 0;
+    mo.tiles = nullptr;
+    mo.blk_shift = w->block == 256 ? 8 : w->block == 128 ? 7 : 6;
+    if (d->pairs) {
+        /* An expert's 128-slot blocks two by two in 256-slot tiles (128
+         * columns), its odd last block in a 128-slot tile (256 columns): each
+         * weight dequantized once per 256 slots where the expert fills them,
+         * and no tile of more padding than the sort's. The 256-slot launch
+         * first, the other behind it in the chain. */
+        int *pairs = (int *)(ws + w->tiles), *singles = pairs + 1 + w->max_blocks / 2;
+        QV_TRY(launch_chained(k_moe_tile_lists, dim3(1), dim3(kListThreads), 0, stream, "tile list launch",
+                              expert_start, nx, pairs, singles));
+        wg_moe m2 = mo, m1 = mo;
+        m2.tiles = pairs;
+        m1.tiles = singles;
+        const int cap2 = w->max_blocks / 2 > 0 ? w->max_blocks / 2 : 1;
+        const qv_status s2 = d->bf16 ? launch_kind<true, 1, 256>(d->kind, p, m2, a_slots, sms, cap2, stream)
+                                     : launch_kind<false, 1, 256>(d->kind, p, m2, a_slots, sms, cap2, stream);
+        if (s2 != QV_OK) return s2;
+        return d->bf16 ? launch_kind<true, 2, 128>(d->kind, p, m1, a_slots, sms, nx, stream)
+                       : launch_kind<false, 2, 128>(d->kind, p, m1, a_slots, sms, nx, stream);
+    }
+    const int tiles_m = (int)((w->max_slots + w->block - 1) / w->block);
     /* 256-slot tiles in 128 columns, 128-slot tiles in 256, 64-slot tiles
      * in 512 (the dense kernel's wide forms of those tokens): the wider in
      * slots, the fewer times each weight is dequantized per product, and
      * the more padding rows computed. */
     if (w->block == 256)
-        return d->bf16 ? launch_kind<true, 1, 256>(d->kind, p, mo, a_slots, sms, stream)
-                       : launch_kind<false, 1, 256>(d->kind, p, mo, a_slots, sms, stream);
+        return d->bf16 ? launch_kind<true, 1, 256>(d->kind, p, mo, a_slots, sms, tiles_m, stream)
+                       : launch_kind<false, 1, 256>(d->kind, p, mo, a_slots, sms, tiles_m, stream);
     if (w->block == 128)
-        return d->bf16 ? launch_kind<true, 2, 128>(d->kind, p, mo, a_slots, sms, stream)
-                       : launch_kind<false, 2, 128>(d->kind, p, mo, a_slots, sms, stream);
-    return d->bf16 ? launch_kind<true, 4, 64>(d->kind, p, mo, a_slots, sms, stream)
-                   : launch_kind<false, 4, 64>(d->kind, p, mo, a_slots, sms, stream);
+        return d->bf16 ? launch_kind<true, 2, 128>(d->kind, p, mo, a_slots, sms, tiles_m, stream)
+                       : launch_kind<false, 2, 128>(d->kind, p, mo, a_slots, sms, tiles_m, stream);
+    return d->bf16 ? launch_kind<true, 4, 64>(d->kind, p, mo, a_slots, sms, tiles_m, stream)
+                   : launch_kind<false, 4, 64>(d->kind, p, mo, a_slots, sms, tiles_m, stream);
 }

@@ -175,18 +175,31 @@ struct wg_params {
  * e_stride elements) or NVFP4 global scale (gscale[x]); an FP4 bias is the
  * combine's. With one group of K (grp_single) the dequant's scales are
  * expert x's row of e_scales too. Token tiles from expert_start[nx] on hold no slot and are
- * skipped by the producer and the consumers alike. */
+ * skipped by the producer and the consumers alike.
+ * With a tile list (tiles: the sort's 128-slot blocks paired into 256-slot
+ * tiles where an expert fills two, kernels/moe_wg.cu), token tile y starts
+ * at slot tiles[1 + y] for y < tiles[0] and the tiles past the count are
+ * skipped; the sort's blocks are then 2^blk_shift slots, not bx. */
 struct wg_moe {
     const int32_t *slot;        /* (max_slots) pair t * per + c of each slot, -1 padding */
-    const int *block_expert;    /* (max_slots / bx) */
+    const int *block_expert;    /* (max_slots >> blk_shift) */
     const int *expert_start;    /* (nx + 1): [nx] the padded slot total */
     float *inter;               /* (t * per, n) */
     const void *e_scales;       /* SC_CHANNEL / SC_TENSOR: every expert's epilogue scales */
     int64_t e_stride;           /* their elements per expert */
-    int nx, w_rows, s_rows_x;
+    const int *tiles;           /* NULL, or the count then each token tile's first slot */
+    int nx, w_rows, s_rows_x, blk_shift;
 };
 
-/* The expert whose scales token tile y reads (moe_common.cuh). */
+/* Token tile y's first slot, or -1 where the tile holds no slot. */
+__device__ __forceinline__ int moe_tile_m0(const wg_moe &mo, int y, int bx)
+{
+    if (mo.tiles) return y < mo.tiles[0] ? mo.tiles[1 + y] : -1;
+    const int m0 = y * bx;
+    return m0 < mo.expert_start[mo.nx] ? m0 : -1;
+}
+
+/* The expert whose scales the sort's block y reads (moe_common.cuh). */
 __device__ __forceinline__ int moe_scale_expert(const wg_moe &mo, int y)
 {
     return ::moe_scale_expert(mo.block_expert, y, mo.block_expert[y]);
@@ -549,7 +562,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         /* Stages s0 .. s1 - 1 of tile `tile`. */
         auto produce = [&](int tile, int s0, int s1) {
             if constexpr (MOE) tile = moe_raster(tile, tiles_m, sc.tiles / tiles_m, kMoeBand / C::bx);
-            const int m0 = tile % tiles_m * C::bx;
+            const int m0 = MOE ? moe_tile_m0(mo, tile % tiles_m, C::bx) : tile % tiles_m * C::bx;
             const int c0 = tile / tiles_m * C::chunks;
             /* The tile's first weight element (8 bytes) in a k16 row, its
              * first group-scale word (a pair of 16-bit scales, or four FP4
@@ -559,9 +572,9 @@ __global__ void __launch_bounds__(kThreads, 1)
              * past the sort's slots is skipped, as the consumers skip it). */
             int w_row0 = 0, s_row0 = 0;
             if constexpr (MOE) {
-                if (m0 >= mo.expert_start[mo.nx]) return;
-                w_row0 = mo.block_expert[m0 / C::bx] * mo.w_rows;
-                s_row0 = moe_scale_expert(mo, m0 / C::bx) * mo.s_rows_x;
+                if (m0 < 0) return;
+                w_row0 = mo.block_expert[m0 >> mo.blk_shift] * mo.w_rows;
+                s_row0 = moe_scale_expert(mo, m0 >> mo.blk_shift) * mo.s_rows_x;
             }
             for (int step = s0; step < s1; step++) {
                 const int kt0 = step * kKs;
@@ -634,16 +647,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t desc_ring = wg_desc_sw128_lo(b.ring + L::a_off);
     uint32_t desc_slot = desc_ring;
     for (wg_pieces pc(sc, blockIdx.x); pc.next(sc);) {
-        const wg_tile t = wg_tile_at<TPW, BX>(
-            MOE ? moe_raster(pc.tile, tiles_m, sc.tiles / tiles_m, kMoeBand / C::bx) : pc.tile, tiles_m, n_chunks, th);
+        const int tix = MOE ? moe_raster(pc.tile, tiles_m, sc.tiles / tiles_m, kMoeBand / C::bx) : pc.tile;
+        wg_tile t = wg_tile_at<TPW, BX>(tix, tiles_m, n_chunks, th);
         const bool chunk_ok = t.chunk_ok;
-        /* MOE: the tile's expert x and the expert xs whose scales it reads
-         * (the producer skips the same tiles). */
+        /* MOE: the tile's first slot, its expert x and the expert xs whose
+         * scales it reads (the producer skips the same tiles). */
         int x = 0, xs = 0;
         if constexpr (MOE) {
-            if (t.m0 >= mo.expert_start[mo.nx]) continue;
-            x = mo.block_expert[t.m0 / C::bx];
-            xs = moe_scale_expert(mo, t.m0 / C::bx);
+            t.m0 = moe_tile_m0(mo, tix % tiles_m, C::bx);
+            if (t.m0 < 0) continue;
+            x = mo.block_expert[t.m0 >> mo.blk_shift];
+            xs = moe_scale_expert(mo, t.m0 >> mo.blk_shift);
         }
 #pragma unroll
         for (int i = 0; i < TPW; i++)

@@ -399,11 +399,43 @@ START_TEST(pick_path)
         d.kind = cases[i].kind, d.t = cases[i].t, d.topk = cases[i].topk, d.e = d.e_local = cases[i].e;
         d.n = 1024, d.k = 4096, d.g_shift = cases[i].g_shift, d.grp_single = cases[i].grp_single;
         d.scale_mode = cases[i].scale_mode;
+        /* mb: the block without pairs; with them (the default from 160
+         * rows per expert, no block forced), 128 */
         const qv_launch_opts o = {.moe_wg_min_rows = cases[i].min_rows, .moe_wg_block = cases[i].block,
-                                  .sms = 132, .arch = 90};
+                                  .moe_wg_pairs = QV_OPT_OFF, .sms = 132, .arch = 90};
         ck_assert_msg(qv_moe_pick(&d, &o) == QV_OK, "case %zu: %s", i, qv_errmsg());
-        ck_assert_msg(d.wg == cases[i].wg && d.mb == cases[i].mb, "case %zu: wg %d mb %d, not wg %d mb %d", i, d.wg,
-                      d.mb, cases[i].wg, cases[i].mb);
+        ck_assert_msg(d.wg == cases[i].wg && d.mb == cases[i].mb && !d.pairs,
+                      "case %zu: wg %d mb %d pairs %d, not wg %d mb %d", i, d.wg, d.mb, d.pairs, cases[i].wg,
+                      cases[i].mb);
+        const qv_launch_opts od = {.moe_wg_min_rows = cases[i].min_rows, .moe_wg_block = cases[i].block,
+                                   .sms = 132, .arch = 90};
+        ck_assert_msg(qv_moe_pick(&d, &od) == QV_OK, "case %zu: %s", i, qv_errmsg());
+        const int pairs_n = cases[i].t * cases[i].topk, mean = pairs_n / (pairs_n < cases[i].e ? pairs_n : cases[i].e);
+        const int pairs = cases[i].wg && cases[i].kind != QV_MOE_FP8_B128 && !cases[i].block && mean >= 160;
+        ck_assert_msg(d.wg == cases[i].wg && d.pairs == pairs && d.mb == (pairs ? 8 : cases[i].mb),
+                      "case %zu by default: wg %d mb %d pairs %d", i, d.wg, d.mb, d.pairs);
+    }
+    /* pairs asked: 128-slot blocks, where the block is not forced to another */
+    const qv_launch_opts on = {.moe_wg_pairs = QV_OPT_ON, .sms = 132, .arch = 90};
+    const qv_launch_opts on256 = {.moe_wg_pairs = QV_OPT_ON, .moe_wg_block = 256, .sms = 132, .arch = 90};
+    const qv_launch_opts on128 = {.moe_wg_pairs = QV_OPT_ON, .moe_wg_block = 128, .sms = 132, .arch = 90};
+    {
+        qv_moe_dev d;
+        memset(&d, 0, sizeof d);
+        d.kind = QV_MOE_W4A16, d.t = 4096, d.topk = 2, d.e = d.e_local = 8, d.n = 1024, d.k = 4096, d.g_shift = 3;
+        ck_assert(qv_moe_pick(&d, &on) == QV_OK && d.wg && d.pairs && d.mb == 8);
+        ck_assert(qv_moe_pick(&d, &on128) == QV_OK && d.wg && d.pairs && d.mb == 8);
+        ck_assert(qv_moe_pick(&d, &on256) == QV_OK && d.wg && !d.pairs && d.mb == 16);
+        d.t = 40; /* 10 rows per expert: pairs where asked only */
+        const qv_launch_opts wg1 = {.moe_wg_min_rows = 1, .sms = 132, .arch = 90};
+        const qv_launch_opts wg1on = {.moe_wg_min_rows = 1, .moe_wg_pairs = QV_OPT_ON, .sms = 132, .arch = 90};
+        ck_assert(qv_moe_pick(&d, &wg1) == QV_OK && d.wg && !d.pairs && d.mb == 4);
+        ck_assert(qv_moe_pick(&d, &wg1on) == QV_OK && d.wg && d.pairs && d.mb == 8);
+        d.t = 640; /* 160 rows: pairs by default */
+        const qv_launch_opts dflt = {.sms = 132, .arch = 90};
+        ck_assert(qv_moe_pick(&d, &dflt) == QV_OK && d.wg && d.pairs && d.mb == 8);
+        d.t = 636; /* 159 */
+        ck_assert(qv_moe_pick(&d, &dflt) == QV_OK && d.wg && !d.pairs && d.mb == 8);
     }
     qv_moe_dev d;
     memset(&d, 0, sizeof d);
@@ -666,6 +698,7 @@ static void run_on(int _i, const qv_moe_problem *pp, const qv_launch_opts *o, in
     if (want_wg >= 0)
         ck_assert_msg(gs.wg == want_wg, "case %d: the grouped GEMM ran on %s", _i, gs.wg ? "wgmma" : "mma.sync");
     if (o && o->moe_wg_block && want_wg == 1) ck_assert_int_eq(gs.block, o->moe_wg_block);
+    if (o && o->moe_wg_pairs == QV_OPT_ON && want_wg == 1) ck_assert(gs.pairs && gs.block == 128);
     /* K parts as asked where the kernel takes them, of whole stages of 8
      * k16 tiles (fewer parts where K has fewer stages), else none */
     if (o && o->moe_ksplit > 1) {
@@ -738,7 +771,7 @@ static int wg_case(int i)
 /* Every case with the default path for its shape, then, where the wgmma
  * grouped GEMM takes its experts, on that kernel whatever the batch (the
  * default takes it from 32 rows per expert on) with 64-, 128- and 256-slot
- * blocks in turn over the cases, and on mma.sync with 2, 3 or 4 K parts in
+ * blocks in turn over the cases and with paired 128-slot blocks, and on mma.sync with 2, 3 or 4 K parts in
  * turn (every case: those whose experts it does not split run whole): one
  * problem (made once) on all. */
 START_TEST(routed_case)
@@ -752,6 +785,9 @@ START_TEST(routed_case)
         const int fp8 = spec_of(_i)->expert->wfmt == QV_FMT_E4M3;
         const qv_launch_opts o = {.moe_wg_min_rows = 1, .moe_wg_block = fp8 ? 64 : blocks[_i % 3]};
         run_on(_i, &p, &o, 1);
+        /* an expert's 128-slot blocks paired into 256-slot tiles */
+        const qv_launch_opts op = {.moe_wg_min_rows = 1, .moe_wg_pairs = QV_OPT_ON};
+        if (!fp8) run_on(_i, &p, &op, 1);
     }
     const qv_launch_opts o = {.moe_wg_min_rows = QV_OPT_OFF, .moe_ksplit = 2 + _i % 3};
     run_on(_i, &p, &o, 0);

@@ -120,6 +120,10 @@ typedef struct qv_launch_opts {
     int moe_wg_min_rows;       /* the wgmma kernel from this mean of rows per expert that receives
                                   any on (1..QV_OPT_M_MAX), QV_OPT_OFF never (the mma.sync kernel) */
     int moe_wg_block;          /* its slot block (the sort's padding): 64, 128 or 256 rows */
+    int moe_wg_pairs;          /* QV_OPT_ON: 128-slot blocks, an expert's blocks two by two in
+                                  256-slot tiles (its odd last one alone), unless moe_wg_block
+                                  forces another; QV_OPT_OFF: a tile per block. Unset: on from
+                                  160 rows per expert (the tuning), moe_wg_block unset */
     int moe_ksplit;            /* the mma.sync kernel's K parts (1..QV_MOE_KSPLIT_MAX, 1: none),
                                   where its experts take them (group scales in the dequant, no
                                   NVFP4 global scale); unset, enough parts to fill the SMs at

@@ -58,6 +58,9 @@ typedef struct qv_moe_dev {
                                    kinds W4A16, MXFP4, NVFP4 where qv_moe_wg_covers; kernels/
                                    moe_fp8_wg.cu, fp8 block-128 with 64-row blocks where
                                    qv_moe_fp8_wg_covers), 0: mma.sync */
+    int pairs;                  /* 1 (wgmma W4A16 / FP4 kernel, mb 8): an expert's 128-row
+                                   blocks two by two in 256-slot tiles, an odd last one alone
+                                   (kernels/moe_wg.cu); 0: a tile per block */
     int ksplit;                 /* the mma.sync kernel's K parts at most (1..QV_MOE_KSPLIT_MAX; 0
                                    and 1: none), where qv_moe_ksplit_covers: each part's fp32 sums
                                    to its own copy of the products, added in part order by the
@@ -87,7 +90,7 @@ typedef struct qv_moe_dev {
 typedef struct qv_moe_ws {
     int block, max_blocks;
     int64_t max_slots;
-    size_t ids, weights, counts, expert_start, block_expert, slot, hist, a_slots, inter, bytes;
+    size_t ids, weights, counts, expert_start, block_expert, slot, hist, a_slots, inter, tiles, bytes;
 } qv_moe_ws;
 
 /* The plan of d's shape and path (d->wg, d->ksplit; mb and the pointers
@@ -177,6 +180,7 @@ typedef struct qv_gpu_moe_stats {
     double ms;               /* the last launch, for information */
     int block;               /* rows per block of the sort */
     int wg;                  /* 1: the grouped GEMM ran on the wgmma kernel */
+    int pairs;               /* 1: with the sort's blocks paired into 256-slot tiles */
     int parts;               /* its K parts (mma.sync; 1: none) */
     int count_bad;           /* first expert whose pair count in the workspace is not the
                                 used slots of its sorted segment, -1 if none (with `sorted`) */

@@ -56,6 +56,8 @@ typedef struct qv_tuning {
     int moe_wg_block128_rows;      /* moe_wg_block 128 from this mean of rows per expert on, else 64 */
     int moe_wg_block256_rows;      /* moe_wg_block 256 from this mean on */
     int moe_wg_block256_rows_mxfp4; /* the same for MXFP4 experts */
+    int moe_wg_pairs_rows;         /* 128-slot blocks paired into 256-slot tiles from this mean of
+                                      rows per expert on (qv_moe_dev.pairs), QV_OPT_OFF never */
     int sm_smem_kib;               /* shared memory of one SM: blocks per SM of the mma kernel's tiles */
 } qv_tuning;
 
