@@ -105,7 +105,9 @@ void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w);
  * the tuning's), with 64-, 128- or 256-row blocks by that mean (the
  * tuning's moe_wg_block128_rows and moe_wg_block256_rows, or
  * moe_wg_block256_rows_mxfp4 for MXFP4 experts; o's
- * moe_wg_block, when set, decides), else the mma.sync kernel with 16-, 32-
+ * moe_wg_block, when set, decides) or 128-row blocks paired (d->pairs: from
+ * the tuning's moe_wg_pairs_rows with no block forced, or as
+ * o->moe_wg_pairs says), else the mma.sync kernel with 16-, 32-
  * or 64-row blocks by the same mean, and K parts where it takes them:
  * o->moe_ksplit, or unset, when the blocks that can hold rows are fewer than
  * the SMs, enough parts to fill the places the SMs hold at once (at most
