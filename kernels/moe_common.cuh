@@ -100,4 +100,32 @@ __device__ __forceinline__ int moe_out_col(int col, int n)
 #endif
 }
 
+/* The inclusive prefix sum of v over a warp's lanes (lane order). */
+__device__ __forceinline__ int warp_scan_incl(int v, int lane)
+{
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int u = __shfl_up_sync(0xffffffffu, v, o);
+        if (lane >= o) v += u;
+    }
+    return v;
+}
+
+/* The exclusive prefix sum of v over a 256-thread block (thread order) and,
+ * in *total, the block's sum: a warp scan, the warps' sums through s_warp
+ * (8 ints), one barrier, which every thread must reach. */
+__device__ __forceinline__ int block_scan256(int v, int *s_warp, int lane, int warp, int *total)
+{
+    const int incl = warp_scan_incl(v, lane);
+    if (lane == 31) s_warp[warp] = incl;
+    __syncthreads();
+    int run = incl - v, all = 0;
+    for (int w = 0; w < 8; w++) {
+        if (w < warp) run += s_warp[w];
+        all += s_warp[w];
+    }
+    *total = all;
+    return run;
+}
+
 #endif

@@ -268,17 +268,6 @@ __global__ void __launch_bounds__(kSortChunk) k_moe_hist(const sort_params p, in
     for (int x = tid; x < p.nx; x += kSortChunk) hist[(int64_t)x * chunks + c] = s_cnt[x];
 }
 
-/* The inclusive prefix sum of v over a warp's lanes (lane order). */
-__device__ __forceinline__ int warp_scan_incl(int v, int lane)
-{
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const int u = __shfl_up_sync(0xffffffffu, v, o);
-        if (lane >= o) v += u;
-    }
-    return v;
-}
-
 /* Warp w of block b takes expert 8 b + w: its chunk counts become exclusive
  * prefix sums in place, 256 chunks a round (8 a lane, loaded before the
  * scan), and its total is its pair count. */
@@ -306,23 +295,6 @@ __global__ void __launch_bounds__(256) k_moe_hist_scan(const sort_params p, int 
         }
     }
     if (lane == 0) p.counts[x] = run;
-}
-
-/* The exclusive prefix sum of v over a 256-thread block (thread order) and,
- * in *total, the block's sum: a warp scan, the warps' sums through s_warp
- * (8 ints), one barrier, which every thread must reach. */
-__device__ __forceinline__ int block_scan256(int v, int *s_warp, int lane, int warp, int *total)
-{
-    const int incl = warp_scan_incl(v, lane);
-    if (lane == 31) s_warp[warp] = incl;
-    __syncthreads();
-    int run = incl - v, all = 0;
-    for (int w = 0; w < 8; w++) {
-        if (w < warp) run += s_warp[w];
-        all += s_warp[w];
-    }
-    *total = all;
-    return run;
 }
 
 /* Expert x's segment: its start, its blocks' expert and its padding slots

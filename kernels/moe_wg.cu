@@ -110,28 +110,21 @@ __global__ void __launch_bounds__(kListThreads) k_moe_tile_lists(const int *expe
 {
     chain_release();
     chain_wait();
-    __shared__ int n_pairs[kListThreads], n_odd[kListThreads];
+    static_assert(kListThreads == 256, "block_scan256 scans 256 threads");
+    __shared__ int s_pairs[8], s_odd[8];
     /* thread i takes experts [i * per, (i + 1) * per) */
     const int per = (nx + kListThreads - 1) / kListThreads, x0 = threadIdx.x * per;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int np = 0, no = 0;
     for (int x = x0; x < x0 + per && x < nx; x++) {
         const int b = (expert_start[x + 1] - expert_start[x]) >> 7;
         np += b >> 1;
         no += b & 1;
     }
-    n_pairs[threadIdx.x] = np, n_odd[threadIdx.x] = no;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        int sp = 0, so = 0;
-        for (int i = 0; i < kListThreads; i++) {
-            const int a = n_pairs[i], c = n_odd[i];
-            n_pairs[i] = sp, n_odd[i] = so;
-            sp += a, so += c;
-        }
-        pairs[0] = sp, singles[0] = so;
-    }
-    __syncthreads();
-    np = n_pairs[threadIdx.x], no = n_odd[threadIdx.x];
+    int sp, so;
+    np = block_scan256(np, s_pairs, lane, warp, &sp);
+    no = block_scan256(no, s_odd, lane, warp, &so);
+    if (threadIdx.x == 0) pairs[0] = sp, singles[0] = so;
     for (int x = x0; x < x0 + per && x < nx; x++) {
         const int s0 = expert_start[x], b = (expert_start[x + 1] - s0) >> 7;
         for (int j = 0; j < b >> 1; j++) pairs[1 + np++] = s0 + 256 * j;
