@@ -98,6 +98,15 @@ qv_status launch_kind(int kind, const wg_params &p, const wg_moe &mo, const void
     return launch_moe<WT_INT4, BF, TPW, BX, SM_NONE>(p, mo, a_slots, sms, tiles_m, stream);
 }
 
+/* launch_kind of the activations' format (fp16 or bf16) in tile TPW x BX. */
+template <int TPW, int BX>
+qv_status launch_tile(bool bf16, int kind, const wg_params &p, const wg_moe &mo, const void *a_slots, int sms,
+                      int tiles_m, cudaStream_t stream)
+{
+    return bf16 ? launch_kind<true, TPW, BX>(kind, p, mo, a_slots, sms, tiles_m, stream)
+                : launch_kind<false, TPW, BX>(kind, p, mo, a_slots, sms, tiles_m, stream);
+}
+
 /* The tile lists of a paired launch (qv_moe_dev.pairs), from the sort's
  * 128-slot segments: expert x's first 2 floor(b_x / 2) blocks (b_x its
  * blocks) as 256-slot tiles in `pairs`, its last block, when b_x is odd, as
@@ -221,11 +230,9 @@ extern "C" qv_status qv_moe_wg_gemm(const qv_moe_dev *d, const qv_moe_ws *w, voi
         m2.tiles = pairs;
         m1.tiles = singles;
         const int cap2 = w->max_blocks / 2 > 0 ? w->max_blocks / 2 : 1;
-        const qv_status s2 = d->bf16 ? launch_kind<true, 1, 256>(d->kind, p, m2, a_slots, sms, cap2, stream)
-                                     : launch_kind<false, 1, 256>(d->kind, p, m2, a_slots, sms, cap2, stream);
+        const qv_status s2 = launch_tile<1, 256>(d->bf16, d->kind, p, m2, a_slots, sms, cap2, stream);
         if (s2 != QV_OK) return s2;
-        return d->bf16 ? launch_kind<true, 2, 128>(d->kind, p, m1, a_slots, sms, nx, stream)
-                       : launch_kind<false, 2, 128>(d->kind, p, m1, a_slots, sms, nx, stream);
+        return launch_tile<2, 128>(d->bf16, d->kind, p, m1, a_slots, sms, nx, stream);
     }
     const int tiles_m = (int)((w->max_slots + w->block - 1) / w->block);
     /* 256-slot tiles in 128 columns, 128-slot tiles in 256, 64-slot tiles
@@ -233,11 +240,8 @@ extern "C" qv_status qv_moe_wg_gemm(const qv_moe_dev *d, const qv_moe_ws *w, voi
      * slots, the fewer times each weight is dequantized per product, and
      * the more padding rows computed. */
     if (w->block == 256)
-        return d->bf16 ? launch_kind<true, 1, 256>(d->kind, p, mo, a_slots, sms, tiles_m, stream)
-                       : launch_kind<false, 1, 256>(d->kind, p, mo, a_slots, sms, tiles_m, stream);
+        return launch_tile<1, 256>(d->bf16, d->kind, p, mo, a_slots, sms, tiles_m, stream);
     if (w->block == 128)
-        return d->bf16 ? launch_kind<true, 2, 128>(d->kind, p, mo, a_slots, sms, tiles_m, stream)
-                       : launch_kind<false, 2, 128>(d->kind, p, mo, a_slots, sms, tiles_m, stream);
-    return d->bf16 ? launch_kind<true, 4, 64>(d->kind, p, mo, a_slots, sms, tiles_m, stream)
-                   : launch_kind<false, 4, 64>(d->kind, p, mo, a_slots, sms, tiles_m, stream);
+        return launch_tile<2, 128>(d->bf16, d->kind, p, mo, a_slots, sms, tiles_m, stream);
+    return launch_tile<4, 64>(d->bf16, d->kind, p, mo, a_slots, sms, tiles_m, stream);
 }
