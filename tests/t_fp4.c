@@ -84,7 +84,7 @@ static qv_grade cpu_case(const qv_problem *p, int unique, char *reason, size_t l
 
 /* Eight rows: MXFP4 and NVFP4, f16 and bf16, with and without a bias in the
  * activation format; each row's fields are those of its formats, it has a
- * CPU model and no GPU kernel, and its canonical spec parses back to the same
+ * CPU model and a GPU kernel, and its canonical spec parses back to the same
  * arithmetic. */
 START_TEST(rows_declare_their_formats)
 {
