@@ -1,5 +1,5 @@
 /* cmd_bench.c: `qvet bench`, kernel speed against cuBLAS and the weight-read
- * floor (DESIGN.md §8-§9).
+ * floor (docs/design.md §8-§9).
  *
  * For every registry row with a kernel (optionally filtered by --variant), every
  * model's four linear layers (qkv, o, gate_up, down) and every M, it times the
@@ -86,7 +86,7 @@ typedef struct bench_model {
     bench_layer layers[4];
 } bench_model;
 
-/* DESIGN.md §8: the four linear layers of one transformer block. */
+/* docs/design.md §8: the four linear layers of one transformer block. */
 static const bench_model models[] = {
     {"llama2-7b", {{"qkv", 12288, 4096}, {"o", 4096, 4096}, {"gate_up", 22016, 4096}, {"down", 4096, 11008}}},
     {"llama3-70b", {{"qkv", 10240, 8192}, {"o", 8192, 8192}, {"gate_up", 57344, 8192}, {"down", 8192, 28672}}},
@@ -723,7 +723,7 @@ static void usage(FILE *f)
             "                  [--m LIST] [--runs N] [--passes P] [--no-queue] [--no-pair]\n"
             "                  [--out FILE] [--dry-run]\n"
             "Times every registry row with a GPU kernel on the four linear layers of a\n"
-            "Llama-2-7B or Llama-3-70B block (DESIGN.md §8) against cuBLAS fp16 and the\n"
+            "Llama-2-7B or Llama-3-70B block (docs/design.md §8) against cuBLAS fp16 and the\n"
             "weight-read floor at the measured copy bandwidth, with weights rotated past\n"
             "the L2 cache and CUDA-event medians. With an activation-quantized row (int8\n"
             "or e4m3 activations) the same run also times cuBLASLt fp8 and int8 W8A8, each\n"
@@ -1249,7 +1249,7 @@ int qv_aq_bench(void)
         printf("SKIP: no CUDA device\n");
         return 0;
     }
-    /* The family's rows with their baselines at the M values of DESIGN.md §8's
+    /* The family's rows with their baselines at the M values of docs/design.md §8's
      * QQQ anchors; `qvet bench` is the one implementation. */
     char *argv[] = {"bench", "--variant", "qqq-*,w8a8-*", "--m", "1,16,64,1024", NULL};
     const int rc = qv_cmd_bench(5, argv);

@@ -1,5 +1,5 @@
 /* cmd_ppl.c: `qvet ppl`, perplexity and KL divergence of a real model through
- * quantized variants (cli.h, DESIGN.md §10). Loads a llama GGUF and a text,
+ * quantized variants (cli.h, docs/design.md §10). Loads a llama GGUF and a text,
  * tokenizes the text, then for the fp32 baseline and each selected variant runs
  * the llama.cpp protocol (eval.h, qv_ppl_eval) and prints a table row and a
  * JSONL "ppl" line (docs/results-format.md). */

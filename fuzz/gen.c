@@ -173,7 +173,7 @@ qv_status qv_gen_init_list(qv_gen *gen, const qv_variant *const *vs, int n, cons
 
 /* ---- shapes ---- */
 
-/* DESIGN §5's M edge set: around powers of two and the 16-row mma tile. */
+/* docs/design.md §5's M edge set: around powers of two and the 16-row mma tile. */
 static const int64_t m_edges[] = {1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 63, 64, 65,
                                   127, 128, 129, 255, 256, 257};
 #define N_M_EDGES ((int)(sizeof m_edges / sizeof m_edges[0]))
@@ -228,7 +228,7 @@ static int64_t snap_down(int64_t x, int64_t step)
     return r < step ? step : r;
 }
 
-/* Kernel tile edges DESIGN §5 asks for: N and K on multiples of the common
+/* Kernel tile edges docs/design.md §5 asks for: N and K on multiples of the common
  * thread-block tiles (64, 128, 256) and one legal step past them. */
 static int64_t edge_n(const qv_variant *v, uint64_t *s)
 {
@@ -391,7 +391,7 @@ void qv_gen_case(const qv_gen *gen, uint64_t seed, int64_t index, qv_case *c)
  *   D. one-hot probes at M = 1, 8, 64;
  *   E. every extreme regime on two shapes (M = 7 and 33);
  *   F. every precision witness that applies to the variant, at M = 16 and
- *      K = 1024 (past several fp8 promotion intervals, DESIGN §3's example);
+ *      K = 1024 (past several fp8 promotion intervals, docs/design.md §3's example);
  *   G. one large-K slice of a real layer (K = 4096, N = 2 N tiles, M = 16):
  *      the representative for large K, with N small so that the CPU models
  *      stay fast (`qvet fuzz` runs whole real layers on the GPU).

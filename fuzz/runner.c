@@ -182,7 +182,7 @@ static qv_status run_backend(const qv_backend *b, const qv_problem *p, void *out
     return st;
 }
 
-/* The accumulation constant alpha of DESIGN §3 for the row's accumulator. */
+/* The accumulation constant alpha of docs/design.md §3 for the row's accumulator. */
 static double alpha_of(const qv_variant *v, int64_t k)
 {
     const qv_arith *a = &v->arith;
@@ -239,8 +239,8 @@ static double wmag_of(const qv_problem *p, int64_t kk, int64_t j)
     return w * fabs(qv_problem_scale2(p, j));
 }
 
-/* max over outputs of alpha*G with G = sum_k |a_k| |s| (|q_k| + |z|) (DESIGN
- * §3), scales included, summed in plain loops in a fixed order so the value is
+/* max over outputs of alpha*G with G = sum_k |a_k| |s| (|q_k| + |z|)
+ * (docs/design.md §3), scales included, summed in plain loops in a fixed order so the value is
  * the same bits on every machine and thread count. Large cases are sampled:
  * evenly spaced rows and columns, at most 2^24 multiply-adds (tens of ms). */
 static double alpha_g_max(const qv_problem *p)

@@ -1,5 +1,5 @@
 /* shrink.c: reducing a failing case to a small one that still fails, and
- * dumping a case's inputs as .npy (campaign.h, DESIGN §5). A reduction is a
+ * dumping a case's inputs as .npy (campaign.h, docs/design.md §5). A reduction is a
  * window of the original data (rows, columns, K slice) or the same shape with
  * half of the data zeroed; each candidate is run on the same backend and kept
  * only if it still FAILs with a non-vacuous reference. */

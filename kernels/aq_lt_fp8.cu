@@ -48,7 +48,7 @@
  * The algorithm of each (mode, m, n, k, alignments) is chosen once by the
  * heuristic, with the split-K reduction restricted to fp32 partials in the
  * workspace (no in-place reduction: its order is the hardware's; no reduction
- * in the fp16 output type: the bug class of DESIGN §6 #4), and cached
+ * in the fp16 output type: the bug class of docs/design.md §6 #4), and cached
  * (lt_cache.cuh). */
 #include <errno.h>
 #include <limits.h>

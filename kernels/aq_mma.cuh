@@ -1,7 +1,7 @@
 /* aq_mma.cuh: the fragment helpers of the activation-quantized GEMM kernels
  * (QQQ W4A8, W8A8 int8 and fp8) over mma.cuh's PTX wrappers: the e4m3 k32
  * step through exact fp16 conversion, and QQQ's weight dequantization.
- * Included by kernels/aq_gemm.cuh only. Rule: every helper states which
+ * Included by kernels/aq_gemm.cuh and moe_grouped.cu. Rule: every helper states which
  * fragment layout it produces (PTX ISA "Matrix fragments for
  * mma.m16n8k32"), because the packed layouts of layout.h are defined by
  * those fragments. */

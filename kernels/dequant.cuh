@@ -4,7 +4,7 @@
  * bf16, e4m3 in both); the only rounding is the declared one, a single
  * half-precision multiply by the group scale (QV_DQ_MUL_RN).
  *
- * Fragment facts (DESIGN.md §7, include/qvet/layout.h): for one 16-row k tile
+ * Fragment facts (docs/design.md §7, include/qvet/layout.h): for one 16-row k tile
  * and one 64-column chunk, lane l owns the B fragments of the eight n8 tiles
  * j8 = 0..7 (columns 8*j8 + l/4) at k rows r0 = 2*(l%4) + {0,1} ("lo" pair, mma
  * register b[0]) and r0 + 8 + {0,1} ("hi" pair, register b[1]).

@@ -1,5 +1,6 @@
 /* moe_grouped.cu: the routed (mixture-of-experts) GEMM (docs/moe.md,
- * gpu_moe.h) in up to seven launches on one stream:
+ * gpu_moe.h) in up to seven launches on one stream (nine with the paired
+ * wgmma tiles, qv_moe_dev.pairs: a tile-list launch and two GEMMs):
  *
  *  1. k_moe_route: per token (one warp), the router scores in fp32 from the
  *     logits (softmax over E, sigmoid, or the logits themselves), the k
@@ -9,7 +10,7 @@
  *  2. k_moe_hist, k_moe_hist_scan and k_moe_scatter: the token sort (moe.h qv_moe_sort, the
  *     same slots in the same order): pairs (t, c) grouped by local expert,
  *     shared experts last, each segment padded with -1 to the GEMM's M block;
- *  3. k_moe_gather_slots (act_order, and the wgmma kernel): the activations
+ *  3. k_moe_gather_slots (act_order, and the W4A16 / FP4 wgmma kernel): the activations
  *     of every slot in sort order, a zero row for padding (act_order: in the
  *     column order of its expert's sorted rows);
  *  4. k_moe_gemm_w4a16_mma (int4 "q+8" experts) or k_moe_gemm_fp4_mma
@@ -1211,7 +1212,8 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
                               (const int *)hist, (int)scan));
     }
 
-    /* act_order, and every wgmma run: the slots' activations in sort order
+    /* act_order, and every W4A16 / FP4 wgmma run (the fp8 wgmma kernel reads
+     * through the slots): the slots' activations in sort order
      * (max_slots, k), read by row instead of through the slots: a warp per
      * row (act_order: a block), four blocks per SM at most, which leaves
      * the GEMM behind room to start. */

@@ -1,6 +1,6 @@
 /* wonly.cu: the weight-only GEMM family, Y (m, n) = A (m, k) x W (k, n), with
  * A in fp16/bf16 and W stored as Marlin-packed int4 (symmetric "q+8" or with
- * zero points), int8 ("q+128") or fp8 e4m3 codes (layout.h, DESIGN.md §7).
+ * zero points), int8 ("q+128") or fp8 e4m3 codes (layout.h, docs/design.md §7).
  *
  * Declared arithmetic (src/registry.c, rows of family "marlin"):
  *  - group scales (QV_DQ_MUL_RN): w = half((q - z) * s), one half-precision
@@ -11,12 +11,13 @@
  *    slices (two warps of a block, then split-K blocks) added in fp32 in a fixed
  *    order, so every launch is bitwise identical; output cast RNE.
  *
- * Structure: a block of 8 warps computes a BM x 256 output tile (BM = 16 or
- * 64) over one K slice. 4 warps along N own 64 columns each (one Marlin chunk:
- * a lane's 16-byte load holds its B fragments for four 16x16 tiles); 2 warps
- * along K split every pipeline stage between them. A, B, group scales and
- * zero points travel global -> shared through a 4-stage cp.async ring. That
- * main loop lives in wonly_mma.cuh, shared with the grouped MoE GEMM.
+ * Structure: a block of 8 warps computes a BM x 256 output tile (BM = 16, 32
+ * or 64) over one K slice. 4 warps along N own 64 columns each (one Marlin
+ * chunk: a lane's 16-byte load holds its B fragments for four 16x16 tiles); 2
+ * warps along K split every pipeline stage between them. A, B, group scales
+ * and zero points travel global -> shared through a cp.async ring (3 stages
+ * for 32-row tiles, else 4). That main loop lives in wonly_mma.cuh, shared
+ * with the grouped MoE GEMM.
  * Split-K: each slice writes fp32 partials to the workspace; the last block of
  * an output tile to arrive (a counter per tile) adds the partials of slices
  * 0..S-1 in that order, applies the epilogue, writes Y and resets the counter
@@ -304,7 +305,7 @@ __global__ void k_permute_cols(const uint16_t *a, const int32_t *perm, uint16_t 
  * (qv_launch_ctx.sms): the plan, and so the fp32 summation order and every
  * output bit, is a function of the shape and the SM count. */
 struct geometry {
-    int mb;           /* m16 tiles per block: 1 or 4 */
+    int mb;           /* m16 tiles per block: 1, 2 or 4 */
     int m_blocks, n_blocks;
     int tiles_per_split, splits;
     size_t counters_off, aperm_off, partial_off, bytes;

@@ -66,7 +66,7 @@ __device__ __forceinline__ void wo_dq_word(const uint32_t *bw, int j8, const uin
  * the two halves apart, and d is monotonic in c, so that a 32-bit min or max
  * of d is the min or max of c in both halves. For a b known at compile time
  * (an unrolled loop's index): one byte permute (byte 4 of the pair (w, 0) is
- * a zero; wonly_wg.cu's set_scales_fp4 does the same with a b it learns at
+ * a zero; wonly_wg_kernel.cuh's set_scales_fp4 does the same with a b it learns at
  * run time). */
 __device__ __forceinline__ uint32_t wo_fp4_byte_dup(uint32_t w0, uint32_t w1, int b)
 {

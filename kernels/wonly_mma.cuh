@@ -101,8 +101,8 @@ struct mma_operands {
 
 /* The main loop of a block of kThreads threads owning the 16 MB x kBN output
  * tile at column n0 over k16 tiles [o.kt_begin, o.kt_end): fills acc with the
- * fp32 sums of this thread's warp (wk = 0 or 1: even or odd k16 tiles of
- * every stage, see compute_stage) and leaves warp wk = 1's sums in shared
+ * fp32 sums of this thread's warp (wk = 0 or 1: the first or second half of
+ * every stage's k16 tiles, see compute_stage) and leaves warp wk = 1's sums in shared
  * memory at red_index for warp wk = 0 to add (smem is free for that once this
  * returns: every copy has landed and every thread is past the barrier).
  * rows(row, used, valid) gives the A row of the block's row `row` (0..BM-1)

@@ -900,7 +900,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) k_gemm_wonly_small(con
  * plan, the fp32 summation order and every output bit depend on the shape and
  * the SM count alone (as in wonly.cu). */
 /* Per-block fixed cost in k16 tiles for the plan: pipeline fill, staging of A
- * and the scales, and the split-K hand-off, roughly what 8 tiles of streaming
+ * and the scales, and the split-K hand-off, roughly what 16 tiles of streaming
  * take; it keeps the plan from choosing many waves of very short slices. */
 constexpr int kPlanFillTiles = 16;
 /* Blocks that run at once in clusters of C, for the plan: kBlocksPerSm per

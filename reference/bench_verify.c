@@ -1,5 +1,5 @@
 /* bench_verify.c: how long certifying one case takes (reference.h:
- * ref_bench_verify), for the DESIGN.md §9 target of 16 x 4096 x 4096 under 1 s. */
+ * ref_bench_verify), for the docs/design.md §9 target of 16 x 4096 x 4096 under 1 s. */
 #include <stdlib.h>
 #include <time.h>
 

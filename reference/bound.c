@@ -1,4 +1,4 @@
-/* bound.c: the certified per-element bound E (DESIGN.md §3).
+/* bound.c: the certified per-element bound E (docs/design.md §3).
  *
  *   E = D*S + ep_ops*u*(|y| + D*S) + abs + ref_err
  *

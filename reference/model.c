@@ -160,8 +160,8 @@ static void fp8_accum(const qv_arith *ar, int64_t k0, int64_t k1, int64_t *nc, i
 }
 
 /* The model's accumulation of products k0..k1-1 of row a (values, and as
- * fp32 in af) and column wf, as an fp32 value (the int32 sum converted when
- * `to_f32`; else its exact value in *isum). */
+ * fp32 in af) and column wf, as an fp32 value; for int32 accumulators also
+ * the sum's exact value in *isum. */
 static float sum_range(const qv_variant *v, const double *a, const float *af, const float *wf, int64_t k0, int64_t k1,
                        int64_t *isum)
 {

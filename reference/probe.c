@@ -298,8 +298,9 @@ static int has_step(const qv_variant *v, qv_ep_step s)
     return 0;
 }
 
-/* Sets every scale-like buffer to 1, zero points to 8 (so q - z = q - 8) and
- * g_idx to the identity grouping. */
+/* Sets every scale-like buffer to 1, zero points to the codes' bias
+ * (unit_zero: 8 for u4, 128 for u8, so q - z = q - 8 or q - 128) and g_idx to
+ * the identity grouping. */
 static void unit_scales(qv_problem *p)
 {
     for (int64_t i = 0; i < n_scales(p); i++) set_scale(p, i, 1.0);
@@ -783,7 +784,7 @@ static qv_status fill_fp8_promote(qv_problem *p)
      * ones: every 128-K partial is exact in a 14-bit accumulator, so promotion
      * every 128 with any accumulator at least that wide gives the exact sum
      * 65536 + K - 128, while no promotion keeps 65536 (the ones vanish next to
-     * 2^16). A kernel wider than declared is not flagged (DESIGN §3's sequence,
+     * 2^16). A kernel wider than declared is not flagged (docs/design.md §3's sequence,
      * ones right after 2^16, loses 127 in a 14-bit accumulator and none in a
      * 24-bit one). */
 #ifdef QV_MUTANT_orc_probe_fp8_witness_no_ones
@@ -1201,7 +1202,8 @@ int ref_probe_applies(const qv_variant *v, qv_probe_kind kind, int64_t m, int64_
         return v->ofmt == QV_FMT_F16 && has_mul_step(v) && v->scale_layout != QV_SCALE_BLOCK && k >= 8;
     case QV_PROBE_WITNESS_RNE_TIE:
     case QV_PROBE_WITNESS_BIAS: {
-        /* Up to 4 equal products per sign plus one small one (QQQ's 16x weights). */
+        /* c (1 to 32, find_tie_parts) equal products per sign plus one small one
+         * (QQQ's 16x weights take c = 4); K >= 9 is a first filter. */
         if (!(v->ofmt == QV_FMT_F16 || v->ofmt == QV_FMT_BF16) || k < 9) return 0;
         if (kind == QV_PROBE_WITNESS_BIAS && !(v->bias_fmt != QV_FMT_NONE && bias_last(v))) return 0;
         qv_problem probe_p = {.v = v, .m = m, .n = n, .k = k, .g = v->g};

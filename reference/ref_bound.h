@@ -1,5 +1,5 @@
 /* ref_bound.h: the certified per-element bound E (bound.c has the derivation).
- * Included by reference/truth.c and tests. Rule: every term is a proven bound on
+ * Included by reference/truth.c. Rule: every term is a proven bound on
  * a rounding the declared arithmetic or the reference itself performs; nothing
  * is a tolerance tuned to make a case pass. */
 #ifndef QVET_REF_BOUND_H
@@ -26,7 +26,7 @@ double ref_bound_element_bias(double alpha, double g, double s1, int n1, double 
 /* How a declared accumulator sums K products, for ref_bound_accum. */
 typedef enum ref_acc_kind {
     REF_ACC_INT,     /* exact integer sums */
-    REF_ACC_TC_F32,  /* fp32: alpha_per_k * K * M per sum (DESIGN.md §3's constants) */
+    REF_ACC_TC_F32,  /* fp32: alpha_per_k * K * M per sum (docs/design.md §3's constants) */
     REF_ACC_FMA_F32,
     REF_ACC_NARROW   /* a `bits`-wide truncating accumulator promoted every `promote` products */
 } ref_acc_kind;

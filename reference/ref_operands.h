@@ -1,8 +1,9 @@
 /* ref_operands.h: a problem decoded into the operands its accumulator sees.
- * Included by reference/ (truth, bound, model, verify, probe) only. Rule: the
- * decoding applies exactly the deterministic roundings the row declares
- * (fp16/bf16 dequant multiply, QQQ's int8 re-rounding, w_mul, azp, block scales
- * folded into the operands) and nothing else, so every value is a double exactly. */
+ * Included by reference/ (truth, model, verify, probe, moe, operands_check)
+ * only. Rule: the decoding applies exactly the deterministic roundings the
+ * row declares (fp16/bf16 dequant multiply, QQQ's int8 re-rounding, w_mul,
+ * azp, block scales folded into the operands) and nothing else, so every
+ * value is a double exactly. */
 #ifndef QVET_REF_OPERANDS_H
 #define QVET_REF_OPERANDS_H
 
@@ -13,7 +14,8 @@
 typedef struct ref_operands {
     int64_t m, n, k;
     double *a;      /* (m, k) row-major: activation codes' values, azp subtracted; for
-                       block-128 rows multiplied by a_scale[m][k/128] */
+                       block-128 rows multiplied by the scale of (token, k/128),
+                       stored (ceil(k/128), m): a_scale[(k/128) m + i] */
     double *w;      /* (k, n) row-major: the weight the accumulator multiplies:
                        dequantized per the row, times w_mul; for block-128 rows
                        multiplied by scales[k/128][n/128] */
@@ -60,7 +62,7 @@ double ref_round_fmt(double x, int man_bits, int emin, double maxf, int sat);
 /* ref_round_fmt with the parameters of an output/activation format (F16, BF16, F32). */
 double ref_round_to(qv_fmt f, double x, int sat);
 
-/* The accumulation constant alpha of the row (DESIGN.md §3) for depth k. */
+/* The accumulation constant alpha of the row (docs/design.md §3) for depth k. */
 double ref_alpha(const qv_variant *v, int64_t k);
 
 /* The power of two e such that the fp32 accumulator of a kernel reading p's

@@ -1,5 +1,5 @@
 /* ref_ozaki.h: exact dot products of double operands through fp64 GEMMs on
- * error-free splits (ozaki.c). Included by reference/truth.c and tests.
+ * error-free splits (ozaki.c). Included by reference/truth.c.
  * Rule: a result is returned only when every digit GEMM is provably exact and
  * the combination fits an __int128; otherwise the caller takes another path. */
 #ifndef QVET_REF_OZAKI_H

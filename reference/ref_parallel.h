@@ -1,5 +1,5 @@
 /* ref_parallel.h: blocks of independent work on a few threads (parallel.c).
- * Included by reference/ (truth, verify). Rule: the work is cut into blocks
+ * Included by reference/ (truth, verify, operands, ozaki). Rule: the work is cut into blocks
  * whose number and extent never depend on the thread count, and each block
  * writes only its own slots, so results are the same bits on any number of
  * threads; whatever is combined across blocks is combined in block order by

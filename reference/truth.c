@@ -1,5 +1,5 @@
 /* truth.c: the exact value y of the declared math, the certified bound E and the
- * correctly rounded output y_rn, per element (reference.h, DESIGN.md §4).
+ * correctly rounded output y_rn, per element (reference.h, docs/design.md §4).
  *
  * Paths, chosen per case (ref_truth.path / .why say which and why):
  *   "int64"      integer accumulators (W4A8, W8A8 int8, azp): the dot product is
@@ -9,6 +9,9 @@
  *                products' integer mantissas fit 62 bits and the exponent range
  *                plus log2(K) fits 125 bits, the sum is exact in an __int128 with
  *                quantum 2^(min ea + min eb).
+ *   "ozaki"      large cases whose operands are exact sums of base-2^beta digits:
+ *                digit dgemms whose K products stay below 2^53 are exact, and
+ *                are combined in __int128.
  *   "mpfr"       otherwise for small cases: exact products at 106 bits, mpfr_sum.
  *   "dgemm+cert" large cases: OpenBLAS dgemm on the decoded operands, with its own
  *                error bound (K+2)*2^-53*G added to E (Higham's gamma_K for a dot

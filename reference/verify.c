@@ -1,5 +1,5 @@
 /* verify.c: the verdict for one output against the truth (reference.h,
- * DESIGN.md §3).
+ * docs/design.md §3).
  *
  * FAIL, per element:
  *   - out outside [RN(y - E), RN(y + E)], RN being the row's output rounding

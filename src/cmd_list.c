@@ -242,7 +242,7 @@ static void print_routed_json(const char *glob)
     fputs(first ? "]\n" : "\n]\n", stdout);
 }
 
-/* A set of enum values (route.h: QV_ROUTE_BIT) as names, "any" for 0. */
+/* A set of enum values (route.h: QV_ROUTE_BIT) as names; nothing for 0 (any value). */
 static void print_set(const char *what, uint32_t bits, const char *(*name)(int))
 {
     if (!bits) return;

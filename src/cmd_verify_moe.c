@@ -120,8 +120,8 @@ static qv_status load_stack(const vio_operand *op, const char *path, qv_moe_prob
     return st;
 }
 
-/* An int32/int64 array of `count` entries (any shape with that many) as int32,
- * each in [lo, hi]. */
+/* An int32/int64 array of shape (rows, cols) as int32, each entry in [lo,
+ * hi]; with rows = 1 also (cols) or any 2-D shape of cols entries. */
 static qv_status load_ints(const char *opt, const char *path, int64_t rows, int64_t cols, int64_t lo, int64_t hi,
                            int32_t *dst)
 {

@@ -1,7 +1,8 @@
 /* gpu_moe.c: a routed problem (moe.h) on the GPU under qvet's rules
- * (gpu_moe.h): each expert packed in the Marlin layout and stacked, the
- * upload, a poisoned output before every launch, the grouped launch
- * (kernels/moe_grouped.cu), every CUDA call checked, the output, the routing
+ * (gpu_moe.h): each expert packed in its kernel layout (Marlin W4 or FP4,
+ * or plain (n, k) e4m3) and stacked, the upload, a poisoned output before
+ * every launch, the grouped launch (kernels/moe_grouped.cu), every CUDA
+ * call checked, the output, the routing
  * and optionally the token sort downloaded, and repeated launches compared
  * bit for bit. Safe on machines without a GPU (QV_ERR_NODEVICE). */
 #include "internal/gpu_moe.h"

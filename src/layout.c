@@ -1,5 +1,5 @@
 /* layout.c: the packers of layout.h. Each Marlin-family layout is built the
- * way the published packers build it (DESIGN.md §7): tile K x N into 16x16
+ * way the published packers build it (docs/design.md §7): tile K x N into 16x16
  * tiles, gather every 1024-value chunk of a tiled row through a table, then
  * pack 8 nibbles or 4 bytes per int32, lowest first. The tables are built here
  * from the recipe; reference/unpack.c decodes the result from the mma fragment
@@ -30,7 +30,7 @@ void qv_scale_perm_single(int perm[32])
         for (int j = 0; j < 8; j++) perm[8 * i + j] = 2 * i + offs[j];
 }
 
-/* The gather table of one 1024-value chunk (DESIGN.md §7). For lane i of a
+/* The gather table of one 1024-value chunk (docs/design.md §7). For lane i of a
  * warp, col = i/4; for block 0 and 1 (the two n8 halves of a 16x16 tile) and
  * the lane's four rows, the entry is 16*row + col + 8*block; those 8 entries
  * repeat for the four tiles of the chunk (offset 256*j). Then every group of
@@ -428,7 +428,7 @@ static void pack_marlin_weights(const qv_problem *p, const int32_t *rows, uint32
         build_perm(0, interleave_w8, 4, perm);
     else if (l == QV_LAYOUT_QQQ_W4_CHANNEL) {
 #ifdef QV_MUTANT_qqq_channel_interleave
-        /* Mutant (DESIGN.md §6 class 3): the per-group interleave on channelwise QQQ. */
+        /* Mutant (docs/design.md §6 class 3): the per-group interleave on channelwise QQQ. */
         build_perm(1, interleave_w4, 8, perm);
         (void)interleave_qqq_ch;
 #else

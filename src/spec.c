@@ -1,4 +1,4 @@
-/* spec.c: the spec grammar v1 (spec.h, DESIGN.md §2, docs/spec.md): parsing a
+/* spec.c: the spec grammar v1 (spec.h, docs/design.md §2, docs/spec.md): parsing a
  * spec into a variant, refusing what has no meaning, and writing any variant's
  * canonical spec. Every rule about which values combine lives here. */
 #include <ctype.h>

@@ -646,7 +646,7 @@ START_TEST(spec_not_routed_through_checkpoints)
 END_TEST
 
 /* Specs that together use every value of every key of the spec grammar v1
- * (DESIGN.md §2): spec_list_covers_the_grammar checks that they do. Each runs
+ * (docs/design.md §2): spec_list_covers_the_grammar checks that they do. Each runs
  * as its own `qvet fuzz --cpu --spec` campaign and must not FAIL. */
 static const char *const grammar_specs[] = {
     "w=u4b8,ws=f16/g128,dq=rn,a=f16,acc=f32,red=f32,out=f16",

@@ -44,7 +44,7 @@ START_TEST(writers_match_the_definitions)
             for (int i = 0; i < 8; i++) nib[i] = q[(8 * r + i) * N + j];
             ck_assert_int_eq(gw[r * N + j], word_of(nib));
         }
-    static const int order[8] = {0, 2, 4, 6, 1, 3, 5, 7}; /* AWQ, DESIGN §7 */
+    static const int order[8] = {0, 2, 4, 6, 1, 3, 5, 7}; /* AWQ, docs/design.md §7 */
     qv_ckpt_write_along_n(q, K, N, 1, 0, aw);
     qv_ckpt_write_along_n(q, K, N, 0, 1, zw);
     for (int r = 0; r < K; r++) {

@@ -58,7 +58,7 @@ END_TEST
  * a numbered line in the table's order, then each row's paths (derived by
  * hand from the rows' declarations: QQQ channelwise has int4 weights and
  * int8 activations, no e4m3, so every path of the table but cuBLASLt fp8;
- * NVFP4 rows have no kernel). */
+ * the FP4 rows take every weight-only path). */
 START_TEST(test_list_paths)
 {
     run_result r = qvet_run((const char *[]){"list", "--paths", "qqq-w4a8-ch", NULL});

@@ -1,4 +1,4 @@
-/* t_fp4.c: the Marlin FP4 rows (MXFP4 and NVFP4 weight-only, DESIGN.md §11)
+/* t_fp4.c: the Marlin FP4 rows (MXFP4 and NVFP4 weight-only, docs/design.md §11)
  * on the CPU side, from the registry: what each row declares and refuses,
  * that the GPU backend takes them (routes and launch refusals, without a
  * device; tests/t_gpu_ops.c runs their kernels), that every

@@ -21,11 +21,11 @@
  *    folder): our kernel on the real A, s_token, packed B and scales must give
  *    the real QQQ kernel's D bit for bit, and the QQQ model computed here from
  *    the logical arrays must give the same bits;
- *  - the e4m3 precision witness (DESIGN.md §3): one product 2^16 alone in the
+ *  - the e4m3 precision witness (docs/design.md §3): one product 2^16 alone in the
  *    first 128 K, then products of 1; the kernel must return the unique value
  *    the row's declared promotion (promote_nc, acc_bits) gives, the exact sum
  *    for every accumulator at least that wide, which differs from unpromoted
- *    accumulation (t_gpu_aq_lt_fp8 holds the cuBLASLt path to DESIGN §3's own
+ *    accumulation (t_gpu_aq_lt_fp8 holds the cuBLASLt path to docs/design.md §3's own
  *    sequence, where the declared 14 bits lose 127);
  *  - the activation quantizers against a CPU computation of the same formulas
  *    (int8: s = absmax/127, q = rne(x/s); e4m3: s = absmax/448, q = RNE with

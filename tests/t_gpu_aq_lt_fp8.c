@@ -18,7 +18,7 @@
  *    the certified truth; every run launches twice into a poisoned output and
  *    must be bitwise identical with nothing written past the output; the path
  *    counter (qv_aq_lt_fp8_runs) shows which path ran;
- *  - the accumulator: at the default threshold, DESIGN §3's sequence (2^16,
+ *  - the accumulator: at the default threshold, docs/design.md §3's sequence (2^16,
  *    then K-1 ones) must give the 14-bit promoted value the rows declare,
  *    (65536 + K - 128) / 32, which differs from the exact sum and from
  *    unpromoted (fast) accumulation, and the promotion witness of probe.c must
@@ -280,11 +280,11 @@ START_TEST(accumulator_declared)
         ck_assert_msg(out[e] == exact_w, "%s [mma]: element %" PRId64 " is 0x%04x, the exact sum is 0x%04x", label, e,
                       out[e], exact_w);
 
-    /* DESIGN §3's sequence: the probe's zeros between 2^16 and K = 128 become ones. */
+    /* docs/design.md §3's sequence: the probe's zeros between 2^16 and K = 128 become ones. */
     const uint8_t one = (uint8_t)qv_encode(QV_FMT_E4M3, 1.0, QV_SAT_FINITE);
     for (int64_t i = 0; i < m; i++)
         for (int64_t kk = 1; kk < 128; kk++) ((uint8_t *)p.a)[i * k + kk] = one;
-    snprintf(label, sizeof label, "%s m=%" PRId64 " k=%" PRId64 " DESIGN §3 sequence", v->name, m, k);
+    snprintf(label, sizeof label, "%s m=%" PRId64 " k=%" PRId64 " docs/design.md §3 sequence", v->name, m, k);
     uint16_t *model = malloc(ob);
     ck_assert_ptr_nonnull(model);
     ck_assert_int_eq(ref_model_run(&p, model), QV_OK);

@@ -3,8 +3,8 @@
  * to (default 17); every case's launch options are data (qv_launch_opts).
  *
  * Witnesses, none of them the kernel's own output:
- *  - both QQQ rows (channelwise, per group) over M in {1, 17, 64, 65, 128,
- *    129, 300}, N in {64, 192, 320, 576} (one 64-column chunk, a partial
+ *  - both QQQ rows (channelwise, per group) over M in {1, 16, 17, 33, 64, 65,
+ *    128, 129, 300}, N in {64, 192, 320, 576} (one 64-column chunk, a partial
  *    warpgroup, past a block of 128 / 256 / 512 columns) and K on the k16 row
  *    (channelwise: 16, 144, 1040, a 16-row tail past 128-row stages) or the
  *    group (128, 384, 1152), with the exact, one-hot and random probes: the
@@ -250,10 +250,10 @@ END_TEST
 /* ---- no CUDA call ------------------------------------------------------------- */
 
 /* The tail of the schedule, derived by hand from the plan: 132 blocks; the
- * default tile has the tokens that hold M (64, 128, else 256) in its wide
- * form (512x64, 256x128, 128x256) unless that has fewer than 115.5 tiles
- * and fewer than 38 x 132 = 5016 tile-stages of 128 k, then in its narrow
- * form (128x64, 128x128); the last round of tiles (all of them when there
+ * default tile has the tokens that hold M (16, 32, 64, 128, else 256) in its
+ * wide form (512x16, 512x32, 512x64, 256x128, 128x256) unless that has fewer
+ * than 115.5 tiles and fewer than 38 x 132 = 5016 tile-stages of 128 k, then
+ * in its narrow form (128x16, 128x32, 128x64, 128x128); the last round of tiles (all of them when there
  * are fewer than blocks) is shared along K when it would keep fewer than 7/8
  * of the blocks (115.5) busy. */
 /* The tail under o (planned for the H200). */
@@ -368,7 +368,7 @@ START_TEST(option_refusals)
         ck_assert_int_eq(qv_qqq_wg_tail_tiles(1024, 4096, 4096, &bad[i].o), -1);
     }
     /* The workspace holds the stream-K slots when the schedule has a tail
-     * (M = 129 on N = 4096: 32 tiles, all shared): 2 x 132 tiles of 128 KiB. */
+     * (M = 129 on N = 4096: 2 x 32 narrow 128x128 tiles, all shared): 2 x 132 tiles of 128 KiB. */
     const qv_launch_opts h200 = {H200};
     ck_assert_uint_ge(qv_gpu_workspace(ch, 129, 4096, 4096, &h200), (size_t)2 * 132 * 128 * 1024);
 }

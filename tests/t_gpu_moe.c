@@ -278,7 +278,7 @@ START_TEST(refusals)
     d.bias_fmt = QV_FMT_BF16;
     ck_assert_int_eq(qv_moe_launch(&d, NULL), QV_ERR_UNSUPPORTED);
     d.bias = NULL;
-    /* the wgmma kernel: 64- or 128-row blocks, and not the experts it does not take */
+    /* the wgmma kernel: 64-, 128- or 256-row blocks, and not the experts it does not take */
     d.wg = 1;
     d.mb = 2;
     d.g_shift = 3; /* g = 128 */
@@ -756,8 +756,9 @@ static void run_on(int _i, const qv_moe_problem *pp, const qv_launch_opts *o, in
 }
 
 /* Whether the wgmma grouped GEMM takes case i's experts (qv_moe_wg_covers
- * on the runner's terms), from the spec: MXFP4, NVFP4, and W4A16 but with
- * groups of 32 (one group of K and channel scales included). */
+ * on the runner's terms), from the spec: MXFP4, NVFP4, W4A16 but with
+ * groups of 32 (one group of K and channel scales included), and fp8
+ * block-128 experts where 64 divides N (kernels/moe_fp8_wg.cu). */
 static int wg_case(int i)
 {
     const struct moe_case *c = &kCases[i];

@@ -234,7 +234,7 @@ static const struct op_case {
 static const qv_route_row *case_row(const struct op_case *c, const qv_variant *v);
 
 /* Row v runs case c: a kernel, the glob, the case's path takes v's kind of
- * row (the FP4 rows have two of the weight-only paths), a legal shape, the
+ * row (the FP4 rows take every weight-only path), a legal shape, the
  * probe applies. */
 static int case_runs(const struct op_case *c, const qv_variant *v)
 {

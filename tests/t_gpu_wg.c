@@ -4,9 +4,10 @@
  *
  * Witnesses, none of them the kernel's own output:
  *  - every registry row of family "marlin" (FP4 with its global scale and
- *    bias, tests/support/wonly.c) over M in {1, 63, 64, 65, 200, 1024}, N in
- *    {64, 192, 576, 4096} (one 64-column chunk, a partial warpgroup, one
- *    chunk past a block of 512 or 256 columns, a real width) and K on the
+ *    bias, tests/support/wonly.c) over M in {1, 7, 63, 64, 65, 100, 129, 200,
+ *    1024}, N in {64, 192, 576, 4096} (one 64-column chunk, a partial
+ *    warpgroup, one chunk past a block of 512 or 256 columns, a real width)
+ *    and K on the
  *    k16 tile or the group, past the 64-row stage (K = 48, 3g) and long
  *    (4096, 4112 / 4096 + g: a partial last stage), with three probes:
  *      exact   small-integer activations and power-of-two scales that differ

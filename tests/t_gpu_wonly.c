@@ -7,7 +7,7 @@
  *    tests/t_gpu_ops.c runs) or "cublas" with a launch, over the
  *    edge set of M x shapes on the tiles and at the smallest legal step past
  *    them (and past the kernel's 256-column block, its 128- and 64-row K stages
- *    and its split-K slices), K/g in {1, 3, 5}, with three probes:
+ *    and its split-K slices), K/g in {1, 3, 5, ceil(1152/g)}, with three probes:
  *      exact   small-integer activations and power-of-two scales that differ
  *              per channel and group: every partial sum is exact in fp32, so the
  *              output is unique and must equal the CPU model (ref_model_run)
@@ -34,7 +34,7 @@
  *    fp32 roundings meet a tie that one fma would not (hand-derived bits, on
  *    the mma, small-M and dequantize + cuBLAS paths; bug_20261205_nvfp4_bias_fused);
  *  - refusals: illegal N and K, a missing workspace, mismatched g (no launch).
- * QVET_WONLY_QUICK=1 runs two small cases per row instead, for the
+ * QVET_WONLY_QUICK=1 runs three small cases per row instead, for the
  * compute-sanitizer passes; QVET_WONLY_QUICK=2 only the small-M split-K
  * cluster cases, =3 only the scale-edge cases, =4 only the two-chunk
  * real-layer cases; QVET_WONLY_ROWS=<text> only
@@ -69,10 +69,9 @@ static int g_rows[64];
 static int g_nrows;
 
 /* QVET_WONLY_ROWS=<text> keeps only the rows whose name contains it (a
- * sanitizer pass on one row); unset, every row but the FP4 ones, whose e2m1
- * codes and one-byte block scales the fills here (tests/support/wonly.c) do
- * not make: tests/t_gpu_ops.c runs them on every path, with the probes of
- * reference/probe.c. */
+ * sanitizer pass on one row); unset, every row but the FP4 ones, which
+ * tests/t_gpu_ops.c runs on every path with the probes of reference/probe.c
+ * (and tests/t_gpu_fp4.c in every register form). */
 static int keep_row(const qv_variant *v)
 {
     const char *only = getenv("QVET_WONLY_ROWS");
@@ -82,8 +81,8 @@ static int keep_row(const qv_variant *v)
 }
 
 /* Shapes: N on the row's tile, at one tile past the kernel's 256-column block,
- * at the block, and past two blocks; K a multiple of g with K/g in {1, 3, 5}
- * (grouped rows) or on the K tile, past a 4-bit stage (128) and long enough
+ * at the block, and past two blocks; K a multiple of g with K/g in {1, 3, 5,
+ * ceil(1152/g)} (grouped rows) or on the K tile, past a 4-bit stage (128) and long enough
  * for several split-K slices. Large M keeps N and K small so the CPU truth
  * stays fast. */
 static void shape_for(const qv_variant *v, int idx, int64_t m, int64_t *n, int64_t *k)

@@ -58,8 +58,7 @@ static int g_rows[64];
 static int g_nrows;
 
 /* The marlin rows (QVET_WONLY_ROWS: those whose name contains the text) but
- * the FP4 ones, whose e2m1 codes and one-byte block scales the fills of
- * tests/support/wonly.c do not make (tests/t_gpu_ops.c runs them). */
+ * the FP4 ones (tests/t_gpu_ops.c runs them). */
 static int keep_row(const qv_variant *v)
 {
     const char *only = getenv("QVET_WONLY_ROWS");
@@ -251,7 +250,7 @@ START_TEST(chain)
 }
 END_TEST
 
-/* Without a device too: the rows exist (every weight-only kind of DESIGN.md). */
+/* Without a device too: the rows exist (every weight-only kind of docs/design.md §2). */
 START_TEST(rows_exist)
 {
     ck_assert_msg(g_nrows >= 22, "%d marlin rows with a launch, expected 22", g_nrows);

@@ -4,12 +4,12 @@
  * gemm.h's contract: the caller zeroes a launch's workspace once and the
  * kernels leave it as they found it, so an inference engine can size one
  * workspace for its largest M and reuse it for every call. A row can have
- * several paths behind one launch (weight-only: the small-M kernel, the mma
- * kernel, dequantize + cuBLAS; activation-quantized: the mma kernel and the
- * cuBLASLt path), and the split-K ones keep arrival counters in the
+ * several paths behind one launch (weight-only: the wgmma kernel, the small-M
+ * kernel, the mma kernel, dequantize + cuBLAS; activation-quantized: the QQQ
+ * wgmma kernel, the mma kernel and the cuBLASLt paths), and the split-K ones keep arrival counters in the
  * workspace; a path whose buffers covered another's counters would leave them
  * non-zero, and the next split launch would finish a tile early or never (the
- * bug class of Marlin's lock reset, DESIGN §6). Each row runs a sequence of M
+ * bug class of Marlin's lock reset, docs/design.md §6). Each row runs a sequence of M
  * that walks through its paths on one workspace, each step with the exact
  * probe and bit for bit against the CPU model. */
 #include <check.h>
@@ -33,13 +33,14 @@
 static uint64_t g_seed = 20261129;
 
 /* A row, its (n, k) and the sequence of M run through one workspace.
- * Weight-only: 8192 columns give the small-M kernel 128 counters, more than
- * the mma plan's 32 tiles, and K = 8192 makes both split K (M = 1 and 5 on the
- * small-M kernel swapped, 9 and 16 on it in the m16 orientation, 32 on the mma
- * kernel, 64 on dequantize + cuBLAS). Activation-quantized: M = 1 and 5
- * split K over 1024 columns (8 tiles of 128); 16 splits too and its partials
- * cover where M = 1 keeps nothing; 128 takes the cuBLASLt path for the integer
- * rows and the 128-row tile for e4m3. */
+ * Weight-only, under the default paths: 8192 columns give the small-M kernel
+ * 128 counters, and K = 8192 makes it split K (M = 1 and 5 swapped, 9 and 16
+ * in the m16 orientation); M = 32 and 64 take the wgmma kernel, whose few
+ * tiles it shares along K (stream-K) through the same workspace.
+ * Activation-quantized: M = 1 and 5 split K over 1024 columns (8 tiles of
+ * 128) on the mma kernel; 16 splits too and its partials cover where M = 1
+ * keeps nothing; 128 takes the QQQ rows' wgmma kernel and the int8 row's
+ * cuBLASLt path; the e4m3 row runs cuBLASLt fp8 at every M. */
 #define NSTEPS 7
 static const struct ws_case {
     const char *row;

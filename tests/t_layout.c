@@ -399,7 +399,7 @@ START_TEST(onehot_zeros)
 }
 END_TEST
 
-/* The scale permutations against DESIGN.md §7's closed forms. */
+/* The scale permutations against docs/design.md §7's closed forms. */
 START_TEST(scale_perm_tables)
 {
     int sp[64], sps[32], seen[64] = {0};

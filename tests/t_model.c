@@ -157,7 +157,7 @@ END_TEST
  * products (cuBLASLt's promoted path, measured), the probe's output is the
  * exact sum (65536 + 1024 - 128) / 32; promoted with 24 bits (the mma
  * kernel) it is the same; unpromoted (promote_nc = K) the ones vanish next to
- * 2^16 and 65536 / 32 remains. DESIGN §3's sequence (ones right after 2^16)
+ * 2^16 and 65536 / 32 remains. docs/design.md §3's sequence (ones right after 2^16)
  * is the measured anchor of the 14-bit model: exact minus 127. */
 START_TEST(fp8_witness_separates)
 {
@@ -182,7 +182,7 @@ START_TEST(fp8_witness_separates)
     w.arith.promote_nc = 1024;
     ck_assert_int_eq(ref_model_run(&p, out), QV_OK);
     ck_assert_double_eq(qv_decode(QV_FMT_F16, out[0]), 65536.0 / 32.0);
-    /* DESIGN §3's sequence: 2^16, then 1023 ones. */
+    /* docs/design.md §3's sequence: 2^16, then 1023 ones. */
     w.arith.promote_nc = 128;
     for (int64_t kk = 1; kk < 128; kk++) ((uint8_t *)p.a)[kk] = (uint8_t)qv_encode(QV_FMT_E4M3, 1.0, QV_SAT_FINITE);
     ck_assert_int_eq(ref_model_run(&p, out), QV_OK);

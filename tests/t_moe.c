@@ -10,7 +10,7 @@
  *   - the CPU model passes every logits case, route, combine and expert spec;
  *   - the split-K witness: each expert's product exactly 1, an output of K
  *     parts reduced in the 16-bit format fails, the int32 rows refuse it;
- *   - the bug classes of DESIGN §6 rows 25-28 fail: the router weight applied
+ *   - the bug classes of docs/design.md §6 rows 25-28 fail: the router weight applied
  *     after the output cast, another route order, the routed scaling factor
  *     dropped or applied twice, a non-local or shared expert dropped or
  *     misaligned; a tie broken against tie=low, inadmissible ids, weights off

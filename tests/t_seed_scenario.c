@@ -1,4 +1,4 @@
-/* t_seed_scenario.c: the seed bug as a named regression (DESIGN.md §5, §6 class
+/* t_seed_scenario.c: the seed bug as a named regression (docs/design.md §5, §6 class
  * 1). Marlin's fp8 W8A16 path ran with channelwise scales that were never
  * permuted (scale_perm_single), and its tests passed because every channel
  * repeated one scale. Here the buggy packing is built explicitly: qv_pack's

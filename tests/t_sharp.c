@@ -2,7 +2,7 @@
  * bound, a rounding window or a verdict path that quietly accepts more than the
  * declared arithmetic allows. Each test here fixes an input whose exact value y
  * and bound E are derived by hand from the declared arithmetic (docs/spec.md,
- * DESIGN.md §3), never read back from the code under test, and checks:
+ * docs/design.md §3), never read back from the code under test, and checks:
  *   - declared: an output that a legal implementation of the declared
  *     arithmetic produces (an adversarial order or truncation the model
  *     allows, computed here in plain C float arithmetic) is not FAILed, and
@@ -219,7 +219,7 @@ static double rn_bits(double x, int bits)
     return rint(x / q) * q;
 }
 
-/* The fp32 tensor core as adversarially as DESIGN §3 allows: each block of 16
+/* The fp32 tensor core as adversarially as docs/design.md §3 allows: each block of 16
  * products is aligned to the largest exponent among them and the accumulator,
  * every product truncated at that quantum (2^(emax - 23)), the block's sum
  * truncated to 24 bits. p: (k) the exact products in K order. */
@@ -391,7 +391,7 @@ static double fp8_accum_bound(const double *p, int64_t k, int bits, int64_t nc)
     return d + (double)blocks * U23 * (mag + d);
 }
 
-/* DESIGN §3's witness, e4m3 with unit scales and an f32 output: 2^16, then
+/* docs/design.md §3's witness, e4m3 with unit scales and an f32 output: 2^16, then
  * 1023 ones (K = 1024). acc=f8p128: the 14-bit accumulator promoted every 128
  * loses the 127 ones of the first block (the H200's cuBLASLt result, E =
  * 298: factor 2.35); fast accumulation (65536) FAILs. acc=f8fast: 65536
@@ -444,7 +444,7 @@ END_TEST
 
 /* ---- reductions --------------------------------------------------------------- */
 
-/* red=f32 with an fp32 accumulator: DESIGN §3's split-K witness at K = 3,
+/* red=f32 with an fp32 accumulator: docs/design.md §3's split-K witness at K = 3,
  * (-256)(-8) + 1 + 256 (-8) = 1. Two K slices summed in fp32 and reduced in
  * fp32 give 1 exactly; reduced in fp16 (vLLM #6795) 2049 rounds to 2048 and
  * the result is 0, which FAILs. red=none has the same E: alpha covers every
@@ -1474,7 +1474,7 @@ START_TEST(coverage_fuzz_probes_regimes)
 }
 END_TEST
 
-/* The fixed suite runs every witness of DESIGN §3 on the rows it applies to. */
+/* The fixed suite runs every witness of docs/design.md §3 on the rows it applies to. */
 START_TEST(coverage_suite_witnesses)
 {
     static const struct {

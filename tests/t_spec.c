@@ -1,4 +1,4 @@
-/* t_spec.c: the spec grammar (spec.h, DESIGN.md §2) and the reference on the
+/* t_spec.c: the spec grammar (spec.h, docs/design.md §2) and the reference on the
  * arithmetic only a spec can declare.
  *   - every registry row's canonical spec parses back to the row's arithmetic;
  *   - specs written in any key order, with defaults spelled out or not, are one
@@ -11,7 +11,7 @@
  *   - the CPU model passes the verdict on random data and matches the unique
  *     output bit for bit on the exact, one-hot and witness probes;
  *   - the fp8 bound follows the promotion blocks: the promoted accumulator's
- *     output of DESIGN §3's witness (exact - 127) passes acc=f8p128 while fast
+ *     output of docs/design.md §3's witness (exact - 127) passes acc=f8p128 while fast
  *     accumulation's (65536) fails it at K = 1024 and 8192 and passes f8fast;
  *   - the bias witness fails a bias added after the output cast, or dropped;
  *   - dq=f32 holds its second-level scale in the dequantization and none in
@@ -576,7 +576,7 @@ END_TEST
 
 /* ---- the fp8 accumulator's bound ---------------------------------------------- */
 
-/* DESIGN §3's witness on the H200's cuBLASLt: one e4m3 product 2^16, then
+/* docs/design.md §3's witness on the H200's cuBLASLt: one e4m3 product 2^16, then
  * K - 1 products of 1; unit scales, f32 out. The promoted path returns the
  * exact sum less 127, fast accumulation 65536. */
 static void fp8_witness(const char *text, int64_t k, double out_value, int want_fail)

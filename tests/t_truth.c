@@ -228,7 +228,7 @@ START_TEST(wide_range_uses_mpfr)
 }
 END_TEST
 
-/* DESIGN §9's large case takes the fast exact path (its time is a benchmark,
+/* docs/design.md §9's large case takes the fast exact path (its time is a benchmark,
  * tools/verify-speed.sh and bench/RESULTS.md, not an assertion here: a loaded
  * machine must not fail a correct build). */
 START_TEST(large_case_fast_path)

@@ -5,7 +5,7 @@
  * the H200: 132 SMs, compute capability 9.0, so no CUDA call). Small-M plans:
  * for every marlin row, every M from 1 to 16, each configuration wo_small
  * selects, the layer shapes of
- * DESIGN.md §8 and edge shapes, by the cost model and with forced slice
+ * docs/design.md §8 and edge shapes, by the cost model and with forced slice
  * counts and cluster caps. The GPU suite t_gpu_wonly runs the kernel on small
  * shapes; the benchmark runs the real layers without checking their outputs,
  * so the plans of the real layers are checked here, against the contract the
@@ -46,7 +46,7 @@
 #include "support/gpu.h"
 #include "support/suite.h"
 
-/* DESIGN.md §8: (N, K) of Llama-2-7B's and Llama-3-70B's four linear layers. */
+/* docs/design.md §8: (N, K) of Llama-2-7B's and Llama-3-70B's four linear layers. */
 static const int kLayers[][2] = {{12288, 4096}, {4096, 4096},   {22016, 4096},  {4096, 11008},
                                  {10240, 8192}, {8192, 8192},   {57344, 8192},  {8192, 28672}};
 #define N_LAYERS ((int)(sizeof kLayers / sizeof kLayers[0]))

@@ -214,8 +214,10 @@ def read_cases(out_jsonl):
 # Kernel paths that qvet's dispatch takes only for shapes the check and a short
 # fuzz rarely draw: a mutant whose switch lives in one of these files runs (its
 # check and fuzz, not the unmutated base's) with the variable that sends every
-# eligible case down that path. The small-M kernel takes M <= 8 by default only
-# from K = 8192 on; "swap" sends it every M <= 8 (t_gpu_wonly checks that path
+# eligible case down that path. The small-M kernel takes every M <= 16 by
+# default (M <= 8 in the swapped form or on m16 mma, as its plan picks, and M
+# >= 9 goes to the wgmma kernel on layers of 2^27 weights and more); "swap"
+# forces the swapped form for every M <= 8 (t_gpu_wonly checks that path
 # clean on every row), also for the switches in its tile math
 # (kernels/wonly_small_tile.cuh). The e4m3 cuBLASLt path runs by default from
 # M = 1 (per tensor, per token x channel) and 4 (128x128 blocks); 1 sends every

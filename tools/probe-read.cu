@@ -5,7 +5,7 @@
  * two CUDA events, pays the same launch, ramp-up and tail as they do.
  *
  * For each size (the packed weights of one Llama layer: 4-bit, 8-bit and
- * fp16 codes of Llama-2-7B and Llama-3-70B, DESIGN.md §8) it times:
+ * fp16 codes of Llama-2-7B and Llama-3-70B, docs/design.md §8) it times:
  *  - an empty kernel of one block (the launch between the two events);
  *  - a read kernel, several shapes (blocks per SM x threads x 16-byte loads
  *    in flight per thread), each thread streaming its share with plain

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # verify-speed.sh: times `qvet verify` (loading included) on two generated cases
-# (DESIGN.md §9: under 0.25 s for the first on 2 cores, under 50 ns per output
+# (docs/design.md §9: under 0.25 s for the first on 2 cores, under 50 ns per output
 # element for the second):
 #   - 16 x 4096 x 4096 marlin-w4a16-g128-f16, random: large K, the digit GEMMs;
 #   - 1899 x 4416 x 32 marlin-w8a16-ch-f16, one-hot activation rows: small K,

@@ -48,7 +48,7 @@ typedef enum qv_sat {
 /* Static description of a format, one row per qv_fmt (designated initializers
  * in reference/formats.c). For integer formats exp_bits = man_bits = 0. */
 typedef struct qv_fmt_info {
-    const char *name;   /* "f16", "e4m3", "u4b8", ... (the spec grammar's names, DESIGN.md §2) */
+    const char *name;   /* "f16", "e4m3", "u4b8", ... (the spec grammar's names, docs/design.md §2) */
     int bits;           /* storage bits: 4, 8, 16, 32 */
     int exp_bits, man_bits, bias;
     int has_inf, has_nan;
@@ -107,7 +107,7 @@ double qv_ulp(qv_fmt f, double x);
 
 /* x truncated toward zero to `bits` significant bits (1..53): what an
  * accumulator that keeps `bits` bits and drops the rest does (the fp8
- * tensor-core sums of DESIGN.md §3). Exact; 0, Inf and NaN unchanged. */
+ * tensor-core sums of docs/design.md §3). Exact; 0, Inf and NaN unchanged. */
 double qv_trunc_bits(double x, int bits);
 
 #ifdef __cplusplus

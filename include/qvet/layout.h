@@ -1,7 +1,7 @@
 /* layout.h: packing logical weights into the layouts published kernels read
  * (Marlin, vLLM Marlin variants, QQQ), byte for byte. Included by the CLI
  * (`qvet pack`), the GPU runner, kernels' launchers and tests. Rule: packers are
- * written from the recipes in DESIGN.md §7; the independent decoder in
+ * written from the recipes in docs/design.md §7; the independent decoder in
  * reference/unpack.c (ref_unpack) never runs these tables backwards.
  *
  * ==== The packed layouts, for kernel writers ====
@@ -209,7 +209,7 @@ qv_status qv_pack_arrays_fp4(qv_layout layout, qv_fmt afmt, const struct qv_arra
 qv_scale_order qv_layout_scale_order(qv_layout layout, qv_scale_layout sl, int64_t scale_rows);
 int            qv_layout_scale_pow2(qv_layout layout, qv_fmt afmt);
 
-/* The scale permutations of Marlin/QQQ (DESIGN.md §7), as tables. */
+/* The scale permutations of Marlin/QQQ (docs/design.md §7), as tables. */
 void qv_scale_perm(int perm[64]);         /* grouped: scale_perm[8i+j] = i + 8j */
 void qv_scale_perm_single(int perm[32]);  /* channelwise: {2i+j : j in {0,1,8,9,16,17,24,25}} */
 

@@ -1,5 +1,5 @@
-/* moe.h: a routed (mixture-of-experts) GEMM as declared arithmetic (DESIGN.md
- * §11, docs/moe.md). Included by the reference, `qvet verify`, the MoE checks
+/* moe.h: a routed (mixture-of-experts) GEMM as declared arithmetic
+ * (docs/design.md §11, docs/moe.md). Included by the reference, `qvet verify`, the MoE checks
  * and any C program that verifies a grouped GEMM qvet did not write.
  *
  * T tokens x (T, K) meet E router experts. Each token's router logits (E) give
@@ -212,8 +212,9 @@ qv_moe_logits qv_moe_logits_from_name(const char *n); /* QV_LOGITS_COUNT if unkn
  * which router experts are local), the logits per `logits`, the activations
  * and every expert's weights per the GEMM probe `kind` and `regime`
  * (probe.h; only probes whose structure does not tie the activations to one
- * weight matrix: exact, onehot, random, and fp4-scale-ends for e8m0 block
- * scales, whose ends fall on the same group rows in every expert). Pure
+ * weight matrix: exact, onehot, random, witness-splitk where it applies at
+ * this K, and fp4-scale-ends for e8m0 block scales, whose ends fall on the
+ * same group rows in every expert). Pure
  * function of its arguments. */
 qv_status ref_moe_fill(qv_moe_problem *p, qv_moe_logits logits, qv_probe_kind kind, qv_regime regime,
                        uint64_t seed);

@@ -1,4 +1,4 @@
-/* probe.h: deterministic input generators for one GEMM problem (DESIGN.md §3, §5).
+/* probe.h: deterministic input generators for one GEMM problem (docs/design.md §3, §5).
  * Included by the campaign, `qvet verify` tests and the reference's tests. Rule:
  * a probe is a pure function of (variant, m, n, k, kind, regime, seed); "unique"
  * probes (exact, one-hot, witnesses) have exactly one correct output under the

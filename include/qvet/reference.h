@@ -1,4 +1,4 @@
-/* reference.h: the CPU ground truth (DESIGN.md §3-§4). Included by the
+/* reference.h: the CPU ground truth (docs/design.md §3-§4). Included by the
  * campaign, `qvet verify`, tests and eval. Rule: the reference computes the exact
  * real value of the variant's declared math from the same quantized bits the
  * kernel reads, and a certified per-element bound E; it never compares against
@@ -26,16 +26,17 @@ typedef struct ref_truth {
                            double only where ref_path says the result is still certified) */
     double *bound;      /* (m, n) E: certified bound on |kernel_out_before_cast - y| */
     double *y_rn;       /* (m, n) y correctly rounded to the output format (as a double) */
-    const char *path;   /* "int64", "fixed128", "mpfr", "dgemm+cert" */
+    const char *path;   /* "int64", "fixed128", "ozaki", "mpfr", "dgemm+cert" */
     const char *why;    /* why the path is certified for this case */
 } ref_truth;
 
-/* Computes the truth for p, choosing the path per case (DESIGN.md §4). */
+/* Computes the truth for p, choosing the path per case (docs/design.md §4). */
 qv_status ref_truth_compute(const qv_problem *p, ref_truth *t);
 void      ref_truth_clear(ref_truth *t);
 
-/* The verdict for an output (m, n) codes in p->v->ofmt; `poison` tells which code
- * pattern means "never written" (the runner fills outputs with it). */
+/* The verdict for an output (m, n) codes in p->v->ofmt; an element still
+ * holding ref_poison_code(ofmt) (the runner fills outputs with it) counts as
+ * never written. */
 void ref_verify(const qv_problem *p, const ref_truth *t, const void *out, qv_result *res);
 
 /* The CPU model of the variant: a C implementation of its declared arithmetic.
@@ -54,8 +55,8 @@ qv_status ref_operands_check(const qv_problem *p);
  * weight buffers (q, scales, scales2, zeros, g_idx must be allocated). */
 qv_status ref_unpack(const qv_packed *pk, qv_problem *p);
 
-/* ref_truth_compute with the path forced: "int64", "fixed128", "mpfr" or
- * "dgemm+cert" (NULL or "" chooses as ref_truth_compute does). Refuses a path
+/* ref_truth_compute with the path forced: "int64", "fixed128", "ozaki", "mpfr"
+ * or "dgemm+cert" (NULL or "" chooses as ref_truth_compute does). Refuses a path
  * that cannot be exact for this case (QV_ERR_UNSUPPORTED). */
 qv_status ref_truth_compute_path(const qv_problem *p, const char *path, ref_truth *t);
 
@@ -101,7 +102,8 @@ void ref_verify_bitexact(const qv_problem *p, const void *expected, const void *
 double ref_bench_verify(int64_t m, int64_t n, int64_t k);
 
 /* The poison pattern written into outputs before each launch: NaN with a
- * payload that no arithmetic produces (f16 0x7E5A, bf16 0x7FDA, f32 0x7FC05A5A). */
+ * payload that no arithmetic produces (f16 0x7E5A, bf16 0x7FDA, f32
+ * 0x7FC05A5A), and INT32_MIN for i32 outputs (no correct int32 sum is it). */
 uint32_t ref_poison_code(qv_fmt ofmt);
 
 #ifdef __cplusplus

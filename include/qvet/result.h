@@ -1,7 +1,8 @@
 /* result.h: the one comparison result (STYLE.md rule 7) and its JSON form.
  * Included by the reference, the campaign, `qvet verify` and reports. Rule: a
  * numerical mismatch is a result, never an error; a vacuous comparison (zero
- * reference norm, too few normal values) is refused, not passed. */
+ * reference norm, too few normal values) is said in the reason, and a zero
+ * norm FAILs under ref_verify_opts.require_nonvacuous. */
 #ifndef QVET_RESULT_H
 #define QVET_RESULT_H
 
@@ -18,7 +19,7 @@ const char *qv_grade_name(qv_grade g); /* "PASS", "MARGINAL", "FAIL" */
 typedef struct qv_result {
     qv_grade grade;
     char reason[192];          /* why FAIL/MARGINAL, e.g. "out of bound at (3, 17): ..." */
-    const char *ref_path;      /* "int64", "fixed128", "mpfr", "dgemm+cert" */
+    const char *ref_path;      /* a ref_truth path, "model" (ref_verify_bitexact) or "routed" */
     const char *ref_why;       /* why that path is certified for this case */
     int64_t n_elements;
     int64_t n_fail;            /* elements outside the rounded bound interval */

@@ -1,5 +1,5 @@
 /* spec.h: a variant's declared arithmetic written as text, the spec grammar v1
- * of DESIGN.md §2 (docs/spec.md). Included by the CLI, the campaign, the plugin
+ * of docs/design.md §2 (docs/spec.md). Included by the CLI, the campaign, the plugin
  * loader and any C program that verifies a kernel qvet did not write. Rule: the
  * spec is parsed in one place (src/spec.c) and a variant built from it is a
  * plain registry-style row (variant.h) with the logical layout and no launch;
@@ -42,7 +42,7 @@ int qv_is_spec(const char *s);
 int qv_spec_format(const qv_variant *v, char *buf, size_t len);
 
 /* The fp32 epilogue steps a variant's fields imply in the grammar's default
- * order (DESIGN.md §2: accumulator, channel scales, activation scale, tensor
+ * order (docs/design.md §2: accumulator, channel scales, activation scale, tensor
  * scales, bias), QV_EP_END-terminated; what qv_spec_parse uses without ep=. */
 void qv_spec_default_epilogue(const qv_variant *v, qv_ep_step ep[QV_EP_MAX]);
 

@@ -1,5 +1,5 @@
-/* variant.h: a GEMM variant is a row of data (DESIGN.md §2) and its declared
- * arithmetic (DESIGN.md §3). Included by the registry, the reference, the
+/* variant.h: a GEMM variant is a row of data (docs/design.md §2) and its declared
+ * arithmetic (docs/design.md §3). Included by the registry, the reference, the
  * kernels' launchers, the campaign and the CLI. Rule: nothing switches on a
  * variant's name; every behaviour follows from the fields of its row, which
  * are plain data (no function pointers: the CPU library links no kernel). */
@@ -30,7 +30,7 @@ typedef enum qv_scale_layout {
                                0 means 128) */
 } qv_scale_layout;
 
-/* Zero points (DESIGN.md §2, key wz). */
+/* Zero points (docs/design.md §2, key wz). */
 typedef enum qv_zp_kind {
     QV_ZP_NONE = 0,
     QV_ZP_INT,              /* w = (q - z) * s, z an integer code like q (its bias replaced by z) */

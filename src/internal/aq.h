@@ -32,7 +32,7 @@ qv_status qv_aq_fp8_probe(const uint8_t *a, const uint8_t *b, int k, int chain, 
 
 /* The family's benchmark (bench/cmd_bench.c, through `qvet bench`, whose
  * launch options come from the QVET_* variables): prints
- * the block-time table of DESIGN.md §8 for our rows, cuBLAS fp16, cuBLASLt
+ * the block-time table of docs/design.md §8 for our rows, cuBLAS fp16, cuBLASLt
  * fp8/int8 W8A8 and the activation quantization share. Returns 0 when every point ran, 1 if some
  * failed (or `qvet bench` refused its arguments or a variable), 3 on an environment error; prints
  * "SKIP: no CUDA device" without one. */

@@ -1,4 +1,4 @@
-/* bench.h: timing GPU work the way qvet's benchmark does (DESIGN.md §8-§9).
+/* bench.h: timing GPU work the way qvet's benchmark does (docs/design.md §8-§9).
  * Included by bench/ and by any kernel family that wants its own baselines
  * timed the same way. Rule: time with CUDA events around each launch, after a
  * warm-up, and report the median of many launches; callers rotate weights past

@@ -41,7 +41,7 @@ uint64_t qv_rng_below(uint64_t *state, uint64_t n);
 /* ---- What a case is. ---- */
 
 typedef enum qv_shape_class {
-    QV_SHAPE_EDGE = 0, /* M from DESIGN §5's edge set, N and K on tile edges */
+    QV_SHAPE_EDGE = 0, /* M from docs/design.md §5's edge set, N and K on tile edges */
     QV_SHAPE_RANDOM,   /* log-uniform M, N, K */
     QV_SHAPE_REAL,     /* a real layer of Llama-2-7B, Llama-3-8B/70B or Qwen2-7B */
     QV_SHAPE_COUNT
@@ -101,7 +101,7 @@ typedef struct qv_backend {
 #define QV_CPU_CAP_MNK ((int64_t)1 << 19)
 #define QV_CPU_CAP_CHECK ((int64_t)1 << 22)
 /* GPU cases are verified by the same CPU reference, whose fast certified path
- * handles 16 x 4096 x 4096 (2^28) in about a second (DESIGN §9). */
+ * handles 16 x 4096 x 4096 (2^28) in about a second (docs/design.md §9). */
 #define QV_GPU_CAP_MNK ((int64_t)1 << 28)
 
 /* The default cap of a backend kind, for fuzz cases (suite = 0) or the fixed
@@ -167,7 +167,7 @@ typedef struct qv_outcome {
     qv_status st;             /* QV_OK, or the backend's or reference's refusal */
     int backend_error;        /* 1 when st came from the backend (kernel refused a legal case) */
     double time_ms;           /* wall time of run + verify */
-    double alpha_g_max;       /* the largest alpha*G over the outputs (DESIGN §3) */
+    double alpha_g_max;       /* the largest alpha*G over the outputs (docs/design.md §3) */
     uint64_t out_hash;        /* FNV-1a 64 of the output bytes */
     void *out;                /* (m, n) output codes in v->ofmt, owned (qv_outcome_clear) */
     ref_truth truth;          /* the reference (y, E), owned */
@@ -262,8 +262,10 @@ typedef struct qv_moe_outcome {
 
 /* The fixed suite of a routed row: every logits case at one and 37 tokens,
  * then batches of 8 to 256 tokens (fewer where the row's experts per token
- * would pass 2^22 multiply-adds), N = 128, K = 256; a decode step on the
- * split-K witness; last, an expert-parallel shard (32 tokens, top-k local
+ * would pass 2^22 multiply-adds), N = 128, K = 256 (K = 512 for the
+ * one-token cases of weight-only rows with group scales, whose decode GEMM
+ * the GPU splits along K); a decode step on the split-K witness (K = 512 on
+ * those rows); last, an expert-parallel shard (32 tokens, top-k local
  * experts, N = 64, K = 128). */
 int  qv_moe_suite_count(const qv_moe_row *r);
 void qv_moe_suite_case(const qv_moe_row *r, uint64_t seed, int j, qv_moe_case *c);

@@ -1,4 +1,4 @@
-/* eval.h: perplexity and KL divergence on a small real model (DESIGN.md §10):
+/* eval.h: perplexity and KL divergence on a small real model (docs/design.md §10):
  * the BPE tokenizer from GGUF metadata, a llama forward pass whose linear
  * layers go through a pluggable backend (fp32 OpenBLAS, a variant's CPU model,
  * a variant's GPU kernel), RTN quantization of a float matrix into a qv_problem,

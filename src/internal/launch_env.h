@@ -46,7 +46,8 @@ qv_status qv_launch_env_read(qv_launch_opts *out);
  * every variable was accepted. */
 int qv_cli_launch_env(const char *cmd, qv_launch_opts *out);
 
-/* Every field `over` sets (non-zero) replaces base's; the others stay. */
+/* Every field `over` sets (non-zero) replaces base's; the others stay; the
+ * trace bits of both are kept. */
 void qv_launch_opts_overlay(qv_launch_opts *base, const qv_launch_opts *over);
 
 #ifdef __cplusplus

@@ -1,7 +1,7 @@
 /* route.h: the route tables of the GPU families: which kernel path a launch
  * of a registry row takes. Included by the families' launchers (kernels/),
  * src/gpu_route.c (the one dispatcher), src/gpu_routes.c (the tables), the
- * CLI's `qvet list --routes` and the suites. Rule: a path is chosen here and
+ * CLI's `qvet list --paths` and the suites. Rule: a path is chosen here and
  * nowhere else: a launch runs the first row of its family's table that
  * covers the problem under the options, and the workspace query returns the
  * largest workspace of every row that covers it. Plain C for gcc and nvcc. */
@@ -46,7 +46,7 @@ typedef enum qv_route_flag { QV_ROUTE_EITHER = 0, QV_ROUTE_YES, QV_ROUTE_NO } qv
  * covered when every field holds; zero fields hold for everything. */
 typedef struct qv_route_row {
     int id;               /* the family's path number (its launcher switches on it) */
-    const char *name;     /* "wgmma", "small-m", ... (qvet list --routes, the suites) */
+    const char *name;     /* "wgmma", "small-m", ... (qvet list --paths, the suites) */
     const char *kernel;   /* the source file of the path */
     const char *isa;      /* the target its object is built for: "sm_90a" (wgmma) or "sm_90" */
     /* The rows it covers. */

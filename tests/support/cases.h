@@ -1,5 +1,6 @@
 /* cases.h: the seeded GEMM problems of the CPU suites that check the models,
- * the exact references and the verdict (t_model, t_truth, t_verify): the
+ * the exact references and the verdict (t_model, t_truth, t_verify, and
+ * t_layout, t_moe, t_pack_cli, t_spec): the
  * suite's seed, the per-case seed mixing, and a problem filled by a probe,
  * with its truth. Linked into every test binary from tests/support/.
  * Rule: setup failures are Check assertions; nothing here computes an

@@ -1,6 +1,7 @@
 /* cli.h: finding the `qvet` binary a suite drives, and the check of a usage
  * message. Included by the suites that run qvet as a user does (t_cli,
- * t_bench_cli, t_pack_cli); linked into every test binary from tests/support/.
+ * t_bench_cli, t_pack_cli, t_moe_cli, t_launch_opts, t_third_party); linked
+ * into every test binary from tests/support/.
  * Rule: every failure is a Check assertion; exit codes are compared, never
  * interpreted here. */
 #ifndef QVET_TEST_CLI_H

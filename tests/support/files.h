@@ -1,6 +1,6 @@
 /* files.h: temporary folders and byte-for-byte file comparison for Check
  * tests. Included by the suites that write and compare files (t_npy,
- * t_safetensors, t_pack_cli); linked into every test binary from
+ * t_safetensors, t_pack_cli, t_moe_cli); linked into every test binary from
  * tests/support/. Rule: every failure is a Check assertion naming the files. */
 #ifndef QVET_TEST_FILES_H
 #define QVET_TEST_FILES_H

@@ -1,6 +1,6 @@
 /* golden.h: the published vectors of tests/data/golden for the suites that
- * check against them (t_layout, t_pack_cli, t_verify, t_verify_cli, t_gpu_aq,
- * and through gpu.h's QQQ cases t_gpu_aq_lt); linked into every test binary
+ * check against them (t_layout, t_npy, t_pack_cli, t_verify, t_verify_cli,
+ * t_gpu_aq, and through gpu.h's QQQ cases t_gpu_aq_lt); linked into every test binary
  * from tests/support/.
  * $QVET_GOLDEN names another folder (the GPU machine keeps a copy beside the
  * build). */

@@ -1,8 +1,8 @@
 /* gpu.h: what the GPU suites share: finding a device without a CUDA call,
  * running a Check suite in the parent process, device copies, two launches of
  * a problem and their verdict, and the published QQQ vectors on the device.
- * Included by t_gpu_aq, t_gpu_aq_lt and t_gpu_aq_lt_fp8; linked into every
- * test binary from tests/support/. Rule: nothing here makes a CUDA call
+ * Included by every t_gpu_* suite and by t_routes and t_wonly_plan; linked
+ * into every test binary from tests/support/. Rule: nothing here makes a CUDA call
  * unless the suite calls it after gpu_suite_start found a device, and every
  * failure is a Check assertion (or, for verdicts, a FAIL line on stderr and a
  * 0 the caller counts). */
@@ -54,7 +54,7 @@ int gpu_env_flag(const char *name);
  * count. */
 int gpu_registry_rows(int (*keep)(const qv_variant *v), int *rows, int cap);
 
-/* The edge set of M (DESIGN.md §5), ascending. */
+/* The edge set of M (docs/design.md §5), ascending. */
 #define GPU_N_EDGE_M 19
 extern const int gpu_edge_m[GPU_N_EDGE_M];
 

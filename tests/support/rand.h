@@ -1,7 +1,8 @@
 /* rand.h: the suites' random words, a pure function of (seed, stream, index),
  * so any case replays from the seed a suite prints. Included by the suites
- * that draw random inputs (t_formats, t_layout, t_pack_cli, support/wonly.c,
- * t_gpu_aq, t_gpu_ppl); linked into every test binary from tests/support/. */
+ * that draw random inputs (t_formats, t_layout, t_pack_cli, t_spec,
+ * support/wonly.c, t_gpu_aq, t_gpu_aq_chain, t_gpu_ppl, t_gpu_wonly_chain);
+ * linked into every test binary from tests/support/. */
 #ifndef QVET_TEST_RAND_H
 #define QVET_TEST_RAND_H
 

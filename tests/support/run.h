@@ -1,6 +1,6 @@
 /* run.h: running a built program from a Check test and capturing what it
- * prints. Included by the suites that drive the `qvet` binary (t_cli,
- * t_campaign, t_plugin); linked into every test binary from tests/support/.
+ * prints. Included by the suites that drive the `qvet` binary (t_campaign,
+ * t_layers, t_plugin, t_verify_cli); linked into every test binary from tests/support/.
  * Rule: any failure to start or wait for the program fails the test through
  * Check's assertions; the program's own exit code is returned, never judged. */
 #ifndef QVET_TEST_RUN_H

@@ -1,8 +1,8 @@
 /* wonly.h: what the weight-only GPU suites share: the three probes and their
  * fills, and one case run twice on the GPU with its verdict. Included by
- * t_gpu_wonly and t_gpu_wg; linked into every test binary from
- * tests/support/. Rule: the fills are pure functions of (seed, case index),
- * expected values come from the CPU model or the certified truth (never the
+ * t_gpu_wonly, t_gpu_wg and t_gpu_wonly_chain; linked into every test
+ * binary from tests/support/. Rule: the fills are pure functions of (seed,
+ * case index), expected values come from the CPU model or the certified truth (never the
  * kernel), and nothing here makes a CUDA call unless a suite calls
  * wonly_run_case or wonly_one_case after gpu_suite_start found a device. */
 #ifndef QVET_TEST_WONLY_H

@@ -15,7 +15,7 @@ without a bias), torch._int_mm, and tinygemm torch._weight_int4pack_mm with floa
 A case folder holds the exact operands the kernel consumed, in `qvet verify`'s conventions
 (C order, little-endian): a.npy (M, K); q.npy (K, N), so C = A @ W; scales.npy, a_scale.npy,
 zeros.npy, bias.npy when the spec has them; out.npy (M, N); `spec` (one line, the declared
-arithmetic, DESIGN §2) and `expect` (PASS or FAIL). bf16 is stored as '<u2' bit patterns, e4m3
+arithmetic, docs/design.md §2) and `expect` (PASS or FAIL). bf16 is stored as '<u2' bit patterns, e4m3
 as uint8 codes, u4b8 codes as uint8 0..15 (value q - 8). Cases named tamper_* hold a correct
 kernel output with one thing made wrong (two output columns swapped, the channel scales reversed,
 the zero points negated, the bias left out of the kernel call but declared) and must FAIL.
