@@ -246,6 +246,38 @@ START_TEST(fuzz_user_shard_composes)
 }
 END_TEST
 
+/* check over 2 ranks on a glob of a registry row and a routed row (as one
+ * process runs them: the GEMM row's suite, then the routed row's), and on a
+ * glob of routed rows alone, which match no registry row: the same case
+ * lines, routed ones included, in the same order. */
+START_TEST(check_routed_rows_over_ranks)
+{
+    const char *globs[2] = {"*w4a16-ch*-f16", "moe-w4a16-*"};
+    for (int gi = 0; gi < 2; gi++) {
+        char a[4096], n1[16], n2[16], f1[32], f2[32];
+        snprintf(n1, sizeof n1, "r1_%d", gi);
+        snprintf(n2, sizeof n2, "r2_%d", gi);
+        snprintf(f1, sizeof f1, "%s.jsonl", n1);
+        snprintf(f2, sizeof f2, "%s.jsonl", n2);
+        snprintf(a, sizeof a, "'%s' check --cpu --cap 65536 --variant '%s' --no-shrink --out '%s/%s'", g_qvet,
+                 globs[gi], g_tmp, f1);
+        int rc1 = run(n1, a);
+        ck_assert_msg(rc1 == 0 || rc1 == 1, "single check of '%s' exited %d", globs[gi], rc1);
+        snprintf(a, sizeof a, "check --cpu --cap 65536 --variant '%s' --no-shrink --out '%s/%s'", globs[gi], g_tmp,
+                 f2);
+        ck_assert_int_eq(run_mpi(n2, 2, "", a), rc1);
+        lines one = case_lines(f1), two = case_lines(f2);
+        int routed = 0;
+        for (int i = 0; i < one.n; i++) routed += strstr(one.v[i], "\"kind\":\"routed\"") != NULL;
+        ck_assert_msg(routed > 0 && (gi == 1 || routed < one.n), "'%s': %d routed lines of %d", globs[gi], routed,
+                      one.n);
+        assert_same_cases(&two, &one, "check");
+        lines_free(&one);
+        lines_free(&two);
+    }
+}
+END_TEST
+
 /* check over 2 ranks: three variants dealt 0,2 / 1 come back in registry
  * order, each suite whole. */
 START_TEST(check_two_ranks_equal_one_process)
@@ -389,6 +421,7 @@ static Suite *mpi_suite(void)
     tcase_add_test(tc, fuzz_two_ranks_equal_one_process);
     tcase_add_test(tc, fuzz_user_shard_composes);
     tcase_add_test(tc, check_two_ranks_equal_one_process);
+    tcase_add_test(tc, check_routed_rows_over_ranks);
     tcase_add_test(tc, killed_rank_is_reported_and_others_kept);
     tcase_add_test(tc, gpus_dealt_by_local_rank);
     tcase_add_loop_test(tc, refusals_exit_two, 0, (int)(sizeof refusals / sizeof refusals[0]));

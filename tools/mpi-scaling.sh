@@ -5,8 +5,9 @@
 # for R = 1 and R = the GPU count, prints cases per minute for each and their
 # ratio, and appends a dated "MPI scaling" section to bench/RESULTS.md (and,
 # when $OUT is set, writes the section alone to $OUT/mpi-scaling.md).
-# Ranks are not bound to cores (--bind-to none): each case's CPU reference runs
-# OpenBLAS threads beside the GPU kernel.
+# Ranks are not bound to cores (--bind-to none): each rank's campaign runs its
+# cases' CPU references on --jobs threads (the cores online) beside the GPU
+# kernel.
 # Cases per minute = the cases of the run / X: every rank fuzzes for exactly X
 # minutes, so start-up (mpirun, CUDA contexts) is left out; the wall time is
 # listed beside it.

@@ -16,7 +16,8 @@
  * CUDA_VISIBLE_DEVICES) and runs its share as child processes of the plain
  * qvet (this same binary with QVET_MPI=0). Rank 0 gathers every rank's JSONL
  * and log through MPI, merges the lines in a deterministic order (fuzz: case
- * index; check: registry order of the variant, then suite index; ppl:
+ * index; check: registry order of the variant, the routed rows after it in
+ * their table's order, then suite index; ppl:
  * registry order; mutants: catalogue order) under one "run" line that
  * describes the whole MPI run, and prints the closing line summed over the
  * ranks (`fuzz: N cases, F failed`, `check: ...`, `mutants: K killed of N`).
@@ -664,8 +665,9 @@ static int plan_units(const mpi_job *j, unit **out_units, rank_report *rep)
         n = 1;
     } else {
         /* check and ppl: one child per variant, dealt round-robin in the
-         * order of the variants the command would run. */
-        const qv_variant *sel[QV_GEN_MAX_VARIANTS];
+         * order of the variants the command would run (check: the registry
+         * rows, then the routed rows, as one process runs them). */
+        const char *sel[2 * QV_GEN_MAX_VARIANTS];
         int n_sel = 0;
         if (j->kind == JOB_CHECK) {
             qv_backend b;
@@ -683,19 +685,23 @@ static int plan_units(const mpi_job *j, unit **out_units, rank_report *rep)
             qv_gen gen;
             qv_status st = qv_gen_init(&gen, j->glob, &b);
             if (st == QV_OK)
-                for (int i = 0; i < gen.n_variants; i++) sel[n_sel++] = gen.variants[i];
+                for (int i = 0; i < gen.n_variants; i++) sel[n_sel++] = gen.variants[i]->name;
+            /* routed rows: never with a plugin (its variants are GEMM rows) */
+            const qv_moe_row *moe[QV_GEN_MAX_VARIANTS];
+            const int n_moe = j->plugin_path ? 0 : qv_moe_rows_match(j->glob, &b, moe, QV_GEN_MAX_VARIANTS);
+            for (int i = 0; i < n_moe; i++) sel[n_sel++] = moe[i]->name;
             if (j->plugin_path) qv_plugin_close(&pl);
-            if (st != QV_OK) return -1;
+            if (st != QV_OK && !n_moe) return -1;
         } else {
             const char *g = strcmp(j->glob, "all") ? j->glob : "*";
             for (int i = 0; i < qv_registry_count() && n_sel < QV_GEN_MAX_VARIANTS; i++)
-                if (qv_variant_match(qv_registry_get(i), g)) sel[n_sel++] = qv_registry_get(i);
+                if (qv_variant_match(qv_registry_get(i), g)) sel[n_sel++] = qv_registry_get(i)->name;
             if (!n_sel) return -1;
         }
         u = xmalloc(sizeof *u * (size_t)(n_sel + 1));
         for (int i = j->rank; i < n_sel; i += j->size) {
             char glob[256];
-            exact_glob(sel[i]->name, glob, sizeof glob);
+            exact_glob(sel[i], glob, sizeof glob);
             snprintf(u[n].out, sizeof u[n].out, "%s/unit%d.jsonl", j->tmp, n);
             const char *extra[] = {"--variant", glob, "--out", u[n].out, NULL};
             u[n].argv = child_argv(j, extra);
@@ -792,11 +798,16 @@ typedef struct stream {
     long long cases, failed;   /* case lines and FAIL verdicts read so far */
 } stream;
 
+/* A variant's place in the merged order: its registry index, then the
+ * routed rows in their table's order after every registry row; an unknown
+ * name (ppl's fp32 baseline) sorts as the registry's count. */
 static int registry_index(const char *name)
 {
     const qv_variant *v = name ? qv_variant_find(name) : NULL;
     for (int i = 0; v && i < qv_registry_count(); i++)
         if (qv_registry_get(i) == v) return i;
+    for (int i = 0; name && i < qv_moe_row_count(); i++)
+        if (!strcmp(qv_moe_row_get(i)->name, name)) return qv_registry_count() + 1 + i;
     return qv_registry_count();
 }
 
