@@ -1,7 +1,8 @@
 /* aq_bench.c: the activation-quantized family's parts of `qvet bench`
  * (aq_bench.h): cuBLASLt W8A8 baselines (fp8 e4m3 -> f16 with the default
  * promoted accumulation and per-tensor, per-token x per-channel or per-128-K
- * block scales; int8 -> int32) and the per-token activation quantizer alone.
+ * scales, or 128x128 weight blocks with per-128-K activation scales; int8 ->
+ * int32) and the per-token activation quantizer alone.
  * Buffers hold random codes (scales hold 1.0): speed does not depend on the
  * values, and correctness is the GPU suites' job. */
 #include <stdio.h>
@@ -30,7 +31,8 @@ typedef struct lt_ctx {
     int fp8;
     qv_bench_lt_scale scale; /* fp8: how both operands are scaled */
     void *w[LT_MAX_COPIES];  /* (n, k) int8 / e4m3 weights, row-major (column-major k x n) */
-    void *sw[LT_MAX_COPIES]; /* fp8: weight scales of copy i: (1), (n) or (ceil(k/128), n) f32 */
+    void *sw[LT_MAX_COPIES]; /* fp8: weight scales of copy i, f32: (1), (n), (ceil(k/128), n), or
+                                (ceil(n/128), ceil(k/128) rounded up to 4) for 128x128 blocks */
     int copies;
     unsigned trace;         /* the launch options' QV_TRACE_* bits */
     const void *a;          /* (m, k) int8 / e4m3 activations, row-major */

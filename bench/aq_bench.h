@@ -54,7 +54,7 @@ qv_status qv_bench_lt_fp8_layer(qv_bench_lt_scale scale, int n, int k, const int
  * rows of rows_list[n] (one buffer sized for the largest). t[i] gets the timing
  * of rows_list[i], events around each launch like every row of the bench;
  * queued_us[i] the median over `runs` batches of launches queued behind a
- * long memset, per launch: the GPU's own time when it never waits for the
+ * sleeping wait kernel of AQB_WAIT_US (qv_bench_wait), per launch: the GPU's own time when it never waits for the
  * host to submit (what a CUDA graph or a busy stream sees). Every launch
  * under opts (NULL: the defaults). */
 qv_status qv_bench_act_quant(qv_fmt qfmt, const int *rows_list, int n, int cols, int warmup, int runs,

@@ -38,8 +38,9 @@
  *     accumulation) and cuBLASLt int8 (int8 x int8 -> int32), aq_bench.c;
  *     with an e4m3-activation row also cuBLASLt fp8 with per-token x
  *     per-channel scales (outer vectors) and with one scale per 128 K of every
- *     row of both operands (VEC128), the scalings of w8a8-fp8-tok-ch and of
- *     w8a8-fp8-block128's cuBLASLt path, under the same split-K rule (fp32
+ *     row of both operands (VEC128), and with 128x128 weight blocks and
+ *     per-128-K activation scales (BLK128x128), the scalings of
+ *     w8a8-fp8-tok-ch and of w8a8-fp8-block128's cuBLASLt paths, under the same split-K rule (fp32
  *     partials only), so each e4m3 row has its like;
  *   - for rows whose activations a per-token quantizer produces (symmetric int8
  *     or e4m3 per token, e4m3 per token and 128-K group), the row timed twice:
@@ -222,7 +223,7 @@ static void pool_free(dev_pool *pool)
 }
 
 /* Scale values: positive, around 2^-7, so random dot products stay finite
- * (e8m0 scales: 2^-8 and 2^-7, codes 119 and 120). */
+ * (e8m0 scales: 2^-8 to 2^-6, codes 119 to 121, mostly 119 and 120). */
 #define SCALE_LO 0.004f
 #define SCALE_HI 0.016f
 

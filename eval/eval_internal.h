@@ -29,7 +29,8 @@ typedef qv_status (*ev_item_fn)(void *ctx, int64_t i);
  * range. Returns QV_OK, or the status of the lowest failing i with its message
  * prefixed "<who>: <unit> <i / per>" (e.g. "row: layer 3: ..."). */
 qv_status ev_parallel_try(int64_t n, ev_item_fn fn, void *ctx, const char *who, const char *unit, int per);
-/* Threads of the pool, the caller included (qv_eval_threads_request, default: online CPUs). */
+/* Threads of the pool, the caller included (qv_eval_threads_request, default: online CPUs; at most
+ * 64, parallel.c's EV_MAX_THREADS). */
 int     ev_threads(void);
 /* A grain for n indices: about 4 ranges per thread, at least min_grain. */
 int64_t ev_grain(int64_t n, int64_t min_grain);

@@ -1,8 +1,8 @@
 /* llama.c: a llama-architecture forward pass in f32 (eval.h), top to bottom in
  * the manner of llama2.c: embeddings, then per block RMSNorm -> Q, K, V ->
  * RoPE -> causal grouped-query attention -> O -> residual, RMSNorm -> SwiGLU
- * feed-forward -> residual, then the final RMSNorm and the (tied) output
- * projection. The seven linear layers of each block go through a backend
+ * feed-forward -> residual, then the final RMSNorm and the output projection
+ * (tied to the embeddings when the file has no output.weight). The seven linear layers of each block go through a backend
  * (fp32 OpenBLAS, a variant's CPU model or its GPU kernel); the output
  * projection always runs in f32, so only the variant's linear layers differ. */
 #include <cblas.h>

@@ -4,7 +4,7 @@
  * computed by exactly one thread in its own order, so results do not depend on
  * the number of threads. The pool starts on first use with the threads
  * qv_eval_threads_request asked for (`qvet ppl` reads QVET_THREADS; default:
- * the online processors) and lives until the process ends;
+ * the online processors; at most EV_MAX_THREADS) and lives until the process ends;
  * a call made from inside a parallel section, while another thread holds the
  * pool, or in a child forked after the pool started (Check forks its tests),
  * runs in the caller. */

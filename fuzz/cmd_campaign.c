@@ -2,7 +2,8 @@
  * runs the fixed suite of every selected variant, fuzz runs generated cases
  * within a budget (shrinking and dumping each failure), replay re-runs one case
  * of either bit for bit. All three write JSON Lines (docs/results-format.md): a
- * "run" provenance line, then one "case" line per case. */
+ * "run" provenance line, then one "case" (a routed row's: "routed") line per
+ * case. */
 #include <cblas.h>
 #include <errno.h>
 #include <math.h>
@@ -533,7 +534,7 @@ typedef struct campaign {
     int *check_variant;
     int *check_index;
     long long check_total;
-    /* the routed rows of the run (CPU backend only), with their tallies */
+    /* the routed rows of the run (CPU: all; GPU: those with a kernel), with their tallies */
     const qv_moe_row *moe[QV_GEN_MAX_VARIANTS];
     tally moe_tally[QV_GEN_MAX_VARIANTS];
     int n_moe;
@@ -994,7 +995,8 @@ static void opts_defaults(camp_opts *o, const char *cmd)
     o->jobs = cores > 0 && cores <= 1024 ? (int)cores : 1;
 }
 
-/* The throughput line that ends every check and fuzz run. */
+/* The throughput line of every check and fuzz run, printed before the
+ * summary table and the closing line (campaign_end). */
 static void print_rate(const campaign *cp, double secs)
 {
     double s = secs > 1e-9 ? secs : 1e-9;

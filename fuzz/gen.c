@@ -228,8 +228,10 @@ static int64_t snap_down(int64_t x, int64_t step)
     return r < step ? step : r;
 }
 
-/* Kernel tile edges docs/design.md §5 asks for: N and K on multiples of the common
- * thread-block tiles (64, 128, 256) and one legal step past them. */
+/* Kernel tile edges docs/design.md §5 asks for: N on 64, 128, 256 or 512 and
+ * K on 128, 256, 512 or 1024 (grouped rows: an odd number of groups),
+ * snapped to the row's legal step or one step past it; else the smallest
+ * step or twice it. */
 static int64_t edge_n(const qv_variant *v, uint64_t *s)
 {
     static const int64_t bases[] = {64, 128, 256, 512};

@@ -1,6 +1,6 @@
 /* moe_cases.c: routed cases of the campaign (campaign.h): the fixed suite of a
- * routed row, generated cases, running one on the CPU model, and its JSONL
- * line. Like a GEMM case, a routed case is a pure function of (seed, index)
+ * routed row, generated cases, running one (CPU model or GPU kernels), and
+ * its JSONL line. Like a GEMM case, a routed case is a pure function of (seed, index)
  * (or (seed, row, suite index)); the row of a generated case is drawn from
  * its own stream, so naming that row alone replays the case. */
 #include <fnmatch.h>
@@ -133,7 +133,7 @@ void qv_moe_suite_case(const qv_moe_row *r, uint64_t seed, int j, qv_moe_case *c
 
 /* ---- generated cases -------------------------------------------------------------------- */
 
-/* The largest t x (topk + shared) x n x k a generated CPU case draws. */
+/* The largest t x (topk + shared) x n x k a generated case draws. */
 #define GEN_CAP ((int64_t)1 << 23)
 
 void qv_moe_gen_case(const qv_moe_row *const *rows, int n_rows, uint64_t seed, int64_t index, qv_moe_case *c)
@@ -148,7 +148,8 @@ void qv_moe_gen_case(const qv_moe_row *const *rows, int n_rows, uint64_t seed, i
     int topk = topk_of(r);
     c->n = 64 * (int64_t)(1 + qv_rng_below(&st, 4));
     c->k = 128 * (int64_t)(1 + qv_rng_below(&st, 4));
-    /* tokens log-uniform in 1..512, within the cap */
+    /* tokens in 1..1023: a power of two up to 512 plus a uniform part below
+     * it, halved while past the cap */
     c->t = (int64_t)(1 << qv_rng_below(&st, 10));
     c->t += (int64_t)qv_rng_below(&st, (uint64_t)c->t);
     while (c->t > 1 && c->t * (topk + r->shared) * c->n * c->k > GEN_CAP) c->t /= 2;
