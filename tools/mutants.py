@@ -41,17 +41,18 @@ SEED_TEST = "t_seed_scenario"
 JOBS = 2  # make -j; --jobs raises it on a bigger machine
 
 
-def read_tsv(path):
-    """(line number, its six tab-separated columns) for each row of a catalogue
-    file, comments and blank lines skipped; any other column count exits."""
+def read_tsv(path, ncols=6):
+    """(line number, its ncols tab-separated columns) for each row of a
+    catalogue file, comments and blank lines skipped; any other column count
+    exits."""
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
             line = line.rstrip("\n")
             if not line.strip() or line.startswith("#"):
                 continue
             cols = line.split("\t")
-            if len(cols) != 6:
-                sys.exit(f"mutants: {path}:{lineno}: expected 6 tab-separated columns, got {len(cols)}")
+            if len(cols) != ncols:
+                sys.exit(f"mutants: {path}:{lineno}: expected {ncols} tab-separated columns, got {len(cols)}")
             yield lineno, cols
 
 
@@ -659,17 +660,9 @@ def run_oracle(a, base, out):
 def read_edits(path):
     """mutants/edits.tsv: one-line bugs applied without a switch (see its header)."""
     rows = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.rstrip("\n")
-            if not line.strip() or line.startswith("#"):
-                continue
-            cols = line.split("\t")
-            if len(cols) != 9:
-                sys.exit(f"mutants: {path}:{lineno}: expected 9 tab-separated columns, got {len(cols)}")
-            name, cls, src, variants, before, after, what, old, new = cols
-            rows.append({"name": name, "bug_class": cls, "file": src, "variants": variants, "recorded": after,
-                         "what": what, "old": old.replace("\\n", "\n"), "new": new.replace("\\n", "\n")})
+    for _, (name, cls, src, variants, before, after, what, old, new) in read_tsv(path, 9):
+        rows.append({"name": name, "bug_class": cls, "file": src, "variants": variants, "recorded": after,
+                     "what": what, "old": old.replace("\\n", "\n"), "new": new.replace("\\n", "\n")})
     return rows
 
 
