@@ -246,6 +246,29 @@ START_TEST(fuzz_user_shard_composes)
 }
 END_TEST
 
+/* check --spec over 2 ranks: one spec a child (before, every child got the
+ * user's --spec beside its own --variant and refused both), merged in the
+ * user's order: the single process's case lines, and its run line's specs. */
+START_TEST(check_specs_over_ranks)
+{
+    const char *specs = "--spec 'w=u4b8,ws=f16/g128' --spec 'w=u8b128,ws=bf16/c,a=bf16'";
+    char a[4096];
+    snprintf(a, sizeof a, "'%s' check --cpu --cap 65536 %s --no-shrink --out '%s/s1.jsonl'", g_qvet, specs, g_tmp);
+    int rc1 = run("s1", a);
+    ck_assert_msg(rc1 == 0 || rc1 == 1, "single check exited %d", rc1);
+    snprintf(a, sizeof a, "check --cpu --cap 65536 %s --no-shrink --out '%s/s2.jsonl'", specs, g_tmp);
+    ck_assert_int_eq(run_mpi("s2", 2, "", a), rc1);
+    lines one = case_lines("s1.jsonl"), two = case_lines("s2.jsonl");
+    ck_assert_msg(strstr(one.v[0], "\"variant\":\"w=u4b8,ws=f16/g128\"") != NULL, "first case: %.200s", one.v[0]);
+    assert_same_cases(&two, &one, "check --spec");
+    ck_assert_msg(two.run && strstr(two.run, "\"specs\":[\"w=u4b8,ws=f16/g128\",\"w=u8b128,ws=bf16/c,a=bf16\"]"),
+                  "merged run line: %s", two.run ? two.run : "(none)");
+    check_run_line(two.run, 2, NULL, -1);
+    lines_free(&one);
+    lines_free(&two);
+}
+END_TEST
+
 /* check over 2 ranks on a glob of a registry row and a routed row (as one
  * process runs them: the GEMM row's suite, then the routed row's), and on a
  * glob of routed rows alone, which match no registry row: the same case
@@ -422,6 +445,7 @@ static Suite *mpi_suite(void)
     tcase_add_test(tc, fuzz_user_shard_composes);
     tcase_add_test(tc, check_two_ranks_equal_one_process);
     tcase_add_test(tc, check_routed_rows_over_ranks);
+    tcase_add_test(tc, check_specs_over_ranks);
     tcase_add_test(tc, killed_rank_is_reported_and_others_kept);
     tcase_add_test(tc, gpus_dealt_by_local_rank);
     tcase_add_loop_test(tc, refusals_exit_two, 0, (int)(sizeof refusals / sizeof refusals[0]));

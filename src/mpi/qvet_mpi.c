@@ -57,6 +57,7 @@
 #include "internal/cli.h"
 #include "internal/json.h"
 #include "qvet/plugin.h"
+#include "qvet/spec.h"
 #include "qvet/variant.h"
 
 int __real_main(int argc, char **argv);
@@ -96,6 +97,11 @@ typedef struct mpi_job {
     const char *out_path;      /* --out: the merged results file, or NULL */
     const char *report_dir;    /* --report DIR: `qvet report` on the merged file */
     const char *glob;          /* --variant */
+    /* check --spec: each spec whole on one rank, merged in the user's order
+     * (spec_names: the canonical text its case lines carry as "variant") */
+    int n_specs;
+    const char *specs[QV_GEN_MAX_SPECS];
+    const char *spec_names[QV_GEN_MAX_SPECS];
     const char *plugin_path;   /* --plugin */
     int want_cpu;              /* --cpu (or ppl's --cpu-fast): no GPU is given out */
     long long shard_i, shard_n;/* the user's --shard, 0/1 without one */
@@ -290,7 +296,7 @@ static void put_problem(rank_report *rep, const char *fmt, ...)
  * must be skipped when the arguments are scanned. */
 static int takes_value(const char *a)
 {
-    static const char *const with_value[] = {"--variant", "--out", "--plugin", "--seed", "--cases",
+    static const char *const with_value[] = {"--variant", "--spec", "--out", "--plugin", "--seed", "--cases",
                                              "--minutes", "--shard", "--cap", "--fail-dir", "--report",
                                              "--model", "--text", "--ctx", "--chunks", "--only"};
     for (size_t i = 0; i < sizeof with_value / sizeof with_value[0]; i++)
@@ -386,7 +392,19 @@ static int scan_opts(mpi_job *j)
         if (!strcmp(a, "--out")) j->out_path = val;
         else if (!strcmp(a, "--report")) j->report_dir = val;
         else if (!strcmp(a, "--variant")) j->glob = val;
-        else if (!strcmp(a, "--plugin")) j->plugin_path = val;
+        else if (!strcmp(a, "--spec") && j->kind == JOB_CHECK) {
+            const qv_variant *sv;
+            if (j->n_specs == QV_GEN_MAX_SPECS) {
+                if (say) fprintf(stderr, "qvet check: at most %d --spec options\n", QV_GEN_MAX_SPECS);
+                return 2;
+            }
+            if (qv_variant_resolve(val, &sv) != QV_OK) {
+                if (say) fprintf(stderr, "qvet check: --spec '%s': %s\n", val, qv_errmsg());
+                return 2;
+            }
+            j->specs[j->n_specs] = val;
+            j->spec_names[j->n_specs++] = sv->name;
+        } else if (!strcmp(a, "--plugin")) j->plugin_path = val;
         else if (!strcmp(a, "--cpu") || !strcmp(a, "--cpu-fast")) j->want_cpu = 1;
         else if (!strcmp(a, "--only")) j->only = val;
         else if (j->kind == JOB_MUTANTS && (!strcmp(a, "--build-only") || !strcmp(a, "--run-only"))) {
@@ -428,6 +446,10 @@ static int scan_opts(mpi_job *j)
         if (say) fprintf(stderr, "qvet %s: --report DIR needs --out FILE (the merged results it reads)\n", j->cmd);
         return 2;
     }
+    if (j->n_specs && j->glob) {
+        if (say) fprintf(stderr, "qvet check: --spec and --variant exclude each other\n");
+        return 2;
+    }
     if (j->kind == JOB_PPL && !j->glob) {
         if (say) fprintf(stderr, "qvet ppl: under MPI give --variant GLOB: the variants are what the ranks share\n");
         return 2;
@@ -467,6 +489,8 @@ static char **child_argv(const mpi_job *j, const char *const *extra)
         if (!strcmp(a, "--variant") && j->kind == JOB_FUZZ) drop = 0;
         if (!strcmp(a, "--seed") && j->kind != JOB_FUZZ) drop = 0;
         if (!strcmp(a, "--cases") && j->kind != JOB_FUZZ) drop = 0;
+        /* check gets one --spec per child (fuzz keeps them all) */
+        if (!strcmp(a, "--spec") && j->kind == JOB_CHECK) drop = 1;
         if (drop) {
             i += takes_value(a);
             continue;
@@ -669,6 +693,18 @@ static int plan_units(const mpi_job *j, unit **out_units, rank_report *rep)
          * rows, then the routed rows, as one process runs them). */
         const char *sel[2 * QV_GEN_MAX_VARIANTS];
         int n_sel = 0;
+        if (j->kind == JOB_CHECK && j->n_specs) {
+            /* one child per spec, in the user's order */
+            u = xmalloc(sizeof *u * (size_t)(j->n_specs + 1));
+            for (int i = j->rank; i < j->n_specs; i += j->size) {
+                snprintf(u[n].out, sizeof u[n].out, "%s/unit%d.jsonl", j->tmp, n);
+                const char *extra[] = {"--spec", j->specs[i], "--out", u[n].out, NULL};
+                u[n].argv = child_argv(j, extra);
+                n++;
+            }
+            *out_units = u;
+            return n;
+        }
         if (j->kind == JOB_CHECK) {
             qv_backend b;
             qv_plugin pl = {0};
@@ -858,6 +894,8 @@ static void stream_next(stream *s, const mpi_job *j, char **run_tpl)
         qv_json_int64(qv_json_get(root, "case"), &idx);
         const char *variant = qv_json_str(qv_json_get(root, "variant"));
         s->key1 = j->kind == JOB_FUZZ ? 0 : registry_index(variant);
+        for (int i = 0; i < j->n_specs; i++)
+            if (variant && !strcmp(variant, j->spec_names[i])) s->key1 = i;
         s->key2 = idx;
         if (kind && !strcmp(kind, "mutant")) {
             /* catalogue order; "failed" counts the killed mutants */
@@ -898,7 +936,7 @@ static void write_run_line(FILE *f, const mpi_job *j, const char *tpl, const ran
         for (int i = 0; i < qv_json_len(root); i++) {
             const char *k = qv_json_key(root, i);
             if (!strcmp(k, "kind") || !strcmp(k, "command") || !strcmp(k, "shard") || !strcmp(k, "host") ||
-                !strcmp(k, "variant_glob"))
+                !strcmp(k, "variant_glob") || (j->n_specs && !strcmp(k, "specs")))
                 continue;
             fputc(',', f);
             qv_json_fput_str(f, k);
@@ -909,6 +947,15 @@ static void write_run_line(FILE *f, const mpi_job *j, const char *tpl, const ran
     }
     fputs(",\"host\":", f);
     qv_json_fput_str(f, j->host);
+    if (j->n_specs) {
+        /* every child ran one of them: the run's specs are the user's list */
+        fputs(",\"specs\":[", f);
+        for (int i = 0; i < j->n_specs; i++) {
+            if (i) fputc(',', f);
+            qv_json_fput_str(f, j->specs[i]);
+        }
+        fputc(']', f);
+    }
     fprintf(f, ",\"shard\":\"%lld/%lld\",\"variant_glob\":", j->shard_i, j->shard_n);
     if (j->glob) qv_json_fput_str(f, j->glob);
     else fputs("null", f);
