@@ -17,7 +17,8 @@
  * qvet (this same binary with QVET_MPI=0). Rank 0 gathers every rank's JSONL
  * and log through MPI, merges the lines in a deterministic order (fuzz: case
  * index; check: registry order of the variant, the routed rows after it in
- * their table's order, then suite index; ppl:
+ * their table's order (with --spec: the user's order of the specs), then
+ * suite index; ppl:
  * registry order; mutants: catalogue order) under one "run" line that
  * describes the whole MPI run, and prints the closing line summed over the
  * ranks (`fuzz: N cases, F failed`, `check: ...`, `mutants: K killed of N`).
