@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,11 +43,17 @@ static void usage(FILE *f)
             "  -h, --help      this text\n");
 }
 
-/* Whole file into memory (NUL-terminated). */
+/* Whole file into memory (NUL-terminated); a pipe is read to its end, a
+ * directory refused. */
 static qv_status read_file(const char *path, char **buf, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (!f) return qv_fail(QV_ERR_IO, "cannot open '%s'", path);
+    struct stat sb;
+    if (fstat(fileno(f), &sb) || S_ISDIR(sb.st_mode)) {
+        fclose(f);
+        return qv_fail(QV_ERR_IO, "'%s' is a directory, not a text file", path);
+    }
     size_t cap = 1 << 16, n = 0;
     char *b = malloc(cap);
     for (;;) {

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "internal/gguf.h"
 #include "qvet/formats.h"
@@ -343,6 +344,12 @@ qv_status qv_gguf_open(const char *path, qv_gguf **out)
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (!f) return qv_fail(QV_ERR_IO, "cannot open GGUF file '%s'", path);
+    /* a directory opens, and its size would read as LONG_MAX */
+    struct stat sb;
+    if (fstat(fileno(f), &sb) || !S_ISREG(sb.st_mode)) {
+        fclose(f);
+        return qv_fail(QV_ERR_IO, "GGUF file '%s' is not a regular file", path);
+    }
     if (fseek(f, 0, SEEK_END) != 0) { fclose(f); return qv_fail(QV_ERR_IO, "cannot seek in '%s'", path); }
     long sz = ftell(f);
     if (sz < 0 || fseek(f, 0, SEEK_SET) != 0) { fclose(f); return qv_fail(QV_ERR_IO, "cannot size '%s'", path); }

@@ -394,6 +394,10 @@ START_TEST(test_missing_file)
     ck_assert(qv_gguf_open("/nonexistent/model.gguf", &g) == QV_ERR_IO);
     ck_assert(g == NULL);
     ck_assert(strstr(qv_errmsg(), "/nonexistent/model.gguf") != NULL);
+    /* a directory: refused as an I/O error, not read as LONG_MAX bytes */
+    ck_assert(qv_gguf_open(".", &g) == QV_ERR_IO);
+    ck_assert(g == NULL);
+    ck_assert_msg(strstr(qv_errmsg(), "not a regular file") != NULL, "%s", qv_errmsg());
 }
 END_TEST
 

@@ -652,6 +652,10 @@ START_TEST(test_cli_refusals)
     }
     char *missing[] = {"ppl", "--model", "/nonexistent/m.gguf", "--text", "/nonexistent/t.txt", "--cpu-fast", NULL};
     ck_assert_int_eq(qv_cmd_ppl(6, missing), 2);
+    /* a directory as the model (it opens, and its size reads as LONG_MAX:
+     * once an out-of-memory exit 3) */
+    char *dir[] = {"ppl", "--model", ".", "--text", ".", "--cpu-fast", NULL};
+    ck_assert_int_eq(qv_cmd_ppl(6, dir), 2);
 }
 END_TEST
 
