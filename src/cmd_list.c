@@ -359,6 +359,16 @@ int qv_cmd_list(int argc, char **argv)
                         "--routed\n");
         return 2;
     }
+/* a routed spec first: its expert part is a spec too (qv_is_spec holds) */
+    if (specs && qv_moe_is_spec(glob)) {
+        qv_moe_spec s;
+        if (qv_moe_spec_parse(glob, &s) != QV_OK) {
+            fprintf(stderr, "qvet list: %s\n", qv_errmsg());
+            return 2;
+        }
+        printf("%s\n", s.text);
+        return fflush(stdout) ? 3 : 0;
+    }
     if (specs && qv_is_spec(glob)) {
         const qv_variant *v;
         qv_status st = qv_spec_parse(glob, &v);
@@ -367,15 +377,6 @@ int qv_cmd_list(int argc, char **argv)
             return 2;
         }
         printf("%s\n", v->name);
-        return fflush(stdout) ? 3 : 0;
-    }
-    if (specs && qv_moe_is_spec(glob)) {
-        qv_moe_spec s;
-        if (qv_moe_spec_parse(glob, &s) != QV_OK) {
-            fprintf(stderr, "qvet list: %s\n", qv_errmsg());
-            return 2;
-        }
-        printf("%s\n", s.text);
         return fflush(stdout) ? 3 : 0;
     }
     int matched = 0, matched_routed = 0;

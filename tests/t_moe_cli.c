@@ -217,6 +217,14 @@ START_TEST(usage_errors)
                               "--out", "y", NULL};
     const char *route[] = {"route=bogus", NULL};
     qvet_expect(bad_spec, 2, route);
+    /* qvet list --spec takes a routed spec too: its canonical form (a row's
+     * name expanded to the expert's spec, rsf kept), or why it is refused */
+    const char *list_ok[] = {"list", "--spec", "marlin-w4a16-g128-f16,topk=8,route=sigmoid-topk-renorm,rsf=2.5", NULL};
+    const char *canon[] = {"w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=8,rsf=2.5\n", NULL};
+    qvet_expect(list_ok, 0, canon);
+    const char *list_bad[] = {"list", "--spec", "w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,rsf=-1", NULL};
+    const char *rsf[] = {"routed spec: rsf=-1", NULL};
+    qvet_expect(list_bad, 2, rsf);
     const char *help[] = {"verify", "--spec", spec_text, "--help", NULL};
     const char *usage[] = {"--logits L.npy", "--expert-map", NULL};
     qvet_expect(help, 0, usage);
