@@ -691,22 +691,14 @@ static int plan_units(const mpi_job *j, unit **out_units, rank_report *rep)
     } else {
         /* check and ppl: one child per variant, dealt round-robin in the
          * order of the variants the command would run (check: the registry
-         * rows, then the routed rows, as one process runs them). */
+         * rows, then the routed rows, as one process runs them; with --spec,
+         * the specs in the user's order). */
         const char *sel[2 * QV_GEN_MAX_VARIANTS];
         int n_sel = 0;
-        if (j->kind == JOB_CHECK && j->n_specs) {
-            /* one child per spec, in the user's order */
-            u = xmalloc(sizeof *u * (size_t)(j->n_specs + 1));
-            for (int i = j->rank; i < j->n_specs; i += j->size) {
-                snprintf(u[n].out, sizeof u[n].out, "%s/unit%d.jsonl", j->tmp, n);
-                const char *extra[] = {"--spec", j->specs[i], "--out", u[n].out, NULL};
-                u[n].argv = child_argv(j, extra);
-                n++;
-            }
-            *out_units = u;
-            return n;
-        }
-        if (j->kind == JOB_CHECK) {
+        const int by_spec = j->kind == JOB_CHECK && j->n_specs;
+        if (by_spec) {
+            for (int i = 0; i < j->n_specs; i++) sel[n_sel++] = j->specs[i];
+        } else if (j->kind == JOB_CHECK) {
             qv_backend b;
             qv_plugin pl = {0};
             int have_gpu = 0, count = 0;
@@ -738,9 +730,10 @@ static int plan_units(const mpi_job *j, unit **out_units, rank_report *rep)
         u = xmalloc(sizeof *u * (size_t)(n_sel + 1));
         for (int i = j->rank; i < n_sel; i += j->size) {
             char glob[256];
-            exact_glob(sel[i], glob, sizeof glob);
+            if (!by_spec) exact_glob(sel[i], glob, sizeof glob);
             snprintf(u[n].out, sizeof u[n].out, "%s/unit%d.jsonl", j->tmp, n);
-            const char *extra[] = {"--variant", glob, "--out", u[n].out, NULL};
+            const char *extra[] = {by_spec ? "--spec" : "--variant", by_spec ? sel[i] : glob, "--out", u[n].out,
+                                   NULL};
             u[n].argv = child_argv(j, extra);
             n++;
         }
