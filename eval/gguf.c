@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "internal/gguf.h"
+#include "qvet/array.h"
 #include "qvet/formats.h"
 
 #include "eval_internal.h"
@@ -342,26 +342,15 @@ qv_status qv_gguf_parse(const uint8_t *buf, size_t len, int copy, qv_gguf **out)
 qv_status qv_gguf_open(const char *path, qv_gguf **out)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return qv_fail(QV_ERR_IO, "cannot open GGUF file '%s'", path);
-    /* a directory opens, and its size would read as LONG_MAX */
-    struct stat sb;
-    if (fstat(fileno(f), &sb) || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return qv_fail(QV_ERR_IO, "GGUF file '%s' is not a regular file", path);
-    }
-    if (fseek(f, 0, SEEK_END) != 0) { fclose(f); return qv_fail(QV_ERR_IO, "cannot seek in '%s'", path); }
-    long sz = ftell(f);
-    if (sz < 0 || fseek(f, 0, SEEK_SET) != 0) { fclose(f); return qv_fail(QV_ERR_IO, "cannot size '%s'", path); }
-    uint8_t *img = malloc(sz ? (size_t)sz : 1);
-    if (!img) { fclose(f); return qv_fail(QV_ERR_NOMEM, "no memory to read '%s' (%ld bytes)", path, sz); }
-    size_t got = fread(img, 1, (size_t)sz, f);
-    fclose(f);
-    if (got != (size_t)sz) { free(img); return qv_fail(QV_ERR_IO, "short read on '%s'", path); }
+    /* a regular file only (a directory opens, and its size would read as
+     * LONG_MAX), sized by fstat */
+    void *img;
+    size_t sz;
+    QV_TRY(qv_file_read(path, &img, &sz));
     qv_gguf *g = calloc(1, sizeof *g);
     if (!g) { free(img); return qv_fail(QV_ERR_NOMEM, "GGUF: no memory"); }
     g->image = img;
-    g->image_len = (size_t)sz;
+    g->image_len = sz;
     g->owned = 1;
     qv_status st = parse_into(g);
     if (st != QV_OK) {
