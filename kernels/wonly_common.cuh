@@ -52,7 +52,10 @@ __device__ __forceinline__ void wo_dq_word(const uint32_t *bw, int j8, const uin
     } else if (WT == WT_INT4_ZP) {
         qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), zc, bf);
     } else if (wt_is_fp4(WT)) {
-        qv_dqfp4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), bf);
+        if (IS_BF16)
+            qv_dqfp4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), bf);
+        else
+            qv_dqfp4_f16_word(bw[j8 >> 1], j8 & 1, bf);
     } else if (WT == WT_INT8) {
         qv_dq8<IS_BF16>(bw[j8], bf);
     } else {

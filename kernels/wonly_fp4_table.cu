@@ -13,27 +13,52 @@
 
 namespace {
 
-/* Block c (the scale byte), thread 16 h + x. */
+/* The two registers of a packed word w that hold its nibble p, decoded as
+ * the kernels do (wo_dq_word, dequant_tile): fp16 from the whole word
+ * (qv_dqfp4_f16_word), bf16 from the word shifted right by a byte for
+ * nibbles 2, 3, 6 and 7 (qv_dqfp4). Nibble p lands in register p % 2, in
+ * its low half for p < 4 and its high half from 4 on. */
+template <bool IS_BF16> __device__ __forceinline__ void dq_nibble(uint32_t w, int p, uint32_t bf[2])
+{
+    const int odd = (p >> 1) & 1;
+    if (IS_BF16)
+        qv_dqfp4<true>(w >> (8 * odd), bf);
+    else
+        qv_dqfp4_f16_word(w, odd, bf);
+}
+
+/* Block c (the scale byte), thread 16 h + x: the code x at each of the
+ * eight nibbles of a word whose other nibbles hold 15 - x, so that a
+ * nibble read from the wrong place shows, decoded and scaled by byte c
+ * (PAIR: as the scale of n8 tile h of a pair register). The eight results
+ * must agree; where one does not, the thread writes 0xFFFF, a NaN that no
+ * form makes of a scale byte and a code. */
 template <int WT, bool IS_BF16, bool PAIR, bool FAST> __global__ void k_fp4_table(uint16_t *out)
 {
     const uint32_t c = blockIdx.x, x = threadIdx.x & 15u, h = threadIdx.x >> 4;
-    uint32_t bf[2];
-    uint32_t v;
+    uint32_t sc[8];
     if (PAIR) {
         /* bytes 0 and 2 of the lane's eight: the scales of n8 tiles 0 and 1,
          * the low and high half of register 0 */
         const uint32_t other = 255u - c;
         const uint2 sv = make_uint2(h ? other | c << 16 : c | other << 16, 0u);
-        uint32_t sc[8];
         wo_fp4_lane_scale_pairs<WT, IS_BF16, FAST>(sv, sc);
-        qv_dqfp4<IS_BF16>(x, bf);
-        wo_fp4_scale_half<WT, IS_BF16, FAST>(sc[0], sc[4], (int)h, bf);
-        v = bf[0] & 0xFFFFu;
     } else {
-        /* nibble 0 goes to the low half of bf[0], nibble 4 to its high half */
-        qv_dqfp4<IS_BF16>(h ? x << 16 : x, bf);
-        wo_fp4_scale<WT, IS_BF16, FAST>(wo_fp4_scale_reg<WT, IS_BF16, FAST>(c * 0x00010001u), bf);
-        v = h ? bf[0] >> 16 : bf[0] & 0xFFFFu;
+        sc[0] = wo_fp4_scale_reg<WT, IS_BF16, FAST>(c * 0x00010001u);
+    }
+    const uint32_t junk = (15u - x) * 0x11111111u;
+    uint32_t v = 0;
+#pragma unroll
+    for (int p = 0; p < 8; p++) {
+        const uint32_t w = (junk & ~(0xFu << (4 * p))) | x << (4 * p);
+        uint32_t bf[2];
+        dq_nibble<IS_BF16>(w, p, bf);
+        if (PAIR)
+            wo_fp4_scale_half<WT, IS_BF16, FAST>(sc[0], sc[4], (int)h, bf);
+        else
+            wo_fp4_scale<WT, IS_BF16, FAST>(sc[0], bf);
+        const uint32_t vp = (bf[p & 1] >> (16 * (p >> 2))) & 0xFFFFu;
+        v = p == 0 ? vp : (vp == v ? v : 0xFFFFu);
     }
     out[2 * (16 * c + x) + h] = (uint16_t)v;
 }

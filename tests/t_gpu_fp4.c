@@ -8,8 +8,8 @@
  * form the kernels take only where a stage's codes are all at most 127. The
  * GPU probes reach a few of the 256 bytes (fp4-scale-ends: 1, 2, 104, 141,
  * 142, 253, 254, and the ordinary 2^-4..1); here qv_wo_fp4_dequant_table
- * runs the same helpers on every byte and code, each in both halves of its
- * register, and every result must be the exact product rounded once to the
+ * runs the same helpers on every byte and code, at each of the eight nibbles
+ * of a packed word (the other seven hold another code), and every result must be the exact product rounded once to the
  * activation format (qv_encode, MPFR), as the rows declare (layout.h):
  *   MXFP4: rn(x 2^(c-127)) for the e8m0 codes 1..254 the packer lets through
  *     (1..127 in the one-multiply form);
@@ -92,7 +92,8 @@ START_TEST(expectations)
 }
 END_TEST
 
-/* GPU: every byte the case's row takes and every code, in both halves. */
+/* GPU: every byte the case's row takes and every code, at every nibble of a
+ * word (the table holds 0xFFFF where the eight disagree). */
 START_TEST(table_on_device)
 {
     const struct fp4_case *k = &kCases[_i];
