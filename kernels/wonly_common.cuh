@@ -39,9 +39,11 @@ enum { SF_F16 = 0, SF_BF16 = 1, SF_F32 = 2 };
  * (dequant.cuh), for the kernels that dequantize a whole k16 x 64 tile
  * (wonly.cu, wonly_dq.cu): 4-bit codes "q+8" (WT_INT4) or with the group's
  * zero-point constants zc (WT_INT4_ZP; qv_dq4_consts), 8-bit codes, e4m3
- * codes, e2m1 codes as x 2^-14 / x 2^-126 (WT_FP4_*; qv_dqfp4, which
- * wo_fp4_scale then multiplies by the block scale). bw: the thread's packed words; a 4-bit word serves two consecutive
- * j8 (the odd one shifted down 8 bits), an 8-bit word one j8. */
+ * codes, e2m1 codes as x 2^-14 / x 2^-126 (WT_FP4_*; qv_dqfp4_f16_word /
+ * qv_dqfp4, the same bits, which wo_fp4_scale then multiplies by the block
+ * scale). bw: the thread's packed words; a 4-bit word serves two
+ * consecutive j8 (the odd one shifted down 8 bits, or for fp16 FP4 its odd
+ * bytes picked), an 8-bit word one j8. */
 template <int WT, bool IS_BF16>
 __device__ __forceinline__ void wo_dq_word(const uint32_t *bw, int j8, const uint32_t zc[2], uint32_t bf[2])
 {
