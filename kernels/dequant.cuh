@@ -228,39 +228,40 @@ __device__ __forceinline__ void qv_dqfp8(uint32_t w, uint32_t b[2])
     }
 }
 
-/* e2m1 codes of a 4-bit word (qv_dq4's nibble placement: `w` already
- * shifted right by 8*(j8%2), the lo pair at bits 0-3/16-19, the hi pair at
- * bits 4-7/20-23) -> x 2^-14 in fp16 or x 2^-126 in bf16, by moving bits
- * alone, as vLLM's Marlin FP4 dequant does: the code's sign (bit 3) goes to
- * bit 15 and its e e m bits to the two lowest exponent bits and the top
- * mantissa bit, which reads them with bias 15 (127) instead of e2m1's 1.
- * Exact for every code: 0.5 becomes the subnormal 2^-15 (2^-127), -0 stays
- * -0. The caller's scale multiplication undoes the power of two. */
+/* The e2m1 codes of a packed 4-bit word w -> x 2^-14 in fp16 or x 2^-126
+ * in bf16, in qv_dq4's placement for word j8 = 2 (j8 / 2) + odd: b[0]
+ * holds nibbles 0 and 4 (odd: 2 and 6) in its low and high half, b[1]
+ * nibbles 1 and 5 (odd: 3 and 7). Bits alone move, as vLLM's Marlin FP4
+ * dequant does: the code's sign (bit 3) goes to bit 15 and its e e m bits
+ * to the two lowest exponent bits and the top mantissa bit (bits 11-9 in
+ * fp16, 8-6 in bf16), which read them with bias 15 (127) instead of e2m1's
+ * 1. Exact for every code: 0.5 becomes the subnormal 2^-15 (2^-127), -0
+ * stays -0. The caller's scale multiplication undoes the power of two.
+ *
+ * bf16: two shifts and masks per register of the word shifted right by a
+ * byte for odd. fp16, byte by byte, so that the two register pairs of a
+ * word (odd 0 and 1) share every step but the byte permutes: a half's high
+ * byte is s00eem0 and its low byte 0, made for the four even nibbles (the
+ * low one of each byte) in t and the odd ones in t2, then placed over zero
+ * low bytes: 11 instructions for a word's four registers, where the shifts
+ * and masks take 16; the same bits for all 2^32 words and both odd (an
+ * exhaustive comparison on the CPU). t_gpu_fp4 runs every code at every
+ * nibble of a word on the device, in both formats. */
 template <bool IS_BF16>
-__device__ __forceinline__ void qv_dqfp4(uint32_t w, uint32_t b[2])
+__device__ __forceinline__ void qv_dqfp4_word(uint32_t w, int odd, uint32_t b[2])
 {
-    /* e e m at bits 9-11 (fp16) or 6-8 (bf16) of each half. */
-    constexpr uint32_t em = IS_BF16 ? 0x01C001C0u : 0x0E000E00u;
-    constexpr int lo_sh = IS_BF16 ? 6 : 9, hi_sh = IS_BF16 ? 2 : 5;
-    b[0] = qv_lop3_and_or(w << 12, 0x80008000u, (w << lo_sh) & em);
-    b[1] = qv_lop3_and_or(w << 8, 0x80008000u, (w << hi_sh) & em);
-}
-
-/* qv_dqfp4<false>(w >> 8 odd, b) from the whole word w, byte by byte: the
- * high byte of each f16 half is s00eem0 and its low byte 0, so the even
- * nibbles (the low one of each byte) become t's bytes, the odd ones t2's,
- * and a byte permute puts two of them in the high bytes of a register
- * (nibbles 0, 4 / 2, 6 of t for the lo pair, the same of t2 for the hi
- * pair). Bit-identical to qv_dqfp4<false> for all 2^32 words and both odd,
- * and the pair (odd 0, odd 1) of one word shares t and t2: 11 instructions
- * for the word's four registers, where qv_dqfp4 took 16. */
-__device__ __forceinline__ void qv_dqfp4_f16_word(uint32_t w, int odd, uint32_t b[2])
-{
-    const uint32_t t = ((w & 0x07070707u) << 1) | ((w << 4) & 0x80808080u);
-    const uint32_t t2 = ((w >> 3) & 0x0E0E0E0Eu) | (w & 0x80808080u);
-    const uint32_t sel = odd ? 0x3414u : 0x2404u;
-    b[0] = __byte_perm(t, 0u, sel);
-    b[1] = __byte_perm(t2, 0u, sel);
+    if (IS_BF16) {
+        const uint32_t v = w >> (8 * odd);
+        b[0] = qv_lop3_and_or(v << 12, 0x80008000u, (v << 6) & 0x01C001C0u);
+        b[1] = qv_lop3_and_or(v << 8, 0x80008000u, (v << 2) & 0x01C001C0u);
+    } else {
+        const uint32_t t = ((w & 0x07070707u) << 1) | (w << 4 & 0x80808080u);
+        const uint32_t t2 = (w >> 3 & 0x0E0E0E0Eu) | (w & 0x80808080u);
+        /* bytes 0 and 2 (odd: 1 and 3) as high bytes over zero low bytes */
+        const uint32_t sel = odd ? 0x3414u : 0x2404u;
+        b[0] = __byte_perm(t, 0u, sel);
+        b[1] = __byte_perm(t2, 0u, sel);
+    }
 }
 
 /* e4m3 codes of word j8 -> bf16 values 2^-120 times theirs, by moving bits

@@ -39,11 +39,10 @@ enum { SF_F16 = 0, SF_BF16 = 1, SF_F32 = 2 };
  * (dequant.cuh), for the kernels that dequantize a whole k16 x 64 tile
  * (wonly.cu, wonly_dq.cu): 4-bit codes "q+8" (WT_INT4) or with the group's
  * zero-point constants zc (WT_INT4_ZP; qv_dq4_consts), 8-bit codes, e4m3
- * codes, e2m1 codes as x 2^-14 / x 2^-126 (WT_FP4_*; qv_dqfp4_f16_word /
- * qv_dqfp4, the same bits, which wo_fp4_scale then multiplies by the block
- * scale). bw: the thread's packed words; a 4-bit word serves two
- * consecutive j8 (the odd one shifted down 8 bits, or for fp16 FP4 its odd
- * bytes picked), an 8-bit word one j8. */
+ * codes, e2m1 codes as x 2^-14 / x 2^-126 (WT_FP4_*; qv_dqfp4_word, which
+ * wo_fp4_scale then multiplies by the block scale). bw: the thread's packed
+ * words; a 4-bit word serves two consecutive j8 (the odd one shifted down 8
+ * bits, or for FP4 its odd bytes picked), an 8-bit word one j8. */
 template <int WT, bool IS_BF16>
 __device__ __forceinline__ void wo_dq_word(const uint32_t *bw, int j8, const uint32_t zc[2], uint32_t bf[2])
 {
@@ -54,10 +53,7 @@ __device__ __forceinline__ void wo_dq_word(const uint32_t *bw, int j8, const uin
     } else if (WT == WT_INT4_ZP) {
         qv_dq4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), zc, bf);
     } else if (wt_is_fp4(WT)) {
-        if (IS_BF16)
-            qv_dqfp4<IS_BF16>(bw[j8 >> 1] >> (8 * (j8 & 1)), bf);
-        else
-            qv_dqfp4_f16_word(bw[j8 >> 1], j8 & 1, bf);
+        qv_dqfp4_word<IS_BF16>(bw[j8 >> 1], j8 & 1, bf);
     } else if (WT == WT_INT8) {
         qv_dq8<IS_BF16>(bw[j8], bf);
     } else {
@@ -103,10 +99,10 @@ __device__ __forceinline__ bool wo_fp4_mx_fast(uint32_t ored)
  *    layout gives bf16), as 16 c + 112 (c & 0x80);
  *  - MX bf16: the e8m0 code c as the bf16 2^(c-127) (c << 7), or with FAST
  *    (every code at most 127: wo_fp4_mx_fast) as 2^(c-1) = 2^126 2^(c-127),
- *    which wo_fp4_scale applies in one multiply to x 2^-126 (qv_dqfp4);
+ *    which wo_fp4_scale applies in one multiply to x 2^-126 (qv_dqfp4_word);
  *  - MX f16, whose range does not hold 2^(c-127): two f16 factors, A in the
  *    low half and B in the high one, that wo_fp4_scale applies one after the
- *    other to x 2^-14 (qv_dqfp4):
+ *    other to x 2^-14 (qv_dqfp4_word):
  *     - c <= 98: A = +0, B = 1. |x| 2^(c-127) <= 6 2^-29 is below half the
  *       smallest f16 subnormal, so it rounds to a signed zero, as x 2^-14 0
  *       is;
@@ -209,7 +205,7 @@ __device__ __forceinline__ void wo_fp4_scale_half(uint32_t s, uint32_t s2, int h
     }
 }
 
-/* Multiplies the two registers bf of qv_dqfp4 by their block scale s
+/* Multiplies the two registers bf of qv_dqfp4_word by their block scale s
  * (wo_fp4_scale_reg of the same FAST), one rounding to the activation
  * format:
  *  - NV: (x 2^-bias)(s 2^s_pow2) in one multiply, exact (layout.h; the

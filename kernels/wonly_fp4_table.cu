@@ -13,26 +13,13 @@
 
 namespace {
 
-/* The two registers of a packed word w that hold its nibble p, decoded as
- * the kernels do (wo_dq_word, dequant_tile): fp16 from the whole word
- * (qv_dqfp4_f16_word), bf16 from the word shifted right by a byte for
- * nibbles 2, 3, 6 and 7 (qv_dqfp4). Nibble p lands in register p % 2, in
- * its low half for p < 4 and its high half from 4 on. */
-template <bool IS_BF16> __device__ __forceinline__ void dq_nibble(uint32_t w, int p, uint32_t bf[2])
-{
-    const int odd = (p >> 1) & 1;
-    if (IS_BF16)
-        qv_dqfp4<true>(w >> (8 * odd), bf);
-    else
-        qv_dqfp4_f16_word(w, odd, bf);
-}
-
 /* Block c (the scale byte), thread 16 h + x: the code x at each of the
- * eight nibbles of a word whose other nibbles hold 15 - x, so that a
- * nibble read from the wrong place shows, decoded and scaled by byte c
- * (PAIR: as the scale of n8 tile h of a pair register). The eight results
- * must agree; where one does not, the thread writes 0xFFFF, a NaN that no
- * form makes of a scale byte and a code. */
+ * eight nibbles p of a word whose other nibbles hold 15 - x, so that a
+ * nibble read from the wrong place shows, decoded as the kernels do
+ * (qv_dqfp4_word: nibble p in register p % 2, in its low half for p < 4)
+ * and scaled by byte c (PAIR: as the scale of n8 tile h of a pair
+ * register). The eight results must agree; where one does not, the thread
+ * writes 0xFFFF, a NaN that no form makes of a scale byte and a code. */
 template <int WT, bool IS_BF16, bool PAIR, bool FAST> __global__ void k_fp4_table(uint16_t *out)
 {
     const uint32_t c = blockIdx.x, x = threadIdx.x & 15u, h = threadIdx.x >> 4;
@@ -52,7 +39,7 @@ template <int WT, bool IS_BF16, bool PAIR, bool FAST> __global__ void k_fp4_tabl
     for (int p = 0; p < 8; p++) {
         const uint32_t w = (junk & ~(0xFu << (4 * p))) | x << (4 * p);
         uint32_t bf[2];
-        dq_nibble<IS_BF16>(w, p, bf);
+        qv_dqfp4_word<IS_BF16>(w, (p >> 1) & 1, bf);
         if (PAIR)
             wo_fp4_scale_half<WT, IS_BF16, FAST>(sc[0], sc[4], (int)h, bf);
         else

@@ -338,10 +338,7 @@ __device__ __forceinline__ void dequant_tile(const uint32_t *bw, const grp_regs<
         } else if (WT == WT_INT4_ZP) {
             qv_dq4_one<IS_BF16>(bw[jj >> 1] >> (8 * (jj & 1)), g.zc[jj], bf);
         } else if (wt_is_fp4(WT)) {
-            if (IS_BF16)
-                qv_dqfp4<IS_BF16>(bw[jj >> 1] >> (8 * (jj & 1)), bf);
-            else
-                qv_dqfp4_f16_word(bw[jj >> 1], jj & 1, bf);
+            qv_dqfp4_word<IS_BF16>(bw[jj >> 1], jj & 1, bf);
             wo_fp4_scale<WT, IS_BF16, FAST>(g.sc[jj], bf);
         } else if (WT == WT_INT8) {
             qv_dq8<IS_BF16>(bw[jj], bf);
