@@ -359,7 +359,7 @@ int qv_cmd_list(int argc, char **argv)
                         "--routed\n");
         return 2;
     }
-/* a routed spec first: its expert part is a spec too (qv_is_spec holds) */
+    /* a routed spec first: its expert part is a spec too (qv_is_spec holds) */
     if (specs && qv_moe_is_spec(glob)) {
         qv_moe_spec s;
         if (qv_moe_spec_parse(glob, &s) != QV_OK) {

@@ -841,6 +841,16 @@ static int registry_index(const char *name)
     return qv_registry_count();
 }
 
+/* check --spec: a case line's place in the merged order, the index of its
+ * spec in the user's list (its "variant" is the spec's canonical text);
+ * n_specs for any other name. */
+static int spec_index(const mpi_job *j, const char *name)
+{
+    for (int i = 0; name && i < j->n_specs; i++)
+        if (!strcmp(name, j->spec_names[i])) return i;
+    return j->n_specs;
+}
+
 /* Writes a parsed JSON value back as JSON (numbers by their source text). */
 static void json_write(FILE *f, const qv_json *j)
 {
@@ -887,9 +897,7 @@ static void stream_next(stream *s, const mpi_job *j, char **run_tpl)
         int64_t idx = 0;
         qv_json_int64(qv_json_get(root, "case"), &idx);
         const char *variant = qv_json_str(qv_json_get(root, "variant"));
-        s->key1 = j->kind == JOB_FUZZ ? 0 : registry_index(variant);
-        for (int i = 0; i < j->n_specs; i++)
-            if (variant && !strcmp(variant, j->spec_names[i])) s->key1 = i;
+        s->key1 = j->kind == JOB_FUZZ ? 0 : j->n_specs ? spec_index(j, variant) : registry_index(variant);
         s->key2 = idx;
         if (kind && !strcmp(kind, "mutant")) {
             /* catalogue order; "failed" counts the killed mutants */
