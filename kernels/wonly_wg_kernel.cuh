@@ -743,12 +743,14 @@ __global__ void __launch_bounds__(kThreads, 1)
                  * one-multiply form (FAST, a literal in each of the two
                  * copies of the tiles below). Only for f16 (bf16 saves one
                  * multiply of three, and its rows ran slower at M = 1024
-                 * with the vote and the two copies on the H100) and with
-                 * one m64 tile per warp (128-column tiles, M > 128 by
-                 * default): with four the two copies leave ptxas too few
-                 * registers to keep the wgmma groups asynchronous, with two
-                 * they spill. */
-                constexpr bool kMxFast = WT == WT_FP4_MX && !IS_BF16 && TPW == 1;
+                 * with the vote and the two copies on the H100), in the
+                 * tiles whose accumulators leave room for both copies: one
+                 * m64 tile per warp (128 columns, M > 128 by default) and
+                 * 512x16 (four m64n16 tiles, 32 accumulators a lane; M <=
+                 * 16 on large layers). The other wide tiles spill with
+                 * both copies (ptxas, 512x32: 108 bytes of stores, where
+                 * 512x16 takes 20). */
+                constexpr bool kMxFast = WT == WT_FP4_MX && !IS_BF16 && (TPW == 1 || (TPW == 4 && BX == 16));
                 bool mx_fast = false;
                 if constexpr (kMxFast) {
                     uint32_t ored = 0;

@@ -129,10 +129,12 @@ static const struct op_case {
     {"marlin-*fp4*", "wgmma", WO_WG, 1, 64, 32, EXACT},
     {"marlin-*fp4*", "wgmma", WO_WG, 3, 64, 16, QV_PROBE_FP4_CODES},
     {"marlin-*fp4*", "wgmma", {.wo_wg_min_m = 1, .wo_wg_tile = QV_WG_TILE_128X256}, 300, 192, 416, RANDOM},
-    /* MXFP4 f16's one-multiply form runs in the 128-column tiles, stage by
-     * stage: its ordinary rows there, its low and high rows (codes 1 to 254)
-     * in the two-multiply copy of the same kernel. */
+    /* MXFP4 f16's one-multiply form runs in the 128-column tiles and in
+     * 512x16, stage by stage: its ordinary rows there, its low and high rows
+     * (codes 1 to 254) in the two-multiply copy of the same kernel. */
     {"marlin-*fp4*", "wgmma", {.wo_wg_min_m = 1, .wo_wg_tile = QV_WG_TILE_128X256}, 129, 320, 416,
+     QV_PROBE_FP4_SCALE_ENDS},
+    {"marlin-*fp4*", "wgmma", {.wo_wg_min_m = 1, .wo_wg_tile = QV_WG_TILE_512X16}, 16, 576, 416,
      QV_PROBE_FP4_SCALE_ENDS},
     {"marlin-*fp4*", "wgmma", {.wo_wg_min_m = 1, .wo_wg_tile = QV_WG_TILE_128X32}, 17, 192, 1024,
      QV_PROBE_FP4_SCALE_ENDS},
