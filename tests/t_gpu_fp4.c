@@ -9,8 +9,9 @@
  * GPU probes reach a few of the 256 bytes (fp4-scale-ends: 1, 2, 104, 141,
  * 142, 253, 254, and the ordinary 2^-4..1); here qv_wo_fp4_dequant_table
  * runs the same helpers on every byte and code, at each of the eight nibbles
- * of a packed word (the other seven hold another code), and every result must be the exact product rounded once to the
- * activation format (qv_encode, MPFR), as the rows declare (layout.h):
+ * of a packed word (the other seven hold another code), and every result
+ * must be the exact product rounded once to the activation format
+ * (qv_encode, MPFR), as the rows declare (layout.h):
  *   MXFP4: rn(x 2^(c-127)) for the e8m0 codes 1..254 the packer lets through
  *     (1..127 in the one-multiply form);
  *   NVFP4: rn(x 2^-bias s) with s the S0E5M3 byte read as the layout says (f16
