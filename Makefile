@@ -112,11 +112,13 @@ $(BUILD)/obj/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
-# The campaign's provenance line names the commit even where the binary runs
-# without the repository (the lent GPU machine gets a copy of the tree).
+# Every results file's provenance line names the commit qvet was built from
+# (src/cli_util.c, qv_build_commit), also where the binary runs without the
+# repository (the lent GPU machine gets a copy of the tree); t_campaign
+# compares it with the same value.
 QV_GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
-$(BUILD)/obj/fuzz/cmd_campaign.o: CFLAGS += -DQV_GIT_COMMIT=\"$(QV_GIT_COMMIT)\"
-$(BUILD)/obj/fuzz/cmd_campaign.o: $(wildcard .git/logs/HEAD)
+$(BUILD)/obj/src/cli_util.o $(BUILD)/obj/tests/t_campaign.o: CFLAGS += -DQV_GIT_COMMIT=\"$(QV_GIT_COMMIT)\"
+$(BUILD)/obj/src/cli_util.o $(BUILD)/obj/tests/t_campaign.o: $(wildcard .git/logs/HEAD)
 
 # Code above the CPU library sees the CUDA headers; the CPU library does not.
 $(GPU_OBJ) $(CLI_OBJ): CFLAGS += $(CUDA_INC)

@@ -774,17 +774,19 @@ static void write_run_line(FILE *f, int argc, char **argv, const qv_gpu_info *gi
     gethostname(host, sizeof host - 1);
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    const char *commit = getenv("QVET_COMMIT");
+    char drv[64];
+    qv_driver_version(gi->driver, drv, sizeof drv);
     fprintf(f, "{\"kind\":\"run\",\"command\":");
     qv_json_fput_str(f, cmd);
     fprintf(f, ",\"qvet_version\":\"%s\",\"commit\":", QV_VERSION);
-    qv_json_fput_str(f, commit && *commit ? commit : "unknown");
+    qv_json_fput_str(f, qv_build_commit());
     fprintf(f, ",\"date\":\"%s\",\"host\":", date);
     qv_json_fput_str(f, host);
     fprintf(f, ",\"backend\":\"gpu\",\"gpu\":");
     qv_json_fput_str(f, gi->name);
-    fprintf(f, ",\"driver\":\"%d.%d\",\"cuda\":\"%d.%d\",\"seed\":1000,\"shard\":\"1/1\"}\n", gi->driver / 1000,
-            (gi->driver % 1000) / 10, gi->runtime / 1000, (gi->runtime % 1000) / 10);
+    fprintf(f, ",\"driver\":");
+    qv_json_fput_str(f, drv);
+    fprintf(f, ",\"cuda\":\"%d.%d\",\"seed\":1000,\"shard\":\"1/1\"}\n", gi->runtime / 1000, (gi->runtime % 1000) / 10);
 }
 
 /* The rows of the run: cublas-f16 first (the reference of every ratio); with

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "internal/campaign.h"
 #include "internal/cli.h"
 #include "internal/eval.h"
 #include "internal/gpu.h"
@@ -146,13 +147,22 @@ static void emit_run_line(FILE *f, int argc, char **argv, const char *backend, c
     gethostname(host, sizeof host - 1);
     fprintf(f, "{\"kind\":\"run\",\"command\":");
     qv_json_fput_str(f, cmd);
-    fprintf(f, ",\"qvet_version\":\"0.1.0\",\"commit\":\"unknown\",\"date\":\"%s\",\"host\":", date);
+    fprintf(f, ",\"qvet_version\":\"%s\",\"commit\":", QV_VERSION);
+    qv_json_fput_str(f, qv_build_commit());
+    fprintf(f, ",\"date\":\"%s\",\"host\":", date);
     qv_json_fput_str(f, host);
     fprintf(f, ",\"backend\":\"%s\",\"gpu\":", backend);
     if (gi->present) qv_json_fput_str(f, gi->name);
     else fprintf(f, "null");
-    if (gi->present) fprintf(f, ",\"driver\":\"%d\",\"cuda\":\"%d\"", gi->driver, gi->runtime);
-    else fprintf(f, ",\"driver\":null,\"cuda\":null");
+    if (gi->present) {
+        char drv[64];
+        qv_driver_version(gi->driver, drv, sizeof drv);
+        fprintf(f, ",\"driver\":");
+        qv_json_fput_str(f, drv);
+        fprintf(f, ",\"cuda\":\"%d.%d\"", gi->runtime / 1000, gi->runtime % 1000 / 10);
+    } else {
+        fprintf(f, ",\"driver\":null,\"cuda\":null");
+    }
     fprintf(f, ",\"seed\":0,\"shard\":\"0/1\"}\n");
 }
 

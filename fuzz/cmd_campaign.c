@@ -341,55 +341,13 @@ static void json_member_or_null(FILE *f, const char *key, const char *s)
     else fprintf(f, ",\"%s\":null", key);
 }
 
-/* The git commit of the working directory's repository, or QV_GIT_COMMIT
- * when the build defined it, or "unknown". */
-static void git_commit(char *buf, size_t len)
-{
-    snprintf(buf, len, "unknown");
-#ifdef QV_GIT_COMMIT
-    snprintf(buf, len, "%s", QV_GIT_COMMIT);
-#endif
-    FILE *p = popen("git rev-parse HEAD 2>/dev/null", "r");
-    if (!p) return;
-    char line[128];
-    if (fgets(line, sizeof line, p)) {
-        line[strcspn(line, "\r\n")] = '\0';
-        if (strlen(line) == 40) snprintf(buf, len, "%s", line); /* a full SHA-1 */
-    }
-    pclose(p);
-}
-
-/* The NVIDIA kernel-module version ("580.65.06") from /proc, else "". */
-static void nvidia_driver(char *buf, size_t len)
-{
-    buf[0] = '\0';
-    FILE *f = fopen("/proc/driver/nvidia/version", "r");
-    if (!f) return;
-    char line[256];
-    if (fgets(line, sizeof line, f)) {
-        /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  ..." */
-        /* The open modules say "... Open Kernel Module for x86_64  580.159.03 ...":
-         * the version is the first word after "Module" that starts with a digit. */
-        char *k = strstr(line, "Kernel Module");
-        char *save = NULL;
-        for (char *w = k ? strtok_r(k + strlen("Kernel Module"), " \t\n", &save) : NULL; w;
-             w = strtok_r(NULL, " \t\n", &save))
-            if (*w >= '0' && *w <= '9' && strchr(w, '.')) {
-                snprintf(buf, len, "%s", w);
-                break;
-            }
-    }
-    fclose(f);
-}
-
 static void write_run_line(FILE *f, int argc, char **argv, const camp_opts *o, const qv_backend *b,
                            const qv_gen *gen)
 {
     char cmd[QV_REPLAY_MAX];
     size_t at = (size_t)snprintf(cmd, sizeof cmd, "qvet");
     for (int i = 0; i < argc && at < sizeof cmd; i++) at += (size_t)snprintf(cmd + at, sizeof cmd - at, " %s", argv[i]);
-    char commit[64], host[256] = "", date[64], drv[64] = "", cuda[32] = "";
-    git_commit(commit, sizeof commit);
+    char host[256] = "", date[64], drv[64] = "", cuda[32] = "";
     if (gethostname(host, sizeof host)) snprintf(host, sizeof host, "unknown");
     host[sizeof host - 1] = '\0';
     time_t now = time(NULL);
@@ -399,14 +357,13 @@ static void write_run_line(FILE *f, int argc, char **argv, const camp_opts *o, c
     qv_gpu_info gi;
     qv_gpu_info_get(&gi);
     if (gi.present) {
-        nvidia_driver(drv, sizeof drv);
-        if (!drv[0]) snprintf(drv, sizeof drv, "%d.%d", gi.driver / 1000, gi.driver % 1000 / 10);
+        qv_driver_version(gi.driver, drv, sizeof drv);
         snprintf(cuda, sizeof cuda, "%d.%d", gi.runtime / 1000, gi.runtime % 1000 / 10);
     }
     fputs("{\"kind\":\"run\"", f);
     json_member(f, "command", cmd);
     json_member(f, "qvet_version", QV_VERSION);
-    json_member(f, "commit", commit);
+    json_member(f, "commit", qv_build_commit());
     json_member(f, "date", date);
     json_member(f, "host", host);
     json_member(f, "backend", b->name);

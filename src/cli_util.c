@@ -1,5 +1,5 @@
-/* cli_util.c: option value parsing and the `qvet pack` folder reader shared by
- * the subcommands (cli.h). */
+/* cli_util.c: option value parsing, the `qvet pack` folder reader and the
+ * provenance facts shared by the subcommands (cli.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,4 +126,41 @@ int qv_opt_double(const char *opt, const char *val, double *out)
     }
     *out = v;
     return 0;
+}
+
+const char *qv_build_commit(void)
+{
+#ifdef QV_GIT_COMMIT
+    static const char commit[] = QV_GIT_COMMIT;
+    /* A full SHA-1, as `git rev-parse HEAD` prints it; anything else (a
+     * build outside a repository) is unknown. */
+    if (strlen(commit) == 40 && strspn(commit, "0123456789abcdef") == 40) return commit;
+#endif
+    return "unknown";
+}
+
+void qv_driver_version(int driver_api, char *buf, size_t len)
+{
+    if (!len) return;
+    buf[0] = '\0';
+    if (!driver_api) return;
+    FILE *f = fopen("/proc/driver/nvidia/version", "r");
+    if (f) {
+        /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  ..."; the
+         * open modules say "... Open Kernel Module for x86_64  580.159.03 ...":
+         * the version is the first word after "Kernel Module" that starts
+         * with a digit and holds a dot. */
+        char line[256];
+        if (fgets(line, sizeof line, f)) {
+            char *k = strstr(line, "Kernel Module"), *save = NULL;
+            for (char *w = k ? strtok_r(k + strlen("Kernel Module"), " \t\n", &save) : NULL; w;
+                 w = strtok_r(NULL, " \t\n", &save))
+                if (*w >= '0' && *w <= '9' && strchr(w, '.')) {
+                    snprintf(buf, len, "%s", w);
+                    break;
+                }
+        }
+        fclose(f);
+    }
+    if (!buf[0]) snprintf(buf, len, "%d.%d", driver_api / 1000, driver_api % 1000 / 10);
 }

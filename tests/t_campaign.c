@@ -20,6 +20,7 @@
 
 #include "../fuzz/ckpt_route.h"
 #include "internal/campaign.h"
+#include "internal/cli.h"
 #include "internal/json.h"
 #include "qvet/array.h"
 #include "qvet/formats.h"
@@ -464,6 +465,68 @@ END_TEST
 
 /* ---- the commands ---- */
 
+/* The commit the provenance line names: the one qvet was built from (the
+ * Makefile's QV_GIT_COMMIT, given to this suite too), also when qvet runs
+ * inside another git repository, a user's project, whose HEAD it once
+ * recorded instead. */
+START_TEST(run_line_names_the_build_commit)
+{
+#ifdef QV_GIT_COMMIT
+    const char *built = QV_GIT_COMMIT;
+#else
+    const char *built = "unknown";
+#endif
+    const char *want = strlen(built) == 40 && strspn(built, "0123456789abcdef") == 40 ? built : "unknown";
+    ck_assert_str_eq(qv_build_commit(), want);
+
+    char dir[256], repo[300], out[600], cmd[1024], cwd[4096], head[64] = "";
+    temp_dir(dir, sizeof dir);
+    snprintf(repo, sizeof repo, "%s/project", dir);
+    snprintf(out, sizeof out, "%s/fuzz.jsonl", dir);
+    /* Without git nothing could read a repository's HEAD: the run alone. */
+    snprintf(cmd, sizeof cmd,
+             "git init -q '%s' 2>/dev/null && git -C '%s' -c user.name=t -c user.email=t@example.org "
+             "commit -q --allow-empty -m t 2>/dev/null",
+             repo, repo);
+    const int has_git = system(cmd) == 0;
+    if (has_git) {
+        snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse HEAD", repo);
+        FILE *p = popen(cmd, "r");
+        ck_assert_ptr_nonnull(p);
+        ck_assert_ptr_nonnull(fgets(head, sizeof head, p));
+        pclose(p);
+        head[strcspn(head, "\n")] = '\0';
+        ck_assert_int_eq(strlen(head), 40);
+    }
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    ck_assert_int_eq(chdir(has_git ? repo : dir), 0);
+    run_result r = run_qvet(
+        (const char *[]){"fuzz", "--cpu", "--cases", "1", "--seed", "5", "--variant", "w8a8-i8-tensor", "--out", out, NULL});
+    ck_assert_int_eq(chdir(cwd), 0);
+    ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+    int n;
+    char **lines = read_lines(out, &n);
+    ck_assert_int_ge(n, 1);
+    qv_json *run;
+    ck_assert_int_eq(qv_json_parse(lines[0], strlen(lines[0]), &run), QV_OK);
+    ck_assert_str_eq(qv_json_str(qv_json_get(run, "commit")), want);
+    if (has_git) ck_assert_str_ne(qv_json_str(qv_json_get(run, "commit")), head);
+    qv_json_free(run);
+    free_lines(lines, n);
+    run_free(&r);
+    remove_tree(dir);
+
+    /* The driver's version: "" without a device; the kernel module's where
+     * /proc has it, else the CUDA driver API version as major.minor. */
+    char drv[64] = "x";
+    qv_driver_version(0, drv, sizeof drv);
+    ck_assert_str_eq(drv, "");
+    qv_driver_version(12040, drv, sizeof drv);
+    if (access("/proc/driver/nvidia/version", R_OK) != 0) ck_assert_str_eq(drv, "12.4");
+    else ck_assert_msg(drv[0] >= '0' && drv[0] <= '9' && strchr(drv, '.'), "driver version '%s'", drv);
+}
+END_TEST
+
 START_TEST(check_last_line_and_exit)
 {
     char dir[256], out[600], line[256];
@@ -897,6 +960,7 @@ static Suite *campaign_suite(void)
     suite_add_tcase(s, k);
     TCase *c = tcase_create("commands");
     tcase_add_test(c, check_last_line_and_exit);
+    tcase_add_test(c, run_line_names_the_build_commit);
     tcase_add_test(c, fuzz_shards_and_replay);
     tcase_set_timeout(c, 60);
     suite_add_tcase(s, c);

@@ -56,6 +56,20 @@ void qv_pack_dir_destroy(qv_pack_dir *d);
  * (QV_FMT_NONE without one). */
 qv_status qv_pack_dir_fp4(const qv_pack_dir *d, const char *dir, qv_layout layout, qv_packed *pk, qv_fmt *bias_fmt);
 
+/* What the provenance line of every results file says of the build and the
+ * driver (docs/results-format.md), the same for check, fuzz, replay, bench
+ * and ppl:
+ *  - qv_build_commit: the git commit qvet was built from (the Makefile's
+ *    QV_GIT_COMMIT), or "unknown". Never the commit of the directory qvet
+ *    runs in, which may be the user's own repository, and the same where the
+ *    binary runs without a repository (a copy on a GPU host).
+ *  - qv_driver_version: the NVIDIA kernel module's version ("580.159.04",
+ *    from /proc/driver/nvidia/version), else the CUDA driver API version
+ *    that cudaDriverGetVersion gave (driver_api 13000: "13.0"); "" when
+ *    driver_api is 0 (no device). */
+const char *qv_build_commit(void);
+void qv_driver_version(int driver_api, char *buf, size_t len);
+
 #ifdef __cplusplus
 }
 #endif
