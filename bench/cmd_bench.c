@@ -740,9 +740,10 @@ static void usage(FILE *f)
             "four layers launched back to back (\"chain\").\n"
             "Routed rows (--variant 'moe-*') time the whole routed layer (routing, token\n"
             "sort, grouped GEMM, combine) at each token count (--m, default 1,8,64,512,4096)\n"
-            "against cuBLAS fp16 GEMMs of the same experts, looped and grouped; each point\n"
-            "names its grouped GEMM's kernel (mma or wgmma: QVET_MOE_WG_MIN_ROWS), its K\n"
-            "parts on mma (\"mma k3\": QVET_MOE_KSPLIT) and block.\n"
+            "against cuBLAS GEMMs of the same experts in the row's 16-bit format, looped and\n"
+            "grouped, in a table of their own after the registry rows' (--out: the same\n"
+            "file); each point names its grouped GEMM's kernel (mma or wgmma:\n"
+            "QVET_MOE_WG_MIN_ROWS), its K parts on mma (\"mma k3\": QVET_MOE_KSPLIT) and block.\n"
             "  --variant GLOB  rows to time (fnmatch, e.g. 'marlin-w4*'; several patterns\n"
             "                  separated by commas, e.g. 'qqq-*,w8a8-*'); cublas-f16 is\n"
             "                  always timed as the reference\n"
@@ -1050,9 +1051,10 @@ int qv_cmd_bench(int argc, char **argv)
     const int env_rc = qv_cli_launch_env("bench", &o.launch);
     if (env_rc) return env_rc;
 
-    /* Routed rows (moe-*): their own table, moe_bench.cu. */
-    if (o.n_globs && !o.dry_run && qv_moe_bench_selected(o.globs, o.n_globs))
-        return qv_moe_bench(o.globs, o.n_globs, o.m_set ? o.ms : NULL, o.n_m, o.runs, o.no_queue, o.out, &o.launch);
+    /* Routed rows (moe-*) have their own table (moe_bench.cu), after the
+     * registry rows' when --variant selects both. */
+    const int routed = o.n_globs && qv_moe_bench_selected(o.globs, o.n_globs);
+    const int *routed_t = o.m_set ? o.ms : NULL;
 
     const qv_variant *ref = qv_variant_find("cublas-f16");
     if (!ref || !ref->gpu_kernel) {
@@ -1061,12 +1063,14 @@ int qv_cmd_bench(int argc, char **argv)
     }
     static bench_row rows[MAX_ROWS];
     const int nr = collect_rows(&o, ref, rows);
-    if (nr == 1 && o.n_globs && !opts_match(&o, ref)) {
+    const int dense = !(nr == 1 && o.n_globs && !opts_match(&o, ref));
+    if (!dense && !routed) {
         fprintf(stderr, "qvet bench: no row with a GPU kernel matches '%s'\n", o.variant_arg);
         return 2;
     }
     if (o.dry_run) {
-        print_plan(&o, rows, nr);
+        if (dense) print_plan(&o, rows, nr);
+        if (routed) qv_moe_bench_plan(o.globs, o.n_globs, routed_t, o.n_m, o.runs);
         return 0;
     }
 
@@ -1088,6 +1092,11 @@ int qv_cmd_bench(int argc, char **argv)
             return 2;
         }
         write_run_line(jf, argc, argv, &gi);
+    }
+    if (!dense) {
+        const int rc = qv_moe_bench(o.globs, o.n_globs, routed_t, o.n_m, o.runs, o.no_queue, jf, &o.launch);
+        if (jf) fclose(jf);
+        return rc;
     }
 
     struct timespec t0, t1;
@@ -1241,7 +1250,6 @@ int qv_cmd_bench(int argc, char **argv)
         printf("timed M = %d (%d rows, %d pass%s)\n", o.ms[mi], nr, o.passes, o.passes == 1 ? "" : "es");
         fflush(stdout);
     }
-    if (jf) fclose(jf);
     qv_bench_queue(0, 0);
 
     for (int md = 0; md < N_MODELS; md++)
@@ -1249,7 +1257,14 @@ int qv_cmd_bench(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     printf("\nqvet bench: %d rows x %d M values, %d timed launches per point: %.0f s\n", nr, o.n_m, o.runs,
            (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
-    return 0;
+    int rc = 0;
+    if (routed) {
+        printf("\n");
+        fflush(stdout);
+        rc = qv_moe_bench(o.globs, o.n_globs, routed_t, o.n_m, o.runs, o.no_queue, jf, &o.launch);
+    }
+    if (jf) fclose(jf);
+    return rc;
 }
 
 /* The activation-quantized family's benchmark (aq.h; QVET_AQ_BENCH=1 t_gpu_aq). */

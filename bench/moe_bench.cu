@@ -306,8 +306,26 @@ extern "C" int qv_moe_bench_selected(const char *const *globs, int n)
     return 0;
 }
 
+extern "C" void qv_moe_bench_plan(const char *const *globs, int n, const int *tokens, int n_tok, int runs)
+{
+    if (!tokens) tokens = kDefaultTokens, n_tok = (int)(sizeof kDefaultTokens / sizeof kDefaultTokens[0]);
+    int rows = 0;
+    for (int i = 0; i < qv_moe_row_count(); i++) {
+        const qv_moe_row *r = qv_moe_row_get(i);
+        if (!row_selected(r, globs, n)) continue;
+        printf("%-26s routed layer (routing, sort, grouped GEMM, combine), experts of %lld x %lld\n", r->name,
+               (long long)r->n, (long long)r->k);
+        rows++;
+    }
+    printf("%d routed row(s) x %d token counts (", rows, n_tok);
+    for (int t = 0; t < n_tok; t++) printf("%s%d", t ? "," : "", tokens[t]);
+    printf("): %d timings of %d + %d launches, the routed layer side\n"
+           "by side with a loop of cuBLAS expert GEMMs in its 16-bit format, then cuBLAS's grouped GEMM alone\n",
+           3 * rows * n_tok, kWarmup, runs);
+}
+
 extern "C" int qv_moe_bench(const char *const *globs, int n, const int *tokens, int n_tok, int runs, int no_queue,
-                            const char *out, const qv_launch_opts *launch)
+                            FILE *jf, const qv_launch_opts *launch)
 {
     if (!tokens) tokens = kDefaultTokens, n_tok = (int)(sizeof kDefaultTokens / sizeof kDefaultTokens[0]);
     qv_gpu_info gi;
@@ -315,21 +333,16 @@ extern "C" int qv_moe_bench(const char *const *globs, int n, const int *tokens, 
         fprintf(stderr, "qvet bench: no CUDA device\n");
         return 3;
     }
-    FILE *jf = NULL;
-    if (out && !(jf = fopen(out, "a"))) {
-        fprintf(stderr, "qvet bench: cannot write %s\n", out);
-        return 2;
-    }
     cublasHandle_t h = NULL;
     cublasStatus_t cs = cublasCreate(&h);
     if (cs != CUBLAS_STATUS_SUCCESS) {
         fprintf(stderr, "qvet bench: cublasCreate: status %d\n", (int)cs);
-        if (jf) fclose(jf);
         return 3;
     }
     qv_status st = no_queue ? QV_OK : qv_bench_queue(kWaitUs, kBatch);
     printf("device: %s; routed rows: the grouped launch (routing + sort + grouped GEMM + combine) against\n"
-           "cuBLAS fp16 GEMMs of the same experts and token counts (GEMMs only), median of %d runs\n",
+           "cuBLAS GEMMs of the same experts and token counts in the row's 16-bit format (GEMMs only), median\n"
+           "of %d runs\n",
            gi.name, runs);
     printf("%-28s %6s %10s %11s %12s %7s %14s %7s\n", "row", "T", "block", "grouped us", "cuBLAS loop", "ratio",
            "cuBLAS grouped", "ratio");
@@ -392,6 +405,6 @@ extern "C" int qv_moe_bench(const char *const *globs, int n, const int *tokens, 
         rc = qv_status_exit_code(st);
     }
     cublasDestroy(h);
-    if (jf) fclose(jf);
+    if (jf) fflush(jf);
     return rc;
 }

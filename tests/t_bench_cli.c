@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "internal/json.h"
+#include "qvet/moe.h"
 #include "support/cli.h"
 #include "support/suite.h"
 
@@ -139,6 +140,49 @@ START_TEST(dry_run_rows)
                                 "the block's\nfour layers launched back to back (chain), in each of 1 pass over the "
                                 "rows (every other one in\nreverse order)\n"),
                   "%s", r.out);
+    run_free(&r);
+}
+END_TEST
+
+/* --dry-run with routed rows (moe-*): each routed row with a GPU kernel
+ * that the globs select and the count of their timings (three a row and
+ * token count: the routed layer and the loop of cuBLAS GEMMs side by side,
+ * then cuBLAS's grouped GEMM), after the registry rows' plan when the globs
+ * select both; a glob that selects nothing is refused. */
+START_TEST(dry_run_routed)
+{
+    run_result r = qvet_run((const char *[]){"bench", "--dry-run", "--variant", "moe-*", NULL});
+    ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
+    int rows = 0;
+    for (int i = 0; i < qv_moe_row_count(); i++) {
+        const qv_moe_row *row = qv_moe_row_get(i);
+        if (!row->gpu_kernel) continue;
+        char want[160];
+        snprintf(want, sizeof want, "%-26s routed layer (routing, sort, grouped GEMM, combine), experts of %lld x %lld\n",
+                 row->name, (long long)row->n, (long long)row->k);
+        ck_assert_msg(strstr(r.out, want) != NULL, "'%s' missing in:\n%s", want, r.out);
+        rows++;
+    }
+    ck_assert_int_ge(rows, 6);
+    char count[160];
+    snprintf(count, sizeof count, "%d routed row(s) x 5 token counts (1,8,64,512,4096): %d timings of 5 + 50 launches",
+             rows, 15 * rows);
+    ck_assert_msg(strstr(r.out, count) != NULL, "'%s' missing in:\n%s", count, r.out);
+    ck_assert_msg(strstr(r.out, "cublas-f16") == NULL, "registry rows planned for routed globs alone:\n%s", r.out);
+    run_free(&r);
+
+    r = qvet_run((const char *[]){"bench", "--dry-run", "--variant", "marlin-w4a16-ch-f16,moe-mixtral-*", "--model",
+                                   "llama2-7b", "--m", "1,64", "--runs", "9", NULL});
+    ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
+    const char *dense = strstr(r.out, "2 rows, 1 model(s) x 4 layers x 2 M values: 16 timings of 5 + 9 launches");
+    const char *moe = strstr(r.out, "1 routed row(s) x 2 token counts (1,64): 6 timings of 5 + 9 launches");
+    ck_assert_msg(dense && moe && dense < moe, "both plans, registry rows first:\n%s", r.out);
+    ck_assert_ptr_nonnull(strstr(r.out, "moe-mixtral-w4a16-g128-f16 routed layer"));
+    run_free(&r);
+
+    r = qvet_run((const char *[]){"bench", "--dry-run", "--variant", "moe-no-such-*", NULL});
+    ck_assert_int_eq(r.rc, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "no row with a GPU kernel matches 'moe-no-such-*'"));
     run_free(&r);
 }
 END_TEST
@@ -270,6 +314,57 @@ START_TEST(paired_ratios)
 }
 END_TEST
 
+/* With a GPU: registry and routed rows in one run write one --out file,
+ * its provenance line first, then the registry rows' lines and the routed
+ * rows' (once written without a provenance line, appended to the file). */
+START_TEST(routed_out_file)
+{
+    if (!have_device()) {
+        printf("SKIP: no CUDA device\n");
+        return;
+    }
+    char dir[] = "/tmp/qvet_bench_moe_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char out[256];
+    snprintf(out, sizeof out, "%s/bench.jsonl", dir);
+    FILE *f = fopen(out, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"kind\":\"stale\"}\n", f); /* a file from before: replaced, not appended to */
+    fclose(f);
+    run_result r = qvet_run((const char *[]){"bench", "--variant", "marlin-w4a16-ch-f16,moe-gptoss-*", "--model",
+                                              "llama2-7b", "--m", "1", "--runs", "3", "--passes", "1", "--out", out,
+                                              NULL});
+    ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
+    run_free(&r);
+    f = fopen(out, "r");
+    ck_assert_ptr_nonnull(f);
+    char buf[4096];
+    int line = 0, dense = 0, routed = 0;
+    while (fgets(buf, sizeof buf, f)) {
+        qv_json *j = NULL;
+        ck_assert_msg(qv_json_parse(buf, strlen(buf), &j) == QV_OK, "not JSON: %s", buf);
+        const char *kind = qv_json_str(qv_json_get(j, "kind")), *var = qv_json_str(qv_json_get(j, "variant"));
+        if (line++ == 0) {
+            ck_assert_str_eq(kind, "run");
+            ck_assert_ptr_nonnull(qv_json_str(qv_json_get(j, "commit")));
+        } else {
+            ck_assert_str_eq(kind, "bench");
+            if (!strcmp(var, "marlin-w4a16-ch-f16")) {
+                ck_assert_msg(!routed, "a registry line after the routed ones");
+                dense++;
+            }
+            if (!strcmp(var, "moe-gptoss-mxfp4-bias-bf16")) routed++;
+        }
+        qv_json_free(j);
+    }
+    fclose(f);
+    ck_assert_int_gt(dense, 0);
+    ck_assert_int_eq(routed, 1); /* one token count */
+    unlink(out);
+    rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
     printf("qvet binary: %s\n", qvet_path());
@@ -278,8 +373,10 @@ int main(void)
     tcase_add_test(tc, help);
     tcase_add_loop_test(tc, bad_option, 0, (int)(sizeof bad_opts / sizeof bad_opts[0]));
     tcase_add_test(tc, dry_run_rows);
+    tcase_add_test(tc, dry_run_routed);
     tcase_add_test(tc, trace_env);
     tcase_add_test(tc, no_device);
     tcase_add_test(tc, paired_ratios);
+    tcase_add_test(tc, routed_out_file);
     return suite_run(s);
 }
