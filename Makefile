@@ -257,6 +257,7 @@ ppl: deps
 bench: $(QVET)
 	@mkdir -p $(BUILD)/results
 	$(QVET) bench --out $(BUILD)/results/bench.jsonl
+	$(QVET) bench --variant 'moe-*' --out $(BUILD)/results/bench-moe.jsonl
 
 # Mutation testing (tools/mutants.py, mutants/catalogue.tsv): every mutant is a
 # rebuild with -DQV_MUTANT_<name>; only the files holding the switch recompile.
