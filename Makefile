@@ -112,13 +112,17 @@ $(BUILD)/obj/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
-# Every results file's provenance line names the commit qvet was built from
-# (src/cli_util.c, qv_build_commit), also where the binary runs without the
-# repository (the lent GPU machine gets a copy of the tree); t_campaign
-# compares it with the same value.
-QV_GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# Every results file's provenance line names the commit qvet was built from,
+# with "+changes" where tracked files differed from it (src/cli_util.c,
+# qv_build_commit), also where the binary runs without the repository (the
+# lent GPU machine gets a copy of the tree); t_campaign compares it with the
+# same value. BUILD/git-commit holds it and is rewritten only when it
+# changes, so that the two objects are rebuilt then and only then.
+QV_GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(if $(shell git status --porcelain --untracked-files=no 2>/dev/null | head -1),+changes)
+QV_GIT_STAMP  := $(BUILD)/git-commit
+$(shell mkdir -p $(BUILD) && (echo '$(QV_GIT_COMMIT)' | cmp -s - $(QV_GIT_STAMP) || echo '$(QV_GIT_COMMIT)' > $(QV_GIT_STAMP)))
 $(BUILD)/obj/src/cli_util.o $(BUILD)/obj/tests/t_campaign.o: CFLAGS += -DQV_GIT_COMMIT=\"$(QV_GIT_COMMIT)\"
-$(BUILD)/obj/src/cli_util.o $(BUILD)/obj/tests/t_campaign.o: $(wildcard .git/logs/HEAD)
+$(BUILD)/obj/src/cli_util.o $(BUILD)/obj/tests/t_campaign.o: $(QV_GIT_STAMP)
 
 # Code above the CPU library sees the CUDA headers; the CPU library does not.
 $(GPU_OBJ) $(CLI_OBJ): CFLAGS += $(CUDA_INC)

@@ -132,9 +132,11 @@ const char *qv_build_commit(void)
 {
 #ifdef QV_GIT_COMMIT
     static const char commit[] = QV_GIT_COMMIT;
-    /* A full SHA-1, as `git rev-parse HEAD` prints it; anything else (a
-     * build outside a repository) is unknown. */
-    if (strlen(commit) == 40 && strspn(commit, "0123456789abcdef") == 40) return commit;
+    /* A full SHA-1, as `git rev-parse HEAD` prints it, with "+changes" where
+     * the build's tracked files differed from it; anything else (a build
+     * outside a repository) is unknown. */
+    if (strspn(commit, "0123456789abcdef") == 40 && (!commit[40] || !strcmp(commit + 40, "+changes")))
+        return commit;
 #endif
     return "unknown";
 }

@@ -60,9 +60,10 @@ qv_status qv_pack_dir_fp4(const qv_pack_dir *d, const char *dir, qv_layout layou
  * driver (docs/results-format.md), the same for check, fuzz, replay, bench
  * and ppl:
  *  - qv_build_commit: the git commit qvet was built from (the Makefile's
- *    QV_GIT_COMMIT), or "unknown". Never the commit of the directory qvet
- *    runs in, which may be the user's own repository, and the same where the
- *    binary runs without a repository (a copy on a GPU host).
+ *    QV_GIT_COMMIT), followed by "+changes" where tracked files differed
+ *    from it, or "unknown". Never the commit of the directory qvet runs in,
+ *    which may be the user's own repository, and the same where the binary
+ *    runs without a repository (a copy on a GPU host).
  *  - qv_driver_version: the NVIDIA kernel module's version ("580.159.04",
  *    from /proc/driver/nvidia/version), else the CUDA driver API version
  *    that cudaDriverGetVersion gave (driver_api 13000: "13.0"); "" when
