@@ -202,8 +202,10 @@ START_TEST(no_device)
         {"bench", NULL},
         {"bench", "--variant", "qqq-*,w8a8-*", "--m", "1,16", "--out", out, NULL},
         {"bench", "--variant", "marlin-w4a16-ch-f16", "--model", "llama3-70b", "--runs", "3", NULL},
+        {"bench", "--variant", "moe-*", "--out", out, NULL},
+        {"bench", "--variant", "moe-mixtral-*,marlin-w4a16-ch-f16", "--m", "1", "--out", out, NULL},
     };
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 5; i++) {
         run_result r = qvet_run(sets[i]);
         ck_assert_msg(r.rc == 3, "set %d: exit %d, expected 3 (stderr: %s)", i, r.rc, r.err);
         ck_assert_msg(strstr(r.err, "qvet bench: no CUDA device") != NULL, "set %d: stderr: %s", i, r.err);
