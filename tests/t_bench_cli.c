@@ -187,6 +187,15 @@ START_TEST(dry_run_routed)
 }
 END_TEST
 
+/* A fresh folder /tmp/qvet_bench_<tag>_XXXXXX in dir and the path of its
+ * bench.jsonl in out. */
+static void temp_out(char *dir, size_t dir_len, const char *tag, char *out, size_t out_len)
+{
+    snprintf(dir, dir_len, "/tmp/qvet_bench_%s_XXXXXX", tag);
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(out, out_len, "%s/bench.jsonl", dir);
+}
+
 /* Without a GPU: a clear message, exit 3, and no --out file left behind. */
 START_TEST(no_device)
 {
@@ -194,10 +203,8 @@ START_TEST(no_device)
         printf("no_device: a GPU is present, the no-device path is not reachable here\n");
         return;
     }
-    char dir[] = "/tmp/qvet_bench_cli_XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    char out[256];
-    snprintf(out, sizeof out, "%s/bench.jsonl", dir);
+    char dir[64], out[256];
+    temp_out(dir, sizeof dir, "cli", out, sizeof out);
     const char *const sets[][8] = {
         {"bench", NULL},
         {"bench", "--variant", "qqq-*,w8a8-*", "--m", "1,16", "--out", out, NULL},
@@ -269,10 +276,8 @@ START_TEST(paired_ratios)
     }
     static const char *const layers[] = {"qkv", "o", "gate_up", "down"};
     for (int pair = 1; pair >= 0; pair--) {
-        char dir[] = "/tmp/qvet_bench_pair_XXXXXX";
-        ck_assert_ptr_nonnull(mkdtemp(dir));
-        char out[256];
-        snprintf(out, sizeof out, "%s/bench.jsonl", dir);
+        char dir[64], out[256];
+        temp_out(dir, sizeof dir, "pair", out, sizeof out);
         const char *args[] = {"bench",   "--variant", "marlin-w4a16-ch-f16", "--model", "llama2-7b", "--m",
                               "1,256",   "--runs",    "10",                  "--passes", "1",        "--out",
                               out,       pair ? NULL : "--no-pair",          NULL};
@@ -325,10 +330,8 @@ START_TEST(routed_out_file)
         printf("SKIP: no CUDA device\n");
         return;
     }
-    char dir[] = "/tmp/qvet_bench_moe_XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    char out[256];
-    snprintf(out, sizeof out, "%s/bench.jsonl", dir);
+    char dir[64], out[256];
+    temp_out(dir, sizeof dir, "moe", out, sizeof out);
     FILE *f = fopen(out, "w");
     ck_assert_ptr_nonnull(f);
     fputs("{\"kind\":\"stale\"}\n", f); /* a file from before: replaced, not appended to */
