@@ -238,22 +238,29 @@ __device__ __forceinline__ void qv_dqfp8(uint32_t w, uint32_t b[2])
  * 1. Exact for every code: 0.5 becomes the subnormal 2^-15 (2^-127), -0
  * stays -0. The caller's scale multiplication undoes the power of two.
  *
- * bf16: two shifts and masks per register of the word shifted right by a
- * byte for odd. fp16, byte by byte, so that the two register pairs of a
- * word (odd 0 and 1) share every step but the byte permutes: a half's high
- * byte is s00eem0 and its low byte 0, made for the four even nibbles (the
- * low one of each byte) in t and the odd ones in t2, then placed over zero
- * low bytes: 11 instructions for a word's four registers, where the shifts
- * and masks take 16; the same bits for all 2^32 words and both odd (an
- * exhaustive comparison on the CPU). t_gpu_fp4 runs every code at every
- * nibble of a word on the device, in both formats. */
+ * Byte by byte, so that the two register pairs of a word (odd 0 and 1)
+ * share every step but the byte permutes. fp16: a half's high byte is
+ * s00eem0 and its low byte 0, made for the four even nibbles (the low one
+ * of each byte) in t and the odd ones in t2, then placed over zero low
+ * bytes: 11 instructions for a word's four registers, where per-register
+ * shifts and masks take 16. bf16: a half's high byte is s000000e (the sign
+ * and the code's high exponent bit) and its low byte em000000 (its low
+ * exponent bit and its mantissa bit), made for the even nibbles (he, le)
+ * and the odd ones (ho, lo), then paired by the byte permutes: 15
+ * instructions for the four registers, where the shifts and masks took 17.
+ * Each form gives the same bits as the shifts and masks for all 2^32 words
+ * and both odd (an exhaustive comparison on the CPU). t_gpu_fp4 runs every
+ * code at every nibble of a word on the device, in both formats. */
 template <bool IS_BF16>
 __device__ __forceinline__ void qv_dqfp4_word(uint32_t w, int odd, uint32_t b[2])
 {
     if (IS_BF16) {
-        const uint32_t v = w >> (8 * odd);
-        b[0] = qv_lop3_and_or(v << 12, 0x80008000u, (v << 6) & 0x01C001C0u);
-        b[1] = qv_lop3_and_or(v << 8, 0x80008000u, (v << 2) & 0x01C001C0u);
+        const uint32_t he = (w << 4 & 0x80808080u) | (w >> 2 & 0x01010101u), le = w << 6 & 0xC0C0C0C0u;
+        const uint32_t ho = (w & 0x80808080u) | (w >> 6 & 0x01010101u), lo = w << 2 & 0xC0C0C0C0u;
+        /* bytes 0 and 2 (odd: 1 and 3): low byte from l, high byte from h */
+        const uint32_t sel = odd ? 0x7351u : 0x6240u;
+        b[0] = __byte_perm(le, he, sel);
+        b[1] = __byte_perm(lo, ho, sel);
     } else {
         const uint32_t t = ((w & 0x07070707u) << 1) | (w << 4 & 0x80808080u);
         const uint32_t t2 = (w >> 3 & 0x0E0E0E0Eu) | (w & 0x80808080u);

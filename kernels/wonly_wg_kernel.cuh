@@ -381,7 +381,9 @@ __device__ __forceinline__ void set_scales(grp_regs<WT, IS_BF16, TPW> &g, const 
  * words[1] bytes 4-7). j8 depends on the warp, so the byte's place is known
  * only at run time: a byte permute and a mask, then the byte in both halves
  * (wo_fp4_byte_dup's d) by a multiply that ptxas folds into the register's
- * own arithmetic. */
+ * own arithmetic; NVFP4 bf16, whose widening takes three instructions,
+ * widens the bytes of n8 tiles j8 and j8 + 1 in one register and spreads
+ * each half by a byte permute. */
 template <int WT, bool IS_BF16, int TPW, bool FAST>
 __device__ __forceinline__ void set_scales_fp4(grp_regs<WT, IS_BF16, TPW> &g, const uint32_t *words, int q0)
 {
@@ -389,14 +391,20 @@ __device__ __forceinline__ void set_scales_fp4(grp_regs<WT, IS_BF16, TPW> &g, co
     for (int jj = 0; jj < 2 * TPW; jj++) {
         const int j8 = 2 * q0 + jj;
         const int b = 4 * (j8 >> 2) + ((j8 & 1) << 1) + ((j8 >> 1) & 1);
-        const uint32_t c = __byte_perm(words[0], words[1], (uint32_t)b) & 0xFFu;
-        if (WT == WT_FP4_NV && IS_BF16)
-            /* wo_fp4_scale_reg's widening on the byte, before it goes to
-             * both halves: these kernels' code from before the shared form,
-             * which was no faster on them */
-            g.sc[jj] = qv_h2<true>::dup(((c & 0x80u) << 7) | ((c & 0x7Fu) << 4));
-        else
+        if (WT == WT_FP4_NV && IS_BF16) {
+            /* n8 tiles j8 and j8 + 1 (jj even) at bytes b and b + 2: both
+             * bytes widened at once, one in each half (wo_fp4_scale_reg's
+             * arithmetic keeps the halves apart), then each half to both */
+            if (jj % 2 == 0) {
+                const uint32_t t = __byte_perm(words[0], words[1], (uint32_t)(b | (b + 2) << 8)) & 0x00FF00FFu;
+                const uint32_t u = wo_fp4_scale_reg<WT, true>(t);
+                g.sc[jj] = __byte_perm(u, 0u, 0x1010u);
+                g.sc[jj + 1] = __byte_perm(u, 0u, 0x3232u);
+            }
+        } else {
+            const uint32_t c = __byte_perm(words[0], words[1], (uint32_t)b) & 0xFFu;
             g.sc[jj] = wo_fp4_scale_reg<WT, IS_BF16, FAST>(c * 0x00010001u);
+        }
     }
 }
 
