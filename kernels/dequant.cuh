@@ -32,6 +32,15 @@ __device__ __forceinline__ uint32_t qv_lop3_and_or(uint32_t a, uint32_t mask, ui
     return r;
 }
 
+/* (a & mask) | (b & ~mask) in one instruction: lop3 with the truth table
+ * 0xF0 & 0xCC | 0xAA & ~0xCC = 0xE2. */
+__device__ __forceinline__ uint32_t qv_lop3_select(uint32_t a, uint32_t mask, uint32_t b)
+{
+    uint32_t r;
+    asm("lop3.b32 %0, %1, %2, %3, 0xE2;\n" : "=r"(r) : "r"(a), "r"(mask), "r"(b));
+    return r;
+}
+
 /* (a & mask) ^ magic in one instruction: lop3 with the truth table of
  * (A & B) ^ C, which is 0xF0 & 0xCC ^ 0xAA = 0x6A. */
 __device__ __forceinline__ uint32_t qv_lop3_and_xor(uint32_t a, uint32_t mask, uint32_t magic)
@@ -241,9 +250,12 @@ __device__ __forceinline__ void qv_dqfp8(uint32_t w, uint32_t b[2])
  * Byte by byte, so that the two register pairs of a word (odd 0 and 1)
  * share every step but the byte permutes. fp16: a half's high byte is
  * s00eem0 and its low byte 0, made for the four even nibbles (the low one
- * of each byte) in t and the odd ones in t2, then placed over zero low
- * bytes: 11 instructions for a word's four registers, where per-register
- * shifts and masks take 16. bf16: a half's high byte is s000000e (the sign
+ * of each byte) in t and the odd ones in t2, each a select of the shifted
+ * word's e e m bits and the signs masked once (sg), then placed over zero
+ * low bytes: 10 instructions for a word's four registers, where
+ * per-register shifts and masks take 16. The sign mask sits in constant
+ * memory: as an immediate, ptxas rewrites the and into the selects and
+ * the word costs 11 again. bf16: a half's high byte is s000000e (the sign
  * and the code's high exponent bit) and its low byte em000000 (its low
  * exponent bit and its mantissa bit), made for the even nibbles (he, le)
  * and the odd ones (ho, lo), then paired by the byte permutes: 15
@@ -251,6 +263,7 @@ __device__ __forceinline__ void qv_dqfp8(uint32_t w, uint32_t b[2])
  * Each form gives the same bits as the shifts and masks for all 2^32 words
  * and both odd (an exhaustive comparison on the CPU). t_gpu_fp4 runs every
  * code at every nibble of a word on the device, in both formats. */
+static __constant__ uint32_t qv_fp4_sign_mask = 0x88888888u;
 template <bool IS_BF16>
 __device__ __forceinline__ void qv_dqfp4_word(uint32_t w, int odd, uint32_t b[2])
 {
@@ -262,8 +275,9 @@ __device__ __forceinline__ void qv_dqfp4_word(uint32_t w, int odd, uint32_t b[2]
         b[0] = __byte_perm(le, he, sel);
         b[1] = __byte_perm(lo, ho, sel);
     } else {
-        const uint32_t t = ((w & 0x07070707u) << 1) | (w << 4 & 0x80808080u);
-        const uint32_t t2 = (w >> 3 & 0x0E0E0E0Eu) | (w & 0x80808080u);
+        const uint32_t sg = w & qv_fp4_sign_mask;
+        const uint32_t t = qv_lop3_select(w << 1, 0x0E0E0E0Eu, sg << 4);
+        const uint32_t t2 = qv_lop3_select(w >> 3, 0x0E0E0E0Eu, sg);
         /* bytes 0 and 2 (odd: 1 and 3) as high bytes over zero low bytes */
         const uint32_t sel = odd ? 0x3414u : 0x2404u;
         b[0] = __byte_perm(t, 0u, sel);
