@@ -247,19 +247,22 @@ __device__ __forceinline__ void qv_dqfp8(uint32_t w, uint32_t b[2])
  * 1. Exact for every code: 0.5 becomes the subnormal 2^-15 (2^-127), -0
  * stays -0. The caller's scale multiplication undoes the power of two.
  *
- * Byte by byte, so that the two register pairs of a word (odd 0 and 1)
- * share every step but the byte permutes. fp16: a half's high byte is
+ * fp16 goes byte by byte, so that the two register pairs of a word (odd 0
+ * and 1) share every step but the byte permutes: a half's high byte is
  * s00eem0 and its low byte 0, made for the four even nibbles (the low one
  * of each byte) in t and the odd ones in t2, each a select of the shifted
  * word's e e m bits and the signs masked once (sg), then placed over zero
  * low bytes: 10 instructions for a word's four registers, where
  * per-register shifts and masks take 16. The sign mask sits in constant
  * memory: as an immediate, ptxas rewrites the and into the selects and
- * the word costs 11 again. bf16: a half's high byte is s000000e (the sign
- * and the code's high exponent bit) and its low byte em000000 (its low
- * exponent bit and its mantissa bit), made for the even nibbles (he, le)
- * and the odd ones (ho, lo), then paired by the byte permutes: 15
- * instructions for the four registers, where the shifts and masks took 17.
+ * the word costs 11 again. bf16: per 16-bit lane u holds one nibble
+ * (isolated by the mask; odd takes the word shifted down a byte), and one
+ * multiply places two copies of it, one shifted to the sign bit (x 2^12, or
+ * x 2^8 for the high nibble of a byte) and one to bits 8-6 (x 2^6, or x
+ * 2^2); the copies do not overlap, so the multiply carries nothing, and the
+ * last mask keeps bit 15 and bits 8-6: 13 instructions for the four
+ * registers, where per-register shifts and masks take 17. (The same
+ * multiply cannot serve fp16: its copies would overlap at bit 12.)
  * Each form gives the same bits as the shifts and masks for all 2^32 words
  * and both odd (an exhaustive comparison on the CPU). t_gpu_fp4 runs every
  * code at every nibble of a word on the device, in both formats. */
@@ -268,12 +271,9 @@ template <bool IS_BF16>
 __device__ __forceinline__ void qv_dqfp4_word(uint32_t w, int odd, uint32_t b[2])
 {
     if (IS_BF16) {
-        const uint32_t he = (w << 4 & 0x80808080u) | (w >> 2 & 0x01010101u), le = w << 6 & 0xC0C0C0C0u;
-        const uint32_t ho = (w & 0x80808080u) | (w >> 6 & 0x01010101u), lo = w << 2 & 0xC0C0C0C0u;
-        /* bytes 0 and 2 (odd: 1 and 3): low byte from l, high byte from h */
-        const uint32_t sel = odd ? 0x7351u : 0x6240u;
-        b[0] = __byte_perm(le, he, sel);
-        b[1] = __byte_perm(lo, ho, sel);
+        const uint32_t u = odd ? w >> 8 : w;
+        b[0] = (u & 0x000F000Fu) * 0x1040u & 0x81C081C0u;
+        b[1] = (u & 0x00F000F0u) * 0x104u & 0x81C081C0u;
     } else {
         const uint32_t sg = w & qv_fp4_sign_mask;
         const uint32_t t = qv_lop3_select(w << 1, 0x0E0E0E0Eu, sg << 4);
