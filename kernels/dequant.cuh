@@ -262,15 +262,28 @@ __device__ __forceinline__ void qv_dqfp8(uint32_t w, uint32_t b[2])
  * 2^2); the copies do not overlap, so the multiply carries nothing, and the
  * last mask keeps bit 15 and bits 8-6: 13 instructions for the four
  * registers, where per-register shifts and masks take 17. (The same
- * multiply cannot serve fp16: its copies would overlap at bit 12.)
+ * multiply cannot serve fp16: its copies would overlap at bit 12.) With
+ * BF16_PERM, bf16 takes the byte form instead: a half's high byte
+ * s000000e (the sign and the code's high exponent bit) and its low byte
+ * em000000, made for the even nibbles (he, le) and the odd ones (ho, lo),
+ * then paired by byte permutes: 15 instructions, none of them a multiply,
+ * for a kernel whose multiply pipe is the one that binds (the caller says
+ * which).
  * Each form gives the same bits as the shifts and masks for all 2^32 words
  * and both odd (an exhaustive comparison on the CPU). t_gpu_fp4 runs every
  * code at every nibble of a word on the device, in both formats. */
 static __constant__ uint32_t qv_fp4_sign_mask = 0x88888888u;
-template <bool IS_BF16>
+template <bool IS_BF16, bool BF16_PERM = false>
 __device__ __forceinline__ void qv_dqfp4_word(uint32_t w, int odd, uint32_t b[2])
 {
-    if (IS_BF16) {
+    if (IS_BF16 && BF16_PERM) {
+        const uint32_t he = (w << 4 & 0x80808080u) | (w >> 2 & 0x01010101u), le = w << 6 & 0xC0C0C0C0u;
+        const uint32_t ho = (w & 0x80808080u) | (w >> 6 & 0x01010101u), lo = w << 2 & 0xC0C0C0C0u;
+        /* bytes 0 and 2 (odd: 1 and 3): low byte from l, high byte from h */
+        const uint32_t sel = odd ? 0x7351u : 0x6240u;
+        b[0] = __byte_perm(le, he, sel);
+        b[1] = __byte_perm(lo, ho, sel);
+    } else if (IS_BF16) {
         const uint32_t u = odd ? w >> 8 : w;
         b[0] = (u & 0x000F000Fu) * 0x1040u & 0x81C081C0u;
         b[1] = (u & 0x00F000F0u) * 0x104u & 0x81C081C0u;

@@ -326,7 +326,7 @@ template <int WT, bool IS_BF16, int TPW> struct grp_regs {
  * 0-7) and 2(q0+i)+1 (rows 8-15), fragment {lo tile k0-7, hi tile k0-7, lo
  * tile k8-15, hi tile k8-15}. 4-bit: word q holds n8 tiles 2q and 2q + 1;
  * 8-bit: word j8 holds n8 tile j8. */
-template <int WT, bool IS_BF16, int TPW, bool GROUPED, bool FAST = false>
+template <int WT, bool IS_BF16, int TPW, bool GROUPED, bool FAST = false, bool BF16_PERM = false>
 __device__ __forceinline__ void dequant_tile(const uint32_t *bw, const grp_regs<WT, IS_BF16, TPW> &g,
                                              const uint32_t sym[2], uint32_t af[TPW][4])
 {
@@ -338,7 +338,7 @@ __device__ __forceinline__ void dequant_tile(const uint32_t *bw, const grp_regs<
         } else if (WT == WT_INT4_ZP) {
             qv_dq4_one<IS_BF16>(bw[jj >> 1] >> (8 * (jj & 1)), g.zc[jj], bf);
         } else if (wt_is_fp4(WT)) {
-            qv_dqfp4_word<IS_BF16>(bw[jj >> 1], jj & 1, bf);
+            qv_dqfp4_word<IS_BF16, BF16_PERM>(bw[jj >> 1], jj & 1, bf);
             wo_fp4_scale<WT, IS_BF16, FAST>(g.sc[jj], bf);
         } else if (WT == WT_INT8) {
             qv_dq8<IS_BF16>(bw[jj], bf);
@@ -793,7 +793,16 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
                     if constexpr (!kAllRows) load_row(u, bw[0]);
                     uint32_t af[TPW][4];
-                    dequant_tile<WT, IS_BF16, TPW, GROUPED, decltype(fast)::value>(bw[kAllRows ? u : 0], g, sym, af);
+                    /* Dense MXFP4 bf16 tiles of more than 16 tokens take the
+                     * e2m1 byte form (qv_dqfp4_word's BF16_PERM): on sm_90
+                     * the default form's integer multiplies issue to the
+                     * FMA-heavy pipe, as the two bf16 multiplies a register
+                     * of wo_fp4_scale without FAST do, and these tiles ran
+                     * 2-3 % slower with them at M = 1024 on the H100, where
+                     * the 16-token tiles and the MOE instances ran faster. */
+                    constexpr bool kBf16Perm = WT == WT_FP4_MX && !MOE && BX > 16;
+                    dequant_tile<WT, IS_BF16, TPW, GROUPED, decltype(fast)::value, kBf16Perm>(bw[kAllRows ? u : 0], g,
+                                                                                              sym, af);
                     /* kInFlight >= 2: the fragments were built while the
                      * kInFlight latest groups ran; now all but the latest
                      * kInFlight - 1 are done, and (u = kInFlight - 1) so is
