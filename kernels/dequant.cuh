@@ -271,7 +271,9 @@ __device__ __forceinline__ void qv_dqfp8(uint32_t w, uint32_t b[2])
  * which).
  * Each form gives the same bits as the shifts and masks for all 2^32 words
  * and both odd (an exhaustive comparison on the CPU). t_gpu_fp4 runs every
- * code at every nibble of a word on the device, in both formats. */
+ * code at every nibble of a word on the device through the default forms,
+ * in both formats; t_gpu_wg's dense MXFP4 bf16 rows above 16 tokens run
+ * the BF16_PERM one. */
 static __constant__ uint32_t qv_fp4_sign_mask = 0x88888888u;
 template <bool IS_BF16, bool BF16_PERM = false>
 __device__ __forceinline__ void qv_dqfp4_word(uint32_t w, int odd, uint32_t b[2])
