@@ -325,7 +325,8 @@ template <int WT, bool IS_BF16, int TPW> struct grp_regs {
  * fragments of its TPW m64 tiles: m64 tile i takes n8 tiles 2(q0+i) (rows
  * 0-7) and 2(q0+i)+1 (rows 8-15), fragment {lo tile k0-7, hi tile k0-7, lo
  * tile k8-15, hi tile k8-15}. 4-bit: word q holds n8 tiles 2q and 2q + 1;
- * 8-bit: word j8 holds n8 tile j8. */
+ * 8-bit: word j8 holds n8 tile j8. FAST: wo_fp4_scale's one-multiply form
+ * (MXFP4); BF16_PERM: qv_dqfp4_word's byte form for bf16 e2m1 codes. */
 template <int WT, bool IS_BF16, int TPW, bool GROUPED, bool FAST = false, bool BF16_PERM = false>
 __device__ __forceinline__ void dequant_tile(const uint32_t *bw, const grp_regs<WT, IS_BF16, TPW> &g,
                                              const uint32_t sym[2], uint32_t af[TPW][4])
