@@ -38,10 +38,12 @@ qv_status qv_bench_queue(double wait_us, int batch)
 enum { kPairBatch = 10 };
 
 /* Times n closures (1 or 2): `warmup` untimed launches of each, then their
- * `runs` timed launches in alternating batches (closure 0's batch, closure
- * 1's, closure 0's, ...), each launch between two events, each batch behind
- * the queue mode's wait when it is on; outs[f] gets closure f's median and
- * percentiles. */
+ * `runs` timed launches, each between two events; one closure in batches,
+ * two in half batches in the order 0 1 1 0 0 1 1 0 ..., so that a clock
+ * drift that is linear over four half batches weighs on both alike (in the
+ * order 0 1 alone, closure 0 would take every batch's first place, and with
+ * runs <= the batch the only one); each (half) batch behind the queue mode's
+ * wait when it is on; outs[f] gets closure f's median and percentiles. */
 static qv_status time_alternating(int n, const qv_bench_launch_fn *fns, void *const *ctxs, int warmup, int runs,
                                   void *stream, qv_bench_timing *outs)
 {
@@ -72,10 +74,12 @@ static qv_status time_alternating(int n, const qv_bench_launch_fn *fns, void *co
      * only, never a wait for the host's next launch. Closure f's launch i
      * uses events 2 (f runs + i) and 2 (f runs + i) + 1. */
     const int batch = g_batch ? g_batch : n > 1 ? kPairBatch : runs;
-    for (int i0 = 0; st == QV_OK && i0 < runs; i0 += batch)
-        for (int f = 0; st == QV_OK && f < n; f++) {
+    const int step = n > 1 ? (batch + 1) / 2 : batch;
+    for (int i0 = 0, h = 0; st == QV_OK && i0 < runs; i0 += step, h++)
+        for (int k = 0; st == QV_OK && k < n; k++) {
+            const int f = h % 2 ? n - 1 - k : k;
             if (g_batch) st = qv_bench_wait(g_wait_us, stream);
-            for (int i = i0; st == QV_OK && i < runs && i < i0 + batch; i++) {
+            for (int i = i0; st == QV_OK && i < runs && i < i0 + step; i++) {
                 const size_t e = 2 * ((size_t)f * runs + i);
                 cudaError_t rc = cudaEventRecord(ev[e], s);
                 if (rc == cudaSuccess) st = fns[f](ctxs[f], warmup + i, stream);

@@ -16,20 +16,22 @@
  * included, show up here by being registry rows with a kernel. The
  * run goes one M at a time, smallest first (every row, model and layer at
  * that M), so that no small-M point is timed on clocks that a larger M's
- * power draw has lowered. At each M it times every row's GEMMs alone, then
- * the quantizer + GEMM pairs, then the chained blocks (so that a timing of
- * one kind never follows a heavier one of another kind in some rows only),
- * each phase in --passes passes over the rows (default 2), every other one
- * in reverse order, and a point's time is the mean of its pass medians, so
- * that the rows timed last at a large M are not the only ones timed on a GPU
- * its own power draw has slowed. By default every batch of 10 timed launches
- * is queued behind a 500 us wait (bench.h, qv_bench_queue: one sleeping
- * thread, no power drawn), so that the events time GPU work and never a wait
- * for the host's next launch, and each registry row's GEMM is timed side by
- * side with cuBLAS fp16 on the same layer (qv_bench_time_pair: batches of
- * their launches alternate), its ratio against that cuBLAS time: at the power
- * limit the clocks follow the power drawn with a lag, and a row timed right
- * after cuBLAS ran slower than the same row after another on the H200
+ * power draw has lowered; at one M the models go one after the other, so
+ * that a model's figures are those of a run of it alone. At each M and model
+ * it times every row's GEMMs alone, then the quantizer + GEMM pairs, then
+ * the chained blocks (so that a timing of one kind never follows a heavier
+ * one of another kind in some rows only), each phase in --passes passes over
+ * the rows (default 2), every other one in reverse order, and a point's time
+ * is the mean of its pass medians, so that the rows timed last at a large M
+ * are not the only ones timed on a GPU its own power draw has slowed. By
+ * default every batch of 10 timed launches is queued behind a 500 us wait
+ * (bench.h, qv_bench_queue: one sleeping thread, no power drawn), so that
+ * the events time GPU work and never a wait for the host's next launch, and
+ * each registry row's GEMM is timed side by side with cuBLAS fp16 on the
+ * same layer (qv_bench_time_pair: half batches of their launches in the
+ * order a b b a), its ratio against that cuBLAS time: at the power limit the
+ * clocks follow the power drawn with a lag, and a row timed right after
+ * cuBLAS ran slower than the same row after another on the H200
  * (docs/benchmark.md); --no-pair times rows alone.
  *
  * Activation-quantized rows (int8 or e4m3 activations) bring their own
@@ -526,7 +528,7 @@ static int rotation_sets(size_t bytes)
  * message goes to stderr) or the timing was not asked for. With a reference
  * row `ref` (cuBLAS fp16, the pairing of bench_opts), the GEMM alone is timed
  * side by side with the reference's GEMM on the same layer
- * (qv_bench_time_pair: their launches alternate in batches), and
+ * (qv_bench_time_pair: their launches alternate in half batches), and
  * ref_out[mi] gets the reference's median from that timing. */
 static qv_status bench_layer_run(const bench_row *r, const bench_row *ref, const bench_layer *L, const bench_opts *o,
                                  double *t_out, double *ref_out, double *aq_out, qv_bench_timing *timings, int alone,
@@ -1140,7 +1142,13 @@ int qv_cmd_bench(int argc, char **argv)
      * and the clocks it then lowers stay lowered for a second or more. Timed
      * after them, the small-M points ran slower than alone (the SM clocks
      * drop while the power cap is active). A point's time thus no longer depends on
-     * the larger Ms of the run, and rows at one M are timed side by side. */
+     * the larger Ms of the run, and rows at one M are timed side by side.
+     * At one M the models go one after the other, every row of Llama-2-7B
+     * before any of Llama-3-70B: with the model loop inside the row loop,
+     * each row's 7B layers ran right after the previous row's 70B layers,
+     * and at M = 1024 they took 9-20 % longer in the weight-only rows (4-6 %
+     * in cuBLAS) than in a run of that model alone. In this order a model's
+     * figures in `--model all` are those of a run of it alone. */
     int order[MAX_M];
     for (int i = 0; i < o.n_m; i++) {
         int j = i;
@@ -1163,15 +1171,15 @@ int qv_cmd_bench(int argc, char **argv)
          * that every timing of one kind follows timings of the same kind (a
          * row's pairs or chain, run between its GEMMs, would heat the GPU
          * for the next GEMM of that row only). */
-        for (int phase = 0; phase < 3; phase++)
-            for (int pass = 0; pass < o.passes; pass++)
-                for (int rr = 0; rr < nr; rr++) {
-                    const int ri = pass % 2 ? nr - 1 - rr : rr;
-                    const bench_row *r = &rows[ri];
-                    if (phase > 0 && r->kind != ROW_VARIANT) continue;
-                    if (phase == 1 && r->aqk == AQK_NONE) continue;
-                    for (int md = 0; md < N_MODELS; md++) {
-                        if (!(o.model_mask & (1 << md))) continue;
+        for (int md = 0; md < N_MODELS; md++) {
+            if (!(o.model_mask & (1 << md))) continue;
+            for (int phase = 0; phase < 3; phase++)
+                for (int pass = 0; pass < o.passes; pass++)
+                    for (int rr = 0; rr < nr; rr++) {
+                        const int ri = pass % 2 ? nr - 1 - rr : rr;
+                        const bench_row *r = &rows[ri];
+                        if (phase > 0 && r->kind != ROW_VARIANT) continue;
+                        if (phase == 1 && r->aqk == AQK_NONE) continue;
                         if (phase == 2) {
                             qv_bench_timing tc[1];
                             double tcu = NAN;
@@ -1211,7 +1219,7 @@ int qv_cmd_bench(int argc, char **argv)
                                                    phase == 0 ? tu : ta, &tm[0]);
                         }
                     }
-                }
+        }
         /* Row 0 (cublas-f16, the reference of every ratio) comes first, so
          * each line finds its reference's time already set. */
         for (int ri = 0; ri < nr; ri++) {
