@@ -19,7 +19,8 @@
  * dequant or the epilogue, act_order), DeepSeek-V3-style fp8 block-128
  * experts with a shared expert and a routed scaling factor, and gpt-oss-style
  * MXFP4 experts with and without a bias (e8m0 codes at the ends of their
- * range among them), with NVFP4 ones beside them. Each case whose experts
+ * range among them), with NVFP4 ones beside them; top-2 rows without a
+ * bias in bf16 and FP4. Each case whose experts
  * the wgmma grouped GEMM takes runs again on it whatever its batch, with
  * 64-, 128- and 256-slot blocks in turn over the cases; each run prints a
  * line on stderr as it starts and one with its times as it ends.
@@ -107,6 +108,16 @@ static const struct moe_case {
     {"w=u4b8,ws=f16/c,dq=exact,route=softmax-topk-renorm,topk=2", 8, 8, 0, 40, 128, 256, QV_LOGITS_RANDOM,
      QV_PROBE_RANDOM},
     {"w=u4b8,ws=f16/g32,route=softmax-topk-renorm,topk=2", 8, 8, 0, 9, 64, 256, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
+    /* Top-2 without a bias in bf16 and FP4: tokens with two, one and no
+     * local choice. */
+    {"w=u4b8,ws=bf16/g128,a=bf16,route=softmax-topk-renorm,topk=2", 8, 6, 0, 129, 192, 256, QV_LOGITS_MASKED,
+     QV_PROBE_RANDOM},
+    {"w=u4b8,ws=bf16/g128,a=bf16,route=softmax-topk-renorm,topk=2", 8, 5, 0, 300, 128, 256, QV_LOGITS_RANDOM,
+     QV_PROBE_EXACT},
+    {"w=e2m1,ws=e8m0/g32,a=bf16,route=softmax-topk-renorm,topk=2", 32, 24, 0, 65, 128, 256, QV_LOGITS_RANDOM,
+     QV_PROBE_FP4_SCALE_ENDS},
+    {"w=e2m1,ws=ue4m3/g16,ws2=f32/t,route=softmax-topk,topk=2", 16, 16, 0, 100, 320, 256, QV_LOGITS_TIES,
+     QV_PROBE_RANDOM},
     /* DeepSeek-V3-class: 256 experts, top-8, a shared expert, rsf, non-local experts. */
     {DSV3, 256, 256, 1, 1, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
     {DSV3, 256, 256, 1, 200, 128, 256, QV_LOGITS_TIES, QV_PROBE_RANDOM},
