@@ -108,8 +108,9 @@ static const struct moe_case {
     {"w=u4b8,ws=f16/c,dq=exact,route=softmax-topk-renorm,topk=2", 8, 8, 0, 40, 128, 256, QV_LOGITS_RANDOM,
      QV_PROBE_RANDOM},
     {"w=u4b8,ws=f16/g32,route=softmax-topk-renorm,topk=2", 8, 8, 0, 9, 64, 256, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
-    /* Top-2 without a bias in bf16 and FP4: tokens with two, one and no
-     * local choice. */
+    /* Top-2 without a bias in bf16 and FP4; the W4A16 and MXFP4 cases have
+     * non-local experts (tokens with two, one or no local choice), the
+     * NVFP4 one none. */
     {"w=u4b8,ws=bf16/g128,a=bf16,route=softmax-topk-renorm,topk=2", 8, 6, 0, 129, 192, 256, QV_LOGITS_MASKED,
      QV_PROBE_RANDOM},
     {"w=u4b8,ws=bf16/g128,a=bf16,route=softmax-topk-renorm,topk=2", 8, 5, 0, 300, 128, 256, QV_LOGITS_RANDOM,

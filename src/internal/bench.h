@@ -36,7 +36,8 @@ qv_status qv_bench_time(qv_bench_launch_fn fn, void *ctx, int warmup, int runs, 
  * queue mode's batch, each behind the queue mode's wait when it is on) in
  * the order a b b a a b b a ..., so that both see the same clocks: a GPU at
  * its power limit lowers its clocks with a lag, and whichever closure ran
- * after a hungrier one would otherwise pay for it. out_a and out_b get each closure's median and percentiles. */
+ * after a hungrier one would otherwise pay for it. out_a and out_b get each
+ * closure's median and percentiles. */
 qv_status qv_bench_time_pair(qv_bench_launch_fn fn_a, void *ctx_a, qv_bench_launch_fn fn_b, void *ctx_b, int warmup,
                              int runs, void *stream, qv_bench_timing *out_a, qv_bench_timing *out_b);
 
