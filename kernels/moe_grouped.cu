@@ -464,11 +464,13 @@ __host__ __device__ constexpr int gather_rows_a_block(bool perm) { return perm ?
  * row at a time (8 rows of a block in flight), 16 bytes a lane and step,
  * four steps' loads issued before their stores; with PERM, whose loads
  * wait on the perm entry before them, a block per row, 2 halves a thread
- * and step (a warp per row was 10 % slower on act_order's 64-token layer). */
+ * and step (a warp per row was 10 % slower on act_order's 64-token layer).
+ * With pair_slot, each used slot's index at its pair (the combine's row of
+ * the pair, when the GEMM writes products by slot). */
 template <bool PERM>
 __global__ void __launch_bounds__(kGatherThreads)
     k_moe_gather_slots(const uint16_t *a, const int32_t *slot, const int *block_expert, const int *expert_start,
-                       const int32_t *perm, uint16_t *out, int nx, int per, int k, int block)
+                       const int32_t *perm, uint16_t *out, int32_t *pair_slot, int nx, int per, int k, int block)
 {
     /* The GEMM behind may launch now; its griddepcontrol.wait still waits
      * for this whole grid. */
@@ -485,6 +487,7 @@ __global__ void __launch_bounds__(kGatherThreads)
             for (int v = lane; v < kv; v += lanes) reinterpret_cast<uint4 *>(dst)[v] = make_uint4(0u, 0u, 0u, 0u);
             continue;
         }
+        if (pair_slot && lane == 0) pair_slot[sl] = s;
         const uint16_t *src = a + (int64_t)(sl / per) * k;
         if constexpr (!PERM) {
             const uint4 *s4 = reinterpret_cast<const uint4 *>(src);
@@ -848,13 +851,15 @@ __global__ void __launch_bounds__(kF8Threads) k_moe_gemm_fp8_b128(const moe_f8_p
 constexpr int kCombineThreads = 256;
 
 /* out[t][col .. col + 3] from the pairs of token t in choice order: each pair's
- * fp32 product (the sum of its `parts` K parts, part_stride floats apart, in
- * increasing part) plus its expert's bias (FP4 experts: bias (nx, n) codes of
+ * fp32 product (row pair_slot[pair] of inter, or row pair without pair_slot;
+ * the sum of its `parts` K parts, part_stride floats apart, in increasing
+ * part) plus its expert's bias (FP4 experts: bias (nx, n) codes of
  * bias_fmt, an SF_*, in scale_perm_single order, or NULL for none), the
  * expert's epilogue ending there, then times the router weight. */
 template <bool IS_BF16>
 __global__ void __launch_bounds__(kCombineThreads)
-    k_moe_combine(const float *inter, int parts, int64_t part_stride, const int32_t *ids, const float *weights,
+    k_moe_combine(const float *inter, const int32_t *pair_slot, int parts, int64_t part_stride, const int32_t *ids,
+                  const float *weights,
                   const int32_t *expert_map, const void *bias, int bias_fmt, uint32_t *out, int t, int n, int topk,
                   int per, int e_local)
 {
@@ -870,10 +875,11 @@ __global__ void __launch_bounds__(kCombineThreads)
             const int64_t pair = (int64_t)tok * per + c;
             const int x = pair_expert(ids, expert_map, topk, per, e_local, pair);
             if (x < 0) continue;
-            const float4 v4 = __ldcg(reinterpret_cast<const float4 *>(inter + pair * n + col));
+            const int64_t row = pair_slot ? pair_slot[pair] : pair;
+            const float4 v4 = __ldcg(reinterpret_cast<const float4 *>(inter + row * n + col));
             float v[4] = {v4.x, v4.y, v4.z, v4.w};
             for (int z = 1; z < parts; z++) {
-                const float4 u4 = __ldcg(reinterpret_cast<const float4 *>(inter + z * part_stride + pair * n + col));
+                const float4 u4 = __ldcg(reinterpret_cast<const float4 *>(inter + z * part_stride + row * n + col));
                 float q[4] = {u4.x, u4.y, u4.z, u4.w};
 #ifdef QV_MUTANT_gpu_moe_ksplit_f16_reduce
                 /* Mutant (class 4, vLLM #6795): the K parts reduced in the
@@ -1121,7 +1127,14 @@ extern "C" void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w)
     w->a_slots = off;
     if (d->act_order || (d->wg && d->kind != QV_MOE_FP8_B128)) off += up256(2 * (size_t)w->max_slots * (size_t)d->k);
     const int parts = d->ksplit > 1 ? d->ksplit : 1;
-    w->inter = off, off += up256(sizeof(float) * (size_t)parts * (size_t)pairs * (size_t)d->n);
+    /* the W4A16 / FP4 wgmma kernel writes each slot's product to the slot's
+     * row (whole tiles through tensor-map stores) and the combine finds a
+     * pair's row through pair_slot; the other kernels write the pair's row */
+    const bool by_slot = d->wg && d->kind != QV_MOE_FP8_B128;
+    const int64_t rows = by_slot && w->max_slots > pairs ? w->max_slots : pairs;
+    w->inter = off, off += up256(sizeof(float) * (size_t)parts * (size_t)rows * (size_t)d->n);
+    w->pair_slot = off;
+    if (by_slot) off += up256(sizeof(int32_t) * (size_t)pairs);
     /* paired tiles: the two lists (kernels/moe_wg.cu), each its count first */
     w->tiles = off;
     if (d->pairs) off += up256(sizeof(int) * ((size_t)w->max_blocks / 2 + 1 + (size_t)nx + 1));
@@ -1218,6 +1231,9 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
      * row (act_order: a block), four blocks per SM at most, which leaves
      * the GEMM behind room to start. */
     const bool gathered = d->act_order || (d->wg && !fp8);
+    /* the wgmma kernel's products by slot (qv_moe_ws_plan) */
+    const bool by_slot = d->wg && !fp8;
+    int32_t *pair_slot = (int32_t *)(ws + w.pair_slot);
     if (gathered) {
         qv_launch_ctx c;
         QV_TRY(qv_launch_ctx_get(NULL, &c));
@@ -1227,7 +1243,7 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
         QV_TRY(launch_chained(d->act_order ? k_moe_gather_slots<true> : k_moe_gather_slots<false>, dim3(blocks),
                               dim3(kGatherThreads), 0, stream, "slot gather launch", (const uint16_t *)d->a, sp.slot,
                               sp.block_expert, sp.expert_start, d->act_order ? d->perm : nullptr,
-                              (uint16_t *)(ws + w.a_slots), nx, per, d->k, w.block));
+                              (uint16_t *)(ws + w.a_slots), by_slot ? pair_slot : nullptr, nx, per, d->k, w.block));
     }
 
     float *inter = (float *)(ws + w.inter);
@@ -1289,6 +1305,7 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
     const dim3 cgrid((d->n + 4 * kCombineThreads - 1) / (4 * kCombineThreads), d->t < 65535 ? d->t : 65535);
     const int bias_sf = d->bias_fmt == QV_FMT_F32 ? SF_F32 : d->bias_fmt == QV_FMT_BF16 ? SF_BF16 : SF_F16;
     return launch_chained(d->out_bf16 ? k_moe_combine<true> : k_moe_combine<false>, cgrid, dim3(kCombineThreads), 0,
-                          stream, "combine launch", inter, parts, part_stride, ids, weights, d->expert_map, d->bias,
+                          stream, "combine launch", inter, by_slot ? (const int32_t *)pair_slot : nullptr, parts,
+                          part_stride, ids, weights, d->expert_map, d->bias,
                           bias_sf, (uint32_t *)d->out, d->t, d->n, d->topk, per, d->e_local);
 }

@@ -11,9 +11,12 @@
  *    tensor map: token tile y is expert block_expert[y]'s, whose k16 rows
  *    and group rows the producer copies at that expert's offset, and each
  *    slot's fp32 product (times the expert's channel, tensor or NVFP4
- *    global scale) goes to its pair's row of the combine's buffer, never a
- *    padding slot's. The sort pads each expert's segment to the tile's
- *    tokens (64, 128 or 256: qv_moe_dev.mb 4, 8 or 16);
+ *    global scale) goes to the slot's row of the combine's buffer, a
+ *    tile's rows at a time through tensor-map stores (the combine finds a
+ *    pair's row through the pair_slot index that the gather wrote; a
+ *    padding slot's row is written and never read). The sort pads each
+ *    expert's segment to the tile's tokens (64, 128 or 256: qv_moe_dev.mb
+ *    4, 8 or 16);
  *  - paired (qv_moe_dev.pairs, 128-slot blocks): k_moe_tile_lists lists
  *    each expert's blocks two by two as 256-slot tiles and an odd last one
  *    as a 128-slot tile, and the GEMM runs once over each list.
@@ -72,16 +75,21 @@ qv_status launch_moe(const wg_params &p, const wg_moe &mo, const void *a_slots, 
     constexpr bool GROUPED = SM != SM_NONE;
     constexpr int smem = stage_layout<WT, TPW, BX, GROUPED>::total;
     static_assert(smem <= kSmemMax, "the ring fits one block's shared memory");
-    CUtensorMap am, wm, sm, none;
+    using L = stage_layout<WT, TPW, BX, GROUPED>;
+    CUtensorMap am, wm, sm, cm, none;
     memset(&sm, 0, sizeof sm);
     memset(&none, 0, sizeof none);
     QV_TRY((make_moe_maps<WT, TPW, BX, GROUPED>(&am, &wm, &sm, p, a_slots, mo.nx)));
+    /* The products (max_slots, n) fp32, written in boxes of 32 columns x
+     * half a staging round's rows (wg_epilogue_f32). */
+    QV_TRY(make_map_2d(&cm, p.c, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, (uint64_t)p.n, (uint64_t)p.m, (uint64_t)p.n * 4,
+                       32, L::epi_rows / 2, CU_TENSOR_MAP_SWIZZLE_128B, "products by slot"));
     /* Whole tiles on one block per SM (a stream-K tail would need the tile
      * count, which only the device's sort knows). */
     const wg_sched sc = plan_sched(tiles_m * BX, p.n, p.k, TPW, BX, kKs, sms, false);
     return wg_launch<k_gemm_wonly_wgmma<WT, BF, TPW, BX, SM, true>>(
         sc, smem, true, stream, "cudaFuncSetAttribute (grouped wgmma GEMM shared memory)",
-        "grouped wgmma GEMM launch", p, sc, am, wm, sm, none, none, mo);
+        "grouped wgmma GEMM launch", p, sc, am, wm, sm, none, cm, mo);
 }
 
 /* The instance of (kind, bf16, group or epilogue scales) in tile TPW x BX. */
@@ -185,7 +193,6 @@ extern "C" qv_status qv_moe_wg_gemm(const qv_moe_dev *d, const qv_moe_ws *w, voi
     const int sms = c.sms;
     const int nx = d->e_local + d->shared;
     unsigned char *ws = (unsigned char *)d->workspace;
-    const int32_t *slot = (const int32_t *)(ws + w->slot);
     const int *block_expert = (const int *)(ws + w->block_expert);
     const int *expert_start = (const int *)(ws + w->expert_start);
     uint16_t *a_slots = (uint16_t *)(ws + w->a_slots);
@@ -205,11 +212,11 @@ extern "C" qv_status qv_moe_wg_gemm(const qv_moe_dev *d, const qv_moe_ws *w, voi
     p.pdl = 1;
     p.unbias_f32 = 1.0f;
     p.gscale = d->kind == QV_MOE_NVFP4 ? d->gscale : nullptr;
+    p.c = ws + w->inter; /* the products, a row per slot (qv_moe_ws_plan) */
+    p.c_tma = 1;
     wg_moe mo;
-    mo.slot = slot;
     mo.block_expert = block_expert;
     mo.expert_start = expert_start;
-    mo.inter = (float *)(ws + w->inter);
     mo.e_scales = d->scales;
     mo.e_stride = d->scale_mode == SC_TENSOR ? 1 : d->n;
     mo.nx = nx;

@@ -233,6 +233,80 @@ __device__ __forceinline__ void wg_epilogue(const E &epi, typename E::acc_t (&ac
         }
 }
 
+/* The epilogue of a tile of fp32 outputs (the grouped GEMM's: row s of C is
+ * slot s's product) through the staging area and tensor-map stores, as the
+ * 16-bit form of wg_epilogue: in rounds of R = L::epi_rows / 2 tokens, each
+ * 64-column chunk staged as two halves of 32 floats, R rows of 128 bytes
+ * each on the 128-byte swizzle (float c of row r at 16-byte unit (c / 4) ^
+ * (r % 8), c_map's box: 32 columns x R rows), so that the area holds a round.
+ * Each thread writes its outputs one float at a time: the 32 of one store,
+ * tokens 2 (lane % 4) + e and columns lane / 4, fall in 32 different banks
+ * through the swizzle. After a barrier of both consumer warpgroups, one
+ * thread of each stores its halves (rows past M are not written, nor chunks
+ * past N) and the warpgroups go on while the copy engine writes; the area is
+ * rewritten once those stores have read it. The policy E gives direct_col
+ * and direct_scale (the direct form's column factor and what applies to a
+ * token pair) and store_col(col), the column of C where column col's box
+ * starts. */
+template <int TPW, int BX, class L, class E>
+__device__ __forceinline__ void wg_epilogue_f32(const E &epi, float (&acc)[TPW][BX / 2], const wg_block<L> &b,
+                                                const wg_consumer<TPW> &th, const wg_tile &t, int m, int n_chunks,
+                                                const CUtensorMap *c_map)
+{
+    constexpr int R = L::epi_rows / 2, kRounds = BX / R, kHalfB = R * 128;
+    static_assert(2 * kHalfB == L::epi_chunk_bytes && R % 8 == 0, "a chunk's two halves of R rows fill its area");
+    const uint32_t epi_wg = b.smem_addr + L::epi_off + TPW * th.wgi * L::epi_chunk_bytes;
+    unsigned char *epi_warp = b.smem + L::epi_off + th.chunk_l * L::epi_chunk_bytes;
+    const bool lead = (th.ct & 127) == 0;
+    const int gq = th.lane >> 2, tq = th.lane & 3;
+    float s[TPW][2];
+#pragma unroll
+    for (int i = 0; i < TPW; i++)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            s[i][h] = epi.direct_col((t.c0 + th.chunk_l) * 64 + 16 * (th.q0 + i) + 8 * h + gq, true);
+#pragma unroll
+    for (int r = 0; r < kRounds; r++) {
+        if (t.m0 + r * R >= m) break; /* the tile's rows past M (uniform over the block) */
+        /* The area is free once the stores of the round (or tile) before
+         * have read it. */
+        if (lead) bulk_wait_read<0>();
+        consumers_bar();
+        if (t.wg_active) { /* a warpgroup wholly past N writes nothing */
+#pragma unroll
+            for (int jb = 0; jb < R / 8; jb++) {
+                const int j = r * (R / 8) + jb, row = 8 * jb + 2 * tq;
+#pragma unroll
+                for (int i = 0; i < TPW; i++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        float y0 = acc[i][4 * j + 2 * h], y1 = acc[i][4 * j + 2 * h + 1];
+                        epi.direct_scale(s[i][h], y0, y1);
+                        const int c = 16 * (th.q0 + i) + 8 * h + gq; /* column in the chunk */
+                        unsigned char *half = epi_warp + (c >> 5) * kHalfB + (c & 3) * 4;
+                        const int u = (c & 31) >> 2;
+                        *reinterpret_cast<float *>(half + row * 128 + ((u ^ (row & 7)) << 4)) = y0;
+                        *reinterpret_cast<float *>(half + (row + 1) * 128 + ((u ^ ((row + 1) & 7)) << 4)) = y1;
+                    }
+            }
+        }
+        fence_proxy_async();
+        consumers_bar();
+        if (lead && t.wg_active) {
+#pragma unroll
+            for (int c = 0; c < TPW; c++) {
+                const int chunk = t.c0 + TPW * th.wgi + c;
+                if (chunk < n_chunks)
+#pragma unroll
+                    for (int hh = 0; hh < 2; hh++)
+                        tma_store_2d(c_map, epi.store_col(chunk * 64) + 32 * hh, t.m0 + r * R,
+                                     epi_wg + c * L::epi_chunk_bytes + hh * kHalfB);
+            }
+            bulk_commit();
+        }
+    }
+}
+
 } /* namespace */
 
 #endif

@@ -169,22 +169,21 @@ struct wg_params {
  * weight and group-scale tensor maps hold every expert's rows one after
  * the other, expert x's k16 row r at row x * w_rows + r and its group row
  * q at x * s_rows_x + q (rows a stage reads past its expert's K are never
- * used: the consumers stop at K). The epilogue writes each slot's fp32
- * product to row slot[s] of `inter` (a padding slot, -1, is never
- * written), times expert x's channel or tensor scale (e_scales + x *
- * e_stride elements) or NVFP4 global scale (gscale[x]); an FP4 bias is the
+ * used: the consumers stop at K). The epilogue writes slot s's fp32
+ * product to row s of the combine's buffer through c_map (a padding
+ * slot's row holds the product of its zero row, and no pair reads it),
+ * times expert x's channel or tensor scale (e_scales + x * e_stride
+ * elements) or NVFP4 global scale (gscale[x]); an FP4 bias is the
  * combine's. With one group of K (grp_single) the dequant's scales are
- * expert x's row of e_scales too. Token tiles from expert_start[nx] on hold no slot and are
- * skipped by the producer and the consumers alike.
+ * expert x's row of e_scales too. Token tiles from expert_start[nx] on
+ * hold no slot and are skipped by the producer and the consumers alike.
  * With a tile list (tiles: the sort's 128-slot blocks paired into 256-slot
  * tiles where an expert fills two, kernels/moe_wg.cu), token tile y starts
  * at slot tiles[1 + y] for y < tiles[0] and the tiles past the count are
  * skipped; the sort's blocks are then 2^blk_shift slots, not bx. */
 struct wg_moe {
-    const int32_t *slot;        /* (max_slots) pair t * per + c of each slot, -1 padding */
     const int *block_expert;    /* (max_slots >> blk_shift) */
     const int *expert_start;    /* (nx + 1): [nx] the padded slot total */
-    float *inter;               /* (t * per, n) */
     const void *e_scales;       /* SC_CHANNEL / SC_TENSOR: every expert's epilogue scales */
     int64_t e_stride;           /* their elements per expert */
     const int *tiles;           /* NULL, or the count then each token tile's first slot */
@@ -205,39 +204,22 @@ __device__ __forceinline__ int moe_scale_expert(const wg_moe &mo, int y)
     return ::moe_scale_expert(mo.block_expert, y, mo.block_expert[y]);
 }
 
-/* The MOE instances' epilogue policy (wg_epilogue.cuh), direct stores only:
+/* The MOE instances' epilogue policy (wg_epilogue.cuh's wg_epilogue_f32):
  * y times expert x's channel or tensor scale (sx, as wonly_common.cuh's
- * epilogue_scale reads it) or NVFP4's global scale in fp32, then the fp32
- * pair (column cp, cp + 1) of slot tok to its pair's row of p.inter. The
- * tile's BX slot entries are read once, lane l holding those of slots m0 +
- * l + 32 q, and each store's is shuffled from there (read at each store,
- * every store waited for its own load: ptxas keeps a load behind the stores
- * before it, and the tensor cores idled through the chain). */
-template <int WT, int BX> struct moe_epi {
-    static_assert(BX % 32 == 0, "whole warps of slot entries");
-    using acc_t = float;
-    using col_t = float;
+ * epilogue_scale reads it) or NVFP4's global scale in fp32, to the slot's
+ * row of p.inter (c_map). */
+template <int WT> struct moe_epi {
     const wg_params &p;
-    const wg_moe &mo;
     const void *sx; /* expert x's epilogue scales (SC_CHANNEL, SC_TENSOR) */
     const float gs; /* WT_FP4_NV: expert x's global scale */
-    static constexpr bool kSwizzled = true, kReadWait = true;
-    __device__ __forceinline__ moe_epi(const wg_params &params, const wg_moe &m, const void *s, float g)
-        : p(params), mo(m), sx(s), gs(g)
-    {
-    }
-    static __device__ __forceinline__ int parts_summed(int parts) { return parts; }
-    /* The staged form is never taken (wg_epilogue's c_tma is false). */
-    __device__ __forceinline__ float col_scale(bool, int) const { return 1.0f; }
-    template <int NB> __device__ __forceinline__ void token_scales(float (&)[NB][2], int, int) const {}
-    __device__ __forceinline__ uint32_t pack(float, float, float, const float (&)[2]) const { return 0u; }
-    __device__ __forceinline__ col_t direct_col(int col, bool) const
+    __device__ __forceinline__ moe_epi(const wg_params &params, const void *s, float g) : p(params), sx(s), gs(g) {}
+    __device__ __forceinline__ float direct_col(int col, bool) const
     {
         if (p.scale_mode == SC_CHANNEL) return load_scale(sx, single_perm_index(col), p.scale_fmt);
         if (p.scale_mode == SC_TENSOR) return load_scale(sx, 0, p.scale_fmt);
         return 1.0f;
     }
-    __device__ __forceinline__ void direct_scale(col_t s, float &y0, float &y1) const
+    __device__ __forceinline__ void direct_scale(float s, float &y0, float &y1) const
     {
         if (p.scale_mode != SC_GROUP) {
             y0 = y0 * s;
@@ -248,34 +230,7 @@ template <int WT, int BX> struct moe_epi {
             y1 = y1 * gs;
         }
     }
-    /* rows_t: the slot entries of tile rows m0 + lane + 32 q (-1 past M). */
-    struct rows_t {
-        int32_t v[BX / 32];
-    };
-    __device__ __forceinline__ rows_t direct_rows(int m0, int lane) const
-    {
-        rows_t r;
-#pragma unroll
-        for (int q = 0; q < BX / 32; q++) {
-            const int s = m0 + 32 * q + lane;
-            r.v[q] = s < p.m ? __ldg(mo.slot + s) : -1;
-        }
-        return r;
-    }
-    /* Slot tok = m0 + 8 j + tok % 8 (m0 a multiple of 8) is lane (8 j + tok
-     * % 8) % 32's entry q = j / 4. */
-    __device__ __forceinline__ int direct_row(const rows_t &r, int j, int tok) const
-    {
-        return __shfl_sync(0xFFFFFFFFu, r.v[j / 4], (8 * j + (tok & 7)) & 31);
-    }
-    __device__ __forceinline__ void direct_store(col_t, int slot, int cp, bool even, float y0, float y1,
-                                                 float recv) const
-    {
-        int32_t sl;
-        if (!moe_slot_row(slot, &sl)) return; /* padding: never written */
-        __stcg(reinterpret_cast<float2 *>(mo.inter + (int64_t)sl * p.n + moe_out_col(cp, p.n)),
-               even ? make_float2(y0, recv) : make_float2(recv, y1));
-    }
+    __device__ __forceinline__ int store_col(int col) const { return moe_out_col(col, p.n); }
 };
 
 /* D (64 x N, fp32) += A (64 x 16, registers) . B (16 x N, shared memory
@@ -853,7 +808,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             const void *sx = static_cast<const char *>(mo.e_scales) +
                              (size_t)xs * (size_t)mo.e_stride * (p.scale_fmt == SF_F32 ? 4 : 2);
             const float gx = WT == WT_FP4_NV ? __ldg(p.gscale + x) : 1.0f;
-            wg_epilogue<TPW, BX, L>(moe_epi<WT, C::bx>(p, mo, sx, gx), acc, b, th, t, p.m, n_chunks, false, &c_map);
+            wg_epilogue_f32<TPW, BX, L>(moe_epi<WT>(p, sx, gx), acc, b, th, t, p.m, n_chunks, &c_map);
         } else {
             using Epi = wo_epi<IS_BF16, GROUPED, wt_is_fp4(WT)>;
             if (pt.parts > 0 && !wg_streamk_sum<Epi, TPW, BX>(acc, p, b, pc, pt, th.ct)) continue;

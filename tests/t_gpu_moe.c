@@ -647,6 +647,16 @@ START_TEST(plan_holds_sort)
             qv_moe_ws_plan(&d, mb, &w);
             if ((d.wg && d.kind != QV_MOE_FP8_B128) || d.act_order)
                 ck_assert_uint_ge(w.inter - w.a_slots, 2 * (size_t)w.max_slots * (size_t)d.k);
+            /* the W4A16 / FP4 wgmma kernel's products a row per slot, and
+             * each pair's slot for the combine */
+            const int64_t pairs = (int64_t)p.t * (d.topk + d.shared);
+            if (d.wg && d.kind != QV_MOE_FP8_B128) {
+                const int64_t rows = pairs > w.max_slots ? pairs : w.max_slots;
+                ck_assert_uint_ge(w.pair_slot - w.inter, sizeof(float) * (size_t)rows * (size_t)d.n);
+                ck_assert_uint_ge(w.tiles - w.pair_slot, sizeof(int32_t) * (size_t)pairs);
+            } else {
+                ck_assert_uint_ge(w.pair_slot - w.inter, sizeof(float) * (size_t)pairs * (size_t)d.n);
+            }
             qv_moe_sorted so;
             ck_assert_int_eq(qv_moe_sort(&p, ids, 16 * mb, &so), QV_OK);
             ck_assert_int_le(so.n_slots, w.max_slots);

@@ -90,14 +90,16 @@ typedef struct qv_moe_dev {
 typedef struct qv_moe_ws {
     int block, max_blocks;
     int64_t max_slots;
-    size_t ids, weights, counts, expert_start, block_expert, slot, hist, a_slots, inter, tiles, bytes;
+    size_t ids, weights, counts, expert_start, block_expert, slot, hist, a_slots, inter, pair_slot, tiles, bytes;
 } qv_moe_ws;
 
 /* The plan of d's shape and path (d->wg, d->ksplit; mb and the pointers
  * are not read). hist holds the token sort's expert counts per 256-pair
  * chunk (nx, ceil(t * per / 256)); a_slots every slot's activations (max_slots, k) for
  * act_order and the W4A16 / FP4 wgmma kernel, else nothing; inter one copy
- * of the products per K part. */
+ * of the products per K part, a row per pair, or with the W4A16 / FP4 wgmma
+ * kernel a row per slot (max(pairs, max_slots) rows) and pair_slot each
+ * pair's slot (t * per). */
 void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w);
 /* The grouped GEMM's path, block and K parts for d's shape under o (NULL:
  * the defaults): d->wg, d->mb and d->ksplit. The wgmma kernel where it covers d and the
