@@ -244,10 +244,10 @@ __device__ __forceinline__ void wg_epilogue(const E &epi, typename E::acc_t (&ac
  * through the swizzle. After a barrier of both consumer warpgroups, one
  * thread of each stores its halves (rows past M are not written, nor chunks
  * past N) and the warpgroups go on while the copy engine writes; the area is
- * rewritten once those stores have read it. The policy E gives direct_col
- * and direct_scale (the direct form's column factor and what applies to a
- * token pair) and store_col(col), the column of C where column col's box
- * starts. */
+ * rewritten once those stores have read it. The policy E gives kSwizzled
+ * and kReadWait (as for wg_epilogue), direct_col and direct_scale (the
+ * direct form's column factor and what applies to a token pair) and
+ * store_col(col), the column of C where column col's box starts. */
 template <int TPW, int BX, class L, class E>
 __device__ __forceinline__ void wg_epilogue_f32(const E &epi, float (&acc)[TPW][BX / 2], const wg_block<L> &b,
                                                 const wg_consumer<TPW> &th, const wg_tile &t, int m, int n_chunks,
@@ -270,7 +270,7 @@ __device__ __forceinline__ void wg_epilogue_f32(const E &epi, float (&acc)[TPW][
         if (t.m0 + r * R >= m) break; /* the tile's rows past M (uniform over the block) */
         /* The area is free once the stores of the round (or tile) before
          * have read it. */
-        if (lead) bulk_wait_read<0>();
+        if (lead && E::kReadWait) bulk_wait_read<0>();
         consumers_bar();
         if (t.wg_active) { /* a warpgroup wholly past N writes nothing */
 #pragma unroll
@@ -284,9 +284,10 @@ __device__ __forceinline__ void wg_epilogue_f32(const E &epi, float (&acc)[TPW][
                         epi.direct_scale(s[i][h], y0, y1);
                         const int c = 16 * (th.q0 + i) + 8 * h + gq; /* column in the chunk */
                         unsigned char *half = epi_warp + (c >> 5) * kHalfB + (c & 3) * 4;
-                        const int u = (c & 31) >> 2;
-                        *reinterpret_cast<float *>(half + row * 128 + ((u ^ (row & 7)) << 4)) = y0;
-                        *reinterpret_cast<float *>(half + (row + 1) * 128 + ((u ^ ((row + 1) & 7)) << 4)) = y1;
+                        const int u = (c & 31) >> 2, sw0 = E::kSwizzled ? row & 7 : 0;
+                        const int sw1 = E::kSwizzled ? (row + 1) & 7 : 0;
+                        *reinterpret_cast<float *>(half + row * 128 + ((u ^ sw0) << 4)) = y0;
+                        *reinterpret_cast<float *>(half + (row + 1) * 128 + ((u ^ sw1) << 4)) = y1;
                     }
             }
         }

@@ -209,6 +209,17 @@ __device__ __forceinline__ int moe_scale_expert(const wg_moe &mo, int y)
  * epilogue_scale reads it) or NVFP4's global scale in fp32, to the slot's
  * row of p.inter (c_map). */
 template <int WT> struct moe_epi {
+    /* The dense policy's mutant switches (wo_epi) apply here too. */
+#ifdef QV_MUTANT_gpu_wg_epi_swizzle_missing
+    static constexpr bool kSwizzled = false;
+#else
+    static constexpr bool kSwizzled = true;
+#endif
+#ifdef QV_MUTANT_gpu_wg_epi_no_read_wait
+    static constexpr bool kReadWait = false;
+#else
+    static constexpr bool kReadWait = true;
+#endif
     const wg_params &p;
     const void *sx; /* expert x's epilogue scales (SC_CHANNEL, SC_TENSOR) */
     const float gs; /* WT_FP4_NV: expert x's global scale */
