@@ -204,22 +204,30 @@ __device__ __forceinline__ int moe_scale_expert(const wg_moe &mo, int y)
     return ::moe_scale_expert(mo.block_expert, y, mo.block_expert[y]);
 }
 
-/* The MOE instances' epilogue policy (wg_epilogue.cuh's wg_epilogue_f32):
- * y times expert x's channel or tensor scale (sx, as wonly_common.cuh's
- * epilogue_scale reads it) or NVFP4's global scale in fp32, to the slot's
- * row of p.inter (c_map). */
-template <int WT> struct moe_epi {
-    /* The dense policy's mutant switches (wo_epi) apply here too. */
+/* The staging switches of this file's epilogue policies (wg_epilogue.cuh's
+ * kSwizzled and kReadWait: wo_epi's staged form and moe_epi's fp32 one). */
+struct wo_epi_switches {
 #ifdef QV_MUTANT_gpu_wg_epi_swizzle_missing
+    /* Mutant (class 3): the staged rows written without the 128-byte swizzle
+     * the store's tensor map reads them with (a chunk's columns permuted). */
     static constexpr bool kSwizzled = false;
 #else
     static constexpr bool kSwizzled = true;
 #endif
 #ifdef QV_MUTANT_gpu_wg_epi_no_read_wait
+    /* Mutant (class 5): the staging area rewritten without waiting for the
+     * stores of the round before to have read it. */
     static constexpr bool kReadWait = false;
 #else
     static constexpr bool kReadWait = true;
 #endif
+};
+
+/* The MOE instances' epilogue policy (wg_epilogue.cuh's wg_epilogue_f32):
+ * y times expert x's channel or tensor scale (sx, as wonly_common.cuh's
+ * epilogue_scale reads it) or NVFP4's global scale in fp32, to the slot's
+ * row of p.inter (c_map). */
+template <int WT> struct moe_epi : wo_epi_switches {
     const wg_params &p;
     const void *sx; /* expert x's epilogue scales (SC_CHANNEL, SC_TENSOR) */
     const float gs; /* WT_FP4_NV: expert x's global scale */
@@ -403,27 +411,13 @@ __device__ __forceinline__ void set_zeros(grp_regs<WT, IS_BF16, TPW> &g, uint32_
  * (wo_fp4_epilogue; the column's factor is then its bias, G the same for
  * every column), and one rounding to the 16-bit output; the direct form
  * scales each lane's own column before the exchange. */
-template <bool IS_BF16, bool GROUPED, bool FP4> struct wo_epi : wg_rows_identity {
+template <bool IS_BF16, bool GROUPED, bool FP4> struct wo_epi : wg_rows_identity, wo_epi_switches {
     using acc_t = float;
     using col_t = float;
     const wg_params &p;
     const float gs; /* FP4: the global scale (1 without one) */
 
     __device__ __forceinline__ wo_epi(const wg_params &params, float g) : p(params), gs(g) {}
-#ifdef QV_MUTANT_gpu_wg_epi_swizzle_missing
-    /* Mutant (class 3): the staged rows written without the 128-byte swizzle
-     * the store's tensor map reads them with (a chunk's columns permuted). */
-    static constexpr bool kSwizzled = false;
-#else
-    static constexpr bool kSwizzled = true;
-#endif
-#ifdef QV_MUTANT_gpu_wg_epi_no_read_wait
-    /* Mutant (class 5): the staging area rewritten without waiting for the
-     * stores of the round before to have read it. */
-    static constexpr bool kReadWait = false;
-#else
-    static constexpr bool kReadWait = true;
-#endif
     static __device__ __forceinline__ int parts_summed(int parts)
     {
 #ifdef QV_MUTANT_gpu_wg_streamk_part_dropped
