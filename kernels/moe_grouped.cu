@@ -1104,6 +1104,14 @@ extern "C" int qv_moe_parts(const qv_moe_dev *d, int *kt_part)
     return (kt + *kt_part - 1) / *kt_part;
 }
 
+/* Whether d runs on the W4A16 / FP4 wgmma kernel, whose slots' activations
+ * are gathered first (a_slots, as with act_order) and which writes each
+ * slot's product to the slot's row (whole tiles through tensor-map stores;
+ * the combine finds a pair's row through pair_slot). The other kernels write
+ * the pair's row; the fp8 wgmma kernel reads A through the slots. The
+ * workspace plan and the launch both ask it. */
+static bool moe_by_slot(const qv_moe_dev *d) { return d->wg && d->kind != QV_MOE_FP8_B128; }
+
 extern "C" void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w)
 {
     const int per = d->topk + d->shared, nx = d->e_local + d->shared;
@@ -1124,13 +1132,10 @@ extern "C" void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w)
     w->block_expert = off, off += up256(sizeof(int) * (size_t)blocks);
     w->slot = off, off += up256(sizeof(int32_t) * (size_t)w->max_slots);
     w->hist = off, off += up256(sizeof(int) * (size_t)nx * (size_t)((pairs + kSortChunk - 1) / kSortChunk));
+    const bool by_slot = moe_by_slot(d);
     w->a_slots = off;
-    if (d->act_order || (d->wg && d->kind != QV_MOE_FP8_B128)) off += up256(2 * (size_t)w->max_slots * (size_t)d->k);
+    if (d->act_order || by_slot) off += up256(2 * (size_t)w->max_slots * (size_t)d->k);
     const int parts = d->ksplit > 1 ? d->ksplit : 1;
-    /* the W4A16 / FP4 wgmma kernel writes each slot's product to the slot's
-     * row (whole tiles through tensor-map stores) and the combine finds a
-     * pair's row through pair_slot; the other kernels write the pair's row */
-    const bool by_slot = d->wg && d->kind != QV_MOE_FP8_B128;
     const int64_t rows = by_slot && w->max_slots > pairs ? w->max_slots : pairs;
     w->inter = off, off += up256(sizeof(float) * (size_t)parts * (size_t)rows * (size_t)d->n);
     w->pair_slot = off;
@@ -1230,9 +1235,7 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
      * (max_slots, k), read by row instead of through the slots: a warp per
      * row (act_order: a block), four blocks per SM at most, which leaves
      * the GEMM behind room to start. */
-    const bool gathered = d->act_order || (d->wg && !fp8);
-    /* the wgmma kernel's products by slot (qv_moe_ws_plan) */
-    const bool by_slot = d->wg && !fp8;
+    const bool by_slot = moe_by_slot(d), gathered = d->act_order || by_slot;
     int32_t *pair_slot = (int32_t *)(ws + w.pair_slot);
     if (gathered) {
         qv_launch_ctx c;
