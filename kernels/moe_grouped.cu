@@ -1033,6 +1033,7 @@ extern "C" qv_status qv_moe_pick(qv_moe_dev *d, const qv_launch_opts *o)
     const int min_rows = c.o->moe_wg_min_rows ? c.o->moe_wg_min_rows : c.t->moe_wg_min_rows;
     const bool fp8 = d->kind == QV_MOE_FP8_B128;
     d->pairs = 0;
+    d->fit = 0;
     d->wg = min_rows != QV_OPT_OFF && mean >= min_rows && (fp8 ? qv_moe_fp8_wg_covers(d) : qv_moe_wg_covers(d));
     if (d->wg && fp8) {
         d->mb = 4; /* kernels/moe_fp8_wg.cu: 64-slot blocks */
@@ -1053,6 +1054,19 @@ extern "C" qv_status qv_moe_pick(qv_moe_dev *d, const qv_launch_opts *o)
                        : !c.o->moe_wg_pairs && !c.o->moe_wg_block && c.t->moe_wg_pairs_rows != QV_OPT_OFF &&
                              mean >= c.t->moe_wg_pairs_rows;
         if (d->pairs) block = 128;
+        /* Fit: the sort's blocks at 64 rows, an expert's last one to three
+         * in one tile. Asked, wherever no other block is forced and pairs
+         * are not asked; unset, in the tuning's range of mean rows per
+         * expert, ahead of pairs, no block or pairs forced. */
+        const bool free = !c.o->moe_wg_block && !c.o->moe_wg_pairs;
+        d->fit = c.o->moe_wg_fit == QV_OPT_ON
+                     ? (!c.o->moe_wg_block || c.o->moe_wg_block == 64) && c.o->moe_wg_pairs != QV_OPT_ON
+                     : !c.o->moe_wg_fit && free && c.t->moe_wg_fit_rows != QV_OPT_OFF &&
+                           mean >= c.t->moe_wg_fit_rows && mean < c.t->moe_wg_fit_rows_end;
+        if (d->fit) {
+            d->pairs = 0;
+            block = 64;
+        }
         d->mb = block / 16;
     } else {
         /* The mma.sync kernel: 16-row blocks for decode-like batches,
@@ -1140,9 +1154,13 @@ extern "C" void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w)
     w->inter = off, off += up256(sizeof(float) * (size_t)parts * (size_t)rows * (size_t)d->n);
     w->pair_slot = off;
     if (by_slot) off += up256(sizeof(int32_t) * (size_t)pairs);
-    /* paired tiles: the two lists (kernels/moe_wg.cu), each its count first */
+    /* whole-expert tiles: the lists (kernels/moe_wg.cu), each its count
+     * first: max_blocks / per tiles of per blocks, then per - 1 lists of at
+     * most one tile an expert */
     w->tiles = off;
-    if (d->pairs) off += up256(sizeof(int) * ((size_t)w->max_blocks / 2 + 1 + (size_t)nx + 1));
+    const int per_tile = d->fit ? 4 : 2;
+    if (d->pairs || d->fit)
+        off += up256(sizeof(int) * ((size_t)w->max_blocks / per_tile + 1 + (size_t)(per_tile - 1) * ((size_t)nx + 1)));
     w->bytes = off;
 }
 

@@ -15,11 +15,13 @@
  *    tile's rows at a time through tensor-map stores (the combine finds a
  *    pair's row through the pair_slot index that the gather wrote; a
  *    padding slot's row is written and never read). The sort pads each
- *    expert's segment to the tile's tokens (64, 128 or 256: qv_moe_dev.mb
+ *    expert's segment to the sort's block (64, 128 or 256: qv_moe_dev.mb
  *    4, 8 or 16);
  *  - paired (qv_moe_dev.pairs, 128-slot blocks): k_moe_tile_lists lists
  *    each expert's blocks two by two as 256-slot tiles and an odd last one
- *    as a 128-slot tile, and the GEMM runs once over each list.
+ *    as a 128-slot tile, and the GEMM runs once over each list; fitted
+ *    (qv_moe_dev.fit, 64-slot blocks): four by four as 256-slot tiles and
+ *    the last one to three as one tile of 64, 128 or 192 slots, four lists.
  * The arithmetic is the mma.sync grouped kernel's (moe_grouped.cu) and the
  * dense weight-only row's: the weights dequantized exactly as there,
  * products summed by the tensor cores in fp32, k16 by k16 in increasing k,
@@ -115,37 +117,55 @@ qv_status launch_tile(bool bf16, int kind, const wg_params &p, const wg_moe &mo,
                 : launch_kind<false, TPW, BX>(kind, p, mo, a_slots, sms, tiles_m, stream);
 }
 
-/* The tile lists of a paired launch (qv_moe_dev.pairs), from the sort's
- * 128-slot segments: expert x's first 2 floor(b_x / 2) blocks (b_x its
- * blocks) as 256-slot tiles in `pairs`, its last block, when b_x is odd, as
- * a 128-slot tile in `singles`; each list its count, then the tiles' first
- * slots in slot order. One block; nx <= kSortExperts. */
+/* The tile lists of a launch in whole-expert tiles (qv_moe_dev.pairs, .fit),
+ * from the sort's segments of 2^SHIFT-slot blocks: expert x's blocks PER at
+ * a time as tiles of PER blocks in list 0, its last b_x % PER blocks (b_x
+ * its blocks), when there are any, as one tile of that many blocks in list
+ * b_x % PER; each list its count, then the tiles' first slots in slot
+ * order. List 0 holds at most max_blocks / PER tiles, the others one per
+ * expert (tile_list). One block; nx <= kSortExperts. */
 constexpr int kListThreads = 256;
 
-__global__ void __launch_bounds__(kListThreads) k_moe_tile_lists(const int *expert_start, int nx, int *pairs,
-                                                                 int *singles)
+/* List l of those (k_moe_tile_lists<SHIFT, PER>) in the workspace's tiles. */
+__host__ __device__ __forceinline__ int *tile_list(int *tiles, int l, int per, int max_blocks, int nx)
+{
+    return tiles + (l == 0 ? 0 : 1 + max_blocks / per + (l - 1) * (nx + 1));
+}
+
+template <int SHIFT, int PER>
+__global__ void __launch_bounds__(kListThreads) k_moe_tile_lists(const int *expert_start, int nx, int *tiles,
+                                                                 int max_blocks)
 {
     chain_release();
     chain_wait();
     static_assert(kListThreads == 256, "block_scan256 scans 256 threads");
-    __shared__ int s_pairs[8], s_odd[8];
+    __shared__ int s_scan[PER][8];
     /* thread i takes experts [i * per, (i + 1) * per) */
     const int per = (nx + kListThreads - 1) / kListThreads, x0 = threadIdx.x * per;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    int np = 0, no = 0;
+    int cnt[PER];
+#pragma unroll
+    for (int l = 0; l < PER; l++) cnt[l] = 0;
     for (int x = x0; x < x0 + per && x < nx; x++) {
-        const int b = (expert_start[x + 1] - expert_start[x]) >> 7;
-        np += b >> 1;
-        no += b & 1;
+        const int b = (expert_start[x + 1] - expert_start[x]) >> SHIFT;
+        cnt[0] += b / PER;
+#pragma unroll
+        for (int l = 1; l < PER; l++) cnt[l] += b % PER == l;
     }
-    int sp, so;
-    np = block_scan256(np, s_pairs, lane, warp, &sp);
-    no = block_scan256(no, s_odd, lane, warp, &so);
-    if (threadIdx.x == 0) pairs[0] = sp, singles[0] = so;
+    int *list[PER];
+#pragma unroll
+    for (int l = 0; l < PER; l++) {
+        list[l] = tile_list(tiles, l, PER, max_blocks, nx);
+        int total;
+        cnt[l] = block_scan256(cnt[l], s_scan[l], lane, warp, &total);
+        if (threadIdx.x == 0) list[l][0] = total;
+    }
     for (int x = x0; x < x0 + per && x < nx; x++) {
-        const int s0 = expert_start[x], b = (expert_start[x + 1] - s0) >> 7;
-        for (int j = 0; j < b >> 1; j++) pairs[1 + np++] = s0 + 256 * j;
-        if (b & 1) singles[1 + no++] = s0 + 256 * (b >> 1);
+        const int s0 = expert_start[x], b = (expert_start[x + 1] - s0) >> SHIFT;
+        for (int j = 0; j < b / PER; j++) list[0][1 + cnt[0]++] = s0 + (PER << SHIFT) * j;
+#pragma unroll
+        for (int l = 1; l < PER; l++)
+            if (b % PER == l) list[l][1 + cnt[l]++] = s0 + (PER << SHIFT) * (b / PER);
     }
 }
 
@@ -181,6 +201,9 @@ extern "C" qv_status qv_moe_wg_gemm(const qv_moe_dev *d, const qv_moe_ws *w, voi
     if (d->pairs && w->block != 128)
         return qv_fail(QV_ERR_USAGE, "grouped wgmma GEMM: paired tiles need the sort's 128-slot blocks, not %d",
                        w->block);
+    if (d->fit && (d->pairs || w->block != 64))
+        return qv_fail(QV_ERR_USAGE, "grouped wgmma GEMM: fitted tiles need the sort's 64-slot blocks, not %d%s",
+                       w->block, d->pairs ? " (and no pairs)" : "");
     /* The schedule's tile count (token tiles x column tiles) is an int. */
     if ((int64_t)(w->max_slots / 64) * (d->n / 64 + 1) >= ((int64_t)1 << 31))
         return qv_fail(QV_ERR_SHAPE, "grouped wgmma GEMM: %lld slots x n=%d is past the schedule's tile count",
@@ -224,22 +247,32 @@ extern "C" qv_status qv_moe_wg_gemm(const qv_moe_dev *d, const qv_moe_ws *w, voi
     mo.s_rows_x = p.s_rows > 0 ? (d->k / 16) >> p.g_shift : 0;
     mo.tiles = nullptr;
     mo.blk_shift = w->block == 256 ? 8 : w->block == 128 ? 7 : 6;
-    if (d->pairs) {
-        /* An expert's 128-slot blocks two by two in 256-slot tiles (128
-         * columns), its odd last block in a 128-slot tile (256 columns): each
-         * weight dequantized once per 256 slots where the expert fills them,
-         * and no tile of more padding than the sort's. The 256-slot launch
-         * first, the other behind it in the chain. */
-        int *pairs = (int *)(ws + w->tiles), *singles = pairs + 1 + w->max_blocks / 2;
-        QV_TRY(launch_chained(k_moe_tile_lists, dim3(1), dim3(kListThreads), 0, stream, "tile list launch",
-                              expert_start, nx, pairs, singles));
-        wg_moe m2 = mo, m1 = mo;
-        m2.tiles = pairs;
-        m1.tiles = singles;
-        const int cap2 = w->max_blocks / 2 > 0 ? w->max_blocks / 2 : 1;
-        const qv_status s2 = launch_tile<1, 256>(d->bf16, d->kind, p, m2, a_slots, sms, cap2, stream);
-        if (s2 != QV_OK) return s2;
-        return launch_tile<2, 128>(d->bf16, d->kind, p, m1, a_slots, sms, nx, stream);
+    if (d->pairs || d->fit) {
+        /* Whole-expert tiles: pairs, an expert's 128-slot blocks two by two
+         * in 256-slot tiles (128 columns) and its odd last block in a
+         * 128-slot tile (256 columns): each weight dequantized once per 256
+         * slots where the expert fills them. fit, its 64-slot blocks four by
+         * four in 256-slot tiles and its last one, two or three in a tile of
+         * 64, 128 or 192 slots (512, 256 or 128 columns): an expert of 129
+         * to 192 rows in one tile of 192 slots, not in two of 128. No tile
+         * holds more padding than the sort's. The widest launch first, the
+         * others behind it in the chain. */
+        const int per = d->fit ? 4 : 2;
+        int *tiles = (int *)(ws + w->tiles);
+        if (d->fit)
+            QV_TRY(launch_chained(k_moe_tile_lists<6, 4>, dim3(1), dim3(kListThreads), 0, stream,
+                                  "tile list launch", expert_start, nx, tiles, w->max_blocks));
+        else
+            QV_TRY(launch_chained(k_moe_tile_lists<7, 2>, dim3(1), dim3(kListThreads), 0, stream,
+                                  "tile list launch", expert_start, nx, tiles, w->max_blocks));
+        wg_moe ml[4] = {mo, mo, mo, mo};
+        for (int l = 0; l < per; l++) ml[l].tiles = tile_list(tiles, l, per, w->max_blocks, nx);
+        const int cap0 = w->max_blocks / per > 0 ? w->max_blocks / per : 1;
+        QV_TRY((launch_tile<1, 256>(d->bf16, d->kind, p, ml[0], a_slots, sms, cap0, stream)));
+        if (!d->fit) return launch_tile<2, 128>(d->bf16, d->kind, p, ml[1], a_slots, sms, nx, stream);
+        QV_TRY((launch_tile<1, 192>(d->bf16, d->kind, p, ml[3], a_slots, sms, nx, stream)));
+        QV_TRY((launch_tile<2, 128>(d->bf16, d->kind, p, ml[2], a_slots, sms, nx, stream)));
+        return launch_tile<4, 64>(d->bf16, d->kind, p, ml[1], a_slots, sms, nx, stream);
     }
     const int tiles_m = (int)((w->max_slots + w->block - 1) / w->block);
     /* 256-slot tiles in 128 columns, 128-slot tiles in 256, 64-slot tiles

@@ -92,11 +92,14 @@ __device__ __forceinline__ void consumers_bar()
  *            (small layers: fewer parts per tile in the stream-K tail).
  *   TPW = 4 or 1, BX = 32 or 16: 512 or 128 columns x
  *            32 or 16 tokens, so that M <= 32 does not pay for 64 tokens'
- *            tensor work. */
+ *            tensor work.
+ *   TPW = 1, BX = 192: 128 columns x 192 tokens (the grouped GEMM's tile of
+ *            an expert's last three 64-slot blocks, moe_wg.cu). */
 template <int TPW, int BX = 256 / TPW> struct tile_cfg {
     static_assert(TPW == 1 || TPW == 2 || TPW == 4, "one, two or four m64 tiles per warpgroup");
-    static_assert((BX == 16 || BX == 32 || BX == 64 || BX == 128 || BX == 256) && TPW * BX <= 256,
-                  "16, 32, 64, 128 or 256 tokens, at most 128 accumulators per thread");
+    static_assert((BX == 16 || BX == 32 || BX == 64 || BX == 128 || BX == 256 || (BX == 192 && TPW == 1)) &&
+                      TPW * BX <= 256,
+                  "16, 32, 64, 128 or 256 tokens (192 in one m64 tile), at most 128 accumulators per thread");
     static constexpr int bx = BX;               /* tokens per block: the wgmma N */
     static constexpr int chunks = 2 * TPW;      /* 64-column chunks per block */
     static constexpr int bn = 64 * chunks;      /* output columns per block */
@@ -309,7 +312,7 @@ __device__ __forceinline__ void wg_wait()
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 
-/* The operand text of a register-A wgmma of N = 16, 32, 64, 128 or 256: the
+/* The operand text of a register-A wgmma of N = 16, 32, 64, 128, 192 or 256: the
  * accumulator registers {%0..%(N/2 - 1)}, the A fragment's four registers,
  * then desc_b; and their constraints, d[0..N/2 - 1] read and written in
  * order with constraint C ("+f" for fp32, "+r" for int32 accumulators). */
@@ -335,11 +338,19 @@ __device__ __forceinline__ void wg_wait()
     "%106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, "         \
     "%123, %124, %125, %126, %127}, "                                                                                \
     "{%128, %129, %130, %131}, %132"
+#define WG_REGS192                                                                                                   \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "          \
+    "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "           \
+    "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "           \
+    "%62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, "           \
+    "%82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, "                                        \
+    "{%96, %97, %98, %99}, %100"
 #define WG_D8(C, o) C(d[o]), C(d[o + 1]), C(d[o + 2]), C(d[o + 3]), C(d[o + 4]), C(d[o + 5]), C(d[o + 6]), C(d[o + 7])
 #define WG_D16(C) WG_D8(C, 0)
 #define WG_D32(C) WG_D8(C, 0), WG_D8(C, 8)
 #define WG_D64(C) WG_D8(C, 0), WG_D8(C, 8), WG_D8(C, 16), WG_D8(C, 24)
 #define WG_D128(C) WG_D64(C), WG_D8(C, 32), WG_D8(C, 40), WG_D8(C, 48), WG_D8(C, 56)
+#define WG_D192(C) WG_D128(C), WG_D8(C, 64), WG_D8(C, 72), WG_D8(C, 80), WG_D8(C, 88)
 #define WG_D256(C)                                                                                                   \
     WG_D128(C), WG_D8(C, 64), WG_D8(C, 72), WG_D8(C, 80), WG_D8(C, 88), WG_D8(C, 96), WG_D8(C, 104), WG_D8(C, 112), \
         WG_D8(C, 120)

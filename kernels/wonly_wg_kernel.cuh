@@ -282,6 +282,8 @@ WG_MMA_SPEC(64, false, "f16", WG_REGS64, WG_D64("+f"))
 WG_MMA_SPEC(64, true, "bf16", WG_REGS64, WG_D64("+f"))
 WG_MMA_SPEC(128, false, "f16", WG_REGS128, WG_D128("+f"))
 WG_MMA_SPEC(128, true, "bf16", WG_REGS128, WG_D128("+f"))
+WG_MMA_SPEC(192, false, "f16", WG_REGS192, WG_D192("+f"))
+WG_MMA_SPEC(192, true, "bf16", WG_REGS192, WG_D192("+f"))
 WG_MMA_SPEC(256, false, "f16", WG_REGS256, WG_D256("+f"))
 WG_MMA_SPEC(256, true, "bf16", WG_REGS256, WG_D256("+f"))
 

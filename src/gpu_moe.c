@@ -431,6 +431,7 @@ qv_status qv_gpu_moe_run(const qv_moe_problem *p, const qv_launch_opts *opts, in
     QV_TRY(qv_gpu_moe_upload(p, opts, &g));
     st->block = g.ws.block;
     st->pairs = g.d.pairs;
+    st->fit = g.d.fit;
     st->wg = g.d.wg;
     int kt_part;
     st->parts = qv_moe_parts(&g.d, &kt_part);

@@ -62,12 +62,21 @@ static const qv_tuning kRows[] = {
          * into 256-slot tiles (H100, two alternations) from 160 rows: at
          * 160, Mixtral and the channel row 8-10 % faster than 128-slot
          * tiles; at 4096 tokens 1-5 % faster than 256-slot ones; at 128
-         * rows from 9 % faster (gpt-oss) to 14 % slower (channel). */
+         * rows from 9 % faster (gpt-oss) to 14 % slower (channel). An
+         * expert's 64-slot blocks fitted into tiles of up to 256 slots
+         * (H100, two alternations, against 128-slot tiles or pairs) from
+         * 128 rows to below 768: at 128 rows (Mixtral-style) 1-3 % faster,
+         * at 160 10-14 % faster, gpt-oss at 512 rows 0.9 %, Qwen3 at 256
+         * rows even; below (gpt-oss at 64 and 80 rows 17 % slower, Qwen3 at
+         * 32 10 %: the four launches and the 64-slot tiles) and at 1024
+         * rows (-4 % to +2 %) not. */
         .moe_wg_min_rows = 32,
         .moe_wg_block128_rows = 64,
         .moe_wg_block256_rows = 768,
         .moe_wg_block256_rows_mxfp4 = 512,
         .moe_wg_pairs_rows = 160,
+        .moe_wg_fit_rows = 128,
+        .moe_wg_fit_rows_end = 768,
         .sm_smem_kib = 228,
     },
 };
@@ -149,6 +158,7 @@ qv_status qv_launch_opts_check(const qv_launch_opts *o)
     if (o->moe_wg_block != 0 && o->moe_wg_block != 64 && o->moe_wg_block != 128 && o->moe_wg_block != 256)
         return bad_int("moe_wg_block", o->moe_wg_block, "64, 128 or 256");
     QV_TRY(check_switch("moe_wg_pairs", o->moe_wg_pairs));
+    QV_TRY(check_switch("moe_wg_fit", o->moe_wg_fit));
     QV_TRY(check_int("moe_ksplit", o->moe_ksplit, 1, QV_MOE_KSPLIT_MAX, 0, "1 (none) to 8"));
     QV_TRY(check_int("sms", o->sms, 1, QV_SMS_MAX, 0, "1 to 4096"));
     QV_TRY(check_int("arch", o->arch, 1, QV_ARCH_MAX, 0, "1 to 1000 (major * 10 + minor)"));

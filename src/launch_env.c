@@ -131,6 +131,9 @@ static const var_def kVars[] = {
     {{"QVET_MOE_WG_PAIRS", "moe_wg_pairs", SW_TEXT,
       "whether the routed layer's wgmma grouped GEMM pairs an expert's 128-slot blocks into 256-slot tiles"},
      V_SWITCH, OFF(moe_wg_pairs), 0, 0, 0, 0},
+    {{"QVET_MOE_WG_FIT", "moe_wg_fit", SW_TEXT,
+      "whether the routed layer's wgmma grouped GEMM fits each expert's 64-slot blocks into tiles of up to 256 slots"},
+     V_SWITCH, OFF(moe_wg_fit), 0, 0, 0, 0},
     {{"QVET_MOE_KSPLIT", "moe_ksplit", "a whole number from 1 to 8 (1: none)",
       "the K parts of the routed layer's mma.sync grouped GEMM, summed in order by the combine"},
      V_RANGE, OFF(moe_ksplit), QV_MOE_KSPLIT_MAX, 1, 0, 0},
@@ -292,7 +295,7 @@ static const size_t kIntFields[] = {
     OFF(wo_dq_overlap),   OFF(aq_wg_min_m),     OFF(aq_wg_tile),    OFF(aq_wg_blocks),     OFF(aq_wg_streamk),
     OFF(aq_wg_pdl),       OFF(aq_lt_min_m),     OFF(aq_lt_fp8_min_m), OFF(aq_lt_fp8_blk_min_m),
     OFF(aq_lt_fp8_outer_min_m), OFF(aq_blocks_per_sm), OFF(aq_splits), OFF(aq_cluster_max), OFF(aq_pdl_max_m),
-    OFF(act_quant_cluster_max_m), OFF(moe_wg_min_rows), OFF(moe_wg_block), OFF(moe_wg_pairs), OFF(moe_ksplit),
+    OFF(act_quant_cluster_max_m), OFF(moe_wg_min_rows), OFF(moe_wg_block), OFF(moe_wg_pairs), OFF(moe_wg_fit), OFF(moe_ksplit),
     OFF(sms),             OFF(arch)};
 static const size_t kMibFields[] = {OFF(wo_dq_chunk_mib), OFF(aq_lt_chunk_mib)};
 /* The two enums are stored as ints (the overlay copies them as such). */

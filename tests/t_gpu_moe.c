@@ -87,6 +87,9 @@ static const struct moe_case {
     {MIXTRAL, 8, 6, 0, 65, 128, 256, QV_LOGITS_MASKED, QV_PROBE_EXACT},
     {MIXTRAL, 8, 4, 0, 17, 128, 256, QV_LOGITS_NONLOCAL, QV_PROBE_RANDOM},
     {MIXTRAL, 8, 8, 0, 4096, 64, 128, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
+    /* about 128 and 160 rows an expert: two or three 64-slot blocks each */
+    {MIXTRAL, 8, 8, 0, 512, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
+    {MIXTRAL, 8, 8, 0, 640, 192, 128, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
     /* Mixtral-8x7B's whole expert GEMM (N = 28672, K = 4096). */
     {MIXTRAL, 8, 8, 0, 2, 28672, 4096, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
     /* Qwen3-MoE: 128 experts, top-8, bf16. */
@@ -416,16 +419,18 @@ START_TEST(pick_path)
         const qv_launch_opts o = {.moe_wg_min_rows = cases[i].min_rows, .moe_wg_block = cases[i].block,
                                   .moe_wg_pairs = QV_OPT_OFF, .sms = 132, .arch = 90};
         ck_assert_msg(qv_moe_pick(&d, &o) == QV_OK, "case %zu: %s", i, qv_errmsg());
-        ck_assert_msg(d.wg == cases[i].wg && d.mb == cases[i].mb && !d.pairs,
+        ck_assert_msg(d.wg == cases[i].wg && d.mb == cases[i].mb && !d.pairs && !d.fit,
                       "case %zu: wg %d mb %d pairs %d, not wg %d mb %d", i, d.wg, d.mb, d.pairs, cases[i].wg,
                       cases[i].mb);
         const qv_launch_opts od = {.moe_wg_min_rows = cases[i].min_rows, .moe_wg_block = cases[i].block,
                                    .sms = 132, .arch = 90};
         ck_assert_msg(qv_moe_pick(&d, &od) == QV_OK, "case %zu: %s", i, qv_errmsg());
         const int pairs_n = cases[i].t * cases[i].topk, mean = pairs_n / (pairs_n < cases[i].e ? pairs_n : cases[i].e);
-        const int pairs = cases[i].wg && cases[i].kind != QV_MOE_FP8_B128 && !cases[i].block && mean >= 160;
-        ck_assert_msg(d.wg == cases[i].wg && d.pairs == pairs && d.mb == (pairs ? 8 : cases[i].mb),
-                      "case %zu by default: wg %d mb %d pairs %d", i, d.wg, d.mb, d.pairs);
+        const int free = cases[i].wg && cases[i].kind != QV_MOE_FP8_B128 && !cases[i].block;
+        const int fit = free && mean >= 128 && mean < 768, pairs = free && mean >= 160 && !fit;
+        ck_assert_msg(d.wg == cases[i].wg && d.pairs == pairs && d.fit == fit &&
+                          d.mb == (fit ? 4 : pairs ? 8 : cases[i].mb),
+                      "case %zu by default: wg %d mb %d pairs %d fit %d", i, d.wg, d.mb, d.pairs, d.fit);
     }
     /* pairs asked: 128-slot blocks, where the block is not forced to another */
     const qv_launch_opts on = {.moe_wg_pairs = QV_OPT_ON, .sms = 132, .arch = 90};
@@ -443,11 +448,46 @@ START_TEST(pick_path)
         const qv_launch_opts wg1on = {.moe_wg_min_rows = 1, .moe_wg_pairs = QV_OPT_ON, .sms = 132, .arch = 90};
         ck_assert(qv_moe_pick(&d, &wg1) == QV_OK && d.wg && !d.pairs && d.mb == 4);
         ck_assert(qv_moe_pick(&d, &wg1on) == QV_OK && d.wg && d.pairs && d.mb == 8);
-        d.t = 640; /* 160 rows: pairs by default */
+        /* by default: 128-slot tiles to 127 rows, fitted from 128 to 767,
+         * pairs from 768 */
         const qv_launch_opts dflt = {.sms = 132, .arch = 90};
-        ck_assert(qv_moe_pick(&d, &dflt) == QV_OK && d.wg && d.pairs && d.mb == 8);
-        d.t = 636; /* 159 */
-        ck_assert(qv_moe_pick(&d, &dflt) == QV_OK && d.wg && !d.pairs && d.mb == 8);
+        d.t = 508; /* 127 rows */
+        ck_assert(qv_moe_pick(&d, &dflt) == QV_OK && d.wg && !d.pairs && !d.fit && d.mb == 8);
+        d.t = 512; /* 128 */
+        ck_assert(qv_moe_pick(&d, &dflt) == QV_OK && d.wg && !d.pairs && d.fit && d.mb == 4);
+        d.t = 3068; /* 767 */
+        ck_assert(qv_moe_pick(&d, &dflt) == QV_OK && d.wg && !d.pairs && d.fit && d.mb == 4);
+        d.t = 3072; /* 768 */
+        ck_assert(qv_moe_pick(&d, &dflt) == QV_OK && d.wg && d.pairs && !d.fit && d.mb == 8);
+        /* pairs asked, or off: no fit by default */
+        d.t = 640;
+        ck_assert(qv_moe_pick(&d, &on) == QV_OK && d.wg && d.pairs && !d.fit && d.mb == 8);
+        const qv_launch_opts off = {.moe_wg_pairs = QV_OPT_OFF, .sms = 132, .arch = 90};
+        ck_assert(qv_moe_pick(&d, &off) == QV_OK && d.wg && !d.pairs && !d.fit && d.mb == 8);
+    }
+    /* fit asked: 64-slot blocks, no pairs, where no other block is forced
+     * and pairs are not asked */
+    {
+        qv_moe_dev d;
+        memset(&d, 0, sizeof d);
+        d.kind = QV_MOE_W4A16, d.t = 512, d.topk = 2, d.e = d.e_local = 8, d.n = 1024, d.k = 4096, d.g_shift = 3;
+        const qv_launch_opts fit = {.moe_wg_fit = QV_OPT_ON, .sms = 132, .arch = 90};
+        const qv_launch_opts fit64 = {.moe_wg_fit = QV_OPT_ON, .moe_wg_block = 64, .sms = 132, .arch = 90};
+        const qv_launch_opts fit128 = {.moe_wg_fit = QV_OPT_ON, .moe_wg_block = 128, .sms = 132, .arch = 90};
+        const qv_launch_opts fitp = {.moe_wg_fit = QV_OPT_ON, .moe_wg_pairs = QV_OPT_ON, .sms = 132, .arch = 90};
+        const qv_launch_opts fitpo = {.moe_wg_fit = QV_OPT_ON, .moe_wg_pairs = QV_OPT_OFF, .sms = 132, .arch = 90};
+        ck_assert(qv_moe_pick(&d, &fit) == QV_OK && d.wg && d.fit && !d.pairs && d.mb == 4);
+        ck_assert(qv_moe_pick(&d, &fit64) == QV_OK && d.wg && d.fit && !d.pairs && d.mb == 4);
+        ck_assert(qv_moe_pick(&d, &fitpo) == QV_OK && d.wg && d.fit && !d.pairs && d.mb == 4);
+        ck_assert(qv_moe_pick(&d, &fit128) == QV_OK && d.wg && !d.fit && !d.pairs && d.mb == 8);
+        ck_assert(qv_moe_pick(&d, &fitp) == QV_OK && d.wg && !d.fit && d.pairs && d.mb == 8);
+        d.t = 4096; /* 1024 rows */
+        ck_assert(qv_moe_pick(&d, &fit) == QV_OK && d.wg && d.fit && !d.pairs && d.mb == 4);
+        const qv_launch_opts dflt = {.sms = 132, .arch = 90};
+        ck_assert(qv_moe_pick(&d, &dflt) == QV_OK && d.wg && !d.fit && d.pairs && d.mb == 8);
+        /* on mma.sync (10 rows an expert) fit asks nothing */
+        d.t = 40;
+        ck_assert(qv_moe_pick(&d, &fit) == QV_OK && !d.wg && !d.fit && !d.pairs);
     }
     qv_moe_dev d;
     memset(&d, 0, sizeof d);
@@ -721,6 +761,7 @@ static void run_on(int _i, const qv_moe_problem *pp, const qv_launch_opts *o, in
         ck_assert_msg(gs.wg == want_wg, "case %d: the grouped GEMM ran on %s", _i, gs.wg ? "wgmma" : "mma.sync");
     if (o && o->moe_wg_block && want_wg == 1) ck_assert_int_eq(gs.block, o->moe_wg_block);
     if (o && o->moe_wg_pairs == QV_OPT_ON && want_wg == 1) ck_assert(gs.pairs && gs.block == 128);
+    if (o && o->moe_wg_fit == QV_OPT_ON && want_wg == 1) ck_assert(gs.fit && !gs.pairs && gs.block == 64);
     /* K parts as asked where the kernel takes them, of whole stages of 8
      * k16 tiles (fewer parts where K has fewer stages), else none */
     if (o && o->moe_ksplit > 1) {
@@ -794,7 +835,8 @@ static int wg_case(int i)
 /* Every case with the default path for its shape, then, where the wgmma
  * grouped GEMM takes its experts, on that kernel whatever the batch (the
  * default takes it from 32 rows per expert on) with 64-, 128- and 256-slot
- * blocks in turn over the cases and with paired 128-slot blocks, and on mma.sync with 2, 3 or 4 K parts in
+ * blocks in turn over the cases, with paired 128-slot blocks and with fitted
+ * 64-slot blocks, and on mma.sync with 2, 3 or 4 K parts in
  * turn (every case: those whose experts it does not split run whole): one
  * problem (made once) on all. */
 START_TEST(routed_case)
@@ -811,6 +853,10 @@ START_TEST(routed_case)
         /* an expert's 128-slot blocks paired into 256-slot tiles */
         const qv_launch_opts op = {.moe_wg_min_rows = 1, .moe_wg_pairs = QV_OPT_ON};
         if (!fp8) run_on(_i, &p, &op, 1);
+        /* an expert's 64-slot blocks fitted into tiles of 256 and one of
+         * 64, 128 or 192 */
+        const qv_launch_opts of = {.moe_wg_min_rows = 1, .moe_wg_fit = QV_OPT_ON};
+        if (!fp8) run_on(_i, &p, &of, 1);
     }
     const qv_launch_opts o = {.moe_wg_min_rows = QV_OPT_OFF, .moe_ksplit = 2 + _i % 3};
     run_on(_i, &p, &o, 0);

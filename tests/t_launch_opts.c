@@ -152,6 +152,8 @@ static const accept_case kAccept[] = {
     {"QVET_MOE_WG_BLOCK", "256", {.moe_wg_block = 256}},
     {"QVET_MOE_WG_PAIRS", "0", {.moe_wg_pairs = QV_OPT_OFF}},
     {"QVET_MOE_WG_PAIRS", "1", {.moe_wg_pairs = QV_OPT_ON}},
+    {"QVET_MOE_WG_FIT", "0", {.moe_wg_fit = QV_OPT_OFF}},
+    {"QVET_MOE_WG_FIT", "1", {.moe_wg_fit = QV_OPT_ON}},
     {"QVET_MOE_KSPLIT", "1", {.moe_ksplit = 1}},
     {"QVET_MOE_KSPLIT", "8", {.moe_ksplit = 8}},
 };
@@ -194,6 +196,7 @@ START_TEST(every_value_accepted)
     ck_assert_int_eq(got.moe_wg_min_rows, c->want.moe_wg_min_rows);
     ck_assert_int_eq(got.moe_wg_block, c->want.moe_wg_block);
     ck_assert_int_eq(got.moe_wg_pairs, c->want.moe_wg_pairs);
+    ck_assert_int_eq(got.moe_wg_fit, c->want.moe_wg_fit);
     ck_assert_int_eq(got.moe_ksplit, c->want.moe_ksplit);
     ck_assert_int_eq(got.sms, 0);
     ck_assert_int_eq(got.arch, 0);
@@ -244,6 +247,7 @@ static const refuse_case kRefuse[] = {
     {"QVET_MOE_WG_MIN_ROWS", {M_BAD}},
     {"QVET_MOE_WG_BLOCK", {"0", "32", "96", "512", "064", "x", "-64"}},
     {"QVET_MOE_WG_PAIRS", {"2", "-1", "on", "01"}},
+    {"QVET_MOE_WG_FIT", {"2", "-1", "yes", "10"}},
     {"QVET_MOE_KSPLIT", {"0", "9", "-1", "x", "1.5"}},
 };
 #define N_REFUSE ((int)(sizeof kRefuse / sizeof kRefuse[0]))
@@ -280,7 +284,7 @@ START_TEST(cases_cover_every_variable)
 {
     int count = 0;
     const qv_launch_env_var *vars = qv_launch_env_vars(&count);
-    ck_assert_int_eq(count, 34);
+    ck_assert_int_eq(count, 35);
     ck_assert_int_eq(N_REFUSE, count);
     for (int i = 0; i < count; i++) {
         int accepted = 0, refused = 0;
@@ -423,6 +427,7 @@ START_TEST(check_names_the_field)
         {{.moe_wg_block = 96}, "moe_wg_block"},
         {{.moe_wg_block = 512}, "moe_wg_block"},
         {{.moe_wg_pairs = 2}, "moe_wg_pairs"},
+        {{.moe_wg_fit = 3}, "moe_wg_fit"},
         {{.moe_ksplit = 9}, "moe_ksplit"},
         {{.moe_ksplit = QV_OPT_OFF}, "moe_ksplit"},
         {{.sms = 4097}, "sms"},
@@ -444,7 +449,7 @@ START_TEST(check_names_the_field)
                                   .aq_lt_chunk_mib = 1e-6, .aq_blocks_per_sm = 32, .aq_splits = 65535,
                                   .aq_cluster_max = 1, .aq_pdl_max_m = QV_OPT_OFF,
                                   .act_quant_cluster_max_m = QV_OPT_OFF, .moe_wg_min_rows = QV_OPT_OFF,
-                                  .moe_wg_block = 128, .moe_wg_pairs = QV_OPT_ON, .moe_ksplit = QV_MOE_KSPLIT_MAX, .sms = QV_SMS_MAX, .arch = 1,
+                                  .moe_wg_block = 128, .moe_wg_pairs = QV_OPT_ON, .moe_wg_fit = QV_OPT_OFF, .moe_ksplit = QV_MOE_KSPLIT_MAX, .sms = QV_SMS_MAX, .arch = 1,
                                   .trace = QV_TRACE_ALL};
     ck_assert_msg(qv_launch_opts_check(&edges) == QV_OK, "%s", qv_errmsg());
 }

@@ -124,6 +124,12 @@ typedef struct qv_launch_opts {
                                   256-slot tiles (its odd last one alone), unless moe_wg_block
                                   forces another; QV_OPT_OFF: a tile per block. Unset: on from
                                   160 rows per expert (the tuning), moe_wg_block unset */
+    int moe_wg_fit;            /* QV_OPT_ON: 64-slot blocks, an expert's blocks four by four in
+                                  256-slot tiles and its last one, two or three in one tile of 64,
+                                  128 or 192 slots, unless moe_wg_block forces another or
+                                  moe_wg_pairs is on; QV_OPT_OFF: never. Unset: on from 128 to
+                                  below 768 rows per expert (the tuning), moe_wg_block and
+                                  moe_wg_pairs unset */
     int moe_ksplit;            /* the mma.sync kernel's K parts (1..QV_MOE_KSPLIT_MAX, 1: none),
                                   where its experts take them (group scales in the dequant, no
                                   NVFP4 global scale); unset, enough parts to fill the SMs at

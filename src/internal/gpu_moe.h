@@ -61,6 +61,9 @@ typedef struct qv_moe_dev {
     int pairs;                  /* 1 (wgmma W4A16 / FP4 kernel, mb 8): an expert's 128-row
                                    blocks two by two in 256-slot tiles, an odd last one alone
                                    (kernels/moe_wg.cu); 0: a tile per block */
+    int fit;                    /* 1 (wgmma W4A16 / FP4 kernel, mb 4, pairs 0): an expert's 64-row
+                                   blocks four by four in 256-slot tiles, its last one, two or
+                                   three in one tile of 64, 128 or 192 slots (kernels/moe_wg.cu) */
     int ksplit;                 /* the mma.sync kernel's K parts at most (1..QV_MOE_KSPLIT_MAX; 0
                                    and 1: none), where qv_moe_ksplit_covers: each part's fp32 sums
                                    to its own copy of the products, added in part order by the
@@ -109,7 +112,11 @@ void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w);
  * moe_wg_block256_rows_mxfp4 for MXFP4 experts; o's
  * moe_wg_block, when set, decides) or 128-row blocks paired (d->pairs: from
  * the tuning's moe_wg_pairs_rows with no block forced, or as
- * o->moe_wg_pairs says), else the mma.sync kernel with 16-, 32-
+ * o->moe_wg_pairs says) or 64-row blocks fitted into tiles of up to 256
+ * (d->fit: as o->moe_wg_fit says, or unset from the tuning's
+ * moe_wg_fit_rows to below moe_wg_fit_rows_end, ahead of pairs, with no
+ * block or pairs forced), else
+ * the mma.sync kernel with 16-, 32-
  * or 64-row blocks by the same mean, and K parts where it takes them:
  * o->moe_ksplit, or unset, when the blocks that can hold rows are fewer than
  * the SMs, enough parts to fill the places the SMs hold at once (at most
@@ -185,6 +192,7 @@ typedef struct qv_gpu_moe_stats {
     int block;               /* rows per block of the sort */
     int wg;                  /* 1: the grouped GEMM ran on the wgmma kernel */
     int pairs;               /* 1: with the sort's blocks paired into 256-slot tiles */
+    int fit;                 /* 1: with the sort's 64-slot blocks fitted into tiles of up to 256 */
     int parts;               /* its K parts (mma.sync; 1: none) */
     int count_bad;           /* first expert whose pair count in the workspace is not the
                                 used slots of its sorted segment, -1 if none (with `sorted`) */

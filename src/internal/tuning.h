@@ -58,6 +58,10 @@ typedef struct qv_tuning {
     int moe_wg_block256_rows_mxfp4; /* the same for MXFP4 experts */
     int moe_wg_pairs_rows;         /* 128-slot blocks paired into 256-slot tiles from this mean of
                                       rows per expert on (qv_moe_dev.pairs), QV_OPT_OFF never */
+    int moe_wg_fit_rows;           /* 64-slot blocks fitted into tiles of up to 256 slots from this
+                                      mean of rows per expert on (qv_moe_dev.fit), ahead of pairs,
+                                      QV_OPT_OFF never */
+    int moe_wg_fit_rows_end;       /* ... up to below this mean */
     int sm_smem_kib;               /* shared memory of one SM: blocks per SM of the mma kernel's tiles */
 } qv_tuning;
 
