@@ -140,13 +140,13 @@ __global__ void __launch_bounds__(kListThreads) k_moe_tile_lists(const int *expe
     chain_wait();
     static_assert(kListThreads == 256, "block_scan256 scans 256 threads");
     __shared__ int s_scan[PER][8];
-    /* thread i takes experts [i * per, (i + 1) * per) */
-    const int per = (nx + kListThreads - 1) / kListThreads, x0 = threadIdx.x * per;
+    /* thread i takes experts [i * span, (i + 1) * span) */
+    const int span = (nx + kListThreads - 1) / kListThreads, x0 = threadIdx.x * span;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int cnt[PER];
 #pragma unroll
     for (int l = 0; l < PER; l++) cnt[l] = 0;
-    for (int x = x0; x < x0 + per && x < nx; x++) {
+    for (int x = x0; x < x0 + span && x < nx; x++) {
         const int b = (expert_start[x + 1] - expert_start[x]) >> SHIFT;
         cnt[0] += b / PER;
 #pragma unroll
@@ -160,7 +160,7 @@ __global__ void __launch_bounds__(kListThreads) k_moe_tile_lists(const int *expe
         cnt[l] = block_scan256(cnt[l], s_scan[l], lane, warp, &total);
         if (threadIdx.x == 0) list[l][0] = total;
     }
-    for (int x = x0; x < x0 + per && x < nx; x++) {
+    for (int x = x0; x < x0 + span && x < nx; x++) {
         const int s0 = expert_start[x], b = (expert_start[x + 1] - s0) >> SHIFT;
         for (int j = 0; j < b / PER; j++) list[0][1 + cnt[0]++] = s0 + (PER << SHIFT) * j;
 #pragma unroll
@@ -201,9 +201,11 @@ extern "C" qv_status qv_moe_wg_gemm(const qv_moe_dev *d, const qv_moe_ws *w, voi
     if (d->pairs && w->block != 128)
         return qv_fail(QV_ERR_USAGE, "grouped wgmma GEMM: paired tiles need the sort's 128-slot blocks, not %d",
                        w->block);
-    if (d->fit && (d->pairs || w->block != 64))
-        return qv_fail(QV_ERR_USAGE, "grouped wgmma GEMM: fitted tiles need the sort's 64-slot blocks, not %d%s",
-                       w->block, d->pairs ? " (and no pairs)" : "");
+    if (d->fit && d->pairs)
+        return qv_fail(QV_ERR_USAGE, "grouped wgmma GEMM: fitted and paired tiles exclude each other");
+    if (d->fit && w->block != 64)
+        return qv_fail(QV_ERR_USAGE, "grouped wgmma GEMM: fitted tiles need the sort's 64-slot blocks, not %d",
+                       w->block);
     /* The schedule's tile count (token tiles x column tiles) is an int. */
     if ((int64_t)(w->max_slots / 64) * (d->n / 64 + 1) >= ((int64_t)1 << 31))
         return qv_fail(QV_ERR_SHAPE, "grouped wgmma GEMM: %lld slots x n=%d is past the schedule's tile count",
