@@ -87,6 +87,18 @@ __device__ __forceinline__ bool wg_streamk_sum(T (&acc)[TPW][BX / 2], const P &p
     return true;
 }
 
+/* The column of a chunk (0..63) and of the output that row 8 h + lane / 4
+ * of the lane's m64 tile i (h 0 or 1) stands for, in tile t. */
+template <int TPW> __device__ __forceinline__ int wg_chunk_col(const wg_consumer<TPW> &th, int i, int h)
+{
+    return 16 * (th.q0 + i) + 8 * h + (th.lane >> 2);
+}
+template <int TPW>
+__device__ __forceinline__ int wg_out_col(const wg_tile &t, const wg_consumer<TPW> &th, int i, int h)
+{
+    return (t.c0 + th.chunk_l) * 64 + wg_chunk_col(th, i, h);
+}
+
 /* The direct form's rows of a policy whose token tok is row tok of its
  * output. */
 struct wg_rows_identity {
@@ -164,13 +176,13 @@ __device__ __forceinline__ void wg_epilogue(const E &epi, typename E::acc_t (&ac
         const uint32_t epi_wg = b.smem_addr + L::epi_off + TPW * th.wgi * L::epi_chunk_bytes;
         const uint32_t epi_warp = b.smem_addr + L::epi_off + th.chunk_l * L::epi_chunk_bytes;
         const bool lead = (th.ct & 127) == 0;
-        const int gq = th.lane >> 2, tq = th.lane & 3;
+        const int tq = th.lane & 3;
         float cs[TPW][2];
 #pragma unroll
         for (int i = 0; i < TPW; i++)
 #pragma unroll
             for (int h = 0; h < 2; h++)
-                cs[i][h] = epi.col_scale(t.chunk_ok, (t.c0 + th.chunk_l) * 64 + 16 * (th.q0 + i) + 8 * h + gq);
+                cs[i][h] = epi.col_scale(t.chunk_ok, wg_out_col(t, th, i, h));
 #pragma unroll
         for (int r = 0; r < kRounds; r++) {
             if (t.m0 + r * R >= m) break; /* the tile's rows past M (uniform over the block) */
@@ -218,7 +230,7 @@ __device__ __forceinline__ void wg_epilogue(const E &epi, typename E::acc_t (&ac
     for (int i = 0; i < TPW; i++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            const int col = (t.c0 + th.chunk_l) * 64 + 16 * (th.q0 + i) + 8 * h + gq;
+            const int col = wg_out_col(t, th, i, h);
             const typename E::col_t s = epi.direct_col(col, even);
 #pragma unroll
             for (int j = 0; j < C::bx / 8; j++) {
@@ -258,13 +270,13 @@ __device__ __forceinline__ void wg_epilogue_f32(const E &epi, float (&acc)[TPW][
     const uint32_t epi_wg = b.smem_addr + L::epi_off + TPW * th.wgi * L::epi_chunk_bytes;
     unsigned char *epi_warp = b.smem + L::epi_off + th.chunk_l * L::epi_chunk_bytes;
     const bool lead = (th.ct & 127) == 0;
-    const int gq = th.lane >> 2, tq = th.lane & 3;
+    const int tq = th.lane & 3;
     float s[TPW][2];
 #pragma unroll
     for (int i = 0; i < TPW; i++)
 #pragma unroll
         for (int h = 0; h < 2; h++)
-            s[i][h] = epi.direct_col((t.c0 + th.chunk_l) * 64 + 16 * (th.q0 + i) + 8 * h + gq, true);
+            s[i][h] = epi.direct_col(wg_out_col(t, th, i, h), true);
 #pragma unroll
     for (int r = 0; r < kRounds; r++) {
         if (t.m0 + r * R >= m) break; /* the tile's rows past M (uniform over the block) */
@@ -282,7 +294,7 @@ __device__ __forceinline__ void wg_epilogue_f32(const E &epi, float (&acc)[TPW][
                     for (int h = 0; h < 2; h++) {
                         float y0 = acc[i][4 * j + 2 * h], y1 = acc[i][4 * j + 2 * h + 1];
                         epi.direct_scale(s[i][h], y0, y1);
-                        const int c = 16 * (th.q0 + i) + 8 * h + gq; /* column in the chunk */
+                        const int c = wg_chunk_col(th, i, h);
                         unsigned char *half = epi_warp + (c >> 5) * kHalfB + (c & 3) * 4;
                         const int u = (c & 31) >> 2, sw0 = E::kSwizzled ? row & 7 : 0;
                         const int sw1 = E::kSwizzled ? (row + 1) & 7 : 0;
