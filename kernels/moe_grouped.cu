@@ -1046,27 +1046,25 @@ extern "C" qv_status qv_moe_pick(qv_moe_dev *d, const qv_launch_opts *o)
                     : mean >= rows256                   ? 256
                     : mean >= c.t->moe_wg_block128_rows ? 128
                                                         : 64;
-        /* Pairs: the sort's blocks at 128 rows, two of an expert in one
-         * 256-slot tile. Asked, wherever no other block is forced; unset,
-         * from the tuning's mean of rows per expert on, no block forced. */
-        d->pairs = c.o->moe_wg_pairs == QV_OPT_ON
-                       ? !c.o->moe_wg_block || c.o->moe_wg_block == 128
-                       : !c.o->moe_wg_pairs && !c.o->moe_wg_block && c.t->moe_wg_pairs_rows != QV_OPT_OFF &&
-                             mean >= c.t->moe_wg_pairs_rows;
-        if (d->pairs) block = 128;
         /* Fit: the sort's blocks at 64 rows, an expert's last one to three
          * in one tile. Asked, wherever no other block is forced and pairs
          * are not asked; unset, in the tuning's range of mean rows per
-         * expert, ahead of pairs, no block or pairs forced. */
-        const bool free = !c.o->moe_wg_block && !c.o->moe_wg_pairs;
+         * expert, no block or pairs forced. */
         d->fit = c.o->moe_wg_fit == QV_OPT_ON
                      ? (!c.o->moe_wg_block || c.o->moe_wg_block == 64) && c.o->moe_wg_pairs != QV_OPT_ON
-                     : !c.o->moe_wg_fit && free && c.t->moe_wg_fit_rows != QV_OPT_OFF &&
-                           mean >= c.t->moe_wg_fit_rows && mean < c.t->moe_wg_fit_rows_end;
-        if (d->fit) {
-            d->pairs = 0;
-            block = 64;
-        }
+                     : !c.o->moe_wg_fit && !c.o->moe_wg_block && !c.o->moe_wg_pairs &&
+                           c.t->moe_wg_fit_rows != QV_OPT_OFF && mean >= c.t->moe_wg_fit_rows &&
+                           mean < c.t->moe_wg_fit_rows_end;
+        /* Pairs, where the blocks are not fitted: the sort's blocks at 128
+         * rows, two of an expert in one 256-slot tile. Asked, wherever no
+         * other block is forced; unset, from the tuning's mean of rows per
+         * expert on, no block forced. */
+        d->pairs = !d->fit && (c.o->moe_wg_pairs == QV_OPT_ON
+                                   ? !c.o->moe_wg_block || c.o->moe_wg_block == 128
+                                   : !c.o->moe_wg_pairs && !c.o->moe_wg_block &&
+                                         c.t->moe_wg_pairs_rows != QV_OPT_OFF && mean >= c.t->moe_wg_pairs_rows);
+        if (d->fit) block = 64;
+        if (d->pairs) block = 128;
         d->mb = block / 16;
     } else {
         /* The mma.sync kernel: 16-row blocks for decode-like batches,
@@ -1154,13 +1152,10 @@ extern "C" void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w)
     w->inter = off, off += up256(sizeof(float) * (size_t)parts * (size_t)rows * (size_t)d->n);
     w->pair_slot = off;
     if (by_slot) off += up256(sizeof(int32_t) * (size_t)pairs);
-    /* whole-expert tiles: the lists (kernels/moe_wg.cu), each its count
-     * first: max_blocks / per tiles of per blocks, then per - 1 lists of at
-     * most one tile an expert */
+    /* whole-expert tiles: the lists (kernels/moe_wg.cu) */
     w->tiles = off;
-    const int per_tile = d->fit ? 4 : 2;
     if (d->pairs || d->fit)
-        off += up256(sizeof(int) * ((size_t)w->max_blocks / per_tile + 1 + (size_t)(per_tile - 1) * ((size_t)nx + 1)));
+        off += up256(sizeof(int) * qv_moe_tile_lists_ints(qv_moe_tile_blocks(d), w->max_blocks, nx));
     w->bytes = off;
 }
 

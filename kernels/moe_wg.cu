@@ -126,10 +126,15 @@ qv_status launch_tile(bool bf16, int kind, const wg_params &p, const wg_moe &mo,
  * expert (tile_list). One block; nx <= kSortExperts. */
 constexpr int kListThreads = 256;
 
-/* List l of those (k_moe_tile_lists<SHIFT, PER>) in the workspace's tiles. */
+/* Where list l of those (k_moe_tile_lists<SHIFT, PER>) starts in the
+ * workspace's tiles, in ints (l = per: past the last list). */
+__host__ __device__ __forceinline__ int tile_list_at(int l, int per, int max_blocks, int nx)
+{
+    return l == 0 ? 0 : 1 + max_blocks / per + (l - 1) * (nx + 1);
+}
 __host__ __device__ __forceinline__ int *tile_list(int *tiles, int l, int per, int max_blocks, int nx)
 {
-    return tiles + (l == 0 ? 0 : 1 + max_blocks / per + (l - 1) * (nx + 1));
+    return tiles + tile_list_at(l, per, max_blocks, nx);
 }
 
 template <int SHIFT, int PER>
@@ -174,6 +179,13 @@ __global__ void __launch_bounds__(kListThreads) k_moe_tile_lists(const int *expe
 extern "C" int qv_moe_wg_tile_of(int tile, int tiles_m, int n_tiles, int block)
 {
     return moe_raster(tile, tiles_m, n_tiles, kMoeBand / block);
+}
+
+extern "C" int qv_moe_tile_blocks(const qv_moe_dev *d) { return d->fit ? 4 : 2; }
+
+extern "C" size_t qv_moe_tile_lists_ints(int per, int max_blocks, int nx)
+{
+    return (size_t)tile_list_at(per, per, max_blocks, nx);
 }
 
 extern "C" int qv_moe_wg_covers(const qv_moe_dev *d)
@@ -259,7 +271,7 @@ extern "C" qv_status qv_moe_wg_gemm(const qv_moe_dev *d, const qv_moe_ws *w, voi
          * to 192 rows in one tile of 192 slots, not in two of 128. No tile
          * holds more padding than the sort's. The widest launch first, the
          * others behind it in the chain. */
-        const int per = d->fit ? 4 : 2;
+        const int per = qv_moe_tile_blocks(d);
         int *tiles = (int *)(ws + w->tiles);
         if (d->fit)
             QV_TRY(launch_chained(k_moe_tile_lists<6, 4>, dim3(1), dim3(kListThreads), 0, stream,

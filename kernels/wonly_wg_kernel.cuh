@@ -177,8 +177,8 @@ struct wg_params {
  * combine's. With one group of K (grp_single) the dequant's scales are
  * expert x's row of e_scales too. Token tiles from expert_start[nx] on
  * hold no slot and are skipped by the producer and the consumers alike.
- * With a tile list (tiles: the sort's 128-slot blocks paired into 256-slot
- * tiles where an expert fills two, kernels/moe_wg.cu), token tile y starts
+ * With a tile list (tiles: whole-expert tiles of the sort's blocks, paired
+ * or fitted, kernels/moe_wg.cu), token tile y starts
  * at slot tiles[1 + y] for y < tiles[0] and the tiles past the count are
  * skipped; the sort's blocks are then 2^blk_shift slots, not bx. */
 struct wg_moe {

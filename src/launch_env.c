@@ -295,7 +295,8 @@ static const size_t kIntFields[] = {
     OFF(wo_dq_overlap),   OFF(aq_wg_min_m),     OFF(aq_wg_tile),    OFF(aq_wg_blocks),     OFF(aq_wg_streamk),
     OFF(aq_wg_pdl),       OFF(aq_lt_min_m),     OFF(aq_lt_fp8_min_m), OFF(aq_lt_fp8_blk_min_m),
     OFF(aq_lt_fp8_outer_min_m), OFF(aq_blocks_per_sm), OFF(aq_splits), OFF(aq_cluster_max), OFF(aq_pdl_max_m),
-    OFF(act_quant_cluster_max_m), OFF(moe_wg_min_rows), OFF(moe_wg_block), OFF(moe_wg_pairs), OFF(moe_wg_fit), OFF(moe_ksplit),
+    OFF(act_quant_cluster_max_m), OFF(moe_wg_min_rows), OFF(moe_wg_block), OFF(moe_wg_pairs), OFF(moe_wg_fit),
+    OFF(moe_ksplit),
     OFF(sms),             OFF(arch)};
 static const size_t kMibFields[] = {OFF(wo_dq_chunk_mib), OFF(aq_lt_chunk_mib)};
 /* The two enums are stored as ints (the overlay copies them as such). */

@@ -449,7 +449,8 @@ START_TEST(check_names_the_field)
                                   .aq_lt_chunk_mib = 1e-6, .aq_blocks_per_sm = 32, .aq_splits = 65535,
                                   .aq_cluster_max = 1, .aq_pdl_max_m = QV_OPT_OFF,
                                   .act_quant_cluster_max_m = QV_OPT_OFF, .moe_wg_min_rows = QV_OPT_OFF,
-                                  .moe_wg_block = 128, .moe_wg_pairs = QV_OPT_ON, .moe_wg_fit = QV_OPT_OFF, .moe_ksplit = QV_MOE_KSPLIT_MAX, .sms = QV_SMS_MAX, .arch = 1,
+                                  .moe_wg_block = 128, .moe_wg_pairs = QV_OPT_ON, .moe_wg_fit = QV_OPT_OFF,
+                                  .moe_ksplit = QV_MOE_KSPLIT_MAX, .sms = QV_SMS_MAX, .arch = 1,
                                   .trace = QV_TRACE_ALL};
     ck_assert_msg(qv_launch_opts_check(&edges) == QV_OK, "%s", qv_errmsg());
 }

@@ -133,6 +133,13 @@ int qv_moe_wg_tile_of(int tile, int tiles_m, int n_tiles, int block);
 
 /* Whether the wgmma kernel takes d's kind and scales (no CUDA call). */
 int qv_moe_wg_covers(const qv_moe_dev *d);
+/* The wgmma kernel's whole-expert tile lists (d->pairs or d->fit;
+ * kernels/moe_wg.cu): the sort's blocks a full tile holds (2 paired, 4
+ * fitted), and the ints the lists take in the workspace for max_blocks
+ * blocks and nx experts (list 0 holds max_blocks / per full tiles, the per
+ * - 1 others a tile an expert at most, each list its count first). */
+int qv_moe_tile_blocks(const qv_moe_dev *d);
+size_t qv_moe_tile_lists_ints(int per, int max_blocks, int nx);
 /* Whether the mma.sync kernel can split d's K into parts: W4A16 and MXFP4
  * experts with every scale in the dequant (no fp32 epilogue factor), not on
  * the wgmma kernel. */
