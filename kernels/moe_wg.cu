@@ -282,11 +282,16 @@ extern "C" qv_status qv_moe_wg_gemm(const qv_moe_dev *d, const qv_moe_ws *w, voi
         wg_moe ml[4] = {mo, mo, mo, mo};
         for (int l = 0; l < per; l++) ml[l].tiles = tile_list(tiles, l, per, w->max_blocks, nx);
         const int cap0 = w->max_blocks / per > 0 ? w->max_blocks / per : 1;
-        QV_TRY((launch_tile<1, 256>(d->bf16, d->kind, p, ml[0], a_slots, sms, cap0, stream)));
-        if (!d->fit) return launch_tile<2, 128>(d->bf16, d->kind, p, ml[1], a_slots, sms, nx, stream);
-        QV_TRY((launch_tile<1, 192>(d->bf16, d->kind, p, ml[3], a_slots, sms, nx, stream)));
-        QV_TRY((launch_tile<2, 128>(d->bf16, d->kind, p, ml[2], a_slots, sms, nx, stream)));
-        return launch_tile<4, 64>(d->bf16, d->kind, p, ml[1], a_slots, sms, nx, stream);
+        /* One run (pdl_order): each launch after the first starts its tiles
+         * on the SMs the one in front frees. */
+        wg_params first = p, next = p;
+        first.pdl_order = 1;
+        next.pdl_order = 2;
+        QV_TRY((launch_tile<1, 256>(d->bf16, d->kind, first, ml[0], a_slots, sms, cap0, stream)));
+        if (!d->fit) return launch_tile<2, 128>(d->bf16, d->kind, next, ml[1], a_slots, sms, nx, stream);
+        QV_TRY((launch_tile<1, 192>(d->bf16, d->kind, next, ml[3], a_slots, sms, nx, stream)));
+        QV_TRY((launch_tile<2, 128>(d->bf16, d->kind, next, ml[2], a_slots, sms, nx, stream)));
+        return launch_tile<4, 64>(d->bf16, d->kind, next, ml[1], a_slots, sms, nx, stream);
     }
     const int tiles_m = (int)((w->max_slots + w->block - 1) / w->block);
     /* 256-slot tiles in 128 columns, 128-slot tiles in 256, 64-slot tiles

@@ -157,6 +157,8 @@ struct wg_params {
     const void *bias;        /* FP4 rows with a bias: (n) bias_fmt codes in scale_perm_single order
                                 (qv_packed.bias), else NULL */
     int bias_fmt;            /* SF_*: storage of the bias */
+    int pdl_order;           /* MOE, a run of launches that read the same inputs and write disjoint
+                                rows (tile lists): 0 alone, 1 the run's first, 2 one behind it */
     int *counters;           /* stream-K tail: one arrival counter per tail tile, zero between launches */
     float *partial;          /* stream-K tail: 2 x grid slots of one tile's fp32 accumulators */
 };
@@ -190,18 +192,22 @@ struct wg_moe {
     int nx, w_rows, s_rows_x, blk_shift;
 };
 
-/* Token tile y's first slot, or -1 where the tile holds no slot. */
+/* Token tile y's first slot, or -1 where the tile holds no slot. The sort's
+ * and the lists' outputs are read from L2 (ld.global.cg): a launch behind
+ * another in a run of tile lists (wg_params.pdl_order 2) reads them without
+ * a wait of its own, and no line of an earlier launch's lists in an SM's L1
+ * may stand for them. */
 __device__ __forceinline__ int moe_tile_m0(const wg_moe &mo, int y, int bx)
 {
-    if (mo.tiles) return y < mo.tiles[0] ? mo.tiles[1 + y] : -1;
+    if (mo.tiles) return y < __ldcg(mo.tiles) ? __ldcg(mo.tiles + 1 + y) : -1;
     const int m0 = y * bx;
-    return m0 < mo.expert_start[mo.nx] ? m0 : -1;
+    return m0 < __ldcg(mo.expert_start + mo.nx) ? m0 : -1;
 }
 
 /* The expert whose scales the sort's block y reads (moe_common.cuh). */
 __device__ __forceinline__ int moe_scale_expert(const wg_moe &mo, int y)
 {
-    return ::moe_scale_expert(mo.block_expert, y, mo.block_expert[y]);
+    return ::moe_scale_expert(mo.block_expert, y, __ldcg(mo.block_expert + y));
 }
 
 /* The staging switches of this file's epilogue policies (wg_epilogue.cuh's
@@ -516,15 +522,30 @@ __global__ void __launch_bounds__(kThreads, 1)
      * kernel behind this one may launch the same way as soon as every block
      * here runs. Without a kernel in front launched so, the wait returns at
      * once. */
+    /* MOE tile lists (pdl_order): the run's first launch lets the next one
+     * start only once its own wait is over, when the kernels in front (the
+     * gather, the lists) have ended; a launch behind it reads only their
+     * outputs and writes other product rows, so it starts its tiles on the
+     * SMs that the launch in front frees, without waiting for the rest of
+     * that launch's tiles. Its block 0 waits for the launch in front before
+     * ending (one thread of the producer's spare warps), so that the
+     * combine, which waits for the run's last launch, finds every launch
+     * ended. */
+    const int order = MOE ? p.pdl_order : 0;
+    if (order == 1) asm volatile("griddepcontrol.wait;\n" ::: "memory");
     asm volatile("griddepcontrol.launch_dependents;\n" ::);
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    if (order == 0) asm volatile("griddepcontrol.wait;\n" ::: "memory");
 
     if (b.warp >= kConsumerWarps) {
         /* The producer: every stage of every tile of this block, in order,
          * each into the next slot once its consumers have released it. One
          * thread issues them all; its warpgroup hands its registers over. */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-        if (b.warp != kConsumerWarps || b.lane != 0) return;
+        if (b.warp != kConsumerWarps || b.lane != 0) {
+            if (order == 2 && blockIdx.x == 0 && b.warp == kConsumerWarps + 1 && b.lane == 0)
+                asm volatile("griddepcontrol.wait;\n" ::: "memory");
+            return;
+        }
         /* Every stage announces the same bytes: the tensor-map copies write
          * whole boxes, zeros past M, N and K included. */
         const uint32_t tx = L::a_bytes + L::w_bytes +
@@ -544,7 +565,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             int w_row0 = 0, s_row0 = 0;
             if constexpr (MOE) {
                 if (m0 < 0) return;
-                w_row0 = mo.block_expert[m0 >> mo.blk_shift] * mo.w_rows;
+                w_row0 = __ldcg(mo.block_expert + (m0 >> mo.blk_shift)) * mo.w_rows;
                 s_row0 = moe_scale_expert(mo, m0 >> mo.blk_shift) * mo.s_rows_x;
             }
             for (int step = s0; step < s1; step++) {
@@ -627,7 +648,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         if constexpr (MOE) {
             t.m0 = moe_tile_m0(mo, tix % tiles_m, C::bx);
             if (t.m0 < 0) continue;
-            x = mo.block_expert[t.m0 >> mo.blk_shift];
+            x = __ldcg(mo.block_expert + (t.m0 >> mo.blk_shift));
             xs = moe_scale_expert(mo, t.m0 >> mo.blk_shift);
         }
 #pragma unroll
