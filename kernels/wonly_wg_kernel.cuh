@@ -521,12 +521,12 @@ __global__ void __launch_bounds__(kThreads, 1)
      * written here before it has finished and its writes are visible. The
      * kernel behind this one may launch the same way as soon as every block
      * here runs. Without a kernel in front launched so, the wait returns at
-     * once. */
-    /* MOE tile lists (pdl_order): the run's first launch lets the next one
-     * start only once its own wait is over, when the kernels in front (the
-     * gather, the lists) have ended; a launch behind it reads only their
-     * outputs and writes other product rows, so it starts its tiles on the
-     * SMs that the launch in front frees, without waiting for the rest of
+     * once.
+     * MOE tile lists (pdl_order) run otherwise: the run's first launch lets
+     * the next one launch only once its own wait is over, when the kernels in
+     * front (the gather, the lists) have ended; a launch behind it reads only
+     * their outputs and writes other product rows, so it starts its tiles on
+     * the SMs that the launch in front frees, without waiting for the rest of
      * that launch's tiles. Its block 0 waits for the launch in front before
      * ending (one thread of the producer's spare warps), so that the
      * combine, which waits for the run's last launch, finds every launch
