@@ -22,6 +22,8 @@
  *    as a 128-slot tile, and the GEMM runs once over each list; fitted
  *    (qv_moe_dev.fit, 64-slot blocks): four by four as 256-slot tiles and
  *    the last one to three as one tile of 64, 128 or 192 slots, four lists.
+ *    The launches over the lists overlap (wg_params.pdl_order): each one
+ *    after the first starts its tiles as the one in front frees SMs.
  * The arithmetic is the mma.sync grouped kernel's (moe_grouped.cu) and the
  * dense weight-only row's: the weights dequantized exactly as there,
  * products summed by the tensor cores in fp32, k16 by k16 in increasing k,
