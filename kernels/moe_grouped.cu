@@ -1,6 +1,7 @@
 /* moe_grouped.cu: the routed (mixture-of-experts) GEMM (docs/moe.md,
  * gpu_moe.h) in up to seven launches on one stream (nine with the paired
- * wgmma tiles, qv_moe_dev.pairs: a tile-list launch and two GEMMs):
+ * wgmma tiles, qv_moe_dev.pairs: a tile-list launch and two GEMMs; eleven
+ * with the fitted ones, qv_moe_dev.fit: a tile-list launch and four):
  *
  *  1. k_moe_route: per token (one warp), the router scores in fp32 from the
  *     logits (softmax over E, sigmoid, or the logits themselves), the k
@@ -45,7 +46,10 @@
  * visible, before touching global memory. Since every kernel of the chain
  * waits so, each finishes after all those in front of it; what overlaps is
  * one kernel's launch with the tail of the one before (at a decode step the
- * kernels are each a few microseconds). */
+ * kernels are each a few microseconds). The wgmma GEMMs over tile lists
+ * overlap further (kernels/moe_wg.cu, wg_params.pdl_order): each one after
+ * the first runs its tiles during the tail of the one in front and waits
+ * for it only before ending. */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
