@@ -275,12 +275,9 @@ extern "C" qv_status qv_moe_wg_gemm(const qv_moe_dev *d, const qv_moe_ws *w, voi
          * others behind it in the chain. */
         const int per = qv_moe_tile_blocks(d);
         int *tiles = (int *)(ws + w->tiles);
-        if (d->fit)
-            QV_TRY(launch_chained(k_moe_tile_lists<6, 4>, dim3(1), dim3(kListThreads), 0, stream,
-                                  "tile list launch", expert_start, nx, tiles, w->max_blocks));
-        else
-            QV_TRY(launch_chained(k_moe_tile_lists<7, 2>, dim3(1), dim3(kListThreads), 0, stream,
-                                  "tile list launch", expert_start, nx, tiles, w->max_blocks));
+        QV_TRY(launch_chained(d->fit ? k_moe_tile_lists<6, 4> : k_moe_tile_lists<7, 2>, dim3(1),
+                              dim3(kListThreads), 0, stream, "tile list launch", expert_start, nx, tiles,
+                              w->max_blocks));
         wg_moe ml[4] = {mo, mo, mo, mo};
         for (int l = 0; l < per; l++) ml[l].tiles = tile_list(tiles, l, per, w->max_blocks, nx);
         const int cap0 = w->max_blocks / per > 0 ? w->max_blocks / per : 1;

@@ -351,9 +351,7 @@ __device__ __forceinline__ void wg_wait()
 #define WG_D64(C) WG_D8(C, 0), WG_D8(C, 8), WG_D8(C, 16), WG_D8(C, 24)
 #define WG_D128(C) WG_D64(C), WG_D8(C, 32), WG_D8(C, 40), WG_D8(C, 48), WG_D8(C, 56)
 #define WG_D192(C) WG_D128(C), WG_D8(C, 64), WG_D8(C, 72), WG_D8(C, 80), WG_D8(C, 88)
-#define WG_D256(C)                                                                                                   \
-    WG_D128(C), WG_D8(C, 64), WG_D8(C, 72), WG_D8(C, 80), WG_D8(C, 88), WG_D8(C, 96), WG_D8(C, 104), WG_D8(C, 112), \
-        WG_D8(C, 120)
+#define WG_D256(C) WG_D192(C), WG_D8(C, 96), WG_D8(C, 104), WG_D8(C, 112), WG_D8(C, 120)
 
 /* N 32-bit words (1, 2 or a multiple of 4) from shared memory at src, in
  * loads of their whole size (src aligned to it), or zeros when !ok. */

@@ -204,10 +204,14 @@ __device__ __forceinline__ int moe_tile_m0(const wg_moe &mo, int y, int bx)
     return m0 < __ldcg(mo.expert_start + mo.nx) ? m0 : -1;
 }
 
-/* The expert whose scales the sort's block y reads (moe_common.cuh). */
-__device__ __forceinline__ int moe_scale_expert(const wg_moe &mo, int y)
+/* The expert of the sort's block y (from L2, as moe_tile_m0 reads). */
+__device__ __forceinline__ int moe_block_expert(const wg_moe &mo, int y) { return __ldcg(mo.block_expert + y); }
+
+/* The expert whose scales the sort's block y of expert x reads
+ * (moe_common.cuh). */
+__device__ __forceinline__ int moe_scale_expert(const wg_moe &mo, int y, int x)
 {
-    return ::moe_scale_expert(mo.block_expert, y, __ldcg(mo.block_expert + y));
+    return ::moe_scale_expert(mo.block_expert, y, x);
 }
 
 /* The staging switches of this file's epilogue policies (wg_epilogue.cuh's
@@ -565,8 +569,9 @@ __global__ void __launch_bounds__(kThreads, 1)
             int w_row0 = 0, s_row0 = 0;
             if constexpr (MOE) {
                 if (m0 < 0) return;
-                w_row0 = __ldcg(mo.block_expert + (m0 >> mo.blk_shift)) * mo.w_rows;
-                s_row0 = moe_scale_expert(mo, m0 >> mo.blk_shift) * mo.s_rows_x;
+                const int y = m0 >> mo.blk_shift, x = moe_block_expert(mo, y);
+                w_row0 = x * mo.w_rows;
+                s_row0 = moe_scale_expert(mo, y, x) * mo.s_rows_x;
             }
             for (int step = s0; step < s1; step++) {
                 const int kt0 = step * kKs;
@@ -648,8 +653,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         if constexpr (MOE) {
             t.m0 = moe_tile_m0(mo, tix % tiles_m, C::bx);
             if (t.m0 < 0) continue;
-            x = __ldcg(mo.block_expert + (t.m0 >> mo.blk_shift));
-            xs = moe_scale_expert(mo, t.m0 >> mo.blk_shift);
+            x = moe_block_expert(mo, t.m0 >> mo.blk_shift);
+            xs = moe_scale_expert(mo, t.m0 >> mo.blk_shift, x);
         }
 #pragma unroll
         for (int i = 0; i < TPW; i++)
