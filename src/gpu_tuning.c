@@ -68,15 +68,19 @@ static const qv_tuning kRows[] = {
          * 128 rows to below 768: at 128 rows (Mixtral-style) 1-3 % faster,
          * at 160 10-14 % faster, gpt-oss at 512 rows 0.9 %, Qwen3 at 256
          * rows even; below (gpt-oss at 64 and 80 rows 17 % slower, Qwen3 at
-         * 32 10 %: the four launches and the 64-slot tiles) and at 1024
-         * rows (-4 % to +2 %) not. */
+         * 32 10 %: the four launches and the 64-slot tiles) not. With the
+         * launches over the lists overlapping (H100, same binary with fit
+         * forced off and on): at 1024 rows (Mixtral, act_order, channel at
+         * 4096 tokens, three alternations) -0.3 % to +2.6 %, at 2048 rows
+         * -2.8 % to +0.1 %; at 64 rows still from 12 % slower (act_order)
+         * to 5 % faster (gpt-oss), at 32 rows 3-10 % slower. */
         .moe_wg_min_rows = 32,
         .moe_wg_block128_rows = 64,
         .moe_wg_block256_rows = 768,
         .moe_wg_block256_rows_mxfp4 = 512,
         .moe_wg_pairs_rows = 160,
         .moe_wg_fit_rows = 128,
-        .moe_wg_fit_rows_end = 768,
+        .moe_wg_fit_rows_end = 1536,
         .sm_smem_kib = 228,
     },
 };

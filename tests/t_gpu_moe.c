@@ -427,7 +427,7 @@ START_TEST(pick_path)
         ck_assert_msg(qv_moe_pick(&d, &od) == QV_OK, "case %zu: %s", i, qv_errmsg());
         const int pairs_n = cases[i].t * cases[i].topk, mean = pairs_n / (pairs_n < cases[i].e ? pairs_n : cases[i].e);
         const int free = cases[i].wg && cases[i].kind != QV_MOE_FP8_B128 && !cases[i].block;
-        const int fit = free && mean >= 128 && mean < 768, pairs = free && mean >= 160 && !fit;
+        const int fit = free && mean >= 128 && mean < 1536, pairs = free && mean >= 160 && !fit;
         ck_assert_msg(d.wg == cases[i].wg && d.pairs == pairs && d.fit == fit &&
                           d.mb == (fit ? 4 : pairs ? 8 : cases[i].mb),
                       "case %zu by default: wg %d mb %d pairs %d fit %d", i, d.wg, d.mb, d.pairs, d.fit);
@@ -448,16 +448,18 @@ START_TEST(pick_path)
         const qv_launch_opts wg1on = {.moe_wg_min_rows = 1, .moe_wg_pairs = QV_OPT_ON, .sms = 132, .arch = 90};
         ck_assert(qv_moe_pick(&d, &wg1) == QV_OK && d.wg && !d.pairs && d.mb == 4);
         ck_assert(qv_moe_pick(&d, &wg1on) == QV_OK && d.wg && d.pairs && d.mb == 8);
-        /* by default: 128-slot tiles to 127 rows, fitted from 128 to 767,
-         * pairs from 768 */
+        /* by default: 128-slot tiles to 127 rows, fitted from 128 to
+         * 1535, pairs from 1536 */
         const qv_launch_opts dflt = {.sms = 132, .arch = 90};
         d.t = 508; /* 127 rows */
         ck_assert(qv_moe_pick(&d, &dflt) == QV_OK && d.wg && !d.pairs && !d.fit && d.mb == 8);
         d.t = 512; /* 128 */
         ck_assert(qv_moe_pick(&d, &dflt) == QV_OK && d.wg && !d.pairs && d.fit && d.mb == 4);
-        d.t = 3068; /* 767 */
-        ck_assert(qv_moe_pick(&d, &dflt) == QV_OK && d.wg && !d.pairs && d.fit && d.mb == 4);
         d.t = 3072; /* 768 */
+        ck_assert(qv_moe_pick(&d, &dflt) == QV_OK && d.wg && !d.pairs && d.fit && d.mb == 4);
+        d.t = 6140; /* 1535 */
+        ck_assert(qv_moe_pick(&d, &dflt) == QV_OK && d.wg && !d.pairs && d.fit && d.mb == 4);
+        d.t = 6144; /* 1536 */
         ck_assert(qv_moe_pick(&d, &dflt) == QV_OK && d.wg && d.pairs && !d.fit && d.mb == 8);
         /* pairs asked, or off: no fit by default */
         d.t = 640;
@@ -484,7 +486,10 @@ START_TEST(pick_path)
         d.t = 4096; /* 1024 rows */
         ck_assert(qv_moe_pick(&d, &fit) == QV_OK && d.wg && d.fit && !d.pairs && d.mb == 4);
         const qv_launch_opts dflt = {.sms = 132, .arch = 90};
+        ck_assert(qv_moe_pick(&d, &dflt) == QV_OK && d.wg && d.fit && !d.pairs && d.mb == 4);
+        d.t = 8192; /* 2048 rows: pairs by default, fit where asked */
         ck_assert(qv_moe_pick(&d, &dflt) == QV_OK && d.wg && !d.fit && d.pairs && d.mb == 8);
+        ck_assert(qv_moe_pick(&d, &fit) == QV_OK && d.wg && d.fit && !d.pairs && d.mb == 4);
         /* on mma.sync (10 rows an expert) fit asks nothing */
         d.t = 40;
         ck_assert(qv_moe_pick(&d, &fit) == QV_OK && !d.wg && !d.fit && !d.pairs);
