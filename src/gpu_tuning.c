@@ -64,16 +64,12 @@ static const qv_tuning kRows[] = {
          * tiles; at 4096 tokens 1-5 % faster than 256-slot ones; at 128
          * rows from 9 % faster (gpt-oss) to 14 % slower (channel). An
          * expert's 64-slot blocks fitted into tiles of up to 256 slots
-         * (H100, two alternations, against 128-slot tiles or pairs) from
-         * 128 rows to below 768: at 128 rows (Mixtral-style) 1-3 % faster,
-         * at 160 10-14 % faster, gpt-oss at 512 rows 0.9 %, Qwen3 at 256
-         * rows even; below (gpt-oss at 64 and 80 rows 17 % slower, Qwen3 at
-         * 32 10 %: the four launches and the 64-slot tiles) not. With the
-         * launches over the lists overlapping (H100, same binary with fit
-         * forced off and on): at 1024 rows (Mixtral, act_order, channel at
-         * 4096 tokens, three alternations) -0.3 % to +2.6 %, at 2048 rows
-         * -2.8 % to +0.1 %; at 64 rows still from 12 % slower (act_order)
-         * to 5 % faster (gpt-oss), at 32 rows 3-10 % slower. */
+         * from 128 rows to below 1536 (H100, the same binary with fit forced
+         * off and on, the launches over the lists overlapping): at 128 rows
+         * -0.7 % to +14.7 %, at 256 +1.8 % to +8.6 %, at 1024 (4096
+         * tokens) -0.3 % to +2.6 %; not below (at 64 rows from 12 % slower
+         * to 5 % faster, at 32 rows 3-10 % slower: the four launches and
+         * the 64-slot tiles) nor at 2048 rows (-2.8 % to +0.1 %). */
         .moe_wg_min_rows = 32,
         .moe_wg_block128_rows = 64,
         .moe_wg_block256_rows = 768,
