@@ -10,6 +10,16 @@
  * with tie=low, when their logits are equal and j < i). A selection S of k
  * experts is admissible when no expert outside S surely outranks one inside.
  *
+ * Group-limited routes (groups=) rank by the selection key: the score, plus
+ * the expert's bias (sbias=f32) with one more fp32 rounding, so exact ties
+ * are equal (logit, bias) pairs. A group's kernel score (the fp32 sum of its
+ * two largest keys, or the largest) lies in an interval built from its
+ * experts' key intervals; group g surely outranks h as experts do, equal
+ * groups being those whose scoring experts tie. A set of gtopk kept groups is
+ * admissible when no group outside surely outranks one inside, and S is
+ * admissible when it is, in some admissible set, with the other groups'
+ * experts out (gmask=ninf) or scoring exactly 0 (gmask=zero).
+ *
  * Weights. The exact weights of a selection come from MPFR (160 bits, then
  * rounded to double). The kernel's fp32 weights are within weight_rel * w +
  * weight_abs of them, from the declared fp32 arithmetic:
@@ -20,7 +30,8 @@
  *             or a reciprocal and a multiply (two roundings);
  *   sigmoid:  1 / (1 + e^) with e^ = exp(-l): two roundings and rho scaled by
  *             e^/(1 + e^);
- *   renorm:   a sum of k weights (gamma_{k-1}) and two roundings;
+ *   renorm:   a sum of k weights (gamma_{k-1}) and two roundings; with eps one
+ *             more rounding (the sum plus eps), the exact weight s_c / (sum + eps);
  *   rsf:      one rounding.
  * Exponentials below 2^-110 and sigmoids of logits below -87 leave the relative
  * model (they underflow in fp32); their absolute error is below 2^-100, which
@@ -51,11 +62,29 @@ static const double U32 = 0x1p-24;
 
 /* ---- per token: logits, keys and their intervals ------------------------------------- */
 
+/* Admissible group sets kept for one token (near-tied groups), and the
+ * combinations of candidate groups tried to find them. */
+#define MAX_GSETS 256
+
 typedef struct token_route {
     int e;
+    int sig_bias;    /* the key is sigma(l) + b (sbias=f32) */
     double *l;       /* (e) logits */
+    double *b;       /* (e) selection bias (0 without one) */
+    double *key;     /* (e) the exact selection key to double: exp(l - lmax) (softmax), sigma(l)
+                        (+ b), or l (topk-softmax); within [lo, hi] */
     double *lo, *hi; /* (e) the kernel's key lies in [lo, hi] */
-    int *rank;       /* (e) experts by exact key, descending; equal logits by index */
+    int *rank;       /* (e) experts by exact key, descending; equal keys by index */
+    /* group-limited selection (ng = 0: none) */
+    int ng, per, gk;
+    int *top1, *top2;   /* (ng) a group's two best experts in rank order */
+    double *glo, *ghi;  /* (ng) the kernel's group score lies in [glo, ghi] */
+    double *gkey;       /* (ng) the exact group score to double */
+    int *grank;         /* (ng) groups by gkey, descending, then index */
+    int *gtmp, *gcand, *gidx; /* (ng) scratch */
+    int n_sets;         /* admissible group sets, the canonical one first */
+    unsigned char *sets; /* (MAX_GSETS, ng): 1 where the set keeps the group */
+    int sets_overflow;  /* more than MAX_GSETS sets, or MAX_SELECTIONS tries */
 } token_route;
 
 static double logit_of(const qv_moe_problem *p, int64_t t, int j)
@@ -98,28 +127,159 @@ static double rho_softmax(const qv_moe_spec *s, const double *l, const int *idx,
     return r + n * 0x1p-120;
 }
 
-static int rank_cmp_l(const double *l, int a, int b)
+/* Equal exact keys. Every key is a strictly increasing function of the
+ * logit plus the expert's bias, so equal (logit, bias) pairs tie. Other
+ * pairs may tie only by a coincidence of transcendental values; such a pair
+ * is left to the intervals, which then overlap and let either be taken. */
+static int same_key(const token_route *r, int i, int j) { return r->l[i] == r->l[j] && r->b[i] == r->b[j]; }
+
+/* Whether expert j's exact key is 0, the key gmask=zero gives the experts of
+ * the groups not kept: sigma(-inf) + 0, sigma(0) - 1/2, or a softmax of -inf. */
+static int key_is_zero(const token_route *r, int j)
 {
-    if (l[a] > l[b]) return -1;
-    if (l[a] < l[b]) return 1;
+    if (r->l[j] == -INFINITY) return r->b[j] == 0.0;
+    return r->sig_bias && r->l[j] == 0.0 && r->b[j] == -0.5;
+}
+
+static int rank_cmp(const token_route *r, int a, int b)
+{
+    /* without a bias the logits order the keys exactly */
+    const double *o = r->sig_bias ? r->key : r->l;
+    if (same_key(r, a, b)) return a < b ? -1 : a > b;
+    if (o[a] > o[b]) return -1;
+    if (o[a] < o[b]) return 1;
     return a < b ? -1 : a > b;
 }
 
-/* Sorts rank[0..e) by (logit desc, index asc): insertion into a merge sort. */
-static void sort_rank(int *rank, int *tmp, const double *l, int e)
+/* Sorts rank[0..e) by (key desc, index asc): a merge sort. */
+static void sort_rank(const token_route *r, int *rank, int *tmp, int e)
 {
     for (int w = 1; w < e; w *= 2)
         for (int lo = 0; lo < e; lo += 2 * w) {
             int mid = lo + w < e ? lo + w : e, hi = lo + 2 * w < e ? lo + 2 * w : e;
             int i = lo, j = mid, o = lo;
-            while (i < mid && j < hi) tmp[o++] = rank_cmp_l(l, rank[i], rank[j]) <= 0 ? rank[i++] : rank[j++];
+            while (i < mid && j < hi) tmp[o++] = rank_cmp(r, rank[i], rank[j]) <= 0 ? rank[i++] : rank[j++];
             while (i < mid) tmp[o++] = rank[i++];
             while (j < hi) tmp[o++] = rank[j++];
             memcpy(rank + lo, tmp + lo, sizeof(int) * (size_t)(hi - lo));
         }
 }
 
-/* Fills r for token t: logits, key intervals, exact ranking. */
+/* ---- groups ---------------------------------------------------------------------------- */
+
+/* Equal exact group scores: the same key classes in its scoring experts. */
+static int same_group(const qv_moe_spec *s, const token_route *r, int g, int h)
+{
+    if (!same_key(r, r->top1[g], r->top1[h])) return 0;
+    return s->gscore == QV_GSCORE_MAX || same_key(r, r->top2[g], r->top2[h]);
+}
+
+/* 1 when group g surely outranks group h. */
+static int g_outranks(const qv_moe_spec *s, const token_route *r, int g, int h)
+{
+    if (same_group(s, r, g, h)) return s->tie == QV_TIE_LOW && g < h;
+    return r->glo[g] > r->ghi[h];
+}
+
+/* Whether the kept groups `set` are admissible: no group outside surely
+ * outranks one inside. */
+static int gset_admissible(const qv_moe_spec *s, const token_route *r, const unsigned char *set)
+{
+    for (int g = 0; g < r->ng; g++)
+        if (set[g])
+            for (int h = 0; h < r->ng; h++)
+                if (!set[h] && g_outranks(s, r, h, g)) return 0;
+    return 1;
+}
+
+/* The group scores' intervals and ranking, and every admissible set of kept
+ * groups (the canonical one, the gk best by exact score, first). The
+ * kernel's group score is its fp32 sum of its two largest keys (one
+ * rounding), or its largest key; the two largest of keys each in [lo, hi]
+ * sum to within [two largest lo, two largest hi]. */
+static void route_groups(const qv_moe_spec *s, token_route *r)
+{
+    int ng = r->ng, per = r->per, gk = r->gk;
+    for (int g = 0; g < ng; g++) r->top1[g] = r->top2[g] = -1;
+    for (int a = 0; a < r->e; a++) {
+        int i = r->rank[a], g = i / per;
+        if (r->top1[g] < 0) r->top1[g] = i;
+        else if (r->top2[g] < 0) r->top2[g] = i;
+    }
+    for (int g = 0; g < ng; g++) {
+        double l1 = -INFINITY, l2 = -INFINITY, h1 = -INFINITY, h2 = -INFINITY;
+        for (int j = g * per; j < (g + 1) * per; j++) {
+            if (r->lo[j] > l1) l2 = l1, l1 = r->lo[j];
+            else if (r->lo[j] > l2) l2 = r->lo[j];
+            if (r->hi[j] > h1) h2 = h1, h1 = r->hi[j];
+            else if (r->hi[j] > h2) h2 = r->hi[j];
+        }
+        if (s->gscore == QV_GSCORE_MAX) {
+            r->glo[g] = l1;
+            r->ghi[g] = h1;
+            r->gkey[g] = r->key[r->top1[g]];
+        } else {
+            /* the fp32 sum's rounding and the double sums' own */
+            double sl = l1 + l2, sh = h1 + h2;
+            r->glo[g] = sl - fabs(sl) * (U32 + 0x1p-50) - 0x1p-140;
+            r->ghi[g] = sh + fabs(sh) * (U32 + 0x1p-50) + 0x1p-140;
+            r->gkey[g] = r->key[r->top1[g]] + r->key[r->top2[g]];
+        }
+    }
+    for (int g = 0; g < ng; g++) r->grank[g] = g;
+    /* insertion sort: (gkey desc, equal groups by index) */
+    for (int a = 1; a < ng; a++) {
+        int g = r->grank[a], b = a - 1;
+        while (b >= 0) {
+            int h = r->grank[b];
+            int before = same_group(s, r, g, h) ? g < h : r->gkey[g] > r->gkey[h] || (r->gkey[g] == r->gkey[h] && g < h);
+            if (!before) break;
+            r->grank[b + 1] = h;
+            b--;
+        }
+        r->grank[b + 1] = g;
+    }
+    /* groups in every admissible set, candidates, and the rest */
+    int *in = r->gtmp, n_in = 0, nc = 0;
+    for (int a = 0; a < ng; a++) {
+        int g = r->grank[a], above = 0, below = 0;
+        in[g] = 0;
+        for (int h = 0; h < ng; h++) {
+            if (h == g) continue;
+            above += g_outranks(s, r, h, g);
+            below += g_outranks(s, r, g, h);
+        }
+        if (above >= gk) continue;
+        if (ng - 1 - below < gk) in[g] = 1, n_in++;
+        else r->gcand[nc++] = g;
+    }
+    unsigned char *c0 = r->sets;
+    memset(c0, 0, (size_t)ng);
+    for (int a = 0; a < gk; a++) c0[r->grank[a]] = 1;
+    r->n_sets = 1;
+    r->sets_overflow = 0;
+    int need = gk - n_in;
+    QV_ASSERT(need >= 0 && need <= nc, "a token's group split excludes its canonical groups");
+    for (int i = 0; i < need; i++) r->gidx[i] = i;
+    for (int tried = 0;; tried++) {
+        if (tried >= MAX_SELECTIONS || r->n_sets >= MAX_GSETS) {
+            r->sets_overflow = 1;
+            break;
+        }
+        unsigned char *set = r->sets + (size_t)r->n_sets * (size_t)ng;
+        for (int g = 0; g < ng; g++) set[g] = (unsigned char)in[g];
+        for (int i = 0; i < need; i++) set[r->gcand[r->gidx[i]]] = 1;
+        if (memcmp(set, c0, (size_t)ng) && gset_admissible(s, r, set)) r->n_sets++;
+        int i = need - 1;
+        while (i >= 0 && r->gidx[i] == nc - need + i) i--;
+        if (i < 0) break;
+        r->gidx[i]++;
+        for (int j = i + 1; j < need; j++) r->gidx[j] = r->gidx[j - 1] + 1;
+    }
+}
+
+/* Fills r for token t: logits, key intervals, exact ranking, and with groups
+ * their scores and admissible sets. */
 static void route_token(const qv_moe_problem *p, int64_t t, token_route *r, int *tmp)
 {
     const qv_moe_spec *s = p->s;
@@ -127,24 +287,26 @@ static void route_token(const qv_moe_problem *p, int64_t t, token_route *r, int 
     double lmax = -INFINITY;
     for (int j = 0; j < e; j++) {
         r->l[j] = logit_of(p, t, j);
+        r->b[j] = s->sbias ? (double)p->score_bias[j] : 0.0;
         if (r->l[j] > lmax) lmax = r->l[j];
         r->rank[j] = j;
     }
-    sort_rank(r->rank, tmp, r->l, e);
     if (s->route == QV_ROUTE_TOPK_SOFTMAX) {
-        for (int j = 0; j < e; j++) r->lo[j] = r->hi[j] = r->l[j];
+        for (int j = 0; j < e; j++) r->key[j] = r->lo[j] = r->hi[j] = r->l[j];
+        sort_rank(r, r->rank, tmp, e);
         return;
     }
     double rho_a = is_softmax(s->route) ? rho_softmax(s, r->l, NULL, e, lmax) : 0.0;
     for (int j = 0; j < e; j++) {
         double l = r->l[j], key, beta;
         if (l == -INFINITY) {
-            r->lo[j] = r->hi[j] = 0.0; /* exp(-inf) and 1/(1+inf) are 0 in fp32 too */
+            /* exp(-inf) and 1/(1+inf) are 0 in fp32 too, and 0 + b is b */
+            r->key[j] = r->lo[j] = r->hi[j] = r->b[j];
             continue;
         }
         if (is_softmax(s->route)) {
             /* the kernel's e^_j / S^ (an exp, a sum, a division), against exp(l - lmax) / S */
-            key = exp(l - lmax); /* the common 1/S does not change the order */
+            key = exp(l - lmax); /* the common 1/S does not change the order, nor a group's */
             double rj = l - lmax >= -76.0 ? rho_exp(s, l - lmax) : 0.0;
             beta = (1.0 + rj) * (1.0 + U32) * (1.0 + U32) / ((1.0 - rho_a) * (1.0 - gamma_n(e - 1))) - 1.0;
         } else {
@@ -163,22 +325,65 @@ static void route_token(const qv_moe_problem *p, int64_t t, token_route *r, int 
             lo = 0.0;
             hi = hi > WEIGHT_ABS ? hi : WEIGHT_ABS;
         }
-        r->lo[j] = lo > 0 ? lo : 0.0;
+        lo = lo > 0 ? lo : 0.0;
+        if (s->sbias) {
+            /* RN_f32(score + b): one rounding of a value in [lo + b, hi + b], and the double sums' */
+            double xl = lo + r->b[j], xh = hi + r->b[j];
+            lo = xl - fabs(xl) * (U32 + 0x1p-50) - 0x1p-149;
+            hi = xh + fabs(xh) * (U32 + 0x1p-50) + 0x1p-149;
+            key += r->b[j];
+        }
+        r->key[j] = key;
+        r->lo[j] = lo;
         r->hi[j] = hi;
     }
+    sort_rank(r, r->rank, tmp, e);
+    if (r->ng) route_groups(s, r);
 }
 
-/* 1 when j surely outranks i. */
-static int outranks(const qv_moe_spec *s, const token_route *r, int j, int i)
+/* ---- experts ------------------------------------------------------------------------- */
+
+/* How the final top-k sees expert j under the kept groups `set` (NULL: no
+ * groups): a candidate with its own key, a candidate with key 0
+ * (gmask=zero), or not a candidate (gmask=ninf). */
+enum { V_IN, V_ZERO, V_OUT };
+static int view(const qv_moe_spec *s, const token_route *r, const unsigned char *set, int j)
 {
-    if (r->l[j] == r->l[i]) return s->tie == QV_TIE_LOW && j < i;
-    return r->lo[j] > r->hi[i];
+    if (!set || set[j / r->per]) return V_IN;
+    return s->gmask == QV_GMASK_ZERO ? V_ZERO : V_OUT;
 }
 
-/* 1 when sel (k distinct experts) is admissible; else 0 with a reason. */
-static int admissible(const qv_moe_spec *s, const token_route *r, const int32_t *sel, int k, char *why, size_t len)
+/* Equal exact keys of two candidates in the view `set`. */
+static int tied_in(const qv_moe_spec *s, const token_route *r, const unsigned char *set, int j, int i)
+{
+    int vj = view(s, r, set, j), vi = view(s, r, set, i);
+    if (vj == V_IN && vi == V_IN) return same_key(r, j, i);
+    if (vj == V_ZERO && vi == V_ZERO) return 1;
+    return vj == V_ZERO ? key_is_zero(r, i) : key_is_zero(r, j);
+}
+
+/* 1 when j surely outranks i in the view `set` (both candidates there). */
+static int outranks_in(const qv_moe_spec *s, const token_route *r, const unsigned char *set, int j, int i)
+{
+    int vj = view(s, r, set, j), vi = view(s, r, set, i);
+    if (tied_in(s, r, set, j, i)) return s->tie == QV_TIE_LOW && j < i;
+    double lo_j = vj == V_IN ? r->lo[j] : 0.0, hi_i = vi == V_IN ? r->hi[i] : 0.0;
+    return lo_j > hi_i;
+}
+
+/* 1 when sel (k distinct experts) is admissible in the view `set`; else 0
+ * with a reason. */
+static int admissible_in(const qv_moe_spec *s, const token_route *r, const unsigned char *set, const int32_t *sel,
+                         int k, char *why, size_t len)
 {
     int e = r->e;
+    for (int c = 0; c < k; c++)
+        if (view(s, r, set, sel[c]) == V_OUT) {
+            if (why)
+                snprintf(why, len, "took expert %d of group %d, which is not among the %d groups kept", (int)sel[c],
+                         (int)sel[c] / r->per, r->gk);
+            return 0;
+        }
     unsigned char in_buf[256], *in = e <= 256 ? in_buf : calloc((size_t)e, 1);
     QV_ASSERT(in, "out of memory checking a routing");
     memset(in, 0, (size_t)e);
@@ -186,53 +391,130 @@ static int admissible(const qv_moe_spec *s, const token_route *r, const int32_t 
     int ok = 1;
     for (int c = 0; c < k && ok; c++)
         for (int j = 0; j < e && ok; j++)
-            if (!in[j] && outranks(s, r, j, sel[c])) {
+            if (!in[j] && view(s, r, set, j) != V_OUT && outranks_in(s, r, set, j, sel[c])) {
                 ok = 0;
-                if (why)
+                if (!why) continue;
+                if (view(s, r, set, j) == V_ZERO)
+                    snprintf(why, len, "took expert %d (selection score %.9g) over expert %d, whose group is not kept "
+                             "and which gmask=zero scores 0, %s", (int)sel[c], r->key[sel[c]], j,
+                             tied_in(s, r, set, j, sel[c]) ? "a tie at a lower index (tie=low)" : "above it");
+                else
                     snprintf(why, len, "took expert %d (logit %.9g) over expert %d (logit %.9g), which %s", (int)sel[c],
                              r->l[sel[c]], j, r->l[j],
-                             r->l[j] == r->l[sel[c]] ? "ties it at a lower index (tie=low)"
-                                                     : "ranks above it beyond the fp32 scores' error");
+                             tied_in(s, r, set, j, sel[c]) ? "ties it at a lower index (tie=low)"
+                                                           : "ranks above it beyond the fp32 scores' error");
             }
     if (in != in_buf) free(in);
     return ok;
 }
 
-/* The exact ranking's selection (ties to the lower index): always admissible. */
-static void canonical(const token_route *r, int k, int32_t *sel)
+/* 1 when sel is admissible: in some admissible set of kept groups (or
+ * without groups); else 0 with the reason in the canonical set. */
+static int admissible(const qv_moe_spec *s, const token_route *r, const int32_t *sel, int k, char *why, size_t len)
 {
-    for (int c = 0; c < k; c++) sel[c] = r->rank[c];
+    if (!r->ng) return admissible_in(s, r, NULL, sel, k, why, len);
+    for (int q = 0; q < r->n_sets; q++)
+        if (admissible_in(s, r, r->sets + (size_t)q * (size_t)r->ng, sel, k, NULL, 0)) return 1;
+    admissible_in(s, r, r->sets, sel, k, why, len);
+    return 0;
+}
+
+/* The exact ranking's selection in the view `set` (ties to the lower
+ * index): admissible there, each key lying in its interval. */
+static void canonical_in(const qv_moe_spec *s, const token_route *r, const unsigned char *set, int k, int32_t *sel)
+{
+    if (!set) {
+        for (int c = 0; c < k; c++) sel[c] = r->rank[c];
+        return;
+    }
+    /* the kept groups' experts by rank, merged with the key-0 ones by index */
+    int c = 0, z = 0;
+    for (int a = 0; a < r->e && c < k; a++) {
+        int i = r->rank[a];
+        if (view(s, r, set, i) != V_IN) continue;
+        /* key-0 experts (gmask=zero) before i when 0 beats i's key, or ties it at a lower index */
+        while (c < k && s->gmask == QV_GMASK_ZERO) {
+            while (z < r->e && view(s, r, set, z) != V_ZERO) z++;
+            if (z >= r->e) break;
+            int first = key_is_zero(r, i) ? z < i : 0.0 > r->key[i];
+            if (!first) break;
+            sel[c++] = z++;
+        }
+        if (c < k) sel[c++] = i;
+    }
+    while (c < k) {
+        while (z < r->e && view(s, r, set, z) != V_ZERO) z++;
+        QV_ASSERT(z < r->e, "fewer than topk candidates in a token's kept groups");
+        sel[c++] = z++;
+    }
+}
+
+static void canonical(const qv_moe_spec *s, const token_route *r, int k, int32_t *sel)
+{
+    canonical_in(s, r, r->ng ? r->sets : NULL, k, sel);
+}
+
+/* In the view `set`: the experts surely taken (f = 2) and the others some
+ * admissible selection there takes (f = 1). */
+static void split_in(const qv_moe_spec *s, const token_route *r, const unsigned char *set, int k, unsigned char *f)
+{
+    int e = r->e, d = 0;
+    for (int j = 0; j < e; j++) d += view(s, r, set, j) != V_OUT;
+    for (int i = 0; i < e; i++) {
+        f[i] = 0;
+        if (view(s, r, set, i) == V_OUT) continue;
+        int above = 0, below = 0;
+        for (int j = 0; j < e; j++) {
+            if (j == i || view(s, r, set, j) == V_OUT) continue;
+            above += outranks_in(s, r, set, j, i);
+            below += outranks_in(s, r, set, i, j);
+        }
+        if (above >= k) continue;            /* surely out */
+        f[i] = d - 1 - below < k ? 2 : 1;    /* 2: too few others could take its place */
+    }
 }
 
 /* Experts that are in some admissible selection but not in all: *n_cand of
- * them into cand (rank order), the sure ones into sure. Returns the number of
- * sure experts. */
-static int split_band(const qv_moe_spec *s, const token_route *r, int k, int *sure, int *cand, int *n_cand)
+ * them into cand (rank order), those in every one into sure. Returns the
+ * number of sure experts. f: (3e) scratch. */
+static int split_band(const qv_moe_spec *s, const token_route *r, int k, int *sure, int *cand, int *n_cand,
+                      unsigned char *f)
 {
-    int e = r->e, ns = 0, nc = 0;
-    for (int a = 0; a < e; a++) {
-        int i = r->rank[a], above = 0, below = 0;
+    int e = r->e, ns = 0, nc = 0, nq = r->ng ? r->n_sets : 1;
+    unsigned char *any = f + e, *all = f + 2 * e;
+    memset(any, 0, (size_t)e);
+    memset(all, 1, (size_t)e);
+    for (int q = 0; q < nq; q++) {
+        split_in(s, r, r->ng ? r->sets + (size_t)q * (size_t)r->ng : NULL, k, f);
         for (int j = 0; j < e; j++) {
-            if (j == i) continue;
-            above += outranks(s, r, j, i);
-            below += outranks(s, r, i, j);
+            any[j] |= f[j] != 0;
+            all[j] &= f[j] == 2;
         }
-        if (above >= k) continue;                 /* surely out */
-        if (e - 1 - below < k) sure[ns++] = i;    /* too few others could take its place */
-        else cand[nc++] = i;
+    }
+    for (int a = 0; a < e; a++) {
+        int i = r->rank[a];
+        if (all[i]) sure[ns++] = i;
+        else if (any[i]) cand[nc++] = i;
     }
     *n_cand = nc;
     return ns;
 }
 
-/* Whether the exact ranking's top-k is the only admissible selection: every
- * expert in it surely outranks every expert outside (otherwise swapping such
- * a pair, or a chain of them, gives another). */
-static int unique_selection(const qv_moe_spec *s, const token_route *r, int k)
+/* Whether the exact ranking's top-k is the only admissible selection: one
+ * admissible set of groups, and in it every expert taken surely outranks
+ * every candidate not taken (otherwise swapping such a pair, or a chain of
+ * them, gives another). */
+static int unique_selection(const qv_moe_spec *s, const token_route *r, int k, int32_t *sel)
 {
+    if (r->ng && r->n_sets != 1) return 0;
+    const unsigned char *set = r->ng ? r->sets : NULL;
+    canonical_in(s, r, set, k, sel);
     for (int c = 0; c < k; c++)
-        for (int a = k; a < r->e; a++)
-            if (!outranks(s, r, r->rank[c], r->rank[a])) return 0;
+        for (int j = 0; j < r->e; j++) {
+            int taken = 0;
+            for (int d = 0; d < k; d++) taken |= sel[d] == j;
+            if (!taken && view(s, r, set, j) != V_OUT && !outranks_in(s, r, set, sel[c], j)) return 0;
+        }
     return 1;
 }
 
@@ -282,6 +564,8 @@ static qv_status exact_weights(const qv_moe_problem *p, const token_route *r, co
     const qv_moe_spec *s = p->s;
     int k = s->topk, e = p->e;
     double g;
+    /* with eps the renormalizing sum takes one more fp32 rounding */
+    const double eps_round = s->eps != 0.0f ? 1.0 - U32 : 1.0;
     if (is_sigmoid(s->route)) {
         /* sigma(l) = 1 / (1 + exp(-l)) */
         g = 0;
@@ -304,6 +588,7 @@ static qv_status exact_weights(const qv_moe_problem *p, const token_route *r, co
             if (mpfr_cmp_d(w->sum, 0x1p-100) < 0)
                 return qv_fail(QV_ERR_RANGE, "token %lld: every selected sigmoid score is below 2^-100, so the "
                                "renormalized weights have no fp32 value", (long long)t);
+            mpfr_add_d(w->sum, w->sum, (double)s->eps, MPFR_RNDN); /* eps: the sum plus it, in fp32 */
             for (int c = 0; c < k; c++) {
                 double l = r->l[sel[c]];
                 mpfr_set_d(w->x, -l, MPFR_RNDN);
@@ -313,11 +598,12 @@ static qv_status exact_weights(const qv_moe_problem *p, const token_route *r, co
                 mpfr_ui_div(w->x, 1, w->x, MPFR_RNDN);
                 out[c] = mpfr_get_d(w->x, MPFR_RNDN);
             }
-            g = (1.0 + g) * (1.0 + U32) * (1.0 + U32) / ((1.0 - g) * (1.0 - gamma_n(k - 1))) - 1.0;
+            g = (1.0 + g) * (1.0 + U32) * (1.0 + U32) / ((1.0 - g) * (1.0 - gamma_n(k - 1)) * eps_round) - 1.0;
         }
     } else {
-        /* softmax over all e (softmax-topk) or over the selection */
-        int over_all = s->route == QV_ROUTE_SOFTMAX_TOPK;
+        /* softmax over all e (softmax-topk, and -renorm with eps, whose weights are not those of
+         * a softmax over the selection) or over the selection */
+        int over_all = s->route == QV_ROUTE_SOFTMAX_TOPK || (is_renorm(s->route) && s->eps != 0.0f);
         int n = over_all ? e : k;
         double lmax = -INFINITY;
         for (int i = 0; i < n; i++) {
@@ -327,12 +613,28 @@ static qv_status exact_weights(const qv_moe_problem *p, const token_route *r, co
         if (lmax == -INFINITY)
             return qv_fail(QV_ERR_RANGE, "token %lld: every logit the softmax sees is -Inf", (long long)t);
         softmax_weights(w, r->l, sel, k, over_all ? e : 0, lmax, out);
-        double rho_a = over_all ? rho_softmax(s, r->l, NULL, e, lmax) : rho_softmax(s, r->l, sel, k, lmax);
+        /* the kernel's exponentials are shifted by the largest of all e logits, which a
+         * selection in kept groups need not hold */
+        double lmax_all = -INFINITY;
+        for (int i = 0; i < e; i++) lmax_all = r->l[i] > lmax_all ? r->l[i] : lmax_all;
+        double rho_a = over_all ? rho_softmax(s, r->l, NULL, e, lmax) : rho_softmax(s, r->l, sel, k, lmax_all);
         g = (1.0 + rho_a) * (1.0 + U32) * (1.0 + U32) / ((1.0 - rho_a) * (1.0 - gamma_n(n - 1))) - 1.0;
-        if (is_renorm(s->route)) {
-            /* exact: the softmax over the selection; kernel: the all-E weights renormalized */
+        if (is_renorm(s->route) && s->eps == 0.0f) {
+            /* exact: the softmax over the selection; kernel: the all-E weights renormalized (the
+             * kernel's all-E sum cancels but for its roundings, so g is the selection's) */
             softmax_weights(w, r->l, sel, k, 0, lmax, out);
             g = (1.0 + g) * (1.0 + U32) * (1.0 + U32) / ((1.0 - g) * (1.0 - gamma_n(k - 1))) - 1.0;
+        } else if (is_renorm(s->route)) {
+            /* p_c / (sum of the selection's p + eps), p the all-E softmax above (doubles) */
+            mpfr_set_zero(w->sum, 1);
+            for (int c = 0; c < k; c++) mpfr_add_d(w->sum, w->sum, out[c], MPFR_RNDN);
+            mpfr_add_d(w->sum, w->sum, (double)s->eps, MPFR_RNDN);
+            for (int c = 0; c < k; c++) {
+                mpfr_set_d(w->x, out[c], MPFR_RNDN);
+                mpfr_div(w->x, w->x, w->sum, MPFR_RNDN);
+                out[c] = mpfr_get_d(w->x, MPFR_RNDN);
+            }
+            g = (1.0 + g) * (1.0 + U32) * (1.0 + U32) / ((1.0 - g) * (1.0 - gamma_n(k - 1)) * eps_round) - 1.0;
         }
     }
     if (s->rsf != 1.0f) {
@@ -534,30 +836,57 @@ static qv_status ctx_alloc(moe_ctx *c, const qv_moe_problem *p)
 typedef struct route_bufs {
     token_route r;
     int *tmp, *sure, *cand;
+    unsigned char *flags; /* (3e) split_band's */
+    int32_t *sel;         /* (topk) */
 } route_bufs;
 
 static void bufs_free(route_bufs *b)
 {
-    free(b->r.l), free(b->r.lo), free(b->r.hi), free(b->r.rank);
-    free(b->tmp), free(b->sure), free(b->cand);
+    token_route *r = &b->r;
+    free(r->l), free(r->b), free(r->key), free(r->lo), free(r->hi), free(r->rank);
+    free(r->top1), free(r->top2), free(r->glo), free(r->ghi), free(r->gkey), free(r->grank);
+    free(r->gtmp), free(r->gcand), free(r->gidx), free(r->sets);
+    free(b->tmp), free(b->sure), free(b->cand), free(b->flags), free(b->sel);
+    memset(b, 0, sizeof *b);
 }
 
-static qv_status bufs_alloc(route_bufs *b, int e)
+static qv_status bufs_alloc(route_bufs *b, const qv_moe_problem *p)
 {
     memset(b, 0, sizeof *b);
-    b->r.e = e;
-    b->r.l = malloc(sizeof(double) * (size_t)e);
-    b->r.lo = malloc(sizeof(double) * (size_t)e);
-    b->r.hi = malloc(sizeof(double) * (size_t)e);
-    b->r.rank = malloc(sizeof(int) * (size_t)e);
-    b->tmp = malloc(sizeof(int) * (size_t)e);
-    b->sure = malloc(sizeof(int) * (size_t)e);
-    b->cand = malloc(sizeof(int) * (size_t)e);
-    if (!b->r.l || !b->r.lo || !b->r.hi || !b->r.rank || !b->tmp || !b->sure || !b->cand) {
+    const qv_moe_spec *s = p->s;
+    int e = p->e, ng = s->groups;
+    size_t de = sizeof(double) * (size_t)e, ie = sizeof(int) * (size_t)e;
+    token_route *r = &b->r;
+    r->e = e;
+    r->sig_bias = s->sbias;
+    r->l = malloc(de), r->b = malloc(de), r->key = malloc(de), r->lo = malloc(de), r->hi = malloc(de);
+    r->rank = malloc(ie);
+    b->tmp = malloc(ie), b->sure = malloc(ie), b->cand = malloc(ie);
+    b->flags = malloc(3 * (size_t)e);
+    b->sel = malloc(sizeof(int32_t) * (size_t)s->topk);
+    int ok = r->l && r->b && r->key && r->lo && r->hi && r->rank && b->tmp && b->sure && b->cand && b->flags && b->sel;
+    if (ng) {
+        size_t dg = sizeof(double) * (size_t)ng, ig = sizeof(int) * (size_t)ng;
+        r->ng = ng, r->per = e / ng, r->gk = s->gtopk;
+        r->top1 = malloc(ig), r->top2 = malloc(ig), r->grank = malloc(ig);
+        r->gtmp = malloc(ig), r->gcand = malloc(ig), r->gidx = malloc(ig);
+        r->glo = malloc(dg), r->ghi = malloc(dg), r->gkey = malloc(dg);
+        r->sets = malloc((size_t)MAX_GSETS * (size_t)ng);
+        ok = ok && r->top1 && r->top2 && r->grank && r->gtmp && r->gcand && r->gidx && r->glo && r->ghi && r->gkey &&
+             r->sets;
+    }
+    if (!ok) {
         bufs_free(b);
         return qv_fail(QV_ERR_NOMEM, "out of memory routing over %d experts", e);
     }
     return QV_OK;
+}
+
+/* A token whose near-tied groups admit too many sets to list. */
+static qv_status gsets_refused(const token_route *r, int64_t t)
+{
+    return qv_fail(QV_ERR_UNSUPPORTED, "token %lld: more than %d choices of the %d groups kept are admissible "
+                   "(near-tied or tied group scores); qvet cannot list them", (long long)t, MAX_GSETS, r->gk);
 }
 
 /* Checks given ids of token t: in range, distinct, admissible. */
@@ -594,20 +923,25 @@ static qv_status route_all(moe_ctx *c, const int32_t *ids, int defer)
     const qv_moe_spec *s = p->s;
     int k = c->k;
     route_bufs b;
-    QV_TRY(bufs_alloc(&b, p->e));
+    QV_TRY(bufs_alloc(&b, p));
     weight_ctx wc;
     wctx_init(&wc);
     qv_status st = QV_OK;
     for (int64_t t = 0; t < p->t && st == QV_OK; t++) {
         route_token(p, t, &b.r, b.tmp);
         int32_t *sel = c->sel + t * k;
-        if (b.r.l[b.r.rank[k - 1]] == -INFINITY && s->route != QV_ROUTE_SOFTMAX_TOPK &&
-            s->route != QV_ROUTE_SIGMOID_TOPK) {
+        int finite = 0;
+        for (int j = 0; j < p->e; j++) finite += b.r.l[j] != -INFINITY;
+        if (finite < k && s->route != QV_ROUTE_SOFTMAX_TOPK && s->route != QV_ROUTE_SIGMOID_TOPK) {
             st = qv_fail(QV_ERR_RANGE, "token %lld: fewer than topk=%d logits are finite, so the %s weights have no "
                          "value", (long long)t, k, qv_route_name(s->route));
             break;
         }
-        int unique = unique_selection(s, &b.r, k);
+        if (b.r.ng && b.r.sets_overflow) {
+            st = gsets_refused(&b.r, t);
+            break;
+        }
+        int unique = unique_selection(s, &b.r, k, b.sel);
         c->n_ambiguous += !unique;
         if (ids && ids_ok(c, &b.r, ids + t * k, t)) {
             memcpy(sel, ids + t * k, sizeof(int32_t) * (size_t)k);
@@ -616,9 +950,9 @@ static qv_status route_all(moe_ctx *c, const int32_t *ids, int defer)
                 c->bad_route[t] = 1;
                 c->n_bad++;
             }
-            canonical(&b.r, k, sel);
+            canonical(s, &b.r, k, sel);
             if (!ids && defer && !unique) {
-                int nc, ns = split_band(s, &b.r, k, b.sure, b.cand, &nc);
+                int nc, ns = split_band(s, &b.r, k, b.sure, b.cand, &nc, b.flags);
                 if (ns + nc > MAX_BAND) {
                     st = qv_fail(QV_ERR_UNSUPPORTED, "token %lld: %d experts are interchangeable at the top-%d "
                                  "boundary (near-tied or underflowing scores); give the kernel's expert ids to "
@@ -799,7 +1133,7 @@ static qv_status decide_deferred(moe_ctx *c, const void *out)
     int k = c->k;
     int64_t n = p->n;
     route_bufs b;
-    QV_TRY(bufs_alloc(&b, p->e));
+    QV_TRY(bufs_alloc(&b, p));
     acc *row = malloc(sizeof(acc) * (size_t)n);
     double *y = malloc(sizeof(double) * (size_t)n), *E = malloc(sizeof(double) * (size_t)n);
     double *w = malloc(sizeof(double) * (size_t)k);
@@ -1001,13 +1335,54 @@ static void model_route(const qv_moe_problem *p, int64_t t, float *key, float *e
     } else {
         for (int j = 0; j < e; j++) key[j] = ex[j];
     }
-    /* the k largest keys, the lower index first among equal ones */
+    /* the selection scores: the keys, plus the bias in fp32 (the weights keep the keys) */
+    float *sk = key + e;
+    for (int j = 0; j < e; j++) sk[j] = s->sbias ? key[j] + p->score_bias[j] : key[j];
+    if (s->groups) {
+        /* each group's score, the gtopk best groups kept (the lower index first among equal
+         * scores), the other groups' experts set to the gmask value */
+        int ng = s->groups, per = e / ng;
+        float *gs = ex + e;
+        unsigned char *kept = (unsigned char *)(gs + ng);
+        for (int g = 0; g < ng; g++) {
+            float a = -INFINITY, b = -INFINITY;
+            for (int j = g * per; j < (g + 1) * per; j++) {
+                if (sk[j] > a) b = a, a = sk[j];
+                else if (sk[j] > b) b = sk[j];
+            }
+            gs[g] = s->gscore == QV_GSCORE_MAX ? a : a + b;
+            kept[g] = 0;
+        }
+        for (int c = 0; c < s->gtopk; c++) {
+            int best = -1;
+            for (int g = 0; g < ng; g++)
+                if (!kept[g] && (best < 0 || gs[g] > gs[best])) best = g;
+            kept[best] = 1;
+        }
+#ifdef QV_MUTANT_moe_group_mask_zero
+        /* Mutant (class 31, sglang #3705): the groups not kept scored 0.0 where -Inf is
+         * declared: with every kept score below 0, their experts are taken. */
+        const float fill = 0.0f;
+#else
+        const float fill = s->gmask == QV_GMASK_ZERO ? 0.0f : -INFINITY;
+#endif
+#ifndef QV_MUTANT_moe_groups_ignored
+        /* Mutant (class 31, vLLM #32058): the group limit lost, the top-k taken over
+         * every group's experts. */
+        for (int j = 0; j < e; j++)
+            if (!kept[j / per]) sk[j] = fill;
+#else
+        (void)fill;
+#endif
+    }
+    /* the k largest selection scores, the lower index first among equal ones; with
+     * gmask=ninf only a kept group's expert */
     for (int c = 0; c < k; c++) {
         int best = -1;
         for (int j = 0; j < e; j++) {
             int taken = 0;
             for (int d = 0; d < c; d++) taken |= sel[d] == j;
-            if (!taken && (best < 0 || key[j] > key[best])) best = j;
+            if (!taken && (best < 0 || sk[j] > sk[best])) best = j;
         }
         sel[c] = best;
     }
@@ -1024,7 +1399,13 @@ static void model_route(const qv_moe_problem *p, int64_t t, float *key, float *e
         }
         for (int c = 0; c < k; c++) w[c] = w[c] / sum;
     } else {
+#ifdef QV_MUTANT_moe_bias_in_weights
+        /* Mutant (class 31, vLLM #12002): the weights gathered from the biased selection
+         * scores, where the bias is declared for the selection only. */
+        for (int c = 0; c < k; c++) w[c] = key[e + sel[c]];
+#else
         for (int c = 0; c < k; c++) w[c] = key[sel[c]];
+#endif
 #ifdef QV_MUTANT_moe_renorm_skipped
         /* Mutant (class 26): the renormalization of the top-k weights skipped. */
         if (0) {
@@ -1033,6 +1414,7 @@ static void model_route(const qv_moe_problem *p, int64_t t, float *key, float *e
 #endif
             float sum = 0.0f;
             for (int c = 0; c < k; c++) sum += w[c];
+            sum += s->eps;
             for (int c = 0; c < k; c++) w[c] = w[c] / sum;
         }
     }
@@ -1059,7 +1441,9 @@ qv_status ref_moe_model_run(const qv_moe_problem *p, int block, void *out, int32
     int64_t n = p->n, T = p->t;
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)(T * k));
     float *wts = malloc(sizeof(float) * (size_t)(T * k));
-    float *key = malloc(sizeof(float) * (size_t)e), *ex = malloc(sizeof(float) * (size_t)e);
+    /* model_route's scratch: keys and selection scores (2e); logits, group scores and flags */
+    size_t ng = (size_t)s->groups;
+    float *key = malloc(sizeof(float) * 2 * (size_t)e), *ex = malloc(sizeof(float) * ((size_t)e + ng) + ng);
     float *accum = calloc((size_t)(T * n), sizeof(float));
     int *J = calloc((size_t)T, sizeof(int));
     if (!ids || !wts || !key || !ex || !accum || !J) {

@@ -2,7 +2,9 @@
  * aim at the places routing goes wrong: ties and near ties at the top-k
  * boundary, one expert taking every token, experts nobody takes, exponentials
  * that underflow, masked (-Inf) experts, tokens whose experts all live on
- * another rank. Each expert's weights and the activations come from the GEMM
+ * another rank, scores far below 1, and with a selection bias (sbias=f32)
+ * ties of (logit, bias) across groups and selection scores all below 0.
+ * Each expert's weights and the activations come from the GEMM
  * probes (probe.h), filled per expert with its own seed. */
 #include <math.h>
 #include <stdlib.h>
@@ -11,8 +13,8 @@
 #include "qvet/formats.h"
 #include "qvet/moe.h"
 
-static const char *const logit_names[QV_LOGITS_COUNT] = {"random", "ties",    "near-ties", "one-expert",
-                                                         "empty",  "wide",    "masked",    "nonlocal"};
+static const char *const logit_names[QV_LOGITS_COUNT] = {"random", "ties",   "near-ties", "one-expert", "empty",
+                                                         "wide",   "masked", "nonlocal",  "low-scores"};
 
 const char *qv_moe_logits_name(qv_moe_logits c) { return (unsigned)c < QV_LOGITS_COUNT ? logit_names[c] : "?"; }
 
@@ -91,6 +93,50 @@ static qv_status fill_map(qv_moe_problem *p, rng *r)
     return QV_OK;
 }
 
+/* sigma(l) + b in double: the selection score of a biased sigmoid route. */
+static double biased_key(const qv_moe_problem *p, int64_t t, int j)
+{
+    return 1.0 / (1.0 + exp(-get_logit(p, t, j))) + (double)p->score_bias[j];
+}
+
+/* With a selection bias, a near tie of the selection scores: the expert
+ * ranked k-th by sigma(l) + b gets the logit whose score is the (k+1)-th's,
+ * one code up, when such a logit exists. order: (e) scratch. */
+static void near_tie_biased(qv_moe_problem *p, int64_t t, int *order)
+{
+    int e = p->e, k = p->s->topk;
+    for (int j = 0; j < e; j++) order[j] = j;
+    for (int a = 0; a <= k; a++)
+        for (int b = a + 1; b < e; b++)
+            if (biased_key(p, t, order[b]) > biased_key(p, t, order[a])) {
+                int x = order[a];
+                order[a] = order[b];
+                order[b] = x;
+            }
+    int hi = order[k - 1], lo = order[k];
+    double target = biased_key(p, t, lo) - (double)p->score_bias[hi];
+    if (!(target > 0.0 && target < 1.0)) return;
+    double l = log(target / (1.0 - target));
+    if (!(fabs(l) < 60.0)) return;
+    put_logit(p, t, hi, l);
+    if (biased_key(p, t, hi) < biased_key(p, t, lo)) put_logit(p, t, hi, code_above(p->s->logit_fmt, get_logit(p, t, hi)));
+}
+
+/* The selection bias: with the ties logits a few dyadic values repeating in
+ * every group (so that groups tie exactly), all in [-2, -1] with the
+ * low-scores logits, else uniform in [-1/4, 1/4]. */
+static void fill_bias(qv_moe_problem *p, qv_moe_logits c, rng *r)
+{
+    int e = p->e, per = p->s->groups ? e / p->s->groups : e;
+    for (int j = 0; j < e; j++) {
+        double b;
+        if (c == QV_LOGITS_TIES) b = 0.125 * (double)((j % per) % 3) - 0.125;
+        else if (c == QV_LOGITS_LOW_SCORES) b = -1.0 - unif(r);
+        else b = 0.5 * unif(r) - 0.25;
+        p->score_bias[j] = (float)b;
+    }
+}
+
 static qv_status fill_logits(qv_moe_problem *p, qv_moe_logits c, rng *r)
 {
     int e = p->e, k = p->s->topk;
@@ -113,6 +159,7 @@ static qv_status fill_logits(qv_moe_problem *p, qv_moe_logits c, rng *r)
             case QV_LOGITS_EMPTY: x = j >= (e + 1) / 2 ? x - 40.0 : x; break;
             case QV_LOGITS_WIDE: x = 240.0 * unif(r) - 120.0; break;
             case QV_LOGITS_NONLOCAL: x = p->expert_map[j] < 0 ? x + 40.0 : x; break;
+            case QV_LOGITS_LOW_SCORES: x = 10.0 * unif(r) - 30.0; break;
             default: break;
             }
             put_logit(p, t, j, x);
@@ -129,7 +176,9 @@ static qv_status fill_logits(qv_moe_problem *p, qv_moe_logits c, rng *r)
                     finite++;
                 }
         }
-        if (c == QV_LOGITS_NEAR_TIES && k < e) {
+        if (c == QV_LOGITS_NEAR_TIES && k < e && p->s->sbias) {
+            near_tie_biased(p, t, order);
+        } else if (c == QV_LOGITS_NEAR_TIES && k < e) {
             /* the k-th largest set one code above the (k+1)-th */
             for (int j = 0; j < e; j++) order[j] = j;
             for (int a = 0; a <= k; a++)
@@ -171,6 +220,7 @@ qv_status ref_moe_fill(qv_moe_problem *p, qv_moe_logits logits, qv_probe_kind ki
                        p->s->expert->name, (long long)p->k);
     rng r = {seed ^ 0x6D6F65ull};
     QV_TRY(fill_map(p, &r));
+    if (p->s->sbias) fill_bias(p, logits, &r);
     QV_TRY(fill_logits(p, logits, &r));
     const qv_variant *v = p->s->expert;
     qv_problem acts;

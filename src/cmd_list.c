@@ -199,16 +199,21 @@ static int routed_match(const qv_moe_row *r, const char *glob)
 
 static void print_routed_table(const char *glob)
 {
-    printf("%-28s %7s %6s %4s %-20s %-4s %-3s %-3s  %s\n", "routed", "experts", "shared", "topk", "route", "rsf", "gpu",
-           "cpu", "experts' spec");
+    printf("%-36s %7s %6s %4s %-20s %-11s %-4s %-3s %-3s  %s\n", "routed", "experts", "shared", "topk", "route",
+           "selection", "rsf", "gpu", "cpu", "experts' spec");
     for (int i = 0; i < qv_moe_row_count(); i++) {
         const qv_moe_row *r = qv_moe_row_get(i);
         const qv_moe_spec *s;
         if (!routed_match(r, glob) || qv_moe_row_spec(r, &s) != QV_OK) continue;
         char ex[QV_SPEC_MAX];
         if (qv_spec_format(s->expert, ex, sizeof ex) < 0) snprintf(ex, sizeof ex, "%s", s->expert->name);
-        printf("%-28s %7d %6d %4d %-20s %-4g %-3s %-3s  %s\n", r->name, r->experts, r->shared, s->topk,
-               qv_route_name(s->route), (double)s->rsf, r->gpu_kernel ? "yes" : "no", "yes", ex);
+        /* the group limit (groups kept / groups) and the selection bias, "-" for neither */
+        char sel[32] = "-";
+        if (s->groups && s->sbias) snprintf(sel, sizeof sel, "%d/%d,sbias", s->gtopk, s->groups);
+        else if (s->groups) snprintf(sel, sizeof sel, "%d/%d", s->gtopk, s->groups);
+        else if (s->sbias) snprintf(sel, sizeof sel, "sbias");
+        printf("%-36s %7d %6d %4d %-20s %-11s %-4g %-3s %-3s  %s\n", r->name, r->experts, r->shared, s->topk,
+               qv_route_name(s->route), sel, (double)s->rsf, r->gpu_kernel ? "yes" : "no", "yes", ex);
     }
 }
 
@@ -228,6 +233,9 @@ static void print_routed_json(const char *glob)
         kv_str("expert", s->expert->name);
         kv_str("route", qv_route_name(s->route));
         kv_int("topk", s->topk);
+        kv_int("groups", s->groups);
+        kv_int("gtopk", s->gtopk);
+        kv_bool("sbias", s->sbias);
         key("rsf", 0);
         qv_json_fput_num(stdout, (double)s->rsf);
         kv_int("experts", r->experts);

@@ -23,15 +23,19 @@ static void usage(FILE *f)
             "usage: qvet verify --spec 'EXPERT,route=R,topk=K[,...]' --a A.npy --logits L.npy\n"
             "                   --q Q.npy [--scales S.npy] [--scales2 S2.npy] [--zeros Z.npy] [--bias B.npy]\n"
             "                   [--g-idx G.npy] [--a-scale SA.npy] [--azp AZP.npy] [--expert-map MAP.npy]\n"
+            "                   [--score-bias SB.npy]\n"
             "                   [--shared S] [--ids IDS.npy [--weights W.npy]] --out C.npy [--jobs N] [--json]\n\n"
             "Verifies a routed (mixture-of-experts) GEMM: each token's top-k experts and weights\n"
             "are computed exactly from its router logits by the declared route, and C[t] must be\n"
             "the weighted sum of its local experts' products (plus the shared experts') within\n"
             "the certified bound of the declared combine. The spec is an expert's spec or row\n"
-            "with the routing keys route, topk, rsf, tie, rw, sum, exp, logits (docs/moe.md).\n\n"
+            "with the routing keys route, topk, rsf, tie, rw, sum, exp, logits, groups, gtopk,\n"
+            "gscore, gmask, sbias, eps (docs/moe.md).\n\n"
             "Arrays (.npy, row-major; formats as `qvet verify --help` describes for one GEMM):\n"
             "  --a A.npy           (T, K) activations of the T tokens\n"
             "  --logits L.npy      (T, E) router logits, logits=: f32 float32, bf16 <u2, f16 float16\n"
+            "  --score-bias SB.npy (E) float32: the per-expert selection bias (sbias=f32), added to\n"
+            "                      the scores to choose the experts, never to the weights\n"
             "  --expert-map M.npy  (E) int32/int64: the local index of each router expert, or -1\n"
             "                      when another rank holds it (default: every expert local)\n"
             "  --shared S          shared experts, added to every token with weight 1 [0]\n"
@@ -53,7 +57,7 @@ static void usage(FILE *f)
 
 typedef struct moe_args {
     const char *spec, *a, *a_scale, *azp, *logits, *map, *shared, *q, *scales, *scales2, *zeros, *bias, *g_idx, *ids,
-        *weights, *out, *jobs;
+        *weights, *out, *jobs, *sbias;
     int json;
 } moe_args;
 
@@ -194,6 +198,22 @@ static qv_status load(const moe_args *ma, const qv_moe_spec *s, qv_moe_problem *
     qv_array_destroy(&a);
     qv_array_destroy(&lg);
     QV_TRY(st);
+    if (!s->sbias && ma->sbias)
+        return qv_fail(QV_ERR_USAGE, "--score-bias given, but the spec declares no selection bias (sbias=f32)");
+    if (s->sbias) {
+        if (!ma->sbias)
+            return qv_fail(QV_ERR_USAGE, "the spec declares sbias=f32: --score-bias SB.npy (E) float32 is required");
+        qv_array sb = {0};
+        const vio_operand op = vio_operand_of("--score-bias", QV_FMT_F32, "the selection bias (f32)");
+        QV_TRY(vio_load_as(&op, ma->sbias, &sb));
+        qv_status bs = sb.count == p->e && (sb.ndim == 1 || (sb.ndim == 2 && (sb.shape[0] == 1 || sb.shape[1] == 1)))
+                           ? QV_OK
+                           : qv_fail(QV_ERR_SHAPE, "--score-bias %s is %s; expected (%d), one per router expert",
+                                     ma->sbias, qv_array_describe(&sb, buf, sizeof buf), p->e);
+        if (bs == QV_OK) memcpy(p->score_bias, sb.data, sizeof(float) * (size_t)p->e);
+        qv_array_destroy(&sb);
+        QV_TRY(bs);
+    }
     int64_t t = p->t, k = p->k, n = p->n;
     const qv_problem *w0 = &p->w[0];
     QV_TRY(vio_load_act_extras(v, ma->a_scale, ma->azp, t, k, p->a_scale, p->azp));
@@ -270,7 +290,7 @@ int qv_cmd_verify_moe(int argc, char **argv)
                             {"--shared", &ma.shared},   {"--q", &ma.q},           {"--scales", &ma.scales},
                             {"--scales2", &ma.scales2}, {"--zeros", &ma.zeros},   {"--bias", &ma.bias},
                             {"--g-idx", &ma.g_idx},     {"--ids", &ma.ids},       {"--weights", &ma.weights},
-                            {"--out", &ma.out},         {"--jobs", &ma.jobs}};
+                            {"--out", &ma.out},         {"--jobs", &ma.jobs},       {"--score-bias", &ma.sbias}};
     int pr = vio_parse_args(argc, argv, opts, (int)(sizeof opts / sizeof opts[0]), &ma.json, &ma.spec,
                             " (routed form)", usage);
     if (pr >= 0) return pr;

@@ -128,6 +128,9 @@ qv_status qv_gpu_moe_supported(const qv_moe_spec *s)
     if (!why && (s->rw != QV_RW_ACC || s->sum != QV_MSUM_F32))
         why = "the combine applies the router weight in fp32 before the cast and sums in fp32 (rw=acc, sum=f32)";
     if (!why && s->topk > QV_MOE_GPU_MAX_TOPK) why = "the routing kernel keeps at most 32 choices a token";
+    if (!why && (s->groups || s->sbias || s->eps != 0.0f))
+        why = "the routing kernel has no group-limited selection, selection bias or renormalizing eps (groups=, "
+              "sbias=, eps=); verify such a kernel from its dumps (qvet verify) or through the CPU model";
     if (why) return qv_fail(QV_ERR_UNSUPPORTED, "%s: %s", s->text, why);
     return QV_OK;
 }

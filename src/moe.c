@@ -20,6 +20,8 @@ static const char *const route_names[] = {"softmax-topk", "softmax-topk-renorm",
 static const char *const tie_names[] = {"any", "low"};
 static const char *const rw_names[] = {"acc", "out"};
 static const char *const sum_names[] = {"f32", "out"};
+static const char *const gscore_names[] = {"top2", "max"};
+static const char *const gmask_names[] = {"ninf", "zero"};
 #define N_OF(t) (sizeof(t) / sizeof(t)[0])
 
 const char *qv_route_name(qv_route r)
@@ -95,6 +97,25 @@ static int routing_key(const char *key, const char *val, qv_moe_spec *s, int *ha
     } else if (!strcmp(key, "exp")) {
         if (!parse_int(val, 0, 1000000, &s->exp_ulps))
             *st = bad("exp=%s: expected the ulps of the kernel's exp, a whole number 0..1000000", val);
+    } else if (!strcmp(key, "groups")) {
+        if (!parse_int(val, 1, 65536, &s->groups)) *st = bad("groups=%s: expected a whole number 1..65536", val);
+    } else if (!strcmp(key, "gtopk")) {
+        if (!parse_int(val, 1, 65536, &s->gtopk)) *st = bad("gtopk=%s: expected a whole number 1..65536", val);
+    } else if (!strcmp(key, "gscore")) {
+        if ((i = pick(gscore_names, (int)N_OF(gscore_names), val)) < 0) *st = bad("gscore=%s: expected top2 or max", val);
+        else s->gscore = (qv_gscore)i;
+    } else if (!strcmp(key, "gmask")) {
+        if ((i = pick(gmask_names, (int)N_OF(gmask_names), val)) < 0) *st = bad("gmask=%s: expected ninf or zero", val);
+        else s->gmask = (qv_gmask)i;
+    } else if (!strcmp(key, "sbias")) {
+        if (strcmp(val, "f32")) *st = bad("sbias=%s: expected f32 (a per-expert float32 selection bias)", val);
+        else s->sbias = 1;
+    } else if (!strcmp(key, "eps")) {
+        char *end;
+        double x = strtod(val, &end);
+        if (!*val || *end || !isfinite(x) || x < 0 || !isfinite((float)x))
+            *st = bad("eps=%s: expected a number >= 0 (added to the renormalizing sum, as its f32 value)", val);
+        else s->eps = (float)x;
     } else if (!strcmp(key, "logits")) {
         qv_fmt f = qv_fmt_from_name(val);
         if (f != QV_FMT_F32 && f != QV_FMT_BF16 && f != QV_FMT_F16) *st = bad("logits=%s: expected f32, bf16 or f16", val);
@@ -103,6 +124,36 @@ static int routing_key(const char *key, const char *val, qv_moe_spec *s, int *ha
         return 0;
     }
     return 1;
+}
+
+/* 1 when `key` (ending in '=') starts one of the comma-separated items of text. */
+static int has_key(const char *text, const char *key)
+{
+    for (const char *p = text; (p = strstr(p, key)) != NULL; p++)
+        if (p == text || p[-1] == ',') return 1;
+    return 0;
+}
+
+static int is_renorm_route(qv_route r) { return r == QV_ROUTE_SOFTMAX_TOPK_RENORM || r == QV_ROUTE_SIGMOID_TOPK_RENORM; }
+static int is_sigmoid_route(qv_route r) { return r == QV_ROUTE_SIGMOID_TOPK || r == QV_ROUTE_SIGMOID_TOPK_RENORM; }
+
+/* The rules between routing keys that one key alone cannot check. */
+static qv_status check_keys(const qv_moe_spec *s, int have_gscore, int have_gmask)
+{
+    if (!s->groups && (s->gtopk || have_gscore || have_gmask))
+        return bad("gtopk=, gscore= and gmask= need groups= (the expert groups)");
+    if (s->groups && !s->gtopk) return bad("groups=%d needs gtopk= (the groups kept)", s->groups);
+    if (s->groups && s->gtopk > s->groups)
+        return bad("gtopk=%d is more than the %d groups", s->gtopk, s->groups);
+    if (s->groups && s->route == QV_ROUTE_TOPK_SOFTMAX)
+        return bad("groups= with route=topk-softmax: its selection scores are the logits; a group selection "
+                   "takes softmax or sigmoid scores");
+    if (s->sbias && !is_sigmoid_route(s->route))
+        return bad("sbias=f32 with route=%s: a selection bias is declared for sigmoid routes", qv_route_name(s->route));
+    if (s->eps != 0.0f && !is_renorm_route(s->route))
+        return bad("eps= with route=%s: it is added to the renormalizing sum, which only -renorm routes have",
+                   qv_route_name(s->route));
+    return QV_OK;
 }
 
 qv_status qv_moe_spec_parse(const char *text, qv_moe_spec *out)
@@ -123,7 +174,7 @@ qv_status qv_moe_spec_parse(const char *text, qv_moe_spec *out)
     memcpy(copy, text, len + 1);
     rest[0] = 0;
     int have_route = 0, have_topk = 0;
-    char seen[8][8] = {{0}};
+    char seen[16][8] = {{0}};
     int n_seen = 0;
     qv_status st = QV_OK;
     for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok && st == QV_OK; tok = strtok_r(NULL, ",", &save)) {
@@ -134,7 +185,7 @@ qv_status qv_moe_spec_parse(const char *text, qv_moe_spec *out)
             if (routing_key(tok, eq + 1, out, &have_topk, &kst)) {
                 for (int i = 0; i < n_seen; i++)
                     if (!strcmp(seen[i], tok)) kst = bad("%s= given twice", tok);
-                if (n_seen < 8) snprintf(seen[n_seen++], sizeof seen[0], "%s", tok);
+                if (n_seen < 16) snprintf(seen[n_seen++], sizeof seen[0], "%s", tok);
                 have_route |= !strcmp(tok, "route");
                 st = kst;
                 continue;
@@ -147,6 +198,7 @@ qv_status qv_moe_spec_parse(const char *text, qv_moe_spec *out)
     if (st == QV_OK && !have_route) st = bad("no route= (softmax-topk, softmax-topk-renorm, topk-softmax, ...)");
     if (st == QV_OK && !have_topk) st = bad("no topk= (the experts each token takes)");
     if (st == QV_OK && !rest[0]) st = bad("no expert spec (e.g. w=u4b8,ws=f16/g128) or registry row");
+    if (st == QV_OK) st = check_keys(out, has_key(text, "gscore="), has_key(text, "gmask="));
     if (st == QV_OK) st = qv_variant_resolve(rest, &out->expert);
     free(copy);
     free(rest);
@@ -158,6 +210,15 @@ qv_status qv_moe_spec_parse(const char *text, qv_moe_spec *out)
     return QV_OK;
 }
 
+/* The shortest decimal that reads back as the same f32. */
+static void f32_shortest(float x, char *num, size_t len)
+{
+    for (int d = 1; d <= 9; d++) {
+        snprintf(num, len, "%.*g", d, (double)x);
+        if ((float)strtod(num, NULL) == x) break;
+    }
+}
+
 int qv_moe_spec_format(const qv_moe_spec *s, char *buf, size_t len)
 {
     char ex[QV_SPEC_MAX];
@@ -167,12 +228,8 @@ int qv_moe_spec_format(const qv_moe_spec *s, char *buf, size_t len)
     }
     int n = snprintf(buf, len, "%s,route=%s,topk=%d", ex, qv_route_name(s->route), s->topk);
     if (s->rsf != 1.0f) {
-        /* the shortest decimal that reads back as the same f32 */
         char num[32];
-        for (int d = 1; d <= 9; d++) {
-            snprintf(num, sizeof num, "%.*g", d, (double)s->rsf);
-            if ((float)strtod(num, NULL) == s->rsf) break;
-        }
+        f32_shortest(s->rsf, num, sizeof num);
         n += snprintf(buf + n, len > (size_t)n ? len - (size_t)n : 0, ",rsf=%s", num);
     }
     if (s->tie != QV_TIE_ANY) n += snprintf(buf + n, len > (size_t)n ? len - (size_t)n : 0, ",tie=%s", tie_names[s->tie]);
@@ -181,6 +238,19 @@ int qv_moe_spec_format(const qv_moe_spec *s, char *buf, size_t len)
     if (s->exp_ulps != 2) n += snprintf(buf + n, len > (size_t)n ? len - (size_t)n : 0, ",exp=%d", s->exp_ulps);
     if (s->logit_fmt != QV_FMT_F32)
         n += snprintf(buf + n, len > (size_t)n ? len - (size_t)n : 0, ",logits=%s", qv_fmt_get(s->logit_fmt)->name);
+    if (s->groups) {
+        n += snprintf(buf + n, len > (size_t)n ? len - (size_t)n : 0, ",groups=%d,gtopk=%d", s->groups, s->gtopk);
+        if (s->gscore != QV_GSCORE_TOP2)
+            n += snprintf(buf + n, len > (size_t)n ? len - (size_t)n : 0, ",gscore=%s", gscore_names[s->gscore]);
+        if (s->gmask != QV_GMASK_NINF)
+            n += snprintf(buf + n, len > (size_t)n ? len - (size_t)n : 0, ",gmask=%s", gmask_names[s->gmask]);
+    }
+    if (s->sbias) n += snprintf(buf + n, len > (size_t)n ? len - (size_t)n : 0, ",sbias=f32");
+    if (s->eps != 0.0f) {
+        char num[32];
+        f32_shortest(s->eps, num, sizeof num);
+        n += snprintf(buf + n, len > (size_t)n ? len - (size_t)n : 0, ",eps=%s", num);
+    }
     if ((size_t)n >= len) {
         snprintf(buf, len, "routed spec longer than %zu characters", len - 1);
         return -1;
@@ -209,6 +279,7 @@ void qv_moe_problem_destroy(qv_moe_problem *p)
     free(p->w);
     free(p->logits);
     free(p->expert_map);
+    free(p->score_bias);
     free(p->a);
     free(p->a_scale);
     free(p->azp);
@@ -228,6 +299,17 @@ qv_status qv_moe_problem_create(qv_moe_problem *p, const qv_moe_spec *s, int64_t
         return qv_fail(QV_ERR_SHAPE, "routed GEMM: %d local experts (0..%d, the router's)", e_local, e);
     if (shared < 0 || shared > 64) return qv_fail(QV_ERR_SHAPE, "routed GEMM: %d shared experts (0..64)", shared);
     if (e_local + shared < 1) return qv_fail(QV_ERR_SHAPE, "routed GEMM: no expert has weights here");
+    if (s->groups) {
+        if (e % s->groups)
+            return qv_fail(QV_ERR_SHAPE, "routed GEMM: groups=%d does not divide the %d router experts", s->groups, e);
+        int per = e / s->groups;
+        if (s->gmask == QV_GMASK_NINF && (int64_t)s->gtopk * per < s->topk)
+            return qv_fail(QV_ERR_SHAPE, "routed GEMM: gtopk=%d groups of %d experts hold fewer than topk=%d",
+                           s->gtopk, per, s->topk);
+        if (s->gscore == QV_GSCORE_TOP2 && per < 2)
+            return qv_fail(QV_ERR_SHAPE, "routed GEMM: gscore=top2 needs two experts a group; groups=%d of %d "
+                           "experts have one", s->groups, e);
+    }
     QV_TRY(qv_variant_check_shape(v, t, n, k));
     if ((double)t * (double)k * 4.0 > 9.0e18 || (double)t * (double)e * 4.0 > 9.0e18)
         return qv_fail(QV_ERR_NOMEM, "routed GEMM: t=%lld k=%lld e=%d is too large to allocate", (long long)t,
@@ -242,12 +324,13 @@ qv_status qv_moe_problem_create(qv_moe_problem *p, const qv_moe_spec *s, int64_t
     size_t lb = qv_fmt_storage_bytes(s->logit_fmt);
     p->logits = calloc((size_t)(t * e), lb);
     p->expert_map = malloc(sizeof(int32_t) * (size_t)e);
+    p->score_bias = s->sbias ? calloc((size_t)e, sizeof(float)) : NULL;
     p->a = calloc((size_t)(t * k), qv_fmt_storage_bytes(v->afmt));
     int64_t nas = ascale_count(v, t, k), naz = azp_count(v, t);
     p->a_scale = nas ? calloc((size_t)nas, sizeof(float)) : NULL;
     p->azp = naz ? calloc((size_t)naz, sizeof(int32_t)) : NULL;
     p->w = calloc((size_t)(e_local + shared), sizeof(qv_problem));
-    if (!p->logits || !p->expert_map || !p->a || (nas && !p->a_scale) || (naz && !p->azp) || !p->w) {
+    if (!p->logits || !p->expert_map || (s->sbias && !p->score_bias) || !p->a || (nas && !p->a_scale) || (naz && !p->azp) || !p->w) {
         qv_moe_problem_destroy(p);
         return qv_fail(QV_ERR_NOMEM, "routed GEMM: out of memory for t=%lld n=%lld k=%lld", (long long)t,
                        (long long)n, (long long)k);
@@ -283,6 +366,12 @@ qv_status qv_moe_problem_check(const qv_moe_problem *p)
                 return qv_fail(QV_ERR_RANGE, "expert map: router experts %d and %d both map to local expert %d", i, j,
                                (int)l);
     }
+    if (p->s->sbias && !p->score_bias)
+        return qv_fail(QV_ERR_USAGE, "the spec declares sbias=f32 but the problem has no score_bias");
+    for (int j = 0; p->score_bias && j < p->e; j++)
+        if (!isfinite(p->score_bias[j]))
+            return qv_fail(QV_ERR_RANGE, "selection bias of expert %d is %g: it must be finite", j,
+                           (double)p->score_bias[j]);
     for (int64_t i = 0; i < p->t; i++)
         for (int j = 0; j < p->e; j++) {
             double l = logit(p, i, j);
@@ -445,10 +534,17 @@ static const qv_moe_row rows[] = {
      .spec = "w=u4b8,ws=f16/c,route=topk-softmax,topk=4", .experts = 16, .shared = 0, .n = 28672, .k = 4096,
      .gpu_kernel = 1},
     {.name = "moe-deepseek-fp8-b128-bf16",
-     .summary = "DeepSeek-V3-style: 256 experts + 1 shared, top-8 renormalized sigmoid, rsf 2.5, fp8 block-128",
+     .summary = "DeepSeek-V3-style: 256 experts + 1 shared, top-8 renormalized sigmoid, rsf 2.5, fp8 block-128 "
+                "(no groups or selection bias)",
      .spec = "w=e4m3,ws=f32/b128x128,a=e4m3,as=f32/tok-b128,acc=f8p128,out=bf16,route=sigmoid-topk-renorm,topk=8,"
              "rsf=2.5",
      .experts = 256, .shared = 1, .n = 4096, .k = 7168, .gpu_kernel = 1},
+    {.name = "moe-deepseekv3-grouped-fp8-b128-bf16",
+     .summary = "DeepSeek-V3's whole router: 8 groups of 32, the 4 best by top-2 sum, top-8 sigmoid with a "
+                "selection bias, renormalized, rsf 2.5; fp8 block-128 (CPU model)",
+     .spec = "w=e4m3,ws=f32/b128x128,a=e4m3,as=f32/tok-b128,acc=f8p128,out=bf16,route=sigmoid-topk-renorm,topk=8,"
+             "rsf=2.5,groups=8,gtopk=4,sbias=f32",
+     .experts = 256, .shared = 1, .n = 4096, .k = 7168, .gpu_kernel = 0},
     {.name = "moe-gptoss-mxfp4-bias-bf16",
      .summary = "gpt-oss-style: 32 experts, top-4 then softmax, MXFP4 experts with a bias",
      .spec = "w=e2m1,ws=e8m0/g32,a=bf16,bias=bf16,route=topk-softmax,topk=4", .experts = 32, .shared = 0,

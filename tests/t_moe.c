@@ -70,6 +70,13 @@ static const struct {
      "w=e4m3,ws=f32/b128x128,a=e4m3,as=f32/tok-b128,acc=f8p128,out=bf16,route=sigmoid-topk-renorm,topk=8,rsf=2.5"},
     {"w=u4b8,ws=f16/c,route=softmax-topk,topk=1,tie=low,rw=out,sum=out,exp=4,logits=bf16",
      "w=u4b8,ws=f16/c,route=softmax-topk,topk=1,tie=low,rw=out,sum=out,exp=4,logits=bf16"},
+    /* the group limit, the selection bias and eps: defaults dropped, in the canonical order */
+    {"w=u4b8,ws=bf16/c,a=bf16,route=sigmoid-topk-renorm,topk=8,sbias=f32,gtopk=4,groups=8,rsf=2.5",
+     "w=u4b8,ws=bf16/c,a=bf16,route=sigmoid-topk-renorm,topk=8,rsf=2.5,groups=8,gtopk=4,sbias=f32"},
+    {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=6,gmask=zero,groups=8,gtopk=3,gscore=max",
+     "w=u4b8,ws=f16/g128,route=softmax-topk,topk=6,groups=8,gtopk=3,gscore=max,gmask=zero"},
+    {"w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=2,eps=1e-20,gscore=top2,groups=2,gtopk=1,gmask=ninf",
+     "w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=2,groups=2,gtopk=1,eps=1e-20"},
     /* 2.827 is not an f32: its f32 value is written back shortest */
     {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,rsf=2.827", "w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,rsf=2.827"},
 };
@@ -119,6 +126,19 @@ static const struct {
     {"w=i8,a=i8,acc=i32,route=softmax-topk,topk=2", "i32"},
     {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,nokey=1", "nokey"},
     {"no-such-row,route=softmax-topk,topk=2", "no-such-row"},
+    {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,gtopk=2", "need groups="},
+    {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,gmask=zero", "need groups="},
+    {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,groups=4", "needs gtopk="},
+    {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,groups=4,gtopk=5", "more than the 4 groups"},
+    {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,groups=0,gtopk=1", "groups=0"},
+    {"w=u4b8,ws=f16/g128,route=topk-softmax,topk=2,groups=4,gtopk=2", "topk-softmax"},
+    {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,groups=4,gtopk=2,gscore=sum", "gscore=sum"},
+    {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,groups=4,gtopk=2,gmask=inf", "gmask=inf"},
+    {"w=u4b8,ws=f16/g128,route=softmax-topk-renorm,topk=2,sbias=f32", "sigmoid routes"},
+    {"w=u4b8,ws=f16/g128,route=sigmoid-topk,topk=2,sbias=bf16", "sbias=bf16"},
+    {"w=u4b8,ws=f16/g128,route=sigmoid-topk,topk=2,eps=1e-20", "-renorm"},
+    {"w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=2,eps=-1", "eps=-1"},
+    {"w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=2,eps=1e-20,eps=0", "twice"},
 };
 
 START_TEST(refusals)
@@ -351,6 +371,200 @@ START_TEST(truth_equals_independent)
 }
 END_TEST
 
+/* ---- group-limited, biased routing --------------------------------------------------- */
+
+/* sigma(l) in double; the test's logits are f32 values. */
+static double sig(double l) { return 1.0 / (1.0 + exp(-l)); }
+
+/* Sets token 0's logit of expert j so that sigma(l) + bias is near `key`. */
+static void set_key(qv_moe_problem *p, int j, double key)
+{
+    double sg = key - (double)p->score_bias[j];
+    ((float *)p->logits)[j] = (float)log(sg / (1.0 - sg));
+}
+
+/* The routing verdict of ids (one token) on the zero problem: n_route_bad. */
+static int64_t route_bad(const qv_moe_problem *p, int32_t a, int32_t b, char *why, size_t len)
+{
+    int32_t ids[2] = {a, b};
+    void *out = calloc((size_t)p->n, 2); /* +0 in bf16 and f16: every expert's product is 0 */
+    ck_assert_ptr_nonnull(out);
+    qv_moe_result r;
+    ck_assert_msg(ref_moe_verify(p, out, ids, NULL, &r) == QV_OK, "%s", qv_errmsg());
+    if (why) snprintf(why, len, "%s", r.route_reason);
+    free(out);
+    return r.n_route_bad;
+}
+
+/* One token over 8 experts in 4 groups of 2, 2 groups kept, top-2, whose
+ * selection scores sigma(l) + b are set by hand:
+ *     group 0: 0.9, 0.0 (logit 0, bias -1/2: exactly 0)   top-2 sum 0.9
+ *     group 1: 0.6, 0.5                                    1.1
+ *     group 2: 0.55, 0.54                                  1.09
+ *     group 3: 0.1, 0.1 (equal logits)                     0.2
+ * The top-2 sum keeps groups 1 and 2, so the top-2 is {2, 4}, not the
+ * plain top-2 {0, 2}; the largest score keeps groups 0 and 1, so {0, 2}.
+ * The weights are the unbiased sigmoids renormalized. */
+START_TEST(groups_by_hand)
+{
+    static const char *const specs[] = {
+        "w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=2,groups=4,gtopk=2,sbias=f32",
+        "w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=2,groups=4,gtopk=2,gscore=max,sbias=f32",
+    };
+    static const double key[8] = {0.9, 0.0, 0.6, 0.5, 0.55, 0.54, 0.1, 0.1};
+    for (int v = 0; v < 2; v++) {
+        qv_moe_spec *s = moe_spec(specs[v]);
+        qv_moe_problem p;
+        ck_assert_int_eq(qv_moe_problem_create(&p, s, 1, 64, 128, 8, 8, 0), QV_OK);
+        p.score_bias[1] = -0.5f;
+        p.score_bias[4] = 0.25f; /* a bias on a kept expert: its weight keeps sigma(l) */
+        for (int j = 0; j < 8; j++) set_key(&p, j, key[j]);
+        ((float *)p.logits)[1] = 0.0f;
+        ((float *)p.logits)[7] = ((float *)p.logits)[6];
+        qv_moe_truth t;
+        ck_assert_msg(ref_moe_truth(&p, NULL, &t) == QV_OK, "%s", qv_errmsg());
+        int32_t a = v == 0 ? 2 : 0, b = v == 0 ? 4 : 2;
+        ck_assert_msg(t.ids[0] == a && t.ids[1] == b, "%s: took %d, %d", specs[v], t.ids[0], t.ids[1]);
+        ck_assert_int_eq(t.n_ambiguous, 0);
+        const float *l = p.logits;
+        double sa = sig(l[a]), sb = sig(l[b]);
+        ck_assert_msg(fabs(t.weight[0] - sa / (sa + sb)) <= 1e-15 && fabs(t.weight[1] - sb / (sa + sb)) <= 1e-15,
+                      "%s: weights %.17g %.17g", specs[v], t.weight[0], t.weight[1]);
+        ref_moe_truth_clear(&t);
+        char why[192];
+        ck_assert_int_eq(route_bad(&p, a, b, NULL, 0), 0);
+        ck_assert_int_eq(route_bad(&p, b, a, NULL, 0), 0); /* any order */
+        if (v == 0) {
+            /* the plain top-2 takes expert 0, whose group is not kept */
+            ck_assert_int_eq(route_bad(&p, 0, 2, why, sizeof why), 1);
+            ck_assert_msg(strstr(why, "expert 0 of group 0") != NULL, "%s", why);
+            /* within the kept groups, 3 over 4 */
+            ck_assert_int_eq(route_bad(&p, 2, 3, why, sizeof why), 1);
+            ck_assert_msg(strstr(why, "over expert 4") != NULL, "%s", why);
+        } else {
+            ck_assert_int_eq(route_bad(&p, 2, 4, NULL, 0), 1);
+        }
+        qv_moe_problem_destroy(&p);
+        free(s);
+    }
+}
+END_TEST
+
+/* Every selection score below 0 (bias -1): gmask=zero takes the experts of
+ * the groups not kept (their 0.0 beats every kept score), gmask=ninf never
+ * does. With tie=low the zero-scored ones go by index; with tie=any any two
+ * of them, and the token is ambiguous. */
+START_TEST(mask_zero_or_ninf)
+{
+    static const double key[8] = {-0.1, -0.9, -0.4, -0.5, -0.45, -0.46, -0.8, -0.8};
+    qv_moe_spec *ninf = moe_spec("w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=2,groups=4,gtopk=2,sbias=f32");
+    qv_moe_spec *zlow = moe_spec(
+        "w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=2,tie=low,groups=4,gtopk=2,gmask=zero,sbias=f32");
+    qv_moe_spec *zany =
+        moe_spec("w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=2,groups=4,gtopk=2,gmask=zero,sbias=f32");
+    qv_moe_problem p;
+    ck_assert_int_eq(qv_moe_problem_create(&p, ninf, 1, 64, 128, 8, 8, 0), QV_OK);
+    for (int j = 0; j < 8; j++) p.score_bias[j] = -1.0f;
+    for (int j = 0; j < 8; j++) set_key(&p, j, key[j]);
+    ((float *)p.logits)[7] = ((float *)p.logits)[6];
+    /* group sums: -1.0, -0.9, -0.91, -1.6: groups 1 and 2 kept */
+    qv_moe_truth t;
+    ck_assert_msg(ref_moe_truth(&p, NULL, &t) == QV_OK, "%s", qv_errmsg());
+    ck_assert_int_eq(t.ids[0], 2);
+    ck_assert_int_eq(t.ids[1], 4);
+    ref_moe_truth_clear(&t);
+    ck_assert_int_eq(route_bad(&p, 0, 1, NULL, 0), 1);
+    p.s = zlow;
+    ck_assert_msg(ref_moe_truth(&p, NULL, &t) == QV_OK, "%s", qv_errmsg());
+    ck_assert_int_eq(t.ids[0], 0);
+    ck_assert_int_eq(t.ids[1], 1);
+    const float *l = p.logits;
+    ck_assert(fabs(t.weight[0] - sig(l[0]) / (sig(l[0]) + sig(l[1]))) <= 1e-15);
+    ref_moe_truth_clear(&t);
+    ck_assert_int_eq(route_bad(&p, 2, 4, NULL, 0), 1);
+    ck_assert_int_eq(route_bad(&p, 6, 7, NULL, 0), 1); /* tie=low: 0 and 1 first */
+    p.s = zany;
+    ck_assert_int_eq(route_bad(&p, 6, 7, NULL, 0), 0);
+    ck_assert_int_eq(route_bad(&p, 1, 6, NULL, 0), 0);
+    ck_assert_int_eq(route_bad(&p, 2, 6, NULL, 0), 1);
+    ck_assert_msg(ref_moe_truth(&p, NULL, &t) == QV_OK, "%s", qv_errmsg());
+    ck_assert_int_eq(t.n_ambiguous, 1);
+    ref_moe_truth_clear(&t);
+    p.s = ninf;
+    qv_moe_problem_destroy(&p);
+    free(ninf), free(zlow), free(zany);
+}
+END_TEST
+
+/* Two groups with equal (logit, bias) pairs tie exactly at the one group
+ * kept: tie=low keeps the lower group, tie=any either. */
+START_TEST(group_tie)
+{
+    qv_moe_spec *low =
+        moe_spec("w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=2,tie=low,groups=4,gtopk=1,sbias=f32");
+    qv_moe_spec *any = moe_spec("w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=2,groups=4,gtopk=1,sbias=f32");
+    qv_moe_problem p;
+    ck_assert_int_eq(qv_moe_problem_create(&p, low, 1, 64, 128, 8, 8, 0), QV_OK);
+    float *l = p.logits;
+    const float v[8] = {-2.0f, -3.0f, 1.5f, 0.25f, 1.5f, 0.25f, -1.0f, 1.0f};
+    memcpy(l, v, sizeof v);
+    p.score_bias[0] = 0.5f; /* group 0: sigma(-2) + 0.5 + sigma(-3) = 0.67; groups 1 and 2: 1.38 */
+    qv_moe_truth t;
+    ck_assert_msg(ref_moe_truth(&p, NULL, &t) == QV_OK, "%s", qv_errmsg());
+    ck_assert_int_eq(t.ids[0], 2);
+    ck_assert_int_eq(t.ids[1], 3);
+    ck_assert_int_eq(t.n_ambiguous, 0);
+    ref_moe_truth_clear(&t);
+    ck_assert_int_eq(route_bad(&p, 4, 5, NULL, 0), 1);
+    p.s = any;
+    ck_assert_int_eq(route_bad(&p, 4, 5, NULL, 0), 0);
+    ck_assert_int_eq(route_bad(&p, 2, 5, NULL, 0), 1); /* one group only */
+    ck_assert_msg(ref_moe_truth(&p, NULL, &t) == QV_OK, "%s", qv_errmsg());
+    ck_assert_int_eq(t.n_ambiguous, 1);
+    ref_moe_truth_clear(&t);
+    p.s = low;
+    qv_moe_problem_destroy(&p);
+    free(low), free(any);
+}
+END_TEST
+
+/* eps joins the renormalizing sum: logits 0 give sigmoids of 1/2, so each
+ * of two weights is (1/2) / (1 + 1/2) = 1/3 with eps = 1/2; a softmax over 4
+ * equal logits gives 1/4 each, so (1/4) / (1/2 + 1/2) = 1/4 with eps = 1/2. */
+START_TEST(eps_by_hand)
+{
+    qv_moe_spec *sg = moe_spec("w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=2,tie=low,eps=0.5");
+    qv_moe_spec *sm = moe_spec("w=u4b8,ws=f16/g128,route=softmax-topk-renorm,topk=2,tie=low,eps=0.5");
+    const qv_moe_spec *specs[2] = {sg, sm};
+    const double want[2] = {1.0 / 3.0, 1.0 / 4.0};
+    for (int i = 0; i < 2; i++) {
+        qv_moe_problem p;
+        ck_assert_int_eq(qv_moe_problem_create(&p, specs[i], 1, 64, 128, 4, 4, 0), QV_OK);
+        qv_moe_truth t;
+        ck_assert_msg(ref_moe_truth(&p, NULL, &t) == QV_OK, "%s", qv_errmsg());
+        ck_assert_msg(t.weight[0] == want[i] && t.weight[1] == want[i], "%s: %.17g %.17g", specs[i]->text,
+                      t.weight[0], t.weight[1]);
+        ref_moe_truth_clear(&t);
+        /* the model's fp32 weights within the certified bound of them */
+        float w[2];
+        int32_t ids[2];
+        void *out = calloc(64, 2);
+        ck_assert_int_eq(ref_moe_model_run(&p, 16, out, ids, w), QV_OK);
+        ck_assert_msg(fabs(w[0] - want[i]) <= 0x1p-22, "%s: model weight %.9g", specs[i]->text, (double)w[0]);
+        qv_moe_result r;
+        ck_assert_int_eq(ref_moe_verify(&p, out, ids, w, &r), QV_OK);
+        ck_assert_int_eq(r.n_weight_bad, 0);
+        /* the weights without eps (1/2 each) are out of bound */
+        w[0] = w[1] = 0.5f;
+        ck_assert_int_eq(ref_moe_verify(&p, out, ids, w, &r), QV_OK);
+        ck_assert_int_eq(r.n_weight_bad, 2);
+        free(out);
+        qv_moe_problem_destroy(&p);
+    }
+    free(sg), free(sm);
+}
+END_TEST
+
 /* ---- the model passes ------------------------------------------------------------------- */
 
 static const char *model_specs[] = {
@@ -360,6 +574,10 @@ static const char *model_specs[] = {
     "w=u4b8,ws=f16/g128,route=softmax-topk,topk=3,rw=out,sum=out",
     "w=e2m1,ws=e8m0/g32,a=bf16,bias=bf16,route=softmax-topk-renorm,topk=4",
     "w=u4b8,ws=f16/g128,route=sigmoid-topk,topk=1,tie=low,sum=out",
+    /* group-limited routes (16 experts: 4 groups of 4), with and without a selection bias */
+    "w=u4b8,ws=bf16/c,a=bf16,route=sigmoid-topk-renorm,topk=4,rsf=2.5,groups=4,gtopk=2,sbias=f32",
+    "w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,groups=4,gtopk=2,gscore=max",
+    "w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=3,tie=low,groups=4,gtopk=1,gmask=zero,sbias=f32,eps=1e-20",
 };
 #define N_MODEL_SPECS ((int)(sizeof model_specs / sizeof model_specs[0]))
 
@@ -516,6 +734,25 @@ START_TEST(bug_classes_fail)
                      QV_PASS);
     /* no ids, a near tie at every token's boundary: decided against the output */
     ck_assert_int_ne(cross(base, base, QV_LOGITS_NEAR_TIES, 8, 0, seed, 0), QV_FAIL);
+    /* row 31: the group-limited, biased route (8 experts: 4 groups of 2, 2 kept) */
+    const char *g = "w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=2,rsf=2.5,groups=4,gtopk=2,sbias=f32";
+    ck_assert_int_ne(cross(g, g, QV_LOGITS_RANDOM, 8, 1, seed, 1), QV_FAIL);
+    ck_assert_int_ne(cross(g, g, QV_LOGITS_LOW_SCORES, 8, 1, seed, 1), QV_FAIL);
+    /* the group limit lost */
+    ck_assert_int_eq(cross("w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=2,rsf=2.5,sbias=f32", g, QV_LOGITS_RANDOM,
+                           8, 1, seed, 1),
+                     QV_FAIL);
+    /* the bias left out of the selection */
+    ck_assert_int_eq(cross("w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=2,rsf=2.5,groups=4,gtopk=2", g,
+                           QV_LOGITS_RANDOM, 8, 1, seed, 1),
+                     QV_FAIL);
+    /* the groups not kept scored 0 where -Inf is declared, and the reverse, when every
+     * selection score is below 0 */
+    const char *gz = "w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=2,rsf=2.5,groups=4,gtopk=2,gmask=zero,sbias=f32";
+    ck_assert_int_eq(cross(gz, g, QV_LOGITS_LOW_SCORES, 8, 1, seed, 1), QV_FAIL);
+    ck_assert_int_eq(cross(g, gz, QV_LOGITS_LOW_SCORES, 8, 1, seed, 1), QV_FAIL);
+    /* ... which agree while a kept score is above 0 for each of the k */
+    ck_assert_int_ne(cross(gz, g, QV_LOGITS_ONE_EXPERT, 8, 1, seed, 1), QV_FAIL);
 }
 END_TEST
 
@@ -657,6 +894,23 @@ START_TEST(refused_problems)
     ck_assert_int_eq(ref_moe_truth(&p, NULL, &t), QV_ERR_RANGE);
     qv_moe_problem_destroy(&p);
     free(s);
+    /* groups: dividing e, the kept ones holding topk experts, two a group for top2 */
+    qv_moe_spec *g = moe_spec("w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=4,groups=4,gtopk=1,sbias=f32");
+    ck_assert_int_eq(qv_moe_problem_create(&p, g, 2, 64, 128, 6, 6, 0), QV_ERR_SHAPE);
+    ck_assert(strstr(qv_errmsg(), "does not divide") != NULL);
+    ck_assert_int_eq(qv_moe_problem_create(&p, g, 2, 64, 128, 8, 8, 0), QV_ERR_SHAPE);
+    ck_assert(strstr(qv_errmsg(), "fewer than topk") != NULL);
+    qv_moe_spec *g1 = moe_spec("w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=1,groups=4,gtopk=1");
+    ck_assert_int_eq(qv_moe_problem_create(&p, g1, 2, 64, 128, 4, 4, 0), QV_ERR_SHAPE);
+    ck_assert(strstr(qv_errmsg(), "two experts a group") != NULL);
+    free(g1);
+    ck_assert_int_eq(qv_moe_problem_create(&p, g, 2, 64, 128, 16, 16, 0), QV_OK);
+    ck_assert_ptr_nonnull(p.score_bias);
+    p.score_bias[5] = INFINITY;
+    ck_assert_int_eq(ref_moe_truth(&p, NULL, &t), QV_ERR_RANGE);
+    ck_assert(strstr(qv_errmsg(), "selection bias of expert 5") != NULL);
+    qv_moe_problem_destroy(&p);
+    free(g);
 }
 END_TEST
 
@@ -680,6 +934,10 @@ int main(void)
     tcase_add_test(tr, experts_dropped_or_kept);
     tcase_add_test(tr, tie_rule);
     tcase_add_test(tr, refused_problems);
+    tcase_add_test(tr, groups_by_hand);
+    tcase_add_test(tr, mask_zero_or_ninf);
+    tcase_add_test(tr, group_tie);
+    tcase_add_test(tr, eps_by_hand);
     suite_add_tcase(s, tr);
     printf("t_moe: seed %llu (QVET_SEED)\n", (unsigned long long)case_seed(1));
     return suite_run(s);

@@ -5,6 +5,7 @@
  * 1e-3 fail (exit 1) and say why; every malformed input exits 2 with a
  * message naming the option. */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,6 +232,52 @@ START_TEST(usage_errors)
 }
 END_TEST
 
+/* The selection bias (sbias=f32): required when declared, refused when not,
+ * one finite f32 per router expert. On the DeepSeek-V3-style folder of
+ * tests/data/third_party (a routed layer PyTorch computed; its own verdict
+ * is t_third_party's). */
+#define DSV3 "tests/data/third_party/moe_vllm_dsv3_t48/"
+START_TEST(score_bias_inputs)
+{
+    static const char *const dsv3 =
+        "w=bf16,a=bf16,out=f32,route=sigmoid-topk-renorm,topk=4,rsf=2.5,groups=4,gtopk=2,sbias=f32,eps=1e-20";
+    float nan_bias[32] = {0};
+    nan_bias[9] = NAN;
+    save("bias_nan.npy", QV_DT_F4, 1, 32, 0, 0, nan_bias);
+    save("bias_short.npy", QV_DT_F4, 1, 31, 0, 0, nan_bias);
+    const struct {
+        const char *spec, *bias, *needle;
+    } c[] = {
+        {dsv3, NULL, "--score-bias SB.npy (E) float32 is required"},
+        {"w=bf16,a=bf16,out=f32,route=sigmoid-topk-renorm,topk=4,groups=4,gtopk=2", DSV3 "score_bias.npy",
+         "declares no selection bias"},
+        {dsv3, DSV3 "logits.npy", "--score-bias"},
+        {dsv3, at(10, "bias_short.npy"), "expected (32)"},
+        {dsv3, at(11, "bias_nan.npy"), "selection bias of expert 9"},
+        {dsv3, at(12, "no_such.npy"), "--score-bias"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        const char *args[] = {"verify",      c[i].spec,          "--a",          DSV3 "a.npy", "--q",
+                              DSV3 "q.npy",  "--logits",         DSV3 "logits.npy", "--out", DSV3 "out.npy",
+                              c[i].bias ? "--score-bias" : NULL, c[i].bias,      NULL};
+        const char *full[16];
+        int n = 0;
+        full[n++] = "verify";
+        full[n++] = "--spec";
+        for (int a = 1; args[a]; a++) full[n++] = args[a];
+        full[n] = NULL;
+        const char *need[] = {c[i].needle, NULL};
+        qvet_expect(full, 2, need);
+    }
+    /* the folder's own arrays: the route's verdict */
+    const char *ok[] = {"verify", "--spec", dsv3, "--a", DSV3 "a.npy", "--q", DSV3 "q.npy", "--logits",
+                        DSV3 "logits.npy", "--score-bias", DSV3 "score_bias.npy", "--ids", DSV3 "ids.npy",
+                        "--weights", DSV3 "weights.npy", "--out", DSV3 "out.npy", NULL};
+    const char *pass[] = {"PASS", "0 not an admissible top-4", NULL};
+    qvet_expect(ok, 0, pass);
+}
+END_TEST
+
 static void setup(void)
 {
     tmpdir_create(dir, sizeof dir, "moe_cli");
@@ -249,5 +296,6 @@ int main(void)
     tcase_add_test(tc, jobs_same_bits);
     tcase_add_loop_test(tc, malformed_inputs_refused, 0, (int)(sizeof bad_inputs / sizeof bad_inputs[0]));
     tcase_add_test(tc, usage_errors);
+    tcase_add_test(tc, score_bias_inputs);
     return suite_run(s);
 }

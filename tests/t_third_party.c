@@ -7,7 +7,9 @@
  * the fp8 accumulation witnesses whatever the declared accumulator allows.
  * `qvet verify --spec` must give exactly that verdict (exit 0 for PASS, 1 for
  * FAIL). The moe_hf_* folders are routed layers PyTorch computed as Hugging
- * Face's MoE blocks do (make_moe_dumps.py), verified with a routed spec. The
+ * Face's MoE blocks do (make_moe_dumps.py), verified with a routed spec; the
+ * *_dsv3_* ones DeepSeek-V3's group-limited, biased router with the
+ * kernel's ids and weights (make_moe_router_dumps.py). The
  * expectations come from the scripts, which know the kernel and the
  * tampering, not from qvet. Runs BUILD/qvet from the repository root. */
 #include <dirent.h>
@@ -104,7 +106,7 @@ START_TEST(every_case_verdict)
         ck_assert_msg(!strcmp(expect, "PASS") || !strcmp(expect, "FAIL"), "%s: expect is '%s'", nm, expect);
         if (starts(nm, "tamper_")) ck_assert_msg(!strcmp(expect, "FAIL"), "%s: a tampered copy must FAIL", nm);
         static char paths[16][512];
-        const char *args[24];
+        const char *args[32];
         int na = 0;
         args[na++] = "verify";
         args[na++] = "--spec";
@@ -113,7 +115,8 @@ START_TEST(every_case_verdict)
                                              {"--out", "out.npy"},       {"--scales", "scales.npy"},
                                              {"--a-scale", "a_scale.npy"}, {"--zeros", "zeros.npy"},
                                              {"--bias", "bias.npy"},     {"--logits", "logits.npy"},
-                                             {"--scales2", "scales2.npy"}};
+                                             {"--scales2", "scales2.npy"}, {"--score-bias", "score_bias.npy"},
+                                             {"--ids", "ids.npy"},           {"--weights", "weights.npy"}};
         for (size_t o = 0; o < sizeof opt / sizeof opt[0]; o++) {
             if (o >= 3 && !has_file(nm, opt[o][1])) continue;
             snprintf(paths[o], sizeof paths[o], "%s/%.200s/%s", DIR_TP, nm, opt[o][1]);

@@ -60,6 +60,18 @@ typedef enum qv_moe_sum {
     QV_MSUM_OUT      /* each term rounded to the output format, added in it, any order */
 } qv_moe_sum;
 
+/* How a group of experts is scored for the group selection (key gscore=). */
+typedef enum qv_gscore {
+    QV_GSCORE_TOP2 = 0, /* the sum of its two largest selection scores (DeepSeek-V3) */
+    QV_GSCORE_MAX       /* its largest selection score (DeepSeek-V2) */
+} qv_gscore;
+
+/* What the experts of the groups not kept score in the final top-k (key gmask=). */
+typedef enum qv_gmask {
+    QV_GMASK_NINF = 0, /* -Inf: never taken */
+    QV_GMASK_ZERO      /* 0.0: taken over a kept expert whose selection score is below 0 */
+} qv_gmask;
+
 /* Longest canonical routed spec, terminator included. */
 #define QV_MOE_SPEC_MAX 384
 
@@ -74,13 +86,29 @@ typedef struct qv_moe_spec {
     qv_moe_sum sum;
     int exp_ulps;              /* the kernel's exp is within this many ulps (fp32) */
     qv_fmt logit_fmt;          /* F32, BF16 or F16 router logits */
+    /* Group-limited selection (key groups=, 0: none): the E experts form
+     * `groups` groups of E/groups consecutive ones; each group is scored
+     * (gscore) from its experts' selection scores in fp32, the `gtopk` best
+     * groups are kept, and the top-k is taken over their experts, the others
+     * scoring as gmask says. */
+    int groups;
+    int gtopk;
+    qv_gscore gscore;
+    qv_gmask gmask;
+    /* A per-expert fp32 correction bias (key sbias=f32; sigmoid routes): the
+     * selection score is RN_f32(score + bias), and the weights still come
+     * from the unbiased scores (DeepSeek-V3's auxiliary-loss-free balancing). */
+    int sbias;
+    float eps;                 /* renormalization: the weights' sum plus this f32 value,
+                                  added in fp32, divides them (key eps=; 0: none) */
     char text[QV_MOE_SPEC_MAX]; /* the canonical spec */
 } qv_moe_spec;
 
 /* 1 when the text is a routed spec (it has a route= key). */
 int qv_moe_is_spec(const char *text);
 
-/* Parses "EXPERT,route=...,topk=K[,rsf=X][,tie=..][,rw=..][,sum=..][,exp=N][,logits=FMT]":
+/* Parses "EXPERT,route=...,topk=K[,rsf=X][,tie=..][,rw=..][,sum=..][,exp=N][,logits=FMT]
+ * [,groups=G,gtopk=N[,gscore=..][,gmask=..]][,sbias=f32][,eps=X]":
  * the routing keys are taken out and the rest is the expert's spec or a
  * registry row's name (spec.h). QV_ERR_USAGE names the key and the reason.
  * The expert's output must be f16, bf16 or f32. */
@@ -98,6 +126,7 @@ typedef struct qv_moe_problem {
     int shared;                /* shared experts, after the local ones in w */
     void *logits;              /* (t, e) codes in s->logit_fmt (uint16_t bits or float) */
     int32_t *expert_map;       /* (e): local index in [0, e_local) or -1 */
+    float *score_bias;         /* (e) the selection bias when s->sbias, else NULL */
     /* Activations (t, k) as problem.h holds them for m = t. */
     void *a;
     float *a_scale;
@@ -110,12 +139,13 @@ typedef struct qv_moe_problem {
 
 /* Allocates a zeroed problem: expert_map the identity when e_local == e, else
  * every expert -1 (the caller fills it). Checks the shape (topk <= e, the
- * expert spec's rules for (t, n, k)). */
+ * expert spec's rules for (t, n, k), groups dividing e with at least topk
+ * experts in the kept groups, two experts a group for gscore=top2). */
 qv_status qv_moe_problem_create(qv_moe_problem *p, const qv_moe_spec *s, int64_t t, int64_t n, int64_t k, int e,
                                 int e_local, int shared);
 void qv_moe_problem_destroy(qv_moe_problem *p);
 /* Checks what the buffers hold: expert_map entries in range, each local
- * expert mapped at most once, logits not NaN. */
+ * expert mapped at most once, logits not NaN, the selection bias finite. */
 qv_status qv_moe_problem_check(const qv_moe_problem *p);
 
 /* The (t, n, k) problem of expert `i` (0 <= i < e_local + shared) over the
@@ -202,6 +232,9 @@ typedef enum qv_moe_logits {
                                e - k) */
     QV_LOGITS_NONLOCAL,     /* every token's top-k among the experts mapped -1 (needs at least
                                k of them) */
+    QV_LOGITS_LOW_SCORES,   /* logits in [-30, -20] (scores near 1e-9 and below); with a
+                               selection bias, every bias in [-2, -1]: every selection score
+                               is negative, where gmask=zero and gmask=ninf part */
     QV_LOGITS_COUNT
 } qv_moe_logits;
 
