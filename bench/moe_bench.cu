@@ -150,6 +150,7 @@ qv_status setup(const qv_moe_row *r, const qv_moe_spec *s, int T, uint64_t seed,
     qv_moe_dev &d = m->d;
     d.t = T, d.n = (int)r->n, d.k = (int)r->k, d.e = r->experts, d.e_local = r->experts, d.shared = r->shared;
     d.topk = s->topk, d.route = (int)s->route, d.rsf = s->rsf, d.logit_fmt = (int)s->logit_fmt;
+    d.groups = s->groups, d.gtopk = s->gtopk, d.gscore = (int)s->gscore, d.gmask = (int)s->gmask, d.eps = s->eps;
     const bool fp8 = v->wfmt == QV_FMT_E4M3, fp4 = v->wfmt == QV_FMT_E2M1, nv = fp4 && v->sfmt == QV_FMT_UE4M3;
     d.kind = fp8 ? QV_MOE_FP8_B128 : !fp4 ? QV_MOE_W4A16 : nv ? QV_MOE_NVFP4 : QV_MOE_MXFP4;
     d.bf16 = v->afmt == QV_FMT_BF16;
@@ -179,6 +180,12 @@ qv_status setup(const qv_moe_row *r, const qv_moe_spec *s, int T, uint64_t seed,
     QV_TRY(dalloc(m, sizeof(float) * (size_t)T * d.e, &p));
     d.logits = p;
     QV_TRY(qv_bench_fill(p, (int64_t)T * d.e, QV_FMT_F32, seed, 0.0f, 4.0f, 1, NULL));
+    if (s->sbias) {
+        /* a selection bias of up to 1/4 either way */
+        QV_TRY(dalloc(m, sizeof(float) * (size_t)d.e, &p));
+        d.score_bias = (const float *)p;
+        QV_TRY(qv_bench_fill(p, d.e, QV_FMT_F32, seed + 1, 0.0f, 0.25f, 1, NULL));
+    }
     QV_TRY(dalloc(m, sizeof(int32_t) * (size_t)d.e, &p));
     d.expert_map = (const int32_t *)p;
     int32_t *host = (int32_t *)malloc(sizeof(int32_t) * (size_t)(d.k > d.e ? d.k : d.e) * (size_t)nx);

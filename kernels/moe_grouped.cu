@@ -85,25 +85,61 @@ __device__ __forceinline__ float logit_at(const void *logits, int fmt, int64_t i
 __device__ __forceinline__ bool route_softmax(int r) { return r == QV_ROUTE_SOFTMAX_TOPK || r == QV_ROUTE_SOFTMAX_TOPK_RENORM; }
 __device__ __forceinline__ bool route_sigmoid(int r) { return r == QV_ROUTE_SIGMOID_TOPK || r == QV_ROUTE_SIGMOID_TOPK_RENORM; }
 
+/* What the routing reads: the route's declared arithmetic (moe.h) and where
+ * the logits and the selection bias are. */
+struct route_args {
+    const void *logits;
+    int fmt, e, topk, route;
+    float rsf;
+    int groups, gtopk, gscore, gmask; /* groups = 0: no group limit (at most 32 groups) */
+    float eps;                        /* renormalization: sum + eps */
+    const float *sbias;               /* (e) selection bias, or NULL */
+};
+
+inline route_args route_args_of(const qv_moe_dev *d)
+{
+    return route_args{d->logits, d->logit_fmt, d->e, d->topk, d->route, d->rsf, d->groups, d->gtopk,
+                      d->gscore, d->gmask, d->eps, d->score_bias};
+}
+
+/* The warp's largest (key, index) among the lanes' candidates (index -1:
+ * none), the lower index among equal keys, with the candidate's weight
+ * carried along: the same winner on every lane whatever the order of the
+ * exchanges. */
+__device__ __forceinline__ void warp_argmax(int &best, float &kb, float &wb)
+{
+#pragma unroll
+    for (int o = 16; o; o >>= 1) {
+        const float ok = __shfl_xor_sync(0xffffffffu, kb, o);
+        const float ow = __shfl_xor_sync(0xffffffffu, wb, o);
+        const int ob = __shfl_xor_sync(0xffffffffu, best, o);
+        if (ob >= 0 && (best < 0 || ok > kb || (ok == kb && ob < best))) best = ob, kb = ok, wb = ow;
+    }
+}
+
 /* Token tok on one warp: lane l holds experts l, l+32, ..., l + 32 (NS - 1)
  * (NS = route_slots(e), e <= 1024, so one bit per slot in `taken`), each
- * expert's logit read and its key (score or logit) computed once, kept in
- * registers across the k selections. The fp32 arithmetic is the CPU model's
- * (reference/moe.c model_route) except the softmax denominator's order of
- * summation (lane partial sums, then a fixed butterfly), which the declared
- * bound allows (any order of E terms). Every op is an explicit _rn so that no
- * contraction changes a bit. */
+ * expert's logit read and its score computed once, kept in registers across
+ * the k selections, with its selection score (the score plus the selection
+ * bias, and with groups the value of a group not kept). The fp32 arithmetic
+ * is the CPU model's (reference/moe.c model_route) except the softmax
+ * denominator's order of summation (lane partial sums, then a fixed
+ * butterfly), which the declared bound allows (any order of E terms). A
+ * group's score is the top-2 (or the largest) of its selection scores,
+ * which no order of the exchanges changes, and lane g keeps group g's. Every
+ * op is an explicit _rn so that no contraction changes a bit. */
 template <int NS>
-__device__ __forceinline__ void route_token(const void *logits, int fmt, int e, int topk, int route, float rsf,
-                                            int tok, int lane, int32_t *ids, float *weights)
+__device__ __forceinline__ void route_token(const route_args &ra, int tok, int lane, int32_t *ids, float *weights)
 {
+    const int e = ra.e, topk = ra.topk, route = ra.route;
     const int64_t row = (int64_t)tok * e;
-    float key[NS]; /* the logits, then the keys; slot i holds expert lane + 32 i */
+    float key[NS]; /* the logits, then the scores; slot i holds expert lane + 32 i */
+    float sk[NS];  /* the selection scores */
     float lmax = -INFINITY;
 #pragma unroll
     for (int i = 0; i < NS; i++) {
         const int j = lane + 32 * i;
-        key[i] = j < e ? logit_at(logits, fmt, row + j) : -INFINITY;
+        key[i] = j < e ? logit_at(ra.logits, ra.fmt, row + j) : -INFINITY;
         if (j < e) lmax = fmaxf(lmax, key[i]);
     }
 #pragma unroll
@@ -127,28 +163,76 @@ __device__ __forceinline__ void route_token(const void *logits, int fmt, int e, 
         for (int i = 0; i < NS; i++)
             if (lane + 32 * i < e) key[i] = __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-key[i])));
     }
+#pragma unroll
+    for (int i = 0; i < NS; i++) {
+        const int j = lane + 32 * i;
+        sk[i] = ra.sbias && j < e ? __fadd_rn(key[i], ra.sbias[j]) : key[i];
+    }
+    if (ra.groups) {
+        const int per = e / ra.groups;
+        float my_gs = -INFINITY; /* lane g: group g's score */
+        for (int g = 0; g < ra.groups; g++) {
+            float a1 = -INFINITY, a2 = -INFINITY;
+#pragma unroll
+            for (int i = 0; i < NS; i++) {
+                const int j = lane + 32 * i;
+                if (j >= e || j / per != g) continue;
+                if (sk[i] > a1) a2 = a1, a1 = sk[i];
+                else if (sk[i] > a2) a2 = sk[i];
+            }
+#pragma unroll
+            for (int o = 16; o; o >>= 1) {
+                const float b1 = __shfl_xor_sync(0xffffffffu, a1, o), b2 = __shfl_xor_sync(0xffffffffu, a2, o);
+                const float hi = fmaxf(a1, b1), lo = fmaxf(fminf(a1, b1), fmaxf(a2, b2));
+                a1 = hi, a2 = lo;
+            }
+            if (lane == g) my_gs = ra.gscore == QV_GSCORE_MAX ? a1 : __fadd_rn(a1, a2);
+        }
+        uint32_t kept = 0; /* bit g: group g kept */
+        for (int c = 0; c < ra.gtopk; c++) {
+            int best = lane < ra.groups && !(kept >> lane & 1u) ? lane : -1;
+            float kb = my_gs, wb = 0.0f;
+            warp_argmax(best, kb, wb);
+            kept |= 1u << best;
+        }
+#ifdef QV_MUTANT_gpu_moe_group_mask_zero
+        /* Mutant (class 31, sglang #3705): the groups not kept scored 0.0 where -Inf
+         * is declared. */
+        const float fill = 0.0f;
+#else
+        const float fill = ra.gmask == QV_GMASK_ZERO ? 0.0f : -INFINITY;
+#endif
+#ifndef QV_MUTANT_gpu_moe_groups_ignored
+        /* Mutant (class 31, vLLM #32058): the group limit lost. */
+#pragma unroll
+        for (int i = 0; i < NS; i++) {
+            const int j = lane + 32 * i;
+            if (j < e && !(kept >> (j / per) & 1u)) sk[i] = fill;
+        }
+#else
+        (void)fill;
+#endif
+    }
     uint32_t taken = 0;  /* bit i: expert lane + 32 i chosen */
     int sel[QV_MOE_GPU_MAX_TOPK];
     float w[QV_MOE_GPU_MAX_TOPK];
     for (int c = 0; c < topk; c++) {
         int best = -1;
-        float kb = 0.0f;
+        float kb = 0.0f, wb = 0.0f;
 #pragma unroll
         for (int i = 0; i < NS; i++) {
             const int j = lane + 32 * i;
             if (j >= e || (taken >> i & 1u)) continue;
-            if (best < 0 || key[i] > kb) best = j, kb = key[i];
+            if (best < 0 || sk[i] > kb) best = j, kb = sk[i], wb = key[i];
         }
-        /* The warp's largest key, the lower index among equal ones: the
-         * same winner on every lane whatever the order of the exchanges. */
-#pragma unroll
-        for (int o = 16; o; o >>= 1) {
-            const float ok = __shfl_xor_sync(0xffffffffu, kb, o);
-            const int ob = __shfl_xor_sync(0xffffffffu, best, o);
-            if (ob >= 0 && (best < 0 || ok > kb || (ok == kb && ob < best))) best = ob, kb = ok;
-        }
+        warp_argmax(best, kb, wb);
         sel[c] = best;
+#ifdef QV_MUTANT_gpu_moe_bias_in_weights
+        /* Mutant (class 31, vLLM #12002): the weights from the selection scores. */
         w[c] = kb;
+#else
+        w[c] = wb;
+#endif
         if ((best & 31) == lane) taken |= 1u << (best >> 5);
     }
     if (lane) return;
@@ -158,18 +242,20 @@ __device__ __forceinline__ void route_token(const void *logits, int fmt, int e, 
 #else
     if (route == QV_ROUTE_TOPK_SOFTMAX) {
 #endif
-        const float m = logit_at(logits, fmt, row + sel[0]);
+        const float m = logit_at(ra.logits, ra.fmt, row + sel[0]);
         float s = 0.0f;
         for (int c = 0; c < topk; c++) {
-            w[c] = expf(__fsub_rn(logit_at(logits, fmt, row + sel[c]), m));
+            w[c] = expf(__fsub_rn(logit_at(ra.logits, ra.fmt, row + sel[c]), m));
             s = __fadd_rn(s, w[c]);
         }
         for (int c = 0; c < topk; c++) w[c] = __fdiv_rn(w[c], s);
     } else if (route == QV_ROUTE_SOFTMAX_TOPK_RENORM || route == QV_ROUTE_SIGMOID_TOPK_RENORM) {
         float s = 0.0f;
         for (int c = 0; c < topk; c++) s = __fadd_rn(s, w[c]);
+        if (ra.eps != 0.0f) s = __fadd_rn(s, ra.eps);
         for (int c = 0; c < topk; c++) w[c] = __fdiv_rn(w[c], s);
     }
+    const float rsf = ra.rsf;
 #if defined QV_MUTANT_gpu_moe_rsf_dropped
     /* Mutant (class 27, vLLM #43769): the routed scaling factor dropped. */
 #elif defined QV_MUTANT_gpu_moe_rsf_twice
@@ -190,13 +276,12 @@ __device__ __forceinline__ void route_token(const void *logits, int fmt, int e, 
 inline int route_slots(int e) { return e <= 32 ? 1 : e <= 64 ? 2 : e <= 128 ? 4 : e <= 256 ? 8 : 32; }
 
 template <int NS>
-__global__ void __launch_bounds__(128) k_moe_route(const void *logits, int fmt, int t, int e, int topk, int route,
-                                                   float rsf, int32_t *ids, float *weights)
+__global__ void __launch_bounds__(128) k_moe_route(const route_args ra, int t, int32_t *ids, float *weights)
 {
     /* The first of the chain: the sort may launch at once (it waits). */
     chain_release();
     const int tok = blockIdx.x * 4 + (threadIdx.x >> 5);
-    if (tok < t) route_token<NS>(logits, fmt, e, topk, route, rsf, tok, threadIdx.x & 31, ids, weights);
+    if (tok < t) route_token<NS>(ra, tok, threadIdx.x & 31, ids, weights);
 }
 
 /* ---- 2. the token sort ------------------------------------------------------------- */
@@ -419,8 +504,7 @@ constexpr int kSmallTokens = 16;
  * sort. */
 template <int NS>
 __global__ void __launch_bounds__(256)
-    k_moe_route_sort_small(const void *logits, int fmt, int e, int route, float rsf, int32_t *ids_out,
-                           float *weights, const sort_params p)
+    k_moe_route_sort_small(const route_args ra, int32_t *ids_out, float *weights, const sort_params p)
 {
     __shared__ int s_px[kSmallPairs];
     __shared__ int s_cnt[kSortExperts]; /* pairs per expert, then each expert's first slot */
@@ -429,7 +513,7 @@ __global__ void __launch_bounds__(256)
     chain_release();
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     for (int tok = warp; tok < p.t; tok += 8)
-        route_token<NS>(logits, fmt, e, p.topk, route, rsf, tok, lane, ids_out, weights);
+        route_token<NS>(ra, tok, lane, ids_out, weights);
     for (int x = tid; x < p.nx; x += 256) s_cnt[x] = 0;
     __syncthreads(); /* the block's ids in global memory are visible to it */
     const int total = p.t * p.per;
@@ -1002,11 +1086,9 @@ qv_status launch_route_ns(bool small, const qv_moe_dev *d, int32_t *ids, float *
                           cudaStream_t stream)
 {
     if (small)
-        k_moe_route_sort_small<NS><<<1, 256, 0, stream>>>(d->logits, d->logit_fmt, d->e, d->route, d->rsf, ids,
-                                                          weights, sp);
+        k_moe_route_sort_small<NS><<<1, 256, 0, stream>>>(route_args_of(d), ids, weights, sp);
     else
-        k_moe_route<NS><<<(d->t + 3) / 4, 128, 0, stream>>>(d->logits, d->logit_fmt, d->t, d->e, d->topk, d->route,
-                                                            d->rsf, ids, weights);
+        k_moe_route<NS><<<(d->t + 3) / 4, 128, 0, stream>>>(route_args_of(d), d->t, ids, weights);
     QV_CUDA_TRY(cudaGetLastError(), small ? "routing and sort launch" : "routing kernel launch");
     return QV_OK;
 }
@@ -1169,6 +1251,11 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
     if (d->topk < 1 || d->topk > QV_MOE_GPU_MAX_TOPK || d->e < d->topk || d->e > 1024)
         return qv_fail(QV_ERR_UNSUPPORTED, "grouped GEMM: topk=%d of e=%d router experts (the routing kernel takes "
                        "topk <= %d, e <= 1024)", d->topk, d->e, QV_MOE_GPU_MAX_TOPK);
+    if (d->groups < 0 || d->groups > QV_MOE_GPU_MAX_GROUPS || (d->groups && (d->e % d->groups || d->gtopk < 1 ||
+                                                                             d->gtopk > d->groups)))
+        return qv_fail(QV_ERR_UNSUPPORTED, "grouped GEMM: groups=%d, gtopk=%d of e=%d router experts (the routing "
+                       "kernel takes up to %d groups dividing e, 1 <= gtopk <= groups)", d->groups, d->gtopk, d->e,
+                       QV_MOE_GPU_MAX_GROUPS);
     const bool fp8 = d->kind == QV_MOE_FP8_B128, mx = d->kind == QV_MOE_MXFP4, nv = d->kind == QV_MOE_NVFP4;
     if (d->kind != QV_MOE_W4A16 && !fp8 && !mx && !nv)
         return qv_fail(QV_ERR_USAGE, "grouped GEMM: unknown kind %d", d->kind);

@@ -128,9 +128,7 @@ qv_status qv_gpu_moe_supported(const qv_moe_spec *s)
     if (!why && (s->rw != QV_RW_ACC || s->sum != QV_MSUM_F32))
         why = "the combine applies the router weight in fp32 before the cast and sums in fp32 (rw=acc, sum=f32)";
     if (!why && s->topk > QV_MOE_GPU_MAX_TOPK) why = "the routing kernel keeps at most 32 choices a token";
-    if (!why && (s->groups || s->sbias || s->eps != 0.0f))
-        why = "the routing kernel has no group-limited selection, selection bias or renormalizing eps (groups=, "
-              "sbias=, eps=); verify such a kernel from its dumps (qvet verify) or through the CPU model";
+    if (!why && s->groups > QV_MOE_GPU_MAX_GROUPS) why = "the routing kernel takes at most 32 expert groups";
     if (why) return qv_fail(QV_ERR_UNSUPPORTED, "%s: %s", s->text, why);
     return QV_OK;
 }
@@ -264,6 +262,7 @@ qv_status qv_gpu_moe_upload(const qv_moe_problem *p, const qv_launch_opts *opts,
     qv_moe_dev *d = &g->d;
     d->t = (int)p->t, d->n = (int)p->n, d->k = (int)p->k, d->e = p->e, d->e_local = p->e_local;
     d->shared = p->shared, d->topk = s->topk, d->route = (int)s->route, d->rsf = s->rsf;
+    d->groups = s->groups, d->gtopk = s->gtopk, d->gscore = (int)s->gscore, d->gmask = (int)s->gmask, d->eps = s->eps;
     d->logit_fmt = (int)s->logit_fmt;
     d->kind = is_fp8(v) ? QV_MOE_FP8_B128 : !is_fp4(v) ? QV_MOE_W4A16 : is_nv(v) ? QV_MOE_NVFP4 : QV_MOE_MXFP4;
     d->bf16 = v->afmt == QV_FMT_BF16;
@@ -304,6 +303,7 @@ qv_status qv_gpu_moe_upload(const qv_moe_problem *p, const qv_launch_opts *opts,
     } while (0)
     UP(p->logits, (size_t)(p->t * p->e) * qv_fmt_storage_bytes(s->logit_fmt), logits);
     UP(p->expert_map, sizeof(int32_t) * (size_t)p->e, expert_map);
+    if (s->sbias) UP(p->score_bias, sizeof(float) * (size_t)p->e, score_bias);
     UP(p->a, (size_t)(p->t * p->k) * qv_fmt_storage_bytes(v->afmt), a);
     if (d->kind == QV_MOE_FP8_B128) UP(p->a_scale, sizeof(float) * (size_t)(p->t * ((p->k + 127) / 128)), a_scale);
     UP(k.b, k.b_bytes, b);

@@ -541,10 +541,10 @@ static const qv_moe_row rows[] = {
      .experts = 256, .shared = 1, .n = 4096, .k = 7168, .gpu_kernel = 1},
     {.name = "moe-deepseekv3-grouped-fp8-b128-bf16",
      .summary = "DeepSeek-V3's whole router: 8 groups of 32, the 4 best by top-2 sum, top-8 sigmoid with a "
-                "selection bias, renormalized, rsf 2.5; fp8 block-128 (CPU model)",
+                "selection bias, renormalized, rsf 2.5; fp8 block-128",
      .spec = "w=e4m3,ws=f32/b128x128,a=e4m3,as=f32/tok-b128,acc=f8p128,out=bf16,route=sigmoid-topk-renorm,topk=8,"
              "rsf=2.5,groups=8,gtopk=4,sbias=f32",
-     .experts = 256, .shared = 1, .n = 4096, .k = 7168, .gpu_kernel = 0},
+     .experts = 256, .shared = 1, .n = 4096, .k = 7168, .gpu_kernel = 1},
     {.name = "moe-gptoss-mxfp4-bias-bf16",
      .summary = "gpt-oss-style: 32 experts, top-4 then softmax, MXFP4 experts with a bias",
      .spec = "w=e2m1,ws=e8m0/g32,a=bf16,bias=bf16,route=topk-softmax,topk=4", .experts = 32, .shared = 0,

@@ -58,6 +58,13 @@ static uint64_t g_seed = 20261205;
  * expert) over W4A16 bf16 experts. */
 #define DSV3 "w=u4b8,ws=bf16/g128,a=bf16,route=sigmoid-topk-renorm,topk=8,rsf=2.5"
 #define DSFP8 "moe-deepseek-fp8-b128-bf16"
+/* DeepSeek-V3's whole router: 8 groups of 32, 4 kept by their top-2 sums, a
+ * selection bias; and group-limited routes of other shapes. */
+#define DSV3G "moe-deepseekv3-grouped-fp8-b128-bf16"
+#define G_ZERO "w=u4b8,ws=bf16/g128,a=bf16,route=sigmoid-topk-renorm,topk=8,rsf=2.5,groups=8,gtopk=4,gmask=zero,sbias=f32,eps=1e-20"
+#define G_MAX "w=u4b8,ws=f16/g128,route=softmax-topk,topk=6,groups=8,gtopk=3,gscore=max"
+#define G_TIES "w=u4b8,ws=f16/g128,route=softmax-topk-renorm,topk=2,tie=low,groups=4,gtopk=2,gmask=zero"
+#define G_WIDE "w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=8,groups=32,gtopk=8,sbias=f32"
 #define GPTOSS "moe-gptoss-mxfp4-bias-bf16"
 /* gpt-oss's MXFP4 experts without their bias; with f16 activations and an
  * f16 bias; with one choice a token. */
@@ -139,6 +146,21 @@ static const struct moe_case {
      33, 320, 256, QV_LOGITS_MASKED, QV_PROBE_EXACT},
     /* N = 80: the fp8 wgmma kernel's 64 columns do not divide it (mma.sync only) */
     {DSFP8, 256, 256, 1, 40, 80, 256, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
+    /* group-limited, biased routing: a decode step (routing and sort in one
+     * block), every selection score below 0, exact group ties, near ties of
+     * biased scores, non-local experts, a batch; gmask=zero with eps;
+     * DeepSeek-V2's largest-score groups over a softmax; ties at a tie=low
+     * decode step; 512 experts in 32 groups (a warp of groups) */
+    {DSV3G, 256, 256, 1, 1, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
+    {DSV3G, 256, 256, 1, 37, 128, 256, QV_LOGITS_LOW_SCORES, QV_PROBE_RANDOM},
+    {DSV3G, 256, 256, 1, 200, 128, 256, QV_LOGITS_TIES, QV_PROBE_ONEHOT},
+    {DSV3G, 256, 256, 1, 64, 64, 256, QV_LOGITS_NEAR_TIES, QV_PROBE_RANDOM},
+    {DSV3G, 256, 192, 1, 65, 64, 512, QV_LOGITS_NONLOCAL, QV_PROBE_RANDOM},
+    {DSV3G, 256, 256, 1, 1024, 64, 256, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
+    {G_ZERO, 256, 256, 0, 48, 128, 256, QV_LOGITS_LOW_SCORES, QV_PROBE_RANDOM},
+    {G_MAX, 64, 64, 0, 33, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
+    {G_TIES, 16, 16, 0, 5, 128, 256, QV_LOGITS_TIES, QV_PROBE_EXACT},
+    {G_WIDE, 512, 512, 0, 40, 64, 128, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
     /* gpt-oss: MXFP4 experts with a bf16 bias, top-4 then softmax. N tails
      * (320: one 64-column chunk in the second tile), K of 9 groups (the
      * last stage partial), K = g (one group), experts nobody takes, one
@@ -226,7 +248,7 @@ START_TEST(rows_flagged)
                       r->gpu_kernel, st == QV_OK ? "yes" : qv_errmsg());
         flagged += r->gpu_kernel;
     }
-    ck_assert_int_ge(flagged, 6);
+    ck_assert_int_ge(flagged, 7);
 }
 END_TEST
 
@@ -254,6 +276,9 @@ START_TEST(refusals)
     ck_assert_int_eq(qv_gpu_moe_supported(&s), QV_ERR_UNSUPPORTED);
     ck_assert_int_eq(qv_moe_spec_parse("w=u4b8,ws=f16/g128,route=softmax-topk,topk=33", &s), QV_OK);
     ck_assert_int_eq(qv_gpu_moe_supported(&s), QV_ERR_UNSUPPORTED);
+    ck_assert_int_eq(qv_moe_spec_parse("w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,groups=64,gtopk=2", &s), QV_OK);
+    ck_assert_int_eq(qv_gpu_moe_supported(&s), QV_ERR_UNSUPPORTED);
+    ck_assert(strstr(qv_errmsg(), "32 expert groups") != NULL);
     int dummy = 0;
     qv_moe_dev d = {.t = 4, .n = 128, .k = 256, .e = 64, .e_local = 64, .topk = 33, .mb = 1};
     d.logits = &dummy;
@@ -265,6 +290,11 @@ START_TEST(refusals)
     d.workspace = &dummy;
     ck_assert_int_eq(qv_moe_launch(&d, NULL), QV_ERR_UNSUPPORTED);
     d.topk = 2;
+    d.groups = 6, d.gtopk = 2; /* 6 groups do not divide 64 experts */
+    ck_assert_int_eq(qv_moe_launch(&d, NULL), QV_ERR_UNSUPPORTED);
+    d.groups = 64; /* more than a warp of groups */
+    ck_assert_int_eq(qv_moe_launch(&d, NULL), QV_ERR_UNSUPPORTED);
+    d.groups = 0, d.gtopk = 0;
     d.n = 96; /* not a multiple of 64 */
     ck_assert_int_eq(qv_moe_launch(&d, NULL), QV_ERR_SHAPE);
     d.n = 128;

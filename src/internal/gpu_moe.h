@@ -22,6 +22,8 @@ extern "C" {
 
 /* The most choices per token the routing kernel keeps in registers. */
 #define QV_MOE_GPU_MAX_TOPK 32
+/* The most expert groups it takes: lane g of the warp holds group g's score. */
+#define QV_MOE_GPU_MAX_GROUPS 32
 
 /* What the grouped launch reads and writes, every pointer on the device.
  * nx = e_local + shared experts hold weights; per = topk + shared pairs per
@@ -42,6 +44,9 @@ typedef struct qv_moe_dev {
     int t, n, k, e, e_local, shared, topk;
     int route;                  /* qv_route */
     float rsf;                  /* routed scaling factor (1: none) */
+    int groups, gtopk;          /* group-limited selection (0: none; at most QV_MOE_GPU_MAX_GROUPS) */
+    int gscore, gmask;          /* qv_gscore, qv_gmask */
+    float eps;                  /* added to the renormalizing sum (0: none) */
     int logit_fmt;              /* qv_fmt: F32, BF16 or F16 */
     int bf16;                   /* W4A16, FP4: 1 bf16 activations (and W4A16 scales), 0 f16 */
     int out_bf16;               /* 1: bf16 output, 0: f16 (W4A16, FP4: as the activations) */
@@ -70,6 +75,7 @@ typedef struct qv_moe_dev {
                                    combine (qv_moe_parts: how many the launch makes) */
     const void *logits;         /* (t, e) in logit_fmt (float or uint16_t codes) */
     const int32_t *expert_map;  /* (e) local index or -1 */
+    const float *score_bias;    /* (e) the selection bias (sbias=f32), or NULL */
     const void *a;              /* (t, k) activations: f16/bf16, or e4m3 codes */
     const float *a_scale;       /* FP8_B128: (ceil(k/128), t) f32, MN-major; else NULL */
     const void *b;              /* W4A16, FP4: (nx, k/16, 2n) Marlin-packed int32 words; FP8_B128:
