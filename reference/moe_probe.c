@@ -99,20 +99,31 @@ static double biased_key(const qv_moe_problem *p, int64_t t, int j)
     return 1.0 / (1.0 + exp(-get_logit(p, t, j))) + (double)p->score_bias[j];
 }
 
+/* order[0..k] the k + 1 best experts of token t, by logit or (biased) by
+ * sigma(l) + b, best first: a partial selection sort. order: (e). */
+static void order_top(const qv_moe_problem *p, int64_t t, int *order, int biased)
+{
+    int e = p->e, k = p->s->topk;
+    for (int j = 0; j < e; j++) order[j] = j;
+    for (int a = 0; a <= k; a++)
+        for (int b = a + 1; b < e; b++) {
+            double kb = biased ? biased_key(p, t, order[b]) : get_logit(p, t, order[b]);
+            double ka = biased ? biased_key(p, t, order[a]) : get_logit(p, t, order[a]);
+            if (kb > ka) {
+                int x = order[a];
+                order[a] = order[b];
+                order[b] = x;
+            }
+        }
+}
+
 /* With a selection bias, a near tie of the selection scores: the expert
  * ranked k-th by sigma(l) + b gets the logit whose score is the (k+1)-th's,
  * one code up, when such a logit exists. order: (e) scratch. */
 static void near_tie_biased(qv_moe_problem *p, int64_t t, int *order)
 {
-    int e = p->e, k = p->s->topk;
-    for (int j = 0; j < e; j++) order[j] = j;
-    for (int a = 0; a <= k; a++)
-        for (int b = a + 1; b < e; b++)
-            if (biased_key(p, t, order[b]) > biased_key(p, t, order[a])) {
-                int x = order[a];
-                order[a] = order[b];
-                order[b] = x;
-            }
+    int k = p->s->topk;
+    order_top(p, t, order, 1);
     int hi = order[k - 1], lo = order[k];
     double target = biased_key(p, t, lo) - (double)p->score_bias[hi];
     if (!(target > 0.0 && target < 1.0)) return;
@@ -180,14 +191,7 @@ static qv_status fill_logits(qv_moe_problem *p, qv_moe_logits c, rng *r)
             near_tie_biased(p, t, order);
         } else if (c == QV_LOGITS_NEAR_TIES && k < e) {
             /* the k-th largest set one code above the (k+1)-th */
-            for (int j = 0; j < e; j++) order[j] = j;
-            for (int a = 0; a <= k; a++)
-                for (int b = a + 1; b < e; b++)
-                    if (get_logit(p, t, order[b]) > get_logit(p, t, order[a])) {
-                        int x = order[a];
-                        order[a] = order[b];
-                        order[b] = x;
-                    }
+            order_top(p, t, order, 0);
             put_logit(p, t, order[k - 1], code_above(p->s->logit_fmt, get_logit(p, t, order[k])));
         }
     }
