@@ -170,6 +170,10 @@ static void sort_rank(const token_route *r, int *rank, int *tmp, int e)
 /* Equal exact group scores: the same key classes in its scoring experts. */
 static int same_group(const qv_moe_spec *s, const token_route *r, int g, int h)
 {
+#ifdef QV_MUTANT_orc_route_group_ties_unseen
+    (void)s, (void)r, (void)g, (void)h; /* oracle mutant: no exact group tie */
+    return 0;
+#endif
     if (!same_key(r, r->top1[g], r->top1[h])) return 0;
     return s->gscore == QV_GSCORE_MAX || same_key(r, r->top2[g], r->top2[h]);
 }
@@ -287,7 +291,11 @@ static void route_token(const qv_moe_problem *p, int64_t t, token_route *r, int 
     double lmax = -INFINITY;
     for (int j = 0; j < e; j++) {
         r->l[j] = logit_of(p, t, j);
+#ifdef QV_MUTANT_orc_route_bias_ignored
+        r->b[j] = 0.0; /* oracle mutant: the selection bias left out of the ranking */
+#else
         r->b[j] = s->sbias ? (double)p->score_bias[j] : 0.0;
+#endif
         if (r->l[j] > lmax) lmax = r->l[j];
         r->rank[j] = j;
     }
@@ -350,7 +358,12 @@ enum { V_IN, V_ZERO, V_OUT };
 static int view(const qv_moe_spec *s, const token_route *r, const unsigned char *set, int j)
 {
     if (!set || set[j / r->per]) return V_IN;
+#ifdef QV_MUTANT_orc_route_mask_zero_as_ninf
+    (void)s; /* oracle mutant: gmask=zero read as ninf */
+    return V_OUT;
+#else
     return s->gmask == QV_GMASK_ZERO ? V_ZERO : V_OUT;
+#endif
 }
 
 /* Equal exact keys of two candidates in the view `set`. */
@@ -588,7 +601,9 @@ static qv_status exact_weights(const qv_moe_problem *p, const token_route *r, co
             if (mpfr_cmp_d(w->sum, 0x1p-100) < 0)
                 return qv_fail(QV_ERR_RANGE, "token %lld: every selected sigmoid score is below 2^-100, so the "
                                "renormalized weights have no fp32 value", (long long)t);
+#ifndef QV_MUTANT_orc_route_eps_ignored
             mpfr_add_d(w->sum, w->sum, (double)s->eps, MPFR_RNDN); /* eps: the sum plus it, in fp32 */
+#endif
             for (int c = 0; c < k; c++) {
                 double l = r->l[sel[c]];
                 mpfr_set_d(w->x, -l, MPFR_RNDN);
@@ -628,7 +643,9 @@ static qv_status exact_weights(const qv_moe_problem *p, const token_route *r, co
             /* p_c / (sum of the selection's p + eps), p the all-E softmax above (doubles) */
             mpfr_set_zero(w->sum, 1);
             for (int c = 0; c < k; c++) mpfr_add_d(w->sum, w->sum, out[c], MPFR_RNDN);
+#ifndef QV_MUTANT_orc_route_eps_ignored
             mpfr_add_d(w->sum, w->sum, (double)s->eps, MPFR_RNDN);
+#endif
             for (int c = 0; c < k; c++) {
                 mpfr_set_d(w->x, out[c], MPFR_RNDN);
                 mpfr_div(w->x, w->x, w->sum, MPFR_RNDN);
@@ -868,6 +885,9 @@ static qv_status bufs_alloc(route_bufs *b, const qv_moe_problem *p)
     if (ng) {
         size_t dg = sizeof(double) * (size_t)ng, ig = sizeof(int) * (size_t)ng;
         r->ng = ng, r->per = e / ng, r->gk = s->gtopk;
+#ifdef QV_MUTANT_orc_route_groups_ignored
+        r->ng = 0; /* oracle mutant: the group limit left out of the truth */
+#endif
         r->top1 = malloc(ig), r->top2 = malloc(ig), r->grank = malloc(ig);
         r->gtmp = malloc(ig), r->gcand = malloc(ig), r->gidx = malloc(ig);
         r->glo = malloc(dg), r->ghi = malloc(dg), r->gkey = malloc(dg);

@@ -160,9 +160,9 @@ static int scan_file(const char *path, const struct stat *st, int type, struct F
 /* ---- the oracle catalogue ---- */
 
 static const char *const parts[] = {"decode", "sum", "bound", "spec", "window", "verdict", "monitor", "generator",
-                                    "campaign"};
+                                    "campaign", "route"};
 static const char *const checks[] = {"t_formats", "t_truth", "t_verify", "t_spec", "t_model", "t_campaign",
-                                     "t_sharp", "check", "fuzz"};
+                                     "t_sharp", "t_moe", "check", "fuzz"};
 #define N_PARTS ((int)(sizeof parts / sizeof parts[0]))
 #define N_CHECKS ((int)(sizeof checks / sizeof checks[0]))
 

@@ -16,7 +16,7 @@ the kill matrix (JSONL and Markdown) beside the field's usual criteria.
   tools/mutants.py --cpu --oracle-only   the oracle mutants of mutants/oracle.tsv alone
 
 On the CPU the oracle mutants (mutants/oracle.tsv: the reference's decoding, sums,
-bound, rounding window, verdict, monitors, the campaign's checks and the generator)
+bound, rounding window, verdict, monitors, the campaign's checks, the generator and the routed truth's ranking)
 run after the catalogue's: each is built with the Check suites its row names, which
 run against it beside `qvet check` and the bounded `qvet fuzz`, and the kill matrix
 (mutant x check) goes to out/cpu/oracle.jsonl and oracle.md.
@@ -433,8 +433,8 @@ def seed_scenario(bindir):
 
 # ---- oracle mutants (mutants/oracle.tsv) --------------------------------------
 
-ORACLE_PARTS = ["decode", "sum", "bound", "spec", "window", "verdict", "monitor", "generator", "campaign"]
-ORACLE_SUITES = ["t_formats", "t_truth", "t_verify", "t_spec", "t_model", "t_campaign", "t_sharp"]
+ORACLE_PARTS = ["decode", "sum", "bound", "spec", "window", "verdict", "monitor", "generator", "campaign", "route"]
+ORACLE_SUITES = ["t_formats", "t_truth", "t_verify", "t_spec", "t_model", "t_campaign", "t_sharp", "t_moe"]
 ORACLE_CHECKS = ORACLE_SUITES + ["check", "fuzz"]
 SUITE_TIMEOUT = 900  # seconds: a hang is reported, the suites' own timeouts come first
 
