@@ -65,6 +65,8 @@ static uint64_t g_seed = 20261205;
 #define G_MAX "w=u4b8,ws=f16/g128,route=softmax-topk,topk=6,groups=8,gtopk=3,gscore=max"
 #define G_TIES "w=u4b8,ws=f16/g128,route=softmax-topk-renorm,topk=2,tie=low,groups=4,gtopk=2,gmask=zero"
 #define G_WIDE "w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=8,groups=32,gtopk=8,sbias=f32"
+/* Kimi-K2-class: 384 experts, top-8, a selection bias and no group limit */
+#define K2 "w=u4b8,ws=bf16/g128,a=bf16,route=sigmoid-topk-renorm,topk=8,rsf=2.827,sbias=f32"
 #define GPTOSS "moe-gptoss-mxfp4-bias-bf16"
 /* gpt-oss's MXFP4 experts without their bias; with f16 activations and an
  * f16 bias; with one choice a token. */
@@ -161,6 +163,8 @@ static const struct moe_case {
     {G_MAX, 64, 64, 0, 33, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
     {G_TIES, 16, 16, 0, 5, 128, 256, QV_LOGITS_TIES, QV_PROBE_EXACT},
     {G_WIDE, 512, 512, 0, 40, 64, 128, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
+    {K2, 384, 384, 1, 3, 128, 256, QV_LOGITS_NEAR_TIES, QV_PROBE_EXACT},
+    {K2, 384, 384, 1, 300, 64, 256, QV_LOGITS_LOW_SCORES, QV_PROBE_RANDOM},
     /* gpt-oss: MXFP4 experts with a bf16 bias, top-4 then softmax. N tails
      * (320: one 64-column chunk in the second tile), K of 9 groups (the
      * last stage partial), K = g (one group), experts nobody takes, one
