@@ -92,7 +92,7 @@ LIB_GPU := $(BUILD)/libqvet_gpu.a
 LIB_CLI := $(BUILD)/libqvet_cli.a
 LIBS    := $(LIB_CLI) $(LIB_GPU) $(LIB_CPU)
 QVET    := $(BUILD)/qvet
-EXAMPLE := $(BUILD)/examples/verify_buffers
+EXAMPLE := $(BUILD)/examples/verify_buffers $(BUILD)/examples/verify_moe
 
 TEST_SRC := $(wildcard tests/t_*.c)
 TESTS    := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
@@ -150,9 +150,10 @@ $(LIB_CLI): $(CLI_OBJ)
 $(QVET): $(BUILD)/obj/src/qvet.o $(LIBS)
 	$(CC) -rdynamic $^ $(LDLIBS) -o $@
 
-# The example a user's program follows (examples/verify_buffers.c): built as
-# its header says, against the CPU library alone; tests/t_layers.c runs it.
-$(EXAMPLE): examples/verify_buffers.c $(LIB_CPU) $(wildcard include/qvet/*.h)
+# The examples a user's program follows (examples/verify_buffers.c, a GEMM;
+# examples/verify_moe.c, a routed layer): built as their headers say, against
+# the CPU library alone; tests/t_layers.c runs them.
+$(BUILD)/examples/%: examples/%.c $(LIB_CPU) $(wildcard include/qvet/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -Wextra -Iinclude $< $(LIB_CPU) $(CPU_LDLIBS) -o $@
 $(BUILD)/tests/t_layers: | $(EXAMPLE)

@@ -1,6 +1,7 @@
-/* t_layers.c: the libraries' layers. The example a user's program follows
- * (examples/verify_buffers.c, linked against libqvet_cpu.a alone) runs and
- * grades a correct output PASS and a wrong one FAIL at the element it changed;
+/* t_layers.c: the libraries' layers. The examples a user's program follows
+ * (examples/verify_buffers.c and verify_moe.c, linked against libqvet_cpu.a
+ * alone) run and grade a correct output PASS and a wrong one FAIL at the
+ * element (or the routing of the token) it changed;
  * qv_verify gives the verdict of ref_truth_compute + ref_verify; every
  * registry row with gpu_kernel = 1 reaches a launcher through the GPU
  * library's table by its family, and a spec reaches none. Needs no GPU. */
@@ -18,20 +19,38 @@
 
 #define SEED 20261204ull /* the date the suite was written */
 
-/* BUILD/examples/verify_buffers, from this binary's path BUILD/tests/t_layers. */
-static const char *example_path(void)
+/* BUILD/examples/NAME, from this binary's path BUILD/tests/t_layers. */
+static const char *example_of(const char *name)
 {
     static char bin[4200];
     char self[4096];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0) {
-        snprintf(bin, sizeof bin, "build/examples/verify_buffers");
+        snprintf(bin, sizeof bin, "build/examples/%s", name);
         return bin;
     }
     self[n] = '\0';
-    snprintf(bin, sizeof bin, "%s/../examples/verify_buffers", dirname(self));
+    snprintf(bin, sizeof bin, "%s/../examples/%s", dirname(self), name);
     return bin;
 }
+static const char *example_path(void) { return example_of("verify_buffers"); }
+
+/* The routed example: its own layer passes; scoring the groups not kept 0.0
+ * where -Inf is declared fails the first token whose biased scores are all
+ * below 0 (token 3), on its routing. */
+START_TEST(moe_example_verdicts)
+{
+    run_result r = run_program(example_of("verify_moe"), (const char *[]){NULL});
+    ck_assert_msg(r.rc == 0 && !strncmp(r.out, "PASS", 4), "exit %d; stdout: %s stderr: %s", r.rc, r.out, r.err);
+    ck_assert_str_eq(r.err, "");
+    run_free(&r);
+    r = run_program(example_of("verify_moe"), (const char *[]){"mask0", NULL});
+    ck_assert_msg(r.rc == 1, "exit %d; stdout: %s stderr: %s", r.rc, r.out, r.err);
+    ck_assert_msg(strstr(r.out, "FAIL: routing: token 3 took expert") != NULL, "stdout: %s", r.out);
+    ck_assert_msg(strstr(r.out, "not among the 2 groups kept") != NULL, "stdout: %s", r.out);
+    run_free(&r);
+}
+END_TEST
 
 START_TEST(example_passes_a_correct_output)
 {
@@ -122,6 +141,7 @@ int main(void)
     Suite *s = suite_single("layers", "layers", 60, &tc);
     tcase_add_test(tc, example_passes_a_correct_output);
     tcase_add_test(tc, example_fails_a_wrong_output);
+    tcase_add_test(tc, moe_example_verdicts);
     tcase_add_test(tc, qv_verify_is_truth_and_verdict);
     tcase_add_test(tc, every_kernel_row_has_a_launcher);
     tcase_add_test(tc, a_spec_has_no_launcher);
