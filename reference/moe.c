@@ -62,12 +62,26 @@ static const double U32 = 0x1p-24;
 
 /* ---- per token: logits, keys and their intervals ------------------------------------- */
 
+/* The next need-element combination of 0..n-1 after idx (increasing
+ * indices): 0 when idx was the last. */
+static int next_combination(int *idx, int need, int n)
+{
+    int i = need - 1;
+    while (i >= 0 && idx[i] == n - need + i) i--;
+    if (i < 0) return 0;
+    idx[i]++;
+    for (int j = i + 1; j < need; j++) idx[j] = idx[j - 1] + 1;
+    return 1;
+}
+
 /* Admissible group sets kept for one token (near-tied groups), and the
  * combinations of candidate groups tried to find them. */
 #define MAX_GSETS 256
 
 typedef struct token_route {
     int e;
+    double lmax;     /* the largest logit */
+    int n_finite;    /* logits above -Inf */
     int sig_bias;    /* the key is sigma(l) + b (sbias=f32) */
     double *l;       /* (e) logits */
     double *b;       /* (e) selection bias (0 without one) */
@@ -274,11 +288,7 @@ static void route_groups(const qv_moe_spec *s, token_route *r)
         for (int g = 0; g < ng; g++) set[g] = (unsigned char)in[g];
         for (int i = 0; i < need; i++) set[r->gcand[r->gidx[i]]] = 1;
         if (memcmp(set, c0, (size_t)ng) && gset_admissible(s, r, set)) r->n_sets++;
-        int i = need - 1;
-        while (i >= 0 && r->gidx[i] == nc - need + i) i--;
-        if (i < 0) break;
-        r->gidx[i]++;
-        for (int j = i + 1; j < need; j++) r->gidx[j] = r->gidx[j - 1] + 1;
+        if (!next_combination(r->gidx, need, nc)) break;
     }
 }
 
@@ -289,8 +299,10 @@ static void route_token(const qv_moe_problem *p, int64_t t, token_route *r, int 
     const qv_moe_spec *s = p->s;
     int e = p->e;
     double lmax = -INFINITY;
+    int n_finite = 0;
     for (int j = 0; j < e; j++) {
         r->l[j] = logit_of(p, t, j);
+        n_finite += r->l[j] != -INFINITY;
 #ifdef QV_MUTANT_orc_route_bias_ignored
         r->b[j] = 0.0; /* oracle mutant: the selection bias left out of the ranking */
 #else
@@ -299,6 +311,8 @@ static void route_token(const qv_moe_problem *p, int64_t t, token_route *r, int 
         if (r->l[j] > lmax) lmax = r->l[j];
         r->rank[j] = j;
     }
+    r->lmax = lmax;
+    r->n_finite = n_finite;
     if (s->route == QV_ROUTE_TOPK_SOFTMAX) {
         for (int j = 0; j < e; j++) r->key[j] = r->lo[j] = r->hi[j] = r->l[j];
         sort_rank(r, r->rank, tmp, e);
@@ -462,11 +476,6 @@ static void canonical_in(const qv_moe_spec *s, const token_route *r, const unsig
     }
 }
 
-static void canonical(const qv_moe_spec *s, const token_route *r, int k, int32_t *sel)
-{
-    canonical_in(s, r, r->ng ? r->sets : NULL, k, sel);
-}
-
 /* In the view `set`: the experts surely taken (f = 2) and the others some
  * admissible selection there takes (f = 1). */
 static void split_in(const qv_moe_spec *s, const token_route *r, const unsigned char *set, int k, unsigned char *f)
@@ -513,21 +522,22 @@ static int split_band(const qv_moe_spec *s, const token_route *r, int k, int *su
     return ns;
 }
 
-/* Whether the exact ranking's top-k is the only admissible selection: one
- * admissible set of groups, and in it every expert taken surely outranks
- * every candidate not taken (otherwise swapping such a pair, or a chain of
- * them, gives another). */
+/* The exact ranking's selection (in the canonical set of kept groups) into
+ * sel, and whether it is the only admissible one: one admissible set of
+ * groups, and in it every expert taken surely outranks every candidate not
+ * taken (otherwise swapping such a pair, or a chain of them, gives another). */
 static int unique_selection(const qv_moe_spec *s, const token_route *r, int k, int32_t *sel)
 {
-    if (r->ng && r->n_sets != 1) return 0;
     const unsigned char *set = r->ng ? r->sets : NULL;
     canonical_in(s, r, set, k, sel);
-    for (int c = 0; c < k; c++)
-        for (int j = 0; j < r->e; j++) {
-            int taken = 0;
-            for (int d = 0; d < k; d++) taken |= sel[d] == j;
-            if (!taken && view(s, r, set, j) != V_OUT && !outranks_in(s, r, set, sel[c], j)) return 0;
-        }
+    if (r->ng && r->n_sets != 1) return 0;
+    for (int j = 0; j < r->e; j++) {
+        int taken = 0;
+        for (int d = 0; d < k; d++) taken |= sel[d] == j;
+        if (taken || view(s, r, set, j) == V_OUT) continue;
+        for (int c = 0; c < k; c++)
+            if (!outranks_in(s, r, set, sel[c], j)) return 0;
+    }
     return 1;
 }
 
@@ -630,9 +640,7 @@ static qv_status exact_weights(const qv_moe_problem *p, const token_route *r, co
         softmax_weights(w, r->l, sel, k, over_all ? e : 0, lmax, out);
         /* the kernel's exponentials are shifted by the largest of all e logits, which a
          * selection in kept groups need not hold */
-        double lmax_all = -INFINITY;
-        for (int i = 0; i < e; i++) lmax_all = r->l[i] > lmax_all ? r->l[i] : lmax_all;
-        double rho_a = over_all ? rho_softmax(s, r->l, NULL, e, lmax) : rho_softmax(s, r->l, sel, k, lmax_all);
+        double rho_a = over_all ? rho_softmax(s, r->l, NULL, e, lmax) : rho_softmax(s, r->l, sel, k, r->lmax);
         g = (1.0 + rho_a) * (1.0 + U32) * (1.0 + U32) / ((1.0 - rho_a) * (1.0 - gamma_n(n - 1))) - 1.0;
         if (is_renorm(s->route) && s->eps == 0.0f) {
             /* exact: the softmax over the selection; kernel: the all-E weights renormalized (the
@@ -950,9 +958,7 @@ static qv_status route_all(moe_ctx *c, const int32_t *ids, int defer)
     for (int64_t t = 0; t < p->t && st == QV_OK; t++) {
         route_token(p, t, &b.r, b.tmp);
         int32_t *sel = c->sel + t * k;
-        int finite = 0;
-        for (int j = 0; j < p->e; j++) finite += b.r.l[j] != -INFINITY;
-        if (finite < k && s->route != QV_ROUTE_SOFTMAX_TOPK && s->route != QV_ROUTE_SIGMOID_TOPK) {
+        if (b.r.n_finite < k && s->route != QV_ROUTE_SOFTMAX_TOPK && s->route != QV_ROUTE_SIGMOID_TOPK) {
             st = qv_fail(QV_ERR_RANGE, "token %lld: fewer than topk=%d logits are finite, so the %s weights have no "
                          "value", (long long)t, k, qv_route_name(s->route));
             break;
@@ -970,7 +976,7 @@ static qv_status route_all(moe_ctx *c, const int32_t *ids, int defer)
                 c->bad_route[t] = 1;
                 c->n_bad++;
             }
-            canonical(s, &b.r, k, sel);
+            memcpy(sel, b.sel, sizeof(int32_t) * (size_t)k); /* the canonical selection */
             if (!ids && defer && !unique) {
                 int nc, ns = split_band(s, &b.r, k, b.sure, b.cand, &nc, b.flags);
                 if (ns + nc > MAX_BAND) {
@@ -1185,11 +1191,7 @@ static qv_status decide_deferred(moe_ctx *c, const void *out)
                     break;
                 }
             }
-            int i = need - 1;
-            while (i >= 0 && idx[i] == nc - need + i) i--;
-            if (i < 0) break;
-            idx[i]++;
-            for (int j = i + 1; j < need; j++) idx[j] = idx[j - 1] + 1;
+            if (!next_combination(idx, need, nc)) break;
         }
         if (st != QV_OK) break;
         int J;

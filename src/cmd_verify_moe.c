@@ -203,16 +203,8 @@ static qv_status load(const moe_args *ma, const qv_moe_spec *s, qv_moe_problem *
     if (s->sbias) {
         if (!ma->sbias)
             return qv_fail(QV_ERR_USAGE, "the spec declares sbias=f32: --score-bias SB.npy (E) float32 is required");
-        qv_array sb = {0};
-        const vio_operand op = vio_operand_of("--score-bias", QV_FMT_F32, "the selection bias (f32)");
-        QV_TRY(vio_load_as(&op, ma->sbias, &sb));
-        qv_status bs = sb.count == p->e && (sb.ndim == 1 || (sb.ndim == 2 && (sb.shape[0] == 1 || sb.shape[1] == 1)))
-                           ? QV_OK
-                           : qv_fail(QV_ERR_SHAPE, "--score-bias %s is %s; expected (%d), one per router expert",
-                                     ma->sbias, qv_array_describe(&sb, buf, sizeof buf), p->e);
-        if (bs == QV_OK) memcpy(p->score_bias, sb.data, sizeof(float) * (size_t)p->e);
-        qv_array_destroy(&sb);
-        QV_TRY(bs);
+        const vio_operand op = vio_operand_of("--score-bias", QV_FMT_F32, "the selection bias (f32, one per router expert)");
+        QV_TRY(vio_load_into(&op, ma->sbias, 1, p->e, p->score_bias, 0));
     }
     int64_t t = p->t, k = p->k, n = p->n;
     const qv_problem *w0 = &p->w[0];

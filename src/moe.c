@@ -126,14 +126,6 @@ static int routing_key(const char *key, const char *val, qv_moe_spec *s, int *ha
     return 1;
 }
 
-/* 1 when `key` (ending in '=') starts one of the comma-separated items of text. */
-static int has_key(const char *text, const char *key)
-{
-    for (const char *p = text; (p = strstr(p, key)) != NULL; p++)
-        if (p == text || p[-1] == ',') return 1;
-    return 0;
-}
-
 static int is_renorm_route(qv_route r) { return r == QV_ROUTE_SOFTMAX_TOPK_RENORM || r == QV_ROUTE_SIGMOID_TOPK_RENORM; }
 static int is_sigmoid_route(qv_route r) { return r == QV_ROUTE_SIGMOID_TOPK || r == QV_ROUTE_SIGMOID_TOPK_RENORM; }
 
@@ -198,7 +190,12 @@ qv_status qv_moe_spec_parse(const char *text, qv_moe_spec *out)
     if (st == QV_OK && !have_route) st = bad("no route= (softmax-topk, softmax-topk-renorm, topk-softmax, ...)");
     if (st == QV_OK && !have_topk) st = bad("no topk= (the experts each token takes)");
     if (st == QV_OK && !rest[0]) st = bad("no expert spec (e.g. w=u4b8,ws=f16/g128) or registry row");
-    if (st == QV_OK) st = check_keys(out, has_key(text, "gscore="), has_key(text, "gmask="));
+    int have_gscore = 0, have_gmask = 0;
+    for (int i = 0; i < n_seen; i++) {
+        have_gscore |= !strcmp(seen[i], "gscore");
+        have_gmask |= !strcmp(seen[i], "gmask");
+    }
+    if (st == QV_OK) st = check_keys(out, have_gscore, have_gmask);
     if (st == QV_OK) st = qv_variant_resolve(rest, &out->expert);
     free(copy);
     free(rest);

@@ -252,7 +252,7 @@ START_TEST(score_bias_inputs)
         {"w=bf16,a=bf16,out=f32,route=sigmoid-topk-renorm,topk=4,groups=4,gtopk=2", DSV3 "score_bias.npy",
          "declares no selection bias"},
         {dsv3, DSV3 "logits.npy", "--score-bias"},
-        {dsv3, at(10, "bias_short.npy"), "expected (32)"},
+        {dsv3, at(10, "bias_short.npy"), "one per router expert) needs (1, 32)"},
         {dsv3, at(11, "bias_nan.npy"), "selection bias of expert 9"},
         {dsv3, at(12, "no_such.npy"), "--score-bias"},
     };
