@@ -695,7 +695,8 @@ static void two_sum(double a, double b, double *s, double *e)
     *e = (a - (*s - bb)) + (b - bb);
 }
 
-/* Adds the term w * (y +- E) with weight radius wr (shared: w 1, wr 0, routed 0). */
+/* Adds the term w * (y +- E) with weight radius wr (shared: w 1, wr 0, routed 0;
+ * with rw=in the routed terms too, their weight being in the expert's input). */
 static void add_term(const qv_moe_spec *s, acc *a, int routed, double w, double wr, double y, double E)
 {
     qv_fmt of = s->expert->ofmt;
@@ -717,7 +718,7 @@ static void add_term(const qv_moe_spec *s, acc *a, int routed, double w, double 
         c_lo = 0;
     }
     double rad, mag;
-    if (s->rw == QV_RW_ACC) {
+    if (s->rw != QV_RW_OUT) {
         if (routed) {
             rad = w * E + wr * magp;
             mag = (w + wr) * magp;
@@ -768,7 +769,7 @@ static void finish(const qv_moe_spec *s, const acc *a, int J, double *y, double 
             /* each term rounded to the output format (rw=acc; with rw=out they are
              * already), and J - 2 additions before the last, whose rounding is the
              * output's */
-            if (s->rw == QV_RW_ACC) r += J * half_ulp(of, a->mag);
+            if (s->rw != QV_RW_OUT) r += J * half_ulp(of, a->mag);
             r += (J - 2) * half_ulp(of, a->mag);
         }
     }
@@ -804,6 +805,11 @@ typedef struct moe_ctx {
     int32_t **def_expert;       /* (n_def) router experts */
     double **def_y, **def_E;    /* (n_def) (count, n) */
     int64_t *def_of;            /* (t) index into def_*, or -1 */
+    /* rw=in: the kernel's fp32 weights when given (they fix each input scale's
+     * rounding), and a deferred band's exact weights and their bounds, one
+     * per band expert (routes whose weights do not depend on the selection) */
+    const float *given_w;
+    double **def_w, **def_rel;  /* (n_def) (count) */
 } moe_ctx;
 
 static void ctx_free(moe_ctx *c)
@@ -818,6 +824,8 @@ static void ctx_free(moe_ctx *c)
         free(c->def_expert[d]);
         free(c->def_y[d]);
         free(c->def_E[d]);
+        free(c->def_w[d]);
+        free(c->def_rel[d]);
     }
     free(c->def_token);
     free(c->def_count);
@@ -826,6 +834,8 @@ static void ctx_free(moe_ctx *c)
     free(c->def_y);
     free(c->def_E);
     free(c->def_of);
+    free(c->def_w);
+    free(c->def_rel);
     memset(c, 0, sizeof *c);
 }
 
@@ -849,8 +859,10 @@ static qv_status ctx_alloc(moe_ctx *c, const qv_moe_problem *p)
     c->def_y = calloc(t, sizeof(double *));
     c->def_E = calloc(t, sizeof(double *));
     c->def_of = malloc(sizeof(int64_t) * t);
+    c->def_w = calloc(t, sizeof(double *));
+    c->def_rel = calloc(t, sizeof(double *));
     if (!c->sel || !c->w || !c->rel || !c->bad_route || !c->acc || !c->J || !c->def_token || !c->def_count ||
-        !c->def_sure || !c->def_expert || !c->def_y || !c->def_E || !c->def_of) {
+        !c->def_sure || !c->def_expert || !c->def_y || !c->def_E || !c->def_of || !c->def_w || !c->def_rel) {
         ctx_free(c);
         return qv_fail(QV_ERR_NOMEM, "out of memory for a routed GEMM of %lld tokens", (long long)p->t);
     }
@@ -943,6 +955,64 @@ static int ids_ok(moe_ctx *c, const token_route *r, const int32_t *g, int64_t t)
     return valid;
 }
 
+/* rw=in, a deferred token d: the exact weight of each expert of its band and
+ * its bound, for routes whose weights do not depend on the rest of the
+ * selection (softmax over all experts, sigmoid without renormalization);
+ * on the others each choice's input scale depends on the whole selection,
+ * which only the kernel's ids fix. */
+static qv_status band_weights(moe_ctx *c, int64_t d, const token_route *r, weight_ctx *wc)
+{
+    const qv_moe_problem *p = c->p;
+    const qv_route route = p->s->route;
+    int k = c->k, cnt = c->def_count[d];
+    int64_t t = c->def_token[d];
+    if (route != QV_ROUTE_SOFTMAX_TOPK && route != QV_ROUTE_SIGMOID_TOPK)
+        return qv_fail(QV_ERR_UNSUPPORTED, "token %lld: several selections are admissible (near ties), and with "
+                       "rw=in on route=%s each choice's input scale depends on the whole selection; give the "
+                       "kernel's expert ids to decide it", (long long)t, qv_route_name(route));
+    c->def_w[d] = malloc(sizeof(double) * (size_t)cnt);
+    c->def_rel[d] = malloc(sizeof(double) * (size_t)cnt);
+    int32_t *sel = malloc(sizeof(int32_t) * (size_t)k);
+    double *w = malloc(sizeof(double) * (size_t)k);
+    qv_status st = QV_OK;
+    if (!c->def_w[d] || !c->def_rel[d] || !sel || !w) st = qv_fail(QV_ERR_NOMEM, "out of memory for near-tied tokens");
+    /* each weight is its expert's alone: the band in runs of k (the last one
+     * padded with its first expert) */
+    for (int i0 = 0; i0 < cnt && st == QV_OK; i0 += k) {
+        for (int a = 0; a < k; a++) sel[a] = c->def_expert[d][i0 + a < cnt ? i0 + a : i0];
+        double rel;
+        st = exact_weights(p, r, sel, wc, w, &rel, t);
+        for (int a = 0; a < k && i0 + a < cnt && st == QV_OK; a++) {
+            c->def_w[d][i0 + a] = w[a];
+            c->def_rel[d][i0 + a] = rel;
+        }
+    }
+    free(sel), free(w);
+    return st;
+}
+
+/* rw=in: the values in the activation format that the input scale of a
+ * routed term (the kernel's fp32 weight, within rel * w + WEIGHT_ABS of the
+ * exact w, rounded to that format) may take: one (*c2 == *c1) or two
+ * neighbours. The kernel's own weight, given and within the bound, fixes it. */
+static qv_status in_scales(const qv_moe_problem *p, double w, double rel, const float *given, int64_t t,
+                           int32_t expert, double *c1, double *c2)
+{
+    const qv_fmt af = p->s->expert->afmt;
+    const double r = rel * w + WEIGHT_ABS;
+    if (given && fabs((double)*given - w) <= r) {
+        *c1 = *c2 = ref_round_to(af, (double)*given, 0);
+        return QV_OK;
+    }
+    /* a routed weight is never below 0 (exponentials, sigmoids, rsf > 0) */
+    *c1 = ref_round_to(af, w - r > 0 ? w - r : 0.0, 0);
+    *c2 = ref_round_to(af, w + r, 0);
+    if (qv_encode(af, *c2, QV_SAT_NONE) - qv_encode(af, *c1, QV_SAT_NONE) <= 1) return QV_OK;
+    return qv_fail(QV_ERR_UNSUPPORTED, "token %lld: the weight of expert %d (%.3g, within %.2g) may round to more "
+                   "than two %s values, so its input scale (rw=in) is not fixed; give the kernel's expert ids "
+                   "and weights", (long long)t, (int)expert, w, r, qv_fmt_get(af)->name);
+}
+
 /* Routing of every token: the selection used, its exact weights, and with
  * `defer` (no ids) the ambiguous tokens' bands. */
 static qv_status route_all(moe_ctx *c, const int32_t *ids, int defer)
@@ -997,6 +1067,8 @@ static qv_status route_all(moe_ctx *c, const int32_t *ids, int defer)
                 }
                 for (int i = 0; i < ns; i++) c->def_expert[d][i] = b.sure[i];
                 for (int i = 0; i < nc; i++) c->def_expert[d][ns + i] = b.cand[i];
+                if (s->rw == QV_RW_IN) st = band_weights(c, d, &b.r, &wc);
+                if (st != QV_OK) break;
             }
         }
         if (st == QV_OK) st = exact_weights(p, &b.r, sel, &wc, c->w + t * k, &c->rel[t], t);
@@ -1047,12 +1119,46 @@ typedef struct want {
         }                                                                                            \
     }
 
+/* rw=in: a routed term's input scale, the exact weight w (bound rel) rounded
+ * to the activation format: the values it may take (in_scales). Want (t, c)
+ * of a selection (0 <= c < topk) or of band entry -1 - c. */
+static qv_status want_scales(const moe_ctx *c, int64_t t, int ch, double *c1, double *c2)
+{
+    const qv_moe_problem *p = c->p;
+    int k = c->k;
+    if (ch < 0) {
+        int64_t d = c->def_of[t];
+        int i = -1 - ch;
+        return in_scales(p, c->def_w[d][i], c->def_rel[d][i], NULL, t, c->def_expert[d][i], c1, c2);
+    }
+    const float *given = c->given_w && !c->bad_route[t] ? c->given_w + t * k + ch : NULL;
+    return in_scales(p, c->w[t * k + ch], c->rel[t], given, t, c->sel[t * k + ch], c1, c2);
+}
+
+/* Each row r of sub with a scale (not NaN) becomes RN_a(scale[r] * a), the
+ * activation format's rounding of an exact product (rw=in). */
+static void scale_input(qv_problem *sub, const double *scale)
+{
+    const qv_fmt af = sub->v->afmt;
+    uint16_t *a = sub->a;
+    for (int64_t r = 0; r < sub->m; r++) {
+        if (isnan(scale[r])) continue;
+        for (int64_t i = 0; i < sub->k; i++) {
+            uint16_t *x = &a[r * sub->k + i];
+            *x = (uint16_t)qv_encode(af, ref_round_to(af, scale[r] * qv_decode(af, *x), 0), QV_SAT_NONE);
+        }
+    }
+}
+
 /* Every expert's truth over the tokens that want it, folded into the
- * accumulators (or the deferred bands). */
+ * accumulators (or the deferred bands). With rw=in a routed term's row is the
+ * token's input times its scale; a scale that may round to either of two
+ * values gets a row for each and the term their bounds' union. */
 static qv_status experts_truth(moe_ctx *c)
 {
     const qv_moe_problem *p = c->p;
     const qv_moe_spec *s = p->s;
+    const int in = s->rw == QV_RW_IN;
     int nx = p->e_local + p->shared, k = c->k;
     int64_t n = p->n;
     int64_t *start = calloc((size_t)nx + 1, sizeof(int64_t)), *next = calloc((size_t)nx + 1, sizeof(int64_t));
@@ -1062,11 +1168,13 @@ static qv_status experts_truth(moe_ctx *c)
     }
     FOR_EACH_WANT(c, { start[x_ + 1]++; (void)ch_; })
     for (int x = 0; x < nx; x++) start[x + 1] += start[x];
-    int64_t total = start[nx];
+    int64_t total = start[nx], cap = (in ? 2 : 1) * (total ? total : 1);
     want *list = malloc(sizeof(want) * (size_t)(total ? total : 1));
-    int64_t *rows = malloc(sizeof(int64_t) * (size_t)(total ? total : 1));
-    if (!list || !rows) {
-        free(start), free(next), free(list), free(rows);
+    int64_t *rows = malloc(sizeof(int64_t) * (size_t)cap), *alt = malloc(sizeof(int64_t) * (size_t)cap);
+    double *scale = malloc(sizeof(double) * (size_t)cap), *uy = malloc(sizeof(double) * (size_t)n),
+           *uE = malloc(sizeof(double) * (size_t)n);
+    if (!list || !rows || !alt || !scale || !uy || !uE) {
+        free(start), free(next), free(list), free(rows), free(alt), free(scale), free(uy), free(uE);
         return qv_fail(QV_ERR_NOMEM, "out of memory listing the experts' tokens");
     }
     memcpy(next, start, sizeof(int64_t) * ((size_t)nx + 1));
@@ -1074,20 +1182,54 @@ static qv_status experts_truth(moe_ctx *c)
     free(next);
     qv_status st = QV_OK;
     for (int x = 0; x < nx && st == QV_OK; x++) {
-        int64_t m = start[x + 1] - start[x];
-        if (!m) continue;
-        for (int64_t i = 0; i < m; i++) rows[i] = list[start[x] + i].t;
+        int64_t nw = start[x + 1] - start[x], m = nw;
+        if (!nw) continue;
+        /* want i is row i; a second candidate scale's row goes after the wants */
+        for (int64_t i = 0; i < nw && st == QV_OK; i++) {
+            want wt = list[start[x] + i];
+            rows[i] = wt.t;
+            alt[i] = -1;
+            scale[i] = NAN;
+            if (!in || wt.c >= k) continue;
+            double c1, c2;
+            st = want_scales(c, wt.t, wt.c, &c1, &c2);
+            scale[i] = c1;
+            if (st == QV_OK && c2 != c1) {
+                rows[m] = wt.t;
+                scale[m] = c2;
+                alt[i] = m++;
+            }
+        }
+        if (st != QV_OK) break;
         qv_problem sub;
         st = qv_moe_subproblem(p, x, rows, m, &sub);
         if (st != QV_OK) break;
+        if (in) scale_input(&sub, scale);
         ref_truth tr;
         const ref_truth_opts to = {.jobs = c->jobs};
         st = ref_truth_compute_ex(&sub, &to, &tr);
         qv_moe_subproblem_destroy(&sub);
         if (st != QV_OK) break;
-        for (int64_t i = 0; i < m; i++) {
+        for (int64_t i = 0; i < nw && st == QV_OK; i++) {
             want wt = list[start[x] + i];
             const double *y = tr.y + i * n, *E = tr.bound + i * n;
+            if (alt[i] >= 0) {
+                /* the union of the two candidates' intervals */
+                const double *y2 = tr.y + alt[i] * n, *E2 = tr.bound + alt[i] * n;
+                for (int64_t j = 0; j < n && st == QV_OK; j++) {
+                    if (!isfinite(y[j]) || !isfinite(y2[j]) || !isfinite(E[j]) || !isfinite(E2[j])) {
+                        st = qv_fail(QV_ERR_UNSUPPORTED, "token %lld: its input scale (rw=in) may round to either "
+                                     "of two values and one of them makes a product that is not finite; give the "
+                                     "kernel's expert ids and weights", (long long)wt.t);
+                        break;
+                    }
+                    double lo = fmin(y[j] - E[j], y2[j] - E2[j]), hi = fmax(y[j] + E[j], y2[j] + E2[j]);
+                    uy[j] = 0.5 * lo + 0.5 * hi;
+                    uE[j] = (0.5 * hi - 0.5 * lo) * (1.0 + 0x1p-50) + fabs(uy[j]) * 0x1p-52;
+                }
+                y = uy, E = uE;
+            }
+            if (st != QV_OK) break;
             if (wt.c < 0) {
                 int64_t d = c->def_of[wt.t];
                 size_t off = (size_t)(-1 - wt.c) * (size_t)n;
@@ -1099,12 +1241,12 @@ static qv_status experts_truth(moe_ctx *c)
             double w = routed ? c->w[wt.t * k + wt.c] : 1.0;
             double wr = routed ? c->rel[wt.t] * w + WEIGHT_ABS : 0.0;
             acc *a = c->acc + wt.t * n;
-            for (int64_t j = 0; j < n; j++) add_term(s, &a[j], routed, w, wr, y[j], E[j]);
+            for (int64_t j = 0; j < n; j++) add_term(s, &a[j], routed && !in, w, wr, y[j], E[j]);
             c->J[wt.t]++;
         }
         ref_truth_clear(&tr);
     }
-    free(start), free(list), free(rows);
+    free(start), free(list), free(rows), free(alt), free(scale), free(uy), free(uE);
     return st;
 }
 
@@ -1123,7 +1265,8 @@ static void deferred_row(const moe_ctx *c, int64_t d, const int32_t *sel, const 
         while (i < c->def_count[d] && c->def_expert[d][i] != sel[a]) i++;
         QV_ASSERT(i < c->def_count[d], "a selection outside the token's band");
         const double *y = c->def_y[d] + (size_t)i * (size_t)n, *E = c->def_E[d] + (size_t)i * (size_t)n;
-        for (int64_t j = 0; j < n; j++) add_term(p->s, &row[j], 1, w[a], rel * w[a] + WEIGHT_ABS, y[j], E[j]);
+        for (int64_t j = 0; j < n; j++)
+            add_term(p->s, &row[j], p->s->rw != QV_RW_IN, w[a], rel * w[a] + WEIGHT_ABS, y[j], E[j]);
         (*J)++;
     }
 }
@@ -1254,11 +1397,13 @@ void ref_moe_truth_clear(qv_moe_truth *t)
 }
 
 /* Route, run the experts' truths, decide near ties against `out` (or not). */
-static qv_status truth_ctx(const qv_moe_problem *p, const int32_t *ids, const void *out, int jobs, moe_ctx *c)
+static qv_status truth_ctx(const qv_moe_problem *p, const int32_t *ids, const float *weights, const void *out,
+                           int jobs, moe_ctx *c)
 {
     QV_TRY(qv_moe_problem_check(p));
     QV_TRY(ctx_alloc(c, p));
     c->jobs = jobs;
+    c->given_w = weights;
     qv_status st = route_all(c, ids, out != NULL);
     if (st == QV_OK) st = experts_truth(c);
     if (st == QV_OK) st = decide_deferred(c, out);
@@ -1270,7 +1415,7 @@ qv_status ref_moe_truth(const qv_moe_problem *p, const int32_t *ids, qv_moe_trut
 {
     memset(t, 0, sizeof *t);
     moe_ctx c;
-    QV_TRY(truth_ctx(p, ids, NULL, 1, &c));
+    QV_TRY(truth_ctx(p, ids, NULL, NULL, 1, &c));
     qv_status st = fill_truth(&c, t);
     ctx_free(&c);
     return st;
@@ -1290,7 +1435,7 @@ qv_status ref_moe_verify_jobs(const qv_moe_problem *p, const void *out, const in
     if (weights && !ids)
         return qv_fail(QV_ERR_USAGE, "routing weights without the expert ids they belong to");
     moe_ctx c;
-    QV_TRY(truth_ctx(p, ids, out, jobs, &c));
+    QV_TRY(truth_ctx(p, ids, weights, out, jobs, &c));
     qv_moe_truth t;
     memset(&t, 0, sizeof t);
     qv_status st = fill_truth(&c, &t);
@@ -1496,6 +1641,21 @@ qv_status ref_moe_model_run(const qv_moe_problem *p, int block, void *out, int32
         for (int64_t i = 0; i < m; i++) rows[i] = slot[i] >= 0 ? slot[i] / per : 0;
         qv_problem sub;
         st = qv_moe_subproblem(p, x, rows, m, &sub);
+        if (st == QV_OK && s->rw == QV_RW_IN) {
+            /* rw=in: a routed slot's input times its fp32 weight rounded to the
+             * activation format (Llama 4's x * w.to(x.dtype)) */
+            double *scale = malloc(sizeof(double) * (size_t)m);
+            if (!scale) st = qv_fail(QV_ERR_NOMEM, "out of memory in the routed CPU model");
+            for (int64_t i = 0; scale && i < m; i++) {
+                int c = slot[i] >= 0 ? slot[i] % per : k;
+                scale[i] = c < k ? ref_round_to(v->afmt, wts[(slot[i] / per) * k + c], 0) : NAN;
+#ifdef QV_MUTANT_moe_weight_in_as_out
+                scale[i] = NAN; /* mutant: the weight applied to the product instead (below) */
+#endif
+            }
+            if (scale) scale_input(&sub, scale);
+            free(scale);
+        }
 #ifdef QV_MUTANT_moe_prev_block_scale
         /* Mutant (class 23, CUTLASS #3596): the block scales of the previous group
          * (expert) reused for this one. */
@@ -1521,17 +1681,24 @@ qv_status ref_moe_model_run(const qv_moe_problem *p, int block, void *out, int32
             float *a = accum + t * n;
             for (int64_t j = 0; j < n; j++) {
                 float pv = prod[i * n + j], q;
-#ifdef QV_MUTANT_moe_weight_after_cast
-                /* Mutant (class 25, vLLM #32002): the router weight applied after the
-                 * product is rounded to the output format. */
-                if (s->rw == QV_RW_ACC) {
-                    q = routed ? (float)ref_round_to(of, ref_round_to(of, pv, sat) * w, sat) : pv;
-                } else {
-#else
-                if (s->rw == QV_RW_ACC) {
+                if (s->rw == QV_RW_IN) {
+#if defined QV_MUTANT_moe_weight_in_twice || defined QV_MUTANT_moe_weight_in_as_out
+                    /* Mutants (class 32): the router weight applied to the product
+                     * as well as to the input (vLLM #43694), or to the product
+                     * instead of the input (llm-compressor #1907). */
                     q = routed ? w * pv : pv;
-                } else {
+#else
+                    q = pv; /* the weight is in the expert's input */
 #endif
+                } else if (s->rw == QV_RW_ACC) {
+#ifdef QV_MUTANT_moe_weight_after_cast
+                    /* Mutant (class 25, vLLM #32002): the router weight applied after the
+                     * product is rounded to the output format. */
+                    q = routed ? (float)ref_round_to(of, ref_round_to(of, pv, sat) * w, sat) : pv;
+#else
+                    q = routed ? w * pv : pv;
+#endif
+                } else {
                     double pr = ref_round_to(of, pv, sat);
                     q = routed ? (float)ref_round_to(of, ref_round_to(of, w, sat) * pr, sat) : (float)pr;
                 }

@@ -18,7 +18,7 @@
 static const char *const route_names[] = {"softmax-topk", "softmax-topk-renorm", "topk-softmax", "sigmoid-topk",
                                           "sigmoid-topk-renorm"};
 static const char *const tie_names[] = {"any", "low"};
-static const char *const rw_names[] = {"acc", "out"};
+static const char *const rw_names[] = {"acc", "out", "in"};
 static const char *const sum_names[] = {"f32", "out"};
 static const char *const gscore_names[] = {"top2", "max"};
 static const char *const gmask_names[] = {"ninf", "zero"};
@@ -89,7 +89,7 @@ static int routing_key(const char *key, const char *val, qv_moe_spec *s, int *ha
         if ((i = pick(tie_names, (int)N_OF(tie_names), val)) < 0) *st = bad("tie=%s: expected any or low", val);
         else s->tie = (qv_tie)i;
     } else if (!strcmp(key, "rw")) {
-        if ((i = pick(rw_names, (int)N_OF(rw_names), val)) < 0) *st = bad("rw=%s: expected acc or out", val);
+        if ((i = pick(rw_names, (int)N_OF(rw_names), val)) < 0) *st = bad("rw=%s: expected acc, out or in", val);
         else s->rw = (qv_rw)i;
     } else if (!strcmp(key, "sum")) {
         if ((i = pick(sum_names, (int)N_OF(sum_names), val)) < 0) *st = bad("sum=%s: expected f32 or out", val);
@@ -203,6 +203,11 @@ qv_status qv_moe_spec_parse(const char *text, qv_moe_spec *out)
     qv_fmt of = out->expert->ofmt;
     if (of != QV_FMT_F16 && of != QV_FMT_BF16 && of != QV_FMT_F32)
         return bad("the experts' output is %s: a routed sum needs f16, bf16 or f32", qv_fmt_get(of)->name);
+    qv_fmt af = out->expert->afmt;
+    if (out->rw == QV_RW_IN && af != QV_FMT_F16 && af != QV_FMT_BF16)
+        return bad("rw=in multiplies the activations by the weight before the expert's GEMM: it needs f16 or bf16 "
+                   "activations, not %s (quantized activations would be scaled before their quantization)",
+                   qv_fmt_get(af)->name);
     if (qv_moe_spec_format(out, out->text, sizeof out->text) < 0) return bad("%s", out->text);
     return QV_OK;
 }
@@ -546,6 +551,11 @@ static const qv_moe_row rows[] = {
      .summary = "gpt-oss-style: 32 experts, top-4 then softmax, MXFP4 experts with a bias",
      .spec = "w=e2m1,ws=e8m0/g32,a=bf16,bias=bf16,route=topk-softmax,topk=4", .experts = 32, .shared = 0,
      .n = 5760, .k = 2880, .gpu_kernel = 1},
+    {.name = "moe-llama4-w4a16-g128-bf16",
+     .summary = "Llama-4-Scout-style: 16 experts + 1 shared, top-1 sigmoid, the weight on the expert's input, "
+                "the shared and routed products added in bf16; W4A16 g128 bf16 experts (CPU model only)",
+     .spec = "w=u4b8,ws=bf16/g128,a=bf16,route=sigmoid-topk,topk=1,rw=in,sum=out", .experts = 16, .shared = 1,
+     .n = 16384, .k = 5120, .gpu_kernel = 0},
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
 

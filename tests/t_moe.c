@@ -79,6 +79,9 @@ static const struct {
      "w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=2,groups=2,gtopk=1,eps=1e-20"},
     /* 2.827 is not an f32: its f32 value is written back shortest */
     {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,rsf=2.827", "w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,rsf=2.827"},
+    /* the weight on the expert's input */
+    {"rw=in,w=u4b8,ws=bf16/g128,a=bf16,route=sigmoid-topk,topk=1,sum=out",
+     "w=u4b8,ws=bf16/g128,a=bf16,route=sigmoid-topk,topk=1,rw=in,sum=out"},
 };
 
 START_TEST(canonical_forms)
@@ -139,6 +142,8 @@ static const struct {
     {"w=u4b8,ws=f16/g128,route=sigmoid-topk,topk=2,eps=1e-20", "-renorm"},
     {"w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=2,eps=-1", "eps=-1"},
     {"w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=2,eps=1e-20,eps=0", "twice"},
+    {"w=e4m3,ws=f32/c,a=e4m3,as=f32/tok,acc=f8p128,out=bf16,route=sigmoid-topk,topk=1,rw=in", "rw=in"},
+    {"w=i8,a=i8,acc=i32,out=f32,route=sigmoid-topk,topk=1,rw=in", "f16 or bf16 activations"},
 };
 
 START_TEST(refusals)
@@ -565,6 +570,146 @@ START_TEST(eps_by_hand)
 }
 END_TEST
 
+/* ---- the weight on the expert's input (rw=in, row 32) -------------------------------------- */
+
+/* One token, two experts, every activation 1 and every weight 1 (u4b8 code 9,
+ * channel scale 1), K = 128: each expert's exact product is 128 in every
+ * column, and the f32 output holds every candidate exactly. Expert 0 takes the
+ * token with w = sigma(l0) = 0.75 + 0.45 * 2^-8, whose bf16 rounding is 0.75:
+ * the weight on the input gives 0.75 * 128 = 96, on the product RN_f32(128 w),
+ * on both w * 96. */
+static const char *const in_spec = "w=u4b8,ws=bf16/c,a=bf16,out=f32,route=sigmoid-topk,topk=1,rw=in";
+static const char *const acc_spec = "w=u4b8,ws=bf16/c,a=bf16,out=f32,route=sigmoid-topk,topk=1";
+
+static void ones_problem(qv_moe_problem *p, const qv_moe_spec *s, float l0, float l1)
+{
+    const int64_t n = 64, k = 128;
+    ck_assert_int_eq(qv_moe_problem_create(p, s, 1, n, k, 2, 2, 0), QV_OK);
+    ((float *)p->logits)[0] = l0;
+    ((float *)p->logits)[1] = l1;
+    for (int64_t i = 0; i < k; i++) ((uint16_t *)p->a)[i] = 0x3F80; /* bf16 1.0 */
+    for (int x = 0; x < 2; x++) {
+        memset(p->w[x].q, 9, (size_t)(k * n)); /* u4b8: 9 - 8 = 1 */
+        for (int64_t j = 0; j < n; j++) ((uint16_t *)p->w[x].scales)[j] = 0x3F80;
+    }
+}
+
+/* 1 when every element of the (1, 64) f32 output is v. */
+static int all_equal(const float *out, double v)
+{
+    for (int j = 0; j < 64; j++)
+        if ((double)out[j] != v) return 0;
+    return 1;
+}
+
+static qv_grade grade(const qv_moe_problem *p, const float *out, const int32_t *ids, const float *w)
+{
+    qv_moe_result r;
+    ck_assert_msg(ref_moe_verify(p, out, ids, w, &r) == QV_OK, "%s", qv_errmsg());
+    return r.out.grade;
+}
+
+START_TEST(weight_on_input_by_hand)
+{
+    qv_moe_spec *in = moe_spec(in_spec), *acc = moe_spec(acc_spec);
+    const double wt = 0.75 + 0.45 * 0x1p-8;
+    const float l0 = (float)log(wt / (1.0 - wt));
+    const double w = sig(l0);
+    /* bf16 keeps 8 bits: 0.75 is the nearest, and w is not within 2^-10 of a midpoint */
+    ck_assert(fabs(w - 0.75) < 0x1p-9 && fabs(w - 0.75) > 0x1p-10);
+    qv_moe_problem p;
+    ones_problem(&p, in, l0, -10.0f);
+    float out[64], wk;
+    int32_t id;
+    /* the model under rw=in: 96 everywhere; passes rw=in, fails rw=acc */
+    ck_assert_int_eq(ref_moe_model_run(&p, 16, out, &id, &wk), QV_OK);
+    ck_assert_int_eq(id, 0);
+    ck_assert_msg(all_equal(out, 96.0), "rw=in model: %.9g", (double)out[0]);
+    ck_assert_int_eq(grade(&p, out, NULL, NULL), QV_PASS);
+    ck_assert_int_eq(grade(&p, out, &id, &wk), QV_PASS);
+    p.s = acc;
+    ck_assert_int_eq(grade(&p, out, NULL, NULL), QV_FAIL);
+    /* the model under rw=acc: RN_f32(128 w); passes rw=acc, fails rw=in */
+    ck_assert_int_eq(ref_moe_model_run(&p, 16, out, &id, &wk), QV_OK);
+    ck_assert_msg(all_equal(out, (double)(float)(128.0 * w)), "rw=acc model: %.9g", (double)out[0]);
+    ck_assert_int_eq(grade(&p, out, NULL, NULL), QV_PASS);
+    p.s = in;
+    ck_assert_int_eq(grade(&p, out, NULL, NULL), QV_FAIL);
+    ck_assert_int_eq(grade(&p, out, &id, &wk), QV_FAIL);
+    /* the weight on both (vLLM #43694): fails either declaration */
+    for (int j = 0; j < 64; j++) out[j] = (float)(96.0 * w);
+    ck_assert_int_eq(grade(&p, out, NULL, NULL), QV_FAIL);
+    p.s = acc;
+    ck_assert_int_eq(grade(&p, out, NULL, NULL), QV_FAIL);
+    qv_moe_problem_destroy(&p);
+    free(in), free(acc);
+}
+END_TEST
+
+/* A weight within its bound of the midpoint 0.75 + 2^-9 between two bf16
+ * values: either input scale may be the kernel's, so without its weight both
+ * 96 and 96.5 are within the bound (their union) and 96.75 is not; the kernel's weight, given,
+ * fixes one. A weight below 2^-100 may round to many bf16 values: refused
+ * without the kernel's weight, decided with it. A near tie on a renormalized
+ * route: refused without the ids (each scale depends on the selection). */
+START_TEST(weight_on_input_ambiguous)
+{
+    qv_moe_spec *in = moe_spec(in_spec);
+    const double mid = 0.75 + 0x1p-9;
+    float l0 = (float)log(mid / (1.0 - mid));
+    /* the f32 logit whose sigma is nearest the midpoint */
+    for (float c = nextafterf(l0, 0.0f), best = fabsf((float)(sig(l0) - mid)), i = 0; i < 4; i++) {
+        if (fabs(sig(c) - mid) < best) best = (float)fabs(sig(c) - mid), l0 = c;
+        c = nextafterf(c, 10.0f);
+    }
+    ck_assert_msg(fabs(sig(l0) - mid) < 1e-7, "sigma(l0) - mid = %g", sig(l0) - mid);
+    qv_moe_problem p;
+    ones_problem(&p, in, l0, -10.0f);
+    float out[64];
+    /* each at an end of the union of the two candidates' intervals: not FAIL (MARGINAL) */
+    for (int j = 0; j < 64; j++) out[j] = 96.0f;
+    ck_assert_int_ne(grade(&p, out, NULL, NULL), QV_FAIL);
+    for (int j = 0; j < 64; j++) out[j] = 96.5f;
+    ck_assert_int_ne(grade(&p, out, NULL, NULL), QV_FAIL);
+    for (int j = 0; j < 64; j++) out[j] = 96.75f;
+    ck_assert_int_eq(grade(&p, out, NULL, NULL), QV_FAIL);
+    /* the kernel's weight on the high side of the midpoint: its scale is 0.75390625 */
+    int32_t id = 0;
+    float wk = nextafterf((float)mid, 1.0f);
+    ck_assert_int_eq(grade(&p, out, &id, &wk), QV_FAIL);
+    for (int j = 0; j < 64; j++) out[j] = 96.5f;
+    ck_assert_int_eq(grade(&p, out, &id, &wk), QV_PASS);
+    for (int j = 0; j < 64; j++) out[j] = 96.0f;
+    ck_assert_int_eq(grade(&p, out, &id, &wk), QV_FAIL);
+    qv_moe_problem_destroy(&p);
+
+    /* sigma(-100) ~ 3.7e-44: below bf16's smallest subnormal, the bound 2^-100 */
+    ones_problem(&p, in, -100.0f, -120.0f);
+    int32_t idm;
+    float wm;
+    ck_assert_int_eq(ref_moe_model_run(&p, 16, out, &idm, &wm), QV_OK);
+    ck_assert(all_equal(out, 0.0));
+    qv_moe_result r;
+    ck_assert_int_eq(ref_moe_verify(&p, out, NULL, NULL, &r), QV_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(qv_errmsg(), "more than two bf16 values") != NULL, "%s", qv_errmsg());
+    ck_assert_int_eq(grade(&p, out, &idm, &wm), QV_PASS);
+    qv_moe_problem_destroy(&p);
+    free(in);
+
+    /* a tie between experts 0 and 1 on a renormalized route, top-1 of 3 */
+    qv_moe_spec *rn = moe_spec("w=u4b8,ws=bf16/c,a=bf16,out=f32,route=softmax-topk-renorm,topk=1,rw=in");
+    ck_assert_int_eq(qv_moe_problem_create(&p, rn, 1, 64, 128, 3, 3, 0), QV_OK);
+    ((float *)p.logits)[0] = ((float *)p.logits)[1] = 1.0f;
+    for (int j = 0; j < 64; j++) out[j] = 0.0f;
+    ck_assert_int_eq(ref_moe_verify(&p, out, NULL, NULL, &r), QV_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(qv_errmsg(), "give the kernel's expert ids") != NULL, "%s", qv_errmsg());
+    id = 1, wk = 1.0f;
+    ck_assert_int_eq(grade(&p, out, &id, &wk), QV_PASS); /* zero activations: every product 0 */
+    qv_moe_problem_destroy(&p);
+    free(rn);
+}
+END_TEST
+
 /* ---- the model passes ------------------------------------------------------------------- */
 
 static const char *model_specs[] = {
@@ -580,6 +725,10 @@ static const char *model_specs[] = {
     "w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=3,tie=low,groups=4,gtopk=1,gmask=zero,sbias=f32,eps=1e-20",
     /* a selection bias without groups (GLM-4.5, Kimi K2: one group) */
     "w=u4b8,ws=bf16/g128,a=bf16,route=sigmoid-topk-renorm,topk=4,rsf=2.827,sbias=f32",
+    /* the weight on the expert's input (Llama 4), top-1 and top-3 (a softmax over all E:
+     * each weight its expert's alone, so near ties decide without the ids) */
+    "w=u4b8,ws=bf16/g128,a=bf16,route=sigmoid-topk,topk=1,rw=in,sum=out",
+    "w=u4b8,ws=f16/c,route=softmax-topk,topk=3,rsf=2.5,rw=in",
 };
 #define N_MODEL_SPECS ((int)(sizeof model_specs / sizeof model_specs[0]))
 
@@ -941,6 +1090,8 @@ int main(void)
     tcase_add_test(tr, mask_zero_or_ninf);
     tcase_add_test(tr, group_tie);
     tcase_add_test(tr, eps_by_hand);
+    tcase_add_test(tr, weight_on_input_by_hand);
+    tcase_add_test(tr, weight_on_input_ambiguous);
     suite_add_tcase(s, tr);
     printf("t_moe: seed %llu (QVET_SEED)\n", (unsigned long long)case_seed(1));
     return suite_run(s);

@@ -50,8 +50,13 @@ typedef enum qv_tie {
 /* Where the routed weight multiplies an expert's product (key rw=). */
 typedef enum qv_rw {
     QV_RW_ACC = 0,   /* in fp32, on the value before the output rounding */
-    QV_RW_OUT        /* after the product is rounded to the output format: the
+    QV_RW_OUT,       /* after the product is rounded to the output format: the
                         weight rounded to that format, the product rounded again */
+    QV_RW_IN         /* on the expert's input: the token's activations times the
+                        weight rounded to the activation format (f16 or bf16),
+                        each product rounded to it, before the expert's GEMM,
+                        whose product then enters the sum with weight 1 (Llama 4,
+                        apply_router_weight_on_input) */
 } qv_rw;
 
 /* How a token's expert terms are summed (key sum=). */
