@@ -1158,7 +1158,11 @@ static qv_status experts_truth(moe_ctx *c)
 {
     const qv_moe_problem *p = c->p;
     const qv_moe_spec *s = p->s;
+#ifdef QV_MUTANT_orc_route_in_as_acc
+    const int in = 0; /* oracle mutant: rw=in taken for rw=acc, the product weighed */
+#else
     const int in = s->rw == QV_RW_IN;
+#endif
     int nx = p->e_local + p->shared, k = c->k;
     int64_t n = p->n;
     int64_t *start = calloc((size_t)nx + 1, sizeof(int64_t)), *next = calloc((size_t)nx + 1, sizeof(int64_t));
@@ -1194,6 +1198,9 @@ static qv_status experts_truth(moe_ctx *c)
             double c1, c2;
             st = want_scales(c, wt.t, wt.c, &c1, &c2);
             scale[i] = c1;
+#ifdef QV_MUTANT_orc_route_in_union_lost
+            c2 = c1; /* oracle mutant: only the lower candidate scale */
+#endif
             if (st == QV_OK && c2 != c1) {
                 rows[m] = wt.t;
                 scale[m] = c2;

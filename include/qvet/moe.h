@@ -9,7 +9,8 @@
  *     y[t] = sum over its k choices j with a local expert  w_j * P_e(j)(x[t])
  *          + sum over the S shared experts                    P_s(x[t]),
  * where P_e is expert e's GEMM before the output rounding (its own epilogue
- * included) and w_j the routed weight (routed scaling factor included). A
+ * included) and w_j the routed weight (routed scaling factor included);
+ * with rw=in the weight is in the input instead, P_e(RN_a(RN_a(w_j) x[t])). A
  * choice whose expert is not local (expert_map -1) contributes nothing: the
  * rank holding it adds it. Rule: the reference computes the routing exactly
  * from the logits (MPFR), accepts any selection the kernel's fp32 scores
