@@ -9,7 +9,9 @@
  * FAIL). The moe_hf_* folders are routed layers PyTorch computed as Hugging
  * Face's MoE blocks do (make_moe_dumps.py), verified with a routed spec; the
  * *_dsv3_* ones DeepSeek-V3's group-limited, biased router with the
- * kernel's ids and weights (make_moe_router_dumps.py). The
+ * kernel's ids and weights (make_moe_router_dumps.py); the *_llama4_* ones
+ * Llama 4's weight on the expert's input, with a shared expert where the
+ * folder's `shared` file gives the count (make_moe_llama4_dumps.py). The
  * expectations come from the scripts, which know the kernel and the
  * tampering, not from qvet. Runs BUILD/qvet from the repository root. */
 #include <dirent.h>
@@ -122,6 +124,12 @@ START_TEST(every_case_verdict)
             snprintf(paths[o], sizeof paths[o], "%s/%.200s/%s", DIR_TP, nm, opt[o][1]);
             args[na++] = opt[o][0];
             args[na++] = paths[o];
+        }
+        char shared[16];
+        if (has_file(nm, "shared")) { /* the shared experts' count (routed layers) */
+            read_line(nm, "shared", shared, sizeof shared);
+            args[na++] = "--shared";
+            args[na++] = shared;
         }
         args[na++] = "--json";
         args[na] = NULL;
