@@ -1119,6 +1119,52 @@ typedef struct want {
         }                                                                                            \
     }
 
+/* sgate: the values the gate of shared expert `sx` (0-based among the shared)
+ * may take for token t, [*lo, *hi]: the exact dot product z of the token's
+ * activations with the gate vector (MPFR), the accumulator's bound on the
+ * kernel's fp32 sum (ref_alpha, plus one fp32 normal quantum a product for
+ * underflow), its rounding to the activation format, the fp32 sigmoid's
+ * relative error (the exponential's declared ulps, 1 + e and the division
+ * each rounded), and that rounded to the activation format again. Rounding
+ * is monotone, so the ends bound every value between. */
+static void gate_interval(const qv_moe_problem *p, int64_t t, int sx, mpfr_t acc, double *lo, double *hi)
+{
+    const qv_moe_spec *s = p->s;
+    const qv_fmt af = s->expert->afmt;
+    const int64_t k = p->k;
+    const uint16_t *x = (const uint16_t *)p->a + t * k, *g = (const uint16_t *)p->shared_gate + (int64_t)sx * k;
+    double G = 0;
+    mpfr_set_zero(acc, 1);
+    for (int64_t i = 0; i < k; i++) {
+        double pr = qv_decode(af, x[i]) * qv_decode(af, g[i]); /* exact: two 11-bit significands */
+        mpfr_add_d(acc, acc, pr, MPFR_RNDN);
+        G += fabs(pr);
+    }
+    double y = mpfr_get_d(acc, MPFR_RNDN);
+    double E = (ref_alpha(s->expert, k) * G + (double)k * 0x1p-126) * (1.0 + 0x1p-40) + fabs(y) * 0x1p-52 +
+               G * (double)k * 0x1p-52;
+    double zl = ref_round_to(af, y - E, 0), zh = ref_round_to(af, y + E, 0);
+    double sl = 0.0, sh = 1.0;
+    if (zl != -INFINITY && zl >= -87.0) {
+        double en = exp(-zl), q = en / (1.0 + en);
+        double gc = (1.0 + U32) * (1.0 + U32) / ((1.0 - rho_exp(s, zl) * q) * (1.0 - U32)) - 1.0;
+        sl = 1.0 / (1.0 + en) * (1.0 - gc * (1.0 + 0x1p-40) - 0x1p-50);
+        if (sl < 0) sl = 0;
+    }
+    if (zh != INFINITY) {
+        if (zh >= -87.0) {
+            double en = exp(-zh), q = en / (1.0 + en);
+            double gc = (1.0 + U32) * (1.0 + U32) / ((1.0 - rho_exp(s, zh) * q) * (1.0 - U32)) - 1.0;
+            sh = 1.0 / (1.0 + en) * (1.0 + gc * (1.0 + 0x1p-40) + 0x1p-50) + WEIGHT_ABS;
+        } else {
+            sh = exp(-87.0) + WEIGHT_ABS; /* the kernel's exp(-z) may overflow to Inf: sigma 0 */
+        }
+        if (sh > 1) sh = 1;
+    }
+    *lo = ref_round_to(af, sl, 0);
+    *hi = ref_round_to(af, sh, 0);
+}
+
 /* rw=in: a routed term's input scale, the exact weight w (bound rel) rounded
  * to the activation format: the values it may take (in_scales). Want (t, c)
  * of a selection (0 <= c < topk) or of band entry -1 - c. */
@@ -1184,6 +1230,8 @@ static qv_status experts_truth(moe_ctx *c)
     memcpy(next, start, sizeof(int64_t) * ((size_t)nx + 1));
     FOR_EACH_WANT(c, { list[next[x_]++] = (want){t_, ch_}; })
     free(next);
+    mpfr_t gacc;
+    mpfr_init2(gacc, 1200); /* a sum of products of two 16-bit floats, exactly */
     qv_status st = QV_OK;
     for (int x = 0; x < nx && st == QV_OK; x++) {
         int64_t nw = start[x + 1] - start[x], m = nw;
@@ -1247,12 +1295,26 @@ static qv_status experts_truth(moe_ctx *c)
             int routed = wt.c < k;
             double w = routed ? c->w[wt.t * k + wt.c] : 1.0;
             double wr = routed ? c->rel[wt.t] * w + WEIGHT_ABS : 0.0;
+            int weighed = routed && !in;
+            if (!routed && s->sgate && p->shared_gate) {
+                /* the shared expert's gate: weighed as a routed term, by an
+                 * interval of activation-format values */
+                double glo, ghi;
+                gate_interval(p, wt.t, wt.c - k, gacc, &glo, &ghi);
+#ifdef QV_MUTANT_orc_route_gate_ignored
+                glo = ghi = 1.0; /* oracle mutant: the gate left out of the truth */
+#endif
+                w = 0.5 * glo + 0.5 * ghi;
+                wr = (0.5 * ghi - 0.5 * glo) * (1.0 + 0x1p-50);
+                weighed = 1;
+            }
             acc *a = c->acc + wt.t * n;
-            for (int64_t j = 0; j < n; j++) add_term(s, &a[j], routed && !in, w, wr, y[j], E[j]);
+            for (int64_t j = 0; j < n; j++) add_term(s, &a[j], weighed, w, wr, y[j], E[j]);
             c->J[wt.t]++;
         }
         ref_truth_clear(&tr);
     }
+    mpfr_clear(gacc);
     free(start), free(list), free(rows), free(alt), free(scale), free(uy), free(uE);
     return st;
 }
@@ -1604,6 +1666,20 @@ static void model_route(const qv_moe_problem *p, int64_t t, float *key, float *e
 #endif
 }
 
+/* sgate: the CPU model's gate of shared expert sx for token t: the dot
+ * product in fp32 (fused multiply-adds in K order), rounded to the activation
+ * format, its sigmoid in fp32, rounded to it again. */
+static float model_gate(const qv_moe_problem *p, int64_t t, int sx)
+{
+    const qv_fmt af = p->s->expert->afmt;
+    const uint16_t *x = (const uint16_t *)p->a + t * p->k, *g = (const uint16_t *)p->shared_gate + (int64_t)sx * p->k;
+    float z = 0.0f;
+    for (int64_t i = 0; i < p->k; i++) z = fmaf((float)qv_decode(af, x[i]), (float)qv_decode(af, g[i]), z);
+    float za = (float)ref_round_to(af, z, 0);
+    float sg = 1.0f / (1.0f + expf(-za));
+    return (float)ref_round_to(af, sg, 0);
+}
+
 qv_status ref_moe_model_run(const qv_moe_problem *p, int block, void *out, int32_t *ids_out, float *w_out)
 {
     QV_TRY(qv_moe_problem_check(p));
@@ -1684,7 +1760,15 @@ qv_status ref_moe_model_run(const qv_moe_problem *p, int block, void *out, int32
 #endif
             int64_t t = sl / per;
             int c = sl % per, routed = c < k;
-            float w = routed ? wts[t * k + c] : 1.0f;
+            /* a shared expert's gate weighs it as a routed weight would */
+            const int gated = !routed && s->sgate && p->shared_gate;
+            int weighed = routed || gated;
+            float w = routed ? wts[t * k + c] : gated ? model_gate(p, t, c - k) : 1.0f;
+#ifdef QV_MUTANT_moe_shared_gate_dropped
+            /* Mutant (class 33, lmdeploy #3491, vllm-ascend #15953): the shared
+             * expert's sigmoid gate never applied. */
+            if (!routed) w = 1.0f;
+#endif
             float *a = accum + t * n;
             for (int64_t j = 0; j < n; j++) {
                 float pv = prod[i * n + j], q;
@@ -1701,13 +1785,13 @@ qv_status ref_moe_model_run(const qv_moe_problem *p, int block, void *out, int32
 #ifdef QV_MUTANT_moe_weight_after_cast
                     /* Mutant (class 25, vLLM #32002): the router weight applied after the
                      * product is rounded to the output format. */
-                    q = routed ? (float)ref_round_to(of, ref_round_to(of, pv, sat) * w, sat) : pv;
+                    q = weighed ? (float)ref_round_to(of, ref_round_to(of, pv, sat) * w, sat) : pv;
 #else
-                    q = routed ? w * pv : pv;
+                    q = weighed ? w * pv : pv;
 #endif
                 } else {
                     double pr = ref_round_to(of, pv, sat);
-                    q = routed ? (float)ref_round_to(of, ref_round_to(of, w, sat) * pr, sat) : (float)pr;
+                    q = weighed ? (float)ref_round_to(of, ref_round_to(of, w, sat) * pr, sat) : (float)pr;
                 }
                 if (s->sum == QV_MSUM_F32) {
                     a[j] = J[t] ? a[j] + q : q;

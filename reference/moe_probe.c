@@ -148,6 +148,21 @@ static void fill_bias(qv_moe_problem *p, qv_moe_logits c, rng *r)
     }
 }
 
+/* sgate: each shared expert's gate vector, uniform in [-1, 1] times 4 / (K
+ * mean |x|), so that a token's gate logit x . g is of order 1 and its sigmoid
+ * away from 0 and 1; in the activation format. */
+static void fill_gate(qv_moe_problem *p, rng *r)
+{
+    const qv_fmt af = p->s->expert->afmt;
+    const uint16_t *a = p->a;
+    double sum = 0;
+    for (int64_t i = 0; i < p->t * p->k; i++) sum += fabs(qv_decode(af, a[i]));
+    double mean = sum / (double)(p->t * p->k), scale = mean > 0 ? 4.0 / ((double)p->k * mean) : 1.0;
+    uint16_t *g = p->shared_gate;
+    for (int64_t i = 0; i < p->shared * p->k; i++)
+        g[i] = (uint16_t)qv_encode(af, (2.0 * unif(r) - 1.0) * scale, QV_SAT_FINITE);
+}
+
 static qv_status fill_logits(qv_moe_problem *p, qv_moe_logits c, rng *r)
 {
     int e = p->e, k = p->s->topk;
@@ -238,6 +253,7 @@ qv_status ref_moe_fill(qv_moe_problem *p, qv_moe_logits logits, qv_probe_kind ki
         if (naz) memcpy(p->azp, acts.azp, sizeof(int32_t) * (size_t)naz);
     }
     qv_problem_destroy(&acts);
+    if (st == QV_OK && p->shared_gate) fill_gate(p, &r);
     for (int x = 0; x < p->e_local + p->shared && st == QV_OK; x++)
         st = ref_probe_fill(&p->w[x], kind, regime, seed * 0x100000001B3ull + (uint64_t)x + 1);
     return st;

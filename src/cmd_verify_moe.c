@@ -23,14 +23,14 @@ static void usage(FILE *f)
             "usage: qvet verify --spec 'EXPERT,route=R,topk=K[,...]' --a A.npy --logits L.npy\n"
             "                   --q Q.npy [--scales S.npy] [--scales2 S2.npy] [--zeros Z.npy] [--bias B.npy]\n"
             "                   [--g-idx G.npy] [--a-scale SA.npy] [--azp AZP.npy] [--expert-map MAP.npy]\n"
-            "                   [--score-bias SB.npy]\n"
+            "                   [--score-bias SB.npy] [--shared-gate SG.npy]\n"
             "                   [--shared S] [--ids IDS.npy [--weights W.npy]] --out C.npy [--jobs N] [--json]\n\n"
             "Verifies a routed (mixture-of-experts) GEMM: each token's top-k experts and weights\n"
             "are computed exactly from its router logits by the declared route, and C[t] must be\n"
             "the weighted sum of its local experts' products (plus the shared experts') within\n"
             "the certified bound of the declared combine. The spec is an expert's spec or row\n"
             "with the routing keys route, topk, rsf, tie, rw, sum, exp, logits, groups, gtopk,\n"
-            "gscore, gmask, sbias, eps (docs/moe.md).\n\n"
+            "gscore, gmask, sbias, eps, sgate (docs/moe.md).\n\n"
             "Arrays (.npy, row-major; formats as `qvet verify --help` describes for one GEMM):\n"
             "  --a A.npy           (T, K) activations of the T tokens\n"
             "  --logits L.npy      (T, E) router logits, logits=: f32 float32, bf16 <u2, f16 float16\n"
@@ -39,6 +39,8 @@ static void usage(FILE *f)
             "  --expert-map M.npy  (E) int32/int64: the local index of each router expert, or -1\n"
             "                      when another rank holds it (default: every expert local)\n"
             "  --shared S          shared experts, added to every token with weight 1 [0]\n"
+            "  --shared-gate SG.npy  (S, K) the shared experts' gate vectors in the activation\n"
+            "                      format (sgate=sigmoid): each weighs its expert by a sigmoid\n"
             "  --q Q.npy           (X, K, N) weight codes of the X = local + shared experts, the\n"
             "                      shared ones last; --scales (X, R, C), --scales2 (X, 1 or N),\n"
             "                      --zeros (X, R, C), --bias (X, N), --g-idx (X, K) likewise\n"
@@ -57,7 +59,7 @@ static void usage(FILE *f)
 
 typedef struct moe_args {
     const char *spec, *a, *a_scale, *azp, *logits, *map, *shared, *q, *scales, *scales2, *zeros, *bias, *g_idx, *ids,
-        *weights, *out, *jobs, *sbias;
+        *weights, *out, *jobs, *sbias, *sgate;
     int json;
 } moe_args;
 
@@ -206,6 +208,17 @@ static qv_status load(const moe_args *ma, const qv_moe_spec *s, qv_moe_problem *
         const vio_operand op = vio_operand_of("--score-bias", QV_FMT_F32, "the selection bias (f32, one per router expert)");
         QV_TRY(vio_load_into(&op, ma->sbias, 1, p->e, p->score_bias, 0));
     }
+    if (ma->sgate && !p->shared_gate)
+        return qv_fail(QV_ERR_USAGE, "--shared-gate given, but %s", s->sgate ? "there is no shared expert (--shared)"
+                                                                            : "the spec declares no gate (sgate=sigmoid)");
+    if (p->shared_gate) {
+        if (!ma->sgate)
+            return qv_fail(QV_ERR_USAGE, "the spec declares sgate=sigmoid: --shared-gate SG.npy (%d, %lld) in %s is "
+                           "required", p->shared, (long long)p->k, vio_fname(v->afmt));
+        const vio_operand op = vio_operand_of("--shared-gate", v->afmt, "the shared experts' gates (a=%s)",
+                                              vio_fname(v->afmt));
+        QV_TRY(vio_load_into(&op, ma->sgate, p->shared, p->k, p->shared_gate, 0));
+    }
     int64_t t = p->t, k = p->k, n = p->n;
     const qv_problem *w0 = &p->w[0];
     QV_TRY(vio_load_act_extras(v, ma->a_scale, ma->azp, t, k, p->a_scale, p->azp));
@@ -282,7 +295,8 @@ int qv_cmd_verify_moe(int argc, char **argv)
                             {"--shared", &ma.shared},   {"--q", &ma.q},           {"--scales", &ma.scales},
                             {"--scales2", &ma.scales2}, {"--zeros", &ma.zeros},   {"--bias", &ma.bias},
                             {"--g-idx", &ma.g_idx},     {"--ids", &ma.ids},       {"--weights", &ma.weights},
-                            {"--out", &ma.out},         {"--jobs", &ma.jobs},       {"--score-bias", &ma.sbias}};
+                            {"--out", &ma.out},         {"--jobs", &ma.jobs},       {"--score-bias", &ma.sbias},
+                            {"--shared-gate", &ma.sgate}};
     int pr = vio_parse_args(argc, argv, opts, (int)(sizeof opts / sizeof opts[0]), &ma.json, &ma.spec,
                             " (routed form)", usage);
     if (pr >= 0) return pr;

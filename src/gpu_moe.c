@@ -127,6 +127,7 @@ qv_status qv_gpu_moe_supported(const qv_moe_spec *s)
     const char *why = is_fp8(v) ? fp8_refusal(v) : is_fp4(v) ? fp4_refusal(v) : w4a16_refusal(v);
     if (!why && (s->rw != QV_RW_ACC || s->sum != QV_MSUM_F32))
         why = "the combine applies the router weight in fp32 before the cast and sums in fp32 (rw=acc, sum=f32)";
+    if (!why && s->sgate) why = "the combine weighs no shared expert by a gate (sgate=sigmoid)";
     if (!why && s->topk > QV_MOE_GPU_MAX_TOPK) why = "the routing kernel keeps at most 32 choices a token";
     if (!why && s->groups > QV_MOE_GPU_MAX_GROUPS) why = "the routing kernel takes at most 32 expert groups";
     if (why) return qv_fail(QV_ERR_UNSUPPORTED, "%s: %s", s->text, why);

@@ -116,6 +116,9 @@ static int routing_key(const char *key, const char *val, qv_moe_spec *s, int *ha
         if (!*val || *end || !isfinite(x) || x < 0 || !isfinite((float)x))
             *st = bad("eps=%s: expected a number >= 0 (added to the renormalizing sum, as its f32 value)", val);
         else s->eps = (float)x;
+    } else if (!strcmp(key, "sgate")) {
+        if (strcmp(val, "sigmoid")) *st = bad("sgate=%s: expected sigmoid (a gate on each shared expert)", val);
+        else s->sgate = 1;
     } else if (!strcmp(key, "logits")) {
         qv_fmt f = qv_fmt_from_name(val);
         if (f != QV_FMT_F32 && f != QV_FMT_BF16 && f != QV_FMT_F16) *st = bad("logits=%s: expected f32, bf16 or f16", val);
@@ -142,6 +145,9 @@ static qv_status check_keys(const qv_moe_spec *s, int have_gscore, int have_gmas
                    "takes softmax or sigmoid scores");
     if (s->sbias && !is_sigmoid_route(s->route))
         return bad("sbias=f32 with route=%s: a selection bias is declared for sigmoid routes", qv_route_name(s->route));
+    if (s->sgate && s->rw == QV_RW_IN)
+        return bad("sgate=sigmoid with rw=in: the shared gate weighs the shared expert's product, as rw=acc or "
+                   "rw=out declares");
     if (s->eps != 0.0f && !is_renorm_route(s->route))
         return bad("eps= with route=%s: it is added to the renormalizing sum, which only -renorm routes have",
                    qv_route_name(s->route));
@@ -204,6 +210,9 @@ qv_status qv_moe_spec_parse(const char *text, qv_moe_spec *out)
     if (of != QV_FMT_F16 && of != QV_FMT_BF16 && of != QV_FMT_F32)
         return bad("the experts' output is %s: a routed sum needs f16, bf16 or f32", qv_fmt_get(of)->name);
     qv_fmt af = out->expert->afmt;
+    if (out->sgate && af != QV_FMT_F16 && af != QV_FMT_BF16)
+        return bad("sgate=sigmoid rounds the gate to the activation format: it needs f16 or bf16 activations, "
+                   "not %s", qv_fmt_get(af)->name);
     if (out->rw == QV_RW_IN && af != QV_FMT_F16 && af != QV_FMT_BF16)
         return bad("rw=in multiplies the activations by the weight before the expert's GEMM: it needs f16 or bf16 "
                    "activations, not %s (quantized activations would be scaled before their quantization)",
@@ -253,6 +262,7 @@ int qv_moe_spec_format(const qv_moe_spec *s, char *buf, size_t len)
         f32_shortest(s->eps, num, sizeof num);
         n += snprintf(buf + n, len > (size_t)n ? len - (size_t)n : 0, ",eps=%s", num);
     }
+    if (s->sgate) n += snprintf(buf + n, len > (size_t)n ? len - (size_t)n : 0, ",sgate=sigmoid");
     if ((size_t)n >= len) {
         snprintf(buf, len, "routed spec longer than %zu characters", len - 1);
         return -1;
@@ -282,6 +292,7 @@ void qv_moe_problem_destroy(qv_moe_problem *p)
     free(p->logits);
     free(p->expert_map);
     free(p->score_bias);
+    free(p->shared_gate);
     free(p->a);
     free(p->a_scale);
     free(p->azp);
@@ -332,7 +343,10 @@ qv_status qv_moe_problem_create(qv_moe_problem *p, const qv_moe_spec *s, int64_t
     p->a_scale = nas ? calloc((size_t)nas, sizeof(float)) : NULL;
     p->azp = naz ? calloc((size_t)naz, sizeof(int32_t)) : NULL;
     p->w = calloc((size_t)(e_local + shared), sizeof(qv_problem));
-    if (!p->logits || !p->expert_map || (s->sbias && !p->score_bias) || !p->a || (nas && !p->a_scale) || (naz && !p->azp) || !p->w) {
+    const int gated = s->sgate && shared > 0;
+    p->shared_gate = gated ? calloc((size_t)(shared * k), qv_fmt_storage_bytes(v->afmt)) : NULL;
+    if (!p->logits || !p->expert_map || (s->sbias && !p->score_bias) || !p->a || (nas && !p->a_scale) ||
+        (naz && !p->azp) || !p->w || (gated && !p->shared_gate)) {
         qv_moe_problem_destroy(p);
         return qv_fail(QV_ERR_NOMEM, "routed GEMM: out of memory for t=%lld n=%lld k=%lld", (long long)t,
                        (long long)n, (long long)k);
@@ -370,6 +384,15 @@ qv_status qv_moe_problem_check(const qv_moe_problem *p)
     }
     if (p->s->sbias && !p->score_bias)
         return qv_fail(QV_ERR_USAGE, "the spec declares sbias=f32 but the problem has no score_bias");
+    if (p->s->sgate && p->shared > 0 && !p->shared_gate)
+        return qv_fail(QV_ERR_USAGE, "the spec declares sgate=sigmoid but the problem has no shared_gate");
+    const qv_fmt af = p->s->expert->afmt;
+    for (int64_t i = 0; p->shared_gate && i < p->shared * p->k; i++) {
+        double g = qv_decode(af, ((const uint16_t *)p->shared_gate)[i]);
+        if (!isfinite(g))
+            return qv_fail(QV_ERR_RANGE, "gate of shared expert %lld, element %lld is %g: it must be finite",
+                           (long long)(i / p->k), (long long)(i % p->k), g);
+    }
     for (int j = 0; p->score_bias && j < p->e; j++)
         if (!isfinite(p->score_bias[j]))
             return qv_fail(QV_ERR_RANGE, "selection bias of expert %d is %g: it must be finite", j,
@@ -556,6 +579,11 @@ static const qv_moe_row rows[] = {
                 "the shared and routed products added in bf16; W4A16 g128 bf16 experts (CPU model only)",
      .spec = "w=u4b8,ws=bf16/g128,a=bf16,route=sigmoid-topk,topk=1,rw=in,sum=out", .experts = 16, .shared = 1,
      .n = 16384, .k = 5120, .gpu_kernel = 0},
+    {.name = "moe-qwen3next-w4a16-g128-bf16",
+     .summary = "Qwen3-Next-style: 512 experts + 1 shared with a sigmoid gate, top-10 renormalized softmax, the "
+                "weights on the bf16 products and the sum in bf16; W4A16 g128 bf16 experts (CPU model only)",
+     .spec = "w=u4b8,ws=bf16/g128,a=bf16,route=softmax-topk-renorm,topk=10,rw=out,sum=out,sgate=sigmoid",
+     .experts = 512, .shared = 1, .n = 1024, .k = 2048, .gpu_kernel = 0},
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
 

@@ -14,7 +14,12 @@
  *     after the output cast, another route order, the routed scaling factor
  *     dropped or applied twice, a non-local or shared expert dropped or
  *     misaligned; a tie broken against tie=low, inadmissible ids, weights off
- *     by 1e-3, unwritten rows; and a near tie decided either way passes.
+ *     by 1e-3, unwritten rows; and a near tie decided either way passes;
+ *   - rows 32 and 33 by hand: the router weight on the expert's input (rw=in)
+ *     told from the weight on the product and from both, its ambiguous bf16
+ *     rounding and its refusals; the shared expert's sigmoid gate (sgate)
+ *     dropped or left unrounded. Expected values are computed here from the
+ *     inputs, never from the model.
  * Seeds: QVET_SEED (default 1). */
 #include <check.h>
 #include <math.h>
@@ -82,6 +87,9 @@ static const struct {
     /* the weight on the expert's input */
     {"rw=in,w=u4b8,ws=bf16/g128,a=bf16,route=sigmoid-topk,topk=1,sum=out",
      "w=u4b8,ws=bf16/g128,a=bf16,route=sigmoid-topk,topk=1,rw=in,sum=out"},
+    /* the shared experts' gate: last */
+    {"sgate=sigmoid,w=u4b8,ws=bf16/g128,a=bf16,route=softmax-topk-renorm,topk=10,rw=out,sum=out",
+     "w=u4b8,ws=bf16/g128,a=bf16,route=softmax-topk-renorm,topk=10,rw=out,sum=out,sgate=sigmoid"},
 };
 
 START_TEST(canonical_forms)
@@ -144,6 +152,10 @@ static const struct {
     {"w=u4b8,ws=f16/g128,route=sigmoid-topk-renorm,topk=2,eps=1e-20,eps=0", "twice"},
     {"w=e4m3,ws=f32/c,a=e4m3,as=f32/tok,acc=f8p128,out=bf16,route=sigmoid-topk,topk=1,rw=in", "rw=in"},
     {"w=i8,a=i8,acc=i32,out=f32,route=sigmoid-topk,topk=1,rw=in", "f16 or bf16 activations"},
+    {"w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,sgate=tanh", "sgate=tanh"},
+    {"w=u4b8,ws=bf16/g128,a=bf16,route=sigmoid-topk,topk=1,rw=in,sgate=sigmoid", "sgate=sigmoid with rw=in"},
+    {"w=e4m3,ws=f32/c,a=e4m3,as=f32/tok,acc=f8p128,out=bf16,route=softmax-topk,topk=2,sgate=sigmoid",
+     "f16 or bf16 activations"},
 };
 
 START_TEST(refusals)
@@ -710,6 +722,66 @@ START_TEST(weight_on_input_ambiguous)
 }
 END_TEST
 
+/* ---- the shared experts' gate (sgate=sigmoid, row 33) ------------------------------------ */
+
+/* One token, expert 0 of 2 routed (logits 5 and 0: softmax weight w =
+ * e^5 / (e^5 + 1)) and one shared expert, every activation 1 and every weight
+ * 1, K = 128: each product is 128. The gate vector is 2^-7 everywhere, so the
+ * gate logit is exactly 1, sigma(1) = 0.7310586 and its bf16 rounding 187 *
+ * 2^-8 = 0.73046875 (0.6 thousandths away, a third of half an ulp). With the
+ * weights in fp32 (rw=acc) and an f32 output, the declared result is
+ * 128 w + 128 * 0.73046875. */
+START_TEST(shared_gate_by_hand)
+{
+    qv_moe_spec *gs = moe_spec("w=u4b8,ws=bf16/c,a=bf16,out=f32,route=softmax-topk,topk=1,sgate=sigmoid");
+    qv_moe_spec *plain = moe_spec("w=u4b8,ws=bf16/c,a=bf16,out=f32,route=softmax-topk,topk=1");
+    const int64_t n = 64, k = 128;
+    qv_moe_problem p;
+    ck_assert_int_eq(qv_moe_problem_create(&p, gs, 1, n, k, 2, 2, 1), QV_OK);
+    ck_assert_ptr_nonnull(p.shared_gate);
+    ((float *)p.logits)[0] = 5.0f;
+    ((float *)p.logits)[1] = 0.0f;
+    for (int64_t i = 0; i < k; i++) {
+        ((uint16_t *)p.a)[i] = 0x3F80;           /* bf16 1.0 */
+        ((uint16_t *)p.shared_gate)[i] = 0x3C00; /* bf16 2^-7 */
+    }
+    for (int x = 0; x < 3; x++) {
+        memset(p.w[x].q, 9, (size_t)(k * n));
+        for (int64_t j = 0; j < n; j++) ((uint16_t *)p.w[x].scales)[j] = 0x3F80;
+    }
+    const double sg = 1.0 / (1.0 + exp(-1.0)), gate = 187 * 0x1p-8;
+    ck_assert(fabs(sg - gate) < 0x1p-10); /* the nearest bf16, well inside half an ulp (2^-9) */
+    const double w = exp(5.0) / (exp(5.0) + 1.0);
+    float out[64];
+    int32_t id;
+    float wk;
+    /* the model's output and the declared value pass */
+    ck_assert_int_eq(ref_moe_model_run(&p, 16, out, &id, &wk), QV_OK);
+    ck_assert_int_eq(grade(&p, out, &id, &wk), QV_PASS);
+    for (int j = 0; j < 64; j++) out[j] = (float)(128.0 * w + 128.0 * gate);
+    ck_assert_int_eq(grade(&p, out, NULL, NULL), QV_PASS);
+    /* the gate dropped (lmdeploy #3491), or left unrounded: FAIL */
+    for (int j = 0; j < 64; j++) out[j] = (float)(128.0 * w + 128.0);
+    ck_assert_int_eq(grade(&p, out, NULL, NULL), QV_FAIL);
+    for (int j = 0; j < 64; j++) out[j] = (float)(128.0 * w + 128.0 * sg);
+    ck_assert_int_eq(grade(&p, out, NULL, NULL), QV_FAIL);
+    /* declared without the gate, the ungated output passes and the gated one fails */
+    p.s = plain;
+    for (int j = 0; j < 64; j++) out[j] = (float)(128.0 * w + 128.0);
+    ck_assert_int_eq(grade(&p, out, NULL, NULL), QV_PASS);
+    for (int j = 0; j < 64; j++) out[j] = (float)(128.0 * w + 128.0 * gate);
+    ck_assert_int_eq(grade(&p, out, NULL, NULL), QV_FAIL);
+    p.s = gs;
+    /* a non-finite gate element is refused */
+    ((uint16_t *)p.shared_gate)[5] = 0x7FC0;
+    qv_moe_result r;
+    ck_assert_int_eq(ref_moe_verify(&p, out, NULL, NULL, &r), QV_ERR_RANGE);
+    ck_assert_msg(strstr(qv_errmsg(), "gate of shared expert 0, element 5") != NULL, "%s", qv_errmsg());
+    qv_moe_problem_destroy(&p);
+    free(gs), free(plain);
+}
+END_TEST
+
 /* ---- the model passes ------------------------------------------------------------------- */
 
 static const char *model_specs[] = {
@@ -729,6 +801,9 @@ static const char *model_specs[] = {
      * each weight its expert's alone, so near ties decide without the ids) */
     "w=u4b8,ws=bf16/g128,a=bf16,route=sigmoid-topk,topk=1,rw=in,sum=out",
     "w=u4b8,ws=f16/c,route=softmax-topk,topk=3,rsf=2.5,rw=in",
+    /* a sigmoid gate on the shared experts (Qwen2-MoE, Qwen3-Next), weighed in fp32 or in bf16 */
+    "w=u4b8,ws=f16/c,route=sigmoid-topk,topk=2,sgate=sigmoid",
+    "w=u4b8,ws=bf16/g128,a=bf16,route=softmax-topk-renorm,topk=4,rw=out,sum=out,logits=bf16,sgate=sigmoid",
 };
 #define N_MODEL_SPECS ((int)(sizeof model_specs / sizeof model_specs[0]))
 
@@ -905,6 +980,11 @@ START_TEST(bug_classes_fail)
     ck_assert_int_eq(cross(g, gz, QV_LOGITS_LOW_SCORES, 8, 1, seed, 1), QV_FAIL);
     /* ... which agree while a kept score is above 0 for each of the k */
     ck_assert_int_ne(cross(gz, g, QV_LOGITS_ONE_EXPERT, 8, 1, seed, 1), QV_FAIL);
+    /* row 33: the shared expert's gate dropped */
+    const char *sgt = "w=u4b8,ws=f16/g128,route=softmax-topk-renorm,topk=2,sgate=sigmoid";
+    ck_assert_int_ne(cross(sgt, sgt, QV_LOGITS_RANDOM, 8, 1, seed, 1), QV_FAIL);
+    ck_assert_int_eq(cross("w=u4b8,ws=f16/g128,route=softmax-topk-renorm,topk=2", sgt, QV_LOGITS_RANDOM, 8, 1, seed, 1),
+                     QV_FAIL);
 }
 END_TEST
 
@@ -1092,6 +1172,7 @@ int main(void)
     tcase_add_test(tr, eps_by_hand);
     tcase_add_test(tr, weight_on_input_by_hand);
     tcase_add_test(tr, weight_on_input_ambiguous);
+    tcase_add_test(tr, shared_gate_by_hand);
     suite_add_tcase(s, tr);
     printf("t_moe: seed %llu (QVET_SEED)\n", (unsigned long long)case_seed(1));
     return suite_run(s);

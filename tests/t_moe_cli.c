@@ -278,6 +278,49 @@ START_TEST(score_bias_inputs)
 }
 END_TEST
 
+/* The shared experts' gate (sgate=sigmoid): required when declared, refused
+ * when not, (S, K) in the activation format, finite. On the Qwen3-Next-style
+ * folder of tests/data/third_party (its own verdict is t_third_party's). */
+#define QN "tests/data/third_party/moe_hf_qwen3next_t29/"
+START_TEST(shared_gate_inputs)
+{
+    char qn[256];
+    FILE *f = fopen(QN "spec", "r");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(fgets(qn, sizeof qn, f));
+    fclose(f);
+    qn[strcspn(qn, "\n")] = 0;
+    uint16_t gate[256] = {0};
+    save("gate_short.npy", QV_DT_U2, 1, 255, 0, 0, gate);
+    save("gate_f32.npy", QV_DT_F4, 1, 256, 0, 0, (float[256]){0});
+    gate[7] = 0x7F80; /* bf16 +Inf */
+    save("gate_inf.npy", QV_DT_U2, 1, 256, 0, 0, gate);
+    const struct {
+        const char *spec, *gate, *shared, *needle;
+    } c[] = {
+        {qn, NULL, "1", "--shared-gate SG.npy (1, 256) in bf16 is required"},
+        {"w=u4b8,ws=bf16/g32,a=bf16,route=softmax-topk-renorm,topk=4,rw=out,sum=out,logits=bf16",
+         QN "shared_gate.npy", "1", "declares no gate"},
+        {qn, QN "shared_gate.npy", "0", "there is no shared expert"},
+        {qn, at(13, "gate_short.npy"), "1", "--shared-gate"},
+        {qn, at(14, "gate_f32.npy"), "1", "--shared-gate"},
+        {qn, at(15, "gate_inf.npy"), "1", "gate of shared expert 0, element 7"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        const char *full[] = {"verify", "--spec", c[i].spec, "--a", QN "a.npy", "--q", QN "q.npy", "--scales",
+                              QN "scales.npy", "--logits", QN "logits.npy", "--out", QN "out.npy", "--shared",
+                              c[i].shared, c[i].gate ? "--shared-gate" : NULL, c[i].gate, NULL};
+        const char *need[] = {c[i].needle, NULL};
+        qvet_expect(full, 2, need);
+    }
+    const char *ok[] = {"verify", "--spec", qn, "--a", QN "a.npy", "--q", QN "q.npy", "--scales", QN "scales.npy",
+                        "--logits", QN "logits.npy", "--shared", "1", "--shared-gate", QN "shared_gate.npy", "--out",
+                        QN "out.npy", NULL};
+    const char *pass[] = {"PASS", NULL};
+    qvet_expect(ok, 0, pass);
+}
+END_TEST
+
 static void setup(void)
 {
     tmpdir_create(dir, sizeof dir, "moe_cli");
@@ -297,5 +340,6 @@ int main(void)
     tcase_add_loop_test(tc, malformed_inputs_refused, 0, (int)(sizeof bad_inputs / sizeof bad_inputs[0]));
     tcase_add_test(tc, usage_errors);
     tcase_add_test(tc, score_bias_inputs);
+    tcase_add_test(tc, shared_gate_inputs);
     return suite_run(s);
 }

@@ -107,8 +107,8 @@ START_TEST(every_case_verdict)
         read_line(nm, "expect", expect, sizeof expect);
         ck_assert_msg(!strcmp(expect, "PASS") || !strcmp(expect, "FAIL"), "%s: expect is '%s'", nm, expect);
         if (starts(nm, "tamper_")) ck_assert_msg(!strcmp(expect, "FAIL"), "%s: a tampered copy must FAIL", nm);
-        static char paths[16][512];
-        const char *args[32];
+        static char paths[20][512];
+        const char *args[40];
         int na = 0;
         args[na++] = "verify";
         args[na++] = "--spec";
@@ -118,7 +118,8 @@ START_TEST(every_case_verdict)
                                              {"--a-scale", "a_scale.npy"}, {"--zeros", "zeros.npy"},
                                              {"--bias", "bias.npy"},     {"--logits", "logits.npy"},
                                              {"--scales2", "scales2.npy"}, {"--score-bias", "score_bias.npy"},
-                                             {"--ids", "ids.npy"},           {"--weights", "weights.npy"}};
+                                             {"--ids", "ids.npy"},           {"--weights", "weights.npy"},
+                                             {"--shared-gate", "shared_gate.npy"}};
         for (size_t o = 0; o < sizeof opt / sizeof opt[0]; o++) {
             if (o >= 3 && !has_file(nm, opt[o][1])) continue;
             snprintf(paths[o], sizeof paths[o], "%s/%.200s/%s", DIR_TP, nm, opt[o][1]);

@@ -107,6 +107,14 @@ typedef struct qv_moe_spec {
     int sbias;
     float eps;                 /* renormalization: the weights' sum plus this f32 value,
                                   added in fp32, divides them (key eps=; 0: none) */
+    /* A sigmoid gate on each shared expert (key sgate=sigmoid; Qwen2-MoE,
+     * Qwen3-Next): token t's shared product is weighed by
+     * RN_a(sigma(RN_a(x[t] . g_s))), the dot product of its activations with
+     * the expert's gate vector g_s (K values in the activation format) summed
+     * as the expert's accumulator declares, sigma in fp32, each result
+     * rounded to the activation format; the weight applies where rw= says
+     * (acc or out). 0: none. */
+    int sgate;
     char text[QV_MOE_SPEC_MAX]; /* the canonical spec */
 } qv_moe_spec;
 
@@ -114,7 +122,7 @@ typedef struct qv_moe_spec {
 int qv_moe_is_spec(const char *text);
 
 /* Parses "EXPERT,route=...,topk=K[,rsf=X][,tie=..][,rw=..][,sum=..][,exp=N][,logits=FMT]
- * [,groups=G,gtopk=N[,gscore=..][,gmask=..]][,sbias=f32][,eps=X]":
+ * [,groups=G,gtopk=N[,gscore=..][,gmask=..]][,sbias=f32][,eps=X][,sgate=sigmoid]":
  * the routing keys are taken out and the rest is the expert's spec or a
  * registry row's name (spec.h). QV_ERR_USAGE names the key and the reason.
  * The expert's output must be f16, bf16 or f32. */
@@ -141,6 +149,9 @@ typedef struct qv_moe_problem {
      * buffers (q, scales, scales2, zeros, zeros_f, bias, g_idx) are expert i's;
      * its activation buffers are unused. */
     qv_problem *w;
+    /* (shared, k) the shared experts' gate vectors, codes in the activation
+     * format, when s->sgate and shared > 0; else NULL */
+    void *shared_gate;
 } qv_moe_problem;
 
 /* Allocates a zeroed problem: expert_map the identity when e_local == e, else
