@@ -584,8 +584,8 @@ END_TEST
 
 /* ---- the weight on the expert's input (rw=in, row 32) -------------------------------------- */
 
-/* One token, two experts, every activation 1 and every weight 1 (u4b8 code 9,
- * channel scale 1), K = 128: each expert's exact product is 128 in every
+/* One token, two experts (and `shared` shared ones), every activation 1 and
+ * every weight 1 (u4b8 code 9, channel scale 1), K = 128: each expert's exact product is 128 in every
  * column, and the f32 output holds every candidate exactly. Expert 0 takes the
  * token with w = sigma(l0) = 0.75 + 0.45 * 2^-8, whose bf16 rounding is 0.75:
  * the weight on the input gives 0.75 * 128 = 96, on the product RN_f32(128 w),
@@ -593,14 +593,14 @@ END_TEST
 static const char *const in_spec = "w=u4b8,ws=bf16/c,a=bf16,out=f32,route=sigmoid-topk,topk=1,rw=in";
 static const char *const acc_spec = "w=u4b8,ws=bf16/c,a=bf16,out=f32,route=sigmoid-topk,topk=1";
 
-static void ones_problem(qv_moe_problem *p, const qv_moe_spec *s, float l0, float l1)
+static void ones_problem(qv_moe_problem *p, const qv_moe_spec *s, float l0, float l1, int shared)
 {
     const int64_t n = 64, k = 128;
-    ck_assert_int_eq(qv_moe_problem_create(p, s, 1, n, k, 2, 2, 0), QV_OK);
+    ck_assert_int_eq(qv_moe_problem_create(p, s, 1, n, k, 2, 2, shared), QV_OK);
     ((float *)p->logits)[0] = l0;
     ((float *)p->logits)[1] = l1;
     for (int64_t i = 0; i < k; i++) ((uint16_t *)p->a)[i] = 0x3F80; /* bf16 1.0 */
-    for (int x = 0; x < 2; x++) {
+    for (int x = 0; x < 2 + shared; x++) {
         memset(p->w[x].q, 9, (size_t)(k * n)); /* u4b8: 9 - 8 = 1 */
         for (int64_t j = 0; j < n; j++) ((uint16_t *)p->w[x].scales)[j] = 0x3F80;
     }
@@ -630,7 +630,7 @@ START_TEST(weight_on_input_by_hand)
     /* bf16 keeps 8 bits: 0.75 is the nearest, and w is not within 2^-10 of a midpoint */
     ck_assert(fabs(w - 0.75) < 0x1p-9 && fabs(w - 0.75) > 0x1p-10);
     qv_moe_problem p;
-    ones_problem(&p, in, l0, -10.0f);
+    ones_problem(&p, in, l0, -10.0f, 0);
     float out[64], wk;
     int32_t id;
     /* the model under rw=in: 96 everywhere; passes rw=in, fails rw=acc */
@@ -676,7 +676,7 @@ START_TEST(weight_on_input_ambiguous)
     }
     ck_assert_msg(fabs(sig(l0) - mid) < 1e-7, "sigma(l0) - mid = %g", sig(l0) - mid);
     qv_moe_problem p;
-    ones_problem(&p, in, l0, -10.0f);
+    ones_problem(&p, in, l0, -10.0f, 0);
     float out[64];
     /* each at an end of the union of the two candidates' intervals: not FAIL (MARGINAL) */
     for (int j = 0; j < 64; j++) out[j] = 96.0f;
@@ -696,7 +696,7 @@ START_TEST(weight_on_input_ambiguous)
     qv_moe_problem_destroy(&p);
 
     /* sigma(-100) ~ 3.7e-44: below bf16's smallest subnormal, the bound 2^-100 */
-    ones_problem(&p, in, -100.0f, -120.0f);
+    ones_problem(&p, in, -100.0f, -120.0f, 0);
     int32_t idm;
     float wm;
     ck_assert_int_eq(ref_moe_model_run(&p, 16, out, &idm, &wm), QV_OK);
@@ -735,20 +735,10 @@ START_TEST(shared_gate_by_hand)
 {
     qv_moe_spec *gs = moe_spec("w=u4b8,ws=bf16/c,a=bf16,out=f32,route=softmax-topk,topk=1,sgate=sigmoid");
     qv_moe_spec *plain = moe_spec("w=u4b8,ws=bf16/c,a=bf16,out=f32,route=softmax-topk,topk=1");
-    const int64_t n = 64, k = 128;
     qv_moe_problem p;
-    ck_assert_int_eq(qv_moe_problem_create(&p, gs, 1, n, k, 2, 2, 1), QV_OK);
+    ones_problem(&p, gs, 5.0f, 0.0f, 1);
     ck_assert_ptr_nonnull(p.shared_gate);
-    ((float *)p.logits)[0] = 5.0f;
-    ((float *)p.logits)[1] = 0.0f;
-    for (int64_t i = 0; i < k; i++) {
-        ((uint16_t *)p.a)[i] = 0x3F80;           /* bf16 1.0 */
-        ((uint16_t *)p.shared_gate)[i] = 0x3C00; /* bf16 2^-7 */
-    }
-    for (int x = 0; x < 3; x++) {
-        memset(p.w[x].q, 9, (size_t)(k * n));
-        for (int64_t j = 0; j < n; j++) ((uint16_t *)p.w[x].scales)[j] = 0x3F80;
-    }
+    for (int64_t i = 0; i < p.k; i++) ((uint16_t *)p.shared_gate)[i] = 0x3C00; /* bf16 2^-7 */
     const double sg = 1.0 / (1.0 + exp(-1.0)), gate = 187 * 0x1p-8;
     ck_assert(fabs(sg - gate) < 0x1p-10); /* the nearest bf16, well inside half an ulp (2^-9) */
     const double w = exp(5.0) / (exp(5.0) + 1.0);
