@@ -1,7 +1,7 @@
 /* t_mutants.c: the mutant catalogue (mutants/catalogue.tsv) is well formed and
  * every switch it names is placed in the sources, so `make mutants-cpu` and
  * `make mutants` never report a mutant as "placed nowhere": six tab-separated
- * columns, a bug class of docs/design.md §6 (1..31), backends among cpu/gpu or the
+ * columns, a bug class of docs/design.md §6 (its numbered rows), backends among cpu/gpu or the
  * single word none (with a reason), every class present but those whose code
  * has yet to land (ABSENT below), and
  * for each built mutant the token QV_MUTANT_<name> in some file under src/,
