@@ -1280,7 +1280,8 @@ static qv_status experts_truth(moe_ctx *c)
                     }
                     double lo = fmin(y[j] - E[j], y2[j] - E2[j]), hi = fmax(y[j] + E[j], y2[j] + E2[j]);
                     uy[j] = 0.5 * lo + 0.5 * hi;
-                    uE[j] = (0.5 * hi - 0.5 * lo) * (1.0 + 0x1p-50) + fabs(uy[j]) * 0x1p-52;
+                    /* each end and the center rounded once in double: a unit of each */
+                    uE[j] = (0.5 * hi - 0.5 * lo) * (1.0 + 0x1p-50) + (fabs(lo) + fabs(hi) + fabs(uy[j])) * 0x1p-52;
                 }
                 y = uy, E = uE;
             }
