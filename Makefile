@@ -172,6 +172,13 @@ $(BUILD)/plugins/libqvet_example_plugin.so: $(wildcard plugins/example/*.c) incl
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -shared $(filter %.c,$^) -o $@
 
+# The routed example plugin (ABI version 3): one routed row on host pointers.
+all: $(BUILD)/plugins/libqvet_example_moe_plugin.so
+$(BUILD)/plugins/libqvet_example_moe_plugin.so: $(wildcard plugins/example_moe/*.c) include/qvet/plugin.h \
+                                                 include/qvet/moe.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -shared $(filter %.c,$^) -o $@ -lm
+
 # Two deliberately broken plugins that tests/t_plugin.c expects the loader to
 # refuse: one reports another ABI version, one lacks qv_plugin_launch.
 BAD_PLUGINS := $(BUILD)/plugins/libqvet_bad_abi_plugin.so $(BUILD)/plugins/libqvet_missing_sym_plugin.so

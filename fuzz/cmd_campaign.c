@@ -293,6 +293,7 @@ static int pick_backend(const camp_opts *o, qv_backend *b, qv_plugin *pl)
         snprintf(b->name, sizeof b->name, "plugin:%s", pl->name);
         snprintf(b->plugin_path, sizeof b->plugin_path, "%s", pl->path);
         b->launch = pl->launch;
+        b->moe_launch = pl->moe_launch;
         b->only = pl->variants;
         b->n_only = pl->n_variants;
     } else if (o->n_specs && o->want_gpu) {

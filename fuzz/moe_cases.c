@@ -4,6 +4,7 @@
  * (or (seed, row, suite index)); the row of a generated case is drawn from
  * its own stream, so naming that row alone replays the case. */
 #include <fnmatch.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,6 +171,9 @@ int qv_moe_rows_match(const char *glob, const qv_backend *b, const qv_moe_row **
     for (int i = 0; i < qv_moe_row_count() && n < max; i++) {
         const qv_moe_row *r = qv_moe_row_get(i);
         int runs = b->kind == QV_BACKEND_CPU || (b->kind == QV_BACKEND_GPU && r->gpu_kernel);
+        /* a plugin: the routed rows it names */
+        for (int j = 0; b->kind == QV_BACKEND_HOST_FN && b->moe_launch && j < b->n_only && !runs; j++)
+            runs = !strcmp(b->only[j], r->name);
         if (runs && (!glob || !*glob || fnmatch(glob, r->name, 0) == 0)) out[n++] = r;
     }
     return n;
@@ -208,6 +212,44 @@ static qv_status run_gpu(const qv_backend *b, const qv_moe_problem *p, void *out
     return QV_OK;
 }
 
+/* The case on a plugin's routed launch: poisoned outputs, b->repeat launches
+ * (one at a time) compared bit for bit, ids and weights included. */
+static qv_status run_plugin(const qv_backend *b, const char *row, const qv_moe_problem *p, void *out, int32_t *ids,
+                            float *w, char *why, size_t len)
+{
+    const qv_moe_spec *s = p->s;
+    size_t ob = (size_t)(p->t * p->n) * qv_fmt_storage_bytes(s->expert->ofmt), nk = (size_t)(p->t * s->topk);
+    int reps = b->repeat > 1 ? b->repeat : 1;
+    void *first = malloc(ob + nk * (sizeof(int32_t) + sizeof(float)));
+    if (!first) return qv_fail(QV_ERR_NOMEM, "out of memory for a routed case");
+    uint32_t poison = ref_poison_code(s->expert->ofmt);
+    size_t es = qv_fmt_storage_bytes(s->expert->ofmt);
+    for (int r = 0; r < reps && !why[0]; r++) {
+        for (int64_t i = 0; i < p->t * p->n; i++) memcpy((char *)out + (size_t)i * es, &poison, es);
+        for (size_t i = 0; i < nk; i++) ids[i] = -1, w[i] = NAN;
+        const qv_moe_launch_args a = {.p = p, .out = out, .topk_ids = ids, .topk_weights = w};
+        pthread_mutex_t *lock = b->launch_lock;
+        if (lock) pthread_mutex_lock(lock);
+        int rc = b->moe_launch(row, &a);
+        if (lock) pthread_mutex_unlock(lock);
+        if (rc) {
+            snprintf(why, len, "backend error: plugin launch returned %d", rc);
+            break;
+        }
+        char *f = first;
+        if (r == 0) {
+            memcpy(f, out, ob), memcpy(f + ob, ids, nk * sizeof(int32_t));
+            memcpy(f + ob + nk * sizeof(int32_t), w, nk * sizeof(float));
+        } else if (memcmp(f, out, ob) || memcmp(f + ob, ids, nk * sizeof(int32_t)) ||
+                   memcmp(f + ob + nk * sizeof(int32_t), w, nk * sizeof(float))) {
+            snprintf(why, len, "nondeterministic: two identical launches differ%s",
+                     memcmp(f, out, ob) ? "" : " in the routing");
+        }
+    }
+    free(first);
+    return QV_OK;
+}
+
 qv_status qv_moe_case_run(const qv_backend *b, const qv_moe_case *c, qv_moe_outcome *o)
 {
     memset(o, 0, sizeof *o);
@@ -225,6 +267,8 @@ qv_status qv_moe_case_run(const qv_backend *b, const qv_moe_case *c, qv_moe_outc
     if (st == QV_OK && (!out || !ids || !w)) st = qv_fail(QV_ERR_NOMEM, "out of memory for a routed case");
     if (st == QV_OK && b->kind == QV_BACKEND_GPU) {
         st = run_gpu(b, &p, out, ids, w, why, sizeof why);
+    } else if (st == QV_OK && b->kind == QV_BACKEND_HOST_FN) {
+        st = run_plugin(b, c->row->name, &p, out, ids, w, why, sizeof why);
     } else if (st == QV_OK) {
         uint32_t poison = ref_poison_code(s->expert->ofmt);
         for (int64_t i = 0; i < c->t * c->n; i++) memcpy((char *)out + (size_t)i * es, &poison, es);
@@ -252,9 +296,13 @@ qv_status qv_moe_case_run(const qv_backend *b, const qv_moe_case *c, qv_moe_outc
 
 void qv_moe_case_replay_cmd(const qv_moe_case *c, const qv_backend *b, char *buf, size_t len)
 {
-    snprintf(buf, len, "qvet replay%s --seed %llu --case %lld --variant %s --%s", c->suite ? " --check" : "",
-             (unsigned long long)c->seed, (long long)c->index, c->row->name,
-             b->kind == QV_BACKEND_GPU ? "gpu" : "cpu");
+    if (b->plugin_path[0])
+        snprintf(buf, len, "qvet replay%s --seed %llu --case %lld --variant %s --plugin %s", c->suite ? " --check" : "",
+                 (unsigned long long)c->seed, (long long)c->index, c->row->name, b->plugin_path);
+    else
+        snprintf(buf, len, "qvet replay%s --seed %llu --case %lld --variant %s --%s", c->suite ? " --check" : "",
+                 (unsigned long long)c->seed, (long long)c->index, c->row->name,
+                 b->kind == QV_BACKEND_GPU ? "gpu" : "cpu");
 }
 
 void qv_moe_case_json(FILE *f, const qv_moe_case *c, const qv_backend *b, const qv_moe_outcome *o)

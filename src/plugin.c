@@ -1,6 +1,6 @@
 /* plugin.c: the plugin loader (plugin.h): dlopen, resolve the six symbols,
- * check the ABI version and resolve every declared variant (a registry row or
- * a spec) before anything runs. */
+ * check the ABI version and resolve every declared variant (a registry row, a
+ * spec, or a routed row with the seventh symbol) before anything runs. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
@@ -81,6 +81,28 @@ qv_status qv_plugin_open(const char *path, qv_plugin *pl)
             st = qv_fail(QV_ERR_FORMAT, "plugin %s: qv_plugin_variant(%d) returned %s", path, i,
                          vn ? "an empty string" : "NULL");
             goto refuse;
+        }
+        const qv_moe_row *mr = qv_moe_row_find(vn);
+        if (mr) {
+            /* a routed row: version 3, its own launch, host pointers */
+            if (version < 3)
+                st = qv_fail(QV_ERR_UNSUPPORTED, "plugin %s: qv_plugin_variant(%d) = '%s' is a routed row, which "
+                             "ABI version %d cannot declare (routed rows need version 3)", path, i, vn, version);
+            else if (!pl->moe_launch) {
+                void *ml;
+                if (resolve(pl, "qv_plugin_moe_launch", &ml) != QV_OK)
+                    st = qv_fail(QV_ERR_FORMAT, "plugin %s: qv_plugin_variant(%d) = '%s' is a routed row, but the "
+                                 "library lacks qv_plugin_moe_launch", path, i, vn);
+                else
+                    pl->moe_launch = (int (*)(const char *, const qv_moe_launch_args *))ml;
+            }
+            if (st == QV_OK && pl->pointers != QV_PLUGIN_HOST)
+                st = qv_fail(QV_ERR_UNSUPPORTED, "plugin %s: routed row '%s' with device pointers: a routed "
+                             "launch takes host pointers (QV_PLUGIN_HOST)", path, vn);
+            if (st != QV_OK) goto refuse;
+            pl->variants[i] = vn;
+            pl->routed[i] = mr;
+            continue;
         }
         if (qv_is_spec(vn) && version < 2) {
             st = qv_fail(QV_ERR_UNSUPPORTED,

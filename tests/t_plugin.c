@@ -6,7 +6,9 @@
  * without qv_plugin_launch are refused with a message naming the cause, and
  * the CLI exits 2 for them. Tiny plugins compiled here check ABI version 1,
  * specs spelled otherwise than their canonical form, and the refusal of a
- * malformed spec or an unknown row. */
+ * malformed spec or an unknown row. Version 3: the routed example plugin
+ * passes, its fp16-cast copy fails, and routed rows declared without version
+ * 3 or without the routed launch are refused. */
 #include <check.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -129,9 +131,10 @@ START_TEST(wrong_abi_refused)
     qv_status st = qv_plugin_open(path, &pl);
     ck_assert_int_ne(st, QV_OK);
     ck_assert_int_eq(qv_status_exit_code(st), 2);
-    char want[64];
+    char want[64], range[64];
     snprintf(want, sizeof want, "ABI version %d", QV_PLUGIN_ABI_VERSION + 1);
-    ck_assert_msg(strstr(qv_errmsg(), want) && strstr(qv_errmsg(), "versions 1 to 2"), "%s", qv_errmsg());
+    snprintf(range, sizeof range, "versions %d to %d", QV_PLUGIN_ABI_OLDEST, QV_PLUGIN_ABI_VERSION);
+    ck_assert_msg(strstr(qv_errmsg(), want) && strstr(qv_errmsg(), range), "%s", qv_errmsg());
     ck_assert_ptr_null(pl.handle);
     run_result r = run_qvet((const char *[]){"check", "--plugin", path, NULL});
     ck_assert_int_eq(r.rc, 2);
@@ -380,6 +383,74 @@ START_TEST(abi_versions_and_declared_names)
 }
 END_TEST
 
+/* ABI version 3: the routed example plugin (moe-mixtral-w4a16-g128-f16 on
+ * host pointers) loads with its seventh symbol and passes `qvet check` and a
+ * bounded `qvet fuzz`; the same source weighing each product after its fp16
+ * cast FAILs (exit 1), and its replay command gives the same FAIL; a routed
+ * row declared under version 2, or under 3 without qv_plugin_moe_launch, is
+ * refused with the cause named. */
+#define MOE_ROW "moe-mixtral-w4a16-g128-f16"
+START_TEST(routed_plugin)
+{
+    char path[4300], dir[256], bad[512], lib[600];
+    plugin_path("example_moe", path, sizeof path);
+    qv_plugin pl;
+    ck_assert_msg(qv_plugin_open(path, &pl) == QV_OK, "%s", qv_errmsg());
+    ck_assert_int_eq(pl.abi_version, 3);
+    ck_assert_int_eq(pl.n_variants, 1);
+    ck_assert_ptr_eq(pl.routed[0], qv_moe_row_find(MOE_ROW));
+    ck_assert_ptr_null(pl.resolved[0]);
+    ck_assert_ptr_nonnull(pl.moe_launch);
+    qv_plugin_close(&pl);
+    run_result r = run_qvet((const char *[]){"check", "--plugin", path, "--quiet", NULL});
+    ck_assert_msg(r.rc == 0, "rc %d: %s%s", r.rc, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "check: 24 cases, 0 failed"));
+    ck_assert_ptr_nonnull(strstr(r.out, "plugin:example-moe"));
+    run_free(&r);
+    r = run_qvet((const char *[]){"fuzz", "--plugin", path, "--cases", "40", "--seed", "5", NULL});
+    ck_assert_msg(r.rc == 0, "rc %d: %s%s", r.rc, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "fuzz: 40 cases, 0 failed"));
+    run_free(&r);
+
+    temp_dir(dir, sizeof dir);
+    snprintf(bad, sizeof bad, "%s/libqvet_example_moe_cast_plugin.so", dir);
+    build_plugin("plugins/example_moe/example_moe_plugin.c",
+                 (const char *[]){"-DQV_MUTANT_example_moe_weight_after_cast", NULL}, bad);
+    r = run_qvet((const char *[]){"check", "--plugin", bad, NULL});
+    ck_assert_msg(r.rc == 1, "rc %d: %s%s", r.rc, r.out, r.err);
+    ck_assert_ptr_null(strstr(r.out, ", 0 failed\n"));
+    /* the first failure's replay command, run as printed */
+    const char *rp = strstr(r.out, "replay: qvet replay ");
+    ck_assert_ptr_nonnull(rp);
+    char cmd[1024];
+    rp += strlen("replay: qvet ");
+    snprintf(cmd, sizeof cmd, "%.*s", (int)strcspn(rp, "\n"), rp);
+    run_free(&r);
+    const char *args[16];
+    int na = 0;
+    for (char *save = NULL, *tok = strtok_r(cmd, " ", &save); tok && na < 15; tok = strtok_r(NULL, " ", &save))
+        args[na++] = tok;
+    args[na] = NULL;
+    ck_assert_str_eq(args[0], "replay");
+    ck_assert_str_eq(args[na - 2], "--plugin");
+    r = run_qvet(args);
+    ck_assert_msg(r.rc == 1 && strstr(r.out, "FAIL"), "replay rc %d: %s%s", r.rc, r.out, r.err);
+    run_free(&r);
+
+    build_tiny(dir, 2, MOE_ROW, lib, sizeof lib);
+    ck_assert_int_eq(qv_plugin_open(lib, &pl), QV_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(qv_errmsg(), "routed row") && strstr(qv_errmsg(), "version 3"), "%s", qv_errmsg());
+    build_tiny(dir, 3, MOE_ROW, lib, sizeof lib);
+    ck_assert_int_eq(qv_plugin_open(lib, &pl), QV_ERR_FORMAT);
+    ck_assert_msg(strstr(qv_errmsg(), "lacks qv_plugin_moe_launch"), "%s", qv_errmsg());
+    r = run_qvet((const char *[]){"check", "--plugin", lib, NULL});
+    ck_assert_int_eq(r.rc, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "qv_plugin_moe_launch"));
+    run_free(&r);
+    remove_dir(dir);
+}
+END_TEST
+
 int main(void)
 {
     find_build();
@@ -393,6 +464,7 @@ int main(void)
     tcase_add_test(t, cli_runs_the_plugin);
     tcase_add_test(t, spec_passes_and_dropped_bias_fails);
     tcase_add_test(t, abi_versions_and_declared_names);
+    tcase_add_test(t, routed_plugin);
     tcase_set_timeout(t, 60);
     suite_add_tcase(s, t);
     return suite_run(s);

@@ -8,6 +8,7 @@
 #define QVET_PLUGIN_H
 
 #include "qvet/gemm.h"
+#include "qvet/moe.h"
 #include "qvet/status.h"
 #include "qvet/variant.h"
 
@@ -84,9 +85,35 @@ extern "C" {
  * 2, since a plugin built against the shorter struct reads the same fields
  * at the same offsets and never reaches the new one. A plugin may ignore
  * `opts` (NULL means every default); qvet passes the options it was given
- * (`qvet check`'s QVET_* variables) to plugins as it does to its kernels. */
+ * (`qvet check`'s QVET_* variables) to plugins as it does to its kernels.
+ *
+ * Version 3 adds routed (mixture-of-experts) kernels. A variant may be a
+ * routed row's name (`qvet list 'moe-*'`: its routed spec, docs/moe.md); a
+ * plugin that names one exports a seventh symbol,
+ *
+ *   int qv_plugin_moe_launch(const char *variant, const qv_moe_launch_args *args);   0 = ok
+ *
+ * and takes host pointers (QV_PLUGIN_HOST). `args->p` is the routed problem
+ * (moe.h) in its logical form: the router logits, the expert map (-1: held
+ * elsewhere), the selection bias and the shared experts' gates where the
+ * spec declares them, the (t, k) activations, and each expert's weights in
+ * p->w[i] (the local experts, then the shared ones) as a spec's buffers are
+ * above (problem.h; their m and activation buffers unused). The launch
+ * writes the (t, n) output in the expert's output format (poisoned by qvet),
+ * and the experts it chose, (t, topk) router ids, with their fp32 weights:
+ * the ids are checked for an admissible top-k and the weights against their
+ * certified bound, then the output token by token. qvet launches each case
+ * twice and compares every bit of all three. */
 
-#define QV_PLUGIN_ABI_VERSION 2
+/* A routed launch's arguments (version 3), host pointers. */
+typedef struct qv_moe_launch_args {
+    const qv_moe_problem *p; /* read only */
+    void *out;               /* (t, n) output codes */
+    int32_t *topk_ids;       /* (t, topk) the router experts taken */
+    float *topk_weights;     /* (t, topk) their weights */
+} qv_moe_launch_args;
+
+#define QV_PLUGIN_ABI_VERSION 3
 #define QV_PLUGIN_ABI_OLDEST 1 /* the oldest version the loader still takes */
 
 /* qv_plugin_pointers(): where the launch's buffers live. */
@@ -107,6 +134,8 @@ QV_PLUGIN_EXPORT int qv_plugin_variant_count(void);
 QV_PLUGIN_EXPORT const char *qv_plugin_variant(int i);
 QV_PLUGIN_EXPORT int qv_plugin_pointers(void);
 QV_PLUGIN_EXPORT int qv_plugin_launch(const char *variant, const qv_gemm_args *args);
+/* Version 3, with a routed row among the variants: */
+QV_PLUGIN_EXPORT int qv_plugin_moe_launch(const char *variant, const qv_moe_launch_args *args);
 
 /* The loader side (src/plugin.c, part of libqvet). */
 #define QV_PLUGIN_MAX_VARIANTS 64
@@ -122,12 +151,17 @@ typedef struct qv_plugin {
     int (*launch)(const char *variant, const qv_gemm_args *args);
     int abi_version;                               /* what qv_plugin_abi_version returned */
     const qv_variant *resolved[QV_PLUGIN_MAX_VARIANTS]; /* (n_variants) variants[i] resolved:
-                                                      a registry row or an interned spec */
+                                                      a registry row or an interned spec;
+                                                      NULL for a routed row */
+    const qv_moe_row *routed[QV_PLUGIN_MAX_VARIANTS]; /* (n_variants) the routed row variants[i]
+                                                      names, else NULL */
+    int (*moe_launch)(const char *variant, const qv_moe_launch_args *args); /* NULL without one */
 } qv_plugin;
 
 /* Loads and validates a plugin: every symbol present, an ABI version from
  * QV_PLUGIN_ABI_OLDEST to QV_PLUGIN_ABI_VERSION, a known pointer kind, and
- * every variant a registry row or (version 2) a valid spec. Refusals return
+ * every variant a registry row, (version 2) a valid spec or (version 3, with
+ * qv_plugin_moe_launch and host pointers) a routed row. Refusals return
  * QV_ERR_FORMAT / QV_ERR_UNSUPPORTED / QV_ERR_USAGE with a message that names
  * the library and the symbol or value at fault (for a bad spec, the parser's
  * message). */

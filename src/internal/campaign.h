@@ -13,6 +13,7 @@
 
 #include "qvet/gemm.h"
 #include "qvet/moe.h"
+#include "qvet/plugin.h"
 #include "qvet/probe.h"
 #include "qvet/problem.h"
 #include "qvet/reference.h"
@@ -73,13 +74,15 @@ typedef enum qv_backend_kind {
     QV_BACKEND_DEVICE_FN  /* a launch function taking device pointers (device plugins) */
 } qv_backend_kind;
 
-/* The plugin launch signature (plugin.h): 0 = ok. */
+/* The plugin launch signatures (plugin.h): 0 = ok. */
 typedef int (*qv_ext_launch_fn)(const char *variant, const qv_gemm_args *args);
+typedef int (*qv_ext_moe_launch_fn)(const char *variant, const qv_moe_launch_args *args);
 
 typedef struct qv_backend {
     qv_backend_kind kind;
     char name[96];              /* "cpu", "gpu", "plugin:NAME" (JSONL "backend") */
     qv_ext_launch_fn launch;    /* HOST_FN / DEVICE_FN */
+    qv_ext_moe_launch_fn moe_launch; /* HOST_FN: the routed rows' launch; NULL without one */
     const char *const *only;    /* HOST_FN / DEVICE_FN: the variants it implements, each a
                                    registry row name or a spec (spec.h); the launch receives
                                    the string that matched */
