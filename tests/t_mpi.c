@@ -5,7 +5,8 @@
  * which describes the run), sorted as that process writes them; a rank whose
  * campaign process is killed (QVET_MPI_TEST_KILL_RANK) must be named with its
  * rank and host while the other rank's results are kept; ranks must get
- * GPUs by local rank (QVET_MPI_TEST_DEVICES simulates them).
+ * GPUs by local rank (QVET_MPI_TEST_DEVICES simulates them); a routed plugin
+ * (plugins/example_moe, ../plugins/ next to qvet) runs over ranks too.
  *
  * The binaries are $QVET_BIN and $QVET_MPI_BIN, or ../qvet and ../qvet-mpi
  * next to this test's folder (BUILD/tests/t_mpi). The seed is printed and
@@ -24,7 +25,7 @@
 #include "internal/json.h"
 #include "qvet/status.h"
 
-static char g_qvet[1024], g_mpi[1024];
+static char g_qvet[1024], g_mpi[1024], g_moe_plugin[1100];
 static char g_tmp[256];
 static char g_host[256];
 static uint64_t g_seed = 20261129; /* default; QVET_SEED overrides */
@@ -301,6 +302,34 @@ START_TEST(check_routed_rows_over_ranks)
 }
 END_TEST
 
+/* A routed plugin (ABI version 3, plugins/example_moe) under 2 ranks: check
+ * and fuzz give the case lines one process gives. */
+START_TEST(routed_plugin_over_ranks)
+{
+    char a[4096];
+    const char *cmds[2] = {"check --no-shrink", "fuzz --cases 24 --seed 11 --no-shrink"};
+    for (int ci = 0; ci < 2; ci++) {
+        char n1[16], n2[16];
+        snprintf(n1, sizeof n1, "p1_%d", ci);
+        snprintf(n2, sizeof n2, "p2_%d", ci);
+        snprintf(a, sizeof a, "'%s' %s --plugin '%s' --out '%s/%s.jsonl'", g_qvet, cmds[ci], g_moe_plugin, g_tmp, n1);
+        ck_assert_int_eq(run(n1, a), 0);
+        snprintf(a, sizeof a, "%s --plugin '%s' --out '%s/%s.jsonl'", cmds[ci], g_moe_plugin, g_tmp, n2);
+        ck_assert_int_eq(run_mpi(n2, 2, "", a), 0);
+        char f1[32], f2[32];
+        snprintf(f1, sizeof f1, "%s.jsonl", n1);
+        snprintf(f2, sizeof f2, "%s.jsonl", n2);
+        lines one = case_lines(f1), two = case_lines(f2);
+        ck_assert_int_eq(one.n, 24); /* the row's suite, or the 24 fuzz cases */
+        for (int i = 0; i < one.n; i++)
+            ck_assert_msg(strstr(one.v[i], "\"backend\":\"plugin:example-moe\"") != NULL, "%s", one.v[i]);
+        assert_same_cases(&two, &one, cmds[ci]);
+        lines_free(&one);
+        lines_free(&two);
+    }
+}
+END_TEST
+
 /* check over 2 ranks: three variants dealt 0,2 / 1 come back in registry
  * order, each suite whole. */
 START_TEST(check_two_ranks_equal_one_process)
@@ -445,6 +474,7 @@ static Suite *mpi_suite(void)
     tcase_add_test(tc, fuzz_user_shard_composes);
     tcase_add_test(tc, check_two_ranks_equal_one_process);
     tcase_add_test(tc, check_routed_rows_over_ranks);
+    tcase_add_test(tc, routed_plugin_over_ranks);
     tcase_add_test(tc, check_specs_over_ranks);
     tcase_add_test(tc, killed_rank_is_reported_and_others_kept);
     tcase_add_test(tc, gpus_dealt_by_local_rank);
@@ -466,6 +496,7 @@ int main(int argc, char **argv)
     if (!g_qvet[0]) snprintf(g_qvet, sizeof g_qvet, "%s/../qvet", dir);
     snprintf(g_mpi, sizeof g_mpi, "%s", mbin && *mbin ? mbin : "");
     if (!g_mpi[0]) snprintf(g_mpi, sizeof g_mpi, "%s/../qvet-mpi", dir);
+    snprintf(g_moe_plugin, sizeof g_moe_plugin, "%s/../plugins/libqvet_example_moe_plugin.so", dir);
     const char *seed = getenv("QVET_SEED");
     if (seed && *seed) g_seed = strtoull(seed, NULL, 0);
     if (gethostname(g_host, sizeof g_host)) snprintf(g_host, sizeof g_host, "unknown");

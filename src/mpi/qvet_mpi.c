@@ -708,6 +708,7 @@ static int plan_units(const mpi_job *j, unit **out_units, rank_report *rep)
                 qv_backend_init(&b, pl.pointers == QV_PLUGIN_DEVICE ? QV_BACKEND_DEVICE_FN : QV_BACKEND_HOST_FN);
                 b.only = pl.variants;
                 b.n_only = pl.n_variants;
+                b.moe_launch = pl.moe_launch;
             } else {
                 qv_backend_init(&b, have_gpu ? QV_BACKEND_GPU : QV_BACKEND_CPU);
             }
@@ -715,9 +716,9 @@ static int plan_units(const mpi_job *j, unit **out_units, rank_report *rep)
             qv_status st = qv_gen_init(&gen, j->glob, &b);
             if (st == QV_OK)
                 for (int i = 0; i < gen.n_variants; i++) sel[n_sel++] = gen.variants[i]->name;
-            /* routed rows: never with a plugin (its variants are GEMM rows) */
+            /* routed rows: qvet's, or those the plugin names (ABI version 3) */
             const qv_moe_row *moe[QV_GEN_MAX_VARIANTS];
-            const int n_moe = j->plugin_path ? 0 : qv_moe_rows_match(j->glob, &b, moe, QV_GEN_MAX_VARIANTS);
+            const int n_moe = qv_moe_rows_match(j->glob, &b, moe, QV_GEN_MAX_VARIANTS);
             for (int i = 0; i < n_moe; i++) sel[n_sel++] = moe[i]->name;
             if (j->plugin_path) qv_plugin_close(&pl);
             if (st != QV_OK && !n_moe) return -1;
