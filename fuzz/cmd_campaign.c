@@ -605,6 +605,23 @@ static int finish_routed(campaign *cp, const qv_moe_case *c, const qv_moe_outcom
         printf("%sFAIL %s t=%lld n=%lld k=%lld logits %s, %s: %s\n  replay: %s\n",
                isatty(STDOUT_FILENO) ? "\r\033[K" : "", c->row->name, (long long)c->t, (long long)c->n,
                (long long)c->k, qv_moe_logits_name(c->logits), qv_probe_name(c->probe), o->res.out.reason, replay);
+        if (cp->o->shrink && cp->n_shrunk < MAX_SHRUNK_FAILURES) {
+            /* the inputs as `qvet verify` reads them, the failing token alone where it fails alone */
+            char dir[1100];
+            if (c->suite)
+                snprintf(dir, sizeof dir, "%s/check-%s-case%lld", cp->o->fail_dir, c->row->name, (long long)c->index);
+            else
+                snprintf(dir, sizeof dir, "%s/seed%llu-case%lld", cp->o->fail_dir, (unsigned long long)c->seed,
+                         (long long)c->index);
+            int64_t token;
+            if (qv_moe_case_dump(cp->b, c, 1, dir, replay, &token) == QV_OK) {
+                cp->n_shrunk++;
+                if (token >= 0) printf("  shrunk to token %lld alone; inputs in %s/\n", (long long)token, dir);
+                else printf("  inputs in %s/\n", dir);
+            } else {
+                fprintf(stderr, "qvet %s: dumping the routed case: %s\n", cp->o->cmd, qv_errmsg());
+            }
+        }
         fflush(stdout);
     }
     if (cp->res.f) {
@@ -1155,6 +1172,17 @@ static int replay_routed(campaign *cp)
     printf("%s t=%lld n=%lld k=%lld logits %s, %s on %s: %s%s%s\n", c.row->name, (long long)c.t, (long long)c.n,
            (long long)c.k, qv_moe_logits_name(c.logits), qv_probe_name(c.probe), cp->b->name,
            qv_grade_name(out.res.out.grade), out.res.out.reason[0] ? ": " : "", out.res.out.reason);
+    if (o->dump_dir) {
+        char replay[512];
+        qv_moe_case_replay_cmd(&c, cp->b, replay, sizeof replay);
+        int64_t token;
+        if (qv_moe_case_dump(cp->b, &c, o->shrink, o->dump_dir, replay, &token) != QV_OK) {
+            fprintf(stderr, "qvet replay: %s\n", qv_errmsg());
+            return 2;
+        }
+        if (token >= 0) printf("shrunk to token %lld alone\n", (long long)token);
+        printf("inputs in %s/\n", o->dump_dir);
+    }
     qv_moe_case_json(stdout, &c, cp->b, &out);
     if (cp->res.f) qv_moe_case_json(cp->res.f, &c, cp->b, &out);
     return out.res.out.grade == QV_FAIL ? 1 : 0;

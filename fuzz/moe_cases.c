@@ -3,6 +3,7 @@
  * its JSONL line. Like a GEMM case, a routed case is a pure function of (seed, index)
  * (or (seed, row, suite index)); the row of a generated case is drawn from
  * its own stream, so naming that row alone replays the case. */
+#include <errno.h>
 #include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <pthread.h>
 
 #include "internal/campaign.h"
+#include "qvet/array.h"
 #include "internal/gpu_moe.h"
 #include "internal/json.h"
 
@@ -250,47 +252,299 @@ static qv_status run_plugin(const qv_backend *b, const char *row, const qv_moe_p
     return QV_OK;
 }
 
-qv_status qv_moe_case_run(const qv_backend *b, const qv_moe_case *c, qv_moe_outcome *o)
+/* Runs backend b on problem p of row `row` and grades it (qv_moe_case_run's
+ * work on a made problem); with keep, *keep receives the output, ids and
+ * weights (one buffer: out, then ids, then weights) for the caller to free. */
+static qv_status run_problem(const qv_backend *b, const char *row, const qv_moe_problem *p, qv_moe_outcome *o,
+                             void **keep)
 {
-    memset(o, 0, sizeof *o);
-    double t0 = now_ms();
-    const qv_moe_spec *s;
-    QV_TRY(qv_moe_row_spec(c->row, &s));
-    qv_moe_problem p;
-    QV_TRY(qv_moe_problem_create(&p, s, c->t, c->n, c->k, c->e, c->e_local, c->shared));
-    qv_status st = ref_moe_fill(&p, c->logits, c->probe, QV_REGIME_LOGUNIFORM, c->data_seed);
-    size_t es = qv_fmt_storage_bytes(s->expert->ofmt);
-    void *out = malloc((size_t)(c->t * c->n) * es);
-    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(c->t * s->topk));
-    float *w = malloc(sizeof(float) * (size_t)(c->t * s->topk));
+    const qv_moe_spec *s = p->s;
+    size_t es = qv_fmt_storage_bytes(s->expert->ofmt), ob = (size_t)(p->t * p->n) * es;
+    size_t nk = (size_t)(p->t * s->topk);
+    char *buf = malloc(ob + nk * (sizeof(int32_t) + sizeof(float)));
+    if (!buf) return qv_fail(QV_ERR_NOMEM, "out of memory for a routed case");
+    void *out = buf;
+    int32_t *ids = (int32_t *)(buf + ob);
+    float *w = (float *)(buf + ob + nk * sizeof(int32_t));
     char why[sizeof o->res.out.reason] = "";
-    if (st == QV_OK && (!out || !ids || !w)) st = qv_fail(QV_ERR_NOMEM, "out of memory for a routed case");
-    if (st == QV_OK && b->kind == QV_BACKEND_GPU) {
-        st = run_gpu(b, &p, out, ids, w, why, sizeof why);
-    } else if (st == QV_OK && b->kind == QV_BACKEND_HOST_FN) {
-        st = run_plugin(b, c->row->name, &p, out, ids, w, why, sizeof why);
-    } else if (st == QV_OK) {
+    qv_status st = QV_OK;
+    if (b->kind == QV_BACKEND_GPU) {
+        st = run_gpu(b, p, out, ids, w, why, sizeof why);
+    } else if (b->kind == QV_BACKEND_HOST_FN) {
+        st = run_plugin(b, row, p, out, ids, w, why, sizeof why);
+    } else {
         uint32_t poison = ref_poison_code(s->expert->ofmt);
-        for (int64_t i = 0; i < c->t * c->n; i++) memcpy((char *)out + (size_t)i * es, &poison, es);
-        st = ref_moe_model_run(&p, 16, out, ids, w);
+        for (int64_t i = 0; i < p->t * p->n; i++) memcpy((char *)out + (size_t)i * es, &poison, es);
+        st = ref_moe_model_run(p, 16, out, ids, w);
     }
     if (st == QV_OK && !strncmp(why, "backend error", 13)) {
         o->res.out.grade = QV_FAIL;
-        o->res.out.n_elements = c->t * c->n;
+        o->res.out.n_elements = p->t * p->n;
         o->res.out.worst_m = o->res.out.worst_n = -1;
         o->res.first_bad_token = -1;
     } else if (st == QV_OK) {
-        st = ref_moe_verify(&p, out, ids, w, &o->res);
+        st = ref_moe_verify(p, out, ids, w, &o->res);
     }
     if (st == QV_OK && why[0]) {
         o->res.out.grade = QV_FAIL;
         snprintf(o->res.out.reason, sizeof o->res.out.reason, "%s", why);
     }
-    if (st == QV_OK) o->out_hash = qv_fnv1a64(out, (size_t)(c->t * c->n) * es);
-    free(out), free(ids), free(w);
+    if (st == QV_OK) o->out_hash = qv_fnv1a64(out, ob);
+    if (st == QV_OK && keep) *keep = buf;
+    else free(buf);
+    return st;
+}
+
+/* The case's problem, made and filled from its seeds. */
+static qv_status make_problem(const qv_moe_case *c, qv_moe_problem *p)
+{
+    const qv_moe_spec *s;
+    QV_TRY(qv_moe_row_spec(c->row, &s));
+    QV_TRY(qv_moe_problem_create(p, s, c->t, c->n, c->k, c->e, c->e_local, c->shared));
+    qv_status st = ref_moe_fill(p, c->logits, c->probe, QV_REGIME_LOGUNIFORM, c->data_seed);
+    if (st != QV_OK) qv_moe_problem_destroy(p);
+    return st;
+}
+
+qv_status qv_moe_case_run(const qv_backend *b, const qv_moe_case *c, qv_moe_outcome *o)
+{
+    memset(o, 0, sizeof *o);
+    double t0 = now_ms();
+    qv_moe_problem p;
+    QV_TRY(make_problem(c, &p));
+    qv_status st = run_problem(b, c->row->name, &p, o, NULL);
     qv_moe_problem_destroy(&p);
     o->st = st;
     o->time_ms = now_ms() - t0;
+    return st;
+}
+
+/* ---- a failure's inputs -------------------------------------------------------------------- */
+
+/* Token t0 of p alone, as a one-token problem: its logits, activations and
+ * activation scales, and every expert's weights, map, bias and gates. */
+static qv_status one_token(const qv_moe_problem *p, int64_t t0, qv_moe_problem *q)
+{
+    const qv_variant *v = p->s->expert;
+    QV_TRY(qv_moe_problem_create(q, p->s, 1, p->n, p->k, p->e, p->e_local, p->shared));
+    size_t lb = qv_fmt_storage_bytes(p->s->logit_fmt), ab = qv_fmt_storage_bytes(v->afmt);
+    memcpy(q->logits, (const char *)p->logits + (size_t)(t0 * p->e) * lb, (size_t)p->e * lb);
+    memcpy(q->a, (const char *)p->a + (size_t)(t0 * p->k) * ab, (size_t)p->k * ab);
+    memcpy(q->expert_map, p->expert_map, sizeof(int32_t) * (size_t)p->e);
+    if (p->score_bias) memcpy(q->score_bias, p->score_bias, sizeof(float) * (size_t)p->e);
+    if (p->shared_gate) memcpy(q->shared_gate, p->shared_gate, (size_t)(p->shared * p->k) * ab);
+    switch (v->act_scale) {
+    case QV_ASCALE_NONE: break;
+    case QV_ASCALE_TENSOR: q->a_scale[0] = p->a_scale[0]; break;
+    case QV_ASCALE_TOKEN: q->a_scale[0] = p->a_scale[t0]; break;
+    case QV_ASCALE_TOKEN_BLOCK: /* (ceil(k/128), t) MN-major */
+        for (int64_t kb = 0; kb < (p->k + 127) / 128; kb++) q->a_scale[kb] = p->a_scale[kb * p->t + t0];
+        break;
+    }
+    if (v->azp == QV_AZP_TENSOR) q->azp[0] = p->azp[0];
+    else if (v->azp == QV_AZP_TOKEN) q->azp[0] = p->azp[t0];
+    qv_status st = QV_OK;
+    for (int i = 0; i < p->e_local + p->shared && st == QV_OK; i++) {
+        qv_problem_destroy(&q->w[i]);
+        st = qv_problem_clone(&q->w[i], &p->w[i]);
+    }
+    if (st != QV_OK) qv_moe_problem_destroy(q);
+    return st;
+}
+
+/* The numpy dtype of a stored code of format f (problem.h storage, as
+ * `qvet verify` reads it; the GEMM dumps' convention). */
+static qv_dtype dtype_of(qv_fmt f)
+{
+    switch (f) {
+    case QV_FMT_F16: return QV_DT_F2;
+    case QV_FMT_BF16: return QV_DT_BF16;
+    case QV_FMT_F32: return QV_DT_F4;
+    case QV_FMT_I4:
+    case QV_FMT_I8: return QV_DT_I1;
+    case QV_FMT_I32: return QV_DT_I4;
+    default: return QV_DT_U1;
+    }
+}
+
+/* dir/name.npy of shape dims[0..nd) and element type dt (data borrowed). */
+static qv_status save_npy(const char *dir, const char *name, qv_dtype dt, int nd, const int64_t *dims,
+                          const void *data)
+{
+    if (!data) return QV_OK;
+    qv_array a;
+    memset(&a, 0, sizeof a);
+    a.dtype = dt;
+    a.ndim = nd;
+    a.count = 1;
+    for (int i = 0; i < nd; i++) a.shape[i] = dims[i], a.count *= dims[i];
+    a.nbytes = (size_t)a.count * qv_dtype_size(dt);
+    a.data = (void *)data;
+    a.borrowed = 1;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    return qv_npy_save(path, &a);
+}
+
+/* Which expert buffer a stacked array holds; decoded float buffers are
+ * written as codes of their format again (exact: they were decoded from it). */
+typedef enum { SK_Q, SK_SCALES, SK_SCALES2, SK_ZEROS, SK_ZEROS_F, SK_BIAS, SK_GIDX } stack_kind;
+
+/* The experts' buffers of kind sk stacked as (X, rows, cols), saved as name. */
+static qv_status save_stack(const char *dir, const char *name, const qv_moe_problem *p, stack_kind sk, qv_fmt f,
+                            int64_t rows, int64_t cols)
+{
+    const qv_problem *w0 = &p->w[0];
+    const void *first = sk == SK_Q ? w0->q : sk == SK_SCALES ? w0->scales : sk == SK_SCALES2 ? (const void *)w0->scales2
+                      : sk == SK_ZEROS ? (const void *)w0->zeros : sk == SK_ZEROS_F ? (const void *)w0->zeros_f
+                      : sk == SK_BIAS ? (const void *)w0->bias : (const void *)w0->g_idx;
+    if (!first || rows * cols == 0) return QV_OK;
+    int x = p->e_local + p->shared;
+    qv_dtype dt = sk == SK_GIDX ? QV_DT_I4 : dtype_of(f);
+    size_t es = qv_dtype_size(dt), len = (size_t)(rows * cols);
+    unsigned char *buf = malloc((size_t)x * len * es);
+    if (!buf) return qv_fail(QV_ERR_NOMEM, "out of memory dumping %s", name);
+    for (int e = 0; e < x; e++) {
+        const qv_problem *w = &p->w[e];
+        unsigned char *dst = buf + (size_t)e * len * es;
+        const float *vals = sk == SK_SCALES2 ? w->scales2 : sk == SK_ZEROS_F ? w->zeros_f : sk == SK_BIAS ? w->bias : NULL;
+        if (vals) {
+            for (size_t i = 0; i < len; i++) {
+                uint32_t code = 0;
+                if (f == QV_FMT_F32) memcpy(&code, &vals[i], 4);
+                else code = qv_encode(f, vals[i], QV_SAT_NONE);
+                memcpy(dst + i * es, &code, es);
+            }
+        } else {
+            memcpy(dst, sk == SK_Q ? w->q : sk == SK_SCALES ? w->scales : sk == SK_ZEROS ? (void *)w->zeros
+                                                                                  : (void *)w->g_idx,
+                   len * es);
+        }
+    }
+    /* g_idx is (X, K), as `qvet verify` reads it; the others (X, rows, cols) */
+    const int64_t dims[3] = {x, sk == SK_GIDX ? cols : rows, cols};
+    qv_status st = save_npy(dir, name, dt, sk == SK_GIDX ? 2 : 3, dims, buf);
+    free(buf);
+    return st;
+}
+
+/* Writes problem p, its output and the kernel's ids and weights (kept by
+ * run_problem) as the .npy files `qvet verify --spec ROUTED` reads, its spec
+ * and a replay.txt with that command and the case's replay command. */
+static qv_status dump_problem(const qv_moe_problem *p, const void *kept, const char *dir, const char *head,
+                              const char *replay)
+{
+    const qv_moe_spec *s = p->s;
+    const qv_variant *v = s->expert;
+    const qv_problem *w0 = &p->w[0];
+    QV_TRY(qv_mkdirs(dir));
+    size_t ob = (size_t)(p->t * p->n) * qv_fmt_storage_bytes(v->ofmt), nk = (size_t)(p->t * s->topk);
+    const char *out = kept;
+    const int32_t *ids = (const int32_t *)(out + ob);
+    const float *w = (const float *)(out + ob + nk * sizeof(int32_t));
+    qv_status st = QV_OK;
+#define SAVE(name, dt, nd, ...)                                                                        \
+    do {                                                                                               \
+        const int64_t d_[] = {__VA_ARGS__};                                                            \
+        if (st == QV_OK) st = save_npy(dir, #name, dt, nd, d_, name##_data);                            \
+    } while (0)
+    const void *a_data = p->a, *logits_data = p->logits, *expert_map_data = p->expert_map;
+    const void *score_bias_data = p->score_bias, *shared_gate_data = p->shared_gate, *out_data = out;
+    const void *ids_data = ids, *weights_data = w, *azp_data = p->azp, *a_scale_data = p->a_scale;
+    SAVE(a, dtype_of(v->afmt), 2, p->t, p->k);
+    SAVE(logits, dtype_of(s->logit_fmt), 2, p->t, p->e);
+    SAVE(expert_map, QV_DT_I4, 1, p->e);
+    SAVE(score_bias, QV_DT_F4, 1, p->e);
+    SAVE(shared_gate, dtype_of(v->afmt), 2, p->shared, p->k);
+    SAVE(out, dtype_of(v->ofmt), 2, p->t, p->n);
+    SAVE(ids, QV_DT_I4, 2, p->t, s->topk);
+    SAVE(weights, QV_DT_F4, 2, p->t, s->topk);
+    SAVE(azp, QV_DT_I4, 1, v->azp == QV_AZP_TOKEN ? p->t : 1);
+    if (v->act_scale == QV_ASCALE_TOKEN_BLOCK) SAVE(a_scale, QV_DT_F4, 2, (p->k + 127) / 128, p->t);
+    else if (v->act_scale == QV_ASCALE_TOKEN) SAVE(a_scale, QV_DT_F4, 2, p->t, 1);
+    else SAVE(a_scale, QV_DT_F4, 1, 1);
+#undef SAVE
+    int64_t zr = qv_problem_zero_rows(w0), zc = qv_problem_zero_cols(w0);
+    if (st == QV_OK) st = save_stack(dir, "q", p, SK_Q, v->wfmt, p->k, p->n);
+    if (st == QV_OK)
+        st = save_stack(dir, "scales", p, SK_SCALES, v->sfmt, qv_problem_scale_rows(w0), qv_problem_scale_cols(w0));
+    if (st == QV_OK) st = save_stack(dir, "scales2", p, SK_SCALES2, v->s2fmt, 1, qv_problem_scale2_count(w0));
+    if (st == QV_OK) st = save_stack(dir, "zeros", p, SK_ZEROS, v->wfmt, zr, zc);
+    if (st == QV_OK) st = save_stack(dir, "zeros", p, SK_ZEROS_F, v->sfmt, zr, zc);
+    if (st == QV_OK) st = save_stack(dir, "bias", p, SK_BIAS, v->bias_fmt, 1, p->n);
+    if (st == QV_OK) st = save_stack(dir, "g_idx", p, SK_GIDX, QV_FMT_NONE, 1, p->k);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/spec", dir);
+    FILE *f = st == QV_OK ? fopen(path, "w") : NULL;
+    if (st == QV_OK && !f) st = qv_fail(QV_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    if (f && ((fprintf(f, "%s\n", s->text) < 0) | fclose(f))) st = qv_fail(QV_ERR_IO, "cannot write %s", path);
+    snprintf(path, sizeof path, "%s/replay.txt", dir);
+    f = st == QV_OK ? fopen(path, "w") : NULL;
+    if (st == QV_OK && !f) st = qv_fail(QV_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    if (f) {
+        fprintf(f, "# %s\n# the original case:\n%s\n# these inputs and this output against the routed spec:\n", head,
+                replay);
+        /* a routed spec never holds a single quote */
+        fprintf(f, "qvet verify --spec '%s' --a %s/a.npy --logits %s/logits.npy --expert-map %s/expert_map.npy",
+                s->text, dir, dir, dir);
+        if (p->shared) fprintf(f, " --shared %d", p->shared);
+        if (p->shared_gate) fprintf(f, " --shared-gate %s/shared_gate.npy", dir);
+        if (p->score_bias) fprintf(f, " --score-bias %s/score_bias.npy", dir);
+        if (p->a_scale) fprintf(f, " --a-scale %s/a_scale.npy", dir);
+        if (p->azp) fprintf(f, " --azp %s/azp.npy", dir);
+        fprintf(f, " --q %s/q.npy", dir);
+        if (w0->scales) fprintf(f, " --scales %s/scales.npy", dir);
+        if (w0->scales2) fprintf(f, " --scales2 %s/scales2.npy", dir);
+        if (w0->zeros || w0->zeros_f) fprintf(f, " --zeros %s/zeros.npy", dir);
+        if (w0->bias) fprintf(f, " --bias %s/bias.npy", dir);
+        if (w0->g_idx) fprintf(f, " --g-idx %s/g_idx.npy", dir);
+        fprintf(f, " --ids %s/ids.npy --weights %s/weights.npy --out %s/out.npy\n", dir, dir, dir);
+        if (fclose(f)) st = qv_fail(QV_ERR_IO, "cannot write %s", path);
+    }
+    return st;
+}
+
+qv_status qv_moe_case_dump(const qv_backend *b, const qv_moe_case *c, int shrink, const char *dir, const char *replay,
+                           int64_t *token)
+{
+    *token = -1;
+    qv_moe_problem p;
+    QV_TRY(make_problem(c, &p));
+    qv_moe_outcome o;
+    memset(&o, 0, sizeof o);
+    void *kept = NULL;
+    qv_status st = run_problem(b, c->row->name, &p, &o, &kept);
+    char head[600];
+    snprintf(head, sizeof head, "%s t=%lld n=%lld k=%lld on %s: %s: %s", c->row->name, (long long)p.t,
+             (long long)p.n, (long long)p.k, b->name, qv_grade_name(o.res.out.grade), o.res.out.reason);
+    /* the failing token alone, when it fails alone: the routing's first bad
+     * token, else the worst element's */
+    int64_t t0 = o.res.first_bad_token >= 0 ? o.res.first_bad_token : o.res.out.worst_m;
+    if (st == QV_OK && shrink && o.res.out.grade == QV_FAIL && p.t > 1 && t0 >= 0 && t0 < p.t) {
+        qv_moe_problem q;
+        if (one_token(&p, t0, &q) == QV_OK) {
+            qv_moe_outcome o1;
+            memset(&o1, 0, sizeof o1);
+            void *kept1 = NULL;
+            if (run_problem(b, c->row->name, &q, &o1, &kept1) == QV_OK && o1.res.out.grade == QV_FAIL) {
+                snprintf(head, sizeof head, "%s token %lld of %lld alone, n=%lld k=%lld on %s: %s: %s", c->row->name,
+                         (long long)t0, (long long)p.t, (long long)q.n, (long long)q.k, b->name,
+                         qv_grade_name(o1.res.out.grade), o1.res.out.reason);
+                st = dump_problem(&q, kept1, dir, head, replay);
+                *token = t0;
+                free(kept1);
+                qv_moe_problem_destroy(&q);
+                free(kept);
+                qv_moe_problem_destroy(&p);
+                return st;
+            }
+            free(kept1);
+            qv_moe_problem_destroy(&q);
+        }
+    }
+    if (st == QV_OK) st = dump_problem(&p, kept, dir, head, replay);
+    free(kept);
+    qv_moe_problem_destroy(&p);
     return st;
 }
 

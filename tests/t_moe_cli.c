@@ -321,6 +321,34 @@ START_TEST(shared_gate_inputs)
 }
 END_TEST
 
+/* `qvet replay --dump DIR` of a routed case writes its inputs, output, ids and
+ * weights as `qvet verify` reads them, and replay.txt's verify command gives
+ * the case's verdict: PASS for the CPU model, on every routed row (shared
+ * experts, a selection bias, shared gates, act_order, a bias, block-128
+ * activation scales, the expert-parallel shard's map). */
+START_TEST(routed_dump_verifies)
+{
+    for (int i = 0; i < qv_moe_row_count(); i++) {
+        const char *row = qv_moe_row_get(i)->name;
+        for (int c = 0; c < 2; c++) {
+            const char *cs = c ? "23" : "4"; /* a batch with one-hot data; the shard */
+            char d[64], file[4400], line[8192];
+            snprintf(d, sizeof d, "dump%d_%d", i, c);
+            const char *dir = at(c, d);
+            const char *rp[] = {"replay", "--check", "--seed", "7", "--case", cs, "--variant", row, "--cpu", "--dump",
+                                dir, NULL};
+            const char *ok[] = {"PASS", NULL};
+            qvet_expect(rp, 0, ok);
+            snprintf(file, sizeof file, "%.4200s/replay.txt", dir);
+            const char *words[64];
+            qvet_command_words(file, line, sizeof line, words, 64);
+            ck_assert_str_eq(words[1], "verify");
+            qvet_expect(words + 1, 0, ok);
+        }
+    }
+}
+END_TEST
+
 static void setup(void)
 {
     tmpdir_create(dir, sizeof dir, "moe_cli");
@@ -341,5 +369,6 @@ int main(void)
     tcase_add_test(tc, usage_errors);
     tcase_add_test(tc, score_bias_inputs);
     tcase_add_test(tc, shared_gate_inputs);
+    tcase_add_test(tc, routed_dump_verifies);
     return suite_run(s);
 }

@@ -24,6 +24,7 @@
 #include "qvet/plugin.h"
 #include "qvet/spec.h"
 
+#include "support/cli.h"
 #include "support/run.h"
 #include "support/suite.h"
 
@@ -386,7 +387,9 @@ END_TEST
 /* ABI version 3: the routed example plugin (moe-mixtral-w4a16-g128-f16 on
  * host pointers) loads with its seventh symbol and passes `qvet check` and a
  * bounded `qvet fuzz`; the same source weighing each product after its fp16
- * cast FAILs (exit 1), and its replay command gives the same FAIL; a routed
+ * cast FAILs (exit 1), its first failure's token alone is dumped where
+ * --fail-dir says and the dump's `qvet verify` command FAILs, and its replay
+ * command gives the same FAIL; a routed
  * row declared under version 2, or under 3 without qv_plugin_moe_launch, is
  * refused with the cause named. */
 #define MOE_ROW "moe-mixtral-w4a16-g128-f16"
@@ -416,9 +419,28 @@ START_TEST(routed_plugin)
     snprintf(bad, sizeof bad, "%s/libqvet_example_moe_cast_plugin.so", dir);
     build_plugin("plugins/example_moe/example_moe_plugin.c",
                  (const char *[]){"-DQV_MUTANT_example_moe_weight_after_cast", NULL}, bad);
-    r = run_qvet((const char *[]){"check", "--plugin", bad, NULL});
+    char fails[600];
+    snprintf(fails, sizeof fails, "%s/failures", dir);
+    r = run_qvet((const char *[]){"check", "--plugin", bad, "--fail-dir", fails, NULL});
     ck_assert_msg(r.rc == 1, "rc %d: %s%s", r.rc, r.out, r.err);
     ck_assert_ptr_null(strstr(r.out, ", 0 failed\n"));
+    /* the first failure's inputs, its failing token alone, and their verify command: FAIL */
+    const char *sh = strstr(r.out, "  shrunk to token ");
+    ck_assert_msg(sh != NULL, "%s", r.out);
+    const char *in = strstr(sh, "inputs in ");
+    ck_assert_ptr_nonnull(in);
+    const char *end = strstr(in, "/\n");
+    ck_assert_ptr_nonnull(end);
+    char dump[800], file[900], line[8192];
+    snprintf(dump, sizeof dump, "%.*s", (int)(end - (in + 10)), in + 10);
+    ck_assert_msg(strncmp(dump, fails, strlen(fails)) == 0, "%s is not under %s", dump, fails);
+    snprintf(file, sizeof file, "%s/replay.txt", dump);
+    const char *words[64];
+    qvet_command_words(file, line, sizeof line, words, 64);
+    ck_assert_str_eq(words[1], "verify");
+    run_result v = run_qvet(words + 1);
+    ck_assert_msg(v.rc == 1 && strstr(v.out, "(t=1 ") && strstr(v.out, ": FAIL"), "rc %d: %s%s", v.rc, v.out, v.err);
+    run_free(&v);
     /* the first failure's replay command, run as printed */
     const char *rp = strstr(r.out, "replay: qvet replay ");
     ck_assert_ptr_nonnull(rp);

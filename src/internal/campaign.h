@@ -286,6 +286,14 @@ int qv_moe_rows_match(const char *glob, const qv_backend *b, const qv_moe_row **
  * FAIL with its reason; QV_ERR_NODEVICE is returned as it is. */
 qv_status qv_moe_case_run(const qv_backend *b, const qv_moe_case *c, qv_moe_outcome *o);
 void qv_moe_case_replay_cmd(const qv_moe_case *c, const qv_backend *b, char *buf, size_t len);
+/* Reruns case c on b and writes its inputs, output, ids and weights into dir
+ * as the .npy files `qvet verify --spec ROUTED` reads, with its spec and a
+ * replay.txt holding that command and `replay`. With shrink, a FAIL is tried
+ * on its first failing token alone (the routing's first bad token, else the
+ * worst element's); when that token fails alone, only it is written and
+ * *token is its index, else *token is -1. */
+qv_status qv_moe_case_dump(const qv_backend *b, const qv_moe_case *c, int shrink, const char *dir, const char *replay,
+                           int64_t *token);
 /* The case's JSONL line ("kind":"routed", docs/results-format.md). */
 void qv_moe_case_json(FILE *f, const qv_moe_case *c, const qv_backend *b, const qv_moe_outcome *o);
 

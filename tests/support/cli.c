@@ -43,3 +43,34 @@ void qvet_expect(const char *const *args, int rc, const char *const *needles)
     ck_assert_str_eq(quiet, "");
     run_free(&r);
 }
+
+int qvet_command_words(const char *file, char *line, size_t len, const char **words, int max)
+{
+    FILE *f = fopen(file, "r");
+    ck_assert_msg(f != NULL, "%s is missing", file);
+    char buf[8192];
+    line[0] = 0;
+    while (fgets(buf, sizeof buf, f))
+        if (buf[0] != '#' && buf[0] != '\n') snprintf(line, len, "%s", buf);
+    fclose(f);
+    line[strcspn(line, "\n")] = 0;
+    int n = 0;
+    for (char *c = line; *c && n < max - 1;) {
+        while (*c == ' ') c++;
+        if (!*c) break;
+        char *end;
+        if (*c == '\'') {
+            words[n++] = ++c;
+            end = strchr(c, '\'');
+        } else {
+            words[n++] = c;
+            end = strchr(c, ' ');
+        }
+        if (!end) break;
+        *end = 0;
+        c = end + 1;
+    }
+    words[n] = NULL;
+    ck_assert_str_eq(words[0], "qvet");
+    return n;
+}

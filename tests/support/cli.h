@@ -7,6 +7,8 @@
 #ifndef QVET_TEST_CLI_H
 #define QVET_TEST_CLI_H
 
+#include <stddef.h>
+
 #include "support/run.h"
 
 /* The qvet binary: $QVET_BIN when set and not empty, else ../qvet beside the
@@ -21,5 +23,12 @@ run_result qvet_run(const char *const *args);
  * `needles` (NULL-terminated) stands in the stream that speaks (stdout when rc
  * is 0, else stderr), and that the other stream is empty. */
 void qvet_expect(const char *const *args, int rc, const char *const *needles);
+
+/* The last line of `file` that is not a comment (a command qvet wrote, as in
+ * a dump's replay.txt), copied into line and split there into words as a
+ * shell would split such commands: spaces between words, single quotes
+ * around a spec. Asserts that words[0] is "qvet"; returns the word count,
+ * words NULL-terminated (at most max - 1 words). */
+int qvet_command_words(const char *file, char *line, size_t len, const char **words, int max);
 
 #endif
