@@ -352,21 +352,6 @@ static qv_status one_token(const qv_moe_problem *p, int64_t t0, qv_moe_problem *
     return st;
 }
 
-/* The numpy dtype of a stored code of format f (problem.h storage, as
- * `qvet verify` reads it; the GEMM dumps' convention). */
-static qv_dtype dtype_of(qv_fmt f)
-{
-    switch (f) {
-    case QV_FMT_F16: return QV_DT_F2;
-    case QV_FMT_BF16: return QV_DT_BF16;
-    case QV_FMT_F32: return QV_DT_F4;
-    case QV_FMT_I4:
-    case QV_FMT_I8: return QV_DT_I1;
-    case QV_FMT_I32: return QV_DT_I4;
-    default: return QV_DT_U1;
-    }
-}
-
 /* dir/name.npy of shape dims[0..nd) and element type dt (data borrowed). */
 static qv_status save_npy(const char *dir, const char *name, qv_dtype dt, int nd, const int64_t *dims,
                           const void *data)
@@ -400,7 +385,7 @@ static qv_status save_stack(const char *dir, const char *name, const qv_moe_prob
                       : sk == SK_BIAS ? (const void *)w0->bias : (const void *)w0->g_idx;
     if (!first || rows * cols == 0) return QV_OK;
     int x = p->e_local + p->shared;
-    qv_dtype dt = sk == SK_GIDX ? QV_DT_I4 : dtype_of(f);
+    qv_dtype dt = sk == SK_GIDX ? QV_DT_I4 : qv_dump_dtype(f);
     size_t es = qv_dtype_size(dt), len = (size_t)(rows * cols);
     unsigned char *buf = malloc((size_t)x * len * es);
     if (!buf) return qv_fail(QV_ERR_NOMEM, "out of memory dumping %s", name);
@@ -451,12 +436,12 @@ static qv_status dump_problem(const qv_moe_problem *p, const void *kept, const c
     const void *a_data = p->a, *logits_data = p->logits, *expert_map_data = p->expert_map;
     const void *score_bias_data = p->score_bias, *shared_gate_data = p->shared_gate, *out_data = out;
     const void *ids_data = ids, *weights_data = w, *azp_data = p->azp, *a_scale_data = p->a_scale;
-    SAVE(a, dtype_of(v->afmt), 2, p->t, p->k);
-    SAVE(logits, dtype_of(s->logit_fmt), 2, p->t, p->e);
+    SAVE(a, qv_dump_dtype(v->afmt), 2, p->t, p->k);
+    SAVE(logits, qv_dump_dtype(s->logit_fmt), 2, p->t, p->e);
     SAVE(expert_map, QV_DT_I4, 1, p->e);
     SAVE(score_bias, QV_DT_F4, 1, p->e);
-    SAVE(shared_gate, dtype_of(v->afmt), 2, p->shared, p->k);
-    SAVE(out, dtype_of(v->ofmt), 2, p->t, p->n);
+    SAVE(shared_gate, qv_dump_dtype(v->afmt), 2, p->shared, p->k);
+    SAVE(out, qv_dump_dtype(v->ofmt), 2, p->t, p->n);
     SAVE(ids, QV_DT_I4, 2, p->t, s->topk);
     SAVE(weights, QV_DT_F4, 2, p->t, s->topk);
     SAVE(azp, QV_DT_I4, 1, v->azp == QV_AZP_TOKEN ? p->t : 1);

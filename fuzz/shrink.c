@@ -287,10 +287,7 @@ qv_status qv_shrink(const qv_backend *b, const qv_problem *p, int unique, int ma
 
 /* ---- .npy dumps ---- */
 
-/* The numpy dtype of a stored code of format f (problem.h storage; the
- * `qvet verify` conventions: bf16 as '<u2' bits, 8-bit and 4-bit codes one
- * byte each, signed integer codes as int8). */
-static qv_dtype dtype_of(qv_fmt f)
+qv_dtype qv_dump_dtype(qv_fmt f)
 {
     switch (f) {
     case QV_FMT_F16: return QV_DT_F2;
@@ -377,19 +374,19 @@ qv_status qv_case_dump(const qv_backend *b, const qv_problem *p, int unique, con
     do {                                                                       \
         if (st == QV_OK) st = save(__VA_ARGS__);                               \
     } while (0)
-    SAVE(dir, "A", dtype_of(v->afmt), 2, p->m, p->k, p->a);
+    SAVE(dir, "A", qv_dump_dtype(v->afmt), 2, p->m, p->k, p->a);
     if (v->act_scale == QV_ASCALE_TOKEN_BLOCK) SAVE(dir, "a_scale", QV_DT_F4, 2, na / p->m, p->m, p->a_scale);
     else if (v->act_scale == QV_ASCALE_TOKEN) SAVE(dir, "a_scale", QV_DT_F4, 2, p->m, 1, p->a_scale);
     else SAVE(dir, "a_scale", QV_DT_F4, 1, na, 0, p->a_scale);
     SAVE(dir, "azp", QV_DT_I4, 1, v->azp == QV_AZP_TOKEN ? p->m : 1, 0, p->azp);
-    SAVE(dir, "q", dtype_of(v->wfmt), 2, p->k, p->n, p->q);
-    SAVE(dir, "scales", dtype_of(v->sfmt), 2, qv_problem_scale_rows(p), qv_problem_scale_cols(p), p->scales);
-    SAVE(dir, "scales2", dtype_of(v->s2fmt), 2, 1, n2, s2);
-    SAVE(dir, "zeros", dtype_of(v->wfmt), 2, zr, zc, p->zeros);
-    SAVE(dir, "zeros", dtype_of(v->sfmt), 2, zr, zc, zf);
-    SAVE(dir, "bias", dtype_of(v->bias_fmt), 1, p->n, 0, bias);
+    SAVE(dir, "q", qv_dump_dtype(v->wfmt), 2, p->k, p->n, p->q);
+    SAVE(dir, "scales", qv_dump_dtype(v->sfmt), 2, qv_problem_scale_rows(p), qv_problem_scale_cols(p), p->scales);
+    SAVE(dir, "scales2", qv_dump_dtype(v->s2fmt), 2, 1, n2, s2);
+    SAVE(dir, "zeros", qv_dump_dtype(v->wfmt), 2, zr, zc, p->zeros);
+    SAVE(dir, "zeros", qv_dump_dtype(v->sfmt), 2, zr, zc, zf);
+    SAVE(dir, "bias", qv_dump_dtype(v->bias_fmt), 1, p->n, 0, bias);
     SAVE(dir, "g_idx", QV_DT_I4, 1, p->k, 0, p->g_idx);
-    SAVE(dir, "out", dtype_of(v->ofmt), 2, p->m, p->n, o.out);
+    SAVE(dir, "out", qv_dump_dtype(v->ofmt), 2, p->m, p->n, o.out);
     if (o.has_truth) {
         SAVE(dir, "y", QV_DT_F8, 2, p->m, p->n, o.truth.y);
         SAVE(dir, "bound", QV_DT_F8, 2, p->m, p->n, o.truth.bound);

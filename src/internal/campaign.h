@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "qvet/array.h"
 #include "qvet/gemm.h"
 #include "qvet/moe.h"
 #include "qvet/plugin.h"
@@ -227,6 +228,10 @@ qv_status qv_case_dump(const qv_backend *b, const qv_problem *p, int unique, con
 
 /* mkdir -p: creates dir and its missing parents. */
 qv_status qv_mkdirs(const char *dir);
+/* The numpy dtype of a stored code of format f (problem.h storage; the
+ * `qvet verify` conventions: bf16 as '<u2' bits, 8-bit and 4-bit codes one
+ * byte each, signed integer codes as int8). */
+qv_dtype qv_dump_dtype(qv_fmt f);
 
 /* ---- JSONL. ---- */
 
