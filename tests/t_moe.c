@@ -7,7 +7,8 @@
  *     softmax computed here with MPFR at 256 bits;
  *   - the truth against an independent MPFR sum of weights times expert
  *     products computed from problem.h's accessors;
- *   - the CPU model passes every logits case, route, combine and expert spec;
+ *   - the CPU model passes every logits case, route, combine and expert spec,
+ *     and random routed specs drawing every routing key at once;
  *   - the split-K witness: each expert's product exactly 1, an output of K
  *     parts reduced in the 16-bit format fails, the int32 rows refuse it;
  *   - the bug classes of docs/design.md §6 rows 25-28 fail: the router weight applied
@@ -32,6 +33,7 @@
 #include "qvet/moe.h"
 #include "qvet/spec.h"
 #include "support/cases.h"
+#include "support/rand.h"
 #include "support/suite.h"
 
 static uint64_t mix(uint64_t a, uint64_t b) { return case_mix(a, b, 0x4D6F45ull); }
@@ -838,6 +840,80 @@ START_TEST(model_passes)
 }
 END_TEST
 
+/* Random routed specs: every routing key drawn (route, topk, rsf, tie, rw,
+ * sum, logits format, groups, the selection bias, eps, the shared gate) over
+ * a few expert specs; the parser's refusals are skipped (each has a test of
+ * its own). A spec it takes must give a problem whose CPU model output
+ * passes with the model's ids and weights, on a random logits case; without
+ * them it must pass or be refused with a message (QV_ERR_UNSUPPORTED: a tie
+ * the reference cannot list without the kernel's ids). */
+START_TEST(random_specs_model_passes)
+{
+    static const char *const experts[] = {"w=u4b8,ws=f16/g128", "w=u4b8,ws=bf16/c,a=bf16",
+                                          "w=u4b8,ws=bf16/g128,a=bf16,out=f32",
+                                          "w=e4m3,ws=f32/b128x128,a=e4m3,as=f32/tok-b128,acc=f8p128,out=bf16"};
+    static const char *const routes[] = {"softmax-topk", "softmax-topk-renorm", "topk-softmax", "sigmoid-topk",
+                                         "sigmoid-topk-renorm"};
+    const uint64_t seed = mix(case_seed(1), 900 + (uint64_t)_i);
+    uint64_t draw = 0;
+#define RND() test_rnd(seed, 0, draw++)
+    int taken = 0;
+    for (int tries = 0; tries < 40 && taken < 3; tries++) {
+        char text[512];
+        int topk = 1 + (int)(RND() % 4), groups = RND() % 3 ? 0 : 4;
+        const char *ex = experts[RND() % 4], *rt = routes[RND() % 5];
+        int n = snprintf(text, sizeof text, "%s,route=%s,topk=%d", ex, rt, topk);
+        if (RND() % 2) n += snprintf(text + n, sizeof text - (size_t)n, ",rsf=2.5");
+        if (RND() % 2) n += snprintf(text + n, sizeof text - (size_t)n, ",tie=low");
+        static const char *const rw[] = {"", ",rw=out", ",rw=in"}, *const sum[] = {"", ",sum=out"};
+        const char *rws = rw[RND() % 3], *sums = sum[RND() % 2];
+        n += snprintf(text + n, sizeof text - (size_t)n, "%s%s", rws, sums);
+        if (RND() % 3 == 0) n += snprintf(text + n, sizeof text - (size_t)n, ",logits=bf16");
+        if (groups) n += snprintf(text + n, sizeof text - (size_t)n, ",groups=4,gtopk=%d", 1 + (int)(RND() % 2));
+        if (RND() % 3 == 0) n += snprintf(text + n, sizeof text - (size_t)n, ",sbias=f32");
+        if (RND() % 4 == 0) n += snprintf(text + n, sizeof text - (size_t)n, ",eps=1e-20");
+        if (RND() % 3 == 0) n += snprintf(text + n, sizeof text - (size_t)n, ",sgate=sigmoid");
+        qv_moe_spec s;
+        if (qv_moe_spec_parse(text, &s) != QV_OK) continue;
+        int e = 16, shared = (int)(RND() % 3), e_local = RND() % 2 ? 16 : 12;
+        int64_t T = 1 + (int64_t)(RND() % 24), k = s.expert->wfmt == QV_FMT_E4M3 ? 256 : 128;
+        qv_moe_problem p;
+        if (qv_moe_problem_create(&p, &s, T, 128, k, e, e_local, shared) != QV_OK) continue; /* e.g. kept groups too small */
+        qv_moe_logits lc = (qv_moe_logits)(RND() % QV_LOGITS_COUNT);
+        const qv_probe_kind kind = RND() % 2 ? QV_PROBE_RANDOM : QV_PROBE_EXACT;
+        if (ref_moe_fill(&p, lc, kind, QV_REGIME_LOGUNIFORM, RND()) != QV_OK) {
+            qv_moe_problem_destroy(&p);
+            continue; /* a logits case the shape cannot hold (nonlocal without enough -1) */
+        }
+        void *out = out_alloc(&p);
+        int32_t *ids = malloc(sizeof(int32_t) * (size_t)(T * topk));
+        float *w = malloc(sizeof(float) * (size_t)(T * topk));
+        qv_moe_result r;
+        qv_status ms = ref_moe_model_run(&p, 16, out, ids, w);
+        if (ms == QV_OK) {
+            qv_status vs = ref_moe_verify(&p, out, ids, w, &r);
+            ck_assert_msg(vs == QV_OK || vs == QV_ERR_UNSUPPORTED || vs == QV_ERR_RANGE, "%s, %s: %s", text,
+                          qv_moe_logits_name(lc), qv_errmsg());
+            if (vs == QV_OK) {
+                ck_assert_msg(r.out.grade != QV_FAIL && !r.n_route_bad && !r.n_weight_bad, "%s, logits %s: %s",
+                              s.text, qv_moe_logits_name(lc), r.out.reason);
+                vs = ref_moe_verify(&p, out, NULL, NULL, &r);
+                ck_assert_msg(vs == QV_OK || vs == QV_ERR_UNSUPPORTED, "%s, %s, no ids: %s", s.text,
+                              qv_moe_logits_name(lc), qv_errmsg());
+                if (vs == QV_OK)
+                    ck_assert_msg(r.out.grade != QV_FAIL, "%s, logits %s, no ids: %s", s.text, qv_moe_logits_name(lc),
+                                  r.out.reason);
+                taken++;
+            }
+        }
+        free(out), free(ids), free(w);
+        qv_moe_problem_destroy(&p);
+    }
+#undef RND
+    ck_assert_msg(taken > 0, "no random spec of this draw made a verified case");
+}
+END_TEST
+
 /* The split-K witness on routed problems: every expert's product is 2049 -
  * 2048 = 1 in every column, so each token's exact output is the sum of its
  * exact weights (plus 1 per shared expert). An output made as a reduction of
@@ -1163,6 +1239,7 @@ int main(void)
     tcase_add_test(tr, weight_on_input_by_hand);
     tcase_add_test(tr, weight_on_input_ambiguous);
     tcase_add_test(tr, shared_gate_by_hand);
+    tcase_add_loop_test(tr, random_specs_model_passes, 0, 40);
     suite_add_tcase(s, tr);
     printf("t_moe: seed %llu (QVET_SEED)\n", (unsigned long long)case_seed(1));
     return suite_run(s);
