@@ -118,6 +118,15 @@ static double rho_exp(const qv_moe_spec *s, double d)
     return r * (1.0 + 0x1p-40) + 0x1p-60;
 }
 
+/* The relative error bound of a kernel's fp32 sigmoid 1 / (1 + exp(-l)): the
+ * exponential's (rho_exp, weighed by its share q = e / (1 + e) of the
+ * denominator), the addition's and the division's roundings. */
+static double sigmoid_rel(const qv_moe_spec *s, double l)
+{
+    double en = exp(-l), q = en / (1.0 + en);
+    return (1.0 + U32) * (1.0 + U32) / ((1.0 - rho_exp(s, l) * q) * (1.0 - U32)) - 1.0;
+}
+
 static int is_softmax(qv_route r) { return r == QV_ROUTE_SOFTMAX_TOPK || r == QV_ROUTE_SOFTMAX_TOPK_RENORM; }
 static int is_sigmoid(qv_route r) { return r == QV_ROUTE_SIGMOID_TOPK || r == QV_ROUTE_SIGMOID_TOPK_RENORM; }
 static int is_renorm(qv_route r)
@@ -332,10 +341,8 @@ static void route_token(const qv_moe_problem *p, int64_t t, token_route *r, int 
             double rj = l - lmax >= -76.0 ? rho_exp(s, l - lmax) : 0.0;
             beta = (1.0 + rj) * (1.0 + U32) * (1.0 + U32) / ((1.0 - rho_a) * (1.0 - gamma_n(e - 1))) - 1.0;
         } else {
-            double en = exp(-l);
-            key = 1.0 / (1.0 + en);
-            double q = en / (1.0 + en);
-            beta = (1.0 + U32) * (1.0 + U32) / ((1.0 - rho_exp(s, l) * q) * (1.0 - U32)) - 1.0;
+            key = 1.0 / (1.0 + exp(-l));
+            beta = sigmoid_rel(s, l);
         }
         beta = beta * (1.0 + 0x1p-40) + 0x1p-48; /* the double evaluation of key */
         /* the relative model holds above 2^-100; below, the key may be anything in [0, 2^-100] */
@@ -602,8 +609,7 @@ static qv_status exact_weights(const qv_moe_problem *p, const token_route *r, co
             out[c] = mpfr_get_d(w->x, MPFR_RNDN);
             mpfr_add(w->sum, w->sum, w->x, MPFR_RNDN);
             if (l >= -87.0) {
-                double en = exp(-l), q = en / (1.0 + en);
-                double gc = (1.0 + U32) * (1.0 + U32) / ((1.0 - rho_exp(s, l) * q) * (1.0 - U32)) - 1.0;
+                double gc = sigmoid_rel(s, l);
                 if (gc > g) g = gc;
             }
         }
@@ -1146,16 +1152,12 @@ static void gate_interval(const qv_moe_problem *p, int64_t t, int sx, mpfr_t acc
     double zl = ref_round_to(af, y - E, 0), zh = ref_round_to(af, y + E, 0);
     double sl = 0.0, sh = 1.0;
     if (zl != -INFINITY && zl >= -87.0) {
-        double en = exp(-zl), q = en / (1.0 + en);
-        double gc = (1.0 + U32) * (1.0 + U32) / ((1.0 - rho_exp(s, zl) * q) * (1.0 - U32)) - 1.0;
-        sl = 1.0 / (1.0 + en) * (1.0 - gc * (1.0 + 0x1p-40) - 0x1p-50);
+        sl = 1.0 / (1.0 + exp(-zl)) * (1.0 - sigmoid_rel(s, zl) * (1.0 + 0x1p-40) - 0x1p-50);
         if (sl < 0) sl = 0;
     }
     if (zh != INFINITY) {
         if (zh >= -87.0) {
-            double en = exp(-zh), q = en / (1.0 + en);
-            double gc = (1.0 + U32) * (1.0 + U32) / ((1.0 - rho_exp(s, zh) * q) * (1.0 - U32)) - 1.0;
-            sh = 1.0 / (1.0 + en) * (1.0 + gc * (1.0 + 0x1p-40) + 0x1p-50) + WEIGHT_ABS;
+            sh = 1.0 / (1.0 + exp(-zh)) * (1.0 + sigmoid_rel(s, zh) * (1.0 + 0x1p-40) + 0x1p-50) + WEIGHT_ABS;
         } else {
             sh = exp(-87.0) + WEIGHT_ABS; /* the kernel's exp(-z) may overflow to Inf: sigma 0 */
         }
