@@ -321,37 +321,6 @@ qv_status qv_moe_case_run(const qv_backend *b, const qv_moe_case *c, qv_moe_outc
 
 /* ---- a failure's inputs -------------------------------------------------------------------- */
 
-/* Token t0 of p alone, as a one-token problem: its logits, activations and
- * activation scales, and every expert's weights, map, bias and gates. */
-static qv_status one_token(const qv_moe_problem *p, int64_t t0, qv_moe_problem *q)
-{
-    const qv_variant *v = p->s->expert;
-    QV_TRY(qv_moe_problem_create(q, p->s, 1, p->n, p->k, p->e, p->e_local, p->shared));
-    size_t lb = qv_fmt_storage_bytes(p->s->logit_fmt), ab = qv_fmt_storage_bytes(v->afmt);
-    memcpy(q->logits, (const char *)p->logits + (size_t)(t0 * p->e) * lb, (size_t)p->e * lb);
-    memcpy(q->a, (const char *)p->a + (size_t)(t0 * p->k) * ab, (size_t)p->k * ab);
-    memcpy(q->expert_map, p->expert_map, sizeof(int32_t) * (size_t)p->e);
-    if (p->score_bias) memcpy(q->score_bias, p->score_bias, sizeof(float) * (size_t)p->e);
-    if (p->shared_gate) memcpy(q->shared_gate, p->shared_gate, (size_t)(p->shared * p->k) * ab);
-    switch (v->act_scale) {
-    case QV_ASCALE_NONE: break;
-    case QV_ASCALE_TENSOR: q->a_scale[0] = p->a_scale[0]; break;
-    case QV_ASCALE_TOKEN: q->a_scale[0] = p->a_scale[t0]; break;
-    case QV_ASCALE_TOKEN_BLOCK: /* (ceil(k/128), t) MN-major */
-        for (int64_t kb = 0; kb < (p->k + 127) / 128; kb++) q->a_scale[kb] = p->a_scale[kb * p->t + t0];
-        break;
-    }
-    if (v->azp == QV_AZP_TENSOR) q->azp[0] = p->azp[0];
-    else if (v->azp == QV_AZP_TOKEN) q->azp[0] = p->azp[t0];
-    qv_status st = QV_OK;
-    for (int i = 0; i < p->e_local + p->shared && st == QV_OK; i++) {
-        qv_problem_destroy(&q->w[i]);
-        st = qv_problem_clone(&q->w[i], &p->w[i]);
-    }
-    if (st != QV_OK) qv_moe_problem_destroy(q);
-    return st;
-}
-
 /* dir/name.npy of shape dims[0..nd) and element type dt (data borrowed). */
 static qv_status save_npy(const char *dir, const char *name, qv_dtype dt, int nd, const int64_t *dims,
                           const void *data)
@@ -507,7 +476,7 @@ qv_status qv_moe_case_dump(const qv_backend *b, const qv_moe_case *c, int shrink
     int64_t t0 = o.res.first_bad_token >= 0 ? o.res.first_bad_token : o.res.out.worst_m;
     if (st == QV_OK && shrink && o.res.out.grade == QV_FAIL && p.t > 1 && t0 >= 0 && t0 < p.t) {
         qv_moe_problem q;
-        if (one_token(&p, t0, &q) == QV_OK) {
+        if (qv_moe_problem_token(&p, t0, &q) == QV_OK) {
             qv_moe_outcome o1;
             memset(&o1, 0, sizeof o1);
             void *kept1 = NULL;

@@ -409,6 +409,27 @@ qv_status qv_moe_problem_check(const qv_moe_problem *p)
 
 /* ---- sub-problems ------------------------------------------------------------------- */
 
+/* Token t's activations, activation scales and zero point into row r of the
+ * m-row buffers a, a_scale and azp, laid out as problem.h holds them. */
+static void copy_token(const qv_moe_problem *p, int64_t t, int64_t r, int64_t m, void *a, float *a_scale, int32_t *azp)
+{
+    const qv_variant *v = p->s->expert;
+    size_t es = qv_fmt_storage_bytes(v->afmt);
+    int64_t k = p->k, kb = (k + 127) / 128;
+    memcpy((char *)a + (size_t)(r * k) * es, (const char *)p->a + (size_t)(t * k) * es, (size_t)k * es);
+    switch (v->act_scale) {
+    case QV_ASCALE_NONE: break;
+    case QV_ASCALE_TENSOR: a_scale[0] = p->a_scale[0]; break;
+    case QV_ASCALE_TOKEN: a_scale[r] = p->a_scale[t]; break;
+    case QV_ASCALE_TOKEN_BLOCK:
+        /* (ceil(k/128), m) MN-major: group b of token r at b * m + r */
+        for (int64_t b = 0; b < kb; b++) a_scale[b * m + r] = p->a_scale[b * p->t + t];
+        break;
+    }
+    if (v->azp == QV_AZP_TENSOR) azp[0] = p->azp[0];
+    else if (v->azp == QV_AZP_TOKEN) azp[r] = p->azp[t];
+}
+
 qv_status qv_moe_subproblem(const qv_moe_problem *p, int i, const int64_t *rows, int64_t m, qv_problem *out)
 {
     QV_ASSERT(i >= 0 && i < p->e_local + p->shared && m >= 1, "qv_moe_subproblem: expert or row count out of range");
@@ -419,7 +440,7 @@ qv_status qv_moe_subproblem(const qv_moe_problem *p, int i, const int64_t *rows,
     out->a_scale = NULL;
     out->azp = NULL;
     size_t es = qv_fmt_storage_bytes(v->afmt);
-    int64_t k = p->k, kb = (k + 127) / 128;
+    int64_t k = p->k;
     out->a = malloc((size_t)(m * k) * es);
     int64_t nas = ascale_count(v, m, k), naz = azp_count(v, m);
     if (nas) out->a_scale = malloc(sizeof(float) * (size_t)nas);
@@ -429,22 +450,29 @@ qv_status qv_moe_subproblem(const qv_moe_problem *p, int i, const int64_t *rows,
         return qv_fail(QV_ERR_NOMEM, "routed GEMM: out of memory gathering %lld tokens", (long long)m);
     }
     for (int64_t r = 0; r < m; r++) {
-        int64_t t = rows[r];
-        QV_ASSERT(t >= 0 && t < p->t, "qv_moe_subproblem: a row outside the tokens");
-        memcpy((char *)out->a + (size_t)(r * k) * es, (const char *)p->a + (size_t)(t * k) * es, (size_t)k * es);
-        switch (v->act_scale) {
-        case QV_ASCALE_NONE: break;
-        case QV_ASCALE_TENSOR: out->a_scale[0] = p->a_scale[0]; break;
-        case QV_ASCALE_TOKEN: out->a_scale[r] = p->a_scale[t]; break;
-        case QV_ASCALE_TOKEN_BLOCK:
-            /* (ceil(k/128), m) MN-major: group b of token r at b * m + r */
-            for (int64_t b = 0; b < kb; b++) out->a_scale[b * m + r] = p->a_scale[b * p->t + t];
-            break;
-        }
-        if (v->azp == QV_AZP_TENSOR) out->azp[0] = p->azp[0];
-        else if (v->azp == QV_AZP_TOKEN) out->azp[r] = p->azp[t];
+        QV_ASSERT(rows[r] >= 0 && rows[r] < p->t, "qv_moe_subproblem: a row outside the tokens");
+        copy_token(p, rows[r], r, m, out->a, out->a_scale, out->azp);
     }
     return QV_OK;
+}
+
+qv_status qv_moe_problem_token(const qv_moe_problem *p, int64_t t, qv_moe_problem *out)
+{
+    QV_ASSERT(t >= 0 && t < p->t, "qv_moe_problem_token: a token outside the problem");
+    QV_TRY(qv_moe_problem_create(out, p->s, 1, p->n, p->k, p->e, p->e_local, p->shared));
+    size_t lb = qv_fmt_storage_bytes(p->s->logit_fmt), ab = qv_fmt_storage_bytes(p->s->expert->afmt);
+    memcpy(out->logits, (const char *)p->logits + (size_t)(t * p->e) * lb, (size_t)p->e * lb);
+    copy_token(p, t, 0, 1, out->a, out->a_scale, out->azp);
+    memcpy(out->expert_map, p->expert_map, sizeof(int32_t) * (size_t)p->e);
+    if (p->score_bias) memcpy(out->score_bias, p->score_bias, sizeof(float) * (size_t)p->e);
+    if (p->shared_gate) memcpy(out->shared_gate, p->shared_gate, (size_t)(p->shared * p->k) * ab);
+    qv_status st = QV_OK;
+    for (int i = 0; i < p->e_local + p->shared && st == QV_OK; i++) {
+        qv_problem_destroy(&out->w[i]);
+        st = qv_problem_clone(&out->w[i], &p->w[i]);
+    }
+    if (st != QV_OK) qv_moe_problem_destroy(out);
+    return st;
 }
 
 void qv_moe_subproblem_destroy(qv_problem *sub)

@@ -914,6 +914,44 @@ START_TEST(random_specs_model_passes)
 }
 END_TEST
 
+/* qv_moe_problem_token: token t alone is the same routed problem for that
+ * token. The CPU model computes each token on its own, so its output row,
+ * ids and weights must be the full problem's row t bit for bit; on specs with
+ * per-token and per-128-K activation scales, a selection bias, shared gates
+ * and a local subset of the experts. */
+START_TEST(one_token_problem)
+{
+    static const char *const specs[] = {
+        "w=e4m3,ws=f32/b128x128,a=e4m3,as=f32/tok-b128,acc=f8p128,out=bf16,route=sigmoid-topk-renorm,topk=4,"
+        "rsf=2.5,groups=4,gtopk=2,sbias=f32",
+        "w=i8,ws=f32/c,a=i8,as=f32/tok,acc=i32,out=bf16,route=softmax-topk,topk=2",
+        "w=u4b8,ws=bf16/g128,a=bf16,route=softmax-topk-renorm,topk=4,rw=out,sum=out,logits=bf16,sgate=sigmoid",
+    };
+    qv_moe_spec *s = moe_spec(specs[_i]);
+    qv_moe_problem p, q;
+    make(&p, s, 9, 128, 256, 16, 12, 2, QV_LOGITS_RANDOM, QV_PROBE_RANDOM, mix(case_seed(1), 950 + (uint64_t)_i));
+    size_t es = qv_fmt_storage_bytes(s->expert->ofmt), row = (size_t)p.n * es;
+    void *out = out_alloc(&p), *out1 = malloc(row);
+    int k = s->topk;
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(9 * k)), *ids1 = malloc(sizeof(int32_t) * (size_t)k);
+    float *w = malloc(sizeof(float) * (size_t)(9 * k)), *w1 = malloc(sizeof(float) * (size_t)k);
+    ck_assert_int_eq(ref_moe_model_run(&p, 16, out, ids, w), QV_OK);
+    for (int64_t t = 0; t < p.t; t += 4) {
+        ck_assert_msg(qv_moe_problem_token(&p, t, &q) == QV_OK, "%s", qv_errmsg());
+        ck_assert_int_eq(q.t, 1);
+        ck_assert_int_eq(ref_moe_model_run(&q, 16, out1, ids1, w1), QV_OK);
+        ck_assert_msg(!memcmp(out1, (char *)out + (size_t)t * row, row), "%s: token %lld's row differs", s->text,
+                      (long long)t);
+        ck_assert(!memcmp(ids1, ids + t * k, sizeof(int32_t) * (size_t)k));
+        ck_assert(!memcmp(w1, w + t * k, sizeof(float) * (size_t)k));
+        qv_moe_problem_destroy(&q);
+    }
+    free(out), free(out1), free(ids), free(ids1), free(w), free(w1);
+    qv_moe_problem_destroy(&p);
+    free(s);
+}
+END_TEST
+
 /* The split-K witness on routed problems: every expert's product is 2049 -
  * 2048 = 1 in every column, so each token's exact output is the sum of its
  * exact weights (plus 1 per shared expert). An output made as a reduction of
@@ -1240,6 +1278,7 @@ int main(void)
     tcase_add_test(tr, weight_on_input_ambiguous);
     tcase_add_test(tr, shared_gate_by_hand);
     tcase_add_loop_test(tr, random_specs_model_passes, 0, 40);
+    tcase_add_loop_test(tr, one_token_problem, 0, 3);
     suite_add_tcase(s, tr);
     printf("t_moe: seed %llu (QVET_SEED)\n", (unsigned long long)case_seed(1));
     return suite_run(s);

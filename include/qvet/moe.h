@@ -172,6 +172,11 @@ qv_status qv_moe_problem_check(const qv_moe_problem *p);
 qv_status qv_moe_subproblem(const qv_moe_problem *p, int i, const int64_t *rows, int64_t m, qv_problem *out);
 void qv_moe_subproblem_destroy(qv_problem *sub);
 
+/* Token t of p alone: a one-token routed problem with t's logits,
+ * activations, activation scales and zero point, and copies of p's experts,
+ * expert map, selection bias and shared gates (a failing token's reproducer). */
+qv_status qv_moe_problem_token(const qv_moe_problem *p, int64_t t, qv_moe_problem *out);
+
 /* The token sort of a grouped GEMM: each (token, choice) pair whose expert is
  * local, and every token once per shared expert, grouped by local expert
  * (shared experts last), each expert's segment padded to a multiple of
