@@ -214,6 +214,15 @@ static qv_status run_gpu(const qv_backend *b, const qv_moe_problem *p, void *out
     return QV_OK;
 }
 
+/* Fills p's (t, n) output with the poison code of its format. */
+static void poison_out(const qv_moe_problem *p, void *out)
+{
+    const qv_fmt of = p->s->expert->ofmt;
+    const uint32_t poison = ref_poison_code(of);
+    const size_t es = qv_fmt_storage_bytes(of);
+    for (int64_t i = 0; i < p->t * p->n; i++) memcpy((char *)out + (size_t)i * es, &poison, es);
+}
+
 /* The case on a plugin's routed launch: poisoned outputs, b->repeat launches
  * (one at a time) compared bit for bit, ids and weights included. */
 static qv_status run_plugin(const qv_backend *b, const char *row, const qv_moe_problem *p, void *out, int32_t *ids,
@@ -224,10 +233,8 @@ static qv_status run_plugin(const qv_backend *b, const char *row, const qv_moe_p
     int reps = b->repeat > 1 ? b->repeat : 1;
     void *first = malloc(ob + nk * (sizeof(int32_t) + sizeof(float)));
     if (!first) return qv_fail(QV_ERR_NOMEM, "out of memory for a routed case");
-    uint32_t poison = ref_poison_code(s->expert->ofmt);
-    size_t es = qv_fmt_storage_bytes(s->expert->ofmt);
     for (int r = 0; r < reps && !why[0]; r++) {
-        for (int64_t i = 0; i < p->t * p->n; i++) memcpy((char *)out + (size_t)i * es, &poison, es);
+        poison_out(p, out);
         for (size_t i = 0; i < nk; i++) ids[i] = -1, w[i] = NAN;
         const qv_moe_launch_args a = {.p = p, .out = out, .topk_ids = ids, .topk_weights = w};
         pthread_mutex_t *lock = b->launch_lock;
@@ -273,8 +280,7 @@ static qv_status run_problem(const qv_backend *b, const char *row, const qv_moe_
     } else if (b->kind == QV_BACKEND_HOST_FN) {
         st = run_plugin(b, row, p, out, ids, w, why, sizeof why);
     } else {
-        uint32_t poison = ref_poison_code(s->expert->ofmt);
-        for (int64_t i = 0; i < p->t * p->n; i++) memcpy((char *)out + (size_t)i * es, &poison, es);
+        poison_out(p, out);
         st = ref_moe_model_run(p, 16, out, ids, w);
     }
     if (st == QV_OK && !strncmp(why, "backend error", 13)) {
