@@ -507,6 +507,17 @@ static void file_name(const char *name, char *buf, size_t len)
         else if (*c == ',') *c = '_';
 }
 
+/* The folder under --fail-dir of a failing case: seedS-caseJ for a generated
+ * case, check-NAME-caseJ for case J of variant NAME's fixed suite. */
+static void fail_dir_of(const campaign *cp, int suite, const char *name, uint64_t seed, long long index, char *buf,
+                        size_t len)
+{
+    char fname[QV_SPEC_MAX];
+    file_name(name, fname, sizeof fname);
+    if (suite) snprintf(buf, len, "%s/check-%s-case%lld", cp->o->fail_dir, fname, index);
+    else snprintf(buf, len, "%s/seed%llu-case%lld", cp->o->fail_dir, (unsigned long long)seed, index);
+}
+
 /* Finishes case c, made into p and run into out (by a worker): shrinks a
  * FAIL, tallies it, writes its JSONL line, frees both. In case order, on the
  * main thread, so the shrink budget and the lines are those of a run on one
@@ -526,13 +537,7 @@ static void finish_case(campaign *cp, const qv_case *c, qv_problem *p, qv_outcom
         if (cp->o->shrink && cp->n_shrunk < MAX_SHRUNK_FAILURES) {
             qv_problem small;
             if (qv_shrink(cp->b, p, unique, SHRINK_TRIES, &small, &sh) == QV_OK) {
-                snprintf(sh.dir, sizeof sh.dir, "%s/seed%llu-case%lld", cp->o->fail_dir, (unsigned long long)c->seed,
-                         (long long)c->index);
-                if (c->suite) {
-                    char name[QV_SPEC_MAX];
-                    file_name(c->v->name, name, sizeof name);
-                    snprintf(sh.dir, sizeof sh.dir, "%s/check-%s-case%lld", cp->o->fail_dir, name, (long long)c->index);
-                }
+                fail_dir_of(cp, c->suite, c->v->name, c->seed, (long long)c->index, sh.dir, sizeof sh.dir);
                 if (qv_case_dump(cp->b, &small, unique, sh.dir, replay) != QV_OK) {
                     fprintf(stderr, "qvet %s: dumping the shrunk case: %s\n", cp->o->cmd, qv_errmsg());
                     sh.dir[0] = '\0';
@@ -608,11 +613,7 @@ static int finish_routed(campaign *cp, const qv_moe_case *c, const qv_moe_outcom
         if (cp->o->shrink && cp->n_shrunk < MAX_SHRUNK_FAILURES) {
             /* the inputs as `qvet verify` reads them, the failing token alone where it fails alone */
             char dir[1100];
-            if (c->suite)
-                snprintf(dir, sizeof dir, "%s/check-%s-case%lld", cp->o->fail_dir, c->row->name, (long long)c->index);
-            else
-                snprintf(dir, sizeof dir, "%s/seed%llu-case%lld", cp->o->fail_dir, (unsigned long long)c->seed,
-                         (long long)c->index);
+            fail_dir_of(cp, c->suite, c->row->name, c->seed, (long long)c->index, dir, sizeof dir);
             int64_t token;
             if (qv_moe_case_dump(cp->b, c, 1, dir, replay, &token) == QV_OK) {
                 cp->n_shrunk++;
