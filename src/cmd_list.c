@@ -197,9 +197,6 @@ static int routed_match(const qv_moe_row *r, const char *glob)
     return !glob || !*glob || fnmatch(glob, r->name, 0) == 0;
 }
 
-static const char *const rw_text[] = {"acc", "out", "in"};
-static const char *const sum_text[] = {"f32", "out"};
-
 static void print_routed_table(const char *glob)
 {
     printf("%-36s %7s %6s %4s %-20s %-11s %-4s %-12s %-3s %-3s  %s\n", "routed", "experts", "shared", "topk", "route",
@@ -217,7 +214,7 @@ static void print_routed_table(const char *glob)
         else if (s->sbias) snprintf(sel, sizeof sel, "sbias");
         /* where the weight applies / how the terms are summed, and the shared experts' gate */
         char comb[32];
-        snprintf(comb, sizeof comb, "%s/%s%s", rw_text[s->rw], sum_text[s->sum], s->sgate ? ",gate" : "");
+        snprintf(comb, sizeof comb, "%s/%s%s", qv_rw_name(s->rw), qv_moe_sum_name(s->sum), s->sgate ? ",gate" : "");
         printf("%-36s %7d %6d %4d %-20s %-11s %-4g %-12s %-3s %-3s  %s\n", r->name, r->experts, r->shared, s->topk,
                qv_route_name(s->route), sel, (double)s->rsf, comb, r->gpu_kernel ? "yes" : "no", "yes", ex);
     }
@@ -242,8 +239,8 @@ static void print_routed_json(const char *glob)
         kv_int("groups", s->groups);
         kv_int("gtopk", s->gtopk);
         kv_bool("sbias", s->sbias);
-        kv_str("rw", rw_text[s->rw]);
-        kv_str("sum", sum_text[s->sum]);
+        kv_str("rw", qv_rw_name(s->rw));
+        kv_str("sum", qv_moe_sum_name(s->sum));
         kv_bool("sgate", s->sgate);
         key("rsf", 0);
         qv_json_fput_num(stdout, (double)s->rsf);

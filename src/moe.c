@@ -28,6 +28,8 @@ const char *qv_route_name(qv_route r)
 {
     return (unsigned)r < N_OF(route_names) ? route_names[r] : "?";
 }
+const char *qv_rw_name(qv_rw r) { return (unsigned)r < N_OF(rw_names) ? rw_names[r] : "?"; }
+const char *qv_moe_sum_name(qv_moe_sum s) { return (unsigned)s < N_OF(sum_names) ? sum_names[s] : "?"; }
 
 static qv_status bad(const char *fmt, ...)
 {

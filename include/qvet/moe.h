@@ -294,8 +294,11 @@ const qv_moe_row *qv_moe_row_find(const char *name);
 /* The row's parsed spec (interned for the life of the process). */
 qv_status qv_moe_row_spec(const qv_moe_row *r, const qv_moe_spec **out);
 
-/* Names for messages and JSON: "softmax-topk", ... */
+/* Names for messages and JSON, as the keys spell them: "softmax-topk", ...;
+ * "acc", "out", "in"; "f32", "out". */
 const char *qv_route_name(qv_route r);
+const char *qv_rw_name(qv_rw r);
+const char *qv_moe_sum_name(qv_moe_sum s);
 
 #ifdef __cplusplus
 }
