@@ -179,6 +179,24 @@ $(BUILD)/plugins/libqvet_example_moe_plugin.so: $(wildcard plugins/example_moe/*
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -shared $(filter %.c,$^) -o $@ -lm
 
+# The CUDA example plugin (device pointers): a W4A16 spec and a routed row as
+# plain kernels, cudart linked statically like qvet's; and its two mutants
+# (plugins/example_cuda says which bug each is), which the GPU suite
+# t_gpu_plugin must see FAIL.
+CUDA_PLUGIN_SRC := plugins/example_cuda/example_cuda_plugin.cu
+CUDA_PLUGIN_MUTANTS := scale_col0 weight_after_cast
+CUDA_PLUGINS := $(BUILD)/plugins/libqvet_example_cuda_plugin.so \
+                $(foreach m,$(CUDA_PLUGIN_MUTANTS),$(BUILD)/plugins/libqvet_example_cuda_$(m)_plugin.so)
+CUDA_PLUGIN_FLAGS := -O2 -std=c++17 -fmad=true -Iinclude -gencode=arch=compute_90,code=sm_90 \
+                     -Xcompiler -fPIC,-Wall -shared
+all: $(CUDA_PLUGINS)
+$(BUILD)/plugins/libqvet_example_cuda_plugin.so: $(CUDA_PLUGIN_SRC) include/qvet/plugin.h include/qvet/moe.h
+	@mkdir -p $(dir $@)
+	$(NVCC) $(CUDA_PLUGIN_FLAGS) $< -o $@
+$(BUILD)/plugins/libqvet_example_cuda_%_plugin.so: $(CUDA_PLUGIN_SRC) include/qvet/plugin.h include/qvet/moe.h
+	@mkdir -p $(dir $@)
+	$(NVCC) $(CUDA_PLUGIN_FLAGS) -DQV_MUTANT_example_cuda_$* $< -o $@
+
 # Two deliberately broken plugins that tests/t_plugin.c expects the loader to
 # refuse: one reports another ABI version, one lacks qv_plugin_launch.
 BAD_PLUGINS := $(BUILD)/plugins/libqvet_bad_abi_plugin.so $(BUILD)/plugins/libqvet_missing_sym_plugin.so

@@ -174,7 +174,8 @@ int qv_moe_rows_match(const char *glob, const qv_backend *b, const qv_moe_row **
         const qv_moe_row *r = qv_moe_row_get(i);
         int runs = b->kind == QV_BACKEND_CPU || (b->kind == QV_BACKEND_GPU && r->gpu_kernel);
         /* a plugin: the routed rows it names */
-        for (int j = 0; b->kind == QV_BACKEND_HOST_FN && b->moe_launch && j < b->n_only && !runs; j++)
+        const int fn = b->kind == QV_BACKEND_HOST_FN || b->kind == QV_BACKEND_DEVICE_FN;
+        for (int j = 0; fn && b->moe_launch && j < b->n_only && !runs; j++)
             runs = !strcmp(b->only[j], r->name);
         if (runs && (!glob || !*glob || fnmatch(glob, r->name, 0) == 0)) out[n++] = r;
     }
@@ -259,6 +260,32 @@ static qv_status run_plugin(const qv_backend *b, const char *row, const qv_moe_p
     return QV_OK;
 }
 
+/* The case on a device plugin's routed launch (qv_gpu_moe_run_ext): one
+ * launch at a time, b->repeat launches compared bit for bit. */
+static qv_status run_device_plugin(const qv_backend *b, const char *row, const qv_moe_problem *p, void *out,
+                                   int32_t *ids, float *w, char *why, size_t len)
+{
+    pthread_mutex_t *lock = b->launch_lock;
+    qv_gpu_moe_stats gs;
+    int rc = 0;
+    if (lock) pthread_mutex_lock(lock);
+    qv_status st = qv_gpu_moe_run_ext(p, (qv_moe_ext_launch_fn)b->moe_launch, row, b->repeat > 1 ? b->repeat : 1,
+                                      out, ids, w, &rc, &gs);
+    if (lock) pthread_mutex_unlock(lock);
+    if (st == QV_ERR_NODEVICE) return st;
+    if (st != QV_OK)
+        snprintf(why, len, "backend error: %s", qv_errmsg());
+    else if (rc)
+        snprintf(why, len, "backend error: plugin launch returned %d", rc);
+    else if (gs.nondeterministic)
+        snprintf(why, len, "nondeterministic: two identical launches differ%s",
+                 gs.first_diff < 0 ? " in the routing" : "");
+    else if (gs.guard_writes)
+        snprintf(why, len, "%lld guard bytes written past the (%lld, %lld) output", (long long)gs.guard_writes,
+                 (long long)p->t, (long long)p->n);
+    return QV_OK;
+}
+
 /* Runs backend b on problem p of row `row` and grades it (qv_moe_case_run's
  * work on a made problem); with keep, *keep receives the output, ids and
  * weights (one buffer: out, then ids, then weights) for the caller to free. */
@@ -279,6 +306,8 @@ static qv_status run_problem(const qv_backend *b, const char *row, const qv_moe_
         st = run_gpu(b, p, out, ids, w, why, sizeof why);
     } else if (b->kind == QV_BACKEND_HOST_FN) {
         st = run_plugin(b, row, p, out, ids, w, why, sizeof why);
+    } else if (b->kind == QV_BACKEND_DEVICE_FN) {
+        st = run_device_plugin(b, row, p, out, ids, w, why, sizeof why);
     } else {
         poison_out(p, out);
         st = ref_moe_model_run(p, 16, out, ids, w);

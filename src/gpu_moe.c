@@ -16,6 +16,7 @@
 #include "internal/gpu.h"
 #include "qvet/formats.h"
 #include "qvet/layout.h"
+#include "qvet/plugin.h"
 #include "qvet/reference.h"
 
 /* The kernel's scale modes (gpu_moe.h qv_moe_dev.scale_mode). */
@@ -468,5 +469,187 @@ qv_status qv_gpu_moe_run(const qv_moe_problem *p, const qv_launch_opts *opts, in
     if (s == QV_OK && sorted) s = download_sort(&g, sorted, &st->count_bad);
     free(ids1), free(w1), free(out2);
     qv_gpu_moe_free(&g);
+    return s;
+}
+
+/* ---- a device plugin's routed launch ---------------------------------------------------- */
+
+/* p's buffers on the device for a plugin taking device pointers: `p` and
+ * its expert array `w` are host structs (the plugin reads the shape and the
+ * spec from them) whose buffer pointers lead into one device allocation;
+ * out (with its guard), ids and weights are device buffers too. */
+typedef struct ext_mirror {
+    qv_moe_problem p;
+    qv_problem *w;
+    void *arena;
+    void *out;
+    int32_t *ids;
+    float *weights;
+    size_t out_bytes;
+} ext_mirror;
+
+enum { EXT_ALIGN = 256 };
+
+/* One buffer of the mirror: where its host bytes are and which mirror field
+ * receives its device address. */
+typedef struct ext_buf {
+    const void *host;
+    size_t bytes;
+    void **field;
+} ext_buf;
+
+static void ext_free(ext_mirror *m)
+{
+    if (m->arena) cudaFree(m->arena);
+    if (m->out) cudaFree(m->out);
+    free(m->w);
+    memset(m, 0, sizeof *m);
+}
+
+/* The buffers of one weight problem (problem.h's logical arrays, as plugin.h
+ * lists them for a spec) into bufs[*n...]. */
+static void ext_weight_bufs(const qv_problem *w, qv_problem *mw, ext_buf *bufs, int *n)
+{
+    const qv_variant *v = w->v;
+    size_t nz = (size_t)(qv_problem_zero_rows(w) * qv_problem_zero_cols(w));
+#define ADD(ptr, len, fld) bufs[(*n)++] = (ext_buf){(ptr), (ptr) ? (len) : 0, (void **)&mw->fld}
+    ADD(w->q, (size_t)(w->k * w->n) * qv_fmt_storage_bytes(v->wfmt), q);
+    ADD(w->scales, (size_t)(qv_problem_scale_rows(w) * qv_problem_scale_cols(w)) * qv_fmt_storage_bytes(v->sfmt),
+        scales);
+    ADD(w->scales2, (size_t)qv_problem_scale2_count(w) * sizeof(float), scales2);
+    ADD(w->zeros, nz, zeros);
+    ADD(w->zeros_f, nz * sizeof(float), zeros_f);
+    ADD(w->bias, (size_t)w->n * sizeof(float), bias);
+    ADD(w->g_idx, (size_t)w->k * sizeof(int32_t), g_idx);
+#undef ADD
+}
+
+/* Uploads p into m: every input buffer through one host staging copy and
+ * one device allocation, then out + guard, ids and weights. */
+static qv_status ext_upload(const qv_moe_problem *p, ext_mirror *m)
+{
+    memset(m, 0, sizeof *m);
+    const qv_variant *v = p->s->expert;
+    const int nx = p->e_local + p->shared;
+    m->p = *p;
+    m->w = malloc(sizeof(qv_problem) * (size_t)(nx > 0 ? nx : 1));
+    ext_buf *bufs = malloc(sizeof(ext_buf) * (size_t)(7 * nx + 7));
+    if (!m->w || !bufs) {
+        free(bufs);
+        ext_free(m);
+        return qv_fail(QV_ERR_NOMEM, "routed plugin mirror of %d experts", nx);
+    }
+    memcpy(m->w, p->w, sizeof(qv_problem) * (size_t)nx);
+    m->p.w = m->w;
+    /* the activations' scale counts are a (t, n, k) problem's */
+    qv_problem act = {.v = v, .m = p->t, .n = p->n, .k = p->k, .g = v->g};
+    int n = 0;
+#define ADD(ptr, len, fld) bufs[n++] = (ext_buf){(ptr), (ptr) ? (len) : 0, (void **)&m->p.fld}
+    ADD(p->logits, (size_t)(p->t * p->e) * qv_fmt_storage_bytes(p->s->logit_fmt), logits);
+    ADD(p->expert_map, (size_t)p->e * sizeof(int32_t), expert_map);
+    ADD(p->score_bias, (size_t)p->e * sizeof(float), score_bias);
+    ADD(p->a, (size_t)(p->t * p->k) * qv_fmt_storage_bytes(v->afmt), a);
+    ADD(p->a_scale, (size_t)qv_problem_ascale_count(&act) * sizeof(float), a_scale);
+    ADD(p->azp, (size_t)(v->azp == QV_AZP_TOKEN ? p->t : 1) * sizeof(int32_t), azp);
+    ADD(p->shared_gate, (size_t)(p->shared * p->k) * qv_fmt_storage_bytes(v->afmt), shared_gate);
+#undef ADD
+    for (int i = 0; i < nx; i++) ext_weight_bufs(&p->w[i], &m->w[i], bufs, &n);
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += (bufs[i].bytes + EXT_ALIGN - 1) / EXT_ALIGN * EXT_ALIGN;
+    unsigned char *stage = malloc(total ? total : 1);
+    qv_status st = stage ? QV_OK : qv_fail(QV_ERR_NOMEM, "routed plugin staging buffer of %zu bytes", total);
+    if (st == QV_OK && cudaMalloc(&m->arena, total ? total : 1) != cudaSuccess)
+        st = qv_cuda_fail((int)cudaGetLastError(), "cudaMalloc routed plugin inputs", __FILE__, __LINE__);
+    size_t off = 0;
+    for (int i = 0; st == QV_OK && i < n; i++) {
+        if (!bufs[i].bytes) {
+            *bufs[i].field = NULL;
+            continue;
+        }
+        memcpy(stage + off, bufs[i].host, bufs[i].bytes);
+        *bufs[i].field = (unsigned char *)m->arena + off;
+        off += (bufs[i].bytes + EXT_ALIGN - 1) / EXT_ALIGN * EXT_ALIGN;
+    }
+    if (st == QV_OK && cudaMemcpy(m->arena, stage, total, cudaMemcpyHostToDevice) != cudaSuccess)
+        st = qv_cuda_fail((int)cudaGetLastError(), "cudaMemcpy routed plugin inputs", __FILE__, __LINE__);
+    free(stage);
+    free(bufs);
+    /* out, its guard, then ids and weights, each part aligned */
+    m->out_bytes = (size_t)(p->t * p->n) * qv_fmt_storage_bytes(v->ofmt);
+    size_t ob = (m->out_bytes + QV_GPU_GUARD_BYTES + EXT_ALIGN - 1) / EXT_ALIGN * EXT_ALIGN;
+    size_t nk = (size_t)(p->t * p->s->topk), ib = (nk * sizeof(int32_t) + EXT_ALIGN - 1) / EXT_ALIGN * EXT_ALIGN;
+    if (st == QV_OK && cudaMalloc(&m->out, ob + ib + nk * sizeof(float) + 1) != cudaSuccess)
+        st = qv_cuda_fail((int)cudaGetLastError(), "cudaMalloc routed plugin outputs", __FILE__, __LINE__);
+    if (st == QV_OK) {
+        m->ids = (int32_t *)((unsigned char *)m->out + ob);
+        m->weights = (float *)((unsigned char *)m->out + ob + ib);
+    }
+    if (st != QV_OK) ext_free(m);
+    return st;
+}
+
+/* Poison the output (guard included), ids (-1) and weights (NaN); launch;
+ * synchronize; download; count guard bytes that lost their poison. */
+static qv_status ext_launch_once(ext_mirror *m, qv_moe_ext_launch_fn launch, const char *variant, void *out,
+                                 int32_t *ids, float *weights, int *rc, int64_t *guard_writes)
+{
+    const qv_fmt of = m->p.s->expert->ofmt;
+    const size_t nk = (size_t)(m->p.t * m->p.s->topk), es = qv_fmt_storage_bytes(of);
+    QV_TRY(qv_gpu_poison(m->out, of, m->p.t * m->p.n + (int64_t)(QV_GPU_GUARD_BYTES / es), NULL));
+    QV_CUDA_TRY(cudaMemset(m->ids, 0xff, nk * sizeof(int32_t)), "cudaMemset ids");
+    QV_CUDA_TRY(cudaMemset(m->weights, 0xff, nk * sizeof(float)), "cudaMemset weights"); /* a NaN */
+    const qv_moe_launch_args a = {.p = &m->p, .out = m->out, .topk_ids = m->ids, .topk_weights = m->weights};
+    *rc = launch(variant, &a);
+    QV_CUDA_TRY(cudaGetLastError(), "routed plugin launch");
+    QV_CUDA_TRY(cudaDeviceSynchronize(), "routed plugin execution");
+    if (*rc) return QV_OK;
+    QV_CUDA_TRY(cudaMemcpy(out, m->out, m->out_bytes, cudaMemcpyDeviceToHost), "cudaMemcpy output to host");
+    QV_CUDA_TRY(cudaMemcpy(ids, m->ids, nk * sizeof(int32_t), cudaMemcpyDeviceToHost), "cudaMemcpy ids to host");
+    QV_CUDA_TRY(cudaMemcpy(weights, m->weights, nk * sizeof(float), cudaMemcpyDeviceToHost),
+                "cudaMemcpy weights to host");
+    unsigned char gb[QV_GPU_GUARD_BYTES];
+    QV_CUDA_TRY(cudaMemcpy(gb, (char *)m->out + m->out_bytes, sizeof gb, cudaMemcpyDeviceToHost),
+                "cudaMemcpy guard to host");
+    uint32_t code = ref_poison_code(of);
+    for (size_t i = 0; i < sizeof gb; i++)
+        if (gb[i] != ((const unsigned char *)&code)[i % es]) ++*guard_writes;
+    return QV_OK;
+}
+
+qv_status qv_gpu_moe_run_ext(const qv_moe_problem *p, qv_moe_ext_launch_fn launch, const char *variant, int repeat,
+                             void *out, int32_t *ids, float *weights, int *rc, qv_gpu_moe_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    st->first_diff = -1;
+    st->count_bad = -1;
+    *rc = 0;
+    QV_TRY(qv_moe_problem_check(p));
+    if (!qv_gpu_info_get(NULL)) return qv_fail(QV_ERR_NODEVICE, "no CUDA device");
+    ext_mirror m;
+    QV_TRY(ext_upload(p, &m));
+    const size_t nk = (size_t)(p->t * p->s->topk), ob = m.out_bytes;
+    unsigned char *again = malloc(ob + nk * (sizeof(int32_t) + sizeof(float)) + 1);
+    qv_status s = again ? QV_OK : qv_fail(QV_ERR_NOMEM, "routed plugin run buffers");
+    if (s == QV_OK) s = ext_launch_once(&m, launch, variant, out, ids, weights, rc, &st->guard_writes);
+    if (s == QV_OK && !*rc) st->launches = 1;
+    for (int r = 1; r < repeat && s == QV_OK && !*rc && !st->nondeterministic; r++) {
+        int32_t *ids2 = (int32_t *)(again + ob);
+        float *w2 = (float *)(again + ob + nk * sizeof(int32_t));
+        s = ext_launch_once(&m, launch, variant, again, ids2, w2, rc, &st->guard_writes);
+        if (s != QV_OK || *rc) break;
+        st->launches++;
+        if (memcmp(again, out, ob) || memcmp(ids2, ids, nk * sizeof(int32_t)) ||
+            memcmp(w2, weights, nk * sizeof(float))) {
+            st->nondeterministic = 1;
+            const size_t es = qv_fmt_storage_bytes(p->s->expert->ofmt);
+            for (int64_t i = 0; i < p->t * p->n; i++)
+                if (memcmp(again + (size_t)i * es, (unsigned char *)out + (size_t)i * es, es)) {
+                    st->first_diff = i;
+                    break;
+                }
+        }
+    }
+    free(again);
+    ext_free(&m);
     return s;
 }

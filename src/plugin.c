@@ -84,7 +84,7 @@ qv_status qv_plugin_open(const char *path, qv_plugin *pl)
         }
         const qv_moe_row *mr = qv_moe_row_find(vn);
         if (mr) {
-            /* a routed row: version 3, its own launch, host pointers */
+            /* a routed row: version 3, its own launch */
             if (version < 3)
                 st = qv_fail(QV_ERR_UNSUPPORTED, "plugin %s: qv_plugin_variant(%d) = '%s' is a routed row, which "
                              "ABI version %d cannot declare (routed rows need version 3)", path, i, vn, version);
@@ -96,9 +96,6 @@ qv_status qv_plugin_open(const char *path, qv_plugin *pl)
                 else
                     pl->moe_launch = (int (*)(const char *, const qv_moe_launch_args *))ml;
             }
-            if (st == QV_OK && pl->pointers != QV_PLUGIN_HOST)
-                st = qv_fail(QV_ERR_UNSUPPORTED, "plugin %s: routed row '%s' with device pointers: a routed "
-                             "launch takes host pointers (QV_PLUGIN_HOST)", path, vn);
             if (st != QV_OK) goto refuse;
             pl->variants[i] = vn;
             pl->routed[i] = mr;

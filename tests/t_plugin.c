@@ -473,6 +473,32 @@ START_TEST(routed_plugin)
 }
 END_TEST
 
+/* The CUDA example plugin (device pointers, ABI version 3) loads with its
+ * spec and its routed row, whose launch takes device pointers too; where no
+ * device is present `qvet check` refuses it with exit 3 and the reason.
+ * Its cases on a GPU are t_gpu_plugin's. */
+START_TEST(cuda_plugin_loads)
+{
+    char path[4300];
+    plugin_path("example_cuda", path, sizeof path);
+    qv_plugin pl;
+    ck_assert_msg(qv_plugin_open(path, &pl) == QV_OK, "%s", qv_errmsg());
+    ck_assert_int_eq(pl.abi_version, 3);
+    ck_assert_int_eq(pl.pointers, QV_PLUGIN_DEVICE);
+    ck_assert_int_eq(pl.n_variants, 2);
+    ck_assert_ptr_nonnull(pl.resolved[0]);
+    ck_assert_ptr_null(pl.routed[0]);
+    ck_assert_ptr_eq(pl.routed[1], qv_moe_row_find(MOE_ROW));
+    ck_assert_ptr_nonnull(pl.moe_launch);
+    qv_plugin_close(&pl);
+    if (access("/dev/nvidia0", F_OK) == 0 || access("/dev/nvidiactl", F_OK) == 0) return; /* a GPU: t_gpu_plugin */
+    run_result r = run_qvet((const char *[]){"check", "--plugin", path, NULL});
+    ck_assert_int_eq(r.rc, 3);
+    ck_assert_msg(strstr(r.err, "takes device pointers, but no CUDA device is present"), "%s", r.err);
+    run_free(&r);
+}
+END_TEST
+
 int main(void)
 {
     find_build();
@@ -487,6 +513,7 @@ int main(void)
     tcase_add_test(t, spec_passes_and_dropped_bias_fails);
     tcase_add_test(t, abi_versions_and_declared_names);
     tcase_add_test(t, routed_plugin);
+    tcase_add_test(t, cuda_plugin_loads);
     tcase_set_timeout(t, 60);
     suite_add_tcase(s, t);
     return suite_run(s);

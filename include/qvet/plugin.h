@@ -93,7 +93,7 @@ extern "C" {
  *
  *   int qv_plugin_moe_launch(const char *variant, const qv_moe_launch_args *args);   0 = ok
  *
- * and takes host pointers (QV_PLUGIN_HOST). `args->p` is the routed problem
+ * on the plugin's pointer kind. `args->p` is the routed problem
  * (moe.h) in its logical form: the router logits, the expert map (-1: held
  * elsewhere), the selection bias and the shared experts' gates where the
  * spec declares them, the (t, k) activations, and each expert's weights in
@@ -103,9 +103,20 @@ extern "C" {
  * and the experts it chose, (t, topk) router ids, with their fp32 weights:
  * the ids are checked for an admissible top-k and the weights against their
  * certified bound, then the output token by token. qvet launches each case
- * twice and compares every bit of all three. */
+ * twice and compares every bit of all three.
+ *
+ * With QV_PLUGIN_DEVICE the problem struct `*args->p` and its expert array
+ * `p->w` (with each expert's struct) stay in host memory, so the plugin
+ * reads the shape, the spec and the buffer addresses there, but every
+ * buffer they point to (logits, expert map, selection bias, shared gates,
+ * activations and their scales, each expert's weight buffers) is a CUDA
+ * device pointer, and so are `out`, `topk_ids` and `topk_weights`: qvet
+ * poisons the output, sets the ids to -1 and the weights to a NaN before
+ * each launch. The launch may be asynchronous on any stream; qvet then
+ * synchronizes the device and checks for errors before reading back.
+ * plugins/example_cuda/ is such a plugin. */
 
-/* A routed launch's arguments (version 3), host pointers. */
+/* A routed launch's arguments (version 3), on the plugin's pointer kind. */
 typedef struct qv_moe_launch_args {
     const qv_moe_problem *p; /* read only */
     void *out;               /* (t, n) output codes */
@@ -161,7 +172,7 @@ typedef struct qv_plugin {
 /* Loads and validates a plugin: every symbol present, an ABI version from
  * QV_PLUGIN_ABI_OLDEST to QV_PLUGIN_ABI_VERSION, a known pointer kind, and
  * every variant a registry row, (version 2) a valid spec or (version 3, with
- * qv_plugin_moe_launch and host pointers) a routed row. Refusals return
+ * qv_plugin_moe_launch) a routed row. Refusals return
  * QV_ERR_FORMAT / QV_ERR_UNSUPPORTED / QV_ERR_USAGE with a message that names
  * the library and the symbol or value at fault (for a bad spec, the parser's
  * message). */

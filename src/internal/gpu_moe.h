@@ -218,6 +218,22 @@ typedef struct qv_gpu_moe_stats {
 qv_status qv_gpu_moe_run(const qv_moe_problem *p, const qv_launch_opts *opts, int repeat, void *out, int32_t *ids,
                          float *weights, qv_moe_sorted *sorted, qv_gpu_moe_stats *st);
 
+/* A plugin's routed launch (plugin.h qv_plugin_moe_launch). */
+struct qv_moe_launch_args;
+typedef int (*qv_moe_ext_launch_fn)(const char *variant, const struct qv_moe_launch_args *args);
+
+/* Runs a plugin's routed launch that takes device pointers on p `repeat`
+ * (>= 1) times: p's buffers and its experts' go up once (the problem and
+ * expert structs stay on the host, their buffer pointers lead to the device),
+ * the output and its guard are poisoned, the ids set to -1 and the weights to
+ * a NaN before each launch; each launch is followed by a device
+ * synchronization and an error check, and the output (t, n), ids and weights
+ * (t, topk) come back. *rc is the launch's return (non-zero: refused, nothing
+ * downloaded); st counts launches, guard bytes written and whether two
+ * launches differed. */
+qv_status qv_gpu_moe_run_ext(const qv_moe_problem *p, qv_moe_ext_launch_fn launch, const char *variant, int repeat,
+                             void *out, int32_t *ids, float *weights, int *rc, qv_gpu_moe_stats *st);
+
 #ifdef __cplusplus
 }
 #endif

@@ -26,7 +26,7 @@ void tmpdir_remove(const char *dir)
     while ((e = readdir(d)))
         if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
             snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-            unlink(p);
+            if (unlink(p) != 0) tmpdir_remove(p); /* a folder (a failure dump's) */
         }
     closedir(d);
     rmdir(dir);

@@ -9,7 +9,7 @@
 
 /* Creates a fresh folder named after `tag` under $TMPDIR (or /tmp) into buf. */
 void tmpdir_create(char *buf, size_t cap, const char *tag);
-/* Removes the plain files in dir, then dir itself (one level; no subfolders). */
+/* Removes dir with the files and folders in it. */
 void tmpdir_remove(const char *dir);
 /* Asserts that the files at a and b hold identical bytes; names the first difference. */
 void assert_same_bytes(const char *a, const char *b);
