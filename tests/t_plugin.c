@@ -427,35 +427,19 @@ START_TEST(routed_plugin)
     /* the first failure's inputs, its failing token alone, and their verify command: FAIL */
     const char *sh = strstr(r.out, "  shrunk to token ");
     ck_assert_msg(sh != NULL, "%s", r.out);
-    const char *in = strstr(sh, "inputs in ");
-    ck_assert_ptr_nonnull(in);
-    const char *end = strstr(in, "/\n");
-    ck_assert_ptr_nonnull(end);
-    char dump[800], file[900], line[8192];
-    snprintf(dump, sizeof dump, "%.*s", (int)(end - (in + 10)), in + 10);
-    ck_assert_msg(strncmp(dump, fails, strlen(fails)) == 0, "%s is not under %s", dump, fails);
-    snprintf(file, sizeof file, "%s/replay.txt", dump);
+    char line[8192];
     const char *words[64];
-    qvet_command_words(file, line, sizeof line, words, 64);
-    ck_assert_str_eq(words[1], "verify");
+    qvet_dump_verify_words(sh, fails, line, sizeof line, words, 64);
     run_result v = run_qvet(words + 1);
     ck_assert_msg(v.rc == 1 && strstr(v.out, "(t=1 ") && strstr(v.out, ": FAIL"), "rc %d: %s%s", v.rc, v.out, v.err);
     run_free(&v);
     /* the first failure's replay command, run as printed */
-    const char *rp = strstr(r.out, "replay: qvet replay ");
-    ck_assert_ptr_nonnull(rp);
     char cmd[1024];
-    rp += strlen("replay: qvet ");
-    snprintf(cmd, sizeof cmd, "%.*s", (int)strcspn(rp, "\n"), rp);
-    run_free(&r);
     const char *args[16];
-    int na = 0;
-    for (char *save = NULL, *tok = strtok_r(cmd, " ", &save); tok && na < 15; tok = strtok_r(NULL, " ", &save))
-        args[na++] = tok;
-    args[na] = NULL;
-    ck_assert_str_eq(args[0], "replay");
+    const int na = qvet_replay_words(r.out, cmd, sizeof cmd, args, 16);
+    run_free(&r);
     ck_assert_str_eq(args[na - 2], "--plugin");
-    r = run_qvet(args);
+    r = run_qvet(args + 1);
     ck_assert_msg(r.rc == 1 && strstr(r.out, "FAIL"), "replay rc %d: %s%s", r.rc, r.out, r.err);
     run_free(&r);
 

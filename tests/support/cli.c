@@ -44,16 +44,10 @@ void qvet_expect(const char *const *args, int rc, const char *const *needles)
     run_free(&r);
 }
 
-int qvet_command_words(const char *file, char *line, size_t len, const char **words, int max)
+/* Splits line in place into words as qvet_command_words says; words[0]
+ * must be "qvet". */
+static int split_words(char *line, const char **words, int max)
 {
-    FILE *f = fopen(file, "r");
-    ck_assert_msg(f != NULL, "%s is missing", file);
-    char buf[8192];
-    line[0] = 0;
-    while (fgets(buf, sizeof buf, f))
-        if (buf[0] != '#' && buf[0] != '\n') snprintf(line, len, "%s", buf);
-    fclose(f);
-    line[strcspn(line, "\n")] = 0;
     int n = 0;
     for (char *c = line; *c && n < max - 1;) {
         while (*c == ' ') c++;
@@ -71,6 +65,44 @@ int qvet_command_words(const char *file, char *line, size_t len, const char **wo
         c = end + 1;
     }
     words[n] = NULL;
-    ck_assert_str_eq(words[0], "qvet");
+    ck_assert_msg(n > 0 && !strcmp(words[0], "qvet"), "not a qvet command: %s", line);
     return n;
+}
+
+int qvet_command_words(const char *file, char *line, size_t len, const char **words, int max)
+{
+    FILE *f = fopen(file, "r");
+    ck_assert_msg(f != NULL, "%s is missing", file);
+    char buf[8192];
+    line[0] = 0;
+    while (fgets(buf, sizeof buf, f))
+        if (buf[0] != '#' && buf[0] != '\n') snprintf(line, len, "%s", buf);
+    fclose(f);
+    line[strcspn(line, "\n")] = 0;
+    return split_words(line, words, max);
+}
+
+int qvet_dump_verify_words(const char *out, const char *under, char *line, size_t len, const char **words, int max)
+{
+    const char *in = strstr(out, "inputs in ");
+    ck_assert_msg(in != NULL, "no dumped inputs in: %s", out);
+    in += strlen("inputs in ");
+    const char *end = strstr(in, "/\n");
+    ck_assert_msg(end != NULL, "%s", in);
+    char file[4200];
+    snprintf(file, sizeof file, "%.*s", (int)(end - in), in);
+    ck_assert_msg(strncmp(file, under, strlen(under)) == 0, "%s is not under %s", file, under);
+    snprintf(file + (end - in), sizeof file - (size_t)(end - in), "/replay.txt");
+    const int n = qvet_command_words(file, line, len, words, max);
+    ck_assert_str_eq(words[1], "verify");
+    return n;
+}
+
+int qvet_replay_words(const char *out, char *line, size_t len, const char **words, int max)
+{
+    const char *rp = strstr(out, "replay: qvet replay ");
+    ck_assert_msg(rp != NULL, "no replay command in: %s", out);
+    rp += strlen("replay: ");
+    snprintf(line, len, "%.*s", (int)strcspn(rp, "\n"), rp);
+    return split_words(line, words, max);
 }

@@ -31,4 +31,13 @@ void qvet_expect(const char *const *args, int rc, const char *const *needles);
  * words NULL-terminated (at most max - 1 words). */
 int qvet_command_words(const char *file, char *line, size_t len, const char **words, int max);
 
+/* The first failure dump a campaign printed in `out` ("inputs in DIR/"),
+ * asserted to lie under `under`: the `qvet verify` command of its
+ * replay.txt, split as qvet_command_words does. */
+int qvet_dump_verify_words(const char *out, const char *under, char *line, size_t len, const char **words, int max);
+
+/* The first "replay: qvet replay ..." line that a campaign printed in `out`,
+ * from "qvet" on, copied into line and split into words the same way. */
+int qvet_replay_words(const char *out, char *line, size_t len, const char **words, int max);
+
 #endif
