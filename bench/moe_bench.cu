@@ -157,6 +157,7 @@ qv_status setup(const qv_moe_row *r, const qv_moe_spec *s, int T, uint64_t seed,
     d.out_bf16 = v->ofmt == QV_FMT_BF16;
     d.act_order = v->act_order;
     d.bias_fmt = (int)v->bias_fmt;
+    d.rw = (int)s->rw, d.sum = (int)s->sum, d.sgate = s->sgate && d.shared > 0;
     if (fp8) {
         d.scale_mode = 0;
     } else if (fp4) {
@@ -223,6 +224,11 @@ qv_status setup(const qv_moe_row *r, const qv_moe_spec *s, int T, uint64_t seed,
         QV_TRY(dalloc(m, 2 * (size_t)T * d.k, &p));
         d.a = p;
         QV_TRY(qv_bench_fill(p, (int64_t)T * d.k, af, seed + 1, 0.5f, 1.0f, 1, NULL));
+        if (d.sgate) {
+            QV_TRY(dalloc(m, 2 * (size_t)d.shared * d.k, &p));
+            d.shared_gate = p;
+            QV_TRY(qv_bench_fill(p, (int64_t)d.shared * d.k, af, seed + 9, 0.5f, 1.0f, 1, NULL));
+        }
         const int64_t b_words = (int64_t)nx * (d.k / 16) * 2 * d.n;
         QV_TRY(dalloc(m, 4 * (size_t)b_words, &p));
         d.b = p;

@@ -11,9 +11,11 @@
  *  2. k_moe_hist, k_moe_hist_scan and k_moe_scatter: the token sort (moe.h qv_moe_sort, the
  *     same slots in the same order): pairs (t, c) grouped by local expert,
  *     shared experts last, each segment padded with -1 to the GEMM's M block;
- *  3. k_moe_gather_slots (act_order, and the W4A16 / FP4 wgmma kernel): the activations
- *     of every slot in sort order, a zero row for padding (act_order: in the
- *     column order of its expert's sorted rows);
+ *  3. k_moe_gather_slots (act_order, rw=in, and the W4A16 / FP4 wgmma kernel): the
+ *     activations of every slot in sort order, a zero row for padding
+ *     (act_order: in the column order of its expert's sorted rows; rw=in: a
+ *     routed slot's row times its weight rounded to the activation format,
+ *     each product rounded to it);
  *  4. k_moe_gemm_w4a16_mma (int4 "q+8" experts) or k_moe_gemm_fp4_mma
  *     (MXFP4 / NVFP4 experts): ONE grouped launch over (N tile, M block) for
  *     every expert: block y owns slots [y*BM, (y+1)*BM), all of one expert
@@ -32,10 +34,14 @@
  *     (kernels/moe_wg.cu: the dense weight-only wgmma kernel over the
  *     gathered slots, 64-256 slots a tile, the same products to the same
  *     rows);
- *  5. k_moe_combine: per token and column, in choice order, the fp32 product
- *     plus its expert's bias (FP4 experts with one), times the router weight
- *     in fp32 (rw=acc), summed in fp32 (sum=f32), one RNE cast to the output
- *     at the end; a token with no local choice is 0.
+ *  5. k_moe_shared_gate (sgate=sigmoid): each token's shared-expert gates;
+ *     k_moe_combine: per token and column, in choice order, the fp32 product
+ *     plus its expert's bias (FP4 experts with one), weighed as rw says (the
+ *     router weight in fp32 on the product, rw=acc; both rounded to the
+ *     output format, rw=out; weight 1 after rw=in's gather; a shared expert
+ *     by its gate, or 1), summed in fp32 (sum=f32) or in the output format
+ *     (sum=out), one RNE cast to the output at the end; a token with no local
+ *     choice is 0.
  *
  * Nothing depends on which block runs first and no atomic decides an order,
  * so every launch gives the same bits.
@@ -554,11 +560,35 @@ __host__ __device__ constexpr int gather_rows_a_block(bool perm) { return perm ?
  * wait on the perm entry before them, a block per row, 2 halves a thread
  * and step (a warp per row was 10 % slower on act_order's 64-token layer).
  * With pair_slot, each used slot's index at its pair (the combine's row of
- * the pair, when the GEMM writes products by slot). */
+ * the pair, when the GEMM writes products by slot). With in_weights (rw=in)
+ * a routed slot's row is weighed on the way: each activation times the
+ * pair's weight rounded to the activation format (bf16: 1, else f16), the
+ * product rounded to it (exact in fp32 first: both have at most 11
+ * significant bits); a shared expert's slot is copied as it is. */
+__device__ __forceinline__ float round16(float x, int bf16)
+{
+    return bf16 ? __bfloat162float(__float2bfloat16_rn(x)) : __half2float(__float2half_rn(x));
+}
+
+__device__ __forceinline__ uint32_t weigh_h2(uint32_t x, float w, int bf16)
+{
+    if (bf16)
+        return qv_h2<true>::pack(__fmul_rn(qv_h2<true>::to_float((uint16_t)(x & 0xFFFFu)), w),
+                                 __fmul_rn(qv_h2<true>::to_float((uint16_t)(x >> 16)), w));
+    return qv_h2<false>::pack(__fmul_rn(qv_h2<false>::to_float((uint16_t)(x & 0xFFFFu)), w),
+                              __fmul_rn(qv_h2<false>::to_float((uint16_t)(x >> 16)), w));
+}
+
+__device__ __forceinline__ uint4 weigh_h8(uint4 x, float w, int bf16)
+{
+    return make_uint4(weigh_h2(x.x, w, bf16), weigh_h2(x.y, w, bf16), weigh_h2(x.z, w, bf16), weigh_h2(x.w, w, bf16));
+}
+
 template <bool PERM>
 __global__ void __launch_bounds__(kGatherThreads)
     k_moe_gather_slots(const uint16_t *a, const int32_t *slot, const int *block_expert, const int *expert_start,
-                       const int32_t *perm, uint16_t *out, int32_t *pair_slot, int nx, int per, int k, int block)
+                       const int32_t *perm, uint16_t *out, int32_t *pair_slot, int nx, int per, int k, int block,
+                       const float *in_weights, int topk, int bf16)
 {
     /* The GEMM behind may launch now; its griddepcontrol.wait still waits
      * for this whole grid. */
@@ -577,23 +607,31 @@ __global__ void __launch_bounds__(kGatherThreads)
         }
         if (pair_slot && lane == 0) pair_slot[sl] = s;
         const uint16_t *src = a + (int64_t)(sl / per) * k;
+        const int c = sl % per;
+        const bool weigh = in_weights && c < topk;
+        const float w = weigh ? round16(in_weights[(int64_t)(sl / per) * topk + c], bf16) : 1.0f;
         if constexpr (!PERM) {
             const uint4 *s4 = reinterpret_cast<const uint4 *>(src);
             uint4 *d4 = reinterpret_cast<uint4 *>(dst);
             int v = lane;
-            for (; v + 96 < kv; v += 128) {
-                const uint4 x0 = __ldg(s4 + v), x1 = __ldg(s4 + v + 32), x2 = __ldg(s4 + v + 64),
-                            x3 = __ldg(s4 + v + 96);
-                d4[v] = x0, d4[v + 32] = x1, d4[v + 64] = x2, d4[v + 96] = x3;
+            if (weigh) {
+                for (; v < kv; v += 32) d4[v] = weigh_h8(__ldg(s4 + v), w, bf16);
+            } else {
+                for (; v + 96 < kv; v += 128) {
+                    const uint4 x0 = __ldg(s4 + v), x1 = __ldg(s4 + v + 32), x2 = __ldg(s4 + v + 64),
+                                x3 = __ldg(s4 + v + 96);
+                    d4[v] = x0, d4[v + 32] = x1, d4[v + 64] = x2, d4[v + 96] = x3;
+                }
+                for (; v < kv; v += 32) d4[v] = __ldg(s4 + v);
             }
-            for (; v < kv; v += 32) d4[v] = __ldg(s4 + v);
         } else {
             const int32_t *px = perm + (int64_t)block_expert[s / block] * k;
             for (int j = 2 * lane; j < k; j += 2 * kGatherThreads) {
                 const int p0 = px[j], p1 = px[j + 1];
                 const uint32_t lo = (unsigned)p0 < (unsigned)k ? src[p0] : 0u;
                 const uint32_t hi = (unsigned)p1 < (unsigned)k ? src[p1] : 0u;
-                *reinterpret_cast<uint32_t *>(dst + j) = lo | hi << 16;
+                const uint32_t two = lo | hi << 16;
+                *reinterpret_cast<uint32_t *>(dst + j) = weigh ? weigh_h2(two, w, bf16) : two;
             }
         }
     }
@@ -937,19 +975,55 @@ __global__ void __launch_bounds__(kF8Threads) k_moe_gemm_fp8_b128(const moe_f8_p
 /* ---- 5. the combine ------------------------------------------------------------------------ */
 
 constexpr int kCombineThreads = 256;
+constexpr int kGateThreads = 128;
+
+/* sgate: gate[t][sx] = RN_a(sigmoid(RN_a(x[t] . g[sx]))) for token blockIdx.x
+ * and shared expert blockIdx.y: the K products summed in fp32 (each thread
+ * a strided part by fused multiply-adds, then a fixed tree over the block,
+ * so the result is a function of the inputs alone), rounded to the
+ * activation format, CUDA's expf (2 ulps, as the spec's exp= declares) and
+ * an IEEE division, rounded again. */
+__global__ void __launch_bounds__(kGateThreads)
+    k_moe_shared_gate(const uint16_t *a, const uint16_t *g, float *gate, int shared, int k, int bf16)
+{
+    chain_wait();
+    __shared__ float part[kGateThreads / 32];
+    const int tok = blockIdx.x, sx = blockIdx.y;
+    const uint16_t *x = a + (int64_t)tok * k, *gv = g + (int64_t)sx * k;
+    float z = 0.0f;
+    for (int i = threadIdx.x; i < k; i += kGateThreads)
+        z = bf16 ? fmaf(qv_h2<true>::to_float(x[i]), qv_h2<true>::to_float(gv[i]), z)
+                 : fmaf(qv_h2<false>::to_float(x[i]), qv_h2<false>::to_float(gv[i]), z);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) z = __fadd_rn(z, __shfl_xor_sync(0xffffffffu, z, o));
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x / 32] = z;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float s = part[0];
+        for (int w = 1; w < kGateThreads / 32; w++) s = __fadd_rn(s, part[w]);
+        const float za = round16(s, bf16);
+        gate[(int64_t)tok * shared + sx] = round16(__fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-za))), bf16);
+    }
+}
 
 /* out[t][col .. col + 3] from the pairs of token t in choice order: each pair's
  * fp32 product (row pair_slot[pair] of inter, or row pair without pair_slot;
  * the sum of its `parts` K parts, part_stride floats apart, in increasing
  * part) plus its expert's bias (FP4 experts: bias (nx, n) codes of
  * bias_fmt, an SF_*, in scale_perm_single order, or NULL for none), the
- * expert's epilogue ending there, then times the router weight. */
+ * expert's epilogue ending there, then weighed as rw says: a routed pair by
+ * its router weight, a shared one by its gate (gate (t, per - topk), or NULL:
+ * weight 1); rw=in's routed pairs enter with weight 1 (the gather weighed
+ * their input). The terms are summed in fp32 (sum=f32) or each rounded to
+ * the output format and added in it (sum=out: an fp32 sum of two 16-bit
+ * values rounded to 16 bits is their correctly rounded sum, since fp32
+ * carries 24 >= 2 * 11 + 2 bits), then one cast. */
 template <bool IS_BF16>
 __global__ void __launch_bounds__(kCombineThreads)
     k_moe_combine(const float *inter, const int32_t *pair_slot, int parts, int64_t part_stride, const int32_t *ids,
                   const float *weights,
                   const int32_t *expert_map, const void *bias, int bias_fmt, uint32_t *out, int t, int n, int topk,
-                  int per, int e_local)
+                  int per, int e_local, int rw, int sum, const float *gate)
 {
     /* Block (x, y): columns [1024 x, + 1024) of tokens y, y + gridDim.y, ...;
      * each thread four columns (n % 4 == 0: one float4 of each pair's row). */
@@ -996,7 +1070,23 @@ __global__ void __launch_bounds__(kCombineThreads)
 #endif
                 }
             }
-            if (c < topk) {
+            if (rw == QV_RW_OUT) {
+                /* the product rounded, the weight rounded, their product rounded
+                 * (exact in fp32 before that rounding) */
+                const bool weighed = c < topk || gate;
+                const float w = c < topk ? weights[tok * topk + c] : gate ? gate[(int64_t)tok * (per - topk) + c - topk]
+                                                                          : 1.0f;
+                const float wr = round16(w, IS_BF16);
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const float pr = round16(v[e], IS_BF16);
+                    v[e] = weighed ? round16(__fmul_rn(wr, pr), IS_BF16) : pr;
+                }
+            } else if (c >= topk && gate) {
+                const float w = gate[(int64_t)tok * (per - topk) + c - topk];
+#pragma unroll
+                for (int e = 0; e < 4; e++) v[e] = __fmul_rn(w, v[e]);
+            } else if (c < topk && rw == QV_RW_ACC) {
                 const float w = weights[tok * topk + c];
 #ifdef QV_MUTANT_gpu_moe_weight_after_cast
                 /* Mutant (class 25, vLLM #32002): the router weight applied after the
@@ -1019,8 +1109,16 @@ __global__ void __launch_bounds__(kCombineThreads)
 #pragma unroll
             for (int e = 0; e < 4; e++) v[e] = __fadd_rn(v[e], b[e]);
 #endif
+            if (sum == QV_MSUM_OUT) {
 #pragma unroll
-            for (int e = 0; e < 4; e++) y[e] = J ? __fadd_rn(y[e], v[e]) : v[e];
+                for (int e = 0; e < 4; e++) {
+                    const float q = round16(v[e], IS_BF16);
+                    y[e] = J ? round16(__fadd_rn(y[e], q), IS_BF16) : q;
+                }
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++) y[e] = J ? __fadd_rn(y[e], v[e]) : v[e];
+            }
             J++;
         }
         uint32_t *o = out + ((int64_t)tok * n + col) / 2;
@@ -1209,6 +1307,10 @@ extern "C" int qv_moe_parts(const qv_moe_dev *d, int *kt_part)
  * the pair's row; the fp8 wgmma kernel reads A through the slots. The
  * workspace plan and the launch both ask it. */
 static bool moe_by_slot(const qv_moe_dev *d) { return d->wg && d->kind != QV_MOE_FP8_B128; }
+/* Whether the GEMM reads its activations by slot from a_slots (the slot
+ * gather's copy): act_order's permuted rows, rw=in's weighed rows, and every
+ * W4A16 / FP4 wgmma run. */
+static bool moe_gathered(const qv_moe_dev *d) { return d->act_order || d->rw == QV_RW_IN || moe_by_slot(d); }
 
 extern "C" void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w)
 {
@@ -1232,7 +1334,7 @@ extern "C" void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w)
     w->hist = off, off += up256(sizeof(int) * (size_t)nx * (size_t)((pairs + kSortChunk - 1) / kSortChunk));
     const bool by_slot = moe_by_slot(d);
     w->a_slots = off;
-    if (d->act_order || by_slot) off += up256(2 * (size_t)w->max_slots * (size_t)d->k);
+    if (moe_gathered(d)) off += up256(2 * (size_t)w->max_slots * (size_t)d->k);
     const int parts = d->ksplit > 1 ? d->ksplit : 1;
     const int64_t rows = by_slot && w->max_slots > pairs ? w->max_slots : pairs;
     w->inter = off, off += up256(sizeof(float) * (size_t)parts * (size_t)rows * (size_t)d->n);
@@ -1242,6 +1344,8 @@ extern "C" void qv_moe_ws_plan(const qv_moe_dev *d, int mb, qv_moe_ws *w)
     w->tiles = off;
     if (d->pairs || d->fit)
         off += up256(sizeof(int) * qv_moe_tile_lists_ints(qv_moe_tile_blocks(d), w->max_blocks, nx));
+    w->gate = off;
+    if (d->sgate) off += up256(sizeof(float) * (size_t)d->t * (size_t)d->shared);
     w->bytes = off;
 }
 
@@ -1273,6 +1377,15 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
         return qv_fail(QV_ERR_USAGE, "grouped FP4 GEMM: group scales in the dequant (g_shift %d), no act_order",
                        mx ? 1 : 0);
     if (nv && !d->gscale) return qv_fail(QV_ERR_USAGE, "grouped NVFP4 GEMM: the experts' global scales are NULL");
+    if (d->rw != QV_RW_ACC && d->rw != QV_RW_OUT && d->rw != QV_RW_IN)
+        return qv_fail(QV_ERR_USAGE, "grouped GEMM: unknown rw %d", d->rw);
+    if (d->sum != QV_MSUM_F32 && d->sum != QV_MSUM_OUT)
+        return qv_fail(QV_ERR_USAGE, "grouped GEMM: unknown sum %d", d->sum);
+    if (d->rw == QV_RW_IN && fp8)
+        return qv_fail(QV_ERR_USAGE, "grouped GEMM: rw=in weighs f16/bf16 activations, not e4m3");
+    if (d->sgate && (fp8 || !d->shared_gate || d->rw == QV_RW_IN))
+        return qv_fail(QV_ERR_USAGE, "grouped GEMM: a shared gate needs f16/bf16 activations, its vectors and rw=acc "
+                       "or rw=out");
     if (d->bias && !(mx || nv))
         return qv_fail(QV_ERR_UNSUPPORTED, "grouped GEMM: a bias is taken with FP4 experts only");
     const int bias_bytes = d->bias_fmt == QV_FMT_F32 ? 4 : 2;
@@ -1339,7 +1452,7 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
      * (max_slots, k), read by row instead of through the slots: a warp per
      * row (act_order: a block), four blocks per SM at most, which leaves
      * the GEMM behind room to start. */
-    const bool by_slot = moe_by_slot(d), gathered = d->act_order || by_slot;
+    const bool by_slot = moe_by_slot(d), gathered = moe_gathered(d);
     int32_t *pair_slot = (int32_t *)(ws + w.pair_slot);
     if (gathered) {
         qv_launch_ctx c;
@@ -1350,7 +1463,8 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
         QV_TRY(launch_chained(d->act_order ? k_moe_gather_slots<true> : k_moe_gather_slots<false>, dim3(blocks),
                               dim3(kGatherThreads), 0, stream, "slot gather launch", (const uint16_t *)d->a, sp.slot,
                               sp.block_expert, sp.expert_start, d->act_order ? d->perm : nullptr,
-                              (uint16_t *)(ws + w.a_slots), by_slot ? pair_slot : nullptr, nx, per, d->k, w.block));
+                              (uint16_t *)(ws + w.a_slots), by_slot ? pair_slot : nullptr, nx, per, d->k, w.block,
+                              d->rw == QV_RW_IN ? (const float *)weights : nullptr, d->topk, d->bf16));
     }
 
     float *inter = (float *)(ws + w.inter);
@@ -1408,11 +1522,20 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
                        : launch_gemm_kind<false>(d->kind, d->mb, g, grid, stream));
     }
 
+    float *gate = d->sgate ? (float *)(ws + w.gate) : nullptr;
+    if (gate && d->shared > 0) {
+        if (d->shared > 65535) return qv_fail(QV_ERR_SHAPE, "grouped GEMM: %d gated shared experts", d->shared);
+        QV_TRY(launch_chained(k_moe_shared_gate, dim3((unsigned)d->t, (unsigned)d->shared), dim3(kGateThreads), 0,
+                              stream, "shared gate launch", (const uint16_t *)d->a, (const uint16_t *)d->shared_gate,
+                              gate, d->shared, d->k, d->bf16));
+    }
+
     /* One block per 1024 columns and token, tokens strided past 65535. */
     const dim3 cgrid((d->n + 4 * kCombineThreads - 1) / (4 * kCombineThreads), d->t < 65535 ? d->t : 65535);
     const int bias_sf = d->bias_fmt == QV_FMT_F32 ? SF_F32 : d->bias_fmt == QV_FMT_BF16 ? SF_BF16 : SF_F16;
     return launch_chained(d->out_bf16 ? k_moe_combine<true> : k_moe_combine<false>, cgrid, dim3(kCombineThreads), 0,
                           stream, "combine launch", inter, by_slot ? (const int32_t *)pair_slot : nullptr, parts,
                           part_stride, ids, weights, d->expert_map, d->bias,
-                          bias_sf, (uint32_t *)d->out, d->t, d->n, d->topk, per, d->e_local);
+                          bias_sf, (uint32_t *)d->out, d->t, d->n, d->topk, per, d->e_local, d->rw, d->sum,
+                          d->shared > 0 ? (const float *)gate : nullptr);
 }

@@ -126,9 +126,8 @@ qv_status qv_gpu_moe_supported(const qv_moe_spec *s)
 {
     const qv_variant *v = s->expert;
     const char *why = is_fp8(v) ? fp8_refusal(v) : is_fp4(v) ? fp4_refusal(v) : w4a16_refusal(v);
-    if (!why && (s->rw != QV_RW_ACC || s->sum != QV_MSUM_F32))
-        why = "the combine applies the router weight in fp32 before the cast and sums in fp32 (rw=acc, sum=f32)";
-    if (!why && s->sgate) why = "the combine weighs no shared expert by a gate (sgate=sigmoid)";
+    if (!why && (s->rw == QV_RW_IN || s->sgate) && is_fp8(v))
+        why = "rw=in and sgate=sigmoid weigh f16/bf16 activations, not e4m3";
     if (!why && s->topk > QV_MOE_GPU_MAX_TOPK) why = "the routing kernel keeps at most 32 choices a token";
     if (!why && s->groups > QV_MOE_GPU_MAX_GROUPS) why = "the routing kernel takes at most 32 expert groups";
     if (why) return qv_fail(QV_ERR_UNSUPPORTED, "%s: %s", s->text, why);
@@ -271,6 +270,8 @@ qv_status qv_gpu_moe_upload(const qv_moe_problem *p, const qv_launch_opts *opts,
     d->out_bf16 = v->ofmt == QV_FMT_BF16;
     d->act_order = v->act_order;
     d->bias_fmt = (int)v->bias_fmt;
+    d->rw = (int)s->rw, d->sum = (int)s->sum;
+    d->sgate = s->sgate && p->shared > 0;
     if (d->kind == QV_MOE_FP8_B128) {
         d->scale_mode = MODE_DEQUANT;
     } else if (is_fp4(v)) {
@@ -313,6 +314,7 @@ qv_status qv_gpu_moe_upload(const qv_moe_problem *p, const qv_launch_opts *opts,
     if (k.perm) UP(k.perm, sizeof(int32_t) * (size_t)(p->k * (p->e_local + p->shared)), perm);
     if (k.gscale) UP(k.gscale, sizeof(float) * (size_t)(p->e_local + p->shared), gscale);
     if (k.bias) UP(k.bias, k.bias_bytes, bias);
+    if (d->sgate) UP(p->shared_gate, (size_t)(p->shared * p->k) * qv_fmt_storage_bytes(v->afmt), shared_gate);
 #undef UP
     g->out_bytes = (size_t)(p->t * p->n) * 2;
     st = dev_alloc(g, g->out_bytes + QV_GPU_GUARD_BYTES, &d->out);

@@ -606,14 +606,14 @@ static const qv_moe_row rows[] = {
      .n = 5760, .k = 2880, .gpu_kernel = 1},
     {.name = "moe-llama4-w4a16-g128-bf16",
      .summary = "Llama-4-Scout-style: 16 experts + 1 shared, top-1 sigmoid, the weight on the expert's input, "
-                "the shared and routed products added in bf16; W4A16 g128 bf16 experts (CPU model only)",
+                "the shared and routed products added in bf16; W4A16 g128 bf16 experts",
      .spec = "w=u4b8,ws=bf16/g128,a=bf16,route=sigmoid-topk,topk=1,rw=in,sum=out", .experts = 16, .shared = 1,
-     .n = 16384, .k = 5120, .gpu_kernel = 0},
+     .n = 16384, .k = 5120, .gpu_kernel = 1},
     {.name = "moe-qwen3next-w4a16-g128-bf16",
      .summary = "Qwen3-Next-style: 512 experts + 1 shared with a sigmoid gate, top-10 renormalized softmax, the "
-                "weights on the bf16 products and the sum in bf16; W4A16 g128 bf16 experts (CPU model only)",
+                "weights on the bf16 products and the sum in bf16; W4A16 g128 bf16 experts",
      .spec = "w=u4b8,ws=bf16/g128,a=bf16,route=softmax-topk-renorm,topk=10,rw=out,sum=out,sgate=sigmoid",
-     .experts = 512, .shared = 1, .n = 1024, .k = 2048, .gpu_kernel = 0},
+     .experts = 512, .shared = 1, .n = 1024, .k = 2048, .gpu_kernel = 1},
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
 

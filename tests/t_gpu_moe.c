@@ -77,6 +77,19 @@ static uint64_t g_seed = 20261205;
  * kernel's accumulator units), f16 as a spec with an f32 bias. */
 #define NV_BF16 "marlin-nvfp4a16-g16-bias-bf16,route=softmax-topk-renorm,topk=2"
 #define NV_F16 "w=e2m1,ws=ue4m3/g16,ws2=f32/t,bias=f32,route=topk-softmax,topk=4"
+/* The combines beside rw=acc,sum=f32: Llama 4's weight on the expert's input
+ * (rw=in, the slot gather weighs the rows) with the shared and routed terms
+ * added in bf16; Qwen3-Next's weight on the rounded product, the sum in
+ * bf16 and a sigmoid-gated shared expert; and each key alone on other
+ * experts (act_order's permuted gather, MXFP4 with a bias, channel scales,
+ * two gated shared experts). */
+#define LLAMA4 "moe-llama4-w4a16-g128-bf16"
+#define QNEXT "moe-qwen3next-w4a16-g128-bf16"
+#define IN_ACT "w=u4b8,ws=f16/g128,act=gidx,route=softmax-topk-renorm,topk=2,rw=in"
+#define IN_MX "w=e2m1,ws=e8m0/g32,a=bf16,bias=bf16,route=topk-softmax,topk=4,rw=in"
+#define OUT_CH "w=u4b8,ws=f16/c,route=topk-softmax,topk=4,rw=out"
+#define SUM_OUT "w=u4b8,ws=bf16/g128,a=bf16,route=sigmoid-topk-renorm,topk=8,rsf=2.5,sum=out"
+#define GATE2 "w=u4b8,ws=f16/g128,route=softmax-topk-renorm,topk=2,sgate=sigmoid"
 
 static const struct moe_case {
     const char *spec;        /* a routed row's name or a routed spec */
@@ -192,6 +205,23 @@ static const struct moe_case {
     {NV_BF16, 16, 12, 0, 100, 320, 48, QV_LOGITS_WIDE, QV_PROBE_RANDOM},
     {NV_F16, 16, 16, 0, 1, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
     {NV_F16, 16, 16, 0, 200, 64, 512, QV_LOGITS_TIES, QV_PROBE_RANDOM},
+    /* rw=in: a decode step of K = 2048 (K parts), near ties, non-local
+     * experts, a wgmma batch; act_order; MXFP4 with its bias */
+    {LLAMA4, 16, 16, 1, 1, 128, 2048, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
+    {LLAMA4, 16, 16, 1, 37, 192, 384, QV_LOGITS_NEAR_TIES, QV_PROBE_RANDOM},
+    {LLAMA4, 16, 12, 1, 65, 128, 256, QV_LOGITS_NONLOCAL, QV_PROBE_RANDOM},
+    {LLAMA4, 16, 16, 1, 1024, 64, 256, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
+    {IN_ACT, 8, 8, 0, 40, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
+    {IN_MX, 32, 32, 0, 65, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
+    /* rw=out, sum=out, sgate: a decode step, ties, non-local experts, a
+     * wgmma batch; each key alone */
+    {QNEXT, 512, 512, 1, 1, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
+    {QNEXT, 512, 512, 1, 200, 64, 256, QV_LOGITS_TIES, QV_PROBE_RANDOM},
+    {QNEXT, 512, 384, 1, 33, 128, 512, QV_LOGITS_NONLOCAL, QV_PROBE_RANDOM},
+    {QNEXT, 512, 512, 1, 4096, 64, 128, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
+    {OUT_CH, 16, 16, 1, 64, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
+    {SUM_OUT, 64, 64, 1, 33, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
+    {GATE2, 8, 8, 2, 50, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
 };
 #define NCASES ((int)(sizeof kCases / sizeof kCases[0]))
 
@@ -274,8 +304,14 @@ END_TEST
 START_TEST(refusals)
 {
     qv_moe_spec s;
+    /* every combine the spec declares is taken (rw, sum, sgate) */
     ck_assert_int_eq(qv_moe_spec_parse("w=u4b8,ws=f16/g128,route=softmax-topk,topk=2,rw=out", &s), QV_OK);
-    ck_assert_int_eq(qv_gpu_moe_supported(&s), QV_ERR_UNSUPPORTED);
+    ck_assert_msg(qv_gpu_moe_supported(&s) == QV_OK, "%s", qv_errmsg());
+    ck_assert_int_eq(qv_moe_spec_parse("w=u4b8,ws=bf16/g128,a=bf16,route=softmax-topk-renorm,topk=10,rw=out,sum=out,"
+                                       "sgate=sigmoid", &s), QV_OK);
+    ck_assert_msg(qv_gpu_moe_supported(&s) == QV_OK, "%s", qv_errmsg());
+    ck_assert_int_eq(qv_moe_spec_parse("w=u4b8,ws=f16/g128,act=gidx,route=sigmoid-topk,topk=1,rw=in,sum=out", &s), QV_OK);
+    ck_assert_msg(qv_gpu_moe_supported(&s) == QV_OK, "%s", qv_errmsg());
     ck_assert_int_eq(qv_moe_spec_parse("w=u4,ws=f16/g128,wz=int/g128,route=softmax-topk,topk=2", &s), QV_OK);
     ck_assert_int_eq(qv_gpu_moe_supported(&s), QV_ERR_UNSUPPORTED);
     ck_assert_int_eq(qv_moe_spec_parse("w=u4b8,ws=f16/g128,route=softmax-topk,topk=33", &s), QV_OK);
@@ -636,16 +672,18 @@ START_TEST(fp4_refusals)
         "w=e2m1,ws=e8m0/g16,a=bf16,route=softmax-topk,topk=2",
         /* an output other than the activations' */
         "w=e2m1,ws=e8m0/g32,a=bf16,out=f32,route=softmax-topk,topk=2",
-        /* the bias before the output cast is the only place the kernel has */
-        "w=e2m1,ws=e8m0/g32,a=bf16,bias=bf16,route=topk-softmax,topk=4,rw=out",
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         qv_moe_spec s;
         ck_assert_msg(qv_moe_spec_parse(refused[i], &s) == QV_OK, "%s: %s", refused[i], qv_errmsg());
         ck_assert_msg(qv_gpu_moe_supported(&s) == QV_ERR_UNSUPPORTED, "%s is taken", refused[i]);
     }
-    /* the dense NVFP4 row named as the expert is taken with bf16 */
+    /* the dense NVFP4 row named as the expert is taken with bf16; a bias with
+     * the weight on the rounded product (the bias is in the product) */
     qv_moe_spec s;
+    ck_assert_int_eq(qv_moe_spec_parse("w=e2m1,ws=e8m0/g32,a=bf16,bias=bf16,route=topk-softmax,topk=4,rw=out", &s),
+                     QV_OK);
+    ck_assert_msg(qv_gpu_moe_supported(&s) == QV_OK, "%s", qv_errmsg());
     ck_assert_int_eq(qv_moe_spec_parse("marlin-nvfp4a16-g16-bf16,route=softmax-topk,topk=2", &s), QV_OK);
     ck_assert_msg(qv_gpu_moe_supported(&s) == QV_OK, "%s", qv_errmsg());
 }

@@ -90,6 +90,17 @@ typedef struct qv_moe_dev {
                                    order (qv_packed.bias), or NULL: no bias */
     int bias_fmt;               /* qv_fmt of the bias codes: F16, BF16 or F32 */
     const int32_t *perm;        /* (nx, k) each expert's sorted-row order (act_order), else NULL */
+    int rw;                     /* qv_rw: where a routed weight multiplies (ACC: the fp32 product;
+                                   OUT: the product rounded to the output format, the weight
+                                   rounded too, the result rounded; IN: the slot's activations,
+                                   the weight rounded to their format, each product rounded,
+                                   in the slot gather, so the product enters with weight 1) */
+    int sum;                    /* qv_moe_sum: F32, or OUT (each term rounded to the output
+                                   format and added in it) */
+    int sgate;                  /* 1: each shared expert's product weighed by its gate,
+                                   RN_a(sigmoid(RN_a(x . g))) (qv_moe_spec.sgate), as rw says */
+    const void *shared_gate;    /* sgate: (shared, k) each shared expert's gate vector in the
+                                   activation format (f16/bf16), else NULL */
     void *out;                  /* (t, n) output codes */
     void *workspace;            /* qv_moe_workspace bytes, any content */
 } qv_moe_dev;
@@ -99,13 +110,14 @@ typedef struct qv_moe_dev {
 typedef struct qv_moe_ws {
     int block, max_blocks;
     int64_t max_slots;
-    size_t ids, weights, counts, expert_start, block_expert, slot, hist, a_slots, inter, pair_slot, tiles, bytes;
+    size_t ids, weights, counts, expert_start, block_expert, slot, hist, a_slots, inter, pair_slot, tiles, gate, bytes;
 } qv_moe_ws;
 
 /* The plan of d's shape and path (d->wg, d->ksplit; mb and the pointers
  * are not read). hist holds the token sort's expert counts per 256-pair
  * chunk (nx, ceil(t * per / 256)); a_slots every slot's activations (max_slots, k) for
- * act_order and the W4A16 / FP4 wgmma kernel, else nothing; inter one copy
+ * act_order, rw=in and the W4A16 / FP4 wgmma kernel, else nothing; gate the
+ * shared experts' gates (t, shared) f32 with a shared_gate; inter one copy
  * of the products per K part, a row per pair, or with the W4A16 / FP4 wgmma
  * kernel a row per slot (max(pairs, max_slots) rows) and pair_slot each
  * pair's slot (t * per). */
