@@ -434,13 +434,7 @@ START_TEST(routed_plugin)
     ck_assert_msg(v.rc == 1 && strstr(v.out, "(t=1 ") && strstr(v.out, ": FAIL"), "rc %d: %s%s", v.rc, v.out, v.err);
     run_free(&v);
     /* the first failure's replay command, run as printed */
-    char cmd[1024];
-    const char *args[16];
-    const int na = qvet_replay_words(r.out, cmd, sizeof cmd, args, 16);
-    run_free(&r);
-    ck_assert_str_eq(args[na - 2], "--plugin");
-    r = run_qvet(args + 1);
-    ck_assert_msg(r.rc == 1 && strstr(r.out, "FAIL"), "replay rc %d: %s%s", r.rc, r.out, r.err);
+    qvet_replay_expect(r.out, "--plugin", 1, "FAIL");
     run_free(&r);
 
     build_tiny(dir, 2, MOE_ROW, lib, sizeof lib);

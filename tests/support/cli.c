@@ -98,11 +98,25 @@ int qvet_dump_verify_words(const char *out, const char *under, char *line, size_
     return n;
 }
 
-int qvet_replay_words(const char *out, char *line, size_t len, const char **words, int max)
+static int qvet_replay_words(const char *out, char *line, size_t len, const char **words, int max)
 {
     const char *rp = strstr(out, "replay: qvet replay ");
     ck_assert_msg(rp != NULL, "no replay command in: %s", out);
     rp += strlen("replay: ");
     snprintf(line, len, "%.*s", (int)strcspn(rp, "\n"), rp);
     return split_words(line, words, max);
+}
+
+void qvet_replay_expect(const char *out, const char *option, int rc, const char *needle)
+{
+    char line[8192];
+    const char *words[64];
+    const int n = qvet_replay_words(out, line, sizeof line, words, 64);
+    int has = 0;
+    for (int i = 1; i < n; i++) has |= !strcmp(words[i], option);
+    ck_assert_msg(has, "the replay command '%s' lacks %s", line, option);
+    run_result r = qvet_run(words + 1);
+    ck_assert_msg(r.rc == rc && strstr(r.out, needle), "replay: exit %d (expected %d), '%s' in: %s%s", r.rc, rc,
+                  needle, r.out, r.err);
+    run_free(&r);
 }

@@ -36,8 +36,9 @@ int qvet_command_words(const char *file, char *line, size_t len, const char **wo
  * replay.txt, split as qvet_command_words does. */
 int qvet_dump_verify_words(const char *out, const char *under, char *line, size_t len, const char **words, int max);
 
-/* The first "replay: qvet replay ..." line that a campaign printed in `out`,
- * from "qvet" on, copied into line and split into words the same way. */
-int qvet_replay_words(const char *out, char *line, size_t len, const char **words, int max);
+/* Runs the first "replay: qvet replay ..." command that a campaign printed
+ * in `out` (split as qvet_command_words does) and asserts that it names
+ * `option` (e.g. "--plugin"), exits `rc` and prints `needle`. */
+void qvet_replay_expect(const char *out, const char *option, int rc, const char *needle);
 
 #endif
