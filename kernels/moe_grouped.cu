@@ -1086,7 +1086,13 @@ __global__ void __launch_bounds__(kCombineThreads)
                 const float w = gate[(int64_t)tok * (per - topk) + c - topk];
 #pragma unroll
                 for (int e = 0; e < 4; e++) v[e] = __fmul_rn(w, v[e]);
+#ifdef QV_MUTANT_gpu_moe_weight_in_twice
+            /* Mutant (class 32, vLLM #43694): with the weight on the expert's
+             * input (rw=in, the gather), the product weighed by it again. */
+            } else if (c < topk && (rw == QV_RW_ACC || rw == QV_RW_IN)) {
+#else
             } else if (c < topk && rw == QV_RW_ACC) {
+#endif
                 const float w = weights[tok * topk + c];
 #ifdef QV_MUTANT_gpu_moe_weight_after_cast
                 /* Mutant (class 25, vLLM #32002): the router weight applied after the
@@ -1537,5 +1543,10 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
                           stream, "combine launch", inter, by_slot ? (const int32_t *)pair_slot : nullptr, parts,
                           part_stride, ids, weights, d->expert_map, d->bias,
                           bias_sf, (uint32_t *)d->out, d->t, d->n, d->topk, per, d->e_local, d->rw, d->sum,
+#ifdef QV_MUTANT_gpu_moe_shared_gate_dropped
+                          /* Mutant (class 33, lmdeploy #3491): the gates computed, never applied. */
+                          nullptr);
+#else
                           d->shared > 0 ? (const float *)gate : nullptr);
+#endif
 }
