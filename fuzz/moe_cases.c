@@ -191,9 +191,25 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+/* What a GPU run of p showed into *why: a backend error (st), differing
+ * bits between launches, or writes past the output; nothing when clean. */
+static void gpu_why(qv_status st, const qv_gpu_moe_stats *gs, const qv_moe_problem *p, char *why, size_t len)
+{
+    if (st != QV_OK)
+        snprintf(why, len, "backend error: %s", qv_errmsg());
+    else if (gs->nondeterministic)
+        snprintf(why, len, "nondeterministic: two identical launches differ%s at (%lld, %lld)",
+                 gs->first_diff < 0 ? " in the routing" : "",
+                 (long long)(gs->first_diff < 0 ? 0 : gs->first_diff / p->n),
+                 (long long)(gs->first_diff < 0 ? 0 : gs->first_diff % p->n));
+    else if (gs->guard_writes)
+        snprintf(why, len, "%lld guard bytes written past the (%lld, %lld) output", (long long)gs->guard_writes,
+                 (long long)p->t, (long long)p->n);
+}
+
 /* The case on the GPU: one launch at a time (b->launch_lock), b->repeat
  * launches compared bit for bit. *why receives a backend refusal or what
- * the launches showed (differing bits, writes past the output). */
+ * the launches showed (gpu_why). */
 static qv_status run_gpu(const qv_backend *b, const qv_moe_problem *p, void *out, int32_t *ids, float *w, char *why,
                          size_t len)
 {
@@ -203,15 +219,7 @@ static qv_status run_gpu(const qv_backend *b, const qv_moe_problem *p, void *out
     qv_status st = qv_gpu_moe_run(p, b->opts, b->repeat > 1 ? b->repeat : 1, out, ids, w, NULL, &gs);
     if (lock) pthread_mutex_unlock(lock);
     if (st == QV_ERR_NODEVICE) return st;
-    if (st != QV_OK)
-        snprintf(why, len, "backend error: %s", qv_errmsg());
-    else if (gs.nondeterministic)
-        snprintf(why, len, "nondeterministic: two identical launches differ%s at (%lld, %lld)",
-                 gs.first_diff < 0 ? " in the routing" : "", (long long)(gs.first_diff < 0 ? 0 : gs.first_diff / p->n),
-                 (long long)(gs.first_diff < 0 ? 0 : gs.first_diff % p->n));
-    else if (gs.guard_writes)
-        snprintf(why, len, "%lld guard bytes written past the (%lld, %lld) output", (long long)gs.guard_writes,
-                 (long long)p->t, (long long)p->n);
+    gpu_why(st, &gs, p, why, len);
     return QV_OK;
 }
 
@@ -269,20 +277,11 @@ static qv_status run_device_plugin(const qv_backend *b, const char *row, const q
     qv_gpu_moe_stats gs;
     int rc = 0;
     if (lock) pthread_mutex_lock(lock);
-    qv_status st = qv_gpu_moe_run_ext(p, (qv_moe_ext_launch_fn)b->moe_launch, row, b->repeat > 1 ? b->repeat : 1,
-                                      out, ids, w, &rc, &gs);
+    qv_status st = qv_gpu_moe_run_ext(p, b->moe_launch, row, b->repeat > 1 ? b->repeat : 1, out, ids, w, &rc, &gs);
     if (lock) pthread_mutex_unlock(lock);
     if (st == QV_ERR_NODEVICE) return st;
-    if (st != QV_OK)
-        snprintf(why, len, "backend error: %s", qv_errmsg());
-    else if (rc)
-        snprintf(why, len, "backend error: plugin launch returned %d", rc);
-    else if (gs.nondeterministic)
-        snprintf(why, len, "nondeterministic: two identical launches differ%s",
-                 gs.first_diff < 0 ? " in the routing" : "");
-    else if (gs.guard_writes)
-        snprintf(why, len, "%lld guard bytes written past the (%lld, %lld) output", (long long)gs.guard_writes,
-                 (long long)p->t, (long long)p->n);
+    if (st == QV_OK && rc) snprintf(why, len, "backend error: plugin launch returned %d", rc);
+    else gpu_why(st, &gs, p, why, len);
     return QV_OK;
 }
 

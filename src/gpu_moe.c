@@ -16,7 +16,6 @@
 #include "internal/gpu.h"
 #include "qvet/formats.h"
 #include "qvet/layout.h"
-#include "qvet/plugin.h"
 #include "qvet/reference.h"
 
 /* The kernel's scale modes (gpu_moe.h qv_moe_dev.scale_mode). */
@@ -389,8 +388,8 @@ static qv_status launch_once(qv_gpu_moe *g, qv_fmt of, void *out, int32_t *ids, 
                              int64_t *guard_writes)
 {
     const qv_moe_dev *d = &g->d;
-    int64_t count = (int64_t)d->t * d->n, guard = QV_GPU_GUARD_BYTES / 2;
-    QV_TRY(qv_gpu_poison(d->out, of, count + guard, NULL));
+    const int64_t count = (int64_t)d->t * d->n;
+    QV_TRY(qv_gpu_poison_guarded(d->out, of, count));
     cudaEvent_t e0, e1;
     QV_CUDA_TRY(cudaEventCreate(&e0), "cudaEventCreate");
     QV_CUDA_TRY(cudaEventCreate(&e1), "cudaEventCreate");
@@ -413,13 +412,15 @@ static qv_status launch_once(qv_gpu_moe *g, qv_fmt of, void *out, int32_t *ids, 
     QV_CUDA_TRY(cudaMemcpy(out, d->out, g->out_bytes, cudaMemcpyDeviceToHost), "cudaMemcpy output to host");
     QV_CUDA_TRY(cudaMemcpy(ids, ws + g->ws.ids, nk, cudaMemcpyDeviceToHost), "cudaMemcpy ids to host");
     QV_CUDA_TRY(cudaMemcpy(weights, ws + g->ws.weights, nk, cudaMemcpyDeviceToHost), "cudaMemcpy weights to host");
-    unsigned char gb[QV_GPU_GUARD_BYTES];
-    QV_CUDA_TRY(cudaMemcpy(gb, (char *)d->out + g->out_bytes, sizeof gb, cudaMemcpyDeviceToHost),
-                "cudaMemcpy guard to host");
-    uint32_t code = ref_poison_code(of);
-    for (size_t i = 0; i < sizeof gb; i++)
-        if (gb[i] != ((const unsigned char *)&code)[i % 2]) ++*guard_writes;
-    return QV_OK;
+    return qv_gpu_guard_count(d->out, of, count, guard_writes);
+}
+
+/* The first of `count` elements of es bytes where a and b differ, -1 if none. */
+static int64_t first_diff(const void *a, const void *b, int64_t count, size_t es)
+{
+    for (int64_t i = 0; i < count; i++)
+        if (memcmp((const char *)a + (size_t)i * es, (const char *)b + (size_t)i * es, es)) return i;
+    return -1;
 }
 
 qv_status qv_gpu_moe_run(const qv_moe_problem *p, const qv_launch_opts *opts, int repeat, void *out, int32_t *ids,
@@ -459,11 +460,7 @@ qv_status qv_gpu_moe_run(const qv_moe_problem *p, const qv_launch_opts *opts, in
         if (memcmp(out2, out, ob) || memcmp(ids1, ids1 + nk, sizeof(int32_t) * nk) ||
             memcmp(w1, w1 + nk, sizeof(float) * nk)) {
             st->nondeterministic = 1;
-            for (int64_t i = 0; i < p->t * p->n; i++)
-                if (memcmp((char *)out2 + i * 2, (char *)out + i * 2, 2)) {
-                    st->first_diff = i;
-                    break;
-                }
+            st->first_diff = first_diff(out2, out, p->t * p->n, 2);
         }
     }
     if (s == QV_OK && ids) memcpy(ids, ids1, sizeof(int32_t) * nk);
@@ -490,7 +487,8 @@ typedef struct ext_mirror {
     size_t out_bytes;
 } ext_mirror;
 
-enum { EXT_ALIGN = 256 };
+/* Each buffer of the mirror starts 256-byte aligned. */
+static size_t ext_up(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
 
 /* One buffer of the mirror: where its host bytes are and which mirror field
  * receives its device address. */
@@ -557,7 +555,7 @@ static qv_status ext_upload(const qv_moe_problem *p, ext_mirror *m)
 #undef ADD
     for (int i = 0; i < nx; i++) ext_weight_bufs(&p->w[i], &m->w[i], bufs, &n);
     size_t total = 0;
-    for (int i = 0; i < n; i++) total += (bufs[i].bytes + EXT_ALIGN - 1) / EXT_ALIGN * EXT_ALIGN;
+    for (int i = 0; i < n; i++) total += ext_up(bufs[i].bytes);
     unsigned char *stage = malloc(total ? total : 1);
     qv_status st = stage ? QV_OK : qv_fail(QV_ERR_NOMEM, "routed plugin staging buffer of %zu bytes", total);
     if (st == QV_OK && cudaMalloc(&m->arena, total ? total : 1) != cudaSuccess)
@@ -570,7 +568,7 @@ static qv_status ext_upload(const qv_moe_problem *p, ext_mirror *m)
         }
         memcpy(stage + off, bufs[i].host, bufs[i].bytes);
         *bufs[i].field = (unsigned char *)m->arena + off;
-        off += (bufs[i].bytes + EXT_ALIGN - 1) / EXT_ALIGN * EXT_ALIGN;
+        off += ext_up(bufs[i].bytes);
     }
     if (st == QV_OK && cudaMemcpy(m->arena, stage, total, cudaMemcpyHostToDevice) != cudaSuccess)
         st = qv_cuda_fail((int)cudaGetLastError(), "cudaMemcpy routed plugin inputs", __FILE__, __LINE__);
@@ -578,8 +576,8 @@ static qv_status ext_upload(const qv_moe_problem *p, ext_mirror *m)
     free(bufs);
     /* out, its guard, then ids and weights, each part aligned */
     m->out_bytes = (size_t)(p->t * p->n) * qv_fmt_storage_bytes(v->ofmt);
-    size_t ob = (m->out_bytes + QV_GPU_GUARD_BYTES + EXT_ALIGN - 1) / EXT_ALIGN * EXT_ALIGN;
-    size_t nk = (size_t)(p->t * p->s->topk), ib = (nk * sizeof(int32_t) + EXT_ALIGN - 1) / EXT_ALIGN * EXT_ALIGN;
+    size_t ob = ext_up(m->out_bytes + QV_GPU_GUARD_BYTES);
+    size_t nk = (size_t)(p->t * p->s->topk), ib = ext_up(nk * sizeof(int32_t));
     if (st == QV_OK && cudaMalloc(&m->out, ob + ib + nk * sizeof(float) + 1) != cudaSuccess)
         st = qv_cuda_fail((int)cudaGetLastError(), "cudaMalloc routed plugin outputs", __FILE__, __LINE__);
     if (st == QV_OK) {
@@ -592,12 +590,14 @@ static qv_status ext_upload(const qv_moe_problem *p, ext_mirror *m)
 
 /* Poison the output (guard included), ids (-1) and weights (NaN); launch;
  * synchronize; download; count guard bytes that lost their poison. */
-static qv_status ext_launch_once(ext_mirror *m, qv_moe_ext_launch_fn launch, const char *variant, void *out,
+static qv_status ext_launch_once(ext_mirror *m, int (*launch)(const char *, const qv_moe_launch_args *),
+                                 const char *variant, void *out,
                                  int32_t *ids, float *weights, int *rc, int64_t *guard_writes)
 {
     const qv_fmt of = m->p.s->expert->ofmt;
-    const size_t nk = (size_t)(m->p.t * m->p.s->topk), es = qv_fmt_storage_bytes(of);
-    QV_TRY(qv_gpu_poison(m->out, of, m->p.t * m->p.n + (int64_t)(QV_GPU_GUARD_BYTES / es), NULL));
+    const size_t nk = (size_t)(m->p.t * m->p.s->topk);
+    const int64_t count = m->p.t * m->p.n;
+    QV_TRY(qv_gpu_poison_guarded(m->out, of, count));
     QV_CUDA_TRY(cudaMemset(m->ids, 0xff, nk * sizeof(int32_t)), "cudaMemset ids");
     QV_CUDA_TRY(cudaMemset(m->weights, 0xff, nk * sizeof(float)), "cudaMemset weights"); /* a NaN */
     const qv_moe_launch_args a = {.p = &m->p, .out = m->out, .topk_ids = m->ids, .topk_weights = m->weights};
@@ -609,16 +609,12 @@ static qv_status ext_launch_once(ext_mirror *m, qv_moe_ext_launch_fn launch, con
     QV_CUDA_TRY(cudaMemcpy(ids, m->ids, nk * sizeof(int32_t), cudaMemcpyDeviceToHost), "cudaMemcpy ids to host");
     QV_CUDA_TRY(cudaMemcpy(weights, m->weights, nk * sizeof(float), cudaMemcpyDeviceToHost),
                 "cudaMemcpy weights to host");
-    unsigned char gb[QV_GPU_GUARD_BYTES];
-    QV_CUDA_TRY(cudaMemcpy(gb, (char *)m->out + m->out_bytes, sizeof gb, cudaMemcpyDeviceToHost),
-                "cudaMemcpy guard to host");
-    uint32_t code = ref_poison_code(of);
-    for (size_t i = 0; i < sizeof gb; i++)
-        if (gb[i] != ((const unsigned char *)&code)[i % es]) ++*guard_writes;
-    return QV_OK;
+    return qv_gpu_guard_count(m->out, of, count, guard_writes);
 }
 
-qv_status qv_gpu_moe_run_ext(const qv_moe_problem *p, qv_moe_ext_launch_fn launch, const char *variant, int repeat,
+qv_status qv_gpu_moe_run_ext(const qv_moe_problem *p,
+                             int (*launch)(const char *variant, const qv_moe_launch_args *args), const char *variant,
+                             int repeat,
                              void *out, int32_t *ids, float *weights, int *rc, qv_gpu_moe_stats *st)
 {
     memset(st, 0, sizeof *st);
@@ -643,12 +639,7 @@ qv_status qv_gpu_moe_run_ext(const qv_moe_problem *p, qv_moe_ext_launch_fn launc
         if (memcmp(again, out, ob) || memcmp(ids2, ids, nk * sizeof(int32_t)) ||
             memcmp(w2, weights, nk * sizeof(float))) {
             st->nondeterministic = 1;
-            const size_t es = qv_fmt_storage_bytes(p->s->expert->ofmt);
-            for (int64_t i = 0; i < p->t * p->n; i++)
-                if (memcmp(again + (size_t)i * es, (unsigned char *)out + (size_t)i * es, es)) {
-                    st->first_diff = i;
-                    break;
-                }
+            st->first_diff = first_diff(again, out, p->t * p->n, qv_fmt_storage_bytes(p->s->expert->ofmt));
         }
     }
     free(again);

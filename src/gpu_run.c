@@ -168,14 +168,29 @@ qv_status qv_gpu_poison(void *dev_out, qv_fmt ofmt, int64_t count, void *stream)
     return QV_OK;
 }
 
+qv_status qv_gpu_poison_guarded(void *dev_out, qv_fmt ofmt, int64_t count)
+{
+    return qv_gpu_poison(dev_out, ofmt, count + QV_GPU_GUARD_BYTES / (int64_t)qv_fmt_storage_bytes(ofmt), NULL);
+}
+
+qv_status qv_gpu_guard_count(const void *dev_out, qv_fmt ofmt, int64_t count, int64_t *writes)
+{
+    const size_t es = qv_fmt_storage_bytes(ofmt);
+    unsigned char guard[QV_GPU_GUARD_BYTES];
+    QV_CUDA_TRY(cudaMemcpy(guard, (const char *)dev_out + (size_t)count * es, sizeof guard, cudaMemcpyDeviceToHost),
+                "cudaMemcpy guard to host");
+    const uint32_t code = ref_poison_code(ofmt);
+    for (size_t i = 0; i < sizeof guard; i++)
+        if (guard[i] != ((const unsigned char *)&code)[i % es]) ++*writes;
+    return QV_OK;
+}
+
 /* Poison, launch, check the launch and the kernel's completion, download. */
 static qv_status launch_once(const qv_problem *p, qv_launch_fn launch, qv_gpu_problem *gp, void *out,
                              double *ms, int64_t *guard_writes)
 {
-    /* Poison the output and the guard zone after it, as one run of codes. */
-    size_t es = qv_fmt_storage_bytes(p->v->ofmt);
-    int64_t count = p->m * p->n, guard_count = QV_GPU_GUARD_BYTES / (int64_t)es;
-    QV_TRY(qv_gpu_poison(gp->args.c, p->v->ofmt, count + guard_count, NULL));
+    const int64_t count = p->m * p->n;
+    QV_TRY(qv_gpu_poison_guarded(gp->args.c, p->v->ofmt, count));
     cudaEvent_t e0, e1;
     QV_CUDA_TRY(cudaEventCreate(&e0), "cudaEventCreate");
     QV_CUDA_TRY(cudaEventCreate(&e1), "cudaEventCreate");
@@ -195,14 +210,7 @@ static qv_status launch_once(const qv_problem *p, qv_launch_fn launch, qv_gpu_pr
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
     QV_CUDA_TRY(cudaMemcpy(out, gp->args.c, gp->out_bytes, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
-    /* Any byte of the guard zone that lost its poison was written out of bounds. */
-    unsigned char guard[QV_GPU_GUARD_BYTES];
-    QV_CUDA_TRY(cudaMemcpy(guard, (char *)gp->args.c + gp->out_bytes, sizeof guard, cudaMemcpyDeviceToHost),
-                "cudaMemcpy guard to host");
-    uint32_t code = ref_poison_code(p->v->ofmt);
-    for (size_t i = 0; i < sizeof guard; i++)
-        if (guard[i] != ((const unsigned char *)&code)[i % es]) ++*guard_writes;
-    return QV_OK;
+    return qv_gpu_guard_count(gp->args.c, p->v->ofmt, count, guard_writes);
 }
 
 /* The act_order kernels take the group of each sorted row from its position

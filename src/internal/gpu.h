@@ -68,6 +68,12 @@ qv_status qv_gpu_problem_upload(const qv_problem *p, const qv_packed *pk, const 
 void      qv_gpu_problem_free(qv_gpu_problem *gp);
 /* Fills the device output with the poison code of ofmt. */
 qv_status qv_gpu_poison(void *dev_out, qv_fmt ofmt, int64_t count, void *stream);
+/* Poisons `count` output codes at dev_out and the QV_GPU_GUARD_BYTES of guard
+ * after them (the allocation must hold both), as one run of codes. */
+qv_status qv_gpu_poison_guarded(void *dev_out, qv_fmt ofmt, int64_t count);
+/* Adds to *writes the bytes of the guard after `count` output codes at
+ * dev_out that lost their poison: writes past the output. */
+qv_status qv_gpu_guard_count(const void *dev_out, qv_fmt ofmt, int64_t count, int64_t *writes);
 
 /* Checks a CUDA runtime result; on error records "what: cuda message" via
  * qv_fail and returns QV_ERR_CUDA. */

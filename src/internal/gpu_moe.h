@@ -14,6 +14,7 @@
 
 #include "qvet/gemm.h"
 #include "qvet/moe.h"
+#include "qvet/plugin.h"
 #include "qvet/status.h"
 
 #ifdef __cplusplus
@@ -230,10 +231,6 @@ typedef struct qv_gpu_moe_stats {
 qv_status qv_gpu_moe_run(const qv_moe_problem *p, const qv_launch_opts *opts, int repeat, void *out, int32_t *ids,
                          float *weights, qv_moe_sorted *sorted, qv_gpu_moe_stats *st);
 
-/* A plugin's routed launch (plugin.h qv_plugin_moe_launch). */
-struct qv_moe_launch_args;
-typedef int (*qv_moe_ext_launch_fn)(const char *variant, const struct qv_moe_launch_args *args);
-
 /* Runs a plugin's routed launch that takes device pointers on p `repeat`
  * (>= 1) times: p's buffers and its experts' go up once (the problem and
  * expert structs stay on the host, their buffer pointers lead to the device),
@@ -243,7 +240,9 @@ typedef int (*qv_moe_ext_launch_fn)(const char *variant, const struct qv_moe_lau
  * (t, topk) come back. *rc is the launch's return (non-zero: refused, nothing
  * downloaded); st counts launches, guard bytes written and whether two
  * launches differed. */
-qv_status qv_gpu_moe_run_ext(const qv_moe_problem *p, qv_moe_ext_launch_fn launch, const char *variant, int repeat,
+qv_status qv_gpu_moe_run_ext(const qv_moe_problem *p,
+                             int (*launch)(const char *variant, const qv_moe_launch_args *args), const char *variant,
+                             int repeat,
                              void *out, int32_t *ids, float *weights, int *rc, qv_gpu_moe_stats *st);
 
 #ifdef __cplusplus
