@@ -35,8 +35,9 @@
  *     gathered slots, 64-256 slots a tile, the same products to the same
  *     rows);
  *  5. k_moe_shared_gate (sgate=sigmoid): each token's shared-expert gates;
- *     k_moe_combine: per token and column, in choice order, the fp32 product
- *     plus its expert's bias (FP4 experts with one), weighed as rw says (the
+ *     k_moe_combine (k_moe_combine_staged for decode batches, computing
+ *     the gates itself): per token and column, in choice order, the fp32
+ *     product plus its expert's bias (FP4 experts with one), weighed as rw says (the
  *     router weight in fp32 on the product, rw=acc; both rounded to the
  *     output format, rw=out; weight 1 after rw=in's gather; a shared expert
  *     by its gate, or 1), summed in fp32 (sum=f32) or in the output format
@@ -977,19 +978,17 @@ __global__ void __launch_bounds__(kF8Threads) k_moe_gemm_fp8_b128(const moe_f8_p
 constexpr int kCombineThreads = 256;
 constexpr int kGateThreads = 128;
 
-/* sgate: gate[t][sx] = RN_a(sigmoid(RN_a(x[t] . g[sx]))) for token blockIdx.x
- * and shared expert blockIdx.y: the K products summed in fp32 (each thread
- * a strided part by fused multiply-adds, then a fixed tree over the block,
- * so the result is a function of the inputs alone), rounded to the
- * activation format, CUDA's expf (2 ulps, as the spec's exp= declares) and
- * an IEEE division, rounded again. */
-__global__ void __launch_bounds__(kGateThreads)
-    k_moe_shared_gate(const uint16_t *a, const uint16_t *g, float *gate, int shared, int k, int bf16)
+/* sgate: RN_a(sigmoid(RN_a(x[tok] . g[sx]))), token tok's gate of shared
+ * expert sx, on every thread of a block of kGateThreads: the K products
+ * summed in fp32 (each thread a strided part by fused multiply-adds, then a
+ * fixed tree over the block, so the result is a function of the inputs
+ * alone), rounded to the activation format, CUDA's expf (2 ulps, as the
+ * spec's exp= declares) and an IEEE division, rounded again. part: the
+ * block's kGateThreads / 32 floats of shared memory. */
+__device__ __forceinline__ float shared_gate_value(const uint16_t *a, const uint16_t *g, int64_t tok, int sx, int k,
+                                                   int bf16, float *part)
 {
-    chain_wait();
-    __shared__ float part[kGateThreads / 32];
-    const int tok = blockIdx.x, sx = blockIdx.y;
-    const uint16_t *x = a + (int64_t)tok * k, *gv = g + (int64_t)sx * k;
+    const uint16_t *x = a + tok * k, *gv = g + (int64_t)sx * k;
     float z = 0.0f;
     for (int i = threadIdx.x; i < k; i += kGateThreads)
         z = bf16 ? fmaf(qv_h2<true>::to_float(x[i]), qv_h2<true>::to_float(gv[i]), z)
@@ -998,139 +997,266 @@ __global__ void __launch_bounds__(kGateThreads)
     for (int o = 16; o > 0; o >>= 1) z = __fadd_rn(z, __shfl_xor_sync(0xffffffffu, z, o));
     if ((threadIdx.x & 31) == 0) part[threadIdx.x / 32] = z;
     __syncthreads();
-    if (threadIdx.x == 0) {
-        float s = part[0];
-        for (int w = 1; w < kGateThreads / 32; w++) s = __fadd_rn(s, part[w]);
-        const float za = round16(s, bf16);
-        gate[(int64_t)tok * shared + sx] = round16(__fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-za))), bf16);
+    float s = part[0];
+    for (int w = 1; w < kGateThreads / 32; w++) s = __fadd_rn(s, part[w]);
+    __syncthreads(); /* part is free again */
+    const float za = round16(s, bf16);
+    return round16(__fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-za))), bf16);
+}
+
+/* gate[t][sx] (shared_gate_value) for token blockIdx.x and shared expert
+ * blockIdx.y. */
+__global__ void __launch_bounds__(kGateThreads)
+    k_moe_shared_gate(const uint16_t *a, const uint16_t *g, float *gate, int shared, int k, int bf16)
+{
+    chain_wait();
+    __shared__ float part[kGateThreads / 32];
+    const int tok = blockIdx.x, sx = blockIdx.y;
+    const float v = shared_gate_value(a, g, tok, sx, k, bf16, part);
+    if (threadIdx.x == 0) gate[(int64_t)tok * shared + sx] = v;
+}
+
+/* One term of out[t][col .. col + 3], pair c of token t in choice order,
+ * added to y (J: the terms before it): the pair's fp32 product (the sum of
+ * its `parts` K parts in increasing part, part(z) giving part z's four
+ * columns) plus its expert's bias (FP4 experts: bias (nx, n) codes of
+ * bias_fmt, an SF_*, in scale_perm_single order, or NULL for none), the
+ * expert's epilogue ending there, then weighed as rw says: a routed pair by
+ * its router weight, a shared one by its gate (w: either, or 1 for a shared
+ * expert without gate, has_gate false); rw=in's routed pairs enter with
+ * weight 1 (the gather weighed their input). The terms are summed in fp32
+ * (sum=f32) or each rounded to the output format and added in it (sum=out:
+ * an fp32 sum of two 16-bit values rounded to 16 bits is their correctly
+ * rounded sum, since fp32 carries 24 >= 2 * 11 + 2 bits). */
+template <bool IS_BF16, class Part>
+__device__ __forceinline__ void combine_term(float (&y)[4], int J, const Part &part, int parts, int c, int x, float w,
+                                             bool has_gate, const void *bias, int bias_fmt, int n, int col, int topk,
+                                             int rw, int sum)
+{
+    const float4 v4 = part(0);
+    float v[4] = {v4.x, v4.y, v4.z, v4.w};
+    for (int z = 1; z < parts; z++) {
+        const float4 u4 = part(z);
+        float q[4] = {u4.x, u4.y, u4.z, u4.w};
+#ifdef QV_MUTANT_gpu_moe_ksplit_f16_reduce
+        /* Mutant (class 4, vLLM #6795): the K parts reduced in the 16-bit
+         * output format: the running sum and the part rounded to it, and
+         * their sum rounded again. */
+        wo_round_pair<IS_BF16>(q[0], q[1]);
+        wo_round_pair<IS_BF16>(q[2], q[3]);
+        wo_round_pair<IS_BF16>(v[0], v[1]);
+        wo_round_pair<IS_BF16>(v[2], v[3]);
+#endif
+#pragma unroll
+        for (int e = 0; e < 4; e++) v[e] = __fadd_rn(v[e], q[e]);
+#ifdef QV_MUTANT_gpu_moe_ksplit_f16_reduce
+        wo_round_pair<IS_BF16>(v[0], v[1]);
+        wo_round_pair<IS_BF16>(v[2], v[3]);
+#endif
+    }
+    float b[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (bias) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            b[e] = load_scale(bias, (int64_t)x * n + single_perm_index(col + e), bias_fmt);
+#ifndef QV_MUTANT_gpu_moe_bias_unweighted
+            /* (Mutant QV_MUTANT_gpu_moe_bias_unweighted moves this addition after the weight.) */
+            v[e] = __fadd_rn(v[e], b[e]);
+#endif
+        }
+    }
+    if (rw == QV_RW_OUT) {
+        /* the product rounded, the weight rounded, their product rounded
+         * (exact in fp32 before that rounding) */
+        const bool weighed = c < topk || has_gate;
+        const float wr = round16(w, IS_BF16);
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const float pr = round16(v[e], IS_BF16);
+            v[e] = weighed ? round16(__fmul_rn(wr, pr), IS_BF16) : pr;
+        }
+    } else if (c >= topk && has_gate) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) v[e] = __fmul_rn(w, v[e]);
+#ifdef QV_MUTANT_gpu_moe_weight_in_twice
+    /* Mutant (class 32, vLLM #43694): with the weight on the expert's
+     * input (rw=in, the gather), the product weighed by it again. */
+    } else if (c < topk && (rw == QV_RW_ACC || rw == QV_RW_IN)) {
+#else
+    } else if (c < topk && rw == QV_RW_ACC) {
+#endif
+#ifdef QV_MUTANT_gpu_moe_weight_after_cast
+        /* Mutant (class 25, vLLM #32002): the router weight applied after the
+         * product is rounded to the output format. */
+        wo_round_pair<IS_BF16>(v[0], v[1]);
+        wo_round_pair<IS_BF16>(v[2], v[3]);
+#pragma unroll
+        for (int e = 0; e < 4; e++) v[e] = __fmul_rn(v[e], w);
+        wo_round_pair<IS_BF16>(v[0], v[1]);
+        wo_round_pair<IS_BF16>(v[2], v[3]);
+#else
+#pragma unroll
+        for (int e = 0; e < 4; e++) v[e] = __fmul_rn(w, v[e]);
+#endif
+    }
+#ifdef QV_MUTANT_gpu_moe_bias_unweighted
+    /* Mutant (class 24, NeMo Automodel #2591): each expert's bias added
+     * after its router weight, so every routed choice adds its whole
+     * bias to the token. */
+#pragma unroll
+    for (int e = 0; e < 4; e++) v[e] = __fadd_rn(v[e], b[e]);
+#endif
+    if (sum == QV_MSUM_OUT) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const float q = round16(v[e], IS_BF16);
+            y[e] = J ? round16(__fadd_rn(y[e], q), IS_BF16) : q;
+        }
+    } else {
+#pragma unroll
+        for (int e = 0; e < 4; e++) y[e] = J ? __fadd_rn(y[e], v[e]) : v[e];
     }
 }
 
-/* out[t][col .. col + 3] from the pairs of token t in choice order: each pair's
- * fp32 product (row pair_slot[pair] of inter, or row pair without pair_slot;
- * the sum of its `parts` K parts, part_stride floats apart, in increasing
- * part) plus its expert's bias (FP4 experts: bias (nx, n) codes of
- * bias_fmt, an SF_*, in scale_perm_single order, or NULL for none), the
- * expert's epilogue ending there, then weighed as rw says: a routed pair by
- * its router weight, a shared one by its gate (gate (t, per - topk), or NULL:
- * weight 1); rw=in's routed pairs enter with weight 1 (the gather weighed
- * their input). The terms are summed in fp32 (sum=f32) or each rounded to
- * the output format and added in it (sum=out: an fp32 sum of two 16-bit
- * values rounded to 16 bits is their correctly rounded sum, since fp32
- * carries 24 >= 2 * 11 + 2 bits), then one cast. */
-template <bool IS_BF16>
-__global__ void __launch_bounds__(kCombineThreads)
-    k_moe_combine(const float *inter, const int32_t *pair_slot, int parts, int64_t part_stride, const int32_t *ids,
-                  const float *weights,
-                  const int32_t *expert_map, const void *bias, int bias_fmt, uint32_t *out, int t, int n, int topk,
-                  int per, int e_local, int rw, int sum, const float *gate)
+/* Pair c of token tok's weight for combine_term: its router weight (c <
+ * topk), its shared expert's gate (gate (t, per - topk)), or 1. */
+__device__ __forceinline__ float combine_weight(const float *weights, const float *gate, int64_t tok, int c, int topk,
+                                                int per)
 {
-    /* Block (x, y): columns [1024 x, + 1024) of tokens y, y + gridDim.y, ...;
-     * each thread four columns (n % 4 == 0: one float4 of each pair's row). */
+    return c < topk ? weights[tok * topk + c] : gate ? gate[tok * (per - topk) + c - topk] : 1.0f;
+}
+
+/* Where pair `pair`'s product rows are in inter: row pair_slot[pair] (the
+ * wgmma kernel's slot), or row pair. */
+__device__ __forceinline__ int64_t combine_row(const int32_t *pair_slot, int64_t pair)
+{
+    return pair_slot ? pair_slot[pair] : pair;
+}
+
+/* The combine's launch arguments (both forms). */
+struct combine_params {
+    const float *inter;       /* parts x (rows, n) fp32 products, part_stride floats apart */
+    const int32_t *pair_slot; /* (t * per), or NULL: pair p's row is p */
+    int parts;
+    int64_t part_stride;
+    const int32_t *ids;       /* (t, topk) */
+    const float *weights;     /* (t, topk) */
+    const int32_t *expert_map;
+    const void *bias;         /* (nx, n) codes of bias_fmt, or NULL */
+    int bias_fmt;
+    uint32_t *out;            /* (t, n) f16/bf16 pairs */
+    int t, n, topk, per, e_local, rw, sum;
+    const float *gate;        /* (t, per - topk), or NULL */
+    /* the staged form's own gates (sgate, instead of gate): the activations
+     * (t, k) of format a_bf16 and the shared experts' gate vectors
+     * (per - topk, k), or NULL */
+    const uint16_t *a, *gate_vec;
+    int k, a_bf16;
+};
+
+/* out[t][col .. col + 3] for every token: each term (combine_term) read
+ * where it lies, one cast at the end; a token with no local choice is 0.
+ * Block (x, y): columns [1024 x, + 1024) of tokens y, y + gridDim.y, ...;
+ * each thread four columns (n % 4 == 0: one float4 of each pair's row). The
+ * form for many tokens, where the blocks keep the memory busy. */
+template <bool IS_BF16>
+__global__ void __launch_bounds__(kCombineThreads) k_moe_combine(const combine_params p)
+{
     chain_wait();
     const int col = (blockIdx.x * kCombineThreads + threadIdx.x) * 4;
-    if (col >= n) return;
-    for (int tok = blockIdx.y; tok < t; tok += gridDim.y) {
+    if (col >= p.n) return;
+    for (int tok = blockIdx.y; tok < p.t; tok += gridDim.y) {
         float y[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         int J = 0;
-        for (int c = 0; c < per; c++) {
-            const int64_t pair = (int64_t)tok * per + c;
-            const int x = pair_expert(ids, expert_map, topk, per, e_local, pair);
+        for (int c = 0; c < p.per; c++) {
+            const int64_t pair = (int64_t)tok * p.per + c;
+            const int x = pair_expert(p.ids, p.expert_map, p.topk, p.per, p.e_local, pair);
             if (x < 0) continue;
-            const int64_t row = pair_slot ? pair_slot[pair] : pair;
-            const float4 v4 = __ldcg(reinterpret_cast<const float4 *>(inter + row * n + col));
-            float v[4] = {v4.x, v4.y, v4.z, v4.w};
-            for (int z = 1; z < parts; z++) {
-                const float4 u4 = __ldcg(reinterpret_cast<const float4 *>(inter + z * part_stride + row * n + col));
-                float q[4] = {u4.x, u4.y, u4.z, u4.w};
-#ifdef QV_MUTANT_gpu_moe_ksplit_f16_reduce
-                /* Mutant (class 4, vLLM #6795): the K parts reduced in the
-                 * 16-bit output format: the running sum and the part rounded
-                 * to it, and their sum rounded again. */
-                wo_round_pair<IS_BF16>(q[0], q[1]);
-                wo_round_pair<IS_BF16>(q[2], q[3]);
-                wo_round_pair<IS_BF16>(v[0], v[1]);
-                wo_round_pair<IS_BF16>(v[2], v[3]);
-#endif
-#pragma unroll
-                for (int e = 0; e < 4; e++) v[e] = __fadd_rn(v[e], q[e]);
-#ifdef QV_MUTANT_gpu_moe_ksplit_f16_reduce
-                wo_round_pair<IS_BF16>(v[0], v[1]);
-                wo_round_pair<IS_BF16>(v[2], v[3]);
-#endif
-            }
-            float b[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            if (bias) {
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    b[e] = load_scale(bias, (int64_t)x * n + single_perm_index(col + e), bias_fmt);
-#ifndef QV_MUTANT_gpu_moe_bias_unweighted
-                    /* (Mutant QV_MUTANT_gpu_moe_bias_unweighted moves this addition after the weight.) */
-                    v[e] = __fadd_rn(v[e], b[e]);
-#endif
-                }
-            }
-            if (rw == QV_RW_OUT) {
-                /* the product rounded, the weight rounded, their product rounded
-                 * (exact in fp32 before that rounding) */
-                const bool weighed = c < topk || gate;
-                const float w = c < topk ? weights[tok * topk + c] : gate ? gate[(int64_t)tok * (per - topk) + c - topk]
-                                                                          : 1.0f;
-                const float wr = round16(w, IS_BF16);
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const float pr = round16(v[e], IS_BF16);
-                    v[e] = weighed ? round16(__fmul_rn(wr, pr), IS_BF16) : pr;
-                }
-            } else if (c >= topk && gate) {
-                const float w = gate[(int64_t)tok * (per - topk) + c - topk];
-#pragma unroll
-                for (int e = 0; e < 4; e++) v[e] = __fmul_rn(w, v[e]);
-#ifdef QV_MUTANT_gpu_moe_weight_in_twice
-            /* Mutant (class 32, vLLM #43694): with the weight on the expert's
-             * input (rw=in, the gather), the product weighed by it again. */
-            } else if (c < topk && (rw == QV_RW_ACC || rw == QV_RW_IN)) {
-#else
-            } else if (c < topk && rw == QV_RW_ACC) {
-#endif
-                const float w = weights[tok * topk + c];
-#ifdef QV_MUTANT_gpu_moe_weight_after_cast
-                /* Mutant (class 25, vLLM #32002): the router weight applied after the
-                 * product is rounded to the output format. */
-                wo_round_pair<IS_BF16>(v[0], v[1]);
-                wo_round_pair<IS_BF16>(v[2], v[3]);
-#pragma unroll
-                for (int e = 0; e < 4; e++) v[e] = __fmul_rn(v[e], w);
-                wo_round_pair<IS_BF16>(v[0], v[1]);
-                wo_round_pair<IS_BF16>(v[2], v[3]);
-#else
-#pragma unroll
-                for (int e = 0; e < 4; e++) v[e] = __fmul_rn(w, v[e]);
-#endif
-            }
-#ifdef QV_MUTANT_gpu_moe_bias_unweighted
-            /* Mutant (class 24, NeMo Automodel #2591): each expert's bias added
-             * after its router weight, so every routed choice adds its whole
-             * bias to the token. */
-#pragma unroll
-            for (int e = 0; e < 4; e++) v[e] = __fadd_rn(v[e], b[e]);
-#endif
-            if (sum == QV_MSUM_OUT) {
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const float q = round16(v[e], IS_BF16);
-                    y[e] = J ? round16(__fadd_rn(y[e], q), IS_BF16) : q;
-                }
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; e++) y[e] = J ? __fadd_rn(y[e], v[e]) : v[e];
-            }
+            const float *src = p.inter + combine_row(p.pair_slot, pair) * p.n + col;
+            const auto part = [&](int z) {
+                return __ldcg(reinterpret_cast<const float4 *>(src + z * p.part_stride));
+            };
+            combine_term<IS_BF16>(y, J, part, p.parts, c, x, combine_weight(p.weights, p.gate, tok, c, p.topk, p.per),
+                                  p.gate != nullptr, p.bias, p.bias_fmt, p.n, col, p.topk, p.rw, p.sum);
             J++;
         }
-        uint32_t *o = out + ((int64_t)tok * n + col) / 2;
+        uint32_t *o = p.out + ((int64_t)tok * p.n + col) / 2;
         o[0] = qv_h2<IS_BF16>::pack(y[0], y[1]);
         o[1] = qv_h2<IS_BF16>::pack(y[2], y[3]);
     }
+}
+
+/* The staged form, for decode batches (t <= kStagedTokens, per * parts <=
+ * kStageTerms): there k_moe_combine has a block or a few per token, each
+ * thread reading its per x parts products one after the other behind the
+ * id and map look-ups, so a token's few blocks wait on a chain of loads.
+ * Here block (x, y) takes columns [64 x, + 64) of token y: its threads look
+ * up the pairs' experts, rows and weights, then load every (pair, part)
+ * row piece into shared memory at once, and 16 threads sum them as
+ * combine_term says, in the same order: the same bits. With gate_vec the
+ * block computes its token's shared gates itself (shared_gate_value, the
+ * gate kernel's arithmetic) before waiting on the GEMM, since they read
+ * the layer's inputs alone: one launch fewer, and that work off the chain. */
+constexpr int kStagedTokens = 16;
+constexpr int kStageCols = 64;
+constexpr int kStageTerms = 96;
+constexpr int kStageThreads = 128;
+static_assert(kStageThreads == kGateThreads, "the staged combine computes gates as the gate kernel");
+
+template <bool IS_BF16>
+__global__ void __launch_bounds__(kStageThreads) k_moe_combine_staged(const combine_params p)
+{
+    constexpr int quads = kStageCols / 4;
+    __shared__ float4 s_v[kStageTerms * quads];
+    __shared__ int64_t s_row[kStageTerms]; /* -1: not a local pair */
+    __shared__ int s_x[kStageTerms];
+    __shared__ float s_w[kStageTerms];
+    __shared__ float s_gate[kStageTerms];
+    __shared__ float s_part[kGateThreads / 32];
+    const int tok = blockIdx.y, col0 = blockIdx.x * kStageCols;
+    if (p.gate_vec) {
+        for (int sx = 0; sx < p.per - p.topk; sx++) {
+            const float g = shared_gate_value(p.a, p.gate_vec, tok, sx, p.k, p.a_bf16, s_part);
+            if (threadIdx.x == 0) s_gate[sx] = g;
+        }
+        __syncthreads();
+    }
+    chain_wait();
+    for (int c = threadIdx.x; c < p.per; c += kStageThreads) {
+        const int64_t pair = (int64_t)tok * p.per + c;
+        const int x = pair_expert(p.ids, p.expert_map, p.topk, p.per, p.e_local, pair);
+        s_x[c] = x;
+        s_row[c] = x < 0 ? -1 : combine_row(p.pair_slot, pair);
+        s_w[c] = x < 0                          ? 0.0f
+                 : c >= p.topk && p.gate_vec ? s_gate[c - p.topk]
+                                               : combine_weight(p.weights, p.gate, tok, c, p.topk, p.per);
+    }
+    __syncthreads();
+    const int in_n = (p.n - col0) / 4; /* this block's quads within n */
+    for (int i = threadIdx.x; i < p.per * p.parts * quads; i += kStageThreads) {
+        const int q = i % quads, cz = i / quads, c = cz / p.parts, z = cz % p.parts;
+        const int64_t row = s_row[c];
+        if (row >= 0 && q < in_n)
+            s_v[i] = __ldcg(reinterpret_cast<const float4 *>(p.inter + z * p.part_stride + row * p.n + col0 + 4 * q));
+    }
+    __syncthreads();
+    const int q = threadIdx.x, col = col0 + 4 * q;
+    if (q >= quads || q >= in_n) return;
+    const bool has_gate = p.gate || p.gate_vec;
+    float y[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    int J = 0;
+    for (int c = 0; c < p.per; c++) {
+        const int x = s_x[c];
+        if (x < 0) continue;
+        const float4 *terms = s_v + c * p.parts * quads + q;
+        const auto part = [&](int z) { return terms[z * quads]; };
+        combine_term<IS_BF16>(y, J, part, p.parts, c, x, s_w[c], has_gate, p.bias, p.bias_fmt, p.n, col, p.topk,
+                              p.rw, p.sum);
+        J++;
+    }
+    uint32_t *o = p.out + ((int64_t)tok * p.n + col) / 2;
+    o[0] = qv_h2<IS_BF16>::pack(y[0], y[1]);
+    o[1] = qv_h2<IS_BF16>::pack(y[2], y[3]);
 }
 
 size_t up256(size_t x) { return (x + 255) & ~(size_t)255; }
@@ -1285,6 +1411,11 @@ extern "C" qv_status qv_moe_pick(qv_moe_dev *d, const qv_launch_opts *o)
         }
         d->ksplit = parts;
     }
+    /* The combine's staged form where the plain one leaves most SMs idle
+     * (the same bits either way); where the plain grid already spans the
+     * GPU, the staged form's extra blocks and copies cost more than its
+     * parallel loads save. */
+    d->staged = (int64_t)((d->n + 4 * kCombineThreads - 1) / (4 * kCombineThreads)) * d->t * 2 <= c.sms;
     return QV_OK;
 }
 
@@ -1528,25 +1659,52 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
                        : launch_gemm_kind<false>(d->kind, d->mb, g, grid, stream));
     }
 
+    const bool staged = d->staged && d->t <= kStagedTokens && (int64_t)per * parts <= kStageTerms;
     float *gate = d->sgate ? (float *)(ws + w.gate) : nullptr;
-    if (gate && d->shared > 0) {
+    if (gate && d->shared > 0 && !staged) {
         if (d->shared > 65535) return qv_fail(QV_ERR_SHAPE, "grouped GEMM: %d gated shared experts", d->shared);
         QV_TRY(launch_chained(k_moe_shared_gate, dim3((unsigned)d->t, (unsigned)d->shared), dim3(kGateThreads), 0,
                               stream, "shared gate launch", (const uint16_t *)d->a, (const uint16_t *)d->shared_gate,
                               gate, d->shared, d->k, d->bf16));
     }
 
+    combine_params cp;
+    cp.inter = inter;
+    cp.pair_slot = by_slot ? (const int32_t *)pair_slot : nullptr;
+    cp.parts = parts;
+    cp.part_stride = part_stride;
+    cp.ids = ids;
+    cp.weights = weights;
+    cp.expert_map = d->expert_map;
+    cp.bias = d->bias;
+    cp.bias_fmt = d->bias_fmt == QV_FMT_F32 ? SF_F32 : d->bias_fmt == QV_FMT_BF16 ? SF_BF16 : SF_F16;
+    cp.out = (uint32_t *)d->out;
+    cp.t = d->t;
+    cp.n = d->n;
+    cp.topk = d->topk;
+    cp.per = per;
+    cp.e_local = d->e_local;
+    cp.rw = d->rw;
+    cp.sum = d->sum;
+    cp.a = (const uint16_t *)d->a;
+    cp.k = d->k;
+    cp.a_bf16 = d->bf16;
+    /* the staged form computes its gates, the plain one reads the gate kernel's */
+    const bool gated = gate && d->shared > 0;
+    cp.gate = gated && !staged ? (const float *)gate : nullptr;
+    cp.gate_vec = gated && staged ? (const uint16_t *)d->shared_gate : nullptr;
+#ifdef QV_MUTANT_gpu_moe_shared_gate_dropped
+    /* Mutant (class 33, lmdeploy #3491): the gates computed, never applied. */
+    cp.gate = nullptr;
+    cp.gate_vec = nullptr;
+#endif
+    if (staged) {
+        const dim3 sgrid((d->n + kStageCols - 1) / kStageCols, d->t);
+        return launch_chained(d->out_bf16 ? k_moe_combine_staged<true> : k_moe_combine_staged<false>, sgrid,
+                              dim3(kStageThreads), 0, stream, "combine launch", cp);
+    }
     /* One block per 1024 columns and token, tokens strided past 65535. */
     const dim3 cgrid((d->n + 4 * kCombineThreads - 1) / (4 * kCombineThreads), d->t < 65535 ? d->t : 65535);
-    const int bias_sf = d->bias_fmt == QV_FMT_F32 ? SF_F32 : d->bias_fmt == QV_FMT_BF16 ? SF_BF16 : SF_F16;
     return launch_chained(d->out_bf16 ? k_moe_combine<true> : k_moe_combine<false>, cgrid, dim3(kCombineThreads), 0,
-                          stream, "combine launch", inter, by_slot ? (const int32_t *)pair_slot : nullptr, parts,
-                          part_stride, ids, weights, d->expert_map, d->bias,
-                          bias_sf, (uint32_t *)d->out, d->t, d->n, d->topk, per, d->e_local, d->rw, d->sum,
-#ifdef QV_MUTANT_gpu_moe_shared_gate_dropped
-                          /* Mutant (class 33, lmdeploy #3491): the gates computed, never applied. */
-                          nullptr);
-#else
-                          d->shared > 0 ? (const float *)gate : nullptr);
-#endif
+                          stream, "combine launch", cp);
 }

@@ -222,6 +222,14 @@ static const struct moe_case {
     {OUT_CH, 16, 16, 1, 64, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
     {SUM_OUT, 64, 64, 1, 33, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
     {GATE2, 8, 8, 2, 50, 128, 256, QV_LOGITS_RANDOM, QV_PROBE_RANDOM},
+    /* the combine's staged form (decode batches of up to 16 tokens): N = 80
+     * ending in a part of its 64-column block, two gated shared experts;
+     * then 16 choices in 8 K parts, past its 96 terms: the plain form at
+     * one token */
+    {DSFP8, 256, 256, 1, 3, 80, 256, QV_LOGITS_RANDOM, QV_PROBE_EXACT},
+    {GATE2, 8, 8, 2, 4, 128, 256, QV_LOGITS_NEAR_TIES, QV_PROBE_RANDOM},
+    {"w=u4b8,ws=f16/g128,route=softmax-topk-renorm,topk=16", 64, 64, 0, 1, 128, 2048, QV_LOGITS_RANDOM,
+     QV_PROBE_RANDOM},
 };
 #define NCASES ((int)(sizeof kCases / sizeof kCases[0]))
 
@@ -659,6 +667,34 @@ START_TEST(wg_schedule_covers)
 }
 END_TEST
 
+/* The combine's form: staged where the plain grid (a block per token and
+ * 1024 columns) fills at most half the SMs (132 here), plain beyond. */
+START_TEST(combine_form)
+{
+    static const struct {
+        int t, n, topk, e, staged;
+    } cases[] = {
+        {1, 1024, 10, 512, 1},   /* Qwen3-Next, one token: 1 block */
+        {8, 1536, 8, 128, 1},    /* Qwen3: 16 */
+        {1, 28672, 2, 8, 1},     /* Mixtral: 28 */
+        {2, 28672, 2, 8, 1},     /* 56 */
+        {3, 28672, 2, 8, 0},     /* 84 */
+        {8, 16384, 1, 16, 0},    /* Llama 4: 128 */
+        {16, 4096, 8, 256, 1},   /* DeepSeek-V3: 64 */
+        {17, 4096, 8, 256, 0},   /* 68 */
+    };
+    const qv_launch_opts o = {.sms = 132, .arch = 90};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        qv_moe_dev d;
+        memset(&d, 0, sizeof d);
+        d.kind = QV_MOE_W4A16, d.t = cases[i].t, d.n = cases[i].n, d.k = 4096, d.g_shift = 3;
+        d.topk = cases[i].topk, d.e = d.e_local = cases[i].e;
+        ck_assert_msg(qv_moe_pick(&d, &o) == QV_OK, "case %zu: %s", i, qv_errmsg());
+        ck_assert_msg(d.staged == cases[i].staged, "case %zu: t=%d n=%d: staged %d", i, d.t, d.n, d.staged);
+    }
+}
+END_TEST
+
 /* The FP4 specs the backend refuses, before any CUDA call. */
 START_TEST(fp4_refusals)
 {
@@ -1003,6 +1039,7 @@ int main(void)
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, fp4_refusals);
     tcase_add_test(tc, pick_path);
+    tcase_add_test(tc, combine_form);
     tcase_add_test(tc, suite_reaches_fp8_wgmma);
     tcase_add_test(tc, wg_schedule_covers);
     tcase_add_test(tc, ksplit_plan);

@@ -74,6 +74,11 @@ typedef struct qv_moe_dev {
                                    and 1: none), where qv_moe_ksplit_covers: each part's fp32 sums
                                    to its own copy of the products, added in part order by the
                                    combine (qv_moe_parts: how many the launch makes) */
+    int staged;                 /* 1: the combine's staged form (kernels/moe_grouped.cu), where it
+                                   applies (up to 16 tokens, at most 96 pair and K-part terms a
+                                   token); 0: the plain form. qv_moe_pick: 1 where the plain form's
+                                   grid (a block per token and 1024 columns) fills at most half the
+                                   SMs */
     const void *logits;         /* (t, e) in logit_fmt (float or uint16_t codes) */
     const int32_t *expert_map;  /* (e) local index or -1 */
     const float *score_bias;    /* (e) the selection bias (sbias=f32), or NULL */
