@@ -1661,7 +1661,8 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
 
     const bool staged = d->staged && d->t <= kStagedTokens && (int64_t)per * parts <= kStageTerms;
     float *gate = d->sgate ? (float *)(ws + w.gate) : nullptr;
-    if (gate && d->shared > 0 && !staged) {
+    const bool gated = gate && d->shared > 0;
+    if (gated && !staged) {
         if (d->shared > 65535) return qv_fail(QV_ERR_SHAPE, "grouped GEMM: %d gated shared experts", d->shared);
         QV_TRY(launch_chained(k_moe_shared_gate, dim3((unsigned)d->t, (unsigned)d->shared), dim3(kGateThreads), 0,
                               stream, "shared gate launch", (const uint16_t *)d->a, (const uint16_t *)d->shared_gate,
@@ -1690,7 +1691,6 @@ extern "C" qv_status qv_moe_launch(const qv_moe_dev *d, void *stream_v)
     cp.k = d->k;
     cp.a_bf16 = d->bf16;
     /* the staged form computes its gates, the plain one reads the gate kernel's */
-    const bool gated = gate && d->shared > 0;
     cp.gate = gated && !staged ? (const float *)gate : nullptr;
     cp.gate_vec = gated && staged ? (const uint16_t *)d->shared_gate : nullptr;
 #ifdef QV_MUTANT_gpu_moe_shared_gate_dropped
